@@ -1,0 +1,1 @@
+"""Model description: ModelSpec (spec.py) and the Hugging Face config reader (hf.py)."""

@@ -1,0 +1,225 @@
+"""ModelSpec: what the estimator knows of a transformer, independent of Hugging Face key names.
+
+Identical layers share one LayerGroup (DeepSeek's dense then MoE layers, Gemma-2's sliding and full
+layers). Every weight matrix of a block is listed once, by `weight_matrices()`; parameter counts,
+weight bytes and the operator graph all read that one list.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..units import WeightFormat, canonical_dtype, dtype_bytes, weight_format
+
+ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla")
+FFN_KINDS = ("dense", "moe")
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """One weight matrix W[k, n] applied as y[T, n] = x[T, k] @ W (+ bias[n]).
+
+    family: which quantization family it belongs to ('attn', 'ffn', 'experts', 'shared', 'router',
+    'lm_head'); count: how many such matrices the block holds (experts: n_experts).
+    """
+
+    name: str
+    k: int
+    n: int
+    bias: bool = False
+    family: str = "attn"
+    count: int = 1
+
+    @property
+    def params(self) -> int:
+        return self.count * (self.k * self.n + (self.n if self.bias else 0))
+
+
+@dataclass(frozen=True)
+class AttentionSpec:
+    kind: str  # mha | gqa | mqa | mla
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int  # query/key head dim (MLA: qk_nope_head_dim + qk_rope_head_dim)
+    v_head_dim: int
+    sliding_window: int | None = None  # None: full attention
+    qkv_bias: bool = False
+    o_bias: bool = False
+    rope: bool = True  # rotary embedding applied to q and k
+    qk_norm: bool = False  # per-head RMSNorm on q and k (Qwen3, Gemma-3)
+    sinks: bool = False  # learned per-head attention sink logits (gpt-oss)
+    # MLA (DeepSeek-V2/V3)
+    q_lora_rank: int | None = None
+    kv_lora_rank: int | None = None
+    qk_nope_head_dim: int | None = None
+    qk_rope_head_dim: int | None = None
+
+    @property
+    def group_size(self) -> int:
+        """G = query heads per KV head (GQA intensity of decode attention); MLA shares one latent: G = heads."""
+        return self.n_heads // self.n_kv_heads
+
+    def kv_elements_per_token(self) -> int:
+        """Cached elements per token per layer: K and V of every KV head, or MLA's latent + rope key."""
+        if self.kind == "mla":
+            return self.kv_lora_rank + self.qk_rope_head_dim
+        return self.n_kv_heads * (self.head_dim + self.v_head_dim)
+
+    def weight_matrices(self, d_model: int) -> list[Matrix]:
+        h, kv, hd, vd = self.n_heads, self.n_kv_heads, self.head_dim, self.v_head_dim
+        if self.kind == "mla":
+            mats = []
+            if self.q_lora_rank:
+                mats += [Matrix("attn.q_a_proj", d_model, self.q_lora_rank),
+                         Matrix("attn.q_b_proj", self.q_lora_rank, h * hd)]
+            else:
+                mats += [Matrix("attn.q_proj", d_model, h * hd)]
+            mats += [Matrix("attn.kv_a_proj", d_model, self.kv_lora_rank + self.qk_rope_head_dim),
+                     Matrix("attn.kv_b_proj", self.kv_lora_rank, h * (self.qk_nope_head_dim + vd)),
+                     Matrix("attn.o_proj", h * vd, d_model, self.o_bias)]
+            return mats
+        return [Matrix("attn.qkv_proj", d_model, h * hd + kv * hd + kv * vd, self.qkv_bias),
+                Matrix("attn.o_proj", h * vd, d_model, self.o_bias)]
+
+    def extra_params(self) -> int:
+        """Parameters outside the matrices: q/k norms, MLA latent norms, attention sinks."""
+        p = 0
+        if self.qk_norm:
+            p += 2 * self.head_dim
+        if self.kind == "mla":
+            p += (self.q_lora_rank or 0) + self.kv_lora_rank
+        if self.sinks:
+            p += self.n_heads
+        return p
+
+
+@dataclass(frozen=True)
+class FfnSpec:
+    kind: str  # dense | moe
+    d_ff: int  # dense intermediate size (0 for a pure-MoE layer)
+    gated: bool  # SwiGLU / GeGLU: up and gate matrices (3 matrices in all) vs up + down (2)
+    activation: str
+    bias: bool = False
+    n_experts: int = 0
+    top_k: int = 0
+    d_expert: int = 0  # intermediate size of one routed expert
+    n_shared_experts: int = 0
+    d_shared: int = 0  # total intermediate size of the always-on shared expert(s)
+    shared_gate: bool = False  # Qwen2-MoE: sigmoid gate Linear(d_model, 1) on the shared expert
+    router_bias: bool = False
+
+    def weight_matrices(self, d_model: int) -> list[Matrix]:
+        up = 2 if self.gated else 1
+        if self.kind == "dense":
+            return [Matrix("ffn.up_gate" if self.gated else "ffn.up", d_model, up * self.d_ff, self.bias, "ffn"),
+                    Matrix("ffn.down", self.d_ff, d_model, self.bias, "ffn")]
+        mats = [Matrix("ffn.router", d_model, self.n_experts, self.router_bias, "router"),
+                Matrix("ffn.experts.up_gate" if self.gated else "ffn.experts.up", d_model, up * self.d_expert,
+                       self.bias, "experts", self.n_experts),
+                Matrix("ffn.experts.down", self.d_expert, d_model, self.bias, "experts", self.n_experts)]
+        if self.d_shared:
+            mats += [Matrix("ffn.shared.up_gate" if self.gated else "ffn.shared.up", d_model, up * self.d_shared,
+                            False, "shared"),
+                     Matrix("ffn.shared.down", self.d_shared, d_model, False, "shared")]
+            if self.shared_gate:
+                mats.append(Matrix("ffn.shared.gate", d_model, 1, False, "router"))
+        return mats
+
+    def active_matrices(self, d_model: int) -> list[Matrix]:
+        """The matrices one token passes through: top-k of the routed experts."""
+        out = []
+        for m in self.weight_matrices(d_model):
+            out.append(Matrix(m.name, m.k, m.n, m.bias, m.family, self.top_k) if m.family == "experts" else m)
+        return out
+
+
+@dataclass(frozen=True)
+class LayerGroup:
+    name: str
+    count: int
+    attention: AttentionSpec
+    ffn: FfnSpec
+    parallel_block: bool = False  # attention and MLP read the same input (GPT-J, Falcon, Phi-2)
+    norms: int = 2  # norm layers per block (Gemma-2/3: 4, parallel blocks: 1 or 2)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    d_model: int
+    vocab_size: int
+    layer_groups: tuple[LayerGroup, ...]
+    tie_embeddings: bool = False
+    max_context: int | None = None
+    norm: str = "rmsnorm"  # rmsnorm (weight) | layernorm (weight + bias)
+    learned_positions: int = 0  # rows of a learned absolute position embedding (GPT-2, OPT), else 0
+    weight_dtype: str = "bf16"  # native dtype of the checkpoint (unquantized parts)
+    quantization: WeightFormat | None = None  # from quantization_config
+    quantized_families: tuple[str, ...] = ("attn", "ffn", "experts", "shared")
+    model_type: str = ""
+    source: str = ""
+    assumptions: tuple[str, ...] = field(default_factory=tuple)
+
+    # ------------------------------------------------------------------ structure
+    @property
+    def n_layers(self) -> int:
+        return sum(g.count for g in self.layer_groups)
+
+    @property
+    def is_moe(self) -> bool:
+        return any(g.ffn.kind == "moe" for g in self.layer_groups)
+
+    @property
+    def attention_kind(self) -> str:
+        kinds = sorted({g.attention.kind for g in self.layer_groups})
+        return "/".join(kinds)
+
+    def norm_params(self) -> int:
+        return self.d_model * (2 if self.norm == "layernorm" else 1)
+
+    def embedding_matrices(self) -> list[Matrix]:
+        """Token embedding (a gather table) and the LM head (a GEMM); one shared table when tied."""
+        mats = [Matrix("embed", self.vocab_size, self.d_model, family="embed")]
+        if not self.tie_embeddings:
+            mats.append(Matrix("lm_head", self.d_model, self.vocab_size, family="lm_head"))
+        return mats
+
+    def layer_params(self, group: LayerGroup, active: bool = False) -> int:
+        ffn_mats = group.ffn.active_matrices(self.d_model) if active else group.ffn.weight_matrices(self.d_model)
+        mats = group.attention.weight_matrices(self.d_model) + ffn_mats
+        return sum(m.params for m in mats) + group.attention.extra_params() + group.norms * self.norm_params()
+
+    def _params(self, active: bool) -> int:
+        body = sum(g.count * self.layer_params(g, active) for g in self.layer_groups)
+        emb = sum(m.params for m in self.embedding_matrices())
+        return body + emb + self.norm_params() + self.learned_positions * self.d_model
+
+    @property
+    def params_total(self) -> int:
+        """Every parameter of the checkpoint (all experts), embeddings included."""
+        return self._params(active=False)
+
+    @property
+    def params_active(self) -> int:
+        """Parameters one token touches: top-k routed experts instead of all; = params_total when dense."""
+        return self._params(active=True)
+
+    # ------------------------------------------------------------------ KV cache
+    def kv_bytes_per_token(self, dtype: str = "bf16") -> float:
+        """KV-cache bytes one token adds, summed over layers (not capped by sliding windows)."""
+        per_elem = dtype_bytes(dtype)
+        return sum(g.count * g.attention.kv_elements_per_token() for g in self.layer_groups) * per_elem
+
+    def weight_format_for(self, family: str, override: str | None = None) -> WeightFormat:
+        """Storage format of one family of matrices.
+
+        An override (the user's --weight-dtype) applies to the transformer blocks' matrices; embeddings,
+        LM head and router stay in the checkpoint's native dtype, as quantization toolkits leave them.
+        """
+        if family in ("embed", "lm_head", "router"):
+            return weight_format(self.weight_dtype)
+        if override is not None:
+            return weight_format(canonical_dtype(override))
+        if self.quantization is not None and family in self.quantized_families:
+            return self.quantization
+        return weight_format(self.weight_dtype)

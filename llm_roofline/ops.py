@@ -1,0 +1,159 @@
+"""Operators: the Op record and ONE pure formula per op family.
+
+Conventions: FLOP = 2 x multiply-add, so an (m x k) @ (k x n) product is 2*m*k*n FLOPs (stated here,
+once). Every count is a float64 array broadcast over the scenario grid. Bytes are HBM traffic of one
+chip for one instance of the op (one layer): weights read, activations read + written, KV cache read
++ written. An op's `count` is how many instances one forward pass runs (layers in its group).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+KINDS = ("gemm", "attention", "elementwise", "norm", "embedding", "collective")
+ZERO = np.float64(0.0)
+
+
+@dataclass(frozen=True)
+class Op:
+    name: str  # stable dotted name: 'attn.qkv_proj', 'ffn.down', 'comm.all_reduce.attn', ...
+    group: str  # layer group ('dense', 'moe', 'sliding', ...) or 'model' for embed / lm_head
+    kind: str  # one of KINDS
+    count: float  # instances per forward pass
+    flops: np.ndarray
+    weight_bytes: np.ndarray = ZERO
+    act_bytes: np.ndarray = ZERO
+    kv_bytes: np.ndarray = ZERO
+    comm_bytes: np.ndarray = ZERO  # collectives: the logical buffer of one chip (V in the book's formulas)
+    collective: str = ""  # all_reduce | all_gather | reduce_scatter | all_to_all | p2p
+    group_chips: int = 1  # chips taking part in the collective
+    tokens: np.ndarray = ZERO  # rows the op processes (GEMM M): efficiency models key off it
+    shards: float = 1  # chips that split this op's work (tp for sharded ops, 1 when replicated)
+    stored_bytes: float = 0.0  # weight bytes this op keeps resident on one chip (all experts), for memory
+    compute_dtype: str = "bf16"  # 'vector' for work outside the matrix units
+    formula: str = ""
+
+    @property
+    def hbm_bytes(self) -> np.ndarray:
+        return self.weight_bytes + self.act_bytes + self.kv_bytes
+
+    def scaled(self, **fields) -> "Op":
+        return replace(self, **fields)
+
+
+def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_elem, n_matrices=1.0,
+         bias=False, matrices_read=None, n_stored=1.0, compute_dtype="bf16", formula_note="") -> Op:
+    """y[T, n] = x[T, k] @ W[k, n] (+ b), for n_matrices weight matrices (MoE: top-k experts' work).
+
+    FLOPs = 2*T*k*n per matrix. Weights read: matrices_read (default n_matrices) * k*n*bits/8, + bias.
+    Activations: x read once per matrix group, y written: (T*k + T*n) * act bytes per matrix.
+    n_stored: matrices resident on the chip (MoE: its experts; tied LM head: 0, the embedding holds it).
+    """
+    t = np.asarray(tokens, dtype=np.float64)
+    m_read = n_matrices if matrices_read is None else matrices_read
+    flops = 2.0 * t * k * n * n_matrices
+    weight_bytes = m_read * (k * n * bits_per_weight / 8 + (n * act_bytes_per_elem if bias else 0.0))
+    act = (t * k + t * n) * act_bytes_per_elem * n_matrices
+    formula = f"2*T*k*n*{n_matrices:g} with T={_s(t)}, k={k:g}, n={n:g}{formula_note}"
+    stored = n_stored * (k * n * bits_per_weight / 8 + (n * act_bytes_per_elem if bias else 0.0))
+    return Op(name, group, "gemm", count, flops, np.asarray(weight_bytes, dtype=np.float64), act,
+              tokens=t, compute_dtype=compute_dtype, formula=formula, stored_bytes=float(stored))
+
+
+def causal_pairs(q_len, kv_len, window=None):
+    """Query-key pairs a causal (optionally sliding-window) attention computes per head per sequence.
+
+    The q_len new tokens sit at the end of a kv_len context (kv_len - q_len cached tokens before them):
+    query i (0-based) sees min(kv_len - q_len + i + 1, window) keys. Summed in closed form.
+    Without a window: q*(kv - q) + q*(q + 1)/2. Decode (q = 1): min(kv, window).
+    """
+    q = np.asarray(q_len, dtype=np.float64)
+    kv = np.asarray(kv_len, dtype=np.float64)
+    prefix = kv - q
+    full = q * prefix + q * (q + 1) / 2
+    if window is None:
+        return full
+    w = float(window)
+    # positions p = prefix+1 .. prefix+q see min(p, w) keys: sum over p of min(p, w)
+    def s_min(p):  # sum_{x=1..p} min(x, w)
+        below = np.minimum(p, w)
+        return below * (below + 1) / 2 + np.maximum(p - w, 0) * w
+    return s_min(prefix + q) - s_min(prefix)
+
+
+def attention(name, group, count, *, batch, q_len, kv_len, n_heads, n_kv_heads, qk_dim, v_dim,
+              kv_elems_per_token, kv_bytes_per_elem, act_bytes_per_elem, causal=True, window=None,
+              fused=True, score_bytes_per_elem=2.0, compute_dtype="bf16") -> Op:
+    """Attention core (scores, softmax, AV) of one layer, per chip.
+
+    FLOPs = 2*B*H*pairs*(qk_dim + v_dim), pairs = query-key pairs actually computed (causal: the
+    unmasked part; sliding window: at most `window` keys per query). The KV cache is read once:
+    B * min(kv_len, window) tokens * kv_elems_per_token, and the q_len new tokens are written.
+    Fused (FlashAttention): Q read and O written once, scores never reach HBM. Unfused: the full
+    B*H*q*kv_eff score matrix is materialized and all of it computed: written by QK^T, read by the
+    softmax, written back, read by AV (4 round trips).
+    """
+    b = np.asarray(batch, dtype=np.float64)
+    q = np.asarray(q_len, dtype=np.float64)
+    kv = np.asarray(kv_len, dtype=np.float64)
+    kv_eff = kv if window is None else np.minimum(kv, float(window))
+    if fused:
+        pairs = causal_pairs(q, kv, window) if causal else q * kv_eff
+    else:
+        pairs = q * kv_eff
+    flops = 2.0 * b * n_heads * pairs * (qk_dim + v_dim)
+    kv_bytes = b * (kv_eff + q) * kv_elems_per_token * kv_bytes_per_elem  # read the cache, write the new tokens
+    act = b * q * n_heads * (qk_dim + v_dim) * act_bytes_per_elem  # Q in, O out
+    if not fused:
+        act = act + 4.0 * b * n_heads * q * kv_eff * score_bytes_per_elem
+    mode = "causal" if causal else "full"
+    formula = (f"2*B*H*pairs*(dqk+dv) with B={_s(b)}, H={n_heads:g}, pairs={_s(pairs)} ({mode}"
+               f"{', window ' + str(window) if window else ''}), dqk={qk_dim:g}, dv={v_dim:g}; "
+               f"KV read {_s(kv_eff)} tokens x {kv_elems_per_token:g} elems")
+    return Op(name, group, "attention", count, flops, ZERO, act, kv_bytes, tokens=b * q,
+              compute_dtype=compute_dtype, formula=formula)
+
+
+def elementwise(name, group, count, *, elems, flops_per_elem, reads, writes, act_bytes_per_elem,
+                weight_bytes=0.0, kind="elementwise") -> Op:
+    """A pointwise op over `elems` elements: `reads` input and `writes` output tensors of that size.
+
+    Norms read x and write y (plus the d-element weight); SwiGLU reads up and gate, writes one;
+    residual add reads two, writes one. Always far below any chip's critical intensity.
+    """
+    e = np.asarray(elems, dtype=np.float64)
+    flops = flops_per_elem * e
+    act = (reads + writes) * e * act_bytes_per_elem
+    formula = f"{flops_per_elem:g} FLOP/elem over {_s(e)} elems, {reads:g} reads + {writes:g} writes"
+    return Op(name, group, kind, count, flops, np.asarray(weight_bytes, dtype=np.float64), act,
+              compute_dtype="vector", formula=formula)
+
+
+def embedding(name, group, *, tokens, d_model, weight_bytes_per_elem, act_bytes_per_elem) -> Op:
+    """Token embedding lookup: a gather of T rows of the table (not a GEMM): no FLOPs."""
+    t = np.asarray(tokens, dtype=np.float64)
+    return Op(name, group, "embedding", 1, t * 0.0, t * d_model * weight_bytes_per_elem,
+              t * d_model * act_bytes_per_elem, tokens=t, compute_dtype="vector",
+              formula=f"gather T={_s(t)} rows of {d_model:g} elems")
+
+
+def collective(name, group, count, *, kind, buffer_bytes, chips, tokens=ZERO) -> Op:
+    """A collective over `chips` chips on a buffer of buffer_bytes per chip (its cost: sharding.py)."""
+    v = np.asarray(buffer_bytes, dtype=np.float64)
+    return Op(name, group, "collective", count, v * 0.0, comm_bytes=v, collective=kind, group_chips=chips,
+              tokens=np.asarray(tokens, dtype=np.float64), formula=f"{kind} of {_s(v)} B over {chips} chips")
+
+
+def expected_distinct_experts(n_experts, top_k, tokens):
+    """Experts touched at least once when `tokens` tokens each pick top_k of n_experts uniformly:
+    E * (1 - (1 - k/E)^T). One token: k; many tokens: all E."""
+    t = np.asarray(tokens, dtype=np.float64)
+    return n_experts * (1.0 - (1.0 - top_k / n_experts) ** t)
+
+
+def _s(x) -> str:
+    """Short text of a scalar or array for formulas."""
+    a = np.asarray(x)
+    return f"{float(a):.6g}" if a.size == 1 else "[grid]"

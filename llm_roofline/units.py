@@ -1,0 +1,138 @@
+"""Data types, their storage sizes, and engineering-unit formatters.
+
+Inside the package every quantity is in SI base units (bytes, bytes/s, FLOP, FLOP/s, seconds).
+Conversion to GB, TB/s, ms happens only here, for display.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .errors import ScenarioError
+
+# Storage bits per element. tf32 is a compute mode stored in 32-bit words.
+DTYPE_BITS: dict[str, int] = {
+    "fp32": 32,
+    "tf32": 32,
+    "bf16": 16,
+    "fp16": 16,
+    "fp8": 8,
+    "int8": 8,
+    "int4": 4,
+    "fp4": 4,
+}
+DTYPES = tuple(DTYPE_BITS)
+
+# Aliases users and Hugging Face configs write for the same thing.
+_DTYPE_ALIASES = {
+    "float32": "fp32", "float": "fp32", "f32": "fp32",
+    "bfloat16": "bf16", "float16": "fp16", "half": "fp16", "f16": "fp16",
+    "float8": "fp8", "fp8_e4m3": "fp8", "e4m3": "fp8", "float8_e4m3fn": "fp8", "fp8_e5m2": "fp8",
+    "mxfp4": "fp4", "nvfp4": "fp4", "w4": "int4", "w8": "int8",
+}
+
+
+def canonical_dtype(name: str) -> str:
+    """'bfloat16' -> 'bf16'; raises ScenarioError for an unknown dtype."""
+    key = str(name).strip().lower()
+    key = _DTYPE_ALIASES.get(key, key)
+    if key not in DTYPE_BITS:
+        raise ScenarioError(f"unknown dtype {name!r}; known: {', '.join(DTYPES)}")
+    return key
+
+
+def dtype_bytes(name: str) -> float:
+    """Bytes per element of a dtype (0.5 for 4-bit types)."""
+    return DTYPE_BITS[canonical_dtype(name)] / 8
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    """How weights are stored: element dtype plus the quantization scales that come with it.
+
+    A group of `group_size` consecutive weights along the input (contracting) dimension shares one
+    scale of `scale_bits` bits (plus a zero point of `zero_bits` for asymmetric schemes such as GPTQ/AWQ).
+    `group_size=None` means one scale per output channel (per-channel quantization): the group is the
+    whole input dimension. Unquantized 16/32-bit weights carry no scales.
+    """
+
+    dtype: str
+    group_size: int | None = None
+    scale_bits: int = 0
+    zero_bits: int = 0
+
+    def bits_per_weight(self, k_in: float) -> float:
+        """Average storage bits per weight of a matrix with input dimension k_in, scales included."""
+        group = self.group_size or k_in
+        return DTYPE_BITS[self.dtype] + (self.scale_bits + self.zero_bits) / group
+
+    @property
+    def label(self) -> str:
+        if not self.scale_bits:
+            return self.dtype
+        g = f"g{self.group_size}" if self.group_size else "per-channel"
+        return f"{self.dtype} ({g}, {self.scale_bits}-bit scales)"
+
+
+def weight_format(dtype: str, group_size: int | None = None) -> WeightFormat:
+    """The default storage format of weights in a dtype.
+
+    - 16/32-bit: no scales.
+    - int8 / fp8: one fp32 scale per output channel (per-channel), unless a group size is given.
+    - int4: GPTQ/AWQ style, groups of 128 along the input dim, fp16 scale + 4-bit zero point.
+    - fp4: MXFP4 style, blocks of 32 sharing one 8-bit exponent scale (OCP MX spec).
+    """
+    d = canonical_dtype(dtype)
+    if DTYPE_BITS[d] >= 16:
+        return WeightFormat(d)
+    if d in ("int8", "fp8"):
+        return WeightFormat(d, group_size, scale_bits=32)
+    if d == "int4":
+        return WeightFormat(d, group_size or 128, scale_bits=16, zero_bits=4)
+    return WeightFormat(d, group_size or 32, scale_bits=8)  # fp4
+
+
+# ---------------------------------------------------------------- formatting (report layer only)
+_PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, ""),
+             (1e-3, "m"), (1e-6, "µ"), (1e-9, "n")]
+
+
+def sig3(x: float) -> str:
+    """Three significant digits, no exponent for ordinary magnitudes: 0.0123 -> '0.0123', 1234 -> '1230'."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    if x == 0:
+        return "0"
+    if math.isinf(x):
+        return "inf"
+    digits = 3 - int(math.floor(math.log10(abs(x)))) - 1
+    r = round(x, digits)
+    if digits <= 0:
+        return f"{int(r):d}"
+    return f"{r:.{digits}f}"
+
+
+def eng(x: float, unit: str = "") -> str:
+    """Engineering notation with an SI prefix and three significant digits: eng(3.35e12, 'B/s') -> '3.35 TB/s'."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "—"
+    if x == 0:
+        return f"0 {unit}".strip()
+    for scale, prefix in _PREFIXES:
+        if abs(x) >= scale * 0.9995:
+            return f"{sig3(x / scale)} {prefix}{unit}".strip()
+    return f"{x:.3g} {unit}".strip()
+
+
+def fmt_seconds(t: float | None) -> str:
+    """Seconds shown in s / ms / µs with three significant digits."""
+    if t is None or (isinstance(t, float) and math.isnan(t)):
+        return "—"
+    if t >= 1:
+        return f"{sig3(t)} s"
+    if t >= 1e-3:
+        return f"{sig3(t * 1e3)} ms"
+    if t >= 1e-6:
+        return f"{sig3(t * 1e6)} µs"
+    return f"{sig3(t * 1e9)} ns"

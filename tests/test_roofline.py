@@ -1,0 +1,97 @@
+"""The roofline core against the seeds ("How to Scale Your Model", Part 1) and hand arithmetic."""
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+from llm_roofline.roofline import Efficiency, attainable_flops_per_s, matmul_intensity, score
+
+V5E_BF16 = 1.97e14  # seeds: TPU v5e bf16 FLOP/s
+V5E_INT8 = 3.94e14  # seeds, Part 1 problem 1
+V5E_HBM = 8.1e11    # seeds, Part 1 problem 1 (the text also uses 8.2e11)
+
+
+def test_matmul_intensity_formula_and_limit():
+    # B=1, D=F=2: 2*1*2*2 / (2*1*2 + 2*2*2 + 2*1*2) = 8/16 = 0.5
+    assert matmul_intensity(1, 2, 2) == pytest.approx(0.5)
+    # BDF/(BD+DF+BF) -> B for B << D, F: B=16, D=F=65536: 16*65536^2/(16*65536*2 + 65536^2) = 15.99...
+    assert matmul_intensity(16, 65536, 65536) == pytest.approx(16, rel=1e-3)
+
+
+def test_critical_batch_bf16_int8_weights_and_int8_int8():
+    d = f = 1 << 16
+    # bf16 x bf16: intensity ~ B, so critical B = C / W = 1.97e14 / 8.1e11 = 243 (~240 in the seeds)
+    b = V5E_BF16 / V5E_HBM
+    assert matmul_intensity(b, d, f) == pytest.approx(V5E_BF16 / V5E_HBM, rel=0.01)
+    # int8 weights, bf16 activations and compute: bytes ~ DF, intensity ~ 2B, critical B ~ 243/2 ~ 120 (seeds)
+    bs = np.arange(1, 1000)
+    t = score(2 * bs * d * f, 2 * bs * d + d * f + 2 * bs * f, peak_flops_per_s=V5E_BF16, hbm_bytes_per_s=V5E_HBM)
+    assert bs[t.bound == "compute"][0] == pytest.approx(120, rel=0.03)
+    # int8 x int8 on the int8 peak: intensity ~2B vs 3.94e14/8.1e11 = 486 -> critical B = 243 (seeds)
+    t = score(2 * bs * d * f, bs * d + d * f + bs * f, peak_flops_per_s=V5E_INT8, hbm_bytes_per_s=V5E_HBM)
+    assert bs[t.bound == "compute"][0] == pytest.approx(243, rel=0.02)
+    # bf16 x bf16: critical B = 243 on these numbers (240 with the text's 8.2e11)
+    t = score(2 * bs * d * f, 2 * (bs * d + d * f + bs * f), peak_flops_per_s=V5E_BF16, hbm_bytes_per_s=V5E_HBM)
+    assert bs[t.bound == "compute"][0] == pytest.approx(240, rel=0.03)  # 246: BD, BF terms shift it
+
+
+def test_dot_product_intensity_tends_to_half():
+    n = np.array([1.0, 10.0, 1e6])
+    # seeds: (2N-1)/(4N+2): N=1 -> 1/6, N=10 -> 19/42, N=1e6 -> ~0.5
+    s = score(2 * n - 1, 4 * n + 2, peak_flops_per_s=V5E_BF16, hbm_bytes_per_s=V5E_HBM)
+    np.testing.assert_allclose(s.intensity, [1 / 6, 19 / 42, 0.5], rtol=1e-5)
+    assert (s.bound == "memory").all()
+
+
+@pytest.mark.parametrize("bm,expected", [(128, 64), (256, 128)])
+def test_tile_intensity(bm, expected):
+    # seeds: one (bm, bk) x (bk, bn) tile: 2*bm*bk*bn FLOPs over 2*(bm*bk + bk*bn) bytes -> bm*bn/(bm+bn)
+    bk = 512
+    s = score(2 * bm * bk * bm, 2 * (bm * bk + bk * bm), peak_flops_per_s=1, hbm_bytes_per_s=1)
+    assert float(s.intensity) == pytest.approx(expected)
+
+
+def test_lower_is_max_upper_is_sum():
+    # 2e12 FLOP at 1e15 FLOP/s = 2 ms; 1e9 B at 1e12 B/s = 1 ms
+    s = score(2e12, 1e9, peak_flops_per_s=1e15, hbm_bytes_per_s=1e12)
+    assert float(s.t_lower_s) == pytest.approx(2e-3)
+    assert float(s.t_upper_s) == pytest.approx(3e-3)
+    assert float(s.t_s) == pytest.approx(2e-3)
+    assert s.bound == "compute"
+
+
+@given(st.floats(1e3, 1e18), st.floats(1e3, 1e15), st.floats(0, 1e12), st.floats(0, 64))
+def test_bounds_order(flops, nbytes, comm_bytes, hops):
+    s = score(flops, nbytes, comm_bytes=comm_bytes, comm_hops=hops, peak_flops_per_s=1e15,
+              hbm_bytes_per_s=3e12, link_bytes_per_s=4.5e11, link_latency_s=1e-6)
+    assert s.t_lower_s <= s.t_s * (1 + 1e-12)
+    assert s.t_s <= s.t_upper_s * (1 + 1e-12)
+    assert s.t_upper_s <= 3 * s.t_lower_s * (1 + 1e-12)
+    if comm_bytes == 0 and hops == 0:  # two terms: upper <= 2 x lower (seeds)
+        assert s.t_upper_s <= 2 * s.t_lower_s * (1 + 1e-12)
+
+
+@given(st.floats(1e3, 1e18), st.floats(1e3, 1e15), st.floats(1.01, 10))
+def test_more_bandwidth_never_slower(flops, nbytes, factor):
+    a = score(flops, nbytes, peak_flops_per_s=1e15, hbm_bytes_per_s=3e12)
+    b = score(flops, nbytes, peak_flops_per_s=1e15, hbm_bytes_per_s=3e12 * factor)
+    assert b.t_s <= a.t_s
+
+
+def test_efficiency_slows_down():
+    s = score(1e12, 1e9, peak_flops_per_s=1e15, hbm_bytes_per_s=1e12,
+              efficiency=Efficiency(compute=0.5, memory=0.8, overhead_s=5e-6))
+    # compute 1e12 / (1e15 * 0.5) = 2 ms; memory 1e9 / (1e12 * 0.8) = 1.25 ms; + 5 us
+    assert float(s.t_s) == pytest.approx(2e-3 + 5e-6)
+
+
+def test_seed_plot_v6e_one_call_equals_closed_form():
+    """Seeds section 6.2: D = F = 4096 on TPU v6e (9.2e14 FLOP/s, 1.6e12 B/s), batch 1..1023."""
+    bs = np.arange(1, 1024)
+    d = f = 4096
+    total_flops = 2 * bs * d * f
+    closed = total_flops / np.maximum(total_flops / 9.2e14, (2 * bs * d + d * f + 2 * bs * f) / 1.6e12)
+    s = score(total_flops, 2 * bs * d + d * f + 2 * bs * f, peak_flops_per_s=9.2e14, hbm_bytes_per_s=1.6e12)
+    np.testing.assert_allclose(total_flops / s.t_s, closed, rtol=1e-12)
+    np.testing.assert_allclose(total_flops / s.t_s, attainable_flops_per_s(s.intensity, 9.2e14, 1.6e12), rtol=1e-12)
+    assert s.t_s.shape == bs.shape
