@@ -156,4 +156,4 @@ def expected_distinct_experts(n_experts, top_k, tokens):
 def _s(x) -> str:
     """Short text of a scalar or array for formulas."""
     a = np.asarray(x)
-    return f"{float(a):.6g}" if a.size == 1 else "[grid]"
+    return f"{float(a.reshape(-1)[0]):.6g}" if a.size == 1 else "[grid]"
