@@ -181,6 +181,7 @@ def _sum_max_affine(a0, a1, b0, b1, n):
     """Sum over j = 0..n-1 of max(a_j, b_j) where a_j, b_j run linearly from (a0, b0) at j = 0 to
     (a1, b1) at j = n-1. Exact: sum(b) + sum of the positive part of the linear difference."""
     n = np.asarray(n, dtype=np.float64)
+    a1, b1 = np.where(n > 1, a1, a0), np.where(n > 1, b1, b0)  # one point: the start values
     d0 = a0 - b0
     slope = np.where(n > 1, ((a1 - b1) - d0) / np.maximum(n - 1, 1), 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -289,13 +290,13 @@ def _phase_totals(pa: _PhaseArrays, sh: Sharding, time_factor) -> dict[str, np.n
         tot["flops"] = tot["flops"] + row["flops"] * work
         tot["bytes"] = tot["bytes"] + (row["weight_bytes"] + row["act_bytes"] + row["kv_bytes"]) * work
         tot["weight_bytes"] = tot["weight_bytes"] + row["weight_bytes"] * work
-        tot["kv_read_bytes"] = tot["kv_read_bytes"] + row["kv_bytes"] * work
         tot["comm_bytes"] = tot["comm_bytes"] + row["comm_bytes"] * op.count * op.group_chips * mb
         for k in ("t_compute_s", "t_memory_s", "t_comm_s", "t_s", "t_lower_s", "t_upper_s"):
             tot[k] = tot[k] + row[k] * op.count * time_factor
         if op.kind == "attention":
             tot["attention_flops"] = tot["attention_flops"] + row["flops"] * work
             tot["attn_kv_bytes"] = tot["attn_kv_bytes"] + row["kv_bytes"] * work
+            tot["kv_read_bytes"] = tot["attn_kv_bytes"]
         elif op.kind == "gemm" and op.group != "model":
             tot["mlp_flops"] = tot["mlp_flops"] + row["flops"] * work
         terms = np.stack(np.broadcast_arrays(row["t_compute_s"], row["t_memory_s"], row["t_comm_s"]))
@@ -505,3 +506,51 @@ def _ops_frame(r, gen_len):
                              t_comm_s=vals["t_comm_s"], t_s=vals["t_s"], bound=max(terms, key=terms.get),
                              formula=s.op.formula))
     return pd.DataFrame(rows, columns=OPS_COLUMNS)
+
+
+# ------------------------------------------------------------------------------------------- sweep
+_GRID_AXES = ("batch", "prompt_len", "gen_len")  # broadcast with numpy
+_DISCRETE_AXES = ("chip", "tp", "pp", "ep", "dp", "weight_dtype", "act_dtype", "kv_dtype", "efficiency", "attention",
+                  "sequence_parallel")
+
+
+def sweep(model, chip, **axes):
+    """Evaluate a grid of scenarios. Any argument of `estimate` may be a list (chip too).
+
+    batch, prompt_len and gen_len are evaluated in one vectorized pass (numpy broadcasting); the
+    discrete choices (chip, tp, pp, ep, dp, dtypes, ...) are looped over. One row per grid point with
+    the axes and the headline metrics.
+    """
+    import itertools
+
+    import pandas as pd
+
+    unknown = set(axes) - set(_GRID_AXES) - set(_DISCRETE_AXES)
+    if unknown:
+        raise ScenarioError(f"unknown sweep axis {sorted(unknown)}; axes: {', '.join(_GRID_AXES + _DISCRETE_AXES)}")
+    defaults = dict(batch=1, prompt_len=2048, gen_len=256)
+    grid_vals = [np.atleast_1d(np.asarray(axes.get(k, defaults[k]), dtype=np.float64)) for k in _GRID_AXES]
+    mesh = [m.ravel() for m in np.meshgrid(*grid_vals, indexing="ij")]
+    spec = _load_model(model)
+    discrete = {k: _as_list(axes[k]) for k in _DISCRETE_AXES if k in axes and k != "chip"}
+    chips = _as_list(chip)
+    frames = []
+    for chip_name, combo in itertools.product(chips, itertools.product(*discrete.values())):
+        kw = dict(zip(discrete, combo))
+        r = evaluate(spec, chip_name, batch=mesh[0], prompt_len=mesh[1], gen_len=mesh[2], **kw)
+        m = r["memory"]
+        cols = {"chip": r["chip"].name, **kw, "batch": mesh[0], "prompt_len": mesh[1], "gen_len": mesh[2],
+                "ttft_s": r["ttft_s"], "tpot_s": r["tpot_s"], "e2e_s": r["e2e_s"],
+                "throughput_tokens_per_s": r["throughput_tokens_per_s"],
+                "throughput_tokens_per_s_per_chip": r["throughput_tokens_per_s_per_chip"],
+                "per_chip_bytes": m["per_chip_bytes"], "capacity_bytes": r["chip"].hbm_bytes,
+                "fits": m["per_chip_bytes"] <= r["chip"].hbm_bytes, "max_batch": m["max_batch"]}
+        frames.append(pd.DataFrame({k: np.broadcast_to(v, mesh[0].shape) for k, v in cols.items()}))
+    df = pd.concat(frames, ignore_index=True)
+    for k in ("batch", "prompt_len", "gen_len", "max_batch"):
+        df[k] = df[k].astype(int)
+    return df
+
+
+def _as_list(v):
+    return list(v) if isinstance(v, (list, tuple, np.ndarray)) else [v]

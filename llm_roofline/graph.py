@@ -14,7 +14,7 @@ import numpy as np
 
 from .errors import ScenarioError
 from .model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
-from .ops import Op, attention, collective, elementwise, embedding, expected_distinct_experts, gemm
+from .ops import Op, attention, collective, elementwise, embedding, expected_distinct_experts, gemm, kv_write
 from .sharding import Sharding, split
 from .units import canonical_dtype, dtype_bytes
 
@@ -163,6 +163,9 @@ def _attention_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
         # rotate q (H heads) and k (KV heads) in place: ~3 FLOP/elem (two multiplies, one add)
         ops.append(elementwise("attn.rope", g.name, n, elems=c.T * (heads + kv_rope_heads) * rope_dim,
                                flops_per_elem=3, reads=1, writes=1, act_bytes_per_elem=c.ab).scaled(shards=tp))
+    cache_elems = kv_elems_per_token_per_chip(a, tp)
+    ops.append(kv_write("attn.kv_write", g.name, n, tokens=c.T, kv_elems_per_token=cache_elems,
+                        act_bytes_per_elem=c.ab, kv_bytes_per_elem=c.kvb).scaled(shards=tp if a.kind != "mla" else 1))
     ops.append(_attention_core(c, g, heads))
     # row-parallel: (T, H*vd) @ (H*vd, d) -> partial sums of (T, d)
     ops.append(c.gemm("attn.o_proj", g.name, n, "attn", k=heads * a.v_head_dim, n=d, shards=tp, bias=a.o_bias))

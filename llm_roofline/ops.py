@@ -104,7 +104,7 @@ def attention(name, group, count, *, batch, q_len, kv_len, n_heads, n_kv_heads, 
     else:
         pairs = q * kv_eff
     flops = 2.0 * b * n_heads * pairs * (qk_dim + v_dim)
-    kv_bytes = b * (kv_eff + q) * kv_elems_per_token * kv_bytes_per_elem  # read the cache, write the new tokens
+    kv_bytes = b * kv_eff * kv_elems_per_token * kv_bytes_per_elem  # (B, kv_eff, KV, hd+vd): read once
     act = b * q * n_heads * (qk_dim + v_dim) * act_bytes_per_elem  # Q in, O out
     if not fused:
         act = act + 4.0 * b * n_heads * q * kv_eff * score_bytes_per_elem
@@ -114,6 +114,15 @@ def attention(name, group, count, *, batch, q_len, kv_len, n_heads, n_kv_heads, 
                f"KV read {_s(kv_eff)} tokens x {kv_elems_per_token:g} elems")
     return Op(name, group, "attention", count, flops, ZERO, act, kv_bytes, tokens=b * q,
               compute_dtype=compute_dtype, formula=formula)
+
+
+def kv_write(name, group, count, *, tokens, kv_elems_per_token, act_bytes_per_elem, kv_bytes_per_elem) -> Op:
+    """Append the new tokens' K and V to the cache: read (T, KV*(hd+vd)) activations, write the cache."""
+    t = np.asarray(tokens, dtype=np.float64)
+    elems = t * kv_elems_per_token
+    return Op(name, group, "elementwise", count, elems * 0.0, ZERO, elems * act_bytes_per_elem,
+              elems * kv_bytes_per_elem, tokens=t, compute_dtype="vector",
+              formula=f"copy T={_s(t)} x {kv_elems_per_token:g} elems into the KV cache")
 
 
 def elementwise(name, group, count, *, elems, flops_per_elem, reads, writes, act_bytes_per_elem,

@@ -78,7 +78,9 @@ _FAMILIES: dict[str, _Family] = {
     "qwen3": replace(_LLAMA, qk_norm=True),
     "qwen3_moe": replace(_LLAMA, qk_norm=True),
     "deepseek_v2": _LLAMA,
-    "deepseek_v3": _LLAMA,
+    # DeepSeek-V3's router stores e_score_correction_bias (n_routed_experts), a per-expert bias of the routing
+    # scores (used for top-k selection): a router bias of the same size.
+    "deepseek_v3": replace(_LLAMA, router_bias=True),
     "gpt_oss": replace(_LLAMA, mlp_bias=True, sinks=True, router_bias=True),
     "gemma": replace(_LLAMA, defaults=_GEMMA_DEFAULTS),
     "gemma2": replace(_LLAMA, norms=4, defaults={**_GEMMA_DEFAULTS, "sliding_window": 4096}),
@@ -105,7 +107,7 @@ _FAMILIES: dict[str, _Family] = {
                         defaults={"tie_word_embeddings": False, "attention_bias": True,
                                   "use_parallel_residual": True}),
 }
-_UNKNOWN = _Family(gated=None)
+_UNKNOWN = _Family(gated=None, ffn_keys=("intermediate_size", "ffn_dim", "ffn_hidden_size", "n_inner"))
 
 # Activations whose MLP is gated (two input matrices) in a family that does not say so itself.
 _GATED_ACTIVATIONS = ("silu", "swish", "swiglu", "geglu")
@@ -178,6 +180,7 @@ def spec_from_config(config: dict, name: str = "model", source: str = "") -> Mod
     _reject_unsupported(config)
     _reject_unsupported(text)
     raw = _validated_dims(text)
+    _check_head_counts(raw)
     model_type = str(raw.get("model_type") or config.get("model_type") or "")
     defaults, label = _architecture_defaults(raw, config, model_type, notes)
     reader = _Reader(raw, defaults, label, notes)
@@ -312,6 +315,26 @@ def _validated_dims(raw: dict) -> dict:
     return out
 
 
+def _check_head_counts(raw: dict) -> None:
+    """Head counts that must divide, checked on the stated keys before any library sees them."""
+    if raw.get("kv_lora_rank"):
+        return
+    heads_key = next((k for k in _HEADS if raw.get(k)), None)
+    if heads_key is None:
+        return
+    kv_key = next((k for k in _KV_HEADS if raw.get(k)), None)
+    if kv_key is not None:
+        _require_divides(raw[heads_key], heads_key, raw[kv_key], kv_key)
+    hidden_key = next((k for k in _HIDDEN if raw.get(k)), None)
+    if hidden_key is not None and raw.get("head_dim") is None:
+        _require_divides(raw[hidden_key], hidden_key, raw[heads_key], heads_key, " and the config gives no head_dim")
+
+
+def _require_divides(n: int, n_key: str, d: int, d_key: str, why: str = "") -> None:
+    if n % d:
+        raise ModelConfigError(f"{n_key} ({n}) is not divisible by {d_key} ({d}){why}")
+
+
 def _as_int(value: Any, key: str, allow_zero: bool = False) -> int:
     ok = isinstance(value, int) or (isinstance(value, float) and math.isfinite(value) and value.is_integer())
     if isinstance(value, bool) or not ok:
@@ -350,34 +373,44 @@ def _transformers_unusable() -> str | None:
     return None
 
 
+def _import_transformers():
+    """transformers' config registry and logging, imported without its advisory 'PyTorch was not found' line."""
+    import os
+
+    quiet = "transformers" not in sys.modules and "TRANSFORMERS_NO_ADVISORY_WARNINGS" not in os.environ
+    if quiet:
+        os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"] = "1"
+    try:
+        from transformers import CONFIG_MAPPING, logging as hf_logging
+    finally:
+        if quiet:
+            del os.environ["TRANSFORMERS_NO_ADVISORY_WARNINGS"]
+    return CONFIG_MAPPING, hf_logging
+
+
 def _transformers_defaults(raw: dict, config: dict, model_type: str) -> tuple[dict, str] | None:
     """The config class's view of the text config (class defaults filled in), or None if the type is unknown."""
-    from transformers import AutoConfig, logging as hf_logging
+    CONFIG_MAPPING, hf_logging = _import_transformers()
 
-    outer = config if config.get("text_config") is not None else raw
-    outer_type = str(outer.get("model_type") or model_type)
-    # dtype keys are read from the file directly; passing them makes transformers convert them to torch dtypes.
-    kwargs = {k: v for k, v in outer.items() if k not in ("model_type", "torch_dtype", "dtype")}
-    if outer is config:
-        kwargs["text_config"] = {k: v for k, v in raw.items() if k not in ("torch_dtype", "dtype")}
+    def without_dtype(d: dict) -> dict:
+        # dtype keys are read from the file directly; passed on, transformers would turn them into torch dtypes
+        return {k: v for k, v in d.items() if k not in ("model_type", "torch_dtype", "dtype")}
+
+    outer_type = str(config.get("model_type") or "")
+    if config.get("text_config") is not None and outer_type in CONFIG_MAPPING:  # multimodal: its text part
+        config_class, kwargs = CONFIG_MAPPING[outer_type], {**without_dtype(config), "text_config": dict(raw)}
+    elif model_type in CONFIG_MAPPING:
+        config_class, kwargs = CONFIG_MAPPING[model_type], without_dtype(raw)
     else:
-        kwargs = {k: v for k, v in raw.items() if k not in ("model_type", "torch_dtype", "dtype")}
+        return None
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
     try:
-        try:
-            obj = AutoConfig.for_model(outer_type, **kwargs)
-        except ValueError as e:
-            if "Unrecognized model identifier" in str(e):
-                return None
-            raise
+        obj = config_class(**kwargs)
         text = obj.get_text_config() if hasattr(obj, "get_text_config") else obj
         values = text.to_dict()
-    except RooflineError:
-        raise
     except Exception as e:  # transformers' own validation (e.g. hidden_size not a multiple of heads)
-        msg = " ".join(str(e).split())
-        raise ModelConfigError(f"invalid {outer_type} config: {msg}") from e
+        raise ModelConfigError(f"invalid {config_class.model_type} config: {' '.join(str(e).split())}") from e
     finally:
         hf_logging.set_verbosity(verbosity)
     return values, f"transformers' {type(text).__name__} default"
@@ -476,9 +509,7 @@ def _attention(r: _Reader, fam: _Family, d_model: int, window: int | None) -> At
     if r.stated("kv_lora_rank"):
         return _mla(r, n_heads, common)
     n_kv = _kv_heads(r, n_heads)
-    if n_heads % n_kv:
-        raise ModelConfigError(f"num_attention_heads ({n_heads}) is not divisible by the number of key/value "
-                               f"heads ({n_kv})")
+    _require_divides(n_heads, "num_attention_heads", n_kv, "the number of key/value heads")
     head_dim = _head_dim(r, d_model, n_heads)
     kind = "mqa" if n_kv == 1 and n_heads > 1 else "mha" if n_kv == n_heads else "gqa"
     return AttentionSpec(kind, n_heads, n_kv, head_dim, head_dim, **common)
@@ -502,8 +533,11 @@ def _kv_heads(r: _Reader, n_heads: int) -> int:
     """Key/value heads: GQA key, or Falcon / GPT-BigCode multi_query (one KV head), else = heads (MHA)."""
     if r.get("new_decoder_architecture", default=False):  # Falcon-40B/180B: grouped KV heads in num_kv_heads
         return r.dim("num_kv_heads")
-    if "multi_query" in r.raw or (r.stated(*_KV_HEADS) is None and r.defaults.get("multi_query") is not None):
-        return 1 if r.get("multi_query") else n_heads
+    multi_query = r.get("multi_query")
+    if multi_query is not None:  # Falcon-7B: a single KV head when true, else one per query head
+        if "multi_query" not in r.raw:
+            r.assume(f"multi_query absent from the config: {r.default_label} {bool(multi_query)}.")
+        return 1 if multi_query else n_heads
     return r.dim(*_KV_HEADS, fallback=(n_heads, f"= num_attention_heads ({n_heads}), i.e. multi-head attention"))
 
 
@@ -511,9 +545,7 @@ def _head_dim(r: _Reader, d_model: int, n_heads: int) -> int:
     """head_dim from the file (Qwen3, Gemma: not hidden/heads); else the class default; else hidden/heads."""
     if r.stated("head_dim"):
         return r.dim("head_dim")
-    if d_model % n_heads:
-        raise ModelConfigError(f"hidden_size ({d_model}) is not divisible by num_attention_heads ({n_heads}) "
-                               "and the config gives no head_dim")
+    _require_divides(d_model, "hidden_size", n_heads, "num_attention_heads", " and the config gives no head_dim")
     derived = d_model // n_heads
     default = r.defaults.get("head_dim") if "head_dim" not in r.raw else None
     if default is not None and default != derived:
@@ -541,7 +573,7 @@ def _layer_windows(r: _Reader, n_layers: int) -> list[int | None]:
     elif r.get("sliding_window_pattern", "_sliding_window_pattern"):  # Gemma-3: every p-th layer is global
         p = _as_int(r.get("sliding_window_pattern", "_sliding_window_pattern"), "sliding_window_pattern")
         windowed = [(i + 1) % p != 0 for i in range(n_layers)]
-    elif r.get("model_type") == "gemma2" or r.defaults.get("model_type") == "gemma2":  # even layers local
+    elif r.get("model_type") == "gemma2":  # Gemma-2 without layer_types: even layers local, odd global
         windowed = [i % 2 == 0 for i in range(n_layers)]
     elif r.get("use_sliding_window"):  # Qwen2: layers from max_window_layers on use the window
         first = r.get("max_window_layers", default=0)
@@ -590,12 +622,12 @@ def _ffn(r: _Reader, fam: _Family, d_model: int, moe: bool) -> FfnSpec:
 
 
 def _d_ff(r: _Reader, fam: _Family, d_model: int) -> int:
+    """Dense intermediate size; GPT-2 / GPT-J n_inner and Falcon ffn_hidden_size default to 4·hidden_size."""
     fallback = None
     if fam.ffn_mult:
-        fallback = (fam.ffn_mult * d_model, f"{fam.ffn_mult}·hidden_size = {fam.ffn_mult * d_model} "
-                                            "(the architecture's definition)")
-    return r.dim(*fam.ffn_keys, "intermediate_size", fallback=fallback) if "intermediate_size" not in fam.ffn_keys \
-        else r.dim(*fam.ffn_keys, fallback=fallback)
+        fallback = (fam.ffn_mult * d_model, f"{fam.ffn_mult}·hidden_size = {fam.ffn_mult * d_model}, "
+                                            "the architecture's definition")
+    return r.dim(*fam.ffn_keys, fallback=fallback)
 
 
 def _shared_experts(r: _Reader, fam: _Family, d_expert: int) -> tuple[int, int, bool]:
@@ -637,13 +669,16 @@ def _group_layers(layers: list[tuple[AttentionSpec, FfnSpec]], parallel: bool, n
         counts[key] = counts.get(key, 0) + 1
     any_window = any(a.sliding_window for a, _ in counts)
     any_moe = any(f.kind == "moe" for _, f in counts)
-    names: list[str] = []
-    for attn, ffn in counts:
+    seen: dict[str, int] = {}
+    groups = []
+    for (attn, ffn), n in counts.items():
         parts = (["sliding" if attn.sliding_window else "full"] if any_window else []) + \
-                ([ffn.kind if ffn.kind == "moe" else "dense"] if any_moe or not any_window else [])
-        base = ".".join(parts)
-        names.append(base if base not in names else f"{base}.{sum(n.split('#')[0] == base for n in names) + 1}")
-    return tuple(LayerGroup(name, n, attn, ffn, parallel, norms) for name, ((attn, ffn), n) in zip(names, counts.items()))
+                ([ffn.kind] if any_moe or not any_window else [])
+        base = ".".join(parts)  # dense | moe | sliding | full | sliding.moe | full.dense ...
+        seen[base] = seen.get(base, 0) + 1
+        name = base if seen[base] == 1 else f"{base}-{seen[base]}"  # e.g. two different windows
+        groups.append(LayerGroup(name, n, attn, ffn, parallel, norms))
+    return tuple(groups)
 
 
 # ---------------------------------------------------------------------------- model-level fields
@@ -723,9 +758,9 @@ def _quantization(r: _Reader, config: dict) -> tuple[WeightFormat | None, tuple[
         families = ("experts",)
     skipped = q.get("modules_to_not_convert") or q.get("ignored_layers") or q.get("ignore") or []
     families = tuple(f for f in families if not any(_module_family(m) == f for m in skipped))
-    if skipped:
-        r.assume(f"Quantization ({fmt.label}) applies to {', '.join(families) or 'no'} matrices; "
-                 f"not converted: {', '.join(map(str, skipped))}.")
+    r.assume(f"Weights quantized per quantization_config ({method}): {fmt.label} on the "
+             f"{', '.join(families) or 'no'} matrices; embeddings, LM head, router, norms and biases keep the "
+             "checkpoint dtype" + (f" (not converted: {', '.join(map(str, skipped))})" if skipped else "") + ".")
     return fmt, families
 
 

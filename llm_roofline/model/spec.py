@@ -153,6 +153,7 @@ class ModelSpec:
     max_context: int | None = None
     norm: str = "rmsnorm"  # rmsnorm (weight) | layernorm (weight + bias)
     learned_positions: int = 0  # rows of a learned absolute position embedding (GPT-2, OPT), else 0
+    lm_head_bias: bool = False  # GPT-J, Phi-2: the LM head has a bias of vocab_size
     weight_dtype: str = "bf16"  # native dtype of the checkpoint (unquantized parts)
     quantization: WeightFormat | None = None  # from quantization_config
     quantized_families: tuple[str, ...] = ("attn", "ffn", "experts", "shared")
@@ -181,7 +182,7 @@ class ModelSpec:
         """Token embedding (a gather table) and the LM head (a GEMM); one shared table when tied."""
         mats = [Matrix("embed", self.vocab_size, self.d_model, family="embed")]
         if not self.tie_embeddings:
-            mats.append(Matrix("lm_head", self.d_model, self.vocab_size, family="lm_head"))
+            mats.append(Matrix("lm_head", self.d_model, self.vocab_size, self.lm_head_bias, family="lm_head"))
         return mats
 
     def layer_params(self, group: LayerGroup, active: bool = False) -> int:

@@ -1,0 +1,94 @@
+"""An Estimate as text: headline, phase summaries, per-op tables, memory, assumptions (tables or markdown)."""
+
+from __future__ import annotations
+
+import math
+
+from ..units import eng, fmt_seconds, sig3
+from .table import render
+
+
+def _gb(v):
+    return f"{sig3(v / 1e9)} GB"
+
+
+def headline(est) -> list[str]:
+    s = est.scenario
+    lines = [f"{est.model} on {est.chip} x{s['chips']} — batch {s['batch']}, prompt {s['prompt_len']}, gen {s['gen_len']}, "
+             f"tp {s['tp']} pp {s['pp']} ep {s['ep']} dp {s['dp']}; weights {s['weight_dtype']}, act {s['act_dtype']}, "
+             f"KV {s['kv_dtype']}; {est.efficiency} roofline"]
+    m = est.memory
+    if not m.fits:
+        lines.append(f"DOES NOT FIT: {_gb(m.per_chip_bytes)} per chip needed, {_gb(m.capacity_bytes)} available "
+                     f"(max batch at this context: {m.max_batch}). Times below assume it did.")
+    tpot = fmt_seconds(est.tpot_s) if est.tpot_s is not None else "— (gen_len 1)"
+    lines.append(f"TTFT {fmt_seconds(est.ttft_s)} | TPOT {tpot} | e2e {fmt_seconds(est.e2e_s)} | "
+                 f"throughput {sig3(est.throughput_tokens_per_s)} tok/s "
+                 f"({sig3(est.throughput_tokens_per_s_per_chip)} tok/s/chip)")
+    lines.append(f"memory per chip: weights {_gb(m.per_chip_weight_bytes)} + KV {_gb(m.per_chip_kv_cache_bytes)} + "
+                 f"activations {_gb(m.per_chip_activation_bytes)} = {_gb(m.per_chip_bytes)} of "
+                 f"{_gb(m.capacity_bytes)} ({'fits' if m.fits else 'does NOT fit'}; max batch {m.max_batch})")
+    c = est.critical
+    lines.append(f"critical intensity {sig3(c['intensity_flops_per_byte'])} FLOP/B: matmuls turn compute-bound above "
+                 f"~{sig3(c['batch_tokens'])} tokens per step")
+    return lines
+
+
+def phase_rows(est) -> list[dict]:
+    rows = []
+    for name, p in (("prefill", est.prefill), ("decode (mean step)", est.decode)):
+        if p is None:
+            continue
+        rows.append(dict(phase=name, t_s=p.t_s, t_lower_s=p.t_lower_s, t_upper_s=p.t_upper_s,
+                         t_compute_s=p.t_compute_s, t_memory_s=p.t_memory_s, t_comm_s=p.t_comm_s,
+                         comm_share=p.comm_share, bound=p.bound, flops=p.flops, bytes=p.bytes,
+                         intensity=p.intensity, kv_read_bytes=p.kv_read_bytes,
+                         attention_mlp_flop_ratio=p.attention_mlp_flop_ratio, gqa_intensity=p.gqa_intensity,
+                         bound_shares=", ".join(f"{k} {v:.0%}" for k, v in p.bound_shares.items() if v > 0.005)))
+    return rows
+
+
+PHASE_DISPLAY = [
+    ("phase", "phase", None), ("time", "t_s", fmt_seconds), ("compute", "t_compute_s", fmt_seconds),
+    ("memory", "t_memory_s", fmt_seconds), ("comm", "t_comm_s", fmt_seconds),
+    ("comm %", "comm_share", lambda v: f"{v:.1%}"), ("bound", "bound", None),
+    ("time by bound", "bound_shares", None), ("FLOPs", "flops", lambda v: eng(v, "FLOP")),
+    ("bytes", "bytes", lambda v: eng(v, "B")), ("FLOP/B", "intensity", sig3),
+    ("KV read", "kv_read_bytes", lambda v: eng(v, "B")), ("attn/MLP FLOPs", "attention_mlp_flop_ratio", sig3),
+    ("GQA FLOP/KV-B", "gqa_intensity", sig3),
+]
+
+
+def op_rows(est, phase: str, phase_t_s: float) -> list[dict]:
+    df = est.ops[est.ops.phase == phase]
+    rows = []
+    for r in df.itertuples():
+        rows.append(dict(name=r.name, group=r.group, count=r.count, t_s=r.t_s, share=r.t_s * r.count / phase_t_s if phase_t_s else 0.0,
+                         bound=r.bound, intensity=r.intensity, flops=r.flops, bytes=r.bytes, comm_bytes=r.comm_bytes,
+                         formula=r.formula))
+    return rows
+
+
+OP_DISPLAY = [
+    ("op", "name", None), ("group", "group", None), ("count", "count", lambda v: f"{v:g}"),
+    ("time/inst", "t_s", fmt_seconds), ("% phase", "share", lambda v: f"{v:.1%}"), ("bound", "bound", None),
+    ("FLOP/B", "intensity", lambda v: "—" if math.isinf(v) else sig3(v)), ("FLOPs", "flops", lambda v: eng(v, "FLOP")),
+    ("HBM bytes", "bytes", lambda v: eng(v, "B")), ("comm bytes", "comm_bytes", lambda v: eng(v, "B") if v else ""),
+]
+
+
+def estimate_text(est, markdown: bool = False, explain: bool = False) -> str:
+    fmt = "markdown" if markdown else "table"
+    out = headline(est)
+    out += ["", render(phase_rows(est), fmt, PHASE_DISPLAY)]
+    for phase, summary in (("prefill", est.prefill), ("decode", est.decode)):
+        if summary is None:
+            continue
+        title = "prefill ops (per chip, per instance)" if phase == "prefill" else \
+            "decode ops (per chip, per instance, mean step)"
+        out += ["", f"{'### ' if markdown else ''}{title}", render(op_rows(est, phase, summary.t_s), fmt, OP_DISPLAY)]
+        if explain:
+            out += [""] + [f"  {r['name']:<22} {r['formula']}" for r in op_rows(est, phase, summary.t_s)]
+    if est.assumptions:
+        out += ["", "assumptions:"] + [f"- {a}" for a in est.assumptions]
+    return "\n".join(out)

@@ -1,0 +1,176 @@
+"""Estimate: phase semantics, the book's worked examples, exact decode sums, and properties."""
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import llm_roofline as lr
+from llm_roofline.estimate import _sum_max_affine, estimate, evaluate, score_ops, sweep
+from llm_roofline.graph import Dtypes, Phase, build_ops
+from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
+from llm_roofline.sharding import Sharding
+
+
+def dense(layers=4, d=512, h=8, kv=2, hd=64, f=1536, vocab=1000, window=None, max_context=None):
+    attn = AttentionSpec("gqa", h, kv, hd, hd, sliding_window=window)
+    return ModelSpec("dense", d, vocab, (LayerGroup("dense", layers, attn, FfnSpec("dense", f, True, "silu")),),
+                     max_context=max_context)
+
+
+def test_sum_max_affine_matches_brute_force():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        a0, a1, b0, b1 = rng.normal(size=4)
+        n = int(rng.integers(1, 30))
+        j = np.arange(n)
+        frac = j / max(n - 1, 1)
+        brute = np.maximum(a0 + (a1 - a0) * frac, b0 + (b1 - b0) * frac).sum()
+        assert float(_sum_max_affine(a0, a1, b0, b1, n)) == pytest.approx(brute, abs=1e-9)
+
+
+@pytest.mark.parametrize("window", [None, 40])
+def test_decode_sum_is_exact_against_step_by_step(window):
+    """e2e - TTFT must equal the sum over every decode step j = 1..gen-1 at kv_len = prompt + j."""
+    spec = dense(window=window)
+    chip = lr.load_chip("h100")
+    prompt, gen, batch = 30, 25, 64  # the window (40) is crossed mid-generation
+    est = estimate(spec, chip, batch=batch, prompt_len=prompt, gen_len=gen)
+    steps = 0.0
+    for j in range(1, gen):
+        for s in score_ops(build_ops(spec, Phase.decode(batch, prompt + j)), chip):
+            steps += float(np.maximum(s.t_compute_s, s.t_memory_s) + s.t_comm_s) * s.op.count
+    assert est.e2e_s - est.ttft_s == pytest.approx(steps, rel=1e-12)
+    assert est.tpot_s == pytest.approx(steps / (gen - 1), rel=1e-12)
+
+
+def test_phase_semantics_gen_len_one_is_prefill_only():
+    est = estimate(dense(), "h100", batch=2, prompt_len=64, gen_len=1)
+    assert est.tpot_s is None and est.decode is None
+    assert est.e2e_s == est.ttft_s
+    # throughput = batch * gen_len / e2e = 2 / ttft
+    assert est.throughput_tokens_per_s == pytest.approx(2 / est.ttft_s)
+
+
+def test_book_part7_30b_int8_on_16_v5e():
+    """How to Scale Your Model, Part 7 pop quiz: 30e9 params in int8, bf16 FLOPs, 100 kB/token KV,
+    8,192 context, 16 TPU v5e: step >= (4*819e6 + 30e9)/(16*8.1e11) = 2.5 ms at batch 4 and
+    256*819e6/(16*8.1e11) + 2*256*30e9/(16*1.97e14) = 21 ms at batch 256 (communication left out).
+    Our model: 25 layers, d = 8000 (64 heads x 125), 16 KV heads, F = 43,200, tied vocab 10,000:
+    25*(2*8000*8000 + 2*8000*2000 + 3*8000*43200) + 10000*8000 = 30.0e9 params;
+    KV int8 per token: 25 * 2 * 16 * 125 * 1 = 100,000 bytes."""
+    attn = AttentionSpec("gqa", 64, 16, 125, 125)
+    spec = ModelSpec("30b", 8000, 10000, (LayerGroup("dense", 25, attn, FfnSpec("dense", 43200, True, "silu")),),
+                     tie_embeddings=True)
+    assert spec.params_total == pytest.approx(30e9, rel=0.01)
+    assert spec.kv_bytes_per_token("int8") == 100_000
+    chip = lr.load_chip("tpu-v5e")
+    for batch, expected in [(4, 2.5e-3), (256, 21e-3)]:
+        ops = build_ops(spec, Phase.decode(batch, 8192), Sharding(tp=16), Dtypes(weight="int8", kv="int8"))
+        # the book sums matmuls and attention ("everything else ... dominated by, or fused into, the above")
+        local = [op for op in ops if op.kind in ("gemm", "attention")]
+        step = sum(float(np.maximum(s.t_compute_s, s.t_memory_s)) * s.op.count for s in score_ops(local, chip))
+        assert step == pytest.approx(expected, rel=0.05)
+
+
+@pytest.mark.parametrize("model_id", ["meta-llama/Llama-3.1-8B", "Qwen/Qwen2.5-7B", "mistralai/Mistral-7B-v0.1"])
+def test_forward_flops_are_2_params_tokens_plus_attention(model_id):
+    spec = lr.load_model(model_id)
+    b, p = 1, 1024
+    est = estimate(spec, "h100", batch=b, prompt_len=p, gen_len=1)
+    # matmul FLOPs of the blocks = 2 * (block params) * tokens; the LM head runs on 1 position only
+    emb = spec.vocab_size * spec.d_model * (1 if spec.tie_embeddings else 2)
+    block_params = spec.params_total - emb
+    lm_head = 2 * spec.d_model * spec.vocab_size * b
+    expected = 2 * block_params * b * p + lm_head + est.prefill.attention_flops
+    assert est.prefill.flops == pytest.approx(expected, rel=0.002)  # norms and activations: < 0.2%
+
+
+def test_bad_input_raises_value_errors():
+    with pytest.raises(ValueError, match="batch"):
+        estimate(dense(), "h100", batch=0)
+    with pytest.raises(ValueError, match="prompt_len"):
+        estimate(dense(), "h100", prompt_len=-5)
+    with pytest.raises(ValueError, match="dtype"):
+        estimate(dense(), "h100", kv_dtype="int3")
+    with pytest.raises(lr.ChipError, match="Did you mean"):
+        estimate(dense(), "h10")
+    est = estimate(dense(max_context=100), "h100", prompt_len=90, gen_len=20)
+    assert any("exceeds" in a for a in est.assumptions)
+
+
+def test_to_dict_is_json_ready_with_contract_names():
+    import json
+
+    est = estimate(dense(), "h100", batch=2, prompt_len=128, gen_len=16)
+    d = json.loads(json.dumps(est.to_dict()))
+    for k in ("ttft_s", "tpot_s", "e2e_s", "throughput_tokens_per_s", "prefill", "decode", "memory", "critical",
+              "assumptions", "ops"):
+        assert k in d
+    for k in ("flops", "bytes", "weight_bytes", "kv_read_bytes", "comm_bytes", "intensity", "t_compute_s",
+              "t_memory_s", "t_comm_s", "t_lower_s", "t_upper_s", "t_s", "bound", "attention_flops", "mlp_flops",
+              "attention_mlp_flop_ratio", "gqa_intensity"):
+        assert k in d["prefill"] and k in d["decode"]
+    for k in ("weight_bytes", "kv_cache_bytes", "activation_bytes", "per_chip_bytes", "capacity_bytes", "fits",
+              "max_batch"):
+        assert k in d["memory"]
+    assert list(est.ops.columns[:17]) == ["phase", "group", "name", "kind", "count", "flops", "bytes", "weight_bytes",
+                                          "act_bytes", "kv_bytes", "comm_bytes", "intensity", "t_compute_s",
+                                          "t_memory_s", "t_comm_s", "t_s", "bound"]
+
+
+def test_memory_llama8b_by_hand():
+    est = estimate("meta-llama/Llama-3.1-8B", "h100", batch=8, prompt_len=2048, gen_len=256)
+    # weights 8,030,261,248 params * 2 bytes; KV 131,072 B/token * 2,304 tokens * 8 sequences
+    assert est.memory.weight_bytes == pytest.approx(2 * 8_030_261_248)
+    assert est.memory.kv_cache_bytes == pytest.approx(131072 * 2304 * 8)
+    assert est.memory.fits
+    big = estimate("meta-llama/Llama-3.1-8B", "h100", batch=est.memory.max_batch + 1, prompt_len=2048, gen_len=256)
+    ok = estimate("meta-llama/Llama-3.1-8B", "h100", batch=est.memory.max_batch, prompt_len=2048, gen_len=256)
+    assert ok.memory.fits and not big.memory.fits
+
+
+@settings(max_examples=25, deadline=None)
+@given(b=st.integers(1, 512), p=st.integers(1, 8192), g=st.integers(1, 512))
+def test_properties_bounds_and_monotonicity(b, p, g):
+    spec = dense()
+    r = evaluate(spec, "h100", batch=[b, b + 1, b], prompt_len=[p, p, p + 7], gen_len=g)
+    for k in ("t_lower_s", "t_s", "t_upper_s", "flops", "bytes"):
+        assert np.all(np.asarray(r["prefill_totals"][k]) >= 0)
+    t = r["prefill_totals"]
+    assert np.all(t["t_lower_s"] <= t["t_s"] * (1 + 1e-12)) and np.all(t["t_s"] <= t["t_upper_s"] * (1 + 1e-12))
+    # more batch or more context never means fewer FLOPs, bytes or time
+    for k in ("flops", "bytes", "t_s"):
+        v = np.asarray(t[k])
+        assert v[1] >= v[0] * (1 - 1e-12) and v[2] >= v[0] * (1 - 1e-12)
+    assert r["e2e_s"][1] >= r["e2e_s"][0] * (1 - 1e-12) and r["e2e_s"][2] >= r["e2e_s"][0] * (1 - 1e-12)
+
+
+def test_doubling_hbm_bandwidth_never_slower():
+    import dataclasses
+
+    chip = lr.load_chip("h100")
+    fast = dataclasses.replace(chip, hbm_bytes_per_s=2 * chip.hbm_bytes_per_s)
+    for b in (1, 64, 1024):
+        a = estimate(dense(), chip, batch=b, prompt_len=512, gen_len=64)
+        f = estimate(dense(), fast, batch=b, prompt_len=512, gen_len=64)
+        assert f.ttft_s <= a.ttft_s and f.tpot_s <= a.tpot_s
+        fast_ops = f.ops.set_index(["phase", "name", "group"])["t_s"]
+        slow_ops = a.ops.set_index(["phase", "name", "group"])["t_s"]
+        assert (fast_ops <= slow_ops * (1 + 1e-12)).all()
+
+
+def test_sweep_equals_estimate_point_by_point():
+    spec = dense()
+    df = sweep(spec, "h100", batch=[1, 8, 64], prompt_len=[128, 1024], gen_len=[1, 32], tp=[1, 2])
+    assert len(df) == 3 * 2 * 2 * 2
+    for _, row in df.sample(8, random_state=0).iterrows():
+        e = estimate(spec, "h100", batch=int(row.batch), prompt_len=int(row.prompt_len), gen_len=int(row.gen_len),
+                     tp=int(row.tp))
+        assert row.ttft_s == pytest.approx(e.ttft_s, rel=1e-12)
+        assert row.e2e_s == pytest.approx(e.e2e_s, rel=1e-12)
+        if e.tpot_s is None:
+            assert math.isnan(row.tpot_s)
+        else:
+            assert row.tpot_s == pytest.approx(e.tpot_s, rel=1e-12)

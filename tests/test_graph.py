@@ -1,0 +1,152 @@
+"""Operator graph: byte accounting and the seeds' attention rules, with hand arithmetic in comments."""
+
+import numpy as np
+import pytest
+
+from llm_roofline import load_chip
+from llm_roofline.estimate import score_ops
+from llm_roofline.graph import Dtypes, Phase, build_ops
+from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
+from llm_roofline.ops import causal_pairs, expected_distinct_experts
+from llm_roofline.sharding import Sharding
+
+
+def tiny(h=4, kv=2, hd=8, d=32, f=64, layers=2, vocab=100, window=None, gated=True, tie=False):
+    attn = AttentionSpec("gqa" if kv < h else "mha", h, kv, hd, hd, sliding_window=window)
+    ffn = FfnSpec("dense", f, gated, "silu")
+    return ModelSpec("tiny", d, vocab, (LayerGroup("dense", layers, attn, ffn),), tie_embeddings=tie)
+
+
+def by_name(ops):
+    return {op.name: op for op in ops}
+
+
+def test_decode_byte_accounting():
+    spec = tiny()
+    ops = by_name(build_ops(spec, Phase.decode(batch=3, kv_len=10)))
+    # KV cache read once per step: B * L * KV * (hd + hd) * 2 bytes = 3 * 10 * 2 * 16 * 2 = 1,920
+    assert float(ops["attn.core"].kv_bytes) == 1920
+    # embedding is a gather: no FLOPs, reads T rows of d: 3 * 32 * 2 = 192 bytes
+    assert float(ops["embed"].flops) == 0 and ops["embed"].kind == "embedding"
+    assert float(ops["embed"].weight_bytes) == 192
+    # SwiGLU: up_gate is (d, 2F) and down (F, d): weights 32*128*2 + 64*32*2 = 3 x (32*64*2) bytes
+    assert float(ops["ffn.up_gate"].weight_bytes + ops["ffn.down"].weight_bytes) == 3 * 32 * 64 * 2
+    # LM head in decode: 2 * b * d * V = 2 * 3 * 32 * 100 = 19,200 FLOPs
+    assert float(ops["lm_head"].flops) == 19200
+    # FlashAttention writes only its output (b, H, s, hd) and reads Q: 2 * 3*1*4*8*2 bytes = 384
+    assert float(ops["attn.core"].act_bytes) == 384
+
+
+def test_prefill_lm_head_last_position_only_and_swiglu_flops():
+    spec = tiny()
+    ops = by_name(build_ops(spec, Phase.prefill(batch=2, prompt_len=16)))
+    # LM head on the last position of each of the 2 sequences: 2 * 2 * 32 * 100 = 12,800
+    assert float(ops["lm_head"].flops) == 12800
+    # three (d, F) matrices over T = 32 tokens: 3 * 2 * 32 * 32 * 64 = 393,216 FLOPs
+    assert float(ops["ffn.up_gate"].flops + ops["ffn.down"].flops) == 393216
+    # causal attention: pairs = 16*17/2 = 136 per head; 2 * b * H * pairs * (hd + hd) = 2*2*4*136*16 = 34,816
+    assert float(ops["attn.core"].flops) == 34816
+
+
+def test_causal_pairs_closed_form_against_brute_force():
+    for q, kv, w in [(5, 5, None), (3, 10, None), (7, 12, 4), (1, 100, 30), (16, 16, 5)]:
+        prefix = kv - q
+        brute = sum(min(prefix + i + 1, w or 10**9) for i in range(q))
+        assert float(causal_pairs(q, kv, w)) == brute
+
+
+def test_sliding_window_caps_decode_attention():
+    spec = tiny(window=8)
+    ops = by_name(build_ops(spec, Phase.decode(batch=1, kv_len=np.array([4.0, 8.0, 100.0]))))
+    # KV read = min(L, 8) tokens * 2 heads * 16 elems * 2 bytes: 4*64, 8*64, 8*64
+    np.testing.assert_array_equal(ops["attn.core"].kv_bytes, [256, 512, 512])
+
+
+def test_unfused_adds_score_round_trips():
+    spec = tiny()
+    fused = by_name(build_ops(spec, Phase.prefill(1, 16)))["attn.core"]
+    unfused = by_name(build_ops(spec, Phase.prefill(1, 16), attention="unfused"))["attn.core"]
+    # 4 round trips of the (H, q, kv) bf16 score matrix: 4 * 4 * 16 * 16 * 2 = 8,192 extra bytes
+    assert float(unfused.act_bytes - fused.act_bytes) == 8192
+
+
+def test_decode_attention_intensity_tends_to_G():
+    chip = load_chip("h100")
+    for h, kv, g in [(32, 8, 4.0), (32, 32, 1.0), (32, 1, 32.0)]:
+        spec = tiny(h=h, kv=kv, hd=128, d=4096)
+        op = by_name(build_ops(spec, Phase.decode(batch=1, kv_len=1e7)))["attn.core"]
+        # FLOPs 2*H*L*(2hd) over KV bytes 2*KV*L*(2hd) -> H / KV
+        assert float(op.flops / op.hbm_bytes) == pytest.approx(g, rel=1e-3)
+        assert score_ops([op], chip)[0].t_memory_s > score_ops([op], chip)[0].t_compute_s
+
+
+def test_prefill_attention_intensity_is_T_over_2_for_mha():
+    # seeds: one MHA head, S = T: 4*S*T*D FLOPs over 4*S*D + 4*T*D bytes = ST/(S+T) = T/2
+    spec = tiny(h=1, kv=1, hd=128, d=128)
+    for t in (512, 4096):
+        phase = Phase("prefill", np.float64(1), np.float64(t), np.float64(t), causal=False)
+        op = by_name(build_ops(spec, phase))["attn.core"]
+        assert float(op.flops / op.hbm_bytes) == pytest.approx(t / 2)
+
+
+def test_attention_vs_matmul_flops_is_T_over_8D():
+    # the book's setup: MHA, gated MLP with F = 4D, no causal discount: 4T^2D / (8TD^2 + 24TD^2) = T/(8D)
+    d = 8192
+    spec = tiny(h=64, kv=64, hd=128, d=d, f=4 * d, layers=1)
+    for t in (8192, 65536):
+        ops = build_ops(spec, Phase("prefill", np.float64(1), np.float64(t), np.float64(t), causal=False))
+        attn = sum(float(o.flops) for o in ops if o.kind == "attention")
+        mm = sum(float(o.flops) for o in ops if o.kind == "gemm" and o.group != "model")
+        assert attn / mm == pytest.approx(t / (8 * d))
+    assert 65536 / (8 * d) == 1.0  # attention dominates past T = 8D = 65,536
+
+
+def test_decode_small_batch_memory_bound_large_batch_matmuls_compute_bound():
+    chip = load_chip("h100")
+    spec = tiny(h=32, kv=8, hd=128, d=4096, f=14336, layers=1, vocab=32000)
+    small = score_ops(build_ops(spec, Phase.decode(batch=1, kv_len=512)), chip)
+    assert all(s.t_memory_s >= s.t_compute_s for s in small)
+    # H100 critical batch ~295 tokens: batch 4096 >> 295 makes the big matmuls compute-bound
+    big = {s.op.name: s for s in score_ops(build_ops(spec, Phase.decode(batch=4096, kv_len=512)), chip)}
+    for name in ("ffn.up_gate", "ffn.down", "attn.qkv_proj", "attn.o_proj"):
+        assert big[name].t_compute_s > big[name].t_memory_s
+
+
+def test_moe_expected_distinct_experts():
+    # one token touches k experts; E*(1-(1-k/E)^T): E=8, k=2, T=2 -> 8*(1-0.5625) = 3.5; many tokens -> all 8
+    np.testing.assert_allclose(expected_distinct_experts(8, 2, np.array([1.0, 2.0, 1e4])), [2.0, 3.5, 8.0])
+
+
+def test_moe_expert_bytes_use_distinct_experts_and_flops_top_k():
+    attn = AttentionSpec("gqa", 4, 2, 8, 8)
+    ffn = FfnSpec("moe", 0, True, "silu", n_experts=8, top_k=2, d_expert=16)
+    spec = ModelSpec("moe", 32, 100, (LayerGroup("moe", 1, attn, ffn),))
+    ops = by_name(build_ops(spec, Phase.decode(batch=2, kv_len=4)))
+    up = ops["ffn.experts.up_gate"]
+    # FLOPs: T * k * 2 * d * 2F = 2 * 2 * 2 * 32 * 32 = 8,192
+    assert float(up.flops) == 8192
+    # bytes: 3.5 distinct experts * (32 * 32) * 2 bytes = 7,168
+    assert float(up.weight_bytes) == pytest.approx(7168)
+    # resident: all 8 experts
+    assert up.stored_bytes == 8 * 32 * 32 * 2
+
+
+def test_int8_weights_bf16_compute_are_independent():
+    spec = tiny()
+    ops = by_name(build_ops(spec, Phase.decode(1, 4), dtypes=Dtypes(weight="int8", kv="fp8")))
+    # int8: 1 byte per weight + one fp32 scale per output column: 32*64*2 + 128*4 bytes
+    assert float(ops["ffn.up_gate"].weight_bytes) == 32 * 128 + 128 * 4
+    assert ops["ffn.up_gate"].compute_dtype == "bf16"
+    # fp8 KV: 4 tokens * 2 heads * 16 * 1 byte = 128
+    assert float(ops["attn.core"].kv_bytes) == 128
+
+
+def test_tp_splits_heads_and_replicates_few_kv_heads():
+    spec = tiny(h=8, kv=2, hd=8, d=64, f=64)
+    one = by_name(build_ops(spec, Phase.decode(1, 10)))
+    four = by_name(build_ops(spec, Phase.decode(1, 10), Sharding(tp=4)))
+    # 2 KV heads over 4 chips: each chip keeps 1 (replicated twice): KV read 10 * 1 * 16 * 2 = 320 per chip
+    assert float(four["attn.core"].kv_bytes) == 320
+    assert float(one["attn.core"].kv_bytes) == 640
+    # o_proj (row-parallel) weights: 1/4 per chip
+    assert float(four["attn.o_proj"].weight_bytes) == float(one["attn.o_proj"].weight_bytes) / 4
