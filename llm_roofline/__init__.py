@@ -1,22 +1,48 @@
 """llm_roofline: analytical LLM inference cost estimator.
 
     import llm_roofline as lr
-    chip = lr.load_chip("h100-sxm")
-    chip.critical_intensity("bf16")   # ~295 FLOP/byte
+    model = lr.load_model("meta-llama/Llama-3.1-8B")
+    est = lr.estimate(model, "h100-sxm", batch=8, prompt_len=2048, gen_len=256)
+    est.ttft_s, est.tpot_s, est.memory.fits
 
-Heavy imports (transformers, matplotlib, pandas) happen inside the functions that need them.
+`import llm_roofline` stays light: pandas, transformers and matplotlib are imported on first use
+(most public names resolve lazily, PEP 562).
 """
+
+from importlib import import_module
 
 from .errors import (ChipError, ModelConfigError, RooflineError, ScenarioError, ShardingError,
                      UnsupportedArchitectureError)
 from .hardware import Chip, Link, list_chips, load_chip
-from .model.hf import list_models, load_model
-from .roofline import IDEAL, Efficiency, score
+# estimate() and sweep() are imported eagerly: a lazy attribute would be shadowed by the submodule
+# llm_roofline.estimate once anything imports it (this costs the numpy import, ~0.15 s).
+from .estimate import Estimate, MemorySummary, PhaseSummary, estimate, sweep
 
 __version__ = "0.1.0"
 
+# public name -> module that defines it (imported on first access)
+_LAZY = {
+    "load_model": ".model.hf", "list_models": ".model.hf", "ModelSpec": ".model.spec",
+    "score": ".roofline", "Efficiency": ".roofline", "IDEAL": ".roofline",
+    "Sharding": ".sharding", "build_ops": ".graph", "Phase": ".graph",
+    "Dtypes": ".graph", "plan": ".plan",
+}
+
 __all__ = [
-    "Chip", "Link", "Efficiency", "IDEAL", "score", "load_chip", "list_chips", "load_model", "list_models",
+    "Chip", "Link", "load_chip", "list_chips", "estimate", "sweep", "Estimate", "PhaseSummary", "MemorySummary",
+    *_LAZY,
     "RooflineError", "ChipError", "ModelConfigError", "UnsupportedArchitectureError", "ShardingError",
     "ScenarioError", "__version__",
 ]
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(import_module(_LAZY[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'llm_roofline' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

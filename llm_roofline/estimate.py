@@ -343,14 +343,14 @@ def _memory_arrays(spec, chip, sh, dt, prefill: _PhaseArrays, batch, context):
         kv_seq_chip = kv_seq_chip + g.count / sh.pp * kv_elems_per_token_per_chip(a, sh.tp) * ctx * kvb
         kv_seq_total = kv_seq_total + g.count * kv_elems_per_token_per_chip(a, sh.tp) * sh.tp * ctx * kvb
     # peak transient activations of prefill: the largest op's inputs + outputs, plus the residual stream
-    mb_tokens = batch / sh.pp * prefill.scored[0].op.tokens / np.maximum(batch / sh.pp, 1e-300)
-    act = max((np.asarray(s.op.act_bytes) for s in prefill.scored), key=lambda a: float(np.max(a)))
-    act = act + mb_tokens * spec.d_model * dtype_bytes(dt.act)
-    act_seq = act / (batch / sh.pp) * 1.0  # per sequence of a micro-batch
+    tokens_mb = np.asarray(prefill.scored[0].op.tokens)  # the embedding's T: tokens of one micro-batch
+    act = np.max(np.stack(np.broadcast_arrays(*[s.op.act_bytes for s in prefill.scored])), axis=0)
+    act = act + tokens_mb * spec.d_model * dtype_bytes(dt.act)
+    act_per_seq = act / (batch / sh.pp)  # activations scale with the micro-batch
     per_chip = w_chip + kv_seq_chip * batch + act
     free = chip.hbm_bytes - w_chip
-    per_seq = kv_seq_chip + act_seq / sh.pp
-    max_batch = np.where(free > 0, np.floor(free / per_seq / sh.pp) * sh.pp, 0.0)
+    # largest batch (a multiple of pp) with w + B*kv_seq + (B/pp)*act_per_seq <= capacity
+    max_batch = np.where(free > 0, np.floor(free / (kv_seq_chip + act_per_seq / sh.pp) / sh.pp) * sh.pp, 0.0)
     return dict(per_chip_weight_bytes=w_chip, per_chip_kv_cache_bytes=kv_seq_chip * batch, per_chip_activation_bytes=act,
                 per_chip_bytes=per_chip, kv_cache_bytes=kv_seq_total * batch / sh.tp * sh.tp, max_batch=max_batch)
 
@@ -435,8 +435,10 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
     decode = _summary(r["decode_totals"], gen_len - 1.0) if gen_len > 1 else None
     m = r["memory"]
     per_chip = float(m["per_chip_bytes"])
+    from .memory import weight_bytes as total_weight_bytes
+
     memory = MemorySummary(
-        weight_bytes=float(m["per_chip_weight_bytes"]) if sh.chips_per_replica == 1 else float(m["replica_weight_bytes"]), kv_cache_bytes=float(m["kv_cache_bytes"]),
+        weight_bytes=float(total_weight_bytes(spec, dt.weight)), kv_cache_bytes=float(m["kv_cache_bytes"]),
         activation_bytes=float(m["per_chip_activation_bytes"]) * sh.chips_per_replica,
         per_chip_weight_bytes=float(m["per_chip_weight_bytes"]),
         per_chip_kv_cache_bytes=float(m["per_chip_kv_cache_bytes"]),
@@ -466,19 +468,27 @@ def _efficiency_label(efficiency) -> str:
 
 
 def _critical(spec: ModelSpec, chip: Chip, sh: Sharding, dt: Dtypes, batch) -> dict[str, float]:
-    """Chip intensity for the compute dtype and the batch (tokens per replica) at which weight-bound
-    matmuls turn compute-bound: 2*B FLOP per weight element read against bits/8 bytes per element
-    gives B* = intensity * (bits/8) / 2 (bf16: B* = intensity; int8 weights: half)."""
+    """The seeds' thresholds for this model on this chip.
+
+    intensity_flops_per_byte: peak / HBM bandwidth for the compute dtype. batch_tokens: tokens per step
+    at which weight-bound matmuls turn compute-bound: 2*B FLOP per weight element read against bits/8
+    bytes gives B* = intensity * (bits/8) / 2 (bf16: B* = intensity; int8 weights: half).
+    tp_limit_throughput / tp_limit_latency: largest useful tensor-parallel degree before communication
+    dominates (Y < F * W / C, and Y < F / (B * W_hbm / W) at this batch), over the widest FFN.
+    dp_critical_batch_tokens / dcn_critical_batch_tokens: tokens per chip (per slice) for data
+    parallelism to stay compute-bound over the scale-up (scale-out) link (sharding.py cites the book)."""
     intensity = chip.critical_intensity(dt.compute)
     bits = spec.weight_format_for("ffn", dt.weight).bits_per_weight(spec.d_model)
     out = {"intensity_flops_per_byte": intensity, "batch_tokens": intensity * bits / 8 / 2}
-    try:
-        from . import sharding as shd
+    from . import sharding as shd
 
-        d_ff = max((g.ffn.d_ff or g.ffn.d_expert) for g in spec.layer_groups)
-        out.update(shd.critical_limits(chip, d_ff=d_ff, batch_tokens=float(batch), dtype=dt.compute))
-    except (ImportError, AttributeError):
-        pass
+    d_ff = max((g.ffn.d_ff or g.ffn.d_expert) for g in spec.layer_groups)
+    out.update(
+        tp_limit_throughput=shd.tp_limit_throughput(chip, d_ff, dtype=dt.compute),
+        tp_limit_latency=shd.tp_limit_latency(chip, d_ff, float(batch)),
+        dp_critical_batch_tokens=shd.dp_critical_batch(chip, dtype=dt.compute))
+    if chip.scaleout is not None:
+        out["dcn_critical_batch_tokens"] = shd.dcn_critical_batch(chip, dtype=dt.compute)
     return out
 
 

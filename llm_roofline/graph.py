@@ -328,7 +328,7 @@ def _model_ops_tail(c: _Ctx) -> list[Op]:
                               buffer_bytes=t_lm * spec.vocab_size * c.ab, chips=tp, tokens=t_lm))
     if c.sh.pp > 1:  # activations handed from stage to stage: (T, d), pp - 1 hops
         ops.append(collective("comm.p2p.stage", "model", c.sh.pp - 1, kind="p2p",
-                              buffer_bytes=c.T * spec.d_model * c.ab, chips=2, tokens=c.T))
+                              buffer_bytes=c.T * spec.d_model * c.ab, chips=c.sh.chips_per_replica, tokens=c.T))
     return ops
 
 

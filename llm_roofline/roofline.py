@@ -18,6 +18,7 @@ so the upper bound is at most 2x the lower one for two terms (3x for three).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -41,18 +42,41 @@ class Efficiency:
 IDEAL = Efficiency()
 
 
-@dataclass(frozen=True)
 class Score:
-    """Times per operator, arrays of one broadcast shape."""
+    """Times per operator, arrays of one broadcast shape. The derived terms are computed on first use
+    (the sweep path only needs the three terms)."""
 
-    t_compute_s: np.ndarray
-    t_memory_s: np.ndarray
-    t_comm_s: np.ndarray
-    t_lower_s: np.ndarray
-    t_upper_s: np.ndarray
-    t_s: np.ndarray
-    bound: np.ndarray  # 'compute' | 'memory' | 'comm'
-    intensity: np.ndarray  # FLOP / HBM byte
+    def __init__(self, t_compute_s, t_memory_s, t_comm_s, overhead_s, flops, hbm_bytes):
+        self.t_compute_s, self.t_memory_s, self.t_comm_s = t_compute_s, t_memory_s, t_comm_s
+        self.overhead_s = overhead_s
+        self._flops, self._hbm_bytes = flops, hbm_bytes
+
+    @cached_property
+    def t_lower_s(self) -> np.ndarray:
+        return np.maximum(np.maximum(self.t_compute_s, self.t_memory_s), self.t_comm_s) + self.overhead_s
+
+    @cached_property
+    def t_upper_s(self) -> np.ndarray:
+        return self.t_compute_s + self.t_memory_s + self.t_comm_s + self.overhead_s
+
+    @cached_property
+    def t_s(self) -> np.ndarray:
+        return np.maximum(self.t_compute_s, self.t_memory_s) + self.t_comm_s + self.overhead_s
+
+    @cached_property
+    def bound(self) -> np.ndarray:
+        """'compute' | 'memory' | 'comm': the largest term (ties go to the first)."""
+        c, m, k = np.broadcast_arrays(self.t_compute_s, self.t_memory_s, self.t_comm_s)
+        idx = np.where(k > np.maximum(c, m), 2, np.where(m > c, 1, 0))
+        return BOUNDS[idx]
+
+    @cached_property
+    def intensity(self) -> np.ndarray:
+        """FLOP per HBM byte (inf for an op that moves no HBM bytes)."""
+        f, b = np.broadcast_arrays(self._flops, self._hbm_bytes)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.where(b > 0, f / np.where(b > 0, b, 1.0), np.inf)
+        return np.broadcast_to(out, np.shape(self.t_s))
 
 
 def _arr(x) -> np.ndarray:
@@ -73,22 +97,17 @@ def score(
 ) -> Score:
     """Score operators against a chip. Every argument broadcasts; nothing loops in Python."""
     flops, hbm_bytes = _arr(flops), _arr(hbm_bytes)
-    comm_bytes, comm_hops = _arr(comm_bytes), _arr(comm_hops)
     eff = efficiency
     t_compute = flops / (_arr(peak_flops_per_s) * eff.compute)
     t_memory = hbm_bytes / (_arr(hbm_bytes_per_s) * eff.memory)
-    t_comm = comm_hops * _arr(link_latency_s) + comm_bytes / (_arr(link_bytes_per_s) * eff.comm)
-    t_compute, t_memory, t_comm = np.broadcast_arrays(t_compute, t_memory, t_comm)
-    overhead = _arr(eff.overhead_s)
-    stacked = np.stack([t_compute, t_memory, t_comm])
-    t_lower = stacked.max(axis=0) + overhead
-    t_upper = stacked.sum(axis=0) + overhead
-    t = np.maximum(t_compute, t_memory) + t_comm + overhead
-    bound = BOUNDS[stacked.argmax(axis=0)]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        intensity = np.where(hbm_bytes > 0, flops / np.where(hbm_bytes > 0, hbm_bytes, 1.0), np.inf)
-    intensity = np.broadcast_to(intensity, t.shape)
-    return Score(t_compute, t_memory, t_comm, t_lower, t_upper, t, bound, intensity)
+    if np.any(comm_bytes) or np.any(comm_hops):
+        t_comm = _arr(comm_hops) * _arr(link_latency_s) + _arr(comm_bytes) / (_arr(link_bytes_per_s) * eff.comm)
+    else:
+        t_comm = np.zeros(())
+    shape = np.broadcast_shapes(np.shape(t_compute), np.shape(t_memory), np.shape(t_comm), np.shape(eff.overhead_s))
+    return Score(t_compute, t_memory, t_comm, _arr(eff.overhead_s), flops, hbm_bytes) if shape == () else \
+        Score(*(np.broadcast_to(x, shape) for x in (t_compute, t_memory, t_comm, _arr(eff.overhead_s))),
+              flops, hbm_bytes)
 
 
 def attainable_flops_per_s(intensity, peak_flops_per_s, hbm_bytes_per_s):

@@ -224,11 +224,13 @@ def _all_to_all(n: int, link: "Link") -> _Level:
     """
     if link.topology == "switch":
         return _Level((n - 1) / n, 1.0, link.bytes_per_s, link.latency_s,
-                      f"{link.kind} switch direct: (n-1)/n S at {link.bytes_per_s:.4g} B/s, 1 hop x {link.latency_s:.3g} s")
+                      f"{link.kind} switch direct: (n-1)/n S at {link.bytes_per_s:.4g} B/s, "
+                      f"1 hop x {link.latency_s:.3g} s")
     if link.topology == "full_mesh":
         peer = _peer_bytes_per_s(link)
         return _Level(1.0 / n, 1.0, peer, link.latency_s,
-                      f"{link.kind} full mesh direct: S/n per peer link at {peer:.4g} B/s, 1 hop x {link.latency_s:.3g} s")
+                      f"{link.kind} full mesh direct: S/n per peer link at {peer:.4g} B/s, "
+                      f"1 hop x {link.latency_s:.3g} s")
     rings = _torus_rings(n, link)
     coef = sum((k // 2) * ((k + 1) // 2) / k / (2 if wraps else 1) for k, wraps in rings)
     hops = sum(k // 2 if wraps else k - 1 for k, wraps in rings)

@@ -41,11 +41,12 @@ class Link:
     source: str = ""
 
     @property
-    def bidirectional_bytes_per_s(self) -> float:
-        """Per-link bidirectional bandwidth for a torus (the book's W_ici), else per-chip both ways."""
+    def collective_bytes_per_s(self) -> float:
+        """The W of the book's communication rooflines: W_ici = a torus link both ways (Part 2/3);
+        on GPUs the per-GPU egress bandwidth, one direction (Part 12)."""
         if self.topology == "torus":
             return 2 * self.link_bytes_per_s
-        return 2 * self.bytes_per_s
+        return self.bytes_per_s
 
     def has_wraparound(self, axis_size: int) -> bool:
         """Whether a ring of axis_size chips along one torus axis closes on itself."""
@@ -98,11 +99,11 @@ class Chip:
         return self.peak_flops_per_s(dtype) / self.hbm_bytes_per_s
 
     def scaleup_critical_intensity(self, dtype: str = "bf16") -> float:
-        """FLOP per byte sent over one scale-up link (both directions) at which compute equals comms.
+        """C / W: FLOP per byte of scale-up traffic at which compute equals communication.
 
-        For TPUs this is the book's C / W_ici (v5e ~2,200, v5p ~2,550, v6e ~5,100).
+        TPUs: the book's C / W_ici (v5e ~2,200, v5p ~2,550, v6e ~5,100); H100: 989e12 / 450e9 ~ 2,200.
         """
-        return self.peak_flops_per_s(dtype) / self.scaleup.bidirectional_bytes_per_s
+        return self.peak_flops_per_s(dtype) / self.scaleup.collective_bytes_per_s
 
     def scaleout_critical_intensity(self, dtype: str = "bf16") -> float:
         """C / W_dcn: FLOP per byte of scale-out traffic (v5p ~73,440)."""

@@ -1,0 +1,112 @@
+"""Weight and KV-cache bytes: tiny specs by hand, shipped models against published sizes."""
+
+import numpy as np
+import pytest
+
+from llm_roofline.errors import ScenarioError
+from llm_roofline.memory import kv_bytes_per_token_by_group, kv_cache_bytes, weight_bytes, weight_bytes_by_family
+from llm_roofline.model.hf import load_model
+from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
+from llm_roofline.units import weight_format
+
+
+def tiny(**kw) -> ModelSpec:
+    """d=8, V=10, 2 layers of GQA (4 heads, 2 KV heads, head_dim 2) + gated MLP (d_ff 16): 1352 parameters.
+
+    Per layer: qkv 8·16 = 128, o 8·8 = 64, up_gate 8·32 = 256, down 16·8 = 128 (576 matrix weights), norms 2·8.
+    Embedding 80 + LM head 80 + final norm 8.
+    """
+    group = LayerGroup("dense", 2, AttentionSpec("gqa", 4, 2, 2, 2), FfnSpec("dense", 16, True, "silu"))
+    return ModelSpec("tiny", d_model=8, vocab_size=10, layer_groups=(group,), **kw)
+
+
+def test_bf16_weight_bytes_are_two_per_parameter():
+    assert weight_bytes(tiny()) == 2 * 1352
+    m = load_model("meta-llama/Llama-3.1-8B")
+    assert weight_bytes(m) == 2 * 8_030_261_248  # bf16 checkpoint: 16.06 GB
+
+
+def test_int4_override_counts_scales_and_keeps_embeddings_native():
+    # int4 g128 with fp16 scale + 4-bit zero: 4 + 20/128 = 4.15625 bits per weight.
+    # matrices 2·576 = 1152 weights · 4.15625/8 = 598.5 B; embed + LM head 160 params · 2 B = 320 B;
+    # norms 2·2·8 + 8 = 40 params · 2 B = 80 B -> 998.5 B
+    assert weight_bytes(tiny(), "int4") == pytest.approx(998.5)
+    by_family = weight_bytes_by_family(tiny(), "int4")
+    assert by_family["embed"] == 160 and by_family["lm_head"] == 160 and by_family["norm"] == 80
+
+
+def test_quantization_config_format_is_the_default():
+    # fp8 with one fp32 scale per 128·128 block: 8 + 32/16384 bits per matrix weight
+    m = tiny(quantization=weight_format("fp8", 128 * 128))
+    assert weight_bytes(m) == pytest.approx(1152 * (8 + 32 / 16384) / 8 + 320 + 80)
+    assert weight_bytes(m, "bf16") == 2 * 1352  # an explicit override wins over quantization_config
+
+
+def test_biases_and_extras_are_native_dtype():
+    group = LayerGroup("dense", 1, AttentionSpec("gqa", 4, 2, 2, 2, qkv_bias=True, qk_norm=True, sinks=True),
+                       FfnSpec("dense", 16, True, "silu"))
+    m = ModelSpec("b", 8, 10, (group,), quantization=weight_format("int4", 128))
+    fam = weight_bytes_by_family(m)
+    # attn: qkv 128 + o 64 = 192 weights · 4.15625/8 = 99.75 B; qkv bias 16 · 2 B = 32 B;
+    # q/k norms 2·2 + sinks 4 = 8 params · 2 B = 16 B -> 147.75 B
+    assert fam["attn"] == pytest.approx(147.75)
+
+
+def test_family_bytes_sum_to_the_total():
+    for ident in ("deepseek-ai/DeepSeek-V3", "openai/gpt-oss-20b", "openai-community/gpt2"):
+        m = load_model(ident)
+        assert sum(weight_bytes_by_family(m).values()) == pytest.approx(weight_bytes(m))
+
+
+def test_gpt_oss_checkpoint_size():
+    # gpt-oss model card (arXiv 2508.10925): the gpt-oss-20b checkpoint is 12.8 GiB
+    # (experts in MXFP4 = 4.25 bits per weight, everything else bf16).
+    assert weight_bytes(load_model("openai/gpt-oss-20b")) / 2**30 == pytest.approx(12.8, rel=0.01)
+
+
+def test_every_expert_counts_in_weight_bytes():
+    # Mixtral-8x7B: all 46.7B parameters stored, not the 12.9B active ones (bf16: 2 bytes each)
+    m = load_model("mistralai/Mixtral-8x7B-v0.1")
+    assert weight_bytes(m) == 2 * m.params_total
+
+
+# ------------------------------------------------------------------------------ KV cache
+def test_kv_bytes_per_token_by_group():
+    g = load_model("google/gemma-2-9b")
+    # 21 layers per group · 2 (K,V) · 8 KV heads · 256 head_dim · 2 bytes = 172,032 each
+    assert kv_bytes_per_token_by_group(g) == {"sliding": 172_032, "full": 172_032}
+
+
+def test_mistral_sliding_window_caps_cache():
+    m = load_model("mistralai/Mistral-7B-v0.1")
+    # 32 layers · 2 · 8 KV heads · 128 · 2 bytes = 131,072 B/token; at context 8192 only 4096 tokens are kept
+    assert kv_cache_bytes(m, 8192) == 131_072 * 4096
+    assert kv_cache_bytes(m, 1000) == 131_072 * 1000
+
+
+def test_gemma2_half_the_layers_capped():
+    g = load_model("google/gemma-2-9b")
+    # sliding half: 172,032 · min(8192, 4096); full half: 172,032 · 8192
+    assert kv_cache_bytes(g, 8192) == 172_032 * 4096 + 172_032 * 8192
+    assert kv_cache_bytes(g, 8192, kv_dtype="fp8") == (172_032 * 4096 + 172_032 * 8192) / 2
+
+
+def test_mla_cache_and_batch():
+    d = load_model("deepseek-ai/DeepSeek-V3")
+    # 70,272 B/token (61 · (512 + 64) · 2) · 4096 tokens · 8 sequences
+    assert kv_cache_bytes(d, 4096, batch=8) == 70_272 * 4096 * 8
+
+
+def test_arrays_broadcast_as_float64():
+    m = load_model("mistralai/Mistral-7B-v0.1")
+    out = kv_cache_bytes(m, np.array([1024, 8192]), np.array([[1], [2]]))
+    assert out.dtype == np.float64 and out.shape == (2, 2)
+    np.testing.assert_array_equal(out, 131_072 * np.array([[1024, 4096], [2048, 8192]]))
+    assert isinstance(kv_cache_bytes(m, 10), float)
+
+
+def test_negative_sizes_raise():
+    with pytest.raises(ScenarioError):
+        kv_cache_bytes(tiny(), -1)
+    with pytest.raises(ScenarioError):
+        kv_cache_bytes(tiny(), 10, batch=np.array([1, -2]))
