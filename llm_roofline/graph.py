@@ -79,7 +79,7 @@ def kv_heads_per_chip(attn: AttentionSpec, tp: int) -> int:
 def kv_elems_per_token_per_chip(attn: AttentionSpec, tp: int) -> int:
     """Cached elements per token per layer on one chip (replicated KV heads and MLA latents included)."""
     if attn.kind == "mla":
-        return attn.kv_elems_per_token()
+        return attn.kv_elements_per_token()
     return kv_heads_per_chip(attn, tp) * (attn.head_dim + attn.v_head_dim)
 
 
@@ -203,7 +203,7 @@ def _attention_core(c: _Ctx, g: LayerGroup, heads: int) -> Op:
         if absorbed:  # scores against the latent (r + rope) and values from the latent (r); KV = latent cache
             op = attention("attn.core", g.name, g.count, n_heads=heads, n_kv_heads=1,
                            qk_dim=a.kv_lora_rank + a.qk_rope_head_dim, v_dim=a.kv_lora_rank,
-                           kv_elems_per_token=a.kv_elems_per_token(), kv_bytes_per_elem=c.kvb, **common)
+                           kv_elems_per_token=a.kv_elements_per_token(), kv_bytes_per_elem=c.kvb, **common)
         else:  # materialized K, V per head, written by kv_b_proj in the activation dtype
             op = attention("attn.core", g.name, g.count, n_heads=heads, n_kv_heads=heads, qk_dim=a.head_dim,
                            v_dim=a.v_head_dim, kv_elems_per_token=heads * (a.head_dim + a.v_head_dim),

@@ -171,7 +171,8 @@ def test_family_details():
     assert (opt.learned_positions, opt.layer_groups[0].ffn.activation) == (2048 + 2, "relu")
     falcon = load_model("tiiuae/falcon-7b")
     g = falcon.layer_groups[0]
-    assert (g.parallel_block, g.norms, g.ffn.d_ff, g.ffn.bias, g.attention.qkv_bias) == (True, 1, 4 * 4544, False, False)
+    assert (g.parallel_block, g.norms, g.ffn.d_ff, g.ffn.bias, g.attention.qkv_bias) == \
+        (True, 1, 4 * 4544, False, False)
     oss = load_model("openai/gpt-oss-20b").layer_groups[0]
     assert (oss.attention.sinks, oss.ffn.router_bias, oss.ffn.bias) == (True, True, True)
 

@@ -181,8 +181,7 @@ def spec_from_config(config: dict, name: str = "model", source: str = "") -> Mod
     _reject_unsupported(text)
     raw = _validated_dims(text)
     _check_head_counts(raw)
-    model_type = str(raw.get("model_type") or config.get("model_type") or "")
-    defaults, label = _architecture_defaults(raw, config, model_type, notes)
+    defaults, label, model_type = _architecture_defaults(raw, config, notes)
     reader = _Reader(raw, defaults, label, notes)
     return _build_spec(reader, model_type, config, name, source)
 
@@ -345,23 +344,25 @@ def _as_int(value: Any, key: str, allow_zero: bool = False) -> int:
 
 
 # ============================================================================ step 2: defaults
-def _architecture_defaults(raw: dict, config: dict, model_type: str, notes: list[str]) -> tuple[dict, str]:
-    """(defaults for absent keys, where they come from): transformers' config class, else _FAMILIES."""
+def _architecture_defaults(raw: dict, config: dict, notes: list[str]) -> tuple[dict, str, str]:
+    """(defaults for absent keys, where they come from, model_type): transformers' config class, else _FAMILIES."""
+    model_type = str(raw.get("model_type") or config.get("model_type") or "")
+    reason = _transformers_unusable()
+    parsed = _transformers_defaults(raw, config, model_type) if reason is None else None
+    if parsed is not None and not raw.get("model_type"):  # a text_config without its own model_type
+        model_type = str(parsed[0].get("model_type") or model_type)  # gemma3 -> gemma3_text
     family = _FAMILIES.get(model_type)
     if family is None:
         notes.append(f"model_type {model_type or '(none)'!r} is not one the parser knows: the config is read by "
                      "the usual key names as a pre-norm decoder (Llama-style unless its keys say otherwise).")
-    reason = _transformers_unusable()
-    if reason is None:
-        parsed = _transformers_defaults(raw, config, model_type)
-        if parsed is not None:
-            return parsed
-        if family is None:
-            notes.append(f"transformers does not know model_type {model_type!r} either.")
-    elif family is not None:
+    if parsed is not None:
+        return (*parsed, model_type)
+    if reason is None and family is None:
+        notes.append(f"transformers does not know model_type {model_type!r} either.")
+    elif reason is not None and family is not None:
         notes.append(f"Defaults for absent keys come from the parser's table for {model_type!r}, "
                      f"not from transformers ({reason}).")
-    return dict((family or _UNKNOWN).defaults), f"the {model_type or 'generic'} default"
+    return dict((family or _UNKNOWN).defaults), f"the {model_type or 'generic'} default", model_type
 
 
 def _transformers_unusable() -> str | None:
@@ -392,13 +393,14 @@ def _transformers_defaults(raw: dict, config: dict, model_type: str) -> tuple[di
     """The config class's view of the text config (class defaults filled in), or None if the type is unknown."""
     CONFIG_MAPPING, hf_logging = _import_transformers()
 
-    def without_dtype(d: dict) -> dict:
+    def without_dtype(d: dict, drop=("model_type",)) -> dict:
         # dtype keys are read from the file directly; passed on, transformers would turn them into torch dtypes
-        return {k: v for k, v in d.items() if k not in ("model_type", "torch_dtype", "dtype")}
+        return {k: v for k, v in d.items() if k not in ("torch_dtype", "dtype", *drop)}
 
     outer_type = str(config.get("model_type") or "")
     if config.get("text_config") is not None and outer_type in CONFIG_MAPPING:  # multimodal: its text part
-        config_class, kwargs = CONFIG_MAPPING[outer_type], {**without_dtype(config), "text_config": dict(raw)}
+        config_class = CONFIG_MAPPING[outer_type]
+        kwargs = {**without_dtype(config), "text_config": without_dtype(raw, drop=())}
     elif model_type in CONFIG_MAPPING:
         config_class, kwargs = CONFIG_MAPPING[model_type], without_dtype(raw)
     else:
@@ -478,7 +480,7 @@ def _build_spec(r: _Reader, model_type: str, config: dict, name: str, source: st
     vocab = r.dim("vocab_size")
     positions = _learned_positions(r, fam)
     layers = [(_attention(r, fam, d_model, w), _ffn(r, fam, d_model, moe))
-              for w, moe in zip(_layer_windows(r, n_layers), _moe_layers(r, n_layers))]
+              for w, moe in zip(_layer_windows(r, n_layers), _moe_layers(r, n_layers), strict=True)]
     _note_unmodelled(r, model_type)
     weight_dtype = _native_dtype(r, config)
     quant, families = _quantization(r, config)

@@ -1,0 +1,120 @@
+"""Sharding in the graph and the estimate: conservation of work, divisibility, KV replication, pp, dp."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import llm_roofline as lr
+from llm_roofline.graph import Phase, build_ops
+from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
+from llm_roofline.sharding import Sharding
+
+
+def spec_for(h, kv, hd, d, f, layers=2, vocab=512):
+    attn = AttentionSpec("gqa" if kv < h else "mha", h, kv, hd, hd)
+    return ModelSpec("s", d, vocab, (LayerGroup("dense", layers, attn, FfnSpec("dense", f, True, "silu")),))
+
+
+@settings(max_examples=40, deadline=None)
+@given(tp_exp=st.integers(0, 3), kv_mult=st.integers(1, 4), g=st.sampled_from([1, 2, 4]), hd=st.sampled_from([16, 64]),
+       f_mult=st.integers(1, 6), batch=st.integers(1, 16), q=st.integers(1, 64))
+def test_flops_summed_over_shards_equal_unsharded(tp_exp, kv_mult, g, hd, f_mult, batch, q):
+    tp = 2 ** tp_exp
+    kv = tp * kv_mult  # KV heads divisible by tp
+    h = kv * g
+    f = 64 * tp * f_mult
+    spec = spec_for(h, kv, hd, h * hd, f)
+    phase = Phase.prefill(batch, q)
+    one = {o.name: o for o in build_ops(spec, phase) if o.kind != "collective"}
+    sharded = {o.name: o for o in build_ops(spec, phase, Sharding(tp=tp)) if o.kind != "collective"}
+    for name in ("attn.qkv_proj", "attn.core", "attn.o_proj", "ffn.up_gate", "ffn.down", "lm_head"):
+        assert float(sharded[name].flops) * tp == pytest.approx(float(one[name].flops), rel=1e-12)
+        assert sharded[name].shards == tp
+    # per-chip resident weights: 1/tp of every sharded matrix, all of each replicated one (norms)
+    for name in ("attn.qkv_proj", "attn.o_proj", "ffn.up_gate", "ffn.down", "lm_head", "embed"):
+        assert sharded[name].stored_bytes * tp == pytest.approx(one[name].stored_bytes, rel=1e-12)
+    assert sharded["norm.attn"].stored_bytes == one["norm.attn"].stored_bytes == spec.d_model * 2
+
+
+def test_llama70b_on_2_4_8_h100():
+    runs = {tp: lr.estimate("meta-llama/Llama-3.1-70B", "h100", batch=8, prompt_len=2048, gen_len=128, tp=tp)
+            for tp in (2, 4, 8)}
+    flops = {tp: e.prefill.flops for tp, e in runs.items()}
+    assert flops[4] == pytest.approx(flops[2], rel=1e-12) and flops[8] == pytest.approx(flops[2], rel=1e-12)
+    # weights per chip ~ 141 GB / tp (embedding, LM head and attention split too; norms replicated: tiny)
+    for tp, e in runs.items():
+        assert e.memory.per_chip_weight_bytes == pytest.approx(2 * 70.55e9 / tp, rel=0.01)
+    tpot = {tp: e.tpot_s for tp, e in runs.items()}
+    assert tpot[8] < tpot[4] < tpot[2]
+    assert tpot[4] > tpot[2] / 2 and tpot[8] > tpot[4] / 2  # less than linear: all-reduces cost time
+    assert 0 < runs[2].decode.comm_share < runs[4].decode.comm_share < runs[8].decode.comm_share
+    names = set(runs[8].ops.name)
+    assert {"comm.all_reduce.attn", "comm.all_reduce.ffn", "comm.all_gather.lm_head"} <= names
+
+
+def test_divisibility_errors_are_clear():
+    with pytest.raises(lr.ShardingError, match="attention heads = 64 is not divisible by 3"):
+        lr.estimate("meta-llama/Llama-3.1-70B", "h100", tp=3)
+    with pytest.raises(lr.ShardingError, match="routed experts"):
+        lr.estimate("mistralai/Mixtral-8x7B-v0.1", "h100", tp=16, ep=16)
+    with pytest.raises(lr.ShardingError, match="number of layers = 32 is not divisible by 3"):
+        lr.estimate("meta-llama/Llama-3.1-8B", "h100", pp=3, batch=3)
+    with pytest.raises(lr.ShardingError, match="ep=3 must divide tp=4"):
+        lr.estimate("mistralai/Mixtral-8x7B-v0.1", "h100", tp=4, ep=3)
+    with pytest.raises(ValueError, match="tp must be a positive integer"):
+        Sharding(tp=0)
+
+
+def test_kv_heads_fewer_than_tp_are_replicated_in_memory_and_bytes():
+    # Llama-3.1-70B has 8 KV heads; at tp=16 every KV head lives on 2 chips:
+    # per chip 1 head: 80 layers * 1 * 256 elems * 2 bytes = 40,960 B/token (vs 327,680 / 16 = 20,480 unreplicated)
+    e16 = lr.estimate("meta-llama/Llama-3.1-70B", "h100", batch=1, prompt_len=1000, gen_len=24, tp=16)
+    e8 = lr.estimate("meta-llama/Llama-3.1-70B", "h100", batch=1, prompt_len=1000, gen_len=24, tp=8)
+    assert e16.memory.per_chip_kv_cache_bytes == pytest.approx(40960 * 1024)
+    assert e8.memory.per_chip_kv_cache_bytes == pytest.approx(40960 * 1024)
+    assert e16.memory.kv_cache_bytes == pytest.approx(2 * e8.memory.kv_cache_bytes)
+    assert e16.decode.kv_read_bytes == pytest.approx(2 * e8.decode.kv_read_bytes)
+
+
+def test_pipeline_and_data_parallel_semantics():
+    base = lr.estimate("meta-llama/Llama-3.1-8B", "h100", batch=8, prompt_len=1024, gen_len=64)
+    pp = lr.estimate("meta-llama/Llama-3.1-8B", "h100", batch=8, prompt_len=1024, gen_len=64, pp=2)
+    dp = lr.estimate("meta-llama/Llama-3.1-8B", "h100", batch=8, prompt_len=1024, gen_len=64, dp=4)
+    # data parallel: latency unchanged, throughput x4, per-chip throughput unchanged
+    assert dp.ttft_s == base.ttft_s and dp.tpot_s == base.tpot_s
+    assert dp.throughput_tokens_per_s == pytest.approx(4 * base.throughput_tokens_per_s)
+    assert dp.scenario["chips"] == 4
+    # pipeline: half the layers' weights per chip; p2p transfers appear; work is unchanged
+    assert pp.memory.per_chip_weight_bytes < 0.6 * base.memory.per_chip_weight_bytes
+    assert "comm.p2p.stage" in set(pp.ops.name)
+    assert pp.prefill.flops == pytest.approx(base.prefill.flops, rel=1e-12)
+    with pytest.raises(ValueError, match="multiple of pp"):
+        lr.estimate("meta-llama/Llama-3.1-8B", "h100", batch=3, pp=2)
+
+
+def test_sequence_parallel_uses_reduce_scatter_and_all_gather():
+    e = lr.estimate("meta-llama/Llama-3.1-8B", "h100", batch=4, prompt_len=1024, gen_len=8, tp=4,
+                    sequence_parallel=True)
+    names = set(e.ops.name)
+    assert {"comm.reduce_scatter.attn", "comm.all_gather.attn", "comm.reduce_scatter.ffn"} <= names
+    assert "comm.all_reduce.attn" not in names
+
+
+def test_moe_expert_parallel_all_to_all_with_sequence_parallel():
+    e = lr.estimate("mistralai/Mixtral-8x7B-v0.1", "h100", batch=4, prompt_len=512, gen_len=8, tp=8, ep=8,
+                    sequence_parallel=True)
+    assert {"comm.all_to_all.dispatch", "comm.all_to_all.combine"} <= set(e.ops.name)
+    # experts split whole over 8 chips: resident expert weights per chip = 1/8 of 8 experts
+    one = lr.estimate("mistralai/Mixtral-8x7B-v0.1", "h100", batch=4, prompt_len=512, gen_len=8)
+    assert e.memory.per_chip_weight_bytes == pytest.approx(one.memory.per_chip_weight_bytes / 8, rel=0.01)
+
+
+def test_cli_sharding_flags_show_comm_rows(capsys):
+    from llm_roofline.cli import main
+
+    assert main(["estimate", "meta-llama/Llama-3.1-70B", "--chip", "h100", "--tp", "4", "--gen", "16"]) == 0
+    out = capsys.readouterr().out
+    assert "comm.all_reduce.attn" in out and "comm %" in out
+    assert main(["estimate", "meta-llama/Llama-3.1-70B", "--chip", "h100", "--tp", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "not divisible" in err and "Traceback" not in err
