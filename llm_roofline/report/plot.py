@@ -152,9 +152,7 @@ def _place_labels(ax, items, fontsize=7.5):
     whose text box overlaps neither an earlier label nor the axes frame; annotate with a leader line
     when the label sits away from its point. items: (x, y, text) in data coordinates."""
     fig = ax.figure
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    ax_box = ax.get_window_extent(renderer)
+    ax_box = ax.get_window_extent()
     scale = fig.dpi / 72.0
     placed = []
     pts_disp = [ax.transData.transform((x, y)) for x, y, _ in items]
@@ -182,9 +180,10 @@ def _place_labels(ax, items, fontsize=7.5):
         _, dx, dy, box = best
         placed.append(box)
         far = abs(dx) > 8 or abs(dy) > 12
-        ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
-                    ha="left" if dx >= 0 else "right", va="bottom",
-                    arrowprops=dict(arrowstyle="-", lw=0.5, color="0.4") if far else None)
+        t = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
+                        ha="left" if dx >= 0 else "right", va="bottom",
+                        arrowprops=dict(arrowstyle="-", lw=0.5, color="0.4") if far else None)
+        t.set_in_layout(False)
 
 
 def _overlap(a, b) -> float:
@@ -228,6 +227,7 @@ def plot_roofline(estimates, path=None, *, top_labels: int = 6, dpi: int = DPI) 
     x_hi = 10 ** math.ceil(math.log10(max(xs)) + 0.3) if xs else 1e4
     y_lo = 10 ** math.floor(math.log10(max(min(ys + peaks) / 2, 1.0)) - 0.2) if ys else 1e9
     y_hi = max(peaks) * 3
+    to_label = []
     for ax, est, pts in zip(axes, ests, all_pts):
         roof = data["roofs"][est.chip]
         peak, bw, ridge = roof["peak_flops_per_s"], roof["hbm_bytes_per_s"], roof["ridge_flops_per_byte"]
@@ -242,9 +242,11 @@ def plot_roofline(estimates, path=None, *, top_labels: int = 6, dpi: int = DPI) 
         ax.text(slope_x, slope_x * bw / 1e12 * 1.35, f"HBM {sig3(bw / 1e12)} TB/s", fontsize=8,
                 rotation=0, ha="left", va="bottom")
         shown = [p for p in pts if p["plotted"]]
-        for p in shown:
-            ax.scatter(p["intensity"], p["achieved_flops_per_s"] / 1e12, marker=PHASE_MARKERS.get(p["phase"], "s"),
-                       s=34, color=CATEGORY_COLORS[p["category"]], edgecolor="k", linewidth=0.4, zorder=3, alpha=0.9)
+        for phase in sorted({p["phase"] for p in shown}):
+            ph = [p for p in shown if p["phase"] == phase]  # one collection per phase (fast to draw)
+            ax.scatter([p["intensity"] for p in ph], [p["achieved_flops_per_s"] / 1e12 for p in ph],
+                       marker=PHASE_MARKERS.get(phase, "s"), s=34, c=[CATEGORY_COLORS[p["category"]] for p in ph],
+                       edgecolor="k", linewidth=0.4, zorder=3, alpha=0.9)
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlim(x_lo, x_hi)
@@ -257,9 +259,10 @@ def plot_roofline(estimates, path=None, *, top_labels: int = 6, dpi: int = DPI) 
         for phase in ("prefill", "decode"):
             ph = sorted((p for p in shown if p["phase"] == phase), key=lambda p: -p["t_s"])
             label += ph[:top_labels]
+        ids = {id(p) for p in label}
         for p in shown:
-            p["labelled"] = p in label
-        _place_labels(ax, [(p["intensity"], p["achieved_flops_per_s"] / 1e12, _label_text(p, multi)) for p in label])
+            p["labelled"] = id(p) in ids
+        to_label.append((ax, [(p["intensity"], p["achieved_flops_per_s"] / 1e12, _label_text(p, multi)) for p in label]))
         rest = sorted({short_name(p["name"]) for p in shown if not p["labelled"]})
         zero = sorted({short_name(p["name"]) for p in pts if not p["plotted"]})
         note = []
@@ -278,7 +281,10 @@ def plot_roofline(estimates, path=None, *, top_labels: int = 6, dpi: int = DPI) 
     handles += [Line2D([], [], marker="s", ls="", color=CATEGORY_COLORS[c], markersize=7, label=c) for c in cats]
     axes[-1].legend(handles=handles, loc="lower right", fontsize=7.5, framealpha=0.9)
     fig.suptitle(f"Roofline — {_scenario_line(ests[0])}", fontsize=10)
-    fig.get_layout_engine().set(h_pad=0.12)
+    fig.canvas.draw()  # one layout pass, then labels are placed in display coordinates
+    fig.set_layout_engine("none")  # freeze the layout so the labels stay where they were placed
+    for ax, items in to_label:
+        _place_labels(ax, items)
     return _finish(PlotResult(fig, data), path, dpi)
 
 
