@@ -79,3 +79,74 @@ def kv_cache_bytes(spec: ModelSpec, context_len, batch=1, kv_dtype: str = "bf16"
         cached_tokens = np.minimum(context_tokens, window) if window else context_tokens
         total_bytes = total_bytes + per_token_bytes[g.name] * cached_tokens * batch_seqs
     return float(total_bytes) if total_bytes.ndim == 0 else total_bytes
+
+
+# ---------------------------------------------------------------------------------- max batch (grid)
+def _as_list(v) -> list:
+    if v is None or isinstance(v, (str, int, float, np.integer, np.floating)):
+        return [v]
+    return list(v)
+
+
+def max_batch(model, chip, context_len, tp=1, pp=1, ep=1, weight_dtype=None, kv_dtype=None, act_dtype="bf16",
+              reserve: float = 0.0, gen_len: int = 1, attention: str = "fused", sequence_parallel: bool = False):
+    """Largest batch that fits one chip, over a grid of context lengths, dtypes and shardings, with the breakdown.
+
+    Uses the estimate's own memory model (estimate.evaluate: weights resident on the fullest chip, KV cache at
+    `context_len` = prompt + gen tokens, peak prefill activations of a prompt of context_len - gen_len tokens),
+    so that with reserve = 0 `max_batch` equals `estimate(..., prompt_len=context_len - gen_len,
+    gen_len=gen_len).memory.max_batch`. Per-chip bytes are affine in the batch (weights + batch x (KV +
+    activations) per sequence), so one evaluation at batch = pp gives the whole line:
+
+        max_batch = floor((hbm_bytes * (1 - reserve) - weights_per_chip) / bytes_per_sequence / pp) * pp
+
+    (pp micro-batches: the batch is a multiple of pp). Any of context_len, tp, pp, ep, weight_dtype and
+    kv_dtype may be a list; one row per grid point (a pandas.DataFrame). A (tp, pp, ep) that does not divide
+    the model gets a row with `error` set and max_batch 0 instead of an exception.
+    """
+    import itertools
+    import math
+
+    import pandas as pd
+
+    from .errors import RooflineError
+    from .estimate import _load_model, evaluate
+    from .hardware import load_chip
+
+    if not 0.0 <= float(reserve) < 1.0:
+        raise ScenarioError(f"reserve must be a fraction in [0, 1), got {reserve!r}")
+    spec = _load_model(model)
+    chip = load_chip(chip)
+    contexts = [int(c) for c in _as_list(context_len)]
+    if any(c <= gen_len or c != int(c) for c in contexts) or gen_len < 1:
+        raise ScenarioError(f"context_len must be integers > gen_len = {gen_len} (prompt = context - gen), got {context_len!r}")
+    usable_bytes = chip.hbm_bytes * (1.0 - float(reserve))
+    rows = []
+    for tp_, pp_, ep_, wd, kvd in itertools.product(_as_list(tp), _as_list(pp), _as_list(ep), _as_list(weight_dtype),
+                                                    _as_list(kv_dtype)):
+        for ctx in contexts:  # one evaluation per context: the peak-activation op is chosen per scenario, as in estimate
+            row = dict(chip=chip.name, tp=int(tp_), pp=int(pp_), ep=int(ep_), weight_dtype=wd, kv_dtype=kvd,
+                       act_dtype=act_dtype, context_len=ctx, capacity_bytes=chip.hbm_bytes, reserve=float(reserve),
+                       usable_bytes=usable_bytes)
+            try:
+                r = evaluate(spec, chip, batch=int(pp_), prompt_len=ctx - gen_len, gen_len=gen_len, tp=int(tp_),
+                             pp=int(pp_), ep=int(ep_), weight_dtype=wd, act_dtype=act_dtype, kv_dtype=kvd,
+                             attention=attention, sequence_parallel=sequence_parallel)
+            except RooflineError as e:
+                rows.append({**row, "max_batch": 0, "fits": False, "error": str(e)})
+                continue
+            m = r["memory"]
+            b = float(pp_)
+            w_chip = float(m["per_chip_weight_bytes"])
+            kv_seq = float(m["per_chip_kv_cache_bytes"]) / b
+            act_seq = float(m["per_chip_activation_bytes"]) / b
+            per_seq = kv_seq + act_seq
+            free = usable_bytes - w_chip
+            mb = int(math.floor(free / per_seq / pp_) * pp_) if free > 0 and per_seq > 0 else 0
+            rows.append({**row, "weight_dtype": r["dtypes"].weight or spec.weight_dtype, "kv_dtype": r["dtypes"].kv,
+                         "weight_bytes_per_chip": w_chip, "kv_bytes_per_sequence_per_chip": kv_seq,
+                         "activation_bytes_per_sequence_per_chip": act_seq, "bytes_per_sequence_per_chip": per_seq,
+                         "free_bytes": free, "max_batch": max(mb, 0), "fits": mb >= pp_,
+                         "kv_bytes_per_token": float(kv_cache_bytes(spec, 1, 1, r["dtypes"].kv)),
+                         "weight_bytes": weight_bytes(spec, wd), "error": None})
+    return pd.DataFrame(rows)

@@ -147,42 +147,49 @@ def _label_text(p, multi_group: bool) -> str:
     return lab
 
 
-def _place_labels(ax, items, fontsize=7.5):
-    """Greedy label placement: try offsets around each point (most important first) and keep the first
-    whose text box overlaps neither an earlier label nor the axes frame; annotate with a leader line
-    when the label sits away from its point. items: (x, y, text) in data coordinates."""
+def _place_labels(ax, items, obstacles=(), avoid=(), fontsize=7.5):
+    """Greedy label placement in display coordinates. items: (x, y, text) in data coordinates, most
+    important first. For each label, candidate anchors on rings of growing radius around its point are
+    scored by overlap with labels already placed, other texts (`obstacles`: display boxes), markers
+    and the axes frame; the nearest free one wins, with a leader line when it sits away from the point.
+    avoid: display points (markers, samples of lines) that labels should not cover."""
     fig = ax.figure
-    ax_box = ax.get_window_extent()
+    ab = ax.get_window_extent()
     scale = fig.dpi / 72.0
-    placed = []
-    pts_disp = [ax.transData.transform((x, y)) for x, y, _ in items]
-    cands = [(6, 5), (6, -11), (-6, 5), (-6, -11), (10, 16), (10, -22), (-10, 16), (-10, -22), (20, 2), (-20, 2),
-             (14, 28), (14, -34), (-14, 28), (-14, -34), (30, 12), (-30, 12), (30, -18), (-30, -18)]
-    for (x, y, text), (px, py) in zip(items, pts_disp):
-        w = (0.56 * fontsize * len(text) + 2) * scale
-        h = (fontsize + 3) * scale
+    boxes = [tuple(b) for b in obstacles]
+    pts = [tuple(ax.transData.transform((x, y))) for x, y, _ in items]
+    avoid = [tuple(q) for q in avoid] + pts
+    dirs = [(1, 0.6), (-1, 0.6), (1, -0.6), (-1, -0.6), (0, 1), (0, -1), (1, 0), (-1, 0)]
+    rings = [6, 14, 24, 36, 50, 66]
+    for (x, y, text), (px, py) in zip(items, pts):
+        lines = text.split("\n")
+        w = (0.55 * fontsize * max(map(len, lines)) + 2) * scale
+        h = ((fontsize + 2) * len(lines)) * scale
         best = None
-        for dx, dy in cands:
-            ox, oy = dx * scale, dy * scale
-            x0 = px + ox if dx >= 0 else px + ox - w
-            y0 = py + oy
-            box = (x0, y0, x0 + w, y0 + h)
-            inside = box[0] >= ax_box.x0 and box[2] <= ax_box.x1 and box[1] >= ax_box.y0 and box[3] <= ax_box.y1
-            overlap = sum(_overlap(box, b) for b in placed)
-            # markers of other points under the text also count
-            overlap += sum(1.0 for qx, qy in pts_disp if box[0] <= qx <= box[2] and box[1] <= qy <= box[3]
-                           and (qx, qy) != (px, py)) * 0.25 * w * h
-            cost = overlap + (0 if inside else 1e9)
-            if best is None or cost < best[0]:
-                best = (cost, dx, dy, box)
-            if cost == 0:
+        for r in rings:
+            for ux, uy in dirs:
+                n = math.hypot(ux, uy)
+                dx, dy = r * ux / n, r * uy / n
+                ax_, ay_ = px + dx * scale, py + dy * scale
+                ha = "left" if ux > 0.3 else "right" if ux < -0.3 else "center"
+                va = "bottom" if uy > 0.3 else "top" if uy < -0.3 else "center"
+                x0 = ax_ if ha == "left" else ax_ - w if ha == "right" else ax_ - w / 2
+                y0 = ay_ if va == "bottom" else ay_ - h if va == "top" else ay_ - h / 2
+                box = (x0, y0, x0 + w, y0 + h)
+                cost = sum(_overlap(box, b) for b in boxes)
+                cost += sum(0.3 * w * h for q in avoid if box[0] - 3 <= q[0] <= box[2] + 3
+                            and box[1] - 3 <= q[1] <= box[3] + 3)
+                if box[0] < ab.x0 or box[2] > ab.x1 or box[1] < ab.y0 or box[3] > ab.y1:
+                    cost += 1e9
+                cost += r * 0.5  # prefer near
+                if best is None or cost < best[0]:
+                    best = (cost, dx, dy, ha, va, box, r)
+            if best[0] <= r * 0.5 + 1e-9:  # free spot on this ring
                 break
-        _, dx, dy, box = best
-        placed.append(box)
-        far = abs(dx) > 8 or abs(dy) > 12
-        t = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
-                        ha="left" if dx >= 0 else "right", va="bottom",
-                        arrowprops=dict(arrowstyle="-", lw=0.5, color="0.4") if far else None)
+        _, dx, dy, ha, va, box, r = best
+        boxes.append(box)
+        t = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize, ha=ha, va=va,
+                        arrowprops=dict(arrowstyle="-", lw=0.5, color="0.45", shrinkA=0, shrinkB=3) if r > 8 else None)
         t.set_in_layout(False)
 
 
@@ -223,11 +230,11 @@ def plot_roofline(estimates, path=None, *, top_labels: int = 6, dpi: int = DPI) 
     peaks = [r["peak_flops_per_s"] for r in data["roofs"].values()]
     xs = [p["intensity"] for p in plotted] + ridges
     ys = [p["achieved_flops_per_s"] for p in plotted]
-    x_lo = 10 ** math.floor(math.log10(max(min(xs), 1e-3)) - 0.3) if xs else 0.1
-    x_hi = 10 ** math.ceil(math.log10(max(xs)) + 0.3) if xs else 1e4
-    y_lo = 10 ** math.floor(math.log10(max(min(ys + peaks) / 2, 1.0)) - 0.2) if ys else 1e9
-    y_hi = max(peaks) * 3
-    to_label = []
+    x_lo = 10 ** (math.log10(max(min(xs), 1e-3)) - 0.4) if xs else 0.1
+    x_hi = 10 ** (math.log10(max(xs)) + 0.5) if xs else 1e4
+    y_lo = 10 ** (math.log10(max(min(ys + peaks), 1.0)) - 0.5) if ys else 1e9
+    y_hi = max(peaks) * 4
+    pending = []
     for ax, est, pts in zip(axes, ests, all_pts):
         roof = data["roofs"][est.chip]
         peak, bw, ridge = roof["peak_flops_per_s"], roof["hbm_bytes_per_s"], roof["ridge_flops_per_byte"]
@@ -236,11 +243,10 @@ def plot_roofline(estimates, path=None, *, top_labels: int = 6, dpi: int = DPI) 
         ax.axvline(ridge, color="0.45", ls="--", lw=0.9, zorder=1)
         ax.annotate(f"ridge {sig3(ridge)} FLOP/B", (ridge, y_lo / 1e12), xytext=(3, 4), textcoords="offset points",
                     fontsize=7.5, color="0.3", rotation=90, va="bottom")
-        ax.text(x_hi / 1.15, peak / 1e12 * 1.12, f"{roof['compute_dtype']} peak {sig3(peak / 1e12)} TFLOP/s",
+        ax.text(ridge / 1.3, peak / 1e12 * 1.18, f"{roof['compute_dtype']} peak {sig3(peak / 1e12)} TFLOP/s",
                 ha="right", va="bottom", fontsize=8)
-        slope_x = max(x_lo * 3, ridge / 300)
-        ax.text(slope_x, slope_x * bw / 1e12 * 1.35, f"HBM {sig3(bw / 1e12)} TB/s", fontsize=8,
-                rotation=0, ha="left", va="bottom")
+        ax.text(x_lo * 1.3, x_lo * 1.3 * bw / 1e12 * 2.5, f"HBM {sig3(bw / 1e12)} TB/s", fontsize=8, ha="left",
+                va="bottom")
         shown = [p for p in pts if p["plotted"]]
         for phase in sorted({p["phase"] for p in shown}):
             ph = [p for p in shown if p["phase"] == phase]  # one collection per phase (fast to draw)
@@ -254,7 +260,6 @@ def plot_roofline(estimates, path=None, *, top_labels: int = 6, dpi: int = DPI) 
         ax.set_xlabel("arithmetic intensity (FLOP / HBM byte)")
         ax.set_title(_title(est), fontsize=10)
         ax.grid(True, which="major", alpha=0.25)
-        multi = len({p["group"] for p in shown if p["group"] != "model"}) > 1
         label = []
         for phase in ("prefill", "decode"):
             ph = sorted((p for p in shown if p["phase"] == phase), key=lambda p: -p["t_s"])
@@ -262,8 +267,9 @@ def plot_roofline(estimates, path=None, *, top_labels: int = 6, dpi: int = DPI) 
         ids = {id(p) for p in label}
         for p in shown:
             p["labelled"] = id(p) in ids
-        to_label.append((ax, [(p["intensity"], p["achieved_flops_per_s"] / 1e12, _label_text(p, multi)) for p in label]))
-        rest = sorted({short_name(p["name"]) for p in shown if not p["labelled"]})
+        pending.append((ax, label, shown, (xr, np.minimum(peak, xr * bw) / 1e12)))
+        labelled_names = {p["name"] for p in label}
+        rest = sorted({short_name(p["name"]) for p in shown if p["name"] not in labelled_names})
         zero = sorted({short_name(p["name"]) for p in pts if not p["plotted"]})
         note = []
         if rest:
@@ -271,7 +277,7 @@ def plot_roofline(estimates, path=None, *, top_labels: int = 6, dpi: int = DPI) 
         if zero:
             note.append("zero FLOPs, not on a log axis: " + ", ".join(zero))
         if note:
-            ax.text(0.0, -0.13, "\n".join(_wrap(n, 90) for n in note), transform=ax.transAxes, fontsize=7,
+            ax.text(0.0, -0.12, "\n".join(_wrap(n, 84) for n in note), transform=ax.transAxes, fontsize=7,
                     va="top", ha="left", color="0.25")
     axes[0].set_ylabel("achieved FLOP/s per chip (TFLOP/s)")
     cats = sorted({p["category"] for p in plotted}, key=CATEGORIES.index)
@@ -279,13 +285,39 @@ def plot_roofline(estimates, path=None, *, top_labels: int = 6, dpi: int = DPI) 
     handles = [Line2D([], [], marker=PHASE_MARKERS[ph], ls="", color="w", markeredgecolor="k", markerfacecolor="0.8",
                       markersize=7, label=ph + (" (mean step)" if ph == "decode" else "")) for ph in phases]
     handles += [Line2D([], [], marker="s", ls="", color=CATEGORY_COLORS[c], markersize=7, label=c) for c in cats]
-    axes[-1].legend(handles=handles, loc="lower right", fontsize=7.5, framealpha=0.9)
+    fig.legend(handles=handles, loc="outside right center", fontsize=8)
     fig.suptitle(f"Roofline — {_scenario_line(ests[0])}", fontsize=10)
     fig.canvas.draw()  # one layout pass, then labels are placed in display coordinates
     fig.set_layout_engine("none")  # freeze the layout so the labels stay where they were placed
-    for ax, items in to_label:
-        _place_labels(ax, items)
+    for ax, label, shown, (rx, ry) in pending:
+        multi = len({p["group"] for p in shown if p["group"] != "model"}) > 1
+        items = _cluster_labels(ax, label, multi)
+        obstacles = [tuple(t.get_window_extent().extents) for t in ax.texts]
+        avoid = [ax.transData.transform((p["intensity"], p["achieved_flops_per_s"] / 1e12)) for p in shown]
+        avoid += list(ax.transData.transform(np.column_stack([rx, ry])[::4]))
+        _place_labels(ax, items, obstacles, avoid)
     return _finish(PlotResult(fig, data), path, dpi)
+
+
+def _cluster_labels(ax, label, multi, px=6.0):
+    """Merge labels of points that sit on top of each other (within px display pixels) into one label,
+    e.g. decode's weight-bound projections, which share one intensity: 'qkv_proj, o_proj, up_gate'."""
+    items: list[list] = []  # [x, y, display point, names]
+    for p in label:
+        x, y = p["intensity"], p["achieved_flops_per_s"] / 1e12
+        d = ax.transData.transform((x, y))
+        for it in items:
+            if math.hypot(*(d - it[2])) < px:
+                it[3].append(_label_text(p, multi))
+                break
+        else:
+            items.append([x, y, d, [_label_text(p, multi)]])
+    out = []
+    for x, y, _, names in items:
+        names = list(dict.fromkeys(names))
+        text = ", ".join(names) if len(names) <= 3 else ", ".join(names[:3]) + "\n" + ", ".join(names[3:])
+        out.append((x, y, text))
+    return out
 
 
 def _wrap(text: str, width: int) -> str:
