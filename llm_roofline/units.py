@@ -129,6 +129,8 @@ def fmt_seconds(t: float | None) -> str:
     """Seconds shown in s / ms / µs with three significant digits."""
     if t is None or (isinstance(t, float) and math.isnan(t)):
         return "—"
+    if t == 0:
+        return "0"
     if t >= 1:
         return f"{sig3(t)} s"
     if t >= 1e-3:

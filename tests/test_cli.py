@@ -1,0 +1,63 @@
+"""The CLI contract: formats, exit codes, one-line errors, help that teaches."""
+
+import json
+
+import pytest
+
+import llm_roofline as lr
+from llm_roofline.cli import main
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_estimate_json_is_to_dict(capsys):
+    code, out, _ = run(capsys, "estimate", "meta-llama/Llama-3.2-1B", "--chip", "h100", "--batch", "4", "--prompt",
+                       "256", "--gen", "32", "--format", "json")
+    assert code == 0
+    d = json.loads(out)
+    est = lr.estimate("meta-llama/Llama-3.2-1B", "h100", batch=4, prompt_len=256, gen_len=32)
+    assert d == json.loads(json.dumps(est.to_dict()))
+
+
+def test_estimate_table_markdown_csv_explain(capsys):
+    code, out, _ = run(capsys, "estimate", "meta-llama/Llama-3.2-1B", "--chip", "h100", "--explain")
+    assert code == 0 and "TTFT" in out and "decode ops" in out and "2*T*k*n" in out
+    code, out, _ = run(capsys, "estimate", "meta-llama/Llama-3.2-1B", "--chip", "h100", "--format", "markdown")
+    assert code == 0 and "| op" in out
+    code, out, _ = run(capsys, "estimate", "meta-llama/Llama-3.2-1B", "--chip", "h100", "--format", "csv")
+    assert code == 0 and out.startswith("phase,group,name,kind,count,flops")
+
+
+def test_sweep_writes_csv(capsys, tmp_path):
+    out_csv = tmp_path / "s.csv"
+    code, out, _ = run(capsys, "sweep", "meta-llama/Llama-3.2-1B", "--chip", "h100,mi300x", "--batch", "1,8",
+                       "--prompt", "128,1024", "--gen", "16", "--out", str(out_csv))
+    assert code == 0 and "wrote 8 rows" in out
+    assert out_csv.read_text().count("\n") == 9
+
+
+@pytest.mark.parametrize("argv,needle", [
+    (["estimate", "meta-llama/Llama-3.1-8", "--chip", "h100"], "meta-llama/Llama-3.1-8B"),
+    (["estimate", "meta-llama/Llama-3.1-8B", "--chip", "h1"], "unknown chip"),
+    (["estimate", "meta-llama/Llama-3.1-8B", "--chip", "h100", "--batch", "0"], "batch must be a positive integer"),
+    (["estimate", "meta-llama/Llama-3.1-8B", "--chip", "h100", "--kv-dtype", "int3"], "unknown dtype"),
+    (["estimate", "meta-llama/Llama-3.1-8B", "--chip", "h100", "--tp", "5"], "not divisible"),
+    (["sweep", "meta-llama/Llama-3.1-8B", "--chip", "h100", "--batch", "1,x"], "integers"),
+])
+def test_user_mistakes_exit_2_with_one_line(capsys, argv, needle):
+    code, _, err = run(capsys, *argv)
+    assert code == 2
+    assert needle in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_help_teaches(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["estimate", "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "--tp" in out and "example" in out and "--kv-dtype" in out
