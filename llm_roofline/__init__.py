@@ -17,6 +17,8 @@ from .hardware import Chip, Link, list_chips, load_chip
 # estimate() and sweep() are imported eagerly: a lazy attribute would be shadowed by the submodule
 # llm_roofline.estimate once anything imports it (this costs the numpy import, ~0.15 s).
 from .estimate import Estimate, MemorySummary, PhaseSummary, estimate, sweep
+# plan() likewise: the submodule llm_roofline.plan would shadow a lazy `plan` attribute
+from .plan import Disaggregation, Plan, disaggregation, plan
 
 __version__ = "0.1.0"
 
@@ -25,11 +27,12 @@ _LAZY = {
     "load_model": ".model.hf", "list_models": ".model.hf", "ModelSpec": ".model.spec",
     "score": ".roofline", "Efficiency": ".roofline", "IDEAL": ".roofline",
     "Sharding": ".sharding", "build_ops": ".graph", "Phase": ".graph",
-    "Dtypes": ".graph", "plan": ".plan",
+    "Dtypes": ".graph",
 }
 
 __all__ = [
     "Chip", "Link", "load_chip", "list_chips", "estimate", "sweep", "Estimate", "PhaseSummary", "MemorySummary",
+    "plan", "Plan", "disaggregation", "Disaggregation",
     *_LAZY,
     "RooflineError", "ChipError", "ModelConfigError", "UnsupportedArchitectureError", "ShardingError",
     "ScenarioError", "__version__",

@@ -29,6 +29,7 @@ from .sharding import Sharding
 from .units import dtype_bytes
 
 TERMS = ("compute", "memory", "comm")
+PREFILL_CHUNK_TOKENS = 8192  # activation workspace: prefill runs in chunks of this many tokens (vLLM's default)
 
 
 # ------------------------------------------------------------------------------------------- types
@@ -329,7 +330,9 @@ def _summary(tot: dict, steps: float, at=()) -> PhaseSummary:
 
 # ------------------------------------------------------------------------------------------- memory
 def _memory_arrays(spec, chip, sh, dt, prefill: _PhaseArrays, batch, context):
-    """Per-chip weights (resident, all experts), KV cache at `context` tokens, peak prefill activations."""
+    """Per-chip weights (resident, all experts), KV cache at `context` tokens, peak prefill activations
+    (one chunk of PREFILL_CHUNK_TOKENS). max_batch: the largest batch whose weights, KV cache at `context`
+    and activations fit on one chip."""
     layer_w = sum(s.op.stored_bytes * s.op.count for s in prefill.scored if s.op.group != "model")
     model_w = [s.op.stored_bytes for s in prefill.scored if s.op.group == "model" and s.op.stored_bytes]
     # pp = 1: one chip holds embedding and LM head; pp > 1: they sit on the first and last stage
@@ -342,17 +345,21 @@ def _memory_arrays(spec, chip, sh, dt, prefill: _PhaseArrays, batch, context):
         ctx = context if a.sliding_window is None else np.minimum(context, a.sliding_window)
         kv_seq_chip = kv_seq_chip + g.count / sh.pp * kv_elems_per_token_per_chip(a, sh.tp) * ctx * kvb
         kv_seq_total = kv_seq_total + g.count * kv_elems_per_token_per_chip(a, sh.tp) * sh.tp * ctx * kvb
-    # peak transient activations of prefill: the largest op's inputs + outputs, plus the residual stream
+    # peak transient activations: the largest prefill op's inputs + outputs plus the residual stream, for
+    # one chunk of at most PREFILL_CHUNK_TOKENS tokens (serving engines prefill in chunks; the activations
+    # of a whole static batch are never resident at once). Activations scale with the tokens processed.
     tokens_mb = np.asarray(prefill.scored[0].op.tokens)  # the embedding's T: tokens of one micro-batch
     act = np.max(np.stack(np.broadcast_arrays(*[s.op.act_bytes for s in prefill.scored])), axis=0)
     act = act + tokens_mb * spec.d_model * dtype_bytes(dt.act)
-    act_per_seq = act / (batch / sh.pp)  # activations scale with the micro-batch
+    act_chunk = act / tokens_mb * PREFILL_CHUNK_TOKENS
+    act = np.minimum(act, act_chunk)
     per_chip = w_chip + kv_seq_chip * batch + act
-    free = chip.hbm_bytes - w_chip
-    # largest batch (a multiple of pp) with w + B*kv_seq + (B/pp)*act_per_seq <= capacity
-    max_batch = np.where(free > 0, np.floor(free / (kv_seq_chip + act_per_seq / sh.pp) / sh.pp) * sh.pp, 0.0)
+    free = chip.hbm_bytes - w_chip - act_chunk
+    # largest batch (a multiple of pp) with w + B * kv_seq + chunk activations <= capacity
+    max_batch = np.where(free > 0, np.floor(free / kv_seq_chip / sh.pp) * sh.pp, 0.0)
     return dict(per_chip_weight_bytes=w_chip, per_chip_kv_cache_bytes=kv_seq_chip * batch, per_chip_activation_bytes=act,
-                per_chip_bytes=per_chip, kv_cache_bytes=kv_seq_total * batch / sh.tp * sh.tp, max_batch=max_batch)
+                per_chip_bytes=per_chip, kv_cache_bytes=kv_seq_total * batch, max_batch=max_batch,
+                kv_bytes_per_sequence_per_chip=kv_seq_chip, activation_workspace_bytes=act_chunk)
 
 
 # ------------------------------------------------------------------------------------------- public

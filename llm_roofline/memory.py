@@ -95,10 +95,10 @@ def max_batch(model, chip, context_len, tp=1, pp=1, ep=1, weight_dtype=None, kv_
     Uses the estimate's own memory model (estimate.evaluate: weights resident on the fullest chip, KV cache at
     `context_len` = prompt + gen tokens, peak prefill activations of a prompt of context_len - gen_len tokens),
     so that with reserve = 0 `max_batch` equals `estimate(..., prompt_len=context_len - gen_len,
-    gen_len=gen_len).memory.max_batch`. Per-chip bytes are affine in the batch (weights + batch x (KV +
-    activations) per sequence), so one evaluation at batch = pp gives the whole line:
+    gen_len=gen_len).memory.max_batch`. Per-chip bytes are weights + a prefill-chunk activation workspace
+    + batch x KV per sequence, so one evaluation at batch = pp gives the whole line:
 
-        max_batch = floor((hbm_bytes * (1 - reserve) - weights_per_chip) / bytes_per_sequence / pp) * pp
+        max_batch = floor((hbm_bytes * (1 - reserve) - weights - workspace) / kv_per_sequence / pp) * pp
 
     (pp micro-batches: the batch is a multiple of pp). Any of context_len, tp, pp, ep, weight_dtype and
     kv_dtype may be a list; one row per grid point (a pandas.DataFrame). A (tp, pp, ep) that does not divide
@@ -119,12 +119,13 @@ def max_batch(model, chip, context_len, tp=1, pp=1, ep=1, weight_dtype=None, kv_
     chip = load_chip(chip)
     contexts = [int(c) for c in _as_list(context_len)]
     if any(c <= gen_len or c != int(c) for c in contexts) or gen_len < 1:
-        raise ScenarioError(f"context_len must be integers > gen_len = {gen_len} (prompt = context - gen), got {context_len!r}")
+        raise ScenarioError(f"context_len must be integers > gen_len = {gen_len} (prompt = context - gen), "
+                            f"got {context_len!r}")
     usable_bytes = chip.hbm_bytes * (1.0 - float(reserve))
     rows = []
     for tp_, pp_, ep_, wd, kvd in itertools.product(_as_list(tp), _as_list(pp), _as_list(ep), _as_list(weight_dtype),
                                                     _as_list(kv_dtype)):
-        for ctx in contexts:  # one evaluation per context: the peak-activation op is chosen per scenario, as in estimate
+        for ctx in contexts:  # one evaluation per context: estimate picks the peak-activation op per scenario
             row = dict(chip=chip.name, tp=int(tp_), pp=int(pp_), ep=int(ep_), weight_dtype=wd, kv_dtype=kvd,
                        act_dtype=act_dtype, context_len=ctx, capacity_bytes=chip.hbm_bytes, reserve=float(reserve),
                        usable_bytes=usable_bytes)
@@ -136,16 +137,15 @@ def max_batch(model, chip, context_len, tp=1, pp=1, ep=1, weight_dtype=None, kv_
                 rows.append({**row, "max_batch": 0, "fits": False, "error": str(e)})
                 continue
             m = r["memory"]
-            b = float(pp_)
             w_chip = float(m["per_chip_weight_bytes"])
-            kv_seq = float(m["per_chip_kv_cache_bytes"]) / b
-            act_seq = float(m["per_chip_activation_bytes"]) / b
-            per_seq = kv_seq + act_seq
-            free = usable_bytes - w_chip
+            kv_seq = float(m["kv_bytes_per_sequence_per_chip"])
+            workspace = float(m["activation_workspace_bytes"])
+            per_seq = kv_seq
+            free = usable_bytes - w_chip - workspace
             mb = int(math.floor(free / per_seq / pp_) * pp_) if free > 0 and per_seq > 0 else 0
             rows.append({**row, "weight_dtype": r["dtypes"].weight or spec.weight_dtype, "kv_dtype": r["dtypes"].kv,
                          "weight_bytes_per_chip": w_chip, "kv_bytes_per_sequence_per_chip": kv_seq,
-                         "activation_bytes_per_sequence_per_chip": act_seq, "bytes_per_sequence_per_chip": per_seq,
+                         "activation_workspace_bytes_per_chip": workspace, "bytes_per_sequence_per_chip": per_seq,
                          "free_bytes": free, "max_batch": max(mb, 0), "fits": mb >= pp_,
                          "kv_bytes_per_token": float(kv_cache_bytes(spec, 1, 1, r["dtypes"].kv)),
                          "weight_bytes": weight_bytes(spec, wd), "error": None})
