@@ -37,7 +37,9 @@ PREFILL_CHUNK_TOKENS = 8192  # activation workspace: prefill runs in chunks of t
 class PhaseSummary:
     """Totals of one phase over the whole model replica (all its chips); times are wall clock.
 
-    flops/bytes count work once (an op replicated on every tensor-parallel chip counts once).
+    flops count useful work once (an op replicated on every tensor-parallel chip counts once); bytes,
+    weight_bytes and kv_read_bytes are the HBM traffic of all chips (replicated KV heads, MLA latents and
+    replicated weights are read by every chip that holds them).
     For decode, totals are the mean decode step. attention_flops: the attention core (scores, AV);
     mlp_flops: every other matmul of the transformer blocks (projections and MLP / experts), so that
     attention_mlp_flop_ratio is the book's T/(8D) in its setup. gqa_intensity: FLOP per KV-cache byte
@@ -104,6 +106,7 @@ class Estimate:
     assumptions: list[str]
     efficiency: str
     ops: Any = field(repr=False)  # pandas.DataFrame
+    ideal: dict[str, float | None] | None = None  # the pure-roofline headline, when efficiency is not ideal
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, same names as the attributes (ops as a list of row dicts)."""
@@ -114,6 +117,7 @@ class Estimate:
         d["memory"] = asdict(self.memory)
         d["critical"] = dict(self.critical)
         d["assumptions"] = list(self.assumptions)
+        d["ideal"] = dict(self.ideal) if self.ideal else None
         d["ops"] = self.ops.to_dict(orient="records")
         return _plain(d)
 
@@ -287,16 +291,17 @@ def _phase_totals(pa: _PhaseArrays, sh: Sharding, time_factor) -> dict[str, np.n
     mb = sh.pp  # micro-batches
     for s, row in zip(pa.scored, pa.per_op):
         op = s.op
-        work = op.count * op.shards * mb
+        work = op.count * op.shards * mb  # useful work: a replicated op counts once
+        traffic = op.count * sh.tp * mb  # HBM traffic: every chip of the tensor-parallel group runs every op
         tot["flops"] = tot["flops"] + row["flops"] * work
-        tot["bytes"] = tot["bytes"] + (row["weight_bytes"] + row["act_bytes"] + row["kv_bytes"]) * work
-        tot["weight_bytes"] = tot["weight_bytes"] + row["weight_bytes"] * work
+        tot["bytes"] = tot["bytes"] + (row["weight_bytes"] + row["act_bytes"] + row["kv_bytes"]) * traffic
+        tot["weight_bytes"] = tot["weight_bytes"] + row["weight_bytes"] * traffic
         tot["comm_bytes"] = tot["comm_bytes"] + row["comm_bytes"] * op.count * op.group_chips * mb
         for k in ("t_compute_s", "t_memory_s", "t_comm_s", "t_s", "t_lower_s", "t_upper_s"):
             tot[k] = tot[k] + row[k] * op.count * time_factor
         if op.kind == "attention":
             tot["attention_flops"] = tot["attention_flops"] + row["flops"] * work
-            tot["attn_kv_bytes"] = tot["attn_kv_bytes"] + row["kv_bytes"] * work
+            tot["attn_kv_bytes"] = tot["attn_kv_bytes"] + row["kv_bytes"] * traffic
             tot["kv_read_bytes"] = tot["attn_kv_bytes"]
         elif op.kind == "gemm" and op.group != "model":
             tot["mlp_flops"] = tot["mlp_flops"] + row["flops"] * work
@@ -345,21 +350,20 @@ def _memory_arrays(spec, chip, sh, dt, prefill: _PhaseArrays, batch, context):
         ctx = context if a.sliding_window is None else np.minimum(context, a.sliding_window)
         kv_seq_chip = kv_seq_chip + g.count / sh.pp * kv_elems_per_token_per_chip(a, sh.tp) * ctx * kvb
         kv_seq_total = kv_seq_total + g.count * kv_elems_per_token_per_chip(a, sh.tp) * sh.tp * ctx * kvb
-    # peak transient activations: the largest prefill op's inputs + outputs plus the residual stream, for
-    # one chunk of at most PREFILL_CHUNK_TOKENS tokens (serving engines prefill in chunks; the activations
-    # of a whole static batch are never resident at once). Activations scale with the tokens processed.
+    # activation workspace: the largest prefill op's inputs + outputs plus the residual stream, for one
+    # chunk of PREFILL_CHUNK_TOKENS tokens. Serving engines prefill in chunks and reserve this workspace up
+    # front (vLLM profiles max_num_batched_tokens), so it does not grow with the batch.
     tokens_mb = np.asarray(prefill.scored[0].op.tokens)  # the embedding's T: tokens of one micro-batch
     act = np.max(np.stack(np.broadcast_arrays(*[s.op.act_bytes for s in prefill.scored])), axis=0)
     act = act + tokens_mb * spec.d_model * dtype_bytes(dt.act)
-    act_chunk = act / tokens_mb * PREFILL_CHUNK_TOKENS
-    act = np.minimum(act, act_chunk)
+    act = act / tokens_mb * PREFILL_CHUNK_TOKENS  # scaled to one chunk: activations grow with the tokens
     per_chip = w_chip + kv_seq_chip * batch + act
-    free = chip.hbm_bytes - w_chip - act_chunk
+    free = chip.hbm_bytes - w_chip - act
     # largest batch (a multiple of pp) with w + B * kv_seq + chunk activations <= capacity
     max_batch = np.where(free > 0, np.floor(free / kv_seq_chip / sh.pp) * sh.pp, 0.0)
     return dict(per_chip_weight_bytes=w_chip, per_chip_kv_cache_bytes=kv_seq_chip * batch, per_chip_activation_bytes=act,
                 per_chip_bytes=per_chip, kv_cache_bytes=kv_seq_total * batch, max_batch=max_batch,
-                kv_bytes_per_sequence_per_chip=kv_seq_chip, activation_workspace_bytes=act_chunk)
+                kv_bytes_per_sequence_per_chip=kv_seq_chip, activation_workspace_bytes=act)
 
 
 # ------------------------------------------------------------------------------------------- public
@@ -401,6 +405,8 @@ def evaluate(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, 
     assumptions = list(spec.assumptions)
     dt = _compute_dtype(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), assumptions)
     eff = _resolve_efficiency(efficiency, chip)
+    if eff is not None:
+        assumptions.append(f"efficiency: {_efficiency_label(eff)}.")
     if spec.max_context and np.any(prompt + gen > spec.max_context):
         assumptions.append(f"warning: context prompt_len + gen_len = {int(np.max(prompt + gen))} exceeds the model's "
                            f"max_position_embeddings {spec.max_context}; the estimate extrapolates.")
@@ -408,7 +414,7 @@ def evaluate(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, 
     # micro-batch's trip through all stages; the prefill finishes after (2pp - 1) stage slots
     pre = _prefill_arrays(spec, chip, sh, dt, eff, batch, prompt, attention)
     pre_tot = _phase_totals(pre, sh, (2 * pp - 1) / pp)
-    out: dict[str, Any] = dict(spec=spec, chip=chip, sharding=sh, dtypes=dt, assumptions=assumptions,
+    out: dict[str, Any] = dict(spec=spec, chip=chip, sharding=sh, dtypes=dt, assumptions=assumptions, efficiency_model=eff,
                                prefill=pre, prefill_totals=pre_tot, batch=batch, prompt=prompt, gen=gen)
     ttft = pre_tot["t_s"]
     has_decode = np.any(gen > 1)
@@ -458,14 +464,22 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
                     sequence_parallel=sequence_parallel, weight_dtype=spec.weight_format_for("ffn", dt.weight).label,
                     act_dtype=dt.act, kv_dtype=dt.kv, compute_dtype=dt.compute, attention=attention,
                     chips=sh.chips)
+    ideal = None
+    eff_model = r["efficiency_model"]
+    if eff_model is not None:  # the bound is always reported beside a calibrated number
+        b = evaluate(spec, chip, batch=batch, prompt_len=prompt_len, gen_len=gen_len, tp=tp, pp=pp, ep=ep, dp=dp,
+                     weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype, efficiency="ideal",
+                     attention=attention, sequence_parallel=sequence_parallel)
+        ideal = dict(ttft_s=float(b["ttft_s"]), tpot_s=float(b["tpot_s"]) if gen_len > 1 else None,
+                     e2e_s=float(b["e2e_s"]), throughput_tokens_per_s=float(b["throughput_tokens_per_s"]))
     return Estimate(
         model=spec.name, chip=chip.name, scenario=scenario, ttft_s=float(r["ttft_s"]),
         tpot_s=float(r["tpot_s"]) if gen_len > 1 else None, e2e_s=float(r["e2e_s"]),
         throughput_tokens_per_s=float(r["throughput_tokens_per_s"]),
         throughput_tokens_per_s_per_chip=float(r["throughput_tokens_per_s_per_chip"]),
         prefill=prefill, decode=decode, memory=memory, critical=_critical(spec, chip, sh, dt, batch),
-        assumptions=r["assumptions"], efficiency=_efficiency_label(efficiency),
-        ops=_ops_frame(r, gen_len))
+        assumptions=r["assumptions"], efficiency=_efficiency_label(eff_model if eff_model is not None else efficiency),
+        ops=_ops_frame(r, gen_len), ideal=ideal)
 
 
 def _efficiency_label(efficiency) -> str:

@@ -113,13 +113,13 @@ class _Ctx:
         shards = self.tp if self.sp else 1
         rows = t / shards  # (T/tp, d) with sequence parallelism, else every chip normalizes all T rows
         w = self.spec.norm_params() * self.native_b
-        op = elementwise(name, group, count, elems=rows * self.spec.d_model, flops_per_elem=4, reads=1, writes=1,
+        op = elementwise(name, group, count, tokens=rows, elems=rows * self.spec.d_model, flops_per_elem=4, reads=1, writes=1,
                          act_bytes_per_elem=self.ab, weight_bytes=w, kind="norm")
         return op.scaled(shards=shards, stored_bytes=w)
 
     def residual(self, group, count, reads=2) -> Op:
         shards = self.tp if self.sp else 1
-        op = elementwise("residual", group, count, elems=self.T / shards * self.spec.d_model,
+        op = elementwise("residual", group, count, tokens=self.T / shards, elems=self.T / shards * self.spec.d_model,
                          flops_per_elem=reads - 1, reads=reads, writes=1, act_bytes_per_elem=self.ab)
         return op.scaled(shards=shards)
 
@@ -156,12 +156,12 @@ def _attention_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
     rope_dim = a.qk_rope_head_dim if a.kind == "mla" else a.head_dim
     kv_rope_heads = 1 if a.kind == "mla" else kv_heads_per_chip(a, tp)
     if a.qk_norm:
-        ops.append(elementwise("attn.qk_norm", g.name, n, elems=c.T * (heads + kv_rope_heads) * a.head_dim,
+        ops.append(elementwise("attn.qk_norm", g.name, n, tokens=c.T, elems=c.T * (heads + kv_rope_heads) * a.head_dim,
                                flops_per_elem=4, reads=1, writes=1, act_bytes_per_elem=c.ab,
                                weight_bytes=2 * a.head_dim * c.native_b, kind="norm").scaled(shards=tp))
     if a.rope:
         # rotate q (H heads) and k (KV heads) in place: ~3 FLOP/elem (two multiplies, one add)
-        ops.append(elementwise("attn.rope", g.name, n, elems=c.T * (heads + kv_rope_heads) * rope_dim,
+        ops.append(elementwise("attn.rope", g.name, n, tokens=c.T, elems=c.T * (heads + kv_rope_heads) * rope_dim,
                                flops_per_elem=3, reads=1, writes=1, act_bytes_per_elem=c.ab).scaled(shards=tp))
     cache_elems = kv_elems_per_token_per_chip(a, tp)
     ops.append(kv_write("attn.kv_write", g.name, n, tokens=c.T, kv_elems_per_token=cache_elems,
@@ -230,12 +230,13 @@ def _ffn_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
     touched = expected_distinct_experts(f.n_experts, f.top_k, c.T) / c.sh.ep  # experts read on this chip
     assign = f.top_k / c.sh.ep  # expert assignments per token handled by this chip (balanced routing)
     up = 2 if f.gated else 1
+    rows_per_expert = c.T * f.top_k / (touched * c.sh.ep)  # GEMM M of one expert: what its kernel efficiency sees
     ops.append(c.gemm("ffn.experts.up_gate" if f.gated else "ffn.experts.up", g.name, n, "experts", k=d,
                       n=up * d_slice, shards=tp, n_matrices=assign, matrices_read=touched, n_stored=local_experts,
-                      bias=f.bias))
-    ops.append(_activation(c, "ffn.experts.act", g.name, n, c.T * assign * d_slice, f.gated))
+                      bias=f.bias).scaled(tokens=rows_per_expert))
+    ops.append(_activation(c, "ffn.experts.act", g.name, n, c.T * assign, d_slice, f.gated))
     ops.append(c.gemm("ffn.experts.down", g.name, n, "experts", k=d_slice, n=d, shards=tp, n_matrices=assign,
-                      matrices_read=touched, n_stored=local_experts, bias=f.bias))
+                      matrices_read=touched, n_stored=local_experts, bias=f.bias).scaled(tokens=rows_per_expert))
     if f.d_shared:
         ops += _mlp(c, g.name, n, "ffn.shared", f, f.d_shared, "shared")
     return ops
@@ -250,15 +251,16 @@ def _mlp(c: _Ctx, group, n, prefix, f: FfnSpec, d_ff: int, family: str) -> list[
         # (T, d) @ (d, 2F) -> up and gate, fused
         c.gemm(f"{prefix}.up_gate" if f.gated else f"{prefix}.up", group, n, family, k=d, n=up * f_chip,
                shards=tp, bias=f.bias and family == "ffn"),
-        _activation(c, f"{prefix}.act", group, n, c.T * f_chip, f.gated),
+        _activation(c, f"{prefix}.act", group, n, c.T, f_chip, f.gated),
         # (T, F) @ (F, d) -> partial sums of (T, d)
         c.gemm(f"{prefix}.down", group, n, family, k=f_chip, n=d, shards=tp, bias=f.bias and family == "ffn"),
     ]
 
 
-def _activation(c: _Ctx, name, group, n, elems, gated) -> Op:
-    """act(up) * gate for gated MLPs (reads 2, writes 1, ~5 FLOP/elem), act(up) otherwise (~4)."""
-    return elementwise(name, group, n, elems=elems, flops_per_elem=5 if gated else 4, reads=2 if gated else 1,
+def _activation(c: _Ctx, name, group, n, rows, width, gated) -> Op:
+    """act(up) * gate for gated MLPs (reads 2, writes 1, ~5 FLOP/elem), act(up) otherwise (~4); (rows, width)."""
+    elems = rows * width
+    return elementwise(name, group, n, tokens=rows, elems=elems, flops_per_elem=5 if gated else 4, reads=2 if gated else 1,
                        writes=1, act_bytes_per_elem=c.ab).scaled(shards=c.tp)
 
 

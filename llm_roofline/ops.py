@@ -125,7 +125,7 @@ def kv_write(name, group, count, *, tokens, kv_elems_per_token, act_bytes_per_el
               formula=f"copy T={_s(t)} x {kv_elems_per_token:g} elems into the KV cache")
 
 
-def elementwise(name, group, count, *, elems, flops_per_elem, reads, writes, act_bytes_per_elem,
+def elementwise(name, group, count, *, tokens, elems, flops_per_elem, reads, writes, act_bytes_per_elem,
                 weight_bytes=0.0, kind="elementwise") -> Op:
     """A pointwise op over `elems` elements: `reads` input and `writes` output tensors of that size.
 
@@ -137,7 +137,7 @@ def elementwise(name, group, count, *, elems, flops_per_elem, reads, writes, act
     act = (reads + writes) * e * act_bytes_per_elem
     formula = f"{flops_per_elem:g} FLOP/elem over {_s(e)} elems, {reads:g} reads + {writes:g} writes"
     return Op(name, group, kind, count, flops, np.asarray(weight_bytes, dtype=np.float64), act,
-              compute_dtype="vector", formula=formula)
+              tokens=np.asarray(tokens, dtype=np.float64), compute_dtype="vector", formula=formula)
 
 
 def embedding(name, group, *, tokens, d_model, weight_bytes_per_elem, act_bytes_per_elem) -> Op:

@@ -19,8 +19,12 @@ def test_estimate_json_is_to_dict(capsys):
                        "256", "--gen", "32", "--format", "json")
     assert code == 0
     d = json.loads(out)
-    est = lr.estimate("meta-llama/Llama-3.2-1B", "h100", batch=4, prompt_len=256, gen_len=32)
+    # the CLI's default efficiency is calibrated, with the ideal bound beside it
+    est = lr.estimate("meta-llama/Llama-3.2-1B", "h100", batch=4, prompt_len=256, gen_len=32, efficiency="calibrated")
     assert d == json.loads(json.dumps(est.to_dict()))
+    assert d["ideal"]["tpot_s"] <= d["tpot_s"]
+    ideal = lr.estimate("meta-llama/Llama-3.2-1B", "h100", batch=4, prompt_len=256, gen_len=32)
+    assert d["ideal"]["tpot_s"] == ideal.tpot_s and ideal.ideal is None
 
 
 def test_estimate_table_markdown_csv_explain(capsys):

@@ -140,9 +140,12 @@ def roofline_points(est) -> list[dict]:
     return pts
 
 
-def _label_text(p, multi_group: bool) -> str:
+def _label_text(p, multi_group) -> str:
+    """Short op name; with the layer group appended when multi_group (a bool, or the set of op names that
+    need it) says the name alone is ambiguous."""
     lab = short_name(p["name"])
-    if multi_group and p["group"] != "model":
+    need = multi_group if isinstance(multi_group, bool) else p["name"] in multi_group
+    if need and p["group"] != "model":
         lab += f" [{p['group']}]"
     return lab
 
@@ -153,9 +156,13 @@ def _place_labels(ax, items, obstacles=(), avoid=(), fontsize=7.5):
     scored by overlap with labels already placed, other texts (`obstacles`: display boxes), markers
     and the axes frame; the nearest free one wins, with a leader line when it sits away from the point.
     avoid: display points (markers, samples of lines) that labels should not cover."""
+    from matplotlib.font_manager import FontProperties
+
     fig = ax.figure
     ab = ax.get_window_extent()
     scale = fig.dpi / 72.0
+    renderer = fig.canvas.get_renderer()
+    prop = FontProperties(size=fontsize)
     boxes = [tuple(b) for b in obstacles]
     pts = [tuple(ax.transData.transform((x, y))) for x, y, _ in items]
     avoid = [tuple(q) for q in avoid] + pts
@@ -163,8 +170,8 @@ def _place_labels(ax, items, obstacles=(), avoid=(), fontsize=7.5):
     rings = [6, 14, 24, 36, 50, 66]
     for (x, y, text), (px, py) in zip(items, pts):
         lines = text.split("\n")
-        w = (0.55 * fontsize * max(map(len, lines)) + 2) * scale
-        h = ((fontsize + 2) * len(lines)) * scale
+        w = max(renderer.get_text_width_height_descent(line, prop, ismath=False)[0] for line in lines) + 4 * scale
+        h = ((fontsize * 1.25) * len(lines) + 2) * scale
         best = None
         for r in rings:
             for ux, uy in dirs:
@@ -176,7 +183,8 @@ def _place_labels(ax, items, obstacles=(), avoid=(), fontsize=7.5):
                 x0 = ax_ if ha == "left" else ax_ - w if ha == "right" else ax_ - w / 2
                 y0 = ay_ if va == "bottom" else ay_ - h if va == "top" else ay_ - h / 2
                 box = (x0, y0, x0 + w, y0 + h)
-                cost = sum(_overlap(box, b) for b in boxes)
+                # text on text is the worst outcome: any overlap costs a whole label area, plus its size
+                cost = sum(w * h + 5 * o for o in (_overlap(box, b) for b in boxes) if o > 0)
                 cost += sum(0.3 * w * h for q in avoid if box[0] - 3 <= q[0] <= box[2] + 3
                             and box[1] - 3 <= q[1] <= box[3] + 3)
                 if box[0] < ab.x0 or box[2] > ab.x1 or box[1] < ab.y0 or box[3] > ab.y1:
@@ -187,7 +195,8 @@ def _place_labels(ax, items, obstacles=(), avoid=(), fontsize=7.5):
             if best[0] <= r * 0.5 + 1e-9:  # free spot on this ring
                 break
         _, dx, dy, ha, va, box, r = best
-        boxes.append(box)
+        pad = 4 * scale  # keep a gap: two labels that touch read as one ("downqkv_proj")
+        boxes.append((box[0] - pad, box[1] - pad / 2, box[2] + pad, box[3] + pad / 2))
         t = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize, ha=ha, va=va,
                         arrowprops=dict(arrowstyle="-", lw=0.5, color="0.45", shrinkA=0, shrinkB=3) if r > 8 else None)
         t.set_in_layout(False)
@@ -245,8 +254,8 @@ def plot_roofline(estimates, path=None, *, top_labels: int = 6, dpi: int = DPI) 
                     fontsize=7.5, color="0.3", rotation=90, va="bottom")
         ax.text(ridge / 1.3, peak / 1e12 * 1.18, f"{roof['compute_dtype']} peak {sig3(peak / 1e12)} TFLOP/s",
                 ha="right", va="bottom", fontsize=8)
-        ax.text(x_lo * 1.3, x_lo * 1.3 * bw / 1e12 * 2.5, f"HBM {sig3(bw / 1e12)} TB/s", fontsize=8, ha="left",
-                va="bottom")
+        xm = math.sqrt(x_lo * ridge)
+        ax.text(xm, xm * bw / 1e12 / 3, f"HBM {sig3(bw / 1e12)} TB/s", fontsize=8, ha="left", va="top")
         shown = [p for p in pts if p["plotted"]]
         for phase in sorted({p["phase"] for p in shown}):
             ph = [p for p in shown if p["phase"] == phase]  # one collection per phase (fast to draw)
@@ -257,6 +266,8 @@ def plot_roofline(estimates, path=None, *, top_labels: int = 6, dpi: int = DPI) 
         ax.set_yscale("log")
         ax.set_xlim(x_lo, x_hi)
         ax.set_ylim(y_lo / 1e12, y_hi / 1e12)
+        _log_axis(ax, "x")
+        _log_axis(ax, "y")
         ax.set_xlabel("arithmetic intensity (FLOP / HBM byte)")
         ax.set_title(_title(est), fontsize=10)
         ax.grid(True, which="major", alpha=0.25)
@@ -286,15 +297,23 @@ def plot_roofline(estimates, path=None, *, top_labels: int = 6, dpi: int = DPI) 
                       markersize=7, label=ph + (" (mean step)" if ph == "decode" else "")) for ph in phases]
     handles += [Line2D([], [], marker="s", ls="", color=CATEGORY_COLORS[c], markersize=7, label=c) for c in cats]
     fig.legend(handles=handles, loc="outside right center", fontsize=8)
-    fig.suptitle(f"Roofline — {_scenario_line(ests[0])}", fontsize=10)
+    _suptitle(fig, f"Roofline — {_scenario_line(ests[0])}", fontsize=10)
     fig.canvas.draw()  # one layout pass, then labels are placed in display coordinates
     fig.set_layout_engine("none")  # freeze the layout so the labels stay where they were placed
     for ax, label, shown, (rx, ry) in pending:
-        multi = len({p["group"] for p in shown if p["group"] != "model"}) > 1
+        # name a layer group only where one op name is labelled in two groups of the same phase
+        seen: dict = {}
+        for p in label:
+            seen.setdefault((p["phase"], p["name"]), set()).add(p["group"])
+        multi = {name for (_, name), groups in seen.items() if len(groups) > 1}
         items = _cluster_labels(ax, label, multi)
         obstacles = [tuple(t.get_window_extent().extents) for t in ax.texts]
         avoid = [ax.transData.transform((p["intensity"], p["achieved_flops_per_s"] / 1e12)) for p in shown]
         avoid += list(ax.transData.transform(np.column_stack([rx, ry])[::4]))
+        ridge = data["roofs"][label[0]["chip"]]["ridge_flops_per_byte"] if label else None
+        if ridge:
+            lo, hi = ax.get_ylim()
+            avoid += list(ax.transData.transform(np.column_stack([np.full(40, ridge), np.geomspace(lo, hi, 40)])))
         _place_labels(ax, items, obstacles, avoid)
     return _finish(PlotResult(fig, data), path, dpi)
 
@@ -318,6 +337,12 @@ def _cluster_labels(ax, label, multi, px=6.0):
         text = ", ".join(names) if len(names) <= 3 else ", ".join(names[:3]) + "\n" + ", ".join(names[3:])
         out.append((x, y, text))
     return out
+
+
+def _suptitle(fig, text: str, fontsize: float = 10) -> None:
+    """A figure title wrapped to the figure's width (a narrow single-panel figure would clip it)."""
+    width_chars = int(fig.get_figwidth() * 72 / (0.62 * fontsize))
+    fig.suptitle(_wrap(text, width_chars), fontsize=fontsize)
 
 
 def _wrap(text: str, width: int) -> str:
@@ -381,7 +406,7 @@ def plot_breakdown(estimates, path=None, *, dpi: int = DPI) -> PlotResult:
         ax.grid(True, axis="y", alpha=0.25)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles[::-1], labels[::-1], loc="outside right center", fontsize=8)
-    fig.suptitle(f"Time by op category — {_scenario_line(ests[0])}", fontsize=9)
+    _suptitle(fig, f"Time by op category — {_scenario_line(ests[0])}", fontsize=9)
     return _finish(PlotResult(fig, {"breakdown": bds, "categories": list(CATEGORIES)}), path, dpi)
 
 
@@ -404,7 +429,9 @@ def frontier_data(model, chip, *, prompt_lens: Sequence[int], gen_len: int = 256
     """TPOT and output tokens/s per chip over a batch sweep (one `sweep` call, vectorized), per prompt length.
 
     Returns {prompt_len: dict(batch, tpot_s, ttft_s, throughput_tokens_per_s_per_chip, fits arrays, max_batch)};
-    each curve holds the batch grid plus its own largest batch that fits."""
+    each curve holds the batch grid up to two points past its own largest batch that fits, and that batch.
+    fits = batch <= max_batch (the estimate's memory limit, which reserves a full prefill-chunk workspace);
+    fits_bytes = the sweep's per_chip_bytes <= capacity at that batch."""
     from ..estimate import sweep
 
     pp = int(kw.get("pp", 1))
@@ -418,10 +445,14 @@ def frontier_data(model, chip, *, prompt_lens: Sequence[int], gen_len: int = 256
     out = {}
     for p in prompt_lens:
         d = df[(df.prompt_len == p) & (df.batch.isin(base | {max_b[p]}))].sort_values("batch")
+        # the curve stops two grid points past the largest batch that fits (past 8 x pp when none fits)
+        over = d.batch[d.batch > max_b[p]]
+        keep_to = over.iloc[min(1, len(over) - 1)] if len(over) and max_b[p] > 0 else 8 * pp
+        d = d[d.batch <= max(keep_to, max_b[p])]
         out[p] = dict(batch=d.batch.to_numpy(), tpot_s=d.tpot_s.to_numpy(), ttft_s=d.ttft_s.to_numpy(),
                       throughput_tokens_per_s_per_chip=d.throughput_tokens_per_s_per_chip.to_numpy(),
-                      fits=d.fits.to_numpy(dtype=bool), per_chip_bytes=d.per_chip_bytes.to_numpy(),
-                      max_batch=max_b[p])
+                      fits=d.batch.to_numpy() <= max_b[p], fits_bytes=d.fits.to_numpy(dtype=bool),
+                      per_chip_bytes=d.per_chip_bytes.to_numpy(), max_batch=max_b[p])
     return out
 
 
@@ -464,6 +495,9 @@ def plot_frontier(model, chips, *, prompt_lens: Sequence[int] | None = None, pro
                 ax.plot(x[j], y[j], "*", color=col, ms=12, mec="k", mew=0.6, zorder=4)
                 ax.annotate(f"B={mb}", (x[j[0]], y[j[0]]), xytext=(-4, 6), textcoords="offset points", fontsize=7,
                             ha="right")
+        if all(c["max_batch"] == 0 for c in fd.values()):
+            ax.text(0.5, 0.95, "does not fit at any batch: weights alone exceed HBM", transform=ax.transAxes,
+                    ha="center", va="top", fontsize=9, color="#b00000")
         # batch labels along the first curve
         first = next(iter(fd.values()))
         for b, xv, yv in zip(first["batch"], first["throughput_tokens_per_s_per_chip"], first["tpot_s"] * 1e3):
@@ -471,17 +505,24 @@ def plot_frontier(model, chips, *, prompt_lens: Sequence[int] | None = None, pro
                 ax.annotate(f"{b}", (xv, yv), xytext=(4, -10), textcoords="offset points", fontsize=7, color="0.3")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        ax.autoscale_view()
+        _log_axis(ax, "x")
+        _log_axis(ax, "y")
         ax.set_xlabel("output tokens/s per chip (batch·gen / e2e)")
         ax.grid(True, which="both", alpha=0.2)
         ax.set_title(f"{cname} ×{_chips_per_replica(kw)}", fontsize=10)
     axes[0].set_ylabel("TPOT, mean decode step (ms)")
     from matplotlib.lines import Line2D
 
-    handles, labels = axes[0].get_legend_handles_labels()
-    handles += [Line2D([], [], marker="*", ls="", color="0.5", mec="k", ms=10, label="largest batch that fits"),
-                Line2D([], [], marker="o", ls=":", color="0.6", mfc="none", ms=4, label="does not fit in HBM")]
-    axes[-1].legend(handles=handles, fontsize=7.5, loc="upper left")
-    fig.suptitle(f"Latency–throughput frontier — {spec.name}, gen {gen_len}, batch sweep "
+    by_label: dict = {}
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            by_label.setdefault(lab, h)
+    handles = list(by_label.values())
+    handles += [Line2D([], [], marker="*", ls="", color="0.5", mec="k", ms=10, label="largest batch\nthat fits"),
+                Line2D([], [], marker="o", ls=":", color="0.6", mfc="none", ms=4, label="does not fit\nin HBM")]
+    fig.legend(handles=handles, fontsize=8, loc="outside right center")
+    _suptitle(fig, f"Latency–throughput frontier — {spec.name}, gen {gen_len}, batch sweep "
                  f"(numbers along the {_tok(min(prompt_lens))} curve: batch)", fontsize=9.5)
     return _finish(PlotResult(fig, data), path, dpi)
 
@@ -491,10 +532,46 @@ def _chips_per_replica(kw) -> int:
 
 
 def _tok(n: int) -> str:
+    """Token counts as people say them: 2048 -> '2k', 131072 -> '128k', 128000 -> '128k', 3000 -> '3k'."""
     n = int(n)
+    if n >= 1000 and n % 1000 == 0:
+        return f"{n // 1000}k"
     if n >= 1024 and n % 1024 == 0:
         return f"{n // 1024}k"
-    return f"{n:,}".replace(",", " ") if n >= 10000 else str(n)
+    return str(n)
+
+
+def _g(v: float) -> str:
+    """Three significant digits without trailing zeros: 50.0 -> '50', 0.250 -> '0.25'."""
+    return f"{float(sig3(v)):g}"
+
+
+def _log_axis(ax, which: str) -> None:
+    """Plain numbers on a log axis (0.5, 2, 10, 1k, 20k) instead of 10^x; minor ticks labelled at 2 and 5
+    when the axis spans less than two decades (2, 3 and 5 when it spans about one)."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    lo, hi = ax.get_xlim() if which == "x" else ax.get_ylim()
+
+    def fmt(v, _pos=None):
+        if v <= 0:
+            return ""
+        if v >= 1000:
+            return f"{_g(v / 1000)}k" if v < 1e6 else f"{_g(v / 1e6)}M"
+        return _g(v)
+
+    axis.set_major_formatter(FuncFormatter(fmt))
+    if hi / lo < 100:
+        keep = (2.0, 3.0, 5.0) if hi / lo < 12 else (2.0, 5.0)
+
+        def minor(v, _pos=None):
+            m = v / 10 ** math.floor(math.log10(v) + 1e-9)
+            return fmt(v) if round(m, 6) in keep else ""
+
+        axis.set_minor_formatter(FuncFormatter(minor))
+    else:
+        axis.set_minor_formatter(NullFormatter())
 
 
 def memory_data(model, chip, *, prompt_len: int = 2048, gen_len: int = 256, batches=None, **kw) -> dict:
@@ -529,7 +606,7 @@ def memory_data(model, chip, *, prompt_len: int = 2048, gen_len: int = 256, batc
 def plot_memory(model, chips, *, prompt_len: int = 2048, gen_len: int = 256, batches=None, path=None,
                 dpi: int = DPI, **kw) -> PlotResult:
     """Stacked bars of per-chip memory (weights, KV cache, activations) vs batch, against HBM capacity
-    (dashed line), one panel per chip; bars that do not fit are hatched."""
+    (dashed line), one panel per chip; bars past the largest batch that fits (or over capacity) are hatched."""
     from ..estimate import _load_model
 
     plt = _plt()
@@ -538,12 +615,12 @@ def plot_memory(model, chips, *, prompt_len: int = 2048, gen_len: int = 256, bat
     fig, axes = _subplots(plt, len(chips), width_each=6.0, height=4.6)
     data: dict[str, Any] = {}
     colors = {"weights": "#4c72b0", "kv_cache": "#dd8452", "activations": "#55a868"}
-    names = {"weights": "weights", "kv_cache": "KV cache", "activations": "activations (peak)"}
+    names = {"weights": "weights", "kv_cache": "KV cache", "activations": "activations (prefill peak)"}
     for ax, chip in zip(axes, chips):
         d = memory_data(spec, chip, prompt_len=prompt_len, gen_len=gen_len, batches=batches, **kw)
         data[d["chip"]] = d
         x = np.arange(len(d["batch"]))
-        fits = d["per_chip_bytes"] <= d["capacity_bytes"]
+        fits = (d["per_chip_bytes"] <= d["capacity_bytes"]) & (d["batch"] <= d["max_batch"])
         bottom = np.zeros(len(x))
         for k in ("weights", "kv_cache", "activations"):
             v = d[k] / 1e9
@@ -551,18 +628,22 @@ def plot_memory(model, chips, *, prompt_len: int = 2048, gen_len: int = 256, bat
             ax.bar(x[~fits], v[~fits], 0.75, bottom=bottom[~fits], color="none", edgecolor="0.3", hatch="///", lw=0)
             bottom += v
         cap = d["capacity_bytes"] / 1e9
-        ax.axhline(cap, color="k", ls="--", lw=1.1)
-        ax.text(-0.4, cap, f"HBM {sig3(cap)} GB", va="bottom", ha="left", fontsize=8)
+        ax.axhline(cap, color="k", ls="--", lw=1.1, label=f"HBM capacity {sig3(cap)} GB")
+        if d["max_batch"] == 0:
+            ax.text(0.5, 0.5, "does not fit at any batch:\nweights alone exceed HBM", transform=ax.transAxes,
+                    ha="center", va="center", fontsize=9, color="#b00000", bbox=dict(fc="white", ec="#b00000"))
         ticks = [f"{b}★" if b == d["max_batch"] else str(b) for b in d["batch"]]
         ax.set_xticks(x, ticks, fontsize=7.5, rotation=45 if len(x) > 8 else 0)
-        ax.set_xlabel(f"batch (sequences per replica; ★ = max batch {d['max_batch']})")
+        ax.set_xlabel(f"batch (sequences per replica; ★ = max batch {d['max_batch']})" if d["max_batch"] else
+                      "batch (sequences per replica; none fits)")
         top = max(float(bottom.max()), cap) * 1.08
         ax.set_ylim(0, top)
         ax.set_title(f"{d['chip']} ×{_chips_per_replica(kw)}, context {_tok(d['context'])}", fontsize=10)
         ax.grid(True, axis="y", alpha=0.25)
     axes[0].set_ylabel("memory per chip (GB)")
-    axes[0].legend(loc="upper left", fontsize=8)
-    fig.suptitle(f"Memory per chip vs batch — {spec.name}, KV cache at prompt {prompt_len} + gen {gen_len} "
+    for ax in axes:
+        ax.legend(loc="upper left", fontsize=8)
+    _suptitle(fig, f"Memory per chip vs batch — {spec.name}, KV cache at prompt {prompt_len} + gen {gen_len} "
                  f"(hatched: does not fit)", fontsize=9.5)
     return _finish(PlotResult(fig, data), path, dpi)
 
@@ -607,9 +688,11 @@ def plot_phase_split(estimates, path=None, *, dpi: int = DPI) -> PlotResult:
     for xi, a, b in zip(x, data["ttft_s"], tp):
         ax.annotate(f"{sig3(a * 1e3)}", (xi, a * 1e3), xytext=(0, 6), textcoords="offset points", fontsize=7,
                     ha="center")
-        ax.annotate(f"{sig3(b * 1e3)}", (xi, b * 1e3), xytext=(0, -12), textcoords="offset points", fontsize=7,
+        ax.annotate(f"{sig3(b * 1e3)}", (xi, b * 1e3), xytext=(0, 6), textcoords="offset points", fontsize=7,
                     ha="center")
     ax.set_yscale("log")
+    ax.set_ylim(np.nanmin(tp) * 1e3 / 2, max(data["ttft_s"]) * 1e3 * 2.5)
+    _log_axis(ax, "y")
     ax.set_xticks(x, labels)
     ax.set_xlabel("prompt length (tokens)")
     ax.set_ylabel("time (ms)")
@@ -623,12 +706,12 @@ def plot_phase_split(estimates, path=None, *, dpi: int = DPI) -> PlotResult:
         comp = np.array([b["compute"] if b else 0 for b in bs]) * 100
         mem = np.array([b["memory"] if b else 0 for b in bs]) * 100
         comm = np.array([b["comm"] if b else 0 for b in bs]) * 100
-        ax.bar(x + off, comp, w, color="#c44e52", hatch=hatch, edgecolor="white", label=f"{phase}: compute-bound")
-        ax.bar(x + off, mem, w, bottom=comp, color="#4c72b0", hatch=hatch, edgecolor="white",
-               label=f"{phase}: memory-bound")
-        if comm.any():
-            ax.bar(x + off, comm, w, bottom=comp + mem, color="#ff7f0e", hatch=hatch, edgecolor="white",
-                   label=f"{phase}: comm-bound")
+        bottom = np.zeros(len(x))
+        for vals, col, what in ((comp, "#c44e52", "compute"), (mem, "#4c72b0", "memory"), (comm, "#ff7f0e", "comm")):
+            if vals.any():
+                ax.bar(x + off, vals, w, bottom=bottom, color=col, hatch=hatch, edgecolor="white",
+                       label=f"{phase}: {what}-bound")
+                bottom += vals
     ax.set_xticks(x, labels)
     ax.set_ylim(0, 100)
     ax.set_xlabel("prompt length (tokens); left bar prefill, right (hatched) decode")
@@ -637,7 +720,7 @@ def plot_phase_split(estimates, path=None, *, dpi: int = DPI) -> PlotResult:
     ax.legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.01, 0.5))
     e = ests[0]
     s = e.scenario
-    fig.suptitle(f"Prefill vs decode across context — {e.model} on {e.chip} ×{s['chips']}, batch {s['batch']}, "
+    _suptitle(fig, f"Prefill vs decode across context — {e.model} on {e.chip} ×{s['chips']}, batch {s['batch']}, "
                  f"gen {s['gen_len']}", fontsize=10)
     return _finish(PlotResult(fig, data), path, dpi)
 

@@ -27,7 +27,7 @@ def render(rows: Sequence[dict[str, Any]], fmt: str, display: Iterable[tuple[str
     display = list(display or [(k, k, None) for k in (rows[0] if rows else {})])
     body = [[(f(r[k]) if f else r[k]) for _, k, f in display] for r in rows]
     headers = [h for h, _, _ in display]
-    return tabulate(body, headers=headers, tablefmt="github" if fmt == "markdown" else "simple",
+    return tabulate(body, headers=headers, tablefmt="pipe" if fmt == "markdown" else "simple",
                     disable_numparse=True, colalign=_align(body, len(headers)))
 
 

@@ -16,7 +16,7 @@ def headline(est) -> list[str]:
     s = est.scenario
     lines = [f"{est.model} on {est.chip} x{s['chips']} — batch {s['batch']}, prompt {s['prompt_len']}, gen {s['gen_len']}, "
              f"tp {s['tp']} pp {s['pp']} ep {s['ep']} dp {s['dp']}; weights {s['weight_dtype']}, act {s['act_dtype']}, "
-             f"KV {s['kv_dtype']}; {est.efficiency} roofline"]
+             f"KV {s['kv_dtype']}; efficiency: {est.efficiency}"]
     m = est.memory
     if not m.fits:
         lines.append(f"DOES NOT FIT: {_gb(m.per_chip_bytes)} per chip needed, {_gb(m.capacity_bytes)} available "
@@ -25,6 +25,10 @@ def headline(est) -> list[str]:
     lines.append(f"TTFT {fmt_seconds(est.ttft_s)} | TPOT {tpot} | e2e {fmt_seconds(est.e2e_s)} | "
                  f"throughput {sig3(est.throughput_tokens_per_s)} tok/s "
                  f"({sig3(est.throughput_tokens_per_s_per_chip)} tok/s/chip)")
+    if est.ideal:
+        i = est.ideal
+        lines.append(f"ideal roofline bound: TTFT {fmt_seconds(i['ttft_s'])} | TPOT {fmt_seconds(i['tpot_s'])} | "
+                     f"e2e {fmt_seconds(i['e2e_s'])} | throughput {sig3(i['throughput_tokens_per_s'])} tok/s")
     lines.append(f"memory per chip: weights {_gb(m.per_chip_weight_bytes)} + KV {_gb(m.per_chip_kv_cache_bytes)} + "
                  f"activations {_gb(m.per_chip_activation_bytes)} = {_gb(m.per_chip_bytes)} of "
                  f"{_gb(m.capacity_bytes)} ({'fits' if m.fits else 'does NOT fit'}; max batch {m.max_batch})")

@@ -1,0 +1,317 @@
+"""Calibrated efficiency: hand arithmetic with fixed parameters, never below the ideal roofline (hypothesis),
+deterministic fits, the chip-TOML writer, family defaults, and the Vidur converter's byte accounting."""
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import llm_roofline as lr
+from llm_roofline import calibrate as cal
+from llm_roofline.calibrate import FamilyFit, calibrated_model
+from llm_roofline.errors import ChipError, RooflineError
+from llm_roofline.estimate import estimate, score_ops
+from llm_roofline.graph import Phase, build_ops
+from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
+from llm_roofline.ops import collective, elementwise, gemm
+from llm_roofline.roofline import IDEAL, score
+from llm_roofline.sharding import Sharding
+
+VIDUR = Path(__file__).resolve().parents[2] / "shared" / "calibration" / "vidur"
+
+# A chip with round numbers: 100 TFLOP/s fp16, 1 TB/s HBM, a 100 GB/s switch of 8 with 1 us per hop.
+ROUND_CHIP = """
+name = "round-gpu"
+family = "hopper"
+[compute]
+fp16 = 100e12
+fp32 = 10e12
+[memory]
+hbm_bytes = 80e9
+hbm_bytes_per_s = 1e12
+[scaleup]
+kind = "nvlink4"
+topology = "switch"
+bytes_per_s = 100e9
+latency_s = 1e-6
+domain_size = 8
+[price]
+usd_per_hour = 1.0
+
+[efficiency.gemm]
+compute_max = 0.8
+compute_tokens_half = 64
+memory_max = 0.5
+overhead_s = 5e-6
+
+[efficiency.norm]
+memory_max = 0.25
+memory_tokens_half = 100
+overhead_s = 1e-6
+
+[efficiency.collective]
+comm_max = 0.5
+overhead_s = 30e-6
+"""
+
+
+@pytest.fixture()
+def round_chip(tmp_path):
+    p = tmp_path / "round-gpu.toml"
+    p.write_text(ROUND_CHIP)
+    return lr.load_chip(str(p))
+
+
+def tiny(layers=2, d=64, h=4, kv=2, hd=16, f=128, vocab=100):
+    attn = AttentionSpec("gqa", h, kv, hd, hd)
+    return ModelSpec("tiny", d, vocab, (LayerGroup("dense", layers, attn, FfnSpec("dense", f, True, "silu")),))
+
+
+# ------------------------------------------------------------------------------ hand arithmetic
+def test_gemm_time_with_fixed_params(round_chip):
+    m = calibrated_model(round_chip)
+    op = gemm("ffn.up", "dense", 1, tokens=64, k=4096, n=4096, bits_per_weight=16, act_bytes_per_elem=2,
+              compute_dtype="fp16")
+    eff = m.for_op(op, round_chip)
+    s = score(op.flops, op.hbm_bytes, peak_flops_per_s=100e12, hbm_bytes_per_s=1e12, efficiency=eff)
+    # flops = 2*64*4096*4096 = 2.147483648e9; compute eff = 0.8 * 64 / (64 + 64) = 0.4
+    #   -> t_compute = 2.147483648e9 / (100e12 * 0.4) = 53.687 us
+    # bytes = (4096*4096 + 64*4096 + 64*4096) * 2 = 34,603,008 -> t_memory = 34,603,008 / (1e12 * 0.5) = 69.206 us
+    # t = max(53.687, 69.206) + 5 = 74.206 us
+    assert float(eff.compute) == pytest.approx(0.4)
+    assert float(s.t_s) == pytest.approx(74.206016e-6, rel=1e-6)
+    # the same GEMM at 4096 tokens: eff = 0.8 * 4096/4160 = 0.78769; flops = 1.37438953472e11
+    #   -> t_compute = 1.37438953472e11 / (100e12 * 0.787692) = 1.744844 ms (compute-bound) + 5 us
+    big = gemm("ffn.up", "dense", 1, tokens=4096, k=4096, n=4096, bits_per_weight=16, act_bytes_per_elem=2)
+    s = score(big.flops, big.hbm_bytes, peak_flops_per_s=100e12, hbm_bytes_per_s=1e12,
+              efficiency=m.for_op(big, round_chip))
+    assert float(s.t_s) == pytest.approx(1.744844e-3 + 5e-6, rel=1e-5)
+
+
+def test_memory_family_saturates_in_tokens(round_chip):
+    m = calibrated_model(round_chip)
+    # RMSNorm over T = 100 rows of d = 4096, fp16: bytes = 2 * 100 * 4096 * 2 = 1,638,400 (weight left out)
+    # memory eff = 0.25 * 100 / sqrt(100^2 + 100^2) = 0.25 / sqrt(2) = 0.1767767
+    # t = 1,638,400 / (1e12 * 0.1767767) + 1 us = 9.26819 + 1 = 10.26819 us
+    op = elementwise("norm.attn", "dense", 1, tokens=100, elems=100 * 4096, flops_per_elem=4, reads=1, writes=1,
+                     act_bytes_per_elem=2, kind="norm")
+    eff = m.for_op(op, round_chip)
+    assert float(eff.memory) == pytest.approx(0.25 / math.sqrt(2))
+    s = score(op.flops, op.hbm_bytes, peak_flops_per_s=10e12, hbm_bytes_per_s=1e12, efficiency=eff)
+    assert float(s.t_s) == pytest.approx(10.26819e-6, rel=1e-5)
+    # tokens unknown (0): the asymptote 0.25 -> 1,638,400 / 0.25e12 + 1 us = 7.5536 us
+    s0 = score(op.flops, op.hbm_bytes, peak_flops_per_s=10e12, hbm_bytes_per_s=1e12,
+               efficiency=m.for_op(op.scaled(tokens=np.float64(0)), round_chip))
+    assert float(s0.t_s) == pytest.approx(7.5536e-6, rel=1e-5)
+
+
+def test_collective_alpha_beta(round_chip):
+    m = calibrated_model(round_chip)
+    op = collective("comm.all_reduce.ffn", "dense", 1, kind="all_reduce", buffer_bytes=8e6, chips=8)
+    (s,) = score_ops([op], round_chip, m)
+    # ring all-reduce on a switch (book Part 12): 2*(8-1)/8 * 8e6 = 14e6 bytes at 100e9 * 0.5, 2*(8-1) = 14 hops
+    # t = 14 * 1 us + 14e6 / 50e9 + 30 us = 14 + 280 + 30 = 324 us
+    assert float(np.maximum(s.t_compute_s, s.t_memory_s) + s.t_comm_s + s.overhead_s) == pytest.approx(324e-6)
+    # beyond the 8-chip domain nothing was measured: ideal
+    far = m.for_op(collective("c", "dense", 1, kind="all_reduce", buffer_bytes=8e6, chips=16), round_chip)
+    assert (far.comm, far.overhead_s) == (1.0, 0.0)
+
+
+def test_attention_borrows_gemm_without_tokens_dependence(round_chip):
+    m = calibrated_model(round_chip)
+    ops = {o.name: o for o in build_ops(tiny(), Phase.decode(1, 100))}
+    eff = m.for_op(ops["attn.core"], round_chip)
+    # decode attention at T = 1 would get 0.8 * 1/65 under the GEMM law; attention is constant: 0.8, 0.5, 5 us
+    assert (float(eff.compute), float(eff.memory), float(eff.overhead_s)) == (0.8, 0.5, 5e-6)
+
+
+def test_family_of_estimator_ops():
+    ops = {o.name: o for o in build_ops(tiny(), Phase.prefill(1, 16), Sharding(tp=2))}
+    fams = {name: cal.family_of(op) for name, op in ops.items()}
+    assert fams["attn.qkv_proj"] == "gemm" and fams["lm_head"] == "gemm"
+    assert fams["attn.core"] == "attention" and fams["attn.rope"] == "rope" and fams["ffn.act"] == "activation"
+    assert fams["norm.attn"] == "norm" and fams["embed"] == "embedding" and fams["residual"] == "elementwise"
+    assert fams["attn.kv_write"] == "elementwise" and fams["comm.all_reduce.attn"] == "collective"
+
+
+def test_invalid_parameters_are_refused():
+    with pytest.raises(ChipError):
+        FamilyFit(compute_max=1.2)
+    with pytest.raises(ChipError):
+        FamilyFit(overhead_s=-1e-6)
+    with pytest.raises(ChipError, match="unknown keys"):
+        cal.fits_from_table({"gemm": {"compute_maximum": 0.5}})
+
+
+# ------------------------------------------------------------------------------ never below the ideal bound
+fraction = st.floats(0.01, 1.0)
+
+
+@settings(max_examples=150, deadline=None)
+@given(m=st.integers(1, 8192), k=st.integers(1, 16384), n=st.integers(1, 65536), v=st.floats(1.0, 1e9),
+       chips=st.sampled_from([2, 4, 8, 16]), cm=fraction, ct=st.floats(0, 1e4), mm=fraction, mt=st.floats(0, 1e4),
+       co=fraction, oh=st.floats(0, 1e-3), chip=st.sampled_from(["h100-sxm", "a100-80gb", "tpu-v5e", "mi300x"]))
+def test_calibrated_never_below_ideal(m, k, n, v, chips, cm, ct, mm, mt, co, oh, chip):
+    c = lr.load_chip(chip)
+    p = FamilyFit(compute_max=cm, compute_tokens_half=ct, memory_max=mm, memory_tokens_half=mt, comm_max=co,
+                  overhead_s=oh)
+    models = [cal.CalibratedModel(c.name, "random", {f: p for f in cal.FAMILIES}), calibrated_model(c)]
+    ops = [gemm("ffn.up", "dense", 1, tokens=m, k=k, n=n, bits_per_weight=16, act_bytes_per_elem=2),
+           elementwise("ffn.act", "dense", 1, tokens=m, elems=m * n, flops_per_elem=5, reads=2, writes=1,
+                       act_bytes_per_elem=2),
+           elementwise("norm.ffn", "dense", 1, tokens=m, elems=m * k, flops_per_elem=4, reads=1, writes=1,
+                       act_bytes_per_elem=2, kind="norm"),
+           collective("comm.all_reduce.ffn", "dense", 1, kind="all_reduce", buffer_bytes=v, chips=chips,
+                      tokens=m)]
+    if chips > c.scaleup.domain_size and c.scaleout is None:
+        ops = ops[:-1]
+    ideal = score_ops(ops, c, None)
+    for model in models:
+        for a, b in zip(score_ops(ops, c, model), ideal):
+            t_cal = np.maximum(a.t_compute_s, a.t_memory_s) + a.t_comm_s + a.overhead_s
+            t_ideal = np.maximum(b.t_compute_s, b.t_memory_s) + b.t_comm_s
+            assert float(t_cal) >= float(t_ideal) * (1 - 1e-12)
+
+
+def test_estimate_calibrated_is_slower_than_ideal_and_decode_sum_stays_exact():
+    spec, chip = tiny(), lr.load_chip("h100-sxm")
+    prompt, gen, batch = 20, 9, 4
+    ideal = estimate(spec, chip, batch=batch, prompt_len=prompt, gen_len=gen, tp=2)
+    calib = estimate(spec, chip, batch=batch, prompt_len=prompt, gen_len=gen, tp=2, efficiency="calibrated")
+    assert calib.ttft_s > ideal.ttft_s and calib.tpot_s > ideal.tpot_s
+    model = calibrated_model(chip)
+    steps = 0.0  # efficiencies depend on tokens only, so the closed-form decode sum stays exact
+    for j in range(1, gen):
+        for s in score_ops(build_ops(spec, Phase.decode(batch, prompt + j), Sharding(tp=2)), chip, model):
+            steps += float(np.maximum(s.t_compute_s, s.t_memory_s) + s.t_comm_s + s.overhead_s) * s.op.count
+    assert calib.e2e_s - calib.ttft_s == pytest.approx(steps, rel=1e-12)
+    assert ideal.efficiency == "ideal"  # the public default is unchanged
+
+
+# ------------------------------------------------------------------------------ family defaults
+def test_labels_say_where_the_numbers_come_from():
+    assert calibrated_model("h100-sxm").label == "calibrated (h100-sxm fit)"
+    assert calibrated_model("a100-80gb").label == "calibrated (a100-80gb fit)"
+    assert calibrated_model("h200").label == "family default: hopper from h100-sxm fit"
+    assert calibrated_model("a100-40gb").label == "family default: ampere from a100-80gb fit"
+    assert calibrated_model("b200").label.startswith("family default: blackwell from h100-sxm fit (nearest")
+    assert calibrated_model("tpu-v5e").label == "tpu default (uncalibrated)"
+    tpu = calibrated_model("tpu-v5p").fit_for("gemm")
+    assert (tpu.compute_max, tpu.memory_max) == (0.95, 0.9)  # the book's 95 % MXU footnote; memory assumed
+    # the shipped fits are physical: fractions <= 1, overheads >= 0, every measured family present
+    for name in ("a100-80gb", "h100-sxm"):
+        fams = calibrated_model(name).families
+        assert set(fams) == set(cal.FAMILIES)
+        for p in fams.values():
+            assert 0 < p.compute_max <= 1 and 0 < p.memory_max <= 1 and 0 < p.comm_max <= 1 and p.overhead_s >= 0
+
+
+# ------------------------------------------------------------------------------ fitting
+def synthetic(chip, truth: FamilyFit, seed=0):
+    """GEMM rows timed by a known law (+ 3 % log-normal noise)."""
+    rng = np.random.default_rng(seed)
+    m = np.repeat([1, 8, 32, 64, 128, 256, 512, 1024, 2048, 4096], 6).astype(float)
+    k = np.tile([1024, 4096, 8192, 2048, 5120, 14336], 10).astype(float)
+    n = np.tile([4096, 1024, 8192, 14336, 5120, 2048], 10).astype(float)
+    df = pd.DataFrame(dict(family="gemm", op="x", model=np.tile(list("abcdef"), 10), dtype="fp16", m=m, k=k, n=n,
+                           measured_s=1.0))
+    df = cal.normalize(df)
+    t = cal.predict(df, chip, {"gemm": truth})
+    df["measured_s"] = t * np.exp(rng.normal(0, 0.03, len(t)))
+    return df
+
+
+def test_fit_recovers_known_parameters_and_is_deterministic(round_chip):
+    # weight-bound while 2kn (M + 30) / (0.7 * 100e12) < 2kn / (0.85 * 1e12), i.e. M < 52: the rows with
+    # M = 1..32 pin memory_max, the larger ones compute_max and compute_tokens_half
+    truth = FamilyFit(compute_max=0.7, compute_tokens_half=30.0, memory_max=0.85, overhead_s=6e-6)
+    df = synthetic(round_chip, truth)
+    a, b = cal.fit(df, round_chip, date="x"), cal.fit(df, round_chip, date="x")
+    assert a.fits["gemm"] == b.fits["gemm"]  # identical, not merely close
+    g = a.fits["gemm"]
+    assert g.compute_max == pytest.approx(0.7, rel=0.05)
+    assert g.compute_tokens_half == pytest.approx(30, rel=0.25)
+    assert g.memory_max == pytest.approx(0.85, rel=0.05)
+    assert g.overhead_s == pytest.approx(6e-6, rel=0.3)
+    assert a.median_abs_err["gemm"] < 0.05
+    assert a.fits["attention"].fitted_on.startswith("NOT MEASURED")
+
+
+def test_csv_checks():
+    with pytest.raises(RooflineError, match="missing column"):
+        cal.normalize(pd.DataFrame(dict(family=["gemm"], op=["x"])))
+    with pytest.raises(RooflineError, match="unknown family"):
+        cal.normalize(pd.DataFrame(dict(family=["matmul"], op=["x"], dtype=["fp16"], measured_s=[1.0])))
+    with pytest.raises(RooflineError, match="m, k and n"):
+        cal.normalize(pd.DataFrame(dict(family=["gemm"], op=["x"], dtype=["fp16"], m=[1], measured_s=[1.0])))
+    # GEMM bytes default to (k*n + m*k + m*n) * 2 for fp16: (4*8 + 2*4 + 2*8) * 2 = 112; flops 2*2*4*8 = 128
+    df = cal.normalize(pd.DataFrame(dict(family=["gemm"], op=["x"], dtype=["fp16"], m=[2], k=[4], n=[8],
+                                         measured_s=[1e-6])))
+    assert (float(df["bytes"][0]), float(df["flops"][0])) == (112.0, 128.0)
+
+
+# ------------------------------------------------------------------------------ the chip TOML writer
+def test_write_keeps_the_rest_of_the_file_byte_identical(tmp_path, round_chip):
+    src = Path(lr.load_chip("h100-sxm").path).read_text()
+    original = src[: src.index(cal.MARKER)] if cal.MARKER in src else src
+    p = tmp_path / "chip.toml"
+    p.write_text(original)
+    res = cal.fit(synthetic(round_chip, FamilyFit(0.7, 100.0, 0.8, 0.0, 1.0, 5e-6)), round_chip, date="d")
+    first = cal.write_chip_toml(p, res, "note")
+    assert first.startswith(original) and "[efficiency.gemm]" in first
+    assert cal.write_chip_toml(p, res, "note") == first  # rewriting replaces, never duplicates
+    # efficiency tables in the middle of a file: only they change, the table after them survives
+    mid = original + "\n[efficiency.gemm]\ncompute_max = 0.5\n\n# next\n[other]\nx = 1\n"
+    out = cal.replace_efficiency_block(mid, cal.toml_block(res, "note"))
+    assert out.startswith(original) and out.endswith("\n# next\n[other]\nx = 1\n") and "0.5\n" not in out
+    assert lr.hardware.chip_from_dict(__import__("tomllib").loads(first)).calibration["gemm"]["compute_max"] > 0
+
+
+def test_cli_calibrate(tmp_path, round_chip, capsys):
+    from llm_roofline.cli import main
+
+    csv = tmp_path / "m.csv"
+    synthetic(round_chip, FamilyFit(0.7, 100.0, 0.8, 0.0, 1.0, 5e-6)).to_csv(csv, index=False)
+    assert main(["calibrate", str(csv), "--chip", round_chip.path]) == 0
+    out = capsys.readouterr().out
+    assert "[efficiency.gemm] compute_max = " in out and "not written" in out
+    assert main(["calibrate", str(tmp_path / "missing.csv"), "--chip", "h100"]) == 2
+
+
+# ------------------------------------------------------------------------------ shared measured data
+needs_vidur = pytest.mark.skipif(not VIDUR.is_dir(), reason="shared calibration data not present")
+
+
+@needs_vidur
+def test_vidur_conversion_byte_accounting():
+    df = cal.convert_vidur(VIDUR)
+    row = df[(df.gpu == "a100") & (df.model == "Llama-2-7b-hf") & (df.tp == 1) & (df.m == 1)].set_index("op")
+    # fused QKV of Llama-2-7B: k = 4096, n = (32 + 2*32) * 128 = 12288; bytes (4096*12288 + 4096 + 12288) * 2
+    assert (row.loc["attn_pre_proj", "n"], row.loc["attn_pre_proj", "bytes"]) == (12288, 100_696_064)
+    # SiLU-and-mul at M = 1: reads 2 * 11008, writes 11008 halves: 3 * 11008 * 2 = 66,048 bytes
+    assert row.loc["mlp_act", "bytes"] == 66_048 and row.loc["mlp_act", "family"] == "activation"
+    # residual add: 3 * 4096 * 2 = 24,576; embedding: 2 * 4096 * 2 + 8 = 16,392 (ids are int64)
+    assert (row.loc["add", "bytes"], row.loc["emb", "bytes"]) == (24_576, 16_392)
+    # Vidur records milliseconds: the first grid row of this file is num_tokens = 4096, attn_pre_proj 1.911 ms
+    big = df[(df.gpu == "a100") & (df.model == "Llama-2-7b-hf") & (df.tp == 1) & (df.m == 4096)]
+    assert big.set_index("op").loc["attn_pre_proj", "measured_s"] == pytest.approx(1.911e-3)
+    ar = df[(df.family == "all_reduce") & (df.gpu == "h100")]
+    assert set(ar.tp) == {2, 4, 8} and (ar.nodes == 1).all() and ar["bytes"].min() == 2048
+
+
+@needs_vidur
+def test_shipped_fits_against_the_measurements():
+    """In-sample check of the shipped [efficiency.*] tables (benchmarks/validate.py does leave-one-model-out)."""
+    df = cal.normalize(cal.convert_vidur(VIDUR))
+    for gpu, chip in (("a100", "a100-80gb"), ("h100", "h100-sxm")):
+        rows = df[(df.gpu == gpu) & ((df.fam != "collective") | (df.nodes <= 1))]
+        meas = rows["measured_s"].to_numpy()
+        e_cal = cal.abs_pct_errors(cal.predict(rows, chip, calibrated_model(chip)), meas)
+        e_ideal = cal.abs_pct_errors(cal.predict(rows, chip), meas)
+        for fam, limit in (("gemm", 15), ("collective", 20)):
+            sel = (rows.fam == fam).to_numpy()
+            assert np.median(e_cal[sel]) < limit
+            assert np.median(e_cal[sel]) < np.median(e_ideal[sel])
