@@ -267,9 +267,11 @@ def cmd_memory(args) -> str:
     r0 = rows[0]
     head = (f"{spec.name} on {r0['chip']}: {sig3(r0['capacity_bytes'] / 1e9)} GB HBM per chip, "
             f"{r0['reserve']:.0%} reserved -> {sig3(r0['usable_bytes'] / 1e9)} GB usable.")
-    foot = ("max batch = floor((usable - weights) / (KV + activations per sequence) / pp) x pp, with the estimate's "
-            f"memory model: KV at `context` tokens, activations of prefilling context - {args.gen} tokens "
-            "(`llm-roofline estimate` reports the same max batch with --reserve 0).")
+    from .estimate import PREFILL_CHUNK_TOKENS
+
+    foot = ("max batch = floor((usable - weights - activation workspace) / KV per sequence / pp) x pp, with the "
+            f"estimate's memory model: KV at `context` tokens, activations of one {PREFILL_CHUNK_TOKENS}-token "
+            "prefill chunk (`llm-roofline estimate` reports the same max batch with --reserve 0).")
     return "\n".join([head, render(rows, args.format, display), "", foot])
 
 

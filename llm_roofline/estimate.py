@@ -461,7 +461,7 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
         r["assumptions"].append(f"does not fit: {per_chip / 1e9:.1f} GB per chip needed, {chip.hbm_bytes / 1e9:.1f} GB "
                                 f"available on {chip.name}.")
     scenario = dict(batch=batch, prompt_len=prompt_len, gen_len=gen_len, tp=tp, pp=pp, ep=ep, dp=dp,
-                    sequence_parallel=sequence_parallel, weight_dtype=spec.weight_format_for("ffn", dt.weight).label,
+                    sequence_parallel=sequence_parallel, weight_dtype=_weight_label(spec, dt.weight),
                     act_dtype=dt.act, kv_dtype=dt.kv, compute_dtype=dt.compute, attention=attention,
                     chips=sh.chips)
     ideal = None
@@ -480,6 +480,13 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
         prefill=prefill, decode=decode, memory=memory, critical=_critical(spec, chip, sh, dt, batch),
         assumptions=r["assumptions"], efficiency=_efficiency_label(eff_model if eff_model is not None else efficiency),
         ops=_ops_frame(r, gen_len), ideal=ideal)
+
+
+def _weight_label(spec: ModelSpec, override: str | None) -> str:
+    """'bf16', 'int4 (g128, 16-bit scales)', or 'bf16; experts fp4 (g32, 8-bit scales)' for partial quantization."""
+    if override or spec.quantization is None or "ffn" in spec.quantized_families:
+        return spec.weight_format_for("ffn", override).label
+    return f"{spec.weight_dtype}; {', '.join(spec.quantized_families)} {spec.quantization.label}"
 
 
 def _efficiency_label(efficiency) -> str:
