@@ -305,7 +305,6 @@ def _command_line(args, name: str, extra: str = "") -> str:
 
 def cmd_report(args) -> str:
     from .report.export import write_report
-    from .report.markdown import fit_warnings
 
     chips = _chip_list(args.chip)
     try:

@@ -17,7 +17,7 @@ from llm_roofline.estimate import estimate, score_ops
 from llm_roofline.graph import Phase, build_ops
 from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
 from llm_roofline.ops import collective, elementwise, gemm
-from llm_roofline.roofline import IDEAL, score
+from llm_roofline.roofline import score
 from llm_roofline.sharding import Sharding
 
 VIDUR = Path(__file__).resolve().parents[2] / "shared" / "calibration" / "vidur"

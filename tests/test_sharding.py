@@ -1,6 +1,5 @@
 """Sharding in the graph and the estimate: conservation of work, divisibility, KV replication, pp, dp."""
 
-import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
