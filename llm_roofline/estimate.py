@@ -24,7 +24,7 @@ from .graph import Dtypes, Phase, build_ops, kv_elems_per_token_per_chip
 from .hardware import Chip, load_chip
 from .model.spec import ModelSpec
 from .ops import Op
-from .roofline import IDEAL, Efficiency, score
+from .roofline import IDEAL, Efficiency, Score, score
 from .sharding import Sharding
 from .units import dtype_bytes
 
@@ -138,13 +138,16 @@ def _plain(x):
 # ------------------------------------------------------------------------------------------- scoring
 @dataclass(frozen=True)
 class Scored:
-    """An op with its roofline terms (arrays broadcast over the grid)."""
+    """An op and its roofline Score; the Score's arrays (t_compute_s, t_memory_s, t_comm_s, overhead_s,
+    t_s, t_lower_s, t_upper_s, bound, intensity) read through."""
 
     op: Op
-    t_compute_s: np.ndarray
-    t_memory_s: np.ndarray
-    t_comm_s: np.ndarray
-    overhead_s: np.ndarray
+    score: Score
+
+    def __getattr__(self, name):
+        if name == "score":  # not set yet (copy/unpickle): no recursion
+            raise AttributeError(name)
+        return getattr(self.score, name)
 
 
 def _resolve_efficiency(efficiency, chip: Chip):
@@ -178,7 +181,7 @@ def score_ops(ops: list[Op], chip: Chip, efficiency=None) -> list[Scored]:
         else:
             s = score(op.flops, op.hbm_bytes, peak_flops_per_s=chip.peak_flops_per_s(op.compute_dtype),
                       hbm_bytes_per_s=chip.hbm_bytes_per_s, efficiency=eff)
-        out.append(Scored(op, s.t_compute_s, s.t_memory_s, s.t_comm_s, np.asarray(eff.overhead_s, dtype=np.float64)))
+        out.append(Scored(op, s))
     return out
 
 
@@ -223,7 +226,6 @@ class _PhaseArrays:
     """Per-op sums over a phase (arrays over the grid) — the raw material of PhaseSummary and op rows."""
 
     scored: list[Scored]
-    steps: Any  # number of forward steps summed (decode: gen_len - 1)
     per_op: list[dict[str, np.ndarray]]  # sums over steps of flops, bytes..., t_* for one instance
 
 
@@ -236,12 +238,10 @@ def _prefill_arrays(spec, chip, sh, dt, eff, batch, prompt, attention) -> _Phase
     per_op = []
     for s in scored:
         row = {f: getattr(s.op, f) for f in _FIELDS}
-        row.update(t_compute_s=s.t_compute_s, t_memory_s=s.t_memory_s, t_comm_s=s.t_comm_s,
-                   t_s=np.maximum(s.t_compute_s, s.t_memory_s) + s.t_comm_s + s.overhead_s,
-                   t_lower_s=np.maximum(np.maximum(s.t_compute_s, s.t_memory_s), s.t_comm_s) + s.overhead_s,
-                   t_upper_s=s.t_compute_s + s.t_memory_s + s.t_comm_s + s.overhead_s)
+        row.update({k: getattr(s, k) for k in ("t_compute_s", "t_memory_s", "t_comm_s", "t_s", "t_lower_s",
+                                               "t_upper_s")})
         per_op.append(row)
-    return _PhaseArrays(scored, 1, per_op)
+    return _PhaseArrays(scored, per_op)
 
 
 def _decode_arrays(spec, chip, sh, dt, eff, batch, prompt, gen, attention) -> _PhaseArrays:
@@ -266,7 +266,7 @@ def _decode_arrays(spec, chip, sh, dt, eff, batch, prompt, gen, attention) -> _P
 
             for f in _FIELDS:
                 row[f] = row[f] + trap(getattr(s.op, f))
-            ovh = n * s.overhead_s
+            ovh = trap(s.overhead_s)
             sc, sm, scomm = trap(c), trap(m), trap(comm)
             smax = _sum_max_affine(c[lo], c[hi], m[lo], m[hi], n)
             row["t_compute_s"] += sc
@@ -274,11 +274,11 @@ def _decode_arrays(spec, chip, sh, dt, eff, batch, prompt, gen, attention) -> _P
             row["t_comm_s"] += scomm
             row["t_s"] += smax + scomm + ovh
             row["t_upper_s"] += sc + sm + scomm + ovh
-            # max(c, m, comm) per step: comm is constant per step in practice; bound below by both forms
-            row["t_lower_s"] += np.maximum(smax, _sum_max_affine(np.maximum(c[lo], m[lo]), np.maximum(c[hi], m[hi]),
-                                                                 comm[lo], comm[hi], n)) + ovh
+            # an op is either a collective (comm only) or local work (no comm), so per step
+            # max(c, m, comm) = max(c, m) + comm: the lower bound sums like the headline
+            row["t_lower_s"] += smax + scomm + ovh
         per_op.append(row)
-    return _PhaseArrays(scored, gen - 1.0, per_op)
+    return _PhaseArrays(scored, per_op)
 
 
 def _phase_totals(pa: _PhaseArrays, sh: Sharding, time_factor) -> dict[str, np.ndarray]:
@@ -286,7 +286,7 @@ def _phase_totals(pa: _PhaseArrays, sh: Sharding, time_factor) -> dict[str, np.n
     stages), scaled by the pipeline schedule; work: per-chip numbers * shards * count * micro-batches."""
     tot: dict[str, Any] = {k: 0.0 for k in ("flops", "bytes", "weight_bytes", "kv_read_bytes", "comm_bytes",
                                             "t_compute_s", "t_memory_s", "t_comm_s", "t_s", "t_lower_s",
-                                            "t_upper_s", "attention_flops", "mlp_flops", "attn_kv_bytes")}
+                                            "t_upper_s", "attention_flops", "mlp_flops")}
     shares = {b: 0.0 for b in TERMS}
     mb = sh.pp  # micro-batches
     for s, row in zip(pa.scored, pa.per_op):
@@ -301,8 +301,7 @@ def _phase_totals(pa: _PhaseArrays, sh: Sharding, time_factor) -> dict[str, np.n
             tot[k] = tot[k] + row[k] * op.count * time_factor
         if op.kind == "attention":
             tot["attention_flops"] = tot["attention_flops"] + row["flops"] * work
-            tot["attn_kv_bytes"] = tot["attn_kv_bytes"] + row["kv_bytes"] * traffic
-            tot["kv_read_bytes"] = tot["attn_kv_bytes"]
+            tot["kv_read_bytes"] = tot["kv_read_bytes"] + row["kv_bytes"] * traffic  # the cache read once
         elif op.kind == "gemm" and op.group != "model":
             tot["mlp_flops"] = tot["mlp_flops"] + row["flops"] * work
         terms = np.stack(np.broadcast_arrays(row["t_compute_s"], row["t_memory_s"], row["t_comm_s"]))
@@ -313,16 +312,16 @@ def _phase_totals(pa: _PhaseArrays, sh: Sharding, time_factor) -> dict[str, np.n
     return tot
 
 
-def _summary(tot: dict, steps: float, at=()) -> PhaseSummary:
-    """PhaseSummary at grid index `at` (decode: per mean step)."""
+def _summary(tot: dict, steps: float) -> PhaseSummary:
+    """PhaseSummary of a scalar scenario (decode: per mean step)."""
     def v(k):
-        return float(np.asarray(tot[k])[at]) / steps
+        return float(tot[k]) / steps
 
     t_s = v("t_s")
     terms = {"compute": v("t_compute_s"), "memory": v("t_memory_s"), "comm": v("t_comm_s")}
-    shares = {b: (float(np.asarray(tot["shares"][b])[at]) / steps / t_s if t_s > 0 else 0.0) for b in TERMS}
+    shares = {b: (float(tot["shares"][b]) / steps / t_s if t_s > 0 else 0.0) for b in TERMS}
     flops, nbytes = v("flops"), v("bytes")
-    attn, mlp, kvb = v("attention_flops"), v("mlp_flops"), v("attn_kv_bytes")
+    attn, mlp, kvb = v("attention_flops"), v("mlp_flops"), v("kv_read_bytes")
     return PhaseSummary(
         flops=flops, bytes=nbytes, weight_bytes=v("weight_bytes"), kv_read_bytes=v("kv_read_bytes"),
         comm_bytes=v("comm_bytes"), intensity=flops / nbytes if nbytes else math.inf,
@@ -477,7 +476,7 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
         tpot_s=float(r["tpot_s"]) if gen_len > 1 else None, e2e_s=float(r["e2e_s"]),
         throughput_tokens_per_s=float(r["throughput_tokens_per_s"]),
         throughput_tokens_per_s_per_chip=float(r["throughput_tokens_per_s_per_chip"]),
-        prefill=prefill, decode=decode, memory=memory, critical=_critical(spec, chip, sh, dt, batch),
+        prefill=prefill, decode=decode, memory=memory, critical=_critical(spec, chip, dt, batch),
         assumptions=r["assumptions"], efficiency=_efficiency_label(eff_model if eff_model is not None else efficiency),
         ops=_ops_frame(r, gen_len), ideal=ideal)
 
@@ -495,7 +494,7 @@ def _efficiency_label(efficiency) -> str:
     return getattr(efficiency, "label", type(efficiency).__name__)
 
 
-def _critical(spec: ModelSpec, chip: Chip, sh: Sharding, dt: Dtypes, batch) -> dict[str, float]:
+def _critical(spec: ModelSpec, chip: Chip, dt: Dtypes, batch) -> dict[str, float]:
     """The seeds' thresholds for this model on this chip.
 
     intensity_flops_per_byte: peak / HBM bandwidth for the compute dtype. batch_tokens: tokens per step

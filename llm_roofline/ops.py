@@ -37,7 +37,12 @@ class Op:
 
     @property
     def hbm_bytes(self) -> np.ndarray:
-        return self.weight_bytes + self.act_bytes + self.kv_bytes
+        """Weights + activations + KV cache (scalar zeros skipped: one pass fewer over the grid)."""
+        total = self.act_bytes
+        for part in (self.weight_bytes, self.kv_bytes):
+            if np.ndim(part) or part:
+                total = total + part
+        return total
 
     def scaled(self, **fields) -> "Op":
         return replace(self, **fields)
@@ -53,9 +58,9 @@ def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_ele
     """
     t = np.asarray(tokens, dtype=np.float64)
     m_read = n_matrices if matrices_read is None else matrices_read
-    flops = 2.0 * t * k * n * n_matrices
+    flops = t * (2.0 * k * n * n_matrices)  # scalars first: one pass over the grid
     weight_bytes = m_read * (k * n * bits_per_weight / 8 + (n * act_bytes_per_elem if bias else 0.0))
-    act = (t * k + t * n) * act_bytes_per_elem * n_matrices
+    act = t * ((k + n) * act_bytes_per_elem * n_matrices)
     formula = f"2*T*k*n*{n_matrices:g} with T={_s(t)}, k={k:g}, n={n:g}{formula_note}"
     stored = n_stored * (k * n * bits_per_weight / 8 + (n * act_bytes_per_elem if bias else 0.0))
     return Op(name, group, "gemm", count, flops, np.asarray(weight_bytes, dtype=np.float64), act,
@@ -103,7 +108,7 @@ def attention(name, group, count, *, batch, q_len, kv_len, n_heads, n_kv_heads, 
         pairs = causal_pairs(q, kv, window) if causal else q * kv_eff
     else:
         pairs = q * kv_eff
-    flops = 2.0 * b * n_heads * pairs * (qk_dim + v_dim)
+    flops = b * pairs * (2.0 * n_heads * (qk_dim + v_dim))
     kv_bytes = b * kv_eff * kv_elems_per_token * kv_bytes_per_elem  # (B, kv_eff, KV, hd+vd): read once
     act = b * q * n_heads * (qk_dim + v_dim) * act_bytes_per_elem  # Q in, O out
     if not fused:
@@ -134,7 +139,7 @@ def elementwise(name, group, count, *, tokens, elems, flops_per_elem, reads, wri
     """
     e = np.asarray(elems, dtype=np.float64)
     flops = flops_per_elem * e
-    act = (reads + writes) * e * act_bytes_per_elem
+    act = e * ((reads + writes) * act_bytes_per_elem)
     formula = f"{flops_per_elem:g} FLOP/elem over {_s(e)} elems, {reads:g} reads + {writes:g} writes"
     return Op(name, group, kind, count, flops, np.asarray(weight_bytes, dtype=np.float64), act,
               tokens=np.asarray(tokens, dtype=np.float64), compute_dtype="vector", formula=formula)
