@@ -240,9 +240,9 @@ DISAGG_DISPLAY = [
 
 
 def _plan_records(df) -> list[dict]:
-    from .plan import _records
+    from .units import records
 
-    return _records(df)
+    return records(df)
 
 
 # ------------------------------------------------------------------------------------------ memory
@@ -267,7 +267,7 @@ def cmd_memory(args) -> str:
     r0 = rows[0]
     head = (f"{spec.name} on {r0['chip']}: {sig3(r0['capacity_bytes'] / 1e9)} GB HBM per chip, "
             f"{r0['reserve']:.0%} reserved -> {sig3(r0['usable_bytes'] / 1e9)} GB usable.")
-    from .estimate import PREFILL_CHUNK_TOKENS
+    from .memory import PREFILL_CHUNK_TOKENS
 
     foot = ("max batch = floor((usable - weights - activation workspace) / KV per sequence / pp) x pp, with the "
             f"estimate's memory model: KV at `context` tokens, activations of one {PREFILL_CHUNK_TOKENS}-token "

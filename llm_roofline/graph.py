@@ -9,14 +9,18 @@ chip = b*q, d = d_model, H/KV = heads per chip, hd = head dim, F = d_ff per chip
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .errors import ScenarioError
 from .model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
 from .ops import Op, attention, collective, elementwise, embedding, expected_distinct_experts, gemm, kv_write
-from .sharding import Sharding, split
+from .sharding import Sharding, kv_elems_per_token_per_chip, kv_heads_per_chip, split
 from .units import canonical_dtype, dtype_bytes
+
+if TYPE_CHECKING:
+    from .hardware import Chip
 
 ATTENTION_MODES = ("fused", "unfused")
 
@@ -61,26 +65,15 @@ class Dtypes:
         object.__setattr__(self, "compute", canonical_dtype(self.compute) if self.compute else self.act)
 
 
-def kv_heads_per_chip(attn: AttentionSpec, tp: int) -> int:
-    """KV heads one chip holds. Fewer KV heads than tp: each is replicated on tp/KV chips (explicit, not
-    rounded: tp must then be a multiple of KV). MLA's latent is shared by all heads: every chip keeps it."""
-    if attn.kind == "mla":
-        return 1
-    if attn.n_kv_heads >= tp:
-        return split(attn.n_kv_heads, tp, "key/value heads")
-    if tp % attn.n_kv_heads:
-        from .errors import ShardingError
-
-        raise ShardingError(f"tp={tp} is not a multiple of the {attn.n_kv_heads} key/value heads, so they "
-                            "can neither be split nor evenly replicated")
-    return 1
-
-
-def kv_elems_per_token_per_chip(attn: AttentionSpec, tp: int) -> int:
-    """Cached elements per token per layer on one chip (replicated KV heads and MLA latents included)."""
-    if attn.kind == "mla":
-        return attn.kv_elements_per_token()
-    return kv_heads_per_chip(attn, tp) * (attn.head_dim + attn.v_head_dim)
+def resolve_dtypes(chip: "Chip", dt: Dtypes, assumptions: list[str]) -> Dtypes:
+    """The dtypes as they run on `chip`: bf16 compute falls back to fp16 on chips without bf16 matrix units
+    (activations and the KV cache follow it; noted in `assumptions`); any other missing compute dtype is an error."""
+    if dt.compute in chip.dense_flops_per_s:
+        return dt
+    if dt.compute == "bf16" and "fp16" in chip.dense_flops_per_s:
+        assumptions.append(f"{chip.name} has no bf16 matrix units; compute runs in fp16 at its fp16 peak.")
+        return Dtypes(dt.weight, "fp16", dt.kv, "fp16")
+    raise ScenarioError(f"chip {chip.name} has no {dt.compute} compute; it has {', '.join(chip.dense_flops_per_s)}")
 
 
 class _Ctx:

@@ -1,19 +1,37 @@
-"""Memory: weight bytes and KV-cache bytes of a model replica (unsharded). SI units: bytes.
+"""Memory: the ONE place where the bytes a deployment holds are added up. SI units: bytes.
 
-weight_bytes counts every parameter of the checkpoint (all experts, not the active ones): matrices in their
-storage format (quantization scales included via WeightFormat.bits_per_weight), biases, norms, attention
-extras and embeddings in the checkpoint's native dtype; the embedding and LM head once each unless tied.
-KV-cache bytes per token come from each layer's cached elements (K and V per KV head, or MLA's latent +
-rope key); a sliding-window layer caches at most `window` tokens.
+- Weights: every parameter of the checkpoint (all experts, not the active ones): matrices in their storage
+  format (quantization scales included via WeightFormat.bits_per_weight), biases, norms, attention extras and
+  embeddings in the checkpoint's native dtype; the embedding and LM head once each unless tied. Per chip:
+  what the graph's shard styles leave resident on the fullest chip (op.stored_bytes).
+- KV cache: cached elements per token and layer on one chip (sharding.kv_elems_per_token_per_chip: K and V
+  of its KV heads, replicated heads included, or MLA's latent + rope key); a sliding-window layer caches at
+  most `window` tokens.
+- Activations: a workspace of one prefill chunk (PREFILL_CHUNK_TOKENS tokens), reserved up front as serving
+  engines do (vLLM profiles max_num_batched_tokens), so it does not grow with the batch.
+- Max batch: the largest batch (a multiple of pp) whose weights + workspace + KV at `context` fit one chip;
+  memory only: the prefill graph is built (for shard sizes and the workspace), nothing is scored.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from .errors import ScenarioError
+from .errors import RooflineError, ScenarioError
+from .graph import Dtypes, Phase, build_ops, resolve_dtypes
 from .model.spec import Matrix, ModelSpec
+from .sharding import Sharding, kv_elems_per_token_per_chip
 from .units import dtype_bytes
+
+if TYPE_CHECKING:
+    from .hardware import Chip
+    from .ops import Op
+
+PREFILL_CHUNK_TOKENS = 8192  # activation workspace: prefill runs in chunks of this many tokens (vLLM's default)
 
 
 # ---------------------------------------------------------------------------------- weights
@@ -55,15 +73,31 @@ def weight_bytes(spec: ModelSpec, weight_dtype: str | None = None) -> float:
     return sum(weight_bytes_by_family(spec, weight_dtype).values())
 
 
+def weight_bytes_per_chip(ops: "list[Op]", pp: int = 1) -> float:
+    """Weights resident on the fullest chip: the layers' shards (op.stored_bytes, per instance) spread over pp
+    stages; with pp = 1 the one chip also holds embedding and LM head, with pp > 1 they sit on the first and
+    last stage, so the fullest chip holds the larger of the two."""
+    layer_bytes = sum(op.stored_bytes * op.count for op in ops if op.group != "model")
+    model_bytes = [op.stored_bytes for op in ops if op.group == "model" and op.stored_bytes]
+    return layer_bytes / pp + (sum(model_bytes) if pp == 1 else max(model_bytes, default=0.0))
+
+
 # ---------------------------------------------------------------------------------- KV cache
-def kv_bytes_per_token_by_group(spec: ModelSpec, kv_dtype: str = "bf16") -> dict[str, float]:
-    """Cache bytes one token adds in all layers of each group (not capped by sliding windows)."""
+def kv_bytes_per_token_by_group(spec: ModelSpec, kv_dtype: str = "bf16", tp: int = 1) -> dict[str, float]:
+    """Cache bytes one token adds on one chip of a tp group, in all layers of each group (not capped by
+    sliding windows). tp = 1: the whole model's cache."""
     per_elem_bytes = dtype_bytes(kv_dtype)
-    return {g.name: g.count * g.attention.kv_elements_per_token() * per_elem_bytes for g in spec.layer_groups}
+    return {g.name: g.count * kv_elems_per_token_per_chip(g.attention, tp) * per_elem_bytes for g in spec.layer_groups}
 
 
-def kv_cache_bytes(spec: ModelSpec, context_len, batch=1, kv_dtype: str = "bf16"):
-    """KV-cache bytes of `batch` sequences holding `context_len` tokens each.
+def kv_bytes_per_token(spec: ModelSpec, kv_dtype: str = "bf16", tp: int = 1) -> float:
+    """Cache bytes one token adds, summed over layers, on one chip of a tp group (tp = 1: the whole cache)."""
+    return sum(kv_bytes_per_token_by_group(spec, kv_dtype, tp).values())
+
+
+def kv_cache_bytes(spec: ModelSpec, context_len, batch=1, kv_dtype: str = "bf16", tp: int = 1):
+    """KV-cache bytes of `batch` sequences holding `context_len` tokens each, over the tp chips that hold them
+    (replicated KV heads count on every chip that holds one; tp = 1: the model's own cache).
 
     A sliding-window layer caches min(context_len, window) tokens. context_len and batch broadcast as float64
     arrays; scalars in, float out. KV quantization scales are not counted.
@@ -72,13 +106,73 @@ def kv_cache_bytes(spec: ModelSpec, context_len, batch=1, kv_dtype: str = "bf16"
     batch_seqs = np.asarray(batch, dtype=np.float64)
     if np.any(context_tokens < 0) or np.any(batch_seqs < 0):
         raise ScenarioError(f"context_len and batch must be non-negative, got {context_len!r} and {batch!r}")
-    per_token_bytes = kv_bytes_per_token_by_group(spec, kv_dtype)
+    per_token_bytes = kv_bytes_per_token_by_group(spec, kv_dtype, tp)
     total_bytes = np.zeros(np.broadcast(context_tokens, batch_seqs).shape)
     for g in spec.layer_groups:
         window = g.attention.sliding_window
         cached_tokens = np.minimum(context_tokens, window) if window else context_tokens
-        total_bytes = total_bytes + per_token_bytes[g.name] * cached_tokens * batch_seqs
+        total_bytes = total_bytes + per_token_bytes[g.name] * tp * cached_tokens * batch_seqs
     return float(total_bytes) if total_bytes.ndim == 0 else total_bytes
+
+
+# ---------------------------------------------------------------------------------- activations
+def activation_workspace_bytes(prefill_ops: "list[Op]", d_model: int, act_bytes_per_elem: float) -> np.ndarray:
+    """Per-chip workspace of one PREFILL_CHUNK_TOKENS-token prefill chunk: the largest op's inputs + outputs
+    plus the residual stream (T, d), measured on the given prefill and scaled to one chunk (activations
+    grow with the tokens). prefill_ops[0] is the embedding, whose tokens are those of one micro-batch."""
+    tokens_mb = np.asarray(prefill_ops[0].tokens)
+    largest = np.max(np.stack(np.broadcast_arrays(*[op.act_bytes for op in prefill_ops])), axis=0)
+    return (largest + tokens_mb * d_model * act_bytes_per_elem) / tokens_mb * PREFILL_CHUNK_TOKENS
+
+
+# ---------------------------------------------------------------------------------- footprint
+@dataclass(frozen=True)
+class Footprint:
+    """What one chip of a replica holds (arrays over the scenario grid), and the replica's KV cache."""
+
+    weight_bytes_per_chip: float
+    kv_bytes_per_sequence_per_chip: np.ndarray  # at `context` tokens
+    activation_workspace_bytes_per_chip: np.ndarray
+    kv_cache_bytes: np.ndarray  # the whole replica (every tp chip), at `context` tokens for `batch` sequences
+    batch: np.ndarray
+    capacity_bytes: float
+    pp: int
+
+    @property
+    def kv_cache_bytes_per_chip(self) -> np.ndarray:
+        return self.kv_bytes_per_sequence_per_chip * self.batch
+
+    @property
+    def bytes_per_chip(self) -> np.ndarray:
+        return self.weight_bytes_per_chip + self.kv_cache_bytes_per_chip + self.activation_workspace_bytes_per_chip
+
+    @property
+    def free_bytes(self) -> np.ndarray:
+        """Capacity left for the KV cache once weights and the workspace are placed."""
+        return self.capacity_bytes - self.weight_bytes_per_chip - self.activation_workspace_bytes_per_chip
+
+    @property
+    def max_batch(self) -> np.ndarray:
+        """Largest batch (a multiple of pp) with weights + workspace + batch x KV per sequence <= capacity."""
+        free, kv = np.broadcast_arrays(self.free_bytes, self.kv_bytes_per_sequence_per_chip)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            fit = np.floor(free / np.where(kv > 0, kv, np.inf) / self.pp) * self.pp
+        return np.where(free > 0, np.where(kv > 0, fit, np.inf), 0.0)
+
+
+def footprint(spec: ModelSpec, capacity_bytes: float, sharding: Sharding, dtypes: Dtypes, prefill_ops: "list[Op]",
+              batch, context_len) -> Footprint:
+    """Per-chip memory of a replica whose `batch` sequences hold `context_len` tokens of KV cache.
+    prefill_ops: the per-chip prefill graph (its shard sizes and activations)."""
+    tp, pp = sharding.tp, sharding.pp
+    kv_replica_per_seq = kv_cache_bytes(spec, context_len, 1, dtypes.kv, tp)
+    return Footprint(
+        weight_bytes_per_chip=weight_bytes_per_chip(prefill_ops, pp),
+        kv_bytes_per_sequence_per_chip=np.asarray(kv_replica_per_seq) / tp / pp,
+        activation_workspace_bytes_per_chip=activation_workspace_bytes(prefill_ops, spec.d_model,
+                                                                       dtype_bytes(dtypes.act)),
+        kv_cache_bytes=np.asarray(kv_replica_per_seq) * batch, batch=np.asarray(batch, dtype=np.float64),
+        capacity_bytes=capacity_bytes, pp=pp)
 
 
 # ---------------------------------------------------------------------------------- max batch (grid)
@@ -92,30 +186,27 @@ def max_batch(model, chip, context_len, tp=1, pp=1, ep=1, weight_dtype=None, kv_
               reserve: float = 0.0, gen_len: int = 1, attention: str = "fused", sequence_parallel: bool = False):
     """Largest batch that fits one chip, over a grid of context lengths, dtypes and shardings, with the breakdown.
 
-    Uses the estimate's own memory model (estimate.evaluate: weights resident on the fullest chip, KV cache at
-    `context_len` = prompt + gen tokens, peak prefill activations of a prompt of context_len - gen_len tokens),
-    so that with reserve = 0 `max_batch` equals `estimate(..., prompt_len=context_len - gen_len,
-    gen_len=gen_len).memory.max_batch`. Per-chip bytes are weights + a prefill-chunk activation workspace
-    + batch x KV per sequence, so one evaluation at batch = pp gives the whole line:
+    The estimate's own memory model (footprint: weights resident on the fullest chip, KV cache at
+    `context_len` = prompt + gen tokens, the workspace of one prefill chunk), without scoring anything, so that
+    with reserve = 0 `max_batch` equals `estimate(..., prompt_len=context_len - gen_len,
+    gen_len=gen_len).memory.max_batch`:
 
         max_batch = floor((hbm_bytes * (1 - reserve) - weights - workspace) / kv_per_sequence / pp) * pp
 
-    (pp micro-batches: the batch is a multiple of pp). Any of context_len, tp, pp, ep, weight_dtype and
-    kv_dtype may be a list; one row per grid point (a pandas.DataFrame). A (tp, pp, ep) that does not divide
-    the model gets a row with `error` set and max_batch 0 instead of an exception.
+    Any of context_len, tp, pp, ep, weight_dtype and kv_dtype may be a list; one row per grid point (a
+    pandas.DataFrame). A (tp, pp, ep) that does not divide the model gets a row with `error` set and
+    max_batch 0 instead of an exception.
     """
     import itertools
-    import math
 
     import pandas as pd
 
-    from .errors import RooflineError
-    from .estimate import _load_model, evaluate
     from .hardware import load_chip
+    from .model.hf import load_model
 
     if not 0.0 <= float(reserve) < 1.0:
         raise ScenarioError(f"reserve must be a fraction in [0, 1), got {reserve!r}")
-    spec = _load_model(model)
+    spec = load_model(model)
     chip = load_chip(chip)
     contexts = [int(c) for c in _as_list(context_len)]
     if any(c <= gen_len or c != int(c) for c in contexts) or gen_len < 1:
@@ -125,28 +216,44 @@ def max_batch(model, chip, context_len, tp=1, pp=1, ep=1, weight_dtype=None, kv_
     rows = []
     for tp_, pp_, ep_, wd, kvd in itertools.product(_as_list(tp), _as_list(pp), _as_list(ep), _as_list(weight_dtype),
                                                     _as_list(kv_dtype)):
-        for ctx in contexts:  # one evaluation per context: estimate picks the peak-activation op per scenario
+        for ctx in contexts:
             row = dict(chip=chip.name, tp=int(tp_), pp=int(pp_), ep=int(ep_), weight_dtype=wd, kv_dtype=kvd,
                        act_dtype=act_dtype, context_len=ctx, capacity_bytes=chip.hbm_bytes, reserve=float(reserve),
                        usable_bytes=usable_bytes)
             try:
-                r = evaluate(spec, chip, batch=int(pp_), prompt_len=ctx - gen_len, gen_len=gen_len, tp=int(tp_),
-                             pp=int(pp_), ep=int(ep_), weight_dtype=wd, act_dtype=act_dtype, kv_dtype=kvd,
-                             attention=attention, sequence_parallel=sequence_parallel)
+                row.update(_max_batch_row(spec, chip, usable_bytes, ctx, gen_len, int(tp_), int(pp_), int(ep_), wd,
+                                          kvd, act_dtype, attention, sequence_parallel))
             except RooflineError as e:
-                rows.append({**row, "max_batch": 0, "fits": False, "error": str(e)})
-                continue
-            m = r["memory"]
-            w_chip = float(m["per_chip_weight_bytes"])
-            kv_seq = float(m["kv_bytes_per_sequence_per_chip"])
-            workspace = float(m["activation_workspace_bytes"])
-            per_seq = kv_seq
-            free = usable_bytes - w_chip - workspace
-            mb = int(math.floor(free / per_seq / pp_) * pp_) if free > 0 and per_seq > 0 else 0
-            rows.append({**row, "weight_dtype": r["dtypes"].weight or spec.weight_dtype, "kv_dtype": r["dtypes"].kv,
-                         "weight_bytes_per_chip": w_chip, "kv_bytes_per_sequence_per_chip": kv_seq,
-                         "activation_workspace_bytes_per_chip": workspace, "bytes_per_sequence_per_chip": per_seq,
-                         "free_bytes": free, "max_batch": max(mb, 0), "fits": mb >= pp_,
-                         "kv_bytes_per_token": float(kv_cache_bytes(spec, 1, 1, r["dtypes"].kv)),
-                         "weight_bytes": weight_bytes(spec, wd), "error": None})
+                row.update(max_batch=0, fits=False, error=str(e))
+            rows.append(row)
     return pd.DataFrame(rows)
+
+
+def memory_footprint(spec: ModelSpec, chip: "Chip", *, batch, prompt_len, gen_len=1, tp=1, pp=1, ep=1,
+                     weight_dtype=None, act_dtype="bf16", kv_dtype=None, attention="fused", sequence_parallel=False,
+                     capacity_bytes: float | None = None) -> tuple[Footprint, Dtypes]:
+    """The Footprint of a scenario without scoring anything (only the prefill graph is built, for its shard
+    sizes and activations), and the dtypes as they run on `chip`. batch may be an array."""
+    sh = Sharding(tp, pp, ep, 1, sequence_parallel)
+    dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
+    b = np.asarray(batch, dtype=np.float64)
+    ops = build_ops(spec, Phase.prefill(b, np.float64(prompt_len)), sh, dt, attention)
+    cap = chip.hbm_bytes if capacity_bytes is None else capacity_bytes
+    return footprint(spec, cap, sh, dt, ops, b, np.float64(prompt_len + gen_len)), dt
+
+
+def _max_batch_row(spec, chip, usable_bytes, context, gen_len, tp, pp, ep, weight_dtype, kv_dtype, act_dtype,
+                   attention, sequence_parallel) -> dict:
+    fp, dt = memory_footprint(spec, chip, batch=pp, prompt_len=context - gen_len, gen_len=gen_len, tp=tp, pp=pp,
+                              ep=ep, weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype,
+                              attention=attention, sequence_parallel=sequence_parallel, capacity_bytes=usable_bytes)
+    mb = float(fp.max_batch)
+    mb_int = int(mb) if math.isfinite(mb) else 0
+    return {"weight_dtype": dt.weight or spec.weight_dtype, "kv_dtype": dt.kv,
+            "weight_bytes_per_chip": fp.weight_bytes_per_chip,
+            "kv_bytes_per_sequence_per_chip": float(fp.kv_bytes_per_sequence_per_chip),
+            "activation_workspace_bytes_per_chip": float(fp.activation_workspace_bytes_per_chip),
+            "bytes_per_sequence_per_chip": float(fp.kv_bytes_per_sequence_per_chip),
+            "free_bytes": float(fp.free_bytes), "max_batch": max(mb_int, 0), "fits": mb_int >= pp,
+            "kv_bytes_per_token": kv_bytes_per_token(spec, dt.kv), "weight_bytes": weight_bytes(spec, weight_dtype),
+            "error": None}

@@ -12,6 +12,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from .units import short_number
+
 KINDS = ("gemm", "attention", "elementwise", "norm", "embedding", "collective")
 ZERO = np.float64(0.0)
 
@@ -61,7 +63,7 @@ def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_ele
     flops = t * (2.0 * k * n * n_matrices)  # scalars first: one pass over the grid
     weight_bytes = m_read * (k * n * bits_per_weight / 8 + (n * act_bytes_per_elem if bias else 0.0))
     act = t * ((k + n) * act_bytes_per_elem * n_matrices)
-    formula = f"2*T*k*n*{n_matrices:g} with T={_s(t)}, k={k:g}, n={n:g}{formula_note}"
+    formula = f"2*T*k*n*{n_matrices:g} with T={short_number(t)}, k={k:g}, n={n:g}{formula_note}"
     stored = n_stored * (k * n * bits_per_weight / 8 + (n * act_bytes_per_elem if bias else 0.0))
     return Op(name, group, "gemm", count, flops, np.asarray(weight_bytes, dtype=np.float64), act,
               tokens=t, compute_dtype=compute_dtype, formula=formula, stored_bytes=float(stored))
@@ -114,9 +116,9 @@ def attention(name, group, count, *, batch, q_len, kv_len, n_heads, n_kv_heads, 
     if not fused:
         act = act + 4.0 * b * n_heads * q * kv_eff * score_bytes_per_elem
     mode = "causal" if causal else "full"
-    formula = (f"2*B*H*pairs*(dqk+dv) with B={_s(b)}, H={n_heads:g}, pairs={_s(pairs)} ({mode}"
+    formula = (f"2*B*H*pairs*(dqk+dv) with B={short_number(b)}, H={n_heads:g}, pairs={short_number(pairs)} ({mode}"
                f"{', window ' + str(window) if window else ''}), dqk={qk_dim:g}, dv={v_dim:g}; "
-               f"KV read {_s(kv_eff)} tokens x {kv_elems_per_token:g} elems")
+               f"KV read {short_number(kv_eff)} tokens x {kv_elems_per_token:g} elems")
     return Op(name, group, "attention", count, flops, ZERO, act, kv_bytes, tokens=b * q,
               compute_dtype=compute_dtype, formula=formula)
 
@@ -127,7 +129,7 @@ def kv_write(name, group, count, *, tokens, kv_elems_per_token, act_bytes_per_el
     elems = t * kv_elems_per_token
     return Op(name, group, "elementwise", count, elems * 0.0, ZERO, elems * act_bytes_per_elem,
               elems * kv_bytes_per_elem, tokens=t, compute_dtype="vector",
-              formula=f"copy T={_s(t)} x {kv_elems_per_token:g} elems into the KV cache")
+              formula=f"copy T={short_number(t)} x {kv_elems_per_token:g} elems into the KV cache")
 
 
 def elementwise(name, group, count, *, tokens, elems, flops_per_elem, reads, writes, act_bytes_per_elem,
@@ -140,7 +142,7 @@ def elementwise(name, group, count, *, tokens, elems, flops_per_elem, reads, wri
     e = np.asarray(elems, dtype=np.float64)
     flops = flops_per_elem * e
     act = e * ((reads + writes) * act_bytes_per_elem)
-    formula = f"{flops_per_elem:g} FLOP/elem over {_s(e)} elems, {reads:g} reads + {writes:g} writes"
+    formula = f"{flops_per_elem:g} FLOP/elem over {short_number(e)} elems, {reads:g} reads + {writes:g} writes"
     return Op(name, group, kind, count, flops, np.asarray(weight_bytes, dtype=np.float64), act,
               tokens=np.asarray(tokens, dtype=np.float64), compute_dtype="vector", formula=formula)
 
@@ -150,14 +152,14 @@ def embedding(name, group, *, tokens, d_model, weight_bytes_per_elem, act_bytes_
     t = np.asarray(tokens, dtype=np.float64)
     return Op(name, group, "embedding", 1, t * 0.0, t * d_model * weight_bytes_per_elem,
               t * d_model * act_bytes_per_elem, tokens=t, compute_dtype="vector",
-              formula=f"gather T={_s(t)} rows of {d_model:g} elems")
+              formula=f"gather T={short_number(t)} rows of {d_model:g} elems")
 
 
 def collective(name, group, count, *, kind, buffer_bytes, chips, tokens=ZERO) -> Op:
     """A collective over `chips` chips on a buffer of buffer_bytes per chip (its cost: sharding.py)."""
     v = np.asarray(buffer_bytes, dtype=np.float64)
     return Op(name, group, "collective", count, v * 0.0, comm_bytes=v, collective=kind, group_chips=chips,
-              tokens=np.asarray(tokens, dtype=np.float64), formula=f"{kind} of {_s(v)} B over {chips} chips")
+              tokens=np.asarray(tokens, dtype=np.float64), formula=f"{kind} of {short_number(v)} B over {chips} chips")
 
 
 def expected_distinct_experts(n_experts, top_k, tokens):
@@ -165,9 +167,3 @@ def expected_distinct_experts(n_experts, top_k, tokens):
     E * (1 - (1 - k/E)^T). One token: k; many tokens: all E."""
     t = np.asarray(tokens, dtype=np.float64)
     return n_experts * (1.0 - (1.0 - top_k / n_experts) ** t)
-
-
-def _s(x) -> str:
-    """Short text of a scalar or array for formulas."""
-    a = np.asarray(x)
-    return f"{float(a.reshape(-1)[0]):.6g}" if a.size == 1 else "[grid]"

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from .errors import RooflineError, ScenarioError
+from .units import json_ready, records
 
 CONSTRAINTS = ("memory", "ttft", "tpot", "chips")
 # batch multipliers of the grid (x pp): ~x1.5 steps, so a cost-optimal batch is found within ~25%
@@ -159,24 +160,13 @@ class Plan:
     disaggregation: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        from .estimate import _plain
-
-        return _plain(dict(model=self.model, targets=self.targets, rank_by=self.rank_by, best=self.best,
-                           configs=_records(self.configs), best_per_chip=_records(self.best_per_chip),
-                           frontier=_records(self.frontier), frontier_by=self.frontier_by,
+        return json_ready(dict(model=self.model, targets=self.targets, rank_by=self.rank_by, best=self.best,
+                           configs=records(self.configs), best_per_chip=records(self.best_per_chip),
+                           frontier=records(self.frontier), frontier_by=self.frontier_by,
                            explanation=self.explanation, notes=list(self.notes), attribution=ATTRIBUTION,
                            prices={k: dict(usd_per_hour=v.usd_per_hour, source=v.source)
                                    for k, v in self.prices.items()},
                            disaggregation={k: v.to_dict() for k, v in self.disaggregation.items()}))
-
-
-def _records(df) -> list[dict]:
-    if df is None or len(df) == 0:
-        return []
-    out = []
-    for rec in df.to_dict(orient="records"):
-        out.append({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in rec.items()})
-    return out
 
 
 # ------------------------------------------------------------------------------------------- planner
@@ -204,11 +194,12 @@ def plan(model, chips, prompt_len: int, gen_len: int, ttft_s: float | None = Non
     `disaggregation` per chip at the best plan's batch (or decode_batch)."""
     import pandas as pd
 
-    from .estimate import _load_model, evaluate
+    from .estimate import evaluate
+    from .model.hf import load_model
     from .hardware import load_chip
     from .memory import max_batch as memory_max_batch, weight_bytes
 
-    spec = _load_model(model)
+    spec = load_model(model)
     chip_list = [load_chip(c) for c in ([chips] if isinstance(chips, str) else chips)]
     if not chip_list:
         raise ScenarioError("plan needs at least one chip")
@@ -321,8 +312,8 @@ def _rows(r, chip, t, p, e, batches, usable, reserve, ttft_s, tpot_s, qps, max_c
 
     n = batches.shape[0]
     bc = lambda v: np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)).copy()  # noqa: E731
-    ttft, tpot, e2e = bc(r["ttft_s"]), bc(r["tpot_s"]), bc(r["e2e_s"])
-    per_chip = bc(r["memory"]["per_chip_bytes"])
+    ttft, tpot, e2e = bc(r.ttft_s), bc(r.tpot_s), bc(r.e2e_s)
+    per_chip = bc(r.memory.bytes_per_chip)
     fits = per_chip <= usable
     meets_ttft = ttft <= ttft_s if ttft_s is not None else np.ones(n, bool)
     meets_tpot = tpot <= tpot_s if tpot_s is not None else np.ones(n, bool)
@@ -414,9 +405,7 @@ def _pareto(df, by: str):
 
 
 def _clean(rec: dict) -> dict:
-    from .estimate import _plain
-
-    return _plain({k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in rec.items()})
+    return json_ready(rec)
 
 
 # ------------------------------------------------------------------------------------------- explanation
@@ -588,10 +577,11 @@ def disaggregation(model, chip, prompt_len: int, gen_len: int, decode_batch: int
     request occupies a slot for gen_len - 1 steps (the first token comes from prefill), at the mean step time.
     prefill_efficiency / decode_efficiency override `efficiency` per phase (e.g. Efficiency(compute=0.4) for
     the book's 40% prefill MFU)."""
-    from .estimate import _load_model, evaluate
+    from .estimate import evaluate
+    from .model.hf import load_model
     from .hardware import load_chip
 
-    spec = _load_model(model)
+    spec = load_model(model)
     chip = load_chip(chip)
     if gen_len < 2:
         raise ScenarioError("disaggregation needs gen_len >= 2 (decode steps after the prefill's first token)")
@@ -616,9 +606,9 @@ def disaggregation(model, chip, prompt_len: int, gen_len: int, decode_batch: int
                              efficiency=pre_eff, **kw)
             except RooflineError:
                 continue
-            if float(r["memory"]["per_chip_bytes"]) > usable or (ttft_s is not None and float(r["ttft_s"]) > ttft_s):
+            if float(r.memory.bytes_per_chip) > usable or (ttft_s is not None and float(r.ttft_s) > ttft_s):
                 continue
-            t_s = _steady_prefill_s(float(r["ttft_s"]), p)
+            t_s = _steady_prefill_s(float(r.ttft_s), p)
             rate = b / t_s / (t * p)
             if best is None or rate > best[0]:
                 best = (rate, t, p, e, b, t_s)
@@ -635,12 +625,12 @@ def disaggregation(model, chip, prompt_len: int, gen_len: int, decode_batch: int
                              ep=e, efficiency=dec_eff, **kw)
             except RooflineError:
                 continue
-            tpot = float(r["tpot_s"])
-            m = r["memory"]  # a decode server never prefills: weights + KV cache (decode activations: B tokens, ~0)
-            resident = float(m["per_chip_weight_bytes"] + m["per_chip_kv_cache_bytes"])
+            tpot = float(r.tpot_s)
+            m = r.memory  # a decode server never prefills: weights + KV cache (decode activations: B tokens, ~0)
+            resident = float(m.weight_bytes_per_chip + m.kv_cache_bytes_per_chip)
             if resident > usable or (tpot_s is not None and tpot > tpot_s):
                 continue
-            decode_sum = float(r["e2e_s"] - r["ttft_s"])
+            decode_sum = float(r.decode_s)
             rate = decode_batch / decode_sum / (t * p)
             if best is None or rate > best[0]:
                 best = (rate, t, p, e, tpot, decode_sum)
@@ -661,7 +651,7 @@ def disaggregation(model, chip, prompt_len: int, gen_len: int, decode_batch: int
     co_b = pb if pb % dp_ == 0 else dp_
     r_co = evaluate(spec, chip, batch=co_b, prompt_len=prompt_len, gen_len=1, tp=dt, pp=dp_, ep=de,
                     efficiency=pre_eff, **kw)
-    co_pre_per_req = _steady_prefill_s(float(r_co["ttft_s"]), dp_) / co_b
+    co_pre_per_req = _steady_prefill_s(float(r_co.ttft_s), dp_) / co_b
     co_req_s_chip = 1.0 / ((co_pre_per_req + decode_sum / decode_batch) * dt * dp_)
     co_tpot = (decode_sum + decode_batch * co_pre_per_req) / (gen_len - 1)
     dis_tok = bal["requests_per_s_per_chip"] * gen_len

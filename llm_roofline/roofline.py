@@ -19,10 +19,31 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-BOUNDS = np.array(["compute", "memory", "comm"])
+from .collectives import CollectiveTerms, collective_terms
+
+if TYPE_CHECKING:
+    from .hardware import Chip
+    from .ops import Op
+
+TERMS = ("compute", "memory", "comm")
+BOUNDS = np.array(TERMS)
+
+
+def bound_of(t_compute_s, t_memory_s, t_comm_s) -> np.ndarray:
+    """'compute' | 'memory' | 'comm': the largest of the three terms (ties go to the first)."""
+    c, m, k = np.broadcast_arrays(t_compute_s, t_memory_s, t_comm_s)
+    return BOUNDS[np.where(k > np.maximum(c, m), 2, np.where(m > c, 1, 0))]
+
+
+def intensity_of(flops, hbm_bytes) -> np.ndarray:
+    """FLOP per HBM byte (inf for work that moves no HBM bytes)."""
+    f, b = np.broadcast_arrays(np.asarray(flops, dtype=np.float64), np.asarray(hbm_bytes, dtype=np.float64))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(b > 0, f / np.where(b > 0, b, 1.0), np.inf)
 
 
 @dataclass(frozen=True)
@@ -66,17 +87,12 @@ class Score:
     @cached_property
     def bound(self) -> np.ndarray:
         """'compute' | 'memory' | 'comm': the largest term (ties go to the first)."""
-        c, m, k = np.broadcast_arrays(self.t_compute_s, self.t_memory_s, self.t_comm_s)
-        idx = np.where(k > np.maximum(c, m), 2, np.where(m > c, 1, 0))
-        return BOUNDS[idx]
+        return bound_of(self.t_compute_s, self.t_memory_s, self.t_comm_s)
 
     @cached_property
     def intensity(self) -> np.ndarray:
         """FLOP per HBM byte (inf for an op that moves no HBM bytes)."""
-        f, b = np.broadcast_arrays(self._flops, self._hbm_bytes)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            out = np.where(b > 0, f / np.where(b > 0, b, 1.0), np.inf)
-        return np.broadcast_to(out, np.shape(self.t_s))
+        return np.broadcast_to(intensity_of(self._flops, self._hbm_bytes), np.shape(self.t_s))
 
 
 def _arr(x) -> np.ndarray:
@@ -122,3 +138,126 @@ def matmul_intensity(b, d, f, bytes_x=2.0, bytes_w=2.0, bytes_out=2.0):
     """
     b, d, f = _arr(b), _arr(d), _arr(f)
     return 2 * b * d * f / (bytes_x * b * d + bytes_w * d * f + bytes_out * b * f)
+
+
+# ------------------------------------------------------------------------------ ops meet a chip
+def score_collective(terms: CollectiveTerms, efficiency: Efficiency = IDEAL) -> Score:
+    """A collective's time from its alpha-beta terms (collectives.collective_terms)."""
+    return score(0.0, 0.0, peak_flops_per_s=1.0, hbm_bytes_per_s=1.0, comm_bytes=terms.link_bytes,
+                 comm_hops=terms.hops, link_bytes_per_s=terms.link_bytes_per_s, link_latency_s=terms.latency_s,
+                 efficiency=efficiency)
+
+
+def score_op(op: "Op", chip: "Chip", efficiency: Efficiency = IDEAL) -> Score:
+    """One op on one chip: collectives priced on the link they cross, other ops on peak FLOP/s and HBM."""
+    if op.kind == "collective":
+        return score_collective(collective_terms(op.collective, op.comm_bytes, op.group_chips, chip), efficiency)
+    return score(op.flops, op.hbm_bytes, peak_flops_per_s=chip.peak_flops_per_s(op.compute_dtype),
+                 hbm_bytes_per_s=chip.hbm_bytes_per_s, efficiency=efficiency)
+
+
+@dataclass(frozen=True)
+class Scored:
+    """An op and its roofline Score; the Score's arrays (t_compute_s, t_memory_s, t_comm_s, overhead_s,
+    t_s, t_lower_s, t_upper_s, bound, intensity) read through."""
+
+    op: "Op"
+    score: Score
+
+    def __getattr__(self, name):
+        if name == "score":  # not set yet (copy/unpickle): no recursion
+            raise AttributeError(name)
+        return getattr(self.score, name)
+
+
+def score_ops(ops: "list[Op]", chip: "Chip", efficiency_model=None) -> list[Scored]:
+    """Every op scored on `chip`. efficiency_model: None (ideal), an Efficiency for every op, or an object
+    with .for_op(op, chip) -> Efficiency (efficiency.CalibratedModel)."""
+    def eff(op):
+        if efficiency_model is None:
+            return IDEAL
+        return efficiency_model if isinstance(efficiency_model, Efficiency) else efficiency_model.for_op(op, chip)
+
+    return [Scored(op, score_op(op, chip, eff(op))) for op in ops]
+
+
+# ------------------------------------------------------------------------------ sums of times
+@dataclass(frozen=True)
+class Times:
+    """Summed times (over ops, over steps), arrays over the scenario grid. Unlike a Score, t_s, t_lower_s
+    and t_upper_s are sums of each op's own combination, not recombined from the summed terms."""
+
+    t_compute_s: np.ndarray
+    t_memory_s: np.ndarray
+    t_comm_s: np.ndarray
+    t_s: np.ndarray
+    t_lower_s: np.ndarray
+    t_upper_s: np.ndarray
+
+    @property
+    def bound(self) -> np.ndarray:
+        return bound_of(self.t_compute_s, self.t_memory_s, self.t_comm_s)
+
+    def scaled(self, factor) -> "Times":
+        return Times(*(getattr(self, k) * factor for k in TIME_FIELDS))
+
+
+TIME_FIELDS = ("t_compute_s", "t_memory_s", "t_comm_s", "t_s", "t_lower_s", "t_upper_s")
+
+
+def times_of(s: Score) -> Times:
+    return Times(*(getattr(s, k) for k in TIME_FIELDS))
+
+
+def sum_max_affine(a0, a1, b0, b1, n):
+    """Sum over j = 0..n-1 of max(a_j, b_j) where a_j, b_j run linearly from (a0, b0) at j = 0 to
+    (a1, b1) at j = n-1. Exact: sum(b) + sum of the positive part of the linear difference."""
+    n = np.asarray(n, dtype=np.float64)
+    a1, b1 = np.where(n > 1, a1, a0), np.where(n > 1, b1, b0)  # one point: the start values
+    d0 = a0 - b0
+    slope = np.where(n > 1, ((a1 - b1) - d0) / np.maximum(n - 1, 1), 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        root = np.where(slope != 0, -d0 / np.where(slope != 0, slope, 1.0), 0.0)
+    # slope > 0: positive for j > root; slope < 0: positive for j < root
+    j_start = np.clip(np.floor(root) + 1, 0, n)
+    j_end = np.clip(np.ceil(root), 0, n)
+    cnt_up = n - j_start
+    pos_up = cnt_up * d0 + slope * (j_start + n - 1) * cnt_up / 2
+    pos_down = j_end * d0 + slope * (j_end - 1) * j_end / 2
+    pos_flat = n * np.maximum(d0, 0.0)
+    pos = np.where(slope > 0, pos_up, np.where(slope < 0, pos_down, pos_flat))
+    return n * (b0 + b1) / 2 + np.maximum(pos, 0.0)
+
+
+def trapezoid_sum(x_first, x_last, n):
+    """Sum of n values running linearly from x_first to x_last (exact for affine sequences)."""
+    return n * (x_first + x_last) / 2
+
+
+def sum_affine_steps(first: Score, last: Score, n) -> Times:
+    """Times of one op summed over n steps whose terms run linearly from `first` to `last` (a decode
+    stretch in which the context grows and no sliding window is crossed). Exact: the max of two affine
+    terms is summed in closed form (sum_max_affine). An op is either a collective (comm only) or local
+    work (no comm), so per step max(c, m, comm) = max(c, m) + comm: the lower bound sums like the headline."""
+    c = trapezoid_sum(first.t_compute_s, last.t_compute_s, n)
+    m = trapezoid_sum(first.t_memory_s, last.t_memory_s, n)
+    comm = trapezoid_sum(first.t_comm_s, last.t_comm_s, n)
+    ovh = trapezoid_sum(first.overhead_s, last.overhead_s, n)
+    smax = sum_max_affine(first.t_compute_s, last.t_compute_s, first.t_memory_s, last.t_memory_s, n)
+    return Times(c, m, comm, smax + comm + ovh, smax + comm + ovh, c + m + comm + ovh)
+
+
+def add_times(parts) -> Times:
+    """Sum of Times (an iterable)."""
+    parts = list(parts)
+    return Times(*(sum(getattr(p, k) for p in parts) for k in TIME_FIELDS))
+
+
+def bound_shares(parts, weights) -> dict[str, np.ndarray]:
+    """Headline time t_s of every part (weighted: count x schedule factor) grouped by its own bound term."""
+    shares = {b: 0.0 for b in TERMS}
+    for p, w in zip(parts, weights):
+        which = np.stack(np.broadcast_arrays(p.t_compute_s, p.t_memory_s, p.t_comm_s)).argmax(axis=0)
+        for i, b in enumerate(TERMS):
+            shares[b] = shares[b] + np.where(which == i, p.t_s * w, 0.0)
+    return shares

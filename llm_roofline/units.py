@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 from .errors import ScenarioError
 
 # Storage bits per element. tf32 is a compute mode stored in 32-bit words.
@@ -113,6 +115,12 @@ def sig3(x: float) -> str:
     return f"{r:.{digits}f}"
 
 
+def short_number(x) -> str:
+    """A scalar (or one-element array) as 6 significant digits, '[grid]' for a longer array: formulas' text."""
+    a = np.asarray(x)
+    return f"{float(a.reshape(-1)[0]):.6g}" if a.size == 1 else "[grid]"
+
+
 def eng(x: float, unit: str = "") -> str:
     """Engineering notation with an SI prefix and three significant digits: eng(3.35e12, 'B/s') -> '3.35 TB/s'."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
@@ -138,3 +146,28 @@ def fmt_seconds(t: float | None) -> str:
     if t >= 1e-6:
         return f"{sig3(t * 1e6)} µs"
     return f"{sig3(t * 1e9)} ns"
+
+
+# ---------------------------------------------------------------- plain data (JSON, tables)
+def json_ready(x):
+    """Recursively: numpy scalars -> Python numbers, tuples -> lists, nan -> None, +-inf -> "inf" / "-inf"
+    (JSON has neither). The one converter every to_dict and JSON writer uses."""
+    if isinstance(x, dict):
+        return {k: json_ready(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [json_ready(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return json_ready(x.tolist())
+    if isinstance(x, np.generic):
+        return json_ready(x.item())
+    if isinstance(x, float) and not math.isfinite(x):
+        return None if math.isnan(x) else ("inf" if x > 0 else "-inf")
+    return x
+
+
+def records(df) -> list[dict]:
+    """Rows of a DataFrame as dicts with NaN -> None (an empty list for None or an empty frame)."""
+    if df is None or len(df) == 0:
+        return []
+    return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in rec.items()}
+            for rec in df.to_dict(orient="records")]

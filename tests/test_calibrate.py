@@ -13,7 +13,8 @@ import llm_roofline as lr
 from llm_roofline import calibrate as cal
 from llm_roofline.calibrate import FamilyFit, calibrated_model
 from llm_roofline.errors import ChipError, RooflineError
-from llm_roofline.estimate import estimate, score_ops
+from llm_roofline.estimate import estimate
+from llm_roofline.roofline import score_ops
 from llm_roofline.graph import Phase, build_ops
 from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
 from llm_roofline.ops import collective, elementwise, gemm

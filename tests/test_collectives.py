@@ -1,4 +1,4 @@
-"""Collective costs (sharding.collective_terms) against hand arithmetic and "How to Scale Your Model".
+"""Collective costs (collectives.collective_terms) against hand arithmetic and "How to Scale Your Model".
 
 Times are computed by roofline.score (the only place a time is computed); the expected values are
 written out by hand in the comments next to them.
@@ -13,7 +13,7 @@ from hypothesis import assume, given, settings, strategies as st
 from llm_roofline.errors import ShardingError
 from llm_roofline.hardware import list_chips, load_chip
 from llm_roofline.roofline import score
-from llm_roofline.sharding import COLLECTIVES, collective_terms
+from llm_roofline.collectives import COLLECTIVES, collective_terms
 
 MIB = 2**20
 

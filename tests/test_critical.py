@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from llm_roofline.errors import ShardingError
 from llm_roofline.hardware import load_chip
-from llm_roofline.sharding import (dcn_critical_batch, dp_critical_batch, scaleup_collective_bytes_per_s,
+from llm_roofline.sharding import (dcn_critical_batch, dp_critical_batch,
                                    tp_limit_latency, tp_limit_throughput, two_chip_matmul_compute_bound_min_d)
 
 V5P = load_chip("tpu-v5p")  # C = 4.59e14, W_ici = 2 x 9e10 = 1.8e11, HBM 2.765e12, DCN 6.25e9
@@ -17,9 +17,9 @@ H100 = load_chip("h100-sxm")  # C = 989.4e12, NVLink egress 450e9 one way, IB 50
 
 
 def test_collective_bandwidth_is_bidirectional_link_on_tpu_egress_on_gpu():
-    assert scaleup_collective_bytes_per_s(V5P) == 1.8e11  # book: v5p bidi 1.8e11
-    assert scaleup_collective_bytes_per_s(V5E) == 9e10  # book: v5e bidi 9e10
-    assert scaleup_collective_bytes_per_s(H100) == 450e9  # book Part 12: GPU egress 450e9
+    assert V5P.scaleup.collective_bytes_per_s == 1.8e11  # book: v5p bidi 1.8e11
+    assert V5E.scaleup.collective_bytes_per_s == 9e10  # book: v5e bidi 9e10
+    assert H100.scaleup.collective_bytes_per_s == 450e9  # book Part 12: GPU egress 450e9
 
 
 def test_tp_limit_throughput_v5p_llama70b():

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import llm_roofline as lr
-from llm_roofline.estimate import _sum_max_affine, estimate, evaluate, score_ops, sweep
+from llm_roofline.estimate import estimate, evaluate, sweep
+from llm_roofline.roofline import score_ops, sum_max_affine
 from llm_roofline.graph import Dtypes, Phase, build_ops
 from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
 from llm_roofline.sharding import Sharding
@@ -27,7 +28,7 @@ def test_sum_max_affine_matches_brute_force():
         j = np.arange(n)
         frac = j / max(n - 1, 1)
         brute = np.maximum(a0 + (a1 - a0) * frac, b0 + (b1 - b0) * frac).sum()
-        assert float(_sum_max_affine(a0, a1, b0, b1, n)) == pytest.approx(brute, abs=1e-9)
+        assert float(sum_max_affine(a0, a1, b0, b1, n)) == pytest.approx(brute, abs=1e-9)
 
 
 @pytest.mark.parametrize("window", [None, 40])
@@ -136,15 +137,15 @@ def test_memory_llama8b_by_hand():
 def test_properties_bounds_and_monotonicity(b, p, g):
     spec = dense()
     r = evaluate(spec, "h100", batch=[b, b + 1, b], prompt_len=[p, p, p + 7], gen_len=g)
-    for k in ("t_lower_s", "t_s", "t_upper_s", "flops", "bytes"):
-        assert np.all(np.asarray(r["prefill_totals"][k]) >= 0)
-    t = r["prefill_totals"]
-    assert np.all(t["t_lower_s"] <= t["t_s"] * (1 + 1e-12)) and np.all(t["t_s"] <= t["t_upper_s"] * (1 + 1e-12))
+    tot, t = r.prefill.totals, r.prefill.totals.times
+    for v in (t.t_lower_s, t.t_s, t.t_upper_s, tot.flops, tot.bytes):
+        assert np.all(np.asarray(v) >= 0)
+    assert np.all(t.t_lower_s <= t.t_s * (1 + 1e-12)) and np.all(t.t_s <= t.t_upper_s * (1 + 1e-12))
     # more batch or more context never means fewer FLOPs, bytes or time
-    for k in ("flops", "bytes", "t_s"):
-        v = np.asarray(t[k])
+    for v in (tot.flops, tot.bytes, t.t_s):
+        v = np.asarray(v)
         assert v[1] >= v[0] * (1 - 1e-12) and v[2] >= v[0] * (1 - 1e-12)
-    assert r["e2e_s"][1] >= r["e2e_s"][0] * (1 - 1e-12) and r["e2e_s"][2] >= r["e2e_s"][0] * (1 - 1e-12)
+    assert r.e2e_s[1] >= r.e2e_s[0] * (1 - 1e-12) and r.e2e_s[2] >= r.e2e_s[0] * (1 - 1e-12)
 
 
 def test_doubling_hbm_bandwidth_never_slower():

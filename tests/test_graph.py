@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from llm_roofline import load_chip
-from llm_roofline.estimate import score_ops
+from llm_roofline.roofline import score_ops
 from llm_roofline.graph import Dtypes, Phase, build_ops
 from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
 from llm_roofline.ops import causal_pairs, expected_distinct_experts

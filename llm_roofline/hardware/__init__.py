@@ -42,21 +42,17 @@ class Link:
 
     @property
     def collective_bytes_per_s(self) -> float:
-        """The W of the book's communication rooflines: W_ici = a torus link both ways (Part 2/3);
-        on GPUs the per-GPU egress bandwidth, one direction (Part 12)."""
+        """W in the book's compute-vs-communication rooflines.
+
+        torus (TPU): W_ici = 2 x link_bytes_per_s, one link both directions per axis (book Part 3, "we use the
+            bidirectional bandwidth"; Part 5: v5p C / W_ici = 4.59e14 / 1.8e11 = 2550).
+        switch / full_mesh (GPU): the per-GPU NVLink (or xGMI / PCIe) egress, ONE direction, bytes_per_s
+            (book Part 12 "Rooflines for LLM Scaling on GPUs": W_collective = GPU egress bandwidth,
+            H100 450e9, C / W = 990e12 / 450e9 = 2200).
+        """
         if self.topology == "torus":
             return 2 * self.link_bytes_per_s
         return self.bytes_per_s
-
-    def has_wraparound(self, axis_size: int) -> bool:
-        """Whether a ring of axis_size chips along one torus axis closes on itself."""
-        if self.topology != "torus":
-            return True
-        if self.wraparound == "always":
-            return True
-        if self.wraparound == "never":
-            return False
-        return axis_size in self.axes  # full_axis: only a slice spanning a whole axis wraps around
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ import math
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..units import json_ready
+
 SCENARIO_KEYS = ("tp", "pp", "ep", "dp", "weight_dtype", "act_dtype", "kv_dtype", "efficiency", "attention",
                  "sequence_parallel")
 CHARTS = {
@@ -60,24 +62,6 @@ def ops_frame(estimates):
     return pd.concat(frames, ignore_index=True)
 
 
-def _json_ready(x):
-    """inf/nan are not JSON: inf -> "inf", nan -> null (as Estimate.to_dict does)."""
-    if isinstance(x, dict):
-        return {k: _json_ready(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_json_ready(v) for v in x]
-    if isinstance(x, float) and (math.isinf(x) or math.isnan(x)):
-        return None if math.isnan(x) else ("inf" if x > 0 else "-inf")
-    try:
-        import numpy as np
-
-        if isinstance(x, np.generic):
-            return _json_ready(x.item())
-    except ImportError:  # pragma: no cover
-        pass
-    return x
-
-
 def summary_dict(estimates, *, command: str | None = None, notes: Sequence[str] = ()) -> dict[str, Any]:
     """summary.json: metadata + one entry per chip with Estimate.to_dict() (minus the ops table, which is in
     ops.csv). Raw SI values throughout; `units` states them."""
@@ -91,7 +75,7 @@ def summary_dict(estimates, *, command: str | None = None, notes: Sequence[str] 
                              sequence_parallel=s.get("sequence_parallel", False))
         d["dtypes"] = dict(weight=s["weight_dtype"], act=s["act_dtype"], kv=s["kv_dtype"], compute=s["compute_dtype"])
         results.append(d)
-    return _json_ready(dict(
+    return json_ready(dict(
         llm_roofline_version=_version(),
         command=command,
         model=ests[0].model if ests else None,
@@ -122,7 +106,8 @@ def write_report(model, chips, out_dir, *, batch: int = 1, prompt_len: int = 204
     and the charts into `out_dir`. kw: tp, pp, ep, dp, weight_dtype, act_dtype, kv_dtype, efficiency,
     attention, sequence_parallel (as for `estimate`). A model that does not fit still gets a report; its
     headline says so. Returns {artifact: path}."""
-    from ..estimate import _load_model, estimate
+    from ..estimate import estimate
+    from ..model.hf import load_model
     from . import plot
     from .markdown import report_markdown
 
@@ -131,7 +116,7 @@ def write_report(model, chips, out_dir, *, batch: int = 1, prompt_len: int = 204
         raise TypeError(f"write_report: unknown scenario keywords {sorted(unknown)}")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    spec = _load_model(model)
+    spec = load_model(model)
     chips = [c for c in (chips.split(",") if isinstance(chips, str) else chips) if str(c).strip()]
     ests = estimates or [estimate(spec, c, batch=batch, prompt_len=prompt_len, gen_len=gen_len, **kw) for c in chips]
     dpi = dpi or plot.DPI

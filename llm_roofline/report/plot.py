@@ -461,10 +461,10 @@ def plot_frontier(model, chips, *, prompt_lens: Sequence[int] | None = None, pro
     """Latency–throughput frontier: TPOT (ms) vs output tokens/s per chip (batch · gen / e2e / chips, prefill
     included) over a batch sweep, one curve per prompt length, one panel per chip. Filled points fit in
     HBM; hollow grey points do not; a star marks the largest batch that fits."""
-    from ..estimate import _load_model
+    from ..model.hf import load_model
 
     plt = _plt()
-    spec = _load_model(model)
+    spec = load_model(model)
     chips = _as_list(chips)
     if gen_len < 2:
         gen_len = 2  # TPOT needs at least one decode step
@@ -575,42 +575,43 @@ def _log_axis(ax, which: str) -> None:
 
 
 def memory_data(model, chip, *, prompt_len: int = 2048, gen_len: int = 256, batches=None, **kw) -> dict:
-    """Per-chip bytes (weights, KV cache at prompt + gen tokens, peak activations) over a batch grid, against
-    the chip's HBM capacity (one vectorized `evaluate` call)."""
-    from ..estimate import evaluate
+    """Per-chip bytes (weights, KV cache at prompt + gen tokens, the activation workspace) over a batch grid,
+    against the chip's HBM capacity (memory only: nothing is scored)."""
     from ..hardware import load_chip
+    from ..memory import memory_footprint
+    from ..model.hf import load_model
 
     c = load_chip(chip)
+    spec = load_model(model)
     pp = int(kw.get("pp", 1))
-    eval_kw = {k: v for k, v in kw.items() if k in ("tp", "pp", "ep", "dp", "weight_dtype", "act_dtype", "kv_dtype",
-                                                     "attention", "sequence_parallel")}
+    mem_kw = {k: v for k, v in kw.items() if k in ("tp", "pp", "ep", "weight_dtype", "act_dtype", "kv_dtype",
+                                                    "attention", "sequence_parallel")}
     if batches is None:
-        probe = evaluate(model, c, batch=pp, prompt_len=prompt_len, gen_len=gen_len, **eval_kw)
-        mb = int(np.asarray(probe["memory"]["max_batch"]))
+        probe, _ = memory_footprint(spec, c, batch=pp, prompt_len=prompt_len, gen_len=gen_len, **mem_kw)
+        mb = int(np.asarray(probe.max_batch))
         batches = _batch_grid(pp, mb, lo=16, hi=2048)
         if mb > 0:
             batches = np.union1d(batches, [mb])
     b = np.asarray(sorted({int(x) for x in batches}), dtype=np.float64)
-    r = evaluate(model, c, batch=b, prompt_len=prompt_len, gen_len=gen_len, **eval_kw)
-    m = r["memory"]
+    m, _ = memory_footprint(spec, c, batch=b, prompt_len=prompt_len, gen_len=gen_len, **mem_kw)
 
-    def arr(k):
-        return np.broadcast_to(np.asarray(m[k], dtype=np.float64), b.shape).copy()
+    def arr(v):
+        return np.broadcast_to(np.asarray(v, dtype=np.float64), b.shape).copy()
 
-    return dict(chip=c.name, batch=b.astype(int), weights=arr("per_chip_weight_bytes"),
-                kv_cache=arr("per_chip_kv_cache_bytes"), activations=arr("per_chip_activation_bytes"),
-                per_chip_bytes=arr("per_chip_bytes"), capacity_bytes=c.hbm_bytes,
-                max_batch=int(np.max(np.asarray(m["max_batch"]))), context=int(prompt_len + gen_len))
+    return dict(chip=c.name, batch=b.astype(int), weights=arr(m.weight_bytes_per_chip),
+                kv_cache=arr(m.kv_cache_bytes_per_chip), activations=arr(m.activation_workspace_bytes_per_chip),
+                per_chip_bytes=arr(m.bytes_per_chip), capacity_bytes=c.hbm_bytes,
+                max_batch=int(np.max(np.asarray(m.max_batch))), context=int(prompt_len + gen_len))
 
 
 def plot_memory(model, chips, *, prompt_len: int = 2048, gen_len: int = 256, batches=None, path=None,
                 dpi: int = DPI, **kw) -> PlotResult:
     """Stacked bars of per-chip memory (weights, KV cache, activations) vs batch, against HBM capacity
     (dashed line), one panel per chip; bars past the largest batch that fits (or over capacity) are hatched."""
-    from ..estimate import _load_model
+    from ..model.hf import load_model
 
     plt = _plt()
-    spec = _load_model(model)
+    spec = load_model(model)
     chips = _as_list(chips)
     fig, axes = _subplots(plt, len(chips), width_each=6.0, height=4.6)
     data: dict[str, Any] = {}

@@ -7,13 +7,15 @@ import io
 import json
 from typing import Any, Iterable, Sequence
 
+from ..units import json_ready
+
 FORMATS = ("table", "json", "csv", "markdown")
 
 
 def render(rows: Sequence[dict[str, Any]], fmt: str, display: Iterable[tuple[str, str, Any]] | None = None) -> str:
     """rows: raw SI values (for json/csv). display: (header, key, formatter) triples for table/markdown."""
     if fmt == "json":
-        return json.dumps(list(rows), indent=2, default=_json_default)
+        return json.dumps(json_ready(list(rows)), indent=2, default=str)
     if fmt == "csv":
         if not rows:
             return ""
@@ -50,15 +52,3 @@ def _looks_numeric(cell: str) -> bool:
         return True
     except ValueError:
         return False
-
-
-def _json_default(o):
-    import numpy as np
-
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if hasattr(o, "to_dict"):
-        return o.to_dict()
-    return str(o)

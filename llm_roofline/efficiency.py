@@ -1,0 +1,254 @@
+"""The runtime efficiency model: how far real kernels fall short of the roofline, per chip and op family,
+read from the chip TOML's `[efficiency.*]` tables (fitted by calibrate.py) and applied per op
+(`estimate(..., efficiency="calibrated")`).
+
+The model (per chip and op family; a few parameters, each with a physical meaning), T = op.tokens::
+
+    eff.compute(T) = compute_max * T / (T + compute_tokens_half)           fraction of peak FLOP/s
+    eff.memory(T)  = memory_max * T / sqrt(T**2 + memory_tokens_half**2)   fraction of peak HBM bandwidth
+    eff.comm       = comm_max                                              fraction of link bandwidth (beta)
+    eff.overhead_s = overhead_s      fixed time per kernel (ramp-up, tail, launch gaps); for collectives the
+                                     latency (alpha) on top of the link's hops * latency_s
+
+and roofline.score (the only place a time is computed) turns them into a time::
+
+    t = max(flops / (peak * eff.compute), bytes / (hbm * eff.memory)) + overhead_s
+    collective: t = hops * latency_s + link_bytes / (link_bytes_per_s * comm_max) + overhead_s
+
+- gemm: compute_max is what a large GEMM reaches (cuBLAS fp16 here: ~0.75 of the dense peak on A100 and H100;
+  the book says H100/B200 reach 80-85 %, TPUs 95 %). compute_tokens_half (85 rows A100, 160 H100) is a
+  padding cost: the FLOP time is that of T + compute_tokens_half rows (M padded to tiles, idle SMs, wave
+  quantization), so GEMMs near the ridge point run slower than max(compute, memory) says, which is where the
+  ideal roofline errs most (x2). memory_max: weight streaming at small M (0.81 A100, 0.93 H100).
+- elementwise, activation, rope, norm, embedding: memory-bound kernels whose bandwidth grows with the rows in
+  flight until the SMs are full (the vLLM/Sarathi kernels run one thread block per token): memory efficiency
+  is a smooth min(T / memory_tokens_half, 1) * memory_max, and the fitted memory_tokens_half (95-200
+  tokens) is about the SM count (108 A100, 132 H100). Below it the time is flat (a per-row cost), above it
+  linear in the bytes. Fitted with a plain sum (T / (T + T_half), as for GEMMs) the corner was 2x too soft.
+- A saturating memory efficiency in bytes, memory_max * B / (B + B_half), would add the fixed time
+  B_half / (memory_max * hbm) inside the max: the same thing as overhead_s. Fitted on the GEMMs, B_half went
+  to ~1 byte, so fixed latency is carried by overhead_s alone.
+- Every efficiency is <= 1 and every overhead >= 0, so a calibrated time is never below the ideal roofline
+  bound (tests/test_calibrate.py checks it with hypothesis).
+
+Efficiencies depend on op.tokens only (never on the KV context length), so within a decode stretch every
+op's compute and memory times stay affine in the context length and estimate.py's closed-form decode sum
+stays exact. Attention's efficiency is therefore a constant (its bytes grow with the context). An op with
+tokens = 0 (unknown) gets the asymptotic efficiencies compute_max and memory_max.
+
+Op families (`family_of`), and what measured them (Vidur kernel profiles; benchmarks/CALIBRATION.md says how maintainers refit):
+
+    gemm         every kind='gemm' op                       attn_pre_proj, attn_post_proj, mlp_up/down_proj
+    attention    kind='attention' (attn.core)               NOT measured: gemm's compute_max, memory_max and
+                                                            overhead_s, constant in tokens
+    elementwise  residual adds, KV-cache writes, others     add (residual)
+    activation   '*.act' (SiLU-and-mul, GELU)               mlp_act
+    rope         '*.rope'                                   attn_rope
+    norm         kind='norm' (RMSNorm, LayerNorm)           input_layernorm, post_attention_layernorm
+    embedding    kind='embedding'                           emb
+    collective   kind='collective' inside the scale-up      NCCL all_reduce (one node); all_gather,
+                 domain                                     reduce_scatter, all_to_all, p2p borrow it;
+                                                            collectives crossing domains stay ideal
+
+The non-GEMM families differ because their kernels do: at large T the residual add streams at 0.9-1.0 of
+peak HBM bandwidth, SiLU-and-mul ~0.5, rotary ~0.5, RMSNorm ~0.37 and the embedding gather ~0.17 on both
+GPUs, so one shared "elementwise" efficiency would be off by 2x either way.
+
+Chips without their own `[efficiency.*]` tables use a family default (FAMILY_DEFAULTS) and say so in
+`CalibratedModel.label`: Hopper -> the h100-sxm fit, Ampere -> a100-80gb, Blackwell / CDNA3 / Ada / Volta
+-> the nearest GPU fit (not measured), TPU -> TPU_DEFAULT (uncalibrated: compute 0.95 per the book's
+footnote, memory and links 0.9, 1 us per op).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Mapping
+
+import numpy as np
+
+from .errors import ChipError, ScenarioError
+from .hardware import Chip, load_chip
+from .roofline import Efficiency
+
+if TYPE_CHECKING:
+    from .ops import Op
+
+FAMILIES = ("gemm", "attention", "elementwise", "activation", "rope", "norm", "embedding", "collective")
+
+
+# =============================================================================== parameters
+@dataclass(frozen=True)
+class FamilyFit:
+    """Efficiency parameters of one op family on one chip (see the module docstring)."""
+
+    compute_max: float = 1.0  # asymptotic fraction of peak FLOP/s, (0, 1]
+    compute_tokens_half: float = 0.0  # tokens at which compute efficiency is compute_max / 2, >= 0
+    memory_max: float = 1.0  # asymptotic fraction of peak HBM bandwidth, (0, 1]
+    memory_tokens_half: float = 0.0  # tokens at which memory efficiency is memory_max / sqrt(2), >= 0
+    comm_max: float = 1.0  # fraction of link bandwidth, (0, 1]
+    overhead_s: float = 0.0  # fixed time per kernel, >= 0
+    fitted_on: str = ""
+
+    def __post_init__(self):
+        for name in ("compute_max", "memory_max", "comm_max"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and 0 < v <= 1):
+                raise ChipError(f"efficiency {name} must be in (0, 1], got {v!r}")
+        for name in ("compute_tokens_half", "memory_tokens_half", "overhead_s"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+                raise ChipError(f"efficiency {name} must be a finite number >= 0, got {v!r}")
+
+    def compute(self, tokens) -> np.ndarray:
+        """compute_max * T / (T + compute_tokens_half); tokens <= 0 (unknown): compute_max."""
+        t = np.asarray(tokens, dtype=np.float64)
+        known = t > 0
+        tt = np.where(known, t, 1.0)
+        return np.where(known, self.compute_max * tt / (tt + self.compute_tokens_half), self.compute_max)
+
+    def memory(self, tokens) -> np.ndarray:
+        """memory_max * T / sqrt(T^2 + memory_tokens_half^2); tokens <= 0 (unknown): memory_max."""
+        t = np.asarray(tokens, dtype=np.float64)
+        known = t > 0
+        tt = np.where(known, t, 1.0)
+        return np.where(known, self.memory_max * tt / np.hypot(tt, self.memory_tokens_half), self.memory_max)
+
+    def efficiency(self, tokens=0.0, kernels=1.0, label: str = "calibrated") -> Efficiency:
+        return Efficiency(compute=self.compute(tokens), memory=self.memory(tokens), comm=self.comm_max,
+                          overhead_s=self.overhead_s * np.asarray(kernels, dtype=np.float64), label=label)
+
+    def params(self) -> dict[str, float]:
+        return {k: getattr(self, k) for k in PARAMS}
+
+
+PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_half", "comm_max", "overhead_s")
+IDEAL_FIT = FamilyFit(fitted_on="ideal roofline")
+# TPU: not calibrated. compute 0.95: the book ("How to Scale Your Model", Part 1 footnote: "H100 and B200
+# usually only achieve 80-85% of the claimed peak FLOPs, while TPUs reach 95% in normal use"). memory and
+# links 0.9 and 1 us per (XLA-fused) op are ASSUMPTIONS, not measurements.
+TPU_DEFAULT = FamilyFit(compute_max=0.95, memory_max=0.9, comm_max=0.9, overhead_s=1e-6,
+                        fitted_on="tpu default (uncalibrated): compute 0.95 per the book's footnote; memory 0.9, "
+                                  "links 0.9, overhead 1 us are assumptions")
+
+# chip family -> (calibrated chip whose fit it borrows, why)
+FAMILY_DEFAULTS = {
+    "hopper": ("h100-sxm", ""),
+    "ampere": ("a100-80gb", ""),
+    "blackwell": ("h100-sxm", "nearest GPU fit; Blackwell kernels not measured"),
+    "cdna3": ("h100-sxm", "nearest GPU fit (HBM3 generation); ROCm kernels not measured"),
+    "ada": ("a100-80gb", "nearest GPU fit (mma.sync tensor cores as on Ampere); Ada kernels not measured"),
+    "volta": ("a100-80gb", "nearest GPU fit; Volta kernels not measured"),
+}
+
+
+def family_of(op: "Op") -> str:
+    """The efficiency family of an estimator op (see the module docstring)."""
+    if op.kind in ("gemm", "attention", "norm", "embedding", "collective"):
+        return op.kind
+    name = op.name.rsplit(".", 1)[-1]
+    if name in ("act", "activation"):
+        return "activation"
+    if name == "rope":
+        return "rope"
+    return "elementwise"
+
+
+@dataclass(frozen=True)
+class CalibratedModel:
+    """Per-family efficiency parameters of one chip. `for_op(op, chip)` -> Efficiency (estimate.py)."""
+
+    chip: str
+    label: str
+    families: Mapping[str, FamilyFit]
+    sources: Mapping[str, str] = field(default_factory=dict)  # family -> where its numbers came from
+
+    def fit_for(self, family: str) -> FamilyFit:
+        return self.families.get(family, IDEAL_FIT)
+
+    def for_op(self, op: "Op", chip: Chip) -> Efficiency:
+        fam = family_of(op)
+        if fam == "collective" and _crosses_domain(op, chip):
+            return Efficiency(label=self.label + "; multi-node collective: ideal (not calibrated)")
+        p = self.fit_for(fam)
+        tokens = 0.0 if fam == "attention" else op.tokens  # attention: constant (bytes grow with context)
+        return p.efficiency(tokens, label=self.label)
+
+
+def _crosses_domain(op: "Op", chip: Chip) -> bool:
+    return int(op.group_chips) > chip.scaleup.domain_size
+
+
+def fits_from_table(table: Mapping[str, Any], where: str = "") -> dict[str, FamilyFit]:
+    """The FamilyFit of every `[efficiency.<family>]` sub-table of a chip's raw `[efficiency]` table."""
+    out = {}
+    for fam, sub in table.items():
+        if not isinstance(sub, Mapping):
+            continue
+        if fam not in FAMILIES:
+            raise ChipError(f"{where}[efficiency.{fam}]: unknown family; known: {', '.join(FAMILIES)}")
+        unknown = set(sub) - set(PARAMS) - {"fitted_on"}
+        if unknown:
+            raise ChipError(f"{where}[efficiency.{fam}]: unknown keys {sorted(unknown)}; known: {', '.join(PARAMS)}")
+        vals = {k: float(sub[k]) for k in PARAMS if k in sub}
+        try:
+            out[fam] = FamilyFit(**vals, fitted_on=str(sub.get("fitted_on", "")))
+        except ChipError as e:
+            raise ChipError(f"{where}[efficiency.{fam}]: {e}") from None
+    if "gemm" in out and "attention" not in out:
+        out["attention"] = attention_from_gemm(out["gemm"])
+    return out
+
+
+def attention_from_gemm(g: FamilyFit) -> FamilyFit:
+    return FamilyFit(compute_max=g.compute_max, memory_max=g.memory_max, overhead_s=g.overhead_s,
+                     fitted_on="NOT MEASURED: gemm's compute_max, memory_max and overhead_s, constant in tokens")
+
+
+def calibrated_model(chip) -> CalibratedModel:
+    """The calibrated efficiency model of `chip` (name, path or Chip). Its `.label` says where it comes from:
+    'calibrated (h100-sxm fit)', 'family default: hopper from h100-sxm fit', 'tpu default (uncalibrated)', ..."""
+    chip = load_chip(chip)
+    own = fits_from_table(chip.calibration, f"{chip.name}: ")
+    if own:
+        return CalibratedModel(chip.name, f"calibrated ({chip.name} fit)", MappingProxyType(own),
+                               MappingProxyType({f: f"{chip.name} fit" for f in own}))
+    if chip.family == "tpu":
+        fams = {f: TPU_DEFAULT for f in FAMILIES}
+        return CalibratedModel(chip.name, "tpu default (uncalibrated)", MappingProxyType(fams),
+                               MappingProxyType({f: "tpu default (uncalibrated)" for f in FAMILIES}))
+    if chip.family in FAMILY_DEFAULTS:
+        src_name, why = FAMILY_DEFAULTS[chip.family]
+        src = load_chip(src_name)
+        fams = fits_from_table(src.calibration, f"{src.name}: ")
+        if fams:
+            label = f"family default: {chip.family} from {src.name} fit" + (f" ({why})" if why else "")
+            return CalibratedModel(chip.name, label, MappingProxyType(fams),
+                                   MappingProxyType({f: f"{src.name} fit" for f in fams}))
+    label = f"uncalibrated: no measurements or default for {chip.name} (family {chip.family or '?'}); ideal"
+    return CalibratedModel(chip.name, label, MappingProxyType({}), MappingProxyType({}))
+
+
+def resolve_efficiency(efficiency, chip: Chip):
+    """'ideal' (None) | 'calibrated' (the chip's CalibratedModel) | an Efficiency applied to every op |
+    an object with .for_op(op, chip) -> Efficiency."""
+    if efficiency is None or efficiency == "ideal":
+        return None
+    if isinstance(efficiency, Efficiency):
+        return efficiency
+    if efficiency == "calibrated":
+        return calibrated_model(chip)
+    if hasattr(efficiency, "for_op"):
+        return efficiency
+    raise ScenarioError(f"efficiency must be 'ideal' or 'calibrated', got {efficiency!r}")
+
+
+def efficiency_label(efficiency) -> str:
+    """'ideal', 'calibrated (h100-sxm fit)', ...: the name reports print for an efficiency mode or model."""
+    if efficiency is None:
+        return "ideal"
+    if isinstance(efficiency, str):
+        return efficiency
+    return getattr(efficiency, "label", type(efficiency).__name__)
