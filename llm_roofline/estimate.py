@@ -427,14 +427,13 @@ def _ops_frame(r: Evaluation, gen_len):
     for phase, pr, steps in phases:
         for s, row in zip(pr.scored, pr.per_op):
             w = {k: float(np.asarray(v)) / steps for k, v in row.work.items()}
-            t = row.times.scaled(1.0 / steps)
+            t = {k: float(getattr(row.times, k)) / steps for k in ("t_compute_s", "t_memory_s", "t_comm_s", "t_s")}
             nbytes = w["weight_bytes"] + w["act_bytes"] + w["kv_bytes"]
             rows.append(dict(phase=phase, group=s.op.group, name=s.op.name, kind=s.op.kind, count=s.op.count,
                              flops=w["flops"], bytes=nbytes, weight_bytes=w["weight_bytes"],
                              act_bytes=w["act_bytes"], kv_bytes=w["kv_bytes"], comm_bytes=w["comm_bytes"],
                              intensity=float(intensity_of(w["flops"], nbytes)),
-                             t_compute_s=float(t.t_compute_s), t_memory_s=float(t.t_memory_s),
-                             t_comm_s=float(t.t_comm_s), t_s=float(t.t_s), bound=str(t.bound),
+                             **t, bound=str(bound_of(t["t_compute_s"], t["t_memory_s"], t["t_comm_s"])),
                              formula=s.op.formula))
     return pd.DataFrame(rows, columns=OPS_COLUMNS)
 
