@@ -228,10 +228,8 @@ def _phase_totals(scored: list[Scored], per_op: list[OpSums], sh: Sharding, time
             tot["kv_read_bytes"] = tot["kv_read_bytes"] + w["kv_bytes"] * traffic  # the cache read once
         elif op.kind == "gemm" and op.group != "model":
             tot["mlp_flops"] = tot["mlp_flops"] + w["flops"] * work
-    weights = [s.op.count * time_factor for s in scored]
-    times = add_times(r.times.scaled(wt) for r, wt in zip(per_op, weights))
-    shares = bound_shares([r.times for r in per_op], weights)
-    return PhaseTotals(**tot, times=times, bound_shares=shares)
+    per_op_times = [r.times.scaled(s.op.count).scaled(time_factor) for s, r in zip(scored, per_op)]
+    return PhaseTotals(**tot, times=add_times(per_op_times), bound_shares=bound_shares(per_op_times))
 
 
 def _run_phase(ops: list[Op], chip: Chip, eff, sh: Sharding, time_factor, sums, steps) -> PhaseResult:

@@ -16,7 +16,8 @@ import numpy as np
 from .errors import ScenarioError
 from .model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
 from .ops import Op, attention, collective, elementwise, embedding, expected_distinct_experts, gemm, kv_write
-from .sharding import Sharding, kv_elems_per_token_per_chip, kv_heads_per_chip, split
+from .sharding import (Sharding, collective_after, collective_before, expert_layout, kv_elems_per_token_per_chip,
+                       kv_heads_per_chip, shard_count, split)
 from .units import canonical_dtype, dtype_bytes
 
 if TYPE_CHECKING:
@@ -29,13 +30,13 @@ ATTENTION_MODES = ("fused", "unfused")
 class Phase:
     """One forward step. Arrays broadcast over the scenario grid."""
 
-    name: str  # prefill | decode | verify
+    name: str  # a label (prefill | decode | verify): the builder reads the fields below, never the name
     batch: np.ndarray  # sequences per replica
     q_len: np.ndarray  # new tokens per sequence
     kv_len: np.ndarray  # context each new token can attend to at the end of the step (new tokens included)
     causal: bool = True
-    lm_head_last_only: bool = True  # prefill: logits for the last position of each sequence only
-    mla_absorbed: bool | None = None  # None: absorbed when decoding, materialized otherwise
+    lm_head_last_only: bool = True  # logits for the last position of each sequence only (prefill)
+    mla_absorbed: bool = False  # MLA: kv_b absorbed into q and o (decode) or K, V materialized (prefill)
 
     @staticmethod
     def prefill(batch, prompt_len, cached_len=0, causal=True) -> "Phase":
@@ -45,7 +46,7 @@ class Phase:
     @staticmethod
     def decode(batch, kv_len) -> "Phase":
         return Phase("decode", np.asarray(batch, dtype=np.float64), np.float64(1.0),
-                     np.asarray(kv_len, dtype=np.float64), True, lm_head_last_only=False)
+                     np.asarray(kv_len, dtype=np.float64), True, lm_head_last_only=False, mla_absorbed=True)
 
 
 @dataclass(frozen=True)
@@ -84,84 +85,84 @@ class _Ctx:
         self.b = phase.batch / sh.pp  # micro-batch: pipeline stages work on batch/pp sequences each
         self.q = phase.q_len
         self.T = self.b * self.q  # (T,) tokens this step
-        self.ab = dtype_bytes(dt.act)
-        self.kvb = dtype_bytes(dt.kv)
-        self.native_b = dtype_bytes(spec.weight_dtype)
-        self.cd = dt.compute
+        self.act_bytes = dtype_bytes(dt.act)  # per activation element
+        self.kv_bytes = dtype_bytes(dt.kv)  # per cached element
+        self.native_bytes = dtype_bytes(spec.weight_dtype)  # per unquantized weight (norms, biases)
+        self.compute_dtype = dt.compute
         self.tp = sh.tp
-        self.sp = sh.sequence_parallel and sh.tp > 1
         self.fused = attention_mode == "fused"
 
-    def bits(self, family: str, k: float) -> float:
-        return self.spec.weight_format_for(family, self.dt.weight).bits_per_weight(k)
+    def placed(self, style: str) -> dict:
+        """The placement fields of an op of this shard style."""
+        return dict(style=style, shards=shard_count(style, self.sh))
 
-    def gemm(self, name, group, count, family, *, k, n, shards, tokens=None, **kw) -> Op:
-        op = gemm(name, group, count, tokens=self.T if tokens is None else tokens, k=k, n=n,
-                  bits_per_weight=self.bits(family, k), act_bytes_per_elem=self.ab, compute_dtype=self.cd, **kw)
-        return op.scaled(shards=shards)
+    def gemm(self, name, group, count, family, *, k, n, style, tokens=None, **kw) -> Op:
+        return gemm(name, group, count, tokens=self.T if tokens is None else tokens, k=k, n=n,
+                    bits_per_weight=self.spec.weight_format_for(family, self.dt.weight).bits_per_weight(k),
+                    act_bytes_per_elem=self.act_bytes, compute_dtype=self.compute_dtype, **self.placed(style), **kw)
 
-    def norm(self, name, group, count, tokens=None) -> Op:
+    def pointwise(self, name, group, count, *, rows, width, flops_per_elem, reads, style, **kw) -> Op:
+        """Elementwise work over a (rows, width) tensor (rows split over tp for the 'sequence' style under
+        sequence parallelism)."""
+        rows = rows / shard_count(style, self.sh) if style == "sequence" else rows
+        return elementwise(name, group, count, tokens=rows, elems=rows * width, flops_per_elem=flops_per_elem,
+                           reads=reads, writes=1, act_bytes_per_elem=self.act_bytes, **self.placed(style), **kw)
+
+    def norm(self, name, group, count) -> Op:
         """RMSNorm/LayerNorm over d: ~4 FLOP/elem (square, sum, scale, weight); reads x, writes y."""
-        t = self.T if tokens is None else tokens
-        shards = self.tp if self.sp else 1
-        rows = t / shards  # (T/tp, d) with sequence parallelism, else every chip normalizes all T rows
-        w = self.spec.norm_params() * self.native_b
-        op = elementwise(name, group, count, tokens=rows, elems=rows * self.spec.d_model, flops_per_elem=4, reads=1, writes=1,
-                         act_bytes_per_elem=self.ab, weight_bytes=w, kind="norm")
-        return op.scaled(shards=shards, stored_bytes=w)
+        w = self.spec.norm_params() * self.native_bytes
+        return self.pointwise(name, group, count, rows=self.T, width=self.spec.d_model, flops_per_elem=4, reads=1,
+                              style="sequence", weight_bytes=w, stored_bytes=w, kind="norm")
 
     def residual(self, group, count, reads=2) -> Op:
-        shards = self.tp if self.sp else 1
-        op = elementwise("residual", group, count, tokens=self.T / shards, elems=self.T / shards * self.spec.d_model,
-                         flops_per_elem=reads - 1, reads=reads, writes=1, act_bytes_per_elem=self.ab)
-        return op.scaled(shards=shards)
+        return self.pointwise("residual", group, count, rows=self.T, width=self.spec.d_model,
+                              flops_per_elem=reads - 1, reads=reads, style="sequence")
 
-    def block_collective(self, suffix, group, count) -> list[Op]:
+    def collectives(self, kind: str | None, name: str, group, count, tokens=None, width=None) -> list[Op]:
+        """The collective `kind` (None: nothing) over the tp group on the (tokens, width) activations."""
+        if kind is None:
+            return []
+        t = self.T if tokens is None else tokens
+        buf = t * (self.spec.d_model if width is None else width) * self.act_bytes
+        return [collective(f"comm.{kind}.{name}", group, count, kind=kind, buffer_bytes=buf, chips=self.tp,
+                           tokens=t)]
+
+    def after_row(self, suffix, group, count) -> list[Op]:
         """After a row-parallel matmul: all-reduce of y[T, d], or reduce-scatter under sequence parallelism."""
-        if self.tp == 1:
-            return []
-        buf = self.T * self.spec.d_model * self.ab
-        kind = "reduce_scatter" if self.sp else "all_reduce"
-        return [collective(f"comm.{kind}.{suffix}", group, count, kind=kind, buffer_bytes=buf, chips=self.tp,
-                           tokens=self.T)]
+        return self.collectives(collective_after("row", self.sh), suffix, group, count)
 
-    def gather_before(self, suffix, group, count) -> list[Op]:
+    def before_column(self, suffix, group, count) -> list[Op]:
         """Sequence parallelism: all-gather the (T/tp, d) shards before a column-parallel matmul."""
-        if not self.sp:
-            return []
-        buf = self.T * self.spec.d_model * self.ab
-        return [collective(f"comm.all_gather.{suffix}", group, count, kind="all_gather", buffer_bytes=buf,
-                           chips=self.tp, tokens=self.T)]
+        return self.collectives(collective_before("column", self.sh), suffix, group, count)
 
 
 # --------------------------------------------------------------------------------------- attention
 def _attention_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
     a, n, d, tp = g.attention, g.count, c.spec.d_model, c.tp
     heads = split(a.n_heads, tp, "attention heads")  # column-parallel: heads split over tp
-    ops = c.gather_before("attn", g.name, n)
+    ops = c.before_column("attn", g.name, n)
     if a.kind == "mla":
         ops += _mla_projections(c, g, heads)
+        rope_dim, kv_rope_heads = a.qk_rope_head_dim, 1
     else:
         kvh = kv_heads_per_chip(a, tp)
         # (T, d) @ (d, H*hd + KV*hd + KV*vd) -> fused q, k, v
         ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=heads * a.head_dim + kvh * (a.head_dim + a.v_head_dim),
-                          shards=tp, bias=a.qkv_bias))
-    rope_dim = a.qk_rope_head_dim if a.kind == "mla" else a.head_dim
-    kv_rope_heads = 1 if a.kind == "mla" else kv_heads_per_chip(a, tp)
+                          style="column", bias=a.qkv_bias))
+        rope_dim, kv_rope_heads = a.head_dim, kvh
     if a.qk_norm:
-        ops.append(elementwise("attn.qk_norm", g.name, n, tokens=c.T, elems=c.T * (heads + kv_rope_heads) * a.head_dim,
-                               flops_per_elem=4, reads=1, writes=1, act_bytes_per_elem=c.ab,
-                               weight_bytes=2 * a.head_dim * c.native_b, kind="norm").scaled(shards=tp))
-    if a.rope:
-        # rotate q (H heads) and k (KV heads) in place: ~3 FLOP/elem (two multiplies, one add)
-        ops.append(elementwise("attn.rope", g.name, n, tokens=c.T, elems=c.T * (heads + kv_rope_heads) * rope_dim,
-                               flops_per_elem=3, reads=1, writes=1, act_bytes_per_elem=c.ab).scaled(shards=tp))
-    cache_elems = kv_elems_per_token_per_chip(a, tp)
-    ops.append(kv_write("attn.kv_write", g.name, n, tokens=c.T, kv_elems_per_token=cache_elems,
-                        act_bytes_per_elem=c.ab, kv_bytes_per_elem=c.kvb).scaled(shards=tp if a.kind != "mla" else 1))
+        ops.append(c.pointwise("attn.qk_norm", g.name, n, rows=c.T, width=(heads + kv_rope_heads) * a.head_dim,
+                               flops_per_elem=4, reads=1, style="column", weight_bytes=2 * a.head_dim * c.native_bytes,
+                               kind="norm"))
+    if a.rope:  # rotate q (H heads) and k (KV heads) in place: ~3 FLOP/elem (two multiplies, one add)
+        ops.append(c.pointwise("attn.rope", g.name, n, rows=c.T, width=(heads + kv_rope_heads) * rope_dim,
+                               flops_per_elem=3, reads=1, style="column"))
+    ops.append(kv_write("attn.kv_write", g.name, n, tokens=c.T, kv_elems_per_token=kv_elems_per_token_per_chip(a, tp),
+                        act_bytes_per_elem=c.act_bytes, kv_bytes_per_elem=c.kv_bytes,
+                        **c.placed("replicated" if a.kind == "mla" else "column")))
     ops.append(_attention_core(c, g, heads))
     # row-parallel: (T, H*vd) @ (H*vd, d) -> partial sums of (T, d)
-    ops.append(c.gemm("attn.o_proj", g.name, n, "attn", k=heads * a.v_head_dim, n=d, shards=tp, bias=a.o_bias))
+    ops.append(c.gemm("attn.o_proj", g.name, n, "attn", k=heads * a.v_head_dim, n=d, style="row", bias=a.o_bias))
     return ops
 
 
@@ -170,19 +171,18 @@ def _mla_projections(c: _Ctx, g: LayerGroup, heads: int) -> list[Op]:
     q_b and kv_b are column-parallel over heads. kv_b is materialized over the whole context for
     prefill ((b*kv, r) @ (r, H*(nope+v)) -> K_nope, V) and absorbed into the query and output for decode
     (the same weights applied to the T new tokens only)."""
-    a, n, d, tp = g.attention, g.count, c.spec.d_model, c.tp
+    a, n, d = g.attention, g.count, c.spec.d_model
     ops = []
     latent_out = a.kv_lora_rank + a.qk_rope_head_dim
     if a.q_lora_rank:
-        ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=a.q_lora_rank + latent_out, shards=1))
-        ops.append(c.gemm("attn.q_b_proj", g.name, n, "attn", k=a.q_lora_rank, n=heads * a.head_dim, shards=tp))
+        ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=a.q_lora_rank + latent_out, style="replicated"))
+        ops.append(c.gemm("attn.q_b_proj", g.name, n, "attn", k=a.q_lora_rank, n=heads * a.head_dim, style="column"))
     else:
-        ops.append(c.gemm("attn.q_proj", g.name, n, "attn", k=d, n=heads * a.head_dim, shards=tp))
-        ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=latent_out, shards=1))
-    absorbed = c.phase.mla_absorbed if c.phase.mla_absorbed is not None else c.phase.name == "decode"
-    kv_tokens = c.T if absorbed else c.b * c.phase.kv_len
+        ops.append(c.gemm("attn.q_proj", g.name, n, "attn", k=d, n=heads * a.head_dim, style="column"))
+        ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=latent_out, style="replicated"))
+    absorbed = c.phase.mla_absorbed
     ops.append(c.gemm("attn.kv_b_proj", g.name, n, "attn", k=a.kv_lora_rank, n=heads * (a.qk_nope_head_dim + a.v_head_dim),
-                      shards=tp, tokens=kv_tokens,
+                      style="column", tokens=c.T if absorbed else c.b * c.phase.kv_len,
                       formula_note=" (absorbed into q and o)" if absorbed else " (materialized over the context)"))
     return ops
 
@@ -190,46 +190,40 @@ def _mla_projections(c: _Ctx, g: LayerGroup, heads: int) -> list[Op]:
 def _attention_core(c: _Ctx, g: LayerGroup, heads: int) -> Op:
     a = g.attention
     common = dict(batch=c.b, q_len=c.q, kv_len=c.phase.kv_len, causal=c.phase.causal, window=a.sliding_window,
-                  fused=c.fused, act_bytes_per_elem=c.ab, compute_dtype=c.cd)
-    if a.kind == "mla":
-        absorbed = c.phase.mla_absorbed if c.phase.mla_absorbed is not None else c.phase.name == "decode"
-        if absorbed:  # scores against the latent (r + rope) and values from the latent (r); KV = latent cache
-            op = attention("attn.core", g.name, g.count, n_heads=heads, n_kv_heads=1,
-                           qk_dim=a.kv_lora_rank + a.qk_rope_head_dim, v_dim=a.kv_lora_rank,
-                           kv_elems_per_token=a.kv_elements_per_token(), kv_bytes_per_elem=c.kvb, **common)
-        else:  # materialized K, V per head, written by kv_b_proj in the activation dtype
-            op = attention("attn.core", g.name, g.count, n_heads=heads, n_kv_heads=heads, qk_dim=a.head_dim,
-                           v_dim=a.v_head_dim, kv_elems_per_token=heads * (a.head_dim + a.v_head_dim),
-                           kv_bytes_per_elem=c.ab, **common)
-    else:
-        op = attention("attn.core", g.name, g.count, n_heads=heads, n_kv_heads=kv_heads_per_chip(a, c.tp),
-                       qk_dim=a.head_dim, v_dim=a.v_head_dim,
-                       kv_elems_per_token=kv_elems_per_token_per_chip(a, c.tp), kv_bytes_per_elem=c.kvb, **common)
-    return op.scaled(shards=c.tp)
+                  fused=c.fused, act_bytes_per_elem=c.act_bytes, compute_dtype=c.compute_dtype, **c.placed("column"))
+    if a.kind != "mla":
+        return attention("attn.core", g.name, g.count, n_heads=heads, n_kv_heads=kv_heads_per_chip(a, c.tp),
+                         qk_dim=a.head_dim, v_dim=a.v_head_dim, kv_elems_per_token=kv_elems_per_token_per_chip(a, c.tp),
+                         kv_bytes_per_elem=c.kv_bytes, **common)
+    if c.phase.mla_absorbed:  # scores against the latent (r + rope) and values from the latent (r); KV = latent cache
+        return attention("attn.core", g.name, g.count, n_heads=heads, n_kv_heads=1,
+                         qk_dim=a.kv_lora_rank + a.qk_rope_head_dim, v_dim=a.kv_lora_rank,
+                         kv_elems_per_token=a.kv_elements_per_token(), kv_bytes_per_elem=c.kv_bytes, **common)
+    # materialized K, V per head, written by kv_b_proj in the activation dtype
+    return attention("attn.core", g.name, g.count, n_heads=heads, n_kv_heads=heads, qk_dim=a.head_dim,
+                     v_dim=a.v_head_dim, kv_elems_per_token=heads * (a.head_dim + a.v_head_dim),
+                     kv_bytes_per_elem=c.act_bytes, **common)
 
 
 # --------------------------------------------------------------------------------------------- FFN
 def _ffn_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
-    f, n, d, tp = g.ffn, g.count, c.spec.d_model, c.tp
-    ops = [] if g.parallel_block else c.gather_before("ffn", g.name, n)
+    f, n, d = g.ffn, g.count, c.spec.d_model
+    ops = [] if g.parallel_block else c.before_column("ffn", g.name, n)
     if f.kind == "dense":
-        ops += _mlp(c, g.name, n, "ffn", f, f.d_ff, "ffn")
-        return ops
+        return ops + _mlp(c, g.name, n, "ffn", f, f.d_ff, "ffn")
     # router: (T, d) @ (d, E), replicated on every chip
-    ops.append(c.gemm("ffn.router", g.name, n, "router", k=d, n=f.n_experts, shards=1, bias=f.router_bias))
-    per_expert_shards = tp // c.sh.ep  # each expert tensor-sliced over tp/ep chips
-    d_slice = split(f.d_expert, per_expert_shards, "moe expert intermediate size")
-    local_experts = split(f.n_experts, c.sh.ep, "routed experts")
-    touched = expected_distinct_experts(f.n_experts, f.top_k, c.T) / c.sh.ep  # experts read on this chip
-    assign = f.top_k / c.sh.ep  # expert assignments per token handled by this chip (balanced routing)
+    ops.append(c.gemm("ffn.router", g.name, n, "router", k=d, n=f.n_experts, style="replicated", bias=f.router_bias))
+    local_experts, d_slice = expert_layout(f.n_experts, f.d_expert, c.sh)
+    ep = c.sh.ep
+    touched = expected_distinct_experts(f.n_experts, f.top_k, c.T) / ep  # experts read on this chip
+    assign = f.top_k / ep  # expert assignments per token handled by this chip (balanced routing)
     up = 2 if f.gated else 1
-    rows_per_expert = c.T * f.top_k / (touched * c.sh.ep)  # GEMM M of one expert: what its kernel efficiency sees
+    experts = dict(style="expert", n_matrices=assign, matrices_read=touched, n_stored=local_experts, bias=f.bias,
+                   rows_per_matrix=c.T * f.top_k / (touched * ep))  # GEMM M of one expert: what its kernel sees
     ops.append(c.gemm("ffn.experts.up_gate" if f.gated else "ffn.experts.up", g.name, n, "experts", k=d,
-                      n=up * d_slice, shards=tp, n_matrices=assign, matrices_read=touched, n_stored=local_experts,
-                      bias=f.bias).scaled(tokens=rows_per_expert))
+                      n=up * d_slice, **experts))
     ops.append(_activation(c, "ffn.experts.act", g.name, n, c.T * assign, d_slice, f.gated))
-    ops.append(c.gemm("ffn.experts.down", g.name, n, "experts", k=d_slice, n=d, shards=tp, n_matrices=assign,
-                      matrices_read=touched, n_stored=local_experts, bias=f.bias).scaled(tokens=rows_per_expert))
+    ops.append(c.gemm("ffn.experts.down", g.name, n, "experts", k=d_slice, n=d, **experts))
     if f.d_shared:
         ops += _mlp(c, g.name, n, "ffn.shared", f, f.d_shared, "shared")
     return ops
@@ -237,24 +231,24 @@ def _ffn_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
 
 def _mlp(c: _Ctx, group, n, prefix, f: FfnSpec, d_ff: int, family: str) -> list[Op]:
     """Dense MLP, column-parallel up (+gate), row-parallel down. Gated: three (d, F) matrices."""
-    d, tp = c.spec.d_model, c.tp
-    f_chip = split(d_ff, tp, f"{prefix} intermediate size")
+    d = c.spec.d_model
+    f_chip = split(d_ff, c.tp, f"{prefix} intermediate size")
     up = 2 if f.gated else 1
+    bias = f.bias and family == "ffn"
     return [
         # (T, d) @ (d, 2F) -> up and gate, fused
         c.gemm(f"{prefix}.up_gate" if f.gated else f"{prefix}.up", group, n, family, k=d, n=up * f_chip,
-               shards=tp, bias=f.bias and family == "ffn"),
+               style="column", bias=bias),
         _activation(c, f"{prefix}.act", group, n, c.T, f_chip, f.gated),
         # (T, F) @ (F, d) -> partial sums of (T, d)
-        c.gemm(f"{prefix}.down", group, n, family, k=f_chip, n=d, shards=tp, bias=f.bias and family == "ffn"),
+        c.gemm(f"{prefix}.down", group, n, family, k=f_chip, n=d, style="row", bias=bias),
     ]
 
 
 def _activation(c: _Ctx, name, group, n, rows, width, gated) -> Op:
     """act(up) * gate for gated MLPs (reads 2, writes 1, ~5 FLOP/elem), act(up) otherwise (~4); (rows, width)."""
-    elems = rows * width
-    return elementwise(name, group, n, tokens=rows, elems=elems, flops_per_elem=5 if gated else 4, reads=2 if gated else 1,
-                       writes=1, act_bytes_per_elem=c.ab).scaled(shards=c.tp)
+    return c.pointwise(name, group, n, rows=rows, width=width, flops_per_elem=5 if gated else 4,
+                       reads=2 if gated else 1, style="column")
 
 
 def _moe_collectives(c: _Ctx, g: LayerGroup) -> list[Op]:
@@ -262,11 +256,11 @@ def _moe_collectives(c: _Ctx, g: LayerGroup) -> list[Op]:
     to the chips that hold its experts, and the combine back. Without sequence parallelism every
     chip already holds all T tokens, so dispatch is local and the combine is the ordinary all-reduce."""
     f = g.ffn
-    if c.sh.ep > 1 and c.sp:
-        buf = c.T / c.tp * f.top_k * c.spec.d_model * c.ab  # (T/tp * k, d) per chip
+    if c.sh.ep > 1 and collective_before("column", c.sh):
+        buf = c.T / c.tp * f.top_k * c.spec.d_model * c.act_bytes  # (T/tp * k, d) per chip
         return [collective(f"comm.all_to_all.{what}", g.name, g.count, kind="all_to_all", buffer_bytes=buf,
                            chips=c.sh.ep, tokens=c.T) for what in ("dispatch", "combine")]
-    return c.block_collective("ffn", g.name, g.count)
+    return c.after_row("ffn", g.name, g.count)
 
 
 # ------------------------------------------------------------------------------------------- layer
@@ -274,56 +268,47 @@ def _layer_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
     n = g.count
     ops = [c.norm("norm.attn", g.name, n)]
     attn = _attention_ops(c, g)
+    ffn_out = _moe_collectives(c, g) if g.ffn.kind == "moe" else c.after_row("ffn", g.name, n)
     if g.parallel_block:  # x + attn(norm(x)) + mlp(norm'(x)): one residual add, one all-reduce of the sum
         ffn = ([c.norm("norm.ffn", g.name, n)] if g.norms >= 2 else []) + _ffn_ops(c, g)
-        coll = _moe_collectives(c, g) if g.ffn.kind == "moe" else c.block_collective("ffn", g.name, n)
-        return ops + attn + ffn + coll + [c.residual(g.name, n, reads=3)]
+        return ops + attn + ffn + ffn_out + [c.residual(g.name, n, reads=3)]
     ops += attn
     if g.norms >= 4:
         ops.append(c.norm("norm.attn_out", g.name, n))
-    ops += c.block_collective("attn", g.name, n)
+    ops += c.after_row("attn", g.name, n)
     ops.append(c.residual(g.name, n))
     ops.append(c.norm("norm.ffn", g.name, n))
     ops += _ffn_ops(c, g)
     if g.norms >= 4:
         ops.append(c.norm("norm.ffn_out", g.name, n))
-    ops += _moe_collectives(c, g) if g.ffn.kind == "moe" else c.block_collective("ffn", g.name, n)
-    ops.append(c.residual(g.name, n))
-    return ops
+    return ops + ffn_out + [c.residual(g.name, n)]
 
 
 def _model_ops_head(c: _Ctx) -> list[Op]:
     """Embedding gather (vocab-parallel: each chip reads its share of the rows, then an all-reduce)."""
-    spec, tp = c.spec, c.tp
-    emb_b = dtype_bytes(spec.weight_format_for("embed", c.dt.weight).dtype)
-    op = embedding("embed", "model", tokens=c.T, d_model=spec.d_model, weight_bytes_per_elem=emb_b,
-                   act_bytes_per_elem=c.ab)
-    rows_bytes = op.weight_bytes * (1 + (1 if spec.learned_positions else 0)) / tp
-    table = (spec.vocab_size + spec.learned_positions) * spec.d_model * emb_b
-    ops = [op.scaled(weight_bytes=rows_bytes, shards=tp, stored_bytes=table / tp)]
-    if tp > 1:
-        ops.append(collective("comm.all_reduce.embed", "model", 1, kind="all_reduce",
-                              buffer_bytes=c.T * spec.d_model * c.ab, chips=tp, tokens=c.T))
-    return ops
+    spec = c.spec
+    op = embedding("embed", "model", tokens=c.T, d_model=spec.d_model, table_rows=spec.vocab_size + spec.learned_positions,
+                   weight_bytes_per_elem=dtype_bytes(spec.weight_format_for("embed", c.dt.weight).dtype),
+                   act_bytes_per_elem=c.act_bytes, lookups=2 if spec.learned_positions else 1, **c.placed("vocab_in"))
+    return [op] + c.collectives(collective_after("vocab_in", c.sh), "embed", "model", 1)
 
 
 def _model_ops_tail(c: _Ctx) -> list[Op]:
     spec, tp = c.spec, c.tp
     ops = [c.norm("norm.final", "model", 1)]
     t_lm = c.b if c.phase.lm_head_last_only else c.T  # logits of the last position only in prefill
-    v_chip = spec.vocab_size / tp  # vocab-parallel columns (the vocabulary is not padded here)
     fmt_family = "embed" if spec.tie_embeddings else "lm_head"
-    lm = gemm("lm_head", "model", 1, tokens=t_lm, k=spec.d_model, n=v_chip,
-              bits_per_weight=spec.weight_format_for(fmt_family, c.dt.weight).bits_per_weight(spec.d_model),
-              act_bytes_per_elem=c.ab, compute_dtype=c.cd, n_stored=0.0 if spec.tie_embeddings else 1.0,
-              formula_note=" (last position only)" if c.phase.lm_head_last_only else "")
-    ops.append(lm.scaled(shards=tp))
-    if tp > 1:
-        ops.append(collective("comm.all_gather.lm_head", "model", 1, kind="all_gather",
-                              buffer_bytes=t_lm * spec.vocab_size * c.ab, chips=tp, tokens=t_lm))
+    # vocab-parallel columns (the vocabulary is not padded here)
+    ops.append(gemm("lm_head", "model", 1, tokens=t_lm, k=spec.d_model, n=spec.vocab_size / tp,
+                    bits_per_weight=spec.weight_format_for(fmt_family, c.dt.weight).bits_per_weight(spec.d_model),
+                    act_bytes_per_elem=c.act_bytes, compute_dtype=c.compute_dtype,
+                    n_stored=0.0 if spec.tie_embeddings else 1.0, **c.placed("vocab_out"),
+                    formula_note=" (last position only)" if c.phase.lm_head_last_only else ""))
+    ops += c.collectives(collective_after("vocab_out", c.sh), "lm_head", "model", 1, tokens=t_lm,
+                         width=spec.vocab_size)
     if c.sh.pp > 1:  # activations handed from stage to stage: (T, d), pp - 1 hops
         ops.append(collective("comm.p2p.stage", "model", c.sh.pp - 1, kind="p2p",
-                              buffer_bytes=c.T * spec.d_model * c.ab, chips=c.sh.chips_per_replica, tokens=c.T))
+                              buffer_bytes=c.T * spec.d_model * c.act_bytes, chips=c.sh.chips_per_replica, tokens=c.T))
     return ops
 
 

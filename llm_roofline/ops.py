@@ -8,13 +8,12 @@ chip for one instance of the op (one layer): weights read, activations read + wr
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from .units import short_number
 
-KINDS = ("gemm", "attention", "elementwise", "norm", "embedding", "collective")
 ZERO = np.float64(0.0)
 
 
@@ -22,7 +21,7 @@ ZERO = np.float64(0.0)
 class Op:
     name: str  # stable dotted name: 'attn.qkv_proj', 'ffn.down', 'comm.all_reduce.attn', ...
     group: str  # layer group ('dense', 'moe', 'sliding', ...) or 'model' for embed / lm_head
-    kind: str  # one of KINDS
+    kind: str  # gemm | attention | elementwise | norm | embedding | collective
     count: float  # instances per forward pass
     flops: np.ndarray
     weight_bytes: np.ndarray = ZERO
@@ -32,7 +31,8 @@ class Op:
     collective: str = ""  # all_reduce | all_gather | reduce_scatter | all_to_all | p2p
     group_chips: int = 1  # chips taking part in the collective
     tokens: np.ndarray = ZERO  # rows the op processes (GEMM M): efficiency models key off it
-    shards: float = 1  # chips that split this op's work (tp for sharded ops, 1 when replicated)
+    style: str = "replicated"  # shard style (sharding.SHARD_STYLES): how the tp chips split this op
+    shards: float = 1  # chips that split this op's work (sharding.shard_count of the style)
     stored_bytes: float = 0.0  # weight bytes this op keeps resident on one chip (all experts), for memory
     compute_dtype: str = "bf16"  # 'vector' for work outside the matrix units
     formula: str = ""
@@ -46,17 +46,17 @@ class Op:
                 total = total + part
         return total
 
-    def scaled(self, **fields) -> "Op":
-        return replace(self, **fields)
 
 
 def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_elem, n_matrices=1.0,
-         bias=False, matrices_read=None, n_stored=1.0, compute_dtype="bf16", formula_note="") -> Op:
+         bias=False, matrices_read=None, n_stored=1.0, rows_per_matrix=None, compute_dtype="bf16", formula_note="",
+         style="replicated", shards=1) -> Op:
     """y[T, n] = x[T, k] @ W[k, n] (+ b), for n_matrices weight matrices (MoE: top-k experts' work).
 
     FLOPs = 2*T*k*n per matrix. Weights read: matrices_read (default n_matrices) * k*n*bits/8, + bias.
     Activations: x read once per matrix group, y written: (T*k + T*n) * act bytes per matrix.
     n_stored: matrices resident on the chip (MoE: its experts; tied LM head: 0, the embedding holds it).
+    rows_per_matrix: the GEMM M one kernel sees (MoE: tokens per touched expert; default T).
     """
     t = np.asarray(tokens, dtype=np.float64)
     m_read = n_matrices if matrices_read is None else matrices_read
@@ -65,8 +65,10 @@ def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_ele
     act = t * ((k + n) * act_bytes_per_elem * n_matrices)
     formula = f"2*T*k*n*{n_matrices:g} with T={short_number(t)}, k={k:g}, n={n:g}{formula_note}"
     stored = n_stored * (k * n * bits_per_weight / 8 + (n * act_bytes_per_elem if bias else 0.0))
+    rows = t if rows_per_matrix is None else np.asarray(rows_per_matrix, dtype=np.float64)
     return Op(name, group, "gemm", count, flops, np.asarray(weight_bytes, dtype=np.float64), act,
-              tokens=t, compute_dtype=compute_dtype, formula=formula, stored_bytes=float(stored))
+              tokens=rows, compute_dtype=compute_dtype, formula=formula, stored_bytes=float(stored), style=style,
+              shards=shards)
 
 
 def causal_pairs(q_len, kv_len, window=None):
@@ -92,7 +94,7 @@ def causal_pairs(q_len, kv_len, window=None):
 
 def attention(name, group, count, *, batch, q_len, kv_len, n_heads, n_kv_heads, qk_dim, v_dim,
               kv_elems_per_token, kv_bytes_per_elem, act_bytes_per_elem, causal=True, window=None,
-              fused=True, score_bytes_per_elem=2.0, compute_dtype="bf16") -> Op:
+              fused=True, score_bytes_per_elem=2.0, compute_dtype="bf16", style="column", shards=1) -> Op:
     """Attention core (scores, softmax, AV) of one layer, per chip.
 
     FLOPs = 2*B*H*pairs*(qk_dim + v_dim), pairs = query-key pairs actually computed (causal: the
@@ -120,20 +122,21 @@ def attention(name, group, count, *, batch, q_len, kv_len, n_heads, n_kv_heads, 
                f"{', window ' + str(window) if window else ''}), dqk={qk_dim:g}, dv={v_dim:g}; "
                f"KV read {short_number(kv_eff)} tokens x {kv_elems_per_token:g} elems")
     return Op(name, group, "attention", count, flops, ZERO, act, kv_bytes, tokens=b * q,
-              compute_dtype=compute_dtype, formula=formula)
+              compute_dtype=compute_dtype, formula=formula, style=style, shards=shards)
 
 
-def kv_write(name, group, count, *, tokens, kv_elems_per_token, act_bytes_per_elem, kv_bytes_per_elem) -> Op:
+def kv_write(name, group, count, *, tokens, kv_elems_per_token, act_bytes_per_elem, kv_bytes_per_elem,
+             style="column", shards=1) -> Op:
     """Append the new tokens' K and V to the cache: read (T, KV*(hd+vd)) activations, write the cache."""
     t = np.asarray(tokens, dtype=np.float64)
     elems = t * kv_elems_per_token
     return Op(name, group, "elementwise", count, elems * 0.0, ZERO, elems * act_bytes_per_elem,
-              elems * kv_bytes_per_elem, tokens=t, compute_dtype="vector",
+              elems * kv_bytes_per_elem, tokens=t, compute_dtype="vector", style=style, shards=shards,
               formula=f"copy T={short_number(t)} x {kv_elems_per_token:g} elems into the KV cache")
 
 
 def elementwise(name, group, count, *, tokens, elems, flops_per_elem, reads, writes, act_bytes_per_elem,
-                weight_bytes=0.0, kind="elementwise") -> Op:
+                weight_bytes=0.0, stored_bytes=0.0, kind="elementwise", style="replicated", shards=1) -> Op:
     """A pointwise op over `elems` elements: `reads` input and `writes` output tensors of that size.
 
     Norms read x and write y (plus the d-element weight); SwiGLU reads up and gate, writes one;
@@ -144,14 +147,18 @@ def elementwise(name, group, count, *, tokens, elems, flops_per_elem, reads, wri
     act = e * ((reads + writes) * act_bytes_per_elem)
     formula = f"{flops_per_elem:g} FLOP/elem over {short_number(e)} elems, {reads:g} reads + {writes:g} writes"
     return Op(name, group, kind, count, flops, np.asarray(weight_bytes, dtype=np.float64), act,
-              tokens=np.asarray(tokens, dtype=np.float64), compute_dtype="vector", formula=formula)
+              tokens=np.asarray(tokens, dtype=np.float64), compute_dtype="vector", formula=formula,
+              stored_bytes=stored_bytes, style=style, shards=shards)
 
 
-def embedding(name, group, *, tokens, d_model, weight_bytes_per_elem, act_bytes_per_elem) -> Op:
-    """Token embedding lookup: a gather of T rows of the table (not a GEMM): no FLOPs."""
+def embedding(name, group, *, tokens, d_model, table_rows, weight_bytes_per_elem, act_bytes_per_elem, lookups=1,
+              style="vocab_in", shards=1) -> Op:
+    """Token embedding lookup: a gather of T rows (`lookups` tables: token, learned position) of a
+    (table_rows, d) table (not a GEMM): no FLOPs. Vocab-parallel: each chip holds and reads 1/shards of it."""
     t = np.asarray(tokens, dtype=np.float64)
-    return Op(name, group, "embedding", 1, t * 0.0, t * d_model * weight_bytes_per_elem,
-              t * d_model * act_bytes_per_elem, tokens=t, compute_dtype="vector",
+    return Op(name, group, "embedding", 1, t * 0.0, t * d_model * weight_bytes_per_elem * lookups / shards,
+              t * d_model * act_bytes_per_elem, tokens=t, compute_dtype="vector", style=style, shards=shards,
+              stored_bytes=table_rows * d_model * weight_bytes_per_elem / shards,
               formula=f"gather T={short_number(t)} rows of {d_model:g} elems")
 
 

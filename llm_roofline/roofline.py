@@ -253,11 +253,11 @@ def add_times(parts) -> Times:
     return Times(*(sum(getattr(p, k) for p in parts) for k in TIME_FIELDS))
 
 
-def bound_shares(parts, weights) -> dict[str, np.ndarray]:
-    """Headline time t_s of every part (weighted: count x schedule factor) grouped by its own bound term."""
+def bound_shares(parts) -> dict[str, np.ndarray]:
+    """The headline time t_s of the parts (Times), summed by the term that bounds each part."""
     shares = {b: 0.0 for b in TERMS}
-    for p, w in zip(parts, weights):
+    for p in parts:
         which = np.stack(np.broadcast_arrays(p.t_compute_s, p.t_memory_s, p.t_comm_s)).argmax(axis=0)
         for i, b in enumerate(TERMS):
-            shares[b] = shares[b] + np.where(which == i, p.t_s * w, 0.0)
+            shares[b] = shares[b] + np.where(which == i, p.t_s, 0.0)
     return shares

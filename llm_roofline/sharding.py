@@ -1,12 +1,21 @@
 """Sharding(tp, pp, ep, dp): how one model replica is split across chips, and what collectives cost.
 
-Shard styles (gpt-fast's colwise / rowwise, Megatron-LM's tensor parallelism):
-- column-parallel: W[k, n] split on n (qkv, up_gate): no communication before, outputs stay sharded;
-- row-parallel: W[k, n] split on k (o_proj, down): partial sums, then an all-reduce of y[T, d]
-  (or reduce-scatter + all-gather with sequence parallelism);
-- vocab-parallel: embedding rows and LM-head columns split on the vocabulary;
-- expert-parallel: whole experts split over `ep` chips (all-to-all dispatch and combine);
-- replicated: norms, router, rope — every chip does the same work.
+Shard styles (gpt-fast's colwise / rowwise, Megatron-LM's tensor parallelism), the `style` of every op:
+- column: W[k, n] split on n (qkv, up_gate, q_b, kv_b) and the per-head / per-column work after it
+  (rope, q/k norms, attention, activation): no communication before, outputs stay sharded
+  (an all-gather of the sequence shards before it under sequence parallelism);
+- row: W[k, n] split on k (o_proj, down): partial sums, then an all-reduce of y[T, d]
+  (or a reduce-scatter under sequence parallelism);
+- vocab_in / vocab_out: embedding rows (partial rows, all-reduced) and LM-head columns (logits all-gathered)
+  split on the vocabulary;
+- expert: whole experts split over `ep` chips, each tensor-sliced over tp/ep (all-to-all dispatch and
+  combine under sequence parallelism, else the ordinary all-reduce);
+- sequence: per-token work on the residual stream (norms, residual adds): replicated, or split over tp
+  under sequence parallelism;
+- replicated: router, MLA down-projections, KV writes of a shared latent: every chip does the same work.
+
+This module is the one place that turns a style into per-chip sizes (shard_count, kv_heads_per_chip) and
+into the collectives around an op (collective_before, collective_after).
 """
 
 from __future__ import annotations
@@ -56,6 +65,46 @@ def split(total: int, parts: int, what: str) -> int:
     if total % parts:
         raise ShardingError(f"{what} = {total} is not divisible by {parts}")
     return total // parts
+
+
+# ============================================================================ shard styles
+SHARD_STYLES = ("column", "row", "vocab_in", "vocab_out", "expert", "sequence", "replicated")
+
+
+def sequence_parallel_on(sh: Sharding) -> bool:
+    return sh.sequence_parallel and sh.tp > 1
+
+
+def shard_count(style: str, sh: Sharding) -> int:
+    """Chips of a tp group that split an op of this style (1: every chip does all of it)."""
+    if style not in SHARD_STYLES:
+        raise ShardingError(f"unknown shard style {style!r}; known: {', '.join(SHARD_STYLES)}")
+    if style == "replicated":
+        return 1
+    if style == "sequence":
+        return sh.tp if sequence_parallel_on(sh) else 1
+    return sh.tp
+
+
+def collective_before(style: str, sh: Sharding) -> str | None:
+    """Sequence parallelism: a column-parallel matmul needs the whole sequence, all-gathered from the shards."""
+    return "all_gather" if style == "column" and sequence_parallel_on(sh) else None
+
+
+def collective_after(style: str, sh: Sharding) -> str | None:
+    """The collective an op's output needs over the tp group (None with tp = 1 or for local outputs)."""
+    if sh.tp == 1:
+        return None
+    if style == "row":
+        return "reduce_scatter" if sequence_parallel_on(sh) else "all_reduce"
+    return {"vocab_in": "all_reduce", "vocab_out": "all_gather"}.get(style)
+
+
+def expert_layout(n_experts: int, d_expert: int, sh: Sharding) -> tuple[int, int]:
+    """(experts held by one chip, intermediate columns of each held expert): experts split over ep chips,
+    each expert tensor-sliced over tp/ep chips."""
+    return (split(n_experts, sh.ep, "routed experts"),
+            split(d_expert, sh.tp // sh.ep, "moe expert intermediate size"))
 
 
 # ============================================================================ per-chip sizes

@@ -1,6 +1,7 @@
 """Calibrated efficiency: hand arithmetic with fixed parameters, never below the ideal roofline (hypothesis),
 deterministic fits, the chip-TOML writer, family defaults, and the Vidur converter's byte accounting."""
 
+import dataclasses
 import math
 from pathlib import Path
 
@@ -105,7 +106,7 @@ def test_memory_family_saturates_in_tokens(round_chip):
     assert float(s.t_s) == pytest.approx(10.26819e-6, rel=1e-5)
     # tokens unknown (0): the asymptote 0.25 -> 1,638,400 / 0.25e12 + 1 us = 7.5536 us
     s0 = score(op.flops, op.hbm_bytes, peak_flops_per_s=10e12, hbm_bytes_per_s=1e12,
-               efficiency=m.for_op(op.scaled(tokens=np.float64(0)), round_chip))
+               efficiency=m.for_op(dataclasses.replace(op, tokens=np.float64(0)), round_chip))
     assert float(s0.t_s) == pytest.approx(7.5536e-6, rel=1e-5)
 
 
