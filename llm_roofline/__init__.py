@@ -20,7 +20,7 @@ from .estimate import Estimate, MemorySummary, PhaseSummary, estimate, sweep
 # plan() likewise: the submodule llm_roofline.plan would shadow a lazy `plan` attribute
 from .plan import Disaggregation, Plan, disaggregation, plan
 
-__version__ = "0.1.0"
+from .version import __version__  # noqa: E402
 
 # public name -> module that defines it (imported on first access)
 _LAZY = {

@@ -52,10 +52,16 @@ def test_biases_and_extras_are_native_dtype():
     assert fam["attn"] == pytest.approx(147.75)
 
 
-def test_family_bytes_sum_to_the_total():
-    for ident in ("deepseek-ai/DeepSeek-V3", "openai/gpt-oss-20b", "openai-community/gpt2"):
-        m = load_model(ident)
-        assert sum(weight_bytes_by_family(m).values()) == pytest.approx(weight_bytes(m))
+def test_family_bytes_by_hand_llama_3_1_8b():
+    # Llama-3.1-8B (d 4096, 32 layers, 32 heads / 8 KV heads of 128, d_ff 14336, vocab 128256, untied), bf16:
+    # attn  32 x (4096 x (4096 + 2 x 1024) + 4096 x 4096) x 2 B = 32 x 41,943,040 x 2 = 2,684,354,560
+    # ffn   32 x 3 x 4096 x 14336 x 2 B                        = 11,274,289,152
+    # norm  (32 x 2 + 1 final) x 4096 x 2 B                    = 532,480
+    # embed = lm_head = 128256 x 4096 x 2 B                    = 1,050,673,152 each
+    fam = weight_bytes_by_family(load_model("meta-llama/Llama-3.1-8B"))
+    assert fam == {"attn": 2_684_354_560, "ffn": 11_274_289_152, "norm": 532_480, "embed": 1_050_673_152,
+                   "lm_head": 1_050_673_152}
+    assert sum(fam.values()) == 2 * 8_030_261_248  # the published 8.03e9 parameters, 2 bytes each
 
 
 def test_gpt_oss_checkpoint_size():

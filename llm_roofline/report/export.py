@@ -28,7 +28,7 @@ CHARTS = {
 
 
 def _version() -> str:
-    from .. import __version__
+    from ..version import __version__
 
     return __version__
 

@@ -184,7 +184,7 @@ CHART_CAPTIONS = {
 def report_markdown(estimates, *, images: dict[str, str] | None = None, title: str | None = None,
                     notes: Sequence[str] = (), command: str | None = None, files: Sequence[str] = ()) -> str:
     """The whole report.md for one scenario on one or more chips. images: {chart: relative path}."""
-    from .. import __version__
+    from ..version import __version__
 
     ests = list(estimates)
     e0 = ests[0]
@@ -225,7 +225,7 @@ _FILE_TEXT = {
 def context_study_markdown(estimates, *, image: str | None = None, title: str | None = None,
                            notes: Sequence[str] = (), command: str | None = None) -> str:
     """A prefill-vs-decode study: one model and chip across prompt lengths (one Estimate per length)."""
-    from .. import __version__
+    from ..version import __version__
     from .plot import CATEGORIES, time_breakdown
 
     ests = sorted(estimates, key=lambda e: e.scenario["prompt_len"])
