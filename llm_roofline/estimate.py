@@ -354,6 +354,22 @@ def evaluate(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, 
     return Evaluation(spec, chip, sh, dt, eff, assumptions, batch, prompt, gen, pre, dec, mem)
 
 
+def evaluate_step(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chunk_kv_len=0, tp=1, pp=1, ep=1,
+                  weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency="ideal",
+                  attention="fused") -> PhaseTotals:
+    """One continuous-batching step, vectorized: `decode_batch` sequences decode a token each (attending to
+    `decode_kv_len`) while a prompt chunk of `chunk_tokens` tokens (attending to `chunk_kv_len`: its cached
+    prefix + the chunk) is prefilled alongside (graph.Phase.mixed). Every argument may be an array; the
+    result's times are the step's wall clock (one pass of the micro-batches through the pipeline)."""
+    spec = load_model(model)
+    chip = load_chip(chip)
+    sh = Sharding(tp, pp, ep, 1)
+    dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
+    phase = Phase.mixed(decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len)
+    ops = build_ops(spec, phase, sh, dt, attention)
+    return _run_phase(ops, chip, resolve_efficiency(efficiency, chip), sh, 1.0, _prefill_sums, np.float64(1.0)).totals
+
+
 def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=1, dp=1, weight_dtype=None,
              act_dtype="bf16", kv_dtype=None, efficiency="ideal", attention="fused",
              sequence_parallel=False) -> Estimate:

@@ -37,6 +37,10 @@ class Phase:
     causal: bool = True
     lm_head_last_only: bool = True  # logits for the last position of each sequence only (prefill)
     mla_absorbed: bool = False  # MLA: kv_b absorbed into q and o (decode) or K, V materialized (prefill)
+    # chunked prefill (continuous batching): prompt tokens of one request riding in the same step
+    has_chunk: bool = False
+    chunk_tokens: np.ndarray = np.float64(0.0)  # prompt tokens prefilled this step
+    chunk_kv_len: np.ndarray = np.float64(0.0)  # context they attend to at the end of the step (prefix + chunk)
 
     @staticmethod
     def prefill(batch, prompt_len, cached_len=0, causal=True) -> "Phase":
@@ -47,6 +51,17 @@ class Phase:
     def decode(batch, kv_len) -> "Phase":
         return Phase("decode", np.asarray(batch, dtype=np.float64), np.float64(1.0),
                      np.asarray(kv_len, dtype=np.float64), True, lm_head_last_only=False, mla_absorbed=True)
+
+    @staticmethod
+    def mixed(decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len) -> "Phase":
+        """A continuous-batching step: `decode_batch` sequences decode one token each while one request's
+        prompt chunk of `chunk_tokens` tokens (attending to `chunk_kv_len`: its cached prefix + the chunk) is
+        prefilled in the same step; the chunk's last position gets a logit (it may finish the prompt).
+        MLA runs both parts absorbed (an approximation for the chunk, which engines may materialize)."""
+        f = np.float64
+        return Phase("mixed", np.asarray(decode_batch, dtype=f), f(1.0), np.asarray(decode_kv_len, dtype=f), True,
+                     lm_head_last_only=False, mla_absorbed=True, has_chunk=True,
+                     chunk_tokens=np.asarray(chunk_tokens, dtype=f), chunk_kv_len=np.asarray(chunk_kv_len, dtype=f))
 
 
 @dataclass(frozen=True)
@@ -84,7 +99,8 @@ class _Ctx:
         self.spec, self.phase, self.sh, self.dt = spec, phase, sh, dt
         self.b = phase.batch / sh.pp  # micro-batch: pipeline stages work on batch/pp sequences each
         self.q = phase.q_len
-        self.T = self.b * self.q  # (T,) tokens this step
+        self.chunk = phase.chunk_tokens / sh.pp if phase.has_chunk else None  # prompt-chunk tokens per micro-batch
+        self.T = self.b * self.q + (self.chunk if phase.has_chunk else 0.0)  # (T,) tokens this step
         self.act_bytes = dtype_bytes(dt.act)  # per activation element
         self.kv_bytes = dtype_bytes(dt.kv)  # per cached element
         self.native_bytes = dtype_bytes(spec.weight_dtype)  # per unquantized weight (norms, biases)
@@ -160,7 +176,7 @@ def _attention_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
     ops.append(kv_write("attn.kv_write", g.name, n, tokens=c.T, kv_elems_per_token=kv_elems_per_token_per_chip(a, tp),
                         act_bytes_per_elem=c.act_bytes, kv_bytes_per_elem=c.kv_bytes,
                         **c.placed("replicated" if a.kind == "mla" else "column")))
-    ops.append(_attention_core(c, g, heads))
+    ops += _attention_cores(c, g, heads)
     # row-parallel: (T, H*vd) @ (H*vd, d) -> partial sums of (T, d)
     ops.append(c.gemm("attn.o_proj", g.name, n, "attn", k=heads * a.v_head_dim, n=d, style="row", bias=a.o_bias))
     return ops
@@ -187,20 +203,29 @@ def _mla_projections(c: _Ctx, g: LayerGroup, heads: int) -> list[Op]:
     return ops
 
 
-def _attention_core(c: _Ctx, g: LayerGroup, heads: int) -> Op:
+def _attention_cores(c: _Ctx, g: LayerGroup, heads: int) -> list[Op]:
+    """The phase's attention core, plus the prompt chunk's own core in a mixed (chunked-prefill) step."""
+    cores = [_attention_core(c, g, heads, "attn.core", c.b, c.q, c.phase.kv_len, c.phase.causal)]
+    if c.phase.has_chunk:  # one request's chunk (1/pp of it per micro-batch): causal over its prefix + itself
+        cores.append(_attention_core(c, g, heads, "attn.core.chunk", 1.0 / c.sh.pp, c.phase.chunk_tokens,
+                                     c.phase.chunk_kv_len, True))
+    return cores
+
+
+def _attention_core(c: _Ctx, g: LayerGroup, heads: int, name, batch, q_len, kv_len, causal) -> Op:
     a = g.attention
-    common = dict(batch=c.b, q_len=c.q, kv_len=c.phase.kv_len, causal=c.phase.causal, window=a.sliding_window,
+    common = dict(batch=batch, q_len=q_len, kv_len=kv_len, causal=causal, window=a.sliding_window,
                   fused=c.fused, act_bytes_per_elem=c.act_bytes, compute_dtype=c.compute_dtype, **c.placed("column"))
     if a.kind != "mla":
-        return attention("attn.core", g.name, g.count, n_heads=heads, n_kv_heads=kv_heads_per_chip(a, c.tp),
+        return attention(name, g.name, g.count, n_heads=heads, n_kv_heads=kv_heads_per_chip(a, c.tp),
                          qk_dim=a.head_dim, v_dim=a.v_head_dim, kv_elems_per_token=kv_elems_per_token_per_chip(a, c.tp),
                          kv_bytes_per_elem=c.kv_bytes, **common)
     if c.phase.mla_absorbed:  # scores against the latent (r + rope) and values from the latent (r); KV = latent cache
-        return attention("attn.core", g.name, g.count, n_heads=heads, n_kv_heads=1,
+        return attention(name, g.name, g.count, n_heads=heads, n_kv_heads=1,
                          qk_dim=a.kv_lora_rank + a.qk_rope_head_dim, v_dim=a.kv_lora_rank,
                          kv_elems_per_token=a.kv_elements_per_token(), kv_bytes_per_elem=c.kv_bytes, **common)
     # materialized K, V per head, written by kv_b_proj in the activation dtype
-    return attention("attn.core", g.name, g.count, n_heads=heads, n_kv_heads=heads, qk_dim=a.head_dim,
+    return attention(name, g.name, g.count, n_heads=heads, n_kv_heads=heads, qk_dim=a.head_dim,
                      v_dim=a.v_head_dim, kv_elems_per_token=heads * (a.head_dim + a.v_head_dim),
                      kv_bytes_per_elem=c.act_bytes, **common)
 
@@ -296,7 +321,9 @@ def _model_ops_head(c: _Ctx) -> list[Op]:
 def _model_ops_tail(c: _Ctx) -> list[Op]:
     spec, tp = c.spec, c.tp
     ops = [c.norm("norm.final", "model", 1)]
-    t_lm = c.b if c.phase.lm_head_last_only else c.T  # logits of the last position only in prefill
+    t_lm = c.b if c.phase.lm_head_last_only else c.b * c.q  # logits of the last position only in prefill
+    if c.phase.has_chunk:  # the chunk's last position (its logit counts when the chunk ends the prompt)
+        t_lm = t_lm + np.where(c.phase.chunk_tokens > 0, 1.0 / c.sh.pp, 0.0)
     fmt_family = "embed" if spec.tie_embeddings else "lm_head"
     # vocab-parallel columns (the vocabulary is not padded here)
     ops.append(gemm("lm_head", "model", 1, tokens=t_lm, k=spec.d_model, n=spec.vocab_size / tp,

@@ -150,3 +150,25 @@ def test_tp_splits_heads_and_replicates_few_kv_heads():
     assert float(one["attn.core"].kv_bytes) == 640
     # o_proj (row-parallel) weights: 1/4 per chip
     assert float(four["attn.o_proj"].weight_bytes) == float(one["attn.o_proj"].weight_bytes) / 4
+
+
+# ------------------------------------------------------------------------------ mixed (chunked-prefill) steps
+def test_mixed_step_is_a_decode_step_plus_a_prefill_chunk():
+    # A continuous-batching step: 6 sequences decode at context 300 while one request prefills a 64-token chunk
+    # after 128 cached tokens. FLOPs are additive (the same matmuls over 6 + 64 rows; the LM head runs on the
+    # 6 decode rows plus the chunk's last position, as the prefill's last-only head does), while weights are
+    # read once: the mixed step moves the decode step's weight bytes, not the sum (plus the 64 gathered
+    # embedding rows of the chunk: 64 x 4096 x 2 B = 524,288 B).
+    from llm_roofline.estimate import evaluate_step
+    from llm_roofline.model.hf import load_model
+
+    spec = load_model("meta-llama/Llama-3.1-8B")
+    mixed = evaluate_step(spec, "h100", decode_batch=6, decode_kv_len=300, chunk_tokens=64, chunk_kv_len=192)
+    decode = evaluate_step(spec, "h100", decode_batch=6, decode_kv_len=300, chunk_tokens=0, chunk_kv_len=0)
+    pre_ops = build_ops(spec, Phase.prefill(1, 64, cached_len=128))
+    dec_ops = build_ops(spec, Phase.decode(6, 300))
+    flops = lambda ops: sum(float(o.flops) * o.count * o.shards for o in ops)  # noqa: E731
+    assert float(mixed.flops) == pytest.approx(flops(pre_ops) + flops(dec_ops), rel=1e-12)
+    assert float(decode.flops) == pytest.approx(flops(dec_ops), rel=1e-12)
+    assert float(mixed.weight_bytes) == pytest.approx(float(decode.weight_bytes) + 524_288, rel=1e-12)
+    assert float(mixed.times.t_s) > float(decode.times.t_s)
