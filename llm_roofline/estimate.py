@@ -218,11 +218,11 @@ def _phase_totals(scored: list[Scored], per_op: list[OpSums], sh: Sharding, time
     for s, row in zip(scored, per_op):
         op, w = s.op, row.work
         work = op.count * op.shards * mb
-        traffic = op.count * sh.tp * mb
+        traffic = op.count * sh.ffn_chips * mb  # every chip of a stage moves its own bytes
         tot["flops"] = tot["flops"] + w["flops"] * work
         tot["bytes"] = tot["bytes"] + (w["weight_bytes"] + w["act_bytes"] + w["kv_bytes"]) * traffic
         tot["weight_bytes"] = tot["weight_bytes"] + w["weight_bytes"] * traffic
-        tot["comm_bytes"] = tot["comm_bytes"] + w["comm_bytes"] * op.count * op.group_chips * mb
+        tot["comm_bytes"] = tot["comm_bytes"] + w["comm_bytes"] * op.count * op.group_chips * op.shards * mb
         if op.kind == "attention":
             tot["attention_flops"] = tot["attention_flops"] + w["flops"] * work
             tot["kv_read_bytes"] = tot["kv_read_bytes"] + w["kv_bytes"] * traffic  # the cache read once
@@ -330,16 +330,17 @@ def _check_positive_int(name, value):
 
 def evaluate(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=1, dp=1,
              weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency="ideal", attention="fused",
-             sequence_parallel=False) -> Evaluation:
+             sequence_parallel=False, attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0) -> Evaluation:
     """The vectorized core: batch, prompt_len and gen_len may be arrays (broadcast)."""
     spec = load_model(model)
     chip = load_chip(chip)
     for name, v in (("batch", batch), ("prompt_len", prompt_len), ("gen_len", gen_len)):
         _check_positive_int(name, v)
     batch, prompt, gen = (np.asarray(x, dtype=np.float64) for x in np.broadcast_arrays(batch, prompt_len, gen_len))
-    sh = Sharding(tp, pp, ep, dp, sequence_parallel)
-    if np.any(np.mod(batch, pp)):
-        raise ScenarioError(f"batch must be a multiple of pp={pp} (the batch is split into pp micro-batches)")
+    sh = Sharding(tp, pp, ep, dp, sequence_parallel, attention_dp, moe_tp, moe_ep, routing_skew)
+    if np.any(np.mod(batch, sh.sequence_groups)):
+        raise ScenarioError(f"batch must be a multiple of pp x attention_dp = {sh.sequence_groups} (the batch is split "
+                            "into pp micro-batches and attention_dp attention groups)")
     assumptions = list(spec.assumptions)
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), assumptions)
     eff = resolve_efficiency(efficiency, chip)
@@ -355,15 +356,15 @@ def evaluate(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, 
 
 
 def evaluate_step(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chunk_kv_len=0, tp=1, pp=1, ep=1,
-                  weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency="ideal",
-                  attention="fused") -> PhaseTotals:
+                  weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency="ideal", attention="fused",
+                  attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0) -> PhaseTotals:
     """One continuous-batching step, vectorized: `decode_batch` sequences decode a token each (attending to
     `decode_kv_len`) while a prompt chunk of `chunk_tokens` tokens (attending to `chunk_kv_len`: its cached
     prefix + the chunk) is prefilled alongside (graph.Phase.mixed). Every argument may be an array; the
     result's times are the step's wall clock (one pass of the micro-batches through the pipeline)."""
     spec = load_model(model)
     chip = load_chip(chip)
-    sh = Sharding(tp, pp, ep, 1)
+    sh = Sharding(tp, pp, ep, 1, False, attention_dp, moe_tp, moe_ep, routing_skew)
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
     phase = Phase.mixed(decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len)
     ops = build_ops(spec, phase, sh, dt, attention)
@@ -371,15 +372,16 @@ def evaluate_step(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, c
 
 
 def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=1, dp=1, weight_dtype=None,
-             act_dtype="bf16", kv_dtype=None, efficiency="ideal", attention="fused",
-             sequence_parallel=False) -> Estimate:
+             act_dtype="bf16", kv_dtype=None, efficiency="ideal", attention="fused", sequence_parallel=False,
+             attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0) -> Estimate:
     """Estimate one scenario: an Estimate with the headline numbers, phase summaries, memory and op table."""
     for name, v in (("batch", batch), ("prompt_len", prompt_len), ("gen_len", gen_len)):
         if np.ndim(v):
             raise ScenarioError(f"{name} must be a single number in estimate(); use sweep() for lists")
     kw = dict(batch=batch, prompt_len=prompt_len, gen_len=gen_len, tp=tp, pp=pp, ep=ep, dp=dp,
               weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype, attention=attention,
-              sequence_parallel=sequence_parallel)
+              sequence_parallel=sequence_parallel, attention_dp=attention_dp, moe_tp=moe_tp, moe_ep=moe_ep,
+              routing_skew=routing_skew)
     r = evaluate(model, chip, efficiency=efficiency, **kw)
     spec, chip, sh, dt = r.spec, r.chip, r.sharding, r.dtypes
     memory = _memory_summary(r)
@@ -389,6 +391,7 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
     scenario = dict(batch=batch, prompt_len=prompt_len, gen_len=gen_len, tp=tp, pp=pp, ep=ep, dp=dp,
                     sequence_parallel=sequence_parallel, weight_dtype=_weight_label(spec, dt.weight),
                     act_dtype=dt.act, kv_dtype=dt.kv, compute_dtype=dt.compute, attention=attention,
+                    attention_dp=sh.attention_dp, moe_tp=sh.moe_tp, moe_ep=sh.moe_ep, routing_skew=sh.routing_skew,
                     chips=sh.chips)
     ideal = None
     if r.efficiency_model is not None:  # the bound is always reported beside a calibrated number
@@ -455,7 +458,7 @@ def _ops_frame(r: Evaluation, gen_len):
 # ------------------------------------------------------------------------------------------- sweep
 _GRID_AXES = ("batch", "prompt_len", "gen_len")  # broadcast with numpy
 _DISCRETE_AXES = ("chip", "tp", "pp", "ep", "dp", "weight_dtype", "act_dtype", "kv_dtype", "efficiency", "attention",
-                  "sequence_parallel")
+                  "sequence_parallel", "attention_dp", "moe_tp", "moe_ep", "routing_skew")
 
 
 def sweep(model, chip, **axes):

@@ -8,7 +8,7 @@ chip = b*q, d = d_model, H/KV = heads per chip, hd = head dim, F = d_ff per chip
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -16,7 +16,7 @@ import numpy as np
 from .errors import ScenarioError
 from .model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
 from .ops import Op, attention, collective, elementwise, embedding, expected_distinct_experts, gemm, kv_write
-from .sharding import (Sharding, collective_after, collective_before, expert_layout, kv_elems_per_token_per_chip,
+from .sharding import (Sharding, collective_after, sequence_parallel_on, collective_before, expert_layout, kv_elems_per_token_per_chip,
                        kv_heads_per_chip, shard_count, split)
 from .units import canonical_dtype, dtype_bytes
 
@@ -100,7 +100,10 @@ class _Ctx:
         self.b = phase.batch / sh.pp  # micro-batch: pipeline stages work on batch/pp sequences each
         self.q = phase.q_len
         self.chunk = phase.chunk_tokens / sh.pp if phase.has_chunk else None  # prompt-chunk tokens per micro-batch
-        self.T = self.b * self.q + (self.chunk if phase.has_chunk else 0.0)  # (T,) tokens this step
+        self.T = self.b * self.q + (self.chunk if phase.has_chunk else 0.0)  # (T,) tokens this step, whole stage
+        self.adp = sh.attention_dp  # attention groups: each holds 1/adp of the sequences and their KV cache
+        self.b_attn = self.b / self.adp if self.adp > 1 else self.b  # sequences of one attention group
+        self.T_attn = self.T / self.adp if self.adp > 1 else self.T  # (T_attn,) tokens one attention group holds
         self.act_bytes = dtype_bytes(dt.act)  # per activation element
         self.kv_bytes = dtype_bytes(dt.kv)  # per cached element
         self.native_bytes = dtype_bytes(spec.weight_dtype)  # per unquantized weight (norms, biases)
@@ -112,36 +115,45 @@ class _Ctx:
         """The placement fields of an op of this shard style."""
         return dict(style=style, shards=shard_count(style, self.sh))
 
+    def tokens_for(self, style: str):
+        """Rows an op of this style processes on one chip: the FFN side sees every token of the stage, the
+        attention side (and the residual stream) those of its attention group."""
+        return self.T if style in ("ffn_column", "ffn_row", "expert") else self.T_attn
+
     def gemm(self, name, group, count, family, *, k, n, style, tokens=None, **kw) -> Op:
-        return gemm(name, group, count, tokens=self.T if tokens is None else tokens, k=k, n=n,
+        return gemm(name, group, count, tokens=self.tokens_for(style) if tokens is None else tokens, k=k, n=n,
                     bits_per_weight=self.spec.weight_format_for(family, self.dt.weight).bits_per_weight(k),
                     act_bytes_per_elem=self.act_bytes, compute_dtype=self.compute_dtype, **self.placed(style), **kw)
 
     def pointwise(self, name, group, count, *, rows, width, flops_per_elem, reads, style, **kw) -> Op:
         """Elementwise work over a (rows, width) tensor (rows split over tp for the 'sequence' style under
         sequence parallelism)."""
-        rows = rows / shard_count(style, self.sh) if style == "sequence" else rows
+        rows = rows / self.tp if style == "sequence" and sequence_parallel_on(self.sh) else rows
         return elementwise(name, group, count, tokens=rows, elems=rows * width, flops_per_elem=flops_per_elem,
                            reads=reads, writes=1, act_bytes_per_elem=self.act_bytes, **self.placed(style), **kw)
 
     def norm(self, name, group, count) -> Op:
         """RMSNorm/LayerNorm over d: ~4 FLOP/elem (square, sum, scale, weight); reads x, writes y."""
         w = self.spec.norm_params() * self.native_bytes
-        return self.pointwise(name, group, count, rows=self.T, width=self.spec.d_model, flops_per_elem=4, reads=1,
-                              style="sequence", weight_bytes=w, stored_bytes=w, kind="norm")
+        return self.pointwise(name, group, count, rows=self.T_attn, width=self.spec.d_model, flops_per_elem=4,
+                              reads=1, style="sequence", weight_bytes=w, stored_bytes=w, kind="norm")
 
     def residual(self, group, count, reads=2) -> Op:
-        return self.pointwise("residual", group, count, rows=self.T, width=self.spec.d_model,
+        return self.pointwise("residual", group, count, rows=self.T_attn, width=self.spec.d_model,
                               flops_per_elem=reads - 1, reads=reads, style="sequence")
 
-    def collectives(self, kind: str | None, name: str, group, count, tokens=None, width=None) -> list[Op]:
-        """The collective `kind` (None: nothing) over the tp group on the (tokens, width) activations."""
+    def collectives(self, kind: str | None, name: str, group, count, tokens=None, width=None, chips=None,
+                    instances=None) -> list[Op]:
+        """The collective `kind` (None: nothing) on the (tokens, width) activations, over `chips` chips
+        (default: the tp group of an attention group), run as `instances` parallel collectives (default:
+        one per attention group)."""
         if kind is None:
             return []
-        t = self.T if tokens is None else tokens
+        t = self.T_attn if tokens is None else tokens
         buf = t * (self.spec.d_model if width is None else width) * self.act_bytes
-        return [collective(f"comm.{kind}.{name}", group, count, kind=kind, buffer_bytes=buf, chips=self.tp,
-                           tokens=t)]
+        op = collective(f"comm.{kind}.{name}", group, count, kind=kind, buffer_bytes=buf,
+                        chips=self.tp if chips is None else chips, tokens=t)
+        return [replace(op, shards=self.adp if instances is None else instances)]
 
     def after_row(self, suffix, group, count) -> list[Op]:
         """After a row-parallel matmul: all-reduce of y[T, d], or reduce-scatter under sequence parallelism."""
@@ -167,13 +179,13 @@ def _attention_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
                           style="column", bias=a.qkv_bias))
         rope_dim, kv_rope_heads = a.head_dim, kvh
     if a.qk_norm:
-        ops.append(c.pointwise("attn.qk_norm", g.name, n, rows=c.T, width=(heads + kv_rope_heads) * a.head_dim,
+        ops.append(c.pointwise("attn.qk_norm", g.name, n, rows=c.T_attn, width=(heads + kv_rope_heads) * a.head_dim,
                                flops_per_elem=4, reads=1, style="column", weight_bytes=2 * a.head_dim * c.native_bytes,
                                kind="norm"))
     if a.rope:  # rotate q (H heads) and k (KV heads) in place: ~3 FLOP/elem (two multiplies, one add)
-        ops.append(c.pointwise("attn.rope", g.name, n, rows=c.T, width=(heads + kv_rope_heads) * rope_dim,
+        ops.append(c.pointwise("attn.rope", g.name, n, rows=c.T_attn, width=(heads + kv_rope_heads) * rope_dim,
                                flops_per_elem=3, reads=1, style="column"))
-    ops.append(kv_write("attn.kv_write", g.name, n, tokens=c.T, kv_elems_per_token=kv_elems_per_token_per_chip(a, tp),
+    ops.append(kv_write("attn.kv_write", g.name, n, tokens=c.T_attn, kv_elems_per_token=kv_elems_per_token_per_chip(a, tp),
                         act_bytes_per_elem=c.act_bytes, kv_bytes_per_elem=c.kv_bytes,
                         **c.placed("replicated" if a.kind == "mla" else "column")))
     ops += _attention_cores(c, g, heads)
@@ -198,16 +210,16 @@ def _mla_projections(c: _Ctx, g: LayerGroup, heads: int) -> list[Op]:
         ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=latent_out, style="replicated"))
     absorbed = c.phase.mla_absorbed
     ops.append(c.gemm("attn.kv_b_proj", g.name, n, "attn", k=a.kv_lora_rank, n=heads * (a.qk_nope_head_dim + a.v_head_dim),
-                      style="column", tokens=c.T if absorbed else c.b * c.phase.kv_len,
+                      style="column", tokens=c.T_attn if absorbed else c.b_attn * c.phase.kv_len,
                       formula_note=" (absorbed into q and o)" if absorbed else " (materialized over the context)"))
     return ops
 
 
 def _attention_cores(c: _Ctx, g: LayerGroup, heads: int) -> list[Op]:
     """The phase's attention core, plus the prompt chunk's own core in a mixed (chunked-prefill) step."""
-    cores = [_attention_core(c, g, heads, "attn.core", c.b, c.q, c.phase.kv_len, c.phase.causal)]
-    if c.phase.has_chunk:  # one request's chunk (1/pp of it per micro-batch): causal over its prefix + itself
-        cores.append(_attention_core(c, g, heads, "attn.core.chunk", 1.0 / c.sh.pp, c.phase.chunk_tokens,
+    cores = [_attention_core(c, g, heads, "attn.core", c.b_attn, c.q, c.phase.kv_len, c.phase.causal)]
+    if c.phase.has_chunk:  # one request's chunk (spread over the sequence groups): causal over its prefix + itself
+        cores.append(_attention_core(c, g, heads, "attn.core.chunk", 1.0 / c.sh.sequence_groups, c.phase.chunk_tokens,
                                      c.phase.chunk_kv_len, True))
     return cores
 
@@ -233,21 +245,21 @@ def _attention_core(c: _Ctx, g: LayerGroup, heads: int, name, batch, q_len, kv_l
 # --------------------------------------------------------------------------------------------- FFN
 def _ffn_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
     f, n, d = g.ffn, g.count, c.spec.d_model
-    ops = [] if g.parallel_block else c.before_column("ffn", g.name, n)
     if f.kind == "dense":
-        return ops + _mlp(c, g.name, n, "ffn", f, f.d_ff, "ffn")
-    # router: (T, d) @ (d, E), replicated on every chip
+        return _ffn_in(c, g, dense=True) + _mlp(c, g.name, n, "ffn", f, f.d_ff, "ffn")
+    ops = _ffn_in(c, g, dense=False)
+    # router: (T_attn, d) @ (d, E) on each attention group's own tokens
     ops.append(c.gemm("ffn.router", g.name, n, "router", k=d, n=f.n_experts, style="replicated", bias=f.router_bias))
     local_experts, d_slice = expert_layout(f.n_experts, f.d_expert, c.sh)
-    ep = c.sh.ep
+    ep, skew = c.sh.moe_ep, c.sh.routing_skew
     touched = expected_distinct_experts(f.n_experts, f.top_k, c.T) / ep  # experts read on this chip
-    assign = f.top_k / ep  # expert assignments per token handled by this chip (balanced routing)
+    assign = f.top_k / ep * skew  # expert assignments per token on the busiest chip (skew 1: balanced)
     up = 2 if f.gated else 1
     experts = dict(style="expert", n_matrices=assign, matrices_read=touched, n_stored=local_experts, bias=f.bias,
-                   rows_per_matrix=c.T * f.top_k / (touched * ep))  # GEMM M of one expert: what its kernel sees
+                   rows_per_matrix=c.T * f.top_k * skew / (touched * ep))  # GEMM M of one expert: what its kernel sees
     ops.append(c.gemm("ffn.experts.up_gate" if f.gated else "ffn.experts.up", g.name, n, "experts", k=d,
                       n=up * d_slice, **experts))
-    ops.append(_activation(c, "ffn.experts.act", g.name, n, c.T * assign, d_slice, f.gated))
+    ops.append(_activation(c, "ffn.experts.act", g.name, n, c.T * assign, d_slice, f.gated, "expert"))
     ops.append(c.gemm("ffn.experts.down", g.name, n, "experts", k=d_slice, n=d, **experts))
     if f.d_shared:
         ops += _mlp(c, g.name, n, "ffn.shared", f, f.d_shared, "shared")
@@ -255,37 +267,78 @@ def _ffn_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
 
 
 def _mlp(c: _Ctx, group, n, prefix, f: FfnSpec, d_ff: int, family: str) -> list[Op]:
-    """Dense MLP, column-parallel up (+gate), row-parallel down. Gated: three (d, F) matrices."""
+    """Dense MLP over every token of the stage, column-parallel up (+gate), row-parallel down, over the
+    tp x attention_dp chips of the stage. Gated: three (d, F) matrices."""
     d = c.spec.d_model
-    f_chip = split(d_ff, c.tp, f"{prefix} intermediate size")
+    f_chip = split(d_ff, c.sh.ffn_chips, f"{prefix} intermediate size")
     up = 2 if f.gated else 1
     bias = f.bias and family == "ffn"
     return [
         # (T, d) @ (d, 2F) -> up and gate, fused
         c.gemm(f"{prefix}.up_gate" if f.gated else f"{prefix}.up", group, n, family, k=d, n=up * f_chip,
-               style="column", bias=bias),
-        _activation(c, f"{prefix}.act", group, n, c.T, f_chip, f.gated),
+               style="ffn_column", bias=bias),
+        _activation(c, f"{prefix}.act", group, n, c.T, f_chip, f.gated, "ffn_column"),
         # (T, F) @ (F, d) -> partial sums of (T, d)
-        c.gemm(f"{prefix}.down", group, n, family, k=f_chip, n=d, style="row", bias=bias),
+        c.gemm(f"{prefix}.down", group, n, family, k=f_chip, n=d, style="ffn_row", bias=bias),
     ]
 
 
-def _activation(c: _Ctx, name, group, n, rows, width, gated) -> Op:
+def _activation(c: _Ctx, name, group, n, rows, width, gated, style) -> Op:
     """act(up) * gate for gated MLPs (reads 2, writes 1, ~5 FLOP/elem), act(up) otherwise (~4); (rows, width)."""
     return c.pointwise(name, group, n, rows=rows, width=width, flops_per_elem=5 if gated else 4,
-                       reads=2 if gated else 1, style="column")
+                       reads=2 if gated else 1, style=style)
 
 
-def _moe_collectives(c: _Ctx, g: LayerGroup) -> list[Op]:
-    """Expert parallelism with sequence-parallel tokens: all-to-all dispatch of each token's k copies
-    to the chips that hold its experts, and the combine back. Without sequence parallelism every
-    chip already holds all T tokens, so dispatch is local and the combine is the ordinary all-reduce."""
-    f = g.ffn
-    if c.sh.ep > 1 and collective_before("column", c.sh):
-        buf = c.T / c.tp * f.top_k * c.spec.d_model * c.act_bytes  # (T/tp * k, d) per chip
-        return [collective(f"comm.all_to_all.{what}", g.name, g.count, kind="all_to_all", buffer_bytes=buf,
-                           chips=c.sh.ep, tokens=c.T) for what in ("dispatch", "combine")]
-    return c.after_row("ffn", g.name, g.count)
+def _ffn_in(c: _Ctx, g: LayerGroup, dense: bool) -> list[Op]:
+    """What brings the tokens to the FFN. One attention group (attention_dp = 1): the sequence-parallel
+    all-gather, if any. Several: a dense MLP needs every token of the stage on every chip (all-gather of
+    (T, d) across the attention groups, one per tp rank); routed experts get theirs by the dispatch
+    all-to-all (_ffn_out)."""
+    if g.parallel_block:
+        return []
+    if c.adp == 1:
+        return c.before_column("ffn", g.name, g.count)
+    if not dense:
+        return []
+    return c.collectives("all_gather", "ffn_in", g.name, g.count, tokens=c.T, chips=c.adp, instances=c.tp)
+
+
+def _ffn_out(c: _Ctx, g: LayerGroup) -> list[Op]:
+    """What returns the FFN's output to the residual stream of each attention group."""
+    f, n = g.ffn, g.count
+    if c.adp == 1:
+        if f.kind == "moe" and c.sh.moe_ep > 1 and collective_before("column", c.sh):
+            # expert parallelism with sequence-parallel tokens: all-to-all dispatch of each token's k copies to
+            # the chips that hold its experts, and the combine back ((T/tp * k, d) per chip)
+            return _dispatch_combine(c, g, c.T / c.tp)
+        # every chip already holds all T tokens: dispatch is local, the combine is the ordinary all-reduce
+        return c.after_row("ffn", g.name, n)
+    if f.kind == "moe":  # each chip sends its share of its group's tokens, T/(tp x attention_dp)
+        ops = _dispatch_combine(c, g, c.T / c.sh.ffn_chips)
+    else:  # partial sums of (T, d) over all chips of the stage, scattered back by rows
+        ops = c.collectives("reduce_scatter", "ffn_out", g.name, n, tokens=c.T, chips=c.sh.ffn_chips, instances=1)
+    if c.tp > 1:  # the tp chips of a group each hold 1/tp of its rows: gather them back
+        ops += c.collectives("all_gather", "ffn_rows", g.name, n)
+    return ops
+
+
+def _dispatch_combine(c: _Ctx, g: LayerGroup, tokens_per_chip) -> list[Op]:
+    """All-to-all dispatch of each token's top-k copies to the moe_ep chips holding its experts, and the
+    combine back; each chip sends (tokens_per_chip * k, d), the busiest receives routing_skew times the mean.
+    Experts sliced over moe_tp > 1 chips also need their rows gathered before and reduced after."""
+    f, n = g.ffn, g.count
+    rows = tokens_per_chip * f.top_k * c.sh.routing_skew
+    ops = [collective(f"comm.all_to_all.{what}", g.name, n, kind="all_to_all",
+                      buffer_bytes=rows * c.spec.d_model * c.act_bytes, chips=c.sh.moe_ep, tokens=c.T)
+           for what in ("dispatch", "combine")]
+    if c.sh.moe_tp > 1 and c.adp > 1:
+        slice_rows = c.T * f.top_k * c.sh.routing_skew / c.sh.moe_ep  # rows one expert group computes
+        gather = c.collectives("all_gather", "experts_in", g.name, n, tokens=slice_rows, chips=c.sh.moe_tp,
+                               instances=c.sh.moe_ep)
+        scatter = c.collectives("reduce_scatter", "experts_out", g.name, n, tokens=slice_rows, chips=c.sh.moe_tp,
+                                instances=c.sh.moe_ep)
+        ops = ops[:1] + gather + scatter + ops[1:]
+    return ops
 
 
 # ------------------------------------------------------------------------------------------- layer
@@ -293,10 +346,9 @@ def _layer_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
     n = g.count
     ops = [c.norm("norm.attn", g.name, n)]
     attn = _attention_ops(c, g)
-    ffn_out = _moe_collectives(c, g) if g.ffn.kind == "moe" else c.after_row("ffn", g.name, n)
     if g.parallel_block:  # x + attn(norm(x)) + mlp(norm'(x)): one residual add, one all-reduce of the sum
         ffn = ([c.norm("norm.ffn", g.name, n)] if g.norms >= 2 else []) + _ffn_ops(c, g)
-        return ops + attn + ffn + ffn_out + [c.residual(g.name, n, reads=3)]
+        return ops + attn + ffn + _ffn_out(c, g) + [c.residual(g.name, n, reads=3)]
     ops += attn
     if g.norms >= 4:
         ops.append(c.norm("norm.attn_out", g.name, n))
@@ -306,24 +358,27 @@ def _layer_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
     ops += _ffn_ops(c, g)
     if g.norms >= 4:
         ops.append(c.norm("norm.ffn_out", g.name, n))
-    return ops + ffn_out + [c.residual(g.name, n)]
+    return ops + _ffn_out(c, g) + [c.residual(g.name, n)]
 
 
 def _model_ops_head(c: _Ctx) -> list[Op]:
-    """Embedding gather (vocab-parallel: each chip reads its share of the rows, then an all-reduce)."""
+    """Embedding gather (vocab-parallel over each attention group's tp chips: each chip reads its share of the
+    rows, then an all-reduce)."""
     spec = c.spec
-    op = embedding("embed", "model", tokens=c.T, d_model=spec.d_model, table_rows=spec.vocab_size + spec.learned_positions,
+    op = embedding("embed", "model", tokens=c.T_attn, d_model=spec.d_model,
+                   table_rows=spec.vocab_size + spec.learned_positions,
                    weight_bytes_per_elem=dtype_bytes(spec.weight_format_for("embed", c.dt.weight).dtype),
-                   act_bytes_per_elem=c.act_bytes, lookups=2 if spec.learned_positions else 1, **c.placed("vocab_in"))
+                   act_bytes_per_elem=c.act_bytes, lookups=2 if spec.learned_positions else 1, vocab_split=c.tp,
+                   **c.placed("vocab_in"))
     return [op] + c.collectives(collective_after("vocab_in", c.sh), "embed", "model", 1)
 
 
 def _model_ops_tail(c: _Ctx) -> list[Op]:
     spec, tp = c.spec, c.tp
     ops = [c.norm("norm.final", "model", 1)]
-    t_lm = c.b if c.phase.lm_head_last_only else c.b * c.q  # logits of the last position only in prefill
+    t_lm = c.b_attn if c.phase.lm_head_last_only else c.b_attn * c.q  # logits of the last position only in prefill
     if c.phase.has_chunk:  # the chunk's last position (its logit counts when the chunk ends the prompt)
-        t_lm = t_lm + np.where(c.phase.chunk_tokens > 0, 1.0 / c.sh.pp, 0.0)
+        t_lm = t_lm + np.where(c.phase.chunk_tokens > 0, 1.0 / c.sh.sequence_groups, 0.0)
     fmt_family = "embed" if spec.tie_embeddings else "lm_head"
     # vocab-parallel columns (the vocabulary is not padded here)
     ops.append(gemm("lm_head", "model", 1, tokens=t_lm, k=spec.d_model, n=spec.vocab_size / tp,
@@ -333,9 +388,8 @@ def _model_ops_tail(c: _Ctx) -> list[Op]:
                     formula_note=" (last position only)" if c.phase.lm_head_last_only else ""))
     ops += c.collectives(collective_after("vocab_out", c.sh), "lm_head", "model", 1, tokens=t_lm,
                          width=spec.vocab_size)
-    if c.sh.pp > 1:  # activations handed from stage to stage: (T, d), pp - 1 hops
-        ops.append(collective("comm.p2p.stage", "model", c.sh.pp - 1, kind="p2p",
-                              buffer_bytes=c.T * spec.d_model * c.act_bytes, chips=c.sh.chips_per_replica, tokens=c.T))
+    if c.sh.pp > 1:  # activations handed from stage to stage: (T_attn, d) per group, pp - 1 hops
+        ops += c.collectives("p2p", "stage", "model", c.sh.pp - 1, chips=c.sh.chips_per_replica)
     return ops
 
 

@@ -137,10 +137,11 @@ class Footprint:
     batch: np.ndarray
     capacity_bytes: float
     pp: int
+    attention_dp: int = 1  # attention groups: each chip caches the sequences of its group only
 
     @property
     def kv_cache_bytes_per_chip(self) -> np.ndarray:
-        return self.kv_bytes_per_sequence_per_chip * self.batch
+        return self.kv_bytes_per_sequence_per_chip * self.batch / self.attention_dp
 
     @property
     def bytes_per_chip(self) -> np.ndarray:
@@ -153,10 +154,11 @@ class Footprint:
 
     @property
     def max_batch(self) -> np.ndarray:
-        """Largest batch (a multiple of pp) with weights + workspace + batch x KV per sequence <= capacity."""
+        """Largest batch (a multiple of pp x attention_dp) with weights + workspace + the KV of the chip's
+        batch / attention_dp sequences <= capacity."""
         free, kv = np.broadcast_arrays(self.free_bytes, self.kv_bytes_per_sequence_per_chip)
         with np.errstate(divide="ignore", invalid="ignore"):
-            fit = np.floor(free / np.where(kv > 0, kv, np.inf) / self.pp) * self.pp
+            fit = np.floor(free / np.where(kv > 0, kv, np.inf) / self.pp) * self.pp * self.attention_dp
         return np.where(free > 0, np.where(kv > 0, fit, np.inf), 0.0)
 
 
@@ -172,7 +174,7 @@ def footprint(spec: ModelSpec, capacity_bytes: float, sharding: Sharding, dtypes
         activation_workspace_bytes_per_chip=activation_workspace_bytes(prefill_ops, spec.d_model,
                                                                        dtype_bytes(dtypes.act)),
         kv_cache_bytes=np.asarray(kv_replica_per_seq) * batch, batch=np.asarray(batch, dtype=np.float64),
-        capacity_bytes=capacity_bytes, pp=pp)
+        capacity_bytes=capacity_bytes, pp=pp, attention_dp=sharding.attention_dp)
 
 
 # ---------------------------------------------------------------------------------- max batch (grid)
@@ -231,10 +233,11 @@ def max_batch(model, chip, context_len, tp=1, pp=1, ep=1, weight_dtype=None, kv_
 
 def memory_footprint(spec: ModelSpec, chip: "Chip", *, batch, prompt_len, gen_len=1, tp=1, pp=1, ep=1,
                      weight_dtype=None, act_dtype="bf16", kv_dtype=None, attention="fused", sequence_parallel=False,
-                     capacity_bytes: float | None = None) -> tuple[Footprint, Dtypes]:
+                     attention_dp=1, moe_tp=None, moe_ep=None, capacity_bytes: float | None = None
+                     ) -> tuple[Footprint, Dtypes]:
     """The Footprint of a scenario without scoring anything (only the prefill graph is built, for its shard
     sizes and activations), and the dtypes as they run on `chip`. batch may be an array."""
-    sh = Sharding(tp, pp, ep, 1, sequence_parallel)
+    sh = Sharding(tp, pp, ep, 1, sequence_parallel, attention_dp, moe_tp, moe_ep)
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
     b = np.asarray(batch, dtype=np.float64)
     ops = build_ops(spec, Phase.prefill(b, np.float64(prompt_len)), sh, dt, attention)

@@ -152,13 +152,13 @@ def elementwise(name, group, count, *, tokens, elems, flops_per_elem, reads, wri
 
 
 def embedding(name, group, *, tokens, d_model, table_rows, weight_bytes_per_elem, act_bytes_per_elem, lookups=1,
-              style="vocab_in", shards=1) -> Op:
+              vocab_split=1, style="vocab_in", shards=1) -> Op:
     """Token embedding lookup: a gather of T rows (`lookups` tables: token, learned position) of a
-    (table_rows, d) table (not a GEMM): no FLOPs. Vocab-parallel: each chip holds and reads 1/shards of it."""
+    (table_rows, d) table (not a GEMM): no FLOPs. Vocab-parallel: each chip holds and reads 1/vocab_split."""
     t = np.asarray(tokens, dtype=np.float64)
-    return Op(name, group, "embedding", 1, t * 0.0, t * d_model * weight_bytes_per_elem * lookups / shards,
+    return Op(name, group, "embedding", 1, t * 0.0, t * d_model * weight_bytes_per_elem * lookups / vocab_split,
               t * d_model * act_bytes_per_elem, tokens=t, compute_dtype="vector", style=style, shards=shards,
-              stored_bytes=table_rows * d_model * weight_bytes_per_elem / shards,
+              stored_bytes=table_rows * d_model * weight_bytes_per_elem / vocab_split,
               formula=f"gather T={short_number(t)} rows of {d_model:g} elems")
 
 

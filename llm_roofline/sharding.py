@@ -34,28 +34,69 @@ if TYPE_CHECKING:  # only for annotations: hardware does not import sharding
 
 @dataclass(frozen=True)
 class Sharding:
-    tp: int = 1  # tensor parallel: heads, d_ff, vocab split over tp chips
+    """How one model replica is laid out on chips.
+
+    Attention runs on `attention_dp` groups of `tp` chips, each group holding whole KV heads for its own
+    sequences (data-parallel attention, as vLLM/SGLang "DP attention": no KV replication across groups);
+    the FFN of a layer spans all tp x attention_dp chips of a pipeline stage: a dense MLP tensor-parallel
+    over them, routed experts split over `moe_ep` chips and each expert sliced over `moe_tp` chips
+    (moe_tp x moe_ep = tp x attention_dp). `ep` is the simple spelling of moe_ep. Pipeline stages split
+    the layers; `dp` independent replicas multiply throughput, not latency.
+    """
+
+    tp: int = 1  # tensor parallel within an attention group: heads, d_ff, vocab split over tp chips
     pp: int = 1  # pipeline parallel: layers split over pp stages, the batch over pp micro-batches
-    ep: int = 1  # expert parallel: experts split over ep chips of the tp group (ep divides tp)
+    ep: int = 1  # expert parallel (= moe_ep when moe_ep is not given)
     dp: int = 1  # data parallel: independent replicas (multiply throughput, not latency)
     sequence_parallel: bool = False
+    attention_dp: int = 1  # attention groups of tp chips, each with its own sequences and KV cache
+    moe_tp: int | None = None  # chips one expert is sliced over (default: ffn_chips / moe_ep)
+    moe_ep: int | None = None  # chips the routed experts are split over (default: ep)
+    routing_skew: float = 1.0  # busiest expert group's load / the mean (1: balanced routing)
 
     def __post_init__(self):
-        for name in ("tp", "pp", "ep", "dp"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ShardingError(f"{name} must be a positive integer, got {v!r}")
-        if self.tp % self.ep:
-            raise ShardingError(f"ep={self.ep} must divide tp={self.tp}: experts are split over chips of the "
-                                f"tensor-parallel group (each expert is then tp/ep-way tensor-sliced)")
+        for name in ("tp", "pp", "ep", "dp", "attention_dp"):
+            _check_degree(name, getattr(self, name))
+        ep = _check_degree("moe_ep", self.moe_ep) if self.moe_ep is not None else self.ep
+        if self.moe_ep is not None and self.ep not in (1, ep):
+            raise ShardingError(f"ep={self.ep} and moe_ep={self.moe_ep} disagree; give one of them")
+        if self.ffn_chips % ep:
+            raise ShardingError(f"moe_ep={ep} must divide the {self.ffn_chips} chips an FFN layer spans "
+                                f"(tp={self.tp} x attention_dp={self.attention_dp})")
+        moe_tp = self.ffn_chips // ep if self.moe_tp is None else _check_degree("moe_tp", self.moe_tp)
+        if moe_tp * ep != self.ffn_chips:
+            raise ShardingError(f"moe_tp x moe_ep = {moe_tp} x {ep} must equal the {self.ffn_chips} chips an FFN "
+                                f"layer spans (tp={self.tp} x attention_dp={self.attention_dp})")
+        object.__setattr__(self, "moe_ep", ep)
+        object.__setattr__(self, "moe_tp", moe_tp)
+        skew = self.routing_skew
+        if isinstance(skew, bool) or not isinstance(skew, (int, float)) or not 1.0 <= skew <= ep:
+            raise ShardingError(f"routing_skew must be a number in [1, moe_ep={ep}] (busiest expert group's load "
+                                f"over the mean), got {skew!r}")
+
+    @property
+    def ffn_chips(self) -> int:
+        """Chips of one pipeline stage: the FFN of a layer spans all of them."""
+        return self.tp * self.attention_dp
 
     @property
     def chips_per_replica(self) -> int:
-        return self.tp * self.pp
+        return self.tp * self.attention_dp * self.pp
 
     @property
     def chips(self) -> int:
-        return self.tp * self.pp * self.dp
+        return self.chips_per_replica * self.dp
+
+    @property
+    def sequence_groups(self) -> int:
+        """Groups the batch is split into: pipeline micro-batches x attention groups."""
+        return self.pp * self.attention_dp
+
+
+def _check_degree(name: str, v) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        raise ShardingError(f"{name} must be a positive integer, got {v!r}")
+    return v
 
 
 def split(total: int, parts: int, what: str) -> int:
@@ -68,7 +109,7 @@ def split(total: int, parts: int, what: str) -> int:
 
 
 # ============================================================================ shard styles
-SHARD_STYLES = ("column", "row", "vocab_in", "vocab_out", "expert", "sequence", "replicated")
+SHARD_STYLES = ("column", "row", "ffn_column", "ffn_row", "vocab_in", "vocab_out", "expert", "sequence", "replicated")
 
 
 def sequence_parallel_on(sh: Sharding) -> bool:
@@ -76,14 +117,18 @@ def sequence_parallel_on(sh: Sharding) -> bool:
 
 
 def shard_count(style: str, sh: Sharding) -> int:
-    """Chips of a tp group that split an op of this style (1: every chip does all of it)."""
+    """Chips of a pipeline stage that split an op of this style between them (the whole stage's work of the op
+    divided by what one chip does). Attention-side styles split over tp within each of the attention_dp groups
+    (which hold different sequences); FFN-side styles span all tp x attention_dp chips."""
     if style not in SHARD_STYLES:
         raise ShardingError(f"unknown shard style {style!r}; known: {', '.join(SHARD_STYLES)}")
+    if style in ("ffn_column", "ffn_row", "expert"):
+        return sh.ffn_chips
     if style == "replicated":
-        return 1
+        return sh.attention_dp
     if style == "sequence":
-        return sh.tp if sequence_parallel_on(sh) else 1
-    return sh.tp
+        return sh.attention_dp * (sh.tp if sequence_parallel_on(sh) else 1)
+    return sh.tp * sh.attention_dp
 
 
 def collective_before(style: str, sh: Sharding) -> str | None:
@@ -101,10 +146,10 @@ def collective_after(style: str, sh: Sharding) -> str | None:
 
 
 def expert_layout(n_experts: int, d_expert: int, sh: Sharding) -> tuple[int, int]:
-    """(experts held by one chip, intermediate columns of each held expert): experts split over ep chips,
-    each expert tensor-sliced over tp/ep chips."""
-    return (split(n_experts, sh.ep, "routed experts"),
-            split(d_expert, sh.tp // sh.ep, "moe expert intermediate size"))
+    """(experts held by one chip, intermediate columns of each held expert): experts split over moe_ep chips,
+    each expert tensor-sliced over moe_tp chips."""
+    return (split(n_experts, sh.moe_ep, "routed experts"),
+            split(d_expert, sh.moe_tp, "moe expert intermediate size"))
 
 
 # ============================================================================ per-chip sizes
@@ -201,13 +246,18 @@ def critical_thresholds(spec: "ModelSpec", chip: "Chip", compute_dtype: str, bit
     tp_limit_throughput / tp_limit_latency: largest useful tensor-parallel degree before communication
     dominates (Y < F * W / C, and Y < F / (B * W_hbm / W) at this batch), over the widest FFN.
     dp_critical_batch_tokens / dcn_critical_batch_tokens: tokens per chip (per slice) for data
-    parallelism to stay compute-bound over the scale-up (scale-out) link."""
+    parallelism to stay compute-bound over the scale-up (scale-out) link. moe_batch_tokens (MoE models):
+    batch_tokens x E / k, since each routed expert's weights see only k/E of the tokens (the seeds' MoE rule:
+    int8 weights 120 tokens, E/k = 16 -> 1,920)."""
     intensity = chip.critical_intensity(compute_dtype)
     d_ff = max((g.ffn.d_ff or g.ffn.d_expert) for g in spec.layer_groups)
     out = {"intensity_flops_per_byte": intensity, "batch_tokens": intensity * bits_per_weight / 8 / 2,
            "tp_limit_throughput": tp_limit_throughput(chip, d_ff, dtype=compute_dtype),
            "tp_limit_latency": tp_limit_latency(chip, d_ff, float(batch_tokens)),
            "dp_critical_batch_tokens": dp_critical_batch(chip, dtype=compute_dtype)}
+    moe = [g.ffn for g in spec.layer_groups if g.ffn.kind == "moe"]
+    if moe:  # each expert sees k/E of the tokens: the batch must be E/k times larger (seeds: 120 -> 1,920)
+        out["moe_batch_tokens"] = out["batch_tokens"] * max(f.n_experts / f.top_k for f in moe)
     if chip.scaleout is not None:
         out["dcn_critical_batch_tokens"] = dcn_critical_batch(chip, dtype=compute_dtype)
     return out

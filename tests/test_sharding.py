@@ -59,7 +59,7 @@ def test_divisibility_errors_are_clear():
         lr.estimate("mistralai/Mixtral-8x7B-v0.1", "h100", tp=16, ep=16)
     with pytest.raises(lr.ShardingError, match="number of layers = 32 is not divisible by 3"):
         lr.estimate("meta-llama/Llama-3.1-8B", "h100", pp=3, batch=3)
-    with pytest.raises(lr.ShardingError, match="ep=3 must divide tp=4"):
+    with pytest.raises(lr.ShardingError, match=r"moe_ep=3 must divide the 4 chips an FFN layer spans \(tp=4"):
         lr.estimate("mistralai/Mixtral-8x7B-v0.1", "h100", tp=4, ep=3)
     with pytest.raises(ValueError, match="tp must be a positive integer"):
         Sharding(tp=0)

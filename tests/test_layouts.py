@@ -1,0 +1,132 @@
+"""Serving-stack layouts: data-parallel attention (attention_dp), MoE tp x ep independent of attention tp,
+routing skew, and the seeds' MoE critical batch. Hand arithmetic in the comments."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import llm_roofline as lr
+from llm_roofline.estimate import estimate
+from llm_roofline.memory import memory_footprint, weight_bytes
+from llm_roofline.model.hf import load_model
+from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
+
+L70 = load_model("meta-llama/Llama-3.1-70B")  # the dims of the book's LLaMA-3-70B
+DSV3 = load_model("deepseek-ai/DeepSeek-V3")
+V5E = lr.load_chip("tpu-v5e")  # 16e9 B HBM
+
+
+def test_book_llama3_70b_on_16_v5e_kv_replication_vs_attention_dp():
+    # "How to Scale Your Model" Part 8: LLaMA-3-70B, bf16, 8k context on 16 TPU v5e.
+    # KV per token 2 x 8 KV heads x 128 x 80 layers x 2 B = 327,680 B; per 8,192-token sequence 2.684e9 B.
+    # tp = 16 with 8 KV heads: every chip keeps 1 head, each head on 2 chips (replicated):
+    #   KV per sequence per chip 1 x 2 x 128 x 80 x 2 x 8192 = 335,544,320 B, and every chip holds all B sequences.
+    #   weights per chip: 70.55e9 params x 2 B / 16 = 8.82e9 (+ norms) = 8.989e9; workspace of one 8,192-token
+    #   chunk 0.537e9 -> free 16e9 - 8.989e9 - 0.537e9 = 6.474e9 -> B = floor(6.474e9 / 0.3355e9) = 19.
+    fp, _ = memory_footprint(L70, V5E, batch=1, prompt_len=8191, gen_len=1, tp=16)
+    assert float(fp.kv_bytes_per_sequence_per_chip) == 335_544_320
+    assert int(fp.max_batch) == 19
+    # attention_dp = 2 groups of tp = 8: each chip keeps 1 KV head, NOT replicated, for its group's B/2 sequences.
+    # The book's 43 = 2 x floor((16e9 - 8.75e9) / 0.3355e9) ignores that each group holds all attention weights:
+    #   attention 80 x (8192 x (8192 + 2 x 1024) + 8192 x 8192) x 2 B = 24.16e9, over 8 chips (not 16): +1.51e9;
+    #   embedding + LM head 2 x 128,256 x 8192 x 2 B = 4.20e9 over 8: +0.26e9; the 0.52e9 chunk workspace.
+    #   weights per chip 10.594e9 -> free 16e9 - 10.594e9 - 0.520e9 = 4.886e9 -> 14 per group -> B = 28.
+    fp2, _ = memory_footprint(L70, V5E, batch=2, prompt_len=8191, gen_len=1, tp=8, attention_dp=2)
+    assert float(fp2.kv_bytes_per_sequence_per_chip) == 335_544_320
+    assert float(fp2.weight_bytes_per_chip) == pytest.approx(10.594e9, rel=1e-3)
+    assert int(fp2.max_batch) == 28
+    # per chip at batch 28: the KV of 14 sequences, not 28
+    est = estimate(L70, V5E, batch=28, prompt_len=8000, gen_len=192, tp=8, attention_dp=2)
+    assert est.memory.per_chip_kv_cache_bytes == pytest.approx(14 * 335_544_320)
+    assert est.memory.fits and est.memory.max_batch == 28
+
+
+def test_deepseek_v3_attention_dp_16_moe_ep_16_all_to_all_by_hand():
+    # DeepSeek-V3 on 16 H200: attention data-parallel 16 x tp 1, routed experts over moe_ep = 16 (16 per GPU).
+    # Decode at batch 64: 4 sequences per GPU, 1 token each. Dispatch sends each token's top-8 copies of
+    # d = 7168 bf16 activations: 4 x 8 x 7168 x 2 B = 458,752 B per GPU; the combine returns as much.
+    est = estimate(DSV3, "h200", batch=64, prompt_len=2048, gen_len=256, tp=1, attention_dp=16, moe_ep=16)
+    dec = est.ops[est.ops.phase == "decode"].set_index("name")
+    assert dec.loc["comm.all_to_all.dispatch", "comm_bytes"] == 458_752
+    assert dec.loc["comm.all_to_all.combine", "comm_bytes"] == 458_752
+    assert "over 16 chips" in dec.loc["comm.all_to_all.dispatch", "formula"]
+    assert est.scenario["chips"] == 16
+    # KV per GPU: MLA latent (512 + 64) x 61 layers x 2 B = 70,272 B/token; 4 sequences x 2,304 tokens
+    assert est.memory.per_chip_kv_cache_bytes == pytest.approx(4 * 2304 * 70_272)
+    # weights per GPU: 16 of the 256 routed experts of each of the 58 MoE layers in fp8 (block scales):
+    # 58 x 16 x 3 x 7168 x 2048 x (8 + 32/16384)/8 B = 40.87e9, plus everything else (MLA, shared experts and
+    # dense MLPs split 16 ways, embedding + LM head whole at tp 1): about 56.5e9 in all
+    assert 40.87e9 < est.memory.per_chip_weight_bytes < 60e9
+
+
+def _moe_tiny(experts=8, top_k=2) -> ModelSpec:
+    group = LayerGroup("moe", 2, AttentionSpec("mha", 8, 8, 16, 16), FfnSpec("moe", 0, True, "silu", n_experts=experts,
+                                                                             top_k=top_k, d_expert=64))
+    return ModelSpec("tiny-moe", d_model=128, vocab_size=256, layer_groups=(group,))
+
+
+def _dense_tiny() -> ModelSpec:
+    group = LayerGroup("dense", 2, AttentionSpec("mha", 8, 8, 16, 16), FfnSpec("dense", 512, True, "silu"))
+    return ModelSpec("tiny", d_model=128, vocab_size=256, layer_groups=(group,))
+
+
+LAYOUTS = [dict(tp=1), dict(tp=2), dict(tp=8), dict(tp=2, attention_dp=4), dict(tp=1, attention_dp=8),
+           dict(tp=4, ep=2), dict(tp=2, attention_dp=4, moe_ep=8), dict(tp=2, attention_dp=2, moe_ep=2, moe_tp=2),
+           dict(tp=2, attention_dp=2, sequence_parallel=True), dict(tp=4, ep=4, sequence_parallel=True)]
+
+
+@settings(max_examples=20, deadline=None)
+@given(layout=st.sampled_from(LAYOUTS), moe=st.booleans(), b=st.sampled_from([8, 16, 64]),
+       p=st.integers(16, 512), g=st.integers(2, 64))
+def test_flops_are_conserved_and_memory_covers_the_model_in_every_layout(layout, moe, b, p, g):
+    spec = _moe_tiny() if moe else _dense_tiny()
+    if not moe and ("moe_ep" in layout or "ep" in layout):
+        return
+    one = estimate(spec, "h100", batch=b, prompt_len=p, gen_len=g)
+    est = estimate(spec, "h100", batch=b, prompt_len=p, gen_len=g, **layout)
+    # useful work does not depend on how it is split (MoE: balanced routing; decode: the exact step sum;
+    # 8 KV heads, so no layout here replicates K/V projections, which would add redundant work)
+    assert est.prefill.flops == pytest.approx(one.prefill.flops, rel=1e-9)
+    assert est.decode.flops == pytest.approx(one.decode.flops, rel=1e-9)
+    # every parameter lives somewhere: per-chip weights x chips >= the checkpoint
+    chips = est.scenario["chips"]
+    assert est.memory.per_chip_weight_bytes * chips >= weight_bytes(spec) * (1 - 1e-12)
+    assert est.memory.per_chip_kv_cache_bytes * chips >= est.memory.kv_cache_bytes / layout.get("tp", 1) * 0.999
+
+
+def test_routing_skew_slows_the_experts_not_the_rest():
+    spec = _moe_tiny(experts=16, top_k=2)
+    even = estimate(spec, "h100", batch=64, prompt_len=256, gen_len=8, tp=1, attention_dp=4, moe_ep=4)
+    skew = estimate(spec, "h100", batch=64, prompt_len=256, gen_len=8, tp=1, attention_dp=4, moe_ep=4,
+                    routing_skew=1.5)
+    a = even.ops.set_index(["phase", "name"])
+    b = skew.ops.set_index(["phase", "name"])
+    # the busiest chip handles 1.5x the mean expert assignments and receives 1.5x the dispatched rows
+    assert b.loc[("prefill", "ffn.experts.up_gate"), "flops"] == pytest.approx(
+        1.5 * a.loc[("prefill", "ffn.experts.up_gate"), "flops"])
+    assert b.loc[("prefill", "comm.all_to_all.dispatch"), "comm_bytes"] == pytest.approx(
+        1.5 * a.loc[("prefill", "comm.all_to_all.dispatch"), "comm_bytes"])
+    assert b.loc[("prefill", "attn.core"), "t_s"] == a.loc[("prefill", "attn.core"), "t_s"]
+    with pytest.raises(lr.ShardingError, match="routing_skew"):
+        estimate(spec, "h100", tp=1, attention_dp=4, moe_ep=4, routing_skew=5.0)  # more than moe_ep = 4
+
+
+def test_layout_errors_name_the_numbers():
+    with pytest.raises(lr.ShardingError, match=r"moe_tp x moe_ep = 3 x 2 must equal the 4 chips"):
+        estimate(_moe_tiny(), "h100", tp=2, attention_dp=2, moe_ep=2, moe_tp=3)
+    with pytest.raises(lr.ShardingError, match="ep=2 and moe_ep=4 disagree"):
+        estimate(_moe_tiny(), "h100", tp=4, ep=2, moe_ep=4)
+    with pytest.raises(lr.ScenarioError, match="multiple of pp x attention_dp = 4"):
+        estimate(_dense_tiny(), "h100", batch=6, tp=1, attention_dp=4)
+
+
+def test_moe_critical_batch_scales_with_experts_over_top_k():
+    # seeds: the weight-bound -> compute-bound batch is E/k times larger for MoE (each expert sees k/E of the
+    # tokens). DeepSeek-V3: E/k = 256/8 = 32; fp8 (8 + 32/16384 bits) weights on H200 bf16 compute:
+    # batch_tokens = 989e12/4.8e12 x (8.00195/8)/2 = 103.06 -> moe_batch_tokens = 32 x 103.06 = 3,298
+    est = estimate(DSV3, "h200", batch=8, prompt_len=128, gen_len=2, tp=8)
+    c = est.critical
+    assert c["moe_batch_tokens"] == pytest.approx(32 * c["batch_tokens"])
+    assert c["moe_batch_tokens"] == pytest.approx(3298, rel=0.01)
+    assert "moe_batch_tokens" not in estimate(L70, "h100", batch=1, prompt_len=8, gen_len=2, tp=8).critical
+    assert np.isfinite(c["batch_tokens"])
