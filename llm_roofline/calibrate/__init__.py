@@ -62,7 +62,7 @@ class Calibration:
     left_out_multi_node: int  # multi-node collective rows (not calibrated)
     before_label: str  # calibrated_model(chip).label before the fit
     result: FitResult
-    errors: list
+    errors: list[dict]
     chip_note: str  # the [efficiency] fitted_on text
     sku_note: str  # what is uncertain about the measured GPU ('' when nothing)
     chip_path: str  # the chip file the fit started from
@@ -83,8 +83,9 @@ def calibrate(measured, chip, *, write: bool = False, gpu: str | None = None, so
     write=True writes a copy of the chip file with the fitted [efficiency.*] tables to
     `chips_dir/<chip>.toml` (default: user_chips_dir(), never the installed package)."""
     chip = load_chip(chip)
-    where = str(measured) if isinstance(measured, (str, Path)) else "<frame>"
-    df = read_measurements(measured) if where != "<frame>" else normalize(measured)
+    frame = hasattr(measured, "columns")
+    where = "<frame>" if frame else str(measured)
+    df = normalize(measured) if frame else read_measurements(measured)
     rows = rows_for_chip(df, chip, gpu)
     used = single_node(rows).reset_index(drop=True)
     gpus = tuple(sorted(set(used["gpu"]) - {""}))
