@@ -28,7 +28,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from llm_roofline import calibrate as cal  # noqa: E402
+from llm_roofline.calibrate import fit as fitting  # noqa: E402
+from llm_roofline.calibrate.measurements import normalize, single_node  # noqa: E402
+from llm_roofline.calibrate.vidur import convert_vidur  # noqa: E402
+from llm_roofline.efficiency import FAMILIES  # noqa: E402
 from llm_roofline.hardware import load_chip  # noqa: E402
 
 GPUS = {"a100": "a100-80gb", "h100": "h100-sxm"}  # Vidur GPU -> chip file it is fitted against
@@ -49,13 +52,13 @@ def cross_validated(rows, chip) -> np.ndarray:
     compute = (rows["fam"] != "collective").to_numpy()
     for model in sorted(set(rows.loc[compute, "model"])):
         test = compute & (rows["model"] == model).to_numpy()
-        fitted = cal.fit(rows[compute & ~test], chip, date="cv")
-        pred[test] = cal.predict(rows[test], chip, fitted.fits)
+        fitted = fitting.fit(rows[compute & ~test], chip, date="cv")
+        pred[test] = fitting.predict(rows[test], chip, fitted.fits)
     coll = ~compute
     for n in sorted(set(rows.loc[coll, "tp"])):
         test = coll & (rows["tp"] == n).to_numpy()
-        fitted = cal.fit(rows[coll & ~test], chip, date="cv")
-        pred[test] = cal.predict(rows[test], chip, fitted.fits)
+        fitted = fitting.fit(rows[coll & ~test], chip, date="cv")
+        pred[test] = fitting.predict(rows[test], chip, fitted.fits)
     return pred
 
 
@@ -66,29 +69,29 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     t0 = time.perf_counter()
-    df = cal.normalize(cal.convert_vidur(args.data), args.data)
+    df = normalize(convert_vidur(args.data), args.data)
     t_convert = time.perf_counter() - t0
     table, fits, notes, ok = [], {}, [], True
     for gpu, chip_name in GPUS.items():
         chip = load_chip(chip_name)
         rows = df[df["gpu"] == gpu]
         multi = rows[(rows["fam"] == "collective") & (rows["nodes"] > 1)]
-        rows = rows[(rows["fam"] != "collective") | (rows["nodes"] <= 1)].reset_index(drop=True)
+        rows = single_node(rows).reset_index(drop=True)
         if multi.size:
             notes.append(f"{gpu}: {len(multi)} multi-node all-reduce rows not calibrated (left out)")
-        first = cal.fit(rows, chip, date="validate")
-        second = cal.fit(rows, chip, date="validate")
+        first = fitting.fit(rows, chip, date="validate")
+        second = fitting.fit(rows, chip, date="validate")
         same = all(first.fits[f].params() == second.fits[f].params() for f in first.fits)
         fits[gpu] = (chip_name, first)
         notes.append(f"{gpu}: full fit of {len(rows)} points took {first.seconds:.2f} s "
                      f"(limit 10 s); a second fit gave {'identical' if same else 'DIFFERENT'} parameters")
         ok &= same and first.seconds < 10
-        ideal = cal.predict(rows, chip)
+        ideal = fitting.predict(rows, chip)
         calib = cross_validated(rows, chip)
         meas = rows["measured_s"].to_numpy()
-        e_ideal, e_cal = cal.abs_pct_errors(ideal, meas), cal.abs_pct_errors(calib, meas)
+        e_ideal, e_cal = fitting.abs_pct_errors(ideal, meas), fitting.abs_pct_errors(calib, meas)
         b = bucket(rows)
-        for fam in cal.FAMILIES:
+        for fam in FAMILIES:
             f_sel = (rows["fam"] == fam).to_numpy()
             if not f_sel.any():
                 continue
@@ -109,7 +112,7 @@ def main(argv=None) -> int:
     for gpu, (chip_name, res) in fits.items():
         print(f"fitted parameters, {gpu} (against {chip_name}, all data):")
         for fam, p in res.fits.items():
-            vals = ", ".join(f"{k}={v:.4g}" for k, v in cal.shown_params(fam, p).items())
+            vals = ", ".join(f"{k}={v:.4g}" for k, v in fitting.shown_params(fam, p).items())
             print(f"  {fam:11s} {vals}")
     print()
     print(f"converted the Vidur files in {t_convert:.2f} s")

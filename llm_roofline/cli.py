@@ -354,10 +354,16 @@ def _add_report_scenario(p):
 
 
 def cmd_calibrate(args) -> str:
-    from .calibrate import calibrate_report
+    from .calibrate import calibrate, convert_vidur
+    from .report.calibration import calibration_report, conversion_summary
 
-    return calibrate_report(args.measured, args.chip, write=args.write, gpu=args.gpu, fmt=args.format,
-                            source=args.source)
+    if args.convert_vidur:
+        src, out = args.convert_vidur
+        return conversion_summary(convert_vidur(src, out), out)
+    if not args.measured or not args.chip:
+        raise RooflineError("calibrate needs a measured CSV and --chip (or --convert-vidur VIDUR_DIR OUT.csv)")
+    c = calibrate(args.measured, args.chip, write=args.write, gpu=args.gpu, source=args.source)
+    return calibration_report(c, args.format)
 
 
 def _add_format(p, default="table"):
@@ -529,17 +535,27 @@ def _build_parser() -> argparse.ArgumentParser:
                                    "latency + link efficiency) to a measured-timings CSV, and print the median and "
                                    "p90 absolute % error of the ideal roofline, the current model and the new fit. "
                                    "CSV columns: family, op, model, gpu, dtype, tp, m, k, n, elems, flops, bytes, "
-                                   "kernels, nodes, measured_s (see llm_roofline/calibrate.py). Vidur profiles "
-                                   "convert with `python -m llm_roofline.calibrate convert VIDUR_DIR OUT.csv`.",
-                       epilog="example:\n  python -m llm_roofline.calibrate convert ../shared/calibration/vidur "
-                              "vidur.csv\n  llm-roofline calibrate vidur.csv --chip a100-80gb --write",
+                                   "kernels, nodes, measured_s (see llm_roofline/calibrate/measurements.py). "
+                                   "--convert-vidur turns Vidur kernel profiles (microsoft/vidur, "
+                                   "data/profiling: compute/ and network/) into such a CSV instead of fitting. "
+                                   "--write stores a copy of the chip file with the fitted tables in the user chip "
+                                   "directory: $LLM_ROOFLINE_CHIPS if set, else ~/.config/llm-roofline/chips "
+                                   "($XDG_CONFIG_HOME; %APPDATA%/llm-roofline/chips on Windows); the installed "
+                                   "chip files are never changed.",
+                       epilog="examples (from a clone of the repository):\n"
+                              "  llm-roofline calibrate benchmarks/data/measured_h100_sample.csv --chip h100-sxm\n"
+                              "  llm-roofline calibrate --convert-vidur vidur/data/profiling vidur.csv\n"
+                              "  llm-roofline calibrate vidur.csv --chip a100-80gb --write",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("measured", help="measured-timings CSV")
-    p.add_argument("--chip", required=True, help="chip to fit (name, alias or .toml); rows whose gpu names it are used")
+    p.add_argument("measured", nargs="?", help="measured-timings CSV")
+    p.add_argument("--chip", help="chip to fit (name, alias or .toml); rows whose gpu names it are used")
     p.add_argument("--gpu", default=None, help="use the rows with this gpu value instead (e.g. a100)")
     p.add_argument("--source", default=None, help="text for the fitted_on notes (default: from the CSV)")
     p.add_argument("--write", action="store_true",
-                   help="rewrite the chip file's [efficiency.*] tables in place (the rest stays byte-identical)")
+                   help="write the chip file with the fitted [efficiency.*] tables (the rest byte-identical) to "
+                        "the user chip directory as <chip>.toml")
+    p.add_argument("--convert-vidur", nargs=2, metavar=("VIDUR_DIR", "OUT_CSV"), default=None,
+                   help="convert Vidur profiles (a directory with compute/ and network/) to a measured CSV; no fit")
     _add_format(p)
     p.set_defaults(func=cmd_calibrate)
     return parser

@@ -1,5 +1,5 @@
 """The runtime efficiency model: how far real kernels fall short of the roofline, per chip and op family,
-read from the chip TOML's `[efficiency.*]` tables (fitted by calibrate.py) and applied per op
+read from the chip TOML's `[efficiency.*]` tables (fitted by the calibrate package) and applied per op
 (`estimate(..., efficiency="calibrated")`).
 
 The model (per chip and op family; a few parameters, each with a physical meaning), T = op.tokens::

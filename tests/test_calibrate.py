@@ -11,8 +11,9 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import llm_roofline as lr
-from llm_roofline import calibrate as cal
-from llm_roofline.calibrate import FamilyFit, calibrated_model
+from llm_roofline.calibrate import chipfile, measurements, vidur
+from llm_roofline.calibrate import fit as fitting
+from llm_roofline.efficiency import FAMILIES, CalibratedModel, FamilyFit, calibrated_model, family_of, fits_from_table
 from llm_roofline.errors import ChipError, RooflineError
 from llm_roofline.estimate import estimate
 from llm_roofline.roofline import score_ops
@@ -132,7 +133,7 @@ def test_attention_borrows_gemm_without_tokens_dependence(round_chip):
 
 def test_family_of_estimator_ops():
     ops = {o.name: o for o in build_ops(tiny(), Phase.prefill(1, 16), Sharding(tp=2))}
-    fams = {name: cal.family_of(op) for name, op in ops.items()}
+    fams = {name: family_of(op) for name, op in ops.items()}
     assert fams["attn.qkv_proj"] == "gemm" and fams["lm_head"] == "gemm"
     assert fams["attn.core"] == "attention" and fams["attn.rope"] == "rope" and fams["ffn.act"] == "activation"
     assert fams["norm.attn"] == "norm" and fams["embed"] == "embedding" and fams["residual"] == "elementwise"
@@ -145,7 +146,7 @@ def test_invalid_parameters_are_refused():
     with pytest.raises(ChipError):
         FamilyFit(overhead_s=-1e-6)
     with pytest.raises(ChipError, match="unknown keys"):
-        cal.fits_from_table({"gemm": {"compute_maximum": 0.5}})
+        fits_from_table({"gemm": {"compute_maximum": 0.5}})
 
 
 # ------------------------------------------------------------------------------ never below the ideal bound
@@ -160,7 +161,7 @@ def test_calibrated_never_below_ideal(m, k, n, v, chips, cm, ct, mm, mt, co, oh,
     c = lr.load_chip(chip)
     p = FamilyFit(compute_max=cm, compute_tokens_half=ct, memory_max=mm, memory_tokens_half=mt, comm_max=co,
                   overhead_s=oh)
-    models = [cal.CalibratedModel(c.name, "random", {f: p for f in cal.FAMILIES}), calibrated_model(c)]
+    models = [CalibratedModel(c.name, "random", {f: p for f in FAMILIES}), calibrated_model(c)]
     ops = [gemm("ffn.up", "dense", 1, tokens=m, k=k, n=n, bits_per_weight=16, act_bytes_per_elem=2),
            elementwise("ffn.act", "dense", 1, tokens=m, elems=m * n, flops_per_elem=5, reads=2, writes=1,
                        act_bytes_per_elem=2),
@@ -206,7 +207,7 @@ def test_labels_say_where_the_numbers_come_from():
     # the shipped fits are physical: fractions <= 1, overheads >= 0, every measured family present
     for name in ("a100-80gb", "h100-sxm"):
         fams = calibrated_model(name).families
-        assert set(fams) == set(cal.FAMILIES)
+        assert set(fams) == set(FAMILIES)
         for p in fams.values():
             assert 0 < p.compute_max <= 1 and 0 < p.memory_max <= 1 and 0 < p.comm_max <= 1 and p.overhead_s >= 0
 
@@ -220,8 +221,8 @@ def synthetic(chip, truth: FamilyFit, seed=0):
     n = np.tile([4096, 1024, 8192, 14336, 5120, 2048], 10).astype(float)
     df = pd.DataFrame(dict(family="gemm", op="x", model=np.tile(list("abcdef"), 10), dtype="fp16", m=m, k=k, n=n,
                            measured_s=1.0))
-    df = cal.normalize(df)
-    t = cal.predict(df, chip, {"gemm": truth})
+    df = measurements.normalize(df)
+    t = fitting.predict(df, chip, {"gemm": truth})
     df["measured_s"] = t * np.exp(rng.normal(0, 0.03, len(t)))
     return df
 
@@ -231,7 +232,7 @@ def test_fit_recovers_known_parameters_and_is_deterministic(round_chip):
     # M = 1..32 pin memory_max, the larger ones compute_max and compute_tokens_half
     truth = FamilyFit(compute_max=0.7, compute_tokens_half=30.0, memory_max=0.85, overhead_s=6e-6)
     df = synthetic(round_chip, truth)
-    a, b = cal.fit(df, round_chip, date="x"), cal.fit(df, round_chip, date="x")
+    a, b = fitting.fit(df, round_chip, date="x"), fitting.fit(df, round_chip, date="x")
     assert a.fits["gemm"] == b.fits["gemm"]  # identical, not merely close
     g = a.fits["gemm"]
     assert g.compute_max == pytest.approx(0.7, rel=0.05)
@@ -244,13 +245,13 @@ def test_fit_recovers_known_parameters_and_is_deterministic(round_chip):
 
 def test_csv_checks():
     with pytest.raises(RooflineError, match="missing column"):
-        cal.normalize(pd.DataFrame(dict(family=["gemm"], op=["x"])))
+        measurements.normalize(pd.DataFrame(dict(family=["gemm"], op=["x"])))
     with pytest.raises(RooflineError, match="unknown family"):
-        cal.normalize(pd.DataFrame(dict(family=["matmul"], op=["x"], dtype=["fp16"], measured_s=[1.0])))
+        measurements.normalize(pd.DataFrame(dict(family=["matmul"], op=["x"], dtype=["fp16"], measured_s=[1.0])))
     with pytest.raises(RooflineError, match="m, k and n"):
-        cal.normalize(pd.DataFrame(dict(family=["gemm"], op=["x"], dtype=["fp16"], m=[1], measured_s=[1.0])))
+        measurements.normalize(pd.DataFrame(dict(family=["gemm"], op=["x"], dtype=["fp16"], m=[1], measured_s=[1.0])))
     # GEMM bytes default to (k*n + m*k + m*n) * 2 for fp16: (4*8 + 2*4 + 2*8) * 2 = 112; flops 2*2*4*8 = 128
-    df = cal.normalize(pd.DataFrame(dict(family=["gemm"], op=["x"], dtype=["fp16"], m=[2], k=[4], n=[8],
+    df = measurements.normalize(pd.DataFrame(dict(family=["gemm"], op=["x"], dtype=["fp16"], m=[2], k=[4], n=[8],
                                          measured_s=[1e-6])))
     assert (float(df["bytes"][0]), float(df["flops"][0])) == (112.0, 128.0)
 
@@ -258,16 +259,16 @@ def test_csv_checks():
 # ------------------------------------------------------------------------------ the chip TOML writer
 def test_write_keeps_the_rest_of_the_file_byte_identical(tmp_path, round_chip):
     src = Path(lr.load_chip("h100-sxm").path).read_text()
-    original = src[: src.index(cal.MARKER)] if cal.MARKER in src else src
+    original = src[: src.index(chipfile.MARKER)] if chipfile.MARKER in src else src
     p = tmp_path / "chip.toml"
     p.write_text(original)
-    res = cal.fit(synthetic(round_chip, FamilyFit(0.7, 100.0, 0.8, 0.0, 1.0, 5e-6)), round_chip, date="d")
-    first = cal.write_chip_toml(p, res, "note")
+    res = fitting.fit(synthetic(round_chip, FamilyFit(0.7, 100.0, 0.8, 0.0, 1.0, 5e-6)), round_chip, date="d")
+    first = chipfile.write_chip_toml(p, res, "note")
     assert first.startswith(original) and "[efficiency.gemm]" in first
-    assert cal.write_chip_toml(p, res, "note") == first  # rewriting replaces, never duplicates
+    assert chipfile.write_chip_toml(p, res, "note") == first  # rewriting replaces, never duplicates
     # efficiency tables in the middle of a file: only they change, the table after them survives
     mid = original + "\n[efficiency.gemm]\ncompute_max = 0.5\n\n# next\n[other]\nx = 1\n"
-    out = cal.replace_efficiency_block(mid, cal.toml_block(res, "note"))
+    out = chipfile.replace_efficiency_block(mid, chipfile.toml_block(res, "note"))
     assert out.startswith(original) and out.endswith("\n# next\n[other]\nx = 1\n") and "0.5\n" not in out
     assert lr.hardware.chip_from_dict(__import__("tomllib").loads(first)).calibration["gemm"]["compute_max"] > 0
 
@@ -289,7 +290,7 @@ needs_vidur = pytest.mark.skipif(not VIDUR.is_dir(), reason="shared calibration 
 
 @needs_vidur
 def test_vidur_conversion_byte_accounting():
-    df = cal.convert_vidur(VIDUR)
+    df = vidur.convert_vidur(VIDUR)
     row = df[(df.gpu == "a100") & (df.model == "Llama-2-7b-hf") & (df.tp == 1) & (df.m == 1)].set_index("op")
     # fused QKV of Llama-2-7B: k = 4096, n = (32 + 2*32) * 128 = 12288; bytes (4096*12288 + 4096 + 12288) * 2
     assert (row.loc["attn_pre_proj", "n"], row.loc["attn_pre_proj", "bytes"]) == (12288, 100_696_064)
@@ -307,12 +308,12 @@ def test_vidur_conversion_byte_accounting():
 @needs_vidur
 def test_shipped_fits_against_the_measurements():
     """In-sample check of the shipped [efficiency.*] tables (benchmarks/validate.py does leave-one-model-out)."""
-    df = cal.normalize(cal.convert_vidur(VIDUR))
+    df = measurements.normalize(vidur.convert_vidur(VIDUR))
     for gpu, chip in (("a100", "a100-80gb"), ("h100", "h100-sxm")):
         rows = df[(df.gpu == gpu) & ((df.fam != "collective") | (df.nodes <= 1))]
         meas = rows["measured_s"].to_numpy()
-        e_cal = cal.abs_pct_errors(cal.predict(rows, chip, calibrated_model(chip)), meas)
-        e_ideal = cal.abs_pct_errors(cal.predict(rows, chip), meas)
+        e_cal = fitting.abs_pct_errors(fitting.predict(rows, chip, calibrated_model(chip)), meas)
+        e_ideal = fitting.abs_pct_errors(fitting.predict(rows, chip), meas)
         for fam, limit in (("gemm", 15), ("collective", 20)):
             sel = (rows.fam == fam).to_numpy()
             assert np.median(e_cal[sel]) < limit

@@ -1,0 +1,135 @@
+"""Calibration: fit the efficiency model (llm_roofline/efficiency.py) to measured kernel timings and say how
+close the ideal roofline, the chip's current model and the new fit come to the measurements.
+
+    from llm_roofline.calibrate import calibrate
+    c = calibrate("benchmarks/data/measured_h100_sample.csv", "h100-sxm")   # -> Calibration (data, no text)
+    c.result.fits["gemm"], c.errors, c.written
+
+Modules, one job each:
+    measurements  the measured-timings CSV schema (MEASURED_COLUMNS), read_measurements, normalize, rows_for_chip
+    fit           predict (through roofline.score / score_collective) and fit (Nelder-Mead) -> FitResult
+    chipfile      the fitted [efficiency.*] tables into a chip TOML; the user chip directory
+    vidur         converter for the Vidur kernel profiles (microsoft/vidur), one module per measurement source
+
+Measured sources: the shipped a100-80gb and h100-sxm fits come from Vidur's fp16 kernel profiles
+(microsoft/vidur); the other source the maintainers hold, vLLM kernels measured by NVIDIA's AIConfigurator
+collector, has no converter yet (it would be a module beside vidur.py). Any source converted to
+MEASURED_COLUMNS fits the same way. benchmarks/CALIBRATION.md documents the maintainer refit of the shipped
+chip files. The function `fit` is not re-exported here (the submodule `fit` has its name); text reports are in
+report/calibration.py, and only cli.py prints.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..efficiency import calibrated_model
+from ..errors import RooflineError
+from ..hardware import Chip, load_chip
+from . import fit as fitting
+from . import vidur
+from .chipfile import CHIPS_ENV, user_chips_dir, write_chip_toml
+from .fit import FitResult, error_rows, predict
+from .measurements import MEASURED_COLUMNS, normalize, read_measurements, rows_for_chip, single_node, \
+    write_measurements
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+__all__ = ["Calibration", "calibrate", "convert_vidur", "user_chips_dir", "CHIPS_ENV", "FitResult",
+           "MEASURED_COLUMNS", "read_measurements", "predict"]
+
+_PACKAGE_DIR = Path(__file__).resolve().parents[1]
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """One calibration run: the fit, where it came from, and the errors before and after.
+
+    errors: one row per family: n, and {ideal, before, after}_{median, p90}_pct (absolute % error of each
+    prediction against the measurements, in sample; `before` only when the chip had a calibration).
+    """
+
+    chip: str
+    measured: str  # the CSV (or '<frame>')
+    source: str  # what the fitted_on notes cite
+    date: str
+    gpus: tuple[str, ...]  # gpu values of the rows used
+    rows: int  # rows fitted
+    left_out_multi_node: int  # multi-node collective rows (not calibrated)
+    before_label: str  # calibrated_model(chip).label before the fit
+    result: FitResult
+    errors: list[dict]
+    chip_note: str  # the [efficiency] fitted_on text
+    sku_note: str  # what is uncertain about the measured GPU ('' when nothing)
+    chip_path: str  # the chip file the fit started from
+    target: str  # where write=True writes (or wrote) the chip file
+    written: str | None = None  # the chip file written (calibrate(write=True))
+
+    @property
+    def had_calibration(self) -> bool:
+        """Whether the chip had efficiency parameters before (then `errors` has before_* columns)."""
+        return bool(self.errors) and "before_median_pct" in self.errors[0]
+
+
+def calibrate(measured, chip, *, write: bool = False, gpu: str | None = None, source: str | None = None,
+              date: str | None = None, chips_dir=None) -> Calibration:
+    """Fit `chip` (name, alias, .toml path or Chip) to the measured timings (a CSV path or a DataFrame in
+    MEASURED_COLUMNS) whose gpu names the chip (or is `gpu`). Multi-node collectives are left out.
+
+    write=True writes a copy of the chip file with the fitted [efficiency.*] tables to
+    `chips_dir/<chip>.toml` (default: user_chips_dir(), never the installed package)."""
+    chip = load_chip(chip)
+    frame = hasattr(measured, "columns")
+    where = "<frame>" if frame else str(measured)
+    df = normalize(measured) if frame else read_measurements(measured)
+    rows = rows_for_chip(df, chip, gpu)
+    used = single_node(rows).reset_index(drop=True)
+    gpus = tuple(sorted(set(used["gpu"]) - {""}))
+    if source is None:
+        source = vidur.source_text(gpus) if vidur.is_vidur(used["op"]) else \
+            Path(where).name + (f" ({'/'.join(gpus)})" if gpus else "")
+    date = date or _dt.date.today().isoformat()
+    res = fitting.fit(used, chip, source=source, date=date)
+    before = calibrated_model(chip)
+    preds = {"ideal": predict(used, chip)}
+    if before.families:
+        preds["before"] = predict(used, chip, before)
+    preds["after"] = predict(used, chip, res.fits)
+    sku = vidur.sku_note(gpus)
+    note = chip_note(chip, source, sum(res.points.values()), date, sku)
+    target = (Path(chips_dir) if chips_dir is not None else user_chips_dir()) / f"{chip.name}.toml"
+    written = _write(chip, res, note, target) if write else None
+    return Calibration(chip.name, where, source, date, gpus, len(used), len(rows) - len(used),
+                       before.label, res, error_rows(used, preds, by=("fam",)),
+                       note, sku, chip.path, str(target), written)
+
+
+def chip_note(chip: Chip, source: str, points: int, date: str, sku: str = "") -> str:
+    """The [efficiency] fitted_on text: source, points, date and the chip-file peaks the fractions refer to."""
+    dtype = "fp16" if "fp16" in chip.dense_flops_per_s else "bf16"
+    return (f"{source}; {points} points; fitted {date} against this file's {chip.name} peaks "
+            f"(fp16 {chip.peak_flops_per_s(dtype):.4g} FLOP/s, HBM {chip.hbm_bytes_per_s:.4g} B/s, "
+            f"{chip.scaleup.kind} {chip.scaleup.bytes_per_s:.4g} B/s)" + (f"; {sku}" if sku else "")
+            + "; attention, fp8/int8 kernels and multi-node collectives not measured")
+
+
+def _write(chip: Chip, res: FitResult, note: str, dest: Path) -> str:
+    if not chip.path:
+        raise RooflineError(f"chip {chip.name} has no file to start from")
+    if dest.resolve().is_relative_to(_PACKAGE_DIR):
+        raise RooflineError(f"refusing to write {dest} inside the installed package; set {CHIPS_ENV} to a "
+                            "directory of your own")
+    write_chip_toml(chip.path, res, note, dest)
+    return str(dest)
+
+
+def convert_vidur(src, out=None) -> "pd.DataFrame":
+    """Vidur profiling directory (compute/ and network/) -> measured-timings rows; written to `out` if given."""
+    df = vidur.convert_vidur(src)
+    if out is not None:
+        write_measurements(df, out)
+    return df

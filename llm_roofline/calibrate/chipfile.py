@@ -1,0 +1,106 @@
+"""Writing a fit into a chip TOML: the `[efficiency]` / `[efficiency.<family>]` tables (efficiency.py reads them).
+
+`write_chip_toml(src, result, note, dest)` rewrites only those tables and keeps every other byte of the chip
+file. `calibrate --write` never writes inside the installed package: it writes a copy of the chip file into
+the user chip directory (`user_chips_dir`). Maintainers refit the shipped chip files with
+benchmarks/refit_chips.py (benchmarks/CALIBRATION.md).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+from ..efficiency import FAMILIES, fits_from_table
+from ..errors import ChipError
+from .fit import FitResult, shown_params
+
+CHIPS_ENV = "LLM_ROOFLINE_CHIPS"
+MARKER = "# ---- calibrated kernel efficiency (written by `llm-roofline calibrate --write`)"
+_HEADER = re.compile(r"^\s*\[\s*efficiency\s*(\.[^\]]*)?\]")
+_ANY_HEADER = re.compile(r"^\s*\[")
+
+
+def user_chips_dir() -> Path:
+    """Where `calibrate --write` puts user chip files: $LLM_ROOFLINE_CHIPS if set and not empty; else
+    %APPDATA%/llm-roofline/chips on Windows; else $XDG_CONFIG_HOME/llm-roofline/chips, XDG_CONFIG_HOME
+    defaulting to ~/.config (Linux and macOS alike)."""
+    env = os.environ.get(CHIPS_ENV, "").strip()
+    if env:
+        return Path(env).expanduser()
+    if sys.platform == "win32" and os.environ.get("APPDATA"):
+        return Path(os.environ["APPDATA"]) / "llm-roofline" / "chips"
+    base = os.environ.get("XDG_CONFIG_HOME", "").strip() or str(Path.home() / ".config")
+    return Path(base).expanduser() / "llm-roofline" / "chips"
+
+
+def toml_block(result: FitResult, chip_note: str) -> str:
+    """The `[efficiency]` tables of a fit, as TOML text."""
+    lines = [MARKER,
+             "# t = max(flops / (peak * compute), bytes / (hbm * memory)) + overhead_s, T = the op's tokens:",
+             "#   compute = compute_max * T / (T + compute_tokens_half), memory = memory_max * T / hypot(T, memory_tokens_half);",
+             "#   collectives: hops * latency_s + link_bytes / (link_bytes_per_s * comm_max) + overhead_s.",
+             "# All fractions <= 1, overheads >= 0: never faster than the ideal roofline. See llm_roofline/efficiency.py.",
+             "[efficiency]",
+             f"fitted_on = {_toml_str(chip_note)}"]
+    for fam in FAMILIES:
+        if fam not in result.fits:
+            continue
+        p = result.fits[fam]
+        lines += ["", f"[efficiency.{fam}]"]
+        lines += [f"{k} = {_toml_float(v)}" for k, v in shown_params(fam, p).items()]
+        lines.append(f"fitted_on = {_toml_str(p.fitted_on)}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_float(v: float) -> str:
+    s = f"{v:.4g}"
+    return s if any(c in s for c in ".en") else s + ".0"
+
+
+def _toml_str(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def replace_efficiency_block(text: str, block: str) -> str:
+    """`text` with its [efficiency] / [efficiency.*] tables (and the MARKER comment lines heading them)
+    replaced by `block`, or `block` appended when there are none. Every other byte stays as it was."""
+    lines = text.splitlines(keepends=True)
+    start = next((i for i, ln in enumerate(lines) if _HEADER.match(ln)), None)
+    if start is None:
+        sep = "" if not text or text.endswith("\n\n") else ("\n" if text.endswith("\n") else "\n\n")
+        return text + sep + block
+    head = start
+    j = start - 1
+    while j >= 0 and lines[j].startswith("#"):  # our marker comment right above the first header
+        if lines[j].startswith(MARKER):
+            head = j
+            break
+        j -= 1
+    end = start + 1
+    while end < len(lines) and not (_ANY_HEADER.match(lines[end]) and not _HEADER.match(lines[end])):
+        end += 1
+    if end < len(lines):  # blank and comment lines just above the next table belong to it
+        while end > start + 1 and (not lines[end - 1].strip() or lines[end - 1].lstrip().startswith("#")):
+            end -= 1
+    tail = lines[end:]
+    return "".join(lines[:head]) + block + ("\n" if tail else "") + "".join(tail)
+
+
+def write_chip_toml(path, result: FitResult, chip_note: str, dest=None) -> str:
+    """Write the chip file at `path` with its efficiency tables replaced by the fit's to `dest` (default:
+    `path` itself, in place); returns the new text, checked to parse before anything is written."""
+    p = Path(path)
+    new = replace_efficiency_block(p.read_text(), toml_block(result, chip_note))
+    data = tomllib.loads(new)
+    fits_from_table(data.get("efficiency", {}), f"{p}: ")  # validates
+    out = Path(dest) if dest is not None else p
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(new)
+    except OSError as e:
+        raise ChipError(f"cannot write chip file {out}: {e}") from None
+    return new

@@ -1,0 +1,280 @@
+"""Prediction and fitting of the efficiency model (efficiency.py) on measured kernel timings.
+
+Prediction (`predict`) prices every measured row with roofline.score / roofline.score_collective (the only
+place terms become a time) under a family's FamilyFit. Fitting (`fit`): Nelder-Mead (numpy only, fixed start,
+deterministic) on a robust loss of log(predicted / measured), per family; parameters are rounded to four
+significant digits, as the chip TOML stores them, so two fits of the same rows give the same parameters.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import time
+from dataclasses import dataclass, replace
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Mapping
+
+import numpy as np
+
+from ..collectives import CollectiveTerms, collective_terms
+from ..efficiency import FAMILIES, IDEAL_FIT, CalibratedModel, FamilyFit, attention_from_gemm
+from ..hardware import Chip, load_chip
+from ..roofline import score, score_collective
+from .measurements import single_node
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+MEMORY_FAMILIES = ("elementwise", "activation", "rope", "norm", "embedding")
+
+
+# =============================================================================== prediction
+@dataclass(frozen=True)
+class _Terms:
+    """Ideal-roofline inputs of a family's rows, computed once (the fit re-scores them many times).
+    Collectives carry their alpha-beta terms (`comm`), every other family flops, bytes and peaks."""
+
+    fam: str
+    tokens: np.ndarray
+    kernels: np.ndarray
+    flops: np.ndarray | None = None
+    bytes: np.ndarray | None = None
+    peak: np.ndarray | None = None
+    hbm: float = 1.0
+    comm: CollectiveTerms | None = None
+
+    def time_s(self, p: FamilyFit) -> np.ndarray:
+        """roofline.score with this family's efficiency: the calibrated (or, with IDEAL_FIT, ideal) time."""
+        tokens = 0.0 if self.fam == "attention" else self.tokens
+        eff = p.efficiency(tokens, self.kernels)
+        if self.comm is not None:
+            return score_collective(self.comm, eff).t_s
+        return score(self.flops, self.bytes, peak_flops_per_s=self.peak, hbm_bytes_per_s=self.hbm,
+                     efficiency=eff).t_s
+
+
+def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
+    tokens = df["m"].to_numpy(np.float64)
+    kernels = df["kernels"].to_numpy(np.float64)
+    if fam == "collective":
+        return _Terms(fam, tokens, kernels, comm=_collective_terms(df, chip))
+    if fam in ("gemm", "attention"):
+        peak = np.array([chip.peak_flops_per_s(d) for d in df["dtype"]], dtype=np.float64)
+    else:
+        peak = np.full(len(df), chip.peak_flops_per_s("vector"))
+    return _Terms(fam, tokens, kernels, df["flops"].to_numpy(np.float64), df["bytes"].to_numpy(np.float64), peak,
+                  chip.hbm_bytes_per_s)
+
+
+def _collective_terms(df: "pd.DataFrame", chip: Chip) -> CollectiveTerms:
+    """collectives.collective_terms of every row (kind = family, chips = tp, buffer = bytes), row-aligned."""
+    lb, hops, bw, lat = (np.zeros(len(df)) for _ in range(4))
+    kinds = df["family"].replace({"send_recv": "p2p"}).to_numpy()
+    chips = df["tp"].to_numpy(np.float64)
+    v = df["bytes"].to_numpy(np.float64)
+    for kind, c in sorted(set(zip(kinds, chips))):
+        sel = (kinds == kind) & (chips == c)
+        ct = collective_terms(kind, v[sel], int(c), chip)
+        lb[sel], hops[sel], bw[sel], lat[sel] = ct.link_bytes, ct.hops, ct.link_bytes_per_s, ct.latency_s
+    return CollectiveTerms(lb, hops, bw, lat, "scaleup", "")
+
+
+def predict(df: "pd.DataFrame", chip, fits: "Mapping[str, FamilyFit] | CalibratedModel | None" = None) -> np.ndarray:
+    """Predicted seconds of every row of a normalized measurement frame (None: the ideal roofline)."""
+    chip = load_chip(chip)
+    if isinstance(fits, CalibratedModel):
+        fits = fits.families
+    out = np.full(len(df), np.nan)
+    for fam in FAMILIES:
+        sel = (df["fam"] == fam).to_numpy()
+        if sel.any():
+            p = IDEAL_FIT if fits is None else fits.get(fam, IDEAL_FIT)
+            out[sel] = _terms(df[sel], chip, fam).time_s(p)
+    return out
+
+
+# =============================================================================== fitting
+def _sigmoid(x):
+    return 1.0 / (1.0 + math.exp(-min(max(x, -50.0), 50.0)))
+
+
+def _logit(p):
+    return math.log(p / (1.0 - p))
+
+
+# free parameters per family, their starting values and their transforms (unbounded -> valid range)
+_FREE = {
+    "gemm": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("memory_max", 0.8), ("overhead_s", 5e-6)),
+    "attention": (("compute_max", 0.5), ("memory_max", 0.8), ("overhead_s", 5e-6)),
+    "memory": (("memory_max", 0.5), ("memory_tokens_half", 64.0), ("overhead_s", 2e-6)),
+    "collective": (("comm_max", 0.7), ("overhead_s", 1e-5)),
+}
+_FRACTIONS = ("compute_max", "memory_max", "comm_max")
+LOSS_SCALE = 0.1  # pseudo-Huber scale of the log residual: quadratic below ~10 %, linear above
+
+
+def _to_x(name, v):
+    return _logit(min(max(v, 1e-6), 1 - 1e-9)) if name in _FRACTIONS else math.log(v)
+
+
+def _from_x(name, x):
+    return _sigmoid(x) if name in _FRACTIONS else math.exp(min(max(x, -700.0), 50.0))
+
+
+def _loss(pred, measured):
+    r = np.log(pred / measured) / LOSS_SCALE
+    return float(np.mean(np.sqrt(1.0 + r * r) - 1.0))
+
+
+def nelder_mead(f, x0, step=0.5, max_evals=3000, xtol=1e-7, ftol=1e-12):
+    """Minimize f from x0 with the Nelder-Mead simplex (standard coefficients 1, 2, 0.5, 0.5). Deterministic."""
+    n = len(x0)
+    pts = [np.array(x0, dtype=np.float64)] + [np.array(x0, dtype=np.float64) + step * np.eye(n)[i] for i in range(n)]
+    vals = [f(p) for p in pts]
+    evals = n + 1
+    while evals < max_evals:
+        order = np.argsort(vals, kind="stable")
+        pts, vals = [pts[i] for i in order], [vals[i] for i in order]
+        if vals[-1] - vals[0] <= ftol and max(np.max(np.abs(p - pts[0])) for p in pts[1:]) <= xtol:
+            break
+        c = np.mean(pts[:-1], axis=0)
+        xr = c + (c - pts[-1])
+        fr = f(xr)
+        evals += 1
+        if fr < vals[0]:
+            xe = c + 2.0 * (c - pts[-1])
+            fe = f(xe)
+            evals += 1
+            pts[-1], vals[-1] = (xe, fe) if fe < fr else (xr, fr)
+        elif fr < vals[-2]:
+            pts[-1], vals[-1] = xr, fr
+        else:
+            xc = c + 0.5 * (pts[-1] - c) if fr >= vals[-1] else c + 0.5 * (xr - c)
+            fc = f(xc)
+            evals += 1
+            if fc < min(fr, vals[-1]):
+                pts[-1], vals[-1] = xc, fc
+            else:  # shrink towards the best point
+                pts = [pts[0]] + [pts[0] + 0.5 * (p - pts[0]) for p in pts[1:]]
+                vals = [vals[0]] + [f(p) for p in pts[1:]]
+                evals += n
+    i = int(np.argmin(vals))
+    return pts[i], vals[i]
+
+
+def _free(fam: str) -> tuple[tuple[str, float], ...]:
+    """(name, start value) of the parameters fitted for `fam`."""
+    return _FREE["memory" if fam in MEMORY_FAMILIES else fam]
+
+
+def fit_family(terms: _Terms, measured: np.ndarray, fam: str) -> FamilyFit:
+    """Fit one family's free parameters (the others stay at their ideal values)."""
+    free = _free(fam)
+    names = [n for n, _ in free]
+
+    def unpack(x) -> FamilyFit:
+        return FamilyFit(**{n: _from_x(n, v) for n, v in zip(names, x)})
+
+    def objective(x):
+        return _loss(terms.time_s(unpack(x)), measured)
+
+    x = np.array([_to_x(n, v) for n, v in free])
+    best = math.inf
+    for _ in range(4):  # restart from the best point until the loss stops improving
+        x, val = nelder_mead(objective, x)
+        if best - val < 1e-9:
+            break
+        best = val
+    return unpack(x)
+
+
+def shown_params(fam: str, p: FamilyFit) -> dict[str, float]:
+    """The parameters worth showing for a family: its free ones and any that differ from ideal."""
+    free = {n for n, _ in _free(fam)}
+    return {k: v for k, v in p.params().items() if k in free or v != getattr(IDEAL_FIT, k)}
+
+
+def _rounded(p: FamilyFit) -> FamilyFit:
+    """Four significant digits (what the chip TOML stores); overheads below 1 ns and token scales below
+    0.01 are zero."""
+    def r(k, v):
+        if (k == "overhead_s" and v < 1e-9) or (k.endswith("tokens_half") and v < 1e-2):
+            return 0.0
+        return min(float(f"{v:.4g}"), 1.0) if k in _FRACTIONS else float(f"{v:.4g}")
+
+    return FamilyFit(**{k: r(k, v) for k, v in p.params().items()})
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """Fitted parameters per family (fitted_on notes included), points used, in-sample median |error|
+    (a fraction), and the fit's wall time."""
+
+    chip: str
+    fits: Mapping[str, FamilyFit]
+    points: Mapping[str, int]
+    median_abs_err: Mapping[str, float]
+    seconds: float
+
+
+def fit(df: "pd.DataFrame", chip, *, source: str = "", date: str | None = None) -> FitResult:
+    """Fit every family present in the (normalized) rows of one chip. Multi-node collectives are skipped.
+
+    Attention without measurements gets gemm's parameters (constant in tokens) and says so."""
+    chip = load_chip(chip)
+    t0 = time.perf_counter()
+    date = date or _dt.date.today().isoformat()
+    df = single_node(df)
+    fits, points, med = {}, {}, {}
+    for fam in FAMILIES:
+        rows = df[df["fam"] == fam]
+        if rows.empty:
+            continue
+        terms = _terms(rows, chip, fam)
+        measured = rows["measured_s"].to_numpy(np.float64)
+        p = _rounded(fit_family(terms, measured, fam))
+        err = np.abs(terms.time_s(p) / measured - 1.0)
+        points[fam], med[fam] = len(rows), float(np.median(err))
+        fits[fam] = replace(p, fitted_on=_note(fam, p, rows, med[fam], source, date))
+    if "gemm" in fits and "attention" not in fits:
+        fits["attention"] = attention_from_gemm(fits["gemm"])
+    return FitResult(chip.name, MappingProxyType(fits), MappingProxyType(points), MappingProxyType(med),
+                     time.perf_counter() - t0)
+
+
+def _note(fam: str, p: FamilyFit, rows: "pd.DataFrame", median_err: float, source: str, date: str) -> str:
+    """The fitted_on text of one family's fit: source, points, ops, in-sample median error, date."""
+    ops = ", ".join(sorted(set(rows["op"])))
+    at_one = [k for k in _FRACTIONS if getattr(p, k) == 1.0 and k in dict(_free(fam))]
+    return (f"{source + '; ' if source else ''}{len(rows)} points ({ops}); median |err| {median_err:.1%}; "
+            f"fitted {date}" + (f"; {', '.join(at_one)} at its bound 1 (some kernels measured faster than "
+                                "the roofline: L2-cache hits)" if at_one else ""))
+
+
+# =============================================================================== error tables
+def abs_pct_errors(pred, measured) -> np.ndarray:
+    """|pred / measured - 1| in percent."""
+    return np.abs(np.asarray(pred) / np.asarray(measured) - 1.0) * 100.0
+
+
+def error_rows(df: "pd.DataFrame", preds: Mapping[str, np.ndarray], by=("fam",)) -> list[dict]:
+    """Median and 90th-percentile absolute % error of each prediction, grouped by `by` columns."""
+    meas = df["measured_s"].to_numpy(np.float64)
+    errs = {name: abs_pct_errors(p, meas) for name, p in preds.items()}
+    rows = []
+    keys = df[list(by)].astype(str).agg("|".join, axis=1).to_numpy() if by else np.full(len(df), "")
+    for key in sorted(set(keys), key=lambda k: [_sort_key(x) for x in k.split("|")]):
+        sel = keys == key
+        row = dict(zip(by, key.split("|"))) if by else {}
+        row["n"] = int(sel.sum())
+        for name, e in errs.items():
+            row[f"{name}_median_pct"] = float(np.median(e[sel]))
+            row[f"{name}_p90_pct"] = float(np.percentile(e[sel], 90))
+        rows.append(row)
+    return rows
+
+
+def _sort_key(x: str):
+    order = {f: i for i, f in enumerate(FAMILIES)}
+    return (0, order[x], "") if x in order else (1, 0, x)

@@ -1,0 +1,142 @@
+"""The measured-timings CSV: its schema, reading and checking it, and choosing the rows of one chip.
+
+One row per measured kernel (MEASURED_COLUMNS). Converters turn each measurement source into this schema
+(calibrate/vidur.py: the Vidur profiles); benchmarks/data/ ships a small sample of it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import ChipError, RooflineError
+from ..hardware import Chip, load_chip
+from ..units import dtype_bytes
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# CSV `family` values -> model family (efficiency.FAMILIES)
+CSV_FAMILIES = {
+    "gemm": "gemm", "attention": "attention", "elementwise": "elementwise", "add": "elementwise",
+    "residual": "elementwise", "activation": "activation", "act": "activation", "rope": "rope", "norm": "norm",
+    "embedding": "embedding", "emb": "embedding", "all_reduce": "collective", "all_gather": "collective",
+    "reduce_scatter": "collective", "all_to_all": "collective", "p2p": "collective", "send_recv": "collective",
+}
+
+MEASURED_COLUMNS = {
+    "family": "gemm | elementwise | activation | rope | norm | embedding | attention | all_reduce | all_gather | "
+              "reduce_scatter | all_to_all | p2p",
+    "op": "op name (e.g. attn_pre_proj, mlp_act, all_reduce)",
+    "model": "model the op came from (leave-one-model-out cross-validation); empty for collectives",
+    "gpu": "optional: the GPU the row was measured on (e.g. a100, h100); `calibrate --chip` keeps the rows "
+           "whose gpu names that chip",
+    "dtype": "compute / element dtype (fp16, bf16, ...)",
+    "tp": "tensor-parallel degree of the shapes; for collectives the number of GPUs taking part",
+    "m": "GEMM rows per GPU (tokens in the batch); tokens for every other compute op",
+    "k": "GEMM inner dimension per GPU",
+    "n": "GEMM output columns per GPU",
+    "elems": "elements an elementwise op touches (documentation; bytes is what counts)",
+    "flops": "optional: FLOPs of the op (GEMM default 2*m*k*n)",
+    "bytes": "HBM bytes moved (GEMM default (k*n + m*k + m*n) * dtype bytes); collectives: the buffer size",
+    "kernels": "optional, default 1: kernel launches the measured time spans (overhead_s counts once each)",
+    "nodes": "optional, default 1: nodes a collective spans; rows with nodes > 1 are not fitted (multi-node)",
+    "measured_s": "measured kernel time in seconds (median)",
+}
+REQUIRED_COLUMNS = ("family", "op", "dtype", "measured_s")
+CSV_ORDER = ("gpu", "model", "family", "op", "dtype", "tp", "m", "k", "n", "elems", "flops", "bytes", "kernels",
+             "nodes", "measured_s")  # the column order converters write
+
+
+def read_measurements(path) -> "pd.DataFrame":
+    """Read a measured-timings CSV (MEASURED_COLUMNS) and check it (normalize)."""
+    import pandas as pd
+
+    p = Path(path)
+    if not p.is_file():
+        raise RooflineError(f"measured CSV {path} does not exist")
+    try:
+        df = pd.read_csv(p, keep_default_na=True, dtype={"model": str, "gpu": str, "op": str, "family": str})
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
+        raise RooflineError(f"measured CSV {path}: cannot be read ({e})") from None
+    return normalize(df, str(path))
+
+
+def write_measurements(df: "pd.DataFrame", path) -> None:
+    """Write measured rows (CSV_ORDER columns) as the CSV read_measurements reads back."""
+    df.to_csv(path, index=False, float_format="%.10g")
+
+
+def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
+    """Fill optional columns, derive flops/bytes of GEMM rows, map families (column `fam`); raise on bad rows."""
+    missing = [c for c in REQUIRED_COLUMNS if c not in df.columns]
+    if missing:
+        raise RooflineError(f"{where}: missing column(s) {', '.join(missing)}; columns: {', '.join(MEASURED_COLUMNS)}")
+    df = df.copy()
+    for c in ("model", "gpu", "op"):
+        df[c] = df[c].fillna("").astype(str) if c in df.columns else ""
+    df["family"] = df["family"].astype(str).str.strip().str.lower()
+    bad = sorted(set(df["family"]) - set(CSV_FAMILIES))
+    if bad:
+        raise RooflineError(f"{where}: unknown family {bad}; known: {', '.join(CSV_FAMILIES)}")
+    df["fam"] = df["family"].map(CSV_FAMILIES)
+    for c in ("tp", "m", "k", "n", "elems", "flops", "bytes", "kernels", "nodes", "measured_s"):
+        df[c] = _numeric(df[c]) if c in df.columns else np.nan
+    df["kernels"] = df["kernels"].fillna(1.0)
+    df["nodes"] = df["nodes"].fillna(1.0)
+    df["tp"] = df["tp"].fillna(1.0)
+    try:
+        eb = df["dtype"].map(dtype_bytes)
+    except RooflineError as e:
+        raise RooflineError(f"{where}: {e}") from None
+    g = df["fam"] == "gemm"
+    if (g & df[["m", "k", "n"]].isna().any(axis=1)).any():
+        raise RooflineError(f"{where}: gemm rows need m, k and n")
+    df.loc[g & df["flops"].isna(), "flops"] = 2.0 * df["m"] * df["k"] * df["n"]
+    df.loc[g & df["bytes"].isna(), "bytes"] = (df["k"] * df["n"] + df["m"] * df["k"] + df["m"] * df["n"]) * eb
+    df.loc[df["fam"] != "collective", "flops"] = df["flops"].fillna(0.0)
+    if df["bytes"].isna().any():
+        raise RooflineError(f"{where}: {int(df['bytes'].isna().sum())} row(s) without bytes")
+    if (df["fam"] == "attention").any() and (df.loc[df["fam"] == "attention", "flops"] <= 0).any():
+        raise RooflineError(f"{where}: attention rows need flops")
+    df["m"] = df["m"].fillna(0.0)  # tokens unknown: the asymptotic efficiencies
+    ok = np.isfinite(df["measured_s"]) & (df["measured_s"] > 0)
+    if not ok.all():
+        raise RooflineError(f"{where}: {int((~ok).sum())} row(s) with a missing or non-positive measured_s")
+    return df.reset_index(drop=True)
+
+
+def _numeric(s):
+    import pandas as pd
+
+    return pd.to_numeric(s, errors="coerce").astype(np.float64)
+
+
+def rows_for_chip(df: "pd.DataFrame", chip: Chip, gpu: str | None = None) -> "pd.DataFrame":
+    """Rows measured on `chip`: those whose `gpu` is `gpu`, or else names the chip (an alias resolves to it).
+    All rows when the CSV has no gpu column."""
+    if gpu is not None:
+        keep = df["gpu"].str.lower() == gpu.lower()
+    elif (df["gpu"] == "").all():
+        return df
+    else:
+        def names_chip(g: str) -> bool:
+            try:
+                return load_chip(g).name == chip.name
+            except ChipError:
+                return False
+
+        hits = {g: names_chip(g) for g in df["gpu"].unique()}
+        keep = df["gpu"].map(hits)
+    out = df[keep].reset_index(drop=True)
+    if out.empty:
+        raise RooflineError(f"no rows for chip {chip.name} (gpu values: {', '.join(sorted(set(df['gpu'])))}); "
+                            "pass --gpu to choose")
+    return out
+
+
+def single_node(df: "pd.DataFrame") -> "pd.DataFrame":
+    """The rows that are fitted: everything except collectives spanning more than one node."""
+    return df[(df["fam"] != "collective") | (df["nodes"] <= 1)]

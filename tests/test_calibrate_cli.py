@@ -1,0 +1,131 @@
+"""The calibrate command and package: the shipped sample CSV runs from a clone, --write goes to the user chip
+directory and never into the package, --convert-vidur, and the package's layering and paths."""
+
+import ast
+import re
+import tomllib
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+import llm_roofline as lr
+from llm_roofline.calibrate import CHIPS_ENV, Calibration, calibrate, user_chips_dir
+from llm_roofline.cli import main
+from llm_roofline.efficiency import FAMILIES
+from llm_roofline.errors import RooflineError
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = "benchmarks/data/measured_h100_sample.csv"  # relative to the repository root, as the README runs it
+VIDUR = ROOT.parent / "shared" / "calibration" / "vidur"
+PACKAGE = ROOT / "llm_roofline"
+
+
+def test_sample_csv_is_small_and_documented():
+    p = ROOT / SAMPLE
+    assert p.stat().st_size < 100_000
+    df = pd.read_csv(p)
+    assert 100 <= len(df) <= 500 and set(df["gpu"]) == {"h100"}
+    assert "7d47513363ec447a741ac5e47241580b47724fbf" in (p.parent / "README.md").read_text()
+
+
+def test_readme_command_runs_verbatim_from_the_repo_root(monkeypatch, capsys, tmp_path):
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv(CHIPS_ENV, str(tmp_path / "chips"))
+    assert main(["calibrate", SAMPLE, "--chip", "h100-sxm"]) == 0
+    out = capsys.readouterr().out
+    assert "calibrating h100-sxm on benchmarks/data/measured_h100_sample.csv: 335 rows of gpu h100" in out
+    assert "before: calibrated (h100-sxm fit)" in out and "[efficiency.gemm] compute_max = " in out
+    assert f"not written (pass --write to write the chip file with these tables to {tmp_path / 'chips'}" in out
+    assert not (tmp_path / "chips").exists()  # nothing written without --write
+
+
+def test_sample_fit_beats_the_ideal_roofline(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    c = calibrate(SAMPLE, "h100-sxm", date="d")
+    assert isinstance(c, Calibration) and c.rows == 335 and c.had_calibration
+    assert set(c.result.fits) == set(FAMILIES)
+    for row in c.errors:  # in sample, every family: the fit is closer than the ideal roofline
+        assert row["after_median_pct"] < row["ideal_median_pct"], row
+    assert c.source.startswith("Vidur (microsoft/vidur 7d47513") and "SKU uncertain" in c.sku_note
+
+
+def test_write_goes_to_the_user_chip_directory(monkeypatch, tmp_path):
+    monkeypatch.chdir(ROOT)
+    monkeypatch.setenv(CHIPS_ENV, str(tmp_path / "chips"))
+    shipped = Path(lr.load_chip("h100-sxm").path)
+    before = shipped.read_bytes()
+    c = calibrate(SAMPLE, "h100-sxm", write=True, date="d")
+    dest = tmp_path / "chips" / "h100-sxm.toml"
+    assert c.written == str(dest) and shipped.read_bytes() == before  # the package's file is untouched
+    written = lr.load_chip(str(dest))
+    assert written.name == "h100-sxm"
+    assert written.calibration["gemm"]["compute_max"] == c.result.fits["gemm"].compute_max
+    # everything above the efficiency tables is the shipped file's, byte for byte
+    text, src = dest.read_text(), shipped.read_text()
+    marker = "# ---- calibrated kernel efficiency"
+    assert text[: text.index(marker)] == src[: src.index(marker)]
+    tomllib.loads(text)
+
+
+def test_write_refuses_the_package_directory(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    with pytest.raises(RooflineError, match="inside the installed package"):
+        calibrate(SAMPLE, "h100-sxm", write=True, chips_dir=PACKAGE / "hardware" / "chips")
+
+
+def test_user_chips_dir_rule(monkeypatch, tmp_path):
+    monkeypatch.setenv(CHIPS_ENV, str(tmp_path))
+    assert user_chips_dir() == tmp_path
+    monkeypatch.delenv(CHIPS_ENV)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "cfg"))
+    assert user_chips_dir() == tmp_path / "cfg" / "llm-roofline" / "chips"
+    monkeypatch.delenv("XDG_CONFIG_HOME")
+    assert user_chips_dir() == Path.home() / ".config" / "llm-roofline" / "chips"
+
+
+def test_cli_usage_errors(capsys, tmp_path):
+    assert main(["calibrate", "--chip", "h100"]) == 2  # no CSV
+    assert main(["calibrate", str(tmp_path / "x.csv")]) == 2  # no --chip
+    assert main(["calibrate", "--convert-vidur", str(tmp_path / "none"), str(tmp_path / "o.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "needs a measured CSV and --chip" in err and "no Vidur profiles" in err
+
+
+@pytest.mark.skipif(not VIDUR.is_dir(), reason="shared calibration data not present")
+def test_convert_vidur_cli_and_the_sample_regenerates(tmp_path, capsys):
+    out = tmp_path / "vidur.csv"
+    assert main(["calibrate", "--convert-vidur", str(VIDUR), str(out)]) == 0
+    assert capsys.readouterr().out.startswith(f"wrote 118192 rows to {out}: a100/activation 5439")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_sample", ROOT / "benchmarks" / "make_sample.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    again = tmp_path / "sample.csv"
+    assert mod.main(["--data", str(VIDUR), "--out", str(again)]) == 0
+    assert again.read_bytes() == (ROOT / SAMPLE).read_bytes()
+
+
+# ------------------------------------------------------------------------------ layering and paths
+def _imports(path: Path) -> set[str]:
+    mods = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            mods.add("." * node.level + (node.module or ""))
+    return mods
+
+
+def test_calibrate_package_layering():
+    allowed = {"efficiency", "roofline", "collectives", "hardware", "units", "errors"}
+    for f in sorted((PACKAGE / "calibrate").glob("*.py")):
+        for m in _imports(f):
+            if m.startswith("..") and m != "..":
+                assert m[2:].split(".")[0] in allowed, (f.name, m)
+
+
+def test_no_machine_paths_in_the_calibration_code():
+    files = list((PACKAGE / "calibrate").glob("*.py")) + [PACKAGE / "report" / "calibration.py",
+                                                           PACKAGE / "efficiency.py"]
+    for f in files:
+        assert not re.search(r"\.\./shared|/work/|/tmp/", f.read_text()), f
