@@ -20,7 +20,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import numpy as np  # noqa: E402
 
 import llm_roofline as lr  # noqa: E402
-from llm_roofline.estimate import evaluate, score_ops  # noqa: E402
+from llm_roofline.estimate import evaluate  # noqa: E402
+from llm_roofline.roofline import score_ops  # noqa: E402
 from llm_roofline.graph import Phase, build_ops  # noqa: E402
 
 
