@@ -226,7 +226,7 @@ def context_study_markdown(estimates, *, image: str | None = None, title: str | 
                            notes: Sequence[str] = (), command: str | None = None) -> str:
     """A prefill-vs-decode study: one model and chip across prompt lengths (one Estimate per length)."""
     from .. import __version__
-    from .plot import CATEGORIES, time_breakdown
+    from .categories import CATEGORIES, time_breakdown
 
     ests = sorted(estimates, key=lambda e: e.scenario["prompt_len"])
     e0 = ests[0]
