@@ -26,13 +26,14 @@ def explain(spec, chips, targets, candidates, feasible, best_per_chip, search_lo
             rank_by) -> str:
     """The targets, the best configuration, and per chip its best configuration or why it has none.
     search_logs: {chip name: search.ChipSearchLog}."""
-    t = targets
-    target = lambda v: fmt_seconds(v) if v else "any"  # noqa: E731
-    load = (f"load {sig3(t['qps'])} req/s ({sig3(t['output_tokens_per_s'])} output tok/s); " if t["qps"]
-            else "one replica (no load target); ")
-    head = (f"Plan for {spec.name}: prompt {t['prompt_len']}, gen {t['gen_len']}; TTFT <= {target(t['ttft_s'])}, "
-            f"TPOT <= {target(t['tpot_s'])}; " + load
-            + f"<= {t['max_chips']} chips; {t['reserve']:.0%} of HBM reserved; ranked by "
+    def target(v):
+        return fmt_seconds(v) if v else "any"
+
+    qps, out_tps = targets["qps"], targets["output_tokens_per_s"]
+    load = f"load {sig3(qps)} req/s ({sig3(out_tps)} output tok/s); " if qps else "one replica (no load target); "
+    head = (f"Plan for {spec.name}: prompt {targets['prompt_len']}, gen {targets['gen_len']}; "
+            f"TTFT <= {target(targets['ttft_s'])}, TPOT <= {target(targets['tpot_s'])}; " + load
+            + f"<= {targets['max_chips']} chips; {targets['reserve']:.0%} of HBM reserved; ranked by "
             + ("USD per 1M output tokens." if rank_by == "cost" else "total chips."))
     lines = [head]
     if len(feasible):
@@ -49,46 +50,53 @@ def explain(spec, chips, targets, candidates, feasible, best_per_chip, search_lo
     return "\n".join(lines)
 
 
-def _why_not(spec, chip, t, candidates, log, total_weight_bytes) -> str:
+def _why_not(spec, chip, targets, candidates, log, total_weight_bytes) -> str:
     """Why nothing is feasible on this chip, with numbers: the first constraint (memory, ttft, tpot, chips)
     that every remaining candidate fails, and the best value reached."""
-    usable_bytes = chip.hbm_bytes * (1 - t["reserve"])
-    total_bytes = t["max_chips"] * chip.hbm_bytes
     if log.shardings == 0:
-        return (f"no tp x pp x ep within {t['max_chips']} chips divides the model ({spec.n_layers} layers, heads "
+        return (f"no tp x pp x ep within {targets['max_chips']} chips divides the model ({spec.n_layers} layers, heads "
                 f"{sorted({g.attention.n_heads for g in spec.layer_groups})}, KV heads "
                 f"{sorted({g.attention.n_kv_heads for g in spec.layer_groups})})"
                 + (" and forms a TPU slice (a power of two chips)" if chip.scaleup.topology == "torus" else "")
                 + (f"; {log.errors[0]}" if log.errors else ""))
     sub = candidates[candidates["chip"] == chip.name] if len(candidates) else candidates
     if len(sub) == 0 or not sub["fits"].any():
-        if total_weight_bytes > t["max_chips"] * usable_bytes:
-            return (f"needs >= {fmt_gb(total_weight_bytes)} of weights, {t['max_chips']} x {fmt_gb(chip.hbm_bytes)} = "
-                    f"{fmt_gb(total_bytes)} available ({fmt_gb(t['max_chips'] * usable_bytes)} after the "
-                    f"{t['reserve']:.0%} reserve)")
-        rows = log.memory_rows
-        if rows:
-            def need_bytes(r):  # weights + one sequence per micro-batch
-                return r["weight_bytes_per_chip"] + r["bytes_per_sequence_per_chip"] * r["pp"]
-
-            m = min(rows, key=need_bytes)
-            return (f"the smallest per-chip footprint is {fmt_gb(need_bytes(m))} (tp={m['tp']} pp={m['pp']}: weights "
-                    f"{fmt_gb(m['weight_bytes_per_chip'])} + {m['pp']} sequence(s) of KV and activations at "
-                    f"{t['prompt_len'] + t['gen_len']} tokens {fmt_gb(m['bytes_per_sequence_per_chip'] * m['pp'])}) > "
-                    f"{fmt_gb(usable_bytes)} usable per chip ({fmt_gb(chip.hbm_bytes)} - {t['reserve']:.0%})")
-        return "every sharding failed: " + "; ".join(log.errors[:3])
+        return _why_no_memory(chip, targets, log, total_weight_bytes)
     fit = sub[sub["fits"]]
-    if t["ttft_s"] is not None and not fit["meets_ttft"].any():
+    if targets["ttft_s"] is not None and not fit["meets_ttft"].any():
         r = fit.loc[fit["ttft_s"].idxmin()]
         return (f"the fastest TTFT among configurations that fit is {fmt_seconds(r['ttft_s'])} (tp={r['tp']} "
-                f"pp={r['pp']} batch {r['batch']}) > target {fmt_seconds(t['ttft_s'])}")
+                f"pp={r['pp']} batch {r['batch']}) > target {fmt_seconds(targets['ttft_s'])}")
     ok = fit[fit["meets_ttft"]]
-    if t["tpot_s"] is not None and not ok["meets_tpot"].any():
+    if targets["tpot_s"] is not None and not ok["meets_tpot"].any():
         r = ok.loc[ok["tpot_s"].idxmin()]
         return (f"the fastest TPOT among configurations that fit and meet TTFT is {fmt_seconds(r['tpot_s'])} "
-                f"(tp={r['tp']} pp={r['pp']} batch {r['batch']}) > target {fmt_seconds(t['tpot_s'])}")
+                f"(tp={r['tp']} pp={r['pp']} batch {r['batch']}) > target {fmt_seconds(targets['tpot_s'])}")
     ok = ok[ok["meets_tpot"]]
     r = ok.loc[ok["chips_total"].idxmin()]
     return (f"the load needs >= {r['chips_total']} chips (tp={r['tp']} pp={r['pp']} batch {r['batch']} x "
-            f"{r['replicas']} replicas) > max_chips {t['max_chips']}")
+            f"{r['replicas']} replicas) > max_chips {targets['max_chips']}")
 
+
+
+def _why_no_memory(chip, targets, log, total_weight_bytes) -> str:
+    """Nothing fits in HBM: the weights alone exceed every chip allowed, or the smallest footprint (weights + one
+    sequence per micro-batch) exceeds one chip's usable bytes."""
+    max_chips, reserve = targets["max_chips"], targets["reserve"]
+    usable_bytes = chip.hbm_bytes * (1 - reserve)
+    if total_weight_bytes > max_chips * usable_bytes:
+        return (f"needs >= {fmt_gb(total_weight_bytes)} of weights, {max_chips} x {fmt_gb(chip.hbm_bytes)} = "
+                f"{fmt_gb(max_chips * chip.hbm_bytes)} available ({fmt_gb(max_chips * usable_bytes)} after the "
+                f"{reserve:.0%} reserve)")
+    if not log.memory_rows:
+        return "every sharding failed: " + "; ".join(log.errors[:3])
+
+    def need_bytes(r):  # weights + one sequence per micro-batch
+        return r["weight_bytes_per_chip"] + r["bytes_per_sequence_per_chip"] * r["pp"]
+
+    m = min(log.memory_rows, key=need_bytes)
+    sequences_bytes = m["bytes_per_sequence_per_chip"] * m["pp"]
+    return (f"the smallest per-chip footprint is {fmt_gb(need_bytes(m))} (tp={m['tp']} pp={m['pp']}: weights "
+            f"{fmt_gb(m['weight_bytes_per_chip'])} + {m['pp']} sequence(s) of KV and activations at "
+            f"{targets['prompt_len'] + targets['gen_len']} tokens {fmt_gb(sequences_bytes)}) > "
+            f"{fmt_gb(usable_bytes)} usable per chip ({fmt_gb(chip.hbm_bytes)} - {reserve:.0%})")

@@ -85,15 +85,15 @@ def _share_panel(ax, phase, shares, x, labels) -> None:
 def _latency_panel(ax, x, labels, ttft_s, tpot_s) -> None:
     """TTFT and TPOT (ms, log axis) against context length, each point annotated."""
     ax.plot(x, np.array(ttft_s) * 1e3, "-o", label="TTFT (prefill)")
-    tp = np.array([t if t is not None else np.nan for t in tpot_s])
-    ax.plot(x, tp * 1e3, "-^", label="TPOT (mean decode step)")
-    for xi, a, b in zip(x, ttft_s, tp):
+    tpot_or_nan_s = np.array([t if t is not None else np.nan for t in tpot_s])
+    ax.plot(x, tpot_or_nan_s * 1e3, "-^", label="TPOT (mean decode step)")
+    for xi, a, b in zip(x, ttft_s, tpot_or_nan_s):
         ax.annotate(f"{sig3(a * 1e3)}", (xi, a * 1e3), xytext=(0, 6), textcoords="offset points", fontsize=7,
                     ha="center")
         ax.annotate(f"{sig3(b * 1e3)}", (xi, b * 1e3), xytext=(0, 6), textcoords="offset points", fontsize=7,
                     ha="center")
     ax.set_yscale("log")
-    ax.set_ylim(np.nanmin(tp) * 1e3 / 2, max(ttft_s) * 1e3 * 2.5)
+    ax.set_ylim(np.nanmin(tpot_or_nan_s) * 1e3 / 2, max(ttft_s) * 1e3 * 2.5)
     log_axis(ax, "y")
     ax.set_xticks(x, labels)
     ax.set_xlabel("prompt length (tokens)")

@@ -4,7 +4,6 @@ build.plot_memory compute and render in one call."""
 
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 
