@@ -304,7 +304,7 @@ def _command_line(args, name: str, extra: str = "") -> str:
 
 
 def cmd_report(args) -> str:
-    from .report.export import write_report
+    from .report.build import write_report
 
     chips = _chip_list(args.chip)
     try:

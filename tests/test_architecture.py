@@ -118,7 +118,6 @@ def _dotted(node) -> str:
     return ""
 
 
-@pytest.mark.xfail(strict=True, reason="being fixed on the calibrate/report/model branches")
 def test_only_the_cli_prints():
     offenders = []
     for name, path in _modules().items():

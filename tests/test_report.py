@@ -11,7 +11,7 @@ import llm_roofline as lr
 from llm_roofline.cli import main
 from llm_roofline.estimate import estimate
 from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
-from llm_roofline.report.export import write_report
+from llm_roofline.report.build import write_report
 from llm_roofline.report.markdown import report_markdown
 
 H100 = lr.load_chip("h100")

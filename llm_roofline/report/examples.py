@@ -1,22 +1,24 @@
-"""Regenerate the curated example reports in reports/ (one folder each) and reports/README.md:
+"""The curated example reports in reports/ (one folder each) and reports/README.md:
 
-    python -m llm_roofline.report.examples [--out reports] [--only NAME ...]
+    regenerate(Path("reports"))                          # library: returns the paths it wrote
+    python -m llm_roofline.report.examples [--out reports] [--only NAME ...]   # --out relative to the caller's cwd
+    python benchmarks/regenerate_reports.py [--only NAME ...]                  # maintainers: the repo's reports/, prints
 
-Every number in them comes from this package at the version recorded in each summary.json; rerun the
-script after changing the estimator and review the diff.
+Every number in them comes from this package at the version recorded in each summary.json; rerun after
+changing the estimator and review the diff. Nothing here prints (only cli.py and maintainer scripts do), and
+nothing writes next to the installed package: the output folder is always the caller's.
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..errors import ScenarioError
 from ..units import eng, fmt_seconds, sig3
 
-REPO_REPORTS = Path(__file__).resolve().parents[2] / "reports"
 SCRIPT = "python -m llm_roofline.report.examples"
 
 
@@ -33,9 +35,9 @@ class Example:
 
 def _v5e_note() -> list[str]:
     """The v5e decision, with the numbers of the alternative computed live (not pasted)."""
-    from ..estimate import estimate
+    from .build import chip_estimates
 
-    e = estimate("meta-llama/Llama-3.1-8B", "tpu-v5e", batch=8, prompt_len=2048, gen_len=256, tp=2)
+    e, = chip_estimates("meta-llama/Llama-3.1-8B", ["tpu-v5e"], batch=8, prompt_len=2048, gen_len=256, tp=2)
     return [
         "**Why TPU v5e is shown at tp = 1 although it does not fit.** The comparison is one chip against one chip at "
         "the same scenario, so the times show what each chip's roofline allows (v5e: 197 TFLOP/s, 819 GB/s). "
@@ -83,7 +85,7 @@ CONTEXT_STUDY = dict(name="llama3.1-8b_h100_prefill-vs-decode",
 
 
 def write_example(ex: Example, root: Path) -> dict[str, str]:
-    from .export import write_report
+    from .build import write_report
 
     notes = list(ex.notes)
     if ex.name.startswith("llama3.1-8b_h100-v5e"):
@@ -93,15 +95,15 @@ def write_example(ex: Example, root: Path) -> dict[str, str]:
 
 
 def write_context_study(root: Path) -> dict[str, str]:
-    from ..estimate import estimate
+    from .build import context_estimates
     from .export import write_ops_csv, write_summary_json
     from .markdown import context_study_markdown
-    from .plot import plot_phase_split
+    from .plot_breakdown import plot_phase_split
 
     c = CONTEXT_STUDY
     out = root / c["name"]
     out.mkdir(parents=True, exist_ok=True)
-    ests = [estimate(c["model"], c["chip"], batch=c["batch"], prompt_len=p, gen_len=c["gen_len"]) for p in c["prompts"]]
+    ests = context_estimates(c["model"], c["chip"], batch=c["batch"], gen_len=c["gen_len"], prompt_lens=c["prompts"])
     res = plot_phase_split(ests)
     res.save(out / "phase_split.png")
     res.close()
@@ -133,7 +135,7 @@ def write_context_study(root: Path) -> dict[str, str]:
     return files
 
 
-def readme(root: Path, written: list[tuple[str, str, str]]) -> str:
+def readme(written: list[tuple[str, str, str]]) -> str:
     from ..version import __version__
 
     lines = ["# Example reports", "",
@@ -168,35 +170,52 @@ def _headline(path: Path) -> str:
     return "; ".join(parts)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog=SCRIPT, description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=str(REPO_REPORTS), help="folder for the reports (default: %(default)s)")
-    ap.add_argument("--only", nargs="*", help="names of the reports to regenerate (default: all)")
-    args = ap.parse_args(argv)
-    root = Path(args.out)
+def example_names() -> list[str]:
+    return [e.name for e in examples()] + [CONTEXT_STUDY["name"]]
+
+
+def regenerate(root: Path, only: list[str] | None = None) -> list[Path]:
+    """Write the examples named in `only` (default: all) into `root`, then root/README.md over every example
+    folder present; returns the paths written, in order. Unknown names: ScenarioError, nothing written."""
+    root = Path(root)
+    names = example_names()
+    unknown = [n for n in only or [] if n not in names]
+    if unknown:
+        raise ScenarioError(f"unknown example {unknown[0]!r}; examples: {', '.join(names)}")
     root.mkdir(parents=True, exist_ok=True)
     exs = examples()
-    names = [e.name for e in exs] + [CONTEXT_STUDY["name"]]
-    for n in args.only or []:
-        if n not in names:
-            print(f"unknown example {n!r}; examples: {', '.join(names)}", file=sys.stderr)
-            return 2
+    written = []
     for ex in exs:
-        if not args.only or ex.name in args.only:
+        if not only or ex.name in only:
             write_example(ex, root)
-            print(f"wrote {root / ex.name}")
-    if not args.only or CONTEXT_STUDY["name"] in args.only:
+            written.append(root / ex.name)
+    if not only or CONTEXT_STUDY["name"] in only:
         write_context_study(root)
-        print(f"wrote {root / CONTEXT_STUDY['name']}")
-    written = [(e.name, e.why, _headline(root / e.name)) for e in exs if (root / e.name / "summary.json").exists()]
+        written.append(root / CONTEXT_STUDY["name"])
+    rows = [(e.name, e.why, _headline(root / e.name)) for e in exs if (root / e.name / "summary.json").exists()]
     cs = root / CONTEXT_STUDY["name"]
     if (cs / "summary.json").exists():
-        written.append((CONTEXT_STUDY["name"], "one model and chip, prompt 512 … 128k: how the time split and the "
-                        "bounds move between prefill and decode", _headline(cs)))
-    (root / "README.md").write_text(readme(root, written))
-    print(f"wrote {root / 'README.md'}")
-    return 0
+        rows.append((CONTEXT_STUDY["name"], "one model and chip, prompt 512 … 128k: how the time split and the "
+                     "bounds move between prefill and decode", _headline(cs)))
+    (root / "README.md").write_text(readme(rows))
+    return written + [root / "README.md"]
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog=SCRIPT, description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default="reports",
+                    help="folder for the reports, relative to the current directory (default: %(default)s)")
+    ap.add_argument("--only", nargs="*", choices=example_names(), metavar="NAME",
+                    help="names of the reports to regenerate (default: all)")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> list[Path]:
+    """`python -m llm_roofline.report.examples`: regenerate and return the paths written (printing them is
+    the caller's business: benchmarks/regenerate_reports.py)."""
+    args = parse_args(argv)
+    return regenerate(Path(args.out), args.only)
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

@@ -1,30 +1,17 @@
-"""Machine-readable exports (raw SI values + metadata) and the `report` writer that bundles them with
-the Markdown report and the charts.
+"""Machine-readable exports of Estimates it is given (raw SI values + metadata): ops.csv and summary.json.
 
-    write_report("meta-llama/Llama-3.1-8B", ["h100-sxm", "mi300x"], "reports/llama8b", batch=8)
-
-writes report.md, ops.csv, summary.json and the PNG charts into the folder. CSV and JSON keep SI base
-units (seconds, bytes, FLOP, FLOP/s) in columns whose names carry the unit; only report.md and the
-charts convert to ms, GB, TFLOP/s.
+CSV and JSON keep SI base units (seconds, bytes, FLOP, FLOP/s) in columns whose names carry the unit; only
+report.md and the charts convert to ms, GB, TFLOP/s. The `report` writer that estimates and bundles these
+with the Markdown report and the charts is report.build.write_report.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any, Sequence
 
 from ..units import json_ready
-
-SCENARIO_KEYS = ("tp", "pp", "ep", "dp", "weight_dtype", "act_dtype", "kv_dtype", "efficiency", "attention",
-                 "sequence_parallel")
-CHARTS = {
-    "roofline": "roofline.png",
-    "frontier": "frontier.png",
-    "breakdown": "breakdown.png",
-    "memory": "memory.png",
-}
 
 
 def _version() -> str:
@@ -96,52 +83,3 @@ def write_ops_csv(estimates, path) -> str:
 def write_summary_json(estimates, path, **kw) -> str:
     Path(path).write_text(json.dumps(summary_dict(estimates, **kw), indent=2) + "\n")
     return str(path)
-
-
-def write_report(model, chips, out_dir, *, batch: int = 1, prompt_len: int = 2048, gen_len: int = 256,
-                 title: str | None = None, notes: Sequence[str] = (), command: str | None = None,
-                 frontier_prompts: Sequence[int] | None = None, charts: Sequence[str] = tuple(CHARTS),
-                 dpi: int | None = None, estimates=None, **kw) -> dict[str, str]:
-    """Estimate `model` on every chip in `chips` (same scenario) and write report.md, ops.csv, summary.json
-    and the charts into `out_dir`. kw: tp, pp, ep, dp, weight_dtype, act_dtype, kv_dtype, efficiency,
-    attention, sequence_parallel (as for `estimate`). A model that does not fit still gets a report; its
-    headline says so. Returns {artifact: path}."""
-    from ..estimate import estimate
-    from ..model.hf import load_model
-    from . import plot
-    from .markdown import report_markdown
-
-    unknown = set(kw) - set(SCENARIO_KEYS)
-    if unknown:
-        raise TypeError(f"write_report: unknown scenario keywords {sorted(unknown)}")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    spec = load_model(model)
-    chips = [c for c in (chips.split(",") if isinstance(chips, str) else chips) if str(c).strip()]
-    ests = estimates or [estimate(spec, c, batch=batch, prompt_len=prompt_len, gen_len=gen_len, **kw) for c in chips]
-    dpi = dpi or plot.DPI
-    files: dict[str, str] = {}
-    images: dict[str, str] = {}
-    for name in charts:
-        fname = CHARTS[name]
-        if name == "roofline":
-            res = plot.plot_roofline(ests)
-        elif name == "breakdown":
-            res = plot.plot_breakdown(ests)
-        elif name == "frontier":
-            res = plot.plot_frontier(spec, chips, prompt_len=prompt_len, gen_len=gen_len, prompt_lens=frontier_prompts,
-                                     **kw)
-        elif name == "memory":
-            res = plot.plot_memory(spec, chips, prompt_len=prompt_len, gen_len=gen_len, **kw)
-        else:
-            raise ValueError(f"unknown chart {name!r}; charts: {', '.join(CHARTS)}")
-        files[name] = res.save(out / fname, dpi)
-        res.close()
-        images[name] = fname
-    files["ops.csv"] = write_ops_csv(ests, out / "ops.csv")
-    files["summary.json"] = write_summary_json(ests, out / "summary.json", command=command, notes=notes)
-    md = report_markdown(ests, images=images, title=title, notes=notes, command=command,
-                         files=["ops.csv", "summary.json"])
-    (out / "report.md").write_text(md)
-    files["report.md"] = str(out / "report.md")
-    return files

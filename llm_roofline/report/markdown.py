@@ -59,6 +59,8 @@ CRITICAL_TEXT = {
                                  "data parallelism over the scale-up link stays compute-bound above it"),
     "dcn_critical_batch_tokens": ("cross-node critical batch", "tokens/node",
                                   "data parallelism over the scale-out link (IB / DCN) stays compute-bound above it"),
+    "moe_batch_tokens": ("MoE critical batch", "tokens/step",
+                         "critical batch x E/k: each routed expert sees k/E of the tokens (the seeds' MoE rule)"),
 }
 
 
@@ -226,7 +228,7 @@ def context_study_markdown(estimates, *, image: str | None = None, title: str | 
                            notes: Sequence[str] = (), command: str | None = None) -> str:
     """A prefill-vs-decode study: one model and chip across prompt lengths (one Estimate per length)."""
     from ..version import __version__
-    from .plot import CATEGORIES, time_breakdown
+    from .categories import CATEGORIES, time_breakdown
 
     ests = sorted(estimates, key=lambda e: e.scenario["prompt_len"])
     e0 = ests[0]

@@ -1,0 +1,100 @@
+"""What the planner may choose from: chip prices and the shardings (tp, pp, ep) a model allows on a chip."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from ..errors import RooflineError, ScenarioError
+
+
+@dataclass(frozen=True)
+class Price:
+    usd_per_hour: float | None
+    source: str
+
+
+def chip_prices(chips, overrides: dict | None = None) -> dict[str, Price]:
+    """Price per chip-hour of each chip: the chip file's [price] (source and date), or an override."""
+    from ..hardware import load_chip
+
+    over = {}
+    for key, usd in (overrides or {}).items():
+        usd = float(usd)
+        if not math.isfinite(usd) or usd <= 0:
+            raise ScenarioError(f"price for {key} must be a positive number of USD per chip-hour, got {usd!r}")
+        over[load_chip(key).name] = usd
+    out = {}
+    for c in chips:
+        c = load_chip(c)
+        if c.name in over:
+            out[c.name] = Price(over[c.name], "user override")
+        elif c.price_usd_per_hour is not None:
+            out[c.name] = Price(float(c.price_usd_per_hour), c.price_source or "chip file (no source given)")
+        else:
+            out[c.name] = Price(None, "no price in the chip file; pass prices={'%s': USD} (--price)" % c.name)
+    return out
+
+
+class ShardingChoice(NamedTuple):
+    """One model replica's sharding: tensor-, pipeline- and expert-parallel degrees."""
+
+    tp: int
+    pp: int
+    ep: int
+
+    @property
+    def chips(self) -> int:
+        return self.tp * self.pp
+
+    def __str__(self) -> str:
+        return f"tp={self.tp} pp={self.pp} ep={self.ep}"
+
+
+def _divisors(n: int, limit: int) -> list[int]:
+    return [d for d in range(1, min(n, limit) + 1) if n % d == 0]
+
+
+def _is_power_of_two(n: int) -> bool:
+    return n >= 1 and n & (n - 1) == 0
+
+
+def replica_shape_ok(chip, chips: int) -> bool:
+    """Whether `chips` chips can form one replica on this chip's topology. TPU (torus): a slice of a power of
+    two chips (book Part 8 min_topology; GCP v5e slices are 1, 4, 8, 16, ... 256), whole slices beyond one pod
+    (a multiple of the domain). Switch / mesh GPUs: any count."""
+    if chip.scaleup.topology != "torus":
+        return True
+    d = chip.scaleup.domain_size
+    return _is_power_of_two(chips) if chips <= d else chips % d == 0
+
+
+def sharding_candidates(spec, chip, max_chips: int, tp=None, pp=None,
+                        ep=None) -> tuple[list[ShardingChoice], list[str]]:
+    """(tp, pp, ep) choices the model allows on `chip` within max_chips, and why others were skipped.
+
+    Candidates: tp up to max_chips (heads, KV heads, d_ff, vocabulary-free checks via the graph builder),
+    pp a divisor of the layer count, ep a divisor of tp that divides the experts (MoE only). The graph builder
+    decides divisibility (ShardingError: skipped, never rounded)."""
+    from ..graph import Phase, build_ops
+    from ..sharding import Sharding
+
+    tps = sorted(set(tp)) if tp else list(range(1, max_chips + 1))
+    pps = sorted(set(pp)) if pp else _divisors(spec.n_layers, max_chips)
+    skipped: list[str] = []
+    out = []
+    for t in tps:
+        eps = sorted(set(ep)) if ep else (_divisors(t, t) if spec.is_moe else [1])
+        for p in pps:
+            if t * p > max_chips or not replica_shape_ok(chip, t * p):
+                continue
+            for e in eps:
+                try:
+                    build_ops(spec, Phase.prefill(p, 1), Sharding(t, p, e))
+                except RooflineError as err:
+                    if tp or pp or ep:  # only explicit requests deserve a note
+                        skipped.append(f"tp={t} pp={p} ep={e}: {err}")
+                    continue
+                out.append(ShardingChoice(t, p, e))
+    return out, skipped

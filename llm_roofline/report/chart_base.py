@@ -1,0 +1,146 @@
+"""What every chart shares: the PlotResult (a figure and the data behind it), the Agg backend, panel
+layout, titles, colours and plain-number log axes. matplotlib is imported inside the functions."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..units import sig3
+
+DPI = 110
+
+CATEGORY_COLORS = {
+    "attention": "#d62728",
+    "projections": "#1f77b4",
+    "MLP/experts": "#2ca02c",
+    "LM head": "#9467bd",
+    "communication": "#ff7f0e",
+    "other": "#8c8c8c",
+}
+PHASE_MARKERS = {"prefill": "o", "decode": "^"}
+
+
+@dataclass
+class PlotResult:
+    """A chart and the data behind it (SI units)."""
+
+    figure: Any  # matplotlib.figure.Figure
+    data: dict[str, Any] = field(default_factory=dict)
+
+    def save(self, path, dpi: int = DPI) -> str:
+        self.figure.savefig(path, dpi=dpi)
+        return str(path)
+
+    def close(self) -> None:
+        import matplotlib.pyplot as plt
+
+        plt.close(self.figure)
+
+
+def pyplot():
+    """matplotlib.pyplot on the Agg backend (no display; safe to call repeatedly)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def finish(res: PlotResult, path, dpi) -> PlotResult:
+    """Save the chart when a path is given; return it either way."""
+    if path is not None:
+        res.save(path, dpi)
+    return res
+
+
+def as_list(x) -> list:
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def subplots(plt, n, width_each=6.0, height=4.6, sharey=False, sharex=False):
+    """One row of n panels (constrained layout); returns (figure, list of axes)."""
+    fig, axes = plt.subplots(1, n, figsize=(width_each * n, height), squeeze=False, sharey=sharey, sharex=sharex,
+                             layout="constrained")
+    return fig, list(axes[0])
+
+
+def panel_title(est) -> str:
+    """'h100-sxm ×4 (tp4 pp2)': the chip and the sharding of one Estimate."""
+    s = est.scenario
+    par = f"tp{s['tp']}" + "".join(f" {k}{s[k]}" for k in ("pp", "ep", "dp") if s[k] > 1)
+    return f"{est.chip} ×{s['chips']} ({par})"
+
+
+def scenario_line(est) -> str:
+    """Model, sizes, dtypes and efficiency of one Estimate, for a figure title."""
+    s = est.scenario
+    return (f"{est.model} — batch {s['batch']}, prompt {s['prompt_len']}, gen {s['gen_len']}; "
+            f"weights {s['weight_dtype']}, KV {s['kv_dtype']}, compute {s['compute_dtype']}; {est.efficiency} roofline")
+
+
+def chips_per_replica(scenario_kw) -> int:
+    return int(scenario_kw.get("tp", 1)) * int(scenario_kw.get("pp", 1))
+
+
+def suptitle(fig, text: str, fontsize: float = 10) -> None:
+    """A figure title wrapped to the figure's width (a narrow single-panel figure would clip it)."""
+    width_chars = int(fig.get_figwidth() * 72 / (0.62 * fontsize))
+    fig.suptitle(wrap(text, width_chars), fontsize=fontsize)
+
+
+def wrap(text: str, width: int) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width))
+
+
+def tokens_label(n: int) -> str:
+    """Token counts as people say them: 2048 -> '2k', 131072 -> '128k', 128000 -> '128k', 3000 -> '3k'."""
+    n = int(n)
+    if n >= 1000 and n % 1000 == 0:
+        return f"{n // 1000}k"
+    if n >= 1024 and n % 1024 == 0:
+        return f"{n // 1024}k"
+    return str(n)
+
+
+def _g(v: float) -> str:
+    """Three significant digits without trailing zeros: 50.0 -> '50', 0.250 -> '0.25'."""
+    return f"{float(sig3(v)):g}"
+
+
+def log_axis(ax, which: str) -> None:
+    """Plain numbers on a log axis (0.5, 2, 10, 1k, 20k) instead of 10^x; minor ticks labelled at 2 and 5
+    when the axis spans less than two decades (2, 3 and 5 when it spans about one)."""
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    lo, hi = ax.get_xlim() if which == "x" else ax.get_ylim()
+
+    def fmt(v, _pos=None):
+        if v <= 0:
+            return ""
+        if v >= 1000:
+            return f"{_g(v / 1000)}k" if v < 1e6 else f"{_g(v / 1e6)}M"
+        return _g(v)
+
+    axis.set_major_formatter(FuncFormatter(fmt))
+    if hi / lo < 100:
+        keep = (2.0, 3.0, 5.0) if hi / lo < 12 else (2.0, 5.0)
+
+        def minor(v, _pos=None):
+            m = v / 10 ** math.floor(math.log10(v) + 1e-9)
+            return fmt(v) if round(m, 6) in keep else ""
+
+        axis.set_minor_formatter(FuncFormatter(minor))
+    else:
+        axis.set_minor_formatter(NullFormatter())
+
+
+def log_axes(ax) -> None:
+    """Both axes logarithmic (call after the limits are set) with plain-number ticks."""
+    log_axis(ax, "x")
+    log_axis(ax, "y")

@@ -1,0 +1,100 @@
+"""Label placement for scatter charts (the roofline): short op names placed greedily in display
+coordinates next to their points, away from other labels, markers and lines; labels of points that sit on
+top of each other merged into one."""
+
+from __future__ import annotations
+
+import math
+
+from .categories import short_name
+
+
+def _label_text(p, multi_group) -> str:
+    """Short op name; with the layer group appended when multi_group (a bool, or the set of op names that
+    need it) says the name alone is ambiguous."""
+    lab = short_name(p["name"])
+    need = multi_group if isinstance(multi_group, bool) else p["name"] in multi_group
+    if need and p["group"] != "model":
+        lab += f" [{p['group']}]"
+    return lab
+
+
+def place_labels(ax, items, obstacles=(), avoid=(), fontsize=7.5):
+    """Greedy label placement in display coordinates. items: (x, y, text) in data coordinates, most
+    important first. For each label, candidate anchors on rings of growing radius around its point are
+    scored by overlap with labels already placed, other texts (`obstacles`: display boxes), markers
+    and the axes frame; the nearest free one wins, with a leader line when it sits away from the point.
+    avoid: display points (markers, samples of lines) that labels should not cover."""
+    from matplotlib.font_manager import FontProperties
+
+    fig = ax.figure
+    ab = ax.get_window_extent()
+    scale = fig.dpi / 72.0
+    renderer = fig.canvas.get_renderer()
+    prop = FontProperties(size=fontsize)
+    boxes = [tuple(b) for b in obstacles]
+    pts = [tuple(ax.transData.transform((x, y))) for x, y, _ in items]
+    avoid = [tuple(q) for q in avoid] + pts
+    dirs = [(1, 0.6), (-1, 0.6), (1, -0.6), (-1, -0.6), (0, 1), (0, -1), (1, 0), (-1, 0)]
+    rings = [6, 14, 24, 36, 50, 66]
+    for (x, y, text), (px, py) in zip(items, pts):
+        lines = text.split("\n")
+        w = max(renderer.get_text_width_height_descent(line, prop, ismath=False)[0] for line in lines) + 4 * scale
+        h = ((fontsize * 1.25) * len(lines) + 2) * scale
+        best = None
+        for r in rings:
+            for ux, uy in dirs:
+                n = math.hypot(ux, uy)
+                dx, dy = r * ux / n, r * uy / n
+                ax_, ay_ = px + dx * scale, py + dy * scale
+                ha = "left" if ux > 0.3 else "right" if ux < -0.3 else "center"
+                va = "bottom" if uy > 0.3 else "top" if uy < -0.3 else "center"
+                x0 = ax_ if ha == "left" else ax_ - w if ha == "right" else ax_ - w / 2
+                y0 = ay_ if va == "bottom" else ay_ - h if va == "top" else ay_ - h / 2
+                box = (x0, y0, x0 + w, y0 + h)
+                # text on text is the worst outcome: any overlap costs a whole label area, plus its size
+                cost = sum(w * h + 5 * o for o in (_overlap(box, b) for b in boxes) if o > 0)
+                cost += sum(0.3 * w * h for q in avoid if box[0] - 3 <= q[0] <= box[2] + 3
+                            and box[1] - 3 <= q[1] <= box[3] + 3)
+                if box[0] < ab.x0 or box[2] > ab.x1 or box[1] < ab.y0 or box[3] > ab.y1:
+                    cost += 1e9
+                cost += r * 0.5  # prefer near
+                if best is None or cost < best[0]:
+                    best = (cost, dx, dy, ha, va, box, r)
+            if best[0] <= r * 0.5 + 1e-9:  # free spot on this ring
+                break
+        _, dx, dy, ha, va, box, r = best
+        pad = 4 * scale  # keep a gap: two labels that touch read as one ("downqkv_proj")
+        boxes.append((box[0] - pad, box[1] - pad / 2, box[2] + pad, box[3] + pad / 2))
+        t = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize, ha=ha, va=va,
+                        arrowprops=dict(arrowstyle="-", lw=0.5, color="0.45", shrinkA=0, shrinkB=3) if r > 8 else None)
+        t.set_in_layout(False)
+
+
+def _overlap(a, b) -> float:
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    return w * h if w > 0 and h > 0 else 0.0
+
+
+def cluster_labels(ax, label, multi, px=6.0):
+    """Merge labels of points that sit on top of each other (within px display pixels) into one label,
+    e.g. decode's weight-bound projections, which share one intensity: 'qkv_proj, o_proj, up_gate'."""
+    items: list[list] = []  # [x, y, display point, names]
+    for p in label:
+        x, y = p["intensity"], p["achieved_flops_per_s"] / 1e12
+        d = ax.transData.transform((x, y))
+        for it in items:
+            if math.hypot(*(d - it[2])) < px:
+                it[3].append(_label_text(p, multi))
+                break
+        else:
+            items.append([x, y, d, [_label_text(p, multi)]])
+    out = []
+    for x, y, _, names in items:
+        names = list(dict.fromkeys(names))
+        text = ", ".join(names) if len(names) <= 3 else ", ".join(names[:3]) + "\n" + ", ".join(names[3:])
+        out.append((x, y, text))
+    return out
+
+
