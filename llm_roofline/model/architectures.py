@@ -87,8 +87,11 @@ ARCHITECTURES: dict[str, Architecture] = {
                                       "moe_layer_interval": 1, "moe_num_shared_experts": 2}),
     "ernie4_5": replace(_LLAMA, qkv_bias="use_bias", o_bias="use_bias", mlp_bias="use_bias",
                         lm_head_bias="use_bias", defaults={"tie_word_embeddings": True, "use_bias": False}),
-    "hunyuan_v1_dense": replace(_LLAMA, qk_norm="use_qk_norm"),
-    "hunyuan_v1_moe": replace(_LLAMA, qk_norm="use_qk_norm"),
+    "qwen3_vl_text": replace(_LLAMA, qk_norm=True),
+    "qwen3_vl_moe_text": replace(_LLAMA, qk_norm=True),
+    "hunyuan_v1_dense": replace(_LLAMA, qk_norm=True),  # query_layernorm / key_layernorm always built
+    # Hunyuan-MoE (modeling_hunyuan_v1_moe.py): experts and one shared_mlp of intermediate_size, q/k RMSNorms.
+    "hunyuan_v1_moe": replace(_LLAMA, qk_norm=True, expert_keys=("intermediate_size",), fixed_shared_experts=1),
     # BitNet: gate_proj/up_proj with relu² (gated) plus attn_sub_norm and ffn_sub_norm: 4 norms per block.
     "bitnet": replace(_LLAMA, norms=4),
     # Nemotron: up_proj -> relu² -> down_proj, no gate; LayerNorm1P (weight + bias).
@@ -234,7 +237,8 @@ LAYER_TYPE_WINDOWS = {"full_attention": None, "sliding_attention": "window", "ch
 
 # Keys that shape the model; when present (truthy) in a config and not read, the reader says so.
 STRUCTURAL_KEY_WORDS = ("expert", "moe", "lora_rank", "window", "chunk", "sparse", "layer_types", "_layers",
-                        "block_config", "rope_layer", "dense_replace", "intermediate_size", "num_kv", "ffn")
+                        "block_config", "rope_layer", "dense_replace", "intermediate_size", "num_kv", "ffn",
+                        "attention_type")
 # Keys that contain those words but do not change the shapes (routing and training hyper-parameters).
 SHAPE_NEUTRAL_KEYS = frozenset((
     "router_aux_loss_coef", "output_router_logits", "norm_topk_prob", "routed_scaling_factor", "topk_method",

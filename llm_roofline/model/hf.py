@@ -74,6 +74,7 @@ def spec_from_config(config: dict, name: str = "model", source: str = "") -> Mod
                      "the usual key names as a pre-norm decoder (Llama-style unless its keys say otherwise).")
     defaults = dict((arch or UNKNOWN_ARCHITECTURE).defaults)
     reader = ConfigReader(raw, defaults, f"the {model_type or 'generic'} default", notes)
+    reader.used.update((arch or UNKNOWN_ARCHITECTURE).nested)  # read through their flattened keys
     spec = _build_spec(reader, arch or UNKNOWN_ARCHITECTURE, model_type, config, name, source)
     check_unread_keys(reader, model_type, known=arch is not None)
     return _with_assumptions(spec, reader.assumptions)

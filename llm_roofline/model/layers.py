@@ -72,7 +72,7 @@ def _head_dim(r: ConfigReader, d_model: int, n_heads: int) -> int:
 def layer_windows(r: ConfigReader, arch: Architecture, n_layers: int) -> list[int | None]:
     """Attention window of each layer (None: full attention), from layer_types or the model's window pattern."""
     kinds = _layer_window_kinds(r, arch, n_layers)
-    window = r.dim("sliding_window", required=False) if "window" in kinds else None
+    window = r.dim("sliding_window", "window_size", required=False) if "window" in kinds else None
     if "window" in kinds and window is None:
         raise ModelConfigError("layers use sliding-window attention but sliding_window is not set")
     chunk = r.dim("attention_chunk_size", required=False) if "chunk" in kinds else None
@@ -94,6 +94,8 @@ def _layer_window_kinds(r: ConfigReader, arch: Architecture, n_layers: int) -> l
             raise ModelConfigError(f"unknown attention kind(s) in layer_types: {', '.join(map(repr, unknown))}; "
                                    f"known: {', '.join(LAYER_TYPE_WINDOWS)}")
         return [LAYER_TYPE_WINDOWS[t] for t in types]
+    if r.get("attention_types") is not None:  # GPT-Neo: [[["global", "local"], 6]] -> global, local, ... 12 layers
+        return _gpt_neo_kinds(r, n_layers)
     if arch.chunked_attention:  # Llama-4: the RoPE layers (no_rope_layers[i] = 1) use chunked attention
         if r.get("attention_chunk_size") is None:
             return [None] * n_layers
@@ -112,6 +114,24 @@ def _layer_window_kinds(r: ConfigReader, arch: Architecture, n_layers: int) -> l
         return ["window" if i >= first else None for i in range(n_layers)]
     window = r.get("sliding_window")
     return ["window" if window else None] * n_layers  # Mistral-7B-v0.1, Phi-3: one window on every layer when set
+
+
+def _gpt_neo_kinds(r: ConfigReader, n_layers: int) -> list[str | None]:
+    """GPT-Neo attention_types: [[pattern, repeats], ...]; 'local' layers attend within window_size tokens."""
+    spec = r.typed("attention_types", (list,), "a list of [pattern, repeats] pairs")
+    kinds: list[str | None] = []
+    for item in spec:
+        ok = isinstance(item, list) and len(item) == 2 and isinstance(item[0], list)
+        if not ok or any(t not in ("global", "local") for t in item[0]):
+            raise ModelConfigError("attention_types must be a list of [[\"global\" | \"local\", ...], repeats] pairs")
+        repeats = as_int(item[1], "attention_types repeats", bound=n_layers)
+        kinds += ["window" if t == "local" else None for t in item[0]] * repeats
+        if len(kinds) > n_layers:
+            break
+    if len(kinds) != n_layers:
+        raise ModelConfigError(f"attention_types must describe one layer each ({n_layers}), got {len(kinds)}")
+    r.used.add("window_size")
+    return kinds
 
 
 def _llama4_rope_layers(r: ConfigReader, n_layers: int) -> list[bool]:
@@ -144,8 +164,9 @@ def moe_layers(r: ConfigReader, n_layers: int) -> list[bool]:
     types = r.str_list("mlp_layer_types", n_layers)
     if types is not None:
         return [t == "sparse" for t in types]
-    explicit = r.int_list("moe_layers")  # Llama-4: indices of the MoE layers
+    explicit = r.int_list("moe_layers")  # Llama-4: indices of the MoE layers (overrides interleave_moe_layer_step)
     if explicit is not None:
+        r.used.add("interleave_moe_layer_step")
         return [i in set(explicit) for i in range(n_layers)]
     freq = r.get("moe_layer_freq")
     if isinstance(freq, list):  # MiniMax-M3, MiMo-V2-Flash: a 0/1 flag per layer

@@ -150,13 +150,24 @@ class ConfigReader:
         """
         key = self.stated(*keys)
         if key is not None:
-            return as_int(self.raw[key], key, allow_zero=key in ZERO_ALLOWED) or self._absent(keys, fallback, required)
+            value = self._uniform(key, self.raw[key])
+            return as_int(value, key, allow_zero=key in ZERO_ALLOWED) or self._absent(keys, fallback, required)
         default_key = next((k for k in keys if k not in self.raw and self.defaults.get(k) is not None), None)
         if default_key is not None:
             value = as_int(self.defaults[default_key], default_key)
             self.assume(f"{keys[0]} absent from the config: {self.default_label} {value}.")
             return value
         return self._absent(keys, fallback, required)
+
+    def _uniform(self, key: str, value: Any) -> Any:
+        """A per-layer list whose entries are all equal (Hunyuan moe_topk [8, 8, ...]) read as its one value."""
+        if not isinstance(value, list):
+            return value
+        if value and all(v == value[0] and type(v) is type(value[0]) for v in value):
+            self.assume(f"{key} lists one value per layer, all {_short(value[0])}: read as that value.")
+            return value[0]
+        raise ModelConfigError(f"{key} must be an integer (or a per-layer list of one repeated value), "
+                               f"got a list of {len(value)} differing entries")
 
     def _absent(self, keys: tuple[str, ...], fallback: tuple[int, str] | None, required: bool) -> int | None:
         if fallback is not None:
