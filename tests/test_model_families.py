@@ -268,3 +268,14 @@ def test_unrepresentable_architectures_are_refused_naming_key_and_architecture(c
     assert "\n" not in message
     for w in words:
         assert w in message
+
+
+def test_nemotron_nas_block_configs_per_layer_heads_and_widths():
+    blocks = [{"attention": {"n_heads_in_group": 2, "no_op": False}, "ffn": {"ffn_mult": 1.0}},
+              {"attention": {"n_heads_in_group": 4, "no_op": False}, "ffn": {"ffn_mult": 2.625}}]
+    cfg = tiny(model_type="nemotron-nas", hidden_size=768, num_attention_heads=4, head_dim=None,
+               num_key_value_heads=None, intermediate_size=None, block_configs=blocks)
+    m = load_model(cfg)
+    # intermediate = int(2·ffn_mult·768/3) rounded up to a multiple of 256: 512 -> 512; 1344 -> 1536
+    # kv heads = 4 heads / n_heads_in_group: 2, then 1
+    assert [(g.count, g.attention.n_kv_heads, g.ffn.d_ff) for g in m.layer_groups] == [(1, 2, 512), (1, 1, 1536)]

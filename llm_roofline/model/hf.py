@@ -26,8 +26,8 @@ from ..errors import ModelConfigError, UnsupportedArchitectureError
 from .architectures import (ARCHITECTURES, CONTEXT_KEYS, HIDDEN_KEYS, LAYERS_KEYS, TEXT_MODEL_TYPES,
                             UNKNOWN_ARCHITECTURE, Architecture)
 from .config_files import locate, read_json, shipped_index
-from .layers import (attention_spec, ffn_spec, group_layers, layer_d_ffs, layer_ropes, layer_windows, moe_layers,
-                     norms_per_block, parallel_block)
+from .layers import (attention_spec, ffn_spec, group_layers, layer_d_ffs, layer_kv_heads, layer_ropes, layer_windows,
+                     moe_layers, norms_per_block, parallel_block)
 from .reader import ConfigReader, check_head_counts
 from .scope import check_unread_keys, model_type_of, reject_unsupported, text_part
 from .spec import ModelSpec
@@ -133,19 +133,20 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
 
 
 def _layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list:
-    """(AttentionSpec, FfnSpec) per layer; one spec object per distinct per-layer key (window, rope, moe, d_ff)."""
-    keys = list(zip(layer_windows(r, arch, n_layers), layer_ropes(r, arch, n_layers), moe_layers(r, n_layers),
-                    layer_d_ffs(r, arch, d_model, n_layers), strict=True))
+    """(AttentionSpec, FfnSpec) per layer; one spec object per distinct per-layer key (window, rope, kv heads, moe,
+    d_ff)."""
+    keys = list(zip(layer_windows(r, arch, n_layers), layer_ropes(r, arch, n_layers), layer_kv_heads(r, n_layers),
+                    moe_layers(r, n_layers), layer_d_ffs(r, arch, d_model, n_layers), strict=True))
     attn, ffn = {}, {}
-    for window, rope, moe, d_ff in dict.fromkeys(keys):
-        if (window, rope) not in attn:
-            attn[window, rope] = attention_spec(r, arch, d_model, window, rope)
+    for window, rope, n_kv, moe, d_ff in dict.fromkeys(keys):
+        if (window, rope, n_kv) not in attn:
+            attn[window, rope, n_kv] = attention_spec(r, arch, d_model, window, rope, n_kv)
         if not moe and not d_ff:
             raise ModelConfigError(f"the config has no {(arch.ffn_keys or ('intermediate_size',))[0]} "
                                    "(the width of the dense MLP layers)")
         if (moe, d_ff) not in ffn:
             ffn[moe, d_ff] = ffn_spec(r, arch, d_model, moe, 0 if moe else d_ff)
-    return [(attn[w, rope], ffn[moe, d_ff]) for w, rope, moe, d_ff in keys]
+    return [(attn[w, rope, n_kv], ffn[moe, d_ff]) for w, rope, n_kv, moe, d_ff in keys]
 
 
 def _with_assumptions(spec: ModelSpec, assumptions: list[str]) -> ModelSpec:

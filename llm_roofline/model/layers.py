@@ -15,13 +15,15 @@ from .spec import AttentionSpec, FfnSpec, LayerGroup
 
 
 # ---------------------------------------------------------------------------- attention
-def attention_spec(r: ConfigReader, arch: Architecture, d_model: int, window: int | None, rope: bool) -> AttentionSpec:
+def attention_spec(r: ConfigReader, arch: Architecture, d_model: int, window: int | None, rope: bool,
+                   n_kv: int | None = None) -> AttentionSpec:
+    """One layer's attention; n_kv: this layer's own key/value heads (Nemotron-NAS blocks), else the config's."""
     n_heads = r.dim(*HEADS_KEYS)
     common = dict(sliding_window=window, qkv_bias=r.flag(arch.qkv_bias), o_bias=r.flag(arch.o_bias),
                   rope=rope, qk_norm=r.flag(arch.qk_norm), sinks=arch.sinks)
     if r.stated("kv_lora_rank"):
         return _mla(r, n_heads, common)
-    n_kv = _kv_heads(r, n_heads)
+    n_kv = n_kv or _kv_heads(r, n_heads)
     require_divides(n_heads, "num_attention_heads", n_kv, "the number of key/value heads")
     head_dim = _head_dim(r, d_model, n_heads)
     kind = "mqa" if n_kv == 1 and n_heads > 1 else "mha" if n_kv == n_heads else "gqa"
@@ -216,7 +218,11 @@ def ffn_spec(r: ConfigReader, arch: Architecture, d_model: int, moe: bool, d_ff:
 
 def layer_d_ffs(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[int]:
     """Dense intermediate size of each layer: one value, or a per-layer list (Gemma-3n style); 4·hidden where
-    the architecture defines it so (GPT-2, GPT-J, BLOOM, Falcon), or MPT's expansion_ratio·hidden."""
+    the architecture defines it so (GPT-2, GPT-J, BLOOM, Falcon), MPT's expansion_ratio·hidden, or Nemotron-NAS
+    block_configs' ffn_mult."""
+    blocks = _blocks(r, n_layers)
+    if blocks is not None:
+        return [_ffn_mult_to_intermediate_size(_ffn_mult(b, i), d_model) for i, b in enumerate(blocks)]
     key = r.stated(*arch.ffn_keys) if arch.ffn_keys else None
     if key is not None and isinstance(r.raw[key], list):
         return r.int_list(key, n_layers)
@@ -231,6 +237,52 @@ def layer_d_ffs(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int
         r.assume(f"MLP width: {fallback[1]}.")
         return [fallback[0]] * n_layers
     return [r.dim(*arch.ffn_keys, fallback=fallback, required=False) or 0] * n_layers
+
+
+# ---------------------------------------------------------------------------- Nemotron-NAS (deci) blocks
+def _blocks(r: ConfigReader, n_layers: int) -> list[dict] | None:
+    """block_configs, one object per layer (scope.py has refused blocks without attention or FFN)."""
+    blocks = r.typed("block_configs", (list,), "a list of objects, one per layer")
+    if blocks is None:
+        return None
+    if len(blocks) != n_layers or not all(isinstance(b, dict) for b in blocks):
+        raise ModelConfigError(f"block_configs must list one object per layer ({n_layers})")
+    return blocks
+
+
+def _block_part(block: dict, part: str, i: int) -> dict:
+    sub = block.get(part)
+    if not isinstance(sub, dict):
+        raise ModelConfigError(f"block_configs[{i}].{part} must be an object")
+    return sub
+
+
+def _ffn_mult(block: dict, i: int) -> float:
+    mult = _block_part(block, "ffn", i).get("ffn_mult")
+    if isinstance(mult, bool) or not isinstance(mult, (int, float)) or not 0 < mult <= 64:
+        raise ModelConfigError(f"block_configs[{i}].ffn.ffn_mult must be a number in (0, 64], got {mult!r:.40}")
+    return mult
+
+
+def _ffn_mult_to_intermediate_size(ffn_mult: float, d_model: int) -> int:
+    """DeciLM (modeling_decilm.py, as in vLLM / SGLang / TensorRT-LLM): int(2·ffn_mult·d/3) rounded up to 256."""
+    size = int(2 * ffn_mult * d_model / 3)
+    return size if size % 256 == 0 else size + 256 - size % 256
+
+
+def layer_kv_heads(r: ConfigReader, n_layers: int) -> list[int | None]:
+    """Each layer's key/value heads where the config gives them per layer (block_configs n_heads_in_group)."""
+    blocks = _blocks(r, n_layers)
+    if blocks is None:
+        return [None] * n_layers
+    n_heads = r.dim(*HEADS_KEYS)
+    out = []
+    for i, b in enumerate(blocks):
+        group = as_int(_block_part(b, "attention", i).get("n_heads_in_group"),
+                       f"block_configs[{i}].attention.n_heads_in_group", bound=n_heads)
+        require_divides(n_heads, "num_attention_heads", group, f"block_configs[{i}].attention.n_heads_in_group")
+        out.append(n_heads // group)
+    return out
 
 
 def _has_qwen_shared(r: ConfigReader) -> bool:

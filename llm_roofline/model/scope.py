@@ -107,7 +107,10 @@ def reject_no_attention_blocks(cfg: dict) -> None:
                 raise UnsupportedArchitectureError(
                     f"block_configs[{i}].{part}.{key} is true: a layer without softmax {part} cannot be "
                     "represented by the operator graph (Nemotron-NAS / deci)")
-    raise UnsupportedArchitectureError("block_configs (Nemotron-NAS / deci per-layer blocks) are not read yet")
+            for extra in ("sparsify", "num_sink_tokens", "window_length"):
+                if isinstance(sub, dict) and sub.get(extra):
+                    raise UnsupportedArchitectureError(f"block_configs[{i}].{part}.{extra} is set: not modelled "
+                                                       "(Nemotron-NAS / deci)")
 
 
 def unread_structural_keys(r: ConfigReader) -> list[str]:
