@@ -216,6 +216,9 @@ def test_multimodal_wrapper_tie_applies_to_the_text_tower():
                "vision_config": {"depth": 2, "hidden_size": 32, "intermediate_size": 64}}
     m = load_model(wrapper)
     assert not m.tie_embeddings
+    # the wrapper owns the LM head: its setting wins over a text_config that says otherwise, and that is noted
+    both = load_model({**wrapper, "text_config": {**text, "tie_word_embeddings": True}})
+    assert not both.tie_embeddings and any("wrapper" in a for a in both.assumptions)
     # Qwen3 block + q/k norms 2·16: 2·(36,992 + 32) + untied 12,800 + 64
     assert m.params_total == 2 * 37_024 + 12_800 + 64
     # vision tower: 2·(4·32² + 2·32·64) = 16,384 parameters in its matrices, named and not counted

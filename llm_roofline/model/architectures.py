@@ -181,6 +181,8 @@ BOUNDS = {
     "vocab": 1 << 24,  # 16,777,216
     "context": 1 << 31,
     "experts": 65_536,
+    "ffn_ratio": 64,  # MLP width over hidden size (MPT expansion_ratio, Nemotron-NAS ffn_mult)
+    "quant_group": 1 << 24,  # weights sharing one quantization scale (group or block)
 }
 BOUND_OF_KEY: dict[str, str] = {
     **{k: "layers" for k in LAYERS_KEYS + ("first_k_dense_replace", "num_nextn_predict_layers", "decoder_sparse_step",

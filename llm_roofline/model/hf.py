@@ -19,6 +19,7 @@ Reading a config, in order (one reader: the result depends on the config and thi
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -150,8 +151,6 @@ def _layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) ->
 
 
 def _with_assumptions(spec: ModelSpec, assumptions: list[str]) -> ModelSpec:
-    from dataclasses import replace
-
     return replace(spec, assumptions=tuple(assumptions))
 
 

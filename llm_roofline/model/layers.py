@@ -8,7 +8,7 @@ already bounded (architectures.BOUNDS).
 from __future__ import annotations
 
 from ..errors import ModelConfigError
-from .architectures import (ACTIVATION_KEYS, GATED_ACTIVATIONS, HEADS_KEYS, KV_HEADS_KEYS, LAYER_TYPE_WINDOWS,
+from .architectures import (ACTIVATION_KEYS, BOUNDS, GATED_ACTIVATIONS, HEADS_KEYS, KV_HEADS_KEYS, LAYER_TYPE_WINDOWS,
                             N_EXPERTS_KEYS, SHARED_EXPERTS_KEYS, TOP_K_KEYS, Architecture)
 from .reader import ConfigReader, as_int, require_divides
 from .spec import AttentionSpec, FfnSpec, LayerGroup
@@ -127,9 +127,9 @@ def _gpt_neo_kinds(r: ConfigReader, n_layers: int) -> list[str | None]:
         if not ok or any(t not in ("global", "local") for t in item[0]):
             raise ModelConfigError("attention_types must be a list of [[\"global\" | \"local\", ...], repeats] pairs")
         repeats = as_int(item[1], "attention_types repeats", bound=n_layers)
+        if len(kinds) + len(item[0]) * repeats > n_layers:
+            break  # reported below, before any list longer than the layers is built
         kinds += ["window" if t == "local" else None for t in item[0]] * repeats
-        if len(kinds) > n_layers:
-            break
     if len(kinds) != n_layers:
         raise ModelConfigError(f"attention_types must describe one layer each ({n_layers}), got {len(kinds)}")
     r.used.add("window_size")
@@ -169,7 +169,8 @@ def moe_layers(r: ConfigReader, n_layers: int) -> list[bool]:
     explicit = r.int_list("moe_layers")  # Llama-4: indices of the MoE layers (overrides interleave_moe_layer_step)
     if explicit is not None:
         r.used.add("interleave_moe_layer_step")
-        return [i in set(explicit) for i in range(n_layers)]
+        moe = set(explicit)
+        return [i in moe for i in range(n_layers)]
     freq = r.get("moe_layer_freq")
     if isinstance(freq, list):  # MiniMax-M3, MiMo-V2-Flash: a 0/1 flag per layer
         return [bool(f) for f in r.int_list("moe_layer_freq", n_layers)]
@@ -228,7 +229,7 @@ def layer_d_ffs(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int
         return r.int_list(key, n_layers)
     ratio = r.get("expansion_ratio")
     if key is None and ratio is not None:
-        return [as_int(ratio, "expansion_ratio", bound=64) * d_model] * n_layers
+        return [as_int(ratio, "expansion_ratio", bound=BOUNDS["ffn_ratio"]) * d_model] * n_layers
     fallback = None
     mult = arch.ffn_mult or (4 if not arch.ffn_keys else None)
     if mult:
@@ -259,8 +260,9 @@ def _block_part(block: dict, part: str, i: int) -> dict:
 
 def _ffn_mult(block: dict, i: int) -> float:
     mult = _block_part(block, "ffn", i).get("ffn_mult")
-    if isinstance(mult, bool) or not isinstance(mult, (int, float)) or not 0 < mult <= 64:
-        raise ModelConfigError(f"block_configs[{i}].ffn.ffn_mult must be a number in (0, 64], got {mult!r:.40}")
+    if isinstance(mult, bool) or not isinstance(mult, (int, float)) or not 0 < mult <= BOUNDS["ffn_ratio"]:
+        raise ModelConfigError(f"block_configs[{i}].ffn.ffn_mult must be a number in (0, {BOUNDS['ffn_ratio']}], "
+                               f"got {mult!r:.40}")
     return mult
 
 

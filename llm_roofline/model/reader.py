@@ -24,8 +24,8 @@ def as_int(value: Any, key: str, allow_zero: bool = False, bound: int | None = N
         raise ModelConfigError(f"{key} must be {'non-negative' if allow_zero else 'positive'}, got {_short(value)}")
     limit = bound if bound is not None else bound_of(key)
     if value > limit:
-        raise ModelConfigError(f"{key} = {_short(value)} exceeds the physical bound {limit:,} "
-                               f"({BOUND_OF_KEY.get(key, 'width')} at most {limit:,})")
+        kind = BOUND_OF_KEY.get(key, "width") if bound is None else "value"
+        raise ModelConfigError(f"{key} = {_short(value)} exceeds the physical bound for a {kind}: at most {limit:,}")
     return int(value)
 
 

@@ -33,8 +33,12 @@ def text_part(config: dict, notes: list[str]) -> dict:
         return config
     if not isinstance(text, dict):
         raise ModelConfigError(f"text_config must be a JSON object, got {type(text).__name__}")
-    inherited = {k: config[k] for k in ("tie_word_embeddings", "torch_dtype", "dtype", "quantization_config")
-                 if k in config and k not in text}
+    inherited = {k: config[k] for k in ("torch_dtype", "dtype", "quantization_config") if k in config and k not in text}
+    if "tie_word_embeddings" in config:  # the LM head belongs to the wrapper model: its tie setting is the one used
+        inherited["tie_word_embeddings"] = config["tie_word_embeddings"]
+        if text.get("tie_word_embeddings", config["tie_word_embeddings"]) != config["tie_word_embeddings"]:
+            notes.append("tie_word_embeddings differs between the wrapper and text_config: the wrapper's "
+                         f"({config['tie_word_embeddings']!r:.20}) is used, as it owns the LM head.")
     others = [_tower_note(k, config[k]) for k in config if isinstance(k, str) and k.endswith("_config")
               and k not in ("text_config", "quantization_config")]
     notes.append(f"Multimodal config ({model_type_of(config) or '?'}): only the text model (text_config) is "
@@ -120,7 +124,7 @@ def unread_structural_keys(r: ConfigReader) -> list[str]:
         if not isinstance(key, str) or key in r.used or key in SHAPE_NEUTRAL_KEYS or value in (None, False, 0, [], {}):
             continue
         if key in HIDDEN_KEYS + LAYERS_KEYS or any(w in key for w in STRUCTURAL_KEY_WORDS):
-            out.append(key)
+            out.append(key if len(key) <= 60 else key[:57] + "...")
     return sorted(out)
 
 

@@ -7,10 +7,11 @@ from typing import Any
 
 from ..errors import ModelConfigError, RooflineError
 from ..units import DTYPE_BITS, WeightFormat, canonical_dtype, weight_format
+from .architectures import BOUNDS
 from .reader import ConfigReader, as_int
 from .spec import ModelSpec
 
-_MAX_GROUP = 1 << 24  # a quantization group or block of more weights than this is not a group
+_MAX_GROUP = BOUNDS["quant_group"]
 
 
 def native_dtype(r: ConfigReader, config: dict) -> str:
