@@ -13,6 +13,7 @@ is stated (and checked where the published figure is precise). Fixture sources:
 - ernie4_5_21b_a3b.json: transformers Ernie4_5_MoeConfig defaults (documented checkpoint baidu/ERNIE-4.5-21B-A3B-PT).
 - ernie4_5_300b_a47b.json: the ERNIE-4.5-300B-A47B config as copied in Ascend MindIE's atb_llm test
   (test_router_ernie_moe.py FAKE_CONFIG_DICT: hidden 8192, 54 layers, 64 experts top-8, MoE layers 3..53).
+- glm45_air.json: zai-org/GLM-4.5-Air config.json as printed (Glm4MoeConfig) in ms-swift's model documentation.
 - dbrx_base.json: databricks/dbrx-base config.json (d_model 6144, 40 layers, 48 heads, kv_n_heads 8, 16 experts
   top-4 of ffn_hidden_size 10752, vocab 100352). mpt_7b.json: mosaicml/mpt-7b config.json. command_r_v01.json:
   CohereForAI/c4ai-command-r-v01 config.json. bloom_560m.json, gpt_neo_125m.json, codegen_350m_mono.json,
@@ -91,6 +92,19 @@ def test_ernie45_300b_a47b():
     assert m.params_total == 298_636_913_856
     assert m.params_total == pytest.approx(300e9, rel=0.005)  # published "300B total"
     assert m.params_active == pytest.approx(47e9, rel=0.005)  # published "47B active"
+
+
+def test_glm45_air():
+    m = fixture("glm45_air")
+    # attn: q 4096·12288 + 12288 (bias) + k,v 2·(4096·1024 + 1024) + o 12288·4096 (no bias) = 109,066,240
+    # layer 0 dense: + 3·4096·10944 = 134,479,872 + norms 8,192 -> 243,554,304
+    # layers 1..45: + router 4096·128 + 128 = 524,416 + experts 128·3·4096·1408 = 2,214,592,512
+    #   + 1 shared 3·4096·1408 = 17,301,504 + norms 8,192 -> 2,341,492,864 · 45 = 105,367,178,880
+    # embed + head 2·151552·4096 = 1,241,513,984; final norm 4,096; the MTP layer (num_nextn_predict_layers) is not
+    assert m.params_total == 106_852_251_264  # published "106B total" (GLM-4.5 release; the Hub adds the MTP layer)
+    # published "12B active": the active count without the input embedding and the LM head (2·151552·4096) is 12.18B
+    assert 12e9 <= m.params_active - 2 * 151552 * 4096 < 12.5e9
+    assert m.layer_groups[0].attention.qkv_bias and not m.layer_groups[0].attention.o_bias
 
 
 # ------------------------------------------------------------------------------ key names and implicit widths
