@@ -167,3 +167,11 @@ def test_fifo_symlink_loop_and_empty_directory_do_not_hang(tmp_path):
         with pytest.raises(ModelConfigError) as e:
             load_model(target)
         assert "\n" not in str(e.value)
+
+
+def test_errors_from_a_file_name_the_file_and_the_key(tmp_path):
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(_base(hidden_size="4096")))
+    with pytest.raises(ModelConfigError, match=r"config\.json: hidden_size must be an integer") as e:
+        load_model(tmp_path)
+    assert str(tmp_path) in str(e.value) and "\n" not in str(e.value)

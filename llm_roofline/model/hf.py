@@ -50,7 +50,11 @@ def load_model(x: Any, allow_download: bool = False) -> ModelSpec:
     if not isinstance(x, (str, Path)):
         raise ModelConfigError(f"cannot load a model from a {type(x).__name__}; pass an id, a path or a dict")
     path, name = locate(str(x), allow_download)
-    return spec_from_config(read_json(path), name=name, source=str(path))
+    config = read_json(path)
+    try:
+        return spec_from_config(config, name=name, source=str(path))
+    except ModelConfigError as e:  # the same error, naming the file it came from
+        raise type(e)(f"{path}: {e}") from e
 
 
 def list_models() -> list[str]:
