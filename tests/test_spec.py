@@ -61,7 +61,7 @@ def test_dense_and_moe_ffn_params():
     assert sum(m.params for m in f.weight_matrices(D)) == 416
     # active: router 32 + top-2 experts 2·64 + 2·32 = 224
     assert sum(m.params for m in f.active_matrices(D)) == 224
-    shared = moe(n_shared_experts=1, d_shared=4, shared_gate=True)
+    shared = moe(d_shared=4, shared_gate=True)
     # + shared up_gate 8·8 = 64, down 4·8 = 32, gate 8·1 = 8 -> 416 + 104 = 520
     assert sum(m.params for m in shared.weight_matrices(D)) == 520
 
@@ -107,3 +107,9 @@ def test_weight_format_for():
 @pytest.mark.parametrize("kind, kv, expected", [("mha", 4, 1), ("gqa", 2, 2), ("mqa", 1, 4)])
 def test_group_size(kind, kv, expected):
     assert AttentionSpec(kind, 4, kv, 2, 2).group_size == expected
+
+
+@pytest.mark.parametrize("make", [lambda: AttentionSpec("mla2", 4, 2, 2, 2), lambda: FfnSpec("sparse", 16, True, "silu")])
+def test_unknown_kinds_are_refused(make):
+    with pytest.raises(ValueError, match="kind must be one of"):
+        make()

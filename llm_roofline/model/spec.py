@@ -9,10 +9,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..errors import ModelConfigError
 from ..units import WeightFormat, canonical_dtype, dtype_bytes, weight_format
 
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla")
 FFN_KINDS = ("dense", "moe")
+
+
+def _check_kind(what: str, kind: str, known: tuple[str, ...]) -> None:
+    if kind not in known:
+        raise ModelConfigError(f"{what}.kind must be one of {', '.join(known)}, got {kind!r}")
 
 
 @dataclass(frozen=True)
@@ -53,6 +59,9 @@ class AttentionSpec:
     kv_lora_rank: int | None = None
     qk_nope_head_dim: int | None = None
     qk_rope_head_dim: int | None = None
+
+    def __post_init__(self):
+        _check_kind("AttentionSpec", self.kind, ATTENTION_KINDS)
 
     @property
     def group_size(self) -> int:
@@ -98,15 +107,17 @@ class FfnSpec:
     kind: str  # dense | moe
     d_ff: int  # dense intermediate size (0 for a pure-MoE layer)
     gated: bool  # SwiGLU / GeGLU: up and gate matrices (3 matrices in all) vs up + down (2)
-    activation: str
+    activation: str  # descriptive (reports, notes); gating is decided by the reader, not from this string
     bias: bool = False
     n_experts: int = 0
     top_k: int = 0
     d_expert: int = 0  # intermediate size of one routed expert
-    n_shared_experts: int = 0
     d_shared: int = 0  # total intermediate size of the always-on shared expert(s)
     shared_gate: bool = False  # Qwen2-MoE: sigmoid gate Linear(d_model, 1) on the shared expert
     router_bias: bool = False
+
+    def __post_init__(self):
+        _check_kind("FfnSpec", self.kind, FFN_KINDS)
 
     def weight_matrices(self, d_model: int) -> list[Matrix]:
         up = 2 if self.gated else 1

@@ -1,0 +1,260 @@
+"""Per-model_type architecture table and Hugging Face key names.
+
+`ARCHITECTURES` says, per `model_type`, what the modeling code hard-codes and config.json does not (Qwen2's q/k/v
+bias, GPT-2's biases, Gemma-2's four norms per block, gpt-oss attention sinks, ...), plus the defaults of absent
+keys, copied from the transformers configuration class of that model_type (configuration_<type>.py: the value is
+written here, so the reader's result depends on the config file and this table only, never on what is installed).
+The key-name tables list the names one quantity goes by across architectures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """What one model_type's modeling code hard-codes, plus its config-class defaults for absent keys.
+
+    Flags are a bool, or the config key that holds the bool (absent: the default in `defaults`, else False).
+    """
+
+    norm: str = "rmsnorm"  # rmsnorm | layernorm (weight + bias); a bias-free LayerNorm counts as rmsnorm
+    norms: int = 2  # norm layers per block
+    gated: bool | None = True  # up + gate matrices (SwiGLU/GeGLU/relu²-GLU); None: unknown model_type
+    parallel: bool | str = False  # attention and MLP read the same input
+    qkv_bias: bool | str = "attention_bias"
+    o_bias: bool | str = "attention_bias"
+    mlp_bias: bool | str = "mlp_bias"
+    qk_norm: bool | str = False  # per-head q/k norms with weights (an L2 norm without weights is not one)
+    sinks: bool = False
+    router_bias: bool = False
+    shared_gate: bool = False  # sigmoid gate Linear(d_model, 1) on the shared expert
+    fixed_shared_experts: int = 0  # shared experts the modeling code always builds (Llama-4: 1)
+    lm_head_bias: bool | str = False
+    rope: bool = True
+    positions_key: str | None = None  # learned absolute position table: rows from this key
+    positions_offset: int = 0  # OPT stores 2 extra position rows
+    ffn_keys: tuple[str, ...] = ("intermediate_size",)  # dense MLP width
+    expert_keys: tuple[str, ...] = ("moe_intermediate_size", "intermediate_size")  # routed expert width
+    ffn_mult: int | None = None  # absent/null FFN size -> ffn_mult * d_model
+    chunked_attention: bool = False  # layer_types 'chunked_attention' / no_rope_layers (Llama-4)
+    nested: tuple[str, ...] = ()  # sub-dicts whose keys are read as top-level keys (DBRX attn_config, ffn_config)
+    bias_free_layernorm: bool = False  # nn.LayerNorm(bias=False): counted as weight-only, noted
+    defaults: dict = field(default_factory=dict)
+
+
+_LLAMA = Architecture(defaults={"tie_word_embeddings": False})
+_GEMMA_DEFAULTS = {"tie_word_embeddings": True, "head_dim": 256, "hidden_activation": "gelu_pytorch_tanh"}
+# GPT-2-style blocks: LayerNorm with bias, plain (ungated) MLP with biases, 4·hidden MLP when the width is absent.
+_GPT = Architecture(norm="layernorm", gated=False, qkv_bias=True, o_bias=True, mlp_bias=True, rope=False,
+                    ffn_keys=("n_inner",), ffn_mult=4)
+
+ARCHITECTURES: dict[str, Architecture] = {
+    "llama": _LLAMA,
+    "mistral": replace(_LLAMA, defaults={"tie_word_embeddings": False, "sliding_window": 4096}),
+    "mixtral": _LLAMA,
+    "phi3": _LLAMA,  # fused qkv_proj / gate_up_proj: same matrices
+    "qwen2": replace(_LLAMA, qkv_bias=True, o_bias=False),  # Qwen2Attention: q/k/v bias=True, o_proj no bias
+    "qwen2_moe": replace(_LLAMA, qkv_bias="qkv_bias", o_bias=False, shared_gate=True,
+                         defaults={"tie_word_embeddings": False, "qkv_bias": True}),
+    "qwen3": replace(_LLAMA, qk_norm=True),
+    "qwen3_moe": replace(_LLAMA, qk_norm=True),
+    "deepseek_v2": _LLAMA,
+    # DeepSeek-V3's router stores e_score_correction_bias (n_routed_experts), a per-expert bias of the routing
+    # scores (used for top-k selection): a router bias of the same size.
+    "deepseek_v3": replace(_LLAMA, router_bias=True),
+    # GLM-4.5 (modeling_glm4_moe.py): q/k/v bias = attention_bias, o_proj without; optional per-head q/k norms;
+    # DeepSeek-style router with e_score_correction_bias, n_shared_experts, first_k_dense_replace.
+    "glm4_moe": replace(_LLAMA, o_bias=False, qk_norm="use_qk_norm", router_bias=True),
+    "gpt_oss": replace(_LLAMA, mlp_bias=True, sinks=True, router_bias=True),
+    # Gemma's MLP is gate_proj/up_proj/down_proj with gelu_pytorch_tanh: gated (GeGLU), whatever the activation says.
+    "gemma": replace(_LLAMA, defaults=_GEMMA_DEFAULTS),
+    "gemma2": replace(_LLAMA, norms=4, defaults={**_GEMMA_DEFAULTS, "sliding_window": 4096}),
+    "gemma3_text": replace(_LLAMA, norms=4, qk_norm=True,
+                           defaults={**_GEMMA_DEFAULTS, "sliding_window": 4096, "sliding_window_pattern": 6,
+                                     "vocab_size": 262208, "max_position_embeddings": 131072}),
+    # Llama-4 (configuration_llama4.py Llama4TextConfig): every interleave_moe_layer_step-th layer is MoE with one
+    # shared expert of intermediate_size, the others dense of intermediate_size_mlp; use_qk_norm is an L2 norm
+    # without weights; 3 of 4 layers use chunked attention (no_rope_layers).
+    "llama4_text": replace(_LLAMA, ffn_keys=("intermediate_size_mlp",), expert_keys=("intermediate_size",),
+                           fixed_shared_experts=1, chunked_attention=True,
+                           defaults={"tie_word_embeddings": False, "intermediate_size_mlp": 16384,
+                                     "intermediate_size": 8192, "interleave_moe_layer_step": 1,
+                                     "no_rope_layer_interval": 4, "attention_chunk_size": 8192, "head_dim": 128}),
+    # ERNIE-4.5-MoE (configuration_ernie4_5_moe.py): use_bias on every Linear; router e_score_correction_bias;
+    # moe_num_shared_experts shared experts of moe_intermediate_size; MoE on layers start..end every interval.
+    "ernie4_5_moe": replace(_LLAMA, qkv_bias="use_bias", o_bias="use_bias", mlp_bias="use_bias",
+                            lm_head_bias="use_bias", router_bias=True,
+                            defaults={"tie_word_embeddings": True, "use_bias": False, "moe_layer_start_index": 1,
+                                      "moe_layer_interval": 1, "moe_num_shared_experts": 2}),
+    "ernie4_5": replace(_LLAMA, qkv_bias="use_bias", o_bias="use_bias", mlp_bias="use_bias",
+                        lm_head_bias="use_bias", defaults={"tie_word_embeddings": True, "use_bias": False}),
+    "qwen3_vl_text": replace(_LLAMA, qk_norm=True),
+    "qwen3_vl_moe_text": replace(_LLAMA, qk_norm=True),
+    # Nemotron-NAS (DeciLM): Llama blocks whose KV heads and MLP width vary per layer (block_configs).
+    "deci": _LLAMA,
+    "nemotron-nas": _LLAMA,
+    "hunyuan_v1_dense": replace(_LLAMA, qk_norm=True),  # query_layernorm / key_layernorm always built
+    # Hunyuan-MoE (modeling_hunyuan_v1_moe.py): experts and one shared_mlp of intermediate_size, q/k RMSNorms.
+    "hunyuan_v1_moe": replace(_LLAMA, qk_norm=True, expert_keys=("intermediate_size",), fixed_shared_experts=1),
+    # BitNet: gate_proj/up_proj with relu² (gated) plus attn_sub_norm and ffn_sub_norm: 4 norms per block.
+    "bitnet": replace(_LLAMA, norms=4),
+    # Nemotron: up_proj -> relu² -> down_proj, no gate; LayerNorm1P (weight + bias).
+    "nemotron": replace(_LLAMA, gated=False, norm="layernorm"),
+    # Cohere: one input_layernorm (LayerNorm without bias) feeding attention and MLP in parallel.
+    "cohere": replace(_LLAMA, norms=1, parallel=True, bias_free_layernorm=True, qk_norm="use_qk_norm",
+                      defaults={"tie_word_embeddings": True}),
+    "cohere2": replace(_LLAMA, norms=1, parallel=True, bias_free_layernorm=True,
+                       defaults={"tie_word_embeddings": True}),
+    # StarCoder2: LayerNorm (norm_type layer_norm), c_fc/c_proj (plain gelu MLP), use_bias on every Linear.
+    "starcoder2": replace(_GPT, rope=True, qkv_bias="use_bias", o_bias="use_bias", mlp_bias="use_bias",
+                          ffn_keys=("intermediate_size",), ffn_mult=None,
+                          defaults={"tie_word_embeddings": True, "use_bias": True}),
+    "gpt2": replace(_GPT, positions_key="n_positions", defaults={"tie_word_embeddings": True}),
+    # GPT-BigCode (StarCoder 1, SantaCoder): GPT-2 with multi_query (one KV head), default true.
+    "gpt_bigcode": replace(_GPT, positions_key="n_positions",
+                           defaults={"tie_word_embeddings": True, "multi_query": True}),
+    # GPT-Neo: q/k/v without bias, out_proj with bias; learned positions; intermediate_size null -> 4·hidden.
+    "gpt_neo": replace(_GPT, qkv_bias=False, positions_key="max_position_embeddings", ffn_keys=("intermediate_size",),
+                       defaults={"tie_word_embeddings": True, "max_position_embeddings": 2048}),
+    # CodeGen: GPT-J's parallel block (one ln_1), qkv_proj/out_proj without bias, fc_in/fc_out with, LM head bias.
+    "codegen": replace(_GPT, norms=1, parallel=True, qkv_bias=False, o_bias=False, rope=True, lm_head_bias=True,
+                       defaults={"tie_word_embeddings": False}),
+    # BLOOM: ALiBi, LayerNorm after the embedding, 4·hidden MLP, every Linear with bias.
+    "bloom": replace(_GPT, ffn_keys=(), defaults={"tie_word_embeddings": True}),
+    # XGLM: sinusoidal positions (no weights), fc1/fc2 of ffn_dim with bias, 2 LayerNorms per block.
+    "xglm": replace(_GPT, ffn_keys=("ffn_dim",), ffn_mult=None, defaults={"tie_word_embeddings": True}),
+    # MPT: LayerNorm without bias (no_bias), Wqkv/out_proj/up/down without bias, ALiBi, expansion_ratio·d_model.
+    "mpt": Architecture(gated=False, qkv_bias=False, o_bias=False, mlp_bias=False, rope=False, nested=("attn_config",),
+                        bias_free_layernorm=True, ffn_keys=(), defaults={"tie_word_embeddings": True}),
+    # DBRX: attn_config / ffn_config sub-dicts; LayerNorm without bias; gated experts (w1, v1, w2).
+    "dbrx": Architecture(qkv_bias=False, o_bias=False, mlp_bias=False, nested=("attn_config", "ffn_config"),
+                         expert_keys=("ffn_hidden_size",), bias_free_layernorm=True,
+                         defaults={"tie_word_embeddings": False}),
+    "opt": Architecture(norm="layernorm", gated=False, qkv_bias="enable_bias", o_bias="enable_bias",
+                        mlp_bias="enable_bias", rope=False, positions_key="max_position_embeddings",
+                        positions_offset=2, ffn_keys=("ffn_dim",),
+                        defaults={"tie_word_embeddings": True, "enable_bias": True}),
+    "falcon": Architecture(norm="layernorm", gated=False, parallel="parallel_attn", qkv_bias="bias", o_bias="bias",
+                           mlp_bias="bias", ffn_keys=("ffn_hidden_size",), ffn_mult=4,
+                           defaults={"tie_word_embeddings": True, "bias": False, "parallel_attn": True,
+                                     "max_position_embeddings": 2048}),
+    "gptj": Architecture(norm="layernorm", norms=1, gated=False, parallel=True, qkv_bias=False, o_bias=False,
+                         mlp_bias=True, lm_head_bias=True, ffn_keys=("n_inner",), ffn_mult=4,
+                         defaults={"tie_word_embeddings": False}),
+    "phi": Architecture(norm="layernorm", norms=1, gated=False, parallel=True, qkv_bias=True, o_bias=True,
+                        mlp_bias=True, lm_head_bias=True, qk_norm="qk_layernorm",
+                        defaults={"tie_word_embeddings": False}),
+    "gpt_neox": Architecture(norm="layernorm", gated=False, parallel="use_parallel_residual", mlp_bias=True,
+                             defaults={"tie_word_embeddings": False, "attention_bias": True,
+                                       "use_parallel_residual": True}),
+}
+UNKNOWN_ARCHITECTURE = Architecture(gated=None, ffn_keys=("intermediate_size", "ffn_dim", "ffn_hidden_size", "n_inner"))
+
+# The text tower's model_type of a multimodal wrapper whose text_config does not state its own.
+TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_vl": "qwen3_vl_text",
+                    "qwen3_vl_moe": "qwen3_vl_moe_text", "gemma4": "gemma4_text"}
+
+# Activations whose MLP is taken as gated in a model_type the table does not know (noted as an assumption).
+GATED_ACTIVATIONS = ("silu", "swish", "swiglu", "geglu")
+
+# ------------------------------------------------------------------------- key names
+HIDDEN_KEYS = ("hidden_size", "n_embd", "d_model")
+LAYERS_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+HEADS_KEYS = ("num_attention_heads", "n_head", "num_heads", "n_heads", "attention_heads")
+KV_HEADS_KEYS = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "kv_n_heads")
+CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "seq_length", "max_sequence_length", "max_seq_len")
+ACTIVATION_KEYS = ("hidden_activation", "hidden_act", "activation_function")
+N_EXPERTS_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+TOP_K_KEYS = ("num_experts_per_tok", "experts_per_token", "moe_top_k", "moe_k", "top_k_experts", "moe_topk")
+SHARED_EXPERTS_KEYS = ("n_shared_experts", "moe_num_shared_experts", "num_shared_experts")
+MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+FFN_SIZE_KEYS = ("intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size", "moe_intermediate_size",
+                 "shared_expert_intermediate_size", "intermediate_size_mlp")
+
+# ------------------------------------------------------------------------- bounds (one place)
+# Generous physical bounds: the largest published models are ~2·10^4 wide, ~200 layers deep, 256k vocab, 10M context.
+# A config beyond them is a mistake (or an attack), refused with the bound in the message; they also keep every
+# per-layer list and every count finite and small.
+BOUNDS = {
+    "layers": 100_000,
+    "width": 1 << 20,  # hidden size, head_dim, FFN and expert widths, LoRA ranks, windows: 1,048,576
+    "heads": 65_536,
+    "vocab": 1 << 24,  # 16,777,216
+    "context": 1 << 31,
+    "experts": 65_536,
+    "ffn_ratio": 64,  # MLP width over hidden size (MPT expansion_ratio, Nemotron-NAS ffn_mult)
+    "quant_group": 1 << 24,  # weights sharing one quantization scale (group or block)
+}
+BOUND_OF_KEY: dict[str, str] = {
+    **{k: "layers" for k in LAYERS_KEYS + ("first_k_dense_replace", "num_nextn_predict_layers", "decoder_sparse_step",
+                                           "moe_layer_freq", "sliding_window_pattern", "interleave_moe_layer_step",
+                                           "moe_layer_interval", "max_window_layers", "no_rope_layer_interval")},
+    **{k: "width" for k in HIDDEN_KEYS + FFN_SIZE_KEYS + MLA_KEYS + ("head_dim", "sliding_window",
+                                                                      "attention_chunk_size", "word_embed_proj_dim")},
+    **{k: "heads" for k in HEADS_KEYS + KV_HEADS_KEYS},
+    "vocab_size": "vocab",
+    **{k: "context" for k in CONTEXT_KEYS},
+    **{k: "experts" for k in N_EXPERTS_KEYS + TOP_K_KEYS + SHARED_EXPERTS_KEYS},
+}
+# Keys where 0 is a valid value (a count of zero, or a documented "off": Qwen2-MoE sliding_window 0).
+ZERO_ALLOWED = ("first_k_dense_replace", "num_nextn_predict_layers", "sliding_window", "max_window_layers",
+                "shared_expert_intermediate_size") + SHARED_EXPERTS_KEYS
+
+# ------------------------------------------------------------------------- what is not modelled
+ENCODER_DECODER_TYPES = ("t5", "mt5", "umt5", "longt5", "switch_transformers", "bart", "mbart", "pegasus",
+                         "pegasus_x", "marian", "blenderbot", "blenderbot-small", "led", "m2m_100", "nllb-moe",
+                         "prophetnet", "fsmt", "whisper", "t5gemma", "bigbird_pegasus", "plbart")
+ENCODER_ONLY_TYPES = ("bert", "roberta", "xlm-roberta", "deberta", "deberta-v2", "distilbert", "albert",
+                      "electra", "modernbert")
+# model_type -> why the operator graph cannot represent it (recurrent state, linear attention, sparse attention).
+REFUSED_TYPES = {
+    **{t: "state-space (Mamba) layers" for t in ("mamba", "mamba2", "falcon_mamba")},
+    **{t: "hybrid attention + state-space layers" for t in ("jamba", "zamba", "zamba2", "bamba", "nemotron_h",
+                                                              "falcon_h1", "granitemoehybrid", "plamo2")},
+    **{t: "recurrent layers" for t in ("rwkv", "rwkv6", "rwkv7", "recurrent_gemma", "xlstm")},
+    "lfm2": "hybrid short-convolution + attention layers",
+    "lfm2_moe": "hybrid short-convolution + attention layers",
+    "minimax": "hybrid lightning (linear) attention + softmax attention layers",
+    "qwen3_next": "hybrid Gated DeltaNet (linear attention) + gated attention layers",
+    "qwen3_5": "hybrid Gated DeltaNet (linear attention) + gated attention layers",
+    "qwen3_5_moe": "hybrid Gated DeltaNet (linear attention) + gated attention layers",
+    "deepseek_v32": "DeepSeek sparse attention (DSA: a lightning indexer selects index_topk keys per query)",
+    "glm_moe_dsa": "DeepSeek sparse attention (DSA: a lightning indexer selects index_topk keys per query)",
+    "deepseek_v4": "DeepSeek-V4 compressed sparse attention",
+    "jetmoe": "mixture-of-attention-heads (attention experts)",
+    "gemma3n": "AltUp, LAuReL and KV-cache sharing across layers (num_kv_shared_layers)",
+}
+# Keys that say the same whatever the model_type (a hybrid or sparse-attention model under another name).
+REFUSED_KEYS = {
+    **{k: "state-space / hybrid layers" for k in (
+        "layers_block_type", "ssm_cfg", "ssm_state_size", "state_size", "mamba_d_state", "mamba_expand",
+        "mamba_d_conv", "mamba_n_heads", "attn_layer_period", "attn_layer_offset", "hybrid_override_pattern",
+        "linear_attn_config", "block_types", "full_attn_idxs", "linear_num_value_heads", "linear_key_head_dim",
+        "conv_L_cache")},
+    **{k: "DeepSeek sparse attention (indexer)" for k in ("index_topk", "index_n_heads", "index_head_dim")},
+    "num_kv_shared_layers": "KV-cache sharing across layers",
+}
+CROSS_ATTENTION_KEYS = ("cross_attention_layers", "encoder_layers", "decoder_layers")
+NON_ATTENTION_LAYER_TYPES = ("linear_attention", "mamba", "conv", "ssm", "recurrent", "mamba2", "short_conv",
+                             "deltanet", "lightning_attention", "minimax_attention")
+# layer_types entries the reader maps onto an attention window: None = full, "window" = sliding_window,
+# "chunk" = attention_chunk_size (Llama-4's chunked attention, read as a window of the chunk size).
+LAYER_TYPE_WINDOWS = {"full_attention": None, "sliding_attention": "window", "chunked_attention": "chunk"}
+
+# Keys that shape the model; when present (truthy) in a config and not read, the reader says so.
+STRUCTURAL_KEY_WORDS = ("expert", "moe", "lora_rank", "window", "chunk", "sparse", "layer_types", "_layers",
+                        "block_config", "rope_layer", "dense_replace", "intermediate_size", "num_kv", "ffn",
+                        "attention_type")
+# Keys that contain those words but do not change the shapes (routing and training hyper-parameters).
+SHAPE_NEUTRAL_KEYS = frozenset((
+    "router_aux_loss_coef", "output_router_logits", "norm_topk_prob", "routed_scaling_factor", "topk_method",
+    "scoring_func", "n_group", "topk_group", "aux_loss_alpha", "seq_aux", "ep_size", "moe_norm_min",
+    "router_jitter_noise", "moe_gate", "moe_aux_loss_coeff", "moe_z_loss_coeff", "use_sliding_window",
+    "moe_router_activation_func", "moe_use_aux_free", "ffn_act_fn", "moe_jitter_eps", "moe_loss_weight",
+    "moe_normalize_expert_weights", "uniform_expert_assignment", "router_dtype", "moe_capacity_factor",
+    "moe_layer_end_index", "expert_capacity", "num_experts_per_tok_eval", "sliding_window_size_factor",
+    "pretraining_tp", "moe_eval_capacity_factor",
+    "sliding_window_size",  # Gemma-2: a legacy alias of sliding_window (same value)
+))

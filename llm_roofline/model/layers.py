@@ -1,0 +1,349 @@
+"""Per-layer readers: attention (GQA / MQA / MLA, windows) and feed-forward (dense / MoE), and grouping.
+
+Per-layer structure is read as small per-layer keys (window, rope, MoE or dense, FFN width); identical keys share one
+AttentionSpec / FfnSpec, built once. Every per-layer list is as long as num_hidden_layers, which the reader has
+already bounded (architectures.BOUNDS).
+"""
+
+from __future__ import annotations
+
+from ..errors import ModelConfigError
+from .architectures import (ACTIVATION_KEYS, BOUNDS, GATED_ACTIVATIONS, HEADS_KEYS, KV_HEADS_KEYS, LAYER_TYPE_WINDOWS,
+                            N_EXPERTS_KEYS, SHARED_EXPERTS_KEYS, TOP_K_KEYS, Architecture)
+from .reader import ConfigReader, as_int, require_divides
+from .spec import AttentionSpec, FfnSpec, LayerGroup
+
+
+# ---------------------------------------------------------------------------- attention
+def attention_spec(r: ConfigReader, arch: Architecture, d_model: int, window: int | None, rope: bool,
+                   n_kv: int | None = None) -> AttentionSpec:
+    """One layer's attention; n_kv: this layer's own key/value heads (Nemotron-NAS blocks), else the config's."""
+    n_heads = r.dim(*HEADS_KEYS)
+    common = dict(sliding_window=window, qkv_bias=r.flag(arch.qkv_bias), o_bias=r.flag(arch.o_bias),
+                  rope=rope, qk_norm=r.flag(arch.qk_norm), sinks=arch.sinks)
+    if r.stated("kv_lora_rank"):
+        return _mla(r, n_heads, common)
+    n_kv = n_kv or _kv_heads(r, n_heads)
+    require_divides(n_heads, "num_attention_heads", n_kv, "the number of key/value heads")
+    head_dim = _head_dim(r, d_model, n_heads)
+    kind = "mqa" if n_kv == 1 and n_heads > 1 else "mha" if n_kv == n_heads else "gqa"
+    return AttentionSpec(kind, n_heads, n_kv, head_dim, head_dim, **common)
+
+
+def _mla(r: ConfigReader, n_heads: int, common: dict) -> AttentionSpec:
+    """DeepSeek-V2/V3 multi-head latent attention: one compressed KV latent + one shared rope key per token."""
+    nope, rope = r.dim("qk_nope_head_dim"), r.dim("qk_rope_head_dim")
+    q_rank = r.dim("q_lora_rank", required=False)  # null (V2-Lite): a plain q_proj
+    if q_rank is None:
+        r.assume("q_lora_rank is null: queries use a plain q_proj (no low-rank compression).")
+    # DeepSeek's attention_bias puts a bias on q_a_proj / kv_a_proj / o_proj; the spec models o_proj's only.
+    if r.flag("attention_bias"):
+        raise ModelConfigError("attention_bias=true with MLA (kv_lora_rank) is not modelled")
+    return AttentionSpec("mla", n_heads, n_heads, nope + rope, r.dim("v_head_dim"), q_lora_rank=q_rank,
+                         kv_lora_rank=r.dim("kv_lora_rank"), qk_nope_head_dim=nope, qk_rope_head_dim=rope,
+                         **{**common, "qkv_bias": False, "o_bias": False})
+
+
+def _kv_heads(r: ConfigReader, n_heads: int) -> int:
+    """Key/value heads: GQA key, or Falcon / GPT-BigCode multi_query (one KV head), else = heads (MHA)."""
+    if r.boolean("new_decoder_architecture"):  # Falcon-40B/180B: grouped KV heads in num_kv_heads
+        return r.dim("num_kv_heads")
+    multi_query = r.typed("multi_query", (bool,), "true or false")
+    if multi_query is not None:  # Falcon-7B, GPT-BigCode: a single KV head when true, else one per query head
+        if "multi_query" not in r.raw:
+            r.assume(f"multi_query absent from the config: {r.default_label} {multi_query}.")
+        return 1 if multi_query else n_heads
+    return r.dim(*KV_HEADS_KEYS, fallback=(n_heads, f"= num_attention_heads ({n_heads}), i.e. multi-head attention"))
+
+
+def _head_dim(r: ConfigReader, d_model: int, n_heads: int) -> int:
+    """head_dim from the file (Qwen3, Gemma: not hidden/heads); else the class default; else hidden/heads."""
+    if r.stated("head_dim"):
+        return r.dim("head_dim")
+    require_divides(d_model, "hidden_size", n_heads, "num_attention_heads", " and the config gives no head_dim")
+    derived = d_model // n_heads
+    default = r.defaults.get("head_dim") if "head_dim" not in r.raw else None
+    if default is not None and default != derived:
+        r.assume(f"head_dim absent from the config: {r.default_label} {default} (not hidden_size/heads = {derived}).")
+        return as_int(default, "head_dim")
+    r.assume(f"head_dim absent from the config: hidden_size/num_attention_heads = {derived}.")
+    return derived
+
+
+# ---------------------------------------------------------------------------- windows and positions
+def layer_windows(r: ConfigReader, arch: Architecture, n_layers: int) -> list[int | None]:
+    """Attention window of each layer (None: full attention), from layer_types or the model's window pattern."""
+    kinds = _layer_window_kinds(r, arch, n_layers)
+    window = r.dim("sliding_window", "window_size", required=False) if "window" in kinds else None
+    if "window" in kinds and window is None:
+        raise ModelConfigError("layers use sliding-window attention but sliding_window is not set")
+    chunk = r.dim("attention_chunk_size", required=False) if "chunk" in kinds else None
+    if "chunk" in kinds and chunk is None:
+        raise ModelConfigError("layers use chunked attention but attention_chunk_size is not set")
+    if chunk is not None:
+        r.assume(f"Chunked attention (attention_chunk_size {chunk}, {kinds.count('chunk')} of {n_layers} layers) is "
+                 f"modelled as a sliding window of {chunk}: a chunk sees between 1 and {chunk} keys, the window up "
+                 "to its size, so attention FLOPs and KV reads are an upper bound; the KV cap is the same.")
+    by_kind = {None: None, "window": window, "chunk": chunk}
+    return [by_kind[k] for k in kinds]
+
+
+def _layer_window_kinds(r: ConfigReader, arch: Architecture, n_layers: int) -> list[str | None]:
+    types = r.str_list("layer_types", n_layers)
+    if types is not None:
+        unknown = sorted({t for t in types if t not in LAYER_TYPE_WINDOWS})
+        if unknown:
+            raise ModelConfigError(f"unknown attention kind(s) in layer_types: {', '.join(map(repr, unknown))}; "
+                                   f"known: {', '.join(LAYER_TYPE_WINDOWS)}")
+        return [LAYER_TYPE_WINDOWS[t] for t in types]
+    if r.get("attention_types") is not None:  # GPT-Neo: [[["global", "local"], 6]] -> global, local, ... 12 layers
+        return _gpt_neo_kinds(r, n_layers)
+    if arch.chunked_attention:  # Llama-4: the RoPE layers (no_rope_layers[i] = 1) use chunked attention
+        if r.get("attention_chunk_size") is None:
+            return [None] * n_layers
+        return ["chunk" if rope else None for rope in _llama4_rope_layers(r, n_layers)]
+    if r.get("use_sliding_window") is False:  # Qwen2/Qwen3: a sliding_window value that is switched off
+        r.used.update(("sliding_window", "max_window_layers"))
+        return [None] * n_layers
+    pattern = r.get("sliding_window_pattern", "_sliding_window_pattern")
+    if pattern:  # Gemma-3: every p-th layer is global
+        p = as_int(pattern, "sliding_window_pattern", bound=n_layers + 1) if pattern is not True else 2
+        return [None if (i + 1) % p == 0 else "window" for i in range(n_layers)]
+    if r.get("model_type") == "gemma2":  # Gemma-2 without layer_types: even layers local, odd global
+        return ["window" if i % 2 == 0 else None for i in range(n_layers)]
+    if r.boolean("use_sliding_window"):  # Qwen2: layers from max_window_layers on use the window
+        first = r.count("max_window_layers")
+        return ["window" if i >= first else None for i in range(n_layers)]
+    window = r.get("sliding_window")
+    return ["window" if window else None] * n_layers  # Mistral-7B-v0.1, Phi-3: one window on every layer when set
+
+
+def _gpt_neo_kinds(r: ConfigReader, n_layers: int) -> list[str | None]:
+    """GPT-Neo attention_types: [[pattern, repeats], ...]; 'local' layers attend within window_size tokens."""
+    spec = r.typed("attention_types", (list,), "a list of [pattern, repeats] pairs")
+    kinds: list[str | None] = []
+    for item in spec:
+        ok = isinstance(item, list) and len(item) == 2 and isinstance(item[0], list)
+        if not ok or any(t not in ("global", "local") for t in item[0]):
+            raise ModelConfigError("attention_types must be a list of [[\"global\" | \"local\", ...], repeats] pairs")
+        repeats = as_int(item[1], "attention_types repeats", bound=n_layers)
+        if len(kinds) + len(item[0]) * repeats > n_layers:
+            break  # reported below, before any list longer than the layers is built
+        kinds += ["window" if t == "local" else None for t in item[0]] * repeats
+    if len(kinds) != n_layers:
+        raise ModelConfigError(f"attention_types must describe one layer each ({n_layers}), got {len(kinds)}")
+    r.used.add("window_size")
+    return kinds
+
+
+def _llama4_rope_layers(r: ConfigReader, n_layers: int) -> list[bool]:
+    """Llama-4: no_rope_layers[i] = 1 when layer i uses RoPE (and chunked attention), else a NoPE global layer."""
+    flags = r.int_list("no_rope_layers")
+    if flags:
+        if len(flags) < n_layers:
+            raise ModelConfigError(f"no_rope_layers must list at least one entry per layer ({n_layers}), "
+                                   f"got {len(flags)}")
+        return [bool(f) for f in flags[:n_layers]]
+    interval = r.count("no_rope_layer_interval", default=4, allow_zero=False)
+    return [(i + 1) % interval != 0 for i in range(n_layers)]
+
+
+def layer_ropes(r: ConfigReader, arch: Architecture, n_layers: int) -> list[bool]:
+    """Whether each layer applies RoPE: not with ALiBi or learned positions; Llama-4's NoPE layers neither."""
+    if not arch.rope or r.boolean("alibi") or r.typed("attn_config", (dict,), "an object", {}).get("alibi"):
+        return [False] * n_layers
+    if arch.chunked_attention:
+        return _llama4_rope_layers(r, n_layers)
+    return [True] * n_layers
+
+
+# ---------------------------------------------------------------------------- which layers are MoE
+def moe_layers(r: ConfigReader, n_layers: int) -> list[bool]:
+    """Which layers route to experts, by whichever rule the config states; every layer when it only has experts."""
+    n_experts = r.dim(*N_EXPERTS_KEYS, required=False)
+    if n_experts is None or n_experts == 1 and r.stated(*TOP_K_KEYS) is None:
+        return [False] * n_layers
+    types = r.str_list("mlp_layer_types", n_layers)
+    if types is not None:
+        return [t == "sparse" for t in types]
+    explicit = r.int_list("moe_layers")  # Llama-4: indices of the MoE layers (overrides interleave_moe_layer_step)
+    if explicit is not None:
+        r.used.add("interleave_moe_layer_step")
+        moe = set(explicit)
+        return [i in moe for i in range(n_layers)]
+    freq = r.get("moe_layer_freq")
+    if isinstance(freq, list):  # MiniMax-M3, MiMo-V2-Flash: a 0/1 flag per layer
+        return [bool(f) for f in r.int_list("moe_layer_freq", n_layers)]
+    rule = _moe_rule(r, n_layers)
+    return [rule(i) for i in range(n_layers)]
+
+
+def _moe_rule(r: ConfigReader, n_layers: int):
+    """A predicate on the layer index combining the index rules of DeepSeek, Qwen-MoE, Llama-4 and ERNIE-4.5."""
+    first_dense = r.count("first_k_dense_replace")  # DeepSeek
+    freq = r.count("moe_layer_freq", default=1, allow_zero=False)
+    step = r.count("decoder_sparse_step", default=1, allow_zero=False)  # Qwen-MoE
+    interleave = r.count("interleave_moe_layer_step", default=1, allow_zero=False)  # Llama-4
+    start = r.count("moe_layer_start_index", default=0)  # ERNIE-4.5
+    end = r.get("moe_layer_end_index", default=-1)
+    end = n_layers - 1 if end == -1 else as_int(end, "moe_layer_end_index", allow_zero=True)
+    interval = r.count("moe_layer_interval", default=1, allow_zero=False)
+    dense_only = set(r.int_list("mlp_only_layers", default=[]) or [])
+    return (lambda i: i >= first_dense and i % freq == 0 and (i + 1) % step == 0 and (i + 1) % interleave == 0
+            and start <= i <= end and (i + 1) % interval == 0 and i not in dense_only)
+
+
+# ---------------------------------------------------------------------------- feed-forward
+def activation(r: ConfigReader) -> str:
+    value = r.get(*ACTIVATION_KEYS, default="silu")
+    if not isinstance(value, str):
+        raise ModelConfigError(f"hidden_act must be a string naming the activation, got {type(value).__name__}")
+    return value
+
+
+def ffn_spec(r: ConfigReader, arch: Architecture, d_model: int, moe: bool, d_ff: int) -> FfnSpec:
+    act = activation(r)
+    gated = _gated(r, arch, act)
+    bias = r.flag(arch.mlp_bias)
+    if not moe:
+        return FfnSpec("dense", d_ff, gated, act, bias)
+    n_experts = r.dim(*N_EXPERTS_KEYS)
+    top_k = r.dim(*TOP_K_KEYS)
+    if top_k > n_experts:
+        raise ModelConfigError(f"num_experts_per_tok ({top_k}) exceeds the number of experts ({n_experts})")
+    d_expert = r.dim(*arch.expert_keys)
+    return FfnSpec("moe", 0, gated, act, bias, n_experts=n_experts, top_k=top_k, d_expert=d_expert,
+                   d_shared=_shared_width(r, arch, d_expert), shared_gate=_has_qwen_shared(r) and arch.shared_gate,
+                   router_bias=arch.router_bias)
+
+
+def layer_d_ffs(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[int]:
+    """Dense intermediate size of each layer: one value, or a per-layer list (Gemma-3n style); 4·hidden where
+    the architecture defines it so (GPT-2, GPT-J, BLOOM, Falcon), MPT's expansion_ratio·hidden, or Nemotron-NAS
+    block_configs' ffn_mult."""
+    blocks = _blocks(r, n_layers)
+    if blocks is not None:
+        return [_ffn_mult_to_intermediate_size(_ffn_mult(b, i), d_model) for i, b in enumerate(blocks)]
+    key = r.stated(*arch.ffn_keys) if arch.ffn_keys else None
+    if key is not None and isinstance(r.raw[key], list):
+        return r.int_list(key, n_layers)
+    ratio = r.get("expansion_ratio")
+    if key is None and ratio is not None:
+        return [as_int(ratio, "expansion_ratio", bound=BOUNDS["ffn_ratio"]) * d_model] * n_layers
+    fallback = None
+    mult = arch.ffn_mult or (4 if not arch.ffn_keys else None)
+    if mult:
+        fallback = (mult * d_model, f"{mult}·hidden_size = {mult * d_model}, the architecture's definition")
+    if not arch.ffn_keys:
+        r.assume(f"MLP width: {fallback[1]}.")
+        return [fallback[0]] * n_layers
+    return [r.dim(*arch.ffn_keys, fallback=fallback, required=False) or 0] * n_layers
+
+
+# ---------------------------------------------------------------------------- Nemotron-NAS (deci) blocks
+def _blocks(r: ConfigReader, n_layers: int) -> list[dict] | None:
+    """block_configs, one object per layer (scope.py has refused blocks without attention or FFN)."""
+    blocks = r.typed("block_configs", (list,), "a list of objects, one per layer")
+    if blocks is None:
+        return None
+    if len(blocks) != n_layers or not all(isinstance(b, dict) for b in blocks):
+        raise ModelConfigError(f"block_configs must list one object per layer ({n_layers})")
+    return blocks
+
+
+def _block_part(block: dict, part: str, i: int) -> dict:
+    sub = block.get(part)
+    if not isinstance(sub, dict):
+        raise ModelConfigError(f"block_configs[{i}].{part} must be an object")
+    return sub
+
+
+def _ffn_mult(block: dict, i: int) -> float:
+    mult = _block_part(block, "ffn", i).get("ffn_mult")
+    if isinstance(mult, bool) or not isinstance(mult, (int, float)) or not 0 < mult <= BOUNDS["ffn_ratio"]:
+        raise ModelConfigError(f"block_configs[{i}].ffn.ffn_mult must be a number in (0, {BOUNDS['ffn_ratio']}], "
+                               f"got {mult!r:.40}")
+    return mult
+
+
+def _ffn_mult_to_intermediate_size(ffn_mult: float, d_model: int) -> int:
+    """DeciLM (modeling_decilm.py, as in vLLM / SGLang / TensorRT-LLM): int(2·ffn_mult·d/3) rounded up to 256."""
+    size = int(2 * ffn_mult * d_model / 3)
+    return size if size % 256 == 0 else size + 256 - size % 256
+
+
+def layer_kv_heads(r: ConfigReader, n_layers: int) -> list[int | None]:
+    """Each layer's key/value heads where the config gives them per layer (block_configs n_heads_in_group)."""
+    blocks = _blocks(r, n_layers)
+    if blocks is None:
+        return [None] * n_layers
+    n_heads = r.dim(*HEADS_KEYS)
+    out = []
+    for i, b in enumerate(blocks):
+        group = as_int(_block_part(b, "attention", i).get("n_heads_in_group"),
+                       f"block_configs[{i}].attention.n_heads_in_group", bound=n_heads)
+        require_divides(n_heads, "num_attention_heads", group, f"block_configs[{i}].attention.n_heads_in_group")
+        out.append(n_heads // group)
+    return out
+
+
+def _has_qwen_shared(r: ConfigReader) -> bool:
+    return bool(r.get("shared_expert_intermediate_size", default=0))
+
+
+def _shared_width(r: ConfigReader, arch: Architecture, d_expert: int) -> int:
+    """Total intermediate size of the always-on shared expert(s)."""
+    if _has_qwen_shared(r):  # Qwen2-MoE: one shared expert of this size, behind a sigmoid gate
+        return r.dim("shared_expert_intermediate_size")
+    key = r.stated(*SHARED_EXPERTS_KEYS)
+    if key is not None:  # DeepSeek, ERNIE: n experts of moe_intermediate_size, fused into one MLP
+        return as_int(r.raw[key], key, allow_zero=True) * d_expert
+    default = next((r.defaults[k] for k in SHARED_EXPERTS_KEYS if k in r.defaults), None)
+    if default:
+        r.assume(f"{SHARED_EXPERTS_KEYS[0]} absent from the config: {r.default_label} {default}.")
+        return default * d_expert
+    return arch.fixed_shared_experts * d_expert  # Llama-4: one shared expert of intermediate_size
+
+
+def _gated(r: ConfigReader, arch: Architecture, act: str) -> bool:
+    """Gated (up + gate matrices) per the architecture table; an unknown model_type decides from the activation."""
+    if arch.gated is not None:
+        return arch.gated
+    gated = act.lower() in GATED_ACTIVATIONS
+    r.assume(f"MLP taken as {'gated (3 matrices)' if gated else 'plain (2 matrices)'} from activation "
+             f"{act!r}; the activation alone does not say whether the MLP is gated.")
+    return gated
+
+
+# ---------------------------------------------------------------------------- blocks and grouping
+def parallel_block(r: ConfigReader, arch: Architecture) -> bool:
+    return r.flag(arch.parallel)
+
+
+def norms_per_block(r: ConfigReader, arch: Architecture, model_type: str) -> int:
+    if model_type == "falcon" and r.flag(arch.parallel):
+        # Falcon-7B: one input_layernorm; new_decoder_architecture: ln_attn + ln_mlp (num_ln_in_parallel_attn)
+        if r.boolean("new_decoder_architecture"):
+            return r.count("num_ln_in_parallel_attn", default=2, allow_zero=False) if \
+                r.get("num_ln_in_parallel_attn") is not None else 2
+        return 1
+    return arch.norms
+
+
+def group_layers(layers: list[tuple[AttentionSpec, FfnSpec]], parallel: bool, norms: int) -> tuple[LayerGroup, ...]:
+    """One LayerGroup per distinct (attention, ffn), in order of first occurrence, with its layer count."""
+    counts: dict[tuple[AttentionSpec, FfnSpec], int] = {}
+    for key in layers:
+        counts[key] = counts.get(key, 0) + 1
+    any_window = any(a.sliding_window for a, _ in counts)
+    any_moe = any(f.kind == "moe" for _, f in counts)
+    seen: dict[str, int] = {}
+    groups = []
+    for (attn, ffn), n in counts.items():
+        parts = (["sliding" if attn.sliding_window else "full"] if any_window else []) + \
+                ([ffn.kind] if any_moe or not any_window else [])
+        base = ".".join(parts)  # dense | moe | sliding | full | sliding.moe | full.dense ...
+        seen[base] = seen.get(base, 0) + 1
+        name = base if seen[base] == 1 else f"{base}-{seen[base]}"  # e.g. two different windows
+        groups.append(LayerGroup(name, n, attn, ffn, parallel, norms))
+    return tuple(groups)

@@ -1,0 +1,141 @@
+"""What of a config is modelled: the text tower of a multimodal wrapper, refusals, and keys the reader did not use.
+
+The operator graph represents decoder-only transformers with softmax attention (full, sliding-window, MLA) and
+dense or MoE MLPs. Everything else is refused with a one-line reason naming the key and the architecture
+(UnsupportedArchitectureError), or, where the text model is still read right, named in the assumptions.
+"""
+
+from __future__ import annotations
+
+from ..errors import ModelConfigError, UnsupportedArchitectureError
+from .architectures import (CROSS_ATTENTION_KEYS, ENCODER_DECODER_TYPES, ENCODER_ONLY_TYPES, HIDDEN_KEYS, LAYERS_KEYS,
+                            NON_ATTENTION_LAYER_TYPES, REFUSED_KEYS, REFUSED_TYPES, SHAPE_NEUTRAL_KEYS,
+                            STRUCTURAL_KEY_WORDS)
+from .reader import ConfigReader, as_int
+
+_TOWER_KEYS = ("vision_config", "audio_config", "speech_config", "vision_tower_config")
+
+
+def model_type_of(cfg: dict) -> str:
+    value = cfg.get("model_type")
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise ModelConfigError(f"model_type must be a string, got {type(value).__name__}")
+    return value
+
+
+def text_part(config: dict, notes: list[str]) -> dict:
+    """The text decoder's keys: config['text_config'] for a multimodal config (with the wrapper's
+    tie_word_embeddings and dtype when the text part does not state them), else the config itself."""
+    text = config.get("text_config")
+    if text is None:
+        return config
+    if not isinstance(text, dict):
+        raise ModelConfigError(f"text_config must be a JSON object, got {type(text).__name__}")
+    inherited = {k: config[k] for k in ("torch_dtype", "dtype", "quantization_config") if k in config and k not in text}
+    if "tie_word_embeddings" in config:  # the LM head belongs to the wrapper model: its tie setting is the one used
+        inherited["tie_word_embeddings"] = config["tie_word_embeddings"]
+        if text.get("tie_word_embeddings", config["tie_word_embeddings"]) != config["tie_word_embeddings"]:
+            notes.append("tie_word_embeddings differs between the wrapper and text_config: the wrapper's "
+                         f"({config['tie_word_embeddings']!r:.20}) is used, as it owns the LM head.")
+    others = [_tower_note(k, config[k]) for k in config if isinstance(k, str) and k.endswith("_config")
+              and k not in ("text_config", "quantization_config")]
+    notes.append(f"Multimodal config ({model_type_of(config) or '?'}): only the text model (text_config) is "
+                 f"modelled; {'; '.join(others) or 'the other towers'}; the projector is not counted.")
+    return {**text, **inherited}
+
+
+def _tower_note(key: str, tower) -> str:
+    """'vision_config (not counted)', with the size of a plain ViT's matrices when the config gives its dims."""
+    if key not in _TOWER_KEYS or not isinstance(tower, dict):
+        return f"{key} not counted"
+    try:
+        layers = as_int(tower.get("num_hidden_layers", tower.get("depth")), f"{key}.num_hidden_layers")
+        width = as_int(tower.get("hidden_size", tower.get("embed_dim")), f"{key}.hidden_size")
+        mlp = as_int(tower.get("intermediate_size", 4 * width), f"{key}.intermediate_size")
+    except ModelConfigError:
+        return f"{key} not counted (its size is not in the config)"
+    params = layers * (4 * width * width + 2 * width * mlp)  # q, k, v, o + MLP in and out, per layer
+    return (f"{key} not counted ({layers} layers of width {width}: about {params / 1e9:.2f}B parameters in its "
+            "attention and MLP matrices)")
+
+
+def reject_unsupported(cfg: dict) -> None:
+    """UnsupportedArchitectureError when the config describes layers the operator graph cannot represent."""
+    model_type = model_type_of(cfg)
+    enc_dec = cfg.get("is_encoder_decoder")
+    if enc_dec is True or model_type in ENCODER_DECODER_TYPES:
+        field_ = "is_encoder_decoder=true" if enc_dec is True else f"model_type={model_type!r}"
+        raise UnsupportedArchitectureError(f"encoder-decoder models are not modelled ({field_}); "
+                                           "only decoder-only transformers are")
+    if model_type in ENCODER_ONLY_TYPES:
+        raise UnsupportedArchitectureError(f"encoder-only models are not modelled (model_type={model_type!r})")
+    if model_type in REFUSED_TYPES:
+        raise UnsupportedArchitectureError(f"model_type={model_type!r}: {REFUSED_TYPES[model_type]} cannot be "
+                                           "represented by the operator graph yet")
+    for key, why in REFUSED_KEYS.items():
+        if cfg.get(key) not in (None, False, [], {}):
+            raise UnsupportedArchitectureError(f"config key {key!r} (model_type={model_type or '?'!r}): {why} "
+                                               "cannot be represented by the operator graph yet")
+    for key in CROSS_ATTENTION_KEYS:
+        if cfg.get(key):
+            raise UnsupportedArchitectureError(f"cross-attention / encoder layers are not modelled "
+                                               f"(config key {key!r}, model_type={model_type or '?'!r})")
+    _reject_layer_types(cfg, model_type)
+    reject_no_attention_blocks(cfg)
+
+
+def _reject_layer_types(cfg: dict, model_type: str) -> None:
+    types = cfg.get("layer_types")
+    if not isinstance(types, list):
+        return
+    bad = next((t for t in types if isinstance(t, str) and t in NON_ATTENTION_LAYER_TYPES), None)
+    if bad is not None:
+        raise UnsupportedArchitectureError(f"layer_types contains {bad!r} layers (model_type={model_type or '?'!r}): "
+                                           "state-space / linear-attention hybrids cannot be represented yet")
+
+
+def reject_no_attention_blocks(cfg: dict) -> None:
+    """Nemotron-NAS (deci) block_configs: a layer without attention (no_op / replace_with_linear) or FFN."""
+    blocks = cfg.get("block_configs")
+    if blocks is None:
+        return
+    if not isinstance(blocks, list):
+        raise ModelConfigError(f"block_configs must be a list of objects, got {type(blocks).__name__}")
+    for i, block in enumerate(blocks):
+        for part in ("attention", "ffn"):
+            sub = block.get(part) if isinstance(block, dict) else None
+            if isinstance(sub, dict) and (sub.get("no_op") or sub.get("replace_with_linear")):
+                key = "no_op" if sub.get("no_op") else "replace_with_linear"
+                raise UnsupportedArchitectureError(
+                    f"block_configs[{i}].{part}.{key} is true: a layer without softmax {part} cannot be "
+                    "represented by the operator graph (Nemotron-NAS / deci)")
+            for extra in ("sparsify", "num_sink_tokens", "window_length"):
+                if isinstance(sub, dict) and sub.get(extra):
+                    raise UnsupportedArchitectureError(f"block_configs[{i}].{part}.{extra} is set: not modelled "
+                                                       "(Nemotron-NAS / deci)")
+
+
+def unread_structural_keys(r: ConfigReader) -> list[str]:
+    """Keys that usually shape a model (experts, MLA, windows, per-layer lists) that are set and were not read."""
+    out = []
+    for key, value in r.raw.items():
+        if not isinstance(key, str) or key in r.used or key in SHAPE_NEUTRAL_KEYS or value in (None, False, 0, [], {}):
+            continue
+        if key in HIDDEN_KEYS + LAYERS_KEYS or any(w in key for w in STRUCTURAL_KEY_WORDS):
+            out.append(key if len(key) <= 60 else key[:57] + "...")
+    return sorted(out)
+
+
+def check_unread_keys(r: ConfigReader, model_type: str, known: bool) -> None:
+    """Name the structural keys the reader did not use: refused for an unknown model_type, noted otherwise."""
+    keys = unread_structural_keys(r)
+    if not keys:
+        return
+    listed = ", ".join(keys[:8]) + (f" and {len(keys) - 8} more" if len(keys) > 8 else "")
+    if not known:
+        raise UnsupportedArchitectureError(
+            f"model_type {model_type or '(none)'!r} is not in the architecture table and its config sets "
+            f"{listed}, which the reader does not understand: refusing rather than guessing the model")
+    r.assume(f"Config keys not used by the reader (the model may differ from the one counted): {listed}.")

@@ -1,0 +1,130 @@
+"""Checkpoint dtype and quantization_config: the storage format of each matrix family."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from ..errors import ModelConfigError, RooflineError
+from ..units import DTYPE_BITS, WeightFormat, canonical_dtype, weight_format
+from .architectures import BOUNDS
+from .reader import ConfigReader, as_int
+from .spec import ModelSpec
+
+_MAX_GROUP = BOUNDS["quant_group"]
+
+
+def native_dtype(r: ConfigReader, config: dict) -> str:
+    """Checkpoint dtype of the unquantized parts. float32 checkpoints are taken as served in bf16."""
+    key, name = next(((k, c[k]) for c in (r.raw, config) for k in ("dtype", "torch_dtype") if c.get(k)), (None, None))
+    if name is None:
+        r.assume("No torch_dtype in the config: unquantized weights taken as bf16.")
+        return "bf16"
+    if not isinstance(name, str):
+        raise ModelConfigError(f"{key} must be a string naming a dtype, got {type(name).__name__}")
+    try:
+        dtype = canonical_dtype(name)
+    except RooflineError as e:
+        raise ModelConfigError(f"{key} {name[:40]!r} is not a known dtype") from e
+    if DTYPE_BITS[dtype] > 16:
+        r.assume(f"Checkpoint stored in {name}; weights are taken as served in bf16, as serving engines cast "
+                 "32-bit checkpoints to 16-bit (override with weight_dtype='fp32').")
+        return "bf16"
+    return dtype
+
+
+def quantization(r: ConfigReader, config: dict) -> tuple[WeightFormat | None, tuple[str, ...]]:
+    """(storage format of the quantized matrices, families it applies to) from quantization_config."""
+    families = ModelSpec.__dataclass_fields__["quantized_families"].default
+    q = config.get("quantization_config") or r.raw.get("quantization_config")
+    if not q:
+        return None, families
+    q = _obj(q, "quantization_config")
+    method = q.get("quant_method", "")
+    if not isinstance(method, str):
+        raise ModelConfigError(f"quantization_config.quant_method must be a string, got {type(method).__name__}")
+    method = method.lower()
+    fmt = _quant_format(r, q, method)
+    if fmt is None:
+        return None, families
+    if method == "mxfp4":  # transformers' Mxfp4 quantizer replaces the MoE experts only
+        families = ("experts",)
+    skipped = q.get("modules_to_not_convert") or q.get("ignored_layers") or q.get("ignore") or []
+    if not isinstance(skipped, list):
+        raise ModelConfigError("quantization_config.modules_to_not_convert must be a list of module names")
+    families = tuple(f for f in families if not any(_module_family(m) == f for m in skipped))
+    shown = ", ".join(str(m)[:60] for m in skipped[:10]) + (" ..." if len(skipped) > 10 else "")
+    r.assume(f"Weights quantized per quantization_config ({method}): {fmt.label} on the "
+             f"{', '.join(families) or 'no'} matrices; embeddings, LM head, router, norms and biases keep the "
+             "checkpoint dtype" + (f" (not converted: {shown})" if skipped else "") + ".")
+    return fmt, families
+
+
+def _obj(value: Any, key: str) -> dict:
+    if not isinstance(value, dict):
+        raise ModelConfigError(f"{key} must be a JSON object, got {type(value).__name__}")
+    return value
+
+
+def _group_of(value: Any, key: str) -> int | None:
+    """A group / block size: an integer, or a list of block dims whose product is the group (e.g. [128, 128])."""
+    if value in (None, -1, 0, [], False):
+        return None
+    if isinstance(value, list):
+        dims = [as_int(v, f"{key}[{i}]", bound=_MAX_GROUP) for i, v in enumerate(value[:8])]
+        if len(value) > 8 or math.prod(dims) > _MAX_GROUP:
+            raise ModelConfigError(f"{key} must be up to 8 block dims whose product is at most {_MAX_GROUP:,}")
+        return math.prod(dims)
+    return as_int(value, key, bound=_MAX_GROUP)
+
+
+def _quant_format(r: ConfigReader, q: dict, method: str) -> WeightFormat | None:
+    if method in ("gptq", "awq"):
+        bits = q.get("bits", q.get("w_bit"))
+        group = _group_of(q.get("group_size", q.get("q_group_size")), "quantization_config.group_size")
+        if isinstance(bits, bool) or bits not in (4, 8):
+            raise ModelConfigError(f"quantization_config bits={str(bits)[:20]!r} ({method}) is not modelled; "
+                                   "4 or 8 are")
+        return weight_format(f"int{bits}", group)
+    if method in ("fp8", "fbgemm_fp8"):
+        # DeepSeek-V3: one fp32 scale per 128x128 block
+        return weight_format("fp8", _group_of(q.get("weight_block_size"), "quantization_config.weight_block_size"))
+    if method == "mxfp4":
+        return weight_format("fp4")
+    if method == "compressed-tensors":
+        return _compressed_tensors_format(r, q)
+    r.assume(f"quant_method {method[:40]!r} is not modelled: weights taken in the checkpoint's dtype "
+             "(override with weight_dtype).")
+    return None
+
+
+def _compressed_tensors_format(r: ConfigReader, q: dict) -> WeightFormat | None:
+    groups = list(_obj(q.get("config_groups") or {}, "quantization_config.config_groups").values())
+    first = _obj(groups[0], "quantization_config.config_groups entry") if groups else {}
+    weights = first.get("weights")
+    if not weights:
+        r.assume("compressed-tensors config without weight settings: weights taken in the checkpoint's dtype.")
+        return None
+    weights = _obj(weights, "quantization_config.config_groups.*.weights")
+    bits, kind = weights.get("num_bits"), weights.get("type", "int")
+    key = (kind, bits) if isinstance(kind, str) and isinstance(bits, int) and not isinstance(bits, bool) else None
+    dtype = {("float", 8): "fp8", ("int", 8): "int8", ("int", 4): "int4", ("float", 4): "fp4"}.get(key)
+    if dtype is None:
+        raise ModelConfigError(f"compressed-tensors weights {str(kind)[:20]}{str(bits)[:20]} are not modelled; "
+                               "int4, int8, float4 and float8 are")
+    block = weights.get("block_structure")
+    where = "quantization_config.config_groups.*.weights"
+    group = _group_of(block, f"{where}.block_structure") if block else \
+        _group_of(weights.get("group_size"), f"{where}.group_size")
+    return weight_format(dtype, group)
+
+
+def _module_family(module: Any) -> str | None:
+    """Which quantization family a module path of modules_to_not_convert / ignore names."""
+    m = str(module)[:200].lower()
+    for needle, fam in (("lm_head", "lm_head"), ("embed", "embed"), ("shared_expert", "shared"),
+                        ("router", "router"), ("mlp.gate", "router"), ("experts", "experts"),
+                        ("attn", "attn"), ("attention", "attn"), ("mlp", "ffn")):
+        if needle in m:
+            return fam
+    return None
