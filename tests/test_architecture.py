@@ -153,7 +153,6 @@ def test_only_roofline_combines_terms_into_a_time():
     assert not offenders, "terms combined outside roofline.py: " + ", ".join(sorted(set(offenders)))
 
 
-@pytest.mark.xfail(strict=True, reason="being fixed on the calibrate/report/model branches")
 def test_modules_and_functions_stay_small():
     too_long = []
     for name, path in _modules().items():
