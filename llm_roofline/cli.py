@@ -228,7 +228,9 @@ def cmd_plan(args) -> str:
 
 
 DISAGG_DISPLAY = [
-    ("chip", "chip", None), ("prefill tp", "prefill_tp", None), ("pp", "prefill_pp", None),
+    ("chip", "chip", None), ("xPyD", "xpyd", None),
+    ("TTFT", "ttft_s", fmt_seconds), ("KV transfer", "kv_transfer_s", fmt_seconds),
+    ("prefill tp", "prefill_tp", None), ("pp", "prefill_pp", None),
     ("prefill batch", "prefill_batch", None), ("prefill", "prefill_s", fmt_seconds),
     ("prefill req/s/chip", "prefill_requests_per_s_per_chip", sig3), ("decode tp", "decode_tp", None),
     ("pp", "decode_pp", None), ("decode batch", "decode_batch", None), ("TPOT", "decode_tpot_s", fmt_seconds),

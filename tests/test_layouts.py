@@ -130,3 +130,29 @@ def test_moe_critical_batch_scales_with_experts_over_top_k():
     assert c["moe_batch_tokens"] == pytest.approx(3298, rel=0.01)
     assert "moe_batch_tokens" not in estimate(L70, "h100", batch=1, prompt_len=8, gen_len=2, tp=8).critical
     assert np.isfinite(c["batch_tokens"])
+
+
+# ------------------------------------------------------------------------------ disaggregation
+def test_kv_transfer_time_by_hand_and_in_ttft():
+    from llm_roofline.plan import disaggregation
+    from llm_roofline.plan.disaggregate import kv_transfer_s, worker_counts
+
+    # Llama-3.1-70B, 2,048-token prompt, bf16 KV: 327,680 B/token x 2,048 = 671,088,640 B per request.
+    # Four prefill chips each send a quarter, 167,772,160 B, over their own 400 Gb/s NIC (H100 DGX: 50e9 B/s
+    # per GPU) after one 5 us hop: 167,772,160 / 50e9 + 5e-6 = 3.3604432e-3 s.
+    h100 = lr.load_chip("h100-sxm")
+    assert kv_transfer_s(L70, h100, 2048, "bf16", 4) == pytest.approx(3.3604432e-3, rel=1e-12)
+    # inside the NVLink domain instead: 167,772,160 / 450e9 + 2 us (the link's hop latency) = 0.37483 ms
+    assert kv_transfer_s(L70, h100, 2048, "bf16", 4, "scaleup") == pytest.approx(
+        167_772_160 / 450e9 + h100.scaleup.latency_s, rel=1e-12)
+    d = disaggregation(L70, h100, 2048, 256, decode_batch=64, ttft_s=1.0, tpot_s=0.05)
+    sender_chips = d.prefill_tp * d.prefill_pp
+    assert d.kv_transfer_bytes == 671_088_640
+    assert d.kv_transfer_s == pytest.approx(671_088_640 / sender_chips / 50e9 + 5e-6, rel=1e-12)
+    assert d.ttft_s <= 1.0 and d.ttft_s > d.kv_transfer_s
+    assert d.to_dict()["xpyd"] == f"{d.prefill_workers}P{d.decode_workers}D"
+    # xPyD at a load: 10 req/s over instances of 2.5 (prefill) and 4 (decode) req/s -> 4P3D
+    assert worker_counts(2.5, 4.0, qps=10) == (4, 3)
+    # without a load: the smallest counts within 5 % of the balanced ratio 4 / 2.5 = 1.6 prefill per decode:
+    # 1 decode -> 2/1 (25 % off), 2 -> 3/2 (6.3 %), 3 -> 5/3 = 1.667 (4.2 %) -> 5P3D
+    assert worker_counts(2.5, 4.0) == (5, 3)

@@ -1,12 +1,18 @@
-"""Prefill/decode disaggregation: prefill on its own chips feeding decode chips, the chip ratio at which
-neither side idles, and throughput per chip against co-located serving (book Part 8, "What about prefill?")."""
+"""Prefill/decode disaggregation: prefill workers feeding decode workers (each side its own chip and sharding),
+the KV cache of every request moved between them, the worker ratio (xPyD) at which neither side idles, and
+throughput per chip against co-located serving (book Part 8, "What about prefill?")."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..collectives import collective_terms
 from ..errors import RooflineError, ScenarioError
+from ..graph import Dtypes
+from ..memory import kv_cache_bytes
+from ..roofline import score_collective
 from .candidates import ShardingChoice, sharding_candidates
 from .explain import fmt_gb
 
@@ -42,6 +48,13 @@ class Disaggregation:
     chip: str
     prompt_len: int
     gen_len: int
+    decode_chip: str
+    kv_transfer_bytes: float  # one request's KV cache (the prompt's), prefill -> decode workers
+    kv_transfer_s: float  # its time over kv_link, every prefill chip sending its shard in parallel
+    kv_link: str  # scaleout (InfiniBand / DCN between nodes) | scaleup (NVLink / ICI within a domain)
+    ttft_s: float  # prefill of the batch + the KV transfer
+    prefill_workers: int  # x of xPyD: prefill instances per decode_workers decode instances
+    decode_workers: int
     prefill_tp: int
     prefill_pp: int
     prefill_batch: int
@@ -60,8 +73,13 @@ class Disaggregation:
     speedup: float
     notes: tuple[str, ...] = ()
 
+    @property
+    def xpyd(self) -> str:
+        """'2P9D': prefill and decode worker counts, as serving stacks name a disaggregated deployment."""
+        return f"{self.prefill_workers}P{self.decode_workers}D"
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "xpyd": self.xpyd}
 
 
 @dataclass(frozen=True)
@@ -72,6 +90,8 @@ class PrefillSide:
     batch: int
     prefill_s: float
     requests_per_s_per_chip: float
+    ttft_s: float  # the batch's prefill (pipeline fill included) + the KV transfer
+    kv_transfer_s: float
 
 
 @dataclass(frozen=True)
@@ -96,6 +116,7 @@ class _Setting:
     ttft_s: float | None
     tpot_s: float | None
     scenario: dict[str, Any]
+    kv_link: str = "scaleout"
 
 
 def _as_choice(spec, sharding) -> ShardingChoice:
@@ -133,11 +154,54 @@ def best_prefill(st: _Setting, options, prefill_batch: int | None, efficiency) -
             continue
         if per_chip_bytes > st.usable_bytes or (st.ttft_s is not None and ttft_s > st.ttft_s):
             continue
+        transfer_s = kv_transfer_s(st.spec, st.chip, st.prompt_len, st.scenario["kv_dtype"] or
+                                   st.scenario["act_dtype"], choice.chips, st.kv_link)
+        if st.ttft_s is not None and ttft_s + transfer_s > st.ttft_s:
+            continue
         prefill_s = _steady_prefill_s(ttft_s, choice.pp)
         rate = batch / prefill_s / choice.chips
         if best is None or rate > best.requests_per_s_per_chip:
-            best = PrefillSide(choice, batch, prefill_s, rate)
+            best = PrefillSide(choice, batch, prefill_s, rate, ttft_s + transfer_s, transfer_s)
     return best
+
+
+def kv_transfer_bytes(spec, prompt_len: int, kv_dtype: str) -> float:
+    """One request's KV cache after its prefill: the prompt's tokens in every layer (memory.kv_cache_bytes)."""
+    return float(kv_cache_bytes(spec, prompt_len, 1, Dtypes(kv=kv_dtype).kv))
+
+
+def kv_transfer_s(spec, chip, prompt_len: int, kv_dtype: str, sender_chips: int, link: str = "scaleout") -> float:
+    """Time to move one request's KV cache to its decode worker: each of the prefill instance's sender_chips
+    sends its 1/sender_chips shard to its peer at the same time, a point-to-point message over `link`
+    (scaleout: between nodes, latency + bytes / the chip's NIC bandwidth; scaleup: within one NVLink / ICI
+    domain). roofline.score_collective prices it like every other message."""
+    if link not in ("scaleout", "scaleup"):
+        raise ScenarioError(f"kv_link must be 'scaleout' or 'scaleup', got {link!r}")
+    if link == "scaleout" and chip.scaleout is None:
+        raise ScenarioError(f"{chip.name} has no scale-out link to move the KV cache between workers; "
+                            "use kv_link='scaleup'")
+    span = 2 * chip.scaleup.domain_size if link == "scaleout" else 2  # two domains: the message leaves the node
+    per_chip_bytes = kv_transfer_bytes(spec, prompt_len, kv_dtype) / sender_chips
+    return float(score_collective(collective_terms("p2p", per_chip_bytes, span, chip)).t_s)
+
+
+def worker_counts(prefill_rps_per_instance: float, decode_rps_per_instance: float, qps: float | None = None,
+                  most_decode: int = 8) -> tuple[int, int]:
+    """xPyD: prefill and decode instances. At a load (qps): enough of each to carry it. Without one: the
+    smallest counts (decode instances <= most_decode) whose ratio is within 5 % of the balanced one (or the
+    closest)."""
+    if qps is not None:
+        return (max(1, math.ceil(qps / prefill_rps_per_instance)), max(1, math.ceil(qps / decode_rps_per_instance)))
+    ratio = decode_rps_per_instance / prefill_rps_per_instance  # prefill instances per decode instance
+    best = None
+    for y in range(1, most_decode + 1):
+        x = max(1, round(ratio * y))
+        err = abs(x / y - ratio) / ratio
+        if best is None or err < best[0] - 1e-12:
+            best = (err, x, y)
+        if err <= 0.05:
+            break
+    return best[1], best[2]
 
 
 def best_decode(st: _Setting, options, decode_batch: int, efficiency) -> DecodeSide | None:
@@ -192,7 +256,8 @@ def disaggregation(model, chip, prompt_len: int, gen_len: int, decode_batch: int
                    max_chips: int = 64, weight_dtype=None, kv_dtype=None, act_dtype: str = "bf16",
                    reserve: float = 0.1, efficiency="ideal", prefill_efficiency=None, decode_efficiency=None,
                    attention: str = "fused", sequence_parallel: bool = False, ttft_s: float | None = None,
-                   tpot_s: float | None = None) -> Disaggregation:
+                   tpot_s: float | None = None, decode_chip=None, kv_link: str = "scaleout",
+                   qps: float | None = None) -> Disaggregation:
     """Prefill-to-decode chip ratio at which neither side idles, and throughput per chip against co-located serving.
 
     Each side takes the sharding (tp, pp) with the most requests/s per chip among those that fit (prefill:
@@ -200,17 +265,23 @@ def disaggregation(model, chip, prompt_len: int, gen_len: int, decode_batch: int
     ttft_s / tpot_s, unless given. prefill_batch defaults to pp sequences (one per micro-batch). Decode: each
     request occupies a slot for gen_len - 1 steps (the first token comes from prefill), at the mean step time.
     prefill_efficiency / decode_efficiency override `efficiency` per phase (e.g. Efficiency(compute=0.4) for
-    the book's 40% prefill MFU)."""
+    the book's 40% prefill MFU). decode_chip: the decode workers' chip (default: `chip`). Every request's KV
+    cache moves from its prefill to its decode worker over kv_link (kv_transfer_s), which TTFT includes; the
+    transfer overlaps other requests' decoding. qps: size xPyD for this load (else the smallest balanced one)."""
+    from dataclasses import replace
+
     from ..hardware import load_chip
     from ..model.hf import load_model
 
     spec = load_model(model)
     chip = load_chip(chip)
+    dchip = load_chip(decode_chip) if decode_chip is not None else chip
     if gen_len < 2:
         raise ScenarioError("disaggregation needs gen_len >= 2 (decode steps after the prefill's first token)")
     st = _Setting(spec, chip, prompt_len, gen_len, chip.hbm_bytes * (1 - float(reserve)), ttft_s, tpot_s,
                   dict(weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype, attention=attention,
-                       sequence_parallel=sequence_parallel))
+                       sequence_parallel=sequence_parallel), kv_link)
+    dst = replace(st, chip=dchip, usable_bytes=dchip.hbm_bytes * (1 - float(reserve)))
     prefill_eff = prefill_efficiency or efficiency
     decode_eff = decode_efficiency or efficiency
     # MoE: experts spread over the whole tensor-parallel group (ep = tp), the usual serving layout
@@ -219,14 +290,17 @@ def disaggregation(model, chip, prompt_len: int, gen_len: int, decode_batch: int
                        prefill_eff)
     if pre is None:
         raise _no_side_error(st, "prefill", max_chips, decode_batch)
-    dec = best_decode(st, [_as_choice(spec, decode_sharding)] if decode_sharding else choices, decode_batch,
+    dchoices = [c for c in sharding_candidates(spec, dchip, max_chips)[0] if c.ep == (c.tp if spec.is_moe else 1)]
+    dec = best_decode(dst, [_as_choice(spec, decode_sharding)] if decode_sharding else dchoices, decode_batch,
                       decode_eff)
     if dec is None:
         raise _no_side_error(st, "decode", max_chips, decode_batch)
     decode_steps = gen_len - 1
     bal = balance(pre.prefill_s, pre.batch, pre.sharding.chips, dec.decode_s / decode_steps, decode_batch,
                   decode_steps, dec.sharding.chips)
-    co = _colocated(st, pre, dec, decode_batch, prefill_eff)
+    co = _colocated(dst, pre, dec, decode_batch, prefill_eff)
+    x, y = worker_counts(pre.requests_per_s_per_chip * pre.sharding.chips, dec.requests_per_s_per_chip *
+                         dec.sharding.chips, qps)
     disaggregated_tokens = bal["requests_per_s_per_chip"] * gen_len
     colocated_tokens = co["requests_per_s_per_chip"] * gen_len
     notes = (f"decode: {decode_steps} steps per request at the mean step {dec.tpot_s:.4g} s (first token from "
@@ -234,9 +308,15 @@ def disaggregation(model, chip, prompt_len: int, gen_len: int, decode_batch: int
              "decode side memory: weights + KV cache at prompt + gen tokens (it never prefills, so the estimate's "
              "prefill activations are left out); prefill side: the estimate's memory of the prefill batch",
              f"co-located: prefills (batch {co['batch']}) run on the decode sharding tp={dec.sharding.tp} "
-             f"pp={dec.sharding.pp}, time-sliced with decoding")
+             f"pp={dec.sharding.pp}, time-sliced with decoding",
+             f"KV transfer: {kv_transfer_bytes(spec, prompt_len, kv_dtype or act_dtype) / 1e6:.4g} MB per request "
+             f"over {kv_link}, {pre.sharding.chips} prefill chips sending in parallel: {pre.kv_transfer_s:.4g} s "
+             "(in TTFT; overlapped with other requests' decoding)")
     return Disaggregation(
-        chip=chip.name, prompt_len=int(prompt_len), gen_len=int(gen_len), prefill_tp=pre.sharding.tp,
+        chip=chip.name, prompt_len=int(prompt_len), gen_len=int(gen_len), decode_chip=dchip.name,
+        kv_transfer_bytes=kv_transfer_bytes(spec, prompt_len, kv_dtype or act_dtype),
+        kv_transfer_s=pre.kv_transfer_s, kv_link=kv_link, ttft_s=pre.ttft_s, prefill_workers=x, decode_workers=y,
+        prefill_tp=pre.sharding.tp,
         prefill_pp=pre.sharding.pp, prefill_batch=pre.batch, prefill_s=pre.prefill_s,
         prefill_requests_per_s_per_chip=bal["prefill_requests_per_s_per_chip"], decode_tp=dec.sharding.tp,
         decode_pp=dec.sharding.pp, decode_batch=int(decode_batch), decode_tpot_s=dec.tpot_s,

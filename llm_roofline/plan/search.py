@@ -304,7 +304,7 @@ def _disaggregate_each(spec, chip_list, best_per_chip, limits: Limits, decode_ba
             out[chip.name] = disaggregation(spec, chip, limits.prompt_len, limits.gen_len, decode_batch=b,
                                             prefill_batch=prefill_batch, max_chips=limits.max_chips,
                                             reserve=limits.reserve, efficiency=limits.efficiency, ttft_s=limits.ttft_s,
-                                            tpot_s=limits.tpot_s, **limits.scenario)
+                                            tpot_s=limits.tpot_s, qps=limits.qps, **limits.scenario)
         except RooflineError as err:
             notes.append(f"disaggregation on {chip.name}: {err}")
     return out
