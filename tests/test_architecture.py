@@ -176,3 +176,12 @@ def test_the_import_reader_sees_lazy_and_relative_imports(tmp_path, bad, expecte
     p = tmp_path / "x.py"
     p.write_text("def f():\n    " + bad)
     assert expected in _imports("llm_roofline.calibrate.x" if bad.startswith("from ..") else "llm_roofline.memory", p)
+
+
+def test_every_subpackage_is_installed():
+    # pyproject lists packages explicitly: a sub-package missing there imports here but not from a wheel
+    import tomllib
+
+    listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    present = {".".join(p.parent.relative_to(PACKAGE.parent).parts) for p in PACKAGE.rglob("__init__.py")}
+    assert present - listed == set(), f"add to pyproject.toml [tool.setuptools] packages: {sorted(present - listed)}"
