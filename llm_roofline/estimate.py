@@ -14,6 +14,7 @@ Everything is numpy-vectorized over the scenario grid, so `sweep` evaluates a wh
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -149,7 +150,12 @@ class PhaseTotals:
     attention_flops: np.ndarray
     mlp_flops: np.ndarray
     times: Times  # wall clock: one micro-batch through all stages, times the pipeline schedule
-    bound_shares: dict[str, np.ndarray]
+    per_op_times: list[Times] = field(repr=False)  # each op's share of `times` (count and schedule applied)
+
+    @cached_property
+    def bound_shares(self) -> dict[str, np.ndarray]:
+        """The phase time by the term that bounds each op (computed on first use: sweeps never ask)."""
+        return bound_shares(self.per_op_times)
 
 
 @dataclass(frozen=True)
@@ -229,7 +235,7 @@ def _phase_totals(scored: list[Scored], per_op: list[OpSums], sh: Sharding, time
         elif op.kind == "gemm" and op.group != "model":
             tot["mlp_flops"] = tot["mlp_flops"] + w["flops"] * work
     per_op_times = [r.times.scaled(s.op.count).scaled(time_factor) for s, r in zip(scored, per_op)]
-    return PhaseTotals(**tot, times=add_times(per_op_times), bound_shares=bound_shares(per_op_times))
+    return PhaseTotals(**tot, times=add_times(per_op_times), per_op_times=per_op_times)
 
 
 def _run_phase(ops: list[Op], chip: Chip, eff, sh: Sharding, time_factor, sums, steps) -> PhaseResult:
