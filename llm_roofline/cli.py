@@ -7,9 +7,12 @@ Each subcommand is one `cmd_<name>(args) -> str` function plus its parser in `_b
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
-from .errors import RooflineError
+from .bounds import BOUNDS, DPI_MIN, check_count, check_dpi, check_figure_pixels
+from .errors import ModelConfigError, RooflineError
+from .files import write_text
 from .report.table import FORMATS, render
 from .units import eng, fmt_seconds, sig3
 
@@ -18,7 +21,16 @@ EPILOG = """examples:
   llm-roofline models
   llm-roofline estimate meta-llama/Llama-3.1-8B --chip h100-sxm --batch 8 --prompt 2048 --gen 256
 
-Units: SI throughout (1 GB = 1e9 bytes); FLOP = 2 x multiply-add; chip peaks are dense (no sparsity)."""
+Units: SI throughout (1 GB = 1e9 bytes); FLOP = 2 x multiply-add; chip peaks are dense (no sparsity).
+
+Exit codes: 0 success (`plan` also when nothing is feasible: that is an answer). 2 a user mistake (bad or
+out-of-bounds argument, unknown model or chip, non-dividing sharding, malformed config or chip file, an
+output that cannot be written): one line "llm-roofline: error: ..." on stderr, never a traceback; argparse
+adds its usage lines for a malformed option. 1 an internal error (a bug): one line "llm-roofline: internal
+error: ... (please report it)"; set LLM_ROOFLINE_TRACEBACK=1 to print its traceback.
+Bounds: batch <= 2^24 sequences, prompt/gen/context <= 2^31 tokens, tp/pp/ep/dp <= 65,536, sweep grids
+<= 250,000 points, --dpi 30..600 (llm_roofline/bounds.py). Output files are written to a temporary file
+and renamed into place; a destination that is a symbolic link, a folder or a device is refused."""
 
 
 # ------------------------------------------------------------------------------------------ chips
@@ -97,14 +109,21 @@ def cmd_models(args) -> str:
 
 
 # ------------------------------------------------------------------------------------------ estimate
-def _int_list(text: str) -> list[int]:
+def _int_list(text: str, flag: str = "value", bound_name: str = "batch") -> list[int]:
+    """'1,8,64' -> [1, 8, 64]; every item an integer in [1, BOUNDS[bound_name]]; an empty item is an error."""
+    items = [v.strip() for v in str(text).split(",")]
+    if not all(items):
+        raise RooflineError(f"{flag} expects comma-separated integers with no empty item, got {text!r}")
     try:
-        vals = [int(v) for v in str(text).split(",") if v.strip()]
+        vals = [int(v) for v in items]
     except ValueError:
-        raise RooflineError(f"expected comma-separated integers, got {text!r}") from None
-    if not vals:
-        raise RooflineError(f"expected at least one integer, got {text!r}")
-    return vals
+        raise RooflineError(f"{flag} expects comma-separated integers, got {text!r}") from None
+    return [check_count(flag, v, BOUNDS[bound_name].max_value) for v in vals]
+
+
+def _count_arg(flag: str, value, bound_name: str, min_value: int = 1):
+    """A scalar integer option checked against BOUNDS (None passes through: the option was not given)."""
+    return None if value is None else check_count(flag, value, BOUNDS[bound_name].max_value, min_value)
 
 
 def _scenario_kwargs(args) -> dict:
@@ -114,9 +133,46 @@ def _scenario_kwargs(args) -> dict:
 
 
 def _load_model_arg(args):
+    """The model argument: a shipped id or a local path; with --allow-download, a hub id is fetched only after a
+    quick check (a few seconds at most) that the hub answers, so an offline machine fails fast with one line."""
     from .model.hf import load_model
 
-    return load_model(args.model, allow_download=getattr(args, "allow_download", False))
+    if not getattr(args, "allow_download", False):
+        return load_model(args.model)
+    try:
+        return load_model(args.model)
+    except ModelConfigError:
+        if os.path.exists(os.path.expanduser(str(args.model))):
+            raise
+    reason = _hub_unreachable()
+    if reason:
+        raise ModelConfigError(f"cannot download {args.model!r}: the Hugging Face Hub is unreachable ({reason}); "
+                               "download its config.json yourself and pass the file or its folder instead")
+    for var, seconds in (("HF_HUB_ETAG_TIMEOUT", "5"), ("HF_HUB_DOWNLOAD_TIMEOUT", "10")):
+        os.environ.setdefault(var, seconds)
+    return load_model(args.model, allow_download=True)
+
+
+HUB_CONNECT_TIMEOUT_S = 3.0
+
+
+def _hub_unreachable(timeout_s: float = HUB_CONNECT_TIMEOUT_S) -> str | None:
+    """Why the Hugging Face Hub cannot be reached (HF_HUB_OFFLINE set, or no TCP connection to HF_ENDPOINT
+    within timeout_s), or None. Behind a proxy the proxy is the one that connects: no check."""
+    import socket
+    from urllib.parse import urlsplit
+
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return "HF_HUB_OFFLINE is set"
+    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return None
+    url = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host, port = url.hostname or "huggingface.co", url.port or (80 if url.scheme == "http" else 443)
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError as e:
+        return f"{host}:{port}: {e.strerror or type(e).__name__}"
+    return None
 
 
 def cmd_estimate(args) -> str:
@@ -137,13 +193,11 @@ def cmd_estimate(args) -> str:
 def cmd_sweep(args) -> str:
     from .estimate import sweep
 
-    df = sweep(_load_model_arg(args), args.chip.split(","), batch=_int_list(args.batch),
-               prompt_len=_int_list(args.prompt), gen_len=_int_list(args.gen), tp=_int_list(args.tp),
-               pp=_int_list(args.pp), ep=_int_list(args.ep), dp=_int_list(args.dp), weight_dtype=args.weight_dtype,
+    df = sweep(_load_model_arg(args), _chip_list(args.chip), **_list_axes(args, "batch", "prompt", "gen"),
+               **_list_axes(args, "tp", "pp", "ep", "dp"), weight_dtype=args.weight_dtype,
                act_dtype=args.act_dtype, kv_dtype=args.kv_dtype, efficiency=args.efficiency, attention=args.attention,
                sequence_parallel=args.sequence_parallel)
-    if args.out:
-        df.to_csv(args.out, index=False)
+    written = write_text(args.out, df.to_csv(index=False)) if args.out else None
     rows = df.to_dict(orient="records")
     display = [("chip", "chip", None), ("tp", "tp", None), ("batch", "batch", None), ("prompt", "prompt_len", None),
                ("gen", "gen_len", None), ("TTFT", "ttft_s", fmt_seconds), ("TPOT", "tpot_s", fmt_seconds),
@@ -151,9 +205,20 @@ def cmd_sweep(args) -> str:
                ("tok/s/chip", "throughput_tokens_per_s_per_chip", sig3),
                ("GB/chip", "per_chip_bytes", lambda v: sig3(v / 1e9)), ("fits", "fits", lambda v: "yes" if v else "NO")]
     out = render(rows, args.format, display)
-    if args.out:
-        out += f"\n\nwrote {len(df)} rows to {args.out}"
+    if written:
+        out += f"\n\nwrote {len(df)} rows to {written}"
     return out
+
+
+# flag -> (argument name of the API, BOUNDS key)
+LIST_FLAGS = {"batch": ("batch", "batch"), "prompt": ("prompt_len", "prompt_len"), "gen": ("gen_len", "gen_len"),
+              "context": ("context_len", "context_len"), "tp": ("tp", "tp"), "pp": ("pp", "pp"), "ep": ("ep", "ep"),
+              "dp": ("dp", "dp")}
+
+
+def _list_axes(args, *flags) -> dict[str, list[int]]:
+    """{API argument: checked integer list} for comma-separated list options."""
+    return {LIST_FLAGS[f][0]: _int_list(getattr(args, f), f"--{f}", LIST_FLAGS[f][1]) for f in flags}
 
 
 # ------------------------------------------------------------------------------------------ plan
@@ -171,8 +236,8 @@ def _prices_arg(items) -> dict:
     return out
 
 
-def _opt_list(text):
-    return None if text is None else _int_list(text)
+def _opt_list(text, flag):
+    return None if text is None else _int_list(text, f"--{flag}", flag)
 
 
 def _usd(v):
@@ -196,12 +261,18 @@ def cmd_plan(args) -> str:
 
     if args.dp is not None:
         raise RooflineError("plan sizes data-parallel replicas itself from --qps / --output-tokens-per-s; drop --dp")
+    for flag, bound_name in (("prompt", "prompt_len"), ("gen", "gen_len"), ("max_chips", "max_chips"),
+                             ("max_batch", "max_batch"), ("decode_batch", "decode_batch"),
+                             ("prefill_batch", "prefill_batch")):
+        _count_arg("--" + flag.replace("_", "-"), getattr(args, flag), bound_name)
+    _count_arg("--top", args.top, "top", min_value=0)
     p = plan(_load_model_arg(args), [c for c in args.chips.split(",") if c.strip()], prompt_len=args.prompt,
              gen_len=args.gen, ttft_s=args.ttft_s, tpot_s=args.tpot_s, qps=args.qps,
              output_tokens_per_s=args.output_tokens_per_s, max_chips=args.max_chips, prices=_prices_arg(args.price),
              weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype, act_dtype=args.act_dtype, reserve=args.reserve,
              efficiency=args.efficiency, attention=args.attention, sequence_parallel=args.sequence_parallel,
-             tp=_opt_list(args.tp), pp=_opt_list(args.pp), ep=_opt_list(args.ep), max_batch=args.max_batch,
+             tp=_opt_list(args.tp, "tp"), pp=_opt_list(args.pp, "pp"), ep=_opt_list(args.ep, "ep"),
+             max_batch=args.max_batch,
              rank_by=args.rank_by, disaggregate=args.disaggregate, decode_batch=args.decode_batch,
              prefill_batch=args.prefill_batch)
     top = p.configs if not args.top else p.configs.head(args.top)
@@ -251,11 +322,14 @@ def cmd_memory(args) -> str:
 
     spec = _load_model_arg(args)
     split = lambda v: None if v is None else [x.strip() for x in str(v).split(",") if x.strip()]  # noqa: E731
-    df = max_batch(spec, args.chip, _int_list(args.context), tp=_int_list(args.tp), pp=_int_list(args.pp),
-                   ep=_int_list(args.ep), weight_dtype=split(args.weight_dtype) or [None],
+    _count_arg("--gen", args.gen, "gen_len")
+    axes = _list_axes(args, "context", "tp", "pp", "ep")
+    df = max_batch(spec, args.chip, axes.pop("context_len"), **axes, weight_dtype=split(args.weight_dtype) or [None],
                    kv_dtype=split(args.kv_dtype) or [None], act_dtype=args.act_dtype, reserve=args.reserve,
                    gen_len=args.gen, attention=args.attention, sequence_parallel=args.sequence_parallel)
     rows = df.to_dict(orient="records")
+    if all(r.get("error") for r in rows):  # nothing to tabulate: every combination is invalid
+        raise RooflineError(rows[0]["error"])
     if args.format in ("json", "csv"):
         return render(rows, args.format, None)
     gb = lambda v: "—" if v is None or v != v else sig3(v / 1e9)  # noqa: E731
@@ -310,7 +384,7 @@ def cmd_report(args) -> str:
     try:
         files = write_report(_load_model_arg(args), chips, args.out, batch=args.batch, prompt_len=args.prompt,
                              gen_len=args.gen, title=args.title, command=_command_line(args, "report"),
-                             frontier_prompts=_int_list(args.frontier_prompts) if args.frontier_prompts else None,
+                             frontier_prompts=_frontier_prompts(args),
                              **_scenario_kwargs(args))
     except OSError as e:
         raise RooflineError(f"cannot write the report into {args.out}: {e}") from None
@@ -318,10 +392,15 @@ def cmd_report(args) -> str:
     return "\n".join(out)
 
 
+def _frontier_prompts(args):
+    return _int_list(args.frontier_prompts, "--frontier-prompts", "prompt_len") if args.frontier_prompts else None
+
+
 def cmd_plot(args) -> str:
     from .estimate import estimate
     from .report import plot
 
+    dpi = check_dpi(args.dpi)
     chips = _chip_list(args.chip)
     kw = _scenario_kwargs(args)
     model = _load_model_arg(args)
@@ -330,13 +409,12 @@ def cmd_plot(args) -> str:
         res = (plot.plot_roofline if args.kind == "roofline" else plot.plot_breakdown)(ests)
     elif args.kind == "frontier":
         res = plot.plot_frontier(model, chips, prompt_len=args.prompt, gen_len=args.gen,
-                                 prompt_lens=_int_list(args.frontier_prompts) if args.frontier_prompts else None, **kw)
+                                 prompt_lens=_frontier_prompts(args), **kw)
     else:
         res = plot.plot_memory(model, chips, prompt_len=args.prompt, gen_len=args.gen, **kw)
     try:
-        path = res.save(args.out, dpi=args.dpi)
-    except (OSError, ValueError) as e:
-        raise RooflineError(f"cannot write {args.out}: {e}") from None
+        check_figure_pixels(*res.figure.get_size_inches(), dpi)
+        path = res.save(args.out, dpi=dpi)  # the real path: '.png' is appended to a name without a suffix
     finally:
         res.close()
     return f"wrote {path}"
@@ -519,8 +597,10 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("kind", choices=["roofline", "frontier", "breakdown", "memory"], help="which chart")
     _add_model_chip(p)
     _add_report_scenario(p)
-    p.add_argument("--out", required=True, help="PNG file to write")
-    p.add_argument("--dpi", type=int, default=110, help="image resolution (default: %(default)s)")
+    p.add_argument("--out", required=True, help="image file to write ('.png' is appended to a name without a "
+                                                "suffix; .svg and .pdf work too)")
+    p.add_argument("--dpi", type=int, default=110,
+                   help=f"image resolution, {DPI_MIN}..{BOUNDS['dpi'].max_value} (default: %(default)s)")
     p.set_defaults(func=cmd_plot)
 
     p = sub.add_parser("calibrate", help="fit kernel efficiency to measured timings; print the error table",
@@ -545,7 +625,13 @@ def _build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _one_line(text) -> str:
+    return " ".join(str(text).split())
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one command. Exit codes (see EPILOG): 0 success, 2 a user mistake (one line), 1 an internal error
+    (one line; LLM_ROOFLINE_TRACEBACK=1 prints the traceback), 130 interrupted."""
     parser = _build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
@@ -553,11 +639,23 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     try:
         out = args.func(args)
+        if out:
+            print(out)
     except RooflineError as e:
-        print(f"llm-roofline: error: {e}", file=sys.stderr)
+        print(f"llm-roofline: error: {_one_line(e)}", file=sys.stderr)
         return 2
     except BrokenPipeError:  # `| head`
         return 0
-    if out:
-        print(out)
+    except (OSError, RecursionError, MemoryError, UnicodeError) as e:  # the system said no: not a bug of ours
+        print(f"llm-roofline: error: {type(e).__name__}: {_one_line(e)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("llm-roofline: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # a bug: one line, and the traceback on request
+        if os.environ.get("LLM_ROOFLINE_TRACEBACK"):
+            raise
+        print(f"llm-roofline: internal error: {type(e).__name__}: {_one_line(e)} (please report it; "
+              "LLM_ROOFLINE_TRACEBACK=1 shows the traceback)", file=sys.stderr)
+        return 1
     return 0

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .bounds import check_count, check_grid_points
 from .errors import ScenarioError
 from .graph import Dtypes, Phase, build_ops, kv_elems_per_token_per_chip
 from .hardware import Chip, load_chip
@@ -375,9 +376,7 @@ def _load_model(model) -> ModelSpec:
 
 
 def _check_positive_int(name, value):
-    a = np.asarray(value)
-    if a.dtype.kind not in "iuf" or np.any(a != np.floor(a)) or np.any(a < 1):
-        raise ScenarioError(f"{name} must be a positive integer, got {value!r}")
+    return check_count(name, value)  # bounds.BOUNDS: integral, >= 1, below the physical bound
 
 
 def _compute_dtype(chip: Chip, dt: Dtypes, assumptions: list[str]) -> Dtypes:
@@ -395,8 +394,8 @@ def evaluate(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, 
     """The vectorized core: batch, prompt_len and gen_len may be arrays (broadcast). Returns arrays."""
     spec = _load_model(model)
     chip = load_chip(chip)
-    for name, v in (("batch", batch), ("prompt_len", prompt_len), ("gen_len", gen_len)):
-        _check_positive_int(name, v)
+    batch, prompt_len, gen_len, tp, pp, ep, dp = (_check_positive_int(n, v) for n, v in zip(
+        ("batch", "prompt_len", "gen_len", "tp", "pp", "ep", "dp"), (batch, prompt_len, gen_len, tp, pp, ep, dp)))
     batch, prompt, gen = (np.asarray(x, dtype=np.float64) for x in np.broadcast_arrays(batch, prompt_len, gen_len))
     sh = Sharding(tp, pp, ep, dp, sequence_parallel)
     if np.any(np.mod(batch, pp)):
@@ -566,7 +565,9 @@ def sweep(model, chip, **axes):
     if unknown:
         raise ScenarioError(f"unknown sweep axis {sorted(unknown)}; axes: {', '.join(_GRID_AXES + _DISCRETE_AXES)}")
     defaults = dict(batch=1, prompt_len=2048, gen_len=256)
-    grid_vals = [np.atleast_1d(np.asarray(axes.get(k, defaults[k]), dtype=np.float64)) for k in _GRID_AXES]
+    grid_vals = [np.atleast_1d(check_count(k, axes.get(k, defaults[k]))).astype(np.float64).ravel() for k in _GRID_AXES]
+    check_grid_points({**{k: len(v) for k, v in zip(_GRID_AXES, grid_vals)}, "chip": len(_as_list(chip)),
+                       **{k: len(_as_list(axes[k])) for k in _DISCRETE_AXES if k in axes}})
     mesh = [m.ravel() for m in np.meshgrid(*grid_vals, indexing="ij")]
     spec = _load_model(model)
     discrete = {k: _as_list(axes[k]) for k in _DISCRETE_AXES if k in axes and k != "chip"}

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .bounds import BOUNDS
 from .errors import ShardingError
 
 if TYPE_CHECKING:  # only for annotations: hardware does not import sharding
@@ -33,8 +34,8 @@ class Sharding:
     def __post_init__(self):
         for name in ("tp", "pp", "ep", "dp"):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ShardingError(f"{name} must be a positive integer, got {v!r}")
+            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= BOUNDS[name].max_value:
+                raise ShardingError(f"{name} must be a positive integer <= {BOUNDS[name].max_value:,}, got {v!r}")
         if self.tp % self.ep:
             raise ShardingError(f"ep={self.ep} must divide tp={self.tp}: experts are split over chips of the "
                                 f"tensor-parallel group (each expert is then tp/ep-way tensor-sliced)")
@@ -290,7 +291,7 @@ def _rings_text(rings) -> str:
 
 def _num(x) -> str:
     a = np.asarray(x)
-    return f"{float(a):.6g}" if a.size == 1 else "[grid]"
+    return f"{float(a.reshape(())):.6g}" if a.size == 1 else "[grid]"
 
 
 # ============================================================================ critical thresholds

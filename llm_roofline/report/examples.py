@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..files import write_text
 from ..units import eng, fmt_seconds, sig3
 
 REPO_REPORTS = Path(__file__).resolve().parents[2] / "reports"
@@ -126,7 +127,7 @@ def write_context_study(root: Path) -> dict[str, str]:
                                                notes=notes)
     md = context_study_markdown(ests, image="phase_split.png", title=c["title"], notes=notes,
                                 command=f"{SCRIPT} --only {c['name']}")
-    (out / "report.md").write_text(md + "\n## Files\n\n- [`ops.csv`](ops.csv) — every op of every context length "
+    write_text(out / "report.md", md + "\n## Files\n\n- [`ops.csv`](ops.csv) — every op of every context length "
                                    "(the prompt_len column tells them apart); raw SI values\n- [`summary.json`]"
                                    "(summary.json) — one entry per context length; raw SI values\n")
     files["report.md"] = str(out / "report.md")
@@ -193,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     if (cs / "summary.json").exists():
         written.append((CONTEXT_STUDY["name"], "one model and chip, prompt 512 … 128k: how the time split and the "
                         "bounds move between prefill and decode", _headline(cs)))
-    (root / "README.md").write_text(readme(root, written))
+    write_text(root / "README.md", readme(root, written))
     print(f"wrote {root / 'README.md'}")
     return 0
 

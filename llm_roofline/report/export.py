@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 from typing import Any, Sequence
+
+from ..files import ensure_dir, write_text
 
 SCENARIO_KEYS = ("tp", "pp", "ep", "dp", "weight_dtype", "act_dtype", "kv_dtype", "efficiency", "attention",
                  "sequence_parallel")
@@ -105,13 +106,11 @@ def summary_dict(estimates, *, command: str | None = None, notes: Sequence[str] 
 
 
 def write_ops_csv(estimates, path) -> str:
-    ops_frame(estimates).to_csv(path, index=False)
-    return str(path)
+    return write_text(path, ops_frame(estimates).to_csv(index=False))
 
 
 def write_summary_json(estimates, path, **kw) -> str:
-    Path(path).write_text(json.dumps(summary_dict(estimates, **kw), indent=2) + "\n")
-    return str(path)
+    return write_text(path, json.dumps(summary_dict(estimates, **kw), indent=2) + "\n")
 
 
 def write_report(model, chips, out_dir, *, batch: int = 1, prompt_len: int = 2048, gen_len: int = 256,
@@ -129,8 +128,7 @@ def write_report(model, chips, out_dir, *, batch: int = 1, prompt_len: int = 204
     unknown = set(kw) - set(SCENARIO_KEYS)
     if unknown:
         raise TypeError(f"write_report: unknown scenario keywords {sorted(unknown)}")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = ensure_dir(out_dir)
     spec = _load_model(model)
     chips = [c for c in (chips.split(",") if isinstance(chips, str) else chips) if str(c).strip()]
     ests = estimates or [estimate(spec, c, batch=batch, prompt_len=prompt_len, gen_len=gen_len, **kw) for c in chips]
@@ -157,6 +155,5 @@ def write_report(model, chips, out_dir, *, batch: int = 1, prompt_len: int = 204
     files["summary.json"] = write_summary_json(ests, out / "summary.json", command=command, notes=notes)
     md = report_markdown(ests, images=images, title=title, notes=notes, command=command,
                          files=["ops.csv", "summary.json"])
-    (out / "report.md").write_text(md)
-    files["report.md"] = str(out / "report.md")
+    files["report.md"] = write_text(out / "report.md", md)
     return files

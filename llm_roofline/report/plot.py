@@ -73,8 +73,9 @@ class PlotResult:
     data: dict[str, Any] = field(default_factory=dict)
 
     def save(self, path, dpi: int = DPI) -> str:
-        self.figure.savefig(path, dpi=dpi)
-        return str(path)
+        from ..files import save_figure
+
+        return save_figure(self.figure, path, dpi)
 
     def close(self) -> None:
         import matplotlib.pyplot as plt
