@@ -75,6 +75,8 @@ def check_count(name: str, value: Any, max_value: float | None = None, min_value
     ScenarioError naming the argument, the value and the bound.
     """
     hi = BOUNDS[name].max_value if max_value is None else max_value
+    if isinstance(value, np.ndarray) and value.ndim == 0:  # np.array(8) is a scalar
+        value = value[()]
     what = f"an integer in [{min_value}, {_fmt_bound(hi)}]"
     if isinstance(value, (list, tuple, np.ndarray)):
         arr = _numeric_array(name, value, what)

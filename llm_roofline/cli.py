@@ -12,7 +12,7 @@ import sys
 
 from .bounds import BOUNDS, DPI_MIN, check_count, check_dpi, check_figure_pixels
 from .errors import ModelConfigError, RooflineError
-from .files import write_text
+from .files import check_destination, figure_path, write_text
 from .report.table import FORMATS, render
 from .units import eng, fmt_seconds, sig3
 
@@ -193,6 +193,8 @@ def cmd_estimate(args) -> str:
 def cmd_sweep(args) -> str:
     from .estimate import sweep
 
+    if args.out:
+        check_destination(args.out)  # before the work: a bad --out fails fast
     df = sweep(_load_model_arg(args), _chip_list(args.chip), **_list_axes(args, "batch", "prompt", "gen"),
                **_list_axes(args, "tp", "pp", "ep", "dp"), weight_dtype=args.weight_dtype,
                act_dtype=args.act_dtype, kv_dtype=args.kv_dtype, efficiency=args.efficiency, attention=args.attention,
@@ -328,16 +330,17 @@ def cmd_memory(args) -> str:
                    kv_dtype=split(args.kv_dtype) or [None], act_dtype=args.act_dtype, reserve=args.reserve,
                    gen_len=args.gen, attention=args.attention, sequence_parallel=args.sequence_parallel)
     rows = df.to_dict(orient="records")
-    if all(r.get("error") for r in rows):  # nothing to tabulate: every combination is invalid
+    if all(isinstance(r.get("error"), str) for r in rows):  # nothing to tabulate: every combination is invalid
         raise RooflineError(rows[0]["error"])
     if args.format in ("json", "csv"):
         return render(rows, args.format, None)
     gb = lambda v: "—" if v is None or v != v else sig3(v / 1e9)  # noqa: E731
-    display = [("tp", "tp", None), ("pp", "pp", None), ("weights", "weight_dtype", None), ("KV", "kv_dtype", None),
+    text = lambda v: v if isinstance(v, str) else "—"  # noqa: E731  (an invalid row has no dtype: NaN)
+    display = [("tp", "tp", None), ("pp", "pp", None), ("weights", "weight_dtype", text), ("KV", "kv_dtype", text),
                ("context", "context_len", None), ("weights GB/chip", "weight_bytes_per_chip", gb),
                ("KV GB/seq/chip", "kv_bytes_per_sequence_per_chip", gb),
                ("act workspace GB", "activation_workspace_bytes_per_chip", gb), ("free GB", "free_bytes", gb),
-               ("max batch", "max_batch", None), ("note", "error", lambda v: v or "")]
+               ("max batch", "max_batch", None), ("note", "error", lambda v: v if isinstance(v, str) else "")]
     r0 = rows[0]
     head = (f"{spec.name} on {r0['chip']}: {sig3(r0['capacity_bytes'] / 1e9)} GB HBM per chip, "
             f"{r0['reserve']:.0%} reserved -> {sig3(r0['usable_bytes'] / 1e9)} GB usable.")
@@ -401,6 +404,7 @@ def cmd_plot(args) -> str:
     from .report import plot
 
     dpi = check_dpi(args.dpi)
+    check_destination(figure_path(args.out))
     chips = _chip_list(args.chip)
     kw = _scenario_kwargs(args)
     model = _load_model_arg(args)

@@ -436,7 +436,7 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
              sequence_parallel=False) -> Estimate:
     """Estimate one scenario. See DESIGN.md §7 for the contract of the returned Estimate."""
     for name, v in (("batch", batch), ("prompt_len", prompt_len), ("gen_len", gen_len)):
-        if np.ndim(v):
+        if isinstance(v, (list, tuple)) or (isinstance(v, np.ndarray) and v.ndim):
             raise ScenarioError(f"{name} must be a single number in estimate(); use sweep() for lists")
     r = evaluate(model, chip, batch=batch, prompt_len=prompt_len, gen_len=gen_len, tp=tp, pp=pp, ep=ep, dp=dp,
                  weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
@@ -591,4 +591,4 @@ def sweep(model, chip, **axes):
 
 
 def _as_list(v):
-    return list(v) if isinstance(v, (list, tuple, np.ndarray)) else [v]
+    return list(np.ravel(v)) if isinstance(v, np.ndarray) else list(v) if isinstance(v, (list, tuple)) else [v]
