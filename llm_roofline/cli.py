@@ -1,6 +1,7 @@
 """Command line: `llm-roofline <command> ...`. The only module that prints.
 
-Every user mistake (a ValueError subclass from the library) becomes one line on stderr and exit code 2.
+Every user mistake (a RooflineError, a ValueError subclass, from the library) becomes one line on stderr and exit
+code 2; an internal error (a bug) one line and exit code 1 (LLM_ROOFLINE_TRACEBACK=1 shows the traceback).
 Each subcommand is one `cmd_<name>(args) -> str` function plus its parser in `_build_parser`.
 """
 
@@ -10,7 +11,7 @@ import argparse
 import os
 import sys
 
-from .bounds import BOUNDS, DPI_MIN, check_count, check_dpi, check_figure_pixels
+from .bounds import BOUNDS, DPI_MIN, check_count, check_dpi
 from .errors import ModelConfigError, RooflineError
 from .files import check_destination, figure_path, write_text
 from .report.table import FORMATS, render
@@ -417,7 +418,6 @@ def cmd_plot(args) -> str:
     else:
         res = plot.plot_memory(model, chips, prompt_len=args.prompt, gen_len=args.gen, **kw)
     try:
-        check_figure_pixels(*res.figure.get_size_inches(), dpi)
         path = res.save(args.out, dpi=dpi)  # the real path: '.png' is appended to a name without a suffix
     finally:
         res.close()

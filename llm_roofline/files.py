@@ -15,6 +15,7 @@ import stat
 from pathlib import Path
 from typing import Callable, IO
 
+from .bounds import check_dpi, check_figure_pixels
 from .errors import OutputError
 
 _TEMP_ATTEMPTS = 8
@@ -86,13 +87,18 @@ def write_text(path, text: str, encoding: str = "utf-8") -> str:
 def figure_path(path) -> Path:
     """The file matplotlib's savefig would write: path, with '.png' appended when it has no suffix."""
     p = Path(path)
+    if str(path) == "" or p.name in ("", ".", ".."):
+        raise OutputError(f"cannot write {str(path)!r}: not a file name")
     return p if p.suffix else p.with_name(p.name + ".png")
 
 
 def save_figure(figure, path, dpi: int) -> str:
     """figure.savefig to a temporary file, then rename to figure_path(path). Returns the real path written.
 
-    The format comes from the suffix; an unknown suffix is an OutputError listing the supported ones."""
+    The format comes from the suffix; an unknown suffix is an OutputError listing the supported ones. dpi and the
+    image size in pixels are checked against bounds.BOUNDS first (a huge dpi would exhaust memory)."""
+    dpi = check_dpi(dpi)
+    check_figure_pixels(*figure.get_size_inches(), dpi)
     p = figure_path(path)
     fmt = p.suffix[1:].lower()
     supported = figure.canvas.get_supported_filetypes()

@@ -95,6 +95,8 @@ def test_figure_path_and_save_figure(tmp_path):
     import matplotlib.pyplot as plt
 
     assert files.figure_path("x") == files.figure_path("x.png")  # matplotlib appends .png to a bare name
+    with pytest.raises(OutputError, match="not a file name"):
+        files.figure_path("")
     assert str(files.figure_path("dir/x.svg")) == "dir/x.svg"
     fig = plt.figure(figsize=(1, 1))
     try:
@@ -103,6 +105,11 @@ def test_figure_path_and_save_figure(tmp_path):
         assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"  # the PNG signature
         with pytest.raises(OutputError, match="unknown image format 'xyz'"):
             files.save_figure(fig, tmp_path / "chart.xyz", 50)
+        with pytest.raises(lr.ScenarioError, match=r"dpi must be an integer in \[30, 600\], got 100000"):
+            files.save_figure(fig, tmp_path / "big.png", 100_000)  # the API path too, not only the CLI
+        fig.set_size_inches(200, 2)  # (200 x 600) x (2 x 600) = 144 M pixels > 100 M
+        with pytest.raises(lr.ScenarioError, match="144,000,000 pixels"):
+            files.save_figure(fig, tmp_path / "wide.png", 600)
     finally:
         plt.close(fig)
     assert _leftovers(tmp_path) == []

@@ -194,3 +194,28 @@ def test_hostile_subprocess_has_no_traceback(argv):
                        cwd=REPO, timeout=120)
     assert r.returncode == 2 and "Traceback" not in r.stderr + r.stdout
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_allow_download_offline_fails_fast_with_one_line(capsys, monkeypatch):
+    """No network: one line within the connect timeout (3 s), not 24 s of retries (issue 12)."""
+    import socket
+    import time
+
+    for var in ("HF_HUB_OFFLINE", "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "HF_ENDPOINT"):
+        monkeypatch.delenv(var, raising=False)
+
+    def unreachable(address, timeout=None):
+        assert timeout == 3.0 and address == ("huggingface.co", 443)
+        raise OSError(101, "Network is unreachable")
+
+    monkeypatch.setattr(socket, "create_connection", unreachable)
+    t0 = time.perf_counter()
+    code, _, err = run(capsys, ["estimate", "org/not-shipped", "--chip", "h100", "--allow-download"])
+    assert time.perf_counter() - t0 < 3.0
+    assert code == 2 and err.strip() == (
+        "llm-roofline: error: cannot download 'org/not-shipped': the Hugging Face Hub is unreachable "
+        "(huggingface.co:443: Network is unreachable); download its config.json yourself and pass the file or its "
+        "folder instead")
+    # a shipped id never needs the hub, even with --allow-download
+    code, _, err = run(capsys, ["estimate", SMALL, "--chip", "h100", "--allow-download", "--gen", "2"])
+    assert code == 0 and err == ""

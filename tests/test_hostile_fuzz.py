@@ -168,7 +168,7 @@ def run_chip(data: bytes) -> str:
 FUZZ = dict(deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-@settings(max_examples=300, **FUZZ)
+@settings(max_examples=250, **FUZZ)
 @given(st.randoms(use_true_random=False))
 def test_scenarios_never_crash(rng):
     run_scenario(*scenario_case(rng))
@@ -195,3 +195,57 @@ def test_numpy_integers_are_accepted_like_ints():
     a = lr.estimate(_spec(MODELS[0]), "h100", tp=np.int64(2), batch=np.int32(4))
     b = lr.estimate(_spec(MODELS[0]), "h100", tp=2, batch=4)
     assert a.ttft_s == b.ttft_s and a.tpot_s == b.tpot_s
+
+
+# ----------------------------------------------------------------------------------------- command lines
+CLI_COMMANDS = {
+    "estimate": ["--batch", "--prompt", "--gen", "--tp", "--pp", "--ep", "--dp", "--weight-dtype", "--kv-dtype",
+                 "--act-dtype", "--format", "--efficiency", "--attention"],
+    "sweep": ["--batch", "--prompt", "--gen", "--tp", "--pp", "--ep", "--dp", "--kv-dtype", "--format", "--out"],
+    "memory": ["--context", "--gen", "--tp", "--pp", "--ep", "--weight-dtype", "--kv-dtype", "--reserve", "--format"],
+    "plot": ["--batch", "--prompt", "--gen", "--tp", "--dpi", "--out", "--frontier-prompts"],
+}
+HOSTILE_ARGS = ["0", "-1", "1", "1", "2", "2", "4", "8", "16", "3", "1,,2", "1,2,", ",", "", "nan", "inf", "1e400", "1e3", "abc", "2.5",
+                str(2**63), str(2**31 + 1), "16777217", "65537", "bf16", "int3", "fp8", "xml", "json", "csv", "ideal",
+                "{tmp}/out", "{tmp}", "{tmp}/missing/x", "/dev/full", "{tmp}/x.xyz", "0.5", "1.5", "-0.0", "\udcff"]
+
+
+def cli_case(rng: random.Random) -> list[str]:
+    """An argv for cli.main: a command on a small model with 1-3 options set to hostile values."""
+    cmd = rng.choice(list(CLI_COMMANDS))
+    argv = ([cmd] if cmd != "plot" else [cmd, rng.choice(["roofline", "breakdown", "memory"])])
+    argv += [rng.choice([MODELS[0]] * 4 + [MODELS[1], "nope/none", ""]), "--chip",
+             rng.choice(["h100"] * 4 + ["v100", "x", "{tmp}"])]
+    for flag in rng.sample(CLI_COMMANDS[cmd], rng.randint(1, 2)):
+        argv += [flag, rng.choice(HOSTILE_ARGS)]
+    if cmd == "plot" and "--out" not in argv:
+        argv += ["--out", "{tmp}/chart.png"]
+    return argv
+
+
+def run_cli(argv: list[str]) -> str:
+    """'result' (exit 0) or 'rejected' (exit 2, one error line); raises AssertionError for anything else."""
+    import contextlib
+    import io
+
+    from llm_roofline.cli import main
+
+    with tempfile.TemporaryDirectory() as d:
+        argv = [a.replace("{tmp}", d) for a in argv]
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(argv)
+            except SystemExit as e:  # argparse
+                code = e.code
+    text = err.getvalue()
+    lines = [ln for ln in text.strip().splitlines() if ln.strip() and not ln.startswith(("usage:", " "))]
+    assert "Traceback" not in text + out.getvalue() and code in (0, 2), (code, text[-300:])
+    assert code == 0 or (len(lines) == 1 and "error" in lines[0]), text[-300:]
+    return "result" if code == 0 else "rejected"
+
+
+@settings(max_examples=25, **FUZZ)
+@given(st.randoms(use_true_random=False))
+def test_command_lines_never_crash(rng):
+    run_cli(cli_case(rng))

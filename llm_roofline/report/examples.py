@@ -128,8 +128,8 @@ def write_context_study(root: Path) -> dict[str, str]:
     md = context_study_markdown(ests, image="phase_split.png", title=c["title"], notes=notes,
                                 command=f"{SCRIPT} --only {c['name']}")
     write_text(out / "report.md", md + "\n## Files\n\n- [`ops.csv`](ops.csv) — every op of every context length "
-                                   "(the prompt_len column tells them apart); raw SI values\n- [`summary.json`]"
-                                   "(summary.json) — one entry per context length; raw SI values\n")
+                                     "(the prompt_len column tells them apart); raw SI values\n- [`summary.json`]"
+                                     "(summary.json) — one entry per context length; raw SI values\n")
     files["report.md"] = str(out / "report.md")
     return files
 
