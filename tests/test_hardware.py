@@ -171,7 +171,9 @@ def test_chip_file_not_a_readable_toml_file(tmp_path):
     folder.mkdir()
     fifo = tmp_path / "fifo.toml"
     os.mkfifo(fifo)  # opening it for reading would block until a writer comes: it must not be opened
-    for path, message in [(binary, "not UTF-8 text"), (folder, "is a directory"), (fifo, "not a regular file"),
+    deep = tmp_path / "deep.toml"
+    deep.write_text('name = "x"\nx = ' + "[" * 100_000 + "]" * 100_000 + "\n")  # tomllib recurses per bracket
+    for path, message in [(deep, "nested too deeply"), (binary, "not UTF-8 text"), (folder, "is a directory"), (fifo, "not a regular file"),
                           (tmp_path / "missing.toml", "does not exist"), (tmp_path, "is a directory")]:
         with pytest.raises(lr.ChipError, match=message):
             lr.load_chip(str(path))
