@@ -10,6 +10,7 @@
 """
 
 from importlib import import_module
+from threading import RLock
 
 from .errors import (ChipError, ModelConfigError, RooflineError, ScenarioError, ShardingError,
                      UnsupportedArchitectureError)
@@ -39,11 +40,15 @@ __all__ = [
 ]
 
 
+_LAZY_LOCK = RLock()  # threads resolving lazy names at once import each module once, in one thread
+
+
 def __getattr__(name):
     if name in _LAZY:
-        value = getattr(import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
+        with _LAZY_LOCK:
+            if name not in globals():
+                globals()[name] = getattr(import_module(_LAZY[name], __name__), name)
+        return globals()[name]
     raise AttributeError(f"module 'llm_roofline' has no attribute {name!r}")
 
 

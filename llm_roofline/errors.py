@@ -25,6 +25,10 @@ class ScenarioError(RooflineError):
     """A scenario argument is out of range (zero or negative sizes, unknown dtype, ...)."""
 
 
+class OutputError(RooflineError):
+    """An output file cannot be written (missing folder, no permission, disk full, a symlink, a device)."""
+
+
 def closest(name: str, candidates, n: int = 3) -> str:
     """Up to n candidates closest to name, formatted for an error message ('' when none is close)."""
     import difflib

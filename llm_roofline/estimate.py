@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .bounds import check_count, check_grid_points
 from .efficiency import efficiency_label, resolve_efficiency
 from .errors import ScenarioError
 from .graph import Dtypes, Phase, build_ops, resolve_dtypes
@@ -328,20 +329,15 @@ class Evaluation:
         return self.batch * self.gen_len / self.e2e_s / self.sharding.chips_per_replica
 
 
-def _check_positive_int(name, value):
-    a = np.asarray(value)
-    if a.dtype.kind not in "iuf" or np.any(a != np.floor(a)) or np.any(a < 1):
-        raise ScenarioError(f"{name} must be a positive integer, got {value!r}")
-
-
 def evaluate(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=1, dp=1,
              weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency="ideal", attention="fused",
              sequence_parallel=False, attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0) -> Evaluation:
     """The vectorized core: batch, prompt_len and gen_len may be arrays (broadcast)."""
     spec = load_model(model)
     chip = load_chip(chip)
-    for name, v in (("batch", batch), ("prompt_len", prompt_len), ("gen_len", gen_len)):
-        _check_positive_int(name, v)
+    batch, prompt_len, gen_len, tp, pp, ep, dp, attention_dp = (check_count(n, v) for n, v in zip(
+        ("batch", "prompt_len", "gen_len", "tp", "pp", "ep", "dp", "attention_dp"),
+        (batch, prompt_len, gen_len, tp, pp, ep, dp, attention_dp)))
     batch, prompt, gen = (np.asarray(x, dtype=np.float64) for x in np.broadcast_arrays(batch, prompt_len, gen_len))
     sh = Sharding(tp, pp, ep, dp, sequence_parallel, attention_dp, moe_tp, moe_ep, routing_skew)
     if np.any(np.mod(batch, sh.sequence_groups)):
@@ -382,7 +378,7 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
              attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0) -> Estimate:
     """Estimate one scenario: an Estimate with the headline numbers, phase summaries, memory and op table."""
     for name, v in (("batch", batch), ("prompt_len", prompt_len), ("gen_len", gen_len)):
-        if np.ndim(v):
+        if isinstance(v, (list, tuple)) or (isinstance(v, np.ndarray) and v.ndim):
             raise ScenarioError(f"{name} must be a single number in estimate(); use sweep() for lists")
     kw = dict(batch=batch, prompt_len=prompt_len, gen_len=gen_len, tp=tp, pp=pp, ep=ep, dp=dp,
               weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype, attention=attention,
@@ -482,7 +478,9 @@ def sweep(model, chip, **axes):
     if unknown:
         raise ScenarioError(f"unknown sweep axis {sorted(unknown)}; axes: {', '.join(_GRID_AXES + _DISCRETE_AXES)}")
     defaults = dict(batch=1, prompt_len=2048, gen_len=256)
-    grid_vals = [np.atleast_1d(np.asarray(axes.get(k, defaults[k]), dtype=np.float64)) for k in _GRID_AXES]
+    grid_vals = [np.atleast_1d(check_count(k, axes.get(k, defaults[k]))).astype(np.float64).ravel() for k in _GRID_AXES]
+    check_grid_points({**{k: len(v) for k, v in zip(_GRID_AXES, grid_vals)}, "chip": len(_as_list(chip)),
+                       **{k: len(_as_list(axes[k])) for k in _DISCRETE_AXES if k in axes}})
     mesh = [m.ravel() for m in np.meshgrid(*grid_vals, indexing="ij")]
     spec = load_model(model)
     discrete = {k: _as_list(axes[k]) for k in _DISCRETE_AXES if k in axes and k != "chip"}
@@ -506,4 +504,4 @@ def sweep(model, chip, **axes):
 
 
 def _as_list(v):
-    return list(v) if isinstance(v, (list, tuple, np.ndarray)) else [v]
+    return list(np.ravel(v)) if isinstance(v, np.ndarray) else list(v) if isinstance(v, (list, tuple)) else [v]

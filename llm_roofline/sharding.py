@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .bounds import BOUNDS
 from .errors import ShardingError
 
 if TYPE_CHECKING:  # only for annotations: hardware does not import sharding
@@ -94,8 +95,9 @@ class Sharding:
 
 
 def _check_degree(name: str, v) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-        raise ShardingError(f"{name} must be a positive integer, got {v!r}")
+    most = BOUNDS[name].max_value
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= most:
+        raise ShardingError(f"{name} must be a positive integer <= {most:,}, got {v!r}")
     return v
 
 

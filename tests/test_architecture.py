@@ -13,19 +13,19 @@ PACKAGE = Path(__file__).resolve().parents[1] / "llm_roofline"
 # layers (and from its own sub-package). A new module must be given a layer here.
 LAYERS = {
     "errors": 0, "version": 0,
-    "units": 1, "files": 1, "bounds": 1,
-    "hardware": 2, "model": 2,
-    "collectives": 3, "ops": 3,
-    "roofline": 4,
-    "sharding": 5, "efficiency": 5,
-    "graph": 6,
-    "memory": 7,
-    "estimate": 8,
-    "serve": 9,
-    "plan": 10, "disaggregate": 10,
-    "calibrate": 11,
-    "report": 12,
-    "cli": 13, "__init__": 14, "__main__": 14,
+    "units": 1, "bounds": 1, "files": 2,
+    "hardware": 3, "model": 3,
+    "collectives": 4, "ops": 4,
+    "roofline": 5,
+    "sharding": 6, "efficiency": 6,
+    "graph": 7,
+    "memory": 8,
+    "estimate": 9,
+    "serve": 10,
+    "plan": 11, "disaggregate": 11,
+    "calibrate": 12,
+    "report": 13,
+    "commands": 14, "cli": 15, "__init__": 16, "__main__": 16,
 }
 
 
@@ -121,7 +121,7 @@ def _dotted(node) -> str:
 def test_only_the_cli_prints():
     offenders = []
     for name, path in _modules().items():
-        if name == "llm_roofline.cli":
+        if name == "llm_roofline.cli":  # commands.py returns text; cli.main prints it
             continue
         for call in _calls(path):
             f = _dotted(call.func)

@@ -47,7 +47,7 @@ def test_sweep_writes_csv(capsys, tmp_path):
 @pytest.mark.parametrize("argv,needle", [
     (["estimate", "meta-llama/Llama-3.1-8", "--chip", "h100"], "meta-llama/Llama-3.1-8B"),
     (["estimate", "meta-llama/Llama-3.1-8B", "--chip", "h1"], "unknown chip"),
-    (["estimate", "meta-llama/Llama-3.1-8B", "--chip", "h100", "--batch", "0"], "batch must be a positive integer"),
+    (["estimate", "meta-llama/Llama-3.1-8B", "--chip", "h100", "--batch", "0"], "batch must be an integer in [1, 16,777,216], got 0"),  # bounds: 2**24
     (["estimate", "meta-llama/Llama-3.1-8B", "--chip", "h100", "--kv-dtype", "int3"], "unknown dtype"),
     (["estimate", "meta-llama/Llama-3.1-8B", "--chip", "h100", "--tp", "5"], "not divisible"),
     (["sweep", "meta-llama/Llama-3.1-8B", "--chip", "h100", "--batch", "1,x"], "integers"),

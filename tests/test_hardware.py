@@ -94,7 +94,8 @@ def test_user_chip_file_loads(tmp_path):
 
 @pytest.mark.parametrize("mutation,message", [
     (lambda t: t.replace("hbm_bytes_per_s = 3e12\n", ""), "hbm_bytes_per_s"),
-    (lambda t: t.replace("hbm_bytes_per_s = 3e12", "hbm_bytes_per_s = -3e12"), "hbm_bytes_per_s must be positive"),
+    (lambda t: t.replace("hbm_bytes_per_s = 3e12", "hbm_bytes_per_s = -3e12"),
+     r"\[memory\].hbm_bytes_per_s must be a number in \[1e\+06, 1e\+16\] bytes/s, got -3"),
     (lambda t: t.replace("bf16 = 1e15", "bf16 = 1e15\nfp7 = 1e15"), "unknown dtype"),
     (lambda t: t.replace("topology = \"switch\"", "topology = \"ring-ish\""), "topology"),
     (lambda t: t.replace("[memory]", "[memoryx]"), r"\[memory\]"),
@@ -119,3 +120,60 @@ def test_cli_chips_formats_and_errors(capsys, tmp_path):
     assert main(["estimate", "meta-llama/Llama-3.1-8B", "--chip", str(p)]) == 2
     err = capsys.readouterr().err
     assert "latency_s" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+TORUS = GOOD.replace('topology = "switch"', 'topology = "torus"\naxes = [16, 16]\nlink_bytes_per_s = 45e9\n'
+                     'wraparound = "always"')
+
+
+@pytest.mark.parametrize("text,message", [
+    # wrong types: each names the file's key (CHIP_RANGES gives the physical range)
+    (GOOD.replace('name = "mychip"', 'name = "mychip"\naliases = "h1"'), "aliases must be a list of non-empty strings"),
+    (GOOD.replace('name = "mychip"', 'name = "mychip"\naliases = [1, 2]'), "aliases must be a list"),
+    (GOOD.replace('name = "mychip"', 'name = "mychip"\nprice = 3.5'), r"\[price\] must be a table, got 3.5"),
+    (GOOD + '[price]\nusd_per_hour = "3.5"\n', r"\[price\].usd_per_hour must be a number"),
+    (GOOD + "[price]\nusd_per_hour = 0\n", r"\[price\].usd_per_hour must be a number in \[0, 10000\]"),
+    (GOOD + "[price]\nusd_per_hour = 1e5\n", r"usd_per_hour must be a number in \[0, 10000\] USD"),
+    (GOOD.replace('name = "mychip"', 'name = "mychip"\nonchip = "l2"'), r"\[onchip\] must be a table"),
+    (GOOD + "[onchip]\nbytes = [50e6]\n", r"\[onchip\].bytes must be a number \(bytes\)"),
+    (GOOD.replace('name = "mychip"', 'name = "mychip"\nefficiency = 0.5'), r"\[efficiency\] must be a table"),
+    (GOOD + "[efficiency.gemm]\ncompute_max = 1.5\n", r"\[efficiency.gemm\].compute_max must be a number in \[0, 1\]"),
+    (GOOD + '[efficiency.gemm]\noverhead_s = "fast"\n', r"\[efficiency.gemm\].overhead_s must be a number"),
+    (GOOD.replace("display_name", "x").replace('name = "mychip"', 'name = "mychip"\nfamily = 7'), "family must be a string"),
+    (TORUS.replace("axes = [16, 16]", "axes = 16"), r"\[scaleup\].axes must be a list of positive integers"),
+    (TORUS.replace("axes = [16, 16]", 'axes = ["16"]'), r"\[scaleup\].axes must be a list of positive integers"),
+    (TORUS.replace("axes = [16, 16]", "axes = [true, 16]"), r"\[scaleup\].axes must be a list of positive integers"),
+    (TORUS.replace("axes = [16, 16]", "axes = [0, 16]"), r"\[scaleup\].axes must be a number in \[1, 1e\+06\]"),
+    # physical ranges: 1e-300 B/s would give an infinite TTFT (1e9 bytes / 1e-300 B/s overflows to inf)
+    (GOOD.replace("hbm_bytes_per_s = 3e12", "hbm_bytes_per_s = 1e-300"), r"hbm_bytes_per_s must be a number in \[1e\+06"),
+    (GOOD.replace("hbm_bytes = 80e9", "hbm_bytes = 80e19"), r"hbm_bytes must be a number in \[1e\+06, 1e\+15\]"),
+    (GOOD.replace("bf16 = 1e15", "bf16 = 1e300"), r"\[compute\].bf16 must be a number in \[1e\+09, 1e\+18\] FLOP/s"),
+    (GOOD.replace("bf16 = 1e15", "bf16 = nan"), r"\[compute\].bf16 must be a number in"),
+    (GOOD.replace("latency_s = 2e-6", "latency_s = 20"), r"\[scaleup\].latency_s must be a number in \[1e-09, 0.1\] s"),
+    (GOOD.replace("domain_size = 8", "domain_size = 1e7"), r"\[scaleup\].domain_size must be a number in \[1, 1e\+06\]"),
+    (GOOD + '[scaleout]\nkind = "ib"\nbytes_per_s = 50e9\nlatency_s = 5e-6\ndomain_size = "big"\n',
+     r"\[scaleout\].domain_size must be a number"),
+    (GOOD.replace('name = "mychip"', 'name = "mychip"\nscaleout = 5'), r"\[scaleout\] must be a table"),
+])
+def test_chip_file_types_and_physical_ranges(tmp_path, text, message):
+    p = tmp_path / "bad.toml"
+    p.write_text(text)
+    with pytest.raises(lr.ChipError, match=message):
+        lr.load_chip(str(p))
+
+
+def test_chip_file_not_a_readable_toml_file(tmp_path):
+    import os
+
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"name = \"x\"\n\xff\xfe\x00\x01")
+    folder = tmp_path / "folder.toml"
+    folder.mkdir()
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)  # opening it for reading would block until a writer comes: it must not be opened
+    deep = tmp_path / "deep.toml"
+    deep.write_text('name = "x"\nx = ' + "[" * 100_000 + "]" * 100_000 + "\n")  # tomllib recurses per bracket
+    for path, message in [(deep, "nested too deeply"), (binary, "not UTF-8 text"), (folder, "is a directory"), (fifo, "not a regular file"),
+                          (tmp_path / "missing.toml", "does not exist"), (tmp_path, "is a directory")]:
+        with pytest.raises(lr.ChipError, match=message):
+            lr.load_chip(str(path))

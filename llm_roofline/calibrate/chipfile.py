@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..efficiency import FAMILIES, fits_from_table
 from ..errors import ChipError
+from ..files import ensure_dir, write_text
 from .fit import FitResult, shown_params
 
 CHIPS_ENV = "LLM_ROOFLINE_CHIPS"
@@ -98,9 +99,6 @@ def write_chip_toml(path, result: FitResult, chip_note: str, dest=None) -> str:
     data = tomllib.loads(new)
     fits_from_table(data.get("efficiency", {}), f"{p}: ")  # validates
     out = Path(dest) if dest is not None else p
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(new)
-    except OSError as e:
-        raise ChipError(f"cannot write chip file {out}: {e}") from None
+    ensure_dir(out.parent)
+    write_text(out, new)
     return new

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import ChipError, RooflineError
+from ..files import write_text
 from ..hardware import Chip, load_chip
 from ..units import dtype_bytes
 
@@ -66,7 +67,7 @@ def read_measurements(path) -> "pd.DataFrame":
 
 def write_measurements(df: "pd.DataFrame", path) -> None:
     """Write measured rows (CSV_ORDER columns) as the CSV read_measurements reads back."""
-    df.to_csv(path, index=False, float_format="%.10g")
+    write_text(path, df.to_csv(index=False, float_format="%.10g"))
 
 
 def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":

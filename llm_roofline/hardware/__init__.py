@@ -6,6 +6,8 @@ Every number in a chip file is in SI units and carries a source; see chips/READM
 from __future__ import annotations
 
 import math
+import os
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -19,6 +21,32 @@ from ..units import DTYPES
 
 TOPOLOGIES = ("switch", "full_mesh", "torus")
 WRAPAROUND_RULES = ("always", "full_axis", "never")
+
+# Physical range of every number a chip file may hold: key -> (smallest, largest, unit). Generous: a value
+# outside is a typo (a unit slip of 1e3 or more), not a chip. A '>' marks an exclusive lower end.
+# [compute] covers every dtype key; 'link.' keys hold for [scaleup] and [scaleout]; 'efficiency.' for every
+# [efficiency.<family>] table.
+CHIP_RANGES: dict[str, tuple[float, float, str]] = {
+    "compute": (1e9, 1e18, "FLOP/s"),
+    "memory.hbm_bytes": (1e6, 1e15, "bytes"),
+    "memory.hbm_bytes_per_s": (1e6, 1e16, "bytes/s"),
+    "onchip.bytes": (1e3, 1e13, "bytes"),
+    "onchip.bytes_per_s": (1e6, 1e17, "bytes/s"),
+    "link.bytes_per_s": (1e6, 1e16, "bytes/s"),
+    "link.link_bytes_per_s": (1e6, 1e16, "bytes/s"),
+    "link.latency_s": (1e-9, 1e-1, "s"),
+    "link.domain_size": (1, 1e6, "chips"),
+    "link.axes": (1, 1e6, "chips"),
+    "price.usd_per_hour": (0, 1e4, "USD per chip-hour, > 0"),
+    "efficiency.compute_max": (0, 1, "fraction of peak, > 0"),
+    "efficiency.memory_max": (0, 1, "fraction of peak, > 0"),
+    "efficiency.comm_max": (0, 1, "fraction of peak, > 0"),
+    "efficiency.compute_tokens_half": (0, 1e9, "tokens"),
+    "efficiency.memory_tokens_half": (0, 1e9, "tokens"),
+    "efficiency.overhead_s": (0, 1, "s"),
+}
+_EXCLUSIVE_LOW = ("price.usd_per_hour", "efficiency.compute_max", "efficiency.memory_max", "efficiency.comm_max")
+MAX_CHIP_FILE_BYTES = 10_000_000  # shipped files are < 10 kB
 
 
 @dataclass(frozen=True)
@@ -113,23 +141,89 @@ def _catalog_dir() -> Path:
     return Path(str(resources.files("llm_roofline.hardware") / "chips"))
 
 
-def _require(table: Mapping, key: str, where: str, path: str, kind=(int, float)) -> Any:
+def _require(table: Mapping, key: str, where: str, path: str, kind=(int, float), rng: str | None = None) -> Any:
+    """table[key], which must exist: a non-empty string (kind=str) or a number within CHIP_RANGES[rng]."""
     if key not in table:
         raise ChipError(f"chip file {path}: missing field {where}{key}")
     value = table[key]
     if kind is str:
         if not isinstance(value, str) or not value:
-            raise ChipError(f"chip file {path}: field {where}{key} must be a non-empty string")
+            raise ChipError(f"chip file {path}: field {where}{key} must be a non-empty string, got {_short(value)}")
         return value
+    return _in_range(value, rng or _range_key(where, key), f"{where}{key}", path)
+
+
+def _range_key(where: str, key: str) -> str:
+    """CHIP_RANGES key of a field: '[memory].' + 'hbm_bytes' -> 'memory.hbm_bytes'; links share 'link.'."""
+    table = where.strip("[].").split(".")[0]
+    return f"{'link' if table in ('scaleup', 'scaleout') else table}.{key}"
+
+
+def _in_range(value: Any, rng: str, field_name: str, path: str) -> float:
+    lo, hi, unit = CHIP_RANGES[rng]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ChipError(f"chip file {path}: field {where}{key} must be a number, got {value!r}")
-    if not math.isfinite(value) or value <= 0:
-        raise ChipError(f"chip file {path}: field {where}{key} must be positive, got {value!r}")
+        raise ChipError(f"chip file {path}: field {field_name} must be a number ({unit}), got {_short(value)}")
+    low_ok = value > lo if rng in _EXCLUSIVE_LOW else value >= lo
+    if not (math.isfinite(value) and low_ok and value <= hi):
+        raise ChipError(f"chip file {path}: field {field_name} must be a number in [{lo:g}, {hi:g}] {unit}, "
+                        f"got {value!r}")
     return value
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _optional_number(table: Mapping, key: str, where: str, path: str) -> float | None:
     return _require(table, key, where, path) if key in table else None
+
+
+def _optional_table(data: Mapping, key: str, path: str) -> Mapping:
+    """data[key] when it is a TOML table, {} when absent; a ChipError for any other type."""
+    value = data.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise ChipError(f"chip file {path}: [{key}] must be a table, got {_short(value)}")
+    return value
+
+
+def _optional_str(data: Mapping, key: str, path: str, default: str = "") -> str:
+    value = data.get(key, default)
+    if not isinstance(value, str):
+        raise ChipError(f"chip file {path}: field {key} must be a string, got {_short(value)}")
+    return value
+
+
+def _aliases(data: Mapping, path: str) -> tuple[str, ...]:
+    value = data.get("aliases", [])
+    if not isinstance(value, list) or not all(isinstance(a, str) and a.strip() for a in value):
+        raise ChipError(f"chip file {path}: field aliases must be a list of non-empty strings, got {_short(value)}")
+    return tuple(a.strip().lower() for a in value)
+
+
+def _torus_axes(table: Mapping, where: str, path: str) -> tuple[int, ...]:
+    raw = table.get("axes")
+    if not isinstance(raw, list) or not raw or not all(isinstance(a, int) and not isinstance(a, bool) for a in raw):
+        raise ChipError(f"chip file {path}: {where}axes must be a list of positive integers for a torus, "
+                        f"got {_short(raw)}")
+    return tuple(int(_in_range(a, "link.axes", f"{where}axes", path)) for a in raw)
+
+
+def _efficiency_table(data: Mapping, path: str) -> dict:
+    """[efficiency] with every number of its [efficiency.<family>] tables checked against CHIP_RANGES (the
+    families and parameter names are checked where they are used, llm_roofline.calibrate)."""
+    table = _optional_table(data, "efficiency", path)
+    for fam, sub in table.items():
+        if not isinstance(sub, dict):
+            if fam != "fitted_on" and not isinstance(sub, str):
+                raise ChipError(f"chip file {path}: [efficiency].{fam} must be a table or a string, got {_short(sub)}")
+            continue
+        for key, value in sub.items():
+            if f"efficiency.{key}" in CHIP_RANGES:
+                _in_range(value, f"efficiency.{key}", f"[efficiency.{fam}].{key}", path)
+    return dict(table)
 
 
 def _parse_link(table: Mapping, where: str, path: str) -> Link:
@@ -140,10 +234,7 @@ def _parse_link(table: Mapping, where: str, path: str) -> Link:
     link_bps = None
     wrap = "always"
     if topology == "torus":
-        raw_axes = table.get("axes")
-        if not raw_axes or not all(isinstance(a, int) and a > 0 for a in raw_axes):
-            raise ChipError(f"chip file {path}: {where}axes must be a list of positive integers for a torus")
-        axes = tuple(raw_axes)
+        axes = _torus_axes(table, where, path)
         link_bps = float(_require(table, "link_bytes_per_s", where, path))
         wrap = _require(table, "wraparound", where, path, str)
         if wrap not in WRAPAROUND_RULES:
@@ -160,7 +251,7 @@ def _parse_link(table: Mapping, where: str, path: str) -> Link:
         axes=axes,
         link_bytes_per_s=link_bps,
         wraparound=wrap,
-        source=str(table.get("source", "")),
+        source=_optional_str(table, "source", path),
     )
 
 
@@ -171,8 +262,8 @@ def _parse_scaleout(table: Mapping, path: str) -> Link:
         topology="switch",
         bytes_per_s=float(_require(table, "bytes_per_s", where, path)),
         latency_s=float(_require(table, "latency_s", where, path)),
-        domain_size=int(table.get("domain_size", 1_000_000)),
-        source=str(table.get("source", "")),
+        domain_size=int(_require({"domain_size": 1_000_000, **table}, "domain_size", where, path)),
+        source=_optional_str(table, "source", path),
     )
 
 
@@ -189,41 +280,75 @@ def chip_from_dict(data: Mapping[str, Any], path: str = "<dict>") -> Chip:
             continue
         if key not in DTYPES and key != "vector":
             raise ChipError(f"chip file {path}: unknown dtype [compute].{key}; known: {', '.join(DTYPES)}, vector")
-        flops[key] = float(_require(compute, key, "[compute].", path))
+        flops[key] = float(_require(compute, key, "[compute].", path, rng="compute"))
     if "bf16" not in flops and "fp16" not in flops:
         raise ChipError(f"chip file {path}: missing field [compute].bf16")
     mem = data["memory"]
-    price = data.get("price") or {}
+    price = _optional_table(data, "price", path)
+    onchip = _optional_table(data, "onchip", path)
+    scaleout = _optional_table(data, "scaleout", path)
     sources = {s: str(data[s].get("source", "")) for s in ("compute", "memory", "onchip", "scaleup", "scaleout", "price")
                if isinstance(data.get(s), dict)}
-    onchip = data.get("onchip") or {}
     return Chip(
         name=name,
-        display_name=str(data.get("display_name", name)),
-        vendor=str(data.get("vendor", "")),
-        family=str(data.get("family", "")),
-        aliases=tuple(a.lower() for a in data.get("aliases", [])),
+        display_name=_optional_str(data, "display_name", path, name),
+        vendor=_optional_str(data, "vendor", path),
+        family=_optional_str(data, "family", path),
+        aliases=_aliases(data, path),
         dense_flops_per_s=MappingProxyType(flops),
         hbm_bytes=float(_require(mem, "hbm_bytes", "[memory].", path)),
         hbm_bytes_per_s=float(_require(mem, "hbm_bytes_per_s", "[memory].", path)),
         scaleup=_parse_link(data["scaleup"], "[scaleup].", path),
-        scaleout=_parse_scaleout(data["scaleout"], path) if isinstance(data.get("scaleout"), dict) else None,
+        scaleout=_parse_scaleout(scaleout, path) if scaleout else None,
         onchip_bytes=_optional_number(onchip, "bytes", "[onchip].", path),
         onchip_bytes_per_s=_optional_number(onchip, "bytes_per_s", "[onchip].", path),
         price_usd_per_hour=_optional_number(price, "usd_per_hour", "[price].", path),
         price_source=" ".join(str(price.get(k, "")) for k in ("source", "date")).strip(),
         sources=MappingProxyType(sources),
-        calibration=MappingProxyType(dict(data.get("efficiency") or {})),
+        calibration=MappingProxyType(_efficiency_table(data, path)),
         path=path,
     )
 
 
-def _load_file(path: Path) -> Chip:
+def _stat(p: Path) -> os.stat_result | None:
+    """os.stat(p), or None when p does not exist or cannot name a file (NUL byte, name too long)."""
+    try:
+        return os.stat(p)
+    except (OSError, ValueError):
+        return None
+
+
+def _read_chip_text(path: Path) -> str:
+    """The text of a chip file: a regular file (never opened when it is a FIFO or device: no hang), at most
+    MAX_CHIP_FILE_BYTES, UTF-8. Every failure is a one-line ChipError."""
+    st = _stat(path)
+    if st is None:
+        raise ChipError(f"chip file {path} does not exist")
+    if stat.S_ISDIR(st.st_mode):
+        raise ChipError(f"chip file {path} is a directory, not a .toml file")
+    if not stat.S_ISREG(st.st_mode):
+        raise ChipError(f"chip file {path} is not a regular file (a FIFO, device or socket)")
+    if st.st_size > MAX_CHIP_FILE_BYTES:
+        raise ChipError(f"chip file {path} is {st.st_size:,} bytes; a chip file is at most {MAX_CHIP_FILE_BYTES:,}")
     try:
         with open(path, "rb") as f:
-            data = tomllib.load(f)
+            raw = f.read(MAX_CHIP_FILE_BYTES + 1)
+    except OSError as e:
+        raise ChipError(f"chip file {path}: cannot read it ({e.strerror or type(e).__name__})") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ChipError(f"chip file {path}: not UTF-8 text (byte {e.start}); a chip file is TOML") from None
+
+
+def _load_file(path: Path) -> Chip:
+    text = _read_chip_text(path)
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise ChipError(f"chip file {path}: not valid TOML ({e})") from None
+        raise ChipError(f"chip file {path}: not valid TOML ({' '.join(str(e).split())})") from None
+    except RecursionError:  # deeply nested arrays or tables
+        raise ChipError(f"chip file {path}: not valid TOML (nested too deeply)") from None
     return chip_from_dict(data, str(path))
 
 
@@ -246,6 +371,11 @@ def _names() -> dict[str, str]:
     return names
 
 
+def _is_file(p: Path) -> bool:
+    st = _stat(p)
+    return st is not None and stat.S_ISREG(st.st_mode)
+
+
 def list_chips() -> list[Chip]:
     """The shipped catalog, sorted by name."""
     return [c for _, c in sorted(_catalog().items())]
@@ -257,9 +387,7 @@ def load_chip(name_or_path: "str | Path | Chip") -> Chip:
         return name_or_path
     text = str(name_or_path).strip()
     p = Path(text).expanduser()
-    if text.endswith(".toml") or p.is_file():
-        if not p.is_file():
-            raise ChipError(f"chip file {text} does not exist")
+    if text.endswith(".toml") or ((os.sep in text or "/" in text) and _stat(p) is not None) or _is_file(p):
         return _load_file(p)
     names = _names()
     key = text.lower()

@@ -17,6 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..files import ensure_dir, write_text
 from .chart_base import DPI, PlotResult, as_list, chips_per_replica
 from .plot_sweeps import render_frontier, render_memory
 
@@ -186,7 +187,7 @@ def write_report(model, chips, out_dir, *, batch: int = 1, prompt_len: int = 204
     if unknown:
         raise TypeError(f"write_report: unknown scenario keywords {sorted(unknown)}")
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    ensure_dir(out)
     spec = load_model(model)
     chips = [c for c in (chips.split(",") if isinstance(chips, str) else chips) if str(c).strip()]
     ests = estimates or chip_estimates(spec, chips, batch=batch, prompt_len=prompt_len, gen_len=gen_len, **kw)
@@ -202,6 +203,6 @@ def write_report(model, chips, out_dir, *, batch: int = 1, prompt_len: int = 204
     files["summary.json"] = write_summary_json(ests, out / "summary.json", command=command, notes=notes)
     md = report_markdown(ests, images=images, title=title, notes=notes, command=command,
                          files=["ops.csv", "summary.json"])
-    (out / "report.md").write_text(md)
+    write_text(out / "report.md", md)
     files["report.md"] = str(out / "report.md")
     return files

@@ -30,8 +30,10 @@ class PlotResult:
     data: dict[str, Any] = field(default_factory=dict)
 
     def save(self, path, dpi: int = DPI) -> str:
-        self.figure.savefig(path, dpi=dpi)
-        return str(path)
+        """Write the chart (atomically; dpi and size bounded); returns the path written (suffix added)."""
+        from ..files import save_figure
+
+        return save_figure(self.figure, path, dpi)
 
     def close(self) -> None:
         import matplotlib.pyplot as plt

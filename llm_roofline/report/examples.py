@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ScenarioError
+from ..files import ensure_dir, write_text
 from ..units import eng, fmt_seconds, sig3
 
 SCRIPT = "python -m llm_roofline.report.examples"
@@ -102,7 +103,7 @@ def write_context_study(root: Path) -> dict[str, str]:
 
     c = CONTEXT_STUDY
     out = root / c["name"]
-    out.mkdir(parents=True, exist_ok=True)
+    ensure_dir(out)
     ests = context_estimates(c["model"], c["chip"], batch=c["batch"], gen_len=c["gen_len"], prompt_lens=c["prompts"])
     res = plot_phase_split(ests)
     res.save(out / "phase_split.png")
@@ -128,7 +129,7 @@ def write_context_study(root: Path) -> dict[str, str]:
                                                notes=notes)
     md = context_study_markdown(ests, image="phase_split.png", title=c["title"], notes=notes,
                                 command=f"{SCRIPT} --only {c['name']}")
-    (out / "report.md").write_text(md + "\n## Files\n\n- [`ops.csv`](ops.csv) — every op of every context length "
+    write_text(out / "report.md", md + "\n## Files\n\n- [`ops.csv`](ops.csv) — every op of every context length "
                                    "(the prompt_len column tells them apart); raw SI values\n- [`summary.json`]"
                                    "(summary.json) — one entry per context length; raw SI values\n")
     files["report.md"] = str(out / "report.md")
@@ -182,7 +183,7 @@ def regenerate(root: Path, only: list[str] | None = None) -> list[Path]:
     unknown = [n for n in only or [] if n not in names]
     if unknown:
         raise ScenarioError(f"unknown example {unknown[0]!r}; examples: {', '.join(names)}")
-    root.mkdir(parents=True, exist_ok=True)
+    ensure_dir(root)
     exs = examples()
     written = []
     for ex in exs:
@@ -197,7 +198,7 @@ def regenerate(root: Path, only: list[str] | None = None) -> list[Path]:
     if (cs / "summary.json").exists():
         rows.append((CONTEXT_STUDY["name"], "one model and chip, prompt 512 … 128k: how the time split and the "
                      "bounds move between prefill and decode", _headline(cs)))
-    (root / "README.md").write_text(readme(rows))
+    write_text(root / "README.md", readme(rows))
     return written + [root / "README.md"]
 
 

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..files import write_text
 from ..units import json_ready
 
 
@@ -76,10 +77,8 @@ def summary_dict(estimates, *, command: str | None = None, notes: Sequence[str] 
 
 
 def write_ops_csv(estimates, path) -> str:
-    ops_frame(estimates).to_csv(path, index=False)
-    return str(path)
+    return write_text(path, ops_frame(estimates).to_csv(index=False))
 
 
 def write_summary_json(estimates, path, **kw) -> str:
-    Path(path).write_text(json.dumps(summary_dict(estimates, **kw), indent=2) + "\n")
-    return str(path)
+    return write_text(path, json.dumps(summary_dict(estimates, **kw), indent=2) + "\n")

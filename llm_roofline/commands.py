@@ -1,0 +1,417 @@
+"""The subcommands of the command line: one `cmd_<name>(args)` per subcommand, returning the text that cli.main
+prints (or a (stdout, stderr) pair); nothing here prints. Plus the argument parsing helpers they share."""
+
+from __future__ import annotations
+
+import os
+
+from .bounds import BOUNDS, check_count, check_dpi
+from .errors import ModelConfigError, RooflineError
+from .files import check_destination, figure_path, write_text
+from .report.table import render
+from .units import eng, fmt_seconds, sig3
+
+
+# ------------------------------------------------------------------------------------------ chips
+def cmd_chips(args) -> str:
+    from .hardware import list_chips
+
+    rows = []
+    for c in list_chips():
+        rows.append({
+            "name": c.name,
+            "aliases": ",".join(c.aliases),
+            "bf16_flops_per_s": c.peak_flops_per_s("bf16") if "bf16" in c.dense_flops_per_s else c.peak_flops_per_s("fp16"),
+            "hbm_bytes": c.hbm_bytes,
+            "hbm_bytes_per_s": c.hbm_bytes_per_s,
+            "critical_intensity_bf16": c.critical_intensity("bf16" if "bf16" in c.dense_flops_per_s else "fp16"),
+            "scaleup_kind": c.scaleup.kind,
+            "scaleup_bytes_per_s": c.scaleup.bytes_per_s,
+            "price_usd_per_hour": c.price_usd_per_hour,
+        })
+    display = [
+        ("chip", "name", None),
+        ("aliases", "aliases", None),
+        ("bf16 TFLOP/s", "bf16_flops_per_s", lambda v: sig3(v / 1e12)),
+        ("HBM GB", "hbm_bytes", lambda v: sig3(v / 1e9)),
+        ("HBM TB/s", "hbm_bytes_per_s", lambda v: sig3(v / 1e12)),
+        ("critical FLOP/B", "critical_intensity_bf16", sig3),
+        ("scale-up", "scaleup_kind", None),
+        ("scale-up GB/s", "scaleup_bytes_per_s", lambda v: sig3(v / 1e9)),
+        ("$/chip-h", "price_usd_per_hour", lambda v: "—" if v is None else f"{v:.2f}"),
+    ]
+    out = render(rows, args.format, display)
+    if args.format in ("table", "markdown"):
+        out += ("\n\nPeaks are dense (no 2:4 sparsity). critical FLOP/B = bf16 peak / HBM bandwidth: an op with a "
+                "lower arithmetic intensity is memory-bound. scale-up GB/s is one chip's egress, one direction.")
+    return out
+
+
+# ------------------------------------------------------------------------------------------ models
+def cmd_models(args) -> str:
+    from .model.hf import list_models, load_model
+
+    rows = []
+    for ident in list_models():
+        m = load_model(ident)
+        heads = sorted({g.attention.n_heads for g in m.layer_groups})
+        kv_heads = sorted({g.attention.n_kv_heads for g in m.layer_groups})
+        rows.append({
+            "id": ident,
+            "params_total": m.params_total,
+            "params_active": m.params_active,
+            "layers": m.n_layers,
+            "d_model": m.d_model,
+            "heads": heads[0] if len(heads) == 1 else "/".join(map(str, heads)),
+            "kv_heads": kv_heads[0] if len(kv_heads) == 1 else "/".join(map(str, kv_heads)),
+            "attention": m.attention_kind,
+            "max_context": m.max_context,
+            "kv_bytes_per_token_bf16": m.kv_bytes_per_token("bf16"),
+        })
+    display = [
+        ("model", "id", None),
+        ("params", "params_total", eng),
+        ("active", "params_active", eng),
+        ("layers", "layers", None),
+        ("d_model", "d_model", None),
+        ("heads", "heads", None),
+        ("kv heads", "kv_heads", None),
+        ("attention", "attention", None),
+        ("max context", "max_context", lambda v: "—" if v is None else str(v)),
+        ("KV/token bf16", "kv_bytes_per_token_bf16", lambda v: eng(v, "B")),
+    ]
+    out = render(rows, args.format, display)
+    if args.format in ("table", "markdown"):
+        out += ("\n\nparams counts every expert; active counts the top-k routed experts a token uses (embeddings "
+                "included). KV/token is summed over layers, before any sliding-window cap.")
+    return out
+
+
+# ------------------------------------------------------------------------------------------ estimate
+def _int_list(text: str, flag: str = "value", bound_name: str = "batch") -> list[int]:
+    """'1,8,64' -> [1, 8, 64]; every item an integer in [1, BOUNDS[bound_name]]; an empty item is an error."""
+    items = [v.strip() for v in str(text).split(",")]
+    if not all(items):
+        raise RooflineError(f"{flag} expects comma-separated integers with no empty item, got {text!r}")
+    try:
+        vals = [int(v) for v in items]
+    except ValueError:
+        raise RooflineError(f"{flag} expects comma-separated integers, got {text!r}") from None
+    return [check_count(flag, v, BOUNDS[bound_name].max_value) for v in vals]
+
+
+def _count_arg(flag: str, value, bound_name: str, min_value: int = 1):
+    """A scalar integer option checked against BOUNDS (None passes through: the option was not given)."""
+    return None if value is None else check_count(flag, value, BOUNDS[bound_name].max_value, min_value)
+
+
+def _scenario_kwargs(args) -> dict:
+    return dict(tp=args.tp, pp=args.pp, ep=args.ep, dp=args.dp, weight_dtype=args.weight_dtype,
+                act_dtype=args.act_dtype, kv_dtype=args.kv_dtype, efficiency=args.efficiency,
+                attention=args.attention, sequence_parallel=args.sequence_parallel)
+
+
+def _load_model_arg(args):
+    """The model argument: a shipped id or a local path; with --allow-download, a hub id is fetched only after a
+    quick check (a few seconds at most) that the hub answers, so an offline machine fails fast with one line."""
+    from .model.hf import load_model
+
+    if not getattr(args, "allow_download", False):
+        return load_model(args.model)
+    try:
+        return load_model(args.model)
+    except ModelConfigError:
+        if os.path.exists(os.path.expanduser(str(args.model))):
+            raise
+    reason = _hub_unreachable()
+    if reason:
+        raise ModelConfigError(f"cannot download {args.model!r}: the Hugging Face Hub is unreachable ({reason}); "
+                               "download its config.json yourself and pass the file or its folder instead")
+    for var, seconds in (("HF_HUB_ETAG_TIMEOUT", "5"), ("HF_HUB_DOWNLOAD_TIMEOUT", "10")):
+        os.environ.setdefault(var, seconds)
+    return load_model(args.model, allow_download=True)
+
+
+HUB_CONNECT_TIMEOUT_S = 3.0
+
+
+def _hub_unreachable(timeout_s: float = HUB_CONNECT_TIMEOUT_S) -> str | None:
+    """Why the Hugging Face Hub cannot be reached (HF_HUB_OFFLINE set, or no TCP connection to HF_ENDPOINT
+    within timeout_s), or None. Behind a proxy the proxy is the one that connects: no check."""
+    import socket
+    from urllib.parse import urlsplit
+
+    if os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on"):
+        return "HF_HUB_OFFLINE is set"
+    if any(os.environ.get(v) for v in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
+        return None
+    url = urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
+    host, port = url.hostname or "huggingface.co", url.port or (80 if url.scheme == "http" else 443)
+    try:
+        socket.create_connection((host, port), timeout=timeout_s).close()
+    except OSError as e:
+        return f"{host}:{port}: {e.strerror or type(e).__name__}"
+    return None
+
+
+def cmd_estimate(args) -> str:
+    from .estimate import estimate
+    from .report.text import estimate_text
+
+    est = estimate(_load_model_arg(args), args.chip, batch=args.batch, prompt_len=args.prompt, gen_len=args.gen,
+                   **_scenario_kwargs(args))
+    if args.format == "json":
+        import json
+
+        return json.dumps(est.to_dict(), indent=2)
+    if args.format == "csv":
+        return est.ops.to_csv(index=False).rstrip("\n")
+    return estimate_text(est, markdown=args.format == "markdown", explain=args.explain)
+
+
+def cmd_sweep(args) -> str:
+    from .estimate import sweep
+
+    if args.out:
+        check_destination(args.out)  # before the work: a bad --out fails fast
+    df = sweep(_load_model_arg(args), _chip_list(args.chip), **_list_axes(args, "batch", "prompt", "gen"),
+               **_list_axes(args, "tp", "pp", "ep", "dp"), weight_dtype=args.weight_dtype,
+               act_dtype=args.act_dtype, kv_dtype=args.kv_dtype, efficiency=args.efficiency, attention=args.attention,
+               sequence_parallel=args.sequence_parallel)
+    written = write_text(args.out, df.to_csv(index=False)) if args.out else None
+    rows = df.to_dict(orient="records")
+    display = [("chip", "chip", None), ("tp", "tp", None), ("batch", "batch", None), ("prompt", "prompt_len", None),
+               ("gen", "gen_len", None), ("TTFT", "ttft_s", fmt_seconds), ("TPOT", "tpot_s", fmt_seconds),
+               ("e2e", "e2e_s", fmt_seconds), ("tok/s", "throughput_tokens_per_s", sig3),
+               ("tok/s/chip", "throughput_tokens_per_s_per_chip", sig3),
+               ("GB/chip", "per_chip_bytes", lambda v: sig3(v / 1e9)), ("fits", "fits", lambda v: "yes" if v else "NO")]
+    out = render(rows, args.format, display)
+    if written:
+        out += f"\n\nwrote {len(df)} rows to {written}"
+    return out
+
+
+# flag -> (argument name of the API, BOUNDS key)
+LIST_FLAGS = {"batch": ("batch", "batch"), "prompt": ("prompt_len", "prompt_len"), "gen": ("gen_len", "gen_len"),
+              "context": ("context_len", "context_len"), "tp": ("tp", "tp"), "pp": ("pp", "pp"), "ep": ("ep", "ep"),
+              "dp": ("dp", "dp")}
+
+
+def _list_axes(args, *flags) -> dict[str, list[int]]:
+    """{API argument: checked integer list} for comma-separated list options."""
+    return {LIST_FLAGS[f][0]: _int_list(getattr(args, f), f"--{f}", LIST_FLAGS[f][1]) for f in flags}
+
+
+# ------------------------------------------------------------------------------------------ plan
+def _prices_arg(items) -> dict:
+    out = {}
+    for item in items or []:
+        for part in str(item).split(","):
+            name, sep, usd = part.partition("=")
+            try:
+                out[name.strip()] = float(usd)
+            except ValueError:
+                raise RooflineError(f"--price expects CHIP=USD per chip-hour, got {part!r}") from None
+            if not sep or not name.strip():
+                raise RooflineError(f"--price expects CHIP=USD per chip-hour, got {part!r}")
+    return out
+
+
+def _opt_list(text, flag):
+    return None if text is None else _int_list(text, f"--{flag}", flag)
+
+
+def _usd(v):
+    import math
+
+    return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3g}"
+
+
+PLAN_DISPLAY = [
+    ("chip", "chip", None), ("tp", "tp", None), ("pp", "pp", None), ("ep", "ep", None), ("batch", "batch", None),
+    ("replicas", "replicas", None), ("chips", "chips_total", None), ("TTFT", "ttft_s", fmt_seconds),
+    ("TPOT", "tpot_s", fmt_seconds), ("out tok/s", "output_tokens_per_s", sig3),
+    ("GB/chip", "per_chip_bytes", lambda v: sig3(v / 1e9)), ("$/M out", "usd_per_million_output_tokens", _usd),
+    ("$/M in", "usd_per_million_input_tokens", _usd), ("binding", "binding_constraint", None),
+]
+
+
+def cmd_plan(args) -> str:
+    """Exit code 0 also when nothing is feasible: that is an answer (printed with its reasons), not an error."""
+    from .plan import JSON_KEYS, plan
+
+    if args.dp is not None:
+        raise RooflineError("plan sizes data-parallel replicas itself from --qps / --output-tokens-per-s; drop --dp")
+    for flag, bound_name in (("prompt", "prompt_len"), ("gen", "gen_len"), ("max_chips", "max_chips"),
+                             ("max_batch", "max_batch"), ("decode_batch", "decode_batch"),
+                             ("prefill_batch", "prefill_batch")):
+        _count_arg("--" + flag.replace("_", "-"), getattr(args, flag), bound_name)
+    _count_arg("--top", args.top, "top", min_value=0)
+    p = plan(_load_model_arg(args), [c for c in args.chips.split(",") if c.strip()], prompt_len=args.prompt,
+             gen_len=args.gen, ttft_s=args.ttft_s, tpot_s=args.tpot_s, qps=args.qps,
+             output_tokens_per_s=args.output_tokens_per_s, max_chips=args.max_chips, prices=_prices_arg(args.price),
+             weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype, act_dtype=args.act_dtype, reserve=args.reserve,
+             efficiency=args.efficiency, attention=args.attention, sequence_parallel=args.sequence_parallel,
+             tp=_opt_list(args.tp, "tp"), pp=_opt_list(args.pp, "pp"), ep=_opt_list(args.ep, "ep"),
+             max_batch=args.max_batch,
+             rank_by=args.rank_by, disaggregate=args.disaggregate, decode_batch=args.decode_batch,
+             prefill_batch=args.prefill_batch)
+    top = p.configs if not args.top else p.configs.head(args.top)
+    rows = [{k: r[k] for k in JSON_KEYS} for r in _plan_records(top)]
+    if args.format in ("json", "csv"):
+        if not rows:  # machine-readable stdout stays empty; why goes to stderr
+            return ("[]" if args.format == "json" else ""), p.explanation
+        return render(rows, args.format, None)
+    md = args.format == "markdown"
+    out = [p.explanation]
+    if len(p.best_per_chip):
+        out += ["", "Best configuration per chip:", render(_plan_records(p.best_per_chip), args.format, PLAN_DISPLAY)]
+        out += ["", f"Top {len(rows)} of {len(p.configs)} feasible configurations (best first):",
+                render(rows, args.format, PLAN_DISPLAY)]
+        what = "USD per 1M output tokens" if p.frontier_by.startswith("usd") else "total chips"
+        out += ["", f"Pareto frontier ({what} vs TPOT):", render(_plan_records(p.frontier), args.format, PLAN_DISPLAY)]
+    if p.disaggregation:
+        out += ["", "Prefill/decode disaggregation (prefill chips per decode chip at which neither side idles):",
+                render([d.to_dict() for d in p.disaggregation.values()], args.format, DISAGG_DISPLAY)]
+    out += ["", "Notes:"] + [f"{'-' if md else ' -'} {n}" for n in p.notes]
+    out += [f"{'-' if md else ' -'} price {k}: " + (f"${v.usd_per_hour:.4g}/chip-hour ({v.source})" if v.usd_per_hour
+                                                     else f"— ({v.source})") for k, v in p.prices.items()]
+    return "\n".join(out)
+
+
+DISAGG_DISPLAY = [
+    ("chip", "chip", None), ("xPyD", "xpyd", None),
+    ("TTFT", "ttft_s", fmt_seconds), ("KV transfer", "kv_transfer_s", fmt_seconds),
+    ("prefill tp", "prefill_tp", None), ("pp", "prefill_pp", None),
+    ("prefill batch", "prefill_batch", None), ("prefill", "prefill_s", fmt_seconds),
+    ("prefill req/s/chip", "prefill_requests_per_s_per_chip", sig3), ("decode tp", "decode_tp", None),
+    ("pp", "decode_pp", None), ("decode batch", "decode_batch", None), ("TPOT", "decode_tpot_s", fmt_seconds),
+    ("decode req/s/chip", "decode_requests_per_s_per_chip", sig3), ("prefill:decode chips", "chip_ratio", sig3),
+    ("disagg tok/s/chip", "disaggregated_output_tokens_per_s_per_chip", sig3),
+    ("co-located tok/s/chip", "colocated_output_tokens_per_s_per_chip", sig3),
+    ("co-located TPOT", "colocated_tpot_s", fmt_seconds), ("speedup", "speedup", sig3),
+]
+
+
+def _plan_records(df) -> list[dict]:
+    from .units import records
+
+    return records(df)
+
+
+# ------------------------------------------------------------------------------------------ memory
+def cmd_memory(args) -> str:
+    from .memory import max_batch
+
+    spec = _load_model_arg(args)
+    split = lambda v: None if v is None else [x.strip() for x in str(v).split(",") if x.strip()]  # noqa: E731
+    _count_arg("--gen", args.gen, "gen_len")
+    axes = _list_axes(args, "context", "tp", "pp", "ep")
+    df = max_batch(spec, args.chip, axes.pop("context_len"), **axes, weight_dtype=split(args.weight_dtype) or [None],
+                   kv_dtype=split(args.kv_dtype) or [None], act_dtype=args.act_dtype, reserve=args.reserve,
+                   gen_len=args.gen, attention=args.attention, sequence_parallel=args.sequence_parallel)
+    rows = df.to_dict(orient="records")
+    if all(isinstance(r.get("error"), str) for r in rows):  # nothing to tabulate: every combination is invalid
+        raise RooflineError(rows[0]["error"])
+    if args.format in ("json", "csv"):
+        return render(rows, args.format, None)
+    gb = lambda v: "—" if v is None or v != v else sig3(v / 1e9)  # noqa: E731
+    text = lambda v: v if isinstance(v, str) else "—"  # noqa: E731  (an invalid row has no dtype: NaN)
+    display = [("tp", "tp", None), ("pp", "pp", None), ("weights", "weight_dtype", text), ("KV", "kv_dtype", text),
+               ("context", "context_len", None), ("weights GB/chip", "weight_bytes_per_chip", gb),
+               ("KV GB/seq/chip", "kv_bytes_per_sequence_per_chip", gb),
+               ("act workspace GB", "activation_workspace_bytes_per_chip", gb), ("free GB", "free_bytes", gb),
+               ("max batch", "max_batch", None), ("note", "error", lambda v: v if isinstance(v, str) else "")]
+    r0 = rows[0]
+    head = (f"{spec.name} on {r0['chip']}: {sig3(r0['capacity_bytes'] / 1e9)} GB HBM per chip, "
+            f"{r0['reserve']:.0%} reserved -> {sig3(r0['usable_bytes'] / 1e9)} GB usable.")
+    from .memory import PREFILL_CHUNK_TOKENS
+
+    foot = ("max batch = floor((usable - weights - activation workspace) / KV per sequence / pp) x pp, with the "
+            f"estimate's memory model: KV at `context` tokens, activations of one {PREFILL_CHUNK_TOKENS}-token "
+            "prefill chunk (`llm-roofline estimate` reports the same max batch with --reserve 0).")
+    return "\n".join([head, render(rows, args.format, display), "", foot])
+
+
+# ------------------------------------------------------------------------------------------ parser
+# ------------------------------------------------------------------------------------------ report / plot
+def _chip_list(text: str) -> list[str]:
+    chips = [c.strip() for c in str(text).split(",") if c.strip()]
+    if not chips:
+        raise RooflineError(f"expected at least one chip, got {text!r}")
+    return chips
+
+
+def _command_line(args, name: str, extra: str = "") -> str:
+    """The command as a user would type it (recorded in the report for provenance)."""
+    parts = ["llm-roofline", name] + ([extra] if extra else []) + [args.model, "--chip", args.chip,
+                                                                   "--batch", str(args.batch), "--prompt", str(args.prompt),
+                                                                   "--gen", str(args.gen)]
+    for flag in ("tp", "pp", "ep", "dp"):
+        if getattr(args, flag) != 1:
+            parts += [f"--{flag}", str(getattr(args, flag))]
+    for flag in ("weight_dtype", "kv_dtype"):
+        if getattr(args, flag):
+            parts += [f"--{flag.replace('_', '-')}", getattr(args, flag)]
+    for flag, default in (("act_dtype", "bf16"), ("efficiency", "calibrated"), ("attention", "fused")):
+        if getattr(args, flag) != default:
+            parts += [f"--{flag.replace('_', '-')}", getattr(args, flag)]
+    if args.sequence_parallel:
+        parts.append("--sequence-parallel")
+    return " ".join(parts + ["--out", str(args.out)])
+
+
+def cmd_report(args) -> str:
+    from .report.build import write_report
+
+    chips = _chip_list(args.chip)
+    try:
+        files = write_report(_load_model_arg(args), chips, args.out, batch=args.batch, prompt_len=args.prompt,
+                             gen_len=args.gen, title=args.title, command=_command_line(args, "report"),
+                             frontier_prompts=_frontier_prompts(args),
+                             **_scenario_kwargs(args))
+    except OSError as e:
+        raise RooflineError(f"cannot write the report into {args.out}: {e}") from None
+    out = [f"wrote {len(files)} files to {args.out}:"] + [f"  {p}" for p in files.values()]
+    return "\n".join(out)
+
+
+def _frontier_prompts(args):
+    return _int_list(args.frontier_prompts, "--frontier-prompts", "prompt_len") if args.frontier_prompts else None
+
+
+def cmd_plot(args) -> str:
+    from .estimate import estimate
+    from .report import plot
+
+    dpi = check_dpi(args.dpi)
+    check_destination(figure_path(args.out))
+    chips = _chip_list(args.chip)
+    kw = _scenario_kwargs(args)
+    model = _load_model_arg(args)
+    if args.kind in ("roofline", "breakdown"):
+        ests = [estimate(model, c, batch=args.batch, prompt_len=args.prompt, gen_len=args.gen, **kw) for c in chips]
+        res = (plot.plot_roofline if args.kind == "roofline" else plot.plot_breakdown)(ests)
+    elif args.kind == "frontier":
+        res = plot.plot_frontier(model, chips, prompt_len=args.prompt, gen_len=args.gen,
+                                 prompt_lens=_frontier_prompts(args), **kw)
+    else:
+        res = plot.plot_memory(model, chips, prompt_len=args.prompt, gen_len=args.gen, **kw)
+    try:
+        path = res.save(args.out, dpi=dpi)  # the real path: '.png' is appended to a name without a suffix
+    finally:
+        res.close()
+    return f"wrote {path}"
+
+
+def cmd_calibrate(args) -> str:
+    from .calibrate import calibrate, convert_vidur
+    from .report.calibration import calibration_report, conversion_summary
+
+    if args.convert_vidur:
+        src, out = args.convert_vidur
+        return conversion_summary(convert_vidur(src, out), out)
+    if not args.measured or not args.chip:
+        raise RooflineError("calibrate needs a measured CSV and --chip (or --convert-vidur VIDUR_DIR OUT.csv)")
+    c = calibrate(args.measured, args.chip, write=args.write, gpu=args.gpu, source=args.source)
+    return calibration_report(c, args.format)
