@@ -59,7 +59,7 @@ def _add_scenario(p, lists=False):
     kind = str if lists else int
     g = p.add_argument_group("sharding and precision")
     for flag, what in (("tp", "tensor-parallel degree"), ("pp", "pipeline stages"),
-                       ("ep", "expert-parallel degree (divides tp)"), ("dp", "data-parallel replicas")):
+                       ("ep", "expert-parallel degree (divides tp x attention_dp)"), ("dp", "data-parallel replicas")):
         g.add_argument(f"--{flag}", type=kind, default="1" if lists else 1, help=f"{what} (default: 1)")
     g.add_argument("--sequence-parallel", action="store_true",
                    help="reduce-scatter + all-gather instead of all-reduce; norms on T/tp tokens")
@@ -73,6 +73,17 @@ def _add_scenario(p, lists=False):
                         "(default: %(default)s)")
     g.add_argument("--attention", default="fused", choices=["fused", "unfused"],
                    help="fused (FlashAttention) or unfused (score matrix through HBM) (default: %(default)s)")
+    g = p.add_argument_group("serving layouts (estimate and sweep)")
+    g.add_argument("--attention-dp", type=int, default=1,
+                   help="data-parallel attention: attention_dp groups of tp chips, each with its own sequences and "
+                        "KV cache (no KV replication); dense MLP / experts span tp x attention_dp chips (default: 1)")
+    g.add_argument("--moe-ep", type=int, default=None,
+                   help="chips the routed experts are split over (default: --ep); all-to-all dispatch and combine "
+                        "when attention is data-parallel")
+    g.add_argument("--moe-tp", type=int, default=None,
+                   help="chips each expert is sliced over (default: tp x attention_dp / moe_ep)")
+    g.add_argument("--routing-skew", type=float, default=1.0,
+                   help="busiest expert group's load over the mean, 1..moe_ep (default: 1, balanced routing)")
 
 
 def _build_parser() -> argparse.ArgumentParser:

@@ -111,6 +111,12 @@ def _scenario_kwargs(args) -> dict:
                 attention=args.attention, sequence_parallel=args.sequence_parallel)
 
 
+def _layout_kwargs(args) -> dict:
+    """--attention-dp, --moe-ep, --moe-tp, --routing-skew, as given (estimate and sweep accept them)."""
+    return dict(attention_dp=args.attention_dp, moe_ep=args.moe_ep, moe_tp=args.moe_tp,
+                routing_skew=args.routing_skew)
+
+
 def _load_model_arg(args):
     """The model argument: a shipped id or a local path; with --allow-download, a hub id is fetched only after a
     quick check (a few seconds at most) that the hub answers, so an offline machine fails fast with one line."""
@@ -159,7 +165,7 @@ def cmd_estimate(args) -> str:
     from .report.text import estimate_text
 
     est = estimate(_load_model_arg(args), args.chip, batch=args.batch, prompt_len=args.prompt, gen_len=args.gen,
-                   **_scenario_kwargs(args))
+                   **_scenario_kwargs(args), **_layout_kwargs(args))
     if args.format == "json":
         import json
 
@@ -177,7 +183,7 @@ def cmd_sweep(args) -> str:
     df = sweep(_load_model_arg(args), _chip_list(args.chip), **_list_axes(args, "batch", "prompt", "gen"),
                **_list_axes(args, "tp", "pp", "ep", "dp"), weight_dtype=args.weight_dtype,
                act_dtype=args.act_dtype, kv_dtype=args.kv_dtype, efficiency=args.efficiency, attention=args.attention,
-               sequence_parallel=args.sequence_parallel)
+               sequence_parallel=args.sequence_parallel, **_layout_kwargs(args))
     written = write_text(args.out, df.to_csv(index=False)) if args.out else None
     rows = df.to_dict(orient="records")
     display = [("chip", "chip", None), ("tp", "tp", None), ("batch", "batch", None), ("prompt", "prompt_len", None),

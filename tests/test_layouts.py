@@ -156,3 +156,18 @@ def test_kv_transfer_time_by_hand_and_in_ttft():
     # without a load: the smallest counts within 5 % of the balanced ratio 4 / 2.5 = 1.6 prefill per decode:
     # 1 decode -> 2/1 (25 % off), 2 -> 3/2 (6.3 %), 3 -> 5/3 = 1.667 (4.2 %) -> 5P3D
     assert worker_counts(2.5, 4.0) == (5, 3)
+
+
+def test_cli_layout_flags(capsys):
+    import json
+
+    from llm_roofline.cli import main
+
+    rc = main(["estimate", "deepseek-ai/DeepSeek-V3", "--chip", "h200", "--batch", "64", "--prompt", "2048", "--gen",
+               "256", "--tp", "1", "--attention-dp", "16", "--moe-ep", "16", "--efficiency", "ideal", "--format", "json"])
+    d = json.loads(capsys.readouterr().out)
+    assert rc == 0 and d["scenario"]["attention_dp"] == 16 and d["scenario"]["chips"] == 16
+    dispatch = [r for r in d["ops"] if r["phase"] == "decode" and r["name"] == "comm.all_to_all.dispatch"]
+    assert dispatch[0]["comm_bytes"] == 458_752  # 4 tokens x 8 experts x 7168 x 2 B, as above
+    assert main(["estimate", "deepseek-ai/DeepSeek-V3", "--chip", "h200", "--routing-skew", "0"]) == 2
+    assert "routing_skew must be a number in [1, moe_ep=1]" in capsys.readouterr().err
