@@ -93,6 +93,9 @@ def _build_parser() -> argparse.ArgumentParser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    from .version import __version__
+
+    parser.add_argument("--version", action="version", version=f"llm-roofline {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     p = sub.add_parser("chips", help="list the chip catalog",
                        description="The shipped chip catalog: dense peaks, HBM, critical intensity, scale-up link.")
@@ -116,7 +119,10 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="generated tokens per sequence; the first comes from prefill (default: %(default)s)")
     _add_scenario(p)
     _add_format(p)
-    p.add_argument("--explain", action="store_true", help="print every op's formula with its numbers")
+    p.add_argument("--ops", action="store_true",
+                   help="the full output: every phase term and every operator per phase (the default is a "
+                        "summary of <= ~20 lines)")
+    p.add_argument("--explain", action="store_true", help="like --ops, plus every op's formula with its numbers")
     p.set_defaults(func=cmd_estimate)
 
     p = sub.add_parser("sweep", help="evaluate a grid of scenarios (vectorized) and print or save it",

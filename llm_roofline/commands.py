@@ -14,12 +14,13 @@ from .units import eng, fmt_seconds, sig3
 
 # ------------------------------------------------------------------------------------------ chips
 def cmd_chips(args) -> str:
-    from .hardware import list_chips
+    from .hardware import list_chips, user_chips_dir
 
+    user_folder = str(user_chips_dir())
     rows = []
     for c in list_chips():
         rows.append({
-            "name": c.name,
+            "name": c.name + (" (user)" if c.path.startswith(user_folder) else ""),
             "aliases": ",".join(c.aliases),
             "bf16_flops_per_s": c.peak_flops_per_s("bf16") if "bf16" in c.dense_flops_per_s else c.peak_flops_per_s("fp16"),
             "hbm_bytes": c.hbm_bytes,
@@ -43,7 +44,8 @@ def cmd_chips(args) -> str:
     out = render(rows, args.format, display)
     if args.format in ("table", "markdown"):
         out += ("\n\nPeaks are dense (no 2:4 sparsity). critical FLOP/B = bf16 peak / HBM bandwidth: an op with a "
-                "lower arithmetic intensity is memory-bound. scale-up GB/s is one chip's egress, one direction.")
+                "lower arithmetic intensity is memory-bound. scale-up GB/s is one chip's egress, one direction. "
+                f"(user): a chip file in {user_folder} ($LLM_ROOFLINE_CHIPS), usable by name.")
     return out
 
 
@@ -166,13 +168,14 @@ def cmd_estimate(args) -> str:
 
     est = estimate(_load_model_arg(args), args.chip, batch=args.batch, prompt_len=args.prompt, gen_len=args.gen,
                    **_scenario_kwargs(args), **_layout_kwargs(args))
+    warnings = "\n".join(f"llm-roofline: warning: {w}" for w in est.warnings)  # first, once, on stderr
     if args.format == "json":
         import json
 
-        return json.dumps(est.to_dict(), indent=2)
+        return json.dumps(est.to_dict(), indent=2), warnings
     if args.format == "csv":
-        return est.ops.to_csv(index=False).rstrip("\n")
-    return estimate_text(est, markdown=args.format == "markdown", explain=args.explain)
+        return est.ops.to_csv(index=False).rstrip("\n"), warnings
+    return estimate_text(est, markdown=args.format == "markdown", explain=args.explain, ops=args.ops), warnings
 
 
 def cmd_sweep(args) -> str:

@@ -110,6 +110,7 @@ class Estimate:
     efficiency: str
     ops: Any = field(repr=False)  # pandas.DataFrame
     ideal: dict[str, float | None] | None = None  # the pure-roofline headline, when efficiency is not ideal
+    warnings: list[str] = field(default_factory=list)  # what makes these numbers doubtful (the CLI shows it first)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, same names as the attributes (ops as a list of row dicts)."""
@@ -121,6 +122,7 @@ class Estimate:
         d["critical"] = dict(self.critical)
         d["assumptions"] = list(self.assumptions)
         d["ideal"] = dict(self.ideal) if self.ideal else None
+        d["warnings"] = list(self.warnings)
         d["ops"] = self.ops.to_dict(orient="records")
         return json_ready(d)
 
@@ -297,6 +299,7 @@ class Evaluation:
     prefill: PhaseResult
     decode: PhaseResult | None  # None when no point of the grid decodes (gen_len = 1 everywhere)
     memory: Footprint
+    warnings: list[str] = field(default_factory=list)  # what makes the numbers doubtful; shown first
 
     @property
     def ttft_s(self) -> np.ndarray:
@@ -348,13 +351,28 @@ def evaluate(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, 
     eff = resolve_efficiency(efficiency, chip)
     if eff is not None:
         assumptions.append(f"efficiency: {efficiency_label(eff)}.")
-    if spec.max_context and np.any(prompt + gen > spec.max_context):
-        assumptions.append(f"warning: context prompt_len + gen_len = {int(np.max(prompt + gen))} exceeds the model's "
-                           f"max_position_embeddings {spec.max_context}; the estimate extrapolates.")
     pre = _prefill(spec, chip, sh, dt, eff, batch, prompt, attention)
     dec = _decode(spec, chip, sh, dt, eff, batch, prompt, np.maximum(gen, 2), attention) if np.any(gen > 1) else None
     mem = footprint(spec, chip.hbm_bytes, sh, dt, [s.op for s in pre.scored], batch, prompt + gen)
-    return Evaluation(spec, chip, sh, dt, eff, assumptions, batch, prompt, gen, pre, dec, mem)
+    return Evaluation(spec, chip, sh, dt, eff, assumptions, batch, prompt, gen, pre, dec, mem,
+                      _warnings(spec, chip, sh, dt, prompt + gen))
+
+
+def _warnings(spec: ModelSpec, chip: Chip, sh: Sharding, dt: Dtypes, context) -> list[str]:
+    """What a user must see before the numbers: a context beyond the model's, a tensor-parallel group beyond the
+    chip's scale-up domain, 4-bit float weights on a chip that cannot compute in them."""
+    out = []
+    if spec.max_context and np.any(context > spec.max_context):
+        out.append(f"context prompt_len + gen_len = {int(np.max(context))} exceeds the model's "
+                   f"max_position_embeddings {spec.max_context}; the estimate extrapolates.")
+    if sh.ffn_chips > chip.scaleup.domain_size:
+        out.append(f"tp x attention_dp = {sh.ffn_chips} chips exceed {chip.name}'s scale-up domain of "
+                   f"{chip.scaleup.domain_size} ({chip.scaleup.kind}): every tensor-parallel collective crosses the "
+                   f"scale-out link ({chip.scaleout.kind if chip.scaleout else 'none'}).")
+    if dt.weight == "fp4" and "fp4" not in chip.dense_flops_per_s:
+        out.append(f"fp4 weights on {chip.name}, which has no fp4 compute: they are dequantized to {dt.compute} "
+                   "(the weight bytes shrink, the FLOP rate does not).")
+    return out
 
 
 def evaluate_step(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chunk_kv_len=0, tp=1, pp=1, ep=1,
@@ -388,8 +406,9 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
     spec, chip, sh, dt = r.spec, r.chip, r.sharding, r.dtypes
     memory = _memory_summary(r)
     if not memory.fits:
-        r.assumptions.append(f"does not fit: {memory.per_chip_bytes / 1e9:.1f} GB per chip needed, "
-                             f"{chip.hbm_bytes / 1e9:.1f} GB available on {chip.name}.")
+        r.warnings.append(f"does not fit: {memory.per_chip_bytes / 1e9:.1f} GB per chip needed, "
+                          f"{chip.hbm_bytes / 1e9:.1f} GB available on {chip.name} (max batch at this context: "
+                          f"{memory.max_batch}); the times assume it did.")
     scenario = dict(batch=batch, prompt_len=prompt_len, gen_len=gen_len, tp=tp, pp=pp, ep=ep, dp=dp,
                     sequence_parallel=sequence_parallel, weight_dtype=_weight_label(spec, dt.weight),
                     act_dtype=dt.act, kv_dtype=dt.kv, compute_dtype=dt.compute, attention=attention,
@@ -407,7 +426,7 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
         decode=_summary(r.decode.totals, gen_len - 1.0) if gen_len > 1 else None, memory=memory,
         critical=critical_thresholds(spec, chip, dt.compute, bits, batch), assumptions=r.assumptions,
         efficiency=efficiency_label(r.efficiency_model if r.efficiency_model is not None else efficiency),
-        ops=_ops_frame(r, gen_len), ideal=ideal)
+        ops=_ops_frame(r, gen_len), ideal=ideal, warnings=r.warnings)
 
 
 def _headline(r: Evaluation, gen_len) -> dict[str, float | None]:

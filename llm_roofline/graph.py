@@ -87,8 +87,9 @@ def resolve_dtypes(chip: "Chip", dt: Dtypes, assumptions: list[str]) -> Dtypes:
     if dt.compute in chip.dense_flops_per_s:
         return dt
     if dt.compute == "bf16" and "fp16" in chip.dense_flops_per_s:
-        assumptions.append(f"{chip.name} has no bf16 matrix units; compute runs in fp16 at its fp16 peak.")
-        return Dtypes(dt.weight, "fp16", dt.kv, "fp16")
+        assumptions.append(f"{chip.name} has no bf16 matrix units; compute and activations run in fp16 at its fp16 "
+                           "peak" + (", and so does the KV cache." if dt.kv == dt.act else "."))
+        return Dtypes(dt.weight, "fp16", "fp16" if dt.kv == dt.act else dt.kv, "fp16")
     raise ScenarioError(f"chip {chip.name} has no {dt.compute} compute; it has {', '.join(chip.dense_flops_per_s)}")
 
 

@@ -65,3 +65,20 @@ def test_help_teaches(capsys):
     assert e.value.code == 0
     out = capsys.readouterr().out
     assert "--tp" in out and "example" in out and "--kv-dtype" in out
+
+
+def test_estimate_is_compact_by_default_and_warns_first(capsys):
+    # the default fits a terminal: <= 20 lines of <= 100 columns; --ops restores every operator
+    code, out, err = run(capsys, "estimate", "meta-llama/Llama-3.1-8B", "--chip", "h100-sxm")
+    lines = out.rstrip("\n").splitlines()
+    assert code == 0 and len(lines) <= 20 and max(map(len, lines)) <= 100 and err == ""
+    assert "attn.qkv_proj" not in out
+    code, out, _ = run(capsys, "estimate", "meta-llama/Llama-3.1-8B", "--chip", "h100-sxm", "--ops")
+    assert code == 0 and "attn.qkv_proj" in out and "assumptions:" in out
+    # a prompt beyond the model's context: one warning, on stderr, before anything else
+    code, out, err = run(capsys, "estimate", "meta-llama/Llama-3.1-8B", "--chip", "h100-sxm", "--prompt", "200000")
+    assert code == 0 and err.count("exceeds the model's max_position_embeddings 131072") == 1
+    assert err.startswith("llm-roofline: warning:") and "exceeds" not in out
+    with pytest.raises(SystemExit) as ex:
+        main(["--version"])
+    assert ex.value.code == 0 and "llm-roofline 0.1.0" in capsys.readouterr().out

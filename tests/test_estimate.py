@@ -98,7 +98,7 @@ def test_bad_input_raises_value_errors():
     with pytest.raises(lr.ChipError, match="Did you mean"):
         estimate(dense(), "h10")
     est = estimate(dense(max_context=100), "h100", prompt_len=90, gen_len=20)
-    assert any("exceeds" in a for a in est.assumptions)
+    assert any("exceeds" in w for w in est.warnings)
 
 
 def test_to_dict_is_json_ready_with_contract_names():

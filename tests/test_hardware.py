@@ -1,5 +1,7 @@
 """Chip catalog against the seeds' hardware tables and datasheets; chip-file validation."""
 
+from pathlib import Path
+
 import pytest
 
 import llm_roofline as lr
@@ -177,3 +179,25 @@ def test_chip_file_not_a_readable_toml_file(tmp_path):
                           (tmp_path / "missing.toml", "does not exist"), (tmp_path, "is a directory")]:
         with pytest.raises(lr.ChipError, match=message):
             lr.load_chip(str(path))
+
+
+def test_a_chip_in_the_user_folder_is_usable_by_name(tmp_path, monkeypatch):
+    # calibrate --write and a hand-written TOML both land in $LLM_ROOFLINE_CHIPS: load_chip and `chips` see them
+    import llm_roofline as lr
+    from llm_roofline.hardware import CHIPS_ENV
+
+    src = (Path(lr.load_chip("h100-sxm").path)).read_text()
+    folder = tmp_path / "chips"
+    folder.mkdir()
+    text = src.replace('name = "h100-sxm"', 'name = "acme-x1"')
+    text = text.replace('aliases = ["h100", "h100-sxm5", "h100-sxm5-80gb"]', 'aliases = ["acme"]')
+    (folder / "acme-x1.toml").write_text(text)
+    monkeypatch.setenv(CHIPS_ENV, str(folder))
+    chip = lr.load_chip("acme-x1")
+    assert chip.name == "acme-x1" and lr.load_chip("ACME").name == "acme-x1"
+    assert "acme-x1" in {c.name for c in lr.list_chips()} and "h100-sxm" in {c.name for c in lr.list_chips()}
+    est = lr.estimate("meta-llama/Llama-3.1-8B", "acme-x1", batch=1, prompt_len=128, gen_len=2)
+    assert est.chip == "acme-x1"
+    monkeypatch.setenv(CHIPS_ENV, str(tmp_path / "elsewhere"))
+    with pytest.raises(lr.ChipError, match="unknown chip 'acme-x1'"):
+        lr.load_chip("acme-x1")

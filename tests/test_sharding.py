@@ -112,7 +112,7 @@ def test_moe_expert_parallel_all_to_all_with_sequence_parallel():
 def test_cli_sharding_flags_show_comm_rows(capsys):
     from llm_roofline.cli import main
 
-    assert main(["estimate", "meta-llama/Llama-3.1-70B", "--chip", "h100", "--tp", "4", "--gen", "16"]) == 0
+    assert main(["estimate", "meta-llama/Llama-3.1-70B", "--chip", "h100", "--tp", "4", "--gen", "16", "--ops"]) == 0
     out = capsys.readouterr().out
     assert "comm.all_reduce.attn" in out and "comm %" in out
     assert main(["estimate", "meta-llama/Llama-3.1-70B", "--chip", "h100", "--tp", "3"]) == 2

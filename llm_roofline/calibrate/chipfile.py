@@ -16,26 +16,13 @@ from pathlib import Path
 
 from ..efficiency import FAMILIES, fits_from_table
 from ..errors import ChipError
+from ..hardware import CHIPS_ENV, user_chips_dir  # noqa: F401  (re-exported: where --write goes)
 from ..files import ensure_dir, write_text
 from .fit import FitResult, shown_params
 
-CHIPS_ENV = "LLM_ROOFLINE_CHIPS"
 MARKER = "# ---- calibrated kernel efficiency (written by `llm-roofline calibrate --write`)"
 _HEADER = re.compile(r"^\s*\[\s*efficiency\s*(\.[^\]]*)?\]")
 _ANY_HEADER = re.compile(r"^\s*\[")
-
-
-def user_chips_dir() -> Path:
-    """Where `calibrate --write` puts user chip files: $LLM_ROOFLINE_CHIPS if set and not empty; else
-    %APPDATA%/llm-roofline/chips on Windows; else $XDG_CONFIG_HOME/llm-roofline/chips, XDG_CONFIG_HOME
-    defaulting to ~/.config (Linux and macOS alike)."""
-    env = os.environ.get(CHIPS_ENV, "").strip()
-    if env:
-        return Path(env).expanduser()
-    if sys.platform == "win32" and os.environ.get("APPDATA"):
-        return Path(os.environ["APPDATA"]) / "llm-roofline" / "chips"
-    base = os.environ.get("XDG_CONFIG_HOME", "").strip() or str(Path.home() / ".config")
-    return Path(base).expanduser() / "llm-roofline" / "chips"
 
 
 def toml_block(result: FitResult, chip_note: str) -> str:

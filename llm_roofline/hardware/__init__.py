@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import os
 import stat
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -352,13 +353,46 @@ def _load_file(path: Path) -> Chip:
     return chip_from_dict(data, str(path))
 
 
+CHIPS_ENV = "LLM_ROOFLINE_CHIPS"
+
+
+def user_chips_dir() -> Path:
+    """The user's chip folder (`calibrate --write` writes there; `load_chip` and `llm-roofline chips` read it):
+    $LLM_ROOFLINE_CHIPS if set and not empty; else %APPDATA%/llm-roofline/chips on Windows; else
+    $XDG_CONFIG_HOME/llm-roofline/chips, XDG_CONFIG_HOME defaulting to ~/.config (Linux and macOS alike)."""
+    env = os.environ.get(CHIPS_ENV, "").strip()
+    if env:
+        return Path(env).expanduser()
+    if sys.platform == "win32" and os.environ.get("APPDATA"):
+        return Path(os.environ["APPDATA"]) / "llm-roofline" / "chips"
+    base = os.environ.get("XDG_CONFIG_HOME", "").strip() or str(Path.home() / ".config")
+    return Path(base).expanduser() / "llm-roofline" / "chips"
+
+
+def _toml_files(folder: Path) -> list[Path]:
+    """The plain *.toml files of a folder, sorted (none when it is missing or unreadable)."""
+    try:
+        return sorted(p for p in folder.glob("*.toml") if _is_file(p))
+    except OSError:
+        return []
+
+
 @lru_cache(maxsize=None)
+def _shipped() -> dict[str, Chip]:
+    return {chip.name: chip for chip in map(_load_file, _toml_files(_catalog_dir()))}
+
+
+@lru_cache(maxsize=8)
+def _user(folder: str, stamp: tuple) -> dict[str, Chip]:
+    return {chip.name: chip for chip in map(_load_file, _toml_files(Path(folder)))}
+
+
 def _catalog() -> dict[str, Chip]:
-    chips: dict[str, Chip] = {}
-    for p in sorted(_catalog_dir().glob("*.toml")):
-        chip = _load_file(p)
-        chips[chip.name] = chip
-    return chips
+    """The shipped chips and the user's (user_chips_dir()); a user file with a shipped chip's name wins (a
+    calibrated copy written by `calibrate --write`). Read again only when the user folder changes."""
+    folder = user_chips_dir()
+    stamp = tuple((p.name, p.stat().st_mtime_ns) for p in _toml_files(folder))
+    return {**_shipped(), **(_user(str(folder), stamp) if stamp else {})}
 
 
 def _names() -> dict[str, str]:
@@ -377,12 +411,13 @@ def _is_file(p: Path) -> bool:
 
 
 def list_chips() -> list[Chip]:
-    """The shipped catalog, sorted by name."""
+    """The catalog (shipped chips and the user's chip folder), sorted by name."""
     return [c for _, c in sorted(_catalog().items())]
 
 
 def load_chip(name_or_path: "str | Path | Chip") -> Chip:
-    """A catalog chip by name or alias (case-insensitive), or a user's chip .toml file."""
+    """A chip by name or alias (case-insensitive) from the shipped catalog or the user's chip folder
+    (user_chips_dir()), or a chip .toml file by path."""
     if isinstance(name_or_path, Chip):
         return name_or_path
     text = str(name_or_path).strip()
@@ -393,5 +428,5 @@ def load_chip(name_or_path: "str | Path | Chip") -> Chip:
     key = text.lower()
     if key not in names:
         raise ChipError(f"unknown chip {text!r}.{closest(key, names)} (`llm-roofline chips` lists them; "
-                        "a path to a .toml file works too)")
+                        f"a path to a .toml file works too, or put one in {user_chips_dir()})")
     return _catalog()[names[key]]

@@ -74,7 +74,9 @@ def locate(x: str, allow_download: bool) -> tuple[Any, str]:
     if allow_download and _looks_like_hub_id(x):
         return Path(_download(x)), x
     hint = closest(x, shipped.values())
-    how = "" if allow_download else " (pass allow_download=True to fetch a hub id's config.json)"
+    how = "" if allow_download else (" (to fetch a hub id's config.json: --allow-download on the command line, "
+                                     "allow_download=True in Python; offline, download the repo's config.json and "
+                                     "pass its path; gated repos need a Hugging Face token: `hf auth login`)")
     raise ModelConfigError(f"unknown model {x!r}: not a shipped id, a directory or a config.json{how}.{hint}")
 
 

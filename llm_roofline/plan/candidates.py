@@ -33,7 +33,7 @@ def chip_prices(chips, overrides: dict | None = None) -> dict[str, Price]:
         elif c.price_usd_per_hour is not None:
             out[c.name] = Price(float(c.price_usd_per_hour), c.price_source or "chip file (no source given)")
         else:
-            out[c.name] = Price(None, "no price in the chip file; pass prices={'%s': USD} (--price)" % c.name)
+            out[c.name] = Price(None, "no price in the chip file; give one with --price %s=USD (prices={'%s': USD} in Python)" % (c.name, c.name))
     return out
 
 

@@ -86,6 +86,7 @@ def fit_warnings(estimates) -> list[str]:
             out.append(f"**Does not fit on {e.chip} ×{e.scenario['chips']}**: {_gb(m.per_chip_bytes)} per chip "
                        f"needed, {_gb(m.capacity_bytes)} available ({why}). Its times are what the chip would "
                        f"take if it did fit.")
+        out += [f"**Warning ({e.chip})**: {w}" for w in e.warnings if not w.startswith("does not fit")]
     return out
 
 

@@ -12,29 +12,44 @@ def _gb(v):
     return f"{sig3(v / 1e9)} GB"
 
 
-def headline(est) -> list[str]:
+WIDTH = 100  # columns of the default (compact) output
+
+
+def _wrap(text: str, width: int | None) -> list[str]:
+    import textwrap
+
+    return textwrap.wrap(text, width, subsequent_indent="  ", break_on_hyphens=False) if width else [text]
+
+
+def headline(est, width: int | None = None, warn: bool = True) -> list[str]:
+    """Scenario, TTFT/TPOT/e2e/throughput (and the ideal bound beside a calibrated number), memory, critical
+    intensity; lines wrapped at `width` columns when given. warn: a line when it does not fit (the CLI puts
+    est.warnings on stderr instead)."""
     s = est.scenario
-    lines = [f"{est.model} on {est.chip} x{s['chips']} — batch {s['batch']}, prompt {s['prompt_len']}, gen {s['gen_len']}, "
-             f"tp {s['tp']} pp {s['pp']} ep {s['ep']} dp {s['dp']}; weights {s['weight_dtype']}, act {s['act_dtype']}, "
-             f"KV {s['kv_dtype']}; efficiency: {est.efficiency}"]
+    layout = f"tp {s['tp']} pp {s['pp']} ep {s['ep']} dp {s['dp']}"
+    if s.get("attention_dp", 1) > 1:
+        layout += f" attention_dp {s['attention_dp']} moe_tp {s['moe_tp']} moe_ep {s['moe_ep']}"
+    what = f"{est.model} on {est.chip} x{s['chips']} — batch {s['batch']}, prompt {s['prompt_len']}, gen {s['gen_len']}"
+    dtypes = f"weights {s['weight_dtype']}, act {s['act_dtype']}, KV {s['kv_dtype']}; efficiency: {est.efficiency}"
+    lines = (_wrap(f"{what}; {layout}", width) + _wrap(dtypes, width)) if width else [f"{what}, {layout}; {dtypes}"]
     m = est.memory
-    if not m.fits:
+    if warn and not m.fits:
         lines.append(f"DOES NOT FIT: {_gb(m.per_chip_bytes)} per chip needed, {_gb(m.capacity_bytes)} available "
                      f"(max batch at this context: {m.max_batch}). Times below assume it did.")
     tpot = fmt_seconds(est.tpot_s) if est.tpot_s is not None else "— (gen_len 1)"
-    lines.append(f"TTFT {fmt_seconds(est.ttft_s)} | TPOT {tpot} | e2e {fmt_seconds(est.e2e_s)} | "
-                 f"throughput {sig3(est.throughput_tokens_per_s)} tok/s "
-                 f"({sig3(est.throughput_tokens_per_s_per_chip)} tok/s/chip)")
+    lines += _wrap(f"TTFT {fmt_seconds(est.ttft_s)} | TPOT {tpot} | e2e {fmt_seconds(est.e2e_s)} | "
+                   f"throughput {sig3(est.throughput_tokens_per_s)} tok/s "
+                   f"({sig3(est.throughput_tokens_per_s_per_chip)} tok/s/chip)", width)
     if est.ideal:
         i = est.ideal
-        lines.append(f"ideal roofline bound: TTFT {fmt_seconds(i['ttft_s'])} | TPOT {fmt_seconds(i['tpot_s'])} | "
-                     f"e2e {fmt_seconds(i['e2e_s'])} | throughput {sig3(i['throughput_tokens_per_s'])} tok/s")
-    lines.append(f"memory per chip: weights {_gb(m.per_chip_weight_bytes)} + KV {_gb(m.per_chip_kv_cache_bytes)} + "
-                 f"activations {_gb(m.per_chip_activation_bytes)} = {_gb(m.per_chip_bytes)} of "
-                 f"{_gb(m.capacity_bytes)} ({'fits' if m.fits else 'does NOT fit'}; max batch {m.max_batch})")
+        lines += _wrap(f"ideal roofline bound: TTFT {fmt_seconds(i['ttft_s'])} | TPOT {fmt_seconds(i['tpot_s'])} | "
+                       f"e2e {fmt_seconds(i['e2e_s'])} | throughput {sig3(i['throughput_tokens_per_s'])} tok/s", width)
+    lines += _wrap(f"memory per chip: weights {_gb(m.per_chip_weight_bytes)} + KV {_gb(m.per_chip_kv_cache_bytes)} "
+                   f"+ activations {_gb(m.per_chip_activation_bytes)} = {_gb(m.per_chip_bytes)} of "
+                   f"{_gb(m.capacity_bytes)} ({'fits' if m.fits else 'does NOT fit'}; max batch {m.max_batch})", width)
     c = est.critical
-    lines.append(f"critical intensity {sig3(c['intensity_flops_per_byte'])} FLOP/B: matmuls turn compute-bound above "
-                 f"~{sig3(c['batch_tokens'])} tokens per step")
+    lines += _wrap(f"critical intensity {sig3(c['intensity_flops_per_byte'])} FLOP/B: matmuls turn compute-bound "
+                   f"above ~{sig3(c['batch_tokens'])} tokens per step", width)
     return lines
 
 
@@ -81,10 +96,28 @@ OP_DISPLAY = [
 ]
 
 
-def estimate_text(est, markdown: bool = False, explain: bool = False) -> str:
+COMPACT_PHASE_DISPLAY = [
+    ("phase (all chips)", "phase", None), ("time", "t_s", fmt_seconds), ("compute", "t_compute_s", fmt_seconds),
+    ("memory", "t_memory_s", fmt_seconds), ("comm", "t_comm_s", fmt_seconds), ("bound", "bound", None),
+    ("FLOPs", "flops", lambda v: eng(v, "FLOP")), ("HBM", "bytes", lambda v: eng(v, "B")),
+    ("FLOP/B", "intensity", sig3),
+]
+
+
+def estimate_text(est, markdown: bool = False, explain: bool = False, ops: bool = False) -> str:
+    """The default is compact (headline, memory, one row per phase, assumptions; <= ~20 lines of <= 100
+    columns); ops (or explain, or markdown) adds the full phase table and every op per phase."""
     fmt = "markdown" if markdown else "table"
-    out = headline(est)
-    out += ["", render(phase_rows(est), fmt, PHASE_DISPLAY)]
+    out = headline(est, width=None if markdown else WIDTH, warn=markdown)
+    if not (ops or explain or markdown):
+        out += ["", render(phase_rows(est), fmt, COMPACT_PHASE_DISPLAY)]
+        notes = [a for a in est.assumptions if not a.startswith("efficiency:")]
+        if notes:
+            out += [""] + _wrap(f"{len(notes)} assumption(s) behind these numbers: --ops lists them with every "
+                                "operator, --format json has everything.", WIDTH)
+        return "\n".join(out)
+    out += ["", "phases (totals over all chips of the replica; times are wall clock)",
+            render(phase_rows(est), fmt, PHASE_DISPLAY)]
     for phase, summary in (("prefill", est.prefill), ("decode", est.decode)):
         if summary is None:
             continue
