@@ -49,7 +49,8 @@ class Engine:
     max_num_batched_tokens: int = 8192
     gpu_memory_utilization: float = 0.9
     scheduling: str = "chunked"  # chunked: prompt chunks ride beside decodes; prefill_first: decodes pause
-    step_overhead_s: float = 0.0  # host time per step (scheduler, sampler, detokenizer)
+    step_overhead_s: float = 0.0  # host time per step (scheduler, launching the step)
+    seq_overhead_s: float = 0.0  # host time per decoding sequence per step (sampler, detokenizer, output)
     request_overhead_s: float = 0.0  # host time per request before its first token (API server, tokenizer)
 
     def __post_init__(self):
@@ -57,7 +58,7 @@ class Engine:
             raise ScenarioError(f"scheduling must be one of {', '.join(SCHEDULING)}, got {self.scheduling!r}")
         if not 0.0 < self.gpu_memory_utilization <= 1.0:
             raise ScenarioError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization!r}")
-        if self.step_overhead_s < 0 or self.request_overhead_s < 0:
+        if min(self.step_overhead_s, self.seq_overhead_s, self.request_overhead_s) < 0:
             raise ScenarioError("host overheads must be >= 0 seconds")
 
 
@@ -230,15 +231,16 @@ def step_tables(step_s: StepFn, wl: Workload, engine: Engine, spec: Speculative,
         raise ScenarioError(f"prefill_first scheduling needs every prompt within max_num_batched_tokens "
                             f"= {engine.max_num_batched_tokens}; use scheduling='chunked'")
     draft = (np.zeros_like(nodes) if draft_s is None else draft_s(nodes)) * chunked  # (m,)
-    host = engine.step_overhead_s
+    host = engine.step_overhead_s + engine.seq_overhead_s * nodes  # (m,)
     decode = step_s(nodes * (spec.k + 1), kv_dec, 0.0, 0.0) + draft + host  # (n, m)
+    host = engine.step_overhead_s + engine.seq_overhead_s * nodes * chunked  # decodes in steps with prompts
     room = np.maximum(budget[:, None, None] - rows, 1.0)  # (n, 1, m)
     chunks = np.ceil(new / room)  # (n, k, m)
     chunk = new / chunks
     own = step_s(rows, kv_dec[..., None], chunk, cached + (new + chunk) / 2.0) + draft + host
     x = FRACTIONS * budget[:, None]  # (n, f)
     kv_x = np.maximum(x, wl.mean(wl.cached_tokens)[:, None] + (wl.mean(wl.new_prompt_tokens)[:, None] + x) / 2.0)
-    batch = step_s(rows[:, None], kv_dec[..., None], x[:, None, :], kv_x[:, None, :]) + draft[:, None] + host
+    batch = step_s(rows[:, None], kv_dec[..., None], x[:, None, :], kv_x[:, None, :]) + (draft + host)[:, None]
     shape = new.shape[:-1] + nodes.shape
     return StepTables(nodes, np.broadcast_to(decode, shape[:1] + nodes.shape), np.broadcast_to(own, shape),
                       np.broadcast_to(chunks, shape), np.broadcast_to(batch, shape[:1] + nodes.shape + x.shape[1:]),

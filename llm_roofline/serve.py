@@ -32,11 +32,13 @@ from .model.hf import load_model
 from .queueing import Engine, Speculative, Workload, decode_nodes, solve_closed, solve_open, step_tables, workload_of
 from .units import json_ready
 
-# Fitted by benchmarks/validate_serving.py (vLLM 0.19 on B200, Llama-3.1-70B fp8/fp4, tp 1-8; fit on
-# concurrency <= 16, held out concurrency 32-64). Per step: scheduler, sampler, detokenizer and Python between
-# CUDA-graph replays; per request: API server, tokenizer and first-token delivery.
-HOST_STEP_OVERHEAD_S = 0.0
-HOST_REQUEST_OVERHEAD_S = 0.0
+# Host overhead, fitted by `python benchmarks/validate_serving.py` (efficiency="calibrated") on measured vLLM 0.19
+# serving of Llama-3.1-70B (fp8, fp4) on B200, tp 1-8, concurrency <= 16 (72 rows; 48 rows at concurrency 32-64
+# held out). Per step: scheduler and launch; per decoding sequence per step: sampler, detokenizer (fitted to 0:
+# the calibrated kernels already overshoot at tp 8); per request: API server, tokenizer, first-token delivery.
+HOST_STEP_OVERHEAD_S = 1.100e-3
+HOST_SEQ_OVERHEAD_S = 0.0
+HOST_REQUEST_OVERHEAD_S = 85.6e-3
 
 _GRID = ("prompt_len", "gen_len", "concurrency", "qps", "max_num_seqs", "max_num_batched_tokens", "prefix_hit_rate")
 _DISCRETE = ("chip", "tp", "pp", "ep", "dp")
@@ -111,7 +113,8 @@ def _evaluate(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency
     uniq, inv = np.unique(keys, axis=0, return_inverse=True)  # step costs do not depend on the load
     wl_u = workload_of(uniq[:, 0], uniq[:, 1], uniq[:, 2], workload)
     eng = Engine(max_num_batched_tokens=uniq[:, 3], gpu_memory_utilization=engine["gpu_memory_utilization"],
-                 scheduling=engine["scheduling"], step_overhead_s=engine["step_overhead_s"])
+                 scheduling=engine["scheduling"], step_overhead_s=engine["step_overhead_s"],
+                 seq_overhead_s=engine["seq_overhead_s"])
     nodes = decode_nodes(np.max(g["max_num_seqs"]))
     draft = _draft_fn(spec, chip, kw, sp, float(np.mean(wl_u.decode_kv_tokens)))
     tab = step_tables(_step_fn(spec, chip, kw), wl_u, eng, sp, nodes, draft).with_index(inv.ravel())
@@ -156,7 +159,8 @@ def _check_grid(g: dict):
 def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None, tp=1, pp=1, ep=1, dp=1,
           weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency="calibrated", max_num_seqs=256,
           max_num_batched_tokens=8192, prefix_hit_rate=0.0, speculative=None, workload=None, scheduling="chunked",
-          gpu_memory_utilization=0.9, step_overhead_s=None, request_overhead_s=None, attention="fused"):
+          gpu_memory_utilization=0.9, step_overhead_s=None, seq_overhead_s=None, request_overhead_s=None,
+          attention="fused"):
     """Steady state of a continuous-batching engine under a closed loop of `concurrency` clients or Poisson
     arrivals at `qps` requests/s (exactly one of them). Any of the grid arguments (prompt_len, gen_len,
     concurrency or qps, max_num_seqs, max_num_batched_tokens, prefix_hit_rate) and chip, tp, pp, ep, dp may be
@@ -164,7 +168,8 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
 
     workload: a list of (prompt_len, gen_len[, weight]) request classes, replacing prompt_len and gen_len.
     speculative: dict(k=draft tokens, acceptance=per-token probability, draft=None (MTP heads) or a model).
-    step_overhead_s / request_overhead_s: host overheads; None uses the fitted HOST_*_S."""
+    step_overhead_s / seq_overhead_s / request_overhead_s: host time per step, per decoding sequence per step
+    and per request (before its first token); None uses the fitted HOST_*_S."""
     if (concurrency is None) == (qps is None):
         raise ScenarioError("give exactly one of concurrency (closed loop) or qps (open loop, Poisson arrivals)")
     closed = concurrency is not None
@@ -174,6 +179,7 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
     is_sweep = any(isinstance(v, (list, tuple, np.ndarray)) for v in (*grid_in.values(), *discrete.values()))
     engine = dict(gpu_memory_utilization=float(gpu_memory_utilization), scheduling=scheduling,
                   step_overhead_s=HOST_STEP_OVERHEAD_S if step_overhead_s is None else float(step_overhead_s),
+                  seq_overhead_s=HOST_SEQ_OVERHEAD_S if seq_overhead_s is None else float(seq_overhead_s),
                   request_overhead_s=HOST_REQUEST_OVERHEAD_S if request_overhead_s is None else float(request_overhead_s))
     Engine(**{k: v for k, v in engine.items()})  # validates the knobs
     sp = Speculative.parse(speculative)
