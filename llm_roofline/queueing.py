@@ -411,6 +411,30 @@ def solve_open(tab: StepTables, wl: Workload, qps, capacity, tokens_per_step=1.0
     return _steady(tab, wl, qps, capacity, False, tokens_per_step, request_overhead_s)
 
 
+def saturation_qps(tab: StepTables, wl: Workload, capacity, tokens_per_step=1.0, rounds: int = 3) -> np.ndarray:
+    """The largest Poisson rate (n,) the open-loop model serves without saturating: each round scores 32 rates
+    spread over the current bracket at once, starting from [0, a rate that certainly saturates] (every slot
+    decoding at the fastest step, or the budget full of prompts); 3 rounds: within 32^-3 of that bound."""
+    n, k = tab.index.size, 32
+    dec_steps = wl.mean(np.maximum(wl.gen_tokens - 1.0, 0.0)) / tokens_per_step
+    fastest_s = tab.at(tab.decode_s, np.ones(n))
+    budget = tab.budget_tokens[tab.index]
+    prompt_s = tab.batched(np.zeros(n), budget) / budget
+    lo = np.zeros(n)
+    hi = np.maximum((capacity + 1.0) / (np.maximum(dec_steps, 1e-9) * fastest_s), 1.0 / (wl.mean(wl.new_prompt_tokens) * prompt_s))
+    rep = np.repeat(np.arange(n), k)
+    wl_k = Workload(*(getattr(wl, f)[rep] for f in ("prompt_tokens", "gen_tokens", "weight", "cached_tokens")))
+    for _ in range(rounds):
+        rates = lo[:, None] + (hi - lo)[:, None] * np.arange(1, k + 1) / k  # (n, k)
+        sat = _steady(tab.with_index(tab.index[rep]), wl_k, rates.ravel(), np.repeat(capacity, k), False,
+                      tokens_per_step, 0.0).saturated.reshape(n, k)
+        first_bad = np.argmax(np.concatenate([sat, np.ones((n, 1), bool)], axis=1), axis=1)  # (n,) in 0..k
+        below = rates[np.arange(n), np.maximum(first_bad - 1, 0)]  # the last rate that held
+        above = rates[np.arange(n), np.minimum(first_bad, k - 1)]  # the first that saturated
+        lo, hi = np.where(first_bad > 0, below, lo), np.where(first_bad < k, above, hi)
+    return lo
+
+
 def solve_closed(tab: StepTables, wl: Workload, concurrency, capacity, tokens_per_step=1.0,
                  request_overhead_s=0.0) -> Steady:
     """C clients per replica (n,), each sending its next request when the previous one ends (no think time)."""

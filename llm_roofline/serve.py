@@ -29,7 +29,8 @@ from .graph import Dtypes, resolve_dtypes
 from .hardware import load_chip
 from .memory import PREFILL_CHUNK_TOKENS, memory_footprint
 from .model.hf import load_model
-from .queueing import Engine, Speculative, Workload, decode_nodes, solve_closed, solve_open, step_tables, workload_of
+from .queueing import (Engine, Speculative, Workload, decode_nodes, saturation_qps, solve_closed, solve_open, step_tables,
+                       workload_of)
 from .units import json_ready
 
 # Host overhead, fitted by `python benchmarks/validate_serving.py` (efficiency="calibrated") on measured vLLM 0.19
@@ -65,7 +66,7 @@ class ServingEstimate:
     queue_s: float  # mean wait before the own prompt runs
     max_running: float  # running capacity per replica: min(max_num_seqs, KV capacity)
     limit: str  # what caps the running batch: max_num_seqs or kv_cache
-    saturation_requests_per_s: float  # throughput with every slot busy (closed loop at max_running)
+    saturation_requests_per_s: float  # the largest Poisson rate served without saturating (open-loop model)
     assumptions: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -125,17 +126,17 @@ def _evaluate(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency
     e_spec, r_over = sp.tokens_per_step, engine["request_overhead_s"]
     load = (g["concurrency"] if closed else g["qps"]) / dp
     st = (solve_closed if closed else solve_open)(tab, wl, load, cap_safe, e_spec, r_over)
-    # saturation: the closed loop with every slot busy, once per distinct (step configuration, capacity)
+    # saturation: the largest open-loop rate, once per distinct (step configuration, capacity)
     sat_keys, first, sat_inv = np.unique(np.stack([inv.ravel(), cap_safe], -1), axis=0, return_index=True,
                                          return_inverse=True)
     wl_s = workload_of(g["prompt_len"][first], g["gen_len"][first], g["prefix_hit_rate"][first], workload)
-    sat = solve_closed(tab.with_index(sat_keys[:, 0]), wl_s, sat_keys[:, 1], sat_keys[:, 1], e_spec, r_over)
+    sat_qps = saturation_qps(tab.with_index(sat_keys[:, 0].astype(np.intp)), wl_s, sat_keys[:, 1], e_spec)
     return dict(ttft_s=st.ttft_s, ttft_p90_s=st.ttft_p90_s, tpot_s=st.tpot_s, e2e_s=st.e2e_s,
                 requests_per_s=st.requests_per_s * dp, output_tokens_per_s=st.requests_per_s * dp * wl.mean(wl.gen_tokens),
                 running_batch=st.running_batch, kv_cache_utilization=st.running_batch * kv_seq / np.maximum(free, 1.0),
                 decode_batch=st.decode_batch, prefill_utilization=st.prefill_utilization, queue_s=st.queue_s,
                 max_running=cap, limit=np.where(g["max_num_seqs"] <= kv_seqs, "max_num_seqs", "kv_cache"),
-                saturation_requests_per_s=sat.requests_per_s[sat_inv.ravel()] * dp, saturated=st.saturated | (cap < 1), fits=cap >= 1)
+                saturation_requests_per_s=sat_qps[sat_inv.ravel()] * dp, saturated=st.saturated | (cap < 1), fits=cap >= 1)
 
 
 # ------------------------------------------------------------------------------------------- public API

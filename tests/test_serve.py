@@ -53,7 +53,9 @@ def test_latency_grows_and_throughput_saturates_with_concurrency():
     # beyond the running capacity the throughput stays at the saturation rate and clients only queue
     full = df[df.concurrency >= 2 * df.max_running]
     assert len(full) >= 2
-    assert np.allclose(full.requests_per_s, full.saturation_requests_per_s, rtol=1e-6)
+    assert np.allclose(full.requests_per_s, full.requests_per_s.iloc[0], rtol=1e-9)
+    # and the closed loop's ceiling is the open loop's saturation rate (two approximations, within 2 %)
+    assert np.allclose(full.requests_per_s, full.saturation_requests_per_s, rtol=0.02)
 
 
 def test_kv_capacity_by_hand():
