@@ -156,6 +156,48 @@ def cmd_sweep(args) -> str:
     return out
 
 
+# ------------------------------------------------------------------------------------------ serve
+def cmd_serve(args) -> str:
+    """Continuous-batching steady state at a client concurrency or a Poisson QPS; comma lists make a sweep."""
+    from .serve import serve
+
+    def nums(text, kind):
+        vals = [kind(v) for v in str(text).split(",") if v.strip()] if text is not None else None
+        return vals if vals is None or len(vals) > 1 else vals[0]
+
+    try:
+        load = dict(concurrency=nums(args.concurrency, float), qps=nums(args.qps, float))
+        grid = dict(prompt_len=nums(args.prompt, int), gen_len=nums(args.gen, int),
+                    max_num_seqs=nums(args.max_num_seqs, int), max_num_batched_tokens=nums(args.max_num_batched_tokens, int))
+    except ValueError:
+        raise RooflineError("--prompt, --gen, --concurrency, --qps and the engine knobs take numbers "
+                            "(comma-separated for a sweep)") from None
+    spec = dict(k=args.spec_k, acceptance=args.spec_acceptance, draft=args.spec_draft) if args.spec_k else None
+    res = serve(_load_model_arg(args), args.chip, **grid, **load, tp=args.tp, pp=args.pp, ep=args.ep, dp=args.dp,
+                weight_dtype=args.weight_dtype, act_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
+                efficiency=args.efficiency, attention=args.attention, prefix_hit_rate=args.prefix_hit_rate,
+                scheduling=args.scheduling, gpu_memory_utilization=args.gpu_memory_utilization, speculative=spec)
+    if args.format == "json" and not hasattr(res, "to_csv"):
+        import json
+
+        return json.dumps(res.to_dict(), indent=2)
+    rows = res.to_dict(orient="records") if hasattr(res, "to_csv") else [res.to_dict()]
+    display = [("prompt", "prompt_len", lambda v: f"{v:.0f}"), ("gen", "gen_len", lambda v: f"{v:.0f}"),
+               ("load", "concurrency" if args.concurrency else "qps", sig3),
+               ("TTFT", "ttft_s", fmt_seconds), ("TTFT p90", "ttft_p90_s", fmt_seconds), ("TPOT", "tpot_s", fmt_seconds),
+               ("req/s", "requests_per_s", sig3), ("out tok/s", "output_tokens_per_s", sig3),
+               ("running", "running_batch", sig3), ("KV used", "kv_cache_utilization", lambda v: f"{100 * v:.0f}%"),
+               ("saturation req/s", "saturation_requests_per_s", sig3), ("cap", "limit", None)]
+    if not hasattr(res, "to_csv"):
+        for r in rows:
+            r.update({k: r["scenario"][k] for k in ("prompt_len", "gen_len", "concurrency", "qps") if k in r["scenario"]})
+        rows = [{k: v for k, v in r.items() if not isinstance(v, (dict, list))} for r in rows]
+    out = render(rows, args.format, display)
+    if args.format in ("table", "markdown") and not hasattr(res, "to_csv"):
+        out += f"\n\n{res.model} on {res.chip}, {res.efficiency}; running batch capped at {res.max_running:.0f} by {res.limit}."
+    return out
+
+
 # ------------------------------------------------------------------------------------------ plan
 def _prices_arg(items) -> dict:
     out = {}
@@ -438,6 +480,32 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_format(p)
     p.add_argument("--out", help="also write the full grid as CSV to this file")
     p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("serve", help="continuous batching under load: TTFT, TPOT, throughput at a concurrency or QPS",
+                       description="Steady state of a continuous-batching engine (vLLM knobs) under a closed loop of "
+                                   "--concurrency clients or Poisson arrivals at --qps; comma lists make a sweep.",
+                       epilog="example:\n  llm-roofline serve meta-llama/Llama-3.1-70B --chip h100 --tp 4 --prompt 2048 "
+                              "--gen 256 --qps 3",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_model_chip(p)
+    p.add_argument("--prompt", default="2048", help="prompt tokens per request (default: %(default)s)")
+    p.add_argument("--gen", default="256", help="generated tokens per request (default: %(default)s)")
+    load = p.add_mutually_exclusive_group(required=True)
+    load.add_argument("--concurrency", help="clients in a closed loop (each sends when its previous request ends)")
+    load.add_argument("--qps", help="Poisson arrivals, requests per second")
+    g = p.add_argument_group("engine")
+    g.add_argument("--max-num-seqs", default="256", help="running sequences at most (default: %(default)s)")
+    g.add_argument("--max-num-batched-tokens", default="8192", help="tokens per step (default: %(default)s)")
+    g.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="HBM share for the engine (default: 0.9)")
+    g.add_argument("--scheduling", default="chunked", choices=["chunked", "prefill_first"],
+                   help="chunked prefill beside decodes, or prompts alone first (default: %(default)s)")
+    g.add_argument("--prefix-hit-rate", type=float, default=0.0, help="share of prompt tokens in the prefix cache")
+    g.add_argument("--spec-k", type=int, default=0, help="speculative decoding: draft tokens per step (0: off)")
+    g.add_argument("--spec-acceptance", type=float, default=0.0, help="speculative decoding: acceptance per token")
+    g.add_argument("--spec-draft", default=None, help="speculative decoding: draft model (default: MTP heads)")
+    _add_scenario(p)
+    _add_format(p)
+    p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("plan", help="cheapest chip x tp x pp x ep x batch x replicas meeting TTFT/TPOT/load targets",
                        description="Search chip types, shardings and batch sizes (vectorized) for configurations that "

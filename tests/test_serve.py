@@ -152,3 +152,18 @@ def test_lists_give_a_frame_and_the_same_numbers_as_single_calls():
     assert row.ttft_s == pytest.approx(one.ttft_s, rel=1e-12) and row.tpot_s == pytest.approx(one.tpot_s, rel=1e-12)
     assert set(one.to_dict()) >= {"ttft_s", "ttft_p90_s", "tpot_s", "e2e_s", "requests_per_s", "output_tokens_per_s",
                                   "running_batch", "kv_cache_utilization"}
+
+
+def test_cli_serve_prints_the_estimate_and_fails_in_one_line(capsys):
+    from llm_roofline.cli import main
+
+    assert main(["serve", LLAMA, "--chip", "h100", "--prompt", "1024", "--gen", "64", "--concurrency", "4",
+                 "--format", "json"]) == 0
+    import json
+
+    d = json.loads(capsys.readouterr().out)
+    s = serve(LLAMA, "h100", prompt_len=1024, gen_len=64, concurrency=4)
+    assert d["ttft_s"] == pytest.approx(s.ttft_s, rel=1e-12) and d["scenario"]["concurrency"] == 4
+    assert main(["serve", LLAMA, "--chip", "h100", "--qps", "900"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "saturation throughput" in err[0]
