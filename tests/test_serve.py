@@ -167,3 +167,14 @@ def test_cli_serve_prints_the_estimate_and_fails_in_one_line(capsys):
     assert main(["serve", LLAMA, "--chip", "h100", "--qps", "900"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "saturation throughput" in err[0]
+
+
+def test_knee_is_the_maximum_power_point(tmp_path):
+    from llm_roofline.report.serving_plot import knee_index, plot_serving
+
+    # power = requests/s / e2e: 1/1, 2/1, 3/2 -> the second point; a saturated (inf) point never wins
+    assert knee_index([1.0, 2.0, 3.0], [1.0, 1.0, 2.0]) == 1
+    assert knee_index([1.0, 9.0], [1.0, np.inf]) == 0
+    r = plot_serving(LLAMA, "h100-sxm", tmp_path / "serving.png", concurrency=[1, 8, 64], prompt_len=1024, gen_len=64)
+    assert (tmp_path / "serving.png").stat().st_size > 0 and list(r.data["load"]) == [1, 8, 64]
+    r.close()
