@@ -22,8 +22,10 @@ import numpy as np
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-import llm_roofline.serve as serve_module  # noqa: E402
-from llm_roofline.serve import serve  # noqa: E402
+import importlib  # noqa: E402
+
+serve_module = importlib.import_module("llm_roofline.serve")  # the module (lr.serve is the function)
+serve = serve_module.serve
 
 _evaluate_step = serve_module.evaluate_step
 _memo: dict = {}

@@ -96,19 +96,20 @@ def model(prompt, gen, budget, max_seqs, *, qps=None, concurrency=None):
 # sequences decoding), so 5-25 requests/s is 15-85 % of saturation. LONG: 3000-token prompts in 2 chunks.
 CASE = dict(prompt=1000, gen=100, budget=2048, max_seqs=64)
 LONG = dict(prompt=3000, gen=100, budget=2048, max_seqs=64)
+TOLERANCE = (0.15, 0.15, 0.05)  # TTFT mean, TTFT p90, TPOT (the steady-state step mix is tighter than queueing)
 
 
 @pytest.mark.parametrize("case,qps", [(CASE, 5.0), (CASE, 15.0), (CASE, 20.0), (CASE, 25.0), (LONG, 4.0), (LONG, 8.0)])
 def test_open_loop_matches_the_simulation_within_15_percent(case, qps):
     sim = simulate(**case, qps=qps)
     est = model(**case, qps=qps)
-    for name, s, e in zip(("ttft", "ttft_p90", "tpot"), sim, est):
-        assert e == pytest.approx(s, rel=0.15), f"{name} at qps {qps}: model {e:.4g} s, simulation {s:.4g} s"
+    for name, s, e, rel in zip(("ttft", "ttft_p90", "tpot"), sim, est, TOLERANCE):
+        assert e == pytest.approx(s, rel=rel), f"{name} at qps {qps}: model {e:.4g} s, simulation {s:.4g} s"
 
 
 @pytest.mark.parametrize("case,concurrency", [(CASE, 1), (CASE, 4), (CASE, 16), (CASE, 32), (CASE, 40), (LONG, 8)])
 def test_closed_loop_matches_the_simulation_within_15_percent(case, concurrency):
     sim = simulate(**case, concurrency=concurrency, n_requests=min(3000, max(300, 150 * concurrency)))
     est = model(**case, concurrency=concurrency)
-    for name, s, e in zip(("ttft", "ttft_p90", "tpot"), sim, est):
-        assert e == pytest.approx(s, rel=0.15), f"{name} at C={concurrency}: model {e:.4g} s, simulation {s:.4g} s"
+    for name, s, e, rel in zip(("ttft", "ttft_p90", "tpot"), sim, est, TOLERANCE):
+        assert e == pytest.approx(s, rel=rel), f"{name} at C={concurrency}: model {e:.4g} s, simulation {s:.4g} s"
