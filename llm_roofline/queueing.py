@@ -232,13 +232,14 @@ def step_tables(step_s: StepFn, wl: Workload, engine: Engine, spec: Speculative,
                             f"= {engine.max_num_batched_tokens}; use scheduling='chunked'")
     draft = (np.zeros_like(nodes) if draft_s is None else draft_s(nodes)) * chunked  # (m,)
     host = engine.step_overhead_s + engine.seq_overhead_s * nodes  # (m,)
-    decode = step_s(nodes * (spec.k + 1), kv_dec, 0.0, 0.0) + draft + host  # (n, m)
+    # a decode-only step with no sequence is never taken (a decoder sees d >= 1): node 0 is scored at one row
+    decode = step_s(np.maximum(nodes, 1.0) * (spec.k + 1), kv_dec, 0.0, 0.0) + draft + host  # (n, m)
     host = engine.step_overhead_s + engine.seq_overhead_s * nodes * chunked  # decodes in steps with prompts
     room = np.maximum(budget[:, None, None] - rows, 1.0)  # (n, 1, m)
     chunks = np.ceil(new / room)  # (n, k, m)
     chunk = new / chunks
     own = step_s(rows, kv_dec[..., None], chunk, cached + (new + chunk) / 2.0) + draft + host
-    x = FRACTIONS * budget[:, None]  # (n, f)
+    x = np.maximum(FRACTIONS * budget[:, None], 1.0)  # (n, f) prompt tokens; at least one (no empty step)
     kv_x = np.maximum(x, wl.mean(wl.cached_tokens)[:, None] + (wl.mean(wl.new_prompt_tokens)[:, None] + x) / 2.0)
     batch = step_s(rows[:, None], kv_dec[..., None], x[:, None, :], kv_x[:, None, :]) + (draft + host)[:, None]
     shape = new.shape[:-1] + nodes.shape
@@ -262,6 +263,7 @@ class Steady:
     prefill_utilization: np.ndarray  # time share of steps carrying prompt tokens
     queue_s: np.ndarray  # mean wait before the own prompt's step (slot, backlog, running step)
     saturated: np.ndarray  # bool: the prompt budget, the slots or the KV cache cannot keep up
+    converged: np.ndarray  # bool: the fixed point holds (closed loop: C = X * e2e within 0.1 %)
 
 
 _J = np.arange(8.0)  # prompts joining the own step (Poisson), for the p90
@@ -337,9 +339,13 @@ def _pass(tab: StepTables, wl: Workload, rate, tau, share, dec_steps, closed: bo
     residual = (0.0 if closed else 1.0) * (1.0 - np.exp(-others) * (1.0 - u)) * landing_s  # full landing step
     full_s = tab.batched(others, room_o)
     backlog = share * rate * full_s * wl.mean(new) / room_o
-    ok = backlog < 1.0
+    # a closed loop cannot overrun its budget: at most its C - 1 other prompts are ahead of a request
+    load = np.minimum(backlog, 0.999) if closed else backlog
+    ok = load < 1.0
     backlog_s = np.where(ok, share * rate * full_s ** 2 * wl.mean(new ** 2) / room_o ** 2
-                         / (2.0 * np.where(ok, 1.0 - backlog, 1.0)) * np.minimum(1.0, wl.mean(new) / room_o), np.inf)
+                         / (2.0 * np.where(ok, 1.0 - load, 1.0)) * np.minimum(1.0, wl.mean(new) / room_o), np.inf)
+    if closed:
+        backlog_s = np.minimum(backlog_s, share / np.maximum(1.0 - share, 1e-12) * full_s * wl.mean(new) / room_o)
 
     def service(j):  # j (n, k, *extra) -> (n, k, *extra): own prompt with j joining prompts in its last chunk step
         shape = (Ellipsis,) + (None,) * (np.ndim(j) - 2)
@@ -381,9 +387,10 @@ def _steady(tab, wl, load, capacity, closed, tokens_per_step, request_overhead_s
     ttft = wl.mean(p.ttft_s)
     with np.errstate(invalid="ignore"):  # inf - inf where the backlog is saturated
         hold_s = ttft - request_overhead_s - p.queue_s + dec_steps * tau  # a request holds a slot (and its KV)
-    if closed:  # clients beyond the slots wait for one: Little on the waiting room
-        slot_wait = slot_p90 = (load - c) / rate
-        saturated = (p.backlog >= 1.0) | (p.u >= 0.999)
+    if closed:  # clients beyond the slots wait for one, and with the engine's prompt steps full (u -> 1) the
+        # running clients wait for them: Little on the waiting room, C = X * e2e
+        slot_wait = slot_p90 = (load - c) / rate + np.maximum(c / rate - ttft - dec_steps * tau, 0.0)
+        saturated = np.zeros(load.shape, bool)  # a closed loop only waits longer
     else:  # slots as M/D/c: Erlang C, halved for a deterministic holding time (Allen-Cunneen, c_s^2 = 0)
         slots = np.floor(capacity)
         offered = rate * hold_s
@@ -393,8 +400,9 @@ def _steady(tab, wl, load, capacity, closed, tokens_per_step, request_overhead_s
         slot_p90 = _wait_tail_p90_s(slot_wait, p_wait)
     e2e = ttft + dec_steps * tau + slot_wait
     running = rate * hold_s
+    converged = np.abs(rate * e2e - load) <= 1e-3 * load if closed else np.ones(load.shape, bool)
     return Steady(rate, ttft + slot_wait, p.p90_s + slot_p90, tau / tokens_per_step, e2e, running, 1.0 + p.others,
-                  p.u, p.queue_s + slot_wait, saturated)
+                  p.u, p.queue_s + slot_wait, saturated, converged)
 
 
 def _erlang_c(servers, offered):

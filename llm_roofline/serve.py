@@ -131,12 +131,14 @@ def _evaluate(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency
                                          return_inverse=True)
     wl_s = workload_of(g["prompt_len"][first], g["gen_len"][first], g["prefix_hit_rate"][first], workload)
     sat_qps = saturation_qps(tab.with_index(sat_keys[:, 0].astype(np.intp)), wl_s, sat_keys[:, 1], e_spec)
-    return dict(ttft_s=st.ttft_s, ttft_p90_s=st.ttft_p90_s, tpot_s=st.tpot_s, e2e_s=st.e2e_s,
+    tpot_s = np.where(wl.mean(wl.gen_tokens) > 1.0, st.tpot_s, np.nan)  # one generated token: no decode step
+    return dict(ttft_s=st.ttft_s, ttft_p90_s=st.ttft_p90_s, tpot_s=tpot_s, e2e_s=st.e2e_s,
                 requests_per_s=st.requests_per_s * dp, output_tokens_per_s=st.requests_per_s * dp * wl.mean(wl.gen_tokens),
                 running_batch=st.running_batch, kv_cache_utilization=st.running_batch * kv_seq / np.maximum(free, 1.0),
                 decode_batch=st.decode_batch, prefill_utilization=st.prefill_utilization, queue_s=st.queue_s,
                 max_running=cap, limit=np.where(g["max_num_seqs"] <= kv_seqs, "max_num_seqs", "kv_cache"),
-                saturation_requests_per_s=sat_qps[sat_inv.ravel()] * dp, saturated=st.saturated | (cap < 1), fits=cap >= 1)
+                saturation_requests_per_s=sat_qps[sat_inv.ravel()] * dp, saturated=st.saturated | (cap < 1), fits=cap >= 1,
+                converged=st.converged)
 
 
 # ------------------------------------------------------------------------------------------- public API
@@ -222,10 +224,13 @@ def _single(spec, chip, d, cols, mesh, engine, sp, efficiency, assumptions, clos
     if not v["fits"]:
         raise ScenarioError(f"{spec.name} does not fit {chip.name} at tp={d['tp']} pp={d['pp']}: no room for the KV "
                             f"cache of one sequence within gpu_memory_utilization x HBM")
-    if v["saturated"]:
+    if v["saturated"] and not closed:  # a closed loop limits itself: more clients only wait longer
         raise ScenarioError(f"qps {mesh['qps'][0]:g} is above the saturation throughput of this deployment, "
                             f"~{v['saturation_requests_per_s']:.3g} requests/s (running batch capped at "
                             f"{v['max_running']:.0f} by {v['limit']})")
+    if not v["converged"]:
+        assumptions.append("warning: the closed-loop fixed point did not settle (C != throughput x e2e by more than "
+                           "0.1 %): a prompt-bound load (almost no decode steps); treat these numbers as rough.")
     scenario = {k: float(a[0]) for k, a in mesh.items()}
     scenario.update({k: d[k] for k in ("tp", "pp", "ep", "dp")}, load="closed loop" if closed else "open loop (Poisson)",
                     speculative=dict(k=sp.k, acceptance=sp.acceptance, tokens_per_step=sp.tokens_per_step,
