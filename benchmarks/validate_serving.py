@@ -128,6 +128,11 @@ def main() -> None:
     print(f"held out: {errors(held)}")
     for key, grp in held.groupby(["precision", "tp"]):
         print(f"  held out {key}: {errors(grp)}")
+    every = predict(rows, *host)
+    for key, grp in every.groupby(["concurrency"]):  # at 4 clients queueing is small: the error is the kernels'
+        print(f"  all rows, concurrency {key}: {errors(grp)}")
+    for key, grp in every.groupby(["isl"]):
+        print(f"  all rows, prompt {key}: {errors(grp)}")
 
 
 if __name__ == "__main__":
