@@ -20,6 +20,8 @@ from .hardware import Chip, Link, list_chips, load_chip
 from .estimate import Estimate, MemorySummary, PhaseSummary, estimate, sweep
 # plan() likewise: the submodule llm_roofline.plan would shadow a lazy `plan` attribute
 from .plan import Disaggregation, Plan, disaggregation, plan
+# serve() likewise: the submodule llm_roofline.serve would shadow a lazy `serve` attribute
+from .serve import ServingEstimate, serve
 
 from .version import __version__  # noqa: E402
 
@@ -33,7 +35,7 @@ _LAZY = {
 
 __all__ = [
     "Chip", "Link", "load_chip", "list_chips", "estimate", "sweep", "Estimate", "PhaseSummary", "MemorySummary",
-    "plan", "Plan", "disaggregation", "Disaggregation",
+    "plan", "Plan", "disaggregation", "Disaggregation", "serve", "ServingEstimate",
     *_LAZY,
     "RooflineError", "ChipError", "ModelConfigError", "UnsupportedArchitectureError", "ShardingError",
     "ScenarioError", "__version__",

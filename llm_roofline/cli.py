@@ -12,7 +12,8 @@ import os
 import sys
 
 from .bounds import BOUNDS, DPI_MIN
-from .commands import (cmd_chips, cmd_models, cmd_estimate, cmd_sweep, cmd_plan, cmd_memory, cmd_report, cmd_plot, cmd_calibrate)
+from .commands import (cmd_calibrate, cmd_chips, cmd_estimate, cmd_memory, cmd_models, cmd_plan, cmd_plot, cmd_report,
+                       cmd_serve, cmd_sweep)
 from .errors import RooflineError
 from .report.table import FORMATS
 
@@ -139,6 +140,32 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_format(p)
     p.add_argument("--out", help="also write the full grid as CSV to this file")
     p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("serve", help="continuous batching under load: TTFT, TPOT, throughput at a concurrency or QPS",
+                       description="Steady state of a continuous-batching engine (vLLM knobs) under a closed loop of "
+                                   "--concurrency clients or Poisson arrivals at --qps; comma lists make a sweep.",
+                       epilog="example:\n  llm-roofline serve meta-llama/Llama-3.1-70B --chip h100 --tp 4 --prompt 2048 "
+                              "--gen 256 --qps 3",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_model_chip(p)
+    p.add_argument("--prompt", default="2048", help="prompt tokens per request (default: %(default)s)")
+    p.add_argument("--gen", default="256", help="generated tokens per request (default: %(default)s)")
+    load = p.add_mutually_exclusive_group(required=True)
+    load.add_argument("--concurrency", help="clients in a closed loop (each sends when its previous request ends)")
+    load.add_argument("--qps", help="Poisson arrivals, requests per second")
+    g = p.add_argument_group("engine")
+    g.add_argument("--max-num-seqs", default="256", help="running sequences at most (default: %(default)s)")
+    g.add_argument("--max-num-batched-tokens", default="8192", help="tokens per step (default: %(default)s)")
+    g.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="HBM share for the engine (default: 0.9)")
+    g.add_argument("--scheduling", default="chunked", choices=["chunked", "prefill_first"],
+                   help="chunked prefill beside decodes, or prompts alone first (default: %(default)s)")
+    g.add_argument("--prefix-hit-rate", type=float, default=0.0, help="share of prompt tokens in the prefix cache")
+    g.add_argument("--spec-k", type=int, default=0, help="speculative decoding: draft tokens per step (0: off)")
+    g.add_argument("--spec-acceptance", type=float, default=0.0, help="speculative decoding: acceptance per token")
+    g.add_argument("--spec-draft", default=None, help="speculative decoding: draft model (default: MTP heads)")
+    _add_scenario(p)
+    _add_format(p)
+    p.set_defaults(func=cmd_serve)
 
     p = sub.add_parser("plan", help="cheapest chip x tp x pp x ep x batch x replicas meeting TTFT/TPOT/load targets",
                        description="Search chip types, shardings and batch sizes (vectorized) for configurations that "

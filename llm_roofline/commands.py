@@ -211,6 +211,48 @@ def _list_axes(args, *flags) -> dict[str, list[int]]:
     return {LIST_FLAGS[f][0]: _int_list(getattr(args, f), f"--{f}", LIST_FLAGS[f][1]) for f in flags}
 
 
+# ------------------------------------------------------------------------------------------ serve
+def cmd_serve(args) -> str:
+    """Continuous-batching steady state at a client concurrency or a Poisson QPS; comma lists make a sweep."""
+    from .serve import serve
+
+    def nums(text, kind):
+        vals = [kind(v) for v in str(text).split(",") if v.strip()] if text is not None else None
+        return vals if vals is None or len(vals) > 1 else vals[0]
+
+    try:
+        load = dict(concurrency=nums(args.concurrency, float), qps=nums(args.qps, float))
+        grid = dict(prompt_len=nums(args.prompt, int), gen_len=nums(args.gen, int),
+                    max_num_seqs=nums(args.max_num_seqs, int), max_num_batched_tokens=nums(args.max_num_batched_tokens, int))
+    except ValueError:
+        raise RooflineError("--prompt, --gen, --concurrency, --qps and the engine knobs take numbers "
+                            "(comma-separated for a sweep)") from None
+    spec = dict(k=args.spec_k, acceptance=args.spec_acceptance, draft=args.spec_draft) if args.spec_k else None
+    res = serve(_load_model_arg(args), args.chip, **grid, **load, tp=args.tp, pp=args.pp, ep=args.ep, dp=args.dp,
+                weight_dtype=args.weight_dtype, act_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
+                efficiency=args.efficiency, attention=args.attention, prefix_hit_rate=args.prefix_hit_rate,
+                scheduling=args.scheduling, gpu_memory_utilization=args.gpu_memory_utilization, speculative=spec)
+    if args.format == "json" and not hasattr(res, "to_csv"):
+        import json
+
+        return json.dumps(res.to_dict(), indent=2)
+    rows = res.to_dict(orient="records") if hasattr(res, "to_csv") else [res.to_dict()]
+    display = [("prompt", "prompt_len", lambda v: f"{v:.0f}"), ("gen", "gen_len", lambda v: f"{v:.0f}"),
+               ("load", "concurrency" if args.concurrency else "qps", sig3),
+               ("TTFT", "ttft_s", fmt_seconds), ("TTFT p90", "ttft_p90_s", fmt_seconds), ("TPOT", "tpot_s", fmt_seconds),
+               ("req/s", "requests_per_s", sig3), ("out tok/s", "output_tokens_per_s", sig3),
+               ("running", "running_batch", sig3), ("KV used", "kv_cache_utilization", lambda v: f"{100 * v:.0f}%"),
+               ("saturation req/s", "saturation_requests_per_s", sig3), ("cap", "limit", None)]
+    if not hasattr(res, "to_csv"):
+        for r in rows:
+            r.update({k: r["scenario"][k] for k in ("prompt_len", "gen_len", "concurrency", "qps") if k in r["scenario"]})
+        rows = [{k: v for k, v in r.items() if not isinstance(v, (dict, list))} for r in rows]
+    out = render(rows, args.format, display)
+    if args.format in ("table", "markdown") and not hasattr(res, "to_csv"):
+        out += f"\n\n{res.model} on {res.chip}, {res.efficiency}; running batch capped at {res.max_running:.0f} by {res.limit}."
+    return out
+
+
 # ------------------------------------------------------------------------------------------ plan
 def _prices_arg(items) -> dict:
     out = {}

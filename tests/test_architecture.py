@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "llm_roofline"
 # layers (and from its own sub-package). A new module must be given a layer here.
 LAYERS = {
     "errors": 0, "version": 0,
-    "units": 1, "bounds": 1, "files": 2,
+    "units": 1, "bounds": 1, "queueing": 1, "files": 2,
     "hardware": 3, "model": 3,
     "collectives": 4, "ops": 4,
     "roofline": 5,
@@ -22,7 +22,7 @@ LAYERS = {
     "memory": 8,
     "estimate": 9,
     "serve": 10,
-    "plan": 11, "disaggregate": 11,
+    "plan": 11, "disaggregate": 11, "plan_serving": 11,
     "calibrate": 12,
     "report": 13,
     "commands": 14, "cli": 15, "__init__": 16, "__main__": 16,

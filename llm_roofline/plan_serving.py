@@ -1,0 +1,143 @@
+"""Capacity planning on the serving model: the cheapest deployment (chip x tp x pp x ep x replicas x engine knobs)
+that serves `qps` requests/s (Poisson) within TTFT and TPOT targets.
+
+For every chip and sharding one vectorized `serve()` sweep scores every replica count (the per-replica load
+qps / replicas) and every engine knob (max_num_seqs, max_num_batched_tokens). A point is feasible when it fits
+(KV for at least one sequence), is below saturation, and meets TTFT (mean or p90) and TPOT. Ranking: by USD
+per hour (the chip files' [price]) when every chip has a price, else by chips (and the plan says so). Each
+answer says why it binds (what fails with one replica fewer, or with the next smaller tp), and the winner is
+re-checked with a scalar `serve()` call at dp = replicas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .errors import RooflineError, ScenarioError
+from .hardware import load_chip
+from .model.hf import load_model
+from .serve import ServingEstimate, serve
+from .units import json_ready
+
+DEFAULT_TTFT_S = 2.0
+DEFAULT_TPOT_S = 0.05
+_SHOWN = ["chip", "tp", "pp", "ep", "replicas", "chips", "usd_per_hour", "max_num_seqs", "max_num_batched_tokens",
+          "qps_per_replica", "ttft_s", "ttft_p90_s", "tpot_s", "saturation_requests_per_s", "max_running", "binds"]
+
+
+@dataclass
+class ServingPlan:
+    """best: the winning row (dict); table: the cheapest feasible row per chip and sharding (DataFrame);
+    check: the winner re-evaluated by serve(); notes: ranking basis, skipped shardings, missing prices."""
+
+    best: dict[str, Any] | None
+    table: Any
+    check: ServingEstimate | None
+    targets: dict[str, Any]
+    rank_by: str
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return json_ready(dict(best=self.best, table=self.table.to_dict(orient="records"), targets=self.targets,
+                               rank_by=self.rank_by, notes=self.notes,
+                               check=self.check.to_dict() if self.check else None))
+
+
+def _shardings(spec, chip, max_chips: int) -> list[tuple[int, int, int]]:
+    """(tp, pp, ep): tp a power of two within the scale-up domain, pp 1 or 2, ep = tp for MoE models."""
+    moe = any(g.ffn.kind == "moe" for g in spec.layer_groups)
+    tps = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= min(chip.scaleup.domain_size, max_chips)]
+    return [(t, p, t if moe else 1) for t in tps for p in (1, 2) if t * p <= max_chips]
+
+
+def _failure(row, ttft_col: str, targets: dict) -> str:
+    """The first target a row misses, in words."""
+    if not row["fits"]:
+        return "KV cache: no room for one sequence"
+    if row["saturated"]:
+        return f"load {row['qps']:.3g} req/s per replica above saturation {row['saturation_requests_per_s']:.3g}"
+    if row[ttft_col] > targets["ttft_s"]:
+        return f"TTFT {row[ttft_col]:.3g} s > {targets['ttft_s']:g} s"
+    if row["tpot_s"] > targets["tpot_s"]:
+        return f"TPOT {row['tpot_s'] * 1e3:.3g} ms > {targets['tpot_s'] * 1e3:g} ms"
+    return "meets every target"
+
+
+def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s: float = DEFAULT_TTFT_S,
+                 tpot_s: float = DEFAULT_TPOT_S, ttft_percentile: str = "mean", max_chips: int = 64,
+                 max_num_seqs=(64, 256), max_num_batched_tokens=(2048, 8192), weight_dtype=None, act_dtype="bf16",
+                 kv_dtype=None, efficiency="calibrated", prefix_hit_rate=0.0, speculative=None,
+                 prices: dict | None = None) -> ServingPlan:
+    """Cheapest serving deployment meeting TTFT (ttft_percentile 'mean' or 'p90') and TPOT at `qps`."""
+    if ttft_percentile not in ("mean", "p90"):
+        raise ScenarioError(f"ttft_percentile must be 'mean' or 'p90', got {ttft_percentile!r}")
+    if not qps or qps <= 0:
+        raise ScenarioError(f"qps must be positive, got {qps!r}")
+    spec = load_model(model)
+    chip_list = [load_chip(c) for c in ([chips] if isinstance(chips, str) else chips)]
+    ttft_col = "ttft_s" if ttft_percentile == "mean" else "ttft_p90_s"
+    targets = dict(qps=qps, ttft_s=ttft_s, ttft_percentile=ttft_percentile, tpot_s=tpot_s,
+                   prompt_len=prompt_len, gen_len=gen_len)
+    price = {c.name: (prices or {}).get(c.name, c.price_usd_per_hour) for c in chip_list}
+    rank_by = "usd_per_hour" if all(v is not None for v in price.values()) else "chips"
+    notes = [] if rank_by == "usd_per_hour" else [
+        f"ranked by chips: no price per chip-hour for {', '.join(k for k, v in price.items() if v is None)}"]
+    rows = []
+    for chip in chip_list:
+        for tp, pp, ep in _shardings(spec, chip, max_chips):
+            replicas = np.arange(1, max_chips // (tp * pp) + 1)
+            try:
+                df = serve(spec, chip, prompt_len=prompt_len, gen_len=gen_len, qps=list(qps / replicas), tp=tp,
+                           pp=pp, ep=ep, max_num_seqs=list(max_num_seqs),
+                           max_num_batched_tokens=list(max_num_batched_tokens), weight_dtype=weight_dtype,
+                           act_dtype=act_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
+                           prefix_hit_rate=prefix_hit_rate, speculative=speculative)
+            except RooflineError as e:
+                notes.append(f"{chip.name} tp={tp} pp={pp}: skipped ({e})")
+                continue
+            df["replicas"] = np.rint(qps / df["qps"]).astype(int)
+            rows.append(df)
+    if not rows:
+        raise ScenarioError(f"{spec.name}: no sharding of {', '.join(c.name for c in chip_list)} runs it; "
+                            + "; ".join(notes))
+    return _choose(spec, rows, targets, ttft_col, price, rank_by, notes)
+
+
+def _choose(spec, frames, targets, ttft_col, price, rank_by, notes) -> ServingPlan:
+    import pandas as pd
+
+    df = pd.concat(frames, ignore_index=True)
+    df["qps_per_replica"] = df["qps"]
+    df["chips"] = df["tp"] * df["pp"] * df["replicas"]
+    df["usd_per_hour"] = [None if price[c] is None else price[c] * n for c, n in zip(df["chip"], df["chips"])]
+    df["feasible"] = (df["fits"] & ~df["saturated"] & (df[ttft_col] <= targets["ttft_s"])
+                      & (df["tpot_s"] <= targets["tpot_s"]))
+    key = ["usd_per_hour", "chips"] if rank_by == "usd_per_hour" else ["chips"]
+    ok = df[df["feasible"]].sort_values(key + ["tpot_s"], kind="stable")
+    if ok.empty:
+        near = df.sort_values(["chips"]).iloc[-1]
+        raise ScenarioError(f"{spec.name} at {targets['qps']:g} req/s: no deployment within max_chips meets the "
+                            f"targets; the largest one tried ({near['chip']} tp={near['tp']} x {near['replicas']}): "
+                            f"{_failure(near, ttft_col, targets)}")
+    cheapest = ok.groupby(["chip", "tp", "pp", "ep"], sort=False).head(1).copy()
+    cheapest["binds"] = [_binds(df, r, ttft_col, targets) for _, r in cheapest.iterrows()]
+    best = cheapest.iloc[0].to_dict()
+    check = serve(spec, best["chip"], prompt_len=targets["prompt_len"], gen_len=targets["gen_len"],
+                  qps=targets["qps"], tp=int(best["tp"]), pp=int(best["pp"]), ep=int(best["ep"]),
+                  dp=int(best["replicas"]), max_num_seqs=int(best["max_num_seqs"]),
+                  max_num_batched_tokens=int(best["max_num_batched_tokens"]), efficiency="calibrated")
+    return ServingPlan(best={k: best[k] for k in _SHOWN}, table=cheapest[_SHOWN].reset_index(drop=True),
+                       check=check, targets=targets, rank_by=rank_by, notes=notes)
+
+
+def _binds(df, row, ttft_col, targets) -> str:
+    """Why this row is the cheapest of its chip and sharding: what one replica fewer fails."""
+    same = df[(df["chip"] == row["chip"]) & (df["tp"] == row["tp"]) & (df["pp"] == row["pp"])
+              & (df["replicas"] == row["replicas"] - 1)]
+    if same.empty:
+        return "one replica: the load fits on a single replica"
+    fewer = same.sort_values(ttft_col).iloc[0]
+    return f"{int(row['replicas']) - 1} replicas fail: {_failure(fewer, ttft_col, targets)}"

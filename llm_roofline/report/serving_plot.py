@@ -1,0 +1,50 @@
+"""Latency-throughput curve of a serving deployment: TTFT (mean, p90) and TPOT against the load (concurrency or
+QPS), and output tokens/s against TPOT, with the knee marked.
+
+Knee: the load of maximum power, throughput / latency (Kleinrock, "Power and deterministic rules of thumb for
+probabilistic problems in computer communications", ICC 1979), here requests/s over mean end-to-end latency:
+below it more load buys throughput almost for free, above it mostly latency.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..serve import serve
+from .chart_base import PlotResult, finish as _finish, pyplot as _plt
+
+
+def knee_index(requests_per_s, e2e_s) -> int:
+    """Index of the maximum power point, requests/s divided by end-to-end latency (saturated points skipped)."""
+    power = np.where(np.isfinite(e2e_s), np.asarray(requests_per_s) / np.asarray(e2e_s), -np.inf)
+    return int(np.argmax(power))
+
+
+def plot_serving(model, chip, path=None, *, concurrency=None, qps=None, dpi: int = 110, **kw) -> PlotResult:
+    """Sweep the load (a list of concurrencies or of QPS values; other serve() arguments in kw) and draw it."""
+    load_name = "concurrency" if concurrency is not None else "qps"
+    df = serve(model, chip, **{load_name: list(concurrency if concurrency is not None else qps)}, **kw)
+    df = df[~df["saturated"]].reset_index(drop=True)
+    load = df[load_name].to_numpy()
+    k = knee_index(df["requests_per_s"], df["e2e_s"])
+    plt = _plt()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
+    ax1.plot(load, df["ttft_s"] * 1e3, "o-", label="TTFT mean")
+    ax1.plot(load, df["ttft_p90_s"] * 1e3, "o--", label="TTFT p90")
+    ax1.plot(load, df["tpot_s"] * 1e3, "s-", label="TPOT")
+    ax1.axvline(load[k], color="grey", ls=":", label=f"knee ({load_name} {load[k]:.3g})")
+    ax1.set(xscale="log", yscale="log", xlabel="clients (closed loop)" if load_name == "concurrency" else
+            "requests/s (Poisson)", ylabel="ms", title="latency vs load")
+    ax1.legend(fontsize=8)
+    tok = df["output_tokens_per_s"].to_numpy()
+    ax2.plot(df["tpot_s"] * 1e3, tok, "o-")
+    ax2.plot(df["tpot_s"].iloc[k] * 1e3, tok[k], "r*", ms=14, label="knee (max throughput / latency)")
+    ax2.set(xlabel="TPOT (ms)", ylabel="output tokens/s", title="throughput vs TPOT")
+    ax2.legend(fontsize=8)
+    name = getattr(model, "name", model)
+    fig.suptitle(f"{name} on {df['chip'].iloc[0]}: continuous batching, prompt {kw.get('prompt_len', 2048)}, "
+                 f"gen {kw.get('gen_len', 256)}", fontsize=10)
+    fig.tight_layout()
+    data = dict(load=load, ttft_s=df["ttft_s"].to_numpy(), ttft_p90_s=df["ttft_p90_s"].to_numpy(),
+                tpot_s=df["tpot_s"].to_numpy(), output_tokens_per_s=tok, knee=int(k), load_name=load_name)
+    return _finish(PlotResult(fig, data), path, dpi)

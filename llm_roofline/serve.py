@@ -1,0 +1,247 @@
+"""Serving under load: `serve()` -> ServingEstimate (one point) or a pandas DataFrame (lists = a sweep).
+
+A continuous-batching engine (vLLM's knobs: max_num_seqs, max_num_batched_tokens, gpu_memory_utilization,
+chunked or prefill-first scheduling) serving a closed loop of `concurrency` clients or Poisson arrivals at
+`qps`, in steady state. The cost of one engine step (d decode rows beside a prompt chunk of c tokens) is
+`estimate.evaluate_step` plus a host overhead per step; queueing.py turns step costs into TTFT, TPOT and
+throughput. Per replica: `dp` replicas share the load evenly.
+
+KV capacity: gpu_memory_utilization x HBM - resident weights - the activation workspace of one
+max_num_batched_tokens step, divided by the KV of a sequence at its mean context (prompt + gen/2); the
+running batch is capped by it and by max_num_seqs.
+
+Host overhead (HOST_*_S below) is fitted by benchmarks/validate_serving.py on measured vLLM serving
+results; `step_overhead_s=0, request_overhead_s=0, efficiency="ideal"` gives the pure roofline, and then
+serve() at concurrency 1 equals estimate() at batch 1 (TTFT: the prompt in one step; TPOT: the decode step
+at the mean context, which is the mean of estimate's steps while every op stays on one side of the ridge).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .errors import ScenarioError
+from .estimate import evaluate_step
+from .graph import Dtypes, resolve_dtypes
+from .hardware import load_chip
+from .memory import PREFILL_CHUNK_TOKENS, memory_footprint
+from .model.hf import load_model
+from .queueing import (Engine, Speculative, Workload, decode_nodes, saturation_qps, solve_closed, solve_open, step_tables,
+                       workload_of)
+from .units import json_ready
+
+# Host overhead, fitted by `python benchmarks/validate_serving.py` (efficiency="calibrated") on measured vLLM 0.19
+# serving of Llama-3.1-70B (fp8, fp4) on B200, tp 1-8, concurrency <= 16 (72 rows; 48 rows at concurrency 32-64
+# held out). Per step: scheduler and launch; per decoding sequence per step: sampler, detokenizer (fitted to 0:
+# the calibrated kernels already overshoot at tp 8); per request: API server, tokenizer, first-token delivery.
+HOST_STEP_OVERHEAD_S = 1.100e-3
+HOST_SEQ_OVERHEAD_S = 0.0
+HOST_REQUEST_OVERHEAD_S = 85.6e-3
+
+_GRID = ("prompt_len", "gen_len", "concurrency", "qps", "max_num_seqs", "max_num_batched_tokens", "prefix_hit_rate")
+_DISCRETE = ("chip", "tp", "pp", "ep", "dp")
+
+
+@dataclass
+class ServingEstimate:
+    """Steady state of one deployment (dp replicas) under load. Latencies per request, rates per deployment."""
+
+    model: str
+    chip: str
+    scenario: dict[str, Any]
+    efficiency: str
+    ttft_s: float  # mean time to first token (queueing + prefill + host)
+    ttft_p90_s: float
+    tpot_s: float  # mean time per output token after the first
+    e2e_s: float
+    requests_per_s: float
+    output_tokens_per_s: float
+    running_batch: float  # mean sequences holding KV per replica
+    kv_cache_utilization: float  # their KV over the KV capacity
+    decode_batch: float  # mean decode rows of a step, seen by a decoding request
+    prefill_utilization: float  # time share of steps carrying prompt tokens
+    queue_s: float  # mean wait before the own prompt runs
+    max_running: float  # running capacity per replica: min(max_num_seqs, KV capacity)
+    limit: str  # what caps the running batch: max_num_seqs or kv_cache
+    saturation_requests_per_s: float  # the largest Poisson rate served without saturating (open-loop model)
+    assumptions: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return json_ready(asdict(self))
+
+
+# ------------------------------------------------------------------------------------------- one deployment
+def _step_fn(spec, chip, kw):
+    """(decode_rows, decode_kv_len, chunk_tokens, chunk_kv_len) -> seconds of one step (arrays broadcast)."""
+    def step_s(rows, kv_d, chunk, kv_c):
+        return evaluate_step(spec, chip, decode_batch=rows, decode_kv_len=kv_d, chunk_tokens=chunk,
+                             chunk_kv_len=kv_c, **kw).times.t_s
+    return step_s
+
+
+def _draft_fn(spec, chip, kw, sp: Speculative, kv_tokens):
+    """Draft cost of one step at decode batches `nodes`: k steps of the draft model, or for MTP heads
+    (draft=None) k decode steps of one layer of the model (1/n_layers of a step: an approximation)."""
+    if sp.k == 0:
+        return None
+    draft = spec if sp.draft is None else load_model(sp.draft)
+    per_layer = 1.0 / spec.n_layers if sp.draft is None else 1.0
+    return lambda nodes: sp.k * per_layer * _step_fn(draft, chip, kw)(nodes, kv_tokens, 0.0, 0.0)
+
+
+def _capacity(spec, chip, wl: Workload, eng_budget, max_seqs, sh, dtypes, util, attention):
+    """(running capacity per replica, KV bytes per sequence per chip, KV bytes free per chip), arrays (n,)."""
+    fp, _ = memory_footprint(spec, chip, batch=1, prompt_len=wl.held_tokens, gen_len=0, tp=sh["tp"], pp=sh["pp"],
+                             ep=sh["ep"], weight_dtype=dtypes.weight, act_dtype=dtypes.act, kv_dtype=dtypes.kv,
+                             attention=attention, capacity_bytes=util * chip.hbm_bytes)
+    workspace = fp.activation_workspace_bytes_per_chip * eng_budget / PREFILL_CHUNK_TOKENS
+    free = util * chip.hbm_bytes - fp.weight_bytes_per_chip - workspace
+    kv_seq = np.asarray(fp.kv_bytes_per_sequence_per_chip, dtype=np.float64)
+    kv_seqs = np.floor(np.maximum(free, 0.0) / np.where(kv_seq > 0, kv_seq, np.inf))
+    return np.minimum(max_seqs, kv_seqs), kv_seq, free, kv_seqs
+
+
+def _evaluate(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency, attention, engine: dict,
+              sp: Speculative, workload, closed: bool) -> dict[str, np.ndarray]:
+    """Every metric over the grid `g` (arrays (n,)) for one chip and sharding."""
+    kw = dict(tp=tp, pp=pp, ep=ep, weight_dtype=dtypes.weight, act_dtype=dtypes.act, kv_dtype=dtypes.kv,
+              efficiency=efficiency, attention=attention)
+    wl = workload_of(g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], workload)
+    keys = np.stack([g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], g["max_num_batched_tokens"]], axis=-1)
+    uniq, inv = np.unique(keys, axis=0, return_inverse=True)  # step costs do not depend on the load
+    wl_u = workload_of(uniq[:, 0], uniq[:, 1], uniq[:, 2], workload)
+    eng = Engine(max_num_batched_tokens=uniq[:, 3], gpu_memory_utilization=engine["gpu_memory_utilization"],
+                 scheduling=engine["scheduling"], step_overhead_s=engine["step_overhead_s"],
+                 seq_overhead_s=engine["seq_overhead_s"])
+    nodes = decode_nodes(np.max(g["max_num_seqs"]))
+    draft = _draft_fn(spec, chip, kw, sp, float(np.mean(wl_u.decode_kv_tokens)))
+    tab = step_tables(_step_fn(spec, chip, kw), wl_u, eng, sp, nodes, draft).with_index(inv.ravel())
+    cap, kv_seq, free, kv_seqs = _capacity(spec, chip, wl, g["max_num_batched_tokens"], g["max_num_seqs"],
+                                           dict(tp=tp, pp=pp, ep=ep), dtypes, engine["gpu_memory_utilization"],
+                                           attention)
+    cap_safe = np.maximum(cap, 1.0)
+    e_spec, r_over = sp.tokens_per_step, engine["request_overhead_s"]
+    load = (g["concurrency"] if closed else g["qps"]) / dp
+    st = (solve_closed if closed else solve_open)(tab, wl, load, cap_safe, e_spec, r_over)
+    # saturation: the largest open-loop rate, once per distinct (step configuration, capacity)
+    sat_keys, first, sat_inv = np.unique(np.stack([inv.ravel(), cap_safe], -1), axis=0, return_index=True,
+                                         return_inverse=True)
+    wl_s = workload_of(g["prompt_len"][first], g["gen_len"][first], g["prefix_hit_rate"][first], workload)
+    sat_qps = saturation_qps(tab.with_index(sat_keys[:, 0].astype(np.intp)), wl_s, sat_keys[:, 1], e_spec)
+    tpot_s = np.where(wl.mean(wl.gen_tokens) > 1.0, st.tpot_s, np.nan)  # one generated token: no decode step
+    return dict(ttft_s=st.ttft_s, ttft_p90_s=st.ttft_p90_s, tpot_s=tpot_s, e2e_s=st.e2e_s,
+                requests_per_s=st.requests_per_s * dp, output_tokens_per_s=st.requests_per_s * dp * wl.mean(wl.gen_tokens),
+                running_batch=st.running_batch, kv_cache_utilization=st.running_batch * kv_seq / np.maximum(free, 1.0),
+                decode_batch=st.decode_batch, prefill_utilization=st.prefill_utilization, queue_s=st.queue_s,
+                max_running=cap, limit=np.where(g["max_num_seqs"] <= kv_seqs, "max_num_seqs", "kv_cache"),
+                saturation_requests_per_s=sat_qps[sat_inv.ravel()] * dp, saturated=st.saturated | (cap < 1), fits=cap >= 1,
+                converged=st.converged)
+
+
+# ------------------------------------------------------------------------------------------- public API
+def _as_list(v):
+    return list(v) if isinstance(v, (list, tuple, np.ndarray)) else [v]
+
+
+def _check_grid(g: dict):
+    for name in ("prompt_len", "gen_len", "max_num_seqs", "max_num_batched_tokens"):
+        a = g[name]
+        if np.any(a < 1) or np.any(a != np.floor(a)):
+            raise ScenarioError(f"{name} must be a positive integer, got {a.tolist()!r}")
+    if np.any(g["max_num_batched_tokens"] < g["max_num_seqs"]):
+        raise ScenarioError("max_num_batched_tokens must be >= max_num_seqs (every running sequence decodes a token "
+                            "per step), as vLLM requires")
+    for name in ("concurrency", "qps"):
+        if g.get(name) is not None and (np.any(~np.isfinite(g[name])) or np.any(g[name] <= 0)):
+            raise ScenarioError(f"{name} must be positive, got {g[name].tolist()!r}")
+
+
+def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None, tp=1, pp=1, ep=1, dp=1,
+          weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency="calibrated", max_num_seqs=256,
+          max_num_batched_tokens=8192, prefix_hit_rate=0.0, speculative=None, workload=None, scheduling="chunked",
+          gpu_memory_utilization=0.9, step_overhead_s=None, seq_overhead_s=None, request_overhead_s=None,
+          attention="fused"):
+    """Steady state of a continuous-batching engine under a closed loop of `concurrency` clients or Poisson
+    arrivals at `qps` requests/s (exactly one of them). Any of the grid arguments (prompt_len, gen_len,
+    concurrency or qps, max_num_seqs, max_num_batched_tokens, prefix_hit_rate) and chip, tp, pp, ep, dp may be
+    a list: the result is then a DataFrame with one row per point (saturated points flagged, not raised).
+
+    workload: a list of (prompt_len, gen_len[, weight]) request classes, replacing prompt_len and gen_len.
+    speculative: dict(k=draft tokens, acceptance=per-token probability, draft=None (MTP heads) or a model).
+    step_overhead_s / seq_overhead_s / request_overhead_s: host time per step, per decoding sequence per step
+    and per request (before its first token); None uses the fitted HOST_*_S."""
+    if (concurrency is None) == (qps is None):
+        raise ScenarioError("give exactly one of concurrency (closed loop) or qps (open loop, Poisson arrivals)")
+    closed = concurrency is not None
+    grid_in = dict(prompt_len=prompt_len, gen_len=gen_len, concurrency=concurrency, qps=qps, max_num_seqs=max_num_seqs,
+                   max_num_batched_tokens=max_num_batched_tokens, prefix_hit_rate=prefix_hit_rate)
+    discrete = dict(chip=chip, tp=tp, pp=pp, ep=ep, dp=dp)
+    is_sweep = any(isinstance(v, (list, tuple, np.ndarray)) for v in (*grid_in.values(), *discrete.values()))
+    engine = dict(gpu_memory_utilization=float(gpu_memory_utilization), scheduling=scheduling,
+                  step_overhead_s=HOST_STEP_OVERHEAD_S if step_overhead_s is None else float(step_overhead_s),
+                  seq_overhead_s=HOST_SEQ_OVERHEAD_S if seq_overhead_s is None else float(seq_overhead_s),
+                  request_overhead_s=HOST_REQUEST_OVERHEAD_S if request_overhead_s is None else float(request_overhead_s))
+    Engine(**{k: v for k, v in engine.items()})  # validates the knobs
+    sp = Speculative.parse(speculative)
+    axes = {k: np.atleast_1d(np.asarray(v, dtype=np.float64)) for k, v in grid_in.items() if v is not None}
+    mesh = dict(zip(axes, (m.ravel() for m in np.meshgrid(*axes.values(), indexing="ij"))))
+    _check_grid(mesh)
+    spec = load_model(model)
+    frames = []
+    import itertools
+
+    for combo in itertools.product(*(_as_list(v) for v in discrete.values())):
+        d = dict(zip(discrete, combo))
+        chip_obj = load_chip(d["chip"])
+        assumptions: list[str] = []
+        dtypes = resolve_dtypes(chip_obj, Dtypes(weight_dtype, act_dtype, kv_dtype), assumptions)
+        cols = _evaluate(spec, chip_obj, mesh, tp=d["tp"], pp=d["pp"], ep=d["ep"], dp=d["dp"], dtypes=dtypes,
+                         efficiency=efficiency, attention=attention, engine=engine, sp=sp, workload=workload,
+                         closed=closed)
+        frames.append((chip_obj, d, cols, assumptions))
+    if is_sweep:
+        return _frame(frames, mesh)
+    chip_obj, d, cols, assumptions = frames[0]
+    return _single(spec, chip_obj, d, cols, mesh, engine, sp, efficiency, assumptions, closed)
+
+
+def _frame(frames, mesh):
+    import pandas as pd
+
+    out = []
+    for chip_obj, d, cols, _ in frames:
+        n = next(iter(mesh.values())).size
+        data = {"chip": [chip_obj.name] * n, **{k: np.full(n, v) for k, v in d.items() if k != "chip"}, **mesh, **cols}
+        out.append(pd.DataFrame(data))
+    return pd.concat(out, ignore_index=True)
+
+
+def _single(spec, chip, d, cols, mesh, engine, sp, efficiency, assumptions, closed) -> ServingEstimate:
+    v = {k: (a[0] if np.ndim(a) else a) for k, a in cols.items()}
+    if not v["fits"]:
+        raise ScenarioError(f"{spec.name} does not fit {chip.name} at tp={d['tp']} pp={d['pp']}: no room for the KV "
+                            f"cache of one sequence within gpu_memory_utilization x HBM")
+    if v["saturated"] and not closed:  # a closed loop limits itself: more clients only wait longer
+        raise ScenarioError(f"qps {mesh['qps'][0]:g} is above the saturation throughput of this deployment, "
+                            f"~{v['saturation_requests_per_s']:.3g} requests/s (running batch capped at "
+                            f"{v['max_running']:.0f} by {v['limit']})")
+    if not v["converged"]:
+        assumptions.append("warning: the closed-loop fixed point did not settle (C != throughput x e2e by more than "
+                           "0.1 %): a prompt-bound load (almost no decode steps); treat these numbers as rough.")
+    scenario = {k: float(a[0]) for k, a in mesh.items()}
+    scenario.update({k: d[k] for k in ("tp", "pp", "ep", "dp")}, load="closed loop" if closed else "open loop (Poisson)",
+                    speculative=dict(k=sp.k, acceptance=sp.acceptance, tokens_per_step=sp.tokens_per_step,
+                                     draft=None if sp.draft is None else str(getattr(sp.draft, "name", sp.draft))),
+                    **engine)
+    from .efficiency import efficiency_label, resolve_efficiency
+
+    eff = resolve_efficiency(efficiency, chip)
+    label = efficiency_label(eff if eff is not None else efficiency)
+    fields = {k: float(v[k]) for k in ("ttft_s", "ttft_p90_s", "tpot_s", "e2e_s", "requests_per_s", "output_tokens_per_s",
+                                        "running_batch", "kv_cache_utilization", "decode_batch", "prefill_utilization",
+                                        "queue_s", "max_running", "saturation_requests_per_s")}
+    return ServingEstimate(model=spec.name, chip=chip.name, scenario=scenario, efficiency=label, limit=str(v["limit"]),
+                           assumptions=list(spec.assumptions) + assumptions, **fields)

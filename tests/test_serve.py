@@ -1,0 +1,180 @@
+"""serve(): the continuous-batching serving model end to end (queueing itself: test_serve_queueing.py)."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import llm_roofline as lr
+from llm_roofline.errors import RooflineError
+from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
+from llm_roofline.queueing import Engine, Speculative, decode_nodes, solve_closed, step_tables, workload_of
+from llm_roofline.serve import serve
+
+PURE = dict(efficiency="ideal", step_overhead_s=0.0, seq_overhead_s=0.0, request_overhead_s=0.0)
+LLAMA = "meta-llama/Llama-3.1-8B"
+
+
+def tiny() -> ModelSpec:
+    """tests/test_memory.py's tiny model: d=8, V=10, 2 GQA layers (4 heads, 2 KV heads, head_dim 2), gated MLP
+    d_ff 16; 1352 parameters = 2704 B in bf16; KV 2 layers x (K + V) x 2 heads x 2 dims x 2 B = 32 B/token."""
+    group = LayerGroup("dense", 2, AttentionSpec("gqa", 4, 2, 2, 2), FfnSpec("dense", 16, True, "silu"))
+    return ModelSpec("tiny", d_model=8, vocab_size=10, layer_groups=(group,))
+
+
+def test_concurrency_one_is_the_static_estimate_at_batch_one():
+    # One client: its prompt runs alone in one step (2048 <= the 8192-token budget) and every decode step
+    # holds only its sequence, at the mean context 2048 + 256/2: the mean of estimate's exact decode sum.
+    s = serve(LLAMA, "h100-sxm", prompt_len=2048, gen_len=256, concurrency=1, **PURE)
+    e = lr.estimate(LLAMA, "h100-sxm", batch=1, prompt_len=2048, gen_len=256, efficiency="ideal")
+    assert s.ttft_s == pytest.approx(e.ttft_s, rel=1e-9)
+    assert s.tpot_s == pytest.approx(e.tpot_s, rel=1e-9)
+    assert s.e2e_s == pytest.approx(e.e2e_s, rel=1e-9)
+    assert s.requests_per_s == pytest.approx(1.0 / e.e2e_s, rel=1e-9)  # Little: C = X * e2e
+
+
+def test_host_overheads_add_to_the_concurrency_one_latencies():
+    # host: 1 ms per step, 0.1 ms per decoding sequence per step, 50 ms per request.
+    # TTFT = prefill step + 1 ms (no decodes beside it) + 50 ms; TPOT = decode step + 1 ms + 0.1 ms
+    host = dict(efficiency="ideal", step_overhead_s=1e-3, seq_overhead_s=1e-4, request_overhead_s=0.05)
+    s = serve(LLAMA, "h100-sxm", prompt_len=1024, gen_len=64, concurrency=1, **host)
+    e = lr.estimate(LLAMA, "h100-sxm", batch=1, prompt_len=1024, gen_len=64, efficiency="ideal")
+    assert s.ttft_s == pytest.approx(e.ttft_s + 0.001 + 0.05, rel=1e-9)
+    assert s.tpot_s == pytest.approx(e.tpot_s + 0.0011, rel=1e-9)
+
+
+def test_latency_grows_and_throughput_saturates_with_concurrency():
+    c = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
+    df = serve(LLAMA, "h100-sxm", prompt_len=2048, gen_len=256, concurrency=c)
+    below = df.concurrency <= df.max_running
+    assert np.all(np.diff(df.ttft_s) > 0) and np.all(np.diff(df.tpot_s[below]) > 0)
+    assert np.all(np.diff(df.tpot_s) >= 0)  # beyond the capacity the running batch, hence TPOT, stays put
+    assert np.all(np.diff(df.requests_per_s) >= -1e-9 * df.requests_per_s[1:])
+    # beyond the running capacity the throughput stays at the saturation rate and clients only queue
+    full = df[df.concurrency >= 2 * df.max_running]
+    assert len(full) >= 2
+    assert np.allclose(full.requests_per_s, full.requests_per_s.iloc[0], rtol=1e-9)
+    # and the closed loop's ceiling is the open loop's saturation rate (two approximations, within 2 %)
+    assert np.allclose(full.requests_per_s, full.saturation_requests_per_s, rtol=0.02)
+
+
+def test_kv_capacity_by_hand():
+    # A 1 MB chip at gpu_memory_utilization 0.9: 900,000 B - 2,704 B weights - workspace of a 2048-token step.
+    # Workspace: the largest op's activations (SiLU*up reads 2 (T, 16) and writes 1: 3 x 16 x 2 B = 96 B per token)
+    # + the residual stream (8 x 2 B = 16 B per token): 112 B x 2048 = 229,376 B -> 667,920 B for KV.
+    # A running sequence holds 1000 + 200/2 = 1100 tokens x 32 B = 35,200 B: floor(667,920 / 35,200) = 18.
+    chip = dataclasses.replace(lr.load_chip("h100-sxm"), hbm_bytes=1e6)
+    kw = dict(prompt_len=1000, gen_len=200, concurrency=4, max_num_batched_tokens=2048, **PURE)
+    s = serve(tiny(), chip, **kw)
+    assert s.max_running == 18 and s.limit == "kv_cache"
+    s = serve(tiny(), chip, max_num_seqs=10, **kw)
+    assert s.max_running == 10 and s.limit == "max_num_seqs"
+    # 4 clients hold ~4 sequences (less the moments a prompt waits for its step): 4 x 35,200 / 667,920 = 21.1 %
+    assert s.kv_cache_utilization == pytest.approx(4 * 35_200 / 667_920, rel=1e-2)
+
+
+def toy_step_s(rows, kv_d=0.0, chunk=0.0, kv_c=0.0):
+    """Every step below 500 tokens reads the weights in 10 ms; 20 us per token above."""
+    return np.maximum(0.010, 2e-5 * (np.asarray(rows) + np.asarray(chunk))) + 0.0 * np.asarray(kv_d)
+
+
+def test_closed_loop_saturates_at_the_slot_capacity_by_hand():
+    # 8 slots, 1-token prompts, 101 tokens generated, every step 10 ms: a request holds a slot for its prompt
+    # step + 100 decode steps = 1.01 s, so 8 slots serve 8 / 1.01 = 7.921 requests/s whatever the clients;
+    # 100 clients: 92 wait for a slot, (100 - 8) / 7.921 = 11.615 s, on top of the 10 ms prompt step.
+    wl = workload_of(np.array([1.0]), np.array([101.0]), np.array([0.0]))
+    tab = step_tables(toy_step_s, wl, Engine(max_num_seqs=8, max_num_batched_tokens=2048), Speculative(),
+                      decode_nodes(8))
+    s = solve_closed(tab, wl, np.array([100.0]), np.array([8.0]))
+    assert s.requests_per_s[0] == pytest.approx(8 / 1.01, rel=1e-6)
+    assert s.tpot_s[0] == pytest.approx(0.010, rel=1e-9)
+    assert s.ttft_s[0] == pytest.approx(0.010 + 92 / (8 / 1.01), rel=1e-6)
+
+
+def test_open_loop_above_saturation_is_an_error_that_names_the_rate():
+    with pytest.raises(RooflineError, match=r"saturation throughput of this deployment, ~[0-9.]+ requests/s"):
+        serve(LLAMA, "h100-sxm", prompt_len=2048, gen_len=256, qps=500.0)
+    ok = serve(LLAMA, "h100-sxm", prompt_len=2048, gen_len=256, qps=2.0)
+    assert ok.requests_per_s == pytest.approx(2.0) and ok.ttft_p90_s >= ok.ttft_s
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(), "exactly one of concurrency"),
+    (dict(concurrency=4, qps=1.0), "exactly one of concurrency"),
+    (dict(concurrency=0), "concurrency must be positive"),
+    (dict(concurrency=4, prefix_hit_rate=1.0), "prefix_hit_rate"),
+    (dict(concurrency=4, max_num_seqs=512, max_num_batched_tokens=256), "max_num_batched_tokens must be >="),
+    (dict(concurrency=4, speculative=dict(k=2, acceptance=1.5)), "speculative"),
+    (dict(concurrency=4, scheduling="fifo"), "scheduling"),
+    (dict(concurrency=4, prompt_len=9000, scheduling="prefill_first"), "prefill_first"),
+])
+def test_bad_inputs_raise_one_clear_error(kw, match):
+    with pytest.raises(RooflineError, match=match):
+        serve(LLAMA, "h100-sxm", **{"prompt_len": 2048, "gen_len": 64, **kw})
+
+
+def test_prefix_hits_shorten_the_prefill_but_not_the_decode():
+    # Cached tokens skip the prefill but stay in KV and are read by every decode step: at one client the
+    # decode step is the same, the prompt step is shorter.
+    base = serve(LLAMA, "h100-sxm", prompt_len=4096, gen_len=128, concurrency=1, **PURE)
+    hit = serve(LLAMA, "h100-sxm", prompt_len=4096, gen_len=128, concurrency=1, prefix_hit_rate=0.75, **PURE)
+    assert hit.tpot_s == base.tpot_s
+    assert hit.ttft_s < 0.35 * base.ttft_s  # 1024 of 4096 tokens computed (attention to the prefix still counts)
+
+
+def test_speculative_decoding_by_hand():
+    # k = 3 drafts accepted with probability 0.5: 1 + 0.5 + 0.25 + 0.125 = 1.875 tokens per verify step
+    assert Speculative.parse(dict(k=3, acceptance=0.5)).tokens_per_step == pytest.approx(1.875)
+    # one client, k = 1 always accepted: 2 tokens per step whose verify (2 rows) costs about one memory-bound
+    # decode step, plus one layer of the model as the MTP draft (1/32): TPOT ~ (1 + 1/32) / 2 of the plain one
+    plain = serve(LLAMA, "h100-sxm", prompt_len=1024, gen_len=256, concurrency=1, **PURE)
+    spec = serve(LLAMA, "h100-sxm", prompt_len=1024, gen_len=256, concurrency=1, speculative=dict(k=1, acceptance=1.0),
+                 **PURE)
+    assert spec.tpot_s == pytest.approx(plain.tpot_s * (1 + 1 / 32) / 2, rel=0.02)
+
+
+def test_a_workload_of_one_class_is_the_scalar_case_and_a_mix_lies_between():
+    one = serve(LLAMA, "h100-sxm", concurrency=8, workload=[(1024, 128)], **PURE)
+    scalar = serve(LLAMA, "h100-sxm", prompt_len=1024, gen_len=128, concurrency=8, **PURE)
+    assert one.ttft_s == scalar.ttft_s and one.tpot_s == scalar.tpot_s
+    short = serve(LLAMA, "h100-sxm", prompt_len=256, gen_len=128, concurrency=1, **PURE)
+    long = serve(LLAMA, "h100-sxm", prompt_len=4096, gen_len=128, concurrency=1, **PURE)
+    mix = serve(LLAMA, "h100-sxm", concurrency=1, workload=[(256, 128, 3), (4096, 128, 1)], **PURE)
+    assert short.ttft_s < mix.ttft_s < long.ttft_s
+    assert mix.ttft_p90_s == pytest.approx(long.ttft_s, rel=1e-9)  # the long class is 25 % of the requests
+
+
+def test_lists_give_a_frame_and_the_same_numbers_as_single_calls():
+    df = serve(LLAMA, ["h100-sxm", "h200"], prompt_len=[512, 2048], gen_len=128, qps=[1.0, 4.0], tp=[1, 2])
+    assert len(df) == 2 * 2 * 2 * 2
+    row = df[(df.chip == "h200") & (df.tp == 2) & (df.prompt_len == 2048) & (df.qps == 4.0)].iloc[0]
+    one = serve(LLAMA, "h200", prompt_len=2048, gen_len=128, qps=4.0, tp=2)
+    assert row.ttft_s == pytest.approx(one.ttft_s, rel=1e-12) and row.tpot_s == pytest.approx(one.tpot_s, rel=1e-12)
+    assert set(one.to_dict()) >= {"ttft_s", "ttft_p90_s", "tpot_s", "e2e_s", "requests_per_s", "output_tokens_per_s",
+                                  "running_batch", "kv_cache_utilization"}
+
+
+def test_cli_serve_prints_the_estimate_and_fails_in_one_line(capsys):
+    from llm_roofline.cli import main
+
+    assert main(["serve", LLAMA, "--chip", "h100", "--prompt", "1024", "--gen", "64", "--concurrency", "4",
+                 "--format", "json"]) == 0
+    import json
+
+    d = json.loads(capsys.readouterr().out)
+    s = serve(LLAMA, "h100", prompt_len=1024, gen_len=64, concurrency=4)
+    assert d["ttft_s"] == pytest.approx(s.ttft_s, rel=1e-12) and d["scenario"]["concurrency"] == 4
+    assert main(["serve", LLAMA, "--chip", "h100", "--qps", "900"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "saturation throughput" in err[0]
+
+
+def test_knee_is_the_maximum_power_point(tmp_path):
+    from llm_roofline.report.serving_plot import knee_index, plot_serving
+
+    # power = requests/s / e2e: 1/1, 2/1, 3/2 -> the second point; a saturated (inf) point never wins
+    assert knee_index([1.0, 2.0, 3.0], [1.0, 1.0, 2.0]) == 1
+    assert knee_index([1.0, 9.0], [1.0, np.inf]) == 0
+    r = plot_serving(LLAMA, "h100-sxm", tmp_path / "serving.png", concurrency=[1, 8, 64], prompt_len=1024, gen_len=64)
+    assert (tmp_path / "serving.png").stat().st_size > 0 and list(r.data["load"]) == [1, 8, 64]
+    r.close()
