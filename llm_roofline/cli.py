@@ -186,8 +186,8 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="fetch config.json from the Hugging Face Hub for an id that is not shipped")
     p.add_argument("--prompt", type=int, required=True, help="prompt tokens per request")
     p.add_argument("--gen", type=int, required=True, help="generated tokens per request (the first from prefill)")
-    p.add_argument("--ttft-s", type=float, help="TTFT target in seconds")
-    p.add_argument("--tpot-s", type=float, help="mean TPOT target in seconds")
+    p.add_argument("--ttft-s", type=float, help="TTFT target in seconds (serving model default: 2)")
+    p.add_argument("--tpot-s", type=float, help="mean TPOT target in seconds (serving model default: 0.05)")
     load = p.add_mutually_exclusive_group()
     load.add_argument("--qps", type=float, help="load: requests per second (sizes data-parallel replicas)")
     load.add_argument("--output-tokens-per-s", type=float, help="load: output tokens per second (= qps x gen)")
@@ -199,6 +199,12 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-batch", type=int, default=4096, help="largest batch searched (default: %(default)s)")
     p.add_argument("--rank-by", choices=["cost", "chips"], help="default: cost when every chip has a price")
     p.add_argument("--top", type=int, default=20, help="configurations listed, 0 = all (default: %(default)s)")
+    p.add_argument("--static", action="store_true",
+                   help="plan static batches (every request of a batch prefilled together, then decoded) instead of "
+                        "the serving model; the default with --qps / --output-tokens-per-s is continuous batching "
+                        "(chunked prefill, queueing), with default targets TTFT <= 2 s and TPOT <= 50 ms")
+    p.add_argument("--ttft-percentile", choices=["mean", "p90"], default="mean",
+                   help="which TTFT --ttft-s bounds, serving model only (default: %(default)s)")
     p.add_argument("--disaggregate", action="store_true",
                    help="add the prefill/decode disaggregation section (ratio, throughput vs co-located)")
     p.add_argument("--decode-batch", type=int, help="decode batch for --disaggregate (default: the best plan's)")

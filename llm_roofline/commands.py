@@ -287,10 +287,56 @@ PLAN_DISPLAY = [
 ]
 
 
+SERVING_PLAN_DISPLAY = [
+    ("chip", "chip", None), ("tp", "tp", None), ("pp", "pp", None), ("ep", "ep", None),
+    ("replicas", "replicas", None), ("chips", "chips", None), ("seqs", "max_num_seqs", lambda v: f"{v:.0f}"),
+    ("tokens/step", "max_num_batched_tokens", lambda v: f"{v:.0f}"), ("TTFT", "ttft_s", fmt_seconds),
+    ("TTFT p90", "ttft_p90_s", fmt_seconds), ("TPOT", "tpot_s", fmt_seconds),
+    ("$/h", "usd_per_hour", lambda v: "—" if v is None else f"{v:.4g}"),
+]
+
+
+def _plan_serving(args, qps: float):
+    """plan on the serving model (continuous batching at a Poisson load): the cheapest deployment, why it binds,
+    its re-check with serve(), and the best one per chip and sharding."""
+    from .plan_serving import DEFAULT_TTFT_S, DEFAULT_TPOT_S, plan_serving
+
+    p = plan_serving(_load_model_arg(args), [c for c in args.chips.split(",") if c.strip()], args.prompt, args.gen,
+                     qps, ttft_s=args.ttft_s or DEFAULT_TTFT_S, tpot_s=args.tpot_s or DEFAULT_TPOT_S,
+                     ttft_percentile=args.ttft_percentile, max_chips=args.max_chips, prices=_prices_arg(args.price),
+                     weight_dtype=args.weight_dtype, act_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
+                     efficiency=args.efficiency)
+    if args.format == "json":
+        import json
+
+        return json.dumps(p.to_dict(), indent=2)
+    rows = _plan_records(p.table if not args.top else p.table.head(args.top))
+    if args.format == "csv":
+        return render(rows, "csv", None)
+    b, t, c = p.best, p.targets, p.check
+    head = [f"{args.model} at {qps:g} req/s (Poisson), prompt {args.prompt}, gen {args.gen}: TTFT "
+            f"({t['ttft_percentile']}) <= {fmt_seconds(t['ttft_s'])}, TPOT <= {fmt_seconds(t['tpot_s'])}; "
+            "continuous batching (serving model)",
+            f"best: {b['chip']} tp {b['tp']} pp {b['pp']} ep {b['ep']} x {b['replicas']} replicas = {b['chips']} chips"
+            + (f", ${b['usd_per_hour']:.4g}/h" if b["usd_per_hour"] is not None else "")
+            + f"; engine max_num_seqs {b['max_num_seqs']:.0f}, max_num_batched_tokens {b['max_num_batched_tokens']:.0f}",
+            f"  TTFT {fmt_seconds(b['ttft_s'])} (p90 {fmt_seconds(b['ttft_p90_s'])}), TPOT {fmt_seconds(b['tpot_s'])}; "
+            f"binds: {b['binds']}",
+            f"  re-checked with serve(dp={b['replicas']}): TTFT {fmt_seconds(c.ttft_s)}, TPOT {fmt_seconds(c.tpot_s)}"]
+    md = args.format == "markdown"
+    return "\n".join(head + ["", "Cheapest per chip and sharding:", render(rows, args.format, SERVING_PLAN_DISPLAY)]
+                     + ([""] + [f"{'-' if md else ' -'} {n}" for n in p.notes] if p.notes else []))
+
+
 def cmd_plan(args) -> str:
-    """Exit code 0 also when nothing is feasible: that is an answer (printed with its reasons), not an error."""
+    """Exit code 0 also when nothing is feasible: that is an answer (printed with its reasons), not an error.
+    With a load and neither --static nor --disaggregate: the serving model (continuous batching)."""
     from .plan import JSON_KEYS, plan
 
+    qps = args.qps if args.qps is not None else (args.output_tokens_per_s / args.gen
+                                                 if args.output_tokens_per_s is not None else None)
+    if qps is not None and not (args.static or args.disaggregate):
+        return _plan_serving(args, qps)
     if args.dp is not None:
         raise RooflineError("plan sizes data-parallel replicas itself from --qps / --output-tokens-per-s; drop --dp")
     for flag, bound_name in (("prompt", "prompt_len"), ("gen", "gen_len"), ("max_chips", "max_chips"),

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .bounds import check_range
 from .errors import RooflineError, ScenarioError
 from .hardware import load_chip
 from .model.hf import load_model
@@ -74,8 +75,9 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
     """Cheapest serving deployment meeting TTFT (ttft_percentile 'mean' or 'p90') and TPOT at `qps`."""
     if ttft_percentile not in ("mean", "p90"):
         raise ScenarioError(f"ttft_percentile must be 'mean' or 'p90', got {ttft_percentile!r}")
-    if not qps or qps <= 0:
-        raise ScenarioError(f"qps must be positive, got {qps!r}")
+    qps = check_range("qps", qps, 0.0, 1e9, "requests/s", lo_open=True)
+    ttft_s = check_range("ttft_s", ttft_s, 0.0, 1e6, "s", lo_open=True)
+    tpot_s = check_range("tpot_s", tpot_s, 0.0, 1e6, "s", lo_open=True)
     spec = load_model(model)
     chip_list = [load_chip(c) for c in ([chips] if isinstance(chips, str) else chips)]
     ttft_col = "ttft_s" if ttft_percentile == "mean" else "ttft_p90_s"
@@ -85,6 +87,8 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
     rank_by = "usd_per_hour" if all(v is not None for v in price.values()) else "chips"
     notes = [] if rank_by == "usd_per_hour" else [
         f"ranked by chips: no price per chip-hour for {', '.join(k for k, v in price.items() if v is None)}"]
+    serve_kw = dict(weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
+                    prefix_hit_rate=prefix_hit_rate, speculative=speculative)
     rows = []
     for chip in chip_list:
         for tp, pp, ep in _shardings(spec, chip, max_chips):
@@ -92,9 +96,7 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
             try:
                 df = serve(spec, chip, prompt_len=prompt_len, gen_len=gen_len, qps=list(qps / replicas), tp=tp,
                            pp=pp, ep=ep, max_num_seqs=list(max_num_seqs),
-                           max_num_batched_tokens=list(max_num_batched_tokens), weight_dtype=weight_dtype,
-                           act_dtype=act_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
-                           prefix_hit_rate=prefix_hit_rate, speculative=speculative)
+                           max_num_batched_tokens=list(max_num_batched_tokens), **serve_kw)
             except RooflineError as e:
                 notes.append(f"{chip.name} tp={tp} pp={pp}: skipped ({e})")
                 continue
@@ -103,10 +105,10 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
     if not rows:
         raise ScenarioError(f"{spec.name}: no sharding of {', '.join(c.name for c in chip_list)} runs it; "
                             + "; ".join(notes))
-    return _choose(spec, rows, targets, ttft_col, price, rank_by, notes)
+    return _choose(spec, rows, targets, ttft_col, price, rank_by, notes, serve_kw)
 
 
-def _choose(spec, frames, targets, ttft_col, price, rank_by, notes) -> ServingPlan:
+def _choose(spec, frames, targets, ttft_col, price, rank_by, notes, serve_kw) -> ServingPlan:
     import pandas as pd
 
     df = pd.concat(frames, ignore_index=True)
@@ -128,7 +130,7 @@ def _choose(spec, frames, targets, ttft_col, price, rank_by, notes) -> ServingPl
     check = serve(spec, best["chip"], prompt_len=targets["prompt_len"], gen_len=targets["gen_len"],
                   qps=targets["qps"], tp=int(best["tp"]), pp=int(best["pp"]), ep=int(best["ep"]),
                   dp=int(best["replicas"]), max_num_seqs=int(best["max_num_seqs"]),
-                  max_num_batched_tokens=int(best["max_num_batched_tokens"]), efficiency="calibrated")
+                  max_num_batched_tokens=int(best["max_num_batched_tokens"]), **serve_kw)
     return ServingPlan(best={k: best[k] for k in _SHOWN}, table=cheapest[_SHOWN].reset_index(drop=True),
                        check=check, targets=targets, rank_by=rank_by, notes=notes)
 

@@ -84,7 +84,7 @@ CASES = [
     (["sweep", M, "--chip", "h100", "--batch", BIG_GRID, "--prompt", ",".join(map(str, range(1, 301)))],
      "300,000 grid points is above the bound of 250,000"),
     (["sweep", M, "--chip", ",", "--batch", "1"], "expected at least one chip"),
-    (["plan", M, "--chips", "h100", "--prompt", "128", "--gen", "8", "--qps", "nan"], "qps must be a positive number"),
+    (["plan", M, "--chips", "h100", "--prompt", "128", "--gen", "8", "--qps", "nan"], "qps must be a number in (0, 1,000,000,000] requests/s, got nan"),
     (["plan", M, "--chips", "h100", "--prompt", "128", "--gen", "8", "--price", "h100=abc"], "--price expects CHIP=USD"),
     (["plan", M, "--chips", "h100", "--prompt", "128", "--gen", "8", "--reserve", "1.5"], "reserve must be a fraction"),
     (["plan", M, "--chips", "h100", "--prompt", "128", "--gen", "8", "--max-chips", "0"], "--max-chips must be an"),

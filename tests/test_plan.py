@@ -286,3 +286,19 @@ def test_every_planned_configuration_meets_its_constraints_in_estimate(layers, k
         if qps is not None:
             assert r.replicas * r.batch >= qps * est.e2e_s * (1 - 1e-9)  # enough slots for Little's law
             assert (r.replicas - 1) * r.batch < qps * est.e2e_s or r.replicas == 1  # and not one replica more
+
+
+def test_cli_plan_uses_the_serving_model_for_a_load(capsys):
+    # issue 15 acceptance: Llama-3.1-70B at 10 req/s, TTFT <= 1 s, TPOT <= 50 ms on H100: at most 16 chips
+    # (AIConfigurator's search: tp 4 x 3 = 12), and the answer is re-checked with serve()
+    from llm_roofline.cli import main
+
+    assert main(["plan", "meta-llama/Llama-3.1-70B", "--chips", "h100-sxm", "--prompt", "2048", "--gen", "256",
+                 "--ttft-s", "1", "--tpot-s", "0.05", "--qps", "10", "--format", "json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["best"]["chips"] <= 16 and d["best"]["ttft_s"] <= 1 and d["best"]["tpot_s"] <= 0.05
+    assert d["check"]["ttft_s"] == pytest.approx(d["best"]["ttft_s"], rel=1e-3)
+    assert main(["plan", "meta-llama/Llama-3.1-70B", "--chips", "h100-sxm", "--prompt", "2048", "--gen", "256",
+                 "--qps", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "continuous batching" in out and "TTFT (mean) <= 2.00 s, TPOT <= 50.0 ms" in out  # the default targets
