@@ -92,6 +92,27 @@ ARCHITECTURES: dict[str, Architecture] = {
                         lm_head_bias="use_bias", defaults={"tie_word_embeddings": True, "use_bias": False}),
     "qwen3_vl_text": replace(_LLAMA, qk_norm=True),
     "qwen3_vl_moe_text": replace(_LLAMA, qk_norm=True),
+    # Recurrent / hybrid models (hybrid.py). Mamba2ForCausalLM (configuration_mamba2.py defaults: Mamba-Codestral-7B).
+    "mamba2": replace(_LLAMA, norms=1, defaults={"tie_word_embeddings": False, "num_heads": 128, "head_dim": 64,
+                                                 "state_size": 128, "n_groups": 8, "conv_kernel": 4, "expand": 2,
+                                                 "use_conv_bias": True, "use_bias": False, "chunk_size": 256}),
+    # Nemotron-H (configuration_nemotron_h.py): one norm + one mixer per block; attention without RoPE; relu² MLP
+    # (up, down); Mamba-2 mixers with conv bias (use_conv_bias) and no projection bias (mamba_proj_bias).
+    "nemotron_h": replace(_LLAMA, norms=1, gated=False, rope=False,
+                          defaults={"tie_word_embeddings": False, "head_dim": 128, "mamba_num_heads": 128,
+                                    "mamba_head_dim": 64, "ssm_state_size": 128, "n_groups": 8, "conv_kernel": 4,
+                                    "use_conv_bias": True, "mamba_proj_bias": False, "chunk_size": 128,
+                                    "mlp_hidden_act": "relu2"}),
+    # Qwen3-Next (configuration_qwen3_next.py): gated attention with q/k norms, Gated DeltaNet, Qwen2-MoE-style
+    # experts with a sigmoid-gated shared expert.
+    "qwen3_next": replace(_LLAMA, qkv_bias=False, o_bias=False, qk_norm=True, shared_gate=True,
+                          defaults={"tie_word_embeddings": False, "head_dim": 256, "linear_conv_kernel_dim": 4,
+                                    "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+                                    "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+                                    "full_attention_interval": 4, "decoder_sparse_step": 1}),
+    # DeepSeek-V3.2 (configuration_deepseek_v32.py): DeepSeek-V3 plus a lightning indexer per layer (DSA).
+    "deepseek_v32": replace(_LLAMA, router_bias=True, defaults={"tie_word_embeddings": False, "index_topk": 2048,
+                                                                "index_n_heads": 64, "index_head_dim": 128}),
     # Nemotron-NAS (DeciLM): Llama blocks whose KV heads and MLP width vary per layer (block_configs).
     "deci": _LLAMA,
     "nemotron-nas": _LLAMA,
@@ -170,6 +191,12 @@ N_EXPERTS_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_n
 TOP_K_KEYS = ("num_experts_per_tok", "experts_per_token", "moe_top_k", "moe_k", "top_k_experts", "moe_topk")
 SHARED_EXPERTS_KEYS = ("n_shared_experts", "moe_num_shared_experts", "num_shared_experts")
 MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+# Recurrent mixers (hybrid.py): widths (head dims, state, conv taps, chunk, DSA index dims) and head counts.
+MIXER_WIDTH_KEYS = ("state_size", "ssm_state_size", "mamba_head_dim", "conv_kernel", "mamba_d_conv", "chunk_size",
+                    "mamba_chunk_size", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim",
+                    "index_topk", "index_head_dim")
+MIXER_HEAD_KEYS = ("num_heads", "mamba_num_heads", "n_groups", "mamba_n_groups", "linear_num_key_heads",
+                   "linear_num_value_heads", "index_n_heads")
 FFN_SIZE_KEYS = ("intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size", "moe_intermediate_size",
                  "shared_expert_intermediate_size", "intermediate_size_mlp")
 
@@ -191,8 +218,9 @@ BOUND_OF_KEY: dict[str, str] = {
     **{k: "layers" for k in LAYERS_KEYS + ("first_k_dense_replace", "num_nextn_predict_layers", "decoder_sparse_step",
                                            "moe_layer_freq", "sliding_window_pattern", "interleave_moe_layer_step",
                                            "moe_layer_interval", "max_window_layers", "no_rope_layer_interval")},
-    **{k: "width" for k in HIDDEN_KEYS + FFN_SIZE_KEYS + MLA_KEYS + ("head_dim", "sliding_window",
-                                                                      "attention_chunk_size", "word_embed_proj_dim")},
+    **{k: "width" for k in HIDDEN_KEYS + FFN_SIZE_KEYS + MLA_KEYS + MIXER_WIDTH_KEYS + (
+        "head_dim", "sliding_window", "attention_chunk_size", "word_embed_proj_dim")},
+    **{k: "heads" for k in MIXER_HEAD_KEYS},
     **{k: "heads" for k in HEADS_KEYS + KV_HEADS_KEYS},
     "vocab_size": "vocab",
     **{k: "context" for k in CONTEXT_KEYS},
@@ -210,17 +238,15 @@ ENCODER_ONLY_TYPES = ("bert", "roberta", "xlm-roberta", "deberta", "deberta-v2",
                       "electra", "modernbert")
 # model_type -> why the operator graph cannot represent it (recurrent state, linear attention, sparse attention).
 REFUSED_TYPES = {
-    **{t: "state-space (Mamba) layers" for t in ("mamba", "mamba2", "falcon_mamba")},
-    **{t: "hybrid attention + state-space layers" for t in ("jamba", "zamba", "zamba2", "bamba", "nemotron_h",
-                                                              "falcon_h1", "granitemoehybrid", "plamo2")},
+    **{t: "state-space (Mamba-1: x_proj / dt_proj selective scan) layers" for t in ("mamba", "falcon_mamba")},
+    **{t: "hybrid attention + state-space layers" for t in ("jamba", "zamba", "zamba2", "bamba", "falcon_h1",
+                                                              "granitemoehybrid", "plamo2")},
     **{t: "recurrent layers" for t in ("rwkv", "rwkv6", "rwkv7", "recurrent_gemma", "xlstm")},
     "lfm2": "hybrid short-convolution + attention layers",
     "lfm2_moe": "hybrid short-convolution + attention layers",
     "minimax": "hybrid lightning (linear) attention + softmax attention layers",
-    "qwen3_next": "hybrid Gated DeltaNet (linear attention) + gated attention layers",
     "qwen3_5": "hybrid Gated DeltaNet (linear attention) + gated attention layers",
     "qwen3_5_moe": "hybrid Gated DeltaNet (linear attention) + gated attention layers",
-    "deepseek_v32": "DeepSeek sparse attention (DSA: a lightning indexer selects index_topk keys per query)",
     "glm_moe_dsa": "DeepSeek sparse attention (DSA: a lightning indexer selects index_topk keys per query)",
     "deepseek_v4": "DeepSeek-V4 compressed sparse attention",
     "jetmoe": "mixture-of-attention-heads (attention experts)",
@@ -234,6 +260,7 @@ REFUSED_KEYS = {
         "linear_attn_config", "block_types", "full_attn_idxs", "linear_num_value_heads", "linear_key_head_dim",
         "conv_L_cache")},
     **{k: "DeepSeek sparse attention (indexer)" for k in ("index_topk", "index_n_heads", "index_head_dim")},
+    "mamba_ssm_cache_dtype": "state-space / hybrid layers",
     "num_kv_shared_layers": "KV-cache sharing across layers",
 }
 CROSS_ATTENTION_KEYS = ("cross_attention_layers", "encoder_layers", "decoder_layers")

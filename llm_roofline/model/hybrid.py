@@ -1,0 +1,171 @@
+"""Readers of the recurrent and hybrid models: Mamba-2, Nemotron-H (Mamba-2 + attention + MLP blocks) and Qwen3-Next
+(Gated DeltaNet + gated attention, MoE).
+
+Each layer is an (AttentionSpec, MixerSpec | None, FfnSpec) triple; a block without attention holds
+AttentionSpec.none(), one without MLP FfnSpec.none(). Identical triples share one LayerGroup. Key names and their
+defaults come from the transformers configuration classes (configuration_<type>.py), copied into ARCHITECTURES.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..errors import ModelConfigError, UnsupportedArchitectureError
+from .architectures import Architecture
+from .layers import attention_spec, ffn_spec, moe_layers
+from .reader import ConfigReader
+from .spec import AttentionSpec, FfnSpec, LayerGroup, MixerSpec
+
+HYBRID_TYPES = ("mamba2", "nemotron_h", "qwen3_next")
+# Nemotron-H's block letters (hybrid_override_pattern) and the list names of newer configs (layers_block_type)
+_NEMOTRON_LETTERS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+_NEMOTRON_NAMES = {"mamba": "mamba", "linear_attention": "mamba", "attention": "attention",
+                   "full_attention": "attention", "mlp": "mlp", "moe": "moe"}
+Layer = tuple[AttentionSpec, "MixerSpec | None", FfnSpec]
+
+
+def hybrid_groups(r: ConfigReader, arch: Architecture, model_type: str, d_model: int,
+                  n_layers: int) -> tuple[LayerGroup, ...]:
+    """The LayerGroups of a recurrent / hybrid model, in order of first occurrence."""
+    readers = {"mamba2": _mamba2_layers, "nemotron_h": _nemotron_h_layers, "qwen3_next": _qwen3_next_layers}
+    layers = readers[model_type](r, arch, d_model, n_layers)
+    _note_state_dtype(r, [m for _, m, _ in layers if m is not None])
+    return _group(layers, arch.norms)
+
+
+def _group(layers: list[Layer], norms: int) -> tuple[LayerGroup, ...]:
+    counts: dict[Layer, int] = {}
+    for key in layers:
+        counts[key] = counts.get(key, 0) + 1
+    groups = []
+    for (attn, mixer, ffn), n in counts.items():
+        parts = ([mixer.kind] if mixer else []) + (["attention"] if attn.kind != "none" else []) + \
+                ([ffn.kind] if ffn.kind != "none" else [])
+        name = ".".join(parts)
+        taken = sum(1 for g in groups if g.name.split("-")[0] == name)
+        groups.append(LayerGroup(name if not taken else f"{name}-{taken + 1}", n, attn, ffn, norms=norms, mixer=mixer))
+    return tuple(groups)
+
+
+def _note_state_dtype(r: ConfigReader, mixers: list[MixerSpec]) -> None:
+    if not mixers:
+        return
+    stored = mixers[0].state_dtype
+    r.assume("Recurrent state per sequence: the SSM / delta-rule state (heads x head_dim x state_dim) in "
+             + (f"{stored} (the config's mamba_ssm_cache_dtype)" if stored else "the KV-cache dtype (vLLM's default "
+                "'auto'; the config states no state dtype)")
+             + ", the conv1d window ((conv_kernel - 1) x conv channels) in the KV-cache dtype; it does not grow with "
+               "the context.")
+    r.assume("Mixer prefill FLOPs use the chunked algorithm (SSD / chunked delta rule): per token and head a state "
+             "update and read-out (recurrent term) plus causal attention-like work inside chunks of chunk_size "
+             "tokens; decode is one state update per token. The conv1d, gates and norms are elementwise.")
+
+
+def _state_dtype(r: ConfigReader) -> str | None:
+    value = r.get("mamba_ssm_cache_dtype", "mamba_ssm_dtype")
+    if value is None or value == "auto":
+        return None
+    names = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+    if value not in names:
+        raise ModelConfigError(f"mamba_ssm_cache_dtype must be one of {', '.join(names)} or auto, got {value!r:.40}")
+    return names[value]
+
+
+# ---------------------------------------------------------------------------- Mamba-2 (pure SSM)
+def _mamba2_mixer(r: ConfigReader, d_model: int, keys: dict) -> MixerSpec:
+    """A Mamba-2 mixer from the config's key names for heads, head_dim, state, groups, conv kernel, biases, chunk."""
+    heads, head_dim = r.dim(*keys["heads"]), r.dim(*keys["head_dim"])
+    groups = r.dim(*keys["groups"])
+    if heads % groups:
+        raise ModelConfigError(f"{keys['heads'][0]} ({heads}) must be a multiple of {keys['groups'][0]} ({groups})")
+    return MixerSpec("mamba2", heads, head_dim, r.dim(*keys["state"]), groups, r.dim(*keys["conv"]),
+                     conv_bias=r.flag(keys["conv_bias"]), proj_bias=r.flag(keys["proj_bias"]),
+                     chunk_size=r.dim(*keys["chunk"]), state_dtype=_state_dtype(r))
+
+
+def _mamba2_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
+    """Mamba2ForCausalLM: every block is norm -> Mamba-2 mixer -> residual (no MLP)."""
+    mixer = _mamba2_mixer(r, d_model, dict(heads=("num_heads",), head_dim=("head_dim",), state=("state_size",),
+                                           groups=("n_groups",), conv=("conv_kernel",), conv_bias="use_conv_bias",
+                                           proj_bias="use_bias", chunk=("chunk_size",)))
+    expand = r.count("expand", default=2, allow_zero=False)
+    if mixer.inner_dim != expand * d_model:  # Mamba2Mixer: intermediate_size = expand * hidden = heads * head_dim
+        raise ModelConfigError(f"num_heads x head_dim ({mixer.inner_dim}) must equal expand x hidden_size "
+                               f"({expand * d_model})")
+    return [(AttentionSpec.none(), mixer, FfnSpec.none())] * n_layers
+
+
+# ---------------------------------------------------------------------------- Nemotron-H
+def _nemotron_kinds(r: ConfigReader, n_layers: int) -> list[str]:
+    pattern = r.typed("hybrid_override_pattern", (str,), "a string of M, *, - and E")
+    if pattern is not None:
+        if len(pattern) != n_layers or any(ch not in _NEMOTRON_LETTERS for ch in pattern):
+            raise ModelConfigError(f"hybrid_override_pattern must be {n_layers} letters of M, *, - or E "
+                                   f"(one per num_hidden_layers), got {pattern[:80]!r}")
+        return [_NEMOTRON_LETTERS[ch] for ch in pattern]
+    names = r.str_list("layers_block_type", n_layers)
+    if names is None:
+        raise ModelConfigError("nemotron_h config has neither hybrid_override_pattern nor layers_block_type")
+    bad = next((n for n in names if n not in _NEMOTRON_NAMES), None)
+    if bad is not None:
+        raise ModelConfigError(f"layers_block_type entry {bad!r:.40} is not one of {', '.join(_NEMOTRON_NAMES)}")
+    return [_NEMOTRON_NAMES[n] for n in names]
+
+
+def _nemotron_h_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
+    """NemotronHBlock: norm -> one of (Mamba-2 mixer | attention without RoPE | relu² MLP) -> residual."""
+    kinds = _nemotron_kinds(r, n_layers)
+    if "moe" in kinds:
+        raise UnsupportedArchitectureError("hybrid_override_pattern has MoE blocks ('E', model_type='nemotron_h'): "
+                                           "Nemotron-H latent MoE blocks are not modelled yet")
+    none_a, none_f = AttentionSpec.none(), FfnSpec.none()
+    by_kind: dict[str, Layer] = {}
+    if "mamba" in kinds:
+        by_kind["mamba"] = (none_a, _mamba2_mixer(r, d_model, dict(
+            heads=("mamba_num_heads",), head_dim=("mamba_head_dim",), state=("ssm_state_size",),
+            groups=("n_groups", "mamba_n_groups"), conv=("conv_kernel", "mamba_d_conv"), conv_bias="use_conv_bias",
+            proj_bias="mamba_proj_bias", chunk=("chunk_size", "mamba_chunk_size"))), none_f)
+    if "attention" in kinds:
+        by_kind["attention"] = (attention_spec(r, arch, d_model, None, rope=False), None, none_f)
+    if "mlp" in kinds:
+        act = r.get("mlp_hidden_act", default="relu2")
+        by_kind["mlp"] = (none_a, None, FfnSpec("dense", r.dim("intermediate_size"), False, str(act),
+                                                r.flag(arch.mlp_bias)))
+    r.used.update(("mamba_hidden_act", "expand", "mamba_expand"))  # expand: heads x head_dim says it
+    return [by_kind[k] for k in kinds]
+
+
+# ---------------------------------------------------------------------------- Qwen3-Next
+def _qwen3_next_full(r: ConfigReader, n_layers: int) -> list[bool]:
+    """Which layers use (gated) softmax attention: layer_types, else every full_attention_interval-th layer."""
+    types = r.str_list("layer_types", n_layers)
+    if types is not None:
+        bad = next((t for t in types if t not in ("linear_attention", "full_attention")), None)
+        if bad is not None:
+            raise ModelConfigError(f"layer_types entry {bad!r:.40} is not linear_attention or full_attention")
+        return [t == "full_attention" for t in types]
+    interval = r.count("full_attention_interval", default=4, allow_zero=False)
+    return [(i + 1) % interval == 0 for i in range(n_layers)]
+
+
+def _gated_deltanet(r: ConfigReader) -> MixerSpec:
+    """Qwen3NextGatedDeltaNet: in_proj_qkvz, in_proj_ba, conv1d without bias over q, k, v, per-head norm, out_proj."""
+    v_heads, k_heads = r.dim("linear_num_value_heads"), r.dim("linear_num_key_heads")
+    if v_heads % k_heads:
+        raise ModelConfigError(f"linear_num_value_heads ({v_heads}) must be a multiple of linear_num_key_heads "
+                               f"({k_heads})")
+    r.assume("Gated DeltaNet prefill is taken in chunks of 64 tokens (the chunked delta-rule kernels' size).")
+    return MixerSpec("gated_deltanet", v_heads, r.dim("linear_value_head_dim"), r.dim("linear_key_head_dim"),
+                     k_heads, r.dim("linear_conv_kernel_dim"), chunk_size=64, state_dtype=_state_dtype(r))
+
+
+def _qwen3_next_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
+    """Qwen3NextDecoderLayer: norm -> (Gated DeltaNet | gated attention) -> residual -> norm -> MoE / MLP -> residual.
+    The gated attention's q_proj also yields a sigmoid output gate (H x head_dim), with per-head q/k norms."""
+    full = _qwen3_next_full(r, n_layers)
+    moe = moe_layers(r, n_layers)
+    attn = replace(attention_spec(r, arch, d_model, None, rope=True), output_gate=True) if any(full) else None
+    mixer = _gated_deltanet(r) if not all(full) else None
+    ffns = {m: ffn_spec(r, arch, d_model, m, 0 if m else r.dim("intermediate_size")) for m in set(moe)}
+    r.used.update(("partial_rotary_factor",))
+    return [(attn, None, ffns[m]) if f else (AttentionSpec.none(), mixer, ffns[m]) for f, m in zip(full, moe)]
