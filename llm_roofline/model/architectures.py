@@ -260,7 +260,6 @@ REFUSED_KEYS = {
         "linear_attn_config", "block_types", "full_attn_idxs", "linear_num_value_heads", "linear_key_head_dim",
         "conv_L_cache")},
     **{k: "DeepSeek sparse attention (indexer)" for k in ("index_topk", "index_n_heads", "index_head_dim")},
-    "mamba_ssm_cache_dtype": "state-space / hybrid layers",
     "num_kv_shared_layers": "KV-cache sharing across layers",
 }
 CROSS_ATTENTION_KEYS = ("cross_attention_layers", "encoder_layers", "decoder_layers")

@@ -16,8 +16,8 @@ from .reader import ConfigReader, as_int
 # model_type -> the state-space / sparse-attention keys its reader (hybrid.py, layers.py) understands
 READ_HYBRID_KEYS = {
     "mamba2": ("state_size", "ssm_cfg"),
-    "nemotron_h": ("hybrid_override_pattern", "layers_block_type", "ssm_state_size", "mamba_ssm_cache_dtype"),
-    "qwen3_next": ("linear_num_value_heads", "linear_key_head_dim", "mamba_ssm_cache_dtype"),
+    "nemotron_h": ("hybrid_override_pattern", "layers_block_type", "ssm_state_size"),
+    "qwen3_next": ("linear_num_value_heads", "linear_key_head_dim"),
     "deepseek_v32": ("index_topk", "index_n_heads", "index_head_dim"),
 }
 _TOWER_KEYS = ("vision_config", "audio_config", "speech_config", "vision_tower_config")
