@@ -241,6 +241,11 @@ def test_dsa_core_reads_top_k_and_indexer_scores_every_key():
         "attn.indexer.q_proj", "attn.indexer.k_proj", "attn.indexer.score", "attn.indexer.topk"]
 
 
+def test_dsa_top_k_is_a_decode_breakpoint():
+    assert fixture("deepseek_v32_exp").context_breakpoints() == [2048]  # index_topk
+    assert fixture("mamba_codestral_7b").context_breakpoints() == []
+
+
 def test_dsa_kv_cache_includes_the_index_keys():
     spec = fixture("deepseek_v32_exp")
     # 61 layers x (512 latent + 64 rope + 128 index key) x 1 B (fp8 KV, the checkpoint's dtype)

@@ -295,6 +295,11 @@ class ModelSpec:
         kinds |= {g.mixer.kind for g in self.layer_groups if g.mixer}
         return "/".join(sorted(kinds))
 
+    def context_breakpoints(self) -> list[int]:
+        """Context lengths where an op's cost stops growing linearly: sliding windows and DSA top-k (decode sums are
+        exact between them)."""
+        return sorted({w for g in self.layer_groups for w in (g.attention.sliding_window, g.attention.index_topk) if w})
+
     def norm_params(self) -> int:
         return self.d_model * (2 if self.norm == "layernorm" else 1)
 
