@@ -276,14 +276,16 @@ def _dsa_indexer_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
 
 # --------------------------------------------------------------------------------------------- mixers
 SCAN_FLOPS_PER_STATE_ELEM = {
+    "mamba1": 7,  # dA = exp(dt*A) (2); h = dA*h (1) + B*(dt*x) (2); y = C h (2)
     "mamba2": 5,  # S = exp(dt*A)*S (1) + dt*x B^T (2: multiply, add); y = S C (2)
     "gated_deltanet": 7,  # S k (2); S = a*S (1) + beta*(v - S k) k^T (2); o = S q (2)
 }
 
 
 def _mixer_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
-    """A recurrent mixer (Mamba-2 / Gated DeltaNet), heads column-parallel over tp: in_proj (z, conv channels,
-    per-head gates), causal conv1d, the chunked scan over a fixed-size state, gated RMSNorm, row-parallel out_proj."""
+    """A recurrent mixer (Mamba-1 / Mamba-2 / Gated DeltaNet), heads column-parallel over tp: in_proj (z, conv
+    channels, per-head gates), causal conv1d, (Mamba-1: x_proj, dt_proj), the scan over a fixed-size state, the output
+    gate (with an RMSNorm except Mamba-1), row-parallel out_proj."""
     m, n, d = g.mixer, g.count, c.spec.d_model
     heads, conv, gates = mixer_dims_per_chip(m, c.tp)
     inner = heads * m.head_dim
@@ -295,15 +297,31 @@ def _mixer_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
     ops.append(causal_conv1d("mixer.conv1d", g.name, n, batch=seqs, q_len=c.T_attn / seqs, channels=conv,
                              kernel=m.conv_kernel, act_bytes_per_elem=c.act_bytes, state_bytes_per_elem=c.kv_bytes,
                              weight_bytes=conv_w, **c.placed("column")))
-    ops += _mixer_scans(c, g, heads, conv + gates, inner)
-    # gated RMSNorm: norm(y) * silu(z); its weight (mamba2: over the chip's inner channels; gated DeltaNet: one
-    # head_dim vector) and the per-head A_log, dt_bias (and D) of the chip's heads ride with it
-    per_head = 3 if m.kind == "mamba2" else 2
-    small_w = ((inner if m.kind == "mamba2" else m.head_dim) + per_head * heads) * c.native_bytes
-    ops.append(c.pointwise("mixer.gate_norm", g.name, n, rows=c.T_attn, width=inner, flops_per_elem=5, reads=2,
-                           style="column", weight_bytes=small_w, stored_bytes=small_w, kind="norm"))
+    scan_in = conv + gates
+    if m.kind == "mamba1":
+        ops += _mamba1_projections(c, g, inner)
+        scan_in = conv + inner + 2 * m.state_dim  # x, dt per channel, B and C
+    ops += _mixer_scans(c, g, heads, scan_in, inner)
+    # output gate y * silu(z), normed except in Mamba-1; the chip's per-head A (dt_bias, D) and the norm weights ride
+    # with it (mamba2's norm spans the chip's inner channels; gated DeltaNet's and Jamba's are replicated)
+    small_w = (m.per_head_params() * heads // m.n_heads + (inner if m.kind == "mamba2" else m.norm_params())) \
+        * c.native_bytes
+    ops.append(c.pointwise("mixer.gate" if m.kind == "mamba1" else "mixer.gate_norm", g.name, n, rows=c.T_attn,
+                           width=inner, flops_per_elem=5, reads=2, style="column", weight_bytes=small_w,
+                           stored_bytes=small_w, kind="elementwise" if m.kind == "mamba1" else "norm"))
     # row-parallel: (T, H*hd) @ (H*hd, d) -> partial sums of (T, d)
     ops.append(c.gemm("mixer.out_proj", g.name, n, "attn", k=inner, n=d, style="row", bias=m.proj_bias))
+    return ops
+
+
+def _mamba1_projections(c: _Ctx, g: LayerGroup, inner: int) -> list[Op]:
+    """Mamba-1: x_proj (T, inner) @ (inner, dt_rank + 2*ds) row-parallel over the chip's channels (partial sums
+    all-reduced over tp), then dt_proj (T, dt_rank) @ (dt_rank, inner) back onto the chip's channels."""
+    m, n = g.mixer, g.count
+    out = m.dt_rank + 2 * m.state_dim
+    ops = [c.gemm("mixer.x_proj", g.name, n, "attn", k=inner, n=out, style="row")]
+    ops += c.collectives(collective_after("row", c.sh) if c.tp > 1 else None, "mixer_x_proj", g.name, n, width=out)
+    ops.append(c.gemm("mixer.dt_proj", g.name, n, "attn", k=m.dt_rank, n=inner, style="column", bias=True))
     return ops
 
 
@@ -316,7 +334,7 @@ def _mixer_scans(c: _Ctx, g: LayerGroup, heads: int, in_elems: int, out_elems: i
         parts.append(("mixer.scan.chunk", 1.0 / c.sh.sequence_groups, c.phase.chunk_tokens))
     return [recurrent_scan(name, g.name, g.count, batch=batch, q_len=q_len, n_heads=heads, head_dim=m.head_dim,
                            state_dim=m.state_dim, flops_per_state_elem=SCAN_FLOPS_PER_STATE_ELEM[m.kind],
-                           chunk_tokens=m.chunk_size, state_bytes_per_elem=state_bytes, act_in_elems_per_token=in_elems,
+                           chunk_tokens=0 if m.kind == "mamba1" else m.chunk_size, state_bytes_per_elem=state_bytes, act_in_elems_per_token=in_elems,
                            act_out_elems_per_token=out_elems, act_bytes_per_elem=c.act_bytes,
                            compute_dtype=c.compute_dtype, **c.placed("column"))
             for name, batch, q_len in parts]

@@ -133,7 +133,8 @@ def recurrent_scan(name, group, count, *, batch, q_len, n_heads, head_dim, state
     Each of the n_heads heads keeps a (head_dim x state_dim) state S per sequence. Recurrent term, every token:
     flops_per_state_elem FLOPs per state element (decay, rank-1 update, read-out). Prefill (q_len > 1) runs the
     chunked algorithm: within chunks of L = chunk_tokens tokens, each query also meets the earlier tokens of its
-    chunk like causal attention, 2*(head_dim + state_dim) FLOPs per pair, pairs = q*(Lq + 1)/2 with Lq = min(q, L).
+    chunk like causal attention, 2*(head_dim + state_dim) FLOPs per pair, pairs = q*(Lq + 1)/2 with Lq = min(q, L)
+    (L = 0: Mamba-1's parallel scan, no such term).
     FLOPs = B*H*(q*c*hd*ds + [q > 1]*q*(Lq + 1)/2 * 2*(hd + ds)). The state is read and written once per step
     (B*H*hd*ds elements each way): decode is memory-bound on it; it does not depend on the context length.
     """
@@ -141,7 +142,7 @@ def recurrent_scan(name, group, count, *, batch, q_len, n_heads, head_dim, state
     q = np.asarray(q_len, dtype=np.float64)
     state_elems = n_heads * head_dim * state_dim
     lq = np.minimum(q, float(chunk_tokens))
-    intra_pairs = np.where(q > 1, q * (lq + 1) / 2, 0.0)
+    intra_pairs = np.where(q > 1, q * (lq + 1) / 2, 0.0) if chunk_tokens else 0.0  # 0: a parallel scan, no chunks
     flops = b * (q * (flops_per_state_elem * state_elems) + intra_pairs * (2.0 * n_heads * (head_dim + state_dim)))
     state_bytes = b * (2.0 * state_elems * state_bytes_per_elem)  # (B, H, hd, ds): read + written
     act = b * q * (act_in_elems_per_token + act_out_elems_per_token) * act_bytes_per_elem

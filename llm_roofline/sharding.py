@@ -155,8 +155,9 @@ def expert_layout(n_experts: int, d_expert: int, sh: Sharding) -> tuple[int, int
 # ============================================================================ per-chip sizes
 def mixer_groups_per_chip(mixer: MixerSpec, tp: int) -> int:
     """B/C (Mamba-2) or q/k (Gated DeltaNet) groups on one chip: split over tp when there are at least tp of them,
-    else each chip keeps the one group its heads read (replicated, explicit: tp must be a multiple of the groups)."""
-    if mixer.n_groups >= tp:
+    else each chip keeps the one group its heads read (replicated, explicit: tp must be a multiple of the groups).
+    Mamba-1 has no groups (0)."""
+    if mixer.n_groups == 0 or mixer.n_groups >= tp:
         return split(mixer.n_groups, tp, "mixer groups (n_groups / linear_num_key_heads)")
     if tp % mixer.n_groups:
         raise ShardingError(f"tp={tp} is not a multiple of the mixer's {mixer.n_groups} groups, so they can neither "

@@ -8,6 +8,12 @@ Fixtures (tests/fixtures/configs), their sources and published parameter counts:
   module shapes of transformers' modeling_nemotron_h.py.
 - qwen3_next_80b_a3b.json: Qwen/Qwen3-Next-80B-A3B-Instruct config.json. Model card: "80B in total and 3B
   activated" (rounded); hand count below.
+- jamba_v0_1.json: ai21labs/Jamba-v0.1 config.json (configuration_jamba.py defaults describe the same model). Hub
+  count "51.6B params"; the Jamba paper (arXiv 2403.19887): 52B total, 12B active.
+- falcon_mamba_7b.json: tiiuae/falcon-mamba-7b, rebuilt from the model card's architecture (64 Mamba-1 blocks,
+  d_model 4096, d_state 16, expand 2, dt rank 256, vocabulary 65,024, untied head). Hub count "7.27B params".
+- bamba_9b.json: ibm-ai-platform/Bamba-9B config.json (attention at layers 9, 18, 27). Card "9B" (rounded); the
+  reference is the hand count below.
 - deepseek_v32_exp.json: deepseek-ai/DeepSeek-V3.2-Exp config.json = DeepSeek-V3's + index_topk 2048,
   index_n_heads 64, index_head_dim 128 (configuration_deepseek_v32.py defaults). Hub: 685B with the 14B MTP module;
   reference = V3 (671,026,419,200, model_configs/deepseek-ai/DeepSeek-V3) + 61 indexers (hand count below).
@@ -62,6 +68,21 @@ NEMOTRON_H_8B = 24 * MAMBA2_BLOCK + 24 * 176_164_864 + 4 * 41_947_136 + 2 * 131_
 #   shared gate 2048 -> 1,614,809,088; 2 norms 4096 per block
 QWEN3_NEXT_BODY = 36 * 33_718_464 + 12 * 27_263_488 + 48 * (1_614_809_088 + 4096)
 QWEN3_NEXT = QWEN3_NEXT_BODY + 2 * 151_936 * 2048 + 2048  # 79,674,391,296 (card "80B": 0.41 % below)
+# Mamba-1 block (Jamba / Falcon-Mamba), d = 4096, inner 8192, state 16, dt rank 256, conv 4:
+#   in_proj 4096 x 16,384 = 67,108,864; conv1d 8192 x 4 + 8192 = 40,960; x_proj 8192 x (256 + 32) = 2,359,296;
+#   dt_proj 256 x 8192 + 8192 = 2,105,344; A 8192 x 16 = 131,072; D 8192; out_proj 8192 x 4096 = 33,554,432
+#   -> 105,308,160 (+ Jamba's dt/B/C norms 256 + 16 + 16 = 288)
+MAMBA1_MIXER = 105_308_160
+FALCON_MAMBA = 64 * (MAMBA1_MIXER + 4096) + 2 * 65_024 * 4096 + 4096  # 7,272,665,088 (hub 7.27B)
+# Jamba: 28 Mamba-1 + 4 attention (41,943,040) layers; 16 dense gated MLPs 3 x 4096 x 14,336 = 176,160,768 and
+# 16 MoE (router 65,536 + 16 experts x 176,160,768); 2 norms per layer; embed + head 2 x 65,536 x 4096
+JAMBA = (28 * (MAMBA1_MIXER + 288) + 4 * 41_943_040 + 16 * 176_160_768 + 16 * (65_536 + 16 * 176_160_768)
+         + 32 * 8192 + 2 * 65_536 * 4096 + 4096)  # 51,570,323,328 (hub 51.6B)
+JAMBA_ACTIVE = JAMBA - 16 * 14 * 176_160_768  # top-2 of 16: 12,110,311,296 (paper: 12B active)
+# Bamba-9B: Mamba-2 with 1 group, state 128: conv_dim 8192 + 2 x 128 = 8448; in_proj 4096 x (8192 + 8448 + 128)
+#   = 68,681,728; conv 8448 x 5 = 42,240; 384; norm 8192; out_proj 33,554,432 -> 102,286,976
+#   29 such layers + 3 attention (41,943,040), each + gated MLP 176,160,768 + 2 norms 8192; 2 x 128,256 x 4096
+BAMBA = 29 * 102_286_976 + 3 * 41_943_040 + 32 * (176_160_768 + 8192) + 2 * 128_256 * 4096 + 4096  # 9,780,235,392
 # DSA indexer per layer: wq_b 1536 x 64*128 = 12,582,912; wk 7168 x 128 = 917,504; weights_proj 7168 x 64 = 458,752;
 # k_norm (LayerNorm) 2 x 128 = 256 -> 13,959,424
 DEEPSEEK_V32 = 671_026_419_200 + 61 * 13_959_424  # 671,877,944,064
@@ -72,12 +93,23 @@ DEEPSEEK_V32 = 671_026_419_200 + 61 * 13_959_424  # 671,877,944,064
     ("nemotron_h_8b", NEMOTRON_H_8B, 8.0e9),
     ("qwen3_next_80b_a3b", QWEN3_NEXT, 80e9),
     ("deepseek_v32_exp", DEEPSEEK_V32, 671e9),
+    ("jamba_v0_1", JAMBA, 51.6e9),
+    ("falcon_mamba_7b", FALCON_MAMBA, 7.27e9),
+    ("bamba_9b", BAMBA, BAMBA),
 ])
 def test_parameter_counts_match_hand_counts_and_published_figures(name, expected, published):
     m = fixture(name)
     assert m.params_total == expected
     # rounded cards: Nemotron-H "8B" is the hand count rounded down (1.3 %); the others within 0.5 %
-    assert abs(m.params_total / published - 1) < (0.013 if name == "nemotron_h_8b" else 0.005)
+    assert abs(m.params_total / published - 1) < (0.013 if name == "nemotron_h_8b" else 0.005)  # Bamba: own count
+
+
+def test_jamba_active_parameters_and_groups():
+    m = fixture("jamba_v0_1")
+    assert m.params_active == JAMBA_ACTIVE
+    # attention at i % 8 == 4 (4 layers), MoE at odd i: attention layers 4, 12, 20, 28 are dense
+    assert [(g.name, g.count) for g in m.layer_groups] == [("mamba1.dense", 12), ("mamba1.moe", 16),
+                                                           ("attention.dense", 4)]
 
 
 def test_qwen3_next_active_parameters():
@@ -108,6 +140,24 @@ def test_state_bytes_of_one_gated_deltanet_layer():
     spec = one_layer(fixture("qwen3_next_80b_a3b"), "gated_deltanet.moe")
     # delta-rule state: 32 value heads x 128 (dv) x 128 (dk) x 2 B = 1,048,576; conv: 3 x (2*2048 + 4096) x 2 B = 49,152
     assert state_bytes_per_sequence(spec, "bf16") == 1_048_576 + 49_152
+
+
+def test_state_bytes_of_one_mamba1_layer():
+    spec = one_layer(fixture("falcon_mamba_7b"), "mamba1")
+    # SSM: 8192 channels x 16 x 2 B = 262,144; conv: 3 x 8192 x 2 B = 49,152
+    assert state_bytes_per_sequence(spec, "bf16") == 262_144 + 49_152
+
+
+def test_mamba1_ops_decode():
+    spec = one_layer(fixture("falcon_mamba_7b"), "mamba1")
+    ops = build_ops(spec, Phase.decode(1, 100), lr.Sharding(tp=2))
+    assert [o.name for o in ops if o.group == "mamba1"] == [
+        "norm.attn", "mixer.in_proj", "mixer.conv1d", "mixer.x_proj", "comm.all_reduce.mixer_x_proj", "mixer.dt_proj",
+        "mixer.scan", "mixer.gate", "mixer.out_proj", "comm.all_reduce.attn", "residual"]
+    scan = op(ops, "mixer.scan", "mamba1")
+    assert float(scan.flops) == 7 * 4096 * 16  # 4096 channels per chip x 16 states x 7 FLOP
+    prefill = op(build_ops(spec, Phase.prefill(1, 100)), "mixer.scan", "mamba1")
+    assert float(prefill.flops) == 100 * 7 * 8192 * 16  # a parallel scan: no intra-chunk term
 
 
 def test_state_over_tp_chips_is_the_same_state_split():
@@ -264,8 +314,8 @@ def test_dsa_prefill_attention_is_capped_by_top_k():
 @pytest.mark.parametrize("cfg, words", [
     ({"model_type": "nemotron_h", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 10,
       "hybrid_override_pattern": "ME"}, ["hybrid_override_pattern", "MoE"]),
-    ({"model_type": "jamba", "hidden_size": 64}, ["jamba"]),
-    ({"model_type": "falcon_mamba", "hidden_size": 64}, ["falcon_mamba", "Mamba-1"]),
+    ({"model_type": "zamba2", "hidden_size": 64}, ["zamba2"]),
+    ({"model_type": "falcon_h1", "hidden_size": 64}, ["falcon_h1"]),
     ({"model_type": "qwen3_5", "text_config": {"model_type": "qwen3_5_text"}}, ["qwen3_5"]),
 ])
 def test_what_is_not_modelled_is_refused_in_one_line(cfg, words):

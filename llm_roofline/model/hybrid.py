@@ -1,4 +1,5 @@
-"""Readers of the recurrent and hybrid models: Mamba-2, Nemotron-H (Mamba-2 + attention + MLP blocks) and Qwen3-Next
+"""Readers of the recurrent and hybrid models: Mamba / Falcon-Mamba (Mamba-1), Mamba-2, Nemotron-H (Mamba-2 + attention
++ MLP blocks), Bamba (Mamba-2 or attention, then an MLP), Jamba (Mamba-1 or attention, then MLP or MoE) and Qwen3-Next
 (Gated DeltaNet + gated attention, MoE).
 
 Each layer is an (AttentionSpec, MixerSpec | None, FfnSpec) triple; a block without attention holds
@@ -13,10 +14,10 @@ from dataclasses import replace
 from ..errors import ModelConfigError, UnsupportedArchitectureError
 from .architectures import Architecture
 from .layers import attention_spec, ffn_spec, moe_layers
-from .reader import ConfigReader
+from .reader import ConfigReader, as_int
 from .spec import AttentionSpec, FfnSpec, LayerGroup, MixerSpec
 
-HYBRID_TYPES = ("mamba2", "nemotron_h", "qwen3_next")
+HYBRID_TYPES = ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "bamba", "jamba", "qwen3_next")
 # Nemotron-H's block letters (hybrid_override_pattern) and the list names of newer configs (layers_block_type)
 _NEMOTRON_LETTERS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 _NEMOTRON_NAMES = {"mamba": "mamba", "linear_attention": "mamba", "attention": "attention",
@@ -27,7 +28,9 @@ Layer = tuple[AttentionSpec, "MixerSpec | None", FfnSpec]
 def hybrid_groups(r: ConfigReader, arch: Architecture, model_type: str, d_model: int,
                   n_layers: int) -> tuple[LayerGroup, ...]:
     """The LayerGroups of a recurrent / hybrid model, in order of first occurrence."""
-    readers = {"mamba2": _mamba2_layers, "nemotron_h": _nemotron_h_layers, "qwen3_next": _qwen3_next_layers}
+    readers = {"mamba": _mamba1_layers, "falcon_mamba": _mamba1_layers, "mamba2": _mamba2_layers,
+               "nemotron_h": _nemotron_h_layers, "bamba": _bamba_layers, "jamba": _jamba_layers,
+               "qwen3_next": _qwen3_next_layers}
     layers = readers[model_type](r, arch, d_model, n_layers)
     _note_state_dtype(r, [m for _, m, _ in layers if m is not None])
     return _group(layers, arch.norms)
@@ -56,9 +59,10 @@ def _note_state_dtype(r: ConfigReader, mixers: list[MixerSpec]) -> None:
                 "'auto'; the config states no state dtype)")
              + ", the conv1d window ((conv_kernel - 1) x conv channels) in the KV-cache dtype; it does not grow with "
                "the context.")
-    r.assume("Mixer prefill FLOPs use the chunked algorithm (SSD / chunked delta rule): per token and head a state "
-             "update and read-out (recurrent term) plus causal attention-like work inside chunks of chunk_size "
-             "tokens; decode is one state update per token. The conv1d, gates and norms are elementwise.")
+    r.assume("Mixer prefill FLOPs: Mamba-2 and Gated DeltaNet use the chunked algorithm (SSD / chunked delta rule): per "
+             "token and head a state update and read-out plus causal attention-like work inside chunks of chunk_size "
+             "tokens; Mamba-1 a parallel scan (the recurrent term only). Decode is one state update per token. The "
+             "conv1d, gates and norms are elementwise.")
 
 
 def _state_dtype(r: ConfigReader) -> str | None:
@@ -71,10 +75,55 @@ def _state_dtype(r: ConfigReader) -> str | None:
     return names[value]
 
 
+# ---------------------------------------------------------------------------- Mamba-1
+def _mamba1_mixer(r: ConfigReader, d_model: int, prefix: str, dt_bc_norms: bool) -> MixerSpec:
+    """MambaMixer / JambaMambaMixer: inner = expand * hidden channels, each with a state of state_size; time_step_rank
+    'auto' = ceil(hidden / 16). Keys: state_size, conv_kernel, expand, time_step_rank, use_conv_bias, use_bias (Mamba);
+    mamba_d_state, mamba_d_conv, mamba_expand, mamba_dt_rank, mamba_conv_bias, mamba_proj_bias (Jamba)."""
+    names = (("state_size", "conv_kernel", "expand", "time_step_rank", "use_conv_bias", "use_bias") if not prefix else
+             ("mamba_d_state", "mamba_d_conv", "mamba_expand", "mamba_dt_rank", "mamba_conv_bias", "mamba_proj_bias"))
+    state, kernel, expand_key, rank_key, conv_bias, proj_bias = names
+    inner = r.count(expand_key, default=2, allow_zero=False) * d_model
+    rank = r.get(rank_key, default="auto")
+    if rank == "auto":
+        rank = -(-d_model // 16)
+        r.assume(f"{rank_key} 'auto': ceil(hidden_size / 16) = {rank}.")
+    return MixerSpec("mamba1", inner, 1, r.dim(state), 0, r.dim(kernel), conv_bias=r.flag(conv_bias),
+                     proj_bias=r.flag(proj_bias), chunk_size=1, state_dtype=_state_dtype(r),
+                     dt_rank=as_int(rank, rank_key), dt_bc_norms=dt_bc_norms)
+
+
+def _mamba1_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
+    """MambaForCausalLM / FalconMambaForCausalLM: every block is norm -> Mamba-1 mixer -> residual (no MLP);
+    Falcon-Mamba's RMSNorms on B, C and dt have no weights."""
+    mixer = _mamba1_mixer(r, d_model, "", dt_bc_norms=False)
+    r.used.update(("mixer_rms_eps", "use_mambapy", "use_associative_scan"))
+    return [(AttentionSpec.none(), mixer, FfnSpec.none())] * n_layers
+
+
+def _jamba_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
+    """JambaDecoderLayer: norm -> (attention without RoPE | Mamba-1 with dt/B/C norms) -> residual -> norm -> MLP or
+    MoE (every expert_layer_period-th layer from expert_layer_offset) -> residual."""
+    a_period, a_offset = r.count("attn_layer_period", 8, False), r.count("attn_layer_offset", 4)
+    e_period, e_offset = r.count("expert_layer_period", 2, False), r.count("expert_layer_offset", 1)
+    attn = attention_spec(r, arch, d_model, None, rope=False)
+    mixer = _mamba1_mixer(r, d_model, "mamba_", dt_bc_norms=True)
+    n_experts = r.dim("num_experts", required=False) or 1
+    ffns = {moe: ffn_spec(r, arch, d_model, moe, 0 if moe else r.dim("intermediate_size")) for moe in (False, True)
+            if moe is False or n_experts > 1}
+    out = []
+    for i in range(n_layers):
+        ffn = ffns[n_experts > 1 and i % e_period == e_offset]
+        out.append((attn, None, ffn) if i % a_period == a_offset else (AttentionSpec.none(), mixer, ffn))
+    r.used.update(("use_mambapy", "use_associative_scan", "use_mamba_kernels"))
+    return out
+
+
 # ---------------------------------------------------------------------------- Mamba-2 (pure SSM)
 def _mamba2_mixer(r: ConfigReader, d_model: int, keys: dict) -> MixerSpec:
     """A Mamba-2 mixer from the config's key names for heads, head_dim, state, groups, conv kernel, biases, chunk."""
-    heads, head_dim = r.dim(*keys["heads"]), r.dim(*keys["head_dim"])
+    heads = r.dim(*keys["heads"])
+    head_dim = keys["head_dim"] if isinstance(keys["head_dim"], int) else r.dim(*keys["head_dim"])
     groups = r.dim(*keys["groups"])
     if heads % groups:
         raise ModelConfigError(f"{keys['heads'][0]} ({heads}) must be a multiple of {keys['groups'][0]} ({groups})")
@@ -133,6 +182,24 @@ def _nemotron_h_layers(r: ConfigReader, arch: Architecture, d_model: int, n_laye
                                                 r.flag(arch.mlp_bias)))
     r.used.update(("mamba_hidden_act", "expand", "mamba_expand"))  # expand: heads x head_dim says it
     return [by_kind[k] for k in kinds]
+
+
+# ---------------------------------------------------------------------------- Bamba
+def _bamba_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
+    """BambaDecoderLayer: norm -> (Mamba-2 | attention at attn_layer_indices) -> residual -> norm -> gated MLP."""
+    attn_at = set(r.int_list("attn_layer_indices", default=[]) or [])
+    heads = r.dim("mamba_n_heads")
+    head_dim = r.get("mamba_d_head", default="auto")
+    if head_dim == "auto":  # BambaConfig: mamba_expand * hidden_size / mamba_n_heads
+        head_dim = r.count("mamba_expand", default=2, allow_zero=False) * d_model // heads
+        r.assume(f"mamba_d_head 'auto': mamba_expand x hidden_size / mamba_n_heads = {head_dim}.")
+    mixer = _mamba2_mixer(r, d_model, dict(heads=("mamba_n_heads",), head_dim=as_int(head_dim, "mamba_d_head"),
+                                           state=("mamba_d_state",), groups=("mamba_n_groups",), conv=("mamba_d_conv",),
+                                           conv_bias="mamba_conv_bias", proj_bias="mamba_proj_bias",
+                                           chunk=("mamba_chunk_size",)))
+    mlp = ffn_spec(r, arch, d_model, False, r.dim("intermediate_size"))
+    attn = attention_spec(r, arch, d_model, None, rope=True) if attn_at else None
+    return [(attn, None, mlp) if i in attn_at else (AttentionSpec.none(), mixer, mlp) for i in range(n_layers)]
 
 
 # ---------------------------------------------------------------------------- Qwen3-Next

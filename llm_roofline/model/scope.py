@@ -14,10 +14,9 @@ from .architectures import (CROSS_ATTENTION_KEYS, ENCODER_DECODER_TYPES, ENCODER
 from .reader import ConfigReader, as_int
 
 # model_type -> the state-space / sparse-attention keys its reader (hybrid.py, layers.py) understands
+_SSM_KEYS = tuple(k for k, why in REFUSED_KEYS.items() if why.startswith("state-space"))
 READ_HYBRID_KEYS = {
-    "mamba2": ("state_size", "ssm_cfg"),
-    "nemotron_h": ("hybrid_override_pattern", "layers_block_type", "ssm_state_size"),
-    "qwen3_next": ("linear_num_value_heads", "linear_key_head_dim"),
+    **{t: _SSM_KEYS for t in ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "bamba", "jamba", "qwen3_next")},
     "deepseek_v32": ("index_topk", "index_n_heads", "index_head_dim"),
 }
 _TOWER_KEYS = ("vision_config", "audio_config", "speech_config", "vision_tower_config")

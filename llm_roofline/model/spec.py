@@ -14,7 +14,7 @@ from ..units import WeightFormat, canonical_dtype, dtype_bytes, weight_format
 
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla", "none")  # none: a block without softmax attention (a mixer or MLP block)
 FFN_KINDS = ("dense", "moe", "none")  # none: a block without MLP (Mamba blocks, Nemotron-H mixer blocks)
-MIXER_KINDS = ("mamba2", "gated_deltanet")
+MIXER_KINDS = ("mamba1", "mamba2", "gated_deltanet")
 
 
 def _check_kind(what: str, kind: str, known: tuple[str, ...]) -> None:
@@ -137,9 +137,12 @@ class MixerSpec:
     of state_dim (q and k); in_proj_qkvz + in_proj_ba (beta, decay); state (state_dim x head_dim) per value head.
     Both: a depthwise causal conv1d of conv_kernel taps over conv_dim = inner + 2*n_groups*state_dim channels, a gated
     RMSNorm on the output, out_proj back to d_model.
+    mamba1 (Mamba, Falcon-Mamba, Jamba): every inner channel is its own "head" (head_dim 1) with a state of state_dim;
+    no groups (B, C come from x_proj after the conv: conv_dim = inner); x_proj (inner -> dt_rank + 2*state_dim) and
+    dt_proj (dt_rank -> inner, with bias); output gated by silu(z) without a norm; Jamba adds RMSNorms on dt, B, C.
     """
 
-    kind: str  # mamba2 | gated_deltanet
+    kind: str  # mamba1 | mamba2 | gated_deltanet
     n_heads: int
     head_dim: int
     state_dim: int
@@ -149,6 +152,8 @@ class MixerSpec:
     proj_bias: bool = False
     chunk_size: int = 64  # prefill runs the chunked (SSD / chunked delta rule) algorithm in chunks of this many tokens
     state_dtype: str | None = None  # storage of the recurrent state (mamba_ssm_cache_dtype); None: the KV dtype
+    dt_rank: int = 0  # mamba1: rank of the dt projection
+    dt_bc_norms: bool = False  # Jamba: RMSNorm weights on dt (dt_rank), B and C (state_dim each)
 
     def __post_init__(self):
         _check_kind("MixerSpec", self.kind, MIXER_KINDS)
@@ -164,21 +169,34 @@ class MixerSpec:
 
     @property
     def gate_heads(self) -> int:
-        """Per-head scalars from in_proj: dt (mamba2); beta and the decay a (gated DeltaNet)."""
-        return self.n_heads * (1 if self.kind == "mamba2" else 2)
+        """Per-head scalars from in_proj: dt (mamba2); beta and the decay a (gated DeltaNet); none (mamba1: x_proj)."""
+        return self.n_heads * {"mamba1": 0, "mamba2": 1, "gated_deltanet": 2}[self.kind]
 
     def weight_matrices(self, d_model: int) -> list[Matrix]:
         # in_proj: (d) -> z (inner) + conv channels + per-head gates; out_proj: (inner) -> (d)
-        return [Matrix("mixer.in_proj", d_model, self.inner_dim + self.conv_dim + self.gate_heads, self.proj_bias),
-                Matrix("mixer.out_proj", self.inner_dim, d_model, self.proj_bias)]
+        mats = [Matrix("mixer.in_proj", d_model, self.inner_dim + self.conv_dim + self.gate_heads, self.proj_bias)]
+        if self.kind == "mamba1":  # dt, B, C from the conv output; dt back up to the channels
+            mats += [Matrix("mixer.x_proj", self.inner_dim, self.dt_rank + 2 * self.state_dim),
+                     Matrix("mixer.dt_proj", self.dt_rank, self.inner_dim, bias=True)]
+        return mats + [Matrix("mixer.out_proj", self.inner_dim, d_model, self.proj_bias)]
 
     def extra_params(self) -> int:
         """conv1d weights (+ bias), per-head A_log and dt_bias (+ D for mamba2), the gated norm's weight (mamba2: over
         inner_dim; gated DeltaNet: one head_dim weight shared by the heads)."""
         conv = self.conv_dim * self.conv_kernel + (self.conv_dim if self.conv_bias else 0)
-        per_head = self.n_heads * (3 if self.kind == "mamba2" else 2)
-        norm = self.inner_dim if self.kind == "mamba2" else self.head_dim
-        return conv + per_head + norm
+        return conv + self.per_head_params() + self.norm_params()
+
+    def per_head_params(self) -> int:
+        """A_log, dt_bias, D (mamba2); A_log, dt_bias (gated DeltaNet); A (channels x state_dim) and D (mamba1)."""
+        if self.kind == "mamba1":
+            return self.n_heads * (self.state_dim + 1)
+        return self.n_heads * (3 if self.kind == "mamba2" else 2)
+
+    def norm_params(self) -> int:
+        """The gated RMSNorm's weight (mamba2: inner_dim; gated DeltaNet: head_dim); Jamba's dt, B, C norms."""
+        if self.kind == "mamba1":
+            return self.dt_rank + 2 * self.state_dim if self.dt_bc_norms else 0
+        return self.inner_dim if self.kind == "mamba2" else self.head_dim
 
     def ssm_state_elements(self) -> int:
         """Recurrent state of one sequence in one layer: a (head_dim x state_dim) matrix per head."""
