@@ -279,6 +279,7 @@ SCAN_FLOPS_PER_STATE_ELEM = {
     "mamba1": 7,  # dA = exp(dt*A) (2); h = dA*h (1) + B*(dt*x) (2); y = C h (2)
     "mamba2": 5,  # S = exp(dt*A)*S (1) + dt*x B^T (2: multiply, add); y = S C (2)
     "gated_deltanet": 7,  # S k (2); S = a*S (1) + beta*(v - S k) k^T (2); o = S q (2)
+    "lightning": 5,  # S = lambda*S (1) + k^T v (2); o = q S (2)
 }
 
 
@@ -294,18 +295,20 @@ def _mixer_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
     ops.append(c.gemm("mixer.in_proj", g.name, n, "attn", k=d, n=inner + conv + gates, style="column", bias=m.proj_bias))
     seqs = c.b_attn + (1.0 / c.sh.sequence_groups if c.phase.has_chunk else 0.0)  # sequences whose state moves
     conv_w = (conv * m.conv_kernel + (conv if m.conv_bias else 0)) * c.native_bytes
-    ops.append(causal_conv1d("mixer.conv1d", g.name, n, batch=seqs, q_len=c.T_attn / seqs, channels=conv,
-                             kernel=m.conv_kernel, act_bytes_per_elem=c.act_bytes, state_bytes_per_elem=c.kv_bytes,
-                             weight_bytes=conv_w, **c.placed("column")))
+    if m.conv_kernel:  # lightning attention has none
+        ops.append(causal_conv1d("mixer.conv1d", g.name, n, batch=seqs, q_len=c.T_attn / seqs, channels=conv,
+                                 kernel=m.conv_kernel, act_bytes_per_elem=c.act_bytes, state_bytes_per_elem=c.kv_bytes,
+                                 weight_bytes=conv_w, **c.placed("column")))
     scan_in = conv + gates
     if m.kind == "mamba1":
         ops += _mamba1_projections(c, g, inner)
         scan_in = conv + inner + 2 * m.state_dim  # x, dt per channel, B and C
     ops += _mixer_scans(c, g, heads, scan_in, inner)
-    # output gate y * silu(z), normed except in Mamba-1; the chip's per-head A (dt_bias, D) and the norm weights ride
-    # with it (mamba2's norm spans the chip's inner channels; gated DeltaNet's and Jamba's are replicated)
-    small_w = (m.per_head_params() * heads // m.n_heads + (inner if m.kind == "mamba2" else m.norm_params())) \
-        * c.native_bytes
+    # output gate y * silu(z) (lightning: sigmoid), normed except in Mamba-1; the chip's per-head A (dt_bias, D) and the
+    # norm weights ride with it (mamba2's and lightning's norm span the chip's channels; gated DeltaNet's and Jamba's
+    # are replicated)
+    norm_w = inner if m.kind in ("mamba2", "lightning") else m.norm_params()
+    small_w = (m.per_head_params() * heads // m.n_heads + norm_w) * c.native_bytes
     ops.append(c.pointwise("mixer.gate" if m.kind == "mamba1" else "mixer.gate_norm", g.name, n, rows=c.T_attn,
                            width=inner, flops_per_elem=5, reads=2, style="column", weight_bytes=small_w,
                            stored_bytes=small_w, kind="elementwise" if m.kind == "mamba1" else "norm"))

@@ -176,7 +176,7 @@ def mixer_state_elems_per_chip(mixer: MixerSpec, tp: int) -> tuple[int, int]:
     """(SSM state, conv state) elements of one sequence in one layer on one chip: (heads, hd, ds) and
     (kernel - 1, conv channels)."""
     heads, conv_channels, _ = mixer_dims_per_chip(mixer, tp)
-    return heads * mixer.head_dim * mixer.state_dim, (mixer.conv_kernel - 1) * conv_channels
+    return heads * mixer.head_dim * mixer.state_dim, max(mixer.conv_kernel - 1, 0) * conv_channels
 
 
 def kv_heads_per_chip(attn: AttentionSpec, tp: int) -> int:

@@ -14,6 +14,8 @@ Fixtures (tests/fixtures/configs), their sources and published parameter counts:
   d_model 4096, d_state 16, expand 2, dt rank 256, vocabulary 65,024, untied head). Hub count "7.27B params".
 - bamba_9b.json: ibm-ai-platform/Bamba-9B config.json (attention at layers 9, 18, 27). Card "9B" (rounded); the
   reference is the hand count below.
+- minimax_text_01.json: MiniMaxAI/MiniMax-Text-01-hf config.json (layer_types: every 8th layer softmax). MiniMax-01
+  report (arXiv 2501.08313): "456 billion total parameters, 45.9 billion activated per token".
 - deepseek_v32_exp.json: deepseek-ai/DeepSeek-V3.2-Exp config.json = DeepSeek-V3's + index_topk 2048,
   index_n_heads 64, index_head_dim 128 (configuration_deepseek_v32.py defaults). Hub: 685B with the 14B MTP module;
   reference = V3 (671,026,419,200, model_configs/deepseek-ai/DeepSeek-V3) + 61 indexers (hand count below).
@@ -83,6 +85,12 @@ JAMBA_ACTIVE = JAMBA - 16 * 14 * 176_160_768  # top-2 of 16: 12,110,311,296 (pap
 #   = 68,681,728; conv 8448 x 5 = 42,240; 384; norm 8192; out_proj 33,554,432 -> 102,286,976
 #   29 such layers + 3 attention (41,943,040), each + gated MLP 176,160,768 + 2 norms 8192; 2 x 128,256 x 4096
 BAMBA = 29 * 102_286_976 + 3 * 41_943_040 + 32 * (176_160_768 + 8192) + 2 * 128_256 * 4096 + 4096  # 9,780,235,392
+# MiniMax-Text-01, d = 6144, 64 heads x 128 = 8192: lightning qkv 6144 x 3 x 8192 + output_gate 6144 x 8192 + norm 8192
+#   + out_proj 8192 x 6144 = 251,666,432; softmax GQA q, o 2 x 6144 x 8192 + k, v 2 x 6144 x 1024 = 113,246,208;
+#   MoE router 6144 x 32 = 196,608 + 32 experts x 3 x 6144 x 9216 (169,869,312 each); 2 norms 12,288 per layer
+MINIMAX_EMBED = 2 * 200_064 * 6144  # 2,458,386,432
+MINIMAX = (70 * 251_666_432 + 10 * 113_246_208 + 80 * (196_608 + 32 * 169_869_312 + 12_288) + MINIMAX_EMBED
+           + 6144)  # 456,089,655,296
 # DSA indexer per layer: wq_b 1536 x 64*128 = 12,582,912; wk 7168 x 128 = 917,504; weights_proj 7168 x 64 = 458,752;
 # k_norm (LayerNorm) 2 x 128 = 256 -> 13,959,424
 DEEPSEEK_V32 = 671_026_419_200 + 61 * 13_959_424  # 671,877,944,064
@@ -96,6 +104,7 @@ DEEPSEEK_V32 = 671_026_419_200 + 61 * 13_959_424  # 671,877,944,064
     ("jamba_v0_1", JAMBA, 51.6e9),
     ("falcon_mamba_7b", FALCON_MAMBA, 7.27e9),
     ("bamba_9b", BAMBA, BAMBA),
+    ("minimax_text_01", MINIMAX, 456e9),
 ])
 def test_parameter_counts_match_hand_counts_and_published_figures(name, expected, published):
     m = fixture(name)
@@ -110,6 +119,13 @@ def test_jamba_active_parameters_and_groups():
     # attention at i % 8 == 4 (4 layers), MoE at odd i: attention layers 4, 12, 20, 28 are dense
     assert [(g.name, g.count) for g in m.layer_groups] == [("mamba1.dense", 12), ("mamba1.moe", 16),
                                                            ("attention.dense", 4)]
+
+
+def test_minimax_active_parameters():
+    m = fixture("minimax_text_01")
+    assert m.params_active == MINIMAX - 80 * 30 * 169_869_312  # top-2 of 32 experts: 48,403,306,496
+    # the report's 45.9B leaves out the embedding and LM head: 48,403,306,496 - 2,458,386,432 = 45,944,920,064
+    assert abs((m.params_active - MINIMAX_EMBED) / 45.9e9 - 1) < 0.005
 
 
 def test_qwen3_next_active_parameters():
@@ -158,6 +174,19 @@ def test_mamba1_ops_decode():
     assert float(scan.flops) == 7 * 4096 * 16  # 4096 channels per chip x 16 states x 7 FLOP
     prefill = op(build_ops(spec, Phase.prefill(1, 100)), "mixer.scan", "mamba1")
     assert float(prefill.flops) == 100 * 7 * 8192 * 16  # a parallel scan: no intra-chunk term
+
+
+def test_lightning_attention_state_and_long_context():
+    m = fixture("minimax_text_01")
+    # one lightning layer: 64 heads x 128 x 128 x 2 B = 2,097,152 B, no conv window
+    assert state_bytes_per_sequence(one_layer(m, "lightning.moe"), "bf16") == 2_097_152
+    # 1M tokens: 10 softmax layers x 8 KV heads x 256 x 2 B = 40,960 B/token, + 70 x 2,097,152 B of state;
+    # all 80 layers softmax would hold 8x the KV (327,680 B/token: 327.7 GB)
+    assert cache_bytes_per_sequence(m, 1_000_000) == 40_960 * 1_000_000 + 70 * 2_097_152
+    ops = build_ops(one_layer(m, "lightning.moe"), Phase.decode(1, 1000))
+    assert [o.name for o in ops if o.name.startswith("mixer")] == ["mixer.in_proj", "mixer.scan", "mixer.gate_norm",
+                                                                   "mixer.out_proj"]
+    assert float(op(ops, "mixer.scan", "lightning.moe").flops) == 5 * 64 * 128 * 128  # 5,242,880
 
 
 def test_state_over_tp_chips_is_the_same_state_split():

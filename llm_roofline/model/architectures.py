@@ -111,6 +111,10 @@ ARCHITECTURES: dict[str, Architecture] = {
     "bamba": replace(_LLAMA, defaults={"tie_word_embeddings": False, "mamba_n_heads": 128, "mamba_n_groups": 1,
                                        "mamba_d_state": 256, "mamba_d_conv": 4, "mamba_expand": 2,
                                        "mamba_chunk_size": 256, "mamba_conv_bias": True, "mamba_proj_bias": False}),
+    # MiniMax-Text-01 (configuration_minimax.py): lightning attention (block_size 256) and softmax GQA layers, every
+    # layer MoE (num_local_experts of intermediate_size).
+    "minimax": replace(_LLAMA, expert_keys=("intermediate_size",),
+                       defaults={"tie_word_embeddings": False, "block_size": 256}),
     # Nemotron-H (configuration_nemotron_h.py): one norm + one mixer per block; attention without RoPE; relu² MLP
     # (up, down); Mamba-2 mixers with conv bias (use_conv_bias) and no projection bias (mamba_proj_bias).
     "nemotron_h": replace(_LLAMA, norms=1, gated=False, rope=False,
@@ -208,7 +212,7 @@ SHARED_EXPERTS_KEYS = ("n_shared_experts", "moe_num_shared_experts", "num_shared
 MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 # Recurrent mixers (hybrid.py): widths (head dims, state, conv taps, chunk, DSA index dims) and head counts.
 MIXER_WIDTH_KEYS = ("state_size", "ssm_state_size", "mamba_head_dim", "conv_kernel", "mamba_d_conv", "chunk_size",
-                    "mamba_d_state", "mamba_d_head", "mamba_dt_rank", "time_step_rank",
+                    "mamba_d_state", "mamba_d_head", "mamba_dt_rank", "time_step_rank", "block_size",
                     "mamba_chunk_size", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim",
                     "index_topk", "index_head_dim")
 MIXER_HEAD_KEYS = ("num_heads", "mamba_num_heads", "mamba_n_heads", "n_groups", "mamba_n_groups", "linear_num_key_heads",
@@ -262,7 +266,6 @@ REFUSED_TYPES = {
     **{t: "recurrent layers" for t in ("rwkv", "rwkv6", "rwkv7", "recurrent_gemma", "xlstm")},
     "lfm2": "hybrid short-convolution + attention layers",
     "lfm2_moe": "hybrid short-convolution + attention layers",
-    "minimax": "hybrid lightning (linear) attention + softmax attention layers",
     "qwen3_5": "hybrid Gated DeltaNet (linear attention) + gated attention layers",
     "qwen3_5_moe": "hybrid Gated DeltaNet (linear attention) + gated attention layers",
     "glm_moe_dsa": "DeepSeek sparse attention (DSA: a lightning indexer selects index_topk keys per query)",

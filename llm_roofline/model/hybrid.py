@@ -1,6 +1,6 @@
 """Readers of the recurrent and hybrid models: Mamba / Falcon-Mamba (Mamba-1), Mamba-2, Nemotron-H (Mamba-2 + attention
-+ MLP blocks), Bamba (Mamba-2 or attention, then an MLP), Jamba (Mamba-1 or attention, then MLP or MoE) and Qwen3-Next
-(Gated DeltaNet + gated attention, MoE).
++ MLP blocks), Bamba (Mamba-2 or attention, then an MLP), Jamba (Mamba-1 or attention, then MLP or MoE), Qwen3-Next
+(Gated DeltaNet + gated attention, MoE) and MiniMax-Text-01 (lightning attention + softmax attention, MoE).
 
 Each layer is an (AttentionSpec, MixerSpec | None, FfnSpec) triple; a block without attention holds
 AttentionSpec.none(), one without MLP FfnSpec.none(). Identical triples share one LayerGroup. Key names and their
@@ -17,7 +17,7 @@ from .layers import attention_spec, ffn_spec, moe_layers
 from .reader import ConfigReader, as_int
 from .spec import AttentionSpec, FfnSpec, LayerGroup, MixerSpec
 
-HYBRID_TYPES = ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "bamba", "jamba", "qwen3_next")
+HYBRID_TYPES = ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "bamba", "jamba", "qwen3_next", "minimax")
 # Nemotron-H's block letters (hybrid_override_pattern) and the list names of newer configs (layers_block_type)
 _NEMOTRON_LETTERS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 _NEMOTRON_NAMES = {"mamba": "mamba", "linear_attention": "mamba", "attention": "attention",
@@ -30,7 +30,7 @@ def hybrid_groups(r: ConfigReader, arch: Architecture, model_type: str, d_model:
     """The LayerGroups of a recurrent / hybrid model, in order of first occurrence."""
     readers = {"mamba": _mamba1_layers, "falcon_mamba": _mamba1_layers, "mamba2": _mamba2_layers,
                "nemotron_h": _nemotron_h_layers, "bamba": _bamba_layers, "jamba": _jamba_layers,
-               "qwen3_next": _qwen3_next_layers}
+               "qwen3_next": _qwen3_next_layers, "minimax": _minimax_layers}
     layers = readers[model_type](r, arch, d_model, n_layers)
     _note_state_dtype(r, [m for _, m, _ in layers if m is not None])
     return _group(layers, arch.norms)
@@ -59,9 +59,9 @@ def _note_state_dtype(r: ConfigReader, mixers: list[MixerSpec]) -> None:
                 "'auto'; the config states no state dtype)")
              + ", the conv1d window ((conv_kernel - 1) x conv channels) in the KV-cache dtype; it does not grow with "
                "the context.")
-    r.assume("Mixer prefill FLOPs: Mamba-2 and Gated DeltaNet use the chunked algorithm (SSD / chunked delta rule): per "
-             "token and head a state update and read-out plus causal attention-like work inside chunks of chunk_size "
-             "tokens; Mamba-1 a parallel scan (the recurrent term only). Decode is one state update per token. The "
+    r.assume("Mixer prefill FLOPs: Mamba-2, Gated DeltaNet and lightning attention use the chunked algorithm (SSD / "
+             "chunked delta rule / lightning blocks): per token and head a state update and read-out plus causal "
+             "attention-like work inside chunks of chunk_size tokens; Mamba-1 a parallel scan (the recurrent term only). Decode is one state update per token. The "
              "conv1d, gates and norms are elementwise.")
 
 
@@ -236,3 +236,33 @@ def _qwen3_next_layers(r: ConfigReader, arch: Architecture, d_model: int, n_laye
     ffns = {m: ffn_spec(r, arch, d_model, m, 0 if m else r.dim("intermediate_size")) for m in set(moe)}
     r.used.update(("partial_rotary_factor",))
     return [(attn, None, ffns[m]) if f else (AttentionSpec.none(), mixer, ffns[m]) for f, m in zip(full, moe)]
+
+
+# ---------------------------------------------------------------------------- MiniMax-Text-01
+def _minimax_full(r: ConfigReader, n_layers: int) -> list[bool]:
+    """Softmax-attention layers: layer_types (HF) or attn_type_list (MiniMax's own config: 1 = softmax)."""
+    if r.get("layer_types") is not None:
+        types = r.str_list("layer_types", n_layers)
+        bad = next((t for t in types if t not in ("linear_attention", "full_attention")), None)
+        if bad is not None:
+            raise ModelConfigError(f"layer_types entry {bad!r:.40} is not linear_attention or full_attention")
+        return [t == "full_attention" for t in types]
+    flags = r.int_list("attn_type_list", n_layers)
+    if flags is None:
+        raise ModelConfigError("minimax config has neither layer_types nor attn_type_list")
+    return [bool(f) for f in flags]
+
+
+def _minimax_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
+    """MiniMaxDecoderLayer: norm -> (lightning attention | softmax GQA) -> residual -> norm -> MoE -> residual.
+    Lightning: qkv_proj (3 H hd) and output_gate (H hd) from x, RMSNorm over H hd, out_proj; no conv."""
+    full = _minimax_full(r, n_layers)
+    attn = attention_spec(r, arch, d_model, None, rope=True)
+    heads, head_dim = attn.n_heads, attn.head_dim
+    mixer = MixerSpec("lightning", heads, head_dim, head_dim, heads, 0, chunk_size=r.dim("block_size"),
+                      state_dtype=_state_dtype(r))
+    moe = ffn_spec(r, arch, d_model, True, 0)
+    r.assume("MiniMax: the residual scaling factors (*_alpha_factor, *_beta_factor) are scalars, not modelled.")
+    r.used.update(("full_attn_alpha_factor", "full_attn_beta_factor", "linear_attn_alpha_factor",
+                   "linear_attn_beta_factor", "mlp_alpha_factor", "mlp_beta_factor", "rotary_dim"))
+    return [(attn, None, moe) if f else (AttentionSpec.none(), mixer, moe) for f in full]

@@ -16,7 +16,8 @@ from .reader import ConfigReader, as_int
 # model_type -> the state-space / sparse-attention keys its reader (hybrid.py, layers.py) understands
 _SSM_KEYS = tuple(k for k, why in REFUSED_KEYS.items() if why.startswith("state-space"))
 READ_HYBRID_KEYS = {
-    **{t: _SSM_KEYS for t in ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "bamba", "jamba", "qwen3_next")},
+    **{t: _SSM_KEYS for t in ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "bamba", "jamba", "qwen3_next",
+                              "minimax")},
     "deepseek_v32": ("index_topk", "index_n_heads", "index_head_dim"),
 }
 _TOWER_KEYS = ("vision_config", "audio_config", "speech_config", "vision_tower_config")

@@ -14,7 +14,7 @@ from ..units import WeightFormat, canonical_dtype, dtype_bytes, weight_format
 
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla", "none")  # none: a block without softmax attention (a mixer or MLP block)
 FFN_KINDS = ("dense", "moe", "none")  # none: a block without MLP (Mamba blocks, Nemotron-H mixer blocks)
-MIXER_KINDS = ("mamba1", "mamba2", "gated_deltanet")
+MIXER_KINDS = ("mamba1", "mamba2", "gated_deltanet", "lightning")
 
 
 def _check_kind(what: str, kind: str, known: tuple[str, ...]) -> None:
@@ -140,6 +140,9 @@ class MixerSpec:
     mamba1 (Mamba, Falcon-Mamba, Jamba): every inner channel is its own "head" (head_dim 1) with a state of state_dim;
     no groups (B, C come from x_proj after the conv: conv_dim = inner); x_proj (inner -> dt_rank + 2*state_dim) and
     dt_proj (dt_rank -> inner, with bias); output gated by silu(z) without a norm; Jamba adds RMSNorms on dt, B, C.
+    lightning (MiniMax-Text-01 lightning attention): linear attention with a fixed per-head decay; q, k, v of n_heads
+    heads (n_groups = n_heads key heads, state_dim = head_dim) and an output gate from one x, no conv (conv_kernel 0),
+    an RMSNorm over the heads' output; state (head_dim x head_dim) per head.
     """
 
     kind: str  # mamba1 | mamba2 | gated_deltanet
@@ -170,7 +173,7 @@ class MixerSpec:
     @property
     def gate_heads(self) -> int:
         """Per-head scalars from in_proj: dt (mamba2); beta and the decay a (gated DeltaNet); none (mamba1: x_proj)."""
-        return self.n_heads * {"mamba1": 0, "mamba2": 1, "gated_deltanet": 2}[self.kind]
+        return self.n_heads * {"mamba1": 0, "mamba2": 1, "gated_deltanet": 2, "lightning": 0}[self.kind]
 
     def weight_matrices(self, d_model: int) -> list[Matrix]:
         # in_proj: (d) -> z (inner) + conv channels + per-head gates; out_proj: (inner) -> (d)
@@ -190,13 +193,13 @@ class MixerSpec:
         """A_log, dt_bias, D (mamba2); A_log, dt_bias (gated DeltaNet); A (channels x state_dim) and D (mamba1)."""
         if self.kind == "mamba1":
             return self.n_heads * (self.state_dim + 1)
-        return self.n_heads * (3 if self.kind == "mamba2" else 2)
+        return self.n_heads * {"mamba2": 3, "gated_deltanet": 2, "lightning": 0}[self.kind]
 
     def norm_params(self) -> int:
-        """The gated RMSNorm's weight (mamba2: inner_dim; gated DeltaNet: head_dim); Jamba's dt, B, C norms."""
+        """The gated RMSNorm's weight (mamba2, lightning: inner_dim; gated DeltaNet: head_dim); Jamba's dt, B, C norms."""
         if self.kind == "mamba1":
             return self.dt_rank + 2 * self.state_dim if self.dt_bc_norms else 0
-        return self.inner_dim if self.kind == "mamba2" else self.head_dim
+        return self.head_dim if self.kind == "gated_deltanet" else self.inner_dim
 
     def ssm_state_elements(self) -> int:
         """Recurrent state of one sequence in one layer: a (head_dim x state_dim) matrix per head."""
@@ -204,7 +207,7 @@ class MixerSpec:
 
     def conv_state_elements(self) -> int:
         """The conv1d's rolling window: the last conv_kernel - 1 inputs of every conv channel."""
-        return (self.conv_kernel - 1) * self.conv_dim
+        return max(self.conv_kernel - 1, 0) * self.conv_dim
 
 
 @dataclass(frozen=True)
