@@ -14,6 +14,8 @@ Fixtures (tests/fixtures/configs), their sources and published parameter counts:
   d_model 4096, d_state 16, expand 2, dt rank 256, vocabulary 65,024, untied head). Hub count "7.27B params".
 - bamba_9b.json: ibm-ai-platform/Bamba-9B config.json (attention at layers 9, 18, 27). Card "9B" (rounded); the
   reference is the hand count below.
+- qwen3_5_9b.json: Qwen/Qwen3.5-9B config.json (a multimodal wrapper: text_config qwen3_5_text + vision_config).
+  The card's "9B" includes the vision encoder; the text decoder's reference is the hand count below.
 - minimax_text_01.json: MiniMaxAI/MiniMax-Text-01-hf config.json (layer_types: every 8th layer softmax). MiniMax-01
   report (arXiv 2501.08313): "456 billion total parameters, 45.9 billion activated per token".
 - deepseek_v32_exp.json: deepseek-ai/DeepSeek-V3.2-Exp config.json = DeepSeek-V3's + index_topk 2048,
@@ -91,6 +93,10 @@ BAMBA = 29 * 102_286_976 + 3 * 41_943_040 + 32 * (176_160_768 + 8192) + 2 * 128_
 MINIMAX_EMBED = 2 * 200_064 * 6144  # 2,458,386,432
 MINIMAX = (70 * 251_666_432 + 10 * 113_246_208 + 80 * (196_608 + 32 * 169_869_312 + 12_288) + MINIMAX_EMBED
            + 6144)  # 456,089,655,296
+# Qwen3.5-9B text, d = 4096: GDN in_proj_qkv 4096 x 8192 + z 4096 x 4096 + b, a 2 x 4096 x 32 + conv 8192 x 4 + 64
+#   + norm 128 + out_proj 4096 x 4096 = 67,403,968; gated attention q 4096 x 8192 + k, v 2 x 4096 x 1024 + o 4096 x 4096
+#   + q/k norms 512 = 58,720,768; dense gated MLP 3 x 4096 x 12,288 = 150,994,944; 2 norms 8192; 2 x 248,320 x 4096
+QWEN3_5_9B = 24 * 67_403_968 + 8 * 58_720_768 + 32 * (150_994_944 + 8192) + 2 * 248_320 * 4096 + 4096  # 8,953,803,264
 # DSA indexer per layer: wq_b 1536 x 64*128 = 12,582,912; wk 7168 x 128 = 917,504; weights_proj 7168 x 64 = 458,752;
 # k_norm (LayerNorm) 2 x 128 = 256 -> 13,959,424
 DEEPSEEK_V32 = 671_026_419_200 + 61 * 13_959_424  # 671,877,944,064
@@ -105,6 +111,7 @@ DEEPSEEK_V32 = 671_026_419_200 + 61 * 13_959_424  # 671,877,944,064
     ("falcon_mamba_7b", FALCON_MAMBA, 7.27e9),
     ("bamba_9b", BAMBA, BAMBA),
     ("minimax_text_01", MINIMAX, 456e9),
+    ("qwen3_5_9b", QWEN3_5_9B, QWEN3_5_9B),
 ])
 def test_parameter_counts_match_hand_counts_and_published_figures(name, expected, published):
     m = fixture(name)
@@ -187,6 +194,13 @@ def test_lightning_attention_state_and_long_context():
     assert [o.name for o in ops if o.name.startswith("mixer")] == ["mixer.in_proj", "mixer.scan", "mixer.gate_norm",
                                                                    "mixer.out_proj"]
     assert float(op(ops, "mixer.scan", "lightning.moe").flops) == 5 * 64 * 128 * 128  # 5,242,880
+
+
+def test_qwen3_5_state_in_fp32_from_mamba_ssm_dtype():
+    m = fixture("qwen3_5_9b")  # mamba_ssm_dtype float32
+    # 24 GDN layers x (32 x 128 x 128 x 4 B = 2,097,152 + conv 3 x 8192 x 2 B = 49,152) = 51,511,296 B
+    assert state_bytes_per_sequence(m, "bf16") == 24 * (2_097_152 + 49_152)
+    assert [(g.name, g.count) for g in m.layer_groups] == [("gated_deltanet.dense", 24), ("attention.dense", 8)]
 
 
 def test_state_over_tp_chips_is_the_same_state_split():
@@ -345,7 +359,9 @@ def test_dsa_prefill_attention_is_capped_by_top_k():
       "hybrid_override_pattern": "ME"}, ["hybrid_override_pattern", "MoE"]),
     ({"model_type": "zamba2", "hidden_size": 64}, ["zamba2"]),
     ({"model_type": "falcon_h1", "hidden_size": 64}, ["falcon_h1"]),
-    ({"model_type": "qwen3_5", "text_config": {"model_type": "qwen3_5_text"}}, ["qwen3_5"]),
+    ({"model_type": "glm_moe_dsa", "hidden_size": 64}, ["glm_moe_dsa"]),
+    ({"model_type": "deepseek_v4", "hidden_size": 64}, ["deepseek_v4"]),
+    ({"model_type": "lfm2", "hidden_size": 64}, ["lfm2", "short-convolution"]),
 ])
 def test_what_is_not_modelled_is_refused_in_one_line(cfg, words):
     with pytest.raises(UnsupportedArchitectureError) as e:

@@ -255,9 +255,6 @@ def test_unread_structural_keys_are_named_or_refused():
 
 # ------------------------------------------------------------------------------ refused, with a reason
 @pytest.mark.parametrize("cfg, words", [
-    (tiny(model_type="qwen3_5_text", layer_types=["linear_attention", "full_attention"]),
-     ["linear_attention", "qwen3_5_text"]),
-    ({"model_type": "qwen3_5", "text_config": tiny(model_type="qwen3_5_text")}, ["qwen3_5", "DeltaNet"]),
     (tiny(model_type="nemotron_h", hybrid_override_pattern="ME"), ["nemotron_h", "hybrid_override_pattern"]),
     (tiny(model_type="falcon_h1"), ["falcon_h1"]),
     (tiny(model_type="zamba2"), ["zamba2"]),

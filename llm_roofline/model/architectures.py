@@ -129,6 +129,13 @@ ARCHITECTURES: dict[str, Architecture] = {
                                     "linear_key_head_dim": 128, "linear_value_head_dim": 128,
                                     "linear_num_key_heads": 16, "linear_num_value_heads": 32,
                                     "full_attention_interval": 4, "decoder_sparse_step": 1}),
+    # Qwen3.5 text towers (configuration_qwen3_5.py, configuration_qwen3_5_moe.py): Qwen3-Next's layers (the GDN in_proj
+    # split into qkv, z, b, a: the same widths), a dense MLP or Qwen-MoE experts with a gated shared expert.
+    "qwen3_5_text": replace(_LLAMA, qkv_bias=False, o_bias=False, qk_norm=True, shared_gate=True,
+                            defaults={"tie_word_embeddings": False, "head_dim": 256, "linear_conv_kernel_dim": 4,
+                                      "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+                                      "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+                                      "full_attention_interval": 4}),
     # DeepSeek-V3.2 (configuration_deepseek_v32.py): DeepSeek-V3 plus a lightning indexer per layer (DSA).
     "deepseek_v32": replace(_LLAMA, router_bias=True, defaults={"tie_word_embeddings": False, "index_topk": 2048,
                                                                 "index_n_heads": 64, "index_head_dim": 128}),
@@ -190,11 +197,13 @@ ARCHITECTURES: dict[str, Architecture] = {
                              defaults={"tie_word_embeddings": False, "attention_bias": True,
                                        "use_parallel_residual": True}),
 }
+ARCHITECTURES["qwen3_5_moe_text"] = ARCHITECTURES["qwen3_5_text"]
 UNKNOWN_ARCHITECTURE = Architecture(gated=None, ffn_keys=("intermediate_size", "ffn_dim", "ffn_hidden_size", "n_inner"))
 
 # The text tower's model_type of a multimodal wrapper whose text_config does not state its own.
 TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_vl": "qwen3_vl_text",
-                    "qwen3_vl_moe": "qwen3_vl_moe_text", "gemma4": "gemma4_text"}
+                    "qwen3_vl_moe": "qwen3_vl_moe_text", "gemma4": "gemma4_text", "qwen3_5": "qwen3_5_text",
+                    "qwen3_5_moe": "qwen3_5_moe_text"}
 
 # Activations whose MLP is taken as gated in a model_type the table does not know (noted as an assumption).
 GATED_ACTIVATIONS = ("silu", "swish", "swiglu", "geglu")
@@ -266,8 +275,6 @@ REFUSED_TYPES = {
     **{t: "recurrent layers" for t in ("rwkv", "rwkv6", "rwkv7", "recurrent_gemma", "xlstm")},
     "lfm2": "hybrid short-convolution + attention layers",
     "lfm2_moe": "hybrid short-convolution + attention layers",
-    "qwen3_5": "hybrid Gated DeltaNet (linear attention) + gated attention layers",
-    "qwen3_5_moe": "hybrid Gated DeltaNet (linear attention) + gated attention layers",
     "glm_moe_dsa": "DeepSeek sparse attention (DSA: a lightning indexer selects index_topk keys per query)",
     "deepseek_v4": "DeepSeek-V4 compressed sparse attention",
     "jetmoe": "mixture-of-attention-heads (attention experts)",

@@ -17,7 +17,8 @@ from .layers import attention_spec, ffn_spec, moe_layers
 from .reader import ConfigReader, as_int
 from .spec import AttentionSpec, FfnSpec, LayerGroup, MixerSpec
 
-HYBRID_TYPES = ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "bamba", "jamba", "qwen3_next", "minimax")
+HYBRID_TYPES = ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "bamba", "jamba", "qwen3_next", "qwen3_5_text",
+                "qwen3_5_moe_text", "minimax")
 # Nemotron-H's block letters (hybrid_override_pattern) and the list names of newer configs (layers_block_type)
 _NEMOTRON_LETTERS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 _NEMOTRON_NAMES = {"mamba": "mamba", "linear_attention": "mamba", "attention": "attention",
@@ -30,7 +31,8 @@ def hybrid_groups(r: ConfigReader, arch: Architecture, model_type: str, d_model:
     """The LayerGroups of a recurrent / hybrid model, in order of first occurrence."""
     readers = {"mamba": _mamba1_layers, "falcon_mamba": _mamba1_layers, "mamba2": _mamba2_layers,
                "nemotron_h": _nemotron_h_layers, "bamba": _bamba_layers, "jamba": _jamba_layers,
-               "qwen3_next": _qwen3_next_layers, "minimax": _minimax_layers}
+               "qwen3_next": _qwen3_next_layers, "qwen3_5_text": _qwen3_next_layers,
+               "qwen3_5_moe_text": _qwen3_next_layers, "minimax": _minimax_layers}
     layers = readers[model_type](r, arch, d_model, n_layers)
     _note_state_dtype(r, [m for _, m, _ in layers if m is not None])
     return _group(layers, arch.norms)
@@ -55,7 +57,7 @@ def _note_state_dtype(r: ConfigReader, mixers: list[MixerSpec]) -> None:
         return
     stored = mixers[0].state_dtype
     r.assume("Recurrent state per sequence: the SSM / delta-rule state (heads x head_dim x state_dim) in "
-             + (f"{stored} (the config's mamba_ssm_cache_dtype)" if stored else "the KV-cache dtype (vLLM's default "
+             + (f"{stored} (the config's mamba_ssm_cache_dtype / mamba_ssm_dtype)" if stored else "the KV-cache dtype (vLLM's default "
                 "'auto'; the config states no state dtype)")
              + ", the conv1d window ((conv_kernel - 1) x conv channels) in the KV-cache dtype; it does not grow with "
                "the context.")
@@ -227,14 +229,19 @@ def _gated_deltanet(r: ConfigReader) -> MixerSpec:
 
 
 def _qwen3_next_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
-    """Qwen3NextDecoderLayer: norm -> (Gated DeltaNet | gated attention) -> residual -> norm -> MoE / MLP -> residual.
+    """Qwen3NextDecoderLayer (and Qwen3.5's text decoder layer): norm -> (Gated DeltaNet | gated attention) -> residual -> norm -> MoE / MLP -> residual.
     The gated attention's q_proj also yields a sigmoid output gate (H x head_dim), with per-head q/k norms."""
     full = _qwen3_next_full(r, n_layers)
     moe = moe_layers(r, n_layers)
-    attn = replace(attention_spec(r, arch, d_model, None, rope=True), output_gate=True) if any(full) else None
+    gate = r.boolean("attn_output_gate", default=True)  # Qwen3.5 states it; Qwen3-Next always gates
+    attn = replace(attention_spec(r, arch, d_model, None, rope=True), output_gate=gate) if any(full) else None
     mixer = _gated_deltanet(r) if not all(full) else None
     ffns = {m: ffn_spec(r, arch, d_model, m, 0 if m else r.dim("intermediate_size")) for m in set(moe)}
-    r.used.update(("partial_rotary_factor",))
+    mtp = r.count("mtp_num_hidden_layers")
+    if mtp:
+        r.assume(f"mtp_num_hidden_layers={mtp}: the multi-token-prediction layers are not part of plain inference and "
+                 "are not counted.")
+    r.used.update(("partial_rotary_factor", "mtp_use_dedicated_embeddings"))
     return [(attn, None, ffns[m]) if f else (AttentionSpec.none(), mixer, ffns[m]) for f, m in zip(full, moe)]
 
 
