@@ -376,6 +376,8 @@ def test_malformed_hybrid_configs_name_the_key():
         lr.load_model({**_codestral_dict(), "expand": 3})
     with pytest.raises(lr.ModelConfigError, match="mamba_ssm_cache_dtype"):
         lr.load_model({**_codestral_dict(), "mamba_ssm_cache_dtype": "float8"})
+    with pytest.raises(lr.ModelConfigError, match="mamba_ssm_cache_dtype"):  # found by fuzzing: a TypeError before
+        lr.load_model({**_codestral_dict(), "mamba_ssm_cache_dtype": ["float32"]})
 
 
 def _nemotron_dict() -> dict:
@@ -388,3 +390,15 @@ def test_mixer_state_is_in_the_per_sequence_footprint():
     est = lr.estimate(m, "h100-sxm", batch=2, prompt_len=1000, gen_len=10)
     assert est.memory.kv_cache_bytes == 2 * 64 * (2_097_152 + 61_440)  # two sequences' state, no KV
     assert np.isfinite(est.memory.max_batch)
+
+
+@pytest.mark.parametrize("tp", [2, 4, 8])
+@pytest.mark.parametrize("phase", [Phase.prefill(3, 700), Phase.decode(5, 9000)])
+def test_mixer_flops_summed_over_tp_shards_equal_the_unsharded_flops(tp, phase):
+    # 128 heads and 8 groups split evenly up to tp = 8: every mixer op's work is divided, none replicated
+    spec = one_layer(fixture("mamba_codestral_7b"), "mamba2")
+    whole = {o.name: float(o.flops) for o in build_ops(spec, phase) if o.name.startswith("mixer")}
+    shard = {o.name: float(o.flops) for o in build_ops(spec, phase, lr.Sharding(tp=tp)) if o.name.startswith("mixer")}
+    assert shard.keys() == whole.keys()
+    for name in whole:
+        assert shard[name] * tp == pytest.approx(whole[name], rel=1e-12), name

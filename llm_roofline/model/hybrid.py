@@ -14,7 +14,7 @@ from dataclasses import replace
 from ..errors import ModelConfigError, UnsupportedArchitectureError
 from .architectures import Architecture
 from .layers import attention_spec, ffn_spec, moe_layers
-from .reader import ConfigReader, as_int
+from .reader import ConfigReader, as_int, require_divides
 from .spec import AttentionSpec, FfnSpec, LayerGroup, MixerSpec
 
 HYBRID_TYPES = ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "bamba", "jamba", "qwen3_next", "qwen3_5_text",
@@ -72,8 +72,8 @@ def _state_dtype(r: ConfigReader) -> str | None:
     if value is None or value == "auto":
         return None
     names = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
-    if value not in names:
-        raise ModelConfigError(f"mamba_ssm_cache_dtype must be one of {', '.join(names)} or auto, got {value!r:.40}")
+    if not isinstance(value, str) or value not in names:
+        raise ModelConfigError(f"mamba_ssm_cache_dtype must be one of {', '.join(names)} or auto, got {str(value)[:40]!r}")
     return names[value]
 
 
@@ -159,7 +159,7 @@ def _nemotron_kinds(r: ConfigReader, n_layers: int) -> list[str]:
         raise ModelConfigError("nemotron_h config has neither hybrid_override_pattern nor layers_block_type")
     bad = next((n for n in names if n not in _NEMOTRON_NAMES), None)
     if bad is not None:
-        raise ModelConfigError(f"layers_block_type entry {bad!r:.40} is not one of {', '.join(_NEMOTRON_NAMES)}")
+        raise ModelConfigError(f"layers_block_type entry {bad[:40]!r} is not one of {', '.join(_NEMOTRON_NAMES)}")
     return [_NEMOTRON_NAMES[n] for n in names]
 
 
@@ -193,7 +193,9 @@ def _bamba_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: i
     heads = r.dim("mamba_n_heads")
     head_dim = r.get("mamba_d_head", default="auto")
     if head_dim == "auto":  # BambaConfig: mamba_expand * hidden_size / mamba_n_heads
-        head_dim = r.count("mamba_expand", default=2, allow_zero=False) * d_model // heads
+        inner = r.count("mamba_expand", default=2, allow_zero=False) * d_model
+        require_divides(inner, "mamba_expand x hidden_size", heads, "mamba_n_heads")
+        head_dim = inner // heads
         r.assume(f"mamba_d_head 'auto': mamba_expand x hidden_size / mamba_n_heads = {head_dim}.")
     mixer = _mamba2_mixer(r, d_model, dict(heads=("mamba_n_heads",), head_dim=as_int(head_dim, "mamba_d_head"),
                                            state=("mamba_d_state",), groups=("mamba_n_groups",), conv=("mamba_d_conv",),
@@ -205,14 +207,22 @@ def _bamba_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: i
 
 
 # ---------------------------------------------------------------------------- Qwen3-Next
+def _linear_or_full(r: ConfigReader, n_layers: int) -> list[bool] | None:
+    """layer_types of linear_attention / full_attention entries as softmax-attention flags; None when absent."""
+    types = r.str_list("layer_types", n_layers)
+    if types is None:
+        return None
+    bad = next((t for t in types if t not in ("linear_attention", "full_attention")), None)
+    if bad is not None:
+        raise ModelConfigError(f"layer_types entry {bad[:40]!r} is not linear_attention or full_attention")
+    return [t == "full_attention" for t in types]
+
+
 def _qwen3_next_full(r: ConfigReader, n_layers: int) -> list[bool]:
     """Which layers use (gated) softmax attention: layer_types, else every full_attention_interval-th layer."""
-    types = r.str_list("layer_types", n_layers)
-    if types is not None:
-        bad = next((t for t in types if t not in ("linear_attention", "full_attention")), None)
-        if bad is not None:
-            raise ModelConfigError(f"layer_types entry {bad!r:.40} is not linear_attention or full_attention")
-        return [t == "full_attention" for t in types]
+    flags = _linear_or_full(r, n_layers)
+    if flags is not None:
+        return flags
     interval = r.count("full_attention_interval", default=4, allow_zero=False)
     return [(i + 1) % interval == 0 for i in range(n_layers)]
 
@@ -248,12 +258,9 @@ def _qwen3_next_layers(r: ConfigReader, arch: Architecture, d_model: int, n_laye
 # ---------------------------------------------------------------------------- MiniMax-Text-01
 def _minimax_full(r: ConfigReader, n_layers: int) -> list[bool]:
     """Softmax-attention layers: layer_types (HF) or attn_type_list (MiniMax's own config: 1 = softmax)."""
-    if r.get("layer_types") is not None:
-        types = r.str_list("layer_types", n_layers)
-        bad = next((t for t in types if t not in ("linear_attention", "full_attention")), None)
-        if bad is not None:
-            raise ModelConfigError(f"layer_types entry {bad!r:.40} is not linear_attention or full_attention")
-        return [t == "full_attention" for t in types]
+    full = _linear_or_full(r, n_layers)
+    if full is not None:
+        return full
     flags = r.int_list("attn_type_list", n_layers)
     if flags is None:
         raise ModelConfigError("minimax config has neither layer_types nor attn_type_list")
