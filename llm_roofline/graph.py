@@ -303,15 +303,16 @@ def _mixer_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
     if m.kind == "mamba1":
         ops += _mamba1_projections(c, g, inner)
         scan_in = conv + inner + 2 * m.state_dim  # x, dt per channel, B and C
-    ops += _mixer_scans(c, g, heads, scan_in, inner)
-    # output gate y * silu(z) (lightning: sigmoid), normed except in Mamba-1; the chip's per-head A (dt_bias, D) and the
+    if m.state_dim:  # LFM2's short conv carries no state beyond the conv window
+        ops += _mixer_scans(c, g, heads, scan_in, inner)
+    # output gate y * silu(z) (lightning: sigmoid; LFM2: C * conv(B * x)), normed except in Mamba-1 and LFM2; the chip's per-head A (dt_bias, D) and the
     # norm weights ride with it (mamba2's and lightning's norm span the chip's channels; gated DeltaNet's and Jamba's
     # are replicated)
     norm_w = inner if m.kind in ("mamba2", "lightning") else m.norm_params()
     small_w = (m.per_head_params() * heads // m.n_heads + norm_w) * c.native_bytes
-    ops.append(c.pointwise("mixer.gate" if m.kind == "mamba1" else "mixer.gate_norm", g.name, n, rows=c.T_attn,
+    ops.append(c.pointwise("mixer.gate_norm" if m.gate_normed else "mixer.gate", g.name, n, rows=c.T_attn,
                            width=inner, flops_per_elem=5, reads=2, style="column", weight_bytes=small_w,
-                           stored_bytes=small_w, kind="elementwise" if m.kind == "mamba1" else "norm"))
+                           stored_bytes=small_w, kind="norm" if m.gate_normed else "elementwise"))
     # row-parallel: (T, H*hd) @ (H*hd, d) -> partial sums of (T, d)
     ops.append(c.gemm("mixer.out_proj", g.name, n, "attn", k=inner, n=d, style="row", bias=m.proj_bias))
     return ops

@@ -16,6 +16,8 @@ Fixtures (tests/fixtures/configs), their sources and published parameter counts:
   reference is the hand count below.
 - qwen3_5_9b.json: Qwen/Qwen3.5-9B config.json (a multimodal wrapper: text_config qwen3_5_text + vision_config).
   The card's "9B" includes the vision encoder; the text decoder's reference is the hand count below.
+- lfm2_1_2b.json: LiquidAI/LFM2-1.2B config.json (Liquid's keys: block_ff_dim, full_attn_idxs, conv_L_cache).
+  Model card: 1,170,340,608 parameters.
 - minimax_text_01.json: MiniMaxAI/MiniMax-Text-01-hf config.json (layer_types: every 8th layer softmax). MiniMax-01
   report (arXiv 2501.08313): "456 billion total parameters, 45.9 billion activated per token".
 - deepseek_v32_exp.json: deepseek-ai/DeepSeek-V3.2-Exp config.json = DeepSeek-V3's + index_topk 2048,
@@ -97,6 +99,10 @@ MINIMAX = (70 * 251_666_432 + 10 * 113_246_208 + 80 * (196_608 + 32 * 169_869_31
 #   + norm 128 + out_proj 4096 x 4096 = 67,403,968; gated attention q 4096 x 8192 + k, v 2 x 4096 x 1024 + o 4096 x 4096
 #   + q/k norms 512 = 58,720,768; dense gated MLP 3 x 4096 x 12,288 = 150,994,944; 2 norms 8192; 2 x 248,320 x 4096
 QWEN3_5_9B = 24 * 67_403_968 + 8 * 58_720_768 + 32 * (150_994_944 + 8192) + 2 * 248_320 * 4096 + 4096  # 8,953,803,264
+# LFM2-1.2B, d = 2048: short conv in_proj 2048 x 3 x 2048 + conv 2048 x 3 + out_proj 2048 x 2048 = 16,783,360;
+#   attention q, o 2 x 2048 x 2048 + k, v 2 x 2048 x 512 + q/k norms 128 = 10,485,888; MLP width int(2 x 12,288 / 3)
+#   = 8192 (a multiple of 256): 3 x 2048 x 8192 = 50,331,648; 2 norms 4096; tied embedding 65,536 x 2048
+LFM2 = 10 * 16_783_360 + 6 * 10_485_888 + 16 * (50_331_648 + 4096) + 65_536 * 2048 + 2048  # 1,170,340,608
 # DSA indexer per layer: wq_b 1536 x 64*128 = 12,582,912; wk 7168 x 128 = 917,504; weights_proj 7168 x 64 = 458,752;
 # k_norm (LayerNorm) 2 x 128 = 256 -> 13,959,424
 DEEPSEEK_V32 = 671_026_419_200 + 61 * 13_959_424  # 671,877,944,064
@@ -112,6 +118,7 @@ DEEPSEEK_V32 = 671_026_419_200 + 61 * 13_959_424  # 671,877,944,064
     ("bamba_9b", BAMBA, BAMBA),
     ("minimax_text_01", MINIMAX, 456e9),
     ("qwen3_5_9b", QWEN3_5_9B, QWEN3_5_9B),
+    ("lfm2_1_2b", LFM2, 1_170_340_608),
 ])
 def test_parameter_counts_match_hand_counts_and_published_figures(name, expected, published):
     m = fixture(name)
@@ -201,6 +208,15 @@ def test_qwen3_5_state_in_fp32_from_mamba_ssm_dtype():
     # 24 GDN layers x (32 x 128 x 128 x 4 B = 2,097,152 + conv 3 x 8192 x 2 B = 49,152) = 51,511,296 B
     assert state_bytes_per_sequence(m, "bf16") == 24 * (2_097_152 + 49_152)
     assert [(g.name, g.count) for g in m.layer_groups] == [("gated_deltanet.dense", 24), ("attention.dense", 8)]
+
+
+def test_short_conv_carries_only_its_window():
+    m = fixture("lfm2_1_2b")
+    # 10 conv layers x (3 - 1) x 2048 channels x 2 B = 81,920 B; 6 attention layers x 8 x 128 x 2 B = 12,288 B/token
+    assert cache_bytes_per_sequence(m, 32_768) == 81_920 + 12_288 * 32_768
+    ops = build_ops(one_layer(m, "short_conv.dense"), Phase.decode(1, 100))
+    assert [o.name for o in ops if o.name.startswith("mixer")] == ["mixer.in_proj", "mixer.conv1d", "mixer.gate",
+                                                                   "mixer.out_proj"]
 
 
 def test_state_over_tp_chips_is_the_same_state_split():
@@ -361,7 +377,7 @@ def test_dsa_prefill_attention_is_capped_by_top_k():
     ({"model_type": "falcon_h1", "hidden_size": 64}, ["falcon_h1"]),
     ({"model_type": "glm_moe_dsa", "hidden_size": 64}, ["glm_moe_dsa"]),
     ({"model_type": "deepseek_v4", "hidden_size": 64}, ["deepseek_v4"]),
-    ({"model_type": "lfm2", "hidden_size": 64}, ["lfm2", "short-convolution"]),
+    ({"model_type": "lfm2_moe", "hidden_size": 64}, ["lfm2_moe", "short-convolution"]),
 ])
 def test_what_is_not_modelled_is_refused_in_one_line(cfg, words):
     with pytest.raises(UnsupportedArchitectureError) as e:

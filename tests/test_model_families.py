@@ -259,7 +259,6 @@ def test_unread_structural_keys_are_named_or_refused():
     (tiny(model_type="falcon_h1"), ["falcon_h1"]),
     (tiny(model_type="zamba2"), ["zamba2"]),
     (tiny(model_type="granitemoehybrid"), ["granitemoehybrid"]),
-    (tiny(model_type="lfm2"), ["lfm2"]),
     (tiny(model_type="mamba"), ["mamba", "state-space"]),
     (tiny(model_type="some_ssm", mamba_d_state=16), ["mamba_d_state"]),
     (tiny(model_type="deepseek_v3", index_topk=2048, index_n_heads=64), ["index_topk", "deepseek_v3"]),

@@ -115,6 +115,9 @@ ARCHITECTURES: dict[str, Architecture] = {
     # layer MoE (num_local_experts of intermediate_size).
     "minimax": replace(_LLAMA, expert_keys=("intermediate_size",),
                        defaults={"tie_word_embeddings": False, "block_size": 256}),
+    # LFM2 (configuration_lfm2.py): short-conv or attention (q/k norms) then a gated MLP; tied embeddings
+    # (tie_embedding in Liquid's own configs); the final norm is embedding_norm.
+    "lfm2": replace(_LLAMA, qk_norm=True, defaults={"tie_word_embeddings": True, "conv_L_cache": 3}),
     # Nemotron-H (configuration_nemotron_h.py): one norm + one mixer per block; attention without RoPE; relu² MLP
     # (up, down); Mamba-2 mixers with conv bias (use_conv_bias) and no projection bias (mamba_proj_bias).
     "nemotron_h": replace(_LLAMA, norms=1, gated=False, rope=False,
@@ -221,7 +224,8 @@ SHARED_EXPERTS_KEYS = ("n_shared_experts", "moe_num_shared_experts", "num_shared
 MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 # Recurrent mixers (hybrid.py): widths (head dims, state, conv taps, chunk, DSA index dims) and head counts.
 MIXER_WIDTH_KEYS = ("state_size", "ssm_state_size", "mamba_head_dim", "conv_kernel", "mamba_d_conv", "chunk_size",
-                    "mamba_d_state", "mamba_d_head", "mamba_dt_rank", "time_step_rank", "block_size",
+                    "mamba_d_state", "mamba_d_head", "mamba_dt_rank", "time_step_rank", "block_size", "block_ff_dim",
+                    "block_multiple_of",
                     "mamba_chunk_size", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim",
                     "index_topk", "index_head_dim")
 MIXER_HEAD_KEYS = ("num_heads", "mamba_num_heads", "mamba_n_heads", "n_groups", "mamba_n_groups", "linear_num_key_heads",
@@ -273,7 +277,6 @@ REFUSED_TYPES = {
     **{t: "hybrid attention + state-space layers" for t in ("zamba", "zamba2", "falcon_h1", "granitemoehybrid",
                                                               "plamo2")},
     **{t: "recurrent layers" for t in ("rwkv", "rwkv6", "rwkv7", "recurrent_gemma", "xlstm")},
-    "lfm2": "hybrid short-convolution + attention layers",
     "lfm2_moe": "hybrid short-convolution + attention layers",
     "glm_moe_dsa": "DeepSeek sparse attention (DSA: a lightning indexer selects index_topk keys per query)",
     "deepseek_v4": "DeepSeek-V4 compressed sparse attention",

@@ -1,6 +1,7 @@
 """Readers of the recurrent and hybrid models: Mamba / Falcon-Mamba (Mamba-1), Mamba-2, Nemotron-H (Mamba-2 + attention
 + MLP blocks), Bamba (Mamba-2 or attention, then an MLP), Jamba (Mamba-1 or attention, then MLP or MoE), Qwen3-Next
-(Gated DeltaNet + gated attention, MoE) and MiniMax-Text-01 (lightning attention + softmax attention, MoE).
+(Gated DeltaNet + gated attention, MoE), MiniMax-Text-01 (lightning attention + softmax attention, MoE) and LFM2
+(short convolutions + attention).
 
 Each layer is an (AttentionSpec, MixerSpec | None, FfnSpec) triple; a block without attention holds
 AttentionSpec.none(), one without MLP FfnSpec.none(). Identical triples share one LayerGroup. Key names and their
@@ -18,7 +19,7 @@ from .reader import ConfigReader, as_int, require_divides
 from .spec import AttentionSpec, FfnSpec, LayerGroup, MixerSpec
 
 HYBRID_TYPES = ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "bamba", "jamba", "qwen3_next", "qwen3_5_text",
-                "qwen3_5_moe_text", "minimax")
+                "qwen3_5_moe_text", "minimax", "lfm2")
 # Nemotron-H's block letters (hybrid_override_pattern) and the list names of newer configs (layers_block_type)
 _NEMOTRON_LETTERS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 _NEMOTRON_NAMES = {"mamba": "mamba", "linear_attention": "mamba", "attention": "attention",
@@ -32,7 +33,7 @@ def hybrid_groups(r: ConfigReader, arch: Architecture, model_type: str, d_model:
     readers = {"mamba": _mamba1_layers, "falcon_mamba": _mamba1_layers, "mamba2": _mamba2_layers,
                "nemotron_h": _nemotron_h_layers, "bamba": _bamba_layers, "jamba": _jamba_layers,
                "qwen3_next": _qwen3_next_layers, "qwen3_5_text": _qwen3_next_layers,
-               "qwen3_5_moe_text": _qwen3_next_layers, "minimax": _minimax_layers}
+               "qwen3_5_moe_text": _qwen3_next_layers, "minimax": _minimax_layers, "lfm2": _lfm2_layers}
     layers = readers[model_type](r, arch, d_model, n_layers)
     _note_state_dtype(r, [m for _, m, _ in layers if m is not None])
     return _group(layers, arch.norms)
@@ -280,3 +281,40 @@ def _minimax_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers:
     r.used.update(("full_attn_alpha_factor", "full_attn_beta_factor", "linear_attn_alpha_factor",
                    "linear_attn_beta_factor", "mlp_alpha_factor", "mlp_beta_factor", "rotary_dim"))
     return [(attn, None, moe) if f else (AttentionSpec.none(), mixer, moe) for f in full]
+
+
+# ---------------------------------------------------------------------------- LFM2
+def _lfm2_d_ff(r: ConfigReader) -> int:
+    """Lfm2MLP's width: intermediate_size (block_ff_dim), with block_auto_adjust_ff_dim int(2/3 x) times
+    block_ffn_dim_multiplier, rounded up to block_multiple_of."""
+    d_ff = r.dim("intermediate_size", "block_ff_dim")
+    if not r.boolean("block_auto_adjust_ff_dim", default=True):
+        return d_ff
+    d_ff = int(2 * d_ff / 3)
+    mult = r.get("block_ffn_dim_multiplier", default=1.0)
+    if mult is None:
+        return d_ff
+    if not isinstance(mult, (int, float)) or isinstance(mult, bool) or not 0 < mult <= 64:
+        raise ModelConfigError(f"block_ffn_dim_multiplier must be a number in (0, 64], got {str(mult)[:40]!r}")
+    step = r.count("block_multiple_of", default=256, allow_zero=False)
+    d_ff = int(mult * d_ff)
+    return step * ((d_ff + step - 1) // step)
+
+
+def _lfm2_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
+    """Lfm2DecoderLayer: norm -> (short conv | attention with q/k norms) -> residual -> norm -> gated MLP -> residual.
+    Short conv: in_proj (d -> B, C, x), depthwise conv1d of conv_L_cache taps over B*x, C * conv, out_proj; the
+    projections carry a bias when conv_bias is set."""
+    types = r.str_list("layer_types", n_layers)
+    if types is None:
+        full_at = set(r.int_list("full_attn_idxs", default=list(range(n_layers))) or [])
+        types = ["full_attention" if i in full_at else "conv" for i in range(n_layers)]
+    bad = next((t for t in types if t not in ("conv", "full_attention")), None)
+    if bad is not None:
+        raise ModelConfigError(f"layer_types entry {bad[:40]!r} is not conv or full_attention")
+    bias = r.boolean("conv_bias")
+    mixer = MixerSpec("short_conv", d_model, 1, 0, 0, r.dim("conv_L_cache"), conv_bias=bias, proj_bias=bias,
+                      state_dtype=None)
+    mlp = FfnSpec("dense", _lfm2_d_ff(r), True, "silu")
+    attn = attention_spec(r, arch, d_model, None, rope=True) if "full_attention" in types else None
+    return [(attn, None, mlp) if t == "full_attention" else (AttentionSpec.none(), mixer, mlp) for t in types]

@@ -14,7 +14,7 @@ from ..units import WeightFormat, canonical_dtype, dtype_bytes, weight_format
 
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla", "none")  # none: a block without softmax attention (a mixer or MLP block)
 FFN_KINDS = ("dense", "moe", "none")  # none: a block without MLP (Mamba blocks, Nemotron-H mixer blocks)
-MIXER_KINDS = ("mamba1", "mamba2", "gated_deltanet", "lightning")
+MIXER_KINDS = ("mamba1", "mamba2", "gated_deltanet", "lightning", "short_conv")
 
 
 def _check_kind(what: str, kind: str, known: tuple[str, ...]) -> None:
@@ -143,6 +143,8 @@ class MixerSpec:
     lightning (MiniMax-Text-01 lightning attention): linear attention with a fixed per-head decay; q, k, v of n_heads
     heads (n_groups = n_heads key heads, state_dim = head_dim) and an output gate from one x, no conv (conv_kernel 0),
     an RMSNorm over the heads' output; state (head_dim x head_dim) per head.
+    short_conv (LFM2): in_proj to B, C, x over n_heads = d_model channels (head_dim 1, no state: state_dim 0);
+    B*x through a depthwise conv of conv_kernel taps, times C, out_proj; only the conv window is carried.
     """
 
     kind: str  # mamba1 | mamba2 | gated_deltanet
@@ -172,8 +174,9 @@ class MixerSpec:
 
     @property
     def gate_heads(self) -> int:
-        """Per-head scalars from in_proj: dt (mamba2); beta and the decay a (gated DeltaNet); none (mamba1: x_proj)."""
-        return self.n_heads * {"mamba1": 0, "mamba2": 1, "gated_deltanet": 2, "lightning": 0}[self.kind]
+        """Per-head scalars from in_proj: dt (mamba2); beta and the decay a (gated DeltaNet); B (short conv, per
+        channel); none (mamba1: x_proj; lightning)."""
+        return self.n_heads * {"mamba1": 0, "mamba2": 1, "gated_deltanet": 2, "lightning": 0, "short_conv": 1}[self.kind]
 
     def weight_matrices(self, d_model: int) -> list[Matrix]:
         # in_proj: (d) -> z (inner) + conv channels + per-head gates; out_proj: (inner) -> (d)
@@ -193,13 +196,20 @@ class MixerSpec:
         """A_log, dt_bias, D (mamba2); A_log, dt_bias (gated DeltaNet); A (channels x state_dim) and D (mamba1)."""
         if self.kind == "mamba1":
             return self.n_heads * (self.state_dim + 1)
-        return self.n_heads * {"mamba2": 3, "gated_deltanet": 2, "lightning": 0}[self.kind]
+        return self.n_heads * {"mamba2": 3, "gated_deltanet": 2, "lightning": 0, "short_conv": 0}[self.kind]
 
     def norm_params(self) -> int:
         """The gated RMSNorm's weight (mamba2, lightning: inner_dim; gated DeltaNet: head_dim); Jamba's dt, B, C norms."""
         if self.kind == "mamba1":
             return self.dt_rank + 2 * self.state_dim if self.dt_bc_norms else 0
+        if self.kind == "short_conv":
+            return 0
         return self.head_dim if self.kind == "gated_deltanet" else self.inner_dim
+
+    @property
+    def gate_normed(self) -> bool:
+        """Whether the output gate comes with an RMSNorm (not in Mamba-1 and LFM2's short conv)."""
+        return self.kind in ("mamba2", "gated_deltanet", "lightning")
 
     def ssm_state_elements(self) -> int:
         """Recurrent state of one sequence in one layer: a (head_dim x state_dim) matrix per head."""
