@@ -308,7 +308,7 @@ def _mixer_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
     # output gate y * silu(z) (lightning: sigmoid; LFM2: C * conv(B * x)), normed except in Mamba-1 and LFM2; the chip's per-head A (dt_bias, D) and the
     # norm weights ride with it (mamba2's and lightning's norm span the chip's channels; gated DeltaNet's and Jamba's
     # are replicated)
-    norm_w = inner if m.kind in ("mamba2", "lightning") else m.norm_params()
+    norm_w = inner if m.kind in ("mamba2", "lightning") and m.rms_norm else m.norm_params()
     small_w = (m.per_head_params() * heads // m.n_heads + norm_w) * c.native_bytes
     ops.append(c.pointwise("mixer.gate_norm" if m.gate_normed else "mixer.gate", g.name, n, rows=c.T_attn,
                            width=inner, flops_per_elem=5, reads=2, style="column", weight_bytes=small_w,
@@ -445,15 +445,18 @@ def _dispatch_combine(c: _Ctx, g: LayerGroup, tokens_per_chip) -> list[Op]:
 
 # ------------------------------------------------------------------------------------------- layer
 def _block_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
-    """A block of a recurrent / hybrid model: a token mixer (recurrent mixer or attention) and / or an MLP, each
-    behind its own norm and residual (Mamba-2 and Nemotron-H blocks hold one of them, Qwen3-Next both)."""
+    """A block of a recurrent / hybrid model: a token mixer (recurrent mixer, attention, or both in parallel) and / or
+    an MLP, each behind its own norm and residual (Mamba-2 and Nemotron-H blocks hold one of them, Qwen3-Next both,
+    Falcon-H1 attention + mixer in parallel, then the MLP)."""
     n = g.count
     ops = []
-    if g.mixer is not None or g.attention.kind != "none":
+    has_attention = g.attention.kind != "none"
+    if g.mixer is not None or has_attention:
         ops.append(c.norm("norm.attn", g.name, n))
-        ops += _mixer_ops(c, g) if g.mixer is not None else _attention_ops(c, g)
+        # Falcon-H1: attention and the mixer read the same normed input; their outputs are summed (one all-reduce)
+        ops += (_attention_ops(c, g) if has_attention else []) + (_mixer_ops(c, g) if g.mixer is not None else [])
         ops += c.after_row("attn", g.name, n)
-        ops.append(c.residual(g.name, n))
+        ops.append(c.residual(g.name, n, reads=3 if has_attention and g.mixer is not None else 2))
     if g.ffn.kind != "none":
         ops.append(c.norm("norm.ffn", g.name, n))
         ops += _ffn_ops(c, g)

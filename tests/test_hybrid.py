@@ -18,6 +18,10 @@ Fixtures (tests/fixtures/configs), their sources and published parameter counts:
   The card's "9B" includes the vision encoder; the text decoder's reference is the hand count below.
 - lfm2_1_2b.json: LiquidAI/LFM2-1.2B config.json (Liquid's keys: block_ff_dim, full_attn_idxs, conv_L_cache).
   Model card: 1,170,340,608 parameters.
+- falcon_h1_7b.json: tiiuae/Falcon-H1-7B-Base dimensions (hidden 3072, 44 layers, 12 heads / 2 KV of 128, MLP
+  12,288, Mamba-2 24 heads x 128 = d_ssm 3072, 1 group, state 256, vocabulary 130,048, untied) as quoted in a public
+  test fixture of another project; the bias / norm flags left at the configuration_falcon_h1.py defaults. The card
+  says "7B" (rounded): the reference is the hand count below.
 - minimax_text_01.json: MiniMaxAI/MiniMax-Text-01-hf config.json (layer_types: every 8th layer softmax). MiniMax-01
   report (arXiv 2501.08313): "456 billion total parameters, 45.9 billion activated per token".
 - deepseek_v32_exp.json: deepseek-ai/DeepSeek-V3.2-Exp config.json = DeepSeek-V3's + index_topk 2048,
@@ -103,6 +107,11 @@ QWEN3_5_9B = 24 * 67_403_968 + 8 * 58_720_768 + 32 * (150_994_944 + 8192) + 2 * 
 #   attention q, o 2 x 2048 x 2048 + k, v 2 x 2048 x 512 + q/k norms 128 = 10,485,888; MLP width int(2 x 12,288 / 3)
 #   = 8192 (a multiple of 256): 3 x 2048 x 8192 = 50,331,648; 2 norms 4096; tied embedding 65,536 x 2048
 LFM2 = 10 * 16_783_360 + 6 * 10_485_888 + 16 * (50_331_648 + 4096) + 65_536 * 2048 + 2048  # 1,170,340,608
+# Falcon-H1-7B, d = 3072, every layer attention + Mamba-2 in parallel + gated MLP: Mamba-2 conv_dim 3072 + 2 x 256
+#   = 3584; in_proj 3072 x (3072 + 3584 + 24) = 20,520,960; conv 3584 x 5 = 17,920; 72; no gated norm
+#   (mamba_rms_norm false); out_proj 3072 x 3072 = 9,437,184 -> 29,976,136; attention q, o 2 x 3072 x 1536 +
+#   k, v 2 x 3072 x 256 = 11,010,048; MLP 3 x 3072 x 12,288 = 113,246,208; 2 norms 6144; 2 x 130,048 x 3072
+FALCON_H1 = 44 * (29_976_136 + 11_010_048 + 113_246_208 + 6144) + 2 * 130_048 * 3072 + 3072  # 7,585,513,568
 # DSA indexer per layer: wq_b 1536 x 64*128 = 12,582,912; wk 7168 x 128 = 917,504; weights_proj 7168 x 64 = 458,752;
 # k_norm (LayerNorm) 2 x 128 = 256 -> 13,959,424
 DEEPSEEK_V32 = 671_026_419_200 + 61 * 13_959_424  # 671,877,944,064
@@ -119,6 +128,7 @@ DEEPSEEK_V32 = 671_026_419_200 + 61 * 13_959_424  # 671,877,944,064
     ("minimax_text_01", MINIMAX, 456e9),
     ("qwen3_5_9b", QWEN3_5_9B, QWEN3_5_9B),
     ("lfm2_1_2b", LFM2, 1_170_340_608),
+    ("falcon_h1_7b", FALCON_H1, FALCON_H1),
 ])
 def test_parameter_counts_match_hand_counts_and_published_figures(name, expected, published):
     m = fixture(name)
@@ -217,6 +227,29 @@ def test_short_conv_carries_only_its_window():
     ops = build_ops(one_layer(m, "short_conv.dense"), Phase.decode(1, 100))
     assert [o.name for o in ops if o.name.startswith("mixer")] == ["mixer.in_proj", "mixer.conv1d", "mixer.gate",
                                                                    "mixer.out_proj"]
+
+
+def test_falcon_h1_runs_attention_and_mamba_in_parallel():
+    m = fixture("falcon_h1_7b")
+    assert [(g.name, g.count) for g in m.layer_groups] == [("mamba2.attention.dense", 44)]
+    names = [o.name for o in build_ops(m, Phase.decode(1, 100), lr.Sharding(tp=2)) if o.group != "model"]
+    # one norm, both token mixers on it, one all-reduce of their summed outputs, a 3-way residual add
+    assert names[:12] == ["norm.attn", "attn.qkv_proj", "attn.rope", "attn.kv_write", "attn.core", "attn.o_proj",
+                          "mixer.in_proj", "mixer.conv1d", "mixer.scan", "mixer.gate", "mixer.out_proj",
+                          "comm.all_reduce.attn"]
+    # per layer: KV 2 heads x 256 x 2 B = 1024 B/token; state 24 x 128 x 256 x 2 B = 1,572,864 + 3 x 3584 x 2 = 21,504
+    assert cache_bytes_per_sequence(m, 10_000) == 44 * (1024 * 10_000 + 1_572_864 + 21_504)
+
+
+def test_mamba1_intermediate_size_must_agree_with_expand():
+    cfg = {**json_fixture("falcon_mamba_7b"), "expand": 16, "intermediate_size": 8192}
+    with pytest.raises(lr.ModelConfigError, match="intermediate_size"):
+        lr.load_model(cfg)  # MambaConfig would build 16 x 4096 channels: refused rather than a 54B model
+
+
+def json_fixture(name: str) -> dict:
+    import json
+    return json.loads((FIXTURES / f"{name}.json").read_text())
 
 
 def test_state_over_tp_chips_is_the_same_state_split():
@@ -374,7 +407,7 @@ def test_dsa_prefill_attention_is_capped_by_top_k():
     ({"model_type": "nemotron_h", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 10,
       "hybrid_override_pattern": "ME"}, ["hybrid_override_pattern", "MoE"]),
     ({"model_type": "zamba2", "hidden_size": 64}, ["zamba2"]),
-    ({"model_type": "falcon_h1", "hidden_size": 64}, ["falcon_h1"]),
+    ({"model_type": "granitemoehybrid", "hidden_size": 64}, ["granitemoehybrid"]),
     ({"model_type": "glm_moe_dsa", "hidden_size": 64}, ["glm_moe_dsa"]),
     ({"model_type": "deepseek_v4", "hidden_size": 64}, ["deepseek_v4"]),
     ({"model_type": "lfm2_moe", "hidden_size": 64}, ["lfm2_moe", "short-convolution"]),

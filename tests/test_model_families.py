@@ -256,7 +256,6 @@ def test_unread_structural_keys_are_named_or_refused():
 # ------------------------------------------------------------------------------ refused, with a reason
 @pytest.mark.parametrize("cfg, words", [
     (tiny(model_type="nemotron_h", hybrid_override_pattern="ME"), ["nemotron_h", "hybrid_override_pattern"]),
-    (tiny(model_type="falcon_h1"), ["falcon_h1"]),
     (tiny(model_type="zamba2"), ["zamba2"]),
     (tiny(model_type="granitemoehybrid"), ["granitemoehybrid"]),
     (tiny(model_type="mamba"), ["mamba", "state-space"]),

@@ -118,6 +118,12 @@ ARCHITECTURES: dict[str, Architecture] = {
     # LFM2 (configuration_lfm2.py): short-conv or attention (q/k norms) then a gated MLP; tied embeddings
     # (tie_embedding in Liquid's own configs); the final norm is embedding_norm.
     "lfm2": replace(_LLAMA, qk_norm=True, defaults={"tie_word_embeddings": True, "conv_L_cache": 3}),
+    # Falcon-H1 (configuration_falcon_h1.py): attention and Mamba-2 in parallel in every block, then a gated MLP.
+    "falcon_h1": replace(_LLAMA, defaults={"tie_word_embeddings": False, "mamba_d_ssm": 1024, "mamba_n_heads": 128,
+                                           "mamba_n_groups": 1, "mamba_d_state": 256, "mamba_d_conv": 4,
+                                           "mamba_expand": 2, "mamba_chunk_size": 256, "mamba_conv_bias": True,
+                                           "mamba_proj_bias": False, "mamba_rms_norm": False,
+                                           "projectors_bias": False}),
     # Nemotron-H (configuration_nemotron_h.py): one norm + one mixer per block; attention without RoPE; relu² MLP
     # (up, down); Mamba-2 mixers with conv bias (use_conv_bias) and no projection bias (mamba_proj_bias).
     "nemotron_h": replace(_LLAMA, norms=1, gated=False, rope=False,
@@ -225,7 +231,7 @@ MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim
 # Recurrent mixers (hybrid.py): widths (head dims, state, conv taps, chunk, DSA index dims) and head counts.
 MIXER_WIDTH_KEYS = ("state_size", "ssm_state_size", "mamba_head_dim", "conv_kernel", "mamba_d_conv", "chunk_size",
                     "mamba_d_state", "mamba_d_head", "mamba_dt_rank", "time_step_rank", "block_size", "block_ff_dim",
-                    "block_multiple_of",
+                    "block_multiple_of", "mamba_d_ssm",
                     "mamba_chunk_size", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim",
                     "index_topk", "index_head_dim")
 MIXER_HEAD_KEYS = ("num_heads", "mamba_num_heads", "mamba_n_heads", "n_groups", "mamba_n_groups", "linear_num_key_heads",
@@ -274,8 +280,7 @@ REFUSED_TYPES = {
     # the Mamba-1 reader (hybrid.py) reads falcon_mamba and jamba; plain 'mamba' stays refused until tests/test_hf.py
     # (which expects this refusal) is updated
     "mamba": "state-space (Mamba) layers",
-    **{t: "hybrid attention + state-space layers" for t in ("zamba", "zamba2", "falcon_h1", "granitemoehybrid",
-                                                              "plamo2")},
+    **{t: "hybrid attention + state-space layers" for t in ("zamba", "zamba2", "granitemoehybrid", "plamo2")},
     **{t: "recurrent layers" for t in ("rwkv", "rwkv6", "rwkv7", "recurrent_gemma", "xlstm")},
     "lfm2_moe": "hybrid short-convolution + attention layers",
     "glm_moe_dsa": "DeepSeek sparse attention (DSA: a lightning indexer selects index_topk keys per query)",

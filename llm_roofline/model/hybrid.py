@@ -1,7 +1,7 @@
 """Readers of the recurrent and hybrid models: Mamba / Falcon-Mamba (Mamba-1), Mamba-2, Nemotron-H (Mamba-2 + attention
 + MLP blocks), Bamba (Mamba-2 or attention, then an MLP), Jamba (Mamba-1 or attention, then MLP or MoE), Qwen3-Next
 (Gated DeltaNet + gated attention, MoE), MiniMax-Text-01 (lightning attention + softmax attention, MoE) and LFM2
-(short convolutions + attention).
+(short convolutions + attention), Falcon-H1 (attention and Mamba-2 in parallel in every block, then an MLP).
 
 Each layer is an (AttentionSpec, MixerSpec | None, FfnSpec) triple; a block without attention holds
 AttentionSpec.none(), one without MLP FfnSpec.none(). Identical triples share one LayerGroup. Key names and their
@@ -19,7 +19,7 @@ from .reader import ConfigReader, as_int, require_divides
 from .spec import AttentionSpec, FfnSpec, LayerGroup, MixerSpec
 
 HYBRID_TYPES = ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "bamba", "jamba", "qwen3_next", "qwen3_5_text",
-                "qwen3_5_moe_text", "minimax", "lfm2")
+                "qwen3_5_moe_text", "minimax", "lfm2", "falcon_h1")
 # Nemotron-H's block letters (hybrid_override_pattern) and the list names of newer configs (layers_block_type)
 _NEMOTRON_LETTERS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 _NEMOTRON_NAMES = {"mamba": "mamba", "linear_attention": "mamba", "attention": "attention",
@@ -33,7 +33,8 @@ def hybrid_groups(r: ConfigReader, arch: Architecture, model_type: str, d_model:
     readers = {"mamba": _mamba1_layers, "falcon_mamba": _mamba1_layers, "mamba2": _mamba2_layers,
                "nemotron_h": _nemotron_h_layers, "bamba": _bamba_layers, "jamba": _jamba_layers,
                "qwen3_next": _qwen3_next_layers, "qwen3_5_text": _qwen3_next_layers,
-               "qwen3_5_moe_text": _qwen3_next_layers, "minimax": _minimax_layers, "lfm2": _lfm2_layers}
+               "qwen3_5_moe_text": _qwen3_next_layers, "minimax": _minimax_layers, "lfm2": _lfm2_layers,
+               "falcon_h1": _falcon_h1_layers}
     layers = readers[model_type](r, arch, d_model, n_layers)
     _note_state_dtype(r, [m for _, m, _ in layers if m is not None])
     return _group(layers, arch.norms)
@@ -87,6 +88,10 @@ def _mamba1_mixer(r: ConfigReader, d_model: int, prefix: str, dt_bc_norms: bool)
              ("mamba_d_state", "mamba_d_conv", "mamba_expand", "mamba_dt_rank", "mamba_conv_bias", "mamba_proj_bias"))
     state, kernel, expand_key, rank_key, conv_bias, proj_bias = names
     inner = r.count(expand_key, default=2, allow_zero=False) * d_model
+    stated = r.get("intermediate_size") if not prefix else None  # MambaConfig recomputes it from expand
+    if stated is not None and stated != inner:
+        raise ModelConfigError(f"intermediate_size ({str(stated)[:20]}) disagrees with {expand_key} x hidden_size "
+                               f"({inner}), which the modeling code uses")
     rank = r.get(rank_key, default="auto")
     if rank == "auto":
         rank = -(-d_model // 16)
@@ -318,3 +323,32 @@ def _lfm2_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: in
     mlp = FfnSpec("dense", _lfm2_d_ff(r), True, "silu")
     attn = attention_spec(r, arch, d_model, None, rope=True) if "full_attention" in types else None
     return [(attn, None, mlp) if t == "full_attention" else (AttentionSpec.none(), mixer, mlp) for t in types]
+
+
+# ---------------------------------------------------------------------------- Falcon-H1
+def _falcon_h1_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
+    """FalconH1DecoderLayer: norm -> attention and Mamba-2 in parallel (outputs summed) -> residual -> norm -> gated
+    MLP -> residual. The SSM width is mamba_d_ssm (else mamba_expand x hidden); the gated RMSNorm only with
+    mamba_rms_norm; the muP multipliers are scalars."""
+    heads = r.dim("mamba_n_heads")
+    d_ssm = r.dim("mamba_d_ssm", required=False) or r.count("mamba_expand", default=2, allow_zero=False) * d_model
+    head_dim = r.get("mamba_d_head", default="auto")
+    if head_dim == "auto":
+        require_divides(d_ssm, "mamba_d_ssm", heads, "mamba_n_heads")
+        head_dim = d_ssm // heads
+    head_dim = as_int(head_dim, "mamba_d_head")
+    if heads * head_dim != d_ssm:
+        raise ModelConfigError(f"mamba_n_heads x mamba_d_head ({heads * head_dim}) must equal mamba_d_ssm ({d_ssm})")
+    if r.boolean("projectors_bias") != r.boolean("mamba_proj_bias"):
+        raise UnsupportedArchitectureError("projectors_bias differs from mamba_proj_bias (model_type='falcon_h1'): "
+                                           "a bias on out_proj only is not modelled")
+    mixer = replace(_mamba2_mixer(r, d_model, dict(heads=("mamba_n_heads",), head_dim=head_dim, state=("mamba_d_state",),
+                                                   groups=("mamba_n_groups",), conv=("mamba_d_conv",),
+                                                   conv_bias="mamba_conv_bias", proj_bias="mamba_proj_bias",
+                                                   chunk=("mamba_chunk_size",))),
+                    rms_norm=r.boolean("mamba_rms_norm"))
+    attn = attention_spec(r, arch, d_model, None, rope=True)
+    mlp = ffn_spec(r, arch, d_model, False, r.dim("intermediate_size"))
+    r.assume("Falcon-H1: the muP multipliers (embedding, attention, SSM, MLP, LM head) are scalars, not modelled.")
+    r.used.update(("mamba_norm_before_gate", "mamba_expand"))
+    return [(attn, mixer, mlp)] * n_layers

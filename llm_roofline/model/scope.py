@@ -17,7 +17,7 @@ from .reader import ConfigReader, as_int
 _SSM_KEYS = tuple(k for k, why in REFUSED_KEYS.items() if why.startswith("state-space"))
 READ_HYBRID_KEYS = {
     **{t: _SSM_KEYS for t in ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "bamba", "jamba", "qwen3_next",
-                              "qwen3_5_text", "qwen3_5_moe_text", "minimax", "lfm2")},
+                              "qwen3_5_text", "qwen3_5_moe_text", "minimax", "lfm2", "falcon_h1")},
     "deepseek_v32": ("index_topk", "index_n_heads", "index_head_dim"),
 }
 _TOWER_KEYS = ("vision_config", "audio_config", "speech_config", "vision_tower_config")

@@ -159,6 +159,7 @@ class MixerSpec:
     state_dtype: str | None = None  # storage of the recurrent state (mamba_ssm_cache_dtype); None: the KV dtype
     dt_rank: int = 0  # mamba1: rank of the dt projection
     dt_bc_norms: bool = False  # Jamba: RMSNorm weights on dt (dt_rank), B and C (state_dim each)
+    rms_norm: bool = True  # the gated RMSNorm of mamba2 / lightning (Falcon-H1: mamba_rms_norm, often off)
 
     def __post_init__(self):
         _check_kind("MixerSpec", self.kind, MIXER_KINDS)
@@ -202,14 +203,14 @@ class MixerSpec:
         """The gated RMSNorm's weight (mamba2, lightning: inner_dim; gated DeltaNet: head_dim); Jamba's dt, B, C norms."""
         if self.kind == "mamba1":
             return self.dt_rank + 2 * self.state_dim if self.dt_bc_norms else 0
-        if self.kind == "short_conv":
+        if self.kind == "short_conv" or not self.rms_norm:
             return 0
         return self.head_dim if self.kind == "gated_deltanet" else self.inner_dim
 
     @property
     def gate_normed(self) -> bool:
         """Whether the output gate comes with an RMSNorm (not in Mamba-1 and LFM2's short conv)."""
-        return self.kind in ("mamba2", "gated_deltanet", "lightning")
+        return self.kind in ("mamba2", "gated_deltanet", "lightning") and self.rms_norm
 
     def ssm_state_elements(self) -> int:
         """Recurrent state of one sequence in one layer: a (head_dim x state_dim) matrix per head."""
