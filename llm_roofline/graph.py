@@ -235,6 +235,7 @@ def _attention_core(c: _Ctx, g: LayerGroup, heads: int, name, batch, q_len, kv_l
     a = g.attention
     window = a.index_topk or a.sliding_window  # DSA: each query attends to its index_topk selected keys
     common = dict(batch=batch, q_len=q_len, kv_len=kv_len, causal=causal, window=window,
+                  window_label="top-k" if a.index_topk else "window",
                   fused=c.fused, act_bytes_per_elem=c.act_bytes, compute_dtype=c.compute_dtype, **c.placed("column"))
     if a.kind != "mla":
         return attention(name, g.name, g.count, n_heads=heads, n_kv_heads=kv_heads_per_chip(a, c.tp),
