@@ -50,8 +50,10 @@ def _dsa_indexer(r: ConfigReader) -> dict:
     if r.stated("index_topk") is None and r.get("model_type") != "deepseek_v32":
         return {}
     r.assume("DSA: the indexer's key cache (index_head_dim per token) is counted in the KV-cache dtype (DeepSeek "
-             "stores it in fp8 with a scale); the indexer's projections are replicated on every tp chip; its "
-             "scores over every key are written to and read back from HBM for the top-k selection; prefill reads "
+             "stores it in fp8 with a scale); the indexer (projections, scores, top-k) runs whole on every tp chip of "
+             "an attention group, as vLLM and SGLang replicate it (attention_dp splits the sequences instead), in "
+             "the compute dtype (DeepSeek's kernel uses fp8); its scores over every key are written to and read "
+             "back from HBM for the top-k selection; prefill reads "
              "min(context, index_topk) cached entries per sequence (a lower bound: each query picks its own).")
     return dict(index_topk=r.dim("index_topk"), index_n_heads=r.dim("index_n_heads"),
                 index_head_dim=r.dim("index_head_dim"))
