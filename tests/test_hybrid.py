@@ -451,3 +451,21 @@ def test_mixer_flops_summed_over_tp_shards_equal_the_unsharded_flops(tp, phase):
     assert shard.keys() == whole.keys()
     for name in whole:
         assert shard[name] * tp == pytest.approx(whole[name], rel=1e-12), name
+
+
+def test_dsa_long_prompt_attention_work_is_a_quarter_of_dense_mla():
+    v32, v3 = fixture("deepseek_v32_exp"), lr.load_model("deepseek-ai/DeepSeek-V3")
+    phase = Phase.prefill(1, 100_000)
+
+    def attention_flops(spec):
+        return sum(float(o.flops) for o in build_ops(spec, phase) if o.group == "moe" and o.kind == "attention")
+
+    all_pairs = 100_000 * 100_001 / 2  # causal: 5,000,050,000
+    top_pairs = 2048 * 2049 / 2 + (100_000 - 2048) * 2048  # min(i + 1, 2048) keys: 202,703,872
+    # materialized MLA prefill: 2 x 128 heads x (192 + 128) = 81,920 FLOP per pair; indexer 2 x 64 x 128 = 16,384
+    assert attention_flops(v3) == all_pairs * 81_920  # 4.10e14
+    assert attention_flops(v32) == top_pairs * 81_920 + all_pairs * 16_384  # 9.85e13: 4.2x less
+    # decode at 100k context: the core reads 2048 latents, the indexer every index key (bf16)
+    ops = build_ops(v32, Phase.decode(1, 100_000))
+    kv_read = sum(float(o.kv_bytes) for o in ops if o.group == "moe" and o.kind == "attention")
+    assert kv_read == (2048 * 576 + 100_000 * 128) * 2  # vs 100,000 x 576 x 2 B for V3: 4.0x less
