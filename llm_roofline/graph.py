@@ -15,9 +15,10 @@ import numpy as np
 
 from .errors import ScenarioError
 from .model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
-from .ops import Op, attention, collective, elementwise, embedding, expected_distinct_experts, gemm, kv_write
+from .ops import (Op, attention, causal_conv1d, causal_pairs, collective, elementwise, embedding,
+                  expected_distinct_experts, gemm, kv_write, recurrent_scan)
 from .sharding import (Sharding, collective_after, sequence_parallel_on, collective_before, expert_layout, kv_elems_per_token_per_chip,
-                       kv_heads_per_chip, shard_count, split)
+                       kv_heads_per_chip, mixer_dims_per_chip, shard_count, split)
 from .units import canonical_dtype, dtype_bytes
 
 if TYPE_CHECKING:
@@ -176,7 +177,8 @@ def _attention_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
     else:
         kvh = kv_heads_per_chip(a, tp)
         # (T, d) @ (d, H*hd + KV*hd + KV*vd) -> fused q, k, v
-        ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=heads * a.head_dim + kvh * (a.head_dim + a.v_head_dim),
+        q_width = heads * a.head_dim * (2 if a.output_gate else 1)  # Qwen3-Next: q_proj also yields the output gate
+        ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=q_width + kvh * (a.head_dim + a.v_head_dim),
                           style="column", bias=a.qkv_bias))
         rope_dim, kv_rope_heads = a.head_dim, kvh
     if a.qk_norm:
@@ -189,7 +191,12 @@ def _attention_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
     ops.append(kv_write("attn.kv_write", g.name, n, tokens=c.T_attn, kv_elems_per_token=kv_elems_per_token_per_chip(a, tp),
                         act_bytes_per_elem=c.act_bytes, kv_bytes_per_elem=c.kv_bytes,
                         **c.placed("replicated" if a.kind == "mla" else "column")))
+    if a.index_topk:
+        ops += _dsa_indexer_ops(c, g)
     ops += _attention_cores(c, g, heads)
+    if a.output_gate:  # o * sigmoid(gate) over (T, H*vd): sigmoid ~4 FLOP + 1 multiply
+        ops.append(c.pointwise("attn.output_gate", g.name, n, rows=c.T_attn, width=heads * a.v_head_dim,
+                               flops_per_elem=5, reads=2, style="column"))
     # row-parallel: (T, H*vd) @ (H*vd, d) -> partial sums of (T, d)
     ops.append(c.gemm("attn.o_proj", g.name, n, "attn", k=heads * a.v_head_dim, n=d, style="row", bias=a.o_bias))
     return ops
@@ -227,7 +234,9 @@ def _attention_cores(c: _Ctx, g: LayerGroup, heads: int) -> list[Op]:
 
 def _attention_core(c: _Ctx, g: LayerGroup, heads: int, name, batch, q_len, kv_len, causal) -> Op:
     a = g.attention
-    common = dict(batch=batch, q_len=q_len, kv_len=kv_len, causal=causal, window=a.sliding_window,
+    window = a.index_topk or a.sliding_window  # DSA: each query attends to its index_topk selected keys
+    common = dict(batch=batch, q_len=q_len, kv_len=kv_len, causal=causal, window=window,
+                  window_label="top-k" if a.index_topk else "window",
                   fused=c.fused, act_bytes_per_elem=c.act_bytes, compute_dtype=c.compute_dtype, **c.placed("column"))
     if a.kind != "mla":
         return attention(name, g.name, g.count, n_heads=heads, n_kv_heads=kv_heads_per_chip(a, c.tp),
@@ -236,11 +245,105 @@ def _attention_core(c: _Ctx, g: LayerGroup, heads: int, name, batch, q_len, kv_l
     if c.phase.mla_absorbed:  # scores against the latent (r + rope) and values from the latent (r); KV = latent cache
         return attention(name, g.name, g.count, n_heads=heads, n_kv_heads=1,
                          qk_dim=a.kv_lora_rank + a.qk_rope_head_dim, v_dim=a.kv_lora_rank,
-                         kv_elems_per_token=a.kv_elements_per_token(), kv_bytes_per_elem=c.kv_bytes, **common)
+                         kv_elems_per_token=a.kv_lora_rank + a.qk_rope_head_dim, kv_bytes_per_elem=c.kv_bytes,
+                         **common)
     # materialized K, V per head, written by kv_b_proj in the activation dtype
     return attention(name, g.name, g.count, n_heads=heads, n_kv_heads=heads, qk_dim=a.head_dim,
                      v_dim=a.v_head_dim, kv_elems_per_token=heads * (a.head_dim + a.v_head_dim),
                      kv_bytes_per_elem=c.act_bytes, **common)
+
+
+def _dsa_indexer_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
+    """DeepSeek sparse attention's lightning indexer (replicated on every tp chip): q from the query latent
+    ((T, r_q) @ (r_q, Hi*di)), one shared key and per-head weights from x ((T, d) @ (d, di + Hi)); scores of
+    every query against every cached index key (Hi heads of di, no values), written out and read back by the
+    top-k selection of index_topk keys per query."""
+    a, n, d = g.attention, g.count, c.spec.d_model
+    ih, idim = a.index_n_heads, a.index_head_dim
+    ops = [c.gemm("attn.indexer.q_proj", g.name, n, "attn", k=a.q_lora_rank or d, n=ih * idim, style="replicated"),
+           c.gemm("attn.indexer.k_proj", g.name, n, "attn", k=d, n=idim + ih, style="replicated")]
+    parts = [("", c.b_attn, c.q, c.phase.kv_len, c.phase.causal)]
+    if c.phase.has_chunk:
+        parts.append((".chunk", 1.0 / c.sh.sequence_groups, c.phase.chunk_tokens, c.phase.chunk_kv_len, True))
+    for suffix, batch, q_len, kv_len, causal in parts:
+        ops.append(attention(f"attn.indexer.score{suffix}", g.name, n, batch=batch, q_len=q_len, kv_len=kv_len,
+                             n_heads=ih, n_kv_heads=1, qk_dim=idim, v_dim=0, kv_elems_per_token=idim,
+                             kv_bytes_per_elem=c.kv_bytes, act_bytes_per_elem=c.act_bytes, causal=causal,
+                             fused=True, compute_dtype=c.compute_dtype, **c.placed("replicated")))
+        keys_per_query = causal_pairs(q_len, kv_len) / q_len if causal else kv_len  # (B*q, keys) scores
+        ops.append(c.pointwise(f"attn.indexer.topk{suffix}", g.name, n, rows=batch * q_len, width=keys_per_query,
+                               flops_per_elem=1, reads=1, style="replicated"))
+    return ops
+
+
+# --------------------------------------------------------------------------------------------- mixers
+SCAN_FLOPS_PER_STATE_ELEM = {
+    "mamba1": 7,  # dA = exp(dt*A) (2); h = dA*h (1) + B*(dt*x) (2); y = C h (2)
+    "mamba2": 5,  # S = exp(dt*A)*S (1) + dt*x B^T (2: multiply, add); y = S C (2)
+    "gated_deltanet": 7,  # S k (2); S = a*S (1) + beta*(v - S k) k^T (2); o = S q (2)
+    "lightning": 5,  # S = lambda*S (1) + k^T v (2); o = q S (2)
+}
+
+
+def _mixer_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
+    """A recurrent mixer (Mamba-1 / Mamba-2 / Gated DeltaNet), heads column-parallel over tp: in_proj (z, conv
+    channels, per-head gates), causal conv1d, (Mamba-1: x_proj, dt_proj), the scan over a fixed-size state, the output
+    gate (with an RMSNorm except Mamba-1), row-parallel out_proj."""
+    m, n, d = g.mixer, g.count, c.spec.d_model
+    heads, conv, gates = mixer_dims_per_chip(m, c.tp)
+    inner = heads * m.head_dim
+    ops = c.before_column("mixer", g.name, n)
+    # (T, d) @ (d, z + x,B,C (or q,k,v) + gates): one chip's heads
+    ops.append(c.gemm("mixer.in_proj", g.name, n, "attn", k=d, n=inner + conv + gates, style="column", bias=m.proj_bias))
+    seqs = c.b_attn + (1.0 / c.sh.sequence_groups if c.phase.has_chunk else 0.0)  # sequences whose state moves
+    conv_w = (conv * m.conv_kernel + (conv if m.conv_bias else 0)) * c.native_bytes
+    if m.conv_kernel:  # lightning attention has none
+        ops.append(causal_conv1d("mixer.conv1d", g.name, n, batch=seqs, q_len=c.T_attn / seqs, channels=conv,
+                                 kernel=m.conv_kernel, act_bytes_per_elem=c.act_bytes, state_bytes_per_elem=c.kv_bytes,
+                                 weight_bytes=conv_w, **c.placed("column")))
+    scan_in = conv + gates
+    if m.kind == "mamba1":
+        ops += _mamba1_projections(c, g, inner)
+        scan_in = conv + inner + 2 * m.state_dim  # x, dt per channel, B and C
+    if m.state_dim:  # LFM2's short conv carries no state beyond the conv window
+        ops += _mixer_scans(c, g, heads, scan_in, inner)
+    # output gate y * silu(z) (lightning: sigmoid; LFM2: C * conv(B * x)), normed except in Mamba-1 and LFM2; the chip's per-head A (dt_bias, D) and the
+    # norm weights ride with it (mamba2's and lightning's norm span the chip's channels; gated DeltaNet's and Jamba's
+    # are replicated)
+    norm_w = inner if m.kind in ("mamba2", "lightning") and m.rms_norm else m.norm_params()
+    small_w = (m.per_head_params() * heads // m.n_heads + norm_w) * c.native_bytes
+    ops.append(c.pointwise("mixer.gate_norm" if m.gate_normed else "mixer.gate", g.name, n, rows=c.T_attn,
+                           width=inner, flops_per_elem=5, reads=2, style="column", weight_bytes=small_w,
+                           stored_bytes=small_w, kind="norm" if m.gate_normed else "elementwise"))
+    # row-parallel: (T, H*hd) @ (H*hd, d) -> partial sums of (T, d)
+    ops.append(c.gemm("mixer.out_proj", g.name, n, "attn", k=inner, n=d, style="row", bias=m.proj_bias))
+    return ops
+
+
+def _mamba1_projections(c: _Ctx, g: LayerGroup, inner: int) -> list[Op]:
+    """Mamba-1: x_proj (T, inner) @ (inner, dt_rank + 2*ds) row-parallel over the chip's channels (partial sums
+    all-reduced over tp), then dt_proj (T, dt_rank) @ (dt_rank, inner) back onto the chip's channels."""
+    m, n = g.mixer, g.count
+    out = m.dt_rank + 2 * m.state_dim
+    ops = [c.gemm("mixer.x_proj", g.name, n, "attn", k=inner, n=out, style="row")]
+    ops += c.collectives(collective_after("row", c.sh) if c.tp > 1 else None, "mixer_x_proj", g.name, n, width=out)
+    ops.append(c.gemm("mixer.dt_proj", g.name, n, "attn", k=m.dt_rank, n=inner, style="column", bias=True))
+    return ops
+
+
+def _mixer_scans(c: _Ctx, g: LayerGroup, heads: int, in_elems: int, out_elems: int) -> list[Op]:
+    """The step's scan, plus the prompt chunk's own in a mixed (chunked-prefill) step."""
+    m = g.mixer
+    state_bytes = dtype_bytes(m.state_dtype) if m.state_dtype else c.kv_bytes
+    parts = [("mixer.scan", c.b_attn, c.q)]
+    if c.phase.has_chunk:
+        parts.append(("mixer.scan.chunk", 1.0 / c.sh.sequence_groups, c.phase.chunk_tokens))
+    return [recurrent_scan(name, g.name, g.count, batch=batch, q_len=q_len, n_heads=heads, head_dim=m.head_dim,
+                           state_dim=m.state_dim, flops_per_state_elem=SCAN_FLOPS_PER_STATE_ELEM[m.kind],
+                           chunk_tokens=0 if m.kind == "mamba1" else m.chunk_size, state_bytes_per_elem=state_bytes, act_in_elems_per_token=in_elems,
+                           act_out_elems_per_token=out_elems, act_bytes_per_elem=c.act_bytes,
+                           compute_dtype=c.compute_dtype, **c.placed("column"))
+            for name, batch, q_len in parts]
 
 
 # --------------------------------------------------------------------------------------------- FFN
@@ -343,7 +446,29 @@ def _dispatch_combine(c: _Ctx, g: LayerGroup, tokens_per_chip) -> list[Op]:
 
 
 # ------------------------------------------------------------------------------------------- layer
+def _block_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
+    """A block of a recurrent / hybrid model: a token mixer (recurrent mixer, attention, or both in parallel) and / or
+    an MLP, each behind its own norm and residual (Mamba-2 and Nemotron-H blocks hold one of them, Qwen3-Next both,
+    Falcon-H1 attention + mixer in parallel, then the MLP)."""
+    n = g.count
+    ops = []
+    has_attention = g.attention.kind != "none"
+    if g.mixer is not None or has_attention:
+        ops.append(c.norm("norm.attn", g.name, n))
+        # Falcon-H1: attention and the mixer read the same normed input; their outputs are summed (one all-reduce)
+        ops += (_attention_ops(c, g) if has_attention else []) + (_mixer_ops(c, g) if g.mixer is not None else [])
+        ops += c.after_row("attn", g.name, n)
+        ops.append(c.residual(g.name, n, reads=3 if has_attention and g.mixer is not None else 2))
+    if g.ffn.kind != "none":
+        ops.append(c.norm("norm.ffn", g.name, n))
+        ops += _ffn_ops(c, g)
+        ops += _ffn_out(c, g) + [c.residual(g.name, n)]
+    return ops
+
+
 def _layer_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
+    if not g.is_plain:
+        return _block_ops(c, g)
     n = g.count
     ops = [c.norm("norm.attn", g.name, n)]
     attn = _attention_ops(c, g)

@@ -7,6 +7,9 @@
 - KV cache: cached elements per token and layer on one chip (sharding.kv_elems_per_token_per_chip: K and V
   of its KV heads, replicated heads included, or MLA's latent + rope key); a sliding-window layer caches at
   most `window` tokens.
+- Recurrent state: a mixer layer (Mamba-2, Gated DeltaNet) keeps a fixed-size state per sequence instead of KV:
+  heads x head_dim x state_dim plus the conv1d window; it counts with the KV cache in the footprint (the KV term
+  of a sequence is its KV + state) and does not grow with the context.
 - Activations: a workspace of one prefill chunk (PREFILL_CHUNK_TOKENS tokens), reserved up front as serving
   engines do (vLLM profiles max_num_batched_tokens), so it does not grow with the batch.
 - Max batch: the largest batch (a multiple of pp) whose weights + workspace + KV at `context` fit one chip;
@@ -24,7 +27,7 @@ import numpy as np
 from .errors import RooflineError, ScenarioError
 from .graph import Dtypes, Phase, build_ops, resolve_dtypes
 from .model.spec import Matrix, ModelSpec
-from .sharding import Sharding, kv_elems_per_token_per_chip
+from .sharding import Sharding, kv_elems_per_token_per_chip, mixer_state_elems_per_chip
 from .units import dtype_bytes
 
 if TYPE_CHECKING:
@@ -48,7 +51,8 @@ def weight_bytes_by_family(spec: ModelSpec, weight_dtype: str | None = None) -> 
 
     weight_dtype overrides the storage dtype of the transformer blocks' matrices (see
     ModelSpec.weight_format_for); None keeps the checkpoint's format (quantization_config or native dtype).
-    Attention extras (q/k norms, MLA latent norms, sinks) count as attn; learned positions as embed.
+    Attention extras (q/k norms, MLA latent norms, sinks) and recurrent mixers (their projections, conv1d, per-head
+    parameters and gated norm, in place of attention) count as attn; learned positions as embed.
     """
     native_bytes = dtype_bytes(spec.weight_dtype)
     out: dict[str, float] = {}
@@ -57,9 +61,9 @@ def weight_bytes_by_family(spec: ModelSpec, weight_dtype: str | None = None) -> 
         out[family] = out.get(family, 0.0) + nbytes
 
     for g in spec.layer_groups:
-        for m in g.attention.weight_matrices(spec.d_model) + g.ffn.weight_matrices(spec.d_model):
+        for m in g.mixing_matrices(spec.d_model) + g.ffn.weight_matrices(spec.d_model):
             add(m.family, g.count * _matrix_bytes(spec, m, weight_dtype))
-        add("attn", g.count * g.attention.extra_params() * native_bytes)
+        add("attn", g.count * g.mixing_extra_params() * native_bytes)
         add("norm", g.count * g.norms * spec.norm_params() * native_bytes)
     for m in spec.embedding_matrices():
         add(m.family, _matrix_bytes(spec, m, weight_dtype))
@@ -115,6 +119,32 @@ def kv_cache_bytes(spec: ModelSpec, context_len, batch=1, kv_dtype: str = "bf16"
     return float(total_bytes) if total_bytes.ndim == 0 else total_bytes
 
 
+# ---------------------------------------------------------------------------------- recurrent state
+def state_bytes_per_sequence_by_group(spec: ModelSpec, kv_dtype: str = "bf16", tp: int = 1) -> dict[str, float]:
+    """Recurrent-mixer state one sequence holds on one chip of a tp group, in all layers of each mixer group:
+    the SSM / delta-rule state (heads x head_dim x state_dim, in the mixer's state dtype, else kv_dtype) plus the
+    conv1d window ((kernel - 1) x conv channels, in kv_dtype). It does not depend on the context length."""
+    out = {}
+    for g in spec.layer_groups:
+        if g.mixer is None:
+            continue
+        ssm_elems, conv_elems = mixer_state_elems_per_chip(g.mixer, tp)
+        ssm_bytes = ssm_elems * dtype_bytes(g.mixer.state_dtype or kv_dtype)
+        out[g.name] = g.count * (ssm_bytes + conv_elems * dtype_bytes(kv_dtype))
+    return out
+
+
+def state_bytes_per_sequence(spec: ModelSpec, kv_dtype: str = "bf16", tp: int = 1) -> float:
+    """Recurrent state of one sequence over the tp chips that hold it (tp = 1: the model's own); 0 without mixers."""
+    return tp * sum(state_bytes_per_sequence_by_group(spec, kv_dtype, tp).values())
+
+
+def cache_bytes_per_sequence(spec: ModelSpec, context_len, kv_dtype: str = "bf16", tp: int = 1):
+    """What one sequence keeps between steps at `context_len` tokens: its KV cache (growing with the context,
+    capped by sliding windows) plus its recurrent state (constant), over the tp chips that hold them."""
+    return kv_cache_bytes(spec, context_len, 1, kv_dtype, tp) + state_bytes_per_sequence(spec, kv_dtype, tp)
+
+
 # ---------------------------------------------------------------------------------- activations
 def activation_workspace_bytes(prefill_ops: "list[Op]", d_model: int, act_bytes_per_elem: float) -> np.ndarray:
     """Per-chip workspace of one PREFILL_CHUNK_TOKENS-token prefill chunk: the largest op's inputs + outputs
@@ -131,7 +161,7 @@ class Footprint:
     """What one chip of a replica holds (arrays over the scenario grid), and the replica's KV cache."""
 
     weight_bytes_per_chip: float
-    kv_bytes_per_sequence_per_chip: np.ndarray  # at `context` tokens
+    kv_bytes_per_sequence_per_chip: np.ndarray  # at `context` tokens, recurrent-mixer state included
     activation_workspace_bytes_per_chip: np.ndarray
     kv_cache_bytes: np.ndarray  # the whole replica (every tp chip), at `context` tokens for `batch` sequences
     batch: np.ndarray
@@ -167,7 +197,7 @@ def footprint(spec: ModelSpec, capacity_bytes: float, sharding: Sharding, dtypes
     """Per-chip memory of a replica whose `batch` sequences hold `context_len` tokens of KV cache.
     prefill_ops: the per-chip prefill graph (its shard sizes and activations)."""
     tp, pp = sharding.tp, sharding.pp
-    kv_replica_per_seq = kv_cache_bytes(spec, context_len, 1, dtypes.kv, tp)
+    kv_replica_per_seq = cache_bytes_per_sequence(spec, context_len, dtypes.kv, tp)  # KV + recurrent state
     return Footprint(
         weight_bytes_per_chip=weight_bytes_per_chip(prefill_ops, pp),
         kv_bytes_per_sequence_per_chip=np.asarray(kv_replica_per_seq) / tp / pp,

@@ -94,7 +94,8 @@ def causal_pairs(q_len, kv_len, window=None):
 
 def attention(name, group, count, *, batch, q_len, kv_len, n_heads, n_kv_heads, qk_dim, v_dim,
               kv_elems_per_token, kv_bytes_per_elem, act_bytes_per_elem, causal=True, window=None,
-              fused=True, score_bytes_per_elem=2.0, compute_dtype="bf16", style="column", shards=1) -> Op:
+              fused=True, score_bytes_per_elem=2.0, compute_dtype="bf16", style="column", shards=1,
+              window_label="window") -> Op:
     """Attention core (scores, softmax, AV) of one layer, per chip.
 
     FLOPs = 2*B*H*pairs*(qk_dim + v_dim), pairs = query-key pairs actually computed (causal: the
@@ -102,7 +103,8 @@ def attention(name, group, count, *, batch, q_len, kv_len, n_heads, n_kv_heads, 
     B * min(kv_len, window) tokens * kv_elems_per_token, and the q_len new tokens are written.
     Fused (FlashAttention): Q read and O written once, scores never reach HBM. Unfused: the full
     B*H*q*kv_eff score matrix is materialized and all of it computed: written by QK^T, read by the
-    softmax, written back, read by AV (4 round trips).
+    softmax, written back, read by AV (4 round trips). DSA passes its index_topk as the window (each query
+    attends to that many selected keys) and window_label "top-k" to name it in the formula.
     """
     b = np.asarray(batch, dtype=np.float64)
     q = np.asarray(q_len, dtype=np.float64)
@@ -119,10 +121,55 @@ def attention(name, group, count, *, batch, q_len, kv_len, n_heads, n_kv_heads, 
         act = act + 4.0 * b * n_heads * q * kv_eff * score_bytes_per_elem
     mode = "causal" if causal else "full"
     formula = (f"2*B*H*pairs*(dqk+dv) with B={short_number(b)}, H={n_heads:g}, pairs={short_number(pairs)} ({mode}"
-               f"{', window ' + str(window) if window else ''}), dqk={qk_dim:g}, dv={v_dim:g}; "
+               f"{', ' + window_label + ' ' + str(window) if window else ''}), dqk={qk_dim:g}, dv={v_dim:g}; "
                f"KV read {short_number(kv_eff)} tokens x {kv_elems_per_token:g} elems")
     return Op(name, group, "attention", count, flops, ZERO, act, kv_bytes, tokens=b * q,
               compute_dtype=compute_dtype, formula=formula, style=style, shards=shards)
+
+
+def recurrent_scan(name, group, count, *, batch, q_len, n_heads, head_dim, state_dim, flops_per_state_elem,
+                   chunk_tokens, state_bytes_per_elem, act_in_elems_per_token, act_out_elems_per_token,
+                   act_bytes_per_elem, compute_dtype="bf16", style="column", shards=1) -> Op:
+    """A linear-attention / SSM core (Mamba-2 SSD, Gated DeltaNet) of one layer, per chip.
+
+    Each of the n_heads heads keeps a (head_dim x state_dim) state S per sequence. Recurrent term, every token:
+    flops_per_state_elem FLOPs per state element (decay, rank-1 update, read-out). Prefill (q_len > 1) runs the
+    chunked algorithm: within chunks of L = chunk_tokens tokens, each query also meets the earlier tokens of its
+    chunk like causal attention, 2*(head_dim + state_dim) FLOPs per pair, pairs = q*(Lq + 1)/2 with Lq = min(q, L)
+    (L = 0: Mamba-1's parallel scan, no such term).
+    FLOPs = B*H*(q*c*hd*ds + [q > 1]*q*(Lq + 1)/2 * 2*(hd + ds)). The state is read and written once per step
+    (B*H*hd*ds elements each way): decode is memory-bound on it; it does not depend on the context length.
+    """
+    b = np.asarray(batch, dtype=np.float64)
+    q = np.asarray(q_len, dtype=np.float64)
+    state_elems = n_heads * head_dim * state_dim
+    lq = np.minimum(q, float(chunk_tokens))
+    intra_pairs = np.where(q > 1, q * (lq + 1) / 2, 0.0) if chunk_tokens else 0.0  # 0: a parallel scan, no chunks
+    flops = b * (q * (flops_per_state_elem * state_elems) + intra_pairs * (2.0 * n_heads * (head_dim + state_dim)))
+    state_bytes = b * (2.0 * state_elems * state_bytes_per_elem)  # (B, H, hd, ds): read + written
+    act = b * q * (act_in_elems_per_token + act_out_elems_per_token) * act_bytes_per_elem
+    formula = (f"B*H*(q*{flops_per_state_elem:g}*hd*ds + [q>1]*q*(min(q,L)+1)/2*2*(hd+ds)) with B={short_number(b)}, "
+               f"q={short_number(q)}, H={n_heads:g}, hd={head_dim:g}, ds={state_dim:g}, L={chunk_tokens:g}; state "
+               f"{state_elems:g} elems/seq read + written")
+    return Op(name, group, "attention", count, flops, ZERO, act, state_bytes, tokens=b * q,
+              compute_dtype=compute_dtype, formula=formula, style=style, shards=shards)
+
+
+def causal_conv1d(name, group, count, *, batch, q_len, channels, kernel, act_bytes_per_elem, state_bytes_per_elem,
+                  weight_bytes, style="column", shards=1) -> Op:
+    """Depthwise causal conv1d of `kernel` taps over (B*q, channels), + SiLU: 2*kernel + 1 FLOP per element.
+
+    Reads x and writes y; the rolling window of the last kernel - 1 inputs per channel (the conv state) is read and
+    written once per step: B*(kernel - 1)*channels elements each way."""
+    b = np.asarray(batch, dtype=np.float64)
+    t = b * np.asarray(q_len, dtype=np.float64)
+    elems = t * channels
+    state_bytes = b * (2.0 * (kernel - 1) * channels * state_bytes_per_elem)
+    return Op(name, group, "elementwise", count, elems * (2.0 * kernel + 1), np.asarray(weight_bytes, dtype=np.float64),
+              elems * (2 * act_bytes_per_elem), state_bytes, tokens=t, compute_dtype="vector", style=style,
+              shards=shards, stored_bytes=float(weight_bytes),
+              formula=f"(2*K+1) FLOP/elem over T={short_number(t)} x {channels:g} channels, K={kernel:g}; conv state "
+                      f"{(kernel - 1) * channels:g} elems/seq read + written")
 
 
 def kv_write(name, group, count, *, tokens, kv_elems_per_token, act_bytes_per_elem, kv_bytes_per_elem,

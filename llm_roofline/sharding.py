@@ -30,7 +30,7 @@ from .errors import ShardingError
 
 if TYPE_CHECKING:  # only for annotations: hardware does not import sharding
     from .hardware import Chip
-    from .model.spec import AttentionSpec, ModelSpec
+    from .model.spec import AttentionSpec, MixerSpec, ModelSpec
 
 
 @dataclass(frozen=True)
@@ -155,6 +155,32 @@ def expert_layout(n_experts: int, d_expert: int, sh: Sharding) -> tuple[int, int
 
 
 # ============================================================================ per-chip sizes
+def mixer_groups_per_chip(mixer: MixerSpec, tp: int) -> int:
+    """B/C (Mamba-2) or q/k (Gated DeltaNet) groups on one chip: split over tp when there are at least tp of them,
+    else each chip keeps the one group its heads read (replicated, explicit: tp must be a multiple of the groups).
+    Mamba-1 has no groups (0)."""
+    if mixer.n_groups == 0 or mixer.n_groups >= tp:
+        return split(mixer.n_groups, tp, "mixer groups (n_groups / linear_num_key_heads)")
+    if tp % mixer.n_groups:
+        raise ShardingError(f"tp={tp} is not a multiple of the mixer's {mixer.n_groups} groups, so they can neither "
+                            "be split nor evenly replicated")
+    return 1
+
+
+def mixer_dims_per_chip(mixer: MixerSpec, tp: int) -> tuple[int, int, int]:
+    """(heads, conv channels, per-head gate scalars) of one chip's column shard of a mixer."""
+    heads = split(mixer.n_heads, tp, "mixer heads")
+    conv_channels = heads * mixer.head_dim + 2 * mixer_groups_per_chip(mixer, tp) * mixer.state_dim
+    return heads, conv_channels, mixer.gate_heads // mixer.n_heads * heads
+
+
+def mixer_state_elems_per_chip(mixer: MixerSpec, tp: int) -> tuple[int, int]:
+    """(SSM state, conv state) elements of one sequence in one layer on one chip: (heads, hd, ds) and
+    (kernel - 1, conv channels)."""
+    heads, conv_channels, _ = mixer_dims_per_chip(mixer, tp)
+    return heads * mixer.head_dim * mixer.state_dim, max(mixer.conv_kernel - 1, 0) * conv_channels
+
+
 def kv_heads_per_chip(attn: AttentionSpec, tp: int) -> int:
     """KV heads one chip holds. Fewer KV heads than tp: each is replicated on tp/KV chips (explicit, not
     rounded: tp must then be a multiple of KV). MLA's latent is shared by all heads: every chip keeps it."""
@@ -169,7 +195,10 @@ def kv_heads_per_chip(attn: AttentionSpec, tp: int) -> int:
 
 
 def kv_elems_per_token_per_chip(attn: AttentionSpec, tp: int) -> int:
-    """Cached elements per token per layer on one chip (replicated KV heads and MLA latents included)."""
+    """Cached elements per token per layer on one chip (replicated KV heads and MLA latents included; a block
+    without attention caches nothing)."""
+    if attn.kind == "none":
+        return 0
     if attn.kind == "mla":
         return attn.kv_elements_per_token()
     return kv_heads_per_chip(attn, tp) * (attn.head_dim + attn.v_head_dim)

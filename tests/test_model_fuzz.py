@@ -86,6 +86,35 @@ def test_mutated_shipped_configs_load_or_raise_a_roofline_error(cfg):
     assert crash_of(cfg) is None
 
 
+# Recurrent / hybrid / sparse-attention fixtures (tests/test_hybrid.py), mutated the same way on their own keys.
+_HYBRID = {p.stem: json.loads(p.read_text()) for p in sorted((REPO / "tests" / "fixtures" / "configs").glob("*.json"))
+           if p.stem in ("mamba_codestral_7b", "nemotron_h_8b", "qwen3_next_80b_a3b", "qwen3_5_9b", "jamba_v0_1",
+                         "falcon_mamba_7b", "bamba_9b", "minimax_text_01", "deepseek_v32_exp", "lfm2_1_2b",
+                         "falcon_h1_7b")}
+_HYBRID_VALUES = st.one_of(_extremes, _values, st.sampled_from(["auto", "M*-E", "M-M*", "float8", "float32", 0, 3]),
+                           st.lists(st.sampled_from(["mamba", "attention", "linear_attention", "full_attention", "mlp",
+                                                     "moe", 0, 1, 9]), max_size=90))
+
+
+@st.composite
+def mutated_hybrid_configs(draw) -> dict:
+    cfg = copy.deepcopy(_HYBRID[draw(st.sampled_from(sorted(_HYBRID)))])
+    target = cfg["text_config"] if "text_config" in cfg and draw(st.booleans()) else cfg
+    for _ in range(draw(st.integers(1, 3))):
+        key = draw(st.sampled_from(sorted(k for k in target if isinstance(k, str))))
+        if draw(st.integers(0, 4)) == 0:
+            target.pop(key, None)
+        else:
+            target[key] = draw(_HYBRID_VALUES)
+    return cfg
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(mutated_hybrid_configs())
+def test_mutated_hybrid_configs_load_or_raise_a_roofline_error(cfg):
+    assert crash_of(cfg) is None
+
+
 # ------------------------------------------------------------------------------ the crashes found by fuzzing
 def _base(**over):
     return {**SHIPPED["meta-llama/Llama-3.1-8B"], **over}

@@ -92,6 +92,62 @@ ARCHITECTURES: dict[str, Architecture] = {
                         lm_head_bias="use_bias", defaults={"tie_word_embeddings": True, "use_bias": False}),
     "qwen3_vl_text": replace(_LLAMA, qk_norm=True),
     "qwen3_vl_moe_text": replace(_LLAMA, qk_norm=True),
+    # Recurrent / hybrid models (hybrid.py). Mamba2ForCausalLM (configuration_mamba2.py defaults: Mamba-Codestral-7B).
+    "mamba2": replace(_LLAMA, norms=1, defaults={"tie_word_embeddings": False, "num_heads": 128, "head_dim": 64,
+                                                 "state_size": 128, "n_groups": 8, "conv_kernel": 4, "expand": 2,
+                                                 "use_conv_bias": True, "use_bias": False, "chunk_size": 256}),
+    # Mamba / Falcon-Mamba (configuration_mamba.py, configuration_falcon_mamba.py): Mamba-1 blocks, tied embeddings.
+    "mamba": replace(_LLAMA, norms=1, defaults={"tie_word_embeddings": True, "state_size": 16, "conv_kernel": 4,
+                                                "expand": 2, "use_conv_bias": True, "use_bias": False}),
+    "falcon_mamba": replace(_LLAMA, norms=1, defaults={"tie_word_embeddings": True, "state_size": 16,
+                                                       "conv_kernel": 4, "expand": 2, "use_conv_bias": True,
+                                                       "use_bias": False}),
+    # Jamba (configuration_jamba.py): attention without RoPE every attn_layer_period-th layer, Mamba-1 (with dt/B/C
+    # RMSNorms) elsewhere; MoE every expert_layer_period-th layer.
+    "jamba": replace(_LLAMA, rope=False, expert_keys=("intermediate_size",),
+                     defaults={"tie_word_embeddings": False, "mamba_d_state": 16, "mamba_d_conv": 4,
+                               "mamba_expand": 2, "mamba_conv_bias": True, "mamba_proj_bias": False}),
+    # Bamba (configuration_bamba.py): Mamba-2 or attention, then a gated MLP, in every layer.
+    "bamba": replace(_LLAMA, defaults={"tie_word_embeddings": False, "mamba_n_heads": 128, "mamba_n_groups": 1,
+                                       "mamba_d_state": 256, "mamba_d_conv": 4, "mamba_expand": 2,
+                                       "mamba_chunk_size": 256, "mamba_conv_bias": True, "mamba_proj_bias": False}),
+    # MiniMax-Text-01 (configuration_minimax.py): lightning attention (block_size 256) and softmax GQA layers, every
+    # layer MoE (num_local_experts of intermediate_size).
+    "minimax": replace(_LLAMA, expert_keys=("intermediate_size",),
+                       defaults={"tie_word_embeddings": False, "block_size": 256}),
+    # LFM2 (configuration_lfm2.py): short-conv or attention (q/k norms) then a gated MLP; tied embeddings
+    # (tie_embedding in Liquid's own configs); the final norm is embedding_norm.
+    "lfm2": replace(_LLAMA, qk_norm=True, defaults={"tie_word_embeddings": True, "conv_L_cache": 3}),
+    # Falcon-H1 (configuration_falcon_h1.py): attention and Mamba-2 in parallel in every block, then a gated MLP.
+    "falcon_h1": replace(_LLAMA, defaults={"tie_word_embeddings": False, "mamba_d_ssm": 1024, "mamba_n_heads": 128,
+                                           "mamba_n_groups": 1, "mamba_d_state": 256, "mamba_d_conv": 4,
+                                           "mamba_expand": 2, "mamba_chunk_size": 256, "mamba_conv_bias": True,
+                                           "mamba_proj_bias": False, "mamba_rms_norm": False,
+                                           "projectors_bias": False}),
+    # Nemotron-H (configuration_nemotron_h.py): one norm + one mixer per block; attention without RoPE; relu² MLP
+    # (up, down); Mamba-2 mixers with conv bias (use_conv_bias) and no projection bias (mamba_proj_bias).
+    "nemotron_h": replace(_LLAMA, norms=1, gated=False, rope=False,
+                          defaults={"tie_word_embeddings": False, "head_dim": 128, "mamba_num_heads": 128,
+                                    "mamba_head_dim": 64, "ssm_state_size": 128, "n_groups": 8, "conv_kernel": 4,
+                                    "use_conv_bias": True, "mamba_proj_bias": False, "chunk_size": 128,
+                                    "mlp_hidden_act": "relu2"}),
+    # Qwen3-Next (configuration_qwen3_next.py): gated attention with q/k norms, Gated DeltaNet, Qwen2-MoE-style
+    # experts with a sigmoid-gated shared expert.
+    "qwen3_next": replace(_LLAMA, qkv_bias=False, o_bias=False, qk_norm=True, shared_gate=True,
+                          defaults={"tie_word_embeddings": False, "head_dim": 256, "linear_conv_kernel_dim": 4,
+                                    "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+                                    "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+                                    "full_attention_interval": 4, "decoder_sparse_step": 1}),
+    # Qwen3.5 text towers (configuration_qwen3_5.py, configuration_qwen3_5_moe.py): Qwen3-Next's layers (the GDN in_proj
+    # split into qkv, z, b, a: the same widths), a dense MLP or Qwen-MoE experts with a gated shared expert.
+    "qwen3_5_text": replace(_LLAMA, qkv_bias=False, o_bias=False, qk_norm=True, shared_gate=True,
+                            defaults={"tie_word_embeddings": False, "head_dim": 256, "linear_conv_kernel_dim": 4,
+                                      "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+                                      "linear_num_key_heads": 16, "linear_num_value_heads": 32,
+                                      "full_attention_interval": 4}),
+    # DeepSeek-V3.2 (configuration_deepseek_v32.py): DeepSeek-V3 plus a lightning indexer per layer (DSA).
+    "deepseek_v32": replace(_LLAMA, router_bias=True, defaults={"tie_word_embeddings": False, "index_topk": 2048,
+                                                                "index_n_heads": 64, "index_head_dim": 128}),
     # Nemotron-NAS (DeciLM): Llama blocks whose KV heads and MLP width vary per layer (block_configs).
     "deci": _LLAMA,
     "nemotron-nas": _LLAMA,
@@ -150,11 +206,13 @@ ARCHITECTURES: dict[str, Architecture] = {
                              defaults={"tie_word_embeddings": False, "attention_bias": True,
                                        "use_parallel_residual": True}),
 }
+ARCHITECTURES["qwen3_5_moe_text"] = ARCHITECTURES["qwen3_5_text"]
 UNKNOWN_ARCHITECTURE = Architecture(gated=None, ffn_keys=("intermediate_size", "ffn_dim", "ffn_hidden_size", "n_inner"))
 
 # The text tower's model_type of a multimodal wrapper whose text_config does not state its own.
 TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_vl": "qwen3_vl_text",
-                    "qwen3_vl_moe": "qwen3_vl_moe_text", "gemma4": "gemma4_text"}
+                    "qwen3_vl_moe": "qwen3_vl_moe_text", "gemma4": "gemma4_text", "qwen3_5": "qwen3_5_text",
+                    "qwen3_5_moe": "qwen3_5_moe_text"}
 
 # Activations whose MLP is taken as gated in a model_type the table does not know (noted as an assumption).
 GATED_ACTIVATIONS = ("silu", "swish", "swiglu", "geglu")
@@ -170,6 +228,14 @@ N_EXPERTS_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_n
 TOP_K_KEYS = ("num_experts_per_tok", "experts_per_token", "moe_top_k", "moe_k", "top_k_experts", "moe_topk")
 SHARED_EXPERTS_KEYS = ("n_shared_experts", "moe_num_shared_experts", "num_shared_experts")
 MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
+# Recurrent mixers (hybrid.py): widths (head dims, state, conv taps, chunk, DSA index dims) and head counts.
+MIXER_WIDTH_KEYS = ("state_size", "ssm_state_size", "mamba_head_dim", "conv_kernel", "mamba_d_conv", "chunk_size",
+                    "mamba_d_state", "mamba_d_head", "mamba_dt_rank", "time_step_rank", "block_size", "block_ff_dim",
+                    "block_multiple_of", "mamba_d_ssm",
+                    "mamba_chunk_size", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim",
+                    "index_topk", "index_head_dim")
+MIXER_HEAD_KEYS = ("num_heads", "mamba_num_heads", "mamba_n_heads", "n_groups", "mamba_n_groups", "linear_num_key_heads",
+                   "linear_num_value_heads", "index_n_heads")
 FFN_SIZE_KEYS = ("intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size", "moe_intermediate_size",
                  "shared_expert_intermediate_size", "intermediate_size_mlp")
 
@@ -191,8 +257,9 @@ BOUND_OF_KEY: dict[str, str] = {
     **{k: "layers" for k in LAYERS_KEYS + ("first_k_dense_replace", "num_nextn_predict_layers", "decoder_sparse_step",
                                            "moe_layer_freq", "sliding_window_pattern", "interleave_moe_layer_step",
                                            "moe_layer_interval", "max_window_layers", "no_rope_layer_interval")},
-    **{k: "width" for k in HIDDEN_KEYS + FFN_SIZE_KEYS + MLA_KEYS + ("head_dim", "sliding_window",
-                                                                      "attention_chunk_size", "word_embed_proj_dim")},
+    **{k: "width" for k in HIDDEN_KEYS + FFN_SIZE_KEYS + MLA_KEYS + MIXER_WIDTH_KEYS + (
+        "head_dim", "sliding_window", "attention_chunk_size", "word_embed_proj_dim")},
+    **{k: "heads" for k in MIXER_HEAD_KEYS},
     **{k: "heads" for k in HEADS_KEYS + KV_HEADS_KEYS},
     "vocab_size": "vocab",
     **{k: "context" for k in CONTEXT_KEYS},
@@ -210,17 +277,12 @@ ENCODER_ONLY_TYPES = ("bert", "roberta", "xlm-roberta", "deberta", "deberta-v2",
                       "electra", "modernbert")
 # model_type -> why the operator graph cannot represent it (recurrent state, linear attention, sparse attention).
 REFUSED_TYPES = {
-    **{t: "state-space (Mamba) layers" for t in ("mamba", "mamba2", "falcon_mamba")},
-    **{t: "hybrid attention + state-space layers" for t in ("jamba", "zamba", "zamba2", "bamba", "nemotron_h",
-                                                              "falcon_h1", "granitemoehybrid", "plamo2")},
+    # the Mamba-1 reader (hybrid.py) reads falcon_mamba and jamba; plain 'mamba' stays refused until tests/test_hf.py
+    # (which expects this refusal) is updated
+    "mamba": "state-space (Mamba) layers",
+    **{t: "hybrid attention + state-space layers" for t in ("zamba", "zamba2", "granitemoehybrid", "plamo2")},
     **{t: "recurrent layers" for t in ("rwkv", "rwkv6", "rwkv7", "recurrent_gemma", "xlstm")},
-    "lfm2": "hybrid short-convolution + attention layers",
     "lfm2_moe": "hybrid short-convolution + attention layers",
-    "minimax": "hybrid lightning (linear) attention + softmax attention layers",
-    "qwen3_next": "hybrid Gated DeltaNet (linear attention) + gated attention layers",
-    "qwen3_5": "hybrid Gated DeltaNet (linear attention) + gated attention layers",
-    "qwen3_5_moe": "hybrid Gated DeltaNet (linear attention) + gated attention layers",
-    "deepseek_v32": "DeepSeek sparse attention (DSA: a lightning indexer selects index_topk keys per query)",
     "glm_moe_dsa": "DeepSeek sparse attention (DSA: a lightning indexer selects index_topk keys per query)",
     "deepseek_v4": "DeepSeek-V4 compressed sparse attention",
     "jetmoe": "mixture-of-attention-heads (attention experts)",

@@ -27,6 +27,7 @@ from ..errors import ModelConfigError, UnsupportedArchitectureError
 from .architectures import (ARCHITECTURES, CONTEXT_KEYS, HIDDEN_KEYS, LAYERS_KEYS, TEXT_MODEL_TYPES,
                             UNKNOWN_ARCHITECTURE, Architecture)
 from .config_files import locate, read_json, shipped_index
+from .hybrid import HYBRID_TYPES, hybrid_groups
 from .layers import (attention_spec, ffn_spec, group_layers, layer_d_ffs, layer_kv_heads, layer_ropes, layer_windows,
                      moe_layers, norms_per_block, parallel_block)
 from .reader import ConfigReader, check_head_counts
@@ -114,8 +115,11 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
     n_layers = r.dim(*LAYERS_KEYS)
     vocab = r.dim("vocab_size")
     positions = _learned_positions(r, arch, d_model)
-    groups = group_layers(_layers(r, arch, d_model, n_layers), parallel_block(r, arch),
-                          norms_per_block(r, arch, model_type))
+    if model_type in HYBRID_TYPES:  # recurrent mixers (Mamba-2, Gated DeltaNet) with or without attention
+        groups = hybrid_groups(r, arch, model_type, d_model, n_layers)
+    else:
+        groups = group_layers(_layers(r, arch, d_model, n_layers), parallel_block(r, arch),
+                              norms_per_block(r, arch, model_type))
     _note_unmodelled(r, arch, model_type)
     weight_dtype = native_dtype(r, config)
     quant, families = quantization(r, config)

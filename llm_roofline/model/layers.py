@@ -41,7 +41,22 @@ def _mla(r: ConfigReader, n_heads: int, common: dict) -> AttentionSpec:
         raise ModelConfigError("attention_bias=true with MLA (kv_lora_rank) is not modelled")
     return AttentionSpec("mla", n_heads, n_heads, nope + rope, r.dim("v_head_dim"), q_lora_rank=q_rank,
                          kv_lora_rank=r.dim("kv_lora_rank"), qk_nope_head_dim=nope, qk_rope_head_dim=rope,
-                         **{**common, "qkv_bias": False, "o_bias": False})
+                         **{**common, "qkv_bias": False, "o_bias": False}, **_dsa_indexer(r))
+
+
+def _dsa_indexer(r: ConfigReader) -> dict:
+    """DeepSeek sparse attention (V3.2): the lightning indexer's top-k and dims, when the config (its model_type:
+    scope.py refuses index keys elsewhere) has them."""
+    if r.stated("index_topk") is None and r.get("model_type") != "deepseek_v32":
+        return {}
+    r.assume("DSA: the indexer's key cache (index_head_dim per token) is counted in the KV-cache dtype (DeepSeek "
+             "stores it in fp8 with a scale); the indexer (projections, scores, top-k) runs whole on every tp chip of "
+             "an attention group, as vLLM and SGLang replicate it (attention_dp splits the sequences instead), in "
+             "the compute dtype (DeepSeek's kernel uses fp8); its scores over every key are written to and read "
+             "back from HBM for the top-k selection; prefill reads "
+             "min(context, index_topk) cached entries per sequence (a lower bound: each query picks its own).")
+    return dict(index_topk=r.dim("index_topk"), index_n_heads=r.dim("index_n_heads"),
+                index_head_dim=r.dim("index_head_dim"))
 
 
 def _kv_heads(r: ConfigReader, n_heads: int) -> int:

@@ -13,6 +13,13 @@ from .architectures import (CROSS_ATTENTION_KEYS, ENCODER_DECODER_TYPES, ENCODER
                             STRUCTURAL_KEY_WORDS)
 from .reader import ConfigReader, as_int
 
+# model_type -> the state-space / sparse-attention keys its reader (hybrid.py, layers.py) understands
+_SSM_KEYS = tuple(k for k, why in REFUSED_KEYS.items() if why.startswith("state-space"))
+READ_HYBRID_KEYS = {
+    **{t: _SSM_KEYS for t in ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "bamba", "jamba", "qwen3_next",
+                              "qwen3_5_text", "qwen3_5_moe_text", "minimax", "lfm2", "falcon_h1")},
+    "deepseek_v32": ("index_topk", "index_n_heads", "index_head_dim"),
+}
 _TOWER_KEYS = ("vision_config", "audio_config", "speech_config", "vision_tower_config")
 
 
@@ -75,14 +82,15 @@ def reject_unsupported(cfg: dict) -> None:
         raise UnsupportedArchitectureError(f"model_type={model_type!r}: {REFUSED_TYPES[model_type]} cannot be "
                                            "represented by the operator graph yet")
     for key, why in REFUSED_KEYS.items():
-        if cfg.get(key) not in (None, False, [], {}):
+        if cfg.get(key) not in (None, False, [], {}) and key not in READ_HYBRID_KEYS.get(model_type, ()):
             raise UnsupportedArchitectureError(f"config key {key!r} (model_type={model_type or '?'!r}): {why} "
                                                "cannot be represented by the operator graph yet")
     for key in CROSS_ATTENTION_KEYS:
         if cfg.get(key):
             raise UnsupportedArchitectureError(f"cross-attention / encoder layers are not modelled "
                                                f"(config key {key!r}, model_type={model_type or '?'!r})")
-    _reject_layer_types(cfg, model_type)
+    if model_type not in READ_HYBRID_KEYS:  # the hybrid readers check their own layer_types
+        _reject_layer_types(cfg, model_type)
     reject_no_attention_blocks(cfg)
 
 

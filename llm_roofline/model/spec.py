@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from ..errors import ModelConfigError
 from ..units import WeightFormat, canonical_dtype, dtype_bytes, weight_format
 
-ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla")
-FFN_KINDS = ("dense", "moe")
+ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla", "none")  # none: a block without softmax attention (a mixer or MLP block)
+FFN_KINDS = ("dense", "moe", "none")  # none: a block without MLP (Mamba blocks, Nemotron-H mixer blocks)
+MIXER_KINDS = ("mamba1", "mamba2", "gated_deltanet", "lightning", "short_conv")
 
 
 def _check_kind(what: str, kind: str, known: tuple[str, ...]) -> None:
@@ -59,9 +60,20 @@ class AttentionSpec:
     kv_lora_rank: int | None = None
     qk_nope_head_dim: int | None = None
     qk_rope_head_dim: int | None = None
+    output_gate: bool = False  # Qwen3-Next gated attention: q_proj also produces a sigmoid gate of H*hd on the output
+    # DeepSeek sparse attention (DSA, V3.2): a lightning indexer scores every key with index_n_heads small heads of
+    # index_head_dim and keeps the index_topk best per query; it caches one index_head_dim key per token.
+    index_topk: int | None = None
+    index_n_heads: int = 0
+    index_head_dim: int = 0
 
     def __post_init__(self):
         _check_kind("AttentionSpec", self.kind, ATTENTION_KINDS)
+
+    @staticmethod
+    def none() -> "AttentionSpec":
+        """A block without softmax attention: zero heads, nothing cached, no weights."""
+        return AttentionSpec("none", 0, 0, 0, 0, rope=False)
 
     @property
     def group_size(self) -> int:
@@ -71,11 +83,13 @@ class AttentionSpec:
     def kv_elements_per_token(self) -> int:
         """Cached elements per token per layer: K and V of every KV head, or MLA's latent + rope key."""
         if self.kind == "mla":
-            return self.kv_lora_rank + self.qk_rope_head_dim
+            return self.kv_lora_rank + self.qk_rope_head_dim + self.index_head_dim
         return self.n_kv_heads * (self.head_dim + self.v_head_dim)
 
     def weight_matrices(self, d_model: int) -> list[Matrix]:
         h, kv, hd, vd = self.n_heads, self.n_kv_heads, self.head_dim, self.v_head_dim
+        if self.kind == "none":
+            return []
         if self.kind == "mla":
             mats = []
             if self.q_lora_rank:
@@ -86,12 +100,21 @@ class AttentionSpec:
             mats += [Matrix("attn.kv_a_proj", d_model, self.kv_lora_rank + self.qk_rope_head_dim),
                      Matrix("attn.kv_b_proj", self.kv_lora_rank, h * (self.qk_nope_head_dim + vd)),
                      Matrix("attn.o_proj", h * vd, d_model, self.o_bias)]
-            return mats
-        return [Matrix("attn.qkv_proj", d_model, h * hd + kv * hd + kv * vd, self.qkv_bias),
+            return mats + self.indexer_matrices(d_model)
+        q_width = h * hd * (2 if self.output_gate else 1)  # the output gate rides in q_proj
+        return [Matrix("attn.qkv_proj", d_model, q_width + kv * hd + kv * vd, self.qkv_bias),
                 Matrix("attn.o_proj", h * vd, d_model, self.o_bias)]
 
+    def indexer_matrices(self, d_model: int) -> list[Matrix]:
+        """DSA lightning indexer: q from the query latent (q_lora_rank), one shared key and per-head weights from x."""
+        if not self.index_topk:
+            return []
+        return [Matrix("attn.indexer.q_proj", self.q_lora_rank or d_model, self.index_n_heads * self.index_head_dim),
+                Matrix("attn.indexer.k_proj", d_model, self.index_head_dim),
+                Matrix("attn.indexer.weights_proj", d_model, self.index_n_heads)]
+
     def extra_params(self) -> int:
-        """Parameters outside the matrices: q/k norms, MLA latent norms, attention sinks."""
+        """Parameters outside the matrices: q/k norms, MLA latent norms, attention sinks, the DSA key LayerNorm."""
         p = 0
         if self.qk_norm:
             p += 2 * self.head_dim
@@ -99,7 +122,103 @@ class AttentionSpec:
             p += (self.q_lora_rank or 0) + self.kv_lora_rank
         if self.sinks:
             p += self.n_heads
+        if self.index_topk:
+            p += 2 * self.index_head_dim  # the indexer's k_norm: LayerNorm weight + bias
         return p
+
+
+@dataclass(frozen=True)
+class MixerSpec:
+    """A recurrent token mixer with a fixed-size state per sequence, in place of softmax attention.
+
+    mamba2 (SSD: Mamba-2, Nemotron-H, Bamba, Codestral-Mamba): n_heads heads of head_dim channels; x, B, C from one
+    in_proj with z (the output gate) and dt; B and C shared by the heads of each of n_groups groups; state
+    (head_dim x state_dim) per head. gated_deltanet (Qwen3-Next): n_heads value heads of head_dim, n_groups key heads
+    of state_dim (q and k); in_proj_qkvz + in_proj_ba (beta, decay); state (state_dim x head_dim) per value head.
+    Both: a depthwise causal conv1d of conv_kernel taps over conv_dim = inner + 2*n_groups*state_dim channels, a gated
+    RMSNorm on the output, out_proj back to d_model.
+    mamba1 (Mamba, Falcon-Mamba, Jamba): every inner channel is its own "head" (head_dim 1) with a state of state_dim;
+    no groups (B, C come from x_proj after the conv: conv_dim = inner); x_proj (inner -> dt_rank + 2*state_dim) and
+    dt_proj (dt_rank -> inner, with bias); output gated by silu(z) without a norm; Jamba adds RMSNorms on dt, B, C.
+    lightning (MiniMax-Text-01 lightning attention): linear attention with a fixed per-head decay; q, k, v of n_heads
+    heads (n_groups = n_heads key heads, state_dim = head_dim) and an output gate from one x, no conv (conv_kernel 0),
+    an RMSNorm over the heads' output; state (head_dim x head_dim) per head.
+    short_conv (LFM2): in_proj to B, C, x over n_heads = d_model channels (head_dim 1, no state: state_dim 0);
+    B*x through a depthwise conv of conv_kernel taps, times C, out_proj; only the conv window is carried.
+    """
+
+    kind: str  # mamba1 | mamba2 | gated_deltanet
+    n_heads: int
+    head_dim: int
+    state_dim: int
+    n_groups: int
+    conv_kernel: int
+    conv_bias: bool = False
+    proj_bias: bool = False
+    chunk_size: int = 64  # prefill runs the chunked (SSD / chunked delta rule) algorithm in chunks of this many tokens
+    state_dtype: str | None = None  # storage of the recurrent state (mamba_ssm_cache_dtype); None: the KV dtype
+    dt_rank: int = 0  # mamba1: rank of the dt projection
+    dt_bc_norms: bool = False  # Jamba: RMSNorm weights on dt (dt_rank), B and C (state_dim each)
+    rms_norm: bool = True  # the gated RMSNorm of mamba2 / lightning (Falcon-H1: mamba_rms_norm, often off)
+
+    def __post_init__(self):
+        _check_kind("MixerSpec", self.kind, MIXER_KINDS)
+
+    @property
+    def inner_dim(self) -> int:
+        return self.n_heads * self.head_dim
+
+    @property
+    def conv_dim(self) -> int:
+        """Channels through the conv1d: x (or v) of inner_dim, and B, C (or q, k) of n_groups*state_dim each."""
+        return self.inner_dim + 2 * self.n_groups * self.state_dim
+
+    @property
+    def gate_heads(self) -> int:
+        """Per-head scalars from in_proj: dt (mamba2); beta and the decay a (gated DeltaNet); B (short conv, per
+        channel); none (mamba1: x_proj; lightning)."""
+        return self.n_heads * {"mamba1": 0, "mamba2": 1, "gated_deltanet": 2, "lightning": 0, "short_conv": 1}[self.kind]
+
+    def weight_matrices(self, d_model: int) -> list[Matrix]:
+        # in_proj: (d) -> z (inner) + conv channels + per-head gates; out_proj: (inner) -> (d)
+        mats = [Matrix("mixer.in_proj", d_model, self.inner_dim + self.conv_dim + self.gate_heads, self.proj_bias)]
+        if self.kind == "mamba1":  # dt, B, C from the conv output; dt back up to the channels
+            mats += [Matrix("mixer.x_proj", self.inner_dim, self.dt_rank + 2 * self.state_dim),
+                     Matrix("mixer.dt_proj", self.dt_rank, self.inner_dim, bias=True)]
+        return mats + [Matrix("mixer.out_proj", self.inner_dim, d_model, self.proj_bias)]
+
+    def extra_params(self) -> int:
+        """conv1d weights (+ bias), per-head A_log and dt_bias (+ D for mamba2), the gated norm's weight (mamba2: over
+        inner_dim; gated DeltaNet: one head_dim weight shared by the heads)."""
+        conv = self.conv_dim * self.conv_kernel + (self.conv_dim if self.conv_bias else 0)
+        return conv + self.per_head_params() + self.norm_params()
+
+    def per_head_params(self) -> int:
+        """A_log, dt_bias, D (mamba2); A_log, dt_bias (gated DeltaNet); A (channels x state_dim) and D (mamba1)."""
+        if self.kind == "mamba1":
+            return self.n_heads * (self.state_dim + 1)
+        return self.n_heads * {"mamba2": 3, "gated_deltanet": 2, "lightning": 0, "short_conv": 0}[self.kind]
+
+    def norm_params(self) -> int:
+        """The gated RMSNorm's weight (mamba2, lightning: inner_dim; gated DeltaNet: head_dim); Jamba's dt, B, C norms."""
+        if self.kind == "mamba1":
+            return self.dt_rank + 2 * self.state_dim if self.dt_bc_norms else 0
+        if self.kind == "short_conv" or not self.rms_norm:
+            return 0
+        return self.head_dim if self.kind == "gated_deltanet" else self.inner_dim
+
+    @property
+    def gate_normed(self) -> bool:
+        """Whether the output gate comes with an RMSNorm (not in Mamba-1 and LFM2's short conv)."""
+        return self.kind in ("mamba2", "gated_deltanet", "lightning") and self.rms_norm
+
+    def ssm_state_elements(self) -> int:
+        """Recurrent state of one sequence in one layer: a (head_dim x state_dim) matrix per head."""
+        return self.n_heads * self.head_dim * self.state_dim
+
+    def conv_state_elements(self) -> int:
+        """The conv1d's rolling window: the last conv_kernel - 1 inputs of every conv channel."""
+        return max(self.conv_kernel - 1, 0) * self.conv_dim
 
 
 @dataclass(frozen=True)
@@ -119,8 +238,15 @@ class FfnSpec:
     def __post_init__(self):
         _check_kind("FfnSpec", self.kind, FFN_KINDS)
 
+    @staticmethod
+    def none() -> "FfnSpec":
+        """A block without MLP."""
+        return FfnSpec("none", 0, False, "")
+
     def weight_matrices(self, d_model: int) -> list[Matrix]:
         up = 2 if self.gated else 1
+        if self.kind == "none":
+            return []
         if self.kind == "dense":
             return [Matrix("ffn.up_gate" if self.gated else "ffn.up", d_model, up * self.d_ff, self.bias, "ffn"),
                     Matrix("ffn.down", self.d_ff, d_model, self.bias, "ffn")]
@@ -148,10 +274,22 @@ class FfnSpec:
 class LayerGroup:
     name: str
     count: int
-    attention: AttentionSpec
-    ffn: FfnSpec
+    attention: AttentionSpec  # AttentionSpec.none() in a mixer-only or MLP-only block
+    ffn: FfnSpec  # kind 'none' in a block without MLP
     parallel_block: bool = False  # attention and MLP read the same input (GPT-J, Falcon, Phi-2)
     norms: int = 2  # norm layers per block (Gemma-2/3: 4, parallel blocks: 1 or 2)
+    mixer: MixerSpec | None = None  # a recurrent mixer (SSM / linear attention) in place of attention
+
+    @property
+    def is_plain(self) -> bool:
+        """Softmax attention then an MLP: the classic transformer block."""
+        return self.mixer is None and self.attention.kind != "none" and self.ffn.kind != "none"
+
+    def mixing_matrices(self, d_model: int) -> list[Matrix]:
+        return self.attention.weight_matrices(d_model) + (self.mixer.weight_matrices(d_model) if self.mixer else [])
+
+    def mixing_extra_params(self) -> int:
+        return self.attention.extra_params() + (self.mixer.extra_params() if self.mixer else 0)
 
 
 @dataclass(frozen=True)
@@ -183,8 +321,16 @@ class ModelSpec:
 
     @property
     def attention_kind(self) -> str:
-        kinds = sorted({g.attention.kind for g in self.layer_groups})
-        return "/".join(kinds)
+        """Token-mixing kinds of the layers: softmax attention (mha, gqa, mqa, mla, with +dsa) and mixers."""
+        kinds = {g.attention.kind + ("+dsa" if g.attention.index_topk else "") for g in self.layer_groups
+                 if g.attention.kind != "none"}
+        kinds |= {g.mixer.kind for g in self.layer_groups if g.mixer}
+        return "/".join(sorted(kinds))
+
+    def context_breakpoints(self) -> list[int]:
+        """Context lengths where an op's cost stops growing linearly: sliding windows and DSA top-k (decode sums are
+        exact between them)."""
+        return sorted({w for g in self.layer_groups for w in (g.attention.sliding_window, g.attention.index_topk) if w})
 
     def norm_params(self) -> int:
         return self.d_model * (2 if self.norm == "layernorm" else 1)
@@ -198,8 +344,8 @@ class ModelSpec:
 
     def layer_params(self, group: LayerGroup, active: bool = False) -> int:
         ffn_mats = group.ffn.active_matrices(self.d_model) if active else group.ffn.weight_matrices(self.d_model)
-        mats = group.attention.weight_matrices(self.d_model) + ffn_mats
-        return sum(m.params for m in mats) + group.attention.extra_params() + group.norms * self.norm_params()
+        mats = group.mixing_matrices(self.d_model) + ffn_mats
+        return sum(m.params for m in mats) + group.mixing_extra_params() + group.norms * self.norm_params()
 
     def _params(self, active: bool) -> int:
         body = sum(g.count * self.layer_params(g, active) for g in self.layer_groups)

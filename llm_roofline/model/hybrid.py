@@ -1,0 +1,354 @@
+"""Readers of the recurrent and hybrid models: Mamba / Falcon-Mamba (Mamba-1), Mamba-2, Nemotron-H (Mamba-2 + attention
++ MLP blocks), Bamba (Mamba-2 or attention, then an MLP), Jamba (Mamba-1 or attention, then MLP or MoE), Qwen3-Next
+(Gated DeltaNet + gated attention, MoE), MiniMax-Text-01 (lightning attention + softmax attention, MoE) and LFM2
+(short convolutions + attention), Falcon-H1 (attention and Mamba-2 in parallel in every block, then an MLP).
+
+Each layer is an (AttentionSpec, MixerSpec | None, FfnSpec) triple; a block without attention holds
+AttentionSpec.none(), one without MLP FfnSpec.none(). Identical triples share one LayerGroup. Key names and their
+defaults come from the transformers configuration classes (configuration_<type>.py), copied into ARCHITECTURES.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..errors import ModelConfigError, UnsupportedArchitectureError
+from .architectures import Architecture
+from .layers import attention_spec, ffn_spec, moe_layers
+from .reader import ConfigReader, as_int, require_divides
+from .spec import AttentionSpec, FfnSpec, LayerGroup, MixerSpec
+
+HYBRID_TYPES = ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "bamba", "jamba", "qwen3_next", "qwen3_5_text",
+                "qwen3_5_moe_text", "minimax", "lfm2", "falcon_h1")
+# Nemotron-H's block letters (hybrid_override_pattern) and the list names of newer configs (layers_block_type)
+_NEMOTRON_LETTERS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+_NEMOTRON_NAMES = {"mamba": "mamba", "linear_attention": "mamba", "attention": "attention",
+                   "full_attention": "attention", "mlp": "mlp", "moe": "moe"}
+Layer = tuple[AttentionSpec, "MixerSpec | None", FfnSpec]
+
+
+def hybrid_groups(r: ConfigReader, arch: Architecture, model_type: str, d_model: int,
+                  n_layers: int) -> tuple[LayerGroup, ...]:
+    """The LayerGroups of a recurrent / hybrid model, in order of first occurrence."""
+    readers = {"mamba": _mamba1_layers, "falcon_mamba": _mamba1_layers, "mamba2": _mamba2_layers,
+               "nemotron_h": _nemotron_h_layers, "bamba": _bamba_layers, "jamba": _jamba_layers,
+               "qwen3_next": _qwen3_next_layers, "qwen3_5_text": _qwen3_next_layers,
+               "qwen3_5_moe_text": _qwen3_next_layers, "minimax": _minimax_layers, "lfm2": _lfm2_layers,
+               "falcon_h1": _falcon_h1_layers}
+    layers = readers[model_type](r, arch, d_model, n_layers)
+    _note_state_dtype(r, [m for _, m, _ in layers if m is not None])
+    return _group(layers, arch.norms)
+
+
+def _group(layers: list[Layer], norms: int) -> tuple[LayerGroup, ...]:
+    counts: dict[Layer, int] = {}
+    for key in layers:
+        counts[key] = counts.get(key, 0) + 1
+    groups = []
+    for (attn, mixer, ffn), n in counts.items():
+        parts = ([mixer.kind] if mixer else []) + (["attention"] if attn.kind != "none" else []) + \
+                ([ffn.kind] if ffn.kind != "none" else [])
+        name = ".".join(parts)
+        taken = sum(1 for g in groups if g.name.split("-")[0] == name)
+        groups.append(LayerGroup(name if not taken else f"{name}-{taken + 1}", n, attn, ffn, norms=norms, mixer=mixer))
+    return tuple(groups)
+
+
+def _note_state_dtype(r: ConfigReader, mixers: list[MixerSpec]) -> None:
+    if not mixers:
+        return
+    stored = mixers[0].state_dtype
+    r.assume("Recurrent state per sequence: the SSM / delta-rule state (heads x head_dim x state_dim) in "
+             + (f"{stored} (the config's mamba_ssm_cache_dtype / mamba_ssm_dtype)" if stored else "the KV-cache dtype (vLLM's default "
+                "'auto'; the config states no state dtype)")
+             + ", the conv1d window ((conv_kernel - 1) x conv channels) in the KV-cache dtype; it does not grow with "
+               "the context.")
+    r.assume("Mixer prefill FLOPs: Mamba-2, Gated DeltaNet and lightning attention use the chunked algorithm (SSD / "
+             "chunked delta rule / lightning blocks): per token and head a state update and read-out plus causal "
+             "attention-like work inside chunks of chunk_size tokens; Mamba-1 a parallel scan (the recurrent term only). Decode is one state update per token. The "
+             "conv1d, gates and norms are elementwise.")
+
+
+def _state_dtype(r: ConfigReader) -> str | None:
+    value = r.get("mamba_ssm_cache_dtype", "mamba_ssm_dtype")
+    if value is None or value == "auto":
+        return None
+    names = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
+    if not isinstance(value, str) or value not in names:
+        raise ModelConfigError(f"mamba_ssm_cache_dtype must be one of {', '.join(names)} or auto, got {str(value)[:40]!r}")
+    return names[value]
+
+
+# ---------------------------------------------------------------------------- Mamba-1
+def _mamba1_mixer(r: ConfigReader, d_model: int, prefix: str, dt_bc_norms: bool) -> MixerSpec:
+    """MambaMixer / JambaMambaMixer: inner = expand * hidden channels, each with a state of state_size; time_step_rank
+    'auto' = ceil(hidden / 16). Keys: state_size, conv_kernel, expand, time_step_rank, use_conv_bias, use_bias (Mamba);
+    mamba_d_state, mamba_d_conv, mamba_expand, mamba_dt_rank, mamba_conv_bias, mamba_proj_bias (Jamba)."""
+    names = (("state_size", "conv_kernel", "expand", "time_step_rank", "use_conv_bias", "use_bias") if not prefix else
+             ("mamba_d_state", "mamba_d_conv", "mamba_expand", "mamba_dt_rank", "mamba_conv_bias", "mamba_proj_bias"))
+    state, kernel, expand_key, rank_key, conv_bias, proj_bias = names
+    inner = r.count(expand_key, default=2, allow_zero=False) * d_model
+    stated = r.get("intermediate_size") if not prefix else None  # MambaConfig recomputes it from expand
+    if stated is not None and stated != inner:
+        raise ModelConfigError(f"intermediate_size ({str(stated)[:20]}) disagrees with {expand_key} x hidden_size "
+                               f"({inner}), which the modeling code uses")
+    rank = r.get(rank_key, default="auto")
+    if rank == "auto":
+        rank = -(-d_model // 16)
+        r.assume(f"{rank_key} 'auto': ceil(hidden_size / 16) = {rank}.")
+    return MixerSpec("mamba1", inner, 1, r.dim(state), 0, r.dim(kernel), conv_bias=r.flag(conv_bias),
+                     proj_bias=r.flag(proj_bias), chunk_size=1, state_dtype=_state_dtype(r),
+                     dt_rank=as_int(rank, rank_key), dt_bc_norms=dt_bc_norms)
+
+
+def _mamba1_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
+    """MambaForCausalLM / FalconMambaForCausalLM: every block is norm -> Mamba-1 mixer -> residual (no MLP);
+    Falcon-Mamba's RMSNorms on B, C and dt have no weights."""
+    mixer = _mamba1_mixer(r, d_model, "", dt_bc_norms=False)
+    r.used.update(("mixer_rms_eps", "use_mambapy", "use_associative_scan"))
+    return [(AttentionSpec.none(), mixer, FfnSpec.none())] * n_layers
+
+
+def _jamba_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
+    """JambaDecoderLayer: norm -> (attention without RoPE | Mamba-1 with dt/B/C norms) -> residual -> norm -> MLP or
+    MoE (every expert_layer_period-th layer from expert_layer_offset) -> residual."""
+    a_period, a_offset = r.count("attn_layer_period", 8, False), r.count("attn_layer_offset", 4)
+    e_period, e_offset = r.count("expert_layer_period", 2, False), r.count("expert_layer_offset", 1)
+    attn = attention_spec(r, arch, d_model, None, rope=False)
+    mixer = _mamba1_mixer(r, d_model, "mamba_", dt_bc_norms=True)
+    n_experts = r.dim("num_experts", required=False) or 1
+    ffns = {moe: ffn_spec(r, arch, d_model, moe, 0 if moe else r.dim("intermediate_size")) for moe in (False, True)
+            if moe is False or n_experts > 1}
+    out = []
+    for i in range(n_layers):
+        ffn = ffns[n_experts > 1 and i % e_period == e_offset]
+        out.append((attn, None, ffn) if i % a_period == a_offset else (AttentionSpec.none(), mixer, ffn))
+    r.used.update(("use_mambapy", "use_associative_scan", "use_mamba_kernels"))
+    return out
+
+
+# ---------------------------------------------------------------------------- Mamba-2 (pure SSM)
+def _mamba2_mixer(r: ConfigReader, d_model: int, keys: dict) -> MixerSpec:
+    """A Mamba-2 mixer from the config's key names for heads, head_dim, state, groups, conv kernel, biases, chunk."""
+    heads = r.dim(*keys["heads"])
+    head_dim = keys["head_dim"] if isinstance(keys["head_dim"], int) else r.dim(*keys["head_dim"])
+    groups = r.dim(*keys["groups"])
+    if heads % groups:
+        raise ModelConfigError(f"{keys['heads'][0]} ({heads}) must be a multiple of {keys['groups'][0]} ({groups})")
+    return MixerSpec("mamba2", heads, head_dim, r.dim(*keys["state"]), groups, r.dim(*keys["conv"]),
+                     conv_bias=r.flag(keys["conv_bias"]), proj_bias=r.flag(keys["proj_bias"]),
+                     chunk_size=r.dim(*keys["chunk"]), state_dtype=_state_dtype(r))
+
+
+def _mamba2_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
+    """Mamba2ForCausalLM: every block is norm -> Mamba-2 mixer -> residual (no MLP)."""
+    mixer = _mamba2_mixer(r, d_model, dict(heads=("num_heads",), head_dim=("head_dim",), state=("state_size",),
+                                           groups=("n_groups",), conv=("conv_kernel",), conv_bias="use_conv_bias",
+                                           proj_bias="use_bias", chunk=("chunk_size",)))
+    expand = r.count("expand", default=2, allow_zero=False)
+    if mixer.inner_dim != expand * d_model:  # Mamba2Mixer: intermediate_size = expand * hidden = heads * head_dim
+        raise ModelConfigError(f"num_heads x head_dim ({mixer.inner_dim}) must equal expand x hidden_size "
+                               f"({expand * d_model})")
+    return [(AttentionSpec.none(), mixer, FfnSpec.none())] * n_layers
+
+
+# ---------------------------------------------------------------------------- Nemotron-H
+def _nemotron_kinds(r: ConfigReader, n_layers: int) -> list[str]:
+    pattern = r.typed("hybrid_override_pattern", (str,), "a string of M, *, - and E")
+    if pattern is not None:
+        if len(pattern) != n_layers or any(ch not in _NEMOTRON_LETTERS for ch in pattern):
+            raise ModelConfigError(f"hybrid_override_pattern must be {n_layers} letters of M, *, - or E "
+                                   f"(one per num_hidden_layers), got {pattern[:80]!r}")
+        return [_NEMOTRON_LETTERS[ch] for ch in pattern]
+    names = r.str_list("layers_block_type", n_layers)
+    if names is None:
+        raise ModelConfigError("nemotron_h config has neither hybrid_override_pattern nor layers_block_type")
+    bad = next((n for n in names if n not in _NEMOTRON_NAMES), None)
+    if bad is not None:
+        raise ModelConfigError(f"layers_block_type entry {bad[:40]!r} is not one of {', '.join(_NEMOTRON_NAMES)}")
+    return [_NEMOTRON_NAMES[n] for n in names]
+
+
+def _nemotron_h_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
+    """NemotronHBlock: norm -> one of (Mamba-2 mixer | attention without RoPE | relu² MLP) -> residual."""
+    kinds = _nemotron_kinds(r, n_layers)
+    if "moe" in kinds:
+        raise UnsupportedArchitectureError("hybrid_override_pattern has MoE blocks ('E', model_type='nemotron_h'): "
+                                           "Nemotron-H latent MoE blocks are not modelled yet")
+    none_a, none_f = AttentionSpec.none(), FfnSpec.none()
+    by_kind: dict[str, Layer] = {}
+    if "mamba" in kinds:
+        by_kind["mamba"] = (none_a, _mamba2_mixer(r, d_model, dict(
+            heads=("mamba_num_heads",), head_dim=("mamba_head_dim",), state=("ssm_state_size",),
+            groups=("n_groups", "mamba_n_groups"), conv=("conv_kernel", "mamba_d_conv"), conv_bias="use_conv_bias",
+            proj_bias="mamba_proj_bias", chunk=("chunk_size", "mamba_chunk_size"))), none_f)
+    if "attention" in kinds:
+        by_kind["attention"] = (attention_spec(r, arch, d_model, None, rope=False), None, none_f)
+    if "mlp" in kinds:
+        act = r.get("mlp_hidden_act", default="relu2")
+        by_kind["mlp"] = (none_a, None, FfnSpec("dense", r.dim("intermediate_size"), False, str(act),
+                                                r.flag(arch.mlp_bias)))
+    r.used.update(("mamba_hidden_act", "expand", "mamba_expand"))  # expand: heads x head_dim says it
+    return [by_kind[k] for k in kinds]
+
+
+# ---------------------------------------------------------------------------- Bamba
+def _bamba_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
+    """BambaDecoderLayer: norm -> (Mamba-2 | attention at attn_layer_indices) -> residual -> norm -> gated MLP."""
+    attn_at = set(r.int_list("attn_layer_indices", default=[]) or [])
+    heads = r.dim("mamba_n_heads")
+    head_dim = r.get("mamba_d_head", default="auto")
+    if head_dim == "auto":  # BambaConfig: mamba_expand * hidden_size / mamba_n_heads
+        inner = r.count("mamba_expand", default=2, allow_zero=False) * d_model
+        require_divides(inner, "mamba_expand x hidden_size", heads, "mamba_n_heads")
+        head_dim = inner // heads
+        r.assume(f"mamba_d_head 'auto': mamba_expand x hidden_size / mamba_n_heads = {head_dim}.")
+    mixer = _mamba2_mixer(r, d_model, dict(heads=("mamba_n_heads",), head_dim=as_int(head_dim, "mamba_d_head"),
+                                           state=("mamba_d_state",), groups=("mamba_n_groups",), conv=("mamba_d_conv",),
+                                           conv_bias="mamba_conv_bias", proj_bias="mamba_proj_bias",
+                                           chunk=("mamba_chunk_size",)))
+    mlp = ffn_spec(r, arch, d_model, False, r.dim("intermediate_size"))
+    attn = attention_spec(r, arch, d_model, None, rope=True) if attn_at else None
+    return [(attn, None, mlp) if i in attn_at else (AttentionSpec.none(), mixer, mlp) for i in range(n_layers)]
+
+
+# ---------------------------------------------------------------------------- Qwen3-Next
+def _linear_or_full(r: ConfigReader, n_layers: int) -> list[bool] | None:
+    """layer_types of linear_attention / full_attention entries as softmax-attention flags; None when absent."""
+    types = r.str_list("layer_types", n_layers)
+    if types is None:
+        return None
+    bad = next((t for t in types if t not in ("linear_attention", "full_attention")), None)
+    if bad is not None:
+        raise ModelConfigError(f"layer_types entry {bad[:40]!r} is not linear_attention or full_attention")
+    return [t == "full_attention" for t in types]
+
+
+def _qwen3_next_full(r: ConfigReader, n_layers: int) -> list[bool]:
+    """Which layers use (gated) softmax attention: layer_types, else every full_attention_interval-th layer."""
+    flags = _linear_or_full(r, n_layers)
+    if flags is not None:
+        return flags
+    interval = r.count("full_attention_interval", default=4, allow_zero=False)
+    return [(i + 1) % interval == 0 for i in range(n_layers)]
+
+
+def _gated_deltanet(r: ConfigReader) -> MixerSpec:
+    """Qwen3NextGatedDeltaNet: in_proj_qkvz, in_proj_ba, conv1d without bias over q, k, v, per-head norm, out_proj."""
+    v_heads, k_heads = r.dim("linear_num_value_heads"), r.dim("linear_num_key_heads")
+    if v_heads % k_heads:
+        raise ModelConfigError(f"linear_num_value_heads ({v_heads}) must be a multiple of linear_num_key_heads "
+                               f"({k_heads})")
+    r.assume("Gated DeltaNet prefill is taken in chunks of 64 tokens (the chunked delta-rule kernels' size).")
+    return MixerSpec("gated_deltanet", v_heads, r.dim("linear_value_head_dim"), r.dim("linear_key_head_dim"),
+                     k_heads, r.dim("linear_conv_kernel_dim"), chunk_size=64, state_dtype=_state_dtype(r))
+
+
+def _qwen3_next_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
+    """Qwen3NextDecoderLayer (and Qwen3.5's text decoder layer): norm -> (Gated DeltaNet | gated attention) -> residual -> norm -> MoE / MLP -> residual.
+    The gated attention's q_proj also yields a sigmoid output gate (H x head_dim), with per-head q/k norms."""
+    full = _qwen3_next_full(r, n_layers)
+    moe = moe_layers(r, n_layers)
+    gate = r.boolean("attn_output_gate", default=True)  # Qwen3.5 states it; Qwen3-Next always gates
+    attn = replace(attention_spec(r, arch, d_model, None, rope=True), output_gate=gate) if any(full) else None
+    mixer = _gated_deltanet(r) if not all(full) else None
+    ffns = {m: ffn_spec(r, arch, d_model, m, 0 if m else r.dim("intermediate_size")) for m in set(moe)}
+    mtp = r.count("mtp_num_hidden_layers")
+    if mtp:
+        r.assume(f"mtp_num_hidden_layers={mtp}: the multi-token-prediction layers are not part of plain inference and "
+                 "are not counted.")
+    r.used.update(("partial_rotary_factor", "mtp_use_dedicated_embeddings"))
+    return [(attn, None, ffns[m]) if f else (AttentionSpec.none(), mixer, ffns[m]) for f, m in zip(full, moe)]
+
+
+# ---------------------------------------------------------------------------- MiniMax-Text-01
+def _minimax_full(r: ConfigReader, n_layers: int) -> list[bool]:
+    """Softmax-attention layers: layer_types (HF) or attn_type_list (MiniMax's own config: 1 = softmax)."""
+    full = _linear_or_full(r, n_layers)
+    if full is not None:
+        return full
+    flags = r.int_list("attn_type_list", n_layers)
+    if flags is None:
+        raise ModelConfigError("minimax config has neither layer_types nor attn_type_list")
+    return [bool(f) for f in flags]
+
+
+def _minimax_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
+    """MiniMaxDecoderLayer: norm -> (lightning attention | softmax GQA) -> residual -> norm -> MoE -> residual.
+    Lightning: qkv_proj (3 H hd) and output_gate (H hd) from x, RMSNorm over H hd, out_proj; no conv."""
+    full = _minimax_full(r, n_layers)
+    attn = attention_spec(r, arch, d_model, None, rope=True)
+    heads, head_dim = attn.n_heads, attn.head_dim
+    mixer = MixerSpec("lightning", heads, head_dim, head_dim, heads, 0, chunk_size=r.dim("block_size"),
+                      state_dtype=_state_dtype(r))
+    moe = ffn_spec(r, arch, d_model, True, 0)
+    r.assume("MiniMax: the residual scaling factors (*_alpha_factor, *_beta_factor) are scalars, not modelled.")
+    r.used.update(("full_attn_alpha_factor", "full_attn_beta_factor", "linear_attn_alpha_factor",
+                   "linear_attn_beta_factor", "mlp_alpha_factor", "mlp_beta_factor", "rotary_dim"))
+    return [(attn, None, moe) if f else (AttentionSpec.none(), mixer, moe) for f in full]
+
+
+# ---------------------------------------------------------------------------- LFM2
+def _lfm2_d_ff(r: ConfigReader) -> int:
+    """Lfm2MLP's width: intermediate_size (block_ff_dim), with block_auto_adjust_ff_dim int(2/3 x) times
+    block_ffn_dim_multiplier, rounded up to block_multiple_of."""
+    d_ff = r.dim("intermediate_size", "block_ff_dim")
+    if not r.boolean("block_auto_adjust_ff_dim", default=True):
+        return d_ff
+    d_ff = int(2 * d_ff / 3)
+    mult = r.get("block_ffn_dim_multiplier", default=1.0)
+    if mult is None:
+        return d_ff
+    if not isinstance(mult, (int, float)) or isinstance(mult, bool) or not 0 < mult <= 64:
+        raise ModelConfigError(f"block_ffn_dim_multiplier must be a number in (0, 64], got {str(mult)[:40]!r}")
+    step = r.count("block_multiple_of", default=256, allow_zero=False)
+    d_ff = int(mult * d_ff)
+    return step * ((d_ff + step - 1) // step)
+
+
+def _lfm2_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
+    """Lfm2DecoderLayer: norm -> (short conv | attention with q/k norms) -> residual -> norm -> gated MLP -> residual.
+    Short conv: in_proj (d -> B, C, x), depthwise conv1d of conv_L_cache taps over B*x, C * conv, out_proj; the
+    projections carry a bias when conv_bias is set."""
+    types = r.str_list("layer_types", n_layers)
+    if types is None:
+        full_at = set(r.int_list("full_attn_idxs", default=list(range(n_layers))) or [])
+        types = ["full_attention" if i in full_at else "conv" for i in range(n_layers)]
+    bad = next((t for t in types if t not in ("conv", "full_attention")), None)
+    if bad is not None:
+        raise ModelConfigError(f"layer_types entry {bad[:40]!r} is not conv or full_attention")
+    bias = r.boolean("conv_bias")
+    mixer = MixerSpec("short_conv", d_model, 1, 0, 0, r.dim("conv_L_cache"), conv_bias=bias, proj_bias=bias,
+                      state_dtype=None)
+    mlp = FfnSpec("dense", _lfm2_d_ff(r), True, "silu")
+    attn = attention_spec(r, arch, d_model, None, rope=True) if "full_attention" in types else None
+    return [(attn, None, mlp) if t == "full_attention" else (AttentionSpec.none(), mixer, mlp) for t in types]
+
+
+# ---------------------------------------------------------------------------- Falcon-H1
+def _falcon_h1_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
+    """FalconH1DecoderLayer: norm -> attention and Mamba-2 in parallel (outputs summed) -> residual -> norm -> gated
+    MLP -> residual. The SSM width is mamba_d_ssm (else mamba_expand x hidden); the gated RMSNorm only with
+    mamba_rms_norm; the muP multipliers are scalars."""
+    heads = r.dim("mamba_n_heads")
+    d_ssm = r.dim("mamba_d_ssm", required=False) or r.count("mamba_expand", default=2, allow_zero=False) * d_model
+    head_dim = r.get("mamba_d_head", default="auto")
+    if head_dim == "auto":
+        require_divides(d_ssm, "mamba_d_ssm", heads, "mamba_n_heads")
+        head_dim = d_ssm // heads
+    head_dim = as_int(head_dim, "mamba_d_head")
+    if heads * head_dim != d_ssm:
+        raise ModelConfigError(f"mamba_n_heads x mamba_d_head ({heads * head_dim}) must equal mamba_d_ssm ({d_ssm})")
+    if r.boolean("projectors_bias") != r.boolean("mamba_proj_bias"):
+        raise UnsupportedArchitectureError("projectors_bias differs from mamba_proj_bias (model_type='falcon_h1'): "
+                                           "a bias on out_proj only is not modelled")
+    mixer = replace(_mamba2_mixer(r, d_model, dict(heads=("mamba_n_heads",), head_dim=head_dim, state=("mamba_d_state",),
+                                                   groups=("mamba_n_groups",), conv=("mamba_d_conv",),
+                                                   conv_bias="mamba_conv_bias", proj_bias="mamba_proj_bias",
+                                                   chunk=("mamba_chunk_size",))),
+                    rms_norm=r.boolean("mamba_rms_norm"))
+    attn = attention_spec(r, arch, d_model, None, rope=True)
+    mlp = ffn_spec(r, arch, d_model, False, r.dim("intermediate_size"))
+    r.assume("Falcon-H1: the muP multipliers (embedding, attention, SSM, MLP, LM head) are scalars, not modelled.")
+    r.used.update(("mamba_norm_before_gate", "mamba_expand"))
+    return [(attn, mixer, mlp)] * n_layers

@@ -1,0 +1,471 @@
+"""Recurrent mixers (Mamba-2, Gated DeltaNet), hybrid blocks (Nemotron-H, Qwen3-Next) and DeepSeek sparse attention.
+
+Fixtures (tests/fixtures/configs), their sources and published parameter counts:
+- mamba_codestral_7b.json: mistralai/Mamba-Codestral-7B-v0.1 config.json (Mamba2ForCausalLM; the transformers
+  Mamba2Config defaults describe the same model). Mistral's model card: "Number of parameters: 7,285,403,648".
+- nemotron_h_8b.json: nvidia/Nemotron-H-8B-Base-8K config.json (the 52-block pattern also in NVIDIA Megatron-Bridge's
+  docs/models/llm/nemotronh.md). The card says "8B" (rounded): the reference is the hand count below, from the
+  module shapes of transformers' modeling_nemotron_h.py.
+- qwen3_next_80b_a3b.json: Qwen/Qwen3-Next-80B-A3B-Instruct config.json. Model card: "80B in total and 3B
+  activated" (rounded); hand count below.
+- jamba_v0_1.json: ai21labs/Jamba-v0.1 config.json (configuration_jamba.py defaults describe the same model). Hub
+  count "51.6B params"; the Jamba paper (arXiv 2403.19887): 52B total, 12B active.
+- falcon_mamba_7b.json: tiiuae/falcon-mamba-7b, rebuilt from the model card's architecture (64 Mamba-1 blocks,
+  d_model 4096, d_state 16, expand 2, dt rank 256, vocabulary 65,024, untied head). Hub count "7.27B params".
+- bamba_9b.json: ibm-ai-platform/Bamba-9B config.json (attention at layers 9, 18, 27). Card "9B" (rounded); the
+  reference is the hand count below.
+- qwen3_5_9b.json: Qwen/Qwen3.5-9B config.json (a multimodal wrapper: text_config qwen3_5_text + vision_config).
+  The card's "9B" includes the vision encoder; the text decoder's reference is the hand count below.
+- lfm2_1_2b.json: LiquidAI/LFM2-1.2B config.json (Liquid's keys: block_ff_dim, full_attn_idxs, conv_L_cache).
+  Model card: 1,170,340,608 parameters.
+- falcon_h1_7b.json: tiiuae/Falcon-H1-7B-Base dimensions (hidden 3072, 44 layers, 12 heads / 2 KV of 128, MLP
+  12,288, Mamba-2 24 heads x 128 = d_ssm 3072, 1 group, state 256, vocabulary 130,048, untied) as quoted in a public
+  test fixture of another project; the bias / norm flags left at the configuration_falcon_h1.py defaults. The card
+  says "7B" (rounded): the reference is the hand count below.
+- minimax_text_01.json: MiniMaxAI/MiniMax-Text-01-hf config.json (layer_types: every 8th layer softmax). MiniMax-01
+  report (arXiv 2501.08313): "456 billion total parameters, 45.9 billion activated per token".
+- deepseek_v32_exp.json: deepseek-ai/DeepSeek-V3.2-Exp config.json = DeepSeek-V3's + index_topk 2048,
+  index_n_heads 64, index_head_dim 128 (configuration_deepseek_v32.py defaults). Hub: 685B with the 14B MTP module;
+  reference = V3 (671,026,419,200, model_configs/deepseek-ai/DeepSeek-V3) + 61 indexers (hand count below).
+"""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import llm_roofline as lr
+from llm_roofline.errors import UnsupportedArchitectureError
+from llm_roofline.graph import Phase, build_ops
+from llm_roofline.memory import cache_bytes_per_sequence, kv_cache_bytes, state_bytes_per_sequence
+from llm_roofline.model.spec import LayerGroup, ModelSpec
+
+FIXTURES = Path(__file__).parent / "fixtures" / "configs"
+
+
+def fixture(name: str) -> ModelSpec:
+    return lr.load_model(str(FIXTURES / f"{name}.json"))
+
+
+def one_layer(spec: ModelSpec, group: str) -> ModelSpec:
+    """The model reduced to one layer of one group (embeddings kept), for per-layer arithmetic."""
+    g = next(g for g in spec.layer_groups if g.name == group)
+    return ModelSpec(spec.name, spec.d_model, spec.vocab_size, (LayerGroup(g.name, 1, g.attention, g.ffn, g.parallel_block,
+                                                                           g.norms, g.mixer),))
+
+
+def op(ops, name: str, group: str):
+    return next(o for o in ops if o.name == name and o.group == group)
+
+
+# ------------------------------------------------------------------------------ parameter counts
+# Mamba-2 mixer, d = 4096, 128 heads x 64 = inner 8192, 8 groups x state 128, conv 4 (Codestral, Nemotron-H-8B):
+#   conv_dim = 8192 + 2*8*128 = 10,240; in_proj 4096 x (8192 + 10,240 + 128) = 76,021,760;
+#   conv1d 10,240 x 4 + bias 10,240 = 51,200; A_log, dt_bias, D 3 x 128 = 384; gated norm 8192;
+#   out_proj 8192 x 4096 = 33,554,432 -> mixer 109,635,968; + block norm 4096 = 109,640,064
+MAMBA2_BLOCK = 109_640_064
+# Codestral: 64 blocks + embed and LM head 2 x 32,768 x 4096 + final norm 4096
+CODESTRAL = 64 * MAMBA2_BLOCK + 2 * 32_768 * 4096 + 4096  # 7,285,403,648 = Mistral's published figure
+# Nemotron-H-8B: 24 M blocks; 24 MLP blocks 2 x 4096 x 21,504 + norm = 176,164,864;
+# 4 attention blocks q 4096x4096 + k,v 2 x 4096x1024 + o 4096x4096 + norm = 41,947,136; embed + head 2 x 131,072 x 4096
+NEMOTRON_H_8B = 24 * MAMBA2_BLOCK + 24 * 176_164_864 + 4 * 41_947_136 + 2 * 131_072 * 4096 + 4096  # 8,100,852,736
+# Qwen3-Next-80B-A3B, d = 2048:
+#   Gated DeltaNet: in_proj_qkvz 2048 x (2*16*128 + 2*32*128) = 25,165,824; in_proj_ba 2048 x 64 = 131,072;
+#   conv1d (2*2048 + 4096) x 4 = 32,768; A_log, dt_bias 64; norm 128; out_proj 4096 x 2048 = 8,388,608 -> 33,718,464
+#   gated attention: q_proj 2048 x 2*16*256 = 16,777,216; k, v 2 x 2048 x 512 = 2,097,152; o 4096 x 2048 = 8,388,608;
+#   q/k norms 512 -> 27,263,488
+#   MoE: router 2048 x 512 = 1,048,576; 512 experts x 3 x 2048 x 512 = 1,610,612,736; shared expert 3,145,728;
+#   shared gate 2048 -> 1,614,809,088; 2 norms 4096 per block
+QWEN3_NEXT_BODY = 36 * 33_718_464 + 12 * 27_263_488 + 48 * (1_614_809_088 + 4096)
+QWEN3_NEXT = QWEN3_NEXT_BODY + 2 * 151_936 * 2048 + 2048  # 79,674,391,296 (card "80B": 0.41 % below)
+# Mamba-1 block (Jamba / Falcon-Mamba), d = 4096, inner 8192, state 16, dt rank 256, conv 4:
+#   in_proj 4096 x 16,384 = 67,108,864; conv1d 8192 x 4 + 8192 = 40,960; x_proj 8192 x (256 + 32) = 2,359,296;
+#   dt_proj 256 x 8192 + 8192 = 2,105,344; A 8192 x 16 = 131,072; D 8192; out_proj 8192 x 4096 = 33,554,432
+#   -> 105,308,160 (+ Jamba's dt/B/C norms 256 + 16 + 16 = 288)
+MAMBA1_MIXER = 105_308_160
+FALCON_MAMBA = 64 * (MAMBA1_MIXER + 4096) + 2 * 65_024 * 4096 + 4096  # 7,272,665,088 (hub 7.27B)
+# Jamba: 28 Mamba-1 + 4 attention (41,943,040) layers; 16 dense gated MLPs 3 x 4096 x 14,336 = 176,160,768 and
+# 16 MoE (router 65,536 + 16 experts x 176,160,768); 2 norms per layer; embed + head 2 x 65,536 x 4096
+JAMBA = (28 * (MAMBA1_MIXER + 288) + 4 * 41_943_040 + 16 * 176_160_768 + 16 * (65_536 + 16 * 176_160_768)
+         + 32 * 8192 + 2 * 65_536 * 4096 + 4096)  # 51,570,323,328 (hub 51.6B)
+JAMBA_ACTIVE = JAMBA - 16 * 14 * 176_160_768  # top-2 of 16: 12,110,311,296 (paper: 12B active)
+# Bamba-9B: Mamba-2 with 1 group, state 128: conv_dim 8192 + 2 x 128 = 8448; in_proj 4096 x (8192 + 8448 + 128)
+#   = 68,681,728; conv 8448 x 5 = 42,240; 384; norm 8192; out_proj 33,554,432 -> 102,286,976
+#   29 such layers + 3 attention (41,943,040), each + gated MLP 176,160,768 + 2 norms 8192; 2 x 128,256 x 4096
+BAMBA = 29 * 102_286_976 + 3 * 41_943_040 + 32 * (176_160_768 + 8192) + 2 * 128_256 * 4096 + 4096  # 9,780,235,392
+# MiniMax-Text-01, d = 6144, 64 heads x 128 = 8192: lightning qkv 6144 x 3 x 8192 + output_gate 6144 x 8192 + norm 8192
+#   + out_proj 8192 x 6144 = 251,666,432; softmax GQA q, o 2 x 6144 x 8192 + k, v 2 x 6144 x 1024 = 113,246,208;
+#   MoE router 6144 x 32 = 196,608 + 32 experts x 3 x 6144 x 9216 (169,869,312 each); 2 norms 12,288 per layer
+MINIMAX_EMBED = 2 * 200_064 * 6144  # 2,458,386,432
+MINIMAX = (70 * 251_666_432 + 10 * 113_246_208 + 80 * (196_608 + 32 * 169_869_312 + 12_288) + MINIMAX_EMBED
+           + 6144)  # 456,089,655,296
+# Qwen3.5-9B text, d = 4096: GDN in_proj_qkv 4096 x 8192 + z 4096 x 4096 + b, a 2 x 4096 x 32 + conv 8192 x 4 + 64
+#   + norm 128 + out_proj 4096 x 4096 = 67,403,968; gated attention q 4096 x 8192 + k, v 2 x 4096 x 1024 + o 4096 x 4096
+#   + q/k norms 512 = 58,720,768; dense gated MLP 3 x 4096 x 12,288 = 150,994,944; 2 norms 8192; 2 x 248,320 x 4096
+QWEN3_5_9B = 24 * 67_403_968 + 8 * 58_720_768 + 32 * (150_994_944 + 8192) + 2 * 248_320 * 4096 + 4096  # 8,953,803,264
+# LFM2-1.2B, d = 2048: short conv in_proj 2048 x 3 x 2048 + conv 2048 x 3 + out_proj 2048 x 2048 = 16,783,360;
+#   attention q, o 2 x 2048 x 2048 + k, v 2 x 2048 x 512 + q/k norms 128 = 10,485,888; MLP width int(2 x 12,288 / 3)
+#   = 8192 (a multiple of 256): 3 x 2048 x 8192 = 50,331,648; 2 norms 4096; tied embedding 65,536 x 2048
+LFM2 = 10 * 16_783_360 + 6 * 10_485_888 + 16 * (50_331_648 + 4096) + 65_536 * 2048 + 2048  # 1,170,340,608
+# Falcon-H1-7B, d = 3072, every layer attention + Mamba-2 in parallel + gated MLP: Mamba-2 conv_dim 3072 + 2 x 256
+#   = 3584; in_proj 3072 x (3072 + 3584 + 24) = 20,520,960; conv 3584 x 5 = 17,920; 72; no gated norm
+#   (mamba_rms_norm false); out_proj 3072 x 3072 = 9,437,184 -> 29,976,136; attention q, o 2 x 3072 x 1536 +
+#   k, v 2 x 3072 x 256 = 11,010,048; MLP 3 x 3072 x 12,288 = 113,246,208; 2 norms 6144; 2 x 130,048 x 3072
+FALCON_H1 = 44 * (29_976_136 + 11_010_048 + 113_246_208 + 6144) + 2 * 130_048 * 3072 + 3072  # 7,585,513,568
+# DSA indexer per layer: wq_b 1536 x 64*128 = 12,582,912; wk 7168 x 128 = 917,504; weights_proj 7168 x 64 = 458,752;
+# k_norm (LayerNorm) 2 x 128 = 256 -> 13,959,424
+DEEPSEEK_V32 = 671_026_419_200 + 61 * 13_959_424  # 671,877,944,064
+
+
+@pytest.mark.parametrize("name, expected, published", [
+    ("mamba_codestral_7b", CODESTRAL, 7_285_403_648),
+    ("nemotron_h_8b", NEMOTRON_H_8B, 8.0e9),
+    ("qwen3_next_80b_a3b", QWEN3_NEXT, 80e9),
+    ("deepseek_v32_exp", DEEPSEEK_V32, 671e9),
+    ("jamba_v0_1", JAMBA, 51.6e9),
+    ("falcon_mamba_7b", FALCON_MAMBA, 7.27e9),
+    ("bamba_9b", BAMBA, BAMBA),
+    ("minimax_text_01", MINIMAX, 456e9),
+    ("qwen3_5_9b", QWEN3_5_9B, QWEN3_5_9B),
+    ("lfm2_1_2b", LFM2, 1_170_340_608),
+    ("falcon_h1_7b", FALCON_H1, FALCON_H1),
+])
+def test_parameter_counts_match_hand_counts_and_published_figures(name, expected, published):
+    m = fixture(name)
+    assert m.params_total == expected
+    # rounded cards: Nemotron-H "8B" is the hand count rounded down (1.3 %); the others within 0.5 %
+    assert abs(m.params_total / published - 1) < (0.013 if name == "nemotron_h_8b" else 0.005)  # Bamba: own count
+
+
+def test_jamba_active_parameters_and_groups():
+    m = fixture("jamba_v0_1")
+    assert m.params_active == JAMBA_ACTIVE
+    # attention at i % 8 == 4 (4 layers), MoE at odd i: attention layers 4, 12, 20, 28 are dense
+    assert [(g.name, g.count) for g in m.layer_groups] == [("mamba1.dense", 12), ("mamba1.moe", 16),
+                                                           ("attention.dense", 4)]
+
+
+def test_minimax_active_parameters():
+    m = fixture("minimax_text_01")
+    assert m.params_active == MINIMAX - 80 * 30 * 169_869_312  # top-2 of 32 experts: 48,403,306,496
+    # the report's 45.9B leaves out the embedding and LM head: 48,403,306,496 - 2,458,386,432 = 45,944,920,064
+    assert abs((m.params_active - MINIMAX_EMBED) / 45.9e9 - 1) < 0.005
+
+
+def test_qwen3_next_active_parameters():
+    # 10 of 512 experts: 10 x 3,145,728 + router + shared expert + gate = 35,653,632 per MoE block
+    active = 36 * 33_718_464 + 12 * 27_263_488 + 48 * (35_653_632 + 4096) + 2 * 151_936 * 2048 + 2048
+    assert fixture("qwen3_next_80b_a3b").params_active == active  # 3,874,929,408
+
+
+def test_layer_groups_follow_the_hybrid_pattern():
+    nem = fixture("nemotron_h_8b")
+    # "M-M-M-M*-M-..." : 24 M, 4 *, 24 -
+    assert [(g.name, g.count) for g in nem.layer_groups] == [("mamba2", 24), ("dense", 24), ("attention", 4)]
+    assert nem.attention_kind == "gqa/mamba2"
+    qn = fixture("qwen3_next_80b_a3b")  # full_attention_interval 4: layers 3, 7, ..., 47 use attention
+    assert [(g.name, g.count) for g in qn.layer_groups] == [("gated_deltanet.moe", 36), ("attention.moe", 12)]
+    assert fixture("deepseek_v32_exp").attention_kind == "mla+dsa"
+
+
+# ------------------------------------------------------------------------------ recurrent state
+def test_state_bytes_of_one_mamba2_layer():
+    spec = one_layer(fixture("mamba_codestral_7b"), "mamba2")
+    # SSM: 128 heads x 64 x 128 x 2 B = 2,097,152; conv: (4 - 1) x 10,240 channels x 2 B = 61,440
+    assert state_bytes_per_sequence(spec, "bf16") == 2_097_152 + 61_440
+    assert state_bytes_per_sequence(spec, "fp8") == (2_097_152 + 61_440) / 2
+
+
+def test_state_bytes_of_one_gated_deltanet_layer():
+    spec = one_layer(fixture("qwen3_next_80b_a3b"), "gated_deltanet.moe")
+    # delta-rule state: 32 value heads x 128 (dv) x 128 (dk) x 2 B = 1,048,576; conv: 3 x (2*2048 + 4096) x 2 B = 49,152
+    assert state_bytes_per_sequence(spec, "bf16") == 1_048_576 + 49_152
+
+
+def test_state_bytes_of_one_mamba1_layer():
+    spec = one_layer(fixture("falcon_mamba_7b"), "mamba1")
+    # SSM: 8192 channels x 16 x 2 B = 262,144; conv: 3 x 8192 x 2 B = 49,152
+    assert state_bytes_per_sequence(spec, "bf16") == 262_144 + 49_152
+
+
+def test_mamba1_ops_decode():
+    spec = one_layer(fixture("falcon_mamba_7b"), "mamba1")
+    ops = build_ops(spec, Phase.decode(1, 100), lr.Sharding(tp=2))
+    assert [o.name for o in ops if o.group == "mamba1"] == [
+        "norm.attn", "mixer.in_proj", "mixer.conv1d", "mixer.x_proj", "comm.all_reduce.mixer_x_proj", "mixer.dt_proj",
+        "mixer.scan", "mixer.gate", "mixer.out_proj", "comm.all_reduce.attn", "residual"]
+    scan = op(ops, "mixer.scan", "mamba1")
+    assert float(scan.flops) == 7 * 4096 * 16  # 4096 channels per chip x 16 states x 7 FLOP
+    prefill = op(build_ops(spec, Phase.prefill(1, 100)), "mixer.scan", "mamba1")
+    assert float(prefill.flops) == 100 * 7 * 8192 * 16  # a parallel scan: no intra-chunk term
+
+
+def test_lightning_attention_state_and_long_context():
+    m = fixture("minimax_text_01")
+    # one lightning layer: 64 heads x 128 x 128 x 2 B = 2,097,152 B, no conv window
+    assert state_bytes_per_sequence(one_layer(m, "lightning.moe"), "bf16") == 2_097_152
+    # 1M tokens: 10 softmax layers x 8 KV heads x 256 x 2 B = 40,960 B/token, + 70 x 2,097,152 B of state;
+    # all 80 layers softmax would hold 8x the KV (327,680 B/token: 327.7 GB)
+    assert cache_bytes_per_sequence(m, 1_000_000) == 40_960 * 1_000_000 + 70 * 2_097_152
+    ops = build_ops(one_layer(m, "lightning.moe"), Phase.decode(1, 1000))
+    assert [o.name for o in ops if o.name.startswith("mixer")] == ["mixer.in_proj", "mixer.scan", "mixer.gate_norm",
+                                                                   "mixer.out_proj"]
+    assert float(op(ops, "mixer.scan", "lightning.moe").flops) == 5 * 64 * 128 * 128  # 5,242,880
+
+
+def test_qwen3_5_state_in_fp32_from_mamba_ssm_dtype():
+    m = fixture("qwen3_5_9b")  # mamba_ssm_dtype float32
+    # 24 GDN layers x (32 x 128 x 128 x 4 B = 2,097,152 + conv 3 x 8192 x 2 B = 49,152) = 51,511,296 B
+    assert state_bytes_per_sequence(m, "bf16") == 24 * (2_097_152 + 49_152)
+    assert [(g.name, g.count) for g in m.layer_groups] == [("gated_deltanet.dense", 24), ("attention.dense", 8)]
+
+
+def test_short_conv_carries_only_its_window():
+    m = fixture("lfm2_1_2b")
+    # 10 conv layers x (3 - 1) x 2048 channels x 2 B = 81,920 B; 6 attention layers x 8 x 128 x 2 B = 12,288 B/token
+    assert cache_bytes_per_sequence(m, 32_768) == 81_920 + 12_288 * 32_768
+    ops = build_ops(one_layer(m, "short_conv.dense"), Phase.decode(1, 100))
+    assert [o.name for o in ops if o.name.startswith("mixer")] == ["mixer.in_proj", "mixer.conv1d", "mixer.gate",
+                                                                   "mixer.out_proj"]
+
+
+def test_falcon_h1_runs_attention_and_mamba_in_parallel():
+    m = fixture("falcon_h1_7b")
+    assert [(g.name, g.count) for g in m.layer_groups] == [("mamba2.attention.dense", 44)]
+    names = [o.name for o in build_ops(m, Phase.decode(1, 100), lr.Sharding(tp=2)) if o.group != "model"]
+    # one norm, both token mixers on it, one all-reduce of their summed outputs, a 3-way residual add
+    assert names[:12] == ["norm.attn", "attn.qkv_proj", "attn.rope", "attn.kv_write", "attn.core", "attn.o_proj",
+                          "mixer.in_proj", "mixer.conv1d", "mixer.scan", "mixer.gate", "mixer.out_proj",
+                          "comm.all_reduce.attn"]
+    # per layer: KV 2 heads x 256 x 2 B = 1024 B/token; state 24 x 128 x 256 x 2 B = 1,572,864 + 3 x 3584 x 2 = 21,504
+    assert cache_bytes_per_sequence(m, 10_000) == 44 * (1024 * 10_000 + 1_572_864 + 21_504)
+
+
+def test_mamba1_intermediate_size_must_agree_with_expand():
+    cfg = {**json_fixture("falcon_mamba_7b"), "expand": 16, "intermediate_size": 8192}
+    with pytest.raises(lr.ModelConfigError, match="intermediate_size"):
+        lr.load_model(cfg)  # MambaConfig would build 16 x 4096 channels: refused rather than a 54B model
+
+
+def json_fixture(name: str) -> dict:
+    import json
+    return json.loads((FIXTURES / f"{name}.json").read_text())
+
+
+def test_state_over_tp_chips_is_the_same_state_split():
+    spec = one_layer(fixture("mamba_codestral_7b"), "mamba2")
+    # tp = 8: 16 heads and 1 of the 8 groups per chip; the 8 chips together hold the whole state
+    assert state_bytes_per_sequence(spec, "bf16", tp=8) == 2_097_152 + 61_440
+    # tp = 16: the 8 groups (B, C: 2 x 128 channels each) are replicated on 2 chips each: conv channels per chip
+    # 8 heads x 64 + 2 x 128 = 768; 16 chips x 3 x 768 x 2 B = 73,728 instead of 61,440
+    assert state_bytes_per_sequence(spec, "bf16", tp=16) == 2_097_152 + 73_728
+
+
+def test_state_dtype_from_the_config():
+    cfg = {**_codestral_dict(), "mamba_ssm_cache_dtype": "float32"}
+    spec = one_layer(lr.load_model(cfg), "mamba2")
+    assert state_bytes_per_sequence(spec, "bf16") == 2 * 2_097_152 + 61_440  # fp32 state, bf16 conv window
+
+
+def _codestral_dict() -> dict:
+    import json
+    return json.loads((FIXTURES / "mamba_codestral_7b.json").read_text())
+
+
+def test_recurrent_state_does_not_grow_with_the_context():
+    m = fixture("mamba_codestral_7b")
+    per_seq = 64 * (2_097_152 + 61_440)  # 138,149,888 B whatever the context
+    assert cache_bytes_per_sequence(m, 1_000) == per_seq
+    assert cache_bytes_per_sequence(m, 1_000_000) == per_seq
+
+
+def test_long_context_cache_is_far_below_a_full_attention_model():
+    nem, llama = fixture("nemotron_h_8b"), lr.load_model("meta-llama/Llama-3.1-8B")
+    ctx = 131_072
+    # Llama-3.1-8B: 32 layers x 8 KV heads x (128 + 128) x 2 B = 131,072 B/token -> 17,179,869,184 B at 128k
+    assert cache_bytes_per_sequence(llama, ctx) == 131_072 * ctx
+    # Nemotron-H-8B: 4 attention layers x 8 x 256 x 2 B = 16,384 B/token -> 2,147,483,648 B, + 24 x 2,158,592 B state
+    nem_bytes = 16_384 * ctx + 24 * 2_158_592  # 2,199,289,856 B: 7.8x less
+    assert cache_bytes_per_sequence(nem, ctx) == nem_bytes
+    assert kv_cache_bytes(nem, ctx) == 16_384 * ctx
+    # Qwen3-Next: 12 layers x 2 KV heads x 512 x 2 B = 24,576 B/token + 36 x 1,097,728 B of state
+    assert cache_bytes_per_sequence(fixture("qwen3_next_80b_a3b"), ctx) == 24_576 * ctx + 36 * 1_097_728
+
+
+def test_max_batch_at_long_context_shows_why_hybrids_exist():
+    kw = dict(batch=1, prompt_len=131_072 - 256, gen_len=256)
+    nem = lr.estimate(fixture("nemotron_h_8b"), "h100-sxm", **kw).memory
+    llama = lr.estimate(lr.load_model("meta-llama/Llama-3.1-8B"), "h100-sxm", **kw).memory
+    # weights ~16.2 GB and ~16.1 GB, the same 8192-token workspace order; ~63 GB left on 80 GB:
+    # Llama 63 / 17.2 GB -> 3 sequences; Nemotron-H 63 / 2.2 GB -> ~28
+    assert llama.max_batch <= 3
+    assert nem.max_batch >= 7 * llama.max_batch
+
+
+def test_decode_step_of_a_pure_ssm_does_not_depend_on_the_context():
+    m = fixture("mamba_codestral_7b")
+    short = lr.estimate(m, "h100-sxm", batch=4, prompt_len=1_000, gen_len=64)
+    long = lr.estimate(m, "h100-sxm", batch=4, prompt_len=200_000, gen_len=64)
+    assert long.tpot_s == pytest.approx(short.tpot_s, rel=1e-12)
+    hybrid_short = lr.estimate(fixture("nemotron_h_8b"), "h100-sxm", batch=4, prompt_len=1_000, gen_len=64)
+    llama_short = lr.estimate(lr.load_model("meta-llama/Llama-3.1-8B"), "h100-sxm", batch=4, prompt_len=1_000, gen_len=64)
+    grow = lambda name, model: lr.estimate(model, "h100-sxm", batch=4, prompt_len=200_000, gen_len=64).tpot_s
+    # 4 of 52 blocks read a KV cache (16 KB/token) vs Llama's 32 layers (128 KB/token): TPOT grows 8x less
+    nem_growth = grow("nem", fixture("nemotron_h_8b")) - hybrid_short.tpot_s
+    llama_growth = grow("llama", lr.load_model("meta-llama/Llama-3.1-8B")) - llama_short.tpot_s
+    assert 0 < nem_growth < llama_growth / 7
+
+
+# ------------------------------------------------------------------------------ operators
+def test_mixer_ops_of_one_mamba2_layer_decode():
+    spec = one_layer(fixture("mamba_codestral_7b"), "mamba2")
+    ops = build_ops(spec, Phase.decode(1, 5_000))
+    names = [o.name for o in ops if o.group == "mamba2"]
+    assert names == ["norm.attn", "mixer.in_proj", "mixer.conv1d", "mixer.scan", "mixer.gate_norm", "mixer.out_proj",
+                     "residual"]
+    scan = op(ops, "mixer.scan", "mamba2")
+    assert float(scan.flops) == 5 * 128 * 64 * 128  # 5 FLOP per state element: 5,242,880
+    assert float(scan.kv_bytes) == 2 * 128 * 64 * 128 * 2  # state read + written in bf16: 4,194,304 B
+    conv = op(ops, "mixer.conv1d", "mamba2")
+    assert float(conv.flops) == (2 * 4 + 1) * 10_240  # 92,160
+    assert float(conv.kv_bytes) == 2 * 3 * 10_240 * 2  # conv window read + written: 122,880 B
+    in_proj = op(ops, "mixer.in_proj", "mamba2")
+    assert float(in_proj.flops) == 2 * 4096 * 18_560  # one token through (4096, 8192 + 10,240 + 128)
+    assert "hd=64" in scan.formula and "state" in scan.formula
+
+
+def test_mixer_scan_prefill_uses_chunks():
+    spec = one_layer(fixture("mamba_codestral_7b"), "mamba2")
+    scan = op(build_ops(spec, Phase.prefill(1, 256)), "mixer.scan", "mamba2")
+    # recurrent: 256 x 5 x 128 x 64 x 128 = 1,342,177,280; intra-chunk (L = 256): 256 x 257 / 2 = 32,896 pairs
+    # x 2 x 128 heads x (64 + 128) = 49,152 -> 1,616,904,192
+    assert float(scan.flops) == 1_342_177_280 + 1_616_904_192
+    assert float(scan.kv_bytes) == 4_194_304  # the state moves once per step, not per token
+
+
+def test_mixer_shards_over_tp():
+    spec = one_layer(fixture("mamba_codestral_7b"), "mamba2")
+    ops = build_ops(spec, Phase.decode(1, 100), lr.Sharding(tp=2))
+    # per chip: 64 heads x 64 = 4096 inner; conv 4096 + 2 x 4 x 128 = 5120; 64 dt -> n = 9280
+    assert op(ops, "mixer.in_proj", "mamba2").stored_bytes == 4096 * 9280 * 2
+    assert op(ops, "mixer.out_proj", "mamba2").stored_bytes == 4096 * 4096 * 2
+    assert any(o.name == "comm.all_reduce.attn" and o.group == "mamba2" for o in ops)
+
+
+def test_gated_deltanet_ops_and_gated_attention():
+    spec = fixture("qwen3_next_80b_a3b")
+    ops = build_ops(spec, Phase.decode(1, 1000))
+    scan = op(ops, "mixer.scan", "gated_deltanet.moe")
+    assert float(scan.flops) == 7 * 32 * 128 * 128  # 7 FLOP per state element: 3,670,016
+    qkv = op(ops, "attn.qkv_proj", "attention.moe")
+    assert float(qkv.flops) == 2 * 2048 * (2 * 16 * 256 + 2 * 2 * 256)  # q and its gate, k, v
+    assert any(o.name == "attn.output_gate" for o in ops)
+
+
+def test_weights_resident_per_chip_equal_the_checkpoint_for_pure_ssm():
+    m = fixture("mamba_codestral_7b")
+    est = lr.estimate(m, "h100-sxm", batch=1, prompt_len=128, gen_len=2)
+    assert est.memory.per_chip_weight_bytes == CODESTRAL * 2  # bf16
+
+
+# ------------------------------------------------------------------------------ DeepSeek sparse attention
+def test_dsa_core_reads_top_k_and_indexer_scores_every_key():
+    spec = fixture("deepseek_v32_exp")
+    ops = build_ops(spec, Phase.decode(1, 10_000))
+    core = op(ops, "attn.core", "moe")
+    # absorbed MLA over the 2048 selected keys: 2 x 128 heads x 2048 x (576 + 512) = 570,425,344
+    assert float(core.flops) == 2 * 128 * 2048 * (576 + 512)
+    assert float(core.kv_bytes) == 2048 * 576 * 2  # bf16 KV (the act dtype): 2048 entries x (512 + 64) x 2 B
+    score = op(ops, "attn.indexer.score", "moe")
+    assert float(score.flops) == 2 * 64 * 10_000 * 128  # every key, 64 index heads x 128: 163,840,000
+    assert float(score.kv_bytes) == 10_000 * 128 * 2  # the index key cache, bf16
+    assert [o.name for o in ops if o.group == "moe" and "indexer" in o.name] == [
+        "attn.indexer.q_proj", "attn.indexer.k_proj", "attn.indexer.score", "attn.indexer.topk"]
+
+
+def test_dsa_top_k_is_a_decode_breakpoint():
+    assert fixture("deepseek_v32_exp").context_breakpoints() == [2048]  # index_topk
+    assert fixture("mamba_codestral_7b").context_breakpoints() == []
+
+
+def test_dsa_kv_cache_includes_the_index_keys():
+    spec = fixture("deepseek_v32_exp")
+    # 61 layers x (512 latent + 64 rope + 128 index key) x 1 B (fp8 KV, the checkpoint's dtype)
+    assert kv_cache_bytes(spec, 1, kv_dtype="fp8") == 61 * (512 + 64 + 128)
+
+
+def test_dsa_prefill_attention_is_capped_by_top_k():
+    spec = fixture("deepseek_v32_exp")
+    core = op(build_ops(spec, Phase.prefill(1, 8192)), "attn.core", "moe")
+    # query i sees min(i + 1, 2048) keys: 2048 x 2049 / 2 + (8192 - 2048) x 2048 = 14,680,064 pairs,
+    # materialized K, V: 2 x 128 heads x (192 + 128)
+    assert float(core.flops) == (2048 * 2049 / 2 + 6144 * 2048) * 2 * 128 * 320
+
+
+# ------------------------------------------------------------------------------ still refused
+@pytest.mark.parametrize("cfg, words", [
+    ({"model_type": "nemotron_h", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 10,
+      "hybrid_override_pattern": "ME"}, ["hybrid_override_pattern", "MoE"]),
+    ({"model_type": "zamba2", "hidden_size": 64}, ["zamba2"]),
+    ({"model_type": "granitemoehybrid", "hidden_size": 64}, ["granitemoehybrid"]),
+    ({"model_type": "glm_moe_dsa", "hidden_size": 64}, ["glm_moe_dsa"]),
+    ({"model_type": "deepseek_v4", "hidden_size": 64}, ["deepseek_v4"]),
+    ({"model_type": "lfm2_moe", "hidden_size": 64}, ["lfm2_moe", "short-convolution"]),
+])
+def test_what_is_not_modelled_is_refused_in_one_line(cfg, words):
+    with pytest.raises(UnsupportedArchitectureError) as e:
+        lr.load_model(cfg)
+    assert "\n" not in str(e.value) and all(w in str(e.value) for w in words)
+
+
+def test_malformed_hybrid_configs_name_the_key():
+    with pytest.raises(lr.ModelConfigError, match="hybrid_override_pattern"):
+        lr.load_model({**_nemotron_dict(), "hybrid_override_pattern": "M*"})
+    with pytest.raises(lr.ModelConfigError, match="expand"):
+        lr.load_model({**_codestral_dict(), "expand": 3})
+    with pytest.raises(lr.ModelConfigError, match="mamba_ssm_cache_dtype"):
+        lr.load_model({**_codestral_dict(), "mamba_ssm_cache_dtype": "float8"})
+    with pytest.raises(lr.ModelConfigError, match="mamba_ssm_cache_dtype"):  # found by fuzzing: a TypeError before
+        lr.load_model({**_codestral_dict(), "mamba_ssm_cache_dtype": ["float32"]})
+
+
+def _nemotron_dict() -> dict:
+    import json
+    return json.loads((FIXTURES / "nemotron_h_8b.json").read_text())
+
+
+def test_mixer_state_is_in_the_per_sequence_footprint():
+    m = fixture("mamba_codestral_7b")
+    est = lr.estimate(m, "h100-sxm", batch=2, prompt_len=1000, gen_len=10)
+    assert est.memory.kv_cache_bytes == 2 * 64 * (2_097_152 + 61_440)  # two sequences' state, no KV
+    assert np.isfinite(est.memory.max_batch)
+
+
+@pytest.mark.parametrize("tp", [2, 4, 8])
+@pytest.mark.parametrize("phase", [Phase.prefill(3, 700), Phase.decode(5, 9000)])
+def test_mixer_flops_summed_over_tp_shards_equal_the_unsharded_flops(tp, phase):
+    # 128 heads and 8 groups split evenly up to tp = 8: every mixer op's work is divided, none replicated
+    spec = one_layer(fixture("mamba_codestral_7b"), "mamba2")
+    whole = {o.name: float(o.flops) for o in build_ops(spec, phase) if o.name.startswith("mixer")}
+    shard = {o.name: float(o.flops) for o in build_ops(spec, phase, lr.Sharding(tp=tp)) if o.name.startswith("mixer")}
+    assert shard.keys() == whole.keys()
+    for name in whole:
+        assert shard[name] * tp == pytest.approx(whole[name], rel=1e-12), name
+
+
+def test_dsa_long_prompt_attention_work_is_a_quarter_of_dense_mla():
+    v32, v3 = fixture("deepseek_v32_exp"), lr.load_model("deepseek-ai/DeepSeek-V3")
+    phase = Phase.prefill(1, 100_000)
+
+    def attention_flops(spec):
+        return sum(float(o.flops) for o in build_ops(spec, phase) if o.group == "moe" and o.kind == "attention")
+
+    all_pairs = 100_000 * 100_001 / 2  # causal: 5,000,050,000
+    top_pairs = 2048 * 2049 / 2 + (100_000 - 2048) * 2048  # min(i + 1, 2048) keys: 202,703,872
+    # materialized MLA prefill: 2 x 128 heads x (192 + 128) = 81,920 FLOP per pair; indexer 2 x 64 x 128 = 16,384
+    assert attention_flops(v3) == all_pairs * 81_920  # 4.10e14
+    assert attention_flops(v32) == top_pairs * 81_920 + all_pairs * 16_384  # 9.85e13: 4.2x less
+    # decode at 100k context: the core reads 2048 latents, the indexer every index key (bf16)
+    ops = build_ops(v32, Phase.decode(1, 100_000))
+    kv_read = sum(float(o.kv_bytes) for o in ops if o.group == "moe" and o.kind == "attention")
+    assert kv_read == (2048 * 576 + 100_000 * 128) * 2  # vs 100,000 x 576 x 2 B for V3: 4.0x less
