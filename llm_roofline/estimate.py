@@ -171,12 +171,13 @@ class PhaseResult:
     steps: np.ndarray  # forward steps the phase sums (prefill 1, decode gen_len - 1)
 
 
-def _decode_segments(prompt, gen, windows):
-    """Stretches [lo, hi] of decode context lengths (prompt+1 .. prompt+gen-1) split at sliding windows,
-    inside which every op is affine in the context length. Returns (lo, hi, n) arrays per segment."""
+def _decode_segments(prompt, gen, breakpoints):
+    """Stretches [lo, hi] of decode context lengths (prompt+1 .. prompt+gen-1) split at the context lengths where
+    an op stops growing linearly (sliding windows, DSA top-k), inside which every op is affine in the context
+    length. Returns (lo, hi, n) arrays per segment."""
     first = prompt + 1.0
     last = prompt + gen - 1.0
-    cuts = [-np.inf] + sorted(float(w) for w in windows) + [np.inf]
+    cuts = [-np.inf] + sorted(float(w) for w in breakpoints) + [np.inf]
     segs = []
     for c_lo, c_hi in zip(cuts[:-1], cuts[1:]):
         lo = np.maximum(first, c_lo + 1)
@@ -255,8 +256,7 @@ def _prefill(spec, chip, sh, dt, eff, batch, prompt, attention) -> PhaseResult:
 
 def _decode(spec, chip, sh, dt, eff, batch, prompt, gen, attention) -> PhaseResult:
     # pipeline: a decode step for all micro-batches takes one micro-batch's trip through all stages
-    windows = sorted({g.attention.sliding_window for g in spec.layer_groups if g.attention.sliding_window})
-    segs = _decode_segments(prompt, gen, windows)
+    segs = _decode_segments(prompt, gen, spec.context_breakpoints())
     kv = np.stack([x for lo, hi, _ in segs for x in (lo, hi)])  # (2S, *grid): both ends of every segment
     ops = build_ops(spec, Phase.decode(batch, kv), sh, dt, attention)
     return _run_phase(ops, chip, eff, sh, 1.0, lambda scored: _decode_sums(scored, segs, kv.shape), gen - 1.0)

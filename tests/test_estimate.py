@@ -175,3 +175,22 @@ def test_sweep_equals_estimate_point_by_point():
             assert math.isnan(row.tpot_s)
         else:
             assert row.tpot_s == pytest.approx(e.tpot_s, rel=1e-12)
+
+
+def test_decode_sum_is_exact_across_the_dsa_top_k():
+    # DeepSeek-V3.2's sparse attention reads min(context, index_topk = 2048) keys: the decode sum must split there
+    # too (a plain trapezoid over 2030..2069 would be off), so it equals the step-by-step sum
+    from pathlib import Path
+
+    from llm_roofline.model.hf import load_model
+
+    spec = load_model(Path(__file__).parent / "fixtures" / "configs" / "deepseek_v32_exp.json")
+    assert 2048 in spec.context_breakpoints()
+    chip = lr.load_chip("h200")
+    prompt, gen, batch = 2030, 40, 2
+    est = estimate(spec, chip, batch=batch, prompt_len=prompt, gen_len=gen)
+    steps = 0.0
+    for j in range(1, gen):
+        for s in score_ops(build_ops(spec, Phase.decode(batch, prompt + j)), chip):
+            steps += float(np.maximum(s.t_compute_s, s.t_memory_s) + s.t_comm_s) * s.op.count
+    assert est.e2e_s - est.ttft_s == pytest.approx(steps, rel=1e-12)
