@@ -30,7 +30,7 @@ output that cannot be written): one line "llm-roofline: error: ..." on stderr, n
 adds its usage lines for a malformed option. 1 an internal error (a bug): one line "llm-roofline: internal
 error: ... (please report it)"; set LLM_ROOFLINE_TRACEBACK=1 to print its traceback.
 Bounds: batch <= 2^24 sequences, prompt/gen/context <= 2^31 tokens, tp/pp/ep/dp <= 65,536, sweep grids
-<= 250,000 points, --dpi 30..600 (llm_roofline/bounds.py). Output files are written to a temporary file
+<= 2,000,000 points, --dpi 30..600 (llm_roofline/bounds.py). Output files are written to a temporary file
 and renamed into place; a destination that is a symbolic link, a folder or a device is refused."""
 
 

@@ -59,10 +59,10 @@ def test_check_range():
 
 
 def test_grid_points():
-    # 100 x 100 x 25 = 250,000 points: the bound itself passes; one more axis value (100 x 100 x 26 = 260,000) fails
-    assert check_grid_points({"batch": 100, "prompt_len": 100, "gen_len": 25}) == 250_000
-    with pytest.raises(lr.ScenarioError, match="260,000 grid points is above the bound of 250,000"):
-        check_grid_points({"batch": 100, "prompt_len": 100, "gen_len": 26})
+    # 1000 x 100 x 20 = 2,000,000 points: the bound itself passes; one more axis value (1000 x 100 x 21) fails
+    assert check_grid_points({"batch": 1000, "prompt_len": 100, "gen_len": 20}) == 2_000_000
+    with pytest.raises(lr.ScenarioError, match="2,100,000 grid points is above the bound of 2,000,000"):
+        check_grid_points({"batch": 1000, "prompt_len": 100, "gen_len": 21})
     with pytest.raises(lr.ScenarioError, match="axis tp is an empty list"):
         check_grid_points({"batch": 1, "tp": 0})
 

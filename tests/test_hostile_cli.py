@@ -46,7 +46,7 @@ def hostile_paths(tmp_path):
     return tmp_path
 
 
-BIG_GRID = ",".join(str(b) for b in range(1, 1001))  # 1,000 batches x 300 prompts = 300,000 > 250,000 points
+BIG_GRID = ",".join(str(b) for b in range(1, 1001))  # 1,000 batches x 2,001 prompts = 2,001,000 > 2,000,000 points
 
 CASES = [
     # --- from the issue: README examples and crash classes
@@ -81,8 +81,8 @@ CASES = [
     (["sweep", M, "--chip", "h100", "--prompt", "0"], "--prompt must be an integer in [1, 2,147,483,648], got 0"),
     (["sweep", M, "--chip", "h100", "--gen", "2147483649"], "--gen must be an integer in [1, 2,147,483,648]"),
     (["sweep", M, "--chip", "h100", "--tp", "2", "--ep", "4"], "moe_ep=4 must divide the 2 chips"),
-    (["sweep", M, "--chip", "h100", "--batch", BIG_GRID, "--prompt", ",".join(map(str, range(1, 301)))],
-     "300,000 grid points is above the bound of 250,000"),
+    (["sweep", M, "--chip", "h100", "--batch", BIG_GRID, "--prompt", ",".join(map(str, range(1, 2002)))],
+     "2,001,000 grid points is above the bound of 2,000,000"),
     (["sweep", M, "--chip", ",", "--batch", "1"], "expected at least one chip"),
     (["plan", M, "--chips", "h100", "--prompt", "128", "--gen", "8", "--qps", "nan"], "qps must be a number in (0, 1,000,000,000] requests/s, got nan"),
     (["plan", M, "--chips", "h100", "--prompt", "128", "--gen", "8", "--price", "h100=abc"], "--price expects CHIP=USD"),
