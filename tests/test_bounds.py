@@ -87,6 +87,6 @@ def test_api_entry_points_use_the_bounds():
     with pytest.raises(lr.ScenarioError, match=r"gen_len must be an integer"):
         lr.sweep("meta-llama/Llama-3.2-1B", "h100", gen_len=[1, "x"])
     with pytest.raises(lr.ScenarioError, match="grid points is above the bound"):
-        lr.sweep("meta-llama/Llama-3.2-1B", "h100", batch=list(range(1, 1001)), prompt_len=list(range(1, 1001)))
+        lr.sweep("meta-llama/Llama-3.2-1B", "h100", batch=list(range(1, 1001)), prompt_len=list(range(1, 2002)))  # 2,001,000
     with pytest.raises(lr.ShardingError, match="must be a positive integer <= 65,536"):
         lr.Sharding(tp=2**17)
