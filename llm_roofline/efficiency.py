@@ -72,6 +72,7 @@ import numpy as np
 from .errors import ChipError, ScenarioError
 from .hardware import Chip, load_chip
 from .roofline import Efficiency
+from .units import DTYPE_BITS
 
 if TYPE_CHECKING:
     from .ops import Op
@@ -173,8 +174,63 @@ class CalibratedModel:
         if fam == "collective" and _crosses_domain(op, chip):
             return Efficiency(label=self.label + "; multi-node collective: ideal (not calibrated)")
         p = self.fit_for(fam)
+        if fam == "gemm" and weight_only_quantized(op):
+            return dequant_efficiency(p, op, chip, self.label)
         tokens = 0.0 if fam == "attention" else op.tokens  # attention: constant (bytes grow with context)
         return p.efficiency(tokens, label=self.label)
+
+
+# =============================================================================== weight-only quantization
+# Dequantizing GEMM kernels (Marlin, Machete, AWQ/GPTQ, fp8-weight / bf16-compute) stream the packed weights and
+# expand them to the compute dtype in registers; at small batch their time is the packed-weight read (Marlin:
+# near-ideal 4x over fp16 up to batch 16-32, Frantar et al. 2024, arXiv 2408.11743). They never pay the bf16
+# GEMM's padded-rows term (compute_tokens_half: an M-tile of ~64-160 rows at batch 1), which would make an
+# int4 matrix-vector product compute-bound. Their compute term is the tensor-core FLOPs at compute_max plus
+# the dequantization on the vector units: DEQUANT_FLOP_PER_WEIGHT operations per weight element (unpack
+# shift/mask, int->float convert, scale multiply, zero-point subtract: an ASSUMPTION, not measured).
+DEQUANT_FLOP_PER_WEIGHT = 4.0
+_NARROW_FRACTION = 0.75  # weights narrower than 3/4 of the compute dtype count as weight-only quantized
+
+
+def weight_bits_of(op: "Op") -> float:
+    """Bits per stored weight element of a GEMM op: op.weight_bits when the op carries it, else
+    8 * weight_bytes / (flops / (2 * tokens)) (exact for a dense GEMM: flops / 2T = k * n; a bias adds a
+    little). 0 when unknown (expert GEMMs, whose weight reads are per touched expert, or no tokens)."""
+    bits = getattr(op, "weight_bits", None)
+    if bits:
+        return float(bits)
+    if op.style == "expert":
+        return 0.0
+    t = np.asarray(op.tokens, dtype=np.float64)
+    f = np.asarray(op.flops, dtype=np.float64)
+    w = np.asarray(op.weight_bytes, dtype=np.float64)
+    t, f, w = np.broadcast_arrays(t, f, w)
+    ok = (t > 0) & (f > 0) & (w > 0)
+    if not ok.any():
+        return 0.0
+    return float(np.median(8.0 * w[ok] * 2.0 * t[ok] / f[ok]))
+
+
+def weight_only_quantized(op: "Op") -> bool:
+    """Whether a GEMM's weights are stored narrower than its compute dtype (int4/int8/fp8 weights, bf16 compute)."""
+    if op.compute_dtype not in DTYPE_BITS:
+        return False
+    bits = weight_bits_of(op)
+    return 0 < bits < _NARROW_FRACTION * DTYPE_BITS[op.compute_dtype]
+
+
+def dequant_efficiency(p: FamilyFit, op: "Op", chip: Chip, label: str) -> Efficiency:
+    """A dequantizing GEMM: memory at the GEMM's memory efficiency (tokens as for any GEMM), compute at
+    compute_max * 2T / (2T + DEQUANT_FLOP_PER_WEIGHT * peak_matrix / peak_vector): the FLOP time of the
+    tensor cores plus DEQUANT_FLOP_PER_WEIGHT vector operations per weight element (k * n = flops / 2T),
+    never the padded rows."""
+    t = np.asarray(op.tokens, dtype=np.float64)
+    ratio = chip.peak_flops_per_s(op.compute_dtype) / chip.peak_flops_per_s("vector")
+    tt = np.where(t > 0, t, np.inf)  # tokens unknown: no dequant share (compute_max)
+    compute = p.compute_max * 2.0 * tt / (2.0 * tt + DEQUANT_FLOP_PER_WEIGHT * ratio)
+    return Efficiency(compute=np.where(t > 0, compute, p.compute_max), memory=p.memory(op.tokens),
+                      comm=p.comm_max, overhead_s=p.overhead_s,
+                      label=label + "; weight-only quantized GEMM: packed-weight read + dequant")
 
 
 def _crosses_domain(op: "Op", chip: Chip) -> bool:
