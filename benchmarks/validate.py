@@ -42,6 +42,8 @@ VIDUR_GPUS = {"a100-80gb": "a100", "h100-sxm": "h100"}
 LOGO_DONOR = {"h100-sxm": "h200", "h200": "h100-sxm", "b200": "h200", "a100-80gb": "h100-sxm", "l40s": "a100-80gb"}
 LOGO_FAMILIES = ("gemm", "gemm_fp8", "attention", "attention_decode")
 TARGETS = {"median": 10.0, "p90": 25.0, "logo_median": 15.0}
+BUCKET_ORDER = ("M<=64", "M<=1k", "M>1k", "L<=1k", "L<=8k", "L>8k", "<=1MB", "<=100MB", ">100MB", "<=64KiB", "<=8MiB",
+                ">8MiB")
 TARGET_FAMILIES = ("gemm", "gemm_fp8", "attention", "attention_decode", "collective")
 
 
@@ -95,7 +97,7 @@ def table(frames: list[pd.DataFrame]) -> list[dict]:
         err = {k: fitting.abs_pct_errors(df[k].to_numpy(), meas) for k in ("ideal", "held_out", "logo")}
         for fam in FAMILIES:
             f_sel = (df["fam"] == fam).to_numpy()
-            for bk in sorted(set(df.loc[f_sel, "bucket"])) + ["all"]:
+            for bk in [b for b in BUCKET_ORDER if b in set(df.loc[f_sel, "bucket"])] + ["all"]:
                 sel = f_sel & ((df["bucket"] == bk).to_numpy() if bk != "all" else True)
                 if not sel.any():
                     continue

@@ -162,12 +162,12 @@ def convert_aic(src, tables=AIC_TABLES) -> "pd.DataFrame":
     import pandas as pd
 
     p = Path(src)
-    if p.is_file():
-        return convert_table(p, SYSTEMS.get(p.parent.name, p.parent.name))
+    if p.is_file():  # a table outside a system folder: gpu unknown ('' = every row is the chip's)
+        return convert_table(p, SYSTEMS.get(p.parent.name, ""))
     systems = [p] if any((p / f"{t}.csv.gz").is_file() for t in tables) else \
         [p / s for s in SYSTEMS if (p / s).is_dir()]
     if not systems:
         raise RooflineError(f"{src}: no AIConfigurator system folders ({', '.join(SYSTEMS)}) or tables")
-    parts = [convert_table(d / f"{t}.csv.gz", SYSTEMS.get(d.name, d.name))
+    parts = [convert_table(d / f"{t}.csv.gz", SYSTEMS.get(d.name, ""))
              for d in systems for t in tables if (d / f"{t}.csv.gz").is_file()]
     return pd.concat(parts, ignore_index=True)
