@@ -6,14 +6,15 @@ For every GPU with data and a chip file, op family and size bucket it prints the
 absolute % error of the ideal roofline and of the calibrated model, the latter always out of sample:
 
 - held-out shapes: grouped 5-fold cross-validation over shape groups (calibrate/crossval.py): GEMM (n, k),
-  attention (heads, kv heads, head_dim), all-reduce GPU count, Vidur rows by model. Every group is predicted
+  attention (heads, kv heads, head_dim), MoE (hidden, intermediate, top-k, experts), all-reduce GPU count,
+  Vidur rows by model. Every group is predicted
   by a fit that never saw it (the families' full refit is benchmarks/refit_chips.py);
-- leave-one-GPU-out (GEMM and attention families): the GPU's rows predicted by the fit of its nearest other
+- leave-one-GPU-out (GEMM, MoE and attention families): the GPU's rows predicted by the fit of its nearest other
   measured GPU (LOGO_DONOR), applied to this GPU's own peaks: exactly what a chip without data gets when it
   borrows a fit.
 
-Sources: aic-vllm/<system>/ (gemm, gemm_fp8, attention = causal prefill, attention_decode, collective = vLLM
-custom all-reduce in a CUDA graph) and vidur/ (memory-bound families of a100 and h100; Vidur's NCCL all-reduce
+Sources: aic-vllm/<system>/ (gemm, gemm_fp8, moe = fused-MoE block, attention = causal prefill,
+attention_decode, collective = vLLM custom all-reduce in a CUDA graph) and vidur/ (memory-bound families of a100 and h100; Vidur's NCCL all-reduce
 and GEMMs are left out here: the shipped fits use the vLLM kernels). gb200 has tables but no chip file.
 """
 
@@ -40,11 +41,11 @@ DEFAULT_DATA = ROOT.parent / "shared" / "calibration"
 CHIPS_DIR = ROOT / "llm_roofline" / "hardware" / "chips"
 VIDUR_GPUS = {"a100-80gb": "a100", "h100-sxm": "h100"}
 LOGO_DONOR = {"h100-sxm": "h200", "h200": "h100-sxm", "b200": "h200", "a100-80gb": "h100-sxm", "l40s": "a100-80gb"}
-LOGO_FAMILIES = ("gemm", "gemm_fp8", "attention", "attention_decode")
+LOGO_FAMILIES = ("gemm", "gemm_fp8", "moe", "attention", "attention_decode")
 TARGETS = {"median": 10.0, "p90": 25.0, "logo_median": 15.0}
 BUCKET_ORDER = ("M<=64", "M<=1k", "M>1k", "L<=1k", "L<=8k", "L>8k", "<=1MB", "<=100MB", ">100MB", "<=64KiB", "<=8MiB",
                 ">8MiB")
-TARGET_FAMILIES = ("gemm", "gemm_fp8", "attention", "attention_decode", "collective")
+TARGET_FAMILIES = ("gemm", "gemm_fp8", "moe", "attention", "attention_decode", "collective")
 
 
 def bucket(df: pd.DataFrame) -> np.ndarray:

@@ -4,60 +4,55 @@ read from the chip TOML's `[efficiency.*]` tables (fitted by the calibrate packa
 
 The model (per chip and op family; a few parameters, each with a physical meaning), T = op.tokens::
 
-    eff.compute(T) = compute_max * T / (T + compute_tokens_half)           fraction of peak FLOP/s
+    eff.compute    = compute_max * f(T, compute_tokens_half) * f(L, compute_keys_half) * f(X, compute_elems_half)
+                     f(x, h) = x / (x + h)  (a factor is 1 when its h is 0 or x is unknown)
     eff.memory(T)  = memory_max * T / sqrt(T**2 + memory_tokens_half**2)   fraction of peak HBM bandwidth
     eff.comm       = comm_max                                              fraction of link bandwidth (beta)
-    eff.overhead_s = overhead_s      fixed time per kernel (ramp-up, tail, launch gaps); for collectives the
-                                     latency (alpha) on top of the link's hops * latency_s
+    eff.overhead_s = overhead_s + overhead_per_kv_row_byte_s * R           fixed time per kernel
 
 and roofline.score (the only place a time is computed) turns them into a time::
 
-    t = max(flops / (peak * eff.compute), bytes / (hbm * eff.memory)) + overhead_s
+    t = max(flops / (peak * eff.compute), bytes / (hbm * eff.memory)) + eff.overhead_s
     collective: t = hops * latency_s + link_bytes / (link_bytes_per_s * comm_max) + overhead_s
 
-- gemm: compute_max is what a large GEMM reaches (cuBLAS fp16 here: ~0.75 of the dense peak on A100 and H100;
-  the book says H100/B200 reach 80-85 %, TPUs 95 %). compute_tokens_half (85 rows A100, 160 H100) is a
-  padding cost: the FLOP time is that of T + compute_tokens_half rows (M padded to tiles, idle SMs, wave
-  quantization), so GEMMs near the ridge point run slower than max(compute, memory) says, which is where the
-  ideal roofline errs most (x2). memory_max: weight streaming at small M (0.81 A100, 0.93 H100).
-- elementwise, activation, rope, norm, embedding: memory-bound kernels whose bandwidth grows with the rows in
-  flight until the SMs are full (the vLLM/Sarathi kernels run one thread block per token): memory efficiency
-  is a smooth min(T / memory_tokens_half, 1) * memory_max, and the fitted memory_tokens_half (95-200
-  tokens) is about the SM count (108 A100, 132 H100). Below it the time is flat (a per-row cost), above it
-  linear in the bytes. Fitted with a plain sum (T / (T + T_half), as for GEMMs) the corner was 2x too soft.
-- A saturating memory efficiency in bytes, memory_max * B / (B + B_half), would add the fixed time
-  B_half / (memory_max * hbm) inside the max: the same thing as overhead_s. Fitted on the GEMMs, B_half went
-  to ~1 byte, so fixed latency is carried by overhead_s alone.
+Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, fits, held-out errors):
+
+    gemm              kind='gemm', bf16/fp16 compute     vLLM GEMMs (aic-vllm gemm_perf, bfloat16)
+    gemm_fp8          kind='gemm', fp8/int8 compute      vLLM CUTLASS fp8 GEMMs (gemm_perf, fp8 per-tensor)
+    moe               expert GEMMs (style 'expert')      vLLM fused-MoE block (moe_perf, bf16, balanced)
+    attention         attn.core, prefill                 causal FlashAttention (context_attention_perf)
+    attention_decode  attn.core reading a KV cache       FlashAttention decode (generation_attention_perf)
+                      larger than its Q/O traffic
+    elementwise, activation, rope, norm, embedding       Vidur's PyTorch kernels (A100, H100 only)
+    collective        kind='collective' inside the       vLLM custom all-reduce in a CUDA graph; all_gather,
+                      scale-up domain                    reduce_scatter, all_to_all, p2p borrow it;
+                                                         multi-node collectives stay ideal
+
+- gemm / gemm_fp8 / moe: compute_max is what a large GEMM reaches; compute_tokens_half a padding cost (the
+  FLOP time of T + T_half rows: M padded to tiles, wave quantization); memory_max: weight streaming at
+  small T; overhead_s the launch/latency floor (moe: per grouped GEMM, two per block). T for an expert GEMM is
+  its rows per touched expert.
+- Weight-only quantized GEMMs (weights narrower than the compute dtype: int4/int8/fp8 weights, bf16 compute)
+  run dequantizing kernels: the packed-weight read plus a dequant cost on the vector units, never the padded
+  rows (dequant_efficiency).
+- attention (prefill): L = keys per query (causal: (q+1)/2 + prefix) and X = Q+O elements B*q*H*(dqk+dv),
+  both read back from the op's counts (attention_shape): short sequences waste FlashAttention's diagonal
+  tiles, few heads x sequences leave SMs idle. attention_decode: the KV stream at memory_max plus a floor
+  overhead_s + overhead_per_kv_row_byte_s * R, R = KV bytes of one context position over the batch
+  (B*n_kv*(dqk+dv)*e_kv: grows with batch x KV heads). Decode efficiency never depends on the KV length,
+  so within a decode stretch every op's compute and memory times stay affine in the context length and
+  estimate.py's closed-form decode sum stays exact.
 - Every efficiency is <= 1 and every overhead >= 0, so a calibrated time is never below the ideal roofline
-  bound (tests/test_calibrate.py checks it with hypothesis).
+  bound (tests check it with hypothesis). An op with tokens = 0 (unknown) gets the asymptotic efficiencies.
+- err_p10 / err_p90: the 10th / 90th percentile of measured / predicted time on held-out shapes; they make
+  est.uncertainty (uncertainty_of), wider for borrowed fits.
 
-Efficiencies depend on op.tokens only (never on the KV context length), so within a decode stretch every
-op's compute and memory times stay affine in the context length and estimate.py's closed-form decode sum
-stays exact. Attention's efficiency is therefore a constant (its bytes grow with the context). An op with
-tokens = 0 (unknown) gets the asymptotic efficiencies compute_max and memory_max.
-
-Op families (`family_of`), and what measured them (Vidur kernel profiles; benchmarks/CALIBRATION.md says how maintainers refit):
-
-    gemm         every kind='gemm' op                       attn_pre_proj, attn_post_proj, mlp_up/down_proj
-    attention    kind='attention' (attn.core)               NOT measured: gemm's compute_max, memory_max and
-                                                            overhead_s, constant in tokens
-    elementwise  residual adds, KV-cache writes, others     add (residual)
-    activation   '*.act' (SiLU-and-mul, GELU)               mlp_act
-    rope         '*.rope'                                   attn_rope
-    norm         kind='norm' (RMSNorm, LayerNorm)           input_layernorm, post_attention_layernorm
-    embedding    kind='embedding'                           emb
-    collective   kind='collective' inside the scale-up      NCCL all_reduce (one node); all_gather,
-                 domain                                     reduce_scatter, all_to_all, p2p borrow it;
-                                                            collectives crossing domains stay ideal
-
-The non-GEMM families differ because their kernels do: at large T the residual add streams at 0.9-1.0 of
-peak HBM bandwidth, SiLU-and-mul ~0.5, rotary ~0.5, RMSNorm ~0.37 and the embedding gather ~0.17 on both
-GPUs, so one shared "elementwise" efficiency would be off by 2x either way.
-
-Chips without their own `[efficiency.*]` tables use a family default (FAMILY_DEFAULTS) and say so in
-`CalibratedModel.label`: Hopper -> the h100-sxm fit, Ampere -> a100-80gb, Blackwell / CDNA3 / Ada / Volta
--> the nearest GPU fit (not measured), TPU -> TPU_DEFAULT (uncalibrated: compute 0.95 per the book's
-footnote, memory and links 0.9, 1 us per op).
+Chips with their own tables borrow the families they lack from their family default chip (labelled in
+`CalibratedModel.label`, per family in `.sources`); chips without tables borrow everything (FAMILY_DEFAULTS):
+Hopper -> h100-sxm, Ampere -> a100-80gb, Blackwell -> b200, Ada -> l40s, CDNA3 / Volta -> the nearest GPU fit
+(not measured), TPU -> TPU_DEFAULT (uncalibrated: compute 0.95 per the book's footnote, memory and links 0.9,
+1 us per op). A family missing everywhere falls back along BORROWS (gemm_fp8 and moe -> gemm,
+attention_decode -> attention -> gemm's fractions).
 """
 
 from __future__ import annotations
@@ -77,11 +72,11 @@ from .units import DTYPE_BITS
 if TYPE_CHECKING:
     from .ops import Op
 
-FAMILIES = ("gemm", "gemm_fp8", "attention", "attention_decode", "elementwise", "activation", "rope", "norm",
-            "embedding", "collective")
+FAMILIES = ("gemm", "gemm_fp8", "moe", "attention", "attention_decode", "elementwise", "activation", "rope",
+            "norm", "embedding", "collective")
 FP8_COMPUTE = ("fp8", "int8", "fp4", "int4")  # GEMMs computing in these run the 8-bit (and narrower) kernels
 # a family without its own fit borrows: family -> the family it falls back to (and says so)
-BORROWS = {"gemm_fp8": "gemm", "attention_decode": "attention"}
+BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "attention_decode": "attention"}
 
 
 # =============================================================================== parameters
@@ -175,7 +170,9 @@ FAMILY_DEFAULTS = {
 def family_of(op: "Op") -> str:
     """The efficiency family of an estimator op (see the module docstring)."""
     if op.kind == "gemm":
-        return "gemm_fp8" if op.compute_dtype in FP8_COMPUTE else "gemm"
+        if op.compute_dtype in FP8_COMPUTE:
+            return "gemm_fp8"
+        return "moe" if op.style == "expert" else "gemm"
     if op.kind == "attention":
         return "attention_decode" if is_decode_attention(op) else "attention"
     if op.kind in ("norm", "embedding", "collective"):
@@ -390,11 +387,12 @@ def _own_model(chip: Chip, own: dict[str, FamilyFit]) -> CalibratedModel:
     # fp8 GEMMs of a chip that measured bf16 ones only (A100: no fp8 units) use its own bf16 fit (BORROWS);
     # every other missing family comes from the source chip's fit of that same family
     missing = [f for f in FAMILIES if f not in fams and not (f == "gemm_fp8" and "gemm" in own)]
-    if missing and src_name != chip.name:
-        src = calibrated_model(src_name)
+    if missing and src_name != chip.name:  # the source's own fits only (no chains of borrowing)
+        src = load_chip(src_name)
+        src_fits = fits_from_table(src.calibration, f"{src.name}: ", attention_fallback=False)
         for f in missing:
-            if f in src.families:
-                fams[f], sources[f] = src.families[f], BORROWED + src_name
+            if f in src_fits:
+                fams[f], sources[f] = src_fits[f], BORROWED + src_name
     if "attention" not in fams and "gemm" in fams:
         fams["attention"], sources["attention"] = attention_from_gemm(fams["gemm"]), BORROWED + "gemm"
     for f, base in BORROWS.items():

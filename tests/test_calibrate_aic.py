@@ -58,3 +58,16 @@ def test_calibrate_reads_the_tables(capsys):
         assert p.err_p10 <= 1 <= p.err_p90 and np.isfinite(p.overhead_s)
     assert main(["calibrate", str(FIXTURE / "gemm_perf.csv.gz"), "--chip", "h100-sxm"]) == 0
     assert "[efficiency.gemm_fp8]" in capsys.readouterr().out
+
+
+def test_moe_block_rows(rows):
+    m = rows[rows.family == "moe"].sort_values("measured_s")
+    assert len(m) == 4 and set(m.fam) == {"moe"} and set(m.kernels) == {2.0}
+    one = m.iloc[0]
+    # 1 token, top-2 of 8 experts (Mixtral shape h = 4096, i = 14336): 2 assignments on 2 touched experts,
+    # 1 row each; flops 6 * 2 * 4096 * 14336 = 704,643,072; bytes (2 * 3*4096*14336 + 2 * (2*4096 + 3*14336)) * 2
+    # = (352,321,536 + 102,400) * 2 = 704,847,872; latency 0.258741 ms
+    assert (one.m, one.flops, one["bytes"]) == (1.0, 704_643_072, 704_847_872)
+    assert one.measured_s == pytest.approx(0.258741e-3, rel=1e-5)
+    # 256 tokens: 512 assignments over all 8 experts -> 64 rows per expert
+    assert 64.0 in set(m.m)

@@ -215,3 +215,11 @@ def test_estimate_uncertainty_is_wider_for_a_borrowed_fit(tmp_path):
     assert thr["p10"] <= own.throughput_tokens_per_s <= thr["p90"]
     assert own.to_dict()["uncertainty"] == own.uncertainty
     assert lr.estimate(spec, "h200", batch=8, prompt_len=1024, gen_len=64).uncertainty is None  # ideal: no band
+
+
+def test_expert_gemms_use_the_moe_family():
+    op = gemm("ffn.experts.up", "moe", 1, tokens=16, k=4096, n=2048, bits_per_weight=16, act_bytes_per_elem=2,
+              n_matrices=2, style="expert")
+    assert family_of(op) == "moe"
+    h100 = calibrated_model("h100-sxm")
+    assert h100.sources["moe"] == "h100-sxm fit" and h100.fit_for("moe") is not h100.fit_for("gemm")

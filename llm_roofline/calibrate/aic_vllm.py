@@ -9,6 +9,8 @@ replay after warm-ups with locked clocks; `latency` is in milliseconds. Tables c
     context_attention_perf     causal FlashAttention prefill, batch_size sequences of isl tokens, no prefix
     generation_attention_perf  one decode step, KV length isl + step (isl = 1)
     custom_allreduce_perf      vLLM's custom NVLink all-reduce of message_size bf16 elements (CUDA-graph rows)
+    moe_perf                   the fused-MoE expert block of one layer (bf16, balanced routing rows; a100_sxm
+                               has power_law_1.01 rows only: those, priced as balanced, so a little slow)
 
 Several kernels (kernel_source) measured the same shape: the fastest one is kept, as vLLM picks the best
 kernel it has. Byte accounting (e = element bytes: bf16 2, fp8 1; outputs bf16):
@@ -20,6 +22,10 @@ kernel it has. Byte accounting (e = element bytes: bf16 2, fp8 1; outputs bf16):
       decode   q = 1, kv = min(isl + step, window or inf): flops = B * kv * 2H * 2d;
                bytes = elems*2 + B*kv*n_kv*2d*e_kv; keys = kv
     all_reduce bytes = message_size * 2 (the bf16 buffer each GPU holds), tp = num_gpus
+    moe        T tokens, hidden h, intermediate i, top-k, E experts over moe_tp x moe_ep: pairs = T*k/ep assignments
+               on this GPU, touched = min(E/ep, pairs) experts, rows per expert m = pairs / touched; gated up
+               (h -> 2i/tp) and down (i/tp -> h): flops 6*pairs*h*i/tp; bytes (touched*3*h*i/tp + pairs*(2h +
+               3i/tp)) * 2; kernels 2 (two grouped GEMMs: overhead_s counts twice, as for the estimator's ops)
 
 The `model` column names a shape group for leave-one-group-out validation: GEMM (n, k), attention
 (heads, kv heads, head_dim), all-reduce the GPU count.
@@ -42,9 +48,9 @@ if TYPE_CHECKING:
 SYSTEMS = {"a100_sxm": "a100-80gb", "h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200",
            "gb200": "gb200", "l40s": "l40s"}
 AIC_SOURCE = "AIConfigurator vLLM kernel tables (aiconfigurator-core 0.12.0, vLLM 0.24.0; a100 0.14.0) {gpus}"
-AIC_TABLES = ("gemm_perf", "context_attention_perf", "generation_attention_perf", "custom_allreduce_perf")
+AIC_TABLES = ("gemm_perf", "context_attention_perf", "generation_attention_perf", "custom_allreduce_perf", "moe_perf")
 AIC_OPS = {"gemm_bf16", "gemm_fp8", "context_attention", "generation_attention",
-           "custom_allreduce"}
+           "custom_allreduce", "moe"}
 AIC_COLUMNS = CSV_ORDER[:CSV_ORDER.index("flops")] + ("keys",) + CSV_ORDER[CSV_ORDER.index("flops"):]
 # fp8_block (DeepGEMM / CUTLASS block-scaled, DeepSeek-style checkpoints) is left out: its rows carry a
 # ~55 us floor on H100 even at m = 1 (10x the per-tensor fp8 kernel), which no shape term explains
@@ -135,7 +141,24 @@ def allreduce_rows(df: "pd.DataFrame") -> dict:
                 measured_s=df["latency"].to_numpy() * 1e-3)
 
 
-_CONVERTERS = {"gemm_perf": gemm_rows, "context_attention_perf": context_rows,
+def moe_rows(df: "pd.DataFrame") -> dict:
+    df = df[df["moe_dtype"] == "bfloat16"]
+    # balanced routing; a system measured with skewed routing only (a100_sxm, vLLM 0.14) -> its mildest skew
+    dist = "balanced" if (df["distribution"] == "balanced").any() else "power_law_1.01"
+    df = df[df["distribution"] == dist]
+    df = _fastest(df, ["num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"])
+    t, h, i, k, e, tp, ep = (df[c].to_numpy(np.float64) for c in ("num_tokens", "hidden_size", "inter_size", "topk",
+                                                                   "num_experts", "moe_tp_size", "moe_ep_size"))
+    pairs = t * k / ep  # token-expert assignments this GPU computes (balanced routing)
+    touched = np.minimum(e / ep, pairs)  # local experts that receive tokens
+    i_loc = i / tp
+    return dict(family="moe", op="moe", dtype="bf16", tp=1.0, m=pairs / touched, kernels=2.0,
+                flops=6.0 * pairs * h * i_loc, bytes=(touched * 3.0 * h * i_loc + pairs * (2.0 * h + 3.0 * i_loc)) * 2.0,
+                model=[f"h{a:g}_i{b:g}_k{c:g}_e{d:g}" for a, b, c, d in zip(h, i, k, e)],
+                measured_s=df["latency"].to_numpy() * 1e-3)
+
+
+_CONVERTERS = {"moe_perf": moe_rows, "gemm_perf": gemm_rows, "context_attention_perf": context_rows,
                "generation_attention_perf": generation_rows, "custom_allreduce_perf": allreduce_rows}
 
 

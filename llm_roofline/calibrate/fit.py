@@ -64,7 +64,7 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     kernels = df["kernels"].to_numpy(np.float64)
     if fam == "collective":
         return _Terms(fam, tokens, kernels, comm=_collective_terms(df, chip))
-    if fam in ("gemm", "gemm_fp8") + ATTENTION:
+    if fam in ("gemm", "gemm_fp8", "moe") + ATTENTION:
         peaks = {d: chip.peak_flops_per_s(d) for d in set(df["dtype"])}
         peak = df["dtype"].map(peaks).to_numpy(np.float64)
     else:
@@ -121,6 +121,8 @@ def _logit(p):
 _FREE = {
     "gemm": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("memory_max", 0.8), ("overhead_s", 5e-6)),
     "gemm_fp8": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("memory_max", 0.8), ("overhead_s", 5e-6)),
+    # the fused-MoE expert block (two grouped GEMMs, kernels = 2), T = rows per touched expert
+    "moe": (("compute_max", 0.6), ("compute_tokens_half", 64.0), ("memory_max", 0.7), ("overhead_s", 1e-5)),
     # causal FlashAttention prefill: compute-bound; short sequences waste the diagonal tiles (keys half),
     # few heads x sequences leave SMs idle (elems half)
     "attention": (("compute_max", 0.6), ("compute_keys_half", 500.0), ("compute_elems_half", 1e6),
