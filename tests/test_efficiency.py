@@ -10,32 +10,11 @@ from llm_roofline.efficiency import (BORROWED_FAMILY_BAND, UNCALIBRATED_BAND, Fa
                                      calibrated_model, family_of, phase_band, weight_bits_of, weight_only_quantized)
 from llm_roofline.ops import attention, elementwise, gemm
 from llm_roofline.roofline import score
+from test_calibrate import ROUND_CHIP as _round_chip_text
 
-# 100 TFLOP/s fp16, 10 TFLOP/s fp32 (the 'vector' peak), 1 TB/s HBM; one GEMM fit.
-ROUND_CHIP = """
-name = "round-gpu"
-family = "hopper"
-[compute]
-fp16 = 100e12
-fp32 = 10e12
-[memory]
-hbm_bytes = 80e9
-hbm_bytes_per_s = 1e12
-[scaleup]
-kind = "nvlink4"
-topology = "switch"
-bytes_per_s = 100e9
-latency_s = 1e-6
-domain_size = 8
-[price]
-usd_per_hour = 1.0
-
-[efficiency.gemm]
-compute_max = 0.8
-compute_tokens_half = 64
-memory_max = 0.5
-overhead_s = 5e-6
-"""
+# test_calibrate's round chip (100 TFLOP/s fp16, 10 TFLOP/s fp32 = the 'vector' peak, 1 TB/s HBM) with its gemm fit
+# only: compute_max 0.8, compute_tokens_half 64, memory_max 0.5, overhead_s 5 us
+ROUND_CHIP = _round_chip_text[: _round_chip_text.index("[efficiency.norm]")]
 
 
 @pytest.fixture()

@@ -261,7 +261,8 @@ def fit(df: "pd.DataFrame", chip, *, source: str = "", date: str | None = None) 
             continue
         terms = _terms(rows, chip, fam)
         measured = rows["measured_s"].to_numpy(np.float64)
-        p = _rounded(fit_family(terms, measured, fam))
+        fitted = _fittable(rows, terms, measured, fam)
+        p = _rounded(fit_family(_terms(rows[fitted], chip, fam), measured[fitted], fam))
         pred = terms.time_s(p)
         err = np.abs(pred / measured - 1.0)
         p = replace(p, **ratio_band(measured / pred))  # in sample; refit_chips.py stores held-out bands
@@ -271,6 +272,19 @@ def fit(df: "pd.DataFrame", chip, *, source: str = "", date: str | None = None) 
         fits["attention"] = attention_from_gemm(fits["gemm"])
     return FitResult(chip.name, MappingProxyType(fits), MappingProxyType(points), MappingProxyType(med),
                      time.perf_counter() - t0)
+
+
+def _fittable(rows: "pd.DataFrame", terms: _Terms, measured: np.ndarray, fam: str) -> np.ndarray:
+    """The rows a family is fitted on. Collectives: those measured no faster than the ideal alpha-beta time.
+    Their latency term (hops x the chip file's latency_s) is not the fit's, so a collective measured below it
+    (vLLM's one-shot all-reduce of a few KB: ~5 us against 2(n-1) x 2 us) cannot be matched by a model that
+    is never faster than ideal; left in, it only drags comm_max to where the other rows are wrong."""
+    keep = np.ones(len(rows), dtype=bool)
+    if fam == "collective":
+        keep = terms.time_s(IDEAL_FIT) <= measured
+        if keep.sum() < 3:
+            keep[:] = True
+    return keep
 
 
 def _note(fam: str, p: FamilyFit, rows: "pd.DataFrame", median_err: float, source: str, date: str) -> str:
