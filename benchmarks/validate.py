@@ -13,6 +13,10 @@ absolute % error of the ideal roofline and of the calibrated model, the latter a
   measured GPU (LOGO_DONOR), applied to this GPU's own peaks: exactly what a chip without data gets when it
   borrows a fit.
 
+Size buckets: GEMM / MoE / memory-bound families by tokens M (<= 64, <= 1k, > 1k) and, for GEMMs, the LLM
+projection shapes n, k >= 1024 (a subset across M); prefill by sequence length; decode by KV bytes; all-reduce
+by message bytes.
+
 Sources: aic-vllm/<system>/ (gemm, gemm_fp8, moe = fused-MoE block, attention = causal prefill,
 attention_decode, collective = vLLM custom all-reduce in a CUDA graph) and vidur/ (memory-bound families of a100 and h100; Vidur's NCCL all-reduce
 and GEMMs are left out here: the shipped fits use the vLLM kernels). gb200 has tables but no chip file.
@@ -43,7 +47,8 @@ VIDUR_GPUS = {"a100-80gb": "a100", "h100-sxm": "h100"}
 LOGO_DONOR = {"h100-sxm": "h200", "h200": "h100-sxm", "b200": "h200", "a100-80gb": "h100-sxm", "l40s": "a100-80gb"}
 LOGO_FAMILIES = ("gemm", "gemm_fp8", "moe", "attention", "attention_decode")
 TARGETS = {"median": 10.0, "p90": 25.0, "logo_median": 15.0}
-BUCKET_ORDER = ("M<=64", "M<=1k", "M>1k", "L<=1k", "L<=8k", "L>8k", "<=1MB", "<=100MB", ">100MB", "<=64KiB", "<=8MiB",
+LLM_SHAPES = "n,k>=1k"
+BUCKET_ORDER = ("M<=64", "M<=1k", "M>1k", LLM_SHAPES, "L<=1k", "L<=8k", "L>8k", "<=1MB", "<=100MB", ">100MB", "<=64KiB", "<=8MiB",
                 ">8MiB")
 TARGET_FAMILIES = ("gemm", "gemm_fp8", "moe", "attention", "attention_decode", "collective")
 
@@ -78,7 +83,7 @@ def rows_of(data: Path, chip_name: str, vidur_rows) -> pd.DataFrame:
 def evaluate_chip(chip_name: str, rows: pd.DataFrame, donor_fit) -> pd.DataFrame:
     """Per-row measured, ideal, held-out and (where a donor fit exists) leave-one-GPU-out predictions."""
     chip = load_chip(str(CHIPS_DIR / f"{chip_name}.toml"))
-    out = rows[["fam", "m", "keys", "bytes", "measured_s"]].copy()
+    out = rows[["fam", "m", "n", "k", "keys", "bytes", "measured_s"]].copy()
     out["ideal"] = fitting.predict(rows, chip)
     out["held_out"] = held_out_predictions(rows, chip)
     out["logo"] = np.nan
@@ -98,8 +103,9 @@ def table(frames: list[pd.DataFrame]) -> list[dict]:
         err = {k: fitting.abs_pct_errors(df[k].to_numpy(), meas) for k in ("ideal", "held_out", "logo")}
         for fam in FAMILIES:
             f_sel = (df["fam"] == fam).to_numpy()
-            for bk in [b for b in BUCKET_ORDER if b in set(df.loc[f_sel, "bucket"])] + ["all"]:
-                sel = f_sel & ((df["bucket"] == bk).to_numpy() if bk != "all" else True)
+            present = set(df.loc[f_sel, "bucket"]) | ({LLM_SHAPES} if fam in ("gemm", "gemm_fp8") else set())
+            for bk in [b for b in BUCKET_ORDER if b in present] + ["all"]:
+                sel = f_sel & _in_bucket(df, bk)
                 if not sel.any():
                     continue
                 r = dict(gpu=df["gpu"].iloc[0], family=fam, bucket=bk, n=int(sel.sum()))
@@ -109,6 +115,16 @@ def table(frames: list[pd.DataFrame]) -> list[dict]:
                     r[f"{k}_p90"] = float(np.percentile(e, 90)) if e.size else np.nan
                 rows.append(r)
     return rows
+
+
+def _in_bucket(df: pd.DataFrame, bk: str) -> np.ndarray:
+    """Rows of size bucket `bk`; LLM_SHAPES: GEMMs with n and k >= 1024 (the projection shapes of LLMs, not the
+    tiny n or k down to 32 that the tables also sweep); 'all': every row."""
+    if bk == "all":
+        return np.ones(len(df), dtype=bool)
+    if bk == LLM_SHAPES:
+        return ((df["n"] >= 1024) & (df["k"] >= 1024)).to_numpy()
+    return (df["bucket"] == bk).to_numpy()
 
 
 def acceptance(rows: list[dict]) -> list[str]:
