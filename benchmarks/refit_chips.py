@@ -1,41 +1,95 @@
-"""Refit the shipped chip files' [efficiency.*] tables from the Vidur profiles (maintainer step).
+"""Refit the shipped chip files' [efficiency.*] tables from the shared measurements (maintainer step).
 
-    python3 benchmarks/refit_chips.py [--data ../shared/calibration/vidur] [--write] [--date YYYY-MM-DD]
+    python3 benchmarks/refit_chips.py [--data ../shared/calibration] [--write] [--date YYYY-MM-DD]
 
-Converts the Vidur profiles to the measured-timings CSV (as `llm-roofline calibrate --convert-vidur` does),
-fits every GPU against its chip file (GPUS) exactly as `llm-roofline calibrate CSV --chip C` does, and
-compares the fitted parameters with those the chip file holds. Without --write it only reports (exit 1
-when a parameter differs); with --write it rewrites the [efficiency.*] tables of the chip files in this
-checkout, llm_roofline/hardware/chips/<chip>.toml, in place (every other byte stays). The fits are
-deterministic: rerunning on the same data gives the same parameters (only the dates in the notes change).
+Sources (both under --data):
+- aic-vllm/<system>/  NVIDIA AIConfigurator's vLLM kernel tables (calibrate/aic_vllm.py): gemm (bf16),
+  gemm_fp8, attention (causal prefill), attention_decode and collective (vLLM custom all-reduce, CUDA graph)
+  for every system with a chip file (a100-80gb, h100-sxm, h200, b200, l40s; gb200 has no chip file here);
+- vidur/  the Vidur profiles (calibrate/vidur.py): the memory-bound families (elementwise, activation, rope,
+  norm, embedding) of a100-80gb and h100-sxm. Other chips borrow those (efficiency.calibrated_model).
+
+Every family's err_p10 / err_p90 (the uncertainty band) are held-out: grouped 5-fold cross-validation over
+shape groups (calibrate/crossval.py). Without --write it reports the fitted parameters and whether they differ
+from the chip file (exit 1 when one does); with --write it rewrites the [efficiency.*] tables of the chip
+files in this checkout in place (every other byte stays). Deterministic: the same data give the same
+parameters (only the dates in the notes change).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
+import time
 from pathlib import Path
+from types import MappingProxyType
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from llm_roofline.calibrate import calibrate, convert_vidur  # noqa: E402
+from llm_roofline.calibrate import aic_vllm, vidur  # noqa: E402
 from llm_roofline.calibrate.chipfile import write_chip_toml  # noqa: E402
+from llm_roofline.calibrate.crossval import held_out_bands, held_out_predictions, with_bands  # noqa: E402
+from llm_roofline.calibrate.fit import MEMORY_FAMILIES, FitResult, fit  # noqa: E402
+from llm_roofline.calibrate.measurements import normalize, single_node  # noqa: E402
 from llm_roofline.efficiency import calibrated_model  # noqa: E402
 from llm_roofline.hardware import load_chip  # noqa: E402
 
-GPUS = {"a100": "a100-80gb", "h100": "h100-sxm"}  # Vidur GPU -> chip file it is fitted against
-DEFAULT_DATA = ROOT.parent / "shared" / "calibration" / "vidur"
+DEFAULT_DATA = ROOT.parent / "shared" / "calibration"
 CHIPS_DIR = ROOT / "llm_roofline" / "hardware" / "chips"
+VIDUR_GPUS = {"a100-80gb": "a100", "h100-sxm": "h100"}  # chip -> Vidur GPU (memory-bound families)
+CV_NOTE = "; err_p10/err_p90: held-out measured/predicted (grouped 5-fold over shape groups)"
+
+
+def chips_with_data(data: Path) -> list[tuple[str, str]]:
+    """(system folder, chip name) of every aic-vllm system that has a chip file in this checkout."""
+    return [(s, c) for s, c in aic_vllm.SYSTEMS.items()
+            if (data / "aic-vllm" / s).is_dir() and (CHIPS_DIR / f"{c}.toml").is_file()]
+
+
+def fit_source(rows, chip, source: str, date: str):
+    """Fit, then replace the bands by held-out ones. Returns (fits, points, in-sample median errors)."""
+    res = fit(rows, chip, source=source, date=date)
+    bands = held_out_bands(rows.reset_index(drop=True), held_out_predictions(rows, chip))
+    return with_bands(res.fits, bands, CV_NOTE), dict(res.points), dict(res.median_abs_err)
+
+
+def refit_chip(data: Path, system: str, chip_name: str, date: str | None, vidur_rows=None):
+    """The merged FitResult of one chip: aic-vllm families, plus Vidur's memory-bound ones where measured."""
+    chip = load_chip(str(CHIPS_DIR / f"{chip_name}.toml"))
+    t0 = time.perf_counter()
+    aic = normalize(aic_vllm.convert_aic(data / "aic-vllm" / system))
+    aic = single_node(aic).reset_index(drop=True)
+    fits, points, med = fit_source(aic, chip, aic_vllm.source_text([system]), date)
+    sources = [aic_vllm.source_text([system])]
+    if vidur_rows is not None and chip_name in VIDUR_GPUS:
+        g = VIDUR_GPUS[chip_name]
+        v = vidur_rows[(vidur_rows["gpu"] == g) & vidur_rows["fam"].isin(MEMORY_FAMILIES)].reset_index(drop=True)
+        vf, vp, vm = fit_source(v, chip, vidur.source_text([g]), date)
+        for f in MEMORY_FAMILIES:
+            if f in vf:
+                fits[f], points[f], med[f] = vf[f], vp[f], vm[f]
+        sources.append(vidur.source_text([g]) + " (memory-bound families; " + vidur.sku_note([g]) + ")")
+    res = FitResult(chip.name, MappingProxyType(fits), MappingProxyType(points), MappingProxyType(med),
+                    time.perf_counter() - t0)
+    return chip, res, note(chip, sources, sum(points.values()), date)
+
+
+def note(chip, sources: list[str], points: int, date: str | None) -> str:
+    dtype = "fp16" if "fp16" in chip.dense_flops_per_s else "bf16"
+    fp8 = f", fp8 {chip.peak_flops_per_s('fp8'):.4g}" if "fp8" in chip.dense_flops_per_s else ""
+    return ("; ".join(sources) + f"; {points} points; fitted {date or 'today'} against this file's {chip.name} peaks "
+            f"({dtype} {chip.peak_flops_per_s(dtype):.4g}{fp8} FLOP/s, HBM {chip.hbm_bytes_per_s:.4g} B/s, "
+            f"{chip.scaleup.kind} {chip.scaleup.bytes_per_s:.4g} B/s); families not listed here are borrowed "
+            "(efficiency.calibrated_model says from where); multi-node collectives, MoE and MLA not calibrated")
 
 
 def differences(chip_name: str, fits) -> list[str]:
     """'family.param: shipped -> fitted' for every parameter that differs from the chip file's."""
-    shipped = calibrated_model(load_chip(str(CHIPS_DIR / f"{chip_name}.toml"))).families
+    shipped = calibrated_model(load_chip(str(CHIPS_DIR / f"{chip_name}.toml")))
     out = []
     for fam, p in fits.items():
-        old = shipped.get(fam)
+        old = shipped.families.get(fam) if shipped.sources.get(fam, "").endswith(" fit") else None
         for k, v in p.params().items():
             was = getattr(old, k) if old is not None else None
             if was != v:
@@ -45,24 +99,29 @@ def differences(chip_name: str, fits) -> list[str]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=str(DEFAULT_DATA), help="Vidur profiling directory (default: %(default)s)")
+    ap.add_argument("--data", default=str(DEFAULT_DATA), help="shared calibration directory (default: %(default)s)")
     ap.add_argument("--write", action="store_true", help="rewrite the chip files' [efficiency.*] tables in place")
     ap.add_argument("--date", default=None, help="date in the fitted_on notes (default: today)")
     args = ap.parse_args(argv)
+    data = Path(args.data)
+    vidur_rows = normalize(vidur.convert_vidur(data / "vidur")) if (data / "vidur").is_dir() else None
     ok = True
-    with tempfile.TemporaryDirectory() as tmp:
-        csv = Path(tmp) / "vidur.csv"
-        convert_vidur(args.data, csv)  # through the CSV, as the documented CLI steps go
-        for gpu, chip_name in GPUS.items():
-            path = CHIPS_DIR / f"{chip_name}.toml"
-            c = calibrate(csv, str(path), gpu=gpu, date=args.date)
-            diff = differences(chip_name, c.result.fits)
-            ok &= not diff
-            print(f"{chip_name} ({gpu}): {c.rows} rows, fit {c.result.seconds:.2f} s; "
-                  + ("parameters identical to the chip file" if not diff else "differs: " + "; ".join(diff)))
-            if args.write:
-                write_chip_toml(path, c.result, c.chip_note)
-                print(f"  wrote {path}")
+    for system, chip_name in chips_with_data(data):
+        chip, res, chip_note = refit_chip(data, system, chip_name, args.date, vidur_rows)
+        diff = differences(chip_name, res.fits)
+        ok &= not diff
+        print(f"{chip_name} ({system}): {sum(res.points.values())} rows, fit + 5-fold held-out bands "
+              f"{res.seconds:.1f} s; " + ("parameters identical to the chip file" if not diff else
+                                          f"{len(diff)} parameters differ"))
+        for fam, p in res.fits.items():
+            print(f"  {fam:17s} " + ", ".join(f"{k}={v:.4g}" for k, v in p.params().items()
+                                               if v != getattr(type(p)(), k)))
+        if args.write:
+            write_chip_toml(chip.path, res, chip_note)
+            print(f"  wrote {chip.path}")
+    missing = sorted(set(aic_vllm.SYSTEMS.values()) - {c for _, c in chips_with_data(data)})
+    if missing:
+        print(f"no chip file for {', '.join(missing)}: measured but not calibrated here (add the chip file first)")
     return 0 if ok or args.write else 1
 
 

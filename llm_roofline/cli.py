@@ -275,9 +275,12 @@ def _build_parser() -> argparse.ArgumentParser:
                        epilog="examples (from a clone of the repository):\n"
                               "  llm-roofline calibrate benchmarks/data/measured_h100_sample.csv --chip h100-sxm\n"
                               "  llm-roofline calibrate --convert-vidur vidur/data/profiling vidur.csv\n"
-                              "  llm-roofline calibrate vidur.csv --chip a100-80gb --write",
+                              "  llm-roofline calibrate vidur.csv --chip a100-80gb --write\n"
+                              "  llm-roofline calibrate aic-vllm/h200_sxm --chip h200    # AIConfigurator vLLM tables "
+                              "(csv.gz: gemm_perf, context_/generation_attention_perf, custom_allreduce_perf)",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("measured", nargs="?", help="measured-timings CSV")
+    p.add_argument("measured", nargs="?", help="measured-timings CSV, or AIConfigurator vLLM tables: one "
+                                               "<table>.csv.gz, a <system>/ folder of them, or their parent")
     p.add_argument("--chip", help="chip to fit (name, alias or .toml); rows whose gpu names it are used")
     p.add_argument("--gpu", default=None, help="use the rows with this gpu value instead (e.g. a100)")
     p.add_argument("--source", default=None, help="text for the fitted_on notes (default: from the CSV)")

@@ -4,60 +4,55 @@ read from the chip TOML's `[efficiency.*]` tables (fitted by the calibrate packa
 
 The model (per chip and op family; a few parameters, each with a physical meaning), T = op.tokens::
 
-    eff.compute(T) = compute_max * T / (T + compute_tokens_half)           fraction of peak FLOP/s
+    eff.compute    = compute_max * f(T, compute_tokens_half) * f(L, compute_keys_half) * f(X, compute_elems_half)
+                     f(x, h) = x / (x + h)  (a factor is 1 when its h is 0 or x is unknown)
     eff.memory(T)  = memory_max * T / sqrt(T**2 + memory_tokens_half**2)   fraction of peak HBM bandwidth
     eff.comm       = comm_max                                              fraction of link bandwidth (beta)
-    eff.overhead_s = overhead_s      fixed time per kernel (ramp-up, tail, launch gaps); for collectives the
-                                     latency (alpha) on top of the link's hops * latency_s
+    eff.overhead_s = overhead_s + overhead_per_kv_row_byte_s * R           fixed time per kernel
 
 and roofline.score (the only place a time is computed) turns them into a time::
 
-    t = max(flops / (peak * eff.compute), bytes / (hbm * eff.memory)) + overhead_s
+    t = max(flops / (peak * eff.compute), bytes / (hbm * eff.memory)) + eff.overhead_s
     collective: t = hops * latency_s + link_bytes / (link_bytes_per_s * comm_max) + overhead_s
 
-- gemm: compute_max is what a large GEMM reaches (cuBLAS fp16 here: ~0.75 of the dense peak on A100 and H100;
-  the book says H100/B200 reach 80-85 %, TPUs 95 %). compute_tokens_half (85 rows A100, 160 H100) is a
-  padding cost: the FLOP time is that of T + compute_tokens_half rows (M padded to tiles, idle SMs, wave
-  quantization), so GEMMs near the ridge point run slower than max(compute, memory) says, which is where the
-  ideal roofline errs most (x2). memory_max: weight streaming at small M (0.81 A100, 0.93 H100).
-- elementwise, activation, rope, norm, embedding: memory-bound kernels whose bandwidth grows with the rows in
-  flight until the SMs are full (the vLLM/Sarathi kernels run one thread block per token): memory efficiency
-  is a smooth min(T / memory_tokens_half, 1) * memory_max, and the fitted memory_tokens_half (95-200
-  tokens) is about the SM count (108 A100, 132 H100). Below it the time is flat (a per-row cost), above it
-  linear in the bytes. Fitted with a plain sum (T / (T + T_half), as for GEMMs) the corner was 2x too soft.
-- A saturating memory efficiency in bytes, memory_max * B / (B + B_half), would add the fixed time
-  B_half / (memory_max * hbm) inside the max: the same thing as overhead_s. Fitted on the GEMMs, B_half went
-  to ~1 byte, so fixed latency is carried by overhead_s alone.
+Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, fits, held-out errors):
+
+    gemm              kind='gemm', bf16/fp16 compute     vLLM GEMMs (aic-vllm gemm_perf, bfloat16)
+    gemm_fp8          kind='gemm', fp8/int8 compute      vLLM CUTLASS fp8 GEMMs (gemm_perf, fp8 per-tensor)
+    moe               expert GEMMs (style 'expert')      vLLM fused-MoE block (moe_perf, bf16, balanced)
+    attention         attn.core, prefill                 causal FlashAttention (context_attention_perf)
+    attention_decode  attn.core reading a KV cache       FlashAttention decode (generation_attention_perf)
+                      larger than its Q/O traffic
+    elementwise, activation, rope, norm, embedding       Vidur's PyTorch kernels (A100, H100 only)
+    collective        kind='collective' inside the       vLLM custom all-reduce in a CUDA graph; all_gather,
+                      scale-up domain                    reduce_scatter, all_to_all, p2p borrow it;
+                                                         multi-node collectives stay ideal
+
+- gemm / gemm_fp8 / moe: compute_max is what a large GEMM reaches; compute_tokens_half a padding cost (the
+  FLOP time of T + T_half rows: M padded to tiles, wave quantization); memory_max: weight streaming at
+  small T; overhead_s the launch/latency floor (moe: per grouped GEMM, two per block). T for an expert GEMM is
+  its rows per touched expert.
+- Weight-only quantized GEMMs (weights narrower than the compute dtype: int4/int8/fp8 weights, bf16 compute)
+  run dequantizing kernels: the packed-weight read plus a dequant cost on the vector units, never the padded
+  rows (dequant_efficiency).
+- attention (prefill): L = keys per query (causal: (q+1)/2 + prefix) and X = Q+O elements B*q*H*(dqk+dv),
+  both read back from the op's counts (attention_shape): short sequences waste FlashAttention's diagonal
+  tiles, few heads x sequences leave SMs idle. attention_decode: the KV stream at memory_max plus a floor
+  overhead_s + overhead_per_kv_row_byte_s * R, R = KV bytes of one context position over the batch
+  (B*n_kv*(dqk+dv)*e_kv: grows with batch x KV heads). Decode efficiency never depends on the KV length,
+  so within a decode stretch every op's compute and memory times stay affine in the context length and
+  estimate.py's closed-form decode sum stays exact.
 - Every efficiency is <= 1 and every overhead >= 0, so a calibrated time is never below the ideal roofline
-  bound (tests/test_calibrate.py checks it with hypothesis).
+  bound (tests check it with hypothesis). An op with tokens = 0 (unknown) gets the asymptotic efficiencies.
+- err_p10 / err_p90: the 10th / 90th percentile of measured / predicted time on held-out shapes; they make
+  est.uncertainty (uncertainty_of), wider for borrowed fits.
 
-Efficiencies depend on op.tokens only (never on the KV context length), so within a decode stretch every
-op's compute and memory times stay affine in the context length and estimate.py's closed-form decode sum
-stays exact. Attention's efficiency is therefore a constant (its bytes grow with the context). An op with
-tokens = 0 (unknown) gets the asymptotic efficiencies compute_max and memory_max.
-
-Op families (`family_of`), and what measured them (Vidur kernel profiles; benchmarks/CALIBRATION.md says how maintainers refit):
-
-    gemm         every kind='gemm' op                       attn_pre_proj, attn_post_proj, mlp_up/down_proj
-    attention    kind='attention' (attn.core)               NOT measured: gemm's compute_max, memory_max and
-                                                            overhead_s, constant in tokens
-    elementwise  residual adds, KV-cache writes, others     add (residual)
-    activation   '*.act' (SiLU-and-mul, GELU)               mlp_act
-    rope         '*.rope'                                   attn_rope
-    norm         kind='norm' (RMSNorm, LayerNorm)           input_layernorm, post_attention_layernorm
-    embedding    kind='embedding'                           emb
-    collective   kind='collective' inside the scale-up      NCCL all_reduce (one node); all_gather,
-                 domain                                     reduce_scatter, all_to_all, p2p borrow it;
-                                                            collectives crossing domains stay ideal
-
-The non-GEMM families differ because their kernels do: at large T the residual add streams at 0.9-1.0 of
-peak HBM bandwidth, SiLU-and-mul ~0.5, rotary ~0.5, RMSNorm ~0.37 and the embedding gather ~0.17 on both
-GPUs, so one shared "elementwise" efficiency would be off by 2x either way.
-
-Chips without their own `[efficiency.*]` tables use a family default (FAMILY_DEFAULTS) and say so in
-`CalibratedModel.label`: Hopper -> the h100-sxm fit, Ampere -> a100-80gb, Blackwell / CDNA3 / Ada / Volta
--> the nearest GPU fit (not measured), TPU -> TPU_DEFAULT (uncalibrated: compute 0.95 per the book's
-footnote, memory and links 0.9, 1 us per op).
+Chips with their own tables borrow the families they lack from their family default chip (labelled in
+`CalibratedModel.label`, per family in `.sources`); chips without tables borrow everything (FAMILY_DEFAULTS):
+Hopper -> h100-sxm, Ampere -> a100-80gb, Blackwell -> b200, Ada -> l40s, CDNA3 / Volta -> the nearest GPU fit
+(not measured), TPU -> TPU_DEFAULT (uncalibrated: compute 0.95 per the book's footnote, memory and links 0.9,
+1 us per op). A family missing everywhere falls back along BORROWS (gemm_fp8 and moe -> gemm,
+attention_decode -> attention -> gemm's fractions).
 """
 
 from __future__ import annotations
@@ -72,11 +67,16 @@ import numpy as np
 from .errors import ChipError, ScenarioError
 from .hardware import Chip, load_chip
 from .roofline import Efficiency
+from .units import DTYPE_BITS
 
 if TYPE_CHECKING:
     from .ops import Op
 
-FAMILIES = ("gemm", "attention", "elementwise", "activation", "rope", "norm", "embedding", "collective")
+FAMILIES = ("gemm", "gemm_fp8", "moe", "attention", "attention_decode", "elementwise", "activation", "rope",
+            "norm", "embedding", "collective")
+FP8_COMPUTE = ("fp8", "int8", "fp4", "int4")  # GEMMs computing in these run the 8-bit (and narrower) kernels
+# a family without its own fit borrows: family -> the family it falls back to (and says so)
+BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "attention_decode": "attention"}
 
 
 # =============================================================================== parameters
@@ -90,6 +90,11 @@ class FamilyFit:
     memory_tokens_half: float = 0.0  # tokens at which memory efficiency is memory_max / sqrt(2), >= 0
     comm_max: float = 1.0  # fraction of link bandwidth, (0, 1]
     overhead_s: float = 0.0  # fixed time per kernel, >= 0
+    compute_keys_half: float = 0.0  # attention: keys per query at which the key factor is 1/2, >= 0
+    compute_elems_half: float = 0.0  # attention: Q+O elements at which the occupancy factor is 1/2, >= 0
+    overhead_per_kv_row_byte_s: float = 0.0  # decode attention: floor per byte of one context position's K,V over the batch
+    err_p10: float = 1.0  # held-out measured / predicted, 10th percentile (uncertainty band), > 0
+    err_p90: float = 1.0  # held-out measured / predicted, 90th percentile, > 0
     fitted_on: str = ""
 
     def __post_init__(self):
@@ -97,17 +102,21 @@ class FamilyFit:
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0 < v <= 1):
                 raise ChipError(f"efficiency {name} must be in (0, 1], got {v!r}")
-        for name in ("compute_tokens_half", "memory_tokens_half", "overhead_s"):
+        for name in ("compute_tokens_half", "memory_tokens_half", "overhead_s", "compute_keys_half",
+                     "compute_elems_half", "overhead_per_kv_row_byte_s", "err_p10", "err_p90"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise ChipError(f"efficiency {name} must be a finite number >= 0, got {v!r}")
 
-    def compute(self, tokens) -> np.ndarray:
-        """compute_max * T / (T + compute_tokens_half); tokens <= 0 (unknown): compute_max."""
-        t = np.asarray(tokens, dtype=np.float64)
-        known = t > 0
-        tt = np.where(known, t, 1.0)
-        return np.where(known, self.compute_max * tt / (tt + self.compute_tokens_half), self.compute_max)
+    def compute(self, tokens, keys=0.0, elems=0.0) -> np.ndarray:
+        """compute_max * f(T, compute_tokens_half) * f(keys, compute_keys_half) * f(elems, compute_elems_half),
+        f(x, h) = x / (x + h); a factor whose x <= 0 (unknown) or h = 0 is 1."""
+        out = np.float64(self.compute_max)
+        for x, half in ((tokens, self.compute_tokens_half), (keys, self.compute_keys_half),
+                        (elems, self.compute_elems_half)):
+            if half > 0:
+                out = out * _saturation(x, half)
+        return out
 
     def memory(self, tokens) -> np.ndarray:
         """memory_max * T / sqrt(T^2 + memory_tokens_half^2); tokens <= 0 (unknown): memory_max."""
@@ -116,15 +125,29 @@ class FamilyFit:
         tt = np.where(known, t, 1.0)
         return np.where(known, self.memory_max * tt / np.hypot(tt, self.memory_tokens_half), self.memory_max)
 
-    def efficiency(self, tokens=0.0, kernels=1.0, label: str = "calibrated") -> Efficiency:
-        return Efficiency(compute=self.compute(tokens), memory=self.memory(tokens), comm=self.comm_max,
-                          overhead_s=self.overhead_s * np.asarray(kernels, dtype=np.float64), label=label)
+    def efficiency(self, tokens=0.0, kernels=1.0, label: str = "calibrated", keys=0.0, elems=0.0,
+                   kv_row_bytes=0.0) -> Efficiency:
+        """The Efficiency at T = tokens (attention: also keys per query, Q+O elements and, for decode, the KV
+        bytes of one context position over the batch); overhead (overhead_s + overhead_per_kv_row_byte_s *
+        kv_row_bytes) once per kernel."""
+        ovh = self.overhead_s + self.overhead_per_kv_row_byte_s * np.asarray(kv_row_bytes, dtype=np.float64)
+        return Efficiency(compute=self.compute(tokens, keys, elems), memory=self.memory(tokens), comm=self.comm_max,
+                          overhead_s=ovh * np.asarray(kernels, dtype=np.float64), label=label)
 
     def params(self) -> dict[str, float]:
         return {k: getattr(self, k) for k in PARAMS}
 
 
-PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_half", "comm_max", "overhead_s")
+def _saturation(x, half: float) -> np.ndarray:
+    """x / (x + half), 1 where x <= 0 (unknown)."""
+    x = np.asarray(x, dtype=np.float64)
+    known = x > 0
+    xx = np.where(known, x, 1.0)
+    return np.where(known, xx / (xx + half), 1.0)
+
+
+PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_half", "comm_max", "overhead_s",
+          "compute_keys_half", "compute_elems_half", "overhead_per_kv_row_byte_s", "err_p10", "err_p90")
 IDEAL_FIT = FamilyFit(fitted_on="ideal roofline")
 # TPU: not calibrated. compute 0.95: the book ("How to Scale Your Model", Part 1 footnote: "H100 and B200
 # usually only achieve 80-85% of the claimed peak FLOPs, while TPUs reach 95% in normal use"). memory and
@@ -137,16 +160,22 @@ TPU_DEFAULT = FamilyFit(compute_max=0.95, memory_max=0.9, comm_max=0.9, overhead
 FAMILY_DEFAULTS = {
     "hopper": ("h100-sxm", ""),
     "ampere": ("a100-80gb", ""),
-    "blackwell": ("h100-sxm", "nearest GPU fit; Blackwell kernels not measured"),
+    "blackwell": ("b200", "nearest measured Blackwell GPU"),
     "cdna3": ("h100-sxm", "nearest GPU fit (HBM3 generation); ROCm kernels not measured"),
-    "ada": ("a100-80gb", "nearest GPU fit (mma.sync tensor cores as on Ampere); Ada kernels not measured"),
+    "ada": ("l40s", "nearest measured Ada GPU"),
     "volta": ("a100-80gb", "nearest GPU fit; Volta kernels not measured"),
 }
 
 
 def family_of(op: "Op") -> str:
     """The efficiency family of an estimator op (see the module docstring)."""
-    if op.kind in ("gemm", "attention", "norm", "embedding", "collective"):
+    if op.kind == "gemm":
+        if op.compute_dtype in FP8_COMPUTE:
+            return "gemm_fp8"
+        return "moe" if op.style == "expert" else "gemm"
+    if op.kind == "attention":
+        return "attention_decode" if is_decode_attention(op) else "attention"
+    if op.kind in ("norm", "embedding", "collective"):
         return op.kind
     name = op.name.rsplit(".", 1)[-1]
     if name in ("act", "activation"):
@@ -166,22 +195,122 @@ class CalibratedModel:
     sources: Mapping[str, str] = field(default_factory=dict)  # family -> where its numbers came from
 
     def fit_for(self, family: str) -> FamilyFit:
+        while family not in self.families and family in BORROWS:
+            family = BORROWS[family]
         return self.families.get(family, IDEAL_FIT)
+
+    def band(self, family: str) -> tuple[float, float]:
+        """(p10, p90) of measured / calibrated time for one family (see band_of)."""
+        return band_of(self.fit_for(family), self.sources.get(family, UNCALIBRATED))
+
+    def op_band(self, op: "Op", chip: Chip) -> tuple[float, float]:
+        """The band of the family that prices `op` (multi-node collectives are not calibrated)."""
+        if op.kind == "collective" and _crosses_domain(op, chip):
+            return UNCALIBRATED_BAND
+        return self.band(family_of(op))
+
+    def uncertainty(self, phases, head, chip: Chip) -> dict:
+        """est.uncertainty: see uncertainty_of."""
+        return uncertainty_of(self, phases, head, chip)
 
     def for_op(self, op: "Op", chip: Chip) -> Efficiency:
         fam = family_of(op)
         if fam == "collective" and _crosses_domain(op, chip):
             return Efficiency(label=self.label + "; multi-node collective: ideal (not calibrated)")
         p = self.fit_for(fam)
-        tokens = 0.0 if fam == "attention" else op.tokens  # attention: constant (bytes grow with context)
-        return p.efficiency(tokens, label=self.label)
+        if fam == "gemm" and weight_only_quantized(op):
+            return dequant_efficiency(p, op, chip, self.label)
+        if op.kind == "attention":
+            return p.efficiency(0.0, label=self.label, **attention_shape(op, decode=fam == "attention_decode"))
+        return p.efficiency(op.tokens, label=self.label)
+
+
+# =============================================================================== attention shape
+def attention_shape(op: "Op", decode: bool) -> dict:
+    """keys (mean keys per query), elems (Q+O elements) and kv_row_bytes of a fused attention op, read back
+    from its counts: act_bytes = B*q*H*(dqk+dv)*e (e = bytes of the compute dtype), flops = B*pairs*2H*(dqk+dv)
+    and kv_bytes = B*kv*n_kv*(dqk+dv)*e_kv, so elems = act_bytes / e, keys = pairs / q = flops * e / (2 *
+    act_bytes) and, for decode (pairs = kv), kv_row_bytes = kv_bytes / keys = B*n_kv*(dqk+dv)*e_kv.
+    Decode returns keys = 0: its efficiency must not depend on the KV length (the decode sum stays exact);
+    kv_row_bytes is fixed within a decode stretch (the floor grows with batch x KV heads)."""
+    e = DTYPE_BITS.get(op.compute_dtype, 16) / 8
+    act = np.asarray(op.act_bytes, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        keys = np.where(act > 0, np.asarray(op.flops, dtype=np.float64) * e / (2.0 * np.where(act > 0, act, 1.0)), 0.0)
+        if decode:
+            row = np.where(keys > 0, np.asarray(op.kv_bytes, dtype=np.float64) / np.where(keys > 0, keys, 1.0), 0.0)
+            return {"keys": 0.0, "elems": act / e, "kv_row_bytes": row}
+    return {"keys": keys, "elems": act / e}
+
+
+def is_decode_attention(op: "Op") -> bool:
+    """An attention op that streams a KV cache larger than its Q/O traffic (decode, or a short chunk after a
+    long prefix): kv_bytes > act_bytes. A decode step reads kv_len * n_kv*(dqk+dv) cache elements per
+    sequence against H*(dqk+dv) Q/O elements, so it is decode once kv_len > H / n_kv (the GQA group; MLA:
+    ~70 tokens); prefill without a prefix reads about 1/G of its Q/O bytes. Judged on the whole grid."""
+    kv = np.asarray(op.kv_bytes, dtype=np.float64)
+    act = np.asarray(op.act_bytes, dtype=np.float64)
+    return bool(np.all(kv > act)) if np.size(kv) else False
+
+
+# =============================================================================== weight-only quantization
+# Dequantizing GEMM kernels (Marlin, Machete, AWQ/GPTQ, fp8-weight / bf16-compute) stream the packed weights and
+# expand them to the compute dtype in registers; at small batch their time is the packed-weight read (Marlin:
+# near-ideal 4x over fp16 up to batch 16-32, Frantar et al. 2024, arXiv 2408.11743). They never pay the bf16
+# GEMM's padded-rows term (compute_tokens_half: an M-tile of ~64-160 rows at batch 1), which would make an
+# int4 matrix-vector product compute-bound. Their compute term is the tensor-core FLOPs at compute_max plus
+# the dequantization on the vector units: DEQUANT_FLOP_PER_WEIGHT operations per weight element (unpack
+# shift/mask, int->float convert, scale multiply, zero-point subtract: an ASSUMPTION, not measured).
+DEQUANT_FLOP_PER_WEIGHT = 4.0
+_NARROW_FRACTION = 0.75  # weights narrower than 3/4 of the compute dtype count as weight-only quantized
+
+
+def weight_bits_of(op: "Op") -> float:
+    """Bits per stored weight element of a GEMM op: op.weight_bits when the op carries it, else
+    8 * weight_bytes / (flops / (2 * tokens)) (exact for a dense GEMM: flops / 2T = k * n; a bias adds a
+    little). 0 when unknown (expert GEMMs, whose weight reads are per touched expert, or no tokens)."""
+    bits = getattr(op, "weight_bits", None)
+    if bits:
+        return float(bits)
+    if op.style == "expert":
+        return 0.0
+    t = np.asarray(op.tokens, dtype=np.float64)
+    f = np.asarray(op.flops, dtype=np.float64)
+    w = np.asarray(op.weight_bytes, dtype=np.float64)
+    t, f, w = np.broadcast_arrays(t, f, w)
+    ok = (t > 0) & (f > 0) & (w > 0)
+    if not ok.any():
+        return 0.0
+    return float(np.median(8.0 * w[ok] * 2.0 * t[ok] / f[ok]))
+
+
+def weight_only_quantized(op: "Op") -> bool:
+    """Whether a GEMM's weights are stored narrower than its compute dtype (int4/int8/fp8 weights, bf16 compute)."""
+    if op.compute_dtype not in DTYPE_BITS:
+        return False
+    bits = weight_bits_of(op)
+    return 0 < bits < _NARROW_FRACTION * DTYPE_BITS[op.compute_dtype]
+
+
+def dequant_efficiency(p: FamilyFit, op: "Op", chip: Chip, label: str) -> Efficiency:
+    """A dequantizing GEMM: memory at the GEMM's memory efficiency (tokens as for any GEMM), compute at
+    compute_max * 2T / (2T + DEQUANT_FLOP_PER_WEIGHT * peak_matrix / peak_vector): the FLOP time of the
+    tensor cores plus DEQUANT_FLOP_PER_WEIGHT vector operations per weight element (k * n = flops / 2T),
+    never the padded rows."""
+    t = np.asarray(op.tokens, dtype=np.float64)
+    ratio = chip.peak_flops_per_s(op.compute_dtype) / chip.peak_flops_per_s("vector")
+    tt = np.where(t > 0, t, np.inf)  # tokens unknown: no dequant share (compute_max)
+    compute = p.compute_max * 2.0 * tt / (2.0 * tt + DEQUANT_FLOP_PER_WEIGHT * ratio)
+    return Efficiency(compute=np.where(t > 0, compute, p.compute_max), memory=p.memory(op.tokens),
+                      comm=p.comm_max, overhead_s=p.overhead_s,
+                      label=label + "; weight-only quantized GEMM: packed-weight read + dequant")
 
 
 def _crosses_domain(op: "Op", chip: Chip) -> bool:
     return int(op.group_chips) > chip.scaleup.domain_size
 
 
-def fits_from_table(table: Mapping[str, Any], where: str = "") -> dict[str, FamilyFit]:
+def fits_from_table(table: Mapping[str, Any], where: str = "", attention_fallback: bool = True) -> dict[str, FamilyFit]:
     """The FamilyFit of every `[efficiency.<family>]` sub-table of a chip's raw `[efficiency]` table."""
     out = {}
     for fam, sub in table.items():
@@ -197,7 +326,7 @@ def fits_from_table(table: Mapping[str, Any], where: str = "") -> dict[str, Fami
             out[fam] = FamilyFit(**vals, fitted_on=str(sub.get("fitted_on", "")))
         except ChipError as e:
             raise ChipError(f"{where}[efficiency.{fam}]: {e}") from None
-    if "gemm" in out and "attention" not in out:
+    if attention_fallback and "gemm" in out and "attention" not in out:
         out["attention"] = attention_from_gemm(out["gemm"])
     return out
 
@@ -209,26 +338,134 @@ def attention_from_gemm(g: FamilyFit) -> FamilyFit:
 
 def calibrated_model(chip) -> CalibratedModel:
     """The calibrated efficiency model of `chip` (name, path or Chip). Its `.label` says where it comes from:
-    'calibrated (h100-sxm fit)', 'family default: hopper from h100-sxm fit', 'tpu default (uncalibrated)', ..."""
+    'calibrated (h100-sxm fit)', 'calibrated (h200 fit); norm, ... borrowed from h100-sxm fit',
+    'family default: hopper from h100-sxm fit', 'tpu default (uncalibrated)', ...; `.sources` says it per family."""
     chip = load_chip(chip)
-    own = fits_from_table(chip.calibration, f"{chip.name}: ")
+    own = fits_from_table(chip.calibration, f"{chip.name}: ", attention_fallback=False)
     if own:
-        return CalibratedModel(chip.name, f"calibrated ({chip.name} fit)", MappingProxyType(own),
-                               MappingProxyType({f: f"{chip.name} fit" for f in own}))
+        return _own_model(chip, own)
     if chip.family == "tpu":
         fams = {f: TPU_DEFAULT for f in FAMILIES}
         return CalibratedModel(chip.name, "tpu default (uncalibrated)", MappingProxyType(fams),
-                               MappingProxyType({f: "tpu default (uncalibrated)" for f in FAMILIES}))
+                               MappingProxyType({f: UNCALIBRATED for f in FAMILIES}))
     if chip.family in FAMILY_DEFAULTS:
-        src_name, why = FAMILY_DEFAULTS[chip.family]
-        src = load_chip(src_name)
-        fams = fits_from_table(src.calibration, f"{src.name}: ")
-        if fams:
-            label = f"family default: {chip.family} from {src.name} fit" + (f" ({why})" if why else "")
-            return CalibratedModel(chip.name, label, MappingProxyType(fams),
-                                   MappingProxyType({f: f"{src.name} fit" for f in fams}))
+        src_name, why = _default_source(chip)
+        src = calibrated_model(src_name)
+        if src.families:
+            label = f"family default: {chip.family} from {src_name} fit" + (f" ({why})" if why else "")
+            return CalibratedModel(chip.name, label, src.families,
+                                   MappingProxyType({f: BORROWED + src_name for f in src.families}))
     label = f"uncalibrated: no measurements or default for {chip.name} (family {chip.family or '?'}); ideal"
     return CalibratedModel(chip.name, label, MappingProxyType({}), MappingProxyType({}))
+
+
+def _default_source(chip: Chip) -> tuple[str, str]:
+    """(chip whose fits `chip` borrows, why): its family default, or, for the default chip itself (b200 and
+    l40s have no memory-bound family measured, or no fit at all in a user's copy), SELF_DEFAULT_FALLBACK."""
+    src, why = FAMILY_DEFAULTS.get(chip.family, ("h100-sxm", "nearest GPU fit"))
+    if src == chip.name:
+        return SELF_DEFAULT_FALLBACK.get(chip.family, ("h100-sxm", "nearest GPU fit"))
+    return src, why
+
+
+# a family default chip without a fit of its own (or lacking families) borrows from
+SELF_DEFAULT_FALLBACK = {
+    "hopper": ("a100-80gb", "nearest GPU fit"),
+    "blackwell": ("h100-sxm", "nearest GPU fit; Blackwell kernels not measured"),
+    "ada": ("a100-80gb", "nearest GPU fit (mma.sync tensor cores as on Ampere); Ada kernels not measured"),
+    "ampere": ("h100-sxm", "nearest GPU fit"),
+}
+BORROWED = "borrowed: "  # sources[family] of a fit taken from another chip (or another family)
+UNCALIBRATED = "uncalibrated"
+
+
+def _own_model(chip: Chip, own: dict[str, FamilyFit]) -> CalibratedModel:
+    """A chip with its own fits: families it lacks borrow from its family default chip (or h100-sxm, the
+    nearest chip with every family measured, when that default is the chip itself)."""
+    fams, sources = dict(own), {f: f"{chip.name} fit" for f in own}
+    src_name = _default_source(chip)[0]
+    # fp8 GEMMs of a chip that measured bf16 ones only (A100: no fp8 units) use its own bf16 fit (BORROWS);
+    # every other missing family comes from the source chip's fit of that same family
+    missing = [f for f in FAMILIES if f not in fams and not (f == "gemm_fp8" and "gemm" in own)]
+    if missing and src_name != chip.name:  # the source's own fits only (no chains of borrowing)
+        src = load_chip(src_name)
+        src_fits = fits_from_table(src.calibration, f"{src.name}: ", attention_fallback=False)
+        for f in missing:
+            if f in src_fits:
+                fams[f], sources[f] = src_fits[f], BORROWED + src_name
+    if "attention" not in fams and "gemm" in fams:
+        fams["attention"], sources["attention"] = attention_from_gemm(fams["gemm"]), BORROWED + "gemm"
+    for f, base in BORROWS.items():
+        if f not in fams and base in fams:
+            sources[f] = BORROWED + base
+    lent = sorted({s[len(BORROWED):] for f, s in sources.items() if s.startswith(BORROWED) and f in fams})
+    label = f"calibrated ({chip.name} fit)"
+    if lent:
+        label += "; " + ", ".join(f for f in FAMILIES if sources.get(f, "").startswith(BORROWED) and f in fams) \
+            + " borrowed from " + ", ".join(lent)
+    return CalibratedModel(chip.name, label, MappingProxyType(fams), MappingProxyType(sources))
+
+
+# =============================================================================== uncertainty band
+# A family's band is (err_p10, err_p90): the 10th / 90th percentile of measured / calibrated time on shapes held
+# out of its fit (benchmarks/refit_chips.py: grouped 5-fold; `calibrate` stores in-sample percentiles). Borrowed
+# fits are wider: from another chip of the family default, the band is stretched by BORROWED_CHIP_WIDEN (the
+# leave-one-GPU-out error of benchmarks/validate.py: held-out p90 ~ 1.3x the own-chip one); from another
+# family (attention borrowing gemm) or without any fit the band is an ASSUMPTION that covers the errors
+# measured before the families were calibrated (attention 63 % too fast, all-reduce 3x too slow).
+BORROWED_CHIP_WIDEN = (0.85, 1.25)  # multiplies (p10, p90) of a fit borrowed from another chip
+BORROWED_FAMILY_BAND = (0.7, 2.5)  # a family priced with another family's fit (attention <- gemm)
+UNCALIBRATED_BAND = (0.7, 2.0)  # no fit at all (ideal efficiencies, TPU defaults, multi-node collectives)
+
+
+def band_of(p: FamilyFit, src: str) -> tuple[float, float]:
+    """(p10, p90) multipliers of a family's calibrated time, from its fit and where the fit comes from
+    (CalibratedModel.sources: '<chip> fit', 'borrowed: <chip>', 'borrowed: <family>', 'uncalibrated')."""
+    if src in ("", UNCALIBRATED) or p is IDEAL_FIT or p is TPU_DEFAULT:
+        return UNCALIBRATED_BAND
+    if src.startswith(BORROWED) and src[len(BORROWED):] in FAMILIES or p.fitted_on.startswith("NOT MEASURED"):
+        return BORROWED_FAMILY_BAND
+    lo, hi = min(p.err_p10, 1.0), max(p.err_p90, 1.0)
+    if src.startswith(BORROWED):
+        lo, hi = lo * BORROWED_CHIP_WIDEN[0], hi * BORROWED_CHIP_WIDEN[1]
+    return lo, hi
+
+
+def phase_band(model, op_times, chip: Chip) -> tuple[float, float]:
+    """(p10, p90) multiplier of a phase: each op's family band weighted by its share of the phase time
+    (errors of one family move together: the bands add, they are not averaged in quadrature)."""
+    total = sum(t for _, t in op_times)
+    if total <= 0:
+        return 1.0, 1.0
+    lo = hi = 0.0
+    for op, t in op_times:
+        b = model.op_band(op, chip)
+        lo, hi = lo + t / total * b[0], hi + t / total * b[1]
+    return lo, hi
+
+
+def uncertainty_of(model, phases, head, chip: Chip) -> dict:
+    """est.uncertainty: p10 / p90 of the headline numbers under the calibrated model.
+
+    phases: {"prefill": [(op, seconds of that op in the phase, all instances)], "decode": [...]} and head the
+    calibrated headline (ttft_s, tpot_s, e2e_s, throughput_tokens_per_s). Each phase's multiplier is
+    phase_band; TTFT takes prefill's, TPOT decode's, e2e the time-weighted mix, throughput the inverse of
+    e2e's (its p10 comes from e2e's p90). Returns {name: {"p10": value, "p90": value}} for the four
+    headline numbers (None where the headline is None) and "multipliers": {phase: [p10, p90]}."""
+    mult = {name: phase_band(model, ops, chip) for name, ops in phases.items() if ops}
+    pre, dec = mult.get("prefill", (1.0, 1.0)), mult.get("decode", (1.0, 1.0))
+    ttft, tpot, e2e = head.get("ttft_s"), head.get("tpot_s"), head.get("e2e_s")
+    dec_s = max(e2e - ttft, 0.0) if e2e is not None and ttft is not None else 0.0
+    e2e_m = tuple((ttft * pre[i] + dec_s * dec[i]) / e2e if e2e else 1.0 for i in (0, 1))
+    out = {"ttft_s": _pq(ttft, pre), "tpot_s": _pq(tpot, dec), "e2e_s": _pq(e2e, e2e_m)}
+    thr = head.get("throughput_tokens_per_s")
+    out["throughput_tokens_per_s"] = None if thr is None else {"p10": thr / e2e_m[1], "p90": thr / e2e_m[0]}
+    out["multipliers"] = {k: [float(v[0]), float(v[1])] for k, v in mult.items()}
+    return out
+
+
+def _pq(value, m):
+    return None if value is None else {"p10": float(value * m[0]), "p90": float(value * m[1])}
 
 
 def resolve_efficiency(efficiency, chip: Chip):

@@ -111,6 +111,7 @@ class Estimate:
     ops: Any = field(repr=False)  # pandas.DataFrame
     ideal: dict[str, float | None] | None = None  # the pure-roofline headline, when efficiency is not ideal
     warnings: list[str] = field(default_factory=list)  # what makes these numbers doubtful (the CLI shows it first)
+    uncertainty: dict[str, Any] | None = None  # calibrated: p10/p90 of the headline (efficiency.uncertainty_of)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, same names as the attributes (ops as a list of row dicts)."""
@@ -123,6 +124,7 @@ class Estimate:
         d["assumptions"] = list(self.assumptions)
         d["ideal"] = dict(self.ideal) if self.ideal else None
         d["warnings"] = list(self.warnings)
+        d["uncertainty"] = self.uncertainty
         d["ops"] = self.ops.to_dict(orient="records")
         return json_ready(d)
 
@@ -418,6 +420,11 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
     if r.efficiency_model is not None:  # the bound is always reported beside a calibrated number
         ideal = _headline(evaluate(spec, chip, efficiency="ideal", **kw), gen_len)
     head = _headline(r, gen_len)
+    uncertainty = None  # calibrated: each phase's op times (all instances) weight their families' bands
+    if hasattr(r.efficiency_model, "uncertainty"):
+        phases = {name: [(s.op, float(np.sum(o.times.t_s)) * s.op.count) for s, o in zip(ph.scored, ph.per_op)]
+                  for name, ph in (("prefill", r.prefill), ("decode", r.decode if gen_len > 1 else None)) if ph}
+        uncertainty = r.efficiency_model.uncertainty(phases, head, chip)
     bits = spec.weight_format_for("ffn", dt.weight).bits_per_weight(spec.d_model)
     return Estimate(
         model=spec.name, chip=chip.name, scenario=scenario, **head,
@@ -426,7 +433,7 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
         decode=_summary(r.decode.totals, gen_len - 1.0) if gen_len > 1 else None, memory=memory,
         critical=critical_thresholds(spec, chip, dt.compute, bits, batch), assumptions=r.assumptions,
         efficiency=efficiency_label(r.efficiency_model if r.efficiency_model is not None else efficiency),
-        ops=_ops_frame(r, gen_len), ideal=ideal, warnings=r.warnings)
+        ops=_ops_frame(r, gen_len), ideal=ideal, warnings=r.warnings, uncertainty=uncertainty)
 
 
 def _headline(r: Evaluation, gen_len) -> dict[str, float | None]:

@@ -10,11 +10,14 @@ Modules, one job each:
     fit           predict (through roofline.score / score_collective) and fit (Nelder-Mead) -> FitResult
     chipfile      the fitted [efficiency.*] tables into a chip TOML; the user chip directory
     vidur         converter for the Vidur kernel profiles (microsoft/vidur), one module per measurement source
+    aic_vllm      converter for NVIDIA AIConfigurator's vLLM kernel tables (gemm, attention, all-reduce csv.gz)
+    crossval      held-out (grouped k-fold) predictions and the err_p10 / err_p90 bands of est.uncertainty
 
-Measured sources: the shipped a100-80gb and h100-sxm fits come from Vidur's fp16 kernel profiles
-(microsoft/vidur); the other source the maintainers hold, vLLM kernels measured by NVIDIA's AIConfigurator
-collector, has no converter yet (it would be a module beside vidur.py). Any source converted to
-MEASURED_COLUMNS fits the same way. benchmarks/CALIBRATION.md documents the maintainer refit of the shipped
+Measured sources: the shipped fits of a100-80gb, h100-sxm, h200, b200 and l40s come from vLLM's kernels
+measured by NVIDIA's AIConfigurator collector (GEMM bf16/fp8, attention prefill and decode, custom
+all-reduce; `calibrate` reads those csv.gz tables directly) and, for the memory-bound families of A100 and
+H100, from Vidur's fp16 kernel profiles (microsoft/vidur). Any source converted to MEASURED_COLUMNS fits the
+same way. benchmarks/CALIBRATION.md documents the maintainer refit of the shipped
 chip files. The function `fit` is not re-exported here (the submodule `fit` has its name); text reports are in
 report/calibration.py, and only cli.py prints.
 """
@@ -26,11 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..efficiency import calibrated_model
+from ..efficiency import FAMILIES, calibrated_model
 from ..errors import RooflineError
 from ..hardware import Chip, load_chip
 from . import fit as fitting
-from . import vidur
+from . import aic_vllm, vidur
 from .chipfile import CHIPS_ENV, user_chips_dir, write_chip_toml
 from .fit import FitResult, error_rows, predict
 from .measurements import MEASURED_COLUMNS, normalize, read_measurements, rows_for_chip, single_node, \
@@ -85,12 +88,18 @@ def calibrate(measured, chip, *, write: bool = False, gpu: str | None = None, so
     chip = load_chip(chip)
     frame = hasattr(measured, "columns")
     where = "<frame>" if frame else str(measured)
-    df = normalize(measured) if frame else read_measurements(measured)
+    if frame:
+        df = normalize(measured)
+    elif aic_vllm.is_aic_table(measured):  # AIConfigurator vLLM tables (csv.gz), a system folder or their parent
+        df = normalize(aic_vllm.convert_aic(measured), where)
+    else:
+        df = read_measurements(measured)
     rows = rows_for_chip(df, chip, gpu)
     used = single_node(rows).reset_index(drop=True)
     gpus = tuple(sorted(set(used["gpu"]) - {""}))
     if source is None:
         source = vidur.source_text(gpus) if vidur.is_vidur(used["op"]) else \
+            aic_vllm.source_text(gpus) if aic_vllm.is_aic(used["op"]) else \
             Path(where).name + (f" ({'/'.join(gpus)})" if gpus else "")
     date = date or _dt.date.today().isoformat()
     res = fitting.fit(used, chip, source=source, date=date)
@@ -100,7 +109,7 @@ def calibrate(measured, chip, *, write: bool = False, gpu: str | None = None, so
         preds["before"] = predict(used, chip, before)
     preds["after"] = predict(used, chip, res.fits)
     sku = vidur.sku_note(gpus)
-    note = chip_note(chip, source, sum(res.points.values()), date, sku)
+    note = chip_note(chip, source, res.points, date, sku)
     target = (Path(chips_dir) if chips_dir is not None else user_chips_dir()) / f"{chip.name}.toml"
     written = _write(chip, res, note, target) if write else None
     return Calibration(chip.name, where, source, date, gpus, len(used), len(rows) - len(used),
@@ -108,13 +117,16 @@ def calibrate(measured, chip, *, write: bool = False, gpu: str | None = None, so
                        note, sku, chip.path, str(target), written)
 
 
-def chip_note(chip: Chip, source: str, points: int, date: str, sku: str = "") -> str:
-    """The [efficiency] fitted_on text: source, points, date and the chip-file peaks the fractions refer to."""
+def chip_note(chip: Chip, source: str, points, date: str, sku: str = "") -> str:
+    """The [efficiency] fitted_on text: source, points (per family), date, the chip-file peaks the fractions
+    refer to, and the families not measured (efficiency.calibrated_model borrows them)."""
     dtype = "fp16" if "fp16" in chip.dense_flops_per_s else "bf16"
-    return (f"{source}; {points} points; fitted {date} against this file's {chip.name} peaks "
-            f"(fp16 {chip.peak_flops_per_s(dtype):.4g} FLOP/s, HBM {chip.hbm_bytes_per_s:.4g} B/s, "
+    missing = [f for f in FAMILIES if f not in points]
+    return (f"{source}; {sum(points.values())} points; fitted {date} against this file's {chip.name} peaks "
+            f"({dtype} {chip.peak_flops_per_s(dtype):.4g} FLOP/s, HBM {chip.hbm_bytes_per_s:.4g} B/s, "
             f"{chip.scaleup.kind} {chip.scaleup.bytes_per_s:.4g} B/s)" + (f"; {sku}" if sku else "")
-            + "; attention, fp8/int8 kernels and multi-node collectives not measured")
+            + (f"; not measured (borrowed): {', '.join(missing)}" if missing else "")
+            + "; multi-node collectives not calibrated")
 
 
 def _write(chip: Chip, res: FitResult, note: str, dest: Path) -> str:

@@ -28,10 +28,14 @@ _ANY_HEADER = re.compile(r"^\s*\[")
 def toml_block(result: FitResult, chip_note: str) -> str:
     """The `[efficiency]` tables of a fit, as TOML text."""
     lines = [MARKER,
-             "# t = max(flops / (peak * compute), bytes / (hbm * memory)) + overhead_s, T = the op's tokens:",
+             "# t = max(flops / (peak * compute), bytes / (hbm * memory)) + overhead, T = the op's tokens:",
              "#   compute = compute_max * T / (T + compute_tokens_half), memory = memory_max * T / hypot(T, memory_tokens_half);",
+             "#   attention (prefill): compute = compute_max * L / (L + compute_keys_half) * X / (X + compute_elems_half),",
+             "#     L = keys per query, X = Q+O elements; attention_decode: overhead = overhead_s + overhead_per_kv_row_byte_s",
+             "#     * (KV bytes of one context position over the batch); gemm_fp8: GEMMs computing in fp8/int8;",
              "#   collectives: hops * latency_s + link_bytes / (link_bytes_per_s * comm_max) + overhead_s.",
-             "# All fractions <= 1, overheads >= 0: never faster than the ideal roofline. See llm_roofline/efficiency.py.",
+             "# err_p10 / err_p90: measured / predicted percentiles (est.uncertainty). All fractions <= 1, overheads >= 0:",
+             "# never faster than the ideal roofline. See llm_roofline/efficiency.py.",
              "[efficiency]",
              f"fitted_on = {_toml_str(chip_note)}"]
     for fam in FAMILIES:

@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import ChipError, RooflineError
 from ..files import write_text
 from ..hardware import Chip, load_chip
+from ..efficiency import FP8_COMPUTE
 from ..units import dtype_bytes
 
 if TYPE_CHECKING:
@@ -21,15 +22,17 @@ if TYPE_CHECKING:
 
 # CSV `family` values -> model family (efficiency.FAMILIES)
 CSV_FAMILIES = {
-    "gemm": "gemm", "attention": "attention", "elementwise": "elementwise", "add": "elementwise",
+    "gemm": "gemm", "moe": "moe", "attention": "attention", "context_attention": "attention",
+    "attention_decode": "attention_decode", "generation_attention": "attention_decode", "elementwise": "elementwise", "add": "elementwise",
     "residual": "elementwise", "activation": "activation", "act": "activation", "rope": "rope", "norm": "norm",
     "embedding": "embedding", "emb": "embedding", "all_reduce": "collective", "all_gather": "collective",
     "reduce_scatter": "collective", "all_to_all": "collective", "p2p": "collective", "send_recv": "collective",
 }
 
 MEASURED_COLUMNS = {
-    "family": "gemm | elementwise | activation | rope | norm | embedding | attention | all_reduce | all_gather | "
-              "reduce_scatter | all_to_all | p2p",
+    "family": "gemm | elementwise | activation | rope | norm | embedding | attention (prefill, causal) | "
+              "attention_decode | all_reduce | all_gather | reduce_scatter | all_to_all | p2p "
+              "(gemm rows with an 8-bit dtype fit the gemm_fp8 family)",
     "op": "op name (e.g. attn_pre_proj, mlp_act, all_reduce)",
     "model": "model the op came from (leave-one-model-out cross-validation); empty for collectives",
     "gpu": "optional: the GPU the row was measured on (e.g. a100, h100); `calibrate --chip` keeps the rows "
@@ -39,7 +42,9 @@ MEASURED_COLUMNS = {
     "m": "GEMM rows per GPU (tokens in the batch); tokens for every other compute op",
     "k": "GEMM inner dimension per GPU",
     "n": "GEMM output columns per GPU",
-    "elems": "elements an elementwise op touches (documentation; bytes is what counts)",
+    "elems": "elements an elementwise op touches (documentation; bytes is what counts); attention: the Q and O "
+             "elements B*q*H*(dqk+dv) (the occupancy and the decode floor key off it)",
+    "keys": "optional, attention only: mean keys per query (causal prefill of L tokens: (L+1)/2; decode: KV length)",
     "flops": "optional: FLOPs of the op (GEMM default 2*m*k*n)",
     "bytes": "HBM bytes moved (GEMM default (k*n + m*k + m*n) * dtype bytes); collectives: the buffer size",
     "kernels": "optional, default 1: kernel launches the measured time spans (overhead_s counts once each)",
@@ -48,7 +53,7 @@ MEASURED_COLUMNS = {
 }
 REQUIRED_COLUMNS = ("family", "op", "dtype", "measured_s")
 CSV_ORDER = ("gpu", "model", "family", "op", "dtype", "tp", "m", "k", "n", "elems", "flops", "bytes", "kernels",
-             "nodes", "measured_s")  # the column order converters write
+             "nodes", "measured_s")  # the column order converters write (attention sources add "keys")  # the column order converters write
 
 
 def read_measurements(path) -> "pd.DataFrame":
@@ -83,7 +88,7 @@ def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
     if bad:
         raise RooflineError(f"{where}: unknown family {bad}; known: {', '.join(CSV_FAMILIES)}")
     df["fam"] = df["family"].map(CSV_FAMILIES)
-    for c in ("tp", "m", "k", "n", "elems", "flops", "bytes", "kernels", "nodes", "measured_s"):
+    for c in ("tp", "m", "k", "n", "elems", "keys", "flops", "bytes", "kernels", "nodes", "measured_s"):
         df[c] = _numeric(df[c]) if c in df.columns else np.nan
     df["kernels"] = df["kernels"].fillna(1.0)
     df["nodes"] = df["nodes"].fillna(1.0)
@@ -92,7 +97,8 @@ def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
         eb = df["dtype"].map(dtype_bytes)
     except RooflineError as e:
         raise RooflineError(f"{where}: {e}") from None
-    g = df["fam"] == "gemm"
+    df.loc[(df["fam"] == "gemm") & df["dtype"].isin(FP8_COMPUTE), "fam"] = "gemm_fp8"
+    g = df["fam"].isin(("gemm", "gemm_fp8"))
     if (g & df[["m", "k", "n"]].isna().any(axis=1)).any():
         raise RooflineError(f"{where}: gemm rows need m, k and n")
     df.loc[g & df["flops"].isna(), "flops"] = 2.0 * df["m"] * df["k"] * df["n"]
@@ -100,9 +106,12 @@ def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
     df.loc[df["fam"] != "collective", "flops"] = df["flops"].fillna(0.0)
     if df["bytes"].isna().any():
         raise RooflineError(f"{where}: {int(df['bytes'].isna().sum())} row(s) without bytes")
-    if (df["fam"] == "attention").any() and (df.loc[df["fam"] == "attention", "flops"] <= 0).any():
+    att = df["fam"].isin(("attention", "attention_decode"))
+    if (df.loc[att, "flops"] <= 0).any():
         raise RooflineError(f"{where}: attention rows need flops")
     df["m"] = df["m"].fillna(0.0)  # tokens unknown: the asymptotic efficiencies
+    df["elems"] = df["elems"].where(att, np.nan)
+    df[["elems", "keys"]] = df[["elems", "keys"]].fillna(0.0)  # unknown: those factors are 1
     ok = np.isfinite(df["measured_s"]) & (df["measured_s"] > 0)
     if not ok.all():
         raise RooflineError(f"{where}: {int((~ok).sum())} row(s) with a missing or non-positive measured_s")

@@ -1,0 +1,196 @@
+"""Converter for NVIDIA AIConfigurator's vLLM kernel tables (aiconfigurator-core, Apache-2.0): the
+`<system>/<table>.csv.gz` files (parquet converted to gzip CSV) -> the measured-timings schema
+(calibrate/measurements.py), plus the `keys` column for attention.
+
+Each row of those tables is one kernel call (one layer, one GPU) of vLLM's own kernels, timed by CUDA-graph
+replay after warm-ups with locked clocks; `latency` is in milliseconds. Tables converted (others are ignored):
+
+    gemm_perf                  Y[m,n] = X[m,k] W[k,n], gemm_dtype bfloat16 | fp8 (per-tensor); not fp8_block
+    context_attention_perf     causal FlashAttention prefill, batch_size sequences of isl tokens, no prefix
+    generation_attention_perf  one decode step, KV length isl + step (isl = 1)
+    custom_allreduce_perf      vLLM's custom NVLink all-reduce of message_size bf16 elements (CUDA-graph rows)
+    moe_perf                   the fused-MoE expert block of one layer (bf16, balanced routing rows; a100_sxm
+                               has power_law_1.01 rows only: those, priced as balanced, so a little slow)
+
+Several kernels (kernel_source) measured the same shape: the fastest one is kept, as vLLM picks the best
+kernel it has. Byte accounting (e = element bytes: bf16 2, fp8 1; outputs bf16):
+
+    gemm       flops 2mkn; bytes (m*k + k*n) * e_in + m*n * 2
+    attention  H, n_kv per GPU, d = head_dim (dqk = dv = d); Q+O elements B*q*H*2d (`elems`)
+      prefill  q = kv = L:  flops = B * L(L+1)/2 * 2H * 2d (causal pairs); bytes = elems*2 + B*L*n_kv*2d*2
+               keys = (L+1)/2; sliding-window and fp8-KV rows, and head_dim 512, are left out
+      decode   q = 1, kv = min(isl + step, window or inf): flops = B * kv * 2H * 2d;
+               bytes = elems*2 + B*kv*n_kv*2d*e_kv; keys = kv
+    all_reduce bytes = message_size * 2 (the bf16 buffer each GPU holds), tp = num_gpus
+    moe        T tokens, hidden h, intermediate i, top-k, E experts over moe_tp x moe_ep: pairs = T*k/ep assignments
+               on this GPU, touched = min(E/ep, pairs) experts, rows per expert m = pairs / touched; gated up
+               (h -> 2i/tp) and down (i/tp -> h): flops 6*pairs*h*i/tp; bytes (touched*3*h*i/tp + pairs*(2h +
+               3i/tp)) * 2; kernels 2 (two grouped GEMMs: overhead_s counts twice, as for the estimator's ops)
+
+The `model` column names a shape group for leave-one-group-out validation: GEMM (n, k), attention
+(heads, kv heads, head_dim), all-reduce the GPU count.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..errors import RooflineError
+from .measurements import CSV_ORDER
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+# AIConfigurator system folder -> chip file name
+SYSTEMS = {"a100_sxm": "a100-80gb", "h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200",
+           "gb200": "gb200", "l40s": "l40s"}
+AIC_SOURCE = "AIConfigurator vLLM kernel tables (aiconfigurator-core 0.12.0, vLLM 0.24.0; a100 0.14.0) {gpus}"
+AIC_TABLES = ("gemm_perf", "context_attention_perf", "generation_attention_perf", "custom_allreduce_perf", "moe_perf")
+AIC_OPS = {"gemm_bf16", "gemm_fp8", "context_attention", "generation_attention",
+           "custom_allreduce", "moe"}
+AIC_COLUMNS = CSV_ORDER[:CSV_ORDER.index("flops")] + ("keys",) + CSV_ORDER[CSV_ORDER.index("flops"):]
+# fp8_block (DeepGEMM / CUTLASS block-scaled, DeepSeek-style checkpoints) is left out: its rows carry a
+# ~55 us floor on H100 even at m = 1 (10x the per-tensor fp8 kernel), which no shape term explains
+_GEMM_DTYPES = {"bfloat16": ("bf16", 2.0), "fp8": ("fp8", 1.0)}
+_KV_BYTES = {"bfloat16": 2.0, "fp8": 1.0}
+
+
+def is_aic(ops) -> bool:
+    """Whether every op name is one this converter writes."""
+    return set(ops) <= AIC_OPS
+
+
+def source_text(gpus) -> str:
+    return AIC_SOURCE.format(gpus="/".join(gpus) or "?")
+
+
+def is_aic_table(path) -> bool:
+    """A path to one of the AIConfigurator tables (by file name), or a directory holding them."""
+    p = Path(path)
+    if p.is_dir():
+        return any((p / f"{t}.csv.gz").is_file() for t in AIC_TABLES) or any(
+            (p / s).is_dir() for s in SYSTEMS)
+    return any(p.name.startswith(t) for t in AIC_TABLES)
+
+
+def _fastest(df: "pd.DataFrame", keys: list[str]) -> "pd.DataFrame":
+    """One row per shape: the fastest kernel."""
+    return df.sort_values("latency", kind="stable").drop_duplicates(keys).sort_values(keys, kind="stable")
+
+
+def gemm_rows(df: "pd.DataFrame") -> dict:
+    df = _fastest(df[df["gemm_dtype"].isin(list(_GEMM_DTYPES))], ["gemm_dtype", "m", "n", "k"])
+    m, n, k = (df[c].to_numpy(np.float64) for c in ("m", "n", "k"))
+    e = df["gemm_dtype"].map(lambda d: _GEMM_DTYPES[d][1]).to_numpy(np.float64)
+    return dict(family="gemm", op="gemm_" + df["gemm_dtype"].map({"bfloat16": "bf16"}).fillna(df["gemm_dtype"]),
+                dtype=df["gemm_dtype"].map(lambda d: _GEMM_DTYPES[d][0]).to_numpy(), tp=1.0, m=m, k=k, n=n,
+                flops=2 * m * k * n, bytes=(m * k + k * n) * e + m * n * 2.0,
+                model=[f"n{a:g}_k{b:g}" for a, b in zip(n, k)], measured_s=df["latency"].to_numpy() * 1e-3)
+
+
+def _heads(df: "pd.DataFrame"):
+    return tuple(df[c].to_numpy(np.float64) for c in ("batch_size", "num_heads", "num_key_value_heads", "head_dim"))
+
+
+def _group(df: "pd.DataFrame") -> list[str]:
+    return [f"h{a}_kv{b}_d{c}" for a, b, c in zip(df["num_heads"], df["num_key_value_heads"], df["head_dim"])]
+
+
+def _windowed(df: "pd.DataFrame") -> "pd.DataFrame":
+    """The table with window_size (0 = full attention) even where the system's table has no such column."""
+    return df if "window_size" in df else df.assign(window_size=0)
+
+
+def context_rows(df: "pd.DataFrame") -> dict:
+    df = _windowed(df)
+    keep = (df["window_size"] == 0) & (df["kv_cache_dtype"] == "bfloat16") & (df["head_dim"] != 512)
+    df = _fastest(df[keep], ["batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim"])
+    b, h, kvh, d = _heads(df)
+    L = df["isl"].to_numpy(np.float64)
+    elems = b * L * h * 2 * d  # (B, L, H, dqk + dv): Q in, O out
+    return dict(family="context_attention", op="context_attention", dtype="bf16", tp=1.0, m=b * L, elems=elems,
+                keys=(L + 1) / 2, flops=b * L * (L + 1) / 2 * 2 * h * 2 * d,
+                bytes=elems * 2.0 + b * L * kvh * 2 * d * 2.0, model=_group(df),
+                measured_s=df["latency"].to_numpy() * 1e-3)
+
+
+def generation_rows(df: "pd.DataFrame") -> dict:
+    df = _windowed(df)
+    df = df[df["head_dim"] != 512]
+    df = _fastest(df, ["batch_size", "isl", "step", "num_heads", "num_key_value_heads", "head_dim",
+                       "window_size", "kv_cache_dtype"])
+    b, h, kvh, d = _heads(df)
+    kv = (df["isl"] + df["step"]).to_numpy(np.float64)
+    w = df["window_size"].to_numpy(np.float64)
+    kv = np.where(w > 0, np.minimum(kv, w), kv)
+    elems = b * h * 2 * d  # (B, 1, H, dqk + dv)
+    e_kv = df["kv_cache_dtype"].map(_KV_BYTES).to_numpy(np.float64)
+    return dict(family="generation_attention", op="generation_attention", dtype="bf16", tp=1.0, m=b,
+                elems=elems, keys=kv, flops=b * kv * 2 * h * 2 * d, bytes=elems * 2.0 + b * kv * kvh * 2 * d * e_kv,
+                model=_group(df), measured_s=df["latency"].to_numpy() * 1e-3)
+
+
+def allreduce_rows(df: "pd.DataFrame") -> dict:
+    df = _fastest(df[df["backend"] == "vllm_graph"], ["num_gpus", "message_size"])
+    n = df["num_gpus"].to_numpy(np.float64)
+    return dict(family="all_reduce", op="custom_allreduce", dtype="bf16", tp=n,
+                bytes=df["message_size"].to_numpy(np.float64) * 2.0, model=[f"n{int(x)}" for x in n],
+                measured_s=df["latency"].to_numpy() * 1e-3)
+
+
+def moe_rows(df: "pd.DataFrame") -> dict:
+    df = df[df["moe_dtype"] == "bfloat16"]
+    # balanced routing; a system measured with skewed routing only (a100_sxm, vLLM 0.14) -> its mildest skew
+    dist = "balanced" if (df["distribution"] == "balanced").any() else "power_law_1.01"
+    df = df[df["distribution"] == dist]
+    df = _fastest(df, ["num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"])
+    t, h, i, k, e, tp, ep = (df[c].to_numpy(np.float64) for c in ("num_tokens", "hidden_size", "inter_size", "topk",
+                                                                   "num_experts", "moe_tp_size", "moe_ep_size"))
+    pairs = t * k / ep  # token-expert assignments this GPU computes (balanced routing)
+    touched = np.minimum(e / ep, pairs)  # local experts that receive tokens
+    i_loc = i / tp
+    return dict(family="moe", op="moe", dtype="bf16", tp=1.0, m=pairs / touched, kernels=2.0,
+                flops=6.0 * pairs * h * i_loc, bytes=(touched * 3.0 * h * i_loc + pairs * (2.0 * h + 3.0 * i_loc)) * 2.0,
+                model=[f"h{a:g}_i{b:g}_k{c:g}_e{d:g}" for a, b, c, d in zip(h, i, k, e)],
+                measured_s=df["latency"].to_numpy() * 1e-3)
+
+
+_CONVERTERS = {"moe_perf": moe_rows, "gemm_perf": gemm_rows, "context_attention_perf": context_rows,
+               "generation_attention_perf": generation_rows, "custom_allreduce_perf": allreduce_rows}
+
+
+def convert_table(path, gpu: str) -> "pd.DataFrame":
+    """One AIConfigurator table (csv.gz) -> measured-timings rows (AIC_COLUMNS) for chip `gpu`."""
+    import pandas as pd
+
+    p = Path(path)
+    name = next((t for t in AIC_TABLES if p.name.startswith(t)), None)
+    if name is None:
+        raise RooflineError(f"{path}: not an AIConfigurator table this converter reads ({', '.join(AIC_TABLES)})")
+    cols = _CONVERTERS[name](pd.read_csv(p))
+    out = pd.DataFrame(cols)
+    out["gpu"] = gpu
+    for c in AIC_COLUMNS:
+        if c not in out:
+            out[c] = 1.0 if c in ("kernels", "nodes") else (np.nan if c not in ("model", "op") else "")
+    return out[list(AIC_COLUMNS)].reset_index(drop=True)
+
+
+def convert_aic(src, tables=AIC_TABLES) -> "pd.DataFrame":
+    """An aic-vllm directory (its <system>/ folders), one system folder, or one table -> measured rows;
+    `gpu` is the chip name of the system (SYSTEMS)."""
+    import pandas as pd
+
+    p = Path(src)
+    if p.is_file():  # a table outside a system folder: gpu unknown ('' = every row is the chip's)
+        return convert_table(p, SYSTEMS.get(p.parent.name, ""))
+    systems = [p] if any((p / f"{t}.csv.gz").is_file() for t in tables) else \
+        [p / s for s in SYSTEMS if (p / s).is_dir()]
+    if not systems:
+        raise RooflineError(f"{src}: no AIConfigurator system folders ({', '.join(SYSTEMS)}) or tables")
+    parts = [convert_table(d / f"{t}.csv.gz", SYSTEMS.get(d.name, ""))
+             for d in systems for t in tables if (d / f"{t}.csv.gz").is_file()]
+    return pd.concat(parts, ignore_index=True)

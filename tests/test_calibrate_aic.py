@@ -1,0 +1,73 @@
+"""The AIConfigurator vLLM converter (calibrate/aic_vllm.py) on a small extract (tests/fixtures/aic_vllm,
+provenance in its README): byte accounting by hand, and `llm-roofline calibrate` reading the csv.gz tables."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from llm_roofline.calibrate import aic_vllm, calibrate, measurements
+
+FIXTURE = Path(__file__).resolve().parent / "fixtures" / "aic_vllm" / "h100_sxm"
+
+
+@pytest.fixture(scope="module")
+def rows():
+    return measurements.normalize(aic_vllm.convert_aic(FIXTURE))
+
+
+def test_gemm_rows(rows):
+    g = rows[rows.family == "gemm"].set_index(["dtype", "m"])
+    # bf16, m = 1, n = k = 4096: flops 2*4096*4096 = 33,554,432; bytes (4096 + 4096*4096) * 2 + 4096 * 2
+    #   = 33,570,816; latency 0.015045 ms (fixture row 12)
+    r = g.loc[("bf16", 1.0)]
+    assert (r.flops, r["bytes"], r.measured_s) == (33_554_432, 33_570_816, pytest.approx(15.045e-6, rel=1e-4))
+    # fp8 in, bf16 out: (4096 + 16,777,216) * 1 + 4096 * 2 = 16,789,504 bytes; the gemm_fp8 family
+    r = g.loc[("fp8", 1.0)]
+    assert (r["bytes"], r.fam) == (16_789_504, "gemm_fp8")
+    assert set(rows[rows.family == "gemm"].gpu) == {"h100-sxm"}
+
+
+def test_attention_rows(rows):
+    c = rows[(rows.op == "context_attention") & (rows.m == 1024)]
+    c = c[c.elems == 1024 * 32 * 256].iloc[0]  # batch 1, isl 1024, 32 heads
+    # flops 1024*1025/2 pairs * 2*32 heads * 256 (dqk + dv) = 8,598,323,200; keys (1024 + 1)/2 = 512.5
+    # bytes: Q+O 8,388,608 elements * 2 + K,V 1024 * 8 heads * 256 * 2 = 16,777,216 + 4,194,304 = 20,971,520
+    assert (c.flops, c["keys"], c["bytes"], c.fam) == (8_598_323_200, 512.5, 20_971_520, "attention")
+    d = rows[(rows.op == "generation_attention") & (rows.m == 16) & (rows["keys"] == 1024)]
+    # decode, batch 16, KV 1 + 1023 = 1024: flops 16*1024 * 2*32 * 256 = 268,435,456; Q/O 16*32*256*2 = 262,144 B
+    # KV bf16 16*1024*8*256*2 = 67,108,864 (-> 67,371,008), fp8 half of it (-> 33,816,576)
+    assert set(d.flops) == {268_435_456} and sorted(d["bytes"]) == [33_816_576, 67_371_008]
+    assert set(d.fam) == {"attention_decode"}
+
+
+def test_allreduce_rows_keep_the_cuda_graph_backend(rows):
+    a = rows[rows.family == "all_reduce"]
+    # 65,536 bf16 elements = 131,072 bytes; 4 sizes x 3 GPU counts, the eager rows left out
+    assert len(a) == 12 and 131_072 in set(a["bytes"]) and set(a.tp) == {2, 4, 8}
+
+
+def test_calibrate_reads_the_tables(capsys):
+    from llm_roofline.cli import main
+
+    c = calibrate(FIXTURE, "h100-sxm", date="d")
+    assert c.source.startswith("AIConfigurator vLLM kernel tables") and c.rows == len(measurements.normalize(
+        aic_vllm.convert_aic(FIXTURE)))
+    assert {"gemm", "gemm_fp8", "attention", "attention_decode", "collective"} <= set(c.result.fits)
+    for p in c.result.fits.values():
+        assert p.err_p10 <= 1 <= p.err_p90 and np.isfinite(p.overhead_s)
+    assert main(["calibrate", str(FIXTURE / "gemm_perf.csv.gz"), "--chip", "h100-sxm"]) == 0
+    assert "[efficiency.gemm_fp8]" in capsys.readouterr().out
+
+
+def test_moe_block_rows(rows):
+    m = rows[rows.family == "moe"].sort_values("measured_s")
+    assert len(m) == 4 and set(m.fam) == {"moe"} and set(m.kernels) == {2.0}
+    one = m.iloc[0]
+    # 1 token, top-2 of 8 experts (Mixtral shape h = 4096, i = 14336): 2 assignments on 2 touched experts,
+    # 1 row each; flops 6 * 2 * 4096 * 14336 = 704,643,072; bytes (2 * 3*4096*14336 + 2 * (2*4096 + 3*14336)) * 2
+    # = (352,321,536 + 102,400) * 2 = 704,847,872; latency 0.258741 ms
+    assert (one.m, one.flops, one["bytes"]) == (1.0, 704_643_072, 704_847_872)
+    assert one.measured_s == pytest.approx(0.258741e-3, rel=1e-5)
+    # 256 tokens: 512 assignments over all 8 experts -> 64 rows per expert
+    assert 64.0 in set(m.m)

@@ -1,0 +1,204 @@
+"""The per-family efficiency model (llm_roofline/efficiency.py) with fixed parameters: hand arithmetic only."""
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import llm_roofline as lr
+from llm_roofline.efficiency import (BORROWED_FAMILY_BAND, UNCALIBRATED_BAND, FamilyFit, attention_shape, band_of,
+                                     calibrated_model, family_of, phase_band, weight_bits_of, weight_only_quantized)
+from llm_roofline.ops import attention, elementwise, gemm
+from llm_roofline.roofline import score
+from test_calibrate import ROUND_CHIP as _round_chip_text
+
+# test_calibrate's round chip (100 TFLOP/s fp16, 10 TFLOP/s fp32 = the 'vector' peak, 1 TB/s HBM) with its gemm fit
+# only: compute_max 0.8, compute_tokens_half 64, memory_max 0.5, overhead_s 5 us
+ROUND_CHIP = _round_chip_text[: _round_chip_text.index("[efficiency.norm]")]
+
+
+@pytest.fixture()
+def round_chip(tmp_path):
+    p = tmp_path / "round-gpu.toml"
+    p.write_text(ROUND_CHIP)
+    return lr.load_chip(str(p))
+
+
+def _t(op, chip):
+    eff = calibrated_model(chip).for_op(op, chip)
+    return score(op.flops, op.hbm_bytes, peak_flops_per_s=100e12, hbm_bytes_per_s=1e12, efficiency=eff)
+
+
+# ------------------------------------------------------------------------------ weight-only quantization
+def test_weight_bits_are_read_back_from_a_dense_gemm():
+    op4 = gemm("ffn.up", "dense", 1, tokens=3, k=4096, n=1024, bits_per_weight=4, act_bytes_per_elem=2)
+    op16 = gemm("ffn.up", "dense", 1, tokens=3, k=4096, n=1024, bits_per_weight=16, act_bytes_per_elem=2)
+    # weight bytes 4096*1024*4/8 = 2,097,152; flops / (2*3) = 4096*1024 -> 8 * 2,097,152 / 4,194,304 = 4 bits
+    assert weight_bits_of(op4) == pytest.approx(4.0)
+    assert weight_only_quantized(op4) and not weight_only_quantized(op16)
+
+
+def test_int4_batch1_gemm_reads_packed_weights_and_is_not_compute_bound(round_chip):
+    kw = dict(tokens=1, k=4096, n=4096, act_bytes_per_elem=2, compute_dtype="fp16")
+    s16 = _t(gemm("ffn.up", "dense", 1, bits_per_weight=16, **kw), round_chip)
+    s4 = _t(gemm("ffn.up", "dense", 1, bits_per_weight=4, **kw), round_chip)
+    # fp16: flops 2*4096*4096 = 33,554,432 at 0.8 * 1/(1+64) = 0.0123077 of 100e12 -> 27.263 us;
+    #   bytes 4096*4096*2 + (4096+4096)*2 = 33,570,816 at 0.5e12 -> 67.1416 us; t = 67.1416 + 5 = 72.1416 us
+    assert float(s16.t_s) == pytest.approx(72.1416e-6, rel=1e-5)
+    # int4: bytes 4096*4096/2 + 16,384 = 8,404,992 at 0.5e12 -> 16.80998 us; compute: no padded rows, the
+    #   dequant share: 0.8 * 2 / (2 + 4 * 100e12/10e12) = 0.8 * 2/42 = 0.0380952 -> 33,554,432 / 3.80952e12
+    #   = 8.808 us; memory-bound: t = 16.80998 + 5 = 21.80998 us (before the fix: 27.263 + 5, compute-bound)
+    assert float(s4.t_compute_s) == pytest.approx(8.808e-6, rel=1e-4)
+    assert float(s4.t_s) == pytest.approx(21.80998e-6, rel=1e-5)
+    # without the fixed overhead the speedup is the byte ratio 33,570,816 / 8,404,992 = 3.994
+    assert (float(s16.t_s) - 5e-6) / (float(s4.t_s) - 5e-6) == pytest.approx(3.994, rel=1e-3)
+
+
+def test_llama8b_h100_weight_only_decode_is_faster_by_the_weight_bytes():
+    spec = lr.load_model("meta-llama/Llama-3.1-8B")
+    kw = dict(batch=1, prompt_len=128, gen_len=65, efficiency="calibrated")
+    runs = {wd: lr.estimate(spec, "h100-sxm", weight_dtype=wd, **kw) for wd in (None, "int8", "int4")}
+    gemm_mem = {}
+    for wd, e in runs.items():
+        d = e.ops[(e.ops.phase == "decode") & (e.ops.kind == "gemm")]
+        assert set(d.bound) == {"memory"}  # batch 1: every GEMM streams its weights (int4 included)
+        gemm_mem[wd] = float((d.t_memory_s * d["count"]).sum())
+        assert e.decode.bound == "memory"
+    # The GEMM memory time goes with the weight bytes: bf16 16 bits, int8 8 (+ a scale per group),
+    # int4 4 (+ scales): ratios about 2 and 3.5-4 (the bf16 lm_head stays in every case, so a bit less).
+    assert 1.7 < gemm_mem[None] / gemm_mem["int8"] < 2.05
+    assert 2.6 < gemm_mem[None] / gemm_mem["int4"] < 4.05
+    assert runs["int4"].tpot_s < runs["int8"].tpot_s < runs[None].tpot_s
+
+
+# ------------------------------------------------------------------------------ attention families
+ATTN_CHIP = ROUND_CHIP + """
+[efficiency.attention]
+compute_max = 0.5
+compute_keys_half = 100
+compute_elems_half = 1e6
+overhead_s = 2e-6
+err_p10 = 0.8
+err_p90 = 1.3
+
+[efficiency.attention_decode]
+memory_max = 0.8
+overhead_s = 10e-6
+overhead_per_kv_row_byte_s = 1e-10
+err_p10 = 0.8
+err_p90 = 1.3
+"""
+
+
+@pytest.fixture()
+def attn_chip(tmp_path):
+    p = tmp_path / "attn-gpu.toml"
+    p.write_text(ATTN_CHIP.replace("round-gpu", "attn-gpu"))
+    return lr.load_chip(str(p))
+
+
+def _attn(batch, q, kv):
+    # 8 heads, 2 KV heads, head_dim 64 (dqk = dv = 64), fp16: K+V per token 2 * 128 = 256 elements
+    return attention("attn.core", "dense", 1, batch=batch, q_len=q, kv_len=kv, n_heads=8, n_kv_heads=2, qk_dim=64,
+                     v_dim=64, kv_elems_per_token=256, kv_bytes_per_elem=2, act_bytes_per_elem=2, compute_dtype="fp16")
+
+
+def test_prefill_attention_efficiency_by_hand(attn_chip):
+    op = _attn(1, 1024, 1024)
+    assert family_of(op) == "attention"  # KV 524,288 B < Q+O 2,097,152 B
+    s = _t(op, attn_chip)
+    # pairs 1024*1025/2 = 524,800; flops 524,800 * 2*8*128 = 1,074,790,400; Q+O elements 1024*8*128 = 1,048,576
+    # keys per query 512.5; eff = 0.5 * 512.5/612.5 * 1,048,576/2,048,576 = 0.5 * 0.836735 * 0.511860 = 0.2141439
+    # t_compute = 1,074,790,400 / (100e12 * 0.2141439) = 50.1901 us; + 2 us overhead = 52.1901 us
+    assert float(s.t_s) == pytest.approx(52.1901e-6, rel=1e-5)
+
+
+def test_decode_attention_floor_and_bandwidth_by_hand(attn_chip):
+    op = _attn(4, 1, 4096)
+    assert family_of(op) == "attention_decode"
+    s = _t(op, attn_chip)
+    # KV 4*4096*256*2 = 8,388,608 B + Q/O 4*8*128*2 = 8,192 B at 0.8e12 -> 10.4960 us (compute 0.34 us)
+    # floor 10 us + 1e-10 s/B * (4 sequences * 256 elements * 2 B = 2,048 B per context position) = 10.2048 us
+    assert float(s.t_s) == pytest.approx(20.7008e-6, rel=1e-6)
+    # twice the context: only the KV stream grows (16,785,408 B -> 20.98176 us), the floor does not
+    assert float(_t(_attn(4, 1, 8192), attn_chip).t_s) == pytest.approx(31.18656e-6, rel=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(batch=st.integers(1, 64), q=st.integers(1, 4096), prefix=st.integers(0, 8192),
+       cm=st.floats(0.05, 1.0), kh=st.floats(0, 5000), eh=st.floats(0, 1e8), mm=st.floats(0.05, 1.0),
+       oh=st.floats(0, 1e-4), orow=st.floats(0, 1e-9))
+def test_attention_never_below_ideal(batch, q, prefix, cm, kh, eh, mm, oh, orow):
+    fit = FamilyFit(compute_max=cm, compute_keys_half=kh, compute_elems_half=eh, memory_max=mm, overhead_s=oh,
+                    overhead_per_kv_row_byte_s=orow)
+    op = _attn(batch, q, q + prefix)
+    shape = attention_shape(op, decode=family_of(op) == "attention_decode")
+    cal = score(op.flops, op.hbm_bytes, peak_flops_per_s=100e12, hbm_bytes_per_s=1e12,
+                efficiency=fit.efficiency(0.0, **shape))
+    ideal = score(op.flops, op.hbm_bytes, peak_flops_per_s=100e12, hbm_bytes_per_s=1e12)
+    assert float(cal.t_s) >= float(ideal.t_s) * (1 - 1e-12)
+
+
+def test_fp8_gemms_use_their_own_family_or_borrow_bf16(round_chip, attn_chip):
+    op = gemm("ffn.up", "dense", 1, tokens=64, k=4096, n=4096, bits_per_weight=8, act_bytes_per_elem=1,
+              compute_dtype="fp8")
+    assert family_of(op) == "gemm_fp8"
+    m = calibrated_model(round_chip)
+    assert m.fit_for("gemm_fp8") is m.fit_for("gemm") and m.sources["gemm_fp8"] == "borrowed: gemm"
+    assert calibrated_model("h100-sxm").sources["gemm_fp8"] == "h100-sxm fit"
+
+
+# ------------------------------------------------------------------------------ uncertainty band
+def test_band_of_own_and_borrowed_fits():
+    p = FamilyFit(err_p10=0.8, err_p90=1.3, fitted_on="x")
+    assert band_of(p, "h100-sxm fit") == (0.8, 1.3)
+    # borrowed from another chip: (0.8 * 0.85, 1.3 * 1.25) = (0.68, 1.625)
+    assert band_of(p, "borrowed: h100-sxm") == pytest.approx((0.68, 1.625))
+    assert band_of(p, "borrowed: gemm") == BORROWED_FAMILY_BAND
+    assert band_of(p, "uncalibrated") == UNCALIBRATED_BAND
+
+
+def test_phase_band_weights_families_by_time(attn_chip):
+    m = calibrated_model(attn_chip)
+    pre, dec = _attn(1, 1024, 1024), _attn(4, 1, 4096)
+    # both families (0.8, 1.3): any mix is (0.8, 1.3)
+    assert phase_band(m, [(pre, 1.0), (dec, 3.0)], attn_chip) == pytest.approx((0.8, 1.3))
+    # a norm (not measured here: the hopper default h100-sxm's norm, borrowed) takes 1/4 of the time:
+    # 0.75 * 0.8 + 0.25 * lo_norm, with lo_norm = h100's err_p10 * 0.85
+    norm = calibrated_model("h100-sxm").fit_for("norm")
+    lo, hi = phase_band(m, [(dec, 3.0), (_norm(), 1.0)], attn_chip)
+    assert lo == pytest.approx(0.75 * 0.8 + 0.25 * min(norm.err_p10, 1) * 0.85)
+    assert hi == pytest.approx(0.75 * 1.3 + 0.25 * max(norm.err_p90, 1) * 1.25)
+
+
+def _norm():
+    return elementwise("norm.attn", "dense", 1, tokens=8, elems=8 * 4096, flops_per_elem=4, reads=1, writes=1,
+                       act_bytes_per_elem=2, kind="norm")
+
+
+def test_estimate_uncertainty_is_wider_for_a_borrowed_fit(tmp_path):
+    spec = lr.load_model("meta-llama/Llama-3.1-8B")
+    h200 = Path(lr.load_chip("h200").path).read_text()
+    clone = tmp_path / "hopper-clone.toml"  # the H200 datasheet without its fits: borrows h100-sxm's
+    clone.write_text(h200[: h200.index("# ---- calibrated")].replace('name = "h200"', 'name = "hopper-clone"')
+                     .replace('aliases = ["h200-sxm", "h200-sxm5", "h200-141gb"]', "aliases = []"))
+    kw = dict(batch=8, prompt_len=1024, gen_len=64, efficiency="calibrated")
+    own, lent = lr.estimate(spec, "h200", **kw), lr.estimate(spec, str(clone), **kw)
+    assert lent.efficiency == "family default: hopper from h100-sxm fit"
+    for key in ("ttft_s", "tpot_s", "e2e_s"):
+        u_own, u_lent = own.uncertainty[key], lent.uncertainty[key]
+        assert u_own["p10"] <= getattr(own, key) <= u_own["p90"]
+        ratio = lambda u, v: u["p90"] / u["p10"]  # noqa: E731
+        assert ratio(u_lent, lent) > ratio(u_own, own)
+    thr = own.uncertainty["throughput_tokens_per_s"]
+    assert thr["p10"] <= own.throughput_tokens_per_s <= thr["p90"]
+    assert own.to_dict()["uncertainty"] == own.uncertainty
+    assert lr.estimate(spec, "h200", batch=8, prompt_len=1024, gen_len=64).uncertainty is None  # ideal: no band
+
+
+def test_expert_gemms_use_the_moe_family():
+    op = gemm("ffn.experts.up", "moe", 1, tokens=16, k=4096, n=2048, bits_per_weight=16, act_bytes_per_elem=2,
+              n_matrices=2, style="expert")
+    assert family_of(op) == "moe"
+    h100 = calibrated_model("h100-sxm")
+    assert h100.sources["moe"] == "h100-sxm fit" and h100.fit_for("moe") is not h100.fit_for("gemm")
