@@ -21,6 +21,19 @@ def _wrap(text: str, width: int | None) -> list[str]:
     return textwrap.wrap(text, width, subsequent_indent="  ", break_on_hyphens=False) if width else [text]
 
 
+def _band(est):
+    """' (62.0–81.3 ms)': the p10–p90 range of a headline time from est.uncertainty ('' when there is none)."""
+    u = getattr(est, "uncertainty", None) or {}
+
+    def text(key: str) -> str:
+        b = u.get(key)
+        if not b or b.get("p10") is None or b.get("p90") is None:
+            return ""
+        return f" ({fmt_seconds(b['p10'])}–{fmt_seconds(b['p90'])})"
+
+    return text
+
+
 def headline(est, width: int | None = None, warn: bool = True) -> list[str]:
     """Scenario, TTFT/TPOT/e2e/throughput (and the ideal bound beside a calibrated number), memory, critical
     intensity; lines wrapped at `width` columns when given. warn: a line when it does not fit (the CLI puts
@@ -36,10 +49,14 @@ def headline(est, width: int | None = None, warn: bool = True) -> list[str]:
     if warn and not m.fits:
         lines.append(f"DOES NOT FIT: {_gb(m.per_chip_bytes)} per chip needed, {_gb(m.capacity_bytes)} available "
                      f"(max batch at this context: {m.max_batch}). Times below assume it did.")
-    tpot = fmt_seconds(est.tpot_s) if est.tpot_s is not None else "— (gen_len 1)"
-    lines += _wrap(f"TTFT {fmt_seconds(est.ttft_s)} | TPOT {tpot} | e2e {fmt_seconds(est.e2e_s)} | "
-                   f"throughput {sig3(est.throughput_tokens_per_s)} tok/s "
+    band = _band(est)
+    tpot = fmt_seconds(est.tpot_s) + band("tpot_s") if est.tpot_s is not None else "— (gen_len 1)"
+    lines += _wrap(f"TTFT {fmt_seconds(est.ttft_s)}{band('ttft_s')} | TPOT {tpot} | e2e {fmt_seconds(est.e2e_s)}"
+                   f"{band('e2e_s')} | throughput {sig3(est.throughput_tokens_per_s)} tok/s "
                    f"({sig3(est.throughput_tokens_per_s_per_chip)} tok/s/chip)", width)
+    if est.uncertainty:
+        lines += _wrap("(p10–p90 in brackets: the held-out error of the calibrated kernel fits, wider where a fit "
+                       "is borrowed)", width)
     if est.ideal:
         i = est.ideal
         lines += _wrap(f"ideal roofline bound: TTFT {fmt_seconds(i['ttft_s'])} | TPOT {fmt_seconds(i['tpot_s'])} | "
