@@ -231,7 +231,8 @@ def cmd_serve(args) -> str:
     res = serve(_load_model_arg(args), args.chip, **grid, **load, tp=args.tp, pp=args.pp, ep=args.ep, dp=args.dp,
                 weight_dtype=args.weight_dtype, act_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
                 efficiency=args.efficiency, attention=args.attention, prefix_hit_rate=args.prefix_hit_rate,
-                scheduling=args.scheduling, gpu_memory_utilization=args.gpu_memory_utilization, speculative=spec)
+                scheduling=args.scheduling, gpu_memory_utilization=args.gpu_memory_utilization, speculative=spec,
+                **_layout_kwargs(args))
     if args.format == "json" and not hasattr(res, "to_csv"):
         import json
 
@@ -305,7 +306,7 @@ def _plan_serving(args, qps: float):
                      qps, ttft_s=args.ttft_s or DEFAULT_TTFT_S, tpot_s=args.tpot_s or DEFAULT_TPOT_S,
                      ttft_percentile=args.ttft_percentile, max_chips=args.max_chips, prices=_prices_arg(args.price),
                      weight_dtype=args.weight_dtype, act_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
-                     efficiency=args.efficiency)
+                     efficiency=args.efficiency, attention_dp=args.attention_dp)
     if args.format == "json":
         import json
 
@@ -314,10 +315,12 @@ def _plan_serving(args, qps: float):
     if args.format == "csv":
         return render(rows, "csv", None)
     b, t, c = p.best, p.targets, p.check
+    adp = f" x attention_dp {args.attention_dp}" if args.attention_dp > 1 else ""
     head = [f"{args.model} at {qps:g} req/s (Poisson), prompt {args.prompt}, gen {args.gen}: TTFT "
             f"({t['ttft_percentile']}) <= {fmt_seconds(t['ttft_s'])}, TPOT <= {fmt_seconds(t['tpot_s'])}; "
             "continuous batching (serving model)",
-            f"best: {b['chip']} tp {b['tp']} pp {b['pp']} ep {b['ep']} x {b['replicas']} replicas = {b['chips']} chips"
+            f"best: {b['chip']} tp {b['tp']}{adp} pp {b['pp']} ep {b['ep']} x {b['replicas']} replicas = "
+            f"{b['chips']} chips"
             + (f", ${b['usd_per_hour']:.4g}/h" if b["usd_per_hour"] is not None else "")
             + f"; engine max_num_seqs {b['max_num_seqs']:.0f}, max_num_batched_tokens {b['max_num_batched_tokens']:.0f}",
             f"  TTFT {fmt_seconds(b['ttft_s'])} (p90 {fmt_seconds(b['ttft_p90_s'])}), TPOT {fmt_seconds(b['tpot_s'])}; "

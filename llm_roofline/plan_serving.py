@@ -47,11 +47,12 @@ class ServingPlan:
                                check=self.check.to_dict() if self.check else None))
 
 
-def _shardings(spec, chip, max_chips: int) -> list[tuple[int, int, int]]:
-    """(tp, pp, ep): tp a power of two within the scale-up domain, pp 1 or 2, ep = tp for MoE models."""
+def _shardings(spec, chip, max_chips: int, attention_dp: int = 1) -> list[tuple[int, int, int]]:
+    """(tp, pp, ep): tp a power of two within the scale-up domain, pp 1 or 2, ep = every chip of a stage
+    (tp x attention_dp) for MoE models."""
     moe = any(g.ffn.kind == "moe" for g in spec.layer_groups)
     tps = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= min(chip.scaleup.domain_size, max_chips)]
-    return [(t, p, t if moe else 1) for t in tps for p in (1, 2) if t * p <= max_chips]
+    return [(t, p, t * attention_dp if moe else 1) for t in tps for p in (1, 2) if t * p * attention_dp <= max_chips]
 
 
 def _failure(row, ttft_col: str, targets: dict) -> str:
@@ -71,7 +72,7 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
                  tpot_s: float = DEFAULT_TPOT_S, ttft_percentile: str = "mean", max_chips: int = 64,
                  max_num_seqs=(64, 256), max_num_batched_tokens=(2048, 8192), weight_dtype=None, act_dtype="bf16",
                  kv_dtype=None, efficiency="calibrated", prefix_hit_rate=0.0, speculative=None,
-                 prices: dict | None = None) -> ServingPlan:
+                 prices: dict | None = None, attention_dp: int = 1) -> ServingPlan:
     """Cheapest serving deployment meeting TTFT (ttft_percentile 'mean' or 'p90') and TPOT at `qps`."""
     if ttft_percentile not in ("mean", "p90"):
         raise ScenarioError(f"ttft_percentile must be 'mean' or 'p90', got {ttft_percentile!r}")
@@ -87,12 +88,13 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
     rank_by = "usd_per_hour" if all(v is not None for v in price.values()) else "chips"
     notes = [] if rank_by == "usd_per_hour" else [
         f"ranked by chips: no price per chip-hour for {', '.join(k for k, v in price.items() if v is None)}"]
-    serve_kw = dict(weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
+    serve_kw = dict(attention_dp=attention_dp, weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype,
+                    efficiency=efficiency,
                     prefix_hit_rate=prefix_hit_rate, speculative=speculative)
     rows = []
     for chip in chip_list:
-        for tp, pp, ep in _shardings(spec, chip, max_chips):
-            replicas = np.arange(1, max_chips // (tp * pp) + 1)
+        for tp, pp, ep in _shardings(spec, chip, max_chips, attention_dp):
+            replicas = np.arange(1, max_chips // (tp * pp * attention_dp) + 1)
             try:
                 df = serve(spec, chip, prompt_len=prompt_len, gen_len=gen_len, qps=list(qps / replicas), tp=tp,
                            pp=pp, ep=ep, max_num_seqs=list(max_num_seqs),
@@ -113,7 +115,7 @@ def _choose(spec, frames, targets, ttft_col, price, rank_by, notes, serve_kw) ->
 
     df = pd.concat(frames, ignore_index=True)
     df["qps_per_replica"] = df["qps"]
-    df["chips"] = df["tp"] * df["pp"] * df["replicas"]
+    df["chips"] = df["tp"] * df["pp"] * df["replicas"] * serve_kw["attention_dp"]
     df["usd_per_hour"] = [None if price[c] is None else price[c] * n for c, n in zip(df["chip"], df["chips"])]
     df["feasible"] = (df["fits"] & ~df["saturated"] & (df[ttft_col] <= targets["ttft_s"])
                       & (df["tpot_s"] <= targets["tpot_s"]))

@@ -94,21 +94,24 @@ def _draft_fn(spec, chip, kw, sp: Speculative, kv_tokens):
 
 def _capacity(spec, chip, wl: Workload, eng_budget, max_seqs, sh, dtypes, util, attention):
     """(running capacity per replica, KV bytes per sequence per chip, KV bytes free per chip), arrays (n,)."""
-    fp, _ = memory_footprint(spec, chip, batch=1, prompt_len=wl.held_tokens, gen_len=0, tp=sh["tp"], pp=sh["pp"],
-                             ep=sh["ep"], weight_dtype=dtypes.weight, act_dtype=dtypes.act, kv_dtype=dtypes.kv,
+    adp = sh["attention_dp"]
+    fp, _ = memory_footprint(spec, chip, batch=adp, prompt_len=wl.held_tokens, gen_len=0, tp=sh["tp"], pp=sh["pp"],
+                             ep=sh["ep"], attention_dp=adp, moe_tp=sh["moe_tp"], moe_ep=sh["moe_ep"],
+                             weight_dtype=dtypes.weight, act_dtype=dtypes.act, kv_dtype=dtypes.kv,
                              attention=attention, capacity_bytes=util * chip.hbm_bytes)
     workspace = fp.activation_workspace_bytes_per_chip * eng_budget / PREFILL_CHUNK_TOKENS
     free = util * chip.hbm_bytes - fp.weight_bytes_per_chip - workspace
     kv_seq = np.asarray(fp.kv_bytes_per_sequence_per_chip, dtype=np.float64)
-    kv_seqs = np.floor(np.maximum(free, 0.0) / np.where(kv_seq > 0, kv_seq, np.inf))
+    # each of the attention_dp groups caches its own sequences
+    kv_seqs = np.floor(np.maximum(free, 0.0) / np.where(kv_seq > 0, kv_seq, np.inf)) * adp
     return np.minimum(max_seqs, kv_seqs), kv_seq, free, kv_seqs
 
 
 def _evaluate(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency, attention, engine: dict,
-              sp: Speculative, workload, closed: bool) -> dict[str, np.ndarray]:
+              sp: Speculative, workload, closed: bool, layout: dict) -> dict[str, np.ndarray]:
     """Every metric over the grid `g` (arrays (n,)) for one chip and sharding."""
     kw = dict(tp=tp, pp=pp, ep=ep, weight_dtype=dtypes.weight, act_dtype=dtypes.act, kv_dtype=dtypes.kv,
-              efficiency=efficiency, attention=attention)
+              efficiency=efficiency, attention=attention, **layout)
     wl = workload_of(g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], workload)
     keys = np.stack([g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], g["max_num_batched_tokens"]], axis=-1)
     uniq, inv = np.unique(keys, axis=0, return_inverse=True)  # step costs do not depend on the load
@@ -120,8 +123,8 @@ def _evaluate(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency
     draft = _draft_fn(spec, chip, kw, sp, float(np.mean(wl_u.decode_kv_tokens)))
     tab = step_tables(_step_fn(spec, chip, kw), wl_u, eng, sp, nodes, draft).with_index(inv.ravel())
     cap, kv_seq, free, kv_seqs = _capacity(spec, chip, wl, g["max_num_batched_tokens"], g["max_num_seqs"],
-                                           dict(tp=tp, pp=pp, ep=ep), dtypes, engine["gpu_memory_utilization"],
-                                           attention)
+                                           dict(tp=tp, pp=pp, ep=ep, **layout), dtypes,
+                                           engine["gpu_memory_utilization"], attention)
     cap_safe = np.maximum(cap, 1.0)
     e_spec, r_over = sp.tokens_per_step, engine["request_overhead_s"]
     load = (g["concurrency"] if closed else g["qps"]) / dp
@@ -134,7 +137,8 @@ def _evaluate(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency
     tpot_s = np.where(wl.mean(wl.gen_tokens) > 1.0, st.tpot_s, np.nan)  # one generated token: no decode step
     return dict(ttft_s=st.ttft_s, ttft_p90_s=st.ttft_p90_s, tpot_s=tpot_s, e2e_s=st.e2e_s,
                 requests_per_s=st.requests_per_s * dp, output_tokens_per_s=st.requests_per_s * dp * wl.mean(wl.gen_tokens),
-                running_batch=st.running_batch, kv_cache_utilization=st.running_batch * kv_seq / np.maximum(free, 1.0),
+                running_batch=st.running_batch,
+                kv_cache_utilization=st.running_batch / layout["attention_dp"] * kv_seq / np.maximum(free, 1.0),
                 decode_batch=st.decode_batch, prefill_utilization=st.prefill_utilization, queue_s=st.queue_s,
                 max_running=cap, limit=np.where(g["max_num_seqs"] <= kv_seqs, "max_num_seqs", "kv_cache"),
                 saturation_requests_per_s=sat_qps[sat_inv.ravel()] * dp, saturated=st.saturated | (cap < 1), fits=cap >= 1,
@@ -163,7 +167,7 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
           weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency="calibrated", max_num_seqs=256,
           max_num_batched_tokens=8192, prefix_hit_rate=0.0, speculative=None, workload=None, scheduling="chunked",
           gpu_memory_utilization=0.9, step_overhead_s=None, seq_overhead_s=None, request_overhead_s=None,
-          attention="fused"):
+          attention="fused", attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0):
     """Steady state of a continuous-batching engine under a closed loop of `concurrency` clients or Poisson
     arrivals at `qps` requests/s (exactly one of them). Any of the grid arguments (prompt_len, gen_len,
     concurrency or qps, max_num_seqs, max_num_batched_tokens, prefix_hit_rate) and chip, tp, pp, ep, dp may be
@@ -190,6 +194,8 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
     mesh = dict(zip(axes, (m.ravel() for m in np.meshgrid(*axes.values(), indexing="ij"))))
     _check_grid(mesh)
     spec = load_model(model)
+    # serving layouts (graph.py, sharding.py): data-parallel attention groups, MoE tp x ep, routing skew
+    layout = dict(attention_dp=attention_dp, moe_tp=moe_tp, moe_ep=moe_ep, routing_skew=routing_skew)
     frames = []
     import itertools
 
@@ -200,12 +206,12 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
         dtypes = resolve_dtypes(chip_obj, Dtypes(weight_dtype, act_dtype, kv_dtype), assumptions)
         cols = _evaluate(spec, chip_obj, mesh, tp=d["tp"], pp=d["pp"], ep=d["ep"], dp=d["dp"], dtypes=dtypes,
                          efficiency=efficiency, attention=attention, engine=engine, sp=sp, workload=workload,
-                         closed=closed)
+                         closed=closed, layout=layout)
         frames.append((chip_obj, d, cols, assumptions))
     if is_sweep:
         return _frame(frames, mesh)
     chip_obj, d, cols, assumptions = frames[0]
-    return _single(spec, chip_obj, d, cols, mesh, engine, sp, efficiency, assumptions, closed)
+    return _single(spec, chip_obj, d, cols, mesh, engine, sp, efficiency, assumptions, closed, layout)
 
 
 def _frame(frames, mesh):
@@ -219,7 +225,7 @@ def _frame(frames, mesh):
     return pd.concat(out, ignore_index=True)
 
 
-def _single(spec, chip, d, cols, mesh, engine, sp, efficiency, assumptions, closed) -> ServingEstimate:
+def _single(spec, chip, d, cols, mesh, engine, sp, efficiency, assumptions, closed, layout) -> ServingEstimate:
     v = {k: (a[0] if np.ndim(a) else a) for k, a in cols.items()}
     if not v["fits"]:
         raise ScenarioError(f"{spec.name} does not fit {chip.name} at tp={d['tp']} pp={d['pp']}: no room for the KV "
@@ -232,7 +238,7 @@ def _single(spec, chip, d, cols, mesh, engine, sp, efficiency, assumptions, clos
         assumptions.append("warning: the closed-loop fixed point did not settle (C != throughput x e2e by more than "
                            "0.1 %): a prompt-bound load (almost no decode steps); treat these numbers as rough.")
     scenario = {k: float(a[0]) for k, a in mesh.items()}
-    scenario.update({k: d[k] for k in ("tp", "pp", "ep", "dp")}, load="closed loop" if closed else "open loop (Poisson)",
+    scenario.update({k: d[k] for k in ("tp", "pp", "ep", "dp")}, **layout, load="closed loop" if closed else "open loop (Poisson)",
                     speculative=dict(k=sp.k, acceptance=sp.acceptance, tokens_per_step=sp.tokens_per_step,
                                      draft=None if sp.draft is None else str(getattr(sp.draft, "name", sp.draft))),
                     **engine)

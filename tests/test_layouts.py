@@ -171,3 +171,16 @@ def test_cli_layout_flags(capsys):
     assert dispatch[0]["comm_bytes"] == 458_752  # 4 tokens x 8 experts x 7168 x 2 B, as above
     assert main(["estimate", "deepseek-ai/DeepSeek-V3", "--chip", "h200", "--routing-skew", "0"]) == 2
     assert "routing_skew must be a number in [1, moe_ep=1]" in capsys.readouterr().err
+
+
+def test_serve_with_data_parallel_attention_holds_more_sequences():
+    # DeepSeek-V3's MLA latent is one 'KV head': at tp 8 every GPU caches every sequence's latent, while 8
+    # attention groups of 1 GPU each cache 1/8 of the sequences. So the KV-bound running batch grows ~8x (a bit
+    # less: each group also holds all of the MLA weights, which tp 8 split 8 ways)
+    kw = dict(prompt_len=8192, gen_len=1024, concurrency=4096, max_num_seqs=8192, efficiency="ideal")
+    tp8 = lr.serve(DSV3, "h200", tp=8, ep=8, **kw)
+    adp = lr.serve(DSV3, "h200", tp=1, attention_dp=8, moe_ep=8, **kw)
+    assert tp8.to_dict()["limit"] == adp.to_dict()["limit"] == "kv_cache"
+    ratio = adp.to_dict()["max_running"] / tp8.to_dict()["max_running"]
+    assert 5 < ratio <= 8
+    assert adp.kv_cache_utilization <= 1 and adp.to_dict()["scenario"]["attention_dp"] == 8
