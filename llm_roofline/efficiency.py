@@ -321,7 +321,7 @@ def fits_from_table(table: Mapping[str, Any], where: str = "", attention_fallbac
         unknown = set(sub) - set(PARAMS) - {"fitted_on"}
         if unknown:
             raise ChipError(f"{where}[efficiency.{fam}]: unknown keys {sorted(unknown)}; known: {', '.join(PARAMS)}")
-        vals = {k: float(sub[k]) for k in PARAMS if k in sub}
+        vals = {k: _number(sub[k], f"{where}[efficiency.{fam}].{k}") for k in PARAMS if k in sub}
         try:
             out[fam] = FamilyFit(**vals, fitted_on=str(sub.get("fitted_on", "")))
         except ChipError as e:
@@ -329,6 +329,13 @@ def fits_from_table(table: Mapping[str, Any], where: str = "", attention_fallbac
     if attention_fallback and "gemm" in out and "attention" not in out:
         out["attention"] = attention_from_gemm(out["gemm"])
     return out
+
+
+def _number(value, where: str) -> float:
+    """A finite real number from a chip file, else a ChipError naming the key."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ChipError(f"{where} must be a finite number, got {value!r}")
+    return float(value)
 
 
 def attention_from_gemm(g: FamilyFit) -> FamilyFit:

@@ -201,3 +201,17 @@ def test_a_chip_in_the_user_folder_is_usable_by_name(tmp_path, monkeypatch):
     monkeypatch.setenv(CHIPS_ENV, str(tmp_path / "elsewhere"))
     with pytest.raises(lr.ChipError, match="unknown chip 'acme-x1'"):
         lr.load_chip("acme-x1")
+
+
+@pytest.mark.parametrize("bad", ['"str"', "[1, 2]", "{ a = 1 }", "1979-05-27", "nan", "true"])
+def test_efficiency_parameters_of_the_wrong_type_are_one_chip_error(tmp_path, bad):
+    # found by benchmarks/fuzz.py after calibration v2 added keys (err_p10, ...): float() raised TypeError
+    import llm_roofline as lr
+
+    src = Path(lr.load_chip("h100-sxm").path).read_text()
+    assert "err_p10 = " in src
+    p = tmp_path / "x.toml"
+    p.write_text(src.replace("err_p10 = ", f"err_p10 = {bad} # ", 1))
+    with pytest.raises(lr.ChipError, match="err_p10"):
+        lr.estimate("meta-llama/Llama-3.2-1B", lr.load_chip(str(p)), batch=1, prompt_len=16, gen_len=2,
+                    efficiency="calibrated")
