@@ -51,6 +51,7 @@ def cmd_chips(args) -> str:
 
 # ------------------------------------------------------------------------------------------ models
 def cmd_models(args) -> str:
+    from .memory import kv_bytes_per_token
     from .model.hf import list_models, load_model
 
     rows = []
@@ -68,7 +69,7 @@ def cmd_models(args) -> str:
             "kv_heads": kv_heads[0] if len(kv_heads) == 1 else "/".join(map(str, kv_heads)),
             "attention": m.attention_kind,
             "max_context": m.max_context,
-            "kv_bytes_per_token_bf16": m.kv_bytes_per_token("bf16"),
+            "kv_bytes_per_token_bf16": kv_bytes_per_token(m, "bf16"),
         })
     display = [
         ("model", "id", None),

@@ -12,6 +12,7 @@ from llm_roofline.roofline import score_ops, sum_max_affine
 from llm_roofline.graph import Dtypes, Phase, build_ops
 from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
 from llm_roofline.sharding import Sharding
+from llm_roofline.memory import kv_bytes_per_token
 
 
 def dense(layers=4, d=512, h=8, kv=2, hd=64, f=1536, vocab=1000, window=None, max_context=None):
@@ -65,7 +66,7 @@ def test_book_part7_30b_int8_on_16_v5e():
     spec = ModelSpec("30b", 8000, 10000, (LayerGroup("dense", 25, attn, FfnSpec("dense", 43200, True, "silu")),),
                      tie_embeddings=True)
     assert spec.params_total == pytest.approx(30e9, rel=0.01)
-    assert spec.kv_bytes_per_token("int8") == 100_000
+    assert kv_bytes_per_token(spec, "int8") == 100_000
     chip = lr.load_chip("tpu-v5e")
     for batch, expected in [(4, 2.5e-3), (256, 21e-3)]:
         ops = build_ops(spec, Phase.decode(batch, 8192), Sharding(tp=16), Dtypes(weight="int8", kv="int8"))

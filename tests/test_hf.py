@@ -16,6 +16,7 @@ from hypothesis import given, settings, strategies as st
 from llm_roofline import cli
 from llm_roofline.errors import ModelConfigError, UnsupportedArchitectureError
 from llm_roofline.model.hf import list_models, load_model
+from llm_roofline.memory import kv_bytes_per_token
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -118,7 +119,7 @@ def test_deepseek_v3_mtp_module_is_noted_and_not_counted():
     ("tiiuae/falcon-7b", 2 * 32 * 1 * 64 * 2),  # multi_query: one KV head of 4544/71 = 64: 8,192
 ])
 def test_kv_bytes_per_token_bf16(ident, expected):
-    assert load_model(ident).kv_bytes_per_token("bf16") == expected
+    assert kv_bytes_per_token(load_model(ident), "bf16") == expected
 
 
 # ------------------------------------------------------------------------------ architecture details
@@ -260,7 +261,7 @@ def test_deepseek_v2_lite_mla_without_q_lora():
     assert (a.kind, a.q_lora_rank, a.kv_lora_rank) == ("mla", None, 512)
     assert [(g.name, g.count) for g in m.layer_groups] == [("dense", 1), ("moe", 26)]
     assert m.layer_groups[1].ffn.d_shared == 2 * 1408  # n_shared_experts · moe_intermediate_size
-    assert m.kv_bytes_per_token("bf16") == 27 * (512 + 64) * 2  # 31,104
+    assert kv_bytes_per_token(m, "bf16") == 27 * (512 + 64) * 2  # 31,104
     # DeepSeek-V2 paper (arXiv 2405.04434): V2-Lite has 15.7B parameters, 2.4B activated per token
     # (input embedding excluded, as for V3: 2.45B, which the paper gives to two figures).
     assert m.params_total == pytest.approx(15.7e9, rel=0.01)

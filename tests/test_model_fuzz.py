@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from llm_roofline.errors import ModelConfigError, RooflineError
 from llm_roofline.model.hf import list_models, load_model
+from llm_roofline.memory import kv_bytes_per_token
 
 REPO = Path(__file__).resolve().parents[1]
 SHIPPED = {i: json.loads((REPO / "model_configs" / i / "config.json").read_text()) for i in list_models()}
@@ -72,7 +73,7 @@ def crash_of(cfg: dict) -> str | None:
         return None if "\n" not in str(e) and str(e) else f"multi-line or empty message: {str(e)[:200]!r}"
     except Exception as e:  # noqa: BLE001 - this is what the fuzzer looks for
         return f"{type(e).__name__}: {str(e)[:200]}"
-    total, kv = m.params_total, m.kv_bytes_per_token()
+    total, kv = m.params_total, kv_bytes_per_token(m)
     if not (isinstance(total, int) and total > 0):
         return f"params_total {total!r}"
     if not (math.isfinite(kv) and kv >= 0):

@@ -20,6 +20,7 @@ from llm_roofline.estimate import estimate, evaluate
 from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
 from llm_roofline.plan import JSON_KEYS, balance, disaggregation, plan
 from llm_roofline.roofline import Efficiency
+from llm_roofline.memory import kv_bytes_per_token
 
 L70 = lr.load_model("meta-llama/Llama-3.1-70B")
 L8 = lr.load_model("meta-llama/Llama-3.1-8B")
@@ -35,7 +36,7 @@ def dense(layers=4, d=512, h=8, kv=2, hd=64, f=1536, vocab=1000):
 # ------------------------------------------------------------------------------------------- book, Part 8
 def test_book_kv_per_token_int8():
     # book: "2 * K * H * L = 2 * 8 * 128 * 80 = 160kB" (int8, 1 byte per element) = 163,840 B exactly
-    assert L70.kv_bytes_per_token("int8") == 2 * 8 * 128 * 80 == 163_840
+    assert kv_bytes_per_token(L70, "int8") == 2 * 8 * 128 * 80 == 163_840
     row = memory.max_batch(L70, V5E, 8192, tp=8, weight_dtype="int8", kv_dtype="int8").iloc[0]
     assert row["kv_bytes_per_token"] == 163_840
     # per chip at tp=8 (one KV head each): 163,840 / 8 B per token x 8192 tokens = 167.8e6 B per sequence

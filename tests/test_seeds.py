@@ -8,6 +8,7 @@ from llm_roofline.estimate import score_ops
 from llm_roofline.graph import Phase, build_ops
 from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
 from llm_roofline.sharding import Sharding
+from llm_roofline.memory import kv_bytes_per_token
 
 
 def step_time_s(spec, chip, batch, context, sharding):
@@ -28,7 +29,7 @@ BOOK_13B = [  # batch, KV cache "GiB" (really 1e9 B: 8192 * 819,200 B = 6.71e9),
 def test_book_llama2_13b_on_8_v5e(batch, kv_gb, step_ms):
     spec = lr.load_model("meta-llama/Llama-2-13b-hf")
     # KV per token 2 * 40 layers * 40 heads * 128 * 2 bytes = 819,200 B
-    assert spec.kv_bytes_per_token("bf16") == 819_200
+    assert kv_bytes_per_token(spec, "bf16") == 819_200
     chip = lr.load_chip("tpu-v5e")
     t = step_time_s(spec, chip, batch, 8192, Sharding(tp=8))
     assert t * 1e3 == pytest.approx(step_ms, rel=0.05)

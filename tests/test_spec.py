@@ -4,6 +4,7 @@ import pytest
 
 from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, Matrix, ModelSpec
 from llm_roofline.units import weight_format
+from llm_roofline.memory import kv_bytes_per_token
 
 D = 8  # d_model of the tiny specs
 
@@ -87,8 +88,8 @@ def test_moe_model_active_vs_total():
 
 
 def test_kv_bytes_per_token():
-    assert tiny().kv_bytes_per_token("bf16") == 2 * 8 * 2  # 2 layers · 8 elements · 2 bytes = 32
-    assert tiny().kv_bytes_per_token("fp8") == 16
+    assert kv_bytes_per_token(tiny(), "bf16") == 2 * 8 * 2  # 2 layers · 8 elements · 2 bytes = 32
+    assert kv_bytes_per_token(tiny(), "fp8") == 16
 
 
 def test_weight_format_for():

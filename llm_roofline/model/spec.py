@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import ModelConfigError
-from ..units import WeightFormat, canonical_dtype, dtype_bytes, weight_format
+from ..units import WeightFormat, canonical_dtype, weight_format
 
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla", "none")  # none: a block without softmax attention (a mixer or MLP block)
 FFN_KINDS = ("dense", "moe", "none")  # none: a block without MLP (Mamba blocks, Nemotron-H mixer blocks)
@@ -361,12 +361,6 @@ class ModelSpec:
     def params_active(self) -> int:
         """Parameters one token touches: top-k routed experts instead of all; = params_total when dense."""
         return self._params(active=True)
-
-    # ------------------------------------------------------------------ KV cache
-    def kv_bytes_per_token(self, dtype: str = "bf16") -> float:
-        """KV-cache bytes one token adds, summed over layers (not capped by sliding windows)."""
-        per_elem = dtype_bytes(dtype)
-        return sum(g.count * g.attention.kv_elements_per_token() for g in self.layer_groups) * per_elem
 
     def weight_format_for(self, family: str, override: str | None = None) -> WeightFormat:
         """Storage format of one family of matrices.
