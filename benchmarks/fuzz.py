@@ -12,6 +12,8 @@ reproduced with `run_scenario(*case)` / `run_chip(case)`.
 from __future__ import annotations
 
 import argparse
+import os
+import tempfile
 import random
 import sys
 import time
@@ -63,7 +65,9 @@ def main(argv=None) -> int:
     warnings.simplefilter("ignore")
     total = fuzz(args.scenarios, scenario_case, run_scenario, args.seed, "scenarios")
     total += fuzz(args.chips, chip_case, run_chip, args.seed, "chip files")
-    total += fuzz(args.cli, cli_case, run_cli, args.seed, "command lines")
+    with tempfile.TemporaryDirectory() as scratch:  # command lines may write (--out, plot): never into the repo
+        os.chdir(scratch)
+        total += fuzz(args.cli, cli_case, run_cli, args.seed, "command lines")
     print(f"total: {args.scenarios + args.chips + args.cli} cases, {sum(total.values())} crashes")
     return 1 if total else 0
 
