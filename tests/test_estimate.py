@@ -39,12 +39,19 @@ def test_decode_sum_is_exact_against_step_by_step(window):
     chip = lr.load_chip("h100")
     prompt, gen, batch = 30, 25, 64  # the window (40) is crossed mid-generation
     est = estimate(spec, chip, batch=batch, prompt_len=prompt, gen_len=gen)
+    steps = _decode_step_by_step(spec, chip, batch, prompt, gen)
+    assert est.e2e_s - est.ttft_s == pytest.approx(steps, rel=1e-12)
+    assert est.tpot_s == pytest.approx(steps / (gen - 1), rel=1e-12)
+
+
+def _decode_step_by_step(spec, chip, batch, prompt, gen) -> float:
+    """Every decode step j = 1..gen-1 at kv_len = prompt + j, built and scored one by one (the reference the
+    closed-form sum must equal): per op max(compute, memory) + comm, times its count."""
     steps = 0.0
     for j in range(1, gen):
         for s in score_ops(build_ops(spec, Phase.decode(batch, prompt + j)), chip):
             steps += float(np.maximum(s.t_compute_s, s.t_memory_s) + s.t_comm_s) * s.op.count
-    assert est.e2e_s - est.ttft_s == pytest.approx(steps, rel=1e-12)
-    assert est.tpot_s == pytest.approx(steps / (gen - 1), rel=1e-12)
+    return steps
 
 
 def test_phase_semantics_gen_len_one_is_prefill_only():
@@ -190,8 +197,4 @@ def test_decode_sum_is_exact_across_the_dsa_top_k():
     chip = lr.load_chip("h200")
     prompt, gen, batch = 2030, 40, 2
     est = estimate(spec, chip, batch=batch, prompt_len=prompt, gen_len=gen)
-    steps = 0.0
-    for j in range(1, gen):
-        for s in score_ops(build_ops(spec, Phase.decode(batch, prompt + j)), chip):
-            steps += float(np.maximum(s.t_compute_s, s.t_memory_s) + s.t_comm_s) * s.op.count
-    assert est.e2e_s - est.ttft_s == pytest.approx(steps, rel=1e-12)
+    assert est.e2e_s - est.ttft_s == pytest.approx(_decode_step_by_step(spec, chip, batch, prompt, gen), rel=1e-12)
