@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .errors import ScenarioError
-from .model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
+from .model.spec import FfnSpec, LayerGroup, ModelSpec
 from .ops import (Op, attention, causal_conv1d, causal_pairs, collective, elementwise, embedding,
                   expected_distinct_experts, gemm, kv_write, recurrent_scan)
 from .sharding import (Sharding, collective_after, sequence_parallel_on, collective_before, expert_layout, kv_elems_per_token_per_chip,

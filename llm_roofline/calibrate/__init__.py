@@ -34,7 +34,8 @@ from ..errors import RooflineError
 from ..hardware import Chip, load_chip
 from . import fit as fitting
 from . import aic_vllm, vidur
-from .chipfile import CHIPS_ENV, user_chips_dir, write_chip_toml
+from ..hardware import CHIPS_ENV, user_chips_dir
+from .chipfile import write_chip_toml
 from .fit import FitResult, error_rows, predict
 from .measurements import MEASURED_COLUMNS, normalize, read_measurements, rows_for_chip, single_node, \
     write_measurements

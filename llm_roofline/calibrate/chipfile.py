@@ -8,15 +8,11 @@ benchmarks/refit_chips.py (benchmarks/CALIBRATION.md).
 
 from __future__ import annotations
 
-import os
 import re
-import sys
 import tomllib
 from pathlib import Path
 
 from ..efficiency import FAMILIES, fits_from_table
-from ..errors import ChipError
-from ..hardware import CHIPS_ENV, user_chips_dir  # noqa: F401  (re-exported: where --write goes)
 from ..files import ensure_dir, write_text
 from .fit import FitResult, shown_params
 

@@ -8,7 +8,6 @@ with the Markdown report and the charts is report.build.write_report.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any, Sequence
 
 from ..files import write_text
