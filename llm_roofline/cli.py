@@ -56,7 +56,7 @@ def _add_model_chip(p):
                    help="fetch config.json from the Hugging Face Hub for an id that is not shipped")
 
 
-def _add_scenario(p, lists=False):
+def _add_scenario(p, lists=False, layouts=()):
     kind = str if lists else int
     g = p.add_argument_group("sharding and precision")
     for flag, what in (("tp", "tensor-parallel degree"), ("pp", "pipeline stages"),
@@ -74,17 +74,31 @@ def _add_scenario(p, lists=False):
                         "(default: %(default)s)")
     g.add_argument("--attention", default="fused", choices=["fused", "unfused"],
                    help="fused (FlashAttention) or unfused (score matrix through HBM) (default: %(default)s)")
-    g = p.add_argument_group("serving layouts (estimate and sweep)")
-    g.add_argument("--attention-dp", type=int, default=1,
-                   help="data-parallel attention: attention_dp groups of tp chips, each with its own sequences and "
-                        "KV cache (no KV replication); dense MLP / experts span tp x attention_dp chips (default: 1)")
-    g.add_argument("--moe-ep", type=int, default=None,
-                   help="chips the routed experts are split over (default: --ep); all-to-all dispatch and combine "
-                        "when attention is data-parallel")
-    g.add_argument("--moe-tp", type=int, default=None,
-                   help="chips each expert is sliced over (default: tp x attention_dp / moe_ep)")
-    g.add_argument("--routing-skew", type=float, default=1.0,
-                   help="busiest expert group's load over the mean, 1..moe_ep (default: 1, balanced routing)")
+    if layouts:
+        _add_layouts(p, layouts)
+
+
+LAYOUT_FLAGS = ("attention_dp", "moe_ep", "moe_tp", "routing_skew")
+
+
+def _add_layouts(p, which) -> None:
+    """The serving-layout flags a command uses (estimate, sweep and serve all four; plan --attention-dp)."""
+    g = p.add_argument_group("serving layouts")
+    if "attention_dp" in which:
+        g.add_argument("--attention-dp", type=int, default=1,
+                       help="data-parallel attention: attention_dp groups of tp chips, each with its own sequences "
+                            "and KV cache (no KV replication); dense MLP / experts span tp x attention_dp chips "
+                            "(default: 1)")
+    if "moe_ep" in which:
+        g.add_argument("--moe-ep", type=int, default=None,
+                       help="chips the routed experts are split over (default: --ep); all-to-all dispatch and "
+                            "combine when attention is data-parallel")
+    if "moe_tp" in which:
+        g.add_argument("--moe-tp", type=int, default=None,
+                       help="chips each expert is sliced over (default: tp x attention_dp / moe_ep)")
+    if "routing_skew" in which:
+        g.add_argument("--routing-skew", type=float, default=1.0,
+                       help="busiest expert group's load over the mean, 1..moe_ep (default: 1, balanced routing)")
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -118,7 +132,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prompt", type=int, default=2048, help="prompt tokens per sequence (default: %(default)s)")
     p.add_argument("--gen", type=int, default=256,
                    help="generated tokens per sequence; the first comes from prefill (default: %(default)s)")
-    _add_scenario(p)
+    _add_scenario(p, layouts=LAYOUT_FLAGS)
     _add_format(p)
     p.add_argument("--ops", action="store_true",
                    help="the full output: every phase term and every operator per phase (the default is a "
@@ -136,7 +150,7 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", default="1,8,64", help="comma-separated batch sizes (default: %(default)s)")
     p.add_argument("--prompt", default="2048", help="comma-separated prompt lengths (default: %(default)s)")
     p.add_argument("--gen", default="256", help="comma-separated generation lengths (default: %(default)s)")
-    _add_scenario(p, lists=True)
+    _add_scenario(p, lists=True, layouts=LAYOUT_FLAGS)
     _add_format(p)
     p.add_argument("--out", help="also write the full grid as CSV to this file")
     p.set_defaults(func=cmd_sweep)
@@ -163,7 +177,7 @@ def _build_parser() -> argparse.ArgumentParser:
     g.add_argument("--spec-k", type=int, default=0, help="speculative decoding: draft tokens per step (0: off)")
     g.add_argument("--spec-acceptance", type=float, default=0.0, help="speculative decoding: acceptance per token")
     g.add_argument("--spec-draft", default=None, help="speculative decoding: draft model (default: MTP heads)")
-    _add_scenario(p)
+    _add_scenario(p, layouts=LAYOUT_FLAGS)
     _add_format(p)
     p.set_defaults(func=cmd_serve)
 
@@ -209,7 +223,7 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="add the prefill/decode disaggregation section (ratio, throughput vs co-located)")
     p.add_argument("--decode-batch", type=int, help="decode batch for --disaggregate (default: the best plan's)")
     p.add_argument("--prefill-batch", type=int, help="prefill batch for --disaggregate (default: pp)")
-    _add_scenario(p, lists=True)
+    _add_scenario(p, lists=True, layouts=("attention_dp",))
     p.set_defaults(tp=None, pp=None, ep=None, dp=None)  # search every sharding unless restricted
     _add_format(p)
     p.set_defaults(func=cmd_plan)

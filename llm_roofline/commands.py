@@ -341,6 +341,9 @@ def cmd_plan(args) -> str:
                                                  if args.output_tokens_per_s is not None else None)
     if qps is not None and not (args.static or args.disaggregate):
         return _plan_serving(args, qps)
+    if args.attention_dp != 1:
+        raise RooflineError("--attention-dp needs the serving model: give --qps (or --output-tokens-per-s) "
+                            "without --static / --disaggregate")
     if args.dp is not None:
         raise RooflineError("plan sizes data-parallel replicas itself from --qps / --output-tokens-per-s; drop --dp")
     for flag, bound_name in (("prompt", "prompt_len"), ("gen", "gen_len"), ("max_chips", "max_chips"),

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .bounds import check_range
+from .bounds import check_count, check_range
 from .errors import RooflineError, ScenarioError
 from .hardware import load_chip
 from .model.hf import load_model
@@ -77,6 +77,7 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
     if ttft_percentile not in ("mean", "p90"):
         raise ScenarioError(f"ttft_percentile must be 'mean' or 'p90', got {ttft_percentile!r}")
     qps = check_range("qps", qps, 0.0, 1e9, "requests/s", lo_open=True)
+    attention_dp = check_count("attention_dp", attention_dp)
     ttft_s = check_range("ttft_s", ttft_s, 0.0, 1e6, "s", lo_open=True)
     tpot_s = check_range("tpot_s", tpot_s, 0.0, 1e6, "s", lo_open=True)
     spec = load_model(model)
