@@ -31,12 +31,19 @@ def test_overwrite_keeps_permission_bits(tmp_path):
     assert p.read_text() == "new" and stat.S_IMODE(os.stat(p).st_mode) == 0o640
 
 
-def test_symlink_destination_is_refused_and_target_untouched(tmp_path):
-    outside = tmp_path / "outside.txt"
+@pytest.fixture
+def symlinked_summary(tmp_path):
+    """A report folder whose summary.json is a symbolic link to a precious file outside it: (folder, outside)."""
+    outside = tmp_path / "outside.json"
     outside.write_text("precious")
     folder = tmp_path / "report"
     folder.mkdir()
     (folder / "summary.json").symlink_to(outside)
+    return folder, outside
+
+
+def test_symlink_destination_is_refused_and_target_untouched(symlinked_summary):
+    folder, outside = symlinked_summary
     with pytest.raises(OutputError, match="refusing to write .*summary.json: it is a symbolic link"):
         files.write_text(folder / "summary.json", "{}")
     assert outside.read_text() == "precious"
@@ -115,12 +122,8 @@ def test_figure_path_and_save_figure(tmp_path):
     assert _leftovers(tmp_path) == []
 
 
-def test_report_refuses_symlinked_summary(tmp_path):
-    outside = tmp_path / "outside.json"
-    outside.write_text("precious")
-    out = tmp_path / "rep"
-    out.mkdir()
-    (out / "summary.json").symlink_to(outside)
+def test_report_refuses_symlinked_summary(symlinked_summary):
+    out, outside = symlinked_summary
     from llm_roofline.report.build import write_report
 
     with pytest.raises(lr.RooflineError, match="symbolic link"):
