@@ -184,3 +184,11 @@ def test_serve_with_data_parallel_attention_holds_more_sequences():
     ratio = adp.to_dict()["max_running"] / tp8.to_dict()["max_running"]
     assert 5 < ratio <= 8
     assert adp.kv_cache_utilization <= 1 and adp.to_dict()["scenario"]["attention_dp"] == 8
+
+
+@pytest.mark.parametrize("qps", [float("nan"), -1.0, "x", 1e400])
+def test_disaggregation_load_is_checked(qps):
+    from llm_roofline.plan import disaggregation
+
+    with pytest.raises(lr.ScenarioError, match="qps must be a number in"):
+        disaggregation("meta-llama/Llama-3.2-1B", "h100", 512, 64, decode_batch=8, qps=qps)

@@ -8,6 +8,7 @@ import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from ..bounds import check_range
 from ..collectives import collective_terms
 from ..errors import RooflineError, ScenarioError
 from ..graph import Dtypes
@@ -278,6 +279,8 @@ def disaggregation(model, chip, prompt_len: int, gen_len: int, decode_batch: int
     dchip = load_chip(decode_chip) if decode_chip is not None else chip
     if gen_len < 2:
         raise ScenarioError("disaggregation needs gen_len >= 2 (decode steps after the prefill's first token)")
+    if qps is not None:
+        qps = check_range("qps", qps, 0.0, 1e9, "requests/s", lo_open=True)
     st = _Setting(spec, chip, prompt_len, gen_len, chip.hbm_bytes * (1 - float(reserve)), ttft_s, tpot_s,
                   dict(weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype, attention=attention,
                        sequence_parallel=sequence_parallel), kv_link)
