@@ -112,6 +112,17 @@ def _numeric_array(name: str, value, what: str) -> np.ndarray:
         return raw.astype(np.float64)
 
 
+def check_amounts(name: str, value: Any, max_value: float) -> np.ndarray:
+    """Non-negative real amounts (a scalar or an array: mean batch sizes, token counts of a model step need not be
+    whole) in [0, max_value] as a float64 array, else a ScenarioError naming the argument and the bound."""
+    what = f"a number in [0, {_fmt_bound(max_value)}]"
+    arr = _numeric_array(name, value, what)
+    bad = ~np.isfinite(arr) | (arr < 0) | (arr > max_value)
+    if np.any(bad):
+        raise _fail(name, float(arr[bad].ravel()[0]), what)
+    return arr
+
+
 def check_range(name: str, value: Any, lo: float, hi: float, unit: str = "", lo_open: bool = False) -> float:
     """A finite real number in [lo, hi] ((lo, hi] when lo_open) as a float, else a ScenarioError naming
     the argument, the value, the range and the unit."""

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from .bounds import check_count, check_grid_points
+from .bounds import BOUNDS, check_amounts, check_count, check_grid_points
 from .efficiency import efficiency_label, resolve_efficiency
 from .errors import ScenarioError
 from .graph import Dtypes, Phase, build_ops, resolve_dtypes
@@ -386,6 +386,12 @@ def evaluate_step(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, c
     result's times are the step's wall clock (one pass of the micro-batches through the pipeline)."""
     spec = load_model(model)
     chip = load_chip(chip)
+    # mean batch sizes and token counts of a serving model's steps need not be whole numbers
+    decode_batch = check_amounts("decode_batch", decode_batch, BOUNDS["batch"].max_value)  # 0: prefill only
+    decode_kv_len, chunk_tokens, chunk_kv_len = (check_amounts(n, v, BOUNDS["context_len"].max_value) for n, v in (
+        ("decode_kv_len", decode_kv_len), ("chunk_tokens", chunk_tokens), ("chunk_kv_len", chunk_kv_len)))
+    if np.any(np.asarray(chunk_kv_len) < np.asarray(chunk_tokens)):
+        raise ScenarioError("chunk_kv_len (cached prefix + chunk) must be at least chunk_tokens")
     sh = Sharding(tp, pp, ep, 1, False, attention_dp, moe_tp, moe_ep, routing_skew)
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
     phase = Phase.mixed(decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len)

@@ -191,7 +191,7 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
                   request_overhead_s=HOST_REQUEST_OVERHEAD_S if request_overhead_s is None else float(request_overhead_s))
     Engine(**{k: v for k, v in engine.items()})  # validates the knobs
     sp = Speculative.parse(speculative)
-    axes = {k: np.atleast_1d(np.asarray(v, dtype=np.float64)) for k, v in grid_in.items() if v is not None}
+    axes = {k: _numbers(k, v) for k, v in grid_in.items() if v is not None}
     mesh = dict(zip(axes, (m.ravel() for m in np.meshgrid(*axes.values(), indexing="ij"))))
     _check_grid(mesh)
     spec = load_model(model)
@@ -213,6 +213,14 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
         return _frame(frames, mesh)
     chip_obj, d, cols, assumptions = frames[0]
     return _single(spec, chip_obj, d, cols, mesh, engine, sp, efficiency, assumptions, closed, layout)
+
+
+def _numbers(name: str, value) -> np.ndarray:
+    """A grid argument as a 1-d float64 array; a ScenarioError (not a numpy ValueError) for non-numbers."""
+    try:
+        return np.atleast_1d(np.asarray(value, dtype=np.float64)).ravel()
+    except (TypeError, ValueError, OverflowError):
+        raise ScenarioError(f"{name} must be a number or a list of numbers, got {value!r}") from None
 
 
 def _frame(frames, mesh):

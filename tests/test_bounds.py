@@ -90,3 +90,21 @@ def test_api_entry_points_use_the_bounds():
         lr.sweep("meta-llama/Llama-3.2-1B", "h100", batch=list(range(1, 1001)), prompt_len=list(range(1, 2002)))  # 2,001,000
     with pytest.raises(lr.ShardingError, match="must be a positive integer <= 65,536"):
         lr.Sharding(tp=2**17)
+
+
+def test_step_and_serve_arguments_are_checked():
+    # a serving step takes mean (fractional) batches, but never NaN, negatives, strings or more context than
+    # the bound; serve's grid arguments must be numbers
+    from llm_roofline.estimate import evaluate_step
+
+    step = dict(decode_kv_len=10)
+    assert float(evaluate_step("meta-llama/Llama-3.2-1B", "h100", decode_batch=2.5, **step).times.t_s) > 0
+    for bad, message in ((math.nan, "decode_batch must be a number in \\[0, 16,777,216\\], got nan"),
+                         ("x", "decode_batch must be a number in"), (-1, "got -1")):
+        with pytest.raises(lr.ScenarioError, match=message):
+            evaluate_step("meta-llama/Llama-3.2-1B", "h100", decode_batch=bad, **step)
+    with pytest.raises(lr.ScenarioError, match="chunk_kv_len .* must be at least chunk_tokens"):
+        evaluate_step("meta-llama/Llama-3.2-1B", "h100", decode_batch=1, decode_kv_len=10, chunk_tokens=64,
+                      chunk_kv_len=32)
+    with pytest.raises(lr.ScenarioError, match="qps must be a number or a list of numbers, got 'x'"):
+        lr.serve("meta-llama/Llama-3.2-1B", "h100", prompt_len=128, gen_len=8, qps="x")
