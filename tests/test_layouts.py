@@ -21,10 +21,13 @@ def test_book_llama3_70b_on_16_v5e_kv_replication_vs_attention_dp():
     # KV per token 2 x 8 KV heads x 128 x 80 layers x 2 B = 327,680 B; per 8,192-token sequence 2.684e9 B.
     # tp = 16 with 8 KV heads: every chip keeps 1 head, each head on 2 chips (replicated):
     #   KV per sequence per chip 1 x 2 x 128 x 80 x 2 x 8192 = 335,544,320 B, and every chip holds all B sequences.
-    #   weights per chip: 70.55e9 params x 2 B / 16 = 8.82e9 (+ norms) = 8.989e9; workspace of one 8,192-token
-    #   chunk 0.537e9 -> free 16e9 - 8.989e9 - 0.537e9 = 6.474e9 -> B = floor(6.474e9 / 0.3355e9) = 19.
+    #   weights per chip: 70,553,706,496 params x 2 B / 16 = 8,819,213,312, + the replicated half of each K/V
+    #   projection (0.5 head x 2 x 128 x 8192 x 80 x 2 B = 167,772,160) + the norms every chip keeps whole
+    #   (2,637,824 x 15/16 = 2,472,960) = 8,989,458,432; workspace of one 8,192-token chunk (residual add
+    #   49,152 + stream 16,384 B per token) 536,870,912 -> free 6,473,670,656 -> B = floor(/335,544,320) = 19.
     fp, _ = memory_footprint(L70, V5E, batch=1, prompt_len=8191, gen_len=1, tp=16)
     assert float(fp.kv_bytes_per_sequence_per_chip) == 335_544_320
+    assert float(fp.weight_bytes_per_chip) == 8_989_458_432
     assert int(fp.max_batch) == 19
     # attention_dp = 2 groups of tp = 8: each chip keeps 1 KV head, NOT replicated, for its group's B/2 sequences.
     # The book's 43 = 2 x floor((16e9 - 8.75e9) / 0.3355e9) ignores that each group holds all attention weights:
