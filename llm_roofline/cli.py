@@ -264,7 +264,9 @@ def _build_parser() -> argparse.ArgumentParser:
                        epilog="example:\n  llm-roofline plot roofline meta-llama/Llama-3.1-8B --chip h100 --batch 8 "
                               "--out roofline.png",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("kind", choices=["roofline", "frontier", "breakdown", "memory"], help="which chart")
+    p.add_argument("kind", choices=["roofline", "frontier", "breakdown", "memory", "serving"],
+                   help="which chart (serving: TTFT, TPOT and throughput of continuous batching at 1-512 clients, "
+                        "the knee marked; first chip)")
     _add_model_chip(p)
     _add_report_scenario(p)
     p.add_argument("--out", required=True, help="image file to write ('.png' is appended to a name without a "

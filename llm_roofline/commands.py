@@ -499,6 +499,12 @@ def cmd_plot(args) -> str:
     elif args.kind == "frontier":
         res = plot.plot_frontier(model, chips, prompt_len=args.prompt, gen_len=args.gen,
                                  prompt_lens=_frontier_prompts(args), **kw)
+    elif args.kind == "serving":  # latency-throughput curve of continuous batching, 1..512 clients, first chip
+        from .report.serving_plot import plot_serving
+
+        serve_kw = {k: kw[k] for k in ("tp", "pp", "ep", "weight_dtype", "act_dtype", "kv_dtype", "efficiency")}
+        res = plot_serving(model, chips[0], concurrency=[2 ** i for i in range(10)], prompt_len=args.prompt,
+                           gen_len=args.gen, **serve_kw)
     else:
         res = plot.plot_memory(model, chips, prompt_len=args.prompt, gen_len=args.gen, **kw)
     try:

@@ -82,3 +82,9 @@ def test_estimate_is_compact_by_default_and_warns_first(capsys):
     with pytest.raises(SystemExit) as ex:
         main(["--version"])
     assert ex.value.code == 0 and "llm-roofline 0.1.0" in capsys.readouterr().out
+
+
+def test_plot_serving_writes_the_latency_throughput_chart(capsys, tmp_path):
+    code, out, err = run(capsys, "plot", "serving", "meta-llama/Llama-3.2-1B", "--chip", "h100", "--prompt", "256",
+                         "--gen", "32", "--efficiency", "ideal", "--out", str(tmp_path / "s"))
+    assert code == 0 and (tmp_path / "s.png").stat().st_size > 10_000 and out.strip() == f"wrote {tmp_path / 's.png'}"

@@ -43,7 +43,7 @@ def plot_serving(model, chip, path=None, *, concurrency=None, qps=None, dpi: int
     ax2.legend(fontsize=8)
     name = getattr(model, "name", model)
     fig.suptitle(f"{name} on {df['chip'].iloc[0]}: continuous batching, prompt {kw.get('prompt_len', 2048)}, "
-                 f"gen {kw.get('gen_len', 256)}", fontsize=10)
+                 f"gen {kw.get('gen_len', 256)}; efficiency {kw.get('efficiency', 'calibrated')}", fontsize=10)
     fig.tight_layout()
     data = dict(load=load, ttft_s=df["ttft_s"].to_numpy(), ttft_p90_s=df["ttft_p90_s"].to_numpy(),
                 tpot_s=df["tpot_s"].to_numpy(), output_tokens_per_s=tok, knee=int(k), load_name=load_name)
