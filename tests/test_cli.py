@@ -1,5 +1,7 @@
 """The CLI contract: formats, exit codes, one-line errors, help that teaches."""
 
+import csv
+import io
 import json
 
 import pytest
@@ -19,11 +21,13 @@ def test_estimate_json_is_to_dict(capsys):
                        "256", "--gen", "32", "--format", "json")
     assert code == 0
     d = json.loads(out)
-    # the CLI's default efficiency is calibrated, with the ideal bound beside it
-    est = lr.estimate("meta-llama/Llama-3.2-1B", "h100", batch=4, prompt_len=256, gen_len=32, efficiency="calibrated")
+    # the CLI's default efficiency is the API's: calibrated, with the ideal bound beside it
+    est = lr.estimate("meta-llama/Llama-3.2-1B", "h100", batch=4, prompt_len=256, gen_len=32)
     assert d == json.loads(json.dumps(est.to_dict()))
+    assert d["efficiency_mode"] == "calibrated" and d["efficiency"] == "calibrated (h100-sxm fit)"
     assert d["ideal"]["tpot_s"] <= d["tpot_s"]
-    ideal = lr.estimate("meta-llama/Llama-3.2-1B", "h100", batch=4, prompt_len=256, gen_len=32)
+    assert d["tokens_per_s_per_user"] == pytest.approx(1 / d["tpot_s"], rel=1e-12)
+    ideal = lr.estimate("meta-llama/Llama-3.2-1B", "h100", batch=4, prompt_len=256, gen_len=32, efficiency="ideal")
     assert d["ideal"]["tpot_s"] == ideal.tpot_s and ideal.ideal is None
 
 
@@ -33,7 +37,12 @@ def test_estimate_table_markdown_csv_explain(capsys):
     code, out, _ = run(capsys, "estimate", "meta-llama/Llama-3.2-1B", "--chip", "h100", "--format", "markdown")
     assert code == 0 and "| op" in out
     code, out, _ = run(capsys, "estimate", "meta-llama/Llama-3.2-1B", "--chip", "h100", "--format", "csv")
-    assert code == 0 and out.startswith("phase,group,name,kind,count,flops")
+    # one row per op, the scenario, the efficiency mode and fit and the headline repeated on every row
+    assert code == 0 and out.startswith("model,chip,phase,group,name,kind,count,flops")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert {r["efficiency_mode"] for r in rows} == {"calibrated"}
+    assert {r["efficiency"] for r in rows} == {"calibrated (h100-sxm fit)"}
+    assert len({r["headline_tpot_s"] for r in rows}) == 1
 
 
 def test_sweep_writes_csv(capsys, tmp_path):

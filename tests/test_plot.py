@@ -30,7 +30,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 @pytest.fixture(scope="module")
 def ests():
-    return [estimate(tiny(), c, batch=4, prompt_len=128, gen_len=16) for c in (H100, V5E)]
+    return [estimate(tiny(), c, batch=4, prompt_len=128, gen_len=16, efficiency="ideal") for c in (H100, V5E)]
 
 
 def _png(path):
@@ -89,7 +89,7 @@ def test_roofline_one_point_per_op_and_phase(ests):
 
 
 def test_roofline_lists_collectives_under_tensor_parallelism(tmp_path):
-    est = estimate(tiny(), H100, batch=4, prompt_len=128, gen_len=8, tp=2)
+    est = estimate(tiny(), H100, batch=4, prompt_len=128, gen_len=8, tp=2, efficiency="ideal")
     res = plot.plot_roofline(est, tmp_path / "r.png")
     res.close()
     zero = res.data["zero_flop_ops"]["h100-sxm"]
@@ -159,7 +159,7 @@ def _chip_with_max_batch(spec, prompt_len, gen_len, lo, hi):
     a, b = 1e6, 1e10  # max_batch grows with HBM: bisect in log space
     for _ in range(40):
         chip = replace(H100, hbm_bytes=math.sqrt(a * b))
-        mb = estimate(spec, chip, batch=1, prompt_len=prompt_len, gen_len=gen_len).memory.max_batch
+        mb = estimate(spec, chip, batch=1, prompt_len=prompt_len, gen_len=gen_len, efficiency="ideal").memory.max_batch
         if lo <= mb <= hi:
             return chip
         a, b = (chip.hbm_bytes, b) if mb < lo else (a, chip.hbm_bytes)
@@ -170,7 +170,7 @@ def test_frontier_monotone_and_memory_limit(tmp_path):
     spec = tiny()
     small = _chip_with_max_batch(spec, prompt_len=64, gen_len=8, lo=10, hi=40)  # the limit lands inside the sweep
     res = plot.plot_frontier(spec, [small], prompt_lens=[64, 256], gen_len=8, batches=[1, 2, 4, 8, 16, 32, 64],
-                             path=tmp_path / "f.png")
+                             path=tmp_path / "f.png", efficiency="ideal")
     res.close()
     assert _png(tmp_path / "f.png")
     curves = res.data["curves"]["h100-sxm"]
@@ -188,7 +188,7 @@ def test_frontier_monotone_and_memory_limit(tmp_path):
     # the longer prompt holds more KV per sequence, so fewer sequences fit
     assert curves[256]["max_batch"] < curves[64]["max_batch"]
     # one point checked against estimate(): throughput per chip = batch * gen / e2e
-    e = estimate(spec, small, batch=4, prompt_len=64, gen_len=8)
+    e = estimate(spec, small, batch=4, prompt_len=64, gen_len=8, efficiency="ideal")
     i = int(np.flatnonzero(curves[64]["batch"] == 4)[0])
     assert curves[64]["throughput_tokens_per_s_per_chip"][i] == pytest.approx(4 * 8 / e.e2e_s, rel=1e-9)
     assert curves[64]["tpot_s"][i] == pytest.approx(e.tpot_s, rel=1e-9)
@@ -217,7 +217,7 @@ def test_memory_stack_by_hand(tmp_path):
                                    rtol=1e-12)
         assert d["capacity_bytes"] == chip.hbm_bytes
         # the same numbers as estimate() at one batch
-        e = estimate(spec, chip, batch=16, prompt_len=128, gen_len=16)
+        e = estimate(spec, chip, batch=16, prompt_len=128, gen_len=16, efficiency="ideal")
         i = list(d["batch"]).index(16)
         assert d["per_chip_bytes"][i] == pytest.approx(e.memory.per_chip_bytes, rel=1e-12)
         assert d["kv_cache"][i] == pytest.approx(e.memory.per_chip_kv_cache_bytes, rel=1e-12)
@@ -225,7 +225,7 @@ def test_memory_stack_by_hand(tmp_path):
 
 
 def test_phase_split_shares(tmp_path):
-    ests = [estimate(tiny(), H100, batch=1, prompt_len=p, gen_len=8) for p in (64, 1024)]
+    ests = [estimate(tiny(), H100, batch=1, prompt_len=p, gen_len=8, efficiency="ideal") for p in (64, 1024)]
     res = plot.plot_phase_split(ests, tmp_path / "p.png")
     res.close()
     # each category's share = its ops' time per pass (the estimate's op rows, grouped by CATEGORY_BY_NAME) over

@@ -22,7 +22,7 @@ from .chart_base import DPI, PlotResult, as_list, chips_per_replica
 from .plot_sweeps import render_frontier, render_memory
 
 SCENARIO_KEYS = ("tp", "pp", "ep", "dp", "weight_dtype", "act_dtype", "kv_dtype", "efficiency", "attention",
-                 "sequence_parallel")
+                 "sequence_parallel", "gpu_memory_utilization")
 MEMORY_KEYS = ("tp", "pp", "ep", "weight_dtype", "act_dtype", "kv_dtype", "attention", "sequence_parallel")
 CHARTS = {
     "roofline": "roofline.png",
@@ -94,15 +94,17 @@ def frontier_data(model, chip, *, prompt_lens: Sequence[int], gen_len: int = 256
 
 def memory_data(model, chip, *, prompt_len: int = 2048, gen_len: int = 256, batches=None, **kw) -> dict:
     """Per-chip bytes (weights, KV cache at prompt + gen tokens, the activation workspace) over a batch grid,
-    against the chip's HBM capacity (memory only: nothing is scored)."""
+    against the usable HBM (gpu_memory_utilization x capacity; memory only: nothing is scored)."""
     from ..hardware import load_chip
-    from ..memory import memory_footprint
+    from ..memory import GPU_MEMORY_UTILIZATION, memory_footprint, usable_bytes
     from ..model.hf import load_model
 
     c = load_chip(chip)
+    util = kw.get("gpu_memory_utilization", GPU_MEMORY_UTILIZATION)
+    mem_kw = {k: v for k, v in kw.items() if k in MEMORY_KEYS}
+    mem_kw["capacity_bytes"] = usable = usable_bytes(c.hbm_bytes, util)
     spec = load_model(model)
     pp = int(kw.get("pp", 1))
-    mem_kw = {k: v for k, v in kw.items() if k in MEMORY_KEYS}
     if batches is None:
         probe, _ = memory_footprint(spec, c, batch=pp, prompt_len=prompt_len, gen_len=gen_len, **mem_kw)
         mb = int(np.asarray(probe.max_batch))
@@ -117,7 +119,8 @@ def memory_data(model, chip, *, prompt_len: int = 2048, gen_len: int = 256, batc
 
     return dict(chip=c.name, batch=b.astype(int), weights=arr(m.weight_bytes_per_chip),
                 kv_cache=arr(m.kv_cache_bytes_per_chip), activations=arr(m.activation_workspace_bytes_per_chip),
-                per_chip_bytes=arr(m.bytes_per_chip), capacity_bytes=c.hbm_bytes,
+                per_chip_bytes=arr(m.bytes_per_chip), capacity_bytes=c.hbm_bytes, usable_bytes=usable,
+                gpu_memory_utilization=float(util),
                 max_batch=int(np.max(np.asarray(m.max_batch))), context=int(prompt_len + gen_len))
 
 

@@ -88,23 +88,25 @@ def render_frontier(curves_by_chip: dict[str, dict], *, model_name: str, gen_len
 def _memory_panel(ax, d, chips_per_replica) -> None:
     """Stacked per-chip bytes of one chip over the batch grid, the capacity line, the max-batch star."""
     x = np.arange(len(d["batch"]))
-    fits = (d["per_chip_bytes"] <= d["capacity_bytes"]) & (d["batch"] <= d["max_batch"])
+    fits = (d["per_chip_bytes"] <= d["usable_bytes"]) & (d["batch"] <= d["max_batch"])
     bottom = np.zeros(len(x))
     for key, name, color in MEMORY_PARTS:
         v = d[key] / 1e9
         ax.bar(x, v, 0.75, bottom=bottom, color=color, label=name, edgecolor="white", lw=0.4)
         ax.bar(x[~fits], v[~fits], 0.75, bottom=bottom[~fits], color="none", edgecolor="0.3", hatch="///", lw=0)
         bottom += v
-    cap = d["capacity_bytes"] / 1e9
-    ax.axhline(cap, color="k", ls="--", lw=1.1, label=f"HBM capacity {sig3(cap)} GB")
+    cap = d["usable_bytes"] / 1e9
+    ax.axhline(d["capacity_bytes"] / 1e9, color="0.5", ls=":", lw=1.0, label=f"HBM {sig3(d['capacity_bytes'] / 1e9)} GB")
+    ax.axhline(cap, color="k", ls="--", lw=1.1,
+               label=f"usable {sig3(cap)} GB (gpu_memory_utilization {d['gpu_memory_utilization']:g})")
     if d["max_batch"] == 0:
-        ax.text(0.5, 0.5, "does not fit at any batch:\nweights alone exceed HBM", transform=ax.transAxes,
+        ax.text(0.5, 0.5, "does not fit at any batch:\nweights alone exceed the usable HBM", transform=ax.transAxes,
                 ha="center", va="center", fontsize=9, color="#b00000", bbox=dict(fc="white", ec="#b00000"))
     ticks = [f"{b}★" if b == d["max_batch"] else str(b) for b in d["batch"]]
     ax.set_xticks(x, ticks, fontsize=7.5, rotation=45 if len(x) > 8 else 0)
     ax.set_xlabel(f"batch (sequences per replica; ★ = max batch {d['max_batch']})" if d["max_batch"] else
                   "batch (sequences per replica; none fits)")
-    ax.set_ylim(0, max(float(bottom.max()), cap) * 1.08)
+    ax.set_ylim(0, max(float(bottom.max()), d["capacity_bytes"] / 1e9) * 1.08)
     ax.set_title(f"{d['chip']} ×{chips_per_replica}, context {tokens_label(d['context'])}", fontsize=10)
     ax.grid(True, axis="y", alpha=0.25)
 
