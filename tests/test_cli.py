@@ -97,3 +97,19 @@ def test_plot_serving_writes_the_latency_throughput_chart(capsys, tmp_path):
     code, out, err = run(capsys, "plot", "serving", "meta-llama/Llama-3.2-1B", "--chip", "h100", "--prompt", "256",
                          "--gen", "32", "--efficiency", "ideal", "--out", str(tmp_path / "s"))
     assert code == 0 and (tmp_path / "s.png").stat().st_size > 10_000 and out.strip() == f"wrote {tmp_path / 's.png'}"
+
+
+@pytest.mark.parametrize("name_or_path, shown", [("acme/Tiny-1B", "acme/Tiny-1B"), (None, "cfg"),
+                                                 ("/home/me/checkpoints/run3", "cfg"), ("./out", "cfg")])
+def test_a_model_from_a_directory_is_named_by_its_config(capsys, tmp_path, name_or_path, shown):
+    # Llama-3.2-1B's shipped config copied into a folder "cfg"; `_name_or_path` (what save_pretrained writes) names
+    # it when it is a hub id, the folder otherwise (a local path says nothing about the model)
+    config = json.loads(open("model_configs/meta-llama/Llama-3.2-1B/config.json").read())
+    config.pop("_name_or_path", None)
+    if name_or_path:
+        config["_name_or_path"] = name_or_path
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "config.json").write_text(json.dumps(config))
+    for arg in (tmp_path / "cfg", tmp_path / "cfg" / "config.json"):
+        code, out, _ = run(capsys, "estimate", str(arg), "--chip", "h100", "--gen", "2", "--format", "json")
+        assert code == 0 and json.loads(out)["model"] == shown
