@@ -315,6 +315,50 @@ def _one_line(text) -> str:
     return " ".join(str(text).split())
 
 
+PROGRESS_TEXT = {"plan": "searching chips, shardings and batch sizes", "report": "estimating and drawing the report",
+                 "calibrate": "fitting the efficiency model", "sweep": "evaluating the grid", "plot": "drawing",
+                 "serve": "solving the serving model"}
+
+
+class Progress:
+    """'llm-roofline: plan: searching ... 3 s' on stderr once a command has run PROGRESS_DELAY_S, redrawn every
+    second and erased when it ends; only when the stream is a terminal (never into a pipe, a file or a test)."""
+
+    def __init__(self, what: str, stream=None, delay_s: float = 2.0, every_s: float = 1.0):
+        self.what, self.stream, self.delay_s, self.every_s = what, stream or sys.stderr, delay_s, every_s
+        self._stop, self._thread, self._drawn = None, None, False
+
+    def __enter__(self):
+        import threading
+
+        if getattr(self.stream, "isatty", lambda: False)():
+            self._stop = threading.Event()
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        import time
+
+        t0 = time.monotonic()
+        if self._stop.wait(self.delay_s):
+            return
+        while True:
+            self.stream.write(f"\r\033[Kllm-roofline: {self.what} ... {time.monotonic() - t0:.0f} s")
+            self.stream.flush()
+            self._drawn = True
+            if self._stop.wait(self.every_s):
+                return
+
+    def __exit__(self, *exc) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            if self._drawn:  # erase the line: what the command prints comes next
+                self.stream.write("\r\033[K")
+                self.stream.flush()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command. Exit codes (see EPILOG): 0 success, 2 a user mistake (one line), 1 an internal error
     (one line; LLM_ROOFLINE_TRACEBACK=1 prints the traceback), 130 interrupted."""
@@ -324,7 +368,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        out = args.func(args)
+        with Progress(f"{args.command}: {PROGRESS_TEXT.get(args.command, 'working')}"):
+            out = args.func(args)
         out, note = out if isinstance(out, tuple) else (out, "")
         if note:
             print(note, file=sys.stderr)

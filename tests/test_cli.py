@@ -113,3 +113,28 @@ def test_a_model_from_a_directory_is_named_by_its_config(capsys, tmp_path, name_
     for arg in (tmp_path / "cfg", tmp_path / "cfg" / "config.json"):
         code, out, _ = run(capsys, "estimate", str(arg), "--chip", "h100", "--gen", "2", "--format", "json")
         assert code == 0 and json.loads(out)["model"] == shown
+
+
+def test_progress_only_on_a_terminal_and_erased_at_the_end():
+    import time
+
+    from llm_roofline.cli import Progress
+
+    class Stream(io.StringIO):
+        def __init__(self, tty):
+            super().__init__()
+            self.tty = tty
+
+        def isatty(self):
+            return self.tty
+
+    term, pipe = Stream(True), Stream(False)
+    for stream in (term, pipe):
+        with Progress("plan: searching", stream=stream, delay_s=0.05, every_s=0.05):
+            time.sleep(0.3)
+    assert "llm-roofline: plan: searching ... 0 s" in term.getvalue() and term.getvalue().endswith("\r\033[K")
+    assert pipe.getvalue() == ""
+    quick = Stream(True)
+    with Progress("plan: searching", stream=quick, delay_s=5.0):
+        pass  # a command faster than the delay draws nothing
+    assert quick.getvalue() == ""
