@@ -153,6 +153,55 @@ def test_breakdown_categories_by_hand(ests, tmp_path):
         assert sum(bd["decode"].values()) == pytest.approx(3_736_064 / chip.hbm_bytes_per_s, rel=1e-9)
 
 
+def _leader_faults(res) -> list[str]:
+    """Leader lines of the roofline's op labels that pass through another text (a label, the peak or HBM
+    annotation) or cross another leader: both read as a label pointing at the wrong op."""
+    from matplotlib.path import Path
+    from matplotlib.text import Annotation, Text
+
+    fig = res.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    faults = []
+    for ax in fig.axes:
+        texts = [t for t in ax.texts if t.get_text()]
+        leaders = []
+        for t in texts:
+            if isinstance(t, Annotation) and t.arrow_patch is not None:
+                x0, y0 = ax.transData.transform(t.xy)
+                dx, dy = (v * fig.dpi / 72 for v in t.xyann)  # offset points -> pixels
+                leaders.append((t, Path([(x0, y0), (x0 + dx, y0 + dy)])))
+        for t, line in leaders:
+            faults += [f"{t.get_text()!r} through {u.get_text()!r}" for u in texts
+                       if u is not t and line.intersects_bbox(Text.get_window_extent(u, renderer), filled=False)]
+        faults += [f"{a.get_text()!r} crosses {b.get_text()!r}" for i, (a, la) in enumerate(leaders)
+                   for b, lb in leaders[i + 1:] if la.intersects_path(lb, filled=False)]
+    return faults
+
+
+@pytest.mark.parametrize("efficiency", ["ideal", "calibrated"])
+def test_moe_roofline_labels_point_at_their_ops(efficiency):
+    # the curated MoE reports' scenarios: many expert, projection and attention ops crowd the compute roof
+    for model, chip, kw in (("mistralai/Mixtral-8x7B-v0.1", "h100-sxm", dict(batch=16, tp=2)),
+                            ("deepseek-ai/DeepSeek-V3", "h200", dict(batch=32, tp=8, ep=8))):
+        res = plot.plot_roofline([estimate(model, chip, prompt_len=2048, gen_len=256, efficiency=efficiency, **kw)])
+        faults = _leader_faults(res)
+        res.close()
+        assert faults == [], (model, faults)
+
+
+def test_breakdown_uses_one_time_unit_for_every_panel(tmp_path):
+    """Llama-3.1-8B on one H100, batch 8, prompt 2048, gen 1024, ideal: prefill 2 x 8.03e9 x 16,384 tokens
+    / 989e12 FLOP/s ~ 0.27 s, a decode step ~15 GB / 3.35e12 B/s ~ 4.8 ms, the request ~0.27 + 1023 x 4.9 ms
+    ~ 5.3 s: the request panel would switch to seconds on its own; the chart keeps milliseconds throughout."""
+    est = estimate("meta-llama/Llama-3.1-8B", "h100-sxm", batch=8, prompt_len=2048, gen_len=1024, efficiency="ideal")
+    assert 4 < est.e2e_s < 7 and 3e-3 < est.tpot_s < 6e-3
+    res = plot.plot_breakdown([est])
+    labels = [ax.get_ylabel() for ax in res.figure.axes]
+    res.close()
+    assert res.data["unit"] == "ms" and labels == ["time (ms)"] * 3
+
+
 def _chip_with_max_batch(spec, prompt_len, gen_len, lo, hi):
     """An H100 with just enough HBM that the largest batch that fits lies in [lo, hi] (found by search, so the
     test does not hard-code the memory model's activation or KV accounting)."""

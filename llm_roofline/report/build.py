@@ -65,7 +65,8 @@ def default_contexts(prompt_len: int, max_context: int | None = None, gen_len: i
 def frontier_data(model, chip, *, prompt_lens: Sequence[int], gen_len: int = 256, batches=None, **kw) -> dict:
     """TPOT and output tokens/s per chip over a batch sweep (one `sweep` call, vectorized), per prompt length.
 
-    Returns {prompt_len: dict(batch, tpot_s, ttft_s, throughput_tokens_per_s_per_chip, fits arrays, max_batch)};
+    Returns {prompt_len: dict(efficiency mode, fit, batch, tpot_s, ttft_s, throughput_tokens_per_s_per_chip, fits
+    arrays, max_batch)};
     each curve holds the batch grid up to two points past its own largest batch that fits, and that batch.
     fits = batch <= max_batch (the estimate's memory limit, which reserves a full prefill-chunk workspace);
     fits_bytes = the sweep's per_chip_bytes <= capacity at that batch."""
@@ -85,7 +86,8 @@ def frontier_data(model, chip, *, prompt_lens: Sequence[int], gen_len: int = 256
         over = d.batch[d.batch > max_b[p]]
         keep_to = over.iloc[min(1, len(over) - 1)] if len(over) and max_b[p] > 0 else 8 * pp
         d = d[d.batch <= max(keep_to, max_b[p])]
-        out[p] = dict(batch=d.batch.to_numpy(), tpot_s=d.tpot_s.to_numpy(), ttft_s=d.ttft_s.to_numpy(),
+        out[p] = dict(efficiency=str(df.efficiency.iloc[0]), fit=str(df.fit.iloc[0]),
+                      batch=d.batch.to_numpy(), tpot_s=d.tpot_s.to_numpy(), ttft_s=d.ttft_s.to_numpy(),
                       throughput_tokens_per_s_per_chip=d.throughput_tokens_per_s_per_chip.to_numpy(),
                       fits=d.batch.to_numpy() <= max_b[p], fits_bytes=d.fits.to_numpy(dtype=bool),
                       per_chip_bytes=d.per_chip_bytes.to_numpy(), max_batch=max_b[p])
