@@ -138,3 +138,28 @@ def test_progress_only_on_a_terminal_and_erased_at_the_end():
     with Progress("plan: searching", stream=quick, delay_s=5.0):
         pass  # a command faster than the delay draws nothing
     assert quick.getvalue() == ""
+
+
+def test_same_point_same_number_from_api_cli_sweep_and_report(capsys, tmp_path):
+    # one scenario, every way in, all on the default efficiency (calibrated, the H100's own fit)
+    kw = dict(batch=4, prompt_len=512, gen_len=64)
+    flags = ["meta-llama/Llama-3.2-1B", "--chip", "h100", "--batch", "4", "--prompt", "512", "--gen", "64"]
+    api = lr.estimate("meta-llama/Llama-3.2-1B", "h100-sxm", **kw)
+    _, out, _ = run(capsys, "estimate", *flags, "--format", "json")
+    cli_est = json.loads(out)
+    row = lr.sweep("meta-llama/Llama-3.2-1B", "h100", batch=[4], prompt_len=[512], gen_len=[64]).iloc[0]
+    _, out, _ = run(capsys, "sweep", *flags, "--format", "json")
+    cli_row, = json.loads(out)
+    assert run(capsys, "report", *flags, "--out", str(tmp_path / "r"))[0] == 0
+    report, = json.loads((tmp_path / "r" / "summary.json").read_text())["results"]
+    for key in ("ttft_s", "tpot_s"):
+        want = getattr(api, key)
+        for got in (cli_est[key], row[key], cli_row[key], report[key]):
+            assert got == pytest.approx(want, rel=1e-12), key
+    # ... and every one of them says which mode and which fit
+    assert api.efficiency_mode == cli_est["efficiency_mode"] == row["efficiency"] == report["efficiency_mode"] \
+        == "calibrated"
+    assert api.efficiency == cli_est["efficiency"] == row["fit"] == report["efficiency"] == "calibrated (h100-sxm fit)"
+    assert api.ideal["tpot_s"] < api.tpot_s  # the ideal bound rides along
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "calibrated (h100-sxm fit)" in md and "ideal roofline bound" in md
