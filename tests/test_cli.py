@@ -163,3 +163,18 @@ def test_same_point_same_number_from_api_cli_sweep_and_report(capsys, tmp_path):
     assert api.ideal["tpot_s"] < api.tpot_s  # the ideal bound rides along
     md = (tmp_path / "r" / "report.md").read_text()
     assert "calibrated (h100-sxm fit)" in md and "ideal roofline bound" in md
+
+
+def test_plan_fits_a_terminal_and_its_rows_name_mode_and_fit(capsys):
+    # static plan with disaggregation (was 311 columns wide) and the serving plan: <= 100 columns
+    for argv in (["plan", "meta-llama/Llama-3.1-8B", "--chips", "h100,mi300x", "--prompt", "1024", "--gen", "128",
+                  "--tpot-s", "0.02", "--max-chips", "8", "--top", "3", "--disaggregate"],
+                 ["plan", "meta-llama/Llama-3.1-70B", "--chips", "h100-sxm,h200,mi300x", "--prompt", "2048", "--gen",
+                  "256", "--tpot-s", "0.05", "--qps", "10"]):
+        code, out, _ = run(capsys, *argv)
+        assert code == 0 and max(map(len, out.splitlines())) <= 100
+        assert "efficiency: calibrated; fit: h100-sxm: calibrated (h100-sxm fit)" in out
+    code, out, _ = run(capsys, "plan", "meta-llama/Llama-3.1-8B", "--chips", "h100", "--prompt", "512", "--gen", "64",
+                       "--max-chips", "1", "--top", "2", "--format", "json")
+    rows = json.loads(out)
+    assert code == 0 and {(r["efficiency"], r["fit"]) for r in rows} == {("calibrated", "calibrated (h100-sxm fit)")}
