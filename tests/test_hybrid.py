@@ -404,13 +404,10 @@ def test_dsa_prefill_attention_is_capped_by_top_k():
 
 # ------------------------------------------------------------------------------ still refused
 @pytest.mark.parametrize("cfg, words", [
-    ({"model_type": "nemotron_h", "hidden_size": 64, "num_hidden_layers": 2, "vocab_size": 10,
-      "hybrid_override_pattern": "ME"}, ["hybrid_override_pattern", "MoE"]),
-    ({"model_type": "zamba2", "hidden_size": 64}, ["zamba2"]),
-    ({"model_type": "granitemoehybrid", "hidden_size": 64}, ["granitemoehybrid"]),
-    ({"model_type": "glm_moe_dsa", "hidden_size": 64}, ["glm_moe_dsa"]),
-    ({"model_type": "deepseek_v4", "hidden_size": 64}, ["deepseek_v4"]),
-    ({"model_type": "lfm2_moe", "hidden_size": 64}, ["lfm2_moe", "short-convolution"]),
+    ({"model_type": "zamba2", "hidden_size": 64}, ["zamba2", "num_mem_blocks"]),
+    ({"model_type": "deepseek_v4", "hidden_size": 64}, ["deepseek_v4", "compress_rates", "hc_mult"]),
+    # Nemotron-3 Super's latent MoE: experts in a moe_latent_size space
+    ({**json_fixture("nemotron3_nano_30b_a3b"), "moe_latent_size": 1024}, ["moe_latent_size", "nemotron_h"]),
 ])
 def test_what_is_not_modelled_is_refused_in_one_line(cfg, words):
     with pytest.raises(UnsupportedArchitectureError) as e:

@@ -28,7 +28,7 @@ class Architecture:
     mlp_bias: bool | str = "mlp_bias"
     qk_norm: bool | str = False  # per-head q/k norms with weights (an L2 norm without weights is not one)
     sinks: bool = False
-    router_bias: bool = False
+    router_bias: bool | str = False
     shared_gate: bool = False  # sigmoid gate Linear(d_model, 1) on the shared expert
     fixed_shared_experts: int = 0  # shared experts the modeling code always builds (Llama-4: 1)
     lm_head_bias: bool | str = False
@@ -74,6 +74,12 @@ ARCHITECTURES: dict[str, Architecture] = {
     "gemma3_text": replace(_LLAMA, norms=4, qk_norm=True,
                            defaults={**_GEMMA_DEFAULTS, "sliding_window": 4096, "sliding_window_pattern": 6,
                                      "vocab_size": 262208, "max_position_embeddings": 131072}),
+    # Gemma-4 (configuration_gemma4.py Gemma4TextConfig): Gemma-3's blocks (4 norms, q/k norms, gated GELU MLP);
+    # full-attention layers of global_head_dim (layers.gemma4_global_attention), optional MoE block beside the MLP.
+    "gemma4_text": replace(_LLAMA, norms=4, qk_norm=True, router_bias=True,
+                           defaults={**_GEMMA_DEFAULTS, "sliding_window": 512, "sliding_window_pattern": 6,
+                                     "global_head_dim": 512, "vocab_size": 262144,
+                                     "max_position_embeddings": 131072}),
     # Llama-4 (configuration_llama4.py Llama4TextConfig): every interleave_moe_layer_step-th layer is MoE with one
     # shared expert of intermediate_size, the others dense of intermediate_size_mlp; use_qk_norm is an L2 norm
     # without weights; 3 of 4 layers use chunked attention (no_rope_layers).
@@ -90,6 +96,9 @@ ARCHITECTURES: dict[str, Architecture] = {
                                       "moe_layer_interval": 1, "moe_num_shared_experts": 2}),
     "ernie4_5": replace(_LLAMA, qkv_bias="use_bias", o_bias="use_bias", mlp_bias="use_bias",
                         lm_head_bias="use_bias", defaults={"tie_word_embeddings": True, "use_bias": False}),
+    # Qwen2-VL / Qwen2.5-VL: Qwen2's decoder (q/k/v bias) with the text keys at the top level or in text_config.
+    **{t: replace(_LLAMA, qkv_bias=True, o_bias=False)
+       for t in ("qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text")},
     "qwen3_vl_text": replace(_LLAMA, qk_norm=True),
     "qwen3_vl_moe_text": replace(_LLAMA, qk_norm=True),
     # Recurrent / hybrid models (hybrid.py). Mamba2ForCausalLM (configuration_mamba2.py defaults: Mamba-Codestral-7B).
@@ -148,6 +157,24 @@ ARCHITECTURES: dict[str, Architecture] = {
     # DeepSeek-V3.2 (configuration_deepseek_v32.py): DeepSeek-V3 plus a lightning indexer per layer (DSA).
     "deepseek_v32": replace(_LLAMA, router_bias=True, defaults={"tie_word_embeddings": False, "index_topk": 2048,
                                                                 "index_n_heads": 64, "index_head_dim": 128}),
+    # GLM-5 (configuration_glm_moe_dsa.py): DeepSeek-V3.2's MLA + DSA and MoE; indexer_types 'shared' layers reuse the
+    # previous 'full' layer's top-k selection (no indexer of their own, no index-key cache).
+    "glm_moe_dsa": replace(_LLAMA, router_bias=True,
+                           defaults={"tie_word_embeddings": False, "index_topk": 2048, "index_n_heads": 32,
+                                     "index_head_dim": 128, "first_k_dense_replace": 3, "n_shared_experts": 1}),
+    # LFM2-MoE (configuration_lfm2_moe.py): LFM2's short-conv / attention layers; dense gated MLP in the first
+    # num_dense_layers, then gated experts with a routing bias (expert_bias, kept in the checkpoint).
+    "lfm2_moe": replace(_LLAMA, qk_norm=True, router_bias="use_expert_bias", expert_keys=("moe_intermediate_size",),
+                        defaults={"tie_word_embeddings": True, "conv_L_cache": 3, "use_expert_bias": True,
+                                  "num_dense_layers": 2}),
+    # Granite-4.0 hybrid (configuration_granitemoehybrid.py): Bamba-style Mamba-2 / attention, then experts of
+    # intermediate_size plus a shared gated MLP of shared_intermediate_size in every layer.
+    "granitemoehybrid": replace(_LLAMA, expert_keys=("intermediate_size",),
+                                defaults={"tie_word_embeddings": False, "mamba_n_heads": 128, "mamba_n_groups": 1,
+                                          "mamba_d_state": 256, "mamba_d_conv": 4, "mamba_expand": 2,
+                                          "mamba_chunk_size": 256, "mamba_conv_bias": True, "mamba_proj_bias": False,
+                                          "shared_intermediate_size": 1024, "num_local_experts": 8,
+                                          "num_experts_per_tok": 2}),
     # Nemotron-NAS (DeciLM): Llama blocks whose KV heads and MLP width vary per layer (block_configs).
     "deci": _LLAMA,
     "nemotron-nas": _LLAMA,
@@ -277,14 +304,14 @@ ENCODER_ONLY_TYPES = ("bert", "roberta", "xlm-roberta", "deberta", "deberta-v2",
                       "electra", "modernbert")
 # model_type -> why the operator graph cannot represent it (recurrent state, linear attention, sparse attention).
 REFUSED_TYPES = {
-    # the Mamba-1 reader (hybrid.py) reads falcon_mamba and jamba; plain 'mamba' stays refused until tests/test_hf.py
-    # (which expects this refusal) is updated
-    "mamba": "state-space (Mamba) layers",
-    **{t: "hybrid attention + state-space layers" for t in ("zamba", "zamba2", "granitemoehybrid", "plamo2")},
+    # Zamba: one transformer block whose weights are shared by many layers (num_mem_blocks, with per-layer LoRA
+    # adapters): the graph counts one set of weights per layer group
+    **{t: "shared transformer blocks (num_mem_blocks: one set of attention/MLP weights applied at several layers, "
+          "with per-layer adapters)" for t in ("zamba", "zamba2")},
+    "plamo2": "hybrid attention + state-space layers",
     **{t: "recurrent layers" for t in ("rwkv", "rwkv6", "rwkv7", "recurrent_gemma", "xlstm")},
-    "lfm2_moe": "hybrid short-convolution + attention layers",
-    "glm_moe_dsa": "DeepSeek sparse attention (DSA: a lightning indexer selects index_topk keys per query)",
-    "deepseek_v4": "DeepSeek-V4 compressed sparse attention",
+    "deepseek_v4": "compressed sparse attention (compress_rates: the KV compressed at a per-layer rate) and "
+                   "hyper-connections (hc_mult residual streams)",
     "jetmoe": "mixture-of-attention-heads (attention experts)",
     "gemma3n": "AltUp, LAuReL and KV-cache sharing across layers (num_kv_shared_layers)",
 }
@@ -303,7 +330,8 @@ NON_ATTENTION_LAYER_TYPES = ("linear_attention", "mamba", "conv", "ssm", "recurr
                              "deltanet", "lightning_attention", "minimax_attention")
 # layer_types entries the reader maps onto an attention window: None = full, "window" = sliding_window,
 # "chunk" = attention_chunk_size (Llama-4's chunked attention, read as a window of the chunk size).
-LAYER_TYPE_WINDOWS = {"full_attention": None, "sliding_attention": "window", "chunked_attention": "chunk"}
+LAYER_TYPE_WINDOWS = {"full_attention": None, "sliding_attention": "window", "chunked_attention": "chunk",
+                      "indexed_attention": None}  # GLM-5: full attention over its DSA top-k (index_topk)
 
 # Keys that shape the model; when present (truthy) in a config and not read, the reader says so.
 STRUCTURAL_KEY_WORDS = ("expert", "moe", "lora_rank", "window", "chunk", "sparse", "layer_types", "_layers",
