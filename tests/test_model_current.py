@@ -25,6 +25,10 @@ Fixtures (tests/fixtures/configs):
 - gemma4_31b.json: google/gemma-4-31B-it config.json text_config, as recorded in two public projects' tests (hidden
   5376, 60 layers, 32 heads, 16 KV heads of 256, 4 global KV heads of 512, attention_k_eq_v, window 1024, (5
   sliding + 1 full) x 10). transformers meta count 30,697,345,280 (text model and tied LM head).
+- mimo_v2_flash.json: XiaomiMiMo/MiMo-V2-Flash hub config.json (model_type mimo_v2_flash with its own keys:
+  hybrid_layer_pattern, moe_layer_freq lists, swa_* heads, sinks) as written in a public Rust port's test
+  ("mimo_v2_flash_hub_config"). Reference: transformers meta count of MiMoV2FlashConfig() (the same model in
+  transformers' keys) 308,778,768,832; Xiaomi: "309B total, 15B active".
 - qwen2_vl_7b.json: Qwen/Qwen2-VL-7B-Instruct config.json (text keys at the top level; vision_config depth 32,
   embed_dim 1280, mlp_ratio 4; the same values as the Qwen2-VL fixture of a public model-graph project).
   transformers meta count of the language model + LM head 7,615,616,512; the hub's "8.29B" adds the 675M ViT.
@@ -238,6 +242,26 @@ def test_qwen2_vl_top_level_text_keys_and_vision_note():
     # the ViT is named with its size: 32 x (4 x 1280² + 2 x 1280 x 5120) = 629,145,600 in its matrices
     assert any("vision_config not counted (32 layers of width 1280: about 0.63B" in a for a in m.assumptions)
     assert m.layer_groups[0].attention.qkv_bias
+
+
+# ------------------------------------------------------------------------------ MiMo-V2-Flash
+def test_mimo_v2_flash_hub_keys():
+    m = fixture("mimo_v2_flash")
+    # d 4096, 64 heads, q/k head 192, v head 128. Full layer (4 KV heads): q 4096 x 12,288 = 50,331,648; k 4096 x 768
+    #   = 3,145,728; v 4096 x 512 = 2,097,152; o 8192 x 4096 = 33,554,432 -> 89,128,960. Window layer (8 KV heads,
+    #   64 sinks): k 6,291,456, v 4,194,304 -> 94,371,904. Dense MLP (layer 0) 3 x 4096 x 16,384 = 201,326,592;
+    #   MoE: router 4096 x 256 + bias 256 + 256 experts 3 x 4096 x 2048 = 6,443,499,776; 2 norms 8192
+    # layer 0 full dense, 39 window MoE, 8 full MoE; untied embed + head 2 x 152,576 x 4096; final norm 4096
+    expected = (89_128_960 + 201_326_592 + 39 * (94_371_904 + 6_443_499_776) + 8 * (89_128_960 + 6_443_499_776)
+                + 48 * 8192 + 2 * 152_576 * 4096 + 4096)
+    assert m.params_total == expected == 308_778_780_864
+    # transformers meta count of the same model in its own keys (MiMoV2FlashConfig defaults): 308,778,768,832;
+    # e_score_correction_bias is a buffer there (47 x 256 = 12,032)
+    assert m.params_total - 308_778_768_832 == 47 * 256
+    assert [(g.name, g.count, g.attention.n_kv_heads, g.attention.sinks) for g in m.layer_groups] == \
+        [("full.dense", 1, 4, False), ("sliding.moe", 39, 8, True), ("full.moe", 8, 4, False)]
+    # KV per token past the window: 9 full layers x 4 heads x (192 + 128) x 2 B
+    assert kv_bytes_per_token(one_layer(m, "full.moe"), "bf16") == 4 * 320 * 2
 
 
 # ------------------------------------------------------------------------------ Nemotron-NAS (DeciLM) no_op blocks

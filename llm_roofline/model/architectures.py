@@ -80,6 +80,11 @@ ARCHITECTURES: dict[str, Architecture] = {
                            defaults={**_GEMMA_DEFAULTS, "sliding_window": 512, "sliding_window_pattern": 6,
                                      "global_head_dim": 512, "vocab_size": 262144,
                                      "max_position_embeddings": 131072}),
+    # MiMo-V2-Flash (configuration_mimo_v2_flash.py; the hub's own config: model_type mimo_v2, hybrid_layer_pattern,
+    # swa_* keys): full-attention and sliding-window layers of different KV heads, v_head_dim != head_dim, attention
+    # sinks on the window layers, DeepSeek-style router; the first layer dense (layers.mimo_attention).
+    **{t: replace(_LLAMA, router_bias=True, defaults={"tie_word_embeddings": False, "first_k_dense_replace": 1})
+       for t in ("mimo_v2_flash", "mimo_v2")},
     # Llama-4 (configuration_llama4.py Llama4TextConfig): every interleave_moe_layer_step-th layer is MoE with one
     # shared expert of intermediate_size, the others dense of intermediate_size_mlp; use_qk_norm is an L2 norm
     # without weights; 3 of 4 layers use chunked attention (no_rope_layers).

@@ -29,8 +29,8 @@ from .architectures import (ARCHITECTURES, BOUNDS, CONTEXT_KEYS, HIDDEN_KEYS, LA
 from .config_files import locate, read_json, shipped_index
 from .hybrid import HYBRID_TYPES, hybrid_groups
 from .layers import (attention_spec, ffn_spec, gemma4_ffn, gemma4_global_attention, gemma4_moe_layers, group_layers,
-                     layer_d_ffs, layer_indexers, layer_kv_heads, layer_noops, layer_ropes, layer_windows, moe_layers,
-                     norms_per_block, parallel_block)
+                     layer_d_ffs, layer_indexers, layer_kv_heads, layer_noops, layer_ropes, layer_windows, mimo_attention,
+                     mimo_full_attention, moe_layers, norms_per_block, parallel_block)
 from .reader import ConfigReader, check_head_counts
 from .scope import check_unread_keys, model_type_of, reject_unsupported, text_part
 from .spec import AttentionSpec, FfnSpec, ModelSpec
@@ -157,7 +157,11 @@ def _layers(r: ConfigReader, arch: Architecture, model_type: str, d_model: int, 
             ffn.setdefault("none", FfnSpec.none())
         if (window, rope, n_kv, idx) not in attn and not no_attn:
             a = attention_spec(r, arch, d_model, window, rope, n_kv, idx)
-            attn[window, rope, n_kv, idx] = gemma4_global_attention(r, a) if gemma4 and window is None else a
+            if gemma4 and window is None:
+                a = gemma4_global_attention(r, a)
+            elif model_type in ("mimo_v2_flash", "mimo_v2"):
+                a = mimo_attention(r, a) if window else mimo_full_attention(r, a)
+            attn[window, rope, n_kv, idx] = a
         if not moe and not d_ff and not no_ffn:
             raise ModelConfigError(f"the config has no {(arch.ffn_keys or ('intermediate_size',))[0]} "
                                    "(the width of the dense MLP layers)")

@@ -29,8 +29,12 @@ def attention_spec(r: ConfigReader, arch: Architecture, d_model: int, window: in
     n_kv = n_kv or _kv_heads(r, n_heads)
     require_divides(n_heads, "num_attention_heads", n_kv, "the number of key/value heads")
     head_dim = _head_dim(r, d_model, n_heads)
-    kind = "mqa" if n_kv == 1 and n_heads > 1 else "mha" if n_kv == n_heads else "gqa"
-    return AttentionSpec(kind, n_heads, n_kv, head_dim, head_dim, **common)
+    v_head_dim = r.dim("v_head_dim") if r.stated("v_head_dim") else head_dim  # MiMo-V2: values narrower than keys
+    return AttentionSpec(_kind(n_heads, n_kv), n_heads, n_kv, head_dim, v_head_dim, **common)
+
+
+def _kind(n_heads: int, n_kv: int) -> str:
+    return "mqa" if n_kv == 1 and n_heads > 1 else "mha" if n_kv == n_heads else "gqa"
 
 
 def _mla(r: ConfigReader, n_heads: int, common: dict, indexer: bool = True) -> AttentionSpec:
@@ -48,6 +52,7 @@ def _mla(r: ConfigReader, n_heads: int, common: dict, indexer: bool = True) -> A
 
 
 _DSA_TYPES = ("deepseek_v32", "glm_moe_dsa")
+_MIMO_TYPES = ("mimo_v2_flash", "mimo_v2")
 
 
 def _dsa_indexer(r: ConfigReader, indexer: bool = True) -> dict:
@@ -133,8 +138,30 @@ def gemma4_global_attention(r: ConfigReader, spec: AttentionSpec) -> AttentionSp
     if k_eq_v:
         r.assume("Gemma-4 attention_k_eq_v: full-attention layers have no v_proj (V = K); the KV cache still holds "
                  "K and V, as transformers' cache does.")
-    kind = "mqa" if n_kv == 1 and spec.n_heads > 1 else "mha" if n_kv == spec.n_heads else "gqa"
-    return replace(spec, kind=kind, n_kv_heads=n_kv, head_dim=head_dim, v_head_dim=head_dim, value_is_key=k_eq_v)
+    return replace(spec, kind=_kind(spec.n_heads, n_kv), n_kv_heads=n_kv, head_dim=head_dim, v_head_dim=head_dim,
+                   value_is_key=k_eq_v)
+
+
+# ---------------------------------------------------------------------------- MiMo-V2
+def mimo_attention(r: ConfigReader, spec: AttentionSpec) -> AttentionSpec:
+    """A MiMo-V2-Flash sliding-window layer. The hub's config states its shape in swa_num_attention_heads,
+    swa_num_key_value_heads, swa_head_dim, swa_v_head_dim and add_swa_attention_sink_bias; transformers' own
+    (modeling_mimo_v2_flash.py) doubles num_key_value_heads there and adds attention sinks."""
+    if r.stated("swa_num_key_value_heads") is None:
+        n_kv = 2 * spec.n_kv_heads
+        return replace(spec, kind=_kind(spec.n_heads, n_kv), n_kv_heads=n_kv, sinks=True)
+    heads = r.dim("swa_num_attention_heads", required=False) or spec.n_heads
+    n_kv = r.dim("swa_num_key_value_heads")
+    require_divides(heads, "swa_num_attention_heads", n_kv, "swa_num_key_value_heads")
+    head_dim = r.dim("swa_head_dim", required=False) or spec.head_dim
+    return replace(spec, kind=_kind(heads, n_kv), n_heads=heads, n_kv_heads=n_kv, head_dim=head_dim,
+                   v_head_dim=r.dim("swa_v_head_dim", required=False) or head_dim,
+                   sinks=r.boolean("add_swa_attention_sink_bias"))
+
+
+def mimo_full_attention(r: ConfigReader, spec: AttentionSpec) -> AttentionSpec:
+    """A MiMo-V2-Flash full-attention layer: sinks only where the hub's config says add_full_attention_sink_bias."""
+    return replace(spec, sinks=r.boolean("add_full_attention_sink_bias"))
 
 
 def gemma4_ffn(r: ConfigReader, d_model: int, n_layers: int, ffn: FfnSpec) -> FfnSpec:
@@ -161,7 +188,8 @@ def gemma4_moe_layers(r: ConfigReader, n_layers: int) -> list[bool]:
 def layer_windows(r: ConfigReader, arch: Architecture, n_layers: int) -> list[int | None]:
     """Attention window of each layer (None: full attention), from layer_types or the model's window pattern."""
     kinds = _layer_window_kinds(r, arch, n_layers)
-    window = r.dim("sliding_window", "window_size", required=False) if "window" in kinds else None
+    window = r.dim("sliding_window", "window_size", *(("sliding_window_size",) if r.get("model_type") in _MIMO_TYPES
+                                                      else ()), required=False) if "window" in kinds else None
     if "window" in kinds and window is None:
         raise ModelConfigError("layers use sliding-window attention but sliding_window is not set")
     chunk = r.dim("attention_chunk_size", required=False) if "chunk" in kinds else None
@@ -176,6 +204,9 @@ def layer_windows(r: ConfigReader, arch: Architecture, n_layers: int) -> list[in
 
 
 def _layer_window_kinds(r: ConfigReader, arch: Architecture, n_layers: int) -> list[str | None]:
+    hybrid = r.int_list("hybrid_layer_pattern", n_layers) if r.get("model_type") in _MIMO_TYPES else None
+    if hybrid is not None:  # MiMo-V2 hub config: 1 = sliding-window layer, 0 = full attention
+        return ["window" if v else None for v in hybrid]
     types = r.str_list("layer_types", n_layers)
     if types is not None:
         unknown = sorted({t for t in types if t not in LAYER_TYPE_WINDOWS})
