@@ -88,10 +88,11 @@ def _mamba1_mixer(r: ConfigReader, d_model: int, prefix: str, dt_bc_norms: bool)
              ("mamba_d_state", "mamba_d_conv", "mamba_expand", "mamba_dt_rank", "mamba_conv_bias", "mamba_proj_bias"))
     state, kernel, expand_key, rank_key, conv_bias, proj_bias = names
     inner = r.count(expand_key, default=2, allow_zero=False) * d_model
-    stated = r.get("intermediate_size") if not prefix else None  # MambaConfig recomputes it from expand
-    if stated is not None and stated != inner:
-        raise ModelConfigError(f"intermediate_size ({str(stated)[:20]}) disagrees with {expand_key} x hidden_size "
-                               f"({inner}), which the modeling code uses")
+    stated = r.dim("intermediate_size", required=False) if not prefix else None
+    if stated is not None and stated != inner:  # tiiuae/falcon-mamba-7b: expand 16, intermediate_size 8192
+        r.assume(f"intermediate_size ({stated}) disagrees with {expand_key} x hidden_size ({inner}): the stated "
+                 "width is used, the one the checkpoint's tensors have (as transformers does).")
+        inner = stated
     rank = r.get(rank_key, default="auto")
     if rank == "auto":
         rank = -(-d_model // 16)
