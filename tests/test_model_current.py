@@ -285,3 +285,41 @@ def test_nemotron_nas_blocks_without_attention_or_ffn():
     assert kv_bytes_per_token(m, "bf16") == (2 * 192 * 2 + 192 * 2) * 2
     ops = build_ops(m, Phase.decode(1, 100))
     assert not [o for o in ops if o.group == "mlp" and o.name.startswith("attn")]
+
+
+# ------------------------------------------------------------------------------ smaller families, by hand
+# d 64, 4 heads of 16, 2 KV heads: attention q, o 2 x 64 x 64 + k, v 2 x 64 x 32 = 12,288; gated MLP 3 x 64 x 128 =
+# 24,576; vocabulary 100 (embedding 6,400); 2 layers
+TINY = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+        "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 256}
+
+
+@pytest.mark.parametrize("over, expected", [
+    # VaultGemma: Gemma-2's layers with 2 norms (input, pre-feedforward), gated GELU, tied:
+    #   2 x (12,288 + 24,576 + 128) + 6,400 + final norm 64
+    ({"model_type": "vaultgemma", "hidden_activation": "gelu_pytorch_tanh", "sliding_window": 32,
+      "layer_types": ["sliding_attention", "full_attention"]}, 2 * 36_992 + 6_400 + 64),
+    # EXAONE-4: 2 post-norms, q/k norms 2 x 16, untied: 2 x (12,288 + 32 + 24,576 + 128) + 2 x 6,400 + 64
+    ({"model_type": "exaone4", "sliding_window": 32, "sliding_window_pattern": 2}, 2 * 37_024 + 12_800 + 64),
+    # SmolLM3: Llama, tied by default: 2 x 36,992 + 6,400 + 64
+    ({"model_type": "smollm3", "no_rope_layers": [1, 0]}, 2 * 36_992 + 6_400 + 64),
+])
+def test_small_families_by_hand(over, expected):
+    assert lr.load_model({**TINY, **over}).params_total == expected
+
+
+def test_smollm3_nope_layers_and_gemma4_unified():
+    m = lr.load_model({**TINY, "model_type": "smollm3", "no_rope_layers": [1, 0]})
+    assert [g.attention.rope for g in m.layer_groups] == [True, False]  # layer 1 is a NoPE layer
+    # Gemma-4 "unified" (transformers' Gemma4UnifiedTextConfig) reads as Gemma-4's text decoder: 1 full layer of
+    # global_head_dim 32 with its own KV heads (attention_k_eq_v false): q, o 2 x 64 x 128 = 16,384 + k, v 2 x 64 x 64
+    # = 8,192 + q/k norms 2 x 32 + MLP 24,576 + 4 norms 256 = 49,472; tied 6,400; final norm 64
+    g4 = lr.load_model({**TINY, "model_type": "gemma4_unified_text", "num_hidden_layers": 1, "global_head_dim": 32,
+                        "layer_types": ["full_attention"], "hidden_activation": "gelu_pytorch_tanh"})
+    assert g4.params_total == 49_472 + 6_400 + 64
+
+
+def test_bert_style_decoders_are_refused_naming_the_key():
+    # camembert, ernie, roc_bert, xmod, ... (transformers' *ForCausalLM of encoder stacks): token-type embeddings
+    with pytest.raises(UnsupportedArchitectureError, match="type_vocab_size"):
+        lr.load_model({**TINY, "model_type": "camembert", "type_vocab_size": 1})

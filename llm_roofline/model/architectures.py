@@ -39,6 +39,7 @@ class Architecture:
     expert_keys: tuple[str, ...] = ("moe_intermediate_size", "intermediate_size")  # routed expert width
     ffn_mult: int | None = None  # absent/null FFN size -> ffn_mult * d_model
     chunked_attention: bool = False  # layer_types 'chunked_attention' / no_rope_layers (Llama-4)
+    nope_layers: bool = False  # no_rope_layers[i] = 0: layer i without RoPE (SmolLM3)
     nested: tuple[str, ...] = ()  # sub-dicts whose keys are read as top-level keys (DBRX attn_config, ffn_config)
     bias_free_layernorm: bool = False  # nn.LayerNorm(bias=False): counted as weight-only, noted
     defaults: dict = field(default_factory=dict)
@@ -71,6 +72,12 @@ ARCHITECTURES: dict[str, Architecture] = {
     # Gemma's MLP is gate_proj/up_proj/down_proj with gelu_pytorch_tanh: gated (GeGLU), whatever the activation says.
     "gemma": replace(_LLAMA, defaults=_GEMMA_DEFAULTS),
     "gemma2": replace(_LLAMA, norms=4, defaults={**_GEMMA_DEFAULTS, "sliding_window": 4096}),
+    # VaultGemma (modeling_vaultgemma.py): Gemma-2's layers with two norms (input, pre-feedforward).
+    "vaultgemma": replace(_LLAMA, defaults={**_GEMMA_DEFAULTS, "sliding_window": 4096}),
+    # EXAONE-4 (modeling_exaone4.py): post-norms only (after attention, after MLP), q/k norms, window layers.
+    "exaone4": replace(_LLAMA, qk_norm=True, defaults={"tie_word_embeddings": False, "sliding_window": 4096}),
+    # SmolLM3 (modeling_smollm3.py): Llama with NoPE layers (no_rope_layers[i] = 0), tied embeddings.
+    "smollm3": replace(_LLAMA, nope_layers=True, defaults={"tie_word_embeddings": True, "no_rope_layer_interval": 4}),
     "gemma3_text": replace(_LLAMA, norms=4, qk_norm=True,
                            defaults={**_GEMMA_DEFAULTS, "sliding_window": 4096, "sliding_window_pattern": 6,
                                      "vocab_size": 262208, "max_position_embeddings": 131072}),
@@ -239,11 +246,14 @@ ARCHITECTURES: dict[str, Architecture] = {
                                        "use_parallel_residual": True}),
 }
 ARCHITECTURES["qwen3_5_moe_text"] = ARCHITECTURES["qwen3_5_text"]
+ARCHITECTURES["gemma4_unified_text"] = ARCHITECTURES["gemma4_text"]  # Gemma-4 "unified": the same text decoder
+GEMMA4_TYPES = ("gemma4_text", "gemma4_unified_text")
 UNKNOWN_ARCHITECTURE = Architecture(gated=None, ffn_keys=("intermediate_size", "ffn_dim", "ffn_hidden_size", "n_inner"))
 
 # The text tower's model_type of a multimodal wrapper whose text_config does not state its own.
 TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_vl": "qwen3_vl_text",
-                    "qwen3_vl_moe": "qwen3_vl_moe_text", "gemma4": "gemma4_text", "qwen3_5": "qwen3_5_text",
+                    "qwen3_vl_moe": "qwen3_vl_moe_text", "gemma4": "gemma4_text", "gemma4_unified": "gemma4_unified_text",
+                    "qwen3_5": "qwen3_5_text",
                     "qwen3_5_moe": "qwen3_5_moe_text"}
 
 # Activations whose MLP is taken as gated in a model_type the table does not know (noted as an assumption).
@@ -315,6 +325,8 @@ REFUSED_TYPES = {
           "with per-layer adapters)" for t in ("zamba", "zamba2")},
     "plamo2": "hybrid attention + state-space layers",
     **{t: "recurrent layers" for t in ("rwkv", "rwkv6", "rwkv7", "recurrent_gemma", "xlstm")},
+    "moshi": "a speech model (depth decoder over audio codebooks)",
+    "modernbert-decoder": "ModernBERT's decoder (global and local attention of its own, bias-free LayerNorms)",
     "deepseek_v4": "compressed sparse attention (compress_rates: the KV compressed at a per-layer rate) and "
                    "hyper-connections (hc_mult residual streams)",
     "jetmoe": "mixture-of-attention-heads (attention experts)",
@@ -329,6 +341,9 @@ REFUSED_KEYS = {
         "conv_L_cache")},
     **{k: "DeepSeek sparse attention (indexer)" for k in ("index_topk", "index_n_heads", "index_head_dim")},
     "num_kv_shared_layers": "KV-cache sharing across layers",
+    # BERT / RoBERTa-style stacks used as decoders (camembert, ernie, roc_bert, xmod, ...): token-type embeddings,
+    # post-norm blocks, an embedding LayerNorm
+    "type_vocab_size": "a BERT-style encoder stack (token-type embeddings, post-norm blocks)",
 }
 CROSS_ATTENTION_KEYS = ("cross_attention_layers", "encoder_layers", "decoder_layers")
 NON_ATTENTION_LAYER_TYPES = ("linear_attention", "mamba", "conv", "ssm", "recurrent", "mamba2", "short_conv",

@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
-from .architectures import (ARCHITECTURES, BOUNDS, CONTEXT_KEYS, HIDDEN_KEYS, LAYERS_KEYS, TEXT_MODEL_TYPES,
-                            UNKNOWN_ARCHITECTURE, Architecture)
+from .architectures import (ARCHITECTURES, BOUNDS, CONTEXT_KEYS, GEMMA4_TYPES, HIDDEN_KEYS, LAYERS_KEYS,
+                            TEXT_MODEL_TYPES, UNKNOWN_ARCHITECTURE, Architecture)
 from .config_files import locate, read_json, shipped_index
 from .hybrid import HYBRID_TYPES, hybrid_groups
 from .layers import (attention_spec, ffn_spec, gemma4_ffn, gemma4_global_attention, gemma4_moe_layers, group_layers,
@@ -75,7 +75,7 @@ def spec_from_config(config: dict, name: str = "model", source: str = "") -> Mod
     model_type = _text_model_type(text, config)
     arch = ARCHITECTURES.get(model_type)
     raw = _flatten_nested(text, arch or UNKNOWN_ARCHITECTURE)
-    check_head_counts(raw)
+    check_head_counts(raw, (arch or UNKNOWN_ARCHITECTURE).defaults.get("head_dim"))
     if arch is None:
         notes.append(f"model_type {model_type or '(none)'!r} is not one the parser knows: the config is read by "
                      "the usual key names as a pre-norm decoder (Llama-style unless its keys say otherwise).")
@@ -145,7 +145,7 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
 def _layers(r: ConfigReader, arch: Architecture, model_type: str, d_model: int, n_layers: int) -> list:
     """(AttentionSpec, FfnSpec) per layer; one spec object per distinct per-layer key (window, rope, kv heads,
     indexer, moe, d_ff)."""
-    gemma4 = model_type == "gemma4_text"
+    gemma4 = model_type in GEMMA4_TYPES
     moe_flags = gemma4_moe_layers(r, n_layers) if gemma4 else moe_layers(r, n_layers)
     noops = layer_noops(r, n_layers)
     keys = list(zip(layer_windows(r, arch, n_layers), layer_ropes(r, arch, n_layers), layer_kv_heads(r, n_layers),

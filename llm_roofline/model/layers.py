@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
-from .architectures import (ACTIVATION_KEYS, BOUNDS, GATED_ACTIVATIONS, HEADS_KEYS, KV_HEADS_KEYS, LAYER_TYPE_WINDOWS,
-                            N_EXPERTS_KEYS, SHARED_EXPERTS_KEYS, TOP_K_KEYS, Architecture)
+from .architectures import (ACTIVATION_KEYS, BOUNDS, GATED_ACTIVATIONS, GEMMA4_TYPES, HEADS_KEYS, KV_HEADS_KEYS,
+                            LAYER_TYPE_WINDOWS, N_EXPERTS_KEYS, SHARED_EXPERTS_KEYS, TOP_K_KEYS, Architecture)
 from .reader import ConfigReader, as_int, require_divides
 from .spec import AttentionSpec, FfnSpec, LayerGroup
 
@@ -89,12 +89,12 @@ def _head_dim(r: ConfigReader, d_model: int, n_heads: int) -> int:
     """head_dim from the file (Qwen3, Gemma: not hidden/heads); else the class default; else hidden/heads."""
     if r.stated("head_dim"):
         return r.dim("head_dim")
-    require_divides(d_model, "hidden_size", n_heads, "num_attention_heads", " and the config gives no head_dim")
-    derived = d_model // n_heads
     default = r.defaults.get("head_dim") if "head_dim" not in r.raw else None
-    if default is not None and default != derived:
-        r.assume(f"head_dim absent from the config: {r.default_label} {default} (not hidden_size/heads = {derived}).")
+    derived = d_model // n_heads
+    if default is not None and (default != derived or d_model % n_heads):
+        r.assume(f"head_dim absent from the config: {r.default_label} {default} (not hidden_size/heads).")
         return as_int(default, "head_dim")
+    require_divides(d_model, "hidden_size", n_heads, "num_attention_heads", " and the config gives no head_dim")
     r.assume(f"head_dim absent from the config: hidden_size/num_attention_heads = {derived}.")
     return derived
 
@@ -169,7 +169,7 @@ def gemma4_ffn(r: ConfigReader, d_model: int, n_layers: int, ffn: FfnSpec) -> Ff
     moe_intermediate_size beside it (both on every layer, summed): read as a MoE whose always-on shared expert is the
     MLP. Per-layer input embeddings (hidden_size_per_layer_input, Gemma-4 E2B/E4B) are refused."""
     if r.get("hidden_size_per_layer_input"):
-        raise UnsupportedArchitectureError("hidden_size_per_layer_input is set (model_type='gemma4_text'): per-layer "
+        raise UnsupportedArchitectureError("hidden_size_per_layer_input is set (Gemma-4): per-layer "
                                            "input embeddings (a vocabulary x layers table feeding every block) are "
                                            "not modelled")
     r.used.update(("vocab_size_per_layer_input", "use_double_wide_mlp"))  # the latter only with KV-shared layers
@@ -255,7 +255,7 @@ def _gpt_neo_kinds(r: ConfigReader, n_layers: int) -> list[str | None]:
 
 
 def _llama4_rope_layers(r: ConfigReader, n_layers: int) -> list[bool]:
-    """Llama-4: no_rope_layers[i] = 1 when layer i uses RoPE (and chunked attention), else a NoPE global layer."""
+    """Llama-4, SmolLM3: no_rope_layers[i] = 1 when layer i uses RoPE (Llama-4: and chunked attention), else NoPE."""
     flags = r.int_list("no_rope_layers")
     if flags:
         if len(flags) < n_layers:
@@ -270,7 +270,7 @@ def layer_ropes(r: ConfigReader, arch: Architecture, n_layers: int) -> list[bool
     """Whether each layer applies RoPE: not with ALiBi or learned positions; Llama-4's NoPE layers neither."""
     if not arch.rope or r.boolean("alibi") or r.typed("attn_config", (dict,), "an object", {}).get("alibi"):
         return [False] * n_layers
-    if arch.chunked_attention:
+    if arch.chunked_attention or arch.nope_layers:
         return _llama4_rope_layers(r, n_layers)
     return [True] * n_layers
 
@@ -463,7 +463,7 @@ def parallel_block(r: ConfigReader, arch: Architecture) -> bool:
 
 
 def norms_per_block(r: ConfigReader, arch: Architecture, model_type: str) -> int:
-    if model_type == "gemma4_text" and r.boolean("enable_moe_block"):
+    if model_type in GEMMA4_TYPES and r.boolean("enable_moe_block"):
         return 7  # + post_feedforward_layernorm_1/_2 and pre_feedforward_layernorm_2 around the experts
     if model_type == "falcon" and r.flag(arch.parallel):
         # Falcon-7B: one input_layernorm; new_decoder_architecture: ln_attn + ln_mlp (num_ln_in_parallel_attn)
