@@ -326,6 +326,8 @@ REFUSED_TYPES = {
     "plamo2": "hybrid attention + state-space layers",
     **{t: "recurrent layers" for t in ("rwkv", "rwkv6", "rwkv7", "recurrent_gemma", "xlstm")},
     "moshi": "a speech model (depth decoder over audio codebooks)",
+    "git": "an image-to-text model (a BERT-style text decoder with learned positions and an embedding LayerNorm)",
+    "phi4_multimodal": "vision and speech LoRA adapters (vision_lora, speech_lora) inside every decoder layer",
     "modernbert-decoder": "ModernBERT's decoder (global and local attention of its own, bias-free LayerNorms)",
     "deepseek_v4": "compressed sparse attention (compress_rates: the KV compressed at a per-layer rate) and "
                    "hyper-connections (hc_mult residual streams)",
