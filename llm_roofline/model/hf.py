@@ -7,13 +7,15 @@
 
 Reading a config, in order (one reader: the result depends on the config and this package's tables only):
 
-1. Locate the text decoder's keys (`text_config` of a multimodal config; scope.py) and refuse what the operator
-   graph cannot represent: encoder-decoder, state-space / linear-attention hybrids, sparse attention
-   (UnsupportedArchitectureError, naming the key and the architecture).
+1. Locate the text decoder's keys (`text_config` of a multimodal config, or the top level beside a vision_config;
+   scope.py names the towers left out) and refuse what the operator graph cannot represent: encoder-decoder and
+   encoder stacks, shared-weight blocks (Zamba), compressed sparse attention (DeepSeek-V4), recurrent families
+   without a reader (UnsupportedArchitectureError, naming the key and the architecture).
 2. Fill keys the file leaves out with the defaults of its architecture: the `ARCHITECTURES` table
    (architectures.py), which copies the transformers config-class defaults. transformers is never imported.
-3. Read dimensions, per-layer attention (window, RoPE) and FFN (dense / MoE) kinds (layers.py); identical layers
-   share one LayerGroup. Every fallback appends a sentence to `assumptions`; keys that shape a model and were not
+3. Read dimensions, per-layer attention (window, RoPE, KV heads, DSA indexer, Gemma-4 / MiMo per-layer shapes) and
+   FFN (dense / MoE / absent) kinds (layers.py), or the recurrent and hybrid layers (hybrid.py: Mamba-1/2, Gated
+   DeltaNet, lightning, short conv); identical layers share one LayerGroup. Every fallback appends a sentence to `assumptions`; keys that shape a model and were not
    read are named (or the config is refused when its model_type is unknown).
 """
 
