@@ -323,3 +323,31 @@ def test_bert_style_decoders_are_refused_naming_the_key():
     # camembert, ernie, roc_bert, xmod, ... (transformers' *ForCausalLM of encoder stacks): token-type embeddings
     with pytest.raises(UnsupportedArchitectureError, match="type_vocab_size"):
         lr.load_model({**TINY, "model_type": "camembert", "type_vocab_size": 1})
+
+
+# ------------------------------------------------------------------------------ Nemotron-NAS, the real checkpoints
+# nemotron_super_49b.json / nemotron_ultra_253b.json: nvidia/Llama-3_3-Nemotron-Super-49B-v1 and
+# Llama-3_1-Nemotron-Ultra-253B-v1 config.json, as NVIDIA copies them into NeMo
+# (nemo/collections/llm/gpt/model/llama_nemotron_config.py, "Config copy from https://huggingface.co/nvidia/...").
+# transformers has no class for them (trust_remote_code): the reference is the published size.
+def test_nemotron_super_49b():
+    m = fixture("nemotron_super_49b")
+    # d 8192, 64 heads of 128. Attention block (n_heads_in_group 8: 8 KV heads): q, o 2 x 8192² + k, v 2 x 8192 x 1024
+    #   + norm 8192 = 151,003,136. FFN of ffn_mult f: 3 x 8192 x w + norm 8192, w = int(2 f 8192 / 3) rounded up to 256:
+    #   5.25 -> 28,672; 3.28125 -> 17,920; 2.625 -> 14,336; 1.3125 -> 7,168; 1.0 -> 5,632; 0.5 -> 2,816.
+    # blocks (from the file): 48 attention + 5.25, 1 attention + 2.625; no attention: 1 x 5.25, 1 x 3.28125, 5 x 2.625,
+    #   10 x 1.3125, 8 x 1.0, 6 x 0.5; untied embed + head 2 x 128,256 x 8192; final norm 8192
+    def ffn(w):
+        return 3 * 8192 * w + 8192
+    expected = (49 * 151_003_136 + 48 * ffn(28_672) + ffn(14_336) + ffn(28_672) + ffn(17_920)
+                + 5 * ffn(14_336) + 10 * ffn(7_168) + 8 * ffn(5_632) + 6 * ffn(2_816) + 2 * 128_256 * 8192 + 8192)
+    assert m.params_total == expected == 49_867_145_216  # the hub: "49.9B params"; NVIDIA: "49B"
+    # KV per token: 49 attention blocks x 8 heads x 128 x 2 x 2 B = 200,704 (80 would give 327,680)
+    assert kv_bytes_per_token(m, "bf16") == 49 * 8 * 128 * 2 * 2
+
+
+def test_nemotron_ultra_253b_empty_blocks():
+    m = fixture("nemotron_ultra_253b")
+    # 81 of its 162 blocks are no_op in both parts (the identity): left out, and said so
+    assert m.n_layers == 81 and any("81 of 162 blocks have neither attention nor FFN" in a for a in m.assumptions)
+    assert m.params_total == pytest.approx(253e9, rel=0.005)  # NVIDIA: "253B"; 253,401,268,224 here

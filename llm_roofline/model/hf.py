@@ -171,7 +171,8 @@ def _layers(r: ConfigReader, arch: Architecture, model_type: str, d_model: int, 
             f = ffn_spec(r, arch, d_model, moe, 0 if moe else d_ff)
             ffn[moe, d_ff] = gemma4_ffn(r, d_model, n_layers, f) if gemma4 else f
     return [(attn["none" if no_attn else (w, rope, n_kv, idx)], ffn["none" if no_ffn else (moe, d_ff)])
-            for (w, rope, n_kv, idx, moe, d_ff), (no_attn, no_ffn) in zip(keys, noops)]
+            for (w, rope, n_kv, idx, moe, d_ff), (no_attn, no_ffn) in zip(keys, noops)
+            if not (no_attn and no_ffn)]  # Nemotron-NAS: a block with neither is the identity
 
 
 def _layers_from_list(r: ConfigReader) -> tuple[int, str] | None:
