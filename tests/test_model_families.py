@@ -259,6 +259,8 @@ def test_unread_structural_keys_are_named_or_refused():
     (tiny(model_type="some_ssm", mamba_d_state=16), ["mamba_d_state"]),
     (tiny(model_type="deepseek_v3", index_topk=2048, index_n_heads=64), ["index_topk", "deepseek_v3"]),
     (tiny(model_type="deepseek_v4"), ["deepseek_v4"]),
+    # DeepSeek-V4-Flash's keys under another model_type (its hub config: compress_ratios per layer)
+    (tiny(model_type="some_v4_fork", compress_ratios=[0, 0, 4, 128]), ["compress_ratios"]),
     (tiny(model_type="deci", block_configs=[{"attention": {"replace_with_linear": True}, "ffn": {"ffn_mult": 2.0}}]),
      ["block_configs[0].attention.replace_with_linear"]),
     (tiny(model_type="jetmoe"), ["jetmoe"]),

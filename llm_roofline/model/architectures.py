@@ -329,8 +329,8 @@ REFUSED_TYPES = {
     "git": "an image-to-text model (a BERT-style text decoder with learned positions and an embedding LayerNorm)",
     "phi4_multimodal": "vision and speech LoRA adapters (vision_lora, speech_lora) inside every decoder layer",
     "modernbert-decoder": "ModernBERT's decoder (global and local attention of its own, bias-free LayerNorms)",
-    "deepseek_v4": "compressed sparse attention (compress_rates: the KV compressed at a per-layer rate) and "
-                   "hyper-connections (hc_mult residual streams)",
+    "deepseek_v4": "compressed sparse attention (compress_ratios / compress_rates: the KV compressed at a per-layer "
+                   "rate) and hyper-connections (hc_mult residual streams)",
     "jetmoe": "mixture-of-attention-heads (attention experts)",
     "gemma3n": "AltUp, LAuReL and KV-cache sharing across layers (num_kv_shared_layers)",
 }
@@ -343,6 +343,9 @@ REFUSED_KEYS = {
         "conv_L_cache")},
     **{k: "DeepSeek sparse attention (indexer)" for k in ("index_topk", "index_n_heads", "index_head_dim")},
     "num_kv_shared_layers": "KV-cache sharing across layers",
+    **{k: "compressed sparse attention (DeepSeek-V4: KV compressed at a per-layer rate)"
+       for k in ("compress_ratios", "compress_rates")},
+    "hc_mult": "hyper-connections (several residual streams mixed per layer)",
     # BERT / RoBERTa-style stacks used as decoders (camembert, ernie, roc_bert, xmod, ...): token-type embeddings,
     # post-norm blocks, an embedding LayerNorm
     "type_vocab_size": "a BERT-style encoder stack (token-type embeddings, post-norm blocks)",
