@@ -252,8 +252,8 @@ UNKNOWN_ARCHITECTURE = Architecture(gated=None, ffn_keys=("intermediate_size", "
 
 # The text tower's model_type of a multimodal wrapper whose text_config does not state its own.
 TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_vl": "qwen3_vl_text",
-                    "qwen3_vl_moe": "qwen3_vl_moe_text", "gemma4": "gemma4_text", "gemma4_unified": "gemma4_unified_text",
-                    "qwen3_5": "qwen3_5_text",
+                    "qwen3_vl_moe": "qwen3_vl_moe_text", "gemma4": "gemma4_text",
+                    "gemma4_unified": "gemma4_unified_text", "qwen3_5": "qwen3_5_text",
                     "qwen3_5_moe": "qwen3_5_moe_text"}
 
 # Activations whose MLP is taken as gated in a model_type the table does not know (noted as an assumption).

@@ -15,8 +15,9 @@ Reading a config, in order (one reader: the result depends on the config and thi
    (architectures.py), which copies the transformers config-class defaults. transformers is never imported.
 3. Read dimensions, per-layer attention (window, RoPE, KV heads, DSA indexer, Gemma-4 / MiMo per-layer shapes) and
    FFN (dense / MoE / absent) kinds (layers.py), or the recurrent and hybrid layers (hybrid.py: Mamba-1/2, Gated
-   DeltaNet, lightning, short conv); identical layers share one LayerGroup. Every fallback appends a sentence to `assumptions`; keys that shape a model and were not
-   read are named (or the config is refused when its model_type is unknown).
+   DeltaNet, lightning, short conv); identical layers share one LayerGroup. Every fallback appends a sentence to
+   `assumptions`; keys that shape a model and were not read are named (or the config is refused when its model_type
+   is unknown).
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from .architectures import (ARCHITECTURES, BOUNDS, CONTEXT_KEYS, GEMMA4_TYPES, H
 from .config_files import locate, read_json, shipped_index
 from .hybrid import HYBRID_TYPES, hybrid_groups
 from .layers import (attention_spec, ffn_spec, gemma4_ffn, gemma4_global_attention, gemma4_moe_layers, group_layers,
-                     layer_d_ffs, layer_indexers, layer_kv_heads, layer_noops, layer_ropes, layer_windows, mimo_attention,
-                     mimo_full_attention, moe_layers, norms_per_block, parallel_block)
+                     layer_d_ffs, layer_indexers, layer_kv_heads, layer_noops, layer_ropes, layer_windows,
+                     mimo_attention, mimo_full_attention, moe_layers, norms_per_block, parallel_block)
 from .reader import ConfigReader, check_head_counts
 from .scope import check_unread_keys, model_type_of, reject_unsupported, text_part
 from .spec import AttentionSpec, FfnSpec, ModelSpec
@@ -169,7 +170,7 @@ def _layers(r: ConfigReader, arch: Architecture, model_type: str, d_model: int, 
                                    "(the width of the dense MLP layers)")
         if (moe, d_ff) not in ffn and not no_ffn:
             f = ffn_spec(r, arch, d_model, moe, 0 if moe else d_ff)
-            ffn[moe, d_ff] = gemma4_ffn(r, d_model, n_layers, f) if gemma4 else f
+            ffn[moe, d_ff] = gemma4_ffn(r, f) if gemma4 else f
     return [(attn["none" if no_attn else (w, rope, n_kv, idx)], ffn["none" if no_ffn else (moe, d_ff)])
             for (w, rope, n_kv, idx, moe, d_ff), (no_attn, no_ffn) in zip(keys, noops)
             if not (no_attn and no_ffn)]  # Nemotron-NAS: a block with neither is the identity

@@ -142,6 +142,26 @@ def gemma4_global_attention(r: ConfigReader, spec: AttentionSpec) -> AttentionSp
                    value_is_key=k_eq_v)
 
 
+def gemma4_ffn(r: ConfigReader, ffn: FfnSpec) -> FfnSpec:
+    """Gemma-4's feed-forward: the gated GELU MLP; with enable_moe_block also num_experts experts of
+    moe_intermediate_size beside it (both on every layer, summed): read as a MoE whose always-on shared expert is the
+    MLP. Per-layer input embeddings (hidden_size_per_layer_input, Gemma-4 E2B/E4B) are refused."""
+    if r.get("hidden_size_per_layer_input"):
+        raise UnsupportedArchitectureError("hidden_size_per_layer_input is set (Gemma-4): per-layer "
+                                           "input embeddings (a vocabulary x layers table feeding every block) are "
+                                           "not modelled")
+    r.used.update(("vocab_size_per_layer_input", "use_double_wide_mlp"))  # the latter only with KV-shared layers
+    if ffn.kind != "moe":
+        return ffn
+    r.assume("Gemma-4 MoE block: the router's input scale (hidden_size weights per layer) is not counted.")
+    return replace(ffn, d_shared=r.dim("intermediate_size"))
+
+
+def gemma4_moe_layers(r: ConfigReader, n_layers: int) -> list[bool]:
+    """Gemma-4: every layer has the MoE block when enable_moe_block is true (num_experts is ignored otherwise)."""
+    return [r.boolean("enable_moe_block")] * n_layers
+
+
 # ---------------------------------------------------------------------------- MiMo-V2
 def mimo_attention(r: ConfigReader, spec: AttentionSpec) -> AttentionSpec:
     """A MiMo-V2-Flash sliding-window layer. The hub's config states its shape in swa_num_attention_heads,
@@ -162,26 +182,6 @@ def mimo_attention(r: ConfigReader, spec: AttentionSpec) -> AttentionSpec:
 def mimo_full_attention(r: ConfigReader, spec: AttentionSpec) -> AttentionSpec:
     """A MiMo-V2-Flash full-attention layer: sinks only where the hub's config says add_full_attention_sink_bias."""
     return replace(spec, sinks=r.boolean("add_full_attention_sink_bias"))
-
-
-def gemma4_ffn(r: ConfigReader, d_model: int, n_layers: int, ffn: FfnSpec) -> FfnSpec:
-    """Gemma-4's feed-forward: the gated GELU MLP; with enable_moe_block also num_experts experts of
-    moe_intermediate_size beside it (both on every layer, summed): read as a MoE whose always-on shared expert is the
-    MLP. Per-layer input embeddings (hidden_size_per_layer_input, Gemma-4 E2B/E4B) are refused."""
-    if r.get("hidden_size_per_layer_input"):
-        raise UnsupportedArchitectureError("hidden_size_per_layer_input is set (Gemma-4): per-layer "
-                                           "input embeddings (a vocabulary x layers table feeding every block) are "
-                                           "not modelled")
-    r.used.update(("vocab_size_per_layer_input", "use_double_wide_mlp"))  # the latter only with KV-shared layers
-    if ffn.kind != "moe":
-        return ffn
-    r.assume("Gemma-4 MoE block: the router's input scale (hidden_size weights per layer) is not counted.")
-    return replace(ffn, d_shared=r.dim("intermediate_size"))
-
-
-def gemma4_moe_layers(r: ConfigReader, n_layers: int) -> list[bool]:
-    """Gemma-4: every layer has the MoE block when enable_moe_block is true (num_experts is ignored otherwise)."""
-    return [r.boolean("enable_moe_block")] * n_layers
 
 
 # ---------------------------------------------------------------------------- windows and positions

@@ -1,8 +1,9 @@
 """What of a config is modelled: the text tower of a multimodal wrapper, refusals, and keys the reader did not use.
 
 The operator graph represents decoder-only models whose layers mix tokens by softmax attention (full, sliding-window,
-MLA, DSA top-k) or a recurrent mixer (hybrid.py), followed by a dense MLP, a MoE or nothing. Everything else is refused with a one-line reason naming the key and the architecture
-(UnsupportedArchitectureError), or, where the text model is still read right, named in the assumptions.
+MLA, DSA top-k) or a recurrent mixer (hybrid.py), followed by a dense MLP, a MoE or nothing. Everything else is refused
+with a one-line reason naming the key and the architecture (UnsupportedArchitectureError), or, where the text model is
+still read right, named in the assumptions.
 """
 
 from __future__ import annotations
