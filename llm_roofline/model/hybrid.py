@@ -1,7 +1,8 @@
-"""Readers of the recurrent and hybrid models: Mamba / Falcon-Mamba (Mamba-1), Mamba-2, Nemotron-H (Mamba-2 + attention
-+ MLP blocks), Bamba (Mamba-2 or attention, then an MLP), Jamba (Mamba-1 or attention, then MLP or MoE), Qwen3-Next
-(Gated DeltaNet + gated attention, MoE), MiniMax-Text-01 (lightning attention + softmax attention, MoE) and LFM2
-(short convolutions + attention), Falcon-H1 (attention and Mamba-2 in parallel in every block, then an MLP).
+"""Readers of the recurrent and hybrid models: Mamba / Falcon-Mamba (Mamba-1), Mamba-2, Nemotron-H and Nemotron-3
+(Mamba-2, attention, MLP or MoE blocks), Bamba (Mamba-2 or attention, then an MLP), Granite-4.0 hybrid (the same, then
+MoE + shared MLP), Jamba (Mamba-1 or attention, then MLP or MoE), Qwen3-Next (Gated DeltaNet + gated attention, MoE),
+MiniMax-Text-01 (lightning attention + softmax attention, MoE), LFM2 and LFM2-MoE (short convolutions + attention, then
+an MLP or MoE), Falcon-H1 (attention and Mamba-2 in parallel in every block, then an MLP).
 
 Each layer is an (AttentionSpec, MixerSpec | None, FfnSpec) triple; a block without attention holds
 AttentionSpec.none(), one without MLP FfnSpec.none(). Identical triples share one LayerGroup. Key names and their
