@@ -341,6 +341,9 @@ REFUSED_KEYS = {
         "mamba_d_conv", "mamba_n_heads", "attn_layer_period", "attn_layer_offset", "hybrid_override_pattern",
         "linear_attn_config", "block_types", "full_attn_idxs", "linear_num_value_heads", "linear_key_head_dim",
         "conv_L_cache")},
+    # MiniMax-M3: an indexer picks index_topk_blocks blocks of index_block_size keys (block-sparse, not DSA's tokens)
+    **{k: "block-sparse attention (an indexer selects blocks of keys)" for k in ("index_topk_blocks",
+                                                                               "index_block_size")},
     **{k: "DeepSeek sparse attention (indexer)" for k in ("index_topk", "index_n_heads", "index_head_dim")},
     "num_kv_shared_layers": "KV-cache sharing across layers",
     **{k: "compressed sparse attention (DeepSeek-V4: KV compressed at a per-layer rate)"
