@@ -381,7 +381,6 @@ def test_missing_required_dimension_names_it():
 @pytest.mark.parametrize("cfg, field", [
     ({"model_type": "t5", "d_model": 512, "num_layers": 6, "num_heads": 8}, "model_type"),
     ({"model_type": "bart", "is_encoder_decoder": True}, "is_encoder_decoder"),
-    ({"model_type": "mamba", "hidden_size": 768, "num_hidden_layers": 24}, "mamba"),
     ({**_llama_config(model_type="jamba_like"), "layers_block_type": ["mamba", "attention"]}, "layers_block_type"),
     ({**_llama_config(model_type="something"), "ssm_cfg": {"d_state": 16}}, "ssm_cfg"),
     (_llama_config(layer_types=["linear_attention", "full_attention"]), "linear_attention"),
