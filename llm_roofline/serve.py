@@ -41,6 +41,13 @@ from .units import json_ready
 HOST_STEP_OVERHEAD_S = 0.617e-3
 HOST_SEQ_OVERHEAD_S = 0.1e-6
 HOST_REQUEST_OVERHEAD_S = 80.9e-3
+HOST_PROMPT_LAYER_OVERHEAD_S = 0.0
+
+# Closed-loop benchmark clients (genai-perf / aiperf `--concurrency C --request-count 10C`, the recipe of NVIDIA
+# AIConfigurator's evaluation harness; `vllm bench serve --max-concurrency C` with a fixed number of prompts) start
+# all C clients at once: the first round's C prompts arrive as one burst and queue through the token budget.
+# The measured mean TTFT averages that burst over the rounds each client sends.
+BENCHMARK_REQUESTS_PER_CLIENT = 10
 
 _GRID = ("prompt_len", "gen_len", "concurrency", "qps", "max_num_seqs", "max_num_batched_tokens", "prefix_hit_rate")
 _DISCRETE = ("chip", "tp", "pp", "ep", "dp")
@@ -119,7 +126,8 @@ def _evaluate(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency
     wl_u = workload_of(uniq[:, 0], uniq[:, 1], uniq[:, 2], workload)
     eng = Engine(max_num_batched_tokens=uniq[:, 3], gpu_memory_utilization=engine["gpu_memory_utilization"],
                  scheduling=engine["scheduling"], step_overhead_s=engine["step_overhead_s"],
-                 seq_overhead_s=engine["seq_overhead_s"])
+                 seq_overhead_s=engine["seq_overhead_s"],
+                 prompt_step_overhead_s=engine["prompt_layer_overhead_s"] * spec.n_layers / pp)
     nodes = decode_nodes(np.max(g["max_num_seqs"]))
     draft = _draft_fn(spec, chip, kw, sp, float(np.mean(wl_u.decode_kv_tokens)))
     tab = step_tables(_step_fn(spec, chip, kw), wl_u, eng, sp, nodes, draft).with_index(inv.ravel())
@@ -129,7 +137,8 @@ def _evaluate(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency
     cap_safe = np.maximum(cap, 1.0)
     e_spec, r_over = sp.tokens_per_step, engine["request_overhead_s"]
     load = (g["concurrency"] if closed else g["qps"]) / dp
-    st = (solve_closed if closed else solve_open)(tab, wl, load, cap_safe, e_spec, r_over)
+    st = (solve_closed(tab, wl, load, cap_safe, e_spec, r_over, engine["requests_per_client"]) if closed
+          else solve_open(tab, wl, load, cap_safe, e_spec, r_over))
     # saturation: the largest open-loop rate, once per distinct (step configuration, capacity)
     sat_keys, first, sat_inv = np.unique(np.stack([inv.ravel(), cap_safe], -1), axis=0, return_index=True,
                                          return_inverse=True)
@@ -168,6 +177,7 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
           weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency="calibrated", max_num_seqs=256,
           max_num_batched_tokens=8192, prefix_hit_rate=0.0, speculative=None, workload=None, scheduling="chunked",
           gpu_memory_utilization=0.9, step_overhead_s=None, seq_overhead_s=None, request_overhead_s=None,
+          prompt_layer_overhead_s=None, requests_per_client=BENCHMARK_REQUESTS_PER_CLIENT,
           attention="fused", attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0):
     """Steady state of a continuous-batching engine under a closed loop of `concurrency` clients or Poisson
     arrivals at `qps` requests/s (exactly one of them). Any of the grid arguments (prompt_len, gen_len,
@@ -177,7 +187,10 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
     workload: a list of (prompt_len, gen_len[, weight]) request classes, replacing prompt_len and gen_len.
     speculative: dict(k=draft tokens, acceptance=per-token probability, draft=None (MTP heads) or a model).
     step_overhead_s / seq_overhead_s / request_overhead_s: host time per step, per decoding sequence per step
-    and per request (before its first token); None uses the fitted HOST_*_S."""
+    and per request (before its first token); prompt_layer_overhead_s: host time per layer (on each pipeline
+    stage) of a step carrying prompt tokens; None uses the fitted HOST_*_S.
+    requests_per_client (closed loop): requests each benchmark client sends, all clients starting together, so
+    the first of these rounds arrives as one burst; float("inf") gives the steady state alone."""
     if (concurrency is None) == (qps is None):
         raise ScenarioError("give exactly one of concurrency (closed loop) or qps (open loop, Poisson arrivals)")
     closed = concurrency is not None
@@ -189,7 +202,14 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
                   step_overhead_s=HOST_STEP_OVERHEAD_S if step_overhead_s is None else float(step_overhead_s),
                   seq_overhead_s=HOST_SEQ_OVERHEAD_S if seq_overhead_s is None else float(seq_overhead_s),
                   request_overhead_s=HOST_REQUEST_OVERHEAD_S if request_overhead_s is None else float(request_overhead_s))
-    Engine(**{k: v for k, v in engine.items()})  # validates the knobs
+    Engine(**engine)  # validates the knobs
+    layer_s = HOST_PROMPT_LAYER_OVERHEAD_S if prompt_layer_overhead_s is None else float(prompt_layer_overhead_s)
+    if not layer_s >= 0:
+        raise ScenarioError(f"prompt_layer_overhead_s must be >= 0 seconds, got {prompt_layer_overhead_s!r}")
+    engine["prompt_layer_overhead_s"] = layer_s
+    if not (isinstance(requests_per_client, (int, float)) and requests_per_client >= 1):
+        raise ScenarioError(f"requests_per_client must be a number >= 1 (or inf), got {requests_per_client!r}")
+    engine["requests_per_client"] = float(requests_per_client)
     sp = Speculative.parse(speculative)
     axes = {k: _numbers(k, v) for k, v in grid_in.items() if v is not None}
     mesh = dict(zip(axes, (m.ravel() for m in np.meshgrid(*axes.values(), indexing="ij"))))
