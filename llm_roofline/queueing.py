@@ -214,6 +214,18 @@ class StepTables:
 StepFn = Callable[..., np.ndarray]  # (decode_rows, decode_kv_len, chunk_tokens, chunk_kv_len) -> seconds
 
 
+def _apart(evaluate, rows, shape, axis) -> np.ndarray:
+    """evaluate(node indices) for the nodes without decode rows and those with, joined along `axis` into `shape`:
+    the efficiency model judges an attention op decode-like on its whole grid (efficiency.is_decode_attention),
+    so an empty decode batch must not share a call with real ones."""
+    parts = [i for i in (np.flatnonzero(rows == 0), np.flatnonzero(rows > 0)) if i.size]
+    out = [np.broadcast_to(evaluate(i), shape[:axis % len(shape)] + (i.size,) + shape[axis % len(shape) + 1:])
+           for i in parts]
+    joined = np.concatenate(out, axis=axis)
+    order = np.argsort(np.concatenate(parts), kind="stable")
+    return np.take(joined, order, axis=axis)
+
+
 def step_tables(step_s: StepFn, wl: Workload, engine: Engine, spec: Speculative, nodes: np.ndarray,
                 draft_s: StepFn | None = None) -> StepTables:
     """Tabulate the engine's steps for every point of `wl` at the decode batches `nodes` (m,).
@@ -240,10 +252,13 @@ def step_tables(step_s: StepFn, wl: Workload, engine: Engine, spec: Speculative,
     room = np.maximum(budget[:, None, None] - rows, 1.0)  # (n, 1, m)
     chunks = np.ceil(new / room)  # (n, k, m)
     chunk = new / chunks
-    own = step_s(rows, kv_dec[..., None], chunk, cached + (new + chunk) / 2.0) + draft + host
+    kv_own = cached + (new + chunk) / 2.0
+    own = _apart(lambda i: step_s(rows[i], kv_dec[..., None], chunk[..., i], kv_own[..., i]),
+                 rows, new.shape[:-1] + nodes.shape, -1) + draft + host
     x = np.maximum(FRACTIONS * budget[:, None], 1.0)  # (n, f) prompt tokens; at least one (no empty step)
     kv_x = np.maximum(x, wl.mean(wl.cached_tokens)[:, None] + (wl.mean(wl.new_prompt_tokens)[:, None] + x) / 2.0)
-    batch = step_s(rows[:, None], kv_dec[..., None], x[:, None, :], kv_x[:, None, :]) + (draft + host)[:, None]
+    batch = _apart(lambda i: step_s(rows[i][:, None], kv_dec[..., None], x[:, None, :], kv_x[:, None, :]),
+                   rows, budget.shape + nodes.shape + x.shape[1:], -2) + (draft + host)[:, None]
     shape = new.shape[:-1] + nodes.shape
     return StepTables(nodes, np.broadcast_to(decode, shape[:1] + nodes.shape), np.broadcast_to(own, shape),
                       np.broadcast_to(chunks, shape), np.broadcast_to(batch, shape[:1] + nodes.shape + x.shape[1:]),

@@ -2,16 +2,18 @@
 
 A continuous-batching engine (vLLM's knobs: max_num_seqs, max_num_batched_tokens, gpu_memory_utilization,
 chunked or prefill-first scheduling) serving a closed loop of `concurrency` clients or Poisson arrivals at
-`qps`, in steady state. The cost of one engine step (d decode rows beside a prompt chunk of c tokens) is
-`estimate.evaluate_step` plus a host overhead per step; queueing.py turns step costs into TTFT, TPOT and
-throughput. Per replica: `dp` replicas share the load evenly.
+`qps`, in steady state; a closed loop is a benchmark run (all clients start together, `requests_per_client`
+each: the first round's burst is averaged into the mean TTFT). The cost of one engine step (d decode rows beside
+a prompt chunk of c tokens) is `estimate.evaluate_step` plus a host overhead per step (more for a step carrying
+prompt tokens); queueing.py turns step costs into TTFT, TPOT and throughput. Per replica: `dp` replicas share
+the load evenly.
 
 KV capacity: gpu_memory_utilization x HBM - resident weights - the activation workspace of one
 max_num_batched_tokens step, divided by the KV of a sequence at its mean context (prompt + gen/2); the
 running batch is capped by it and by max_num_seqs.
 
 Host overhead (HOST_*_S below) is fitted by benchmarks/validate_serving.py on measured vLLM serving
-results; `step_overhead_s=0, request_overhead_s=0, efficiency="ideal"` gives the pure roofline, and then
+results; every *_overhead_s=0 and `efficiency="ideal"` give the pure roofline, and then
 serve() at concurrency 1 equals estimate() at batch 1 (TTFT: the prompt in one step; TPOT: the decode step
 at the mean context, which is the mean of estimate's steps while every op stays on one side of the ridge).
 """
@@ -33,15 +35,18 @@ from .queueing import (Engine, Speculative, Workload, decode_nodes, saturation_q
                        workload_of)
 from .units import json_ready
 
-# Host overhead, fitted by `python benchmarks/validate_serving.py` (efficiency="calibrated") on measured vLLM 0.19
-# serving of Llama-3.1-70B (fp8, fp4) on B200, tp 1-8, concurrency <= 16 (72 rows; 48 rows at concurrency 32-64
-# held out). Per step: scheduler and launch; per decoding sequence per step: sampler, detokenizer (fitted to
-# ~0.1 us); per request: API server, tokenizer, first-token delivery. Refitted after calibration v2 and direct
-# NVLink collectives: held-out median error TTFT 46.5 %, TPOT 11.1 % (was 50 % and 17 %).
-HOST_STEP_OVERHEAD_S = 0.617e-3
-HOST_SEQ_OVERHEAD_S = 0.1e-6
-HOST_REQUEST_OVERHEAD_S = 80.9e-3
-HOST_PROMPT_LAYER_OVERHEAD_S = 0.0
+# Host overhead, fitted by `python benchmarks/validate_serving.py` (efficiency="calibrated") on measured vLLM serving
+# of Llama-3.1-70B (fp8, fp4) on B200, tp 1-8, concurrency <= 16 (72 rows; 48 rows at concurrency 32-64 and 84
+# rows of gpt-oss-120b held out), benchmark runs of 10 requests per client. Per step: scheduler and launch; per
+# decoding sequence per step: sampler, detokenizer (fitted to ~0); per request: API server, tokenizer, first-token
+# delivery; per layer of a step carrying prompt tokens: such steps run beyond the CUDA-graph capture sizes, so
+# every layer's kernels are launched from the host (NVIDIA AIConfigurator models the same mechanism as a prefill
+# dispatch overhead of ~0.8 ms per layer). Held-out median error: TTFT 22.3 %, TPOT 11.0 % (concurrency 32-64);
+# gpt-oss-120b (refit on all 120 Llama rows) TTFT 20.5 %, TPOT 23.7 %.
+HOST_STEP_OVERHEAD_S = 0.091e-3
+HOST_SEQ_OVERHEAD_S = 0.0
+HOST_REQUEST_OVERHEAD_S = 20.0e-3
+HOST_PROMPT_LAYER_OVERHEAD_S = 0.587e-3
 
 # Closed-loop benchmark clients (genai-perf / aiperf `--concurrency C --request-count 10C`, the recipe of NVIDIA
 # AIConfigurator's evaluation harness; `vllm bench serve --max-concurrency C` with a fixed number of prompts) start
