@@ -430,7 +430,7 @@ def _steady(tab, wl, load, capacity, closed, tokens_per_step, request_overhead_s
     converged = np.abs(rate * e2e - load) <= 1e-3 * load if closed else np.ones(load.shape, bool)
     # closed loop: the synchronized first wave, one round in `rounds` (a transient: the rate stays the steady one)
     wave_s = _first_wave_s(tab, wl, c, p.others) / rounds if closed else 0.0
-    p90 = np.maximum(p.p90_s, ttft + wave_s) if closed else p.p90_s
+    p90 = np.maximum(p.p90_s, ttft + wave_s) if closed else p.p90_s  # the burst lifts the mean; p90 >= mean
     return Steady(rate, ttft + wave_s + slot_wait, p90 + slot_p90, tau / tokens_per_step, e2e + wave_s, running,
                   1.0 + p.others, p.u, p.queue_s + wave_s + slot_wait, saturated, converged)
 

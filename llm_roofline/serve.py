@@ -203,18 +203,14 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
                    max_num_batched_tokens=max_num_batched_tokens, prefix_hit_rate=prefix_hit_rate)
     discrete = dict(chip=chip, tp=tp, pp=pp, ep=ep, dp=dp)
     is_sweep = any(isinstance(v, (list, tuple, np.ndarray)) for v in (*grid_in.values(), *discrete.values()))
+    host = dict(step_overhead_s=(step_overhead_s, HOST_STEP_OVERHEAD_S),
+                seq_overhead_s=(seq_overhead_s, HOST_SEQ_OVERHEAD_S),
+                request_overhead_s=(request_overhead_s, HOST_REQUEST_OVERHEAD_S),
+                prompt_layer_overhead_s=(prompt_layer_overhead_s, HOST_PROMPT_LAYER_OVERHEAD_S))
     engine = dict(gpu_memory_utilization=float(gpu_memory_utilization), scheduling=scheduling,
-                  step_overhead_s=HOST_STEP_OVERHEAD_S if step_overhead_s is None else float(step_overhead_s),
-                  seq_overhead_s=HOST_SEQ_OVERHEAD_S if seq_overhead_s is None else float(seq_overhead_s),
-                  request_overhead_s=HOST_REQUEST_OVERHEAD_S if request_overhead_s is None else float(request_overhead_s))
-    Engine(**engine)  # validates the knobs
-    layer_s = HOST_PROMPT_LAYER_OVERHEAD_S if prompt_layer_overhead_s is None else float(prompt_layer_overhead_s)
-    if not layer_s >= 0:
-        raise ScenarioError(f"prompt_layer_overhead_s must be >= 0 seconds, got {prompt_layer_overhead_s!r}")
-    engine["prompt_layer_overhead_s"] = layer_s
-    if not (isinstance(requests_per_client, (int, float)) and requests_per_client >= 1):
-        raise ScenarioError(f"requests_per_client must be a number >= 1 (or inf), got {requests_per_client!r}")
-    engine["requests_per_client"] = float(requests_per_client)
+                  **{k: _at_least(k, fitted if v is None else v, 0.0) for k, (v, fitted) in host.items()})
+    Engine(**{k: v for k, v in engine.items() if k != "prompt_layer_overhead_s"})  # validates the knobs
+    engine["requests_per_client"] = _at_least("requests_per_client", requests_per_client, 1.0, True)
     sp = Speculative.parse(speculative)
     axes = {k: _numbers(k, v) for k, v in grid_in.items() if v is not None}
     mesh = dict(zip(axes, (m.ravel() for m in np.meshgrid(*axes.values(), indexing="ij"))))
@@ -238,6 +234,18 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
         return _frame(frames, mesh)
     chip_obj, d, cols, assumptions = frames[0]
     return _single(spec, chip_obj, d, cols, mesh, engine, sp, efficiency, assumptions, closed, layout)
+
+
+def _at_least(name: str, value, low: float, allow_inf: bool = False) -> float:
+    """One number >= low (finite unless allow_inf); a ScenarioError otherwise."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ScenarioError(f"{name} must be a number, got {value!r}") from None
+    if not v >= low or (v == np.inf and not allow_inf):
+        raise ScenarioError(f"{name} must be a finite number >= {low:g}{' (or inf)' if allow_inf else ''}, "
+                            f"got {value!r}")
+    return v
 
 
 def _numbers(name: str, value) -> np.ndarray:

@@ -192,5 +192,7 @@ def test_a_benchmark_run_adds_its_first_burst_once_per_run():
     assert ttft[10] > 1.1 * ttft[np.inf]
     one = [serve(LLAMA, "h100-sxm", concurrency=1, requests_per_client=r, **kw) for r in (1, np.inf)]
     assert one[0].ttft_s == one[1].ttft_s and one[0].tpot_s == one[1].tpot_s
-    with pytest.raises(lr.errors.RooflineError):
-        serve(LLAMA, "h100-sxm", concurrency=4, requests_per_client=0.5)
+    for bad in (dict(requests_per_client=0.5), dict(requests_per_client="ten"), dict(prompt_layer_overhead_s=-1e-3),
+                dict(seq_overhead_s=float("inf")), dict(step_overhead_s=[1e-3])):
+        with pytest.raises(lr.errors.RooflineError):
+            serve(LLAMA, "h100-sxm", concurrency=4, **bad)
