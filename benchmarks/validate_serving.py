@@ -9,10 +9,11 @@ Mapping: precision fp8 -> weights and compute fp8, fp4 -> weights and compute fp
 assumption: the rows do not say). efficiency="calibrated". The clients are a benchmark run: all C start
 together, 10 requests each (serve.BENCHMARK_REQUESTS_PER_CLIENT; genai-perf --request-count 10C, the recipe of
 AIConfigurator's evaluation harness), so the first round arrives as one burst.
-Fit: the three host overheads (per step, per decoding sequence per step, per request) and nothing else.
+Fit: the four host overheads (per step, per decoding sequence per step, per request, per layer of a step carrying
+prompt tokens; argument "request": the per-layer one held at 0) and nothing else.
 Split 1 (by load): fit on Llama-3.1-70B at concurrency <= 16, held out: its concurrency 32 and 64.
 Split 2 (by model): fit on all Llama-3.1-70B rows, held out: every gpt-oss-120b row.
-Fit = minimize the median |log error| of TPOT (step) and TTFT (request), coordinate-wise.
+Fit = minimize the median |log error| of TPOT (step, sequence) and TTFT (request, layer), coordinate-wise.
 
     python benchmarks/validate_serving.py [efficiency] [requests_per_client] [layer|request]
 """
