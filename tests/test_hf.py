@@ -52,6 +52,7 @@ PUBLISHED_TOTAL = {
     "openai-community/gpt2": (124e6, "model card '124M parameters'"),
     "facebook/opt-6.7b": (6.7e9, "OPT paper arXiv 2205.01068 Table 1 '6.7B'"),
     "openai/gpt-oss-20b": (20.91e9, "gpt-oss model card arXiv 2508.10925 Table 1: 20.91B"),
+    "openai/gpt-oss-120b": (116.83e9, "gpt-oss model card arXiv 2508.10925 Table 1: 116.83B"),
 }
 
 # id -> (published active, counts the input embedding table?). The vendors differ: Mistral and Qwen count
@@ -64,6 +65,7 @@ PUBLISHED_ACTIVE = {
     # (the model card's headline '37B' is that figure rounded).
     "deepseek-ai/DeepSeek-V3": (36.6e9, False),
     "openai/gpt-oss-20b": (3.61e9, False),  # gpt-oss model card Table 1: 3.61B active (embedding excluded)
+    "openai/gpt-oss-120b": (5.13e9, False),  # gpt-oss model card Table 1: 5.13B active (embedding excluded)
 }
 
 
