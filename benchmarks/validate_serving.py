@@ -1,16 +1,21 @@
 """Serving model vs measured vLLM serving results; fits the host overhead and reports held-out error.
 
 Data: ../shared/calibration/aic-vllm/serving_vllm_blackwell.csv (NVIDIA AIConfigurator silicon samples, vLLM
-0.19 on B200/B300/GB200; closed-loop clients: batch_size = concurrency; measured mean TTFT and TPOT). Rows
-used: Llama-3.1-70B on B200 (the only model of the file with a shipped config; gpt-oss-120b, MiniMax-M2.5 and
-Kimi-K2.5 have none in model_configs/ and are skipped), aggregated serving, pp = 1, attention_dp = 1.
+on B200/B300/GB200; closed-loop clients: batch_size = concurrency; measured mean TTFT and TPOT). Rows used:
+Llama-3.1-70B on B200 (fp8, fp4) and gpt-oss-120b on B200 (nvfp4 weights; model_configs/openai/gpt-oss-120b),
+aggregated serving, pp = 1, attention_dp = 1. MiniMax-M2.5 and Kimi-K2.5 have no config in model_configs/.
 
 Mapping: precision fp8 -> weights and compute fp8, fp4 -> weights and compute fp4; KV cache fp8 (an
-assumption: the rows do not say). efficiency="calibrated" (B200 borrows the H100 fit).
-Fit: the three host overheads (per step, per decoding sequence per step, per request) and nothing else, on concurrency <= 16; held out:
-concurrency 32 and 64. Fit = minimize the median |log error| of TPOT (step) and TTFT (request), coordinate-wise.
+assumption: the rows do not say). efficiency="calibrated". The clients are a benchmark run: all C start
+together, 10 requests each (serve.BENCHMARK_REQUESTS_PER_CLIENT; genai-perf --request-count 10C, the recipe of
+AIConfigurator's evaluation harness), so the first round arrives as one burst.
+Fit: the four host overheads (per step, per decoding sequence per step, per request, per layer of a step carrying
+prompt tokens; argument "request": the per-layer one held at 0) and nothing else.
+Split 1 (by load): fit on Llama-3.1-70B at concurrency <= 16, held out: its concurrency 32 and 64.
+Split 2 (by model): fit on all Llama-3.1-70B rows, held out: every gpt-oss-120b row.
+Fit = minimize the median |log error| of TPOT (step, sequence) and TTFT (request, layer), coordinate-wise.
 
-    python benchmarks/validate_serving.py            # fit, print errors and the fitted values
+    python benchmarks/validate_serving.py [efficiency] [requests_per_client] [layer|request]
 """
 
 from __future__ import annotations
@@ -47,24 +52,31 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "calibration" / "aic-vll
 if not DATA.exists():
     DATA = Path("/work/shared/calibration/aic-vllm/serving_vllm_blackwell.csv")
 MODEL = "meta-llama/Llama-3.1-70B"
+HELD_OUT_MODEL = "openai/gpt-oss-120b"
+# shipped configs resolve from the installed package; this one is read from this checkout's folder
+MODEL_PATHS = {HELD_OUT_MODEL: str(Path(__file__).resolve().parents[1] / "model_configs" / "openai" / "gpt-oss-120b")}
 FIT_MAX_CONCURRENCY = 16
 EFFICIENCY = sys.argv[1] if len(sys.argv) > 1 else "calibrated"
+ROUNDS = float(sys.argv[2]) if len(sys.argv) > 2 else serve_module.BENCHMARK_REQUESTS_PER_CLIENT
+FIT_LAYER = (sys.argv[3] if len(sys.argv) > 3 else "layer") == "layer"  # "request": the per-request overhead only
 
 
-def load_rows() -> pd.DataFrame:
+def load_rows(model: str = MODEL) -> pd.DataFrame:
     d = pd.read_csv(DATA)
-    d = d[(d.model_path == MODEL) & (d["mode"] == "agg") & (d.pp_size == 1) & (d.attention_dp_size == 1)]
+    d = d[(d.model_path == model) & (d.system == "b200_sxm") & (d["mode"] == "agg") & (d.pp_size == 1)
+          & (d.attention_dp_size == 1)]
     return d.rename(columns={"batch_size": "concurrency", "tp_size": "tp"}).astype({"tp": int, "concurrency": int})
 
 
-def predict(rows: pd.DataFrame, step_s: float, seq_s: float, request_s: float) -> pd.DataFrame:
-    """Model TTFT and TPOT for every row (one vectorized serve() call per tp x precision)."""
+def predict(rows: pd.DataFrame, step_s: float, seq_s: float, request_s: float, layer_s: float = 0.0) -> pd.DataFrame:
+    """Model TTFT and TPOT for every row (one vectorized serve() call per model x tp x precision)."""
     out = []
-    for (tp, prec), grp in rows.groupby(["tp", "precision"]):
-        df = serve(MODEL, "b200", prompt_len=sorted(grp.isl.unique().astype(int)),
+    for (model, tp, prec), grp in rows.groupby(["model_path", "tp", "precision"]):
+        df = serve(MODEL_PATHS.get(model, model), "b200", prompt_len=sorted(grp.isl.unique().astype(int)),
                    gen_len=sorted(grp.osl.unique().astype(int)), concurrency=sorted(grp.concurrency.unique()),
                    tp=int(tp), weight_dtype=prec, act_dtype=prec, kv_dtype="fp8", efficiency=EFFICIENCY,
-                   step_overhead_s=step_s, seq_overhead_s=seq_s, request_overhead_s=request_s)
+                   step_overhead_s=step_s, seq_overhead_s=seq_s, request_overhead_s=request_s,
+                   prompt_layer_overhead_s=layer_s, requests_per_client=ROUNDS)
         df = df.rename(columns={"prompt_len": "isl", "gen_len": "osl"}).astype({"isl": int, "osl": int,
                                                                                "concurrency": int})
         m = grp.merge(df[["isl", "osl", "concurrency", "ttft_s", "tpot_s"]], on=["isl", "osl", "concurrency"])
@@ -97,32 +109,40 @@ def _golden(f, lo, hi, iters=18):
     return (a + b) / 2
 
 
-def fit(rows: pd.DataFrame) -> tuple[float, float, float]:
-    """Host overheads (per step, per decoding sequence per step, per request) minimizing the median |log error|
-    of TPOT (the first two) and of TTFT (the third), coordinate-wise, two rounds."""
+def fit(rows: pd.DataFrame) -> tuple[float, float, float, float]:
+    """Host overheads (per step, per decoding sequence per step, per request, per layer of a step carrying prompt
+    tokens) minimizing the median |log error| of TPOT (the first two) and of TTFT (the last two), coordinate-wise,
+    two rounds."""
     def med(col, *host):
         m = predict(rows, *host)
         return float(np.median(np.abs(np.log(m[col + "_s"] * 1e3 / m[f"silicon_{col}_ms"]))))
 
-    step_s = seq_s = request_s = 0.0
+    step_s = seq_s = request_s = layer_s = 0.0
     for _ in range(2):
-        step_s = _golden(lambda s: med("tpot", s, seq_s, request_s), 0.0, 0.01)
-        seq_s = _golden(lambda q: med("tpot", step_s, q, request_s), 0.0, 0.0005)
-        request_s = _golden(lambda r: med("ttft", step_s, seq_s, r), 0.0, 0.3)
-    return step_s, seq_s, request_s
+        step_s = _golden(lambda s: med("tpot", s, seq_s, request_s, layer_s), 0.0, 0.01)
+        seq_s = _golden(lambda q: med("tpot", step_s, q, request_s, layer_s), 0.0, 0.0005)
+        if FIT_LAYER:
+            layer_s = _golden(lambda x: med("ttft", step_s, seq_s, request_s, x), 0.0, 0.003)
+        request_s = _golden(lambda r: med("ttft", step_s, seq_s, r, layer_s), 0.0, 0.3)
+    return step_s, seq_s, request_s, layer_s
+
+
+def _show(host) -> str:
+    return (f"per step {host[0] * 1e3:.3f} ms, per decoding sequence per step {host[1] * 1e6:.1f} us, "
+            f"per request {host[2] * 1e3:.1f} ms, per layer of a step with prompt tokens {host[3] * 1e3:.3f} ms")
 
 
 def main() -> None:
     rows = load_rows()
     train = rows[rows.concurrency <= FIT_MAX_CONCURRENCY]
     test = rows[rows.concurrency > FIT_MAX_CONCURRENCY]
+    print(f"requests per client {ROUNDS:g}, efficiency {EFFICIENCY}")
     print(f"rows: {len(rows)} (Llama-3.1-70B on B200, fp8 and fp4, tp 1/2/4/8, isl/osl 1024/1024, 1024/8192, "
           f"8192/1024, concurrency 4-64); fit on concurrency <= {FIT_MAX_CONCURRENCY} ({len(train)}), "
           f"held out {len(test)}")
     print(f"no host overhead: train {errors(predict(train, 0, 0, 0))}, held out {errors(predict(test, 0, 0, 0))}")
     host = fit(train)
-    print(f"fitted: per step {host[0] * 1e3:.3f} ms, per decoding sequence per step {host[1] * 1e6:.1f} us, "
-          f"per request {host[2] * 1e3:.1f} ms")
+    print(f"fitted: {_show(host)}")
     print(f"train:    {errors(predict(train, *host))}")
     held = predict(test, *host)
     print(f"held out: {errors(held)}")
@@ -133,6 +153,13 @@ def main() -> None:
         print(f"  all rows, concurrency {key}: {errors(grp)}")
     for key, grp in every.groupby(["isl"]):
         print(f"  all rows, prompt {key}: {errors(grp)}")
+    other = load_rows(HELD_OUT_MODEL)
+    host_all = fit(rows)
+    print(f"split by model: fitted on all {len(rows)} Llama-3.1-70B rows: {_show(host_all)}")
+    oss = predict(other, *host_all)
+    print(f"held out {HELD_OUT_MODEL} ({len(oss)} rows, nvfp4, tp 1-8, concurrency 4-128): {errors(oss)}")
+    for key, grp in oss.groupby(["isl", "osl"]):
+        print(f"  {HELD_OUT_MODEL} {key}: {errors(grp)}")
 
 
 if __name__ == "__main__":

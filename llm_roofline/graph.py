@@ -178,7 +178,8 @@ def _attention_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
         kvh = kv_heads_per_chip(a, tp)
         # (T, d) @ (d, H*hd + KV*hd + KV*vd) -> fused q, k, v
         q_width = heads * a.head_dim * (2 if a.output_gate else 1)  # Qwen3-Next: q_proj also yields the output gate
-        ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=q_width + kvh * (a.head_dim + a.v_head_dim),
+        v_width = 0 if a.value_is_key else kvh * a.v_head_dim  # Gemma-4 attention_k_eq_v: V = K, no v_proj
+        ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=q_width + kvh * a.head_dim + v_width,
                           style="column", bias=a.qkv_bias))
         rope_dim, kv_rope_heads = a.head_dim, kvh
     if a.qk_norm:
@@ -191,7 +192,7 @@ def _attention_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
     ops.append(kv_write("attn.kv_write", g.name, n, tokens=c.T_attn, kv_elems_per_token=kv_elems_per_token_per_chip(a, tp),
                         act_bytes_per_elem=c.act_bytes, kv_bytes_per_elem=c.kv_bytes,
                         **c.placed("replicated" if a.kind == "mla" else "column")))
-    if a.index_topk:
+    if a.index_topk and a.index_n_heads:  # GLM-5 'shared' layers reuse the previous layer's top-k
         ops += _dsa_indexer_ops(c, g)
     ops += _attention_cores(c, g, heads)
     if a.output_gate:  # o * sigmoid(gate) over (T, H*vd): sigmoid ~4 FLOP + 1 multiply

@@ -52,13 +52,14 @@ class Engine:
     step_overhead_s: float = 0.0  # host time per step (scheduler, launching the step)
     seq_overhead_s: float = 0.0  # host time per decoding sequence per step (sampler, detokenizer, output)
     request_overhead_s: float = 0.0  # host time per request before its first token (API server, tokenizer)
+    prompt_step_overhead_s: float = 0.0  # host time added to a step carrying prompt tokens (run without CUDA graphs)
 
     def __post_init__(self):
         if self.scheduling not in SCHEDULING:
             raise ScenarioError(f"scheduling must be one of {', '.join(SCHEDULING)}, got {self.scheduling!r}")
         if not 0.0 < self.gpu_memory_utilization <= 1.0:
             raise ScenarioError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization!r}")
-        if min(self.step_overhead_s, self.seq_overhead_s, self.request_overhead_s) < 0:
+        if min(self.step_overhead_s, self.seq_overhead_s, self.request_overhead_s, self.prompt_step_overhead_s) < 0:
             raise ScenarioError("host overheads must be >= 0 seconds")
 
 
@@ -213,6 +214,18 @@ class StepTables:
 StepFn = Callable[..., np.ndarray]  # (decode_rows, decode_kv_len, chunk_tokens, chunk_kv_len) -> seconds
 
 
+def _apart(evaluate, rows, shape, axis) -> np.ndarray:
+    """evaluate(node indices) for the nodes without decode rows and those with, joined along `axis` into `shape`:
+    the efficiency model judges an attention op decode-like on its whole grid (efficiency.is_decode_attention),
+    so an empty decode batch must not share a call with real ones."""
+    parts = [i for i in (np.flatnonzero(rows == 0), np.flatnonzero(rows > 0)) if i.size]
+    out = [np.broadcast_to(evaluate(i), shape[:axis % len(shape)] + (i.size,) + shape[axis % len(shape) + 1:])
+           for i in parts]
+    joined = np.concatenate(out, axis=axis)
+    order = np.argsort(np.concatenate(parts), kind="stable")
+    return np.take(joined, order, axis=axis)
+
+
 def step_tables(step_s: StepFn, wl: Workload, engine: Engine, spec: Speculative, nodes: np.ndarray,
                 draft_s: StepFn | None = None) -> StepTables:
     """Tabulate the engine's steps for every point of `wl` at the decode batches `nodes` (m,).
@@ -234,14 +247,18 @@ def step_tables(step_s: StepFn, wl: Workload, engine: Engine, spec: Speculative,
     host = engine.step_overhead_s + engine.seq_overhead_s * nodes  # (m,)
     # a decode-only step with no sequence is never taken (a decoder sees d >= 1): node 0 is scored at one row
     decode = step_s(np.maximum(nodes, 1.0) * (spec.k + 1), kv_dec, 0.0, 0.0) + draft + host  # (n, m)
-    host = engine.step_overhead_s + engine.seq_overhead_s * nodes * chunked  # decodes in steps with prompts
+    host = (engine.step_overhead_s + engine.prompt_step_overhead_s
+            + engine.seq_overhead_s * nodes * chunked)  # steps with prompt tokens (and decodes beside them)
     room = np.maximum(budget[:, None, None] - rows, 1.0)  # (n, 1, m)
     chunks = np.ceil(new / room)  # (n, k, m)
     chunk = new / chunks
-    own = step_s(rows, kv_dec[..., None], chunk, cached + (new + chunk) / 2.0) + draft + host
+    kv_own = cached + (new + chunk) / 2.0
+    own = _apart(lambda i: step_s(rows[i], kv_dec[..., None], chunk[..., i], kv_own[..., i]),
+                 rows, new.shape[:-1] + nodes.shape, -1) + draft + host
     x = np.maximum(FRACTIONS * budget[:, None], 1.0)  # (n, f) prompt tokens; at least one (no empty step)
     kv_x = np.maximum(x, wl.mean(wl.cached_tokens)[:, None] + (wl.mean(wl.new_prompt_tokens)[:, None] + x) / 2.0)
-    batch = step_s(rows[:, None], kv_dec[..., None], x[:, None, :], kv_x[:, None, :]) + (draft + host)[:, None]
+    batch = _apart(lambda i: step_s(rows[i][:, None], kv_dec[..., None], x[:, None, :], kv_x[:, None, :]),
+                   rows, budget.shape + nodes.shape + x.shape[1:], -2) + (draft + host)[:, None]
     shape = new.shape[:-1] + nodes.shape
     return StepTables(nodes, np.broadcast_to(decode, shape[:1] + nodes.shape), np.broadcast_to(own, shape),
                       np.broadcast_to(chunks, shape), np.broadcast_to(batch, shape[:1] + nodes.shape + x.shape[1:]),
@@ -370,8 +387,18 @@ def _pass(tab: StepTables, wl: Workload, rate, tau, share, dec_steps, closed: bo
     return _Pass(tau_new, ttft, p90, others, u, backlog, wait - request_overhead_s)
 
 
-def _steady(tab, wl, load, capacity, closed, tokens_per_step, request_overhead_s) -> Steady:
-    """Damped fixed point of _pass: open loop at `load` requests/s, closed loop with `load` clients."""
+def _first_wave_s(tab, wl, clients, others):
+    """(n,) mean extra TTFT of the first wave of a closed-loop benchmark: its clients start together, so their
+    C prompts arrive at once and run through the token budget in order; the i-th waits for the i prompts ahead
+    of it, i.e. (C - 1) / 2 prompts on average at the full-budget step's cost per prompt token."""
+    room = tab.room_tokens(others)
+    full_s = tab.batched(others, room)  # a step carrying a full budget of prompt tokens
+    return np.maximum(clients - 1.0, 0.0) / 2.0 * wl.mean(wl.new_prompt_tokens) * full_s / room
+
+
+def _steady(tab, wl, load, capacity, closed, tokens_per_step, request_overhead_s, rounds=np.inf) -> Steady:
+    """Damped fixed point of _pass: open loop at `load` requests/s, closed loop with `load` clients (each sending
+    `rounds` requests, all starting together: the first wave's queue is averaged over the rounds)."""
     load = np.asarray(load, dtype=np.float64)
     dec_steps = wl.mean(np.maximum(wl.gen_tokens - 1.0, 0.0)) / tokens_per_step  # (n,) decode steps per request
     c = np.minimum(load, capacity) if closed else None  # running clients; the rest wait for a slot
@@ -401,8 +428,11 @@ def _steady(tab, wl, load, capacity, closed, tokens_per_step, request_overhead_s
     e2e = ttft + dec_steps * tau + slot_wait
     running = rate * hold_s
     converged = np.abs(rate * e2e - load) <= 1e-3 * load if closed else np.ones(load.shape, bool)
-    return Steady(rate, ttft + slot_wait, p.p90_s + slot_p90, tau / tokens_per_step, e2e, running, 1.0 + p.others,
-                  p.u, p.queue_s + slot_wait, saturated, converged)
+    # closed loop: the synchronized first wave, one round in `rounds` (a transient: the rate stays the steady one)
+    wave_s = _first_wave_s(tab, wl, c, p.others) / rounds if closed else 0.0
+    p90 = np.maximum(p.p90_s, ttft + wave_s) if closed else p.p90_s  # the burst lifts the mean; p90 >= mean
+    return Steady(rate, ttft + wave_s + slot_wait, p90 + slot_p90, tau / tokens_per_step, e2e + wave_s, running,
+                  1.0 + p.others, p.u, p.queue_s + wave_s + slot_wait, saturated, converged)
 
 
 def _erlang_c(servers, offered):
@@ -444,6 +474,9 @@ def saturation_qps(tab: StepTables, wl: Workload, capacity, tokens_per_step=1.0,
 
 
 def solve_closed(tab: StepTables, wl: Workload, concurrency, capacity, tokens_per_step=1.0,
-                 request_overhead_s=0.0) -> Steady:
-    """C clients per replica (n,), each sending its next request when the previous one ends (no think time)."""
-    return _steady(tab, wl, concurrency, capacity, True, tokens_per_step, request_overhead_s)
+                 request_overhead_s=0.0, requests_per_client=np.inf) -> Steady:
+    """C clients per replica (n,), each sending its next request when the previous one ends (no think time),
+    `requests_per_client` requests each, all clients starting together (np.inf: the steady state alone)."""
+    if not requests_per_client >= 1.0:
+        raise ScenarioError(f"requests_per_client must be >= 1, got {requests_per_client!r}")
+    return _steady(tab, wl, concurrency, capacity, True, tokens_per_step, request_overhead_s, requests_per_client)

@@ -2,16 +2,18 @@
 
 A continuous-batching engine (vLLM's knobs: max_num_seqs, max_num_batched_tokens, gpu_memory_utilization,
 chunked or prefill-first scheduling) serving a closed loop of `concurrency` clients or Poisson arrivals at
-`qps`, in steady state. The cost of one engine step (d decode rows beside a prompt chunk of c tokens) is
-`estimate.evaluate_step` plus a host overhead per step; queueing.py turns step costs into TTFT, TPOT and
-throughput. Per replica: `dp` replicas share the load evenly.
+`qps`, in steady state; a closed loop is a benchmark run (all clients start together, `requests_per_client`
+each: the first round's burst is averaged into the mean TTFT). The cost of one engine step (d decode rows beside
+a prompt chunk of c tokens) is `estimate.evaluate_step` plus a host overhead per step (more for a step carrying
+prompt tokens); queueing.py turns step costs into TTFT, TPOT and throughput. Per replica: `dp` replicas share
+the load evenly.
 
 KV capacity: gpu_memory_utilization x HBM - resident weights - the activation workspace of one
 max_num_batched_tokens step, divided by the KV of a sequence at its mean context (prompt + gen/2); the
 running batch is capped by it and by max_num_seqs.
 
 Host overhead (HOST_*_S below) is fitted by benchmarks/validate_serving.py on measured vLLM serving
-results; `step_overhead_s=0, request_overhead_s=0, efficiency="ideal"` gives the pure roofline, and then
+results; every *_overhead_s=0 and `efficiency="ideal"` give the pure roofline, and then
 serve() at concurrency 1 equals estimate() at batch 1 (TTFT: the prompt in one step; TPOT: the decode step
 at the mean context, which is the mean of estimate's steps while every op stays on one side of the ridge).
 """
@@ -34,14 +36,24 @@ from .queueing import (Engine, Speculative, Workload, decode_nodes, saturation_q
                        workload_of)
 from .units import json_ready
 
-# Host overhead, fitted by `python benchmarks/validate_serving.py` (efficiency="calibrated") on measured vLLM 0.19
-# serving of Llama-3.1-70B (fp8, fp4) on B200, tp 1-8, concurrency <= 16 (72 rows; 48 rows at concurrency 32-64
-# held out). Per step: scheduler and launch; per decoding sequence per step: sampler, detokenizer (fitted to
-# ~0.1 us); per request: API server, tokenizer, first-token delivery. Refitted after calibration v2 and direct
-# NVLink collectives: held-out median error TTFT 46.5 %, TPOT 11.1 % (was 50 % and 17 %).
-HOST_STEP_OVERHEAD_S = 0.617e-3
-HOST_SEQ_OVERHEAD_S = 0.1e-6
-HOST_REQUEST_OVERHEAD_S = 80.9e-3
+# Host overhead, fitted by `python benchmarks/validate_serving.py` (efficiency="calibrated") on measured vLLM serving
+# of Llama-3.1-70B (fp8, fp4) on B200, tp 1-8, concurrency <= 16 (72 rows; 48 rows at concurrency 32-64 and 84
+# rows of gpt-oss-120b held out), benchmark runs of 10 requests per client. Per step: scheduler and launch; per
+# decoding sequence per step: sampler, detokenizer (fitted to ~0); per request: API server, tokenizer, first-token
+# delivery; per layer of a step carrying prompt tokens: such steps run beyond the CUDA-graph capture sizes, so
+# every layer's kernels are launched from the host (NVIDIA AIConfigurator models the same mechanism as a prefill
+# dispatch overhead of ~0.8 ms per layer). Held-out median error: TTFT 22.3 %, TPOT 11.0 % (concurrency 32-64);
+# gpt-oss-120b (refit on all 120 Llama rows) TTFT 20.5 %, TPOT 23.7 %.
+HOST_STEP_OVERHEAD_S = 0.091e-3
+HOST_SEQ_OVERHEAD_S = 0.0
+HOST_REQUEST_OVERHEAD_S = 20.0e-3
+HOST_PROMPT_LAYER_OVERHEAD_S = 0.587e-3
+
+# Closed-loop benchmark clients (genai-perf / aiperf `--concurrency C --request-count 10C`, the recipe of NVIDIA
+# AIConfigurator's evaluation harness; `vllm bench serve --max-concurrency C` with a fixed number of prompts) start
+# all C clients at once: the first round's C prompts arrive as one burst and queue through the token budget.
+# The measured mean TTFT averages that burst over the rounds each client sends.
+BENCHMARK_REQUESTS_PER_CLIENT = 10
 
 _GRID = ("prompt_len", "gen_len", "concurrency", "qps", "max_num_seqs", "max_num_batched_tokens", "prefix_hit_rate")
 _DISCRETE = ("chip", "tp", "pp", "ep", "dp")
@@ -126,7 +138,8 @@ def _evaluate(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency
     wl_u = workload_of(uniq[:, 0], uniq[:, 1], uniq[:, 2], workload)
     eng = Engine(max_num_batched_tokens=uniq[:, 3], gpu_memory_utilization=engine["gpu_memory_utilization"],
                  scheduling=engine["scheduling"], step_overhead_s=engine["step_overhead_s"],
-                 seq_overhead_s=engine["seq_overhead_s"])
+                 seq_overhead_s=engine["seq_overhead_s"],
+                 prompt_step_overhead_s=engine["prompt_layer_overhead_s"] * spec.n_layers / pp)
     nodes = decode_nodes(np.max(g["max_num_seqs"]))
     draft = _draft_fn(spec, chip, kw, sp, float(np.mean(wl_u.decode_kv_tokens)))
     tab = step_tables(_step_fn(spec, chip, kw), wl_u, eng, sp, nodes, draft).with_index(inv.ravel())
@@ -136,7 +149,8 @@ def _evaluate(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency
     cap_safe = np.maximum(cap, 1.0)
     e_spec, r_over = sp.tokens_per_step, engine["request_overhead_s"]
     load = (g["concurrency"] if closed else g["qps"]) / dp
-    st = (solve_closed if closed else solve_open)(tab, wl, load, cap_safe, e_spec, r_over)
+    st = (solve_closed(tab, wl, load, cap_safe, e_spec, r_over, engine["requests_per_client"]) if closed
+          else solve_open(tab, wl, load, cap_safe, e_spec, r_over))
     # saturation: the largest open-loop rate, once per distinct (step configuration, capacity)
     sat_keys, first, sat_inv = np.unique(np.stack([inv.ravel(), cap_safe], -1), axis=0, return_index=True,
                                          return_inverse=True)
@@ -174,7 +188,8 @@ def _check_grid(g: dict):
 def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None, tp=1, pp=1, ep=1, dp=1,
           weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency=DEFAULT_EFFICIENCY, max_num_seqs=256,
           max_num_batched_tokens=8192, prefix_hit_rate=0.0, speculative=None, workload=None, scheduling="chunked",
-          gpu_memory_utilization=GPU_MEMORY_UTILIZATION, step_overhead_s=None, seq_overhead_s=None, request_overhead_s=None,
+          gpu_memory_utilization=GPU_MEMORY_UTILIZATION, step_overhead_s=None, seq_overhead_s=None,
+          request_overhead_s=None, prompt_layer_overhead_s=None, requests_per_client=BENCHMARK_REQUESTS_PER_CLIENT,
           attention="fused", attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0):
     """Steady state of a continuous-batching engine under a closed loop of `concurrency` clients or Poisson
     arrivals at `qps` requests/s (exactly one of them). Any of the grid arguments (prompt_len, gen_len,
@@ -184,7 +199,10 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
     workload: a list of (prompt_len, gen_len[, weight]) request classes, replacing prompt_len and gen_len.
     speculative: dict(k=draft tokens, acceptance=per-token probability, draft=None (MTP heads) or a model).
     step_overhead_s / seq_overhead_s / request_overhead_s: host time per step, per decoding sequence per step
-    and per request (before its first token); None uses the fitted HOST_*_S."""
+    and per request (before its first token); prompt_layer_overhead_s: host time per layer (on each pipeline
+    stage) of a step carrying prompt tokens; None uses the fitted HOST_*_S.
+    requests_per_client (closed loop): requests each benchmark client sends, all clients starting together, so
+    the first of these rounds arrives as one burst; float("inf") gives the steady state alone."""
     if (concurrency is None) == (qps is None):
         raise ScenarioError("give exactly one of concurrency (closed loop) or qps (open loop, Poisson arrivals)")
     closed = concurrency is not None
@@ -192,11 +210,14 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
                    max_num_batched_tokens=max_num_batched_tokens, prefix_hit_rate=prefix_hit_rate)
     discrete = dict(chip=chip, tp=tp, pp=pp, ep=ep, dp=dp)
     is_sweep = any(isinstance(v, (list, tuple, np.ndarray)) for v in (*grid_in.values(), *discrete.values()))
+    host = dict(step_overhead_s=(step_overhead_s, HOST_STEP_OVERHEAD_S),
+                seq_overhead_s=(seq_overhead_s, HOST_SEQ_OVERHEAD_S),
+                request_overhead_s=(request_overhead_s, HOST_REQUEST_OVERHEAD_S),
+                prompt_layer_overhead_s=(prompt_layer_overhead_s, HOST_PROMPT_LAYER_OVERHEAD_S))
     engine = dict(gpu_memory_utilization=float(gpu_memory_utilization), scheduling=scheduling,
-                  step_overhead_s=HOST_STEP_OVERHEAD_S if step_overhead_s is None else float(step_overhead_s),
-                  seq_overhead_s=HOST_SEQ_OVERHEAD_S if seq_overhead_s is None else float(seq_overhead_s),
-                  request_overhead_s=HOST_REQUEST_OVERHEAD_S if request_overhead_s is None else float(request_overhead_s))
-    Engine(**{k: v for k, v in engine.items()})  # validates the knobs
+                  **{k: _at_least(k, fitted if v is None else v, 0.0) for k, (v, fitted) in host.items()})
+    Engine(**{k: v for k, v in engine.items() if k != "prompt_layer_overhead_s"})  # validates the knobs
+    engine["requests_per_client"] = _at_least("requests_per_client", requests_per_client, 1.0, True)
     sp = Speculative.parse(speculative)
     axes = {k: _numbers(k, v) for k, v in grid_in.items() if v is not None}
     mesh = dict(zip(axes, (m.ravel() for m in np.meshgrid(*axes.values(), indexing="ij"))))
@@ -220,6 +241,18 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
         return _frame(frames, mesh, efficiency)
     chip_obj, d, cols, assumptions = frames[0]
     return _single(spec, chip_obj, d, cols, mesh, engine, sp, efficiency, assumptions, closed, layout)
+
+
+def _at_least(name: str, value, low: float, allow_inf: bool = False) -> float:
+    """One number >= low (finite unless allow_inf); a ScenarioError otherwise."""
+    try:
+        v = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ScenarioError(f"{name} must be a number, got {value!r}") from None
+    if not v >= low or (v == np.inf and not allow_inf):
+        raise ScenarioError(f"{name} must be a finite number >= {low:g}{' (or inf)' if allow_inf else ''}, "
+                            f"got {value!r}")
+    return v
 
 
 def _numbers(name: str, value) -> np.ndarray:

@@ -11,7 +11,8 @@ from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpe
 from llm_roofline.queueing import Engine, Speculative, decode_nodes, solve_closed, step_tables, workload_of
 from llm_roofline.serve import serve
 
-PURE = dict(efficiency="ideal", step_overhead_s=0.0, seq_overhead_s=0.0, request_overhead_s=0.0)
+PURE = dict(efficiency="ideal", step_overhead_s=0.0, seq_overhead_s=0.0, request_overhead_s=0.0,
+            prompt_layer_overhead_s=0.0)
 LLAMA = "meta-llama/Llama-3.1-8B"
 
 
@@ -34,12 +35,14 @@ def test_concurrency_one_is_the_static_estimate_at_batch_one():
 
 
 def test_host_overheads_add_to_the_concurrency_one_latencies():
-    # host: 1 ms per step, 0.1 ms per decoding sequence per step, 50 ms per request.
-    # TTFT = prefill step + 1 ms (no decodes beside it) + 50 ms; TPOT = decode step + 1 ms + 0.1 ms
-    host = dict(efficiency="ideal", step_overhead_s=1e-3, seq_overhead_s=1e-4, request_overhead_s=0.05)
+    # host: 1 ms per step, 0.1 ms per decoding sequence per step, 50 ms per request, 0.5 ms per layer of a step
+    # carrying prompt tokens (Llama-3.1-8B: 32 layers -> 16 ms on the prompt's step, none on decode steps).
+    # TTFT = prefill step + 1 ms (no decodes beside it) + 16 ms + 50 ms; TPOT = decode step + 1 ms + 0.1 ms
+    host = dict(efficiency="ideal", step_overhead_s=1e-3, seq_overhead_s=1e-4, request_overhead_s=0.05,
+                prompt_layer_overhead_s=5e-4)
     s = serve(LLAMA, "h100-sxm", prompt_len=1024, gen_len=64, concurrency=1, **host)
     e = lr.estimate(LLAMA, "h100-sxm", batch=1, prompt_len=1024, gen_len=64, efficiency="ideal")
-    assert s.ttft_s == pytest.approx(e.ttft_s + 0.001 + 0.05, rel=1e-9)
+    assert s.ttft_s == pytest.approx(e.ttft_s + 0.001 + 0.016 + 0.05, rel=1e-9)
     assert s.tpot_s == pytest.approx(e.tpot_s + 0.0011, rel=1e-9)
 
 
@@ -178,3 +181,18 @@ def test_knee_is_the_maximum_power_point(tmp_path):
     r = plot_serving(LLAMA, "h100-sxm", tmp_path / "serving.png", concurrency=[1, 8, 64], prompt_len=1024, gen_len=64)
     assert (tmp_path / "serving.png").stat().st_size > 0 and list(r.data["load"]) == [1, 8, 64]
     r.close()
+
+
+def test_a_benchmark_run_adds_its_first_burst_once_per_run():
+    # all C clients start together: the first round's burst is one round in requests_per_client, so its share of
+    # the mean TTFT halves from 5 to 10 requests per client; one client has no burst; TPOT is the steady state's
+    kw = dict(prompt_len=2048, gen_len=256, **PURE)
+    ttft = {r: serve(LLAMA, "h100-sxm", concurrency=16, requests_per_client=r, **kw).ttft_s for r in (5, 10, np.inf)}
+    assert ttft[5] - ttft[np.inf] == pytest.approx(2 * (ttft[10] - ttft[np.inf]), rel=1e-9)
+    assert ttft[10] > 1.1 * ttft[np.inf]
+    one = [serve(LLAMA, "h100-sxm", concurrency=1, requests_per_client=r, **kw) for r in (1, np.inf)]
+    assert one[0].ttft_s == one[1].ttft_s and one[0].tpot_s == one[1].tpot_s
+    for bad in (dict(requests_per_client=0.5), dict(requests_per_client="ten"), dict(prompt_layer_overhead_s=-1e-3),
+                dict(seq_overhead_s=float("inf")), dict(step_overhead_s=[1e-3])):
+        with pytest.raises(lr.errors.RooflineError):
+            serve(LLAMA, "h100-sxm", concurrency=4, **bad)

@@ -28,7 +28,7 @@ class Architecture:
     mlp_bias: bool | str = "mlp_bias"
     qk_norm: bool | str = False  # per-head q/k norms with weights (an L2 norm without weights is not one)
     sinks: bool = False
-    router_bias: bool = False
+    router_bias: bool | str = False
     shared_gate: bool = False  # sigmoid gate Linear(d_model, 1) on the shared expert
     fixed_shared_experts: int = 0  # shared experts the modeling code always builds (Llama-4: 1)
     lm_head_bias: bool | str = False
@@ -39,6 +39,7 @@ class Architecture:
     expert_keys: tuple[str, ...] = ("moe_intermediate_size", "intermediate_size")  # routed expert width
     ffn_mult: int | None = None  # absent/null FFN size -> ffn_mult * d_model
     chunked_attention: bool = False  # layer_types 'chunked_attention' / no_rope_layers (Llama-4)
+    nope_layers: bool = False  # no_rope_layers[i] = 0: layer i without RoPE (SmolLM3)
     nested: tuple[str, ...] = ()  # sub-dicts whose keys are read as top-level keys (DBRX attn_config, ffn_config)
     bias_free_layernorm: bool = False  # nn.LayerNorm(bias=False): counted as weight-only, noted
     defaults: dict = field(default_factory=dict)
@@ -71,9 +72,26 @@ ARCHITECTURES: dict[str, Architecture] = {
     # Gemma's MLP is gate_proj/up_proj/down_proj with gelu_pytorch_tanh: gated (GeGLU), whatever the activation says.
     "gemma": replace(_LLAMA, defaults=_GEMMA_DEFAULTS),
     "gemma2": replace(_LLAMA, norms=4, defaults={**_GEMMA_DEFAULTS, "sliding_window": 4096}),
+    # VaultGemma (modeling_vaultgemma.py): Gemma-2's layers with two norms (input, pre-feedforward).
+    "vaultgemma": replace(_LLAMA, defaults={**_GEMMA_DEFAULTS, "sliding_window": 4096}),
+    # EXAONE-4 (modeling_exaone4.py): post-norms only (after attention, after MLP), q/k norms, window layers.
+    "exaone4": replace(_LLAMA, qk_norm=True, defaults={"tie_word_embeddings": False, "sliding_window": 4096}),
+    # SmolLM3 (modeling_smollm3.py): Llama with NoPE layers (no_rope_layers[i] = 0), tied embeddings.
+    "smollm3": replace(_LLAMA, nope_layers=True, defaults={"tie_word_embeddings": True, "no_rope_layer_interval": 4}),
     "gemma3_text": replace(_LLAMA, norms=4, qk_norm=True,
                            defaults={**_GEMMA_DEFAULTS, "sliding_window": 4096, "sliding_window_pattern": 6,
                                      "vocab_size": 262208, "max_position_embeddings": 131072}),
+    # Gemma-4 (configuration_gemma4.py Gemma4TextConfig): Gemma-3's blocks (4 norms, q/k norms, gated GELU MLP);
+    # full-attention layers of global_head_dim (layers.gemma4_global_attention), optional MoE block beside the MLP.
+    "gemma4_text": replace(_LLAMA, norms=4, qk_norm=True, router_bias=True,
+                           defaults={**_GEMMA_DEFAULTS, "sliding_window": 512, "sliding_window_pattern": 6,
+                                     "global_head_dim": 512, "vocab_size": 262144,
+                                     "max_position_embeddings": 131072}),
+    # MiMo-V2-Flash (configuration_mimo_v2_flash.py; the hub's own config: model_type mimo_v2, hybrid_layer_pattern,
+    # swa_* keys): full-attention and sliding-window layers of different KV heads, v_head_dim != head_dim, attention
+    # sinks on the window layers, DeepSeek-style router; the first layer dense (layers.mimo_attention).
+    **{t: replace(_LLAMA, router_bias=True, defaults={"tie_word_embeddings": False, "first_k_dense_replace": 1})
+       for t in ("mimo_v2_flash", "mimo_v2")},
     # Llama-4 (configuration_llama4.py Llama4TextConfig): every interleave_moe_layer_step-th layer is MoE with one
     # shared expert of intermediate_size, the others dense of intermediate_size_mlp; use_qk_norm is an L2 norm
     # without weights; 3 of 4 layers use chunked attention (no_rope_layers).
@@ -90,6 +108,9 @@ ARCHITECTURES: dict[str, Architecture] = {
                                       "moe_layer_interval": 1, "moe_num_shared_experts": 2}),
     "ernie4_5": replace(_LLAMA, qkv_bias="use_bias", o_bias="use_bias", mlp_bias="use_bias",
                         lm_head_bias="use_bias", defaults={"tie_word_embeddings": True, "use_bias": False}),
+    # Qwen2-VL / Qwen2.5-VL: Qwen2's decoder (q/k/v bias) with the text keys at the top level or in text_config.
+    **{t: replace(_LLAMA, qkv_bias=True, o_bias=False)
+       for t in ("qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text")},
     "qwen3_vl_text": replace(_LLAMA, qk_norm=True),
     "qwen3_vl_moe_text": replace(_LLAMA, qk_norm=True),
     # Recurrent / hybrid models (hybrid.py). Mamba2ForCausalLM (configuration_mamba2.py defaults: Mamba-Codestral-7B).
@@ -148,6 +169,24 @@ ARCHITECTURES: dict[str, Architecture] = {
     # DeepSeek-V3.2 (configuration_deepseek_v32.py): DeepSeek-V3 plus a lightning indexer per layer (DSA).
     "deepseek_v32": replace(_LLAMA, router_bias=True, defaults={"tie_word_embeddings": False, "index_topk": 2048,
                                                                 "index_n_heads": 64, "index_head_dim": 128}),
+    # GLM-5 (configuration_glm_moe_dsa.py): DeepSeek-V3.2's MLA + DSA and MoE; indexer_types 'shared' layers reuse the
+    # previous 'full' layer's top-k selection (no indexer of their own, no index-key cache).
+    "glm_moe_dsa": replace(_LLAMA, router_bias=True,
+                           defaults={"tie_word_embeddings": False, "index_topk": 2048, "index_n_heads": 32,
+                                     "index_head_dim": 128, "first_k_dense_replace": 3, "n_shared_experts": 1}),
+    # LFM2-MoE (configuration_lfm2_moe.py): LFM2's short-conv / attention layers; dense gated MLP in the first
+    # num_dense_layers, then gated experts with a routing bias (expert_bias, kept in the checkpoint).
+    "lfm2_moe": replace(_LLAMA, qk_norm=True, router_bias="use_expert_bias", expert_keys=("moe_intermediate_size",),
+                        defaults={"tie_word_embeddings": True, "conv_L_cache": 3, "use_expert_bias": True,
+                                  "num_dense_layers": 2}),
+    # Granite-4.0 hybrid (configuration_granitemoehybrid.py): Bamba-style Mamba-2 / attention, then experts of
+    # intermediate_size plus a shared gated MLP of shared_intermediate_size in every layer.
+    "granitemoehybrid": replace(_LLAMA, expert_keys=("intermediate_size",),
+                                defaults={"tie_word_embeddings": False, "mamba_n_heads": 128, "mamba_n_groups": 1,
+                                          "mamba_d_state": 256, "mamba_d_conv": 4, "mamba_expand": 2,
+                                          "mamba_chunk_size": 256, "mamba_conv_bias": True, "mamba_proj_bias": False,
+                                          "shared_intermediate_size": 1024, "num_local_experts": 8,
+                                          "num_experts_per_tok": 2}),
     # Nemotron-NAS (DeciLM): Llama blocks whose KV heads and MLP width vary per layer (block_configs).
     "deci": _LLAMA,
     "nemotron-nas": _LLAMA,
@@ -207,11 +246,14 @@ ARCHITECTURES: dict[str, Architecture] = {
                                        "use_parallel_residual": True}),
 }
 ARCHITECTURES["qwen3_5_moe_text"] = ARCHITECTURES["qwen3_5_text"]
+ARCHITECTURES["gemma4_unified_text"] = ARCHITECTURES["gemma4_text"]  # Gemma-4 "unified": the same text decoder
+GEMMA4_TYPES = ("gemma4_text", "gemma4_unified_text")
 UNKNOWN_ARCHITECTURE = Architecture(gated=None, ffn_keys=("intermediate_size", "ffn_dim", "ffn_hidden_size", "n_inner"))
 
 # The text tower's model_type of a multimodal wrapper whose text_config does not state its own.
 TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_vl": "qwen3_vl_text",
-                    "qwen3_vl_moe": "qwen3_vl_moe_text", "gemma4": "gemma4_text", "qwen3_5": "qwen3_5_text",
+                    "qwen3_vl_moe": "qwen3_vl_moe_text", "gemma4": "gemma4_text",
+                    "gemma4_unified": "gemma4_unified_text", "qwen3_5": "qwen3_5_text",
                     "qwen3_5_moe": "qwen3_5_moe_text"}
 
 # Activations whose MLP is taken as gated in a model_type the table does not know (noted as an assumption).
@@ -277,14 +319,18 @@ ENCODER_ONLY_TYPES = ("bert", "roberta", "xlm-roberta", "deberta", "deberta-v2",
                       "electra", "modernbert")
 # model_type -> why the operator graph cannot represent it (recurrent state, linear attention, sparse attention).
 REFUSED_TYPES = {
-    # the Mamba-1 reader (hybrid.py) reads falcon_mamba and jamba; plain 'mamba' stays refused until tests/test_hf.py
-    # (which expects this refusal) is updated
-    "mamba": "state-space (Mamba) layers",
-    **{t: "hybrid attention + state-space layers" for t in ("zamba", "zamba2", "granitemoehybrid", "plamo2")},
+    # Zamba: one transformer block whose weights are shared by many layers (num_mem_blocks, with per-layer LoRA
+    # adapters): the graph counts one set of weights per layer group
+    **{t: "shared transformer blocks (num_mem_blocks: one set of attention/MLP weights applied at several layers, "
+          "with per-layer adapters)" for t in ("zamba", "zamba2")},
+    "plamo2": "hybrid attention + state-space layers",
     **{t: "recurrent layers" for t in ("rwkv", "rwkv6", "rwkv7", "recurrent_gemma", "xlstm")},
-    "lfm2_moe": "hybrid short-convolution + attention layers",
-    "glm_moe_dsa": "DeepSeek sparse attention (DSA: a lightning indexer selects index_topk keys per query)",
-    "deepseek_v4": "DeepSeek-V4 compressed sparse attention",
+    "moshi": "a speech model (depth decoder over audio codebooks)",
+    "git": "an image-to-text model (a BERT-style text decoder with learned positions and an embedding LayerNorm)",
+    "phi4_multimodal": "vision and speech LoRA adapters (vision_lora, speech_lora) inside every decoder layer",
+    "modernbert-decoder": "ModernBERT's decoder (global and local attention of its own, bias-free LayerNorms)",
+    "deepseek_v4": "compressed sparse attention (compress_ratios / compress_rates: the KV compressed at a per-layer "
+                   "rate) and hyper-connections (hc_mult residual streams)",
     "jetmoe": "mixture-of-attention-heads (attention experts)",
     "gemma3n": "AltUp, LAuReL and KV-cache sharing across layers (num_kv_shared_layers)",
 }
@@ -295,15 +341,25 @@ REFUSED_KEYS = {
         "mamba_d_conv", "mamba_n_heads", "attn_layer_period", "attn_layer_offset", "hybrid_override_pattern",
         "linear_attn_config", "block_types", "full_attn_idxs", "linear_num_value_heads", "linear_key_head_dim",
         "conv_L_cache")},
+    # MiniMax-M3: an indexer picks index_topk_blocks blocks of index_block_size keys (block-sparse, not DSA's tokens)
+    **{k: "block-sparse attention (an indexer selects blocks of keys)" for k in ("index_topk_blocks",
+                                                                               "index_block_size")},
     **{k: "DeepSeek sparse attention (indexer)" for k in ("index_topk", "index_n_heads", "index_head_dim")},
     "num_kv_shared_layers": "KV-cache sharing across layers",
+    **{k: "compressed sparse attention (DeepSeek-V4: KV compressed at a per-layer rate)"
+       for k in ("compress_ratios", "compress_rates")},
+    "hc_mult": "hyper-connections (several residual streams mixed per layer)",
+    # BERT / RoBERTa-style stacks used as decoders (camembert, ernie, roc_bert, xmod, ...): token-type embeddings,
+    # post-norm blocks, an embedding LayerNorm
+    "type_vocab_size": "a BERT-style encoder stack (token-type embeddings, post-norm blocks)",
 }
 CROSS_ATTENTION_KEYS = ("cross_attention_layers", "encoder_layers", "decoder_layers")
 NON_ATTENTION_LAYER_TYPES = ("linear_attention", "mamba", "conv", "ssm", "recurrent", "mamba2", "short_conv",
                              "deltanet", "lightning_attention", "minimax_attention")
 # layer_types entries the reader maps onto an attention window: None = full, "window" = sliding_window,
 # "chunk" = attention_chunk_size (Llama-4's chunked attention, read as a window of the chunk size).
-LAYER_TYPE_WINDOWS = {"full_attention": None, "sliding_attention": "window", "chunked_attention": "chunk"}
+LAYER_TYPE_WINDOWS = {"full_attention": None, "sliding_attention": "window", "chunked_attention": "chunk",
+                      "indexed_attention": None}  # GLM-5: full attention over its DSA top-k (index_topk)
 
 # Keys that shape the model; when present (truthy) in a config and not read, the reader says so.
 STRUCTURAL_KEY_WORDS = ("expert", "moe", "lora_rank", "window", "chunk", "sparse", "layer_types", "_layers",

@@ -7,14 +7,17 @@
 
 Reading a config, in order (one reader: the result depends on the config and this package's tables only):
 
-1. Locate the text decoder's keys (`text_config` of a multimodal config; scope.py) and refuse what the operator
-   graph cannot represent: encoder-decoder, state-space / linear-attention hybrids, sparse attention
-   (UnsupportedArchitectureError, naming the key and the architecture).
+1. Locate the text decoder's keys (`text_config` of a multimodal config, or the top level beside a vision_config;
+   scope.py names the towers left out) and refuse what the operator graph cannot represent: encoder-decoder and
+   encoder stacks, shared-weight blocks (Zamba), compressed sparse attention (DeepSeek-V4), recurrent families
+   without a reader (UnsupportedArchitectureError, naming the key and the architecture).
 2. Fill keys the file leaves out with the defaults of its architecture: the `ARCHITECTURES` table
    (architectures.py), which copies the transformers config-class defaults. transformers is never imported.
-3. Read dimensions, per-layer attention (window, RoPE) and FFN (dense / MoE) kinds (layers.py); identical layers
-   share one LayerGroup. Every fallback appends a sentence to `assumptions`; keys that shape a model and were not
-   read are named (or the config is refused when its model_type is unknown).
+3. Read dimensions, per-layer attention (window, RoPE, KV heads, DSA indexer, Gemma-4 / MiMo per-layer shapes) and
+   FFN (dense / MoE / absent) kinds (layers.py), or the recurrent and hybrid layers (hybrid.py: Mamba-1/2, Gated
+   DeltaNet, lightning, short conv); identical layers share one LayerGroup. Every fallback appends a sentence to
+   `assumptions`; keys that shape a model and were not read are named (or the config is refused when its model_type
+   is unknown).
 """
 
 from __future__ import annotations
@@ -24,15 +27,16 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
-from .architectures import (ARCHITECTURES, CONTEXT_KEYS, HIDDEN_KEYS, LAYERS_KEYS, TEXT_MODEL_TYPES,
-                            UNKNOWN_ARCHITECTURE, Architecture)
+from .architectures import (ARCHITECTURES, BOUNDS, CONTEXT_KEYS, GEMMA4_TYPES, HIDDEN_KEYS, LAYERS_KEYS,
+                            TEXT_MODEL_TYPES, UNKNOWN_ARCHITECTURE, Architecture)
 from .config_files import locate, read_json, shipped_index
 from .hybrid import HYBRID_TYPES, hybrid_groups
-from .layers import (attention_spec, ffn_spec, group_layers, layer_d_ffs, layer_kv_heads, layer_ropes, layer_windows,
-                     moe_layers, norms_per_block, parallel_block)
+from .layers import (attention_spec, ffn_spec, gemma4_ffn, gemma4_global_attention, gemma4_moe_layers, group_layers,
+                     layer_d_ffs, layer_indexers, layer_kv_heads, layer_noops, layer_ropes, layer_windows,
+                     mimo_attention, mimo_full_attention, moe_layers, norms_per_block, parallel_block)
 from .reader import ConfigReader, check_head_counts
 from .scope import check_unread_keys, model_type_of, reject_unsupported, text_part
-from .spec import ModelSpec
+from .spec import AttentionSpec, FfnSpec, ModelSpec
 from .weights import native_dtype, quantization
 
 
@@ -88,7 +92,7 @@ def spec_from_config(config: dict, name: str = "model", source: str = "") -> Mod
     model_type = _text_model_type(text, config)
     arch = ARCHITECTURES.get(model_type)
     raw = _flatten_nested(text, arch or UNKNOWN_ARCHITECTURE)
-    check_head_counts(raw)
+    check_head_counts(raw, (arch or UNKNOWN_ARCHITECTURE).defaults.get("head_dim"))
     if arch is None:
         notes.append(f"model_type {model_type or '(none)'!r} is not one the parser knows: the config is read by "
                      "the usual key names as a pre-norm decoder (Llama-style unless its keys say otherwise).")
@@ -126,13 +130,13 @@ def _flatten_nested(raw: dict, arch: Architecture) -> dict:
 def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: dict, name: str,
                 source: str) -> ModelSpec:
     d_model = r.dim(*HIDDEN_KEYS)
-    n_layers = r.dim(*LAYERS_KEYS)
+    n_layers = r.dim(*LAYERS_KEYS, fallback=_layers_from_list(r))
     vocab = r.dim("vocab_size")
     positions = _learned_positions(r, arch, d_model)
     if model_type in HYBRID_TYPES:  # recurrent mixers (Mamba-2, Gated DeltaNet) with or without attention
         groups = hybrid_groups(r, arch, model_type, d_model, n_layers)
     else:
-        groups = group_layers(_layers(r, arch, d_model, n_layers), parallel_block(r, arch),
+        groups = group_layers(_layers(r, arch, model_type, d_model, n_layers), parallel_block(r, arch),
                               norms_per_block(r, arch, model_type))
     _note_unmodelled(r, arch, model_type)
     weight_dtype = native_dtype(r, config)
@@ -155,21 +159,43 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
     )
 
 
-def _layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list:
-    """(AttentionSpec, FfnSpec) per layer; one spec object per distinct per-layer key (window, rope, kv heads, moe,
-    d_ff)."""
+def _layers(r: ConfigReader, arch: Architecture, model_type: str, d_model: int, n_layers: int) -> list:
+    """(AttentionSpec, FfnSpec) per layer; one spec object per distinct per-layer key (window, rope, kv heads,
+    indexer, moe, d_ff)."""
+    gemma4 = model_type in GEMMA4_TYPES
+    moe_flags = gemma4_moe_layers(r, n_layers) if gemma4 else moe_layers(r, n_layers)
+    noops = layer_noops(r, n_layers)
     keys = list(zip(layer_windows(r, arch, n_layers), layer_ropes(r, arch, n_layers), layer_kv_heads(r, n_layers),
-                    moe_layers(r, n_layers), layer_d_ffs(r, arch, d_model, n_layers), strict=True))
+                    layer_indexers(r, n_layers), moe_flags, layer_d_ffs(r, arch, d_model, n_layers), strict=True))
     attn, ffn = {}, {}
-    for window, rope, n_kv, moe, d_ff in dict.fromkeys(keys):
-        if (window, rope, n_kv) not in attn:
-            attn[window, rope, n_kv] = attention_spec(r, arch, d_model, window, rope, n_kv)
-        if not moe and not d_ff:
+    for (window, rope, n_kv, idx, moe, d_ff), (no_attn, no_ffn) in dict.fromkeys(zip(keys, noops)):
+        if no_attn or no_ffn:  # Nemotron-NAS: a block without attention or without FFN
+            attn.setdefault("none", AttentionSpec.none())
+            ffn.setdefault("none", FfnSpec.none())
+        if (window, rope, n_kv, idx) not in attn and not no_attn:
+            a = attention_spec(r, arch, d_model, window, rope, n_kv, idx)
+            if gemma4 and window is None:
+                a = gemma4_global_attention(r, a)
+            elif model_type in ("mimo_v2_flash", "mimo_v2"):
+                a = mimo_attention(r, a) if window else mimo_full_attention(r, a)
+            attn[window, rope, n_kv, idx] = a
+        if not moe and not d_ff and not no_ffn:
             raise ModelConfigError(f"the config has no {(arch.ffn_keys or ('intermediate_size',))[0]} "
                                    "(the width of the dense MLP layers)")
-        if (moe, d_ff) not in ffn:
-            ffn[moe, d_ff] = ffn_spec(r, arch, d_model, moe, 0 if moe else d_ff)
-    return [(attn[w, rope, n_kv], ffn[moe, d_ff]) for w, rope, n_kv, moe, d_ff in keys]
+        if (moe, d_ff) not in ffn and not no_ffn:
+            f = ffn_spec(r, arch, d_model, moe, 0 if moe else d_ff)
+            ffn[moe, d_ff] = gemma4_ffn(r, f) if gemma4 else f
+    return [(attn["none" if no_attn else (w, rope, n_kv, idx)], ffn["none" if no_ffn else (moe, d_ff)])
+            for (w, rope, n_kv, idx, moe, d_ff), (no_attn, no_ffn) in zip(keys, noops)
+            if not (no_attn and no_ffn)]  # Nemotron-NAS: a block with neither is the identity
+
+
+def _layers_from_list(r: ConfigReader) -> tuple[int, str] | None:
+    """Nemotron-H (transformers >= 5) states its depth only as the length of layers_block_type."""
+    blocks = r.raw.get("layers_block_type")
+    if r.get("model_type") != "nemotron_h" or not isinstance(blocks, list) or not blocks:
+        return None
+    return min(len(blocks), BOUNDS["layers"] + 1), "the length of layers_block_type"
 
 
 def _with_assumptions(spec: ModelSpec, assumptions: list[str]) -> ModelSpec:

@@ -1,7 +1,8 @@
-"""Readers of the recurrent and hybrid models: Mamba / Falcon-Mamba (Mamba-1), Mamba-2, Nemotron-H (Mamba-2 + attention
-+ MLP blocks), Bamba (Mamba-2 or attention, then an MLP), Jamba (Mamba-1 or attention, then MLP or MoE), Qwen3-Next
-(Gated DeltaNet + gated attention, MoE), MiniMax-Text-01 (lightning attention + softmax attention, MoE) and LFM2
-(short convolutions + attention), Falcon-H1 (attention and Mamba-2 in parallel in every block, then an MLP).
+"""Readers of the recurrent and hybrid models: Mamba / Falcon-Mamba (Mamba-1), Mamba-2, Nemotron-H and Nemotron-3
+(Mamba-2, attention, MLP or MoE blocks), Bamba (Mamba-2 or attention, then an MLP), Granite-4.0 hybrid (the same, then
+MoE + shared MLP), Jamba (Mamba-1 or attention, then MLP or MoE), Qwen3-Next (Gated DeltaNet + gated attention, MoE),
+MiniMax-Text-01 (lightning attention + softmax attention, MoE), LFM2 and LFM2-MoE (short convolutions + attention, then
+an MLP or MoE), Falcon-H1 (attention and Mamba-2 in parallel in every block, then an MLP).
 
 Each layer is an (AttentionSpec, MixerSpec | None, FfnSpec) triple; a block without attention holds
 AttentionSpec.none(), one without MLP FfnSpec.none(). Identical triples share one LayerGroup. Key names and their
@@ -19,7 +20,7 @@ from .reader import ConfigReader, as_int, require_divides
 from .spec import AttentionSpec, FfnSpec, LayerGroup, MixerSpec
 
 HYBRID_TYPES = ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "bamba", "jamba", "qwen3_next", "qwen3_5_text",
-                "qwen3_5_moe_text", "minimax", "lfm2", "falcon_h1")
+                "qwen3_5_moe_text", "minimax", "lfm2", "lfm2_moe", "falcon_h1", "granitemoehybrid")
 # Nemotron-H's block letters (hybrid_override_pattern) and the list names of newer configs (layers_block_type)
 _NEMOTRON_LETTERS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 _NEMOTRON_NAMES = {"mamba": "mamba", "linear_attention": "mamba", "attention": "attention",
@@ -34,7 +35,7 @@ def hybrid_groups(r: ConfigReader, arch: Architecture, model_type: str, d_model:
                "nemotron_h": _nemotron_h_layers, "bamba": _bamba_layers, "jamba": _jamba_layers,
                "qwen3_next": _qwen3_next_layers, "qwen3_5_text": _qwen3_next_layers,
                "qwen3_5_moe_text": _qwen3_next_layers, "minimax": _minimax_layers, "lfm2": _lfm2_layers,
-               "falcon_h1": _falcon_h1_layers}
+               "lfm2_moe": _lfm2_layers, "falcon_h1": _falcon_h1_layers, "granitemoehybrid": _granite_layers}
     layers = readers[model_type](r, arch, d_model, n_layers)
     _note_state_dtype(r, [m for _, m, _ in layers if m is not None])
     return _group(layers, arch.norms)
@@ -88,10 +89,11 @@ def _mamba1_mixer(r: ConfigReader, d_model: int, prefix: str, dt_bc_norms: bool)
              ("mamba_d_state", "mamba_d_conv", "mamba_expand", "mamba_dt_rank", "mamba_conv_bias", "mamba_proj_bias"))
     state, kernel, expand_key, rank_key, conv_bias, proj_bias = names
     inner = r.count(expand_key, default=2, allow_zero=False) * d_model
-    stated = r.get("intermediate_size") if not prefix else None  # MambaConfig recomputes it from expand
-    if stated is not None and stated != inner:
-        raise ModelConfigError(f"intermediate_size ({str(stated)[:20]}) disagrees with {expand_key} x hidden_size "
-                               f"({inner}), which the modeling code uses")
+    stated = r.dim("intermediate_size", required=False) if not prefix else None
+    if stated is not None and stated != inner:  # tiiuae/falcon-mamba-7b: expand 16, intermediate_size 8192
+        r.assume(f"intermediate_size ({stated}) disagrees with {expand_key} x hidden_size ({inner}): the stated "
+                 "width is used, the one the checkpoint's tensors have (as transformers does).")
+        inner = stated
     rank = r.get(rank_key, default="auto")
     if rank == "auto":
         rank = -(-d_model // 16)
@@ -172,9 +174,6 @@ def _nemotron_kinds(r: ConfigReader, n_layers: int) -> list[str]:
 def _nemotron_h_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
     """NemotronHBlock: norm -> one of (Mamba-2 mixer | attention without RoPE | relu² MLP) -> residual."""
     kinds = _nemotron_kinds(r, n_layers)
-    if "moe" in kinds:
-        raise UnsupportedArchitectureError("hybrid_override_pattern has MoE blocks ('E', model_type='nemotron_h'): "
-                                           "Nemotron-H latent MoE blocks are not modelled yet")
     none_a, none_f = AttentionSpec.none(), FfnSpec.none()
     by_kind: dict[str, Layer] = {}
     if "mamba" in kinds:
@@ -188,14 +187,40 @@ def _nemotron_h_layers(r: ConfigReader, arch: Architecture, d_model: int, n_laye
         act = r.get("mlp_hidden_act", default="relu2")
         by_kind["mlp"] = (none_a, None, FfnSpec("dense", r.dim("intermediate_size"), False, str(act),
                                                 r.flag(arch.mlp_bias)))
+    if "moe" in kinds:
+        by_kind["moe"] = (none_a, None, _nemotron_h_moe(r, d_model))
     r.used.update(("mamba_hidden_act", "expand", "mamba_expand"))  # expand: heads x head_dim says it
     return [by_kind[k] for k in kinds]
+
+
+def _nemotron_h_moe(r: ConfigReader, d_model: int) -> FfnSpec:
+    """NemotronHMoE ('E' blocks, Nemotron-3): n_routed_experts relu² experts (up, down) of moe_intermediate_size, a
+    relu² shared MLP of moe_shared_expert_intermediate_size, a DeepSeek-style router (e_score_correction_bias)."""
+    if r.get("moe_latent_size") is not None:
+        raise UnsupportedArchitectureError("moe_latent_size is set (model_type='nemotron_h'): experts working in a "
+                                           "latent space (fc1/fc2_latent_proj around them) are not modelled")
+    n_experts, top_k = r.dim("n_routed_experts"), r.dim("num_experts_per_tok")
+    if top_k > n_experts:
+        raise ModelConfigError(f"num_experts_per_tok ({top_k}) exceeds n_routed_experts ({n_experts})")
+    r.used.update(("n_shared_experts", "moe_shared_expert_overlap"))  # one shared MLP of its own width
+    act = str(r.get("mlp_hidden_act", default="relu2"))
+    return FfnSpec("moe", 0, False, act, False, n_experts=n_experts, top_k=top_k,
+                   d_expert=r.dim("moe_intermediate_size"),
+                   d_shared=r.dim("moe_shared_expert_intermediate_size", required=False) or 0, router_bias=True)
 
 
 # ---------------------------------------------------------------------------- Bamba
 def _bamba_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
     """BambaDecoderLayer: norm -> (Mamba-2 | attention at attn_layer_indices) -> residual -> norm -> gated MLP."""
     attn_at = set(r.int_list("attn_layer_indices", default=[]) or [])
+    mixer = _bamba_mixer(r, d_model)
+    mlp = ffn_spec(r, arch, d_model, False, r.dim("intermediate_size"))
+    attn = attention_spec(r, arch, d_model, None, rope=True) if attn_at else None
+    return [(attn, None, mlp) if i in attn_at else (AttentionSpec.none(), mixer, mlp) for i in range(n_layers)]
+
+
+def _bamba_mixer(r: ConfigReader, d_model: int) -> MixerSpec:
+    """The Mamba-2 mixer of Bamba and Granite-4.0 (mamba_* keys; mamba_d_head 'auto' = expand x hidden / heads)."""
     heads = r.dim("mamba_n_heads")
     head_dim = r.get("mamba_d_head", default="auto")
     if head_dim == "auto":  # BambaConfig: mamba_expand * hidden_size / mamba_n_heads
@@ -203,13 +228,10 @@ def _bamba_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: i
         require_divides(inner, "mamba_expand x hidden_size", heads, "mamba_n_heads")
         head_dim = inner // heads
         r.assume(f"mamba_d_head 'auto': mamba_expand x hidden_size / mamba_n_heads = {head_dim}.")
-    mixer = _mamba2_mixer(r, d_model, dict(heads=("mamba_n_heads",), head_dim=as_int(head_dim, "mamba_d_head"),
-                                           state=("mamba_d_state",), groups=("mamba_n_groups",), conv=("mamba_d_conv",),
-                                           conv_bias="mamba_conv_bias", proj_bias="mamba_proj_bias",
-                                           chunk=("mamba_chunk_size",)))
-    mlp = ffn_spec(r, arch, d_model, False, r.dim("intermediate_size"))
-    attn = attention_spec(r, arch, d_model, None, rope=True) if attn_at else None
-    return [(attn, None, mlp) if i in attn_at else (AttentionSpec.none(), mixer, mlp) for i in range(n_layers)]
+    return _mamba2_mixer(r, d_model, dict(heads=("mamba_n_heads",), head_dim=as_int(head_dim, "mamba_d_head"),
+                                          state=("mamba_d_state",), groups=("mamba_n_groups",), conv=("mamba_d_conv",),
+                                          conv_bias="mamba_conv_bias", proj_bias="mamba_proj_bias",
+                                          chunk=("mamba_chunk_size",)))
 
 
 # ---------------------------------------------------------------------------- Qwen3-Next
@@ -320,9 +342,44 @@ def _lfm2_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: in
     bias = r.boolean("conv_bias")
     mixer = MixerSpec("short_conv", d_model, 1, 0, 0, r.dim("conv_L_cache"), conv_bias=bias, proj_bias=bias,
                       state_dtype=None)
-    mlp = FfnSpec("dense", _lfm2_d_ff(r), True, "silu")
     attn = attention_spec(r, arch, d_model, None, rope=True) if "full_attention" in types else None
-    return [(attn, None, mlp) if t == "full_attention" else (AttentionSpec.none(), mixer, mlp) for t in types]
+    ffns = _lfm2_ffns(r, arch, d_model, n_layers)
+    return [(attn, None, f) if t == "full_attention" else (AttentionSpec.none(), mixer, f) for t, f in zip(types, ffns)]
+
+
+def _lfm2_ffns(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[FfnSpec]:
+    """LFM2: one gated MLP everywhere. LFM2-MoE (Lfm2MoeDecoderLayer): the first num_dense_layers layers a gated MLP
+    of intermediate_size (used as is), the others num_experts gated experts of moe_intermediate_size."""
+    if r.get("model_type") != "lfm2_moe":
+        return [FfnSpec("dense", _lfm2_d_ff(r), True, "silu")] * n_layers
+    n_dense = r.count("num_dense_layers", default=2)
+    dense = ffn_spec(r, arch, d_model, False, r.dim("intermediate_size"))
+    moe = ffn_spec(r, arch, d_model, True, 0)
+    return [dense if i < n_dense else moe for i in range(n_layers)]
+
+
+# ---------------------------------------------------------------------------- Granite-4.0 hybrid
+def _granite_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
+    """GraniteMoeHybridDecoderLayer: norm -> (Mamba-2 | attention, RoPE only with position_embedding_type 'rope')
+    -> residual -> norm -> MoE (num_local_experts gated experts of intermediate_size) + shared gated MLP of
+    shared_intermediate_size (without experts: that MLP alone) -> residual. The muP multipliers are scalars."""
+    types = r.str_list("layer_types", n_layers) or ["mamba"] * n_layers
+    bad = next((t for t in types if t not in ("mamba", "linear_attention", "attention", "full_attention")), None)
+    if bad is not None:
+        raise ModelConfigError(f"layer_types entry {bad[:40]!r} is not mamba or attention")
+    mixer = _bamba_mixer(r, d_model)
+    rope = r.get("position_embedding_type") == "rope"
+    attn = attention_spec(r, arch, d_model, None, rope=rope)
+    shared = r.dim("shared_intermediate_size")
+    n_experts = r.count("num_local_experts", default=8)
+    if n_experts:
+        ffn = replace(ffn_spec(r, arch, d_model, True, 0), d_shared=shared)
+    else:
+        ffn = ffn_spec(r, arch, d_model, False, shared)
+    r.assume("Granite: the muP multipliers (embedding, attention, residual, logits) are scalars, not modelled.")
+    r.used.update(("embedding_multiplier", "attention_multiplier", "residual_multiplier", "logits_scaling"))
+    return [(attn, None, ffn) if t in ("attention", "full_attention") else (AttentionSpec.none(), mixer, ffn)
+            for t in types]
 
 
 # ---------------------------------------------------------------------------- Falcon-H1

@@ -7,30 +7,37 @@ already bounded (architectures.BOUNDS).
 
 from __future__ import annotations
 
-from ..errors import ModelConfigError
-from .architectures import (ACTIVATION_KEYS, BOUNDS, GATED_ACTIVATIONS, HEADS_KEYS, KV_HEADS_KEYS, LAYER_TYPE_WINDOWS,
-                            N_EXPERTS_KEYS, SHARED_EXPERTS_KEYS, TOP_K_KEYS, Architecture)
+from dataclasses import replace
+
+from ..errors import ModelConfigError, UnsupportedArchitectureError
+from .architectures import (ACTIVATION_KEYS, BOUNDS, GATED_ACTIVATIONS, GEMMA4_TYPES, HEADS_KEYS, KV_HEADS_KEYS,
+                            LAYER_TYPE_WINDOWS, N_EXPERTS_KEYS, SHARED_EXPERTS_KEYS, TOP_K_KEYS, Architecture)
 from .reader import ConfigReader, as_int, require_divides
 from .spec import AttentionSpec, FfnSpec, LayerGroup
 
 
 # ---------------------------------------------------------------------------- attention
 def attention_spec(r: ConfigReader, arch: Architecture, d_model: int, window: int | None, rope: bool,
-                   n_kv: int | None = None) -> AttentionSpec:
-    """One layer's attention; n_kv: this layer's own key/value heads (Nemotron-NAS blocks), else the config's."""
+                   n_kv: int | None = None, indexer: bool = True) -> AttentionSpec:
+    """One layer's attention; n_kv: this layer's own key/value heads (Nemotron-NAS blocks), else the config's;
+    indexer: whether a DSA layer runs its own indexer (GLM-5 'shared' layers reuse the previous layer's top-k)."""
     n_heads = r.dim(*HEADS_KEYS)
     common = dict(sliding_window=window, qkv_bias=r.flag(arch.qkv_bias), o_bias=r.flag(arch.o_bias),
                   rope=rope, qk_norm=r.flag(arch.qk_norm), sinks=arch.sinks)
     if r.stated("kv_lora_rank"):
-        return _mla(r, n_heads, common)
+        return _mla(r, n_heads, common, indexer)
     n_kv = n_kv or _kv_heads(r, n_heads)
     require_divides(n_heads, "num_attention_heads", n_kv, "the number of key/value heads")
     head_dim = _head_dim(r, d_model, n_heads)
-    kind = "mqa" if n_kv == 1 and n_heads > 1 else "mha" if n_kv == n_heads else "gqa"
-    return AttentionSpec(kind, n_heads, n_kv, head_dim, head_dim, **common)
+    v_head_dim = r.dim("v_head_dim") if r.stated("v_head_dim") else head_dim  # MiMo-V2: values narrower than keys
+    return AttentionSpec(_kind(n_heads, n_kv), n_heads, n_kv, head_dim, v_head_dim, **common)
 
 
-def _mla(r: ConfigReader, n_heads: int, common: dict) -> AttentionSpec:
+def _kind(n_heads: int, n_kv: int) -> str:
+    return "mqa" if n_kv == 1 and n_heads > 1 else "mha" if n_kv == n_heads else "gqa"
+
+
+def _mla(r: ConfigReader, n_heads: int, common: dict, indexer: bool = True) -> AttentionSpec:
     """DeepSeek-V2/V3 multi-head latent attention: one compressed KV latent + one shared rope key per token."""
     nope, rope = r.dim("qk_nope_head_dim"), r.dim("qk_rope_head_dim")
     q_rank = r.dim("q_lora_rank", required=False)  # null (V2-Lite): a plain q_proj
@@ -41,14 +48,21 @@ def _mla(r: ConfigReader, n_heads: int, common: dict) -> AttentionSpec:
         raise ModelConfigError("attention_bias=true with MLA (kv_lora_rank) is not modelled")
     return AttentionSpec("mla", n_heads, n_heads, nope + rope, r.dim("v_head_dim"), q_lora_rank=q_rank,
                          kv_lora_rank=r.dim("kv_lora_rank"), qk_nope_head_dim=nope, qk_rope_head_dim=rope,
-                         **{**common, "qkv_bias": False, "o_bias": False}, **_dsa_indexer(r))
+                         **{**common, "qkv_bias": False, "o_bias": False}, **_dsa_indexer(r, indexer))
 
 
-def _dsa_indexer(r: ConfigReader) -> dict:
-    """DeepSeek sparse attention (V3.2): the lightning indexer's top-k and dims, when the config (its model_type:
-    scope.py refuses index keys elsewhere) has them."""
-    if r.stated("index_topk") is None and r.get("model_type") != "deepseek_v32":
+_DSA_TYPES = ("deepseek_v32", "glm_moe_dsa")
+_MIMO_TYPES = ("mimo_v2_flash", "mimo_v2")
+
+
+def _dsa_indexer(r: ConfigReader, indexer: bool = True) -> dict:
+    """DeepSeek sparse attention (V3.2, GLM-5): the lightning indexer's top-k and dims, when the config (its
+    model_type: scope.py refuses index keys elsewhere) has them; a layer without its own indexer keeps the top-k only
+    (no indexer weights, no index-key cache)."""
+    if r.stated("index_topk") is None and r.get("model_type") not in _DSA_TYPES:
         return {}
+    if not indexer:
+        return dict(index_topk=r.dim("index_topk"))
     r.assume("DSA: the indexer's key cache (index_head_dim per token) is counted in the KV-cache dtype (DeepSeek "
              "stores it in fp8 with a scale); the indexer (projections, scores, top-k) runs whole on every tp chip of "
              "an attention group, as vLLM and SGLang replicate it (attention_dp splits the sequences instead), in "
@@ -75,21 +89,107 @@ def _head_dim(r: ConfigReader, d_model: int, n_heads: int) -> int:
     """head_dim from the file (Qwen3, Gemma: not hidden/heads); else the class default; else hidden/heads."""
     if r.stated("head_dim"):
         return r.dim("head_dim")
-    require_divides(d_model, "hidden_size", n_heads, "num_attention_heads", " and the config gives no head_dim")
-    derived = d_model // n_heads
     default = r.defaults.get("head_dim") if "head_dim" not in r.raw else None
-    if default is not None and default != derived:
-        r.assume(f"head_dim absent from the config: {r.default_label} {default} (not hidden_size/heads = {derived}).")
+    derived = d_model // n_heads
+    if default is not None and (default != derived or d_model % n_heads):
+        r.assume(f"head_dim absent from the config: {r.default_label} {default} (not hidden_size/heads).")
         return as_int(default, "head_dim")
+    require_divides(d_model, "hidden_size", n_heads, "num_attention_heads", " and the config gives no head_dim")
     r.assume(f"head_dim absent from the config: hidden_size/num_attention_heads = {derived}.")
     return derived
+
+
+def layer_indexers(r: ConfigReader, n_layers: int) -> list[bool]:
+    """Whether each DSA layer runs its own indexer: GLM-5's indexer_types ('full' / 'shared'), else
+    index_topk_pattern (F / S letters), else every index_topk_freq-th layer from index_skip_topk_offset
+    (configuration_glm_moe_dsa.py); every layer elsewhere."""
+    if r.get("model_type") != "glm_moe_dsa":
+        return [True] * n_layers
+    types = r.str_list("indexer_types", n_layers)
+    pattern = r.get("index_topk_pattern")
+    if types is None and isinstance(pattern, str):
+        if len(pattern) != n_layers or set(pattern) - {"F", "S"}:
+            raise ModelConfigError(f"index_topk_pattern must be {n_layers} letters F or S, got {pattern[:80]!r}")
+        types = ["full" if c == "F" else "shared" for c in pattern]
+    elif types is None and pattern is not None:
+        types = r.str_list("index_topk_pattern", n_layers)
+    elif types is None:
+        freq = r.count("index_topk_freq", default=1, allow_zero=False)
+        offset = r.count("index_skip_topk_offset", default=2)
+        types = ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(n_layers)]
+    bad = next((t for t in types if t not in ("full", "shared")), None)
+    if bad is not None or types[0] != "full":
+        raise ModelConfigError("indexer_types must be 'full' or 'shared' per layer, the first 'full' (a shared layer "
+                               f"reuses the previous full layer's top-k), got {str(bad or types[0])[:40]!r}")
+    if "shared" in types:
+        r.assume(f"DSA: {types.count('shared')} of {n_layers} layers reuse the previous indexer layer's top-k "
+                 "(indexer_types 'shared'): no indexer weights, compute or index-key cache there.")
+    return [t == "full" for t in types]
+
+
+# ---------------------------------------------------------------------------- Gemma-4
+def gemma4_global_attention(r: ConfigReader, spec: AttentionSpec) -> AttentionSpec:
+    """Gemma-4's full-attention layers (Gemma4TextAttention): global_head_dim, and with attention_k_eq_v
+    num_global_key_value_heads and no v_proj (the values are the keys)."""
+    head_dim = r.dim("global_head_dim")
+    k_eq_v = r.boolean("attention_k_eq_v")
+    n_kv = (r.dim("num_global_key_value_heads", required=False) if k_eq_v else None) or spec.n_kv_heads
+    require_divides(spec.n_heads, "num_attention_heads", n_kv, "num_global_key_value_heads")
+    if k_eq_v:
+        r.assume("Gemma-4 attention_k_eq_v: full-attention layers have no v_proj (V = K); the KV cache still holds "
+                 "K and V, as transformers' cache does.")
+    return replace(spec, kind=_kind(spec.n_heads, n_kv), n_kv_heads=n_kv, head_dim=head_dim, v_head_dim=head_dim,
+                   value_is_key=k_eq_v)
+
+
+def gemma4_ffn(r: ConfigReader, ffn: FfnSpec) -> FfnSpec:
+    """Gemma-4's feed-forward: the gated GELU MLP; with enable_moe_block also num_experts experts of
+    moe_intermediate_size beside it (both on every layer, summed): read as a MoE whose always-on shared expert is the
+    MLP. Per-layer input embeddings (hidden_size_per_layer_input, Gemma-4 E2B/E4B) are refused."""
+    if r.get("hidden_size_per_layer_input"):
+        raise UnsupportedArchitectureError("hidden_size_per_layer_input is set (Gemma-4): per-layer "
+                                           "input embeddings (a vocabulary x layers table feeding every block) are "
+                                           "not modelled")
+    r.used.update(("vocab_size_per_layer_input", "use_double_wide_mlp"))  # the latter only with KV-shared layers
+    if ffn.kind != "moe":
+        return ffn
+    r.assume("Gemma-4 MoE block: the router's input scale (hidden_size weights per layer) is not counted.")
+    return replace(ffn, d_shared=r.dim("intermediate_size"))
+
+
+def gemma4_moe_layers(r: ConfigReader, n_layers: int) -> list[bool]:
+    """Gemma-4: every layer has the MoE block when enable_moe_block is true (num_experts is ignored otherwise)."""
+    return [r.boolean("enable_moe_block")] * n_layers
+
+
+# ---------------------------------------------------------------------------- MiMo-V2
+def mimo_attention(r: ConfigReader, spec: AttentionSpec) -> AttentionSpec:
+    """A MiMo-V2-Flash sliding-window layer. The hub's config states its shape in swa_num_attention_heads,
+    swa_num_key_value_heads, swa_head_dim, swa_v_head_dim and add_swa_attention_sink_bias; transformers' own
+    (modeling_mimo_v2_flash.py) doubles num_key_value_heads there and adds attention sinks."""
+    if r.stated("swa_num_key_value_heads") is None:
+        n_kv = 2 * spec.n_kv_heads
+        return replace(spec, kind=_kind(spec.n_heads, n_kv), n_kv_heads=n_kv, sinks=True)
+    heads = r.dim("swa_num_attention_heads", required=False) or spec.n_heads
+    n_kv = r.dim("swa_num_key_value_heads")
+    require_divides(heads, "swa_num_attention_heads", n_kv, "swa_num_key_value_heads")
+    head_dim = r.dim("swa_head_dim", required=False) or spec.head_dim
+    return replace(spec, kind=_kind(heads, n_kv), n_heads=heads, n_kv_heads=n_kv, head_dim=head_dim,
+                   v_head_dim=r.dim("swa_v_head_dim", required=False) or head_dim,
+                   sinks=r.boolean("add_swa_attention_sink_bias"))
+
+
+def mimo_full_attention(r: ConfigReader, spec: AttentionSpec) -> AttentionSpec:
+    """A MiMo-V2-Flash full-attention layer: sinks only where the hub's config says add_full_attention_sink_bias."""
+    return replace(spec, sinks=r.boolean("add_full_attention_sink_bias"))
 
 
 # ---------------------------------------------------------------------------- windows and positions
 def layer_windows(r: ConfigReader, arch: Architecture, n_layers: int) -> list[int | None]:
     """Attention window of each layer (None: full attention), from layer_types or the model's window pattern."""
     kinds = _layer_window_kinds(r, arch, n_layers)
-    window = r.dim("sliding_window", "window_size", required=False) if "window" in kinds else None
+    window = r.dim("sliding_window", "window_size", *(("sliding_window_size",) if r.get("model_type") in _MIMO_TYPES
+                                                      else ()), required=False) if "window" in kinds else None
     if "window" in kinds and window is None:
         raise ModelConfigError("layers use sliding-window attention but sliding_window is not set")
     chunk = r.dim("attention_chunk_size", required=False) if "chunk" in kinds else None
@@ -104,6 +204,9 @@ def layer_windows(r: ConfigReader, arch: Architecture, n_layers: int) -> list[in
 
 
 def _layer_window_kinds(r: ConfigReader, arch: Architecture, n_layers: int) -> list[str | None]:
+    hybrid = r.int_list("hybrid_layer_pattern", n_layers) if r.get("model_type") in _MIMO_TYPES else None
+    if hybrid is not None:  # MiMo-V2 hub config: 1 = sliding-window layer, 0 = full attention
+        return ["window" if v else None for v in hybrid]
     types = r.str_list("layer_types", n_layers)
     if types is not None:
         unknown = sorted({t for t in types if t not in LAYER_TYPE_WINDOWS})
@@ -152,7 +255,7 @@ def _gpt_neo_kinds(r: ConfigReader, n_layers: int) -> list[str | None]:
 
 
 def _llama4_rope_layers(r: ConfigReader, n_layers: int) -> list[bool]:
-    """Llama-4: no_rope_layers[i] = 1 when layer i uses RoPE (and chunked attention), else a NoPE global layer."""
+    """Llama-4, SmolLM3: no_rope_layers[i] = 1 when layer i uses RoPE (Llama-4: and chunked attention), else NoPE."""
     flags = r.int_list("no_rope_layers")
     if flags:
         if len(flags) < n_layers:
@@ -167,7 +270,7 @@ def layer_ropes(r: ConfigReader, arch: Architecture, n_layers: int) -> list[bool
     """Whether each layer applies RoPE: not with ALiBi or learned positions; Llama-4's NoPE layers neither."""
     if not arch.rope or r.boolean("alibi") or r.typed("attn_config", (dict,), "an object", {}).get("alibi"):
         return [False] * n_layers
-    if arch.chunked_attention:
+    if arch.chunked_attention or arch.nope_layers:
         return _llama4_rope_layers(r, n_layers)
     return [True] * n_layers
 
@@ -229,7 +332,7 @@ def ffn_spec(r: ConfigReader, arch: Architecture, d_model: int, moe: bool, d_ff:
     d_expert = r.dim(*arch.expert_keys)
     return FfnSpec("moe", 0, gated, act, bias, n_experts=n_experts, top_k=top_k, d_expert=d_expert,
                    d_shared=_shared_width(r, arch, d_expert), shared_gate=_has_qwen_shared(r) and arch.shared_gate,
-                   router_bias=arch.router_bias)
+                   router_bias=r.flag(arch.router_bias))
 
 
 def layer_d_ffs(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[int]:
@@ -237,8 +340,9 @@ def layer_d_ffs(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int
     the architecture defines it so (GPT-2, GPT-J, BLOOM, Falcon), MPT's expansion_ratio·hidden, or Nemotron-NAS
     block_configs' ffn_mult."""
     blocks = _blocks(r, n_layers)
-    if blocks is not None:
-        return [_ffn_mult_to_intermediate_size(_ffn_mult(b, i), d_model) for i, b in enumerate(blocks)]
+    if blocks is not None:  # a block without FFN (no_op) has width 0 (layer_noops says so)
+        return [0 if _no_op(b, "ffn", i) else _ffn_mult_to_intermediate_size(_ffn_mult(b, i), d_model)
+                for i, b in enumerate(blocks)]
     key = r.stated(*arch.ffn_keys) if arch.ffn_keys else None
     if key is not None and isinstance(r.raw[key], list):
         return r.int_list(key, n_layers)
@@ -273,6 +377,27 @@ def _block_part(block: dict, part: str, i: int) -> dict:
     return sub
 
 
+def _no_op(block: dict, part: str, i: int) -> bool:
+    value = _block_part(block, part, i).get("no_op", False)
+    if not isinstance(value, bool):
+        raise ModelConfigError(f"block_configs[{i}].{part}.no_op must be true or false, got {value!r:.40}")
+    return value
+
+
+def layer_noops(r: ConfigReader, n_layers: int) -> list[tuple[bool, bool]]:
+    """(attention left out, FFN left out) per layer: Nemotron-NAS block_configs no_op (DeciLM builds neither the
+    part nor its norm there), else (False, False)."""
+    blocks = _blocks(r, n_layers)
+    if blocks is None:
+        return [(False, False)] * n_layers
+    out = [(_no_op(b, "attention", i), _no_op(b, "ffn", i)) for i, b in enumerate(blocks)]
+    empty = sum(1 for a, f in out if a and f)
+    if empty:
+        r.assume(f"block_configs: {empty} of {n_layers} blocks have neither attention nor FFN (both no_op): they pass "
+                 "the hidden state through unchanged and are left out (no weights, no work).")
+    return out
+
+
 def _ffn_mult(block: dict, i: int) -> float:
     mult = _block_part(block, "ffn", i).get("ffn_mult")
     if isinstance(mult, bool) or not isinstance(mult, (int, float)) or not 0 < mult <= BOUNDS["ffn_ratio"]:
@@ -295,6 +420,9 @@ def layer_kv_heads(r: ConfigReader, n_layers: int) -> list[int | None]:
     n_heads = r.dim(*HEADS_KEYS)
     out = []
     for i, b in enumerate(blocks):
+        if _no_op(b, "attention", i):
+            out.append(None)
+            continue
         group = as_int(_block_part(b, "attention", i).get("n_heads_in_group"),
                        f"block_configs[{i}].attention.n_heads_in_group", bound=n_heads)
         require_divides(n_heads, "num_attention_heads", group, f"block_configs[{i}].attention.n_heads_in_group")
@@ -336,6 +464,8 @@ def parallel_block(r: ConfigReader, arch: Architecture) -> bool:
 
 
 def norms_per_block(r: ConfigReader, arch: Architecture, model_type: str) -> int:
+    if model_type in GEMMA4_TYPES and r.boolean("enable_moe_block"):
+        return 7  # + post_feedforward_layernorm_1/_2 and pre_feedforward_layernorm_2 around the experts
     if model_type == "falcon" and r.flag(arch.parallel):
         # Falcon-7B: one input_layernorm; new_decoder_architecture: ln_attn + ln_mlp (num_ln_in_parallel_attn)
         if r.boolean("new_decoder_architecture"):
@@ -357,8 +487,10 @@ def group_layers(layers: list[tuple[AttentionSpec, FfnSpec]], parallel: bool, no
     for (attn, ffn), n in counts.items():
         parts = (["sliding" if attn.sliding_window else "full"] if any_window else []) + \
                 ([ffn.kind] if any_moe or not any_window else [])
-        base = ".".join(parts)  # dense | moe | sliding | full | sliding.moe | full.dense ...
+        base = "attention" if ffn.kind == "none" else "mlp" if attn.kind == "none" else ".".join(parts)
         seen[base] = seen.get(base, 0) + 1
         name = base if seen[base] == 1 else f"{base}-{seen[base]}"  # e.g. two different windows
-        groups.append(LayerGroup(name, n, attn, ffn, parallel, norms))
+        # a block without attention or FFN (Nemotron-NAS no_op) has no norm in front of it either
+        own_norms = norms - (attn.kind == "none") - (ffn.kind == "none")
+        groups.append(LayerGroup(name, n, attn, ffn, parallel, own_norms))
     return tuple(groups)

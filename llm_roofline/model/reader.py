@@ -47,8 +47,9 @@ def require_divides(n: int, n_key: str, d: int, d_key: str, why: str = "") -> No
         raise ModelConfigError(f"{n_key} ({n}) is not divisible by {d_key} ({d}){why}")
 
 
-def check_head_counts(raw: dict) -> None:
-    """Head counts that must divide, checked on the stated keys before anything reads them."""
+def check_head_counts(raw: dict, default_head_dim: Any = None) -> None:
+    """Head counts that must divide, checked on the stated keys before anything reads them (hidden / heads only when
+    neither the file nor the architecture gives a head_dim)."""
     if raw.get("kv_lora_rank"):
         return
     heads_key = next((k for k in HEADS_KEYS if raw.get(k) is not None), None)
@@ -59,7 +60,7 @@ def check_head_counts(raw: dict) -> None:
     if kv_key is not None:
         require_divides(heads, heads_key, as_int(raw[kv_key], kv_key), kv_key)
     hidden_key = next((k for k in HIDDEN_KEYS if raw.get(k) is not None), None)
-    if hidden_key is not None and raw.get("head_dim") is None:
+    if hidden_key is not None and raw.get("head_dim") is None and default_head_dim is None:
         require_divides(as_int(raw[hidden_key], hidden_key), hidden_key, heads, heads_key,
                         " and the config gives no head_dim")
 

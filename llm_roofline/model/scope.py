@@ -1,8 +1,9 @@
 """What of a config is modelled: the text tower of a multimodal wrapper, refusals, and keys the reader did not use.
 
-The operator graph represents decoder-only transformers with softmax attention (full, sliding-window, MLA) and
-dense or MoE MLPs. Everything else is refused with a one-line reason naming the key and the architecture
-(UnsupportedArchitectureError), or, where the text model is still read right, named in the assumptions.
+The operator graph represents decoder-only models whose layers mix tokens by softmax attention (full, sliding-window,
+MLA, DSA top-k) or a recurrent mixer (hybrid.py), followed by a dense MLP, a MoE or nothing. Everything else is refused
+with a one-line reason naming the key and the architecture (UnsupportedArchitectureError), or, where the text model is
+still read right, named in the assumptions.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ from .reader import ConfigReader, as_int
 _SSM_KEYS = tuple(k for k, why in REFUSED_KEYS.items() if why.startswith("state-space"))
 READ_HYBRID_KEYS = {
     **{t: _SSM_KEYS for t in ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "bamba", "jamba", "qwen3_next",
-                              "qwen3_5_text", "qwen3_5_moe_text", "minimax", "lfm2", "falcon_h1")},
-    "deepseek_v32": ("index_topk", "index_n_heads", "index_head_dim"),
+                              "qwen3_5_text", "qwen3_5_moe_text", "minimax", "lfm2", "lfm2_moe", "falcon_h1",
+                              "granitemoehybrid")},
+    **{t: ("index_topk", "index_n_heads", "index_head_dim") for t in ("deepseek_v32", "glm_moe_dsa")},
 }
 _TOWER_KEYS = ("vision_config", "audio_config", "speech_config", "vision_tower_config")
 
@@ -37,6 +39,10 @@ def text_part(config: dict, notes: list[str]) -> dict:
     tie_word_embeddings and dtype when the text part does not state them), else the config itself."""
     text = config.get("text_config")
     if text is None:
+        towers = [_tower_note(k, config[k]) for k in _TOWER_KEYS if isinstance(config.get(k), dict)]
+        if towers:  # Qwen2-VL: the text model's keys at the top level, beside vision_config
+            notes.append(f"Multimodal config ({model_type_of(config) or '?'}): only the text model is modelled; "
+                         f"{'; '.join(towers)}; the projector is not counted.")
         return config
     if not isinstance(text, dict):
         raise ModelConfigError(f"text_config must be a JSON object, got {type(text).__name__}")
@@ -57,10 +63,13 @@ def _tower_note(key: str, tower) -> str:
     """'vision_config (not counted)', with the size of a plain ViT's matrices when the config gives its dims."""
     if key not in _TOWER_KEYS or not isinstance(tower, dict):
         return f"{key} not counted"
-    try:
+    try:  # Qwen2-VL: embed_dim is the ViT's width (its hidden_size is the LLM's), the MLP mlp_ratio x embed_dim
         layers = as_int(tower.get("num_hidden_layers", tower.get("depth")), f"{key}.num_hidden_layers")
-        width = as_int(tower.get("hidden_size", tower.get("embed_dim")), f"{key}.hidden_size")
-        mlp = as_int(tower.get("intermediate_size", 4 * width), f"{key}.intermediate_size")
+        width = as_int(tower.get("embed_dim", tower.get("hidden_size")), f"{key}.hidden_size")
+        ratio = tower.get("mlp_ratio", 4)
+        if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 64:
+            raise ModelConfigError(f"{key}.mlp_ratio must be a number in (0, 64]")
+        mlp = as_int(tower.get("intermediate_size", int(ratio * width)), f"{key}.intermediate_size")
     except ModelConfigError:
         return f"{key} not counted (its size is not in the config)"
     params = layers * (4 * width * width + 2 * width * mlp)  # q, k, v, o + MLP in and out, per layer
@@ -105,7 +114,8 @@ def _reject_layer_types(cfg: dict, model_type: str) -> None:
 
 
 def reject_no_attention_blocks(cfg: dict) -> None:
-    """Nemotron-NAS (deci) block_configs: a layer without attention (no_op / replace_with_linear) or FFN."""
+    """Nemotron-NAS (deci) block_configs: a part replaced by one linear layer (replace_with_linear) is refused; a
+    part left out (no_op) is read (layers.layer_noops)."""
     blocks = cfg.get("block_configs")
     if blocks is None:
         return
@@ -114,11 +124,10 @@ def reject_no_attention_blocks(cfg: dict) -> None:
     for i, block in enumerate(blocks):
         for part in ("attention", "ffn"):
             sub = block.get(part) if isinstance(block, dict) else None
-            if isinstance(sub, dict) and (sub.get("no_op") or sub.get("replace_with_linear")):
-                key = "no_op" if sub.get("no_op") else "replace_with_linear"
+            if isinstance(sub, dict) and sub.get("replace_with_linear") and not sub.get("no_op"):
                 raise UnsupportedArchitectureError(
-                    f"block_configs[{i}].{part}.{key} is true: a layer without softmax {part} cannot be "
-                    "represented by the operator graph (Nemotron-NAS / deci)")
+                    f"block_configs[{i}].{part}.replace_with_linear is true: a {part} replaced by one linear layer "
+                    "cannot be represented by the operator graph (Nemotron-NAS / deci)")
             for extra in ("sparsify", "num_sink_tokens", "window_length"):
                 if isinstance(sub, dict) and sub.get(extra):
                     raise UnsupportedArchitectureError(f"block_configs[{i}].{part}.{extra} is set: not modelled "

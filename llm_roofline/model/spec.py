@@ -61,6 +61,7 @@ class AttentionSpec:
     qk_nope_head_dim: int | None = None
     qk_rope_head_dim: int | None = None
     output_gate: bool = False  # Qwen3-Next gated attention: q_proj also produces a sigmoid gate of H*hd on the output
+    value_is_key: bool = False  # Gemma-4 attention_k_eq_v: no v_proj, the values are the keys (V = K)
     # DeepSeek sparse attention (DSA, V3.2): a lightning indexer scores every key with index_n_heads small heads of
     # index_head_dim and keeps the index_topk best per query; it caches one index_head_dim key per token.
     index_topk: int | None = None
@@ -102,8 +103,13 @@ class AttentionSpec:
                      Matrix("attn.o_proj", h * vd, d_model, self.o_bias)]
             return mats + self.indexer_matrices(d_model)
         q_width = h * hd * (2 if self.output_gate else 1)  # the output gate rides in q_proj
-        return [Matrix("attn.qkv_proj", d_model, q_width + kv * hd + kv * vd, self.qkv_bias),
+        return [Matrix("attn.qkv_proj", d_model, q_width + kv * hd + self.v_proj_heads * vd, self.qkv_bias),
                 Matrix("attn.o_proj", h * vd, d_model, self.o_bias)]
+
+    @property
+    def v_proj_heads(self) -> int:
+        """Value heads v_proj computes: none when the values are the keys (Gemma-4 attention_k_eq_v)."""
+        return 0 if self.value_is_key else self.n_kv_heads
 
     def indexer_matrices(self, d_model: int) -> list[Matrix]:
         """DSA lightning indexer: q from the query latent (q_lora_rank), one shared key and per-head weights from x."""

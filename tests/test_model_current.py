@@ -1,0 +1,353 @@
+"""Current families read since the hybrid / sparse-attention readers: plain Mamba, Nemotron-3 (Nemotron-H with MoE
+blocks), Granite-4.0 hybrid, LFM2-MoE, GLM-5 (DSA with shared-indexer layers), Gemma-4 (global head dim, K = V),
+Qwen2-VL (top-level text keys, vision tower named), Nemotron-NAS blocks without attention or FFN.
+
+Every expected count is hand arithmetic in the comment beside it; the reference it is checked against is named.
+"transformers meta count" = the model class of transformers 5.24 built from the fixture on the meta device
+(torch 2.13, a separate virtualenv; not a dependency of this project), parameters summed (for a multimodal wrapper:
+the language model and LM head, the vision tower left out).
+
+Fixtures (tests/fixtures/configs):
+- mamba_130m.json: state-spaces/mamba-130m-hf config.json ("the arch block of the real config", as quoted in a
+  public test of another project). transformers meta count 129,135,360.
+- nemotron3_nano_30b_a3b.json: nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B config.json as copied whole in a public JAX
+  port's test (transformers_version 4.55.4). transformers meta count 31,577,937,344; the model card: "31.6B total,
+  ~3.2B active" (rounded).
+- granite_4_0_h_tiny.json: ibm-granite/granite-4.0-h-tiny config.json, the keys quoted in a public simulator's
+  ingestion test (layer_types with attention at 5, 15, 25, 35). transformers meta count 6,939,037,248; card "7B total,
+  1B active" (rounded).
+- lfm2_8b_a1b.json: LiquidAI/LFM2-8B-A1B config.json, "a trimmed config with the fields the loader reads" in a
+  public MLX port's test. transformers meta count 8,339,929,856; card "8.3B total, 1.5B active".
+- glm5.json: zai-org/GLM-5, the geometry of transformers' GlmMoeDsaConfig defaults (78 layers, hidden 6144, 256
+  experts; the config-class docstring's checkpoint) with the published keys of a GLM-5.x config.json (index_topk
+  2048, kv_lora_rank 512, q_lora_rank 2048, 64 heads, top-8, sigmoid noaux_tc routing, 1 MTP layer).
+  transformers meta count 743,911,199,232; Z.ai: "744B total, 40B active".
+- gemma4_31b.json: google/gemma-4-31B-it config.json text_config, as recorded in two public projects' tests (hidden
+  5376, 60 layers, 32 heads, 16 KV heads of 256, 4 global KV heads of 512, attention_k_eq_v, window 1024, (5
+  sliding + 1 full) x 10). transformers meta count 30,697,345,280 (text model and tied LM head).
+- mimo_v2_flash.json: XiaomiMiMo/MiMo-V2-Flash hub config.json (model_type mimo_v2_flash with its own keys:
+  hybrid_layer_pattern, moe_layer_freq lists, swa_* heads, sinks) as written in a public Rust port's test
+  ("mimo_v2_flash_hub_config"). Reference: transformers meta count of MiMoV2FlashConfig() (the same model in
+  transformers' keys) 308,778,768,832; Xiaomi: "309B total, 15B active".
+- qwen2_vl_7b.json: Qwen/Qwen2-VL-7B-Instruct config.json (text keys at the top level; vision_config depth 32,
+  embed_dim 1280, mlp_ratio 4; the same values as the Qwen2-VL fixture of a public model-graph project).
+  transformers meta count of the language model + LM head 7,615,616,512; the hub's "8.29B" adds the 675M ViT.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+import llm_roofline as lr
+from llm_roofline.errors import UnsupportedArchitectureError
+from llm_roofline.graph import Phase, build_ops
+from llm_roofline.memory import kv_bytes_per_token, state_bytes_per_sequence
+from llm_roofline.model.spec import LayerGroup, ModelSpec
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "configs"
+
+
+def fixture(name: str) -> ModelSpec:
+    return lr.load_model(FIX / f"{name}.json")
+
+
+def raw(name: str) -> dict:
+    return json.loads((FIX / f"{name}.json").read_text())
+
+
+def one_layer(spec: ModelSpec, group: str) -> ModelSpec:
+    g = next(g for g in spec.layer_groups if g.name == group)
+    return ModelSpec(spec.name, spec.d_model, spec.vocab_size,
+                     (LayerGroup(g.name, 1, g.attention, g.ffn, g.parallel_block, g.norms, g.mixer),))
+
+
+# ------------------------------------------------------------------------------ Mamba (plain)
+def test_mamba_130m():
+    m = fixture("mamba_130m")
+    # Mamba-1 block, d 768, inner 1536, state 16, dt rank 48, conv 4: in_proj 768 x 3072 = 2,359,296; conv1d
+    # 1536 x 4 + bias 1536 = 7,680; x_proj 1536 x (48 + 32) = 122,880; dt_proj 48 x 1536 + 1536 = 75,264;
+    # A 1536 x 16 = 24,576; D 1536; out_proj 1536 x 768 = 1,179,648; norm 768 -> 3,771,648
+    # 24 blocks 90,519,552 + tied embedding 50,280 x 768 = 38,615,040 + final norm 768
+    assert m.params_total == 129_135_360  # = transformers meta count
+    assert [(g.name, g.count) for g in m.layer_groups] == [("mamba1", 24)]
+    # state per sequence and layer: 1536 x 16 x 2 B = 49,152 + conv 3 x 1536 x 2 B = 9,216; x 24 layers
+    assert state_bytes_per_sequence(m, "bf16") == 24 * (49_152 + 9_216)
+    assert kv_bytes_per_token(m) == 0
+
+
+# ------------------------------------------------------------------------------ Nemotron-3 (Nemotron-H + MoE)
+# d 2688. Mamba-2 block (64 heads x 64 = inner 4096, 8 groups x state 128, conv 4): conv_dim 4096 + 2048 = 6144;
+#   in_proj 2688 x (4096 + 6144 + 64) = 27,697,152; conv 6144 x 4 + 6144; A_log, dt_bias, D 3 x 64; norm 4096;
+#   out_proj 4096 x 2688 = 11,010,048; block norm 2688 -> 38,744,896
+# MoE block: router 2688 x 128 + correction bias 128 = 344,192; 128 relu² experts 2 x 2688 x 1856 = 1,277,165,568;
+#   shared relu² MLP 2 x 2688 x 3712 = 19,955,712; norm 2688 -> 1,297,468,160
+# attention block: q, o 2 x 2688 x 4096 + k, v 2 x 2688 x 256 + norm 2688 = 23,399,040
+# pattern: 23 M, 23 E, 6 *; embed + untied head 2 x 131,072 x 2688 = 704,643,072; final norm 2688
+NEMOTRON3 = 23 * 38_744_896 + 23 * 1_297_468_160 + 6 * 23_399_040 + 704_643_072 + 2688
+
+
+def test_nemotron3_nano_moe_blocks():
+    m = fixture("nemotron3_nano_30b_a3b")
+    assert m.params_total == NEMOTRON3 == 31_577_940_288
+    # transformers meta count 31,577,937,344: its e_score_correction_bias is a buffer (23 x 128 = 2,944 fewer)
+    assert m.params_total - 31_577_937_344 == 23 * 128
+    # active: 6 of 128 experts: 344,192 + 6 x 9,977,856 + 19,955,712 + 2688 = 80,169,728 per MoE block
+    assert m.params_active == 23 * 38_744_896 + 23 * 80_169_728 + 6 * 23_399_040 + 704_643_072 + 2688
+    assert m.params_active == pytest.approx(3.58e9, rel=1e-3)  # card "~3.2B active" excludes the embeddings
+    assert [(g.name, g.count) for g in m.layer_groups] == [("mamba2", 23), ("moe", 23), ("attention", 6)]
+    moe = m.layer_groups[1].ffn
+    assert (moe.n_experts, moe.top_k, moe.d_expert, moe.d_shared, moe.gated) == (128, 6, 1856, 3712, False)
+    # KV: 6 attention layers x 2 KV heads x 128 x 2 (K, V) x 2 B = 6,144 B per token
+    assert kv_bytes_per_token(m) == 6_144
+
+
+# ------------------------------------------------------------------------------ Granite-4.0 hybrid
+def test_granite_4_0_h_tiny():
+    m = fixture("granite_4_0_h_tiny")
+    # d 1536. Mamba-2: 48 heads x 64 = 3072, 1 group x 128: conv_dim 3328; in_proj 1536 x (3072 + 3328 + 48)
+    #   = 9,904,128; conv 3328 x 4 + 3328 = 16,640; 3 x 48; norm 3072; out_proj 3072 x 1536 = 4,718,592 -> 14,642,576
+    # attention (no bias): q, o 2 x 1536 x 1536 + k, v 2 x 1536 x 512 = 6,291,456
+    # every layer: router 1536 x 64 = 98,304; 64 gated experts 3 x 1536 x 512 = 150,994,944; shared gated MLP
+    #   3 x 1536 x 1024 = 4,718,592 -> 155,811,840; 2 norms 3072
+    # 36 Mamba + 4 attention layers; tied embedding 100,352 x 1536 = 154,140,672; final norm 1536
+    expected = 36 * 14_642_576 + 4 * 6_291_456 + 40 * (155_811_840 + 3072) + 154_140_672 + 1536
+    assert m.params_total == expected == 6_939_037_248  # = transformers meta count
+    # active: 6 of 64 experts: 98,304 + 6 x 2,359,296 + 4,718,592 = 18,972,672 per layer (card: "1B active")
+    assert m.params_active == 36 * 14_642_576 + 4 * 6_291_456 + 40 * (18_972_672 + 3072) + 154_140_672 + 1536
+    assert [(g.name, g.count) for g in m.layer_groups] == [("mamba2.moe", 36), ("attention.moe", 4)]
+    assert not m.layer_groups[1].attention.rope  # position_embedding_type not 'rope': NoPE attention
+    # state: 48 heads x 64 x 128 x 2 B = 786,432 + conv 3 x 3328 x 2 B = 19,968 per Mamba layer
+    assert state_bytes_per_sequence(m, "bf16") == 36 * (786_432 + 19_968)
+
+
+def test_granite_without_experts_is_the_shared_mlp_alone():
+    cfg = {**raw("granite_4_0_h_tiny"), "num_local_experts": 0, "num_experts_per_tok": 0,
+           "shared_intermediate_size": 4096}
+    ffn = lr.load_model(cfg).layer_groups[0].ffn
+    assert (ffn.kind, ffn.d_ff, ffn.gated) == ("dense", 4096, True)  # Granite-4.0-H-1B's dense twin
+
+
+# ------------------------------------------------------------------------------ LFM2-MoE
+def test_lfm2_8b_a1b():
+    m = fixture("lfm2_8b_a1b")
+    # d 2048. short conv: in_proj 2048 x 6144 = 12,582,912; conv 2048 x 3 taps = 6144; out_proj 2048 x 2048
+    #   = 4,194,304 -> 16,783,360; attention: q, o 2 x 2048 x 2048 + k, v 2 x 2048 x 512 + q/k norms 2 x 64
+    #   = 10,485,888; dense gated MLP (layers 0, 1) 3 x 2048 x 7168 = 44,040,192; MoE (22 layers): router
+    #   2048 x 32 + expert bias 32 + 32 experts 3 x 2048 x 1792 = 352,387,104; 2 norms per layer 4096
+    # 18 conv + 6 attention layers; tied embedding 65,536 x 2048 = 134,217,728; final norm 2048
+    expected = 18 * 16_783_360 + 6 * 10_485_888 + 2 * 44_040_192 + 22 * 352_387_104 + 24 * 4096 + 134_217_728 + 2048
+    assert m.params_total == expected == 8_339_930_560
+    # transformers meta count 8,339,929,856: its expert_bias is a buffer (22 x 32 = 704 fewer)
+    assert m.params_total - 8_339_929_856 == 22 * 32
+    assert m.params_active == pytest.approx(1.5e9, rel=0.05)  # card: "1.5B active"
+    assert [(g.name, g.count) for g in m.layer_groups] == [("short_conv.dense", 2), ("attention.moe", 6),
+                                                           ("short_conv.moe", 16)]
+
+
+# ------------------------------------------------------------------------------ GLM-5 (DSA)
+# d 6144, 64 heads. MLA: q_a 6144 x 2048 + q_b 2048 x 64 x 256 = 46,137,344; kv_a 6144 x 576 + kv_b 512 x 64 x 448
+#   = 18,219,008; o 64 x 256 x 6144 = 100,663,296; latent norms 2048 + 512; indexer: q 2048 x 32 x 128 + k 6144 x 128
+#   + weights 6144 x 32 + k LayerNorm 2 x 128 = 9,371,904 -> attention 174,394,112
+# dense MLP (3 layers) 3 x 6144 x 12,288 = 226,492,416; MoE (75): router 6144 x 256 + bias 256 + 256 experts and 1
+#   shared 3 x 6144 x 2048 each = 9,702,998,272; norms 2 x 6144; embed + head 2 x 154,880 x 6144; final norm 6144
+GLM5 = 78 * 174_394_112 + 3 * 226_492_416 + 75 * 9_702_998_272 + 78 * 12_288 + 2 * 154_880 * 6144 + 6144
+
+
+def test_glm5_reads_as_mla_with_dsa_and_moe():
+    m = fixture("glm5")
+    assert m.params_total == GLM5 == 743_911_218_432
+    # transformers meta count 743,911,199,232: e_score_correction_bias is a buffer there (75 x 256)
+    assert m.params_total - 743_911_199_232 == 75 * 256
+    assert m.params_active == pytest.approx(41.78e9, rel=1e-3)  # Z.ai "40B active" excludes the 1.9B embeddings
+    assert m.attention_kind == "mla+dsa"
+    # KV per token and layer: latent 512 + rope key 64 + index key 128 = 704 elements
+    assert kv_bytes_per_token(m, "bf16") == 78 * 704 * 2
+
+
+def test_glm5_shared_indexer_layers_have_no_indexer():
+    # index_topk_freq 4 from index_skip_topk_offset 2: layers 0, 1 full, then every 4th (5, 9); the others reuse the
+    # previous top-k (configuration_glm_moe_dsa.py: full where max(i - 2 + 1, 0) % 4 == 0)
+    cfg = {**raw("glm5"), "num_hidden_layers": 10, "first_k_dense_replace": 0, "index_topk_freq": 4}
+    m = lr.load_model(cfg)
+    full, shared = [g for g in m.layer_groups if g.attention.index_n_heads], \
+        [g for g in m.layer_groups if not g.attention.index_n_heads]
+    assert sum(g.count for g in full) == 4 and sum(g.count for g in shared) == 6
+    assert all(g.attention.index_topk == 2048 for g in shared)  # still top-k sparse
+    # a shared layer lacks the 9,371,904 - 256 indexer matrices and the 256 LayerNorm weights
+    assert m.params_total == GLM5_10_LAYERS - 6 * 9_371_904
+    # KV per token: 4 x 704 + 6 x 576 elements
+    assert kv_bytes_per_token(m, "bf16") == (4 * 704 + 6 * 576) * 2
+    ops = build_ops(one_layer(m, shared[0].name), Phase.decode(1, 4096))
+    assert not [o for o in ops if o.name.startswith("attn.indexer")]
+    core = next(o for o in ops if o.name == "attn.core")
+    assert "top-k" in core.formula  # --explain shows the top-k cap on the shared layer too
+    assert any("reuse the previous indexer layer's top-k" in a for a in m.assumptions)
+
+
+# 10 MoE layers of GLM-5 with every indexer: 10 x (174,394,112 + 9,702,998,272 + 12,288) + embeddings + final norm
+GLM5_10_LAYERS = 10 * (174_394_112 + 9_702_998_272 + 12_288) + 2 * 154_880 * 6144 + 6144
+
+
+def test_glm5_indexer_pattern_errors_name_the_key():
+    with pytest.raises(lr.ModelConfigError, match="index_topk_pattern"):
+        lr.load_model({**raw("glm5"), "index_topk_pattern": "FS"})
+    with pytest.raises(lr.ModelConfigError, match="indexer_types"):
+        lr.load_model({**raw("glm5"), "indexer_types": ["shared"] * 78})
+
+
+# ------------------------------------------------------------------------------ Gemma-4
+def test_gemma4_31b_global_layers_and_k_eq_v():
+    m = fixture("gemma4_31b")
+    # sliding layer: q 5376 x 8192 + k, v 2 x 5376 x 4096 + o 8192 x 5376 = 132,120,576; q/k norms 2 x 256;
+    #   gated GELU MLP 3 x 5376 x 21,504 = 346,816,512; 4 norms 21,504 -> 478,959,104
+    # full layer: 512-wide heads, 4 KV heads, no v_proj: q 5376 x 16,384 = 88,080,384 + k 5376 x 2048 = 11,010,048
+    #   + o 16,384 x 5376 = 88,080,384; q/k norms 2 x 512; MLP and norms as above -> 534,009,856
+    # 50 sliding + 10 full; tied embedding 262,144 x 5376 = 1,409,286,144; final norm 5376
+    assert m.params_total == 50 * 478_959_104 + 10 * 534_009_856 + 1_409_286_144 + 5376  # = transformers meta count
+    assert m.params_total == 30_697_345_280
+    sliding, full = m.layer_groups
+    assert (sliding.count, sliding.attention.sliding_window, sliding.attention.n_kv_heads) == (50, 1024, 16)
+    assert (full.count, full.attention.head_dim, full.attention.n_kv_heads, full.attention.value_is_key) == \
+        (10, 512, 4, True)
+    assert sliding.ffn.gated  # gate_proj + up_proj with gelu_pytorch_tanh
+    # KV per token at 1024+ tokens of context: sliding 16 x 256 x 2, full 4 x 512 x 2 (K and V cached) elements
+    assert kv_bytes_per_token(one_layer(m, "full"), "bf16") == 4 * 512 * 2 * 2
+    qkv = next(o for o in build_ops(one_layer(m, "full"), Phase.decode(1, 100)) if o.name == "attn.qkv_proj")
+    assert float(qkv.flops) == 2 * 5376 * (16_384 + 2048)  # no v columns
+
+
+def test_gemma4_moe_block_and_per_layer_embeddings():
+    cfg = raw("gemma4_31b")
+    text = {**cfg["text_config"], "num_hidden_layers": 6, "layer_types": ["sliding_attention"] * 5 + ["full_attention"],
+            "enable_moe_block": True, "num_experts": 8, "top_k_experts": 2, "moe_intermediate_size": 704}
+    m = lr.load_model({**cfg, "text_config": text})
+    f = m.layer_groups[0].ffn
+    # the MLP runs beside the experts: a MoE whose always-on shared expert is the 21,504-wide MLP; 7 norms
+    assert (f.kind, f.n_experts, f.top_k, f.d_expert, f.d_shared, m.layer_groups[0].norms) == \
+        ("moe", 8, 2, 704, 21_504, 7)
+    with pytest.raises(UnsupportedArchitectureError, match="hidden_size_per_layer_input"):
+        lr.load_model({**cfg, "text_config": {**cfg["text_config"], "hidden_size_per_layer_input": 256}})
+    with pytest.raises(UnsupportedArchitectureError, match="num_kv_shared_layers"):
+        lr.load_model({**cfg, "text_config": {**cfg["text_config"], "num_kv_shared_layers": 20}})
+
+
+# ------------------------------------------------------------------------------ Qwen2-VL
+def test_qwen2_vl_top_level_text_keys_and_vision_note():
+    m = fixture("qwen2_vl_7b")
+    # Qwen2 block: q 3584 x 3584 + bias, k, v 2 x (3584 x 512 + 512), o 3584 x 3584 = 29,364,736; MLP 3 x 3584 x
+    # 18,944 = 203,685,888; 2 norms 7168; 28 layers; untied embed + head 2 x 152,064 x 3584; final norm 3584
+    assert m.params_total == 28 * (29_364_736 + 203_685_888 + 7168) + 2 * 152_064 * 3584 + 3584
+    assert m.params_total == 7_615_616_512  # = transformers meta count of the language model + LM head
+    # the ViT is named with its size: 32 x (4 x 1280² + 2 x 1280 x 5120) = 629,145,600 in its matrices
+    assert any("vision_config not counted (32 layers of width 1280: about 0.63B" in a for a in m.assumptions)
+    assert m.layer_groups[0].attention.qkv_bias
+
+
+# ------------------------------------------------------------------------------ MiMo-V2-Flash
+def test_mimo_v2_flash_hub_keys():
+    m = fixture("mimo_v2_flash")
+    # d 4096, 64 heads, q/k head 192, v head 128. Full layer (4 KV heads): q 4096 x 12,288 = 50,331,648; k 4096 x 768
+    #   = 3,145,728; v 4096 x 512 = 2,097,152; o 8192 x 4096 = 33,554,432 -> 89,128,960. Window layer (8 KV heads,
+    #   64 sinks): k 6,291,456, v 4,194,304 -> 94,371,904. Dense MLP (layer 0) 3 x 4096 x 16,384 = 201,326,592;
+    #   MoE: router 4096 x 256 + bias 256 + 256 experts 3 x 4096 x 2048 = 6,443,499,776; 2 norms 8192
+    # layer 0 full dense, 39 window MoE, 8 full MoE; untied embed + head 2 x 152,576 x 4096; final norm 4096
+    expected = (89_128_960 + 201_326_592 + 39 * (94_371_904 + 6_443_499_776) + 8 * (89_128_960 + 6_443_499_776)
+                + 48 * 8192 + 2 * 152_576 * 4096 + 4096)
+    assert m.params_total == expected == 308_778_780_864
+    # transformers meta count of the same model in its own keys (MiMoV2FlashConfig defaults): 308,778,768,832;
+    # e_score_correction_bias is a buffer there (47 x 256 = 12,032)
+    assert m.params_total - 308_778_768_832 == 47 * 256
+    assert [(g.name, g.count, g.attention.n_kv_heads, g.attention.sinks) for g in m.layer_groups] == \
+        [("full.dense", 1, 4, False), ("sliding.moe", 39, 8, True), ("full.moe", 8, 4, False)]
+    # KV per token past the window: 9 full layers x 4 heads x (192 + 128) x 2 B
+    assert kv_bytes_per_token(one_layer(m, "full.moe"), "bf16") == 4 * 320 * 2
+
+
+# ------------------------------------------------------------------------------ Nemotron-NAS (DeciLM) no_op blocks
+def test_nemotron_nas_blocks_without_attention_or_ffn():
+    # the block pattern of TensorRT-LLM's NEMOTRON_NAS_MINI_CONFIG (n_heads_in_group, no_op), on d 768 with 4 heads
+    blocks = [{"attention": {"n_heads_in_group": 2, "no_op": False}, "ffn": {"ffn_mult": 1.0, "no_op": False}},
+              {"attention": {"n_heads_in_group": None, "no_op": True}, "ffn": {"ffn_mult": 2.625, "no_op": False}},
+              {"attention": {"n_heads_in_group": 4, "no_op": False}, "ffn": {"ffn_mult": None, "no_op": True}}]
+    m = lr.load_model({"model_type": "nemotron-nas", "hidden_size": 768, "num_attention_heads": 4,
+                       "num_hidden_layers": 3, "num_key_value_heads": None, "intermediate_size": None,
+                       "vocab_size": 100, "block_configs": blocks, "tie_word_embeddings": False, "rms_norm_eps": 1e-5})
+    # layer 0: q, o 2 x 768² + k, v 2 x 768 x 384 = 1,769,472; MLP int(2 x 768 / 3) = 512: 3 x 768 x 512 = 1,179,648;
+    #   2 norms 1536 -> 2,950,656
+    # layer 1 (no attention, no input norm): MLP int(2 x 2.625 x 768 / 3) = 1344 -> 1536: 3 x 768 x 1536
+    #   = 3,538,944 + 1 norm 768 -> 3,539,712
+    # layer 2 (no FFN, one norm): 1 KV head: q, o 2 x 768² + k, v 2 x 768 x 192 = 1,474,560 + 768 -> 1,475,328
+    # untied embed + head 2 x 100 x 768 = 153,600; final norm 768
+    assert m.params_total == 2_950_656 + 3_539_712 + 1_475_328 + 153_600 + 768
+    assert [(g.name, g.count, g.norms) for g in m.layer_groups] == [("dense", 1, 2), ("mlp", 1, 1), ("attention", 1, 1)]
+    # KV per token: layer 0: 2 KV heads x 192 x 2; layer 2: 1 x 192 x 2 (layer 1 caches nothing)
+    assert kv_bytes_per_token(m, "bf16") == (2 * 192 * 2 + 192 * 2) * 2
+    ops = build_ops(m, Phase.decode(1, 100))
+    assert not [o for o in ops if o.group == "mlp" and o.name.startswith("attn")]
+
+
+# ------------------------------------------------------------------------------ smaller families, by hand
+# d 64, 4 heads of 16, 2 KV heads: attention q, o 2 x 64 x 64 + k, v 2 x 64 x 32 = 12,288; gated MLP 3 x 64 x 128 =
+# 24,576; vocabulary 100 (embedding 6,400); 2 layers
+TINY = {"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+        "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 256}
+
+
+@pytest.mark.parametrize("over, expected", [
+    # VaultGemma: Gemma-2's layers with 2 norms (input, pre-feedforward), gated GELU, tied:
+    #   2 x (12,288 + 24,576 + 128) + 6,400 + final norm 64
+    ({"model_type": "vaultgemma", "hidden_activation": "gelu_pytorch_tanh", "sliding_window": 32,
+      "layer_types": ["sliding_attention", "full_attention"]}, 2 * 36_992 + 6_400 + 64),
+    # EXAONE-4: 2 post-norms, q/k norms 2 x 16, untied: 2 x (12,288 + 32 + 24,576 + 128) + 2 x 6,400 + 64
+    ({"model_type": "exaone4", "sliding_window": 32, "sliding_window_pattern": 2}, 2 * 37_024 + 12_800 + 64),
+    # SmolLM3: Llama, tied by default: 2 x 36,992 + 6,400 + 64
+    ({"model_type": "smollm3", "no_rope_layers": [1, 0]}, 2 * 36_992 + 6_400 + 64),
+])
+def test_small_families_by_hand(over, expected):
+    assert lr.load_model({**TINY, **over}).params_total == expected
+
+
+def test_smollm3_nope_layers_and_gemma4_unified():
+    m = lr.load_model({**TINY, "model_type": "smollm3", "no_rope_layers": [1, 0]})
+    assert [g.attention.rope for g in m.layer_groups] == [True, False]  # layer 1 is a NoPE layer
+    # Gemma-4 "unified" (transformers' Gemma4UnifiedTextConfig) reads as Gemma-4's text decoder: 1 full layer of
+    # global_head_dim 32 with its own KV heads (attention_k_eq_v false): q, o 2 x 64 x 128 = 16,384 + k, v 2 x 64 x 64
+    # = 8,192 + q/k norms 2 x 32 + MLP 24,576 + 4 norms 256 = 49,472; tied 6,400; final norm 64
+    g4 = lr.load_model({**TINY, "model_type": "gemma4_unified_text", "num_hidden_layers": 1, "global_head_dim": 32,
+                        "layer_types": ["full_attention"], "hidden_activation": "gelu_pytorch_tanh"})
+    assert g4.params_total == 49_472 + 6_400 + 64
+
+
+def test_bert_style_decoders_are_refused_naming_the_key():
+    # camembert, ernie, roc_bert, xmod, ... (transformers' *ForCausalLM of encoder stacks): token-type embeddings
+    with pytest.raises(UnsupportedArchitectureError, match="type_vocab_size"):
+        lr.load_model({**TINY, "model_type": "camembert", "type_vocab_size": 1})
+
+
+# ------------------------------------------------------------------------------ Nemotron-NAS, the real checkpoints
+# nemotron_super_49b.json / nemotron_ultra_253b.json: nvidia/Llama-3_3-Nemotron-Super-49B-v1 and
+# Llama-3_1-Nemotron-Ultra-253B-v1 config.json, as NVIDIA copies them into NeMo
+# (nemo/collections/llm/gpt/model/llama_nemotron_config.py, "Config copy from https://huggingface.co/nvidia/...").
+# transformers has no class for them (trust_remote_code): the reference is the published size.
+def test_nemotron_super_49b():
+    m = fixture("nemotron_super_49b")
+    # d 8192, 64 heads of 128. Attention block (n_heads_in_group 8: 8 KV heads): q, o 2 x 8192² + k, v 2 x 8192 x 1024
+    #   + norm 8192 = 151,003,136. FFN of ffn_mult f: 3 x 8192 x w + norm 8192, w = int(2 f 8192 / 3) rounded up to 256:
+    #   5.25 -> 28,672; 3.28125 -> 17,920; 2.625 -> 14,336; 1.3125 -> 7,168; 1.0 -> 5,632; 0.5 -> 2,816.
+    # blocks (from the file): 48 attention + 5.25, 1 attention + 2.625; no attention: 1 x 5.25, 1 x 3.28125, 5 x 2.625,
+    #   10 x 1.3125, 8 x 1.0, 6 x 0.5; untied embed + head 2 x 128,256 x 8192; final norm 8192
+    def ffn(w):
+        return 3 * 8192 * w + 8192
+    expected = (49 * 151_003_136 + 48 * ffn(28_672) + ffn(14_336) + ffn(28_672) + ffn(17_920)
+                + 5 * ffn(14_336) + 10 * ffn(7_168) + 8 * ffn(5_632) + 6 * ffn(2_816) + 2 * 128_256 * 8192 + 8192)
+    assert m.params_total == expected == 49_867_145_216  # the hub: "49.9B params"; NVIDIA: "49B"
+    # KV per token: 49 attention blocks x 8 heads x 128 x 2 x 2 B = 200,704 (80 would give 327,680)
+    assert kv_bytes_per_token(m, "bf16") == 49 * 8 * 128 * 2 * 2
+
+
+def test_nemotron_ultra_253b_empty_blocks():
+    m = fixture("nemotron_ultra_253b")
+    # 81 of its 162 blocks are no_op in both parts (the identity): left out, and said so
+    assert m.n_layers == 81 and any("81 of 162 blocks have neither attention nor FFN" in a for a in m.assumptions)
+    assert m.params_total == pytest.approx(253e9, rel=0.005)  # NVIDIA: "253B"; 253,401,268,224 here
