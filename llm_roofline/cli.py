@@ -321,7 +321,7 @@ PROGRESS_TEXT = {"plan": "searching chips, shardings and batch sizes", "report":
 
 
 class Progress:
-    """'llm-roofline: plan: searching ... 3 s' on stderr once a command has run PROGRESS_DELAY_S, redrawn every
+    """'llm-roofline: plan: searching ... 3 s' on stderr once a command has run delay_s (2 s), redrawn every
     second and erased when it ends; only when the stream is a terminal (never into a pipe, a file or a test)."""
 
     def __init__(self, what: str, stream=None, delay_s: float = 2.0, every_s: float = 1.0):

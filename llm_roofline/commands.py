@@ -280,11 +280,9 @@ def cmd_serve(args) -> str:
 def _efficiency_note(df) -> str:
     """'efficiency: calibrated; fit: h100-sxm: calibrated (h100-sxm fit), ...': the mode and each chip's fit of a
     sweep table (its `efficiency` and `fit` columns)."""
-    import textwrap
-
     fits = dict(zip(df["chip"], df["fit"]))
-    return textwrap.fill(f"efficiency: {', '.join(sorted(set(df['efficiency'])))}; fit: "
-                         + "; ".join(f"{c}: {f}" for c, f in fits.items()) + ".", 100, subsequent_indent="  ")
+    return "\n".join(_prose([f"efficiency: {', '.join(sorted(set(df['efficiency'])))}; fit: "
+                             + "; ".join(f"{c}: {f}" for c, f in fits.items()) + "."]))
 
 
 def _fits(mode: str, chips) -> dict[str, str]:
@@ -420,7 +418,8 @@ def cmd_plan(args) -> str:
              gen_len=args.gen, ttft_s=args.ttft_s, tpot_s=args.tpot_s, qps=args.qps,
              output_tokens_per_s=args.output_tokens_per_s, max_chips=args.max_chips, prices=_prices_arg(args.price),
              weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype, act_dtype=args.act_dtype,
-             gpu_memory_utilization=args.gpu_memory_utilization, efficiency=args.efficiency, attention=args.attention, sequence_parallel=args.sequence_parallel,
+             gpu_memory_utilization=args.gpu_memory_utilization, efficiency=args.efficiency, attention=args.attention,
+             sequence_parallel=args.sequence_parallel,
              tp=_opt_list(args.tp, "tp"), pp=_opt_list(args.pp, "pp"), ep=_opt_list(args.ep, "ep"),
              max_batch=args.max_batch,
              rank_by=args.rank_by, disaggregate=args.disaggregate, decode_batch=args.decode_batch,
@@ -483,7 +482,8 @@ def cmd_memory(args) -> str:
     axes = _list_axes(args, "context", "tp", "pp", "ep")
     df = max_batch(spec, args.chip, axes.pop("context_len"), **axes, weight_dtype=split(args.weight_dtype) or [None],
                    kv_dtype=split(args.kv_dtype) or [None], act_dtype=args.act_dtype,
-                   gpu_memory_utilization=args.gpu_memory_utilization, gen_len=args.gen, attention=args.attention, sequence_parallel=args.sequence_parallel)
+                   gpu_memory_utilization=args.gpu_memory_utilization, gen_len=args.gen, attention=args.attention,
+                   sequence_parallel=args.sequence_parallel)
     rows = df.to_dict(orient="records")
     if all(isinstance(r.get("error"), str) for r in rows):  # nothing to tabulate: every combination is invalid
         raise RooflineError(rows[0]["error"])

@@ -367,7 +367,8 @@ def evaluate(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, 
         assumptions.append(f"efficiency: {efficiency_label(eff)}.")
     pre = _prefill(spec, chip, sh, dt, eff, batch, prompt, attention)
     dec = _decode(spec, chip, sh, dt, eff, batch, prompt, np.maximum(gen, 2), attention) if np.any(gen > 1) else None
-    mem = footprint(spec, usable_bytes(chip.hbm_bytes, gpu_memory_utilization), sh, dt, [s.op for s in pre.scored], batch, prompt + gen)
+    mem = footprint(spec, usable_bytes(chip.hbm_bytes, gpu_memory_utilization), sh, dt, [s.op for s in pre.scored],
+                    batch, prompt + gen)
     return Evaluation(spec, chip, sh, dt, eff, assumptions, batch, prompt, gen, pre, dec, mem,
                       _warnings(spec, chip, sh, dt, prompt + gen))
 

@@ -137,6 +137,7 @@ def write_context_study(root: Path) -> dict[str, str]:
 
 
 def readme(written: list[tuple[str, str, str]]) -> str:
+    from ..memory import GPU_MEMORY_UTILIZATION
     from ..version import __version__
 
     lines = ["# Example reports", "",
@@ -147,7 +148,7 @@ def readme(written: list[tuple[str, str, str]]) -> str:
              "`lr.estimate` give them: kernel efficiencies fitted per chip to measured timings (each report names "
              "the fit behind every chip: its own, a borrowed one, or an uncalibrated default), with the ideal "
              "roofline bound (100 % of peak FLOP/s and bandwidth) beside each headline in the report. Memory is "
-             "checked against gpu_memory_utilization 0.9 of each chip's HBM.", "",
+             f"checked against gpu_memory_utilization {GPU_MEMORY_UTILIZATION:g} of each chip's HBM.", "",
              "| report | what it shows | headline |", "|---|---|---|"]
     for name, why, head in written:
         lines.append(f"| [{name}]({name}/report.md) | {why} | {head} |")
