@@ -152,5 +152,5 @@ def plot_phase_split(estimates, path=None, *, dpi: int = DPI) -> PlotResult:
     e = ests[0]
     s = e.scenario
     suptitle(fig, f"Prefill vs decode across context — {e.model} on {e.chip} ×{s['chips']}, batch {s['batch']}, "
-                  f"gen {s['gen_len']}", fontsize=10)
+                  f"gen {s['gen_len']}; efficiency {efficiency_phrase(e)}", fontsize=10)
     return finish(PlotResult(fig, data), path, dpi)
