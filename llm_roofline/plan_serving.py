@@ -83,6 +83,7 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
     attention_dp = check_count("attention_dp", attention_dp)
     ttft_s = check_range("ttft_s", ttft_s, 0.0, 1e6, "s", lo_open=True)
     tpot_s = check_range("tpot_s", tpot_s, 0.0, 1e6, "s", lo_open=True)
+    gpu_memory_utilization = check_range("gpu_memory_utilization", gpu_memory_utilization, 0.0, 1.0, lo_open=True)
     spec = load_model(model)
     chip_list = [load_chip(c) for c in ([chips] if isinstance(chips, str) else chips)]
     ttft_col = "ttft_s" if ttft_percentile == "mean" else "ttft_p90_s"
