@@ -14,7 +14,9 @@ import sys
 from .bounds import BOUNDS, DPI_MIN
 from .commands import (cmd_calibrate, cmd_chips, cmd_estimate, cmd_memory, cmd_models, cmd_plan, cmd_plot, cmd_report,
                        cmd_serve, cmd_sweep)
+from .efficiency import DEFAULT_EFFICIENCY
 from .errors import RooflineError
+from .memory import GPU_MEMORY_UTILIZATION
 from .report.table import FORMATS
 
 EPILOG = """examples:
@@ -68,10 +70,13 @@ def _add_scenario(p, lists=False, layouts=()):
                    help="weight storage: bf16, fp16, fp8, int8, int4, fp4 (default: the checkpoint's own)")
     g.add_argument("--act-dtype", default="bf16", help="activation and compute dtype (default: %(default)s)")
     g.add_argument("--kv-dtype", default=None, help="KV-cache dtype (default: the activation dtype)")
-    g.add_argument("--efficiency", default="calibrated", choices=["ideal", "calibrated"],
-                   help="calibrated: kernel efficiency fitted to measured A100/H100 timings (family defaults "
-                        "elsewhere), with the ideal bound printed beside it; ideal: the pure roofline "
-                        "(default: %(default)s)")
+    g.add_argument("--efficiency", default=DEFAULT_EFFICIENCY, choices=["ideal", "calibrated"],
+                   help="calibrated: kernel efficiency fitted per chip to measured kernel timings (a nearest fit or "
+                        "family default elsewhere, named in the output), with the ideal bound printed beside it; "
+                        "ideal: the pure roofline (default: %(default)s, as in the Python API)")
+    g.add_argument("--gpu-memory-utilization", type=float, default=GPU_MEMORY_UTILIZATION,
+                   help="share of each chip's HBM the engine may fill with weights, activations and KV cache, as "
+                        "vLLM's gpu_memory_utilization (default: %(default)s)")
     g.add_argument("--attention", default="fused", choices=["fused", "unfused"],
                    help="fused (FlashAttention) or unfused (score matrix through HBM) (default: %(default)s)")
     if layouts:
@@ -170,7 +175,6 @@ def _build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("engine")
     g.add_argument("--max-num-seqs", default="256", help="running sequences at most (default: %(default)s)")
     g.add_argument("--max-num-batched-tokens", default="8192", help="tokens per step (default: %(default)s)")
-    g.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="HBM share for the engine (default: 0.9)")
     g.add_argument("--scheduling", default="chunked", choices=["chunked", "prefill_first"],
                    help="chunked prefill beside decodes, or prompts alone first (default: %(default)s)")
     g.add_argument("--prefix-hit-rate", type=float, default=0.0, help="share of prompt tokens in the prefix cache")
@@ -183,7 +187,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plan", help="cheapest chip x tp x pp x ep x batch x replicas meeting TTFT/TPOT/load targets",
                        description="Search chip types, shardings and batch sizes (vectorized) for configurations that "
-                                   "fit memory (with --reserve kept free) and meet --ttft-s / --tpot-s; size data-parallel "
+                                   "fit memory (--gpu-memory-utilization of HBM) and meet --ttft-s / --tpot-s; size data-parallel "
                                    "replicas for --qps or --output-tokens-per-s; rank by USD per 1M output tokens (or "
                                    "chips when a price is missing). Exit code 0 also when nothing is feasible: the "
                                    "output says why, with numbers (JSON/CSV: an empty list, the reason on stderr).",
@@ -208,8 +212,6 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-chips", type=int, default=64, help="most chips in total (default: %(default)s)")
     p.add_argument("--price", action="append", metavar="CHIP=USD",
                    help="USD per chip-hour, overriding the chip file (repeat or comma-separate)")
-    p.add_argument("--reserve", type=float, default=0.1,
-                   help="fraction of HBM kept free (default: %(default)s)")
     p.add_argument("--max-batch", type=int, default=4096, help="largest batch searched (default: %(default)s)")
     p.add_argument("--rank-by", choices=["cost", "chips"], help="default: cost when every chip has a price")
     p.add_argument("--top", type=int, default=20, help="configurations listed, 0 = all (default: %(default)s)")
@@ -239,7 +241,6 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--context", default="8192,32768,131072",
                    help="comma-separated context lengths (prompt + gen) (default: %(default)s)")
     p.add_argument("--gen", type=int, default=1, help="tokens of the context that are generated (default: %(default)s)")
-    p.add_argument("--reserve", type=float, default=0.0, help="fraction of HBM kept free (default: %(default)s)")
     _add_scenario(p, lists=True)
     _add_format(p)
     p.set_defaults(func=cmd_memory)
@@ -314,6 +315,50 @@ def _one_line(text) -> str:
     return " ".join(str(text).split())
 
 
+PROGRESS_TEXT = {"plan": "searching chips, shardings and batch sizes", "report": "estimating and drawing the report",
+                 "calibrate": "fitting the efficiency model", "sweep": "evaluating the grid", "plot": "drawing",
+                 "serve": "solving the serving model"}
+
+
+class Progress:
+    """'llm-roofline: plan: searching ... 3 s' on stderr once a command has run delay_s (2 s), redrawn every
+    second and erased when it ends; only when the stream is a terminal (never into a pipe, a file or a test)."""
+
+    def __init__(self, what: str, stream=None, delay_s: float = 2.0, every_s: float = 1.0):
+        self.what, self.stream, self.delay_s, self.every_s = what, stream or sys.stderr, delay_s, every_s
+        self._stop, self._thread, self._drawn = None, None, False
+
+    def __enter__(self):
+        import threading
+
+        if getattr(self.stream, "isatty", lambda: False)():
+            self._stop = threading.Event()
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        import time
+
+        t0 = time.monotonic()
+        if self._stop.wait(self.delay_s):
+            return
+        while True:
+            self.stream.write(f"\r\033[Kllm-roofline: {self.what} ... {time.monotonic() - t0:.0f} s")
+            self.stream.flush()
+            self._drawn = True
+            if self._stop.wait(self.every_s):
+                return
+
+    def __exit__(self, *exc) -> None:
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            if self._drawn:  # erase the line: what the command prints comes next
+                self.stream.write("\r\033[K")
+                self.stream.flush()
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command. Exit codes (see EPILOG): 0 success, 2 a user mistake (one line), 1 an internal error
     (one line; LLM_ROOFLINE_TRACEBACK=1 prints the traceback), 130 interrupted."""
@@ -323,7 +368,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        out = args.func(args)
+        with Progress(f"{args.command}: {PROGRESS_TEXT.get(args.command, 'working')}"):
+            out = args.func(args)
         out, note = out if isinstance(out, tuple) else (out, "")
         if note:
             print(note, file=sys.stderr)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import os
 
 from .bounds import BOUNDS, check_count, check_dpi
+from .efficiency import DEFAULT_EFFICIENCY
 from .errors import ModelConfigError, RooflineError
+from .memory import GPU_MEMORY_UTILIZATION
 from .files import check_destination, figure_path, write_text
 from .report.table import render
 from .units import eng, fmt_seconds, sig3
@@ -111,7 +113,8 @@ def _count_arg(flag: str, value, bound_name: str, min_value: int = 1):
 def _scenario_kwargs(args) -> dict:
     return dict(tp=args.tp, pp=args.pp, ep=args.ep, dp=args.dp, weight_dtype=args.weight_dtype,
                 act_dtype=args.act_dtype, kv_dtype=args.kv_dtype, efficiency=args.efficiency,
-                attention=args.attention, sequence_parallel=args.sequence_parallel)
+                attention=args.attention, sequence_parallel=args.sequence_parallel,
+                gpu_memory_utilization=args.gpu_memory_utilization)
 
 
 def _layout_kwargs(args) -> dict:
@@ -174,8 +177,13 @@ def cmd_estimate(args) -> str:
         import json
 
         return json.dumps(est.to_dict(), indent=2), warnings
-    if args.format == "csv":
-        return est.ops.to_csv(index=False).rstrip("\n"), warnings
+    if args.format == "csv":  # one row per op; the headline, the efficiency mode and fit repeat on every row
+        from .report.export import ops_frame
+
+        df = ops_frame([est])
+        for k in ("ttft_s", "tpot_s", "e2e_s", "throughput_tokens_per_s", "tokens_per_s_per_user"):
+            df["headline_" + k] = getattr(est, k)
+        return df.to_csv(index=False).rstrip("\n"), warnings
     return estimate_text(est, markdown=args.format == "markdown", explain=args.explain, ops=args.ops), warnings
 
 
@@ -187,15 +195,19 @@ def cmd_sweep(args) -> str:
     df = sweep(_load_model_arg(args), _chip_list(args.chip), **_list_axes(args, "batch", "prompt", "gen"),
                **_list_axes(args, "tp", "pp", "ep", "dp"), weight_dtype=args.weight_dtype,
                act_dtype=args.act_dtype, kv_dtype=args.kv_dtype, efficiency=args.efficiency, attention=args.attention,
-               sequence_parallel=args.sequence_parallel, **_layout_kwargs(args))
+               sequence_parallel=args.sequence_parallel, gpu_memory_utilization=args.gpu_memory_utilization,
+               **_layout_kwargs(args))
     written = write_text(args.out, df.to_csv(index=False)) if args.out else None
     rows = df.to_dict(orient="records")
     display = [("chip", "chip", None), ("tp", "tp", None), ("batch", "batch", None), ("prompt", "prompt_len", None),
                ("gen", "gen_len", None), ("TTFT", "ttft_s", fmt_seconds), ("TPOT", "tpot_s", fmt_seconds),
                ("e2e", "e2e_s", fmt_seconds), ("tok/s", "throughput_tokens_per_s", sig3),
-               ("tok/s/chip", "throughput_tokens_per_s_per_chip", sig3),
+               ("per chip", "throughput_tokens_per_s_per_chip", sig3),
+               ("per user", "tokens_per_s_per_user", sig3),
                ("GB/chip", "per_chip_bytes", lambda v: sig3(v / 1e9)), ("fits", "fits", lambda v: "yes" if v else "NO")]
     out = render(rows, args.format, display)
+    if args.format in ("table", "markdown"):
+        out += "\n\n" + _efficiency_note(df) + "\ntok/s of the deployment, per chip, and per user (1 / TPOT)."
     if written:
         out += f"\n\nwrote {len(df)} rows to {written}"
     return out
@@ -241,18 +253,52 @@ def cmd_serve(args) -> str:
     rows = res.to_dict(orient="records") if hasattr(res, "to_csv") else [res.to_dict()]
     display = [("prompt", "prompt_len", lambda v: f"{v:.0f}"), ("gen", "gen_len", lambda v: f"{v:.0f}"),
                ("load", "concurrency" if args.concurrency else "qps", sig3),
-               ("TTFT", "ttft_s", fmt_seconds), ("TTFT p90", "ttft_p90_s", fmt_seconds), ("TPOT", "tpot_s", fmt_seconds),
-               ("req/s", "requests_per_s", sig3), ("out tok/s", "output_tokens_per_s", sig3),
-               ("running", "running_batch", sig3), ("KV used", "kv_cache_utilization", lambda v: f"{100 * v:.0f}%"),
-               ("saturation req/s", "saturation_requests_per_s", sig3), ("cap", "limit", None)]
+               ("TTFT", "ttft_s", fmt_seconds), ("p90", "ttft_p90_s", fmt_seconds), ("TPOT", "tpot_s", fmt_seconds),
+               ("req/s", "requests_per_s", sig3), ("tok/s", "output_tokens_per_s", sig3),
+               ("tok/s/user", "tokens_per_s_per_user", lambda v: "—" if v is None else sig3(v)),
+               ("batch", "running_batch", sig3), ("KV", "kv_cache_utilization", lambda v: f"{100 * v:.0f}%"),
+               ("max req/s", "saturation_requests_per_s", sig3), ("cap", "limit", None)]
     if not hasattr(res, "to_csv"):
         for r in rows:
             r.update({k: r["scenario"][k] for k in ("prompt_len", "gen_len", "concurrency", "qps") if k in r["scenario"]})
         rows = [{k: v for k, v in r.items() if not isinstance(v, (dict, list))} for r in rows]
     out = render(rows, args.format, display)
     if args.format in ("table", "markdown") and not hasattr(res, "to_csv"):
-        out += f"\n\n{res.model} on {res.chip}, {res.efficiency}; running batch capped at {res.max_running:.0f} by {res.limit}."
+        from .efficiency import efficiency_text
+
+        out += "\n\n" + "\n".join(_prose([
+            f"{res.model} on {res.chip}, efficiency {efficiency_text(res.efficiency_mode, res.efficiency)}; running "
+            f"batch capped at {res.max_running:.0f} by {res.limit}; p90: of TTFT; batch: running sequences; KV: of "
+            "the KV capacity; max req/s: saturation; tok/s/user = 1 / TPOT."]))
+    elif args.format in ("table", "markdown"):
+        out += "\n\n" + "\n".join([_efficiency_note(res)] + _prose([
+            "p90: of TTFT; batch: running sequences; KV: of the KV capacity; max req/s: saturation; tok/s/user = "
+            "1 / TPOT."]))
     return out
+
+
+def _efficiency_note(df) -> str:
+    """'efficiency: calibrated; fit: h100-sxm: calibrated (h100-sxm fit), ...': the mode and each chip's fit of a
+    sweep table (its `efficiency` and `fit` columns)."""
+    fits = dict(zip(df["chip"], df["fit"]))
+    return "\n".join(_prose([f"efficiency: {', '.join(sorted(set(df['efficiency'])))}; fit: "
+                             + "; ".join(f"{c}: {f}" for c, f in fits.items()) + "."]))
+
+
+def _fits(mode: str, chips) -> dict[str, str]:
+    """{chip name: the fit its numbers come from in this efficiency mode}."""
+    from .efficiency import efficiency_label, resolve_efficiency
+    from .hardware import load_chip
+
+    return {c.name: efficiency_label(resolve_efficiency(mode, c)) for c in map(load_chip, chips)}
+
+
+def _fits_note(mode: str, chips) -> str:
+    """'efficiency calibrated; fit: h100-sxm: calibrated (h100-sxm fit); ...' for the chips a plan searched."""
+    import pandas as pd
+
+    fits = _fits(mode, chips)
+    return _efficiency_note(pd.DataFrame(dict(chip=list(fits), efficiency=mode, fit=list(fits.values()))))
 
 
 # ------------------------------------------------------------------------------------------ plan
@@ -280,20 +326,34 @@ def _usd(v):
     return "—" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3g}"
 
 
-PLAN_DISPLAY = [
+PLAN_DISPLAY = [  # <= 100 columns; --format json / csv have every column (usd_per_million_input_tokens, ...)
     ("chip", "chip", None), ("tp", "tp", None), ("pp", "pp", None), ("ep", "ep", None), ("batch", "batch", None),
-    ("replicas", "replicas", None), ("chips", "chips_total", None), ("TTFT", "ttft_s", fmt_seconds),
+    ("repl", "replicas", None), ("chips", "chips_total", None), ("TTFT", "ttft_s", fmt_seconds),
     ("TPOT", "tpot_s", fmt_seconds), ("out tok/s", "output_tokens_per_s", sig3),
     ("GB/chip", "per_chip_bytes", lambda v: sig3(v / 1e9)), ("$/M out", "usd_per_million_output_tokens", _usd),
-    ("$/M in", "usd_per_million_input_tokens", _usd), ("binding", "binding_constraint", None),
+    ("binding", "binding_constraint", None),
 ]
+WIDTH = 100  # columns of every command's table output
+
+
+def _prose(lines, md: bool = False) -> list[str]:
+    """Sentences wrapped at WIDTH columns, continuation lines indented (markdown: left as they are)."""
+    import textwrap
+
+    if md:
+        return list(lines)
+    out = []
+    for line in lines:
+        lead = len(line) - len(line.lstrip())
+        out += textwrap.wrap(line, WIDTH, subsequent_indent=" " * (lead + 2), break_on_hyphens=False) or [""]
+    return out
 
 
 SERVING_PLAN_DISPLAY = [
     ("chip", "chip", None), ("tp", "tp", None), ("pp", "pp", None), ("ep", "ep", None),
-    ("replicas", "replicas", None), ("chips", "chips", None), ("seqs", "max_num_seqs", lambda v: f"{v:.0f}"),
-    ("tokens/step", "max_num_batched_tokens", lambda v: f"{v:.0f}"), ("TTFT", "ttft_s", fmt_seconds),
-    ("TTFT p90", "ttft_p90_s", fmt_seconds), ("TPOT", "tpot_s", fmt_seconds),
+    ("repl", "replicas", None), ("chips", "chips", None), ("seqs", "max_num_seqs", lambda v: f"{v:.0f}"),
+    ("tok/step", "max_num_batched_tokens", lambda v: f"{v:.0f}"), ("TTFT", "ttft_s", fmt_seconds),
+    ("p90", "ttft_p90_s", fmt_seconds), ("TPOT", "tpot_s", fmt_seconds),
     ("$/h", "usd_per_hour", lambda v: "—" if v is None else f"{v:.4g}"),
 ]
 
@@ -307,7 +367,8 @@ def _plan_serving(args, qps: float):
                      qps, ttft_s=args.ttft_s or DEFAULT_TTFT_S, tpot_s=args.tpot_s or DEFAULT_TPOT_S,
                      ttft_percentile=args.ttft_percentile, max_chips=args.max_chips, prices=_prices_arg(args.price),
                      weight_dtype=args.weight_dtype, act_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
-                     efficiency=args.efficiency, attention_dp=args.attention_dp)
+                     efficiency=args.efficiency, attention_dp=args.attention_dp,
+                     gpu_memory_utilization=args.gpu_memory_utilization)
     if args.format == "json":
         import json
 
@@ -317,19 +378,21 @@ def _plan_serving(args, qps: float):
         return render(rows, "csv", None)
     b, t, c = p.best, p.targets, p.check
     adp = f" x attention_dp {args.attention_dp}" if args.attention_dp > 1 else ""
-    head = [f"{args.model} at {qps:g} req/s (Poisson), prompt {args.prompt}, gen {args.gen}: TTFT "
-            f"({t['ttft_percentile']}) <= {fmt_seconds(t['ttft_s'])}, TPOT <= {fmt_seconds(t['tpot_s'])}; "
-            "continuous batching (serving model)",
+    head = [f"{args.model} at {qps:g} req/s (Poisson), prompt {args.prompt}, gen {args.gen}; continuous batching "
+            "(serving model)",
+            f"targets: TTFT ({t['ttft_percentile']}) <= {fmt_seconds(t['ttft_s'])}, TPOT <= {fmt_seconds(t['tpot_s'])}",
             f"best: {b['chip']} tp {b['tp']}{adp} pp {b['pp']} ep {b['ep']} x {b['replicas']} replicas = "
             f"{b['chips']} chips"
-            + (f", ${b['usd_per_hour']:.4g}/h" if b["usd_per_hour"] is not None else "")
+            + (f", ${b['usd_per_hour']:.4g}/h" if _usd(b["usd_per_hour"]) != "—" else "")
             + f"; engine max_num_seqs {b['max_num_seqs']:.0f}, max_num_batched_tokens {b['max_num_batched_tokens']:.0f}",
             f"  TTFT {fmt_seconds(b['ttft_s'])} (p90 {fmt_seconds(b['ttft_p90_s'])}), TPOT {fmt_seconds(b['tpot_s'])}; "
             f"binds: {b['binds']}",
             f"  re-checked with serve(dp={b['replicas']}): TTFT {fmt_seconds(c.ttft_s)}, TPOT {fmt_seconds(c.tpot_s)}"]
     md = args.format == "markdown"
-    return "\n".join(head + ["", "Cheapest per chip and sharding:", render(rows, args.format, SERVING_PLAN_DISPLAY)]
-                     + ([""] + [f"{'-' if md else ' -'} {n}" for n in p.notes] if p.notes else []))
+    return "\n".join(_prose(head, md) + ["", "Cheapest per chip and sharding:",
+                                         render(rows, args.format, SERVING_PLAN_DISPLAY)]
+                     + ([""] + _prose([f"{'-' if md else ' -'} {n}" for n in p.notes], md) if p.notes else [])
+                     + ["", _fits_note(args.efficiency, [c for c in args.chips.split(",") if c.strip()])])
 
 
 def cmd_plan(args) -> str:
@@ -354,33 +417,39 @@ def cmd_plan(args) -> str:
     p = plan(_load_model_arg(args), [c for c in args.chips.split(",") if c.strip()], prompt_len=args.prompt,
              gen_len=args.gen, ttft_s=args.ttft_s, tpot_s=args.tpot_s, qps=args.qps,
              output_tokens_per_s=args.output_tokens_per_s, max_chips=args.max_chips, prices=_prices_arg(args.price),
-             weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype, act_dtype=args.act_dtype, reserve=args.reserve,
-             efficiency=args.efficiency, attention=args.attention, sequence_parallel=args.sequence_parallel,
+             weight_dtype=args.weight_dtype, kv_dtype=args.kv_dtype, act_dtype=args.act_dtype,
+             gpu_memory_utilization=args.gpu_memory_utilization, efficiency=args.efficiency, attention=args.attention,
+             sequence_parallel=args.sequence_parallel,
              tp=_opt_list(args.tp, "tp"), pp=_opt_list(args.pp, "pp"), ep=_opt_list(args.ep, "ep"),
              max_batch=args.max_batch,
              rank_by=args.rank_by, disaggregate=args.disaggregate, decode_batch=args.decode_batch,
              prefill_batch=args.prefill_batch)
     top = p.configs if not args.top else p.configs.head(args.top)
-    rows = [{k: r[k] for k in JSON_KEYS} for r in _plan_records(top)]
+    fits = _fits(args.efficiency, [c for c in args.chips.split(",") if c.strip()])
+    rows = [{**{k: r[k] for k in JSON_KEYS}, "efficiency": args.efficiency, "fit": fits[r["chip"]]}
+            for r in _plan_records(top)]
     if args.format in ("json", "csv"):
         if not rows:  # machine-readable stdout stays empty; why goes to stderr
             return ("[]" if args.format == "json" else ""), p.explanation
         return render(rows, args.format, None)
     md = args.format == "markdown"
-    out = [p.explanation]
+    out = _prose(p.explanation.split("\n"), md)
     if len(p.best_per_chip):
         out += ["", "Best configuration per chip:", render(_plan_records(p.best_per_chip), args.format, PLAN_DISPLAY)]
         out += ["", f"Top {len(rows)} of {len(p.configs)} feasible configurations (best first):",
                 render(rows, args.format, PLAN_DISPLAY)]
         what = "USD per 1M output tokens" if p.frontier_by.startswith("usd") else "total chips"
         out += ["", f"Pareto frontier ({what} vs TPOT):", render(_plan_records(p.frontier), args.format, PLAN_DISPLAY)]
-    if p.disaggregation:
+    if p.disaggregation:  # one column per chip: its 19 fields side by side would be 275 columns wide
+        dis = [d.to_dict() for d in p.disaggregation.values()]
+        rows_t = [{"field": h, **{d["chip"]: (f(d[k]) if f else d[k]) for d in dis}} for h, k, f in DISAGG_DISPLAY[1:]]
         out += ["", "Prefill/decode disaggregation (prefill chips per decode chip at which neither side idles):",
-                render([d.to_dict() for d in p.disaggregation.values()], args.format, DISAGG_DISPLAY)]
-    out += ["", "Notes:"] + [f"{'-' if md else ' -'} {n}" for n in p.notes]
-    out += [f"{'-' if md else ' -'} price {k}: " + (f"${v.usd_per_hour:.4g}/chip-hour ({v.source})" if v.usd_per_hour
-                                                     else f"— ({v.source})") for k, v in p.prices.items()]
-    return "\n".join(out)
+                render(rows_t, args.format, [("", "field", None)] + [(d["chip"], d["chip"], None) for d in dis])]
+    out += ["", "Notes:"] + _prose([f"{'-' if md else ' -'} {n}" for n in p.notes], md)
+    out += _prose([f"{'-' if md else ' -'} price {k}: " + (f"${v.usd_per_hour:.4g}/chip-hour ({v.source})"
+                                                            if v.usd_per_hour else f"— ({v.source})")
+                   for k, v in p.prices.items()], md)
+    return "\n".join(out + ["", _fits_note(args.efficiency, [c for c in args.chips.split(",") if c.strip()])])
 
 
 DISAGG_DISPLAY = [
@@ -412,8 +481,9 @@ def cmd_memory(args) -> str:
     _count_arg("--gen", args.gen, "gen_len")
     axes = _list_axes(args, "context", "tp", "pp", "ep")
     df = max_batch(spec, args.chip, axes.pop("context_len"), **axes, weight_dtype=split(args.weight_dtype) or [None],
-                   kv_dtype=split(args.kv_dtype) or [None], act_dtype=args.act_dtype, reserve=args.reserve,
-                   gen_len=args.gen, attention=args.attention, sequence_parallel=args.sequence_parallel)
+                   kv_dtype=split(args.kv_dtype) or [None], act_dtype=args.act_dtype,
+                   gpu_memory_utilization=args.gpu_memory_utilization, gen_len=args.gen, attention=args.attention,
+                   sequence_parallel=args.sequence_parallel)
     rows = df.to_dict(orient="records")
     if all(isinstance(r.get("error"), str) for r in rows):  # nothing to tabulate: every combination is invalid
         raise RooflineError(rows[0]["error"])
@@ -422,19 +492,20 @@ def cmd_memory(args) -> str:
     gb = lambda v: "—" if v is None or v != v else sig3(v / 1e9)  # noqa: E731
     text = lambda v: v if isinstance(v, str) else "—"  # noqa: E731  (an invalid row has no dtype: NaN)
     display = [("tp", "tp", None), ("pp", "pp", None), ("weights", "weight_dtype", text), ("KV", "kv_dtype", text),
-               ("context", "context_len", None), ("weights GB/chip", "weight_bytes_per_chip", gb),
-               ("KV GB/seq/chip", "kv_bytes_per_sequence_per_chip", gb),
-               ("act workspace GB", "activation_workspace_bytes_per_chip", gb), ("free GB", "free_bytes", gb),
+               ("context", "context_len", None), ("weights GB", "weight_bytes_per_chip", gb),
+               ("KV GB/seq", "kv_bytes_per_sequence_per_chip", gb),
+               ("act GB", "activation_workspace_bytes_per_chip", gb), ("free GB", "free_bytes", gb),
                ("max batch", "max_batch", None), ("note", "error", lambda v: v if isinstance(v, str) else "")]
     r0 = rows[0]
     head = (f"{spec.name} on {r0['chip']}: {sig3(r0['capacity_bytes'] / 1e9)} GB HBM per chip, "
-            f"{r0['reserve']:.0%} reserved -> {sig3(r0['usable_bytes'] / 1e9)} GB usable.")
+            f"gpu_memory_utilization {r0['gpu_memory_utilization']:g} -> {sig3(r0['usable_bytes'] / 1e9)} GB usable.")
     from .memory import PREFILL_CHUNK_TOKENS
 
-    foot = ("max batch = floor((usable - weights - activation workspace) / KV per sequence / pp) x pp, with the "
-            f"estimate's memory model: KV at `context` tokens, activations of one {PREFILL_CHUNK_TOKENS}-token "
-            "prefill chunk (`llm-roofline estimate` reports the same max batch with --reserve 0).")
-    return "\n".join([head, render(rows, args.format, display), "", foot])
+    foot = ("Every GB is per chip. max batch = floor((usable - weights - activation workspace) / KV per sequence / "
+            f"pp) x pp, with the estimate's memory model: KV at `context` tokens, activations (act) of one "
+            f"{PREFILL_CHUNK_TOKENS}-token prefill chunk (`llm-roofline estimate` reports the same max batch).")
+    md = args.format == "markdown"
+    return "\n".join(_prose([head], md) + [render(rows, args.format, display), ""] + _prose([foot], md))
 
 
 # ------------------------------------------------------------------------------------------ parser
@@ -457,11 +528,13 @@ def _command_line(args, name: str, extra: str = "") -> str:
     for flag in ("weight_dtype", "kv_dtype"):
         if getattr(args, flag):
             parts += [f"--{flag.replace('_', '-')}", getattr(args, flag)]
-    for flag, default in (("act_dtype", "bf16"), ("efficiency", "calibrated"), ("attention", "fused")):
+    for flag, default in (("act_dtype", "bf16"), ("efficiency", DEFAULT_EFFICIENCY), ("attention", "fused")):
         if getattr(args, flag) != default:
             parts += [f"--{flag.replace('_', '-')}", getattr(args, flag)]
     if args.sequence_parallel:
         parts.append("--sequence-parallel")
+    if args.gpu_memory_utilization != GPU_MEMORY_UTILIZATION:
+        parts += ["--gpu-memory-utilization", f"{args.gpu_memory_utilization:g}"]
     return " ".join(parts + ["--out", str(args.out)])
 
 
@@ -502,7 +575,8 @@ def cmd_plot(args) -> str:
     elif args.kind == "serving":  # latency-throughput curve of continuous batching, 1..512 clients, first chip
         from .report.serving_plot import plot_serving
 
-        serve_kw = {k: kw[k] for k in ("tp", "pp", "ep", "weight_dtype", "act_dtype", "kv_dtype", "efficiency")}
+        serve_kw = {k: kw[k] for k in ("tp", "pp", "ep", "weight_dtype", "act_dtype", "kv_dtype", "efficiency",
+                                       "gpu_memory_utilization")}
         res = plot_serving(model, chips[0], concurrency=[2 ** i for i in range(10)], prompt_len=args.prompt,
                            gen_len=args.gen, **serve_kw)
     else:

@@ -496,3 +496,21 @@ def efficiency_label(efficiency) -> str:
     if isinstance(efficiency, str):
         return efficiency
     return getattr(efficiency, "label", type(efficiency).__name__)
+
+
+DEFAULT_EFFICIENCY = "calibrated"  # THE default mode of every API and command (the ideal bound is reported beside it)
+
+
+def efficiency_mode(efficiency) -> str:
+    """'ideal', 'calibrated' or 'custom' (an Efficiency or per-op model the caller built): which mode a number is
+    in, whatever fit a chip's calibrated model comes from (efficiency_label says that)."""
+    if efficiency is None or efficiency == "ideal":
+        return "ideal"
+    if efficiency == "calibrated" or isinstance(efficiency, CalibratedModel):
+        return "calibrated"
+    return "custom"
+
+
+def efficiency_text(mode: str, fit: str) -> str:
+    """The mode and the fit in one phrase: 'calibrated (h100-sxm fit)', 'calibrated: tpu default (uncalibrated)'."""
+    return fit if fit.startswith(mode) else f"{mode}: {fit}"

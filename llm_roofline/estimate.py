@@ -20,11 +20,11 @@ from typing import Any
 import numpy as np
 
 from .bounds import BOUNDS, check_amounts, check_count, check_grid_points
-from .efficiency import efficiency_label, resolve_efficiency
+from .efficiency import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency
 from .errors import ScenarioError
 from .graph import Dtypes, Phase, build_ops, resolve_dtypes
 from .hardware import Chip, load_chip
-from .memory import Footprint, footprint, weight_bytes
+from .memory import GPU_MEMORY_UTILIZATION, Footprint, footprint, usable_bytes, weight_bytes
 from .model.hf import load_model
 from .model.spec import ModelSpec
 from .ops import Op
@@ -76,7 +76,8 @@ class PhaseSummary:
 
 @dataclass(frozen=True)
 class MemorySummary:
-    """Bytes per chip (weights, KV cache at prompt_len + gen_len, peak activations) against HBM capacity.
+    """Bytes per chip (weights, KV cache at prompt_len + gen_len, peak activations) against the usable HBM
+    (usable_bytes = gpu_memory_utilization x capacity_bytes, the chip's HBM; memory.GPU_MEMORY_UTILIZATION).
 
     weight_bytes and kv_cache_bytes are replica totals; per_chip_bytes is what the fullest chip holds."""
 
@@ -90,6 +91,8 @@ class MemorySummary:
     capacity_bytes: float
     fits: bool
     max_batch: int
+    usable_bytes: float
+    gpu_memory_utilization: float
 
 
 @dataclass
@@ -112,11 +115,18 @@ class Estimate:
     ideal: dict[str, float | None] | None = None  # the pure-roofline headline, when efficiency is not ideal
     warnings: list[str] = field(default_factory=list)  # what makes these numbers doubtful (the CLI shows it first)
     uncertainty: dict[str, Any] | None = None  # calibrated: p10/p90 of the headline (efficiency.uncertainty_of)
+    efficiency_mode: str = "calibrated"  # 'ideal' | 'calibrated' | 'custom'; `efficiency` names the chip's fit
+
+    @property
+    def tokens_per_s_per_user(self) -> float | None:
+        """Output tokens/s one user sees while decoding: 1 / TPOT (None with gen_len 1)."""
+        return 1.0 / self.tpot_s if self.tpot_s else None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready, same names as the attributes (ops as a list of row dicts)."""
-        d = {k: getattr(self, k) for k in ("model", "chip", "scenario", "efficiency", "ttft_s", "tpot_s", "e2e_s",
-                                           "throughput_tokens_per_s", "throughput_tokens_per_s_per_chip")}
+        d = {k: getattr(self, k) for k in ("model", "chip", "scenario", "efficiency_mode", "efficiency", "ttft_s",
+                                           "tpot_s", "e2e_s", "throughput_tokens_per_s",
+                                           "throughput_tokens_per_s_per_chip", "tokens_per_s_per_user")}
         d["prefill"] = asdict(self.prefill)
         d["decode"] = asdict(self.decode) if self.decode else None
         d["memory"] = asdict(self.memory)
@@ -335,9 +345,11 @@ class Evaluation:
 
 
 def evaluate(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=1, dp=1,
-             weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency="ideal", attention="fused",
-             sequence_parallel=False, attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0) -> Evaluation:
-    """The vectorized core: batch, prompt_len and gen_len may be arrays (broadcast)."""
+             weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency=DEFAULT_EFFICIENCY, attention="fused",
+             sequence_parallel=False, attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0,
+             gpu_memory_utilization=GPU_MEMORY_UTILIZATION) -> Evaluation:
+    """The vectorized core: batch, prompt_len and gen_len may be arrays (broadcast). Memory is checked against
+    gpu_memory_utilization x HBM (memory.GPU_MEMORY_UTILIZATION)."""
     spec = load_model(model)
     chip = load_chip(chip)
     batch, prompt_len, gen_len, tp, pp, ep, dp, attention_dp = (check_count(n, v) for n, v in zip(
@@ -355,7 +367,8 @@ def evaluate(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, 
         assumptions.append(f"efficiency: {efficiency_label(eff)}.")
     pre = _prefill(spec, chip, sh, dt, eff, batch, prompt, attention)
     dec = _decode(spec, chip, sh, dt, eff, batch, prompt, np.maximum(gen, 2), attention) if np.any(gen > 1) else None
-    mem = footprint(spec, chip.hbm_bytes, sh, dt, [s.op for s in pre.scored], batch, prompt + gen)
+    mem = footprint(spec, usable_bytes(chip.hbm_bytes, gpu_memory_utilization), sh, dt, [s.op for s in pre.scored],
+                    batch, prompt + gen)
     return Evaluation(spec, chip, sh, dt, eff, assumptions, batch, prompt, gen, pre, dec, mem,
                       _warnings(spec, chip, sh, dt, prompt + gen))
 
@@ -378,8 +391,8 @@ def _warnings(spec: ModelSpec, chip: Chip, sh: Sharding, dt: Dtypes, context) ->
 
 
 def evaluate_step(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chunk_kv_len=0, tp=1, pp=1, ep=1,
-                  weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency="ideal", attention="fused",
-                  attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0) -> PhaseTotals:
+                  weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency=DEFAULT_EFFICIENCY,
+                  attention="fused", attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0) -> PhaseTotals:
     """One continuous-batching step, vectorized: `decode_batch` sequences decode a token each (attending to
     `decode_kv_len`) while a prompt chunk of `chunk_tokens` tokens (attending to `chunk_kv_len`: its cached
     prefix + the chunk) is prefilled alongside (graph.Phase.mixed). Every argument may be an array; the
@@ -400,28 +413,33 @@ def evaluate_step(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, c
 
 
 def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=1, dp=1, weight_dtype=None,
-             act_dtype="bf16", kv_dtype=None, efficiency="ideal", attention="fused", sequence_parallel=False,
-             attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0) -> Estimate:
-    """Estimate one scenario: an Estimate with the headline numbers, phase summaries, memory and op table."""
+             act_dtype="bf16", kv_dtype=None, efficiency=DEFAULT_EFFICIENCY, attention="fused", sequence_parallel=False,
+             attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0,
+             gpu_memory_utilization=GPU_MEMORY_UTILIZATION) -> Estimate:
+    """Estimate one scenario: an Estimate with the headline numbers, phase summaries, memory and op table.
+
+    efficiency: 'calibrated' (the default: kernel efficiencies fitted per chip; `ideal` then holds the pure-roofline
+    bound beside it) or 'ideal'. gpu_memory_utilization: the share of HBM the engine may fill (0.9, vLLM's)."""
     for name, v in (("batch", batch), ("prompt_len", prompt_len), ("gen_len", gen_len)):
         if isinstance(v, (list, tuple)) or (isinstance(v, np.ndarray) and v.ndim):
             raise ScenarioError(f"{name} must be a single number in estimate(); use sweep() for lists")
     kw = dict(batch=batch, prompt_len=prompt_len, gen_len=gen_len, tp=tp, pp=pp, ep=ep, dp=dp,
               weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype, attention=attention,
               sequence_parallel=sequence_parallel, attention_dp=attention_dp, moe_tp=moe_tp, moe_ep=moe_ep,
-              routing_skew=routing_skew)
+              routing_skew=routing_skew, gpu_memory_utilization=gpu_memory_utilization)
     r = evaluate(model, chip, efficiency=efficiency, **kw)
     spec, chip, sh, dt = r.spec, r.chip, r.sharding, r.dtypes
     memory = _memory_summary(r)
     if not memory.fits:
         r.warnings.append(f"does not fit: {memory.per_chip_bytes / 1e9:.1f} GB per chip needed, "
-                          f"{chip.hbm_bytes / 1e9:.1f} GB available on {chip.name} (max batch at this context: "
+                          f"{memory.usable_bytes / 1e9:.1f} GB usable on {chip.name} ({gpu_memory_utilization:g} x "
+                          f"{chip.hbm_bytes / 1e9:.1f} GB HBM; max batch at this context: "
                           f"{memory.max_batch}); the times assume it did.")
     scenario = dict(batch=batch, prompt_len=prompt_len, gen_len=gen_len, tp=tp, pp=pp, ep=ep, dp=dp,
                     sequence_parallel=sequence_parallel, weight_dtype=_weight_label(spec, dt.weight),
                     act_dtype=dt.act, kv_dtype=dt.kv, compute_dtype=dt.compute, attention=attention,
                     attention_dp=sh.attention_dp, moe_tp=sh.moe_tp, moe_ep=sh.moe_ep, routing_skew=sh.routing_skew,
-                    chips=sh.chips)
+                    chips=sh.chips, gpu_memory_utilization=float(gpu_memory_utilization))
     ideal = None
     if r.efficiency_model is not None:  # the bound is always reported beside a calibrated number
         ideal = _headline(evaluate(spec, chip, efficiency="ideal", **kw), gen_len)
@@ -439,7 +457,8 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
         decode=_summary(r.decode.totals, gen_len - 1.0) if gen_len > 1 else None, memory=memory,
         critical=critical_thresholds(spec, chip, dt.compute, bits, batch), assumptions=r.assumptions,
         efficiency=efficiency_label(r.efficiency_model if r.efficiency_model is not None else efficiency),
-        ops=_ops_frame(r, gen_len), ideal=ideal, warnings=r.warnings, uncertainty=uncertainty)
+        ops=_ops_frame(r, gen_len), ideal=ideal, warnings=r.warnings, uncertainty=uncertainty,
+        efficiency_mode=efficiency_mode(efficiency))
 
 
 def _headline(r: Evaluation, gen_len) -> dict[str, float | None]:
@@ -450,12 +469,14 @@ def _headline(r: Evaluation, gen_len) -> dict[str, float | None]:
 def _memory_summary(r: Evaluation) -> MemorySummary:
     m = r.memory
     per_chip = float(m.bytes_per_chip)
+    usable = float(m.capacity_bytes)  # the footprint's capacity is the usable share of HBM
     return MemorySummary(
         weight_bytes=float(weight_bytes(r.spec, r.dtypes.weight)), kv_cache_bytes=float(m.kv_cache_bytes),
         activation_bytes=float(m.activation_workspace_bytes_per_chip) * r.sharding.chips_per_replica,
         per_chip_weight_bytes=float(m.weight_bytes_per_chip), per_chip_kv_cache_bytes=float(m.kv_cache_bytes_per_chip),
         per_chip_activation_bytes=float(m.activation_workspace_bytes_per_chip), per_chip_bytes=per_chip,
-        capacity_bytes=r.chip.hbm_bytes, fits=per_chip <= r.chip.hbm_bytes, max_batch=int(m.max_batch))
+        capacity_bytes=r.chip.hbm_bytes, fits=per_chip <= usable, max_batch=int(m.max_batch), usable_bytes=usable,
+        gpu_memory_utilization=usable / r.chip.hbm_bytes)
 
 
 def _weight_label(spec: ModelSpec, override: str | None) -> str:
@@ -492,7 +513,7 @@ def _ops_frame(r: Evaluation, gen_len):
 # ------------------------------------------------------------------------------------------- sweep
 _GRID_AXES = ("batch", "prompt_len", "gen_len")  # broadcast with numpy
 _DISCRETE_AXES = ("chip", "tp", "pp", "ep", "dp", "weight_dtype", "act_dtype", "kv_dtype", "efficiency", "attention",
-                  "sequence_parallel", "attention_dp", "moe_tp", "moe_ep", "routing_skew")
+                  "sequence_parallel", "attention_dp", "moe_tp", "moe_ep", "routing_skew", "gpu_memory_utilization")
 
 
 def sweep(model, chip, **axes):
@@ -500,7 +521,8 @@ def sweep(model, chip, **axes):
 
     batch, prompt_len and gen_len are evaluated in one vectorized pass (numpy broadcasting); the
     discrete choices (chip, tp, pp, ep, dp, dtypes, ...) are looped over. One row per grid point with
-    the axes and the headline metrics.
+    the axes and the headline metrics, the efficiency mode (`efficiency`: calibrated by default, or ideal) and
+    the chip's fit behind it (`fit`), and tokens/s per user (1 / TPOT).
     """
     import itertools
 
@@ -538,12 +560,15 @@ def _sweep_frame(r: Evaluation, kw: dict, mesh):
     import pandas as pd
 
     m = r.memory
-    cols = {"chip": r.chip.name, **kw, "batch": mesh[0], "prompt_len": mesh[1], "gen_len": mesh[2],
+    eff = r.efficiency_model
+    cols = {"chip": r.chip.name, **kw, "efficiency": efficiency_mode(kw.get("efficiency", DEFAULT_EFFICIENCY)),
+            "fit": efficiency_label(eff), "batch": mesh[0], "prompt_len": mesh[1], "gen_len": mesh[2],
             "ttft_s": r.ttft_s, "tpot_s": r.tpot_s, "e2e_s": r.e2e_s,
             "throughput_tokens_per_s": r.throughput_tokens_per_s,
             "throughput_tokens_per_s_per_chip": r.throughput_tokens_per_s_per_chip,
-            "per_chip_bytes": m.bytes_per_chip, "capacity_bytes": r.chip.hbm_bytes,
-            "fits": m.bytes_per_chip <= r.chip.hbm_bytes, "max_batch": m.max_batch}
+            "tokens_per_s_per_user": 1.0 / r.tpot_s,
+            "per_chip_bytes": m.bytes_per_chip, "capacity_bytes": r.chip.hbm_bytes, "usable_bytes": m.capacity_bytes,
+            "fits": m.bytes_per_chip <= m.capacity_bytes, "max_batch": m.max_batch}
     return pd.DataFrame({k: np.broadcast_to(v, mesh[0].shape) for k, v in cols.items()})
 
 

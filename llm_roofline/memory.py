@@ -14,6 +14,9 @@
   engines do (vLLM profiles max_num_batched_tokens), so it does not grow with the batch.
 - Max batch: the largest batch (a multiple of pp) whose weights + workspace + KV at `context` fit one chip;
   memory only: the prefill graph is built (for shard sizes and the workspace), nothing is scored.
+- The engine memory fraction (GPU_MEMORY_UTILIZATION, vLLM's `gpu_memory_utilization`): the share of each chip's
+  HBM an engine may fill with weights + workspace + KV cache; the rest is left to the runtime (CUDA context,
+  allocator fragmentation, graphs). ONE default, 0.9, for estimate, sweep, memory / max_batch, plan and serve.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .bounds import check_range
 from .errors import RooflineError, ScenarioError
 from .graph import Dtypes, Phase, build_ops, resolve_dtypes
 from .model.spec import Matrix, ModelSpec
@@ -35,6 +39,12 @@ if TYPE_CHECKING:
     from .ops import Op
 
 PREFILL_CHUNK_TOKENS = 8192  # activation workspace: prefill runs in chunks of this many tokens (vLLM's default)
+GPU_MEMORY_UTILIZATION = 0.9  # share of HBM the engine may fill (vLLM's gpu_memory_utilization default)
+
+
+def usable_bytes(hbm_bytes: float, gpu_memory_utilization: float) -> float:
+    """HBM an engine may fill: gpu_memory_utilization (a fraction in (0, 1]) x hbm_bytes."""
+    return hbm_bytes * check_range("gpu_memory_utilization", gpu_memory_utilization, 0.0, 1.0, lo_open=True)
 
 
 # ---------------------------------------------------------------------------------- weights
@@ -215,15 +225,16 @@ def _as_list(v) -> list:
 
 
 def max_batch(model, chip, context_len, tp=1, pp=1, ep=1, weight_dtype=None, kv_dtype=None, act_dtype="bf16",
-              reserve: float = 0.0, gen_len: int = 1, attention: str = "fused", sequence_parallel: bool = False):
+              gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION, gen_len: int = 1, attention: str = "fused",
+              sequence_parallel: bool = False):
     """Largest batch that fits one chip, over a grid of context lengths, dtypes and shardings, with the breakdown.
 
     The estimate's own memory model (footprint: weights resident on the fullest chip, KV cache at
     `context_len` = prompt + gen tokens, the workspace of one prefill chunk), without scoring anything, so that
-    with reserve = 0 `max_batch` equals `estimate(..., prompt_len=context_len - gen_len,
-    gen_len=gen_len).memory.max_batch`:
+    `max_batch` equals `estimate(..., prompt_len=context_len - gen_len, gen_len=gen_len).memory.max_batch` at the
+    same gpu_memory_utilization:
 
-        max_batch = floor((hbm_bytes * (1 - reserve) - weights - workspace) / kv_per_sequence / pp) * pp
+        max_batch = floor((hbm_bytes * gpu_memory_utilization - weights - workspace) / kv_per_sequence / pp) * pp
 
     Any of context_len, tp, pp, ep, weight_dtype and kv_dtype may be a list; one row per grid point (a
     pandas.DataFrame). A (tp, pp, ep) that does not divide the model gets a row with `error` set and
@@ -236,24 +247,22 @@ def max_batch(model, chip, context_len, tp=1, pp=1, ep=1, weight_dtype=None, kv_
     from .hardware import load_chip
     from .model.hf import load_model
 
-    if not 0.0 <= float(reserve) < 1.0:
-        raise ScenarioError(f"reserve must be a fraction in [0, 1), got {reserve!r}")
     spec = load_model(model)
     chip = load_chip(chip)
     contexts = [int(c) for c in _as_list(context_len)]
     if any(c <= gen_len or c != int(c) for c in contexts) or gen_len < 1:
         raise ScenarioError(f"context_len must be integers > gen_len = {gen_len} (prompt = context - gen), "
                             f"got {context_len!r}")
-    usable_bytes = chip.hbm_bytes * (1.0 - float(reserve))
+    usable = usable_bytes(chip.hbm_bytes, gpu_memory_utilization)
     rows = []
     for tp_, pp_, ep_, wd, kvd in itertools.product(_as_list(tp), _as_list(pp), _as_list(ep), _as_list(weight_dtype),
                                                     _as_list(kv_dtype)):
         for ctx in contexts:
             row = dict(chip=chip.name, tp=int(tp_), pp=int(pp_), ep=int(ep_), weight_dtype=wd, kv_dtype=kvd,
-                       act_dtype=act_dtype, context_len=ctx, capacity_bytes=chip.hbm_bytes, reserve=float(reserve),
-                       usable_bytes=usable_bytes)
+                       act_dtype=act_dtype, context_len=ctx, capacity_bytes=chip.hbm_bytes,
+                       gpu_memory_utilization=float(gpu_memory_utilization), usable_bytes=usable)
             try:
-                row.update(_max_batch_row(spec, chip, usable_bytes, ctx, gen_len, int(tp_), int(pp_), int(ep_), wd,
+                row.update(_max_batch_row(spec, chip, usable, ctx, gen_len, int(tp_), int(pp_), int(ep_), wd,
                                           kvd, act_dtype, attention, sequence_parallel))
             except RooflineError as e:
                 row.update(max_batch=0, fits=False, error=str(e))

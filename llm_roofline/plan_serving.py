@@ -20,6 +20,8 @@ from .bounds import check_count, check_range
 from .errors import RooflineError, ScenarioError
 from .hardware import load_chip
 from .model.hf import load_model
+from .efficiency import DEFAULT_EFFICIENCY
+from .memory import GPU_MEMORY_UTILIZATION
 from .serve import ServingEstimate, serve
 from .units import json_ready
 
@@ -71,8 +73,9 @@ def _failure(row, ttft_col: str, targets: dict) -> str:
 def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s: float = DEFAULT_TTFT_S,
                  tpot_s: float = DEFAULT_TPOT_S, ttft_percentile: str = "mean", max_chips: int = 64,
                  max_num_seqs=(64, 256), max_num_batched_tokens=(2048, 8192), weight_dtype=None, act_dtype="bf16",
-                 kv_dtype=None, efficiency="calibrated", prefix_hit_rate=0.0, speculative=None,
-                 prices: dict | None = None, attention_dp: int = 1) -> ServingPlan:
+                 kv_dtype=None, efficiency=DEFAULT_EFFICIENCY, prefix_hit_rate=0.0, speculative=None,
+                 prices: dict | None = None, attention_dp: int = 1,
+                 gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION) -> ServingPlan:
     """Cheapest serving deployment meeting TTFT (ttft_percentile 'mean' or 'p90') and TPOT at `qps`."""
     if ttft_percentile not in ("mean", "p90"):
         raise ScenarioError(f"ttft_percentile must be 'mean' or 'p90', got {ttft_percentile!r}")
@@ -80,6 +83,7 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
     attention_dp = check_count("attention_dp", attention_dp)
     ttft_s = check_range("ttft_s", ttft_s, 0.0, 1e6, "s", lo_open=True)
     tpot_s = check_range("tpot_s", tpot_s, 0.0, 1e6, "s", lo_open=True)
+    gpu_memory_utilization = check_range("gpu_memory_utilization", gpu_memory_utilization, 0.0, 1.0, lo_open=True)
     spec = load_model(model)
     chip_list = [load_chip(c) for c in ([chips] if isinstance(chips, str) else chips)]
     ttft_col = "ttft_s" if ttft_percentile == "mean" else "ttft_p90_s"
@@ -90,7 +94,7 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
     notes = [] if rank_by == "usd_per_hour" else [
         f"ranked by chips: no price per chip-hour for {', '.join(k for k, v in price.items() if v is None)}"]
     serve_kw = dict(attention_dp=attention_dp, weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype,
-                    efficiency=efficiency,
+                    efficiency=efficiency, gpu_memory_utilization=gpu_memory_utilization,
                     prefix_hit_rate=prefix_hit_rate, speculative=speculative)
     rows = []
     for chip in chip_list:

@@ -26,10 +26,11 @@ from typing import Any
 import numpy as np
 
 from .errors import ScenarioError
+from .efficiency import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency
 from .estimate import evaluate_step
 from .graph import Dtypes, resolve_dtypes
 from .hardware import load_chip
-from .memory import PREFILL_CHUNK_TOKENS, memory_footprint
+from .memory import GPU_MEMORY_UTILIZATION, PREFILL_CHUNK_TOKENS, memory_footprint
 from .model.hf import load_model
 from .queueing import (Engine, Speculative, Workload, decode_nodes, saturation_qps, solve_closed, solve_open, step_tables,
                        workload_of)
@@ -81,9 +82,15 @@ class ServingEstimate:
     limit: str  # what caps the running batch: max_num_seqs or kv_cache
     saturation_requests_per_s: float  # the largest Poisson rate served without saturating (open-loop model)
     assumptions: list[str] = field(default_factory=list)
+    efficiency_mode: str = "calibrated"  # 'ideal' | 'calibrated' | 'custom'; `efficiency` names the chip's fit
+
+    @property
+    def tokens_per_s_per_user(self) -> float | None:
+        """Output tokens/s one user sees while decoding: 1 / TPOT (None with one generated token)."""
+        return 1.0 / self.tpot_s if self.tpot_s and np.isfinite(self.tpot_s) else None
 
     def to_dict(self) -> dict[str, Any]:
-        return json_ready(asdict(self))
+        return json_ready({**asdict(self), "tokens_per_s_per_user": self.tokens_per_s_per_user})
 
 
 # ------------------------------------------------------------------------------------------- one deployment
@@ -179,10 +186,10 @@ def _check_grid(g: dict):
 
 
 def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None, tp=1, pp=1, ep=1, dp=1,
-          weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency="calibrated", max_num_seqs=256,
+          weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency=DEFAULT_EFFICIENCY, max_num_seqs=256,
           max_num_batched_tokens=8192, prefix_hit_rate=0.0, speculative=None, workload=None, scheduling="chunked",
-          gpu_memory_utilization=0.9, step_overhead_s=None, seq_overhead_s=None, request_overhead_s=None,
-          prompt_layer_overhead_s=None, requests_per_client=BENCHMARK_REQUESTS_PER_CLIENT,
+          gpu_memory_utilization=GPU_MEMORY_UTILIZATION, step_overhead_s=None, seq_overhead_s=None,
+          request_overhead_s=None, prompt_layer_overhead_s=None, requests_per_client=BENCHMARK_REQUESTS_PER_CLIENT,
           attention="fused", attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0):
     """Steady state of a continuous-batching engine under a closed loop of `concurrency` clients or Poisson
     arrivals at `qps` requests/s (exactly one of them). Any of the grid arguments (prompt_len, gen_len,
@@ -231,7 +238,7 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
                          closed=closed, layout=layout)
         frames.append((chip_obj, d, cols, assumptions))
     if is_sweep:
-        return _frame(frames, mesh)
+        return _frame(frames, mesh, efficiency)
     chip_obj, d, cols, assumptions = frames[0]
     return _single(spec, chip_obj, d, cols, mesh, engine, sp, efficiency, assumptions, closed, layout)
 
@@ -256,13 +263,16 @@ def _numbers(name: str, value) -> np.ndarray:
         raise ScenarioError(f"{name} must be a number or a list of numbers, got {value!r}") from None
 
 
-def _frame(frames, mesh):
+def _frame(frames, mesh, efficiency):
     import pandas as pd
 
     out = []
     for chip_obj, d, cols, _ in frames:
         n = next(iter(mesh.values())).size
-        data = {"chip": [chip_obj.name] * n, **{k: np.full(n, v) for k, v in d.items() if k != "chip"}, **mesh, **cols}
+        fit = efficiency_label(resolve_efficiency(efficiency, chip_obj))
+        data = {"chip": [chip_obj.name] * n, "efficiency": efficiency_mode(efficiency), "fit": fit,
+                **{k: np.full(n, v) for k, v in d.items() if k != "chip"}, **mesh, **cols,
+                "tokens_per_s_per_user": 1.0 / cols["tpot_s"]}
         out.append(pd.DataFrame(data))
     return pd.concat(out, ignore_index=True)
 
@@ -284,12 +294,11 @@ def _single(spec, chip, d, cols, mesh, engine, sp, efficiency, assumptions, clos
                     speculative=dict(k=sp.k, acceptance=sp.acceptance, tokens_per_step=sp.tokens_per_step,
                                      draft=None if sp.draft is None else str(getattr(sp.draft, "name", sp.draft))),
                     **engine)
-    from .efficiency import efficiency_label, resolve_efficiency
-
     eff = resolve_efficiency(efficiency, chip)
     label = efficiency_label(eff if eff is not None else efficiency)
     fields = {k: float(v[k]) for k in ("ttft_s", "ttft_p90_s", "tpot_s", "e2e_s", "requests_per_s", "output_tokens_per_s",
                                         "running_batch", "kv_cache_utilization", "decode_batch", "prefill_utilization",
                                         "queue_s", "max_running", "saturation_requests_per_s")}
     return ServingEstimate(model=spec.name, chip=chip.name, scenario=scenario, efficiency=label, limit=str(v["limit"]),
-                           assumptions=list(spec.assumptions) + assumptions, **fields)
+                           assumptions=list(spec.assumptions) + assumptions, efficiency_mode=efficiency_mode(efficiency),
+                           **fields)

@@ -185,8 +185,8 @@ def test_calibrated_never_below_ideal(m, k, n, v, chips, cm, ct, mm, mt, co, oh,
 def test_estimate_calibrated_is_slower_than_ideal_and_decode_sum_stays_exact():
     spec, chip = tiny(), lr.load_chip("h100-sxm")
     prompt, gen, batch = 20, 9, 4
-    ideal = estimate(spec, chip, batch=batch, prompt_len=prompt, gen_len=gen, tp=2)
-    calib = estimate(spec, chip, batch=batch, prompt_len=prompt, gen_len=gen, tp=2, efficiency="calibrated")
+    ideal = estimate(spec, chip, batch=batch, prompt_len=prompt, gen_len=gen, tp=2, efficiency="ideal")
+    calib = estimate(spec, chip, batch=batch, prompt_len=prompt, gen_len=gen, tp=2)  # calibrated: the default
     assert calib.ttft_s > ideal.ttft_s and calib.tpot_s > ideal.tpot_s
     model = calibrated_model(chip)
     steps = 0.0  # efficiencies depend on tokens only, so the closed-form decode sum stays exact
@@ -194,7 +194,7 @@ def test_estimate_calibrated_is_slower_than_ideal_and_decode_sum_stays_exact():
         for s in score_ops(build_ops(spec, Phase.decode(batch, prompt + j), Sharding(tp=2)), chip, model):
             steps += float(np.maximum(s.t_compute_s, s.t_memory_s) + s.t_comm_s + s.overhead_s) * s.op.count
     assert calib.e2e_s - calib.ttft_s == pytest.approx(steps, rel=1e-12)
-    assert ideal.efficiency == "ideal"  # the public default is unchanged
+    assert ideal.efficiency == "ideal" and calib.efficiency_mode == "calibrated"
 
 
 # ------------------------------------------------------------------------------ family defaults

@@ -1,5 +1,7 @@
 """The CLI contract: formats, exit codes, one-line errors, help that teaches."""
 
+import csv
+import io
 import json
 
 import pytest
@@ -19,11 +21,13 @@ def test_estimate_json_is_to_dict(capsys):
                        "256", "--gen", "32", "--format", "json")
     assert code == 0
     d = json.loads(out)
-    # the CLI's default efficiency is calibrated, with the ideal bound beside it
-    est = lr.estimate("meta-llama/Llama-3.2-1B", "h100", batch=4, prompt_len=256, gen_len=32, efficiency="calibrated")
+    # the CLI's default efficiency is the API's: calibrated, with the ideal bound beside it
+    est = lr.estimate("meta-llama/Llama-3.2-1B", "h100", batch=4, prompt_len=256, gen_len=32)
     assert d == json.loads(json.dumps(est.to_dict()))
+    assert d["efficiency_mode"] == "calibrated" and d["efficiency"] == "calibrated (h100-sxm fit)"
     assert d["ideal"]["tpot_s"] <= d["tpot_s"]
-    ideal = lr.estimate("meta-llama/Llama-3.2-1B", "h100", batch=4, prompt_len=256, gen_len=32)
+    assert d["tokens_per_s_per_user"] == pytest.approx(1 / d["tpot_s"], rel=1e-12)
+    ideal = lr.estimate("meta-llama/Llama-3.2-1B", "h100", batch=4, prompt_len=256, gen_len=32, efficiency="ideal")
     assert d["ideal"]["tpot_s"] == ideal.tpot_s and ideal.ideal is None
 
 
@@ -33,7 +37,12 @@ def test_estimate_table_markdown_csv_explain(capsys):
     code, out, _ = run(capsys, "estimate", "meta-llama/Llama-3.2-1B", "--chip", "h100", "--format", "markdown")
     assert code == 0 and "| op" in out
     code, out, _ = run(capsys, "estimate", "meta-llama/Llama-3.2-1B", "--chip", "h100", "--format", "csv")
-    assert code == 0 and out.startswith("phase,group,name,kind,count,flops")
+    # one row per op, the scenario, the efficiency mode and fit and the headline repeated on every row
+    assert code == 0 and out.startswith("model,chip,phase,group,name,kind,count,flops")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert {r["efficiency_mode"] for r in rows} == {"calibrated"}
+    assert {r["efficiency"] for r in rows} == {"calibrated (h100-sxm fit)"}
+    assert len({r["headline_tpot_s"] for r in rows}) == 1
 
 
 def test_sweep_writes_csv(capsys, tmp_path):
@@ -88,3 +97,84 @@ def test_plot_serving_writes_the_latency_throughput_chart(capsys, tmp_path):
     code, out, err = run(capsys, "plot", "serving", "meta-llama/Llama-3.2-1B", "--chip", "h100", "--prompt", "256",
                          "--gen", "32", "--efficiency", "ideal", "--out", str(tmp_path / "s"))
     assert code == 0 and (tmp_path / "s.png").stat().st_size > 10_000 and out.strip() == f"wrote {tmp_path / 's.png'}"
+
+
+@pytest.mark.parametrize("name_or_path, shown", [("acme/Tiny-1B", "acme/Tiny-1B"), (None, "cfg"),
+                                                 ("/home/me/checkpoints/run3", "cfg"), ("./out", "cfg")])
+def test_a_model_from_a_directory_is_named_by_its_config(capsys, tmp_path, name_or_path, shown):
+    # Llama-3.2-1B's shipped config copied into a folder "cfg"; `_name_or_path` (what save_pretrained writes) names
+    # it when it is a hub id, the folder otherwise (a local path says nothing about the model)
+    config = json.loads(open("model_configs/meta-llama/Llama-3.2-1B/config.json").read())
+    config.pop("_name_or_path", None)
+    if name_or_path:
+        config["_name_or_path"] = name_or_path
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "config.json").write_text(json.dumps(config))
+    for arg in (tmp_path / "cfg", tmp_path / "cfg" / "config.json"):
+        code, out, _ = run(capsys, "estimate", str(arg), "--chip", "h100", "--gen", "2", "--format", "json")
+        assert code == 0 and json.loads(out)["model"] == shown
+
+
+def test_progress_only_on_a_terminal_and_erased_at_the_end():
+    import time
+
+    from llm_roofline.cli import Progress
+
+    class Stream(io.StringIO):
+        def __init__(self, tty):
+            super().__init__()
+            self.tty = tty
+
+        def isatty(self):
+            return self.tty
+
+    term, pipe = Stream(True), Stream(False)
+    for stream in (term, pipe):
+        with Progress("plan: searching", stream=stream, delay_s=0.05, every_s=0.05):
+            time.sleep(0.3)
+    assert "llm-roofline: plan: searching ... 0 s" in term.getvalue() and term.getvalue().endswith("\r\033[K")
+    assert pipe.getvalue() == ""
+    quick = Stream(True)
+    with Progress("plan: searching", stream=quick, delay_s=5.0):
+        pass  # a command faster than the delay draws nothing
+    assert quick.getvalue() == ""
+
+
+def test_same_point_same_number_from_api_cli_sweep_and_report(capsys, tmp_path):
+    # one scenario, every way in, all on the default efficiency (calibrated, the H100's own fit)
+    kw = dict(batch=4, prompt_len=512, gen_len=64)
+    flags = ["meta-llama/Llama-3.2-1B", "--chip", "h100", "--batch", "4", "--prompt", "512", "--gen", "64"]
+    api = lr.estimate("meta-llama/Llama-3.2-1B", "h100-sxm", **kw)
+    _, out, _ = run(capsys, "estimate", *flags, "--format", "json")
+    cli_est = json.loads(out)
+    row = lr.sweep("meta-llama/Llama-3.2-1B", "h100", batch=[4], prompt_len=[512], gen_len=[64]).iloc[0]
+    _, out, _ = run(capsys, "sweep", *flags, "--format", "json")
+    cli_row, = json.loads(out)
+    assert run(capsys, "report", *flags, "--out", str(tmp_path / "r"))[0] == 0
+    report, = json.loads((tmp_path / "r" / "summary.json").read_text())["results"]
+    for key in ("ttft_s", "tpot_s"):
+        want = getattr(api, key)
+        for got in (cli_est[key], row[key], cli_row[key], report[key]):
+            assert got == pytest.approx(want, rel=1e-12), key
+    # ... and every one of them says which mode and which fit
+    assert api.efficiency_mode == cli_est["efficiency_mode"] == row["efficiency"] == report["efficiency_mode"] \
+        == "calibrated"
+    assert api.efficiency == cli_est["efficiency"] == row["fit"] == report["efficiency"] == "calibrated (h100-sxm fit)"
+    assert api.ideal["tpot_s"] < api.tpot_s  # the ideal bound rides along
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "calibrated (h100-sxm fit)" in md and "ideal roofline bound" in md
+
+
+def test_plan_fits_a_terminal_and_its_rows_name_mode_and_fit(capsys):
+    # static plan with disaggregation (was 311 columns wide) and the serving plan: <= 100 columns
+    for argv in (["plan", "meta-llama/Llama-3.1-8B", "--chips", "h100,mi300x", "--prompt", "1024", "--gen", "128",
+                  "--tpot-s", "0.02", "--max-chips", "8", "--top", "3", "--disaggregate"],
+                 ["plan", "meta-llama/Llama-3.1-70B", "--chips", "h100-sxm,h200,mi300x", "--prompt", "2048", "--gen",
+                  "256", "--tpot-s", "0.05", "--qps", "10"]):
+        code, out, _ = run(capsys, *argv)
+        assert code == 0 and max(map(len, out.splitlines())) <= 100
+        assert "efficiency: calibrated; fit: h100-sxm: calibrated (h100-sxm fit)" in out
+    code, out, _ = run(capsys, "plan", "meta-llama/Llama-3.1-8B", "--chips", "h100", "--prompt", "512", "--gen", "64",
+                       "--max-chips", "1", "--top", "2", "--format", "json")
+    rows = json.loads(out)
+    assert code == 0 and {(r["efficiency"], r["fit"]) for r in rows} == {("calibrated", "calibrated (h100-sxm fit)")}

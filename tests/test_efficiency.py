@@ -193,7 +193,7 @@ def test_estimate_uncertainty_is_wider_for_a_borrowed_fit(tmp_path):
     thr = own.uncertainty["throughput_tokens_per_s"]
     assert thr["p10"] <= own.throughput_tokens_per_s <= thr["p90"]
     assert own.to_dict()["uncertainty"] == own.uncertainty
-    assert lr.estimate(spec, "h200", batch=8, prompt_len=1024, gen_len=64).uncertainty is None  # ideal: no band
+    assert lr.estimate(spec, "h200", batch=8, prompt_len=1024, gen_len=64, efficiency="ideal").uncertainty is None
 
 
 def test_expert_gemms_use_the_moe_family():

@@ -38,7 +38,7 @@ def test_decode_sum_is_exact_against_step_by_step(window):
     spec = dense(window=window)
     chip = lr.load_chip("h100")
     prompt, gen, batch = 30, 25, 64  # the window (40) is crossed mid-generation
-    est = estimate(spec, chip, batch=batch, prompt_len=prompt, gen_len=gen)
+    est = estimate(spec, chip, batch=batch, prompt_len=prompt, gen_len=gen, efficiency="ideal")
     steps = _decode_step_by_step(spec, chip, batch, prompt, gen)
     assert est.e2e_s - est.ttft_s == pytest.approx(steps, rel=1e-12)
     assert est.tpot_s == pytest.approx(steps / (gen - 1), rel=1e-12)
@@ -55,7 +55,7 @@ def _decode_step_by_step(spec, chip, batch, prompt, gen) -> float:
 
 
 def test_phase_semantics_gen_len_one_is_prefill_only():
-    est = estimate(dense(), "h100", batch=2, prompt_len=64, gen_len=1)
+    est = estimate(dense(), "h100", batch=2, prompt_len=64, gen_len=1, efficiency="ideal")
     assert est.tpot_s is None and est.decode is None
     assert est.e2e_s == est.ttft_s
     # throughput = batch * gen_len / e2e = 2 / ttft
@@ -87,7 +87,7 @@ def test_book_part7_30b_int8_on_16_v5e():
 def test_forward_flops_are_2_params_tokens_plus_attention(model_id):
     spec = lr.load_model(model_id)
     b, p = 1, 1024
-    est = estimate(spec, "h100", batch=b, prompt_len=p, gen_len=1)
+    est = estimate(spec, "h100", batch=b, prompt_len=p, gen_len=1, efficiency="ideal")
     # matmul FLOPs of the blocks = 2 * (block params) * tokens; the LM head runs on 1 position only
     emb = spec.vocab_size * spec.d_model * (1 if spec.tie_embeddings else 2)
     block_params = spec.params_total - emb
@@ -98,21 +98,21 @@ def test_forward_flops_are_2_params_tokens_plus_attention(model_id):
 
 def test_bad_input_raises_value_errors():
     with pytest.raises(ValueError, match="batch"):
-        estimate(dense(), "h100", batch=0)
+        estimate(dense(), "h100", batch=0, efficiency="ideal")
     with pytest.raises(ValueError, match="prompt_len"):
-        estimate(dense(), "h100", prompt_len=-5)
+        estimate(dense(), "h100", prompt_len=-5, efficiency="ideal")
     with pytest.raises(ValueError, match="dtype"):
-        estimate(dense(), "h100", kv_dtype="int3")
+        estimate(dense(), "h100", kv_dtype="int3", efficiency="ideal")
     with pytest.raises(lr.ChipError, match="Did you mean"):
-        estimate(dense(), "h10")
-    est = estimate(dense(max_context=100), "h100", prompt_len=90, gen_len=20)
+        estimate(dense(), "h10", efficiency="ideal")
+    est = estimate(dense(max_context=100), "h100", prompt_len=90, gen_len=20, efficiency="ideal")
     assert any("exceeds" in w for w in est.warnings)
 
 
 def test_to_dict_is_json_ready_with_contract_names():
     import json
 
-    est = estimate(dense(), "h100", batch=2, prompt_len=128, gen_len=16)
+    est = estimate(dense(), "h100", batch=2, prompt_len=128, gen_len=16, efficiency="ideal")
     d = json.loads(json.dumps(est.to_dict()))
     for k in ("ttft_s", "tpot_s", "e2e_s", "throughput_tokens_per_s", "prefill", "decode", "memory", "critical",
               "assumptions", "ops"):
@@ -130,13 +130,13 @@ def test_to_dict_is_json_ready_with_contract_names():
 
 
 def test_memory_llama8b_by_hand():
-    est = estimate("meta-llama/Llama-3.1-8B", "h100", batch=8, prompt_len=2048, gen_len=256)
+    est = estimate("meta-llama/Llama-3.1-8B", "h100", batch=8, prompt_len=2048, gen_len=256, efficiency="ideal")
     # weights 8,030,261,248 params * 2 bytes; KV 131,072 B/token * 2,304 tokens * 8 sequences
     assert est.memory.weight_bytes == pytest.approx(2 * 8_030_261_248)
     assert est.memory.kv_cache_bytes == pytest.approx(131072 * 2304 * 8)
     assert est.memory.fits
-    big = estimate("meta-llama/Llama-3.1-8B", "h100", batch=est.memory.max_batch + 1, prompt_len=2048, gen_len=256)
-    ok = estimate("meta-llama/Llama-3.1-8B", "h100", batch=est.memory.max_batch, prompt_len=2048, gen_len=256)
+    big = estimate("meta-llama/Llama-3.1-8B", "h100", batch=est.memory.max_batch + 1, prompt_len=2048, gen_len=256, efficiency="ideal")
+    ok = estimate("meta-llama/Llama-3.1-8B", "h100", batch=est.memory.max_batch, prompt_len=2048, gen_len=256, efficiency="ideal")
     assert ok.memory.fits and not big.memory.fits
 
 
@@ -144,7 +144,7 @@ def test_memory_llama8b_by_hand():
 @given(b=st.integers(1, 512), p=st.integers(1, 8192), g=st.integers(1, 512))
 def test_properties_bounds_and_monotonicity(b, p, g):
     spec = dense()
-    r = evaluate(spec, "h100", batch=[b, b + 1, b], prompt_len=[p, p, p + 7], gen_len=g)
+    r = evaluate(spec, "h100", batch=[b, b + 1, b], prompt_len=[p, p, p + 7], gen_len=g, efficiency="ideal")
     tot, t = r.prefill.totals, r.prefill.totals.times
     for v in (t.t_lower_s, t.t_s, t.t_upper_s, tot.flops, tot.bytes):
         assert np.all(np.asarray(v) >= 0)
@@ -162,8 +162,8 @@ def test_doubling_hbm_bandwidth_never_slower():
     chip = lr.load_chip("h100")
     fast = dataclasses.replace(chip, hbm_bytes_per_s=2 * chip.hbm_bytes_per_s)
     for b in (1, 64, 1024):
-        a = estimate(dense(), chip, batch=b, prompt_len=512, gen_len=64)
-        f = estimate(dense(), fast, batch=b, prompt_len=512, gen_len=64)
+        a = estimate(dense(), chip, batch=b, prompt_len=512, gen_len=64, efficiency="ideal")
+        f = estimate(dense(), fast, batch=b, prompt_len=512, gen_len=64, efficiency="ideal")
         assert f.ttft_s <= a.ttft_s and f.tpot_s <= a.tpot_s
         fast_ops = f.ops.set_index(["phase", "name", "group"])["t_s"]
         slow_ops = a.ops.set_index(["phase", "name", "group"])["t_s"]
@@ -172,11 +172,11 @@ def test_doubling_hbm_bandwidth_never_slower():
 
 def test_sweep_equals_estimate_point_by_point():
     spec = dense()
-    df = sweep(spec, "h100", batch=[1, 8, 64], prompt_len=[128, 1024], gen_len=[1, 32], tp=[1, 2])
+    df = sweep(spec, "h100", batch=[1, 8, 64], prompt_len=[128, 1024], gen_len=[1, 32], tp=[1, 2], efficiency="ideal")
     assert len(df) == 3 * 2 * 2 * 2
     for _, row in df.sample(8, random_state=0).iterrows():
         e = estimate(spec, "h100", batch=int(row.batch), prompt_len=int(row.prompt_len), gen_len=int(row.gen_len),
-                     tp=int(row.tp))
+                     tp=int(row.tp), efficiency="ideal")
         assert row.ttft_s == pytest.approx(e.ttft_s, rel=1e-12)
         assert row.e2e_s == pytest.approx(e.e2e_s, rel=1e-12)
         if e.tpot_s is None:
@@ -196,5 +196,5 @@ def test_decode_sum_is_exact_across_the_dsa_top_k():
     assert 2048 in spec.context_breakpoints()
     chip = lr.load_chip("h200")
     prompt, gen, batch = 2030, 40, 2
-    est = estimate(spec, chip, batch=batch, prompt_len=prompt, gen_len=gen)
+    est = estimate(spec, chip, batch=batch, prompt_len=prompt, gen_len=gen, efficiency="ideal")
     assert est.e2e_s - est.ttft_s == pytest.approx(_decode_step_by_step(spec, chip, batch, prompt, gen), rel=1e-12)

@@ -163,8 +163,8 @@ def test_mixed_step_is_a_decode_step_plus_a_prefill_chunk():
     from llm_roofline.model.hf import load_model
 
     spec = load_model("meta-llama/Llama-3.1-8B")
-    mixed = evaluate_step(spec, "h100", decode_batch=6, decode_kv_len=300, chunk_tokens=64, chunk_kv_len=192)
-    decode = evaluate_step(spec, "h100", decode_batch=6, decode_kv_len=300, chunk_tokens=0, chunk_kv_len=0)
+    mixed = evaluate_step(spec, "h100", decode_batch=6, decode_kv_len=300, chunk_tokens=64, chunk_kv_len=192, efficiency="ideal")
+    decode = evaluate_step(spec, "h100", decode_batch=6, decode_kv_len=300, chunk_tokens=0, chunk_kv_len=0, efficiency="ideal")
     pre_ops = build_ops(spec, Phase.prefill(1, 64, cached_len=128))
     dec_ops = build_ops(spec, Phase.decode(6, 300))
     flops = lambda ops: sum(float(o.flops) * o.count * o.shards for o in ops)  # noqa: E731

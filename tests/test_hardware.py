@@ -196,7 +196,7 @@ def test_a_chip_in_the_user_folder_is_usable_by_name(tmp_path, monkeypatch):
     chip = lr.load_chip("acme-x1")
     assert chip.name == "acme-x1" and lr.load_chip("ACME").name == "acme-x1"
     assert "acme-x1" in {c.name for c in lr.list_chips()} and "h100-sxm" in {c.name for c in lr.list_chips()}
-    est = lr.estimate("meta-llama/Llama-3.1-8B", "acme-x1", batch=1, prompt_len=128, gen_len=2)
+    est = lr.estimate("meta-llama/Llama-3.1-8B", "acme-x1", batch=1, prompt_len=128, gen_len=2, efficiency="ideal")
     assert est.chip == "acme-x1"
     monkeypatch.setenv(CHIPS_ENV, str(tmp_path / "elsewhere"))
     with pytest.raises(lr.ChipError, match="unknown chip 'acme-x1'"):

@@ -95,9 +95,9 @@ CASES = [
     (["estimate", M, "--chip", "h100", "--routing-skew", "nan"], "routing_skew must be a number in [1, moe_ep=1]"),
     (["plan", M, "--chips", "h100", "--prompt", "128", "--gen", "8", "--qps", "nan"], "qps must be a number in (0, 1,000,000,000] requests/s, got nan"),
     (["plan", M, "--chips", "h100", "--prompt", "128", "--gen", "8", "--price", "h100=abc"], "--price expects CHIP=USD"),
-    (["plan", M, "--chips", "h100", "--prompt", "128", "--gen", "8", "--reserve", "1.5"], "reserve must be a fraction"),
+    (["plan", M, "--chips", "h100", "--prompt", "128", "--gen", "8", "--gpu-memory-utilization", "1.5"], "gpu_memory_utilization must be a number in (0, 1]"),
     (["plan", M, "--chips", "h100", "--prompt", "128", "--gen", "8", "--max-chips", "0"], "--max-chips must be an"),
-    (["memory", M, "--chip", "h100", "--reserve", "-0.1"], "reserve must be a fraction in [0, 1)"),
+    (["memory", M, "--chip", "h100", "--gpu-memory-utilization", "0"], "gpu_memory_utilization must be a number in (0, 1]"),
     (["memory", M, "--chip", "h100", "--gen", "-5"], "--gen must be an integer in [1,"),
     # --- unknown names, bad formats, bad files
     (["estimate", M, "--chip", "h1"], "unknown chip 'h1'"),

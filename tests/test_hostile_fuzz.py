@@ -202,7 +202,7 @@ CLI_COMMANDS = {
     "estimate": ["--batch", "--prompt", "--gen", "--tp", "--pp", "--ep", "--dp", "--weight-dtype", "--kv-dtype",
                  "--act-dtype", "--format", "--efficiency", "--attention"],
     "sweep": ["--batch", "--prompt", "--gen", "--tp", "--pp", "--ep", "--dp", "--kv-dtype", "--format", "--out"],
-    "memory": ["--context", "--gen", "--tp", "--pp", "--ep", "--weight-dtype", "--kv-dtype", "--reserve", "--format"],
+    "memory": ["--context", "--gen", "--tp", "--pp", "--ep", "--weight-dtype", "--kv-dtype", "--gpu-memory-utilization", "--format"],
     "plot": ["--batch", "--prompt", "--gen", "--tp", "--dpi", "--out", "--frontier-prompts"],
 }
 HOSTILE_ARGS = ["0", "-1", "1", "1", "2", "2", "4", "8", "16", "3", "1,,2", "1,2,", ",", "", "nan", "inf", "1e400", "1e3", "abc", "2.5",

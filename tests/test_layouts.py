@@ -45,7 +45,8 @@ def test_book_llama3_70b_on_16_v5e_kv_replication_vs_attention_dp():
     assert float(fp2.activation_workspace_bytes_per_chip) == 536_870_912
     assert int(fp2.max_batch) == 28
     # per chip at batch 28: the KV of 14 sequences, not 28
-    est = estimate(L70, V5E, batch=28, prompt_len=8000, gen_len=192, tp=8, attention_dp=2)
+    est = estimate(L70, V5E, batch=28, prompt_len=8000, gen_len=192, tp=8, attention_dp=2, efficiency="ideal",
+                   gpu_memory_utilization=1.0)  # the book's arithmetic fills all 16e9 B
     assert est.memory.per_chip_kv_cache_bytes == pytest.approx(14 * 335_544_320)
     assert est.memory.fits and est.memory.max_batch == 28
 
@@ -54,7 +55,7 @@ def test_deepseek_v3_attention_dp_16_moe_ep_16_all_to_all_by_hand():
     # DeepSeek-V3 on 16 H200: attention data-parallel 16 x tp 1, routed experts over moe_ep = 16 (16 per GPU).
     # Decode at batch 64: 4 sequences per GPU, 1 token each. Dispatch sends each token's top-8 copies of
     # d = 7168 bf16 activations: 4 x 8 x 7168 x 2 B = 458,752 B per GPU; the combine returns as much.
-    est = estimate(DSV3, "h200", batch=64, prompt_len=2048, gen_len=256, tp=1, attention_dp=16, moe_ep=16)
+    est = estimate(DSV3, "h200", batch=64, prompt_len=2048, gen_len=256, tp=1, attention_dp=16, moe_ep=16, efficiency="ideal")
     dec = est.ops[est.ops.phase == "decode"].set_index("name")
     assert dec.loc["comm.all_to_all.dispatch", "comm_bytes"] == 458_752
     assert dec.loc["comm.all_to_all.combine", "comm_bytes"] == 458_752
@@ -91,7 +92,7 @@ def test_flops_are_conserved_and_memory_covers_the_model_in_every_layout(layout,
     spec = _moe_tiny() if moe else _dense_tiny()
     if not moe and ("moe_ep" in layout or "ep" in layout):
         return
-    one = estimate(spec, "h100", batch=b, prompt_len=p, gen_len=g)
+    one = estimate(spec, "h100", batch=b, prompt_len=p, gen_len=g, efficiency="ideal")
     est = estimate(spec, "h100", batch=b, prompt_len=p, gen_len=g, **layout)
     # useful work does not depend on how it is split (MoE: balanced routing; decode: the exact step sum;
     # 8 KV heads, so no layout here replicates K/V projections, which would add redundant work)
@@ -105,9 +106,9 @@ def test_flops_are_conserved_and_memory_covers_the_model_in_every_layout(layout,
 
 def test_routing_skew_slows_the_experts_not_the_rest():
     spec = _moe_tiny(experts=16, top_k=2)
-    even = estimate(spec, "h100", batch=64, prompt_len=256, gen_len=8, tp=1, attention_dp=4, moe_ep=4)
+    even = estimate(spec, "h100", batch=64, prompt_len=256, gen_len=8, tp=1, attention_dp=4, moe_ep=4, efficiency="ideal")
     skew = estimate(spec, "h100", batch=64, prompt_len=256, gen_len=8, tp=1, attention_dp=4, moe_ep=4,
-                    routing_skew=1.5)
+                    routing_skew=1.5, efficiency="ideal")
     a = even.ops.set_index(["phase", "name"])
     b = skew.ops.set_index(["phase", "name"])
     # the busiest chip handles 1.5x the mean expert assignments and receives 1.5x the dispatched rows
@@ -117,27 +118,27 @@ def test_routing_skew_slows_the_experts_not_the_rest():
         1.5 * a.loc[("prefill", "comm.all_to_all.dispatch"), "comm_bytes"])
     assert b.loc[("prefill", "attn.core"), "t_s"] == a.loc[("prefill", "attn.core"), "t_s"]
     with pytest.raises(lr.ShardingError, match="routing_skew"):
-        estimate(spec, "h100", tp=1, attention_dp=4, moe_ep=4, routing_skew=5.0)  # more than moe_ep = 4
+        estimate(spec, "h100", tp=1, attention_dp=4, moe_ep=4, routing_skew=5.0, efficiency="ideal")  # more than moe_ep = 4
 
 
 def test_layout_errors_name_the_numbers():
     with pytest.raises(lr.ShardingError, match=r"moe_tp x moe_ep = 3 x 2 must equal the 4 chips"):
-        estimate(_moe_tiny(), "h100", tp=2, attention_dp=2, moe_ep=2, moe_tp=3)
+        estimate(_moe_tiny(), "h100", tp=2, attention_dp=2, moe_ep=2, moe_tp=3, efficiency="ideal")
     with pytest.raises(lr.ShardingError, match="ep=2 and moe_ep=4 disagree"):
-        estimate(_moe_tiny(), "h100", tp=4, ep=2, moe_ep=4)
+        estimate(_moe_tiny(), "h100", tp=4, ep=2, moe_ep=4, efficiency="ideal")
     with pytest.raises(lr.ScenarioError, match="multiple of pp x attention_dp = 4"):
-        estimate(_dense_tiny(), "h100", batch=6, tp=1, attention_dp=4)
+        estimate(_dense_tiny(), "h100", batch=6, tp=1, attention_dp=4, efficiency="ideal")
 
 
 def test_moe_critical_batch_scales_with_experts_over_top_k():
     # seeds: the weight-bound -> compute-bound batch is E/k times larger for MoE (each expert sees k/E of the
     # tokens). DeepSeek-V3: E/k = 256/8 = 32; fp8 (8 + 32/16384 bits) weights on H200 bf16 compute:
     # batch_tokens = 989e12/4.8e12 x (8.00195/8)/2 = 103.06 -> moe_batch_tokens = 32 x 103.06 = 3,298
-    est = estimate(DSV3, "h200", batch=8, prompt_len=128, gen_len=2, tp=8)
+    est = estimate(DSV3, "h200", batch=8, prompt_len=128, gen_len=2, tp=8, efficiency="ideal")
     c = est.critical
     assert c["moe_batch_tokens"] == pytest.approx(32 * c["batch_tokens"])
     assert c["moe_batch_tokens"] == pytest.approx(3298, rel=0.01)
-    assert "moe_batch_tokens" not in estimate(L70, "h100", batch=1, prompt_len=8, gen_len=2, tp=8).critical
+    assert "moe_batch_tokens" not in estimate(L70, "h100", batch=1, prompt_len=8, gen_len=2, tp=8, efficiency="ideal").critical
     assert np.isfinite(c["batch_tokens"])
 
 
@@ -154,7 +155,7 @@ def test_kv_transfer_time_by_hand_and_in_ttft():
     # inside the NVLink domain instead: 167,772,160 / 450e9 + 2 us (the link's hop latency) = 0.37483 ms
     assert kv_transfer_s(L70, h100, 2048, "bf16", 4, "scaleup") == pytest.approx(
         167_772_160 / 450e9 + h100.scaleup.latency_s, rel=1e-12)
-    d = disaggregation(L70, h100, 2048, 256, decode_batch=64, ttft_s=1.0, tpot_s=0.05)
+    d = disaggregation(L70, h100, 2048, 256, decode_batch=64, ttft_s=1.0, tpot_s=0.05, efficiency="ideal")
     sender_chips = d.prefill_tp * d.prefill_pp
     assert d.kv_transfer_bytes == 671_088_640
     assert d.kv_transfer_s == pytest.approx(671_088_640 / sender_chips / 50e9 + 5e-6, rel=1e-12)
@@ -200,4 +201,4 @@ def test_disaggregation_load_is_checked(qps):
     from llm_roofline.plan import disaggregation
 
     with pytest.raises(lr.ScenarioError, match="qps must be a number in"):
-        disaggregation("meta-llama/Llama-3.2-1B", "h100", 512, 64, decode_batch=8, qps=qps)
+        disaggregation("meta-llama/Llama-3.2-1B", "h100", 512, 64, decode_batch=8, qps=qps, efficiency="ideal")

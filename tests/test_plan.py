@@ -56,8 +56,8 @@ def test_book_smallest_v5e_slice_for_the_weights(dtype, book_param_bytes, book_m
     # between the table's 45 GB and the 35 GB of 70e9 x 0.5 B)
     if dtype != "int4":
         assert memory.weight_bytes(L70, dtype) == pytest.approx(book_param_bytes, rel=0.05)
-    p = plan(L70, ["tpu-v5e"], prompt_len=126, gen_len=2, weight_dtype=dtype, kv_dtype="int8", reserve=0.0,
-             max_chips=16, rank_by="chips")
+    p = plan(L70, ["tpu-v5e"], prompt_len=126, gen_len=2, weight_dtype=dtype, kv_dtype="int8", gpu_memory_utilization=1.0,
+             max_chips=16, rank_by="chips", efficiency="ideal")
     assert p.best["chips_total"] == book_slice  # not 5 (pp=5 would divide 80 layers but is no v5e slice)
     assert p.best["tp"] * p.best["pp"] == book_slice
     # the next smaller slice cannot hold the weights: 72.7 GB int8 (embeddings stay bf16) / 4 = 18.2 GB > 16 GB
@@ -83,11 +83,11 @@ def test_book_prefill_latency_at_40_percent_mfu():
     1.147e15 (the book's 70e9 includes the 2 x 1.05e9 embedding parameters, which do no matmul in prefill).
     The book leaves out attention: causal 8k attention adds 4 * 128 * 64 * (8192 * 8193 / 2) * 80 = 8.80e13 FLOPs,
     so the book's own formula with every FLOP is 0.91 * (1.121e15 + 0.088e15) / 1.147e15 = 0.960 s."""
-    d = disaggregation(L70, V5E, 8192, 512, decode_batch=32, reserve=0.0, prefill_sharding=(1, 16),
-                       decode_sharding=(8, 2), prefill_efficiency=Efficiency(compute=0.4, label="book 40% MFU"))
+    d = disaggregation(L70, V5E, 8192, 512, decode_batch=32, gpu_memory_utilization=1.0, prefill_sharding=(1, 16),
+                       decode_sharding=(8, 2), prefill_efficiency=Efficiency(compute=0.4, label="book 40% MFU"), efficiency="ideal")
     book_s = 2 * 70e9 * 8192 / (16 * 1.97e14 * 0.4)
     assert book_s == pytest.approx(0.91, abs=0.005)
-    r = evaluate(L70, V5E, batch=16, prompt_len=8192, gen_len=1, tp=1, pp=16)
+    r = evaluate(L70, V5E, batch=16, prompt_len=8192, gen_len=1, tp=1, pp=16, efficiency="ideal")
     mlp = float(r.prefill.totals.mlp_flops) / 16  # per sequence
     attn = float(r.prefill.totals.attention_flops) / 16
     assert mlp == pytest.approx(2 * 70e9 * 8192, rel=0.05)
@@ -103,9 +103,9 @@ def test_disaggregation_ratio_is_decode_rate_over_prefill_rate_by_hand():
     prefill's token). It differs from the book's 3 because (1) the book times the step at batch 43 but
     consumes at 32, (2) 16-way tp would replicate the 8 KV heads (book: KV batch-sharded over a 2nd axis, not
     modeled), so decode runs tp=8 x pp=2, whose step reads each chip's weights once per micro-batch."""
-    d = disaggregation(L70, V5E, 8192, 512, decode_batch=32, reserve=0.0, prefill_sharding=(1, 16),
-                       decode_sharding=(8, 2), prefill_efficiency=Efficiency(compute=0.4))
-    est = estimate(L70, V5E, batch=32, prompt_len=8192, gen_len=512, tp=8, pp=2)
+    d = disaggregation(L70, V5E, 8192, 512, decode_batch=32, gpu_memory_utilization=1.0, prefill_sharding=(1, 16),
+                       decode_sharding=(8, 2), prefill_efficiency=Efficiency(compute=0.4), efficiency="ideal")
+    est = estimate(L70, V5E, batch=32, prompt_len=8192, gen_len=512, tp=8, pp=2, efficiency="ideal")
     decode_rate = 32 / (est.tpot_s * 511) / 16  # requests/s per decode chip
     pre = estimate(L70, V5E, batch=16, prompt_len=8192, gen_len=1, tp=1, pp=16, efficiency=Efficiency(compute=0.4))
     prefill_rate = 16 / (pre.ttft_s * 16 / 31) / 16  # steady state: a batch of 16 micro-batches every TTFT*pp/(2pp-1)
@@ -127,17 +127,17 @@ def test_disaggregation_ratio_is_decode_rate_over_prefill_rate_by_hand():
 # ------------------------------------------------------------------------------------------- infeasible
 def test_405b_bf16_on_four_h100_says_why_with_numbers():
     # 405.85e9 parameters x 2 bytes = 811.7 GB of weights; 4 x 80 GB = 320 GB (288 GB with the 10% reserve)
-    p = plan("meta-llama/Llama-3.1-405B", ["h100-sxm"], prompt_len=2048, gen_len=256, max_chips=4)
+    p = plan("meta-llama/Llama-3.1-405B", ["h100-sxm"], prompt_len=2048, gen_len=256, max_chips=4, efficiency="ideal")
     assert len(p.configs) == 0 and p.best is None
     assert "812 GB of weights" in p.explanation and "4 x 80.0 GB = 320 GB" in p.explanation
     assert "288 GB after the 10% reserve" in p.explanation
 
 
 def test_latency_infeasible_reports_the_best_reached():
-    p = plan(L8, ["h100-sxm"], prompt_len=1024, gen_len=128, tpot_s=1e-4, max_chips=8)
+    p = plan(L8, ["h100-sxm"], prompt_len=1024, gen_len=128, tpot_s=1e-4, max_chips=8, efficiency="ideal")
     assert p.best is None
     assert "fastest TPOT" in p.explanation and "> target 100 µs" in p.explanation
-    p = plan(L8, ["h100-sxm"], prompt_len=1024, gen_len=128, qps=1000, max_chips=8)
+    p = plan(L8, ["h100-sxm"], prompt_len=1024, gen_len=128, qps=1000, max_chips=8, efficiency="ideal")
     assert "the load needs >=" in p.explanation and "> max_chips 8" in p.explanation
 
 
@@ -165,22 +165,24 @@ def test_one_evaluate_call_per_sharding_scores_the_whole_batch_array(monkeypatch
         return real(*a, **kw)
 
     monkeypatch.setattr(est_mod, "evaluate", counting)
-    p = plan(L8, ["h100-sxm"], prompt_len=1024, gen_len=128, max_chips=4, max_batch=512)
+    p = plan(L8, ["h100-sxm"], prompt_len=1024, gen_len=128, max_chips=4, max_batch=512, efficiency="ideal")
     shardings = {(r.tp, r.pp) for r in p.candidates.itertuples()}
     # per sharding: one grid call with every batch at once; the memory probe (max batch) scores nothing
     assert len(calls) == len(shardings)
     assert min(c[2] for c in calls) >= 5
 
 
-def test_memory_max_batch_agrees_with_estimate_and_reserve():
+def test_memory_max_batch_agrees_with_estimate_at_one_memory_fraction():
     df = memory.max_batch(L8, H100, [8192, 32768], tp=[1, 2])
     for r in df.itertuples():
-        est = estimate(L8, H100, batch=1, prompt_len=r.context_len - 1, gen_len=1, tp=r.tp)
+        est = estimate(L8, H100, batch=1, prompt_len=r.context_len - 1, gen_len=1, tp=r.tp, efficiency="ideal")
         assert r.max_batch == est.memory.max_batch
-    # with a 10% reserve: the max batch fits 72 GB and one more sequence does not (estimate's per-chip bytes)
-    r = memory.max_batch(L8, H100, 8192, reserve=0.1).iloc[0]
-    at = estimate(L8, H100, batch=int(r.max_batch), prompt_len=8191, gen_len=1).memory.per_chip_bytes
-    over = estimate(L8, H100, batch=int(r.max_batch) + 1, prompt_len=8191, gen_len=1).memory.per_chip_bytes
+    # both default to gpu_memory_utilization 0.9: the max batch fits 0.9 x 80 GB = 72 GB and one more sequence
+    # does not (estimate's per-chip bytes)
+    r = memory.max_batch(L8, H100, 8192).iloc[0]
+    assert r.gpu_memory_utilization == 0.9 and r.usable_bytes == 72e9
+    at = estimate(L8, H100, batch=int(r.max_batch), prompt_len=8191, gen_len=1, efficiency="ideal").memory.per_chip_bytes
+    over = estimate(L8, H100, batch=int(r.max_batch) + 1, prompt_len=8191, gen_len=1, efficiency="ideal").memory.per_chip_bytes
     assert at <= 72e9 < over
     # breakdown: weights + prefill-chunk activation workspace + max_batch x KV per sequence
     assert at == pytest.approx(r.weight_bytes_per_chip + r.activation_workspace_bytes_per_chip
@@ -191,7 +193,7 @@ def test_memory_max_batch_agrees_with_estimate_and_reserve():
 
 def test_load_sizing_cost_and_attribution_by_hand():
     p = plan(L8, ["h100-sxm"], prompt_len=1024, gen_len=128, qps=40.0, max_chips=8, tp=[1], pp=[1],
-             prices={"h100": 2.0})
+             prices={"h100": 2.0}, efficiency="ideal")
     for r in p.configs.head(5).itertuples():
         concurrent = 40.0 * r.e2e_s  # Little's law
         assert r.replicas == max(math.ceil(concurrent / r.batch - 1e-9), 1)
@@ -204,13 +206,13 @@ def test_load_sizing_cost_and_attribution_by_hand():
         assert r.usd_per_million_input_tokens == pytest.approx(
             2.0 * r.chips_total / 3600 * (r.ttft_s / r.e2e_s) / (40 * 1024) * 1e6)
     same = plan(L8, ["h100-sxm"], prompt_len=1024, gen_len=128, output_tokens_per_s=40.0 * 128, max_chips=8,
-                tp=[1], pp=[1], prices={"h100": 2.0})
+                tp=[1], pp=[1], prices={"h100": 2.0}, efficiency="ideal")
     assert same.best == p.best
 
 
 def test_missing_price_gives_no_cost_and_a_note_and_override(capsys):
     chip = replace(H100, name="h100-noprice", price_usd_per_hour=None)
-    p = plan(L8, [chip], prompt_len=512, gen_len=64, max_chips=2, tp=[1], pp=[1], max_batch=64)
+    p = plan(L8, [chip], prompt_len=512, gen_len=64, max_chips=2, tp=[1], pp=[1], max_batch=64, efficiency="ideal")
     assert p.rank_by == "chips"
     assert p.best["usd_per_million_output_tokens"] is None
     assert any("h100-noprice: no price" in n for n in p.notes)
@@ -225,11 +227,11 @@ def test_missing_price_gives_no_cost_and_a_note_and_override(capsys):
 
 def test_binding_constraint_and_frontier():
     # no targets, one chip: cost falls with batch until memory stops it
-    p = plan(L8, ["h100-sxm"], prompt_len=2048, gen_len=256, max_chips=1)
+    p = plan(L8, ["h100-sxm"], prompt_len=2048, gen_len=256, max_chips=1, efficiency="ideal")
     assert p.best["binding_constraint"] == "memory"
-    assert p.best["batch"] == memory.max_batch(L8, H100, 2304, gen_len=256, reserve=0.1).iloc[0]["max_batch"]
+    assert p.best["batch"] == memory.max_batch(L8, H100, 2304, gen_len=256, gpu_memory_utilization=0.9).iloc[0]["max_batch"]
     # a TPOT target below the memory-limited batch's TPOT binds instead
-    q = plan(L8, ["h100-sxm"], prompt_len=2048, gen_len=256, max_chips=1, tpot_s=0.8 * p.best["tpot_s"])
+    q = plan(L8, ["h100-sxm"], prompt_len=2048, gen_len=256, max_chips=1, tpot_s=0.8 * p.best["tpot_s"], efficiency="ideal")
     assert q.best["binding_constraint"] == "tpot" and q.best["tpot_s"] <= 0.8 * p.best["tpot_s"]
     # frontier: nothing feasible is both faster and cheaper than a frontier point
     f, c = q.frontier, q.configs
@@ -265,9 +267,9 @@ def test_every_planned_configuration_meets_its_constraints_in_estimate(layers, k
     spec = dense(layers=layers, kv=kv)
     base = lr.load_chip(chip_name)
     chip = replace(base, hbm_bytes=memory.weight_bytes(spec) * hbm_scale)  # memory binds for some draws
-    reserve = 0.1
+    util = 0.9
     p = plan(spec, [chip], prompt_len=prompt, gen_len=gen, ttft_s=ttft, tpot_s=tpot, qps=qps, max_chips=max_chips,
-             reserve=reserve, max_batch=256)
+             gpu_memory_utilization=util, max_batch=256, efficiency="ideal")
     rows = p.configs
     if len(rows) == 0:
         assert p.best is None and "no configuration" in p.explanation
@@ -276,12 +278,12 @@ def test_every_planned_configuration_meets_its_constraints_in_estimate(layers, k
     for i in pick:
         r = rows.iloc[i]
         est = estimate(spec, chip, batch=int(r.batch), prompt_len=prompt, gen_len=gen, tp=int(r.tp), pp=int(r.pp),
-                       ep=int(r.ep))
+                       ep=int(r.ep), efficiency="ideal")
         assert est.ttft_s == pytest.approx(r.ttft_s, rel=1e-9)
         assert est.tpot_s == pytest.approx(r.tpot_s, rel=1e-9)
         assert est.e2e_s == pytest.approx(r.e2e_s, rel=1e-9)
         assert est.memory.per_chip_bytes == pytest.approx(r.per_chip_bytes, rel=1e-9)
-        assert est.memory.per_chip_bytes <= chip.hbm_bytes * (1 - reserve)
+        assert est.memory.per_chip_bytes <= chip.hbm_bytes * util
         assert est.ttft_s <= ttft and est.tpot_s <= tpot
         assert r.chips_total == r.tp * r.pp * r.replicas <= max_chips
         if qps is not None:

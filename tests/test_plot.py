@@ -30,7 +30,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 @pytest.fixture(scope="module")
 def ests():
-    return [estimate(tiny(), c, batch=4, prompt_len=128, gen_len=16) for c in (H100, V5E)]
+    return [estimate(tiny(), c, batch=4, prompt_len=128, gen_len=16, efficiency="ideal") for c in (H100, V5E)]
 
 
 def _png(path):
@@ -89,7 +89,7 @@ def test_roofline_one_point_per_op_and_phase(ests):
 
 
 def test_roofline_lists_collectives_under_tensor_parallelism(tmp_path):
-    est = estimate(tiny(), H100, batch=4, prompt_len=128, gen_len=8, tp=2)
+    est = estimate(tiny(), H100, batch=4, prompt_len=128, gen_len=8, tp=2, efficiency="ideal")
     res = plot.plot_roofline(est, tmp_path / "r.png")
     res.close()
     zero = res.data["zero_flop_ops"]["h100-sxm"]
@@ -153,13 +153,62 @@ def test_breakdown_categories_by_hand(ests, tmp_path):
         assert sum(bd["decode"].values()) == pytest.approx(3_736_064 / chip.hbm_bytes_per_s, rel=1e-9)
 
 
+def _leader_faults(res) -> list[str]:
+    """Leader lines of the roofline's op labels that pass through another text (a label, the peak or HBM
+    annotation) or cross another leader: both read as a label pointing at the wrong op."""
+    from matplotlib.path import Path
+    from matplotlib.text import Annotation, Text
+
+    fig = res.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    faults = []
+    for ax in fig.axes:
+        texts = [t for t in ax.texts if t.get_text()]
+        leaders = []
+        for t in texts:
+            if isinstance(t, Annotation) and t.arrow_patch is not None:
+                x0, y0 = ax.transData.transform(t.xy)
+                dx, dy = (v * fig.dpi / 72 for v in t.xyann)  # offset points -> pixels
+                leaders.append((t, Path([(x0, y0), (x0 + dx, y0 + dy)])))
+        for t, line in leaders:
+            faults += [f"{t.get_text()!r} through {u.get_text()!r}" for u in texts
+                       if u is not t and line.intersects_bbox(Text.get_window_extent(u, renderer), filled=False)]
+        faults += [f"{a.get_text()!r} crosses {b.get_text()!r}" for i, (a, la) in enumerate(leaders)
+                   for b, lb in leaders[i + 1:] if la.intersects_path(lb, filled=False)]
+    return faults
+
+
+@pytest.mark.parametrize("efficiency", ["ideal", "calibrated"])
+def test_moe_roofline_labels_point_at_their_ops(efficiency):
+    # the curated MoE reports' scenarios: many expert, projection and attention ops crowd the compute roof
+    for model, chip, kw in (("mistralai/Mixtral-8x7B-v0.1", "h100-sxm", dict(batch=16, tp=2)),
+                            ("deepseek-ai/DeepSeek-V3", "h200", dict(batch=32, tp=8, ep=8))):
+        res = plot.plot_roofline([estimate(model, chip, prompt_len=2048, gen_len=256, efficiency=efficiency, **kw)])
+        faults = _leader_faults(res)
+        res.close()
+        assert faults == [], (model, faults)
+
+
+def test_breakdown_uses_one_time_unit_for_every_panel(tmp_path):
+    """Llama-3.1-8B on one H100, batch 8, prompt 2048, gen 1024, ideal: prefill 2 x 8.03e9 x 16,384 tokens
+    / 989e12 FLOP/s ~ 0.27 s, a decode step ~15 GB / 3.35e12 B/s ~ 4.8 ms, the request ~0.27 + 1023 x 4.9 ms
+    ~ 5.3 s: the request panel would switch to seconds on its own; the chart keeps milliseconds throughout."""
+    est = estimate("meta-llama/Llama-3.1-8B", "h100-sxm", batch=8, prompt_len=2048, gen_len=1024, efficiency="ideal")
+    assert 4 < est.e2e_s < 7 and 3e-3 < est.tpot_s < 6e-3
+    res = plot.plot_breakdown([est])
+    labels = [ax.get_ylabel() for ax in res.figure.axes]
+    res.close()
+    assert res.data["unit"] == "ms" and labels == ["time (ms)"] * 3
+
+
 def _chip_with_max_batch(spec, prompt_len, gen_len, lo, hi):
     """An H100 with just enough HBM that the largest batch that fits lies in [lo, hi] (found by search, so the
     test does not hard-code the memory model's activation or KV accounting)."""
     a, b = 1e6, 1e10  # max_batch grows with HBM: bisect in log space
     for _ in range(40):
         chip = replace(H100, hbm_bytes=math.sqrt(a * b))
-        mb = estimate(spec, chip, batch=1, prompt_len=prompt_len, gen_len=gen_len).memory.max_batch
+        mb = estimate(spec, chip, batch=1, prompt_len=prompt_len, gen_len=gen_len, efficiency="ideal").memory.max_batch
         if lo <= mb <= hi:
             return chip
         a, b = (chip.hbm_bytes, b) if mb < lo else (a, chip.hbm_bytes)
@@ -170,7 +219,7 @@ def test_frontier_monotone_and_memory_limit(tmp_path):
     spec = tiny()
     small = _chip_with_max_batch(spec, prompt_len=64, gen_len=8, lo=10, hi=40)  # the limit lands inside the sweep
     res = plot.plot_frontier(spec, [small], prompt_lens=[64, 256], gen_len=8, batches=[1, 2, 4, 8, 16, 32, 64],
-                             path=tmp_path / "f.png")
+                             path=tmp_path / "f.png", efficiency="ideal")
     res.close()
     assert _png(tmp_path / "f.png")
     curves = res.data["curves"]["h100-sxm"]
@@ -188,7 +237,7 @@ def test_frontier_monotone_and_memory_limit(tmp_path):
     # the longer prompt holds more KV per sequence, so fewer sequences fit
     assert curves[256]["max_batch"] < curves[64]["max_batch"]
     # one point checked against estimate(): throughput per chip = batch * gen / e2e
-    e = estimate(spec, small, batch=4, prompt_len=64, gen_len=8)
+    e = estimate(spec, small, batch=4, prompt_len=64, gen_len=8, efficiency="ideal")
     i = int(np.flatnonzero(curves[64]["batch"] == 4)[0])
     assert curves[64]["throughput_tokens_per_s_per_chip"][i] == pytest.approx(4 * 8 / e.e2e_s, rel=1e-9)
     assert curves[64]["tpot_s"][i] == pytest.approx(e.tpot_s, rel=1e-9)
@@ -217,7 +266,7 @@ def test_memory_stack_by_hand(tmp_path):
                                    rtol=1e-12)
         assert d["capacity_bytes"] == chip.hbm_bytes
         # the same numbers as estimate() at one batch
-        e = estimate(spec, chip, batch=16, prompt_len=128, gen_len=16)
+        e = estimate(spec, chip, batch=16, prompt_len=128, gen_len=16, efficiency="ideal")
         i = list(d["batch"]).index(16)
         assert d["per_chip_bytes"][i] == pytest.approx(e.memory.per_chip_bytes, rel=1e-12)
         assert d["kv_cache"][i] == pytest.approx(e.memory.per_chip_kv_cache_bytes, rel=1e-12)
@@ -225,7 +274,7 @@ def test_memory_stack_by_hand(tmp_path):
 
 
 def test_phase_split_shares(tmp_path):
-    ests = [estimate(tiny(), H100, batch=1, prompt_len=p, gen_len=8) for p in (64, 1024)]
+    ests = [estimate(tiny(), H100, batch=1, prompt_len=p, gen_len=8, efficiency="ideal") for p in (64, 1024)]
     res = plot.plot_phase_split(ests, tmp_path / "p.png")
     res.close()
     # each category's share = its ops' time per pass (the estimate's op rows, grouped by CATEGORY_BY_NAME) over

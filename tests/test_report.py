@@ -32,9 +32,9 @@ def _section(md: str, title: str) -> str:
 def test_report_files_csv_json_keep_raw_si_and_metadata(tmp_path):
     spec = tiny()
     files = write_report(spec, [H100, "mi300x"], tmp_path, batch=4, prompt_len=128, gen_len=16, charts=("breakdown",),
-                         command="test")
+                         command="test", efficiency="ideal")
     assert {"breakdown", "ops.csv", "summary.json", "report.md"} <= set(files)
-    est = estimate(spec, H100, batch=4, prompt_len=128, gen_len=16)
+    est = estimate(spec, H100, batch=4, prompt_len=128, gen_len=16, efficiency="ideal")
     # ops.csv: one row per chip, phase and op; raw seconds, bytes, FLOP; metadata on every row
     df = pd.read_csv(tmp_path / "ops.csv")
     assert set(df.chip) == {"h100-sxm", "mi300x"}
@@ -71,16 +71,17 @@ def test_report_files_csv_json_keep_raw_si_and_metadata(tmp_path):
 
 def test_report_for_a_model_that_does_not_fit_says_so_in_the_headline(tmp_path):
     small = replace(H100, hbm_bytes=2e6)  # the tiny model's 3.5 MB of weights do not fit in 2 MB
-    write_report(tiny(), [small, H100], tmp_path, batch=2, prompt_len=64, gen_len=8, charts=())
+    write_report(tiny(), [small, H100], tmp_path, batch=2, prompt_len=64, gen_len=8, charts=(), efficiency="ideal")
     head = _section((tmp_path / "report.md").read_text(), "Headline")
-    assert "**Does not fit on h100-sxm ×1**" in head and "weights alone exceed HBM" in head
+    assert "**Does not fit on h100-sxm ×1**" in head and "weights alone exceed the usable HBM" in head
+    assert "0.00180 GB usable (0.9 x 0.00200 GB HBM)" in head  # gpu_memory_utilization 0.9 of 2 MB
     assert "**NO**" in head
     s = json.loads((tmp_path / "summary.json").read_text())
     assert [r["memory"]["fits"] for r in s["results"]] == [False, True]
 
 
 def test_report_markdown_without_images_or_decode():
-    est = estimate(tiny(), H100, batch=1, prompt_len=64, gen_len=1)  # prefill only: no decode section
+    est = estimate(tiny(), H100, batch=1, prompt_len=64, gen_len=1, efficiency="ideal")  # prefill only: no decode section
     md = report_markdown([est])
     assert "decode ops" not in md and "## Charts" not in md and "TTFT" in md
 

@@ -36,7 +36,7 @@ def test_flops_summed_over_shards_equal_unsharded(tp_exp, kv_mult, g, hd, f_mult
 
 
 def test_llama70b_on_2_4_8_h100():
-    runs = {tp: lr.estimate("meta-llama/Llama-3.1-70B", "h100", batch=8, prompt_len=2048, gen_len=128, tp=tp)
+    runs = {tp: lr.estimate("meta-llama/Llama-3.1-70B", "h100", batch=8, prompt_len=2048, gen_len=128, tp=tp, efficiency="ideal")
             for tp in (2, 4, 8)}
     flops = {tp: e.prefill.flops for tp, e in runs.items()}
     assert flops[4] == pytest.approx(flops[2], rel=1e-12) and flops[8] == pytest.approx(flops[2], rel=1e-12)
@@ -54,13 +54,13 @@ def test_llama70b_on_2_4_8_h100():
 
 def test_divisibility_errors_are_clear():
     with pytest.raises(lr.ShardingError, match="attention heads = 64 is not divisible by 3"):
-        lr.estimate("meta-llama/Llama-3.1-70B", "h100", tp=3)
+        lr.estimate("meta-llama/Llama-3.1-70B", "h100", tp=3, efficiency="ideal")
     with pytest.raises(lr.ShardingError, match="routed experts"):
-        lr.estimate("mistralai/Mixtral-8x7B-v0.1", "h100", tp=16, ep=16)
+        lr.estimate("mistralai/Mixtral-8x7B-v0.1", "h100", tp=16, ep=16, efficiency="ideal")
     with pytest.raises(lr.ShardingError, match="number of layers = 32 is not divisible by 3"):
-        lr.estimate("meta-llama/Llama-3.1-8B", "h100", pp=3, batch=3)
+        lr.estimate("meta-llama/Llama-3.1-8B", "h100", pp=3, batch=3, efficiency="ideal")
     with pytest.raises(lr.ShardingError, match=r"moe_ep=3 must divide the 4 chips an FFN layer spans \(tp=4"):
-        lr.estimate("mistralai/Mixtral-8x7B-v0.1", "h100", tp=4, ep=3)
+        lr.estimate("mistralai/Mixtral-8x7B-v0.1", "h100", tp=4, ep=3, efficiency="ideal")
     with pytest.raises(ValueError, match="tp must be a positive integer"):
         Sharding(tp=0)
 
@@ -68,8 +68,8 @@ def test_divisibility_errors_are_clear():
 def test_kv_heads_fewer_than_tp_are_replicated_in_memory_and_bytes():
     # Llama-3.1-70B has 8 KV heads; at tp=16 every KV head lives on 2 chips:
     # per chip 1 head: 80 layers * 1 * 256 elems * 2 bytes = 40,960 B/token (vs 327,680 / 16 = 20,480 unreplicated)
-    e16 = lr.estimate("meta-llama/Llama-3.1-70B", "h100", batch=1, prompt_len=1000, gen_len=24, tp=16)
-    e8 = lr.estimate("meta-llama/Llama-3.1-70B", "h100", batch=1, prompt_len=1000, gen_len=24, tp=8)
+    e16 = lr.estimate("meta-llama/Llama-3.1-70B", "h100", batch=1, prompt_len=1000, gen_len=24, tp=16, efficiency="ideal")
+    e8 = lr.estimate("meta-llama/Llama-3.1-70B", "h100", batch=1, prompt_len=1000, gen_len=24, tp=8, efficiency="ideal")
     assert e16.memory.per_chip_kv_cache_bytes == pytest.approx(40960 * 1024)
     assert e8.memory.per_chip_kv_cache_bytes == pytest.approx(40960 * 1024)
     assert e16.memory.kv_cache_bytes == pytest.approx(2 * e8.memory.kv_cache_bytes)
@@ -77,9 +77,9 @@ def test_kv_heads_fewer_than_tp_are_replicated_in_memory_and_bytes():
 
 
 def test_pipeline_and_data_parallel_semantics():
-    base = lr.estimate("meta-llama/Llama-3.1-8B", "h100", batch=8, prompt_len=1024, gen_len=64)
-    pp = lr.estimate("meta-llama/Llama-3.1-8B", "h100", batch=8, prompt_len=1024, gen_len=64, pp=2)
-    dp = lr.estimate("meta-llama/Llama-3.1-8B", "h100", batch=8, prompt_len=1024, gen_len=64, dp=4)
+    base = lr.estimate("meta-llama/Llama-3.1-8B", "h100", batch=8, prompt_len=1024, gen_len=64, efficiency="ideal")
+    pp = lr.estimate("meta-llama/Llama-3.1-8B", "h100", batch=8, prompt_len=1024, gen_len=64, pp=2, efficiency="ideal")
+    dp = lr.estimate("meta-llama/Llama-3.1-8B", "h100", batch=8, prompt_len=1024, gen_len=64, dp=4, efficiency="ideal")
     # data parallel: latency unchanged, throughput x4, per-chip throughput unchanged
     assert dp.ttft_s == base.ttft_s and dp.tpot_s == base.tpot_s
     assert dp.throughput_tokens_per_s == pytest.approx(4 * base.throughput_tokens_per_s)
@@ -89,12 +89,12 @@ def test_pipeline_and_data_parallel_semantics():
     assert "comm.p2p.stage" in set(pp.ops.name)
     assert pp.prefill.flops == pytest.approx(base.prefill.flops, rel=1e-12)
     with pytest.raises(ValueError, match="multiple of pp"):
-        lr.estimate("meta-llama/Llama-3.1-8B", "h100", batch=3, pp=2)
+        lr.estimate("meta-llama/Llama-3.1-8B", "h100", batch=3, pp=2, efficiency="ideal")
 
 
 def test_sequence_parallel_uses_reduce_scatter_and_all_gather():
     e = lr.estimate("meta-llama/Llama-3.1-8B", "h100", batch=4, prompt_len=1024, gen_len=8, tp=4,
-                    sequence_parallel=True)
+                    sequence_parallel=True, efficiency="ideal")
     names = set(e.ops.name)
     assert {"comm.reduce_scatter.attn", "comm.all_gather.attn", "comm.reduce_scatter.ffn"} <= names
     assert "comm.all_reduce.attn" not in names
@@ -102,10 +102,10 @@ def test_sequence_parallel_uses_reduce_scatter_and_all_gather():
 
 def test_moe_expert_parallel_all_to_all_with_sequence_parallel():
     e = lr.estimate("mistralai/Mixtral-8x7B-v0.1", "h100", batch=4, prompt_len=512, gen_len=8, tp=8, ep=8,
-                    sequence_parallel=True)
+                    sequence_parallel=True, efficiency="ideal")
     assert {"comm.all_to_all.dispatch", "comm.all_to_all.combine"} <= set(e.ops.name)
     # experts split whole over 8 chips: resident expert weights per chip = 1/8 of 8 experts
-    one = lr.estimate("mistralai/Mixtral-8x7B-v0.1", "h100", batch=4, prompt_len=512, gen_len=8)
+    one = lr.estimate("mistralai/Mixtral-8x7B-v0.1", "h100", batch=4, prompt_len=512, gen_len=8, efficiency="ideal")
     assert e.memory.per_chip_weight_bytes == pytest.approx(one.memory.per_chip_weight_bytes / 8, rel=0.01)
 
 

@@ -56,10 +56,24 @@ def load_model(x: Any, allow_download: bool = False) -> ModelSpec:
         raise ModelConfigError(f"cannot load a model from a {type(x).__name__}; pass an id, a path or a dict")
     path, name = locate(str(x), allow_download)
     config = read_json(path)
+    if Path(str(x)).expanduser().exists():  # a local directory or file: named as its config names itself
+        name = config_name(config) or name
     try:
         return spec_from_config(config, name=name, source=str(path))
     except ModelConfigError as e:  # the same error, naming the file it came from
         raise type(e)(f"{path}: {e}") from e
+
+
+def config_name(config: dict) -> str | None:
+    """The hub id a config.json names itself by (`_name_or_path`, written by transformers' save_pretrained), or
+    None when it has none or holds a local path ('/home/me/ckpt', './out', 'C:\\models\\x')."""
+    v = config.get("_name_or_path") if isinstance(config, dict) else None
+    if not isinstance(v, str) or not v.strip() or len(v) > 200 or not v.isprintable():
+        return None
+    v = v.strip()
+    if v.startswith(("/", ".", "~")) or "\\" in v or ":" in v or v.count("/") > 1:
+        return None
+    return v
 
 
 def list_models() -> list[str]:

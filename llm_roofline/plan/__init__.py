@@ -7,7 +7,7 @@ Search. For every chip and every sharding (tp, pp, ep) the model allows within m
 configuration is kept when
 
   memory   per-chip bytes (weights + KV cache of the batch at prompt + gen tokens + peak prefill activations,
-           the estimate's own memory model) <= hbm_bytes x (1 - reserve);
+           the estimate's own memory model) <= hbm_bytes x gpu_memory_utilization (0.9, memory.GPU_MEMORY_UTILIZATION);
   ttft     TTFT <= ttft_s;            tpot   mean TPOT <= tpot_s;
   chips    tp x pp x replicas <= max_chips.
 

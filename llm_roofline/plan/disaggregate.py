@@ -12,7 +12,8 @@ from ..bounds import check_range
 from ..collectives import collective_terms
 from ..errors import RooflineError, ScenarioError
 from ..graph import Dtypes
-from ..memory import kv_cache_bytes
+from ..efficiency import DEFAULT_EFFICIENCY
+from ..memory import GPU_MEMORY_UTILIZATION, kv_cache_bytes, usable_bytes
 from ..roofline import score_collective
 from .candidates import ShardingChoice, sharding_candidates
 from .explain import fmt_gb
@@ -255,7 +256,8 @@ def _no_side_error(st: _Setting, side: str, max_chips: int, decode_batch: int) -
 def disaggregation(model, chip, prompt_len: int, gen_len: int, decode_batch: int, prefill_batch: int | None = None,
                    prefill_sharding: tuple[int, int] | None = None, decode_sharding: tuple[int, int] | None = None,
                    max_chips: int = 64, weight_dtype=None, kv_dtype=None, act_dtype: str = "bf16",
-                   reserve: float = 0.1, efficiency="ideal", prefill_efficiency=None, decode_efficiency=None,
+                   gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION, efficiency=DEFAULT_EFFICIENCY,
+                   prefill_efficiency=None, decode_efficiency=None,
                    attention: str = "fused", sequence_parallel: bool = False, ttft_s: float | None = None,
                    tpot_s: float | None = None, decode_chip=None, kv_link: str = "scaleout",
                    qps: float | None = None) -> Disaggregation:
@@ -281,10 +283,10 @@ def disaggregation(model, chip, prompt_len: int, gen_len: int, decode_batch: int
         raise ScenarioError("disaggregation needs gen_len >= 2 (decode steps after the prefill's first token)")
     if qps is not None:
         qps = check_range("qps", qps, 0.0, 1e9, "requests/s", lo_open=True)
-    st = _Setting(spec, chip, prompt_len, gen_len, chip.hbm_bytes * (1 - float(reserve)), ttft_s, tpot_s,
+    st = _Setting(spec, chip, prompt_len, gen_len, usable_bytes(chip.hbm_bytes, gpu_memory_utilization), ttft_s, tpot_s,
                   dict(weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype, attention=attention,
                        sequence_parallel=sequence_parallel), kv_link)
-    dst = replace(st, chip=dchip, usable_bytes=dchip.hbm_bytes * (1 - float(reserve)))
+    dst = replace(st, chip=dchip, usable_bytes=usable_bytes(dchip.hbm_bytes, gpu_memory_utilization))
     prefill_eff = prefill_efficiency or efficiency
     decode_eff = decode_efficiency or efficiency
     # MoE: experts spread over the whole tensor-parallel group (ep = tp), the usual serving layout

@@ -10,7 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from ..bounds import check_range
+from ..efficiency import DEFAULT_EFFICIENCY
 from ..errors import RooflineError, ScenarioError
+from ..memory import GPU_MEMORY_UTILIZATION
 from ..units import json_ready, records
 from .candidates import Price, ShardingChoice, chip_prices, sharding_candidates
 
@@ -109,8 +112,8 @@ def _check_inputs(prompt_len, gen_len, max_chips, max_batch, ttft_s, tpot_s, qps
 
 def _notes(limits: Limits, price_of: dict[str, Price]) -> list[str]:
     notes = [f"memory: a configuration fits when its per-chip bytes (weights + KV at prompt+gen = "
-             f"{limits.prompt_len + limits.gen_len} tokens + peak prefill activations) <= HBM x (1 - reserve), "
-             f"reserve = {limits.reserve:.0%} of HBM kept free."]
+             f"{limits.prompt_len + limits.gen_len} tokens + peak prefill activations) <= HBM x gpu_memory_utilization "
+             f"{1 - limits.reserve:g} (reserve = {limits.reserve:.0%} of HBM kept free)."]
     for name, p in price_of.items():
         if p.usd_per_hour is None:
             notes.append(f"{name}: no price per chip-hour — its cost columns are '—' ({p.source}).")
@@ -138,7 +141,7 @@ def _score_sharding(spec, chip, choice: ShardingChoice, limits: Limits, price: P
     kw = dict(tp=choice.tp, pp=choice.pp, ep=choice.ep, **limits.scenario)
     try:
         mem = memory_max_batch(spec, chip, limits.prompt_len + limits.gen_len, gen_len=limits.gen_len,
-                               reserve=limits.reserve, **kw).iloc[0]
+                               gpu_memory_utilization=1.0 - limits.reserve, **kw).iloc[0]
     except RooflineError as err:
         log.errors.append(f"{choice}: {err}")
         return None
@@ -303,7 +306,8 @@ def _disaggregate_each(spec, chip_list, best_per_chip, limits: Limits, decode_ba
         try:
             out[chip.name] = disaggregation(spec, chip, limits.prompt_len, limits.gen_len, decode_batch=b,
                                             prefill_batch=prefill_batch, max_chips=limits.max_chips,
-                                            reserve=limits.reserve, efficiency=limits.efficiency, ttft_s=limits.ttft_s,
+                                            gpu_memory_utilization=1.0 - limits.reserve, efficiency=limits.efficiency,
+                                            ttft_s=limits.ttft_s,
                                             tpot_s=limits.tpot_s, qps=limits.qps, **limits.scenario)
         except RooflineError as err:
             notes.append(f"disaggregation on {chip.name}: {err}")
@@ -314,7 +318,8 @@ def _disaggregate_each(spec, chip_list, best_per_chip, limits: Limits, decode_ba
 def plan(model, chips, prompt_len: int, gen_len: int, ttft_s: float | None = None, tpot_s: float | None = None,
          qps: float | None = None, output_tokens_per_s: float | None = None, max_chips: int = 64,
          prices: dict | None = None, weight_dtype=None, kv_dtype=None, act_dtype: str = "bf16",
-         reserve: float = 0.1, efficiency="ideal", attention: str = "fused", sequence_parallel: bool = False,
+         gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION, efficiency=DEFAULT_EFFICIENCY,
+         attention: str = "fused", sequence_parallel: bool = False,
          tp=None, pp=None, ep=None, max_batch: int = 4096, rank_by: str | None = None, disaggregate: bool = False,
          decode_batch: int | None = None, prefill_batch: int | None = None) -> Plan:
     """Search chip type x tp x pp x ep x batch (x data-parallel replicas for the load) for configurations that
@@ -323,7 +328,8 @@ def plan(model, chips, prompt_len: int, gen_len: int, ttft_s: float | None = Non
 
     chips: names, aliases, paths or Chip objects. ttft_s / tpot_s: latency targets (None: any). qps or
     output_tokens_per_s: the load (None: one replica). max_chips: limit on tp x pp x replicas. prices:
-    {chip: USD per chip-hour} overriding the chip files. reserve: fraction of HBM kept free. tp / pp / ep:
+    {chip: USD per chip-hour} overriding the chip files. gpu_memory_utilization: the share of HBM the engine may
+    fill (memory.GPU_MEMORY_UTILIZATION; the rest is kept free). efficiency: 'calibrated' (default) | 'ideal'. tp / pp / ep:
     lists restricting the candidates (None: every divisor the model allows). max_batch: largest batch searched.
     rank_by: 'cost' | 'chips' (default: cost when every chip has a price). disaggregate: also run
     `disaggregation` per chip at the best plan's batch (or decode_batch)."""
@@ -338,6 +344,7 @@ def plan(model, chips, prompt_len: int, gen_len: int, ttft_s: float | None = Non
     chip_list = [load_chip(c) for c in ([chips] if isinstance(chips, str) else chips)]
     if not chip_list:
         raise ScenarioError("plan needs at least one chip")
+    reserve = 1.0 - check_range("gpu_memory_utilization", gpu_memory_utilization, 0.0, 1.0, lo_open=True)
     _check_inputs(prompt_len, gen_len, max_chips, max_batch, ttft_s, tpot_s, qps, output_tokens_per_s, reserve,
                   rank_by)
     gen_len = int(gen_len)

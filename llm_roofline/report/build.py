@@ -22,7 +22,7 @@ from .chart_base import DPI, PlotResult, as_list, chips_per_replica
 from .plot_sweeps import render_frontier, render_memory
 
 SCENARIO_KEYS = ("tp", "pp", "ep", "dp", "weight_dtype", "act_dtype", "kv_dtype", "efficiency", "attention",
-                 "sequence_parallel")
+                 "sequence_parallel", "gpu_memory_utilization")
 MEMORY_KEYS = ("tp", "pp", "ep", "weight_dtype", "act_dtype", "kv_dtype", "attention", "sequence_parallel")
 CHARTS = {
     "roofline": "roofline.png",
@@ -65,7 +65,8 @@ def default_contexts(prompt_len: int, max_context: int | None = None, gen_len: i
 def frontier_data(model, chip, *, prompt_lens: Sequence[int], gen_len: int = 256, batches=None, **kw) -> dict:
     """TPOT and output tokens/s per chip over a batch sweep (one `sweep` call, vectorized), per prompt length.
 
-    Returns {prompt_len: dict(batch, tpot_s, ttft_s, throughput_tokens_per_s_per_chip, fits arrays, max_batch)};
+    Returns {prompt_len: dict(efficiency mode, fit, batch, tpot_s, ttft_s, throughput_tokens_per_s_per_chip, fits
+    arrays, max_batch)};
     each curve holds the batch grid up to two points past its own largest batch that fits, and that batch.
     fits = batch <= max_batch (the estimate's memory limit, which reserves a full prefill-chunk workspace);
     fits_bytes = the sweep's per_chip_bytes <= capacity at that batch."""
@@ -85,7 +86,8 @@ def frontier_data(model, chip, *, prompt_lens: Sequence[int], gen_len: int = 256
         over = d.batch[d.batch > max_b[p]]
         keep_to = over.iloc[min(1, len(over) - 1)] if len(over) and max_b[p] > 0 else 8 * pp
         d = d[d.batch <= max(keep_to, max_b[p])]
-        out[p] = dict(batch=d.batch.to_numpy(), tpot_s=d.tpot_s.to_numpy(), ttft_s=d.ttft_s.to_numpy(),
+        out[p] = dict(efficiency=str(df.efficiency.iloc[0]), fit=str(df.fit.iloc[0]),
+                      batch=d.batch.to_numpy(), tpot_s=d.tpot_s.to_numpy(), ttft_s=d.ttft_s.to_numpy(),
                       throughput_tokens_per_s_per_chip=d.throughput_tokens_per_s_per_chip.to_numpy(),
                       fits=d.batch.to_numpy() <= max_b[p], fits_bytes=d.fits.to_numpy(dtype=bool),
                       per_chip_bytes=d.per_chip_bytes.to_numpy(), max_batch=max_b[p])
@@ -94,15 +96,17 @@ def frontier_data(model, chip, *, prompt_lens: Sequence[int], gen_len: int = 256
 
 def memory_data(model, chip, *, prompt_len: int = 2048, gen_len: int = 256, batches=None, **kw) -> dict:
     """Per-chip bytes (weights, KV cache at prompt + gen tokens, the activation workspace) over a batch grid,
-    against the chip's HBM capacity (memory only: nothing is scored)."""
+    against the usable HBM (gpu_memory_utilization x capacity; memory only: nothing is scored)."""
     from ..hardware import load_chip
-    from ..memory import memory_footprint
+    from ..memory import GPU_MEMORY_UTILIZATION, memory_footprint, usable_bytes
     from ..model.hf import load_model
 
     c = load_chip(chip)
+    util = kw.get("gpu_memory_utilization", GPU_MEMORY_UTILIZATION)
+    mem_kw = {k: v for k, v in kw.items() if k in MEMORY_KEYS}
+    mem_kw["capacity_bytes"] = usable = usable_bytes(c.hbm_bytes, util)
     spec = load_model(model)
     pp = int(kw.get("pp", 1))
-    mem_kw = {k: v for k, v in kw.items() if k in MEMORY_KEYS}
     if batches is None:
         probe, _ = memory_footprint(spec, c, batch=pp, prompt_len=prompt_len, gen_len=gen_len, **mem_kw)
         mb = int(np.asarray(probe.max_batch))
@@ -117,7 +121,8 @@ def memory_data(model, chip, *, prompt_len: int = 2048, gen_len: int = 256, batc
 
     return dict(chip=c.name, batch=b.astype(int), weights=arr(m.weight_bytes_per_chip),
                 kv_cache=arr(m.kv_cache_bytes_per_chip), activations=arr(m.activation_workspace_bytes_per_chip),
-                per_chip_bytes=arr(m.bytes_per_chip), capacity_bytes=c.hbm_bytes,
+                per_chip_bytes=arr(m.bytes_per_chip), capacity_bytes=c.hbm_bytes, usable_bytes=usable,
+                gpu_memory_utilization=float(util),
                 max_batch=int(np.max(np.asarray(m.max_batch))), context=int(prompt_len + gen_len))
 
 

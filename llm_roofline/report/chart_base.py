@@ -69,18 +69,21 @@ def subplots(plt, n, width_each=6.0, height=4.6, sharey=False, sharex=False):
     return fig, list(axes[0])
 
 
-def panel_title(est) -> str:
-    """'h100-sxm ×4 (tp4 pp2)': the chip and the sharding of one Estimate."""
+def panel_title(est, width: int = 60) -> str:
+    """'h100-sxm ×4 (tp4 pp2)' and, under it, the fit this chip's numbers come from (each panel its own)."""
+    from .text import efficiency_phrase
+
     s = est.scenario
     par = f"tp{s['tp']}" + "".join(f" {k}{s[k]}" for k in ("pp", "ep", "dp") if s[k] > 1)
-    return f"{est.chip} ×{s['chips']} ({par})"
+    return f"{est.chip} ×{s['chips']} ({par})\n" + wrap(efficiency_phrase(est), width)
 
 
 def scenario_line(est) -> str:
-    """Model, sizes, dtypes and efficiency of one Estimate, for a figure title."""
+    """Model, sizes, dtypes and efficiency mode of one Estimate, for a figure title (each panel names its fit)."""
     s = est.scenario
     return (f"{est.model} — batch {s['batch']}, prompt {s['prompt_len']}, gen {s['gen_len']}; "
-            f"weights {s['weight_dtype']}, KV {s['kv_dtype']}, compute {s['compute_dtype']}; {est.efficiency} roofline")
+            f"weights {s['weight_dtype']}, KV {s['kv_dtype']}, compute {s['compute_dtype']}; "
+            f"efficiency {est.efficiency_mode}")
 
 
 def chips_per_replica(scenario_kw) -> int:

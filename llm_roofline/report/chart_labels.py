@@ -23,8 +23,9 @@ def place_labels(ax, items, obstacles=(), avoid=(), fontsize=7.5):
     """Greedy label placement in display coordinates. items: (x, y, text) in data coordinates, most
     important first. For each label, candidate anchors on rings of growing radius around its point are
     scored by overlap with labels already placed, other texts (`obstacles`: display boxes), markers
-    and the axes frame; the nearest free one wins, with a leader line when it sits away from the point.
-    avoid: display points (markers, samples of lines) that labels should not cover."""
+    and the axes frame, and by its leader line crossing a text or another leader; the nearest free one wins,
+    with a leader line when it sits away from the point. avoid: display points (markers, samples of lines)
+    that labels should not cover."""
     from matplotlib.font_manager import FontProperties
 
     fig = ax.figure
@@ -36,7 +37,8 @@ def place_labels(ax, items, obstacles=(), avoid=(), fontsize=7.5):
     pts = [tuple(ax.transData.transform((x, y))) for x, y, _ in items]
     avoid = [tuple(q) for q in avoid] + pts
     dirs = [(1, 0.6), (-1, 0.6), (1, -0.6), (-1, -0.6), (0, 1), (0, -1), (1, 0), (-1, 0)]
-    rings = [6, 14, 24, 36, 50, 66]
+    rings = [6, 14, 24, 36, 50, 66, 84, 104]
+    leaders: list[tuple] = []  # (x0, y0, x1, y1) of the leader lines drawn so far
     for (x, y, text), (px, py) in zip(items, pts):
         lines = text.split("\n")
         w = max(renderer.get_text_width_height_descent(line, prop, ismath=False)[0] for line in lines) + 4 * scale
@@ -58,17 +60,44 @@ def place_labels(ax, items, obstacles=(), avoid=(), fontsize=7.5):
                             and box[1] - 3 <= q[1] <= box[3] + 3)
                 if box[0] < ab.x0 or box[2] > ab.x1 or box[1] < ab.y0 or box[3] > ab.y1:
                     cost += 1e9
+                cost += sum(w * h for other in leaders if _segment_hits_box(other, box))  # over a leader
+                if r > 8:  # a leader line: through a text, or across another leader, reads as a wrong link
+                    seg = (px, py, ax_, ay_)
+                    cost += sum(w * h for b in boxes if _segment_hits_box(seg, b))
+                    cost += sum(0.5 * w * h for other in leaders if _segments_cross(seg, other))
                 cost += r * 0.5  # prefer near
                 if best is None or cost < best[0]:
                     best = (cost, dx, dy, ha, va, box, r)
             if best[0] <= r * 0.5 + 1e-9:  # free spot on this ring
                 break
         _, dx, dy, ha, va, box, r = best
+        if r > 8:
+            leaders.append((px, py, px + dx * scale, py + dy * scale))
         pad = 4 * scale  # keep a gap: two labels that touch read as one ("downqkv_proj")
         boxes.append((box[0] - pad, box[1] - pad / 2, box[2] + pad, box[3] + pad / 2))
         t = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize, ha=ha, va=va,
                         arrowprops=dict(arrowstyle="-", lw=0.5, color="0.45", shrinkA=0, shrinkB=3) if r > 8 else None)
         t.set_in_layout(False)
+
+
+def _segment_hits_box(seg, box, samples: int = 16) -> bool:
+    """Whether the segment (x0, y0, x1, y1) passes through the box (x0, y0, x1, y1), its ends excluded."""
+    x0, y0, x1, y1 = seg
+    for i in range(1, samples):
+        t = i / samples
+        x, y = x0 + (x1 - x0) * t, y0 + (y1 - y0) * t
+        if box[0] <= x <= box[2] and box[1] <= y <= box[3]:
+            return True
+    return False
+
+
+def _segments_cross(a, b) -> bool:
+    """Whether two segments (x0, y0, x1, y1) cross (strictly: touching ends do not count)."""
+    def side(p, q, r):
+        return (q[0] - p[0]) * (r[1] - p[1]) - (q[1] - p[1]) * (r[0] - p[0])
+
+    p1, p2, q1, q2 = a[:2], a[2:], b[:2], b[2:]
+    return side(p1, p2, q1) * side(p1, p2, q2) < 0 and side(q1, q2, p1) * side(q1, q2, p2) < 0
 
 
 def _overlap(a, b) -> float:

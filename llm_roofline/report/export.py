@@ -28,7 +28,9 @@ def metadata(est) -> dict[str, Any]:
                 batch=s["batch"], prompt_len=s["prompt_len"], gen_len=s["gen_len"], tp=s["tp"], pp=s["pp"],
                 ep=s["ep"], dp=s["dp"], sequence_parallel=s.get("sequence_parallel", False),
                 weight_dtype=s["weight_dtype"], act_dtype=s["act_dtype"], kv_dtype=s["kv_dtype"],
-                compute_dtype=s["compute_dtype"], attention=s.get("attention", "fused"), efficiency=est.efficiency)
+                compute_dtype=s["compute_dtype"], attention=s.get("attention", "fused"),
+                efficiency_mode=est.efficiency_mode, efficiency=est.efficiency,
+                gpu_memory_utilization=est.memory.gpu_memory_utilization)
 
 
 def ops_frame(estimates):
@@ -67,7 +69,8 @@ def summary_dict(estimates, *, command: str | None = None, notes: Sequence[str] 
         command=command,
         model=ests[0].model if ests else None,
         chips=[e.chip for e in ests],
-        efficiency=sorted({e.efficiency for e in ests}),
+        efficiency_mode=sorted({e.efficiency_mode for e in ests}),
+        efficiency={e.chip: e.efficiency for e in ests},  # each chip's fit
         units="SI base units: seconds (*_s), bytes (*bytes*), FLOP (flops), FLOP/s (*_per_s), FLOP/byte (intensity)",
         notes=list(notes),
         assumptions=sorted({a for e in ests for a in e.assumptions}),

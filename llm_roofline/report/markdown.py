@@ -10,7 +10,7 @@ from typing import Sequence
 from ..units import eng, fmt_seconds, sig3
 from .table import _align
 from .table import render as _render
-from .text import OP_DISPLAY, PHASE_DISPLAY, headline, op_rows, phase_rows
+from .text import OP_DISPLAY, PHASE_DISPLAY, efficiency_phrase, headline, memory_phrase, op_rows, phase_rows
 
 
 def render(rows, fmt, display) -> str:
@@ -42,8 +42,10 @@ HEADLINE_DISPLAY = [
     ("chip", "chip", None), ("chips", "chips", None), ("fits", "fits", lambda v: "yes" if v else "**NO**"),
     ("TTFT", "ttft_s", fmt_seconds), ("TPOT", "tpot_s", fmt_seconds), ("e2e", "e2e_s", fmt_seconds),
     ("tok/s", "throughput", sig3), ("tok/s/chip", "throughput_per_chip", sig3),
+    ("tok/s/user", "per_user", lambda v: "—" if v is None else sig3(v)),
     ("prefill bound", "prefill_bound", None), ("decode bound", "decode_bound", None),
-    ("memory/chip", "per_chip_bytes", _gb), ("HBM/chip", "capacity_bytes", _gb), ("max batch", "max_batch", str),
+    ("memory/chip", "per_chip_bytes", _gb), ("usable/chip", "usable_bytes", _gb), ("max batch", "max_batch", str),
+    ("efficiency (fit)", "efficiency", None),
 ]
 
 CRITICAL_TEXT = {
@@ -72,7 +74,8 @@ def headline_rows(estimates) -> list[dict]:
                          e2e_s=e.e2e_s, throughput=e.throughput_tokens_per_s,
                          throughput_per_chip=e.throughput_tokens_per_s_per_chip, prefill_bound=e.prefill.bound,
                          decode_bound=e.decode.bound if e.decode else "—", per_chip_bytes=m.per_chip_bytes,
-                         capacity_bytes=m.capacity_bytes, max_batch=m.max_batch))
+                         usable_bytes=m.usable_bytes, max_batch=m.max_batch, per_user=e.tokens_per_s_per_user,
+                         efficiency=efficiency_phrase(e)))
     return rows
 
 
@@ -81,10 +84,10 @@ def fit_warnings(estimates) -> list[str]:
     for e in estimates:
         m = e.memory
         if not m.fits:
-            why = ("weights alone exceed HBM" if m.per_chip_weight_bytes > m.capacity_bytes else
+            why = ("weights alone exceed the usable HBM" if m.per_chip_weight_bytes > m.usable_bytes else
                    f"the largest batch that fits at this context is {m.max_batch}")
             out.append(f"**Does not fit on {e.chip} ×{e.scenario['chips']}**: {_gb(m.per_chip_bytes)} per chip "
-                       f"needed, {_gb(m.capacity_bytes)} available ({why}). Its times are what the chip would "
+                       f"needed, {memory_phrase(m)} ({why}). Its times are what the chip would "
                        f"take if it did fit.")
         out += [f"**Warning ({e.chip})**: {w}" for w in e.warnings if not w.startswith("does not fit")]
     return out
@@ -102,7 +105,10 @@ def scenario_table(est, prompt: str | None = None, chips: str | None = None) -> 
         ("dtypes", f"weights {s['weight_dtype']}, activations {s['act_dtype']}, KV cache {s['kv_dtype']}, "
                    f"compute {s['compute_dtype']}"),
         ("attention", s.get("attention", "fused")),
-        ("efficiency", f"{est.efficiency} ({'pure roofline: 100 % of peak FLOP/s and bandwidth' if est.efficiency == 'ideal' else 'fitted kernel efficiency'})"),
+        ("efficiency", est.efficiency_mode + (" (pure roofline: 100 % of peak FLOP/s and bandwidth)"
+                                              if est.efficiency_mode == "ideal" else
+                                              " (fitted kernel efficiency; each chip's fit is named in the headline)")),
+        ("memory", f"gpu_memory_utilization {est.memory.gpu_memory_utilization:g} of each chip's HBM"),
     ]
     return render([{"item": k, "value": str(v)} for k, v in rows], "markdown",
                   [("scenario", "item", None), ("", "value", None)])
@@ -110,14 +116,15 @@ def scenario_table(est, prompt: str | None = None, chips: str | None = None) -> 
 
 def memory_table(est) -> str:
     m = est.memory
-    cap = m.capacity_bytes
+    cap = m.usable_bytes
     rows = [dict(part="weights", b=m.per_chip_weight_bytes), dict(part="KV cache (prompt + gen tokens)", b=m.per_chip_kv_cache_bytes),
             dict(part="activations (peak, prefill)", b=m.per_chip_activation_bytes),
-            dict(part="**total**", b=m.per_chip_bytes), dict(part="HBM capacity", b=cap),
+            dict(part="**total**", b=m.per_chip_bytes),
+            dict(part=f"usable ({m.gpu_memory_utilization:g} × {_gb(m.capacity_bytes)} HBM)", b=cap),
             dict(part="headroom" if m.fits else "**shortfall**", b=cap - m.per_chip_bytes)]
     for r in rows:
         r["share"] = r["b"] / cap if cap else math.nan
-    return render(rows, "markdown", [("per chip", "part", None), ("bytes", "b", _gb), ("of HBM", "share", _pct)])
+    return render(rows, "markdown", [("per chip", "part", None), ("bytes", "b", _gb), ("of usable", "share", _pct)])
 
 
 def critical_table(est) -> str:
@@ -180,7 +187,8 @@ CHART_CAPTIONS = {
                                                 "one curve per prompt length; ★ marks the largest batch that fits."),
     "breakdown": ("Time breakdown", "wall time of prefill, of a decode step and of the whole request, split by "
                                     "op category."),
-    "memory": ("Memory per chip vs batch", "weights, KV cache and peak activations against HBM capacity."),
+    "memory": ("Memory per chip vs batch", "weights, KV cache and peak activations against the usable HBM "
+                                            "(gpu_memory_utilization × capacity)."),
 }
 
 

@@ -11,20 +11,21 @@ import numpy as np
 from ..units import sig3
 from .categories import CATEGORIES, time_breakdown
 from .chart_base import (CATEGORY_COLORS, DPI, PlotResult, as_list, finish, log_axis, pyplot, scenario_line,
-                         subplots, suptitle, tokens_label)
+                         subplots, suptitle, tokens_label, wrap)
+from .text import efficiency_phrase
 
 BOUND_COLORS = (("compute", "#c44e52"), ("memory", "#4c72b0"), ("comm", "#ff7f0e"))
 
 
-def _time_unit(max_s: float) -> tuple[str, float]:
-    """A display unit for times up to max_s seconds: ('s', 1), ('ms', 1e3) or ('µs', 1e6)."""
-    return ("s", 1.0) if max_s >= 2 else ("ms", 1e3) if max_s >= 2e-3 else ("µs", 1e6)
+def time_unit(max_s: float) -> tuple[str, float]:
+    """ONE display unit for every panel of a chart whose longest time is max_s seconds: ('s', 1) from 100 s,
+    ('ms', 1e3) from 2 ms (a 1.85 s request reads 1850 ms beside a 7.05 ms decode step), else ('µs', 1e6)."""
+    return ("s", 1.0) if max_s >= 100 else ("ms", 1e3) if max_s >= 2e-3 else ("µs", 1e6)
 
 
-def _breakdown_panel(ax, phase, title, ests, bds, used) -> None:
+def _breakdown_panel(ax, phase, title, ests, bds, used, unit_scale) -> None:
     chips = [e.chip for e in ests if phase in bds[e.chip]]
-    totals = [sum(bds[c][phase].values()) for c in chips]
-    unit, scale = _time_unit(max(totals))
+    unit, scale = unit_scale
     bottom = np.zeros(len(chips))
     x = np.arange(len(chips))
     for cat in used:
@@ -51,12 +52,16 @@ def plot_breakdown(estimates, path=None, *, dpi: int = DPI) -> PlotResult:
     panels = [p for p in panels if any(p[0] in b for b in bds.values())]
     fig, axes = subplots(plt, len(panels), width_each=max(3.2, 1.3 + 1.1 * len(ests)), height=4.6)
     used = [c for c in CATEGORIES if any(b[ph][c] > 0 for b in bds.values() for ph in b)]
+    unit_scale = time_unit(max(sum(b[ph].values()) for b in bds.values() for ph in b))
     for ax, (phase, title) in zip(axes, panels):
-        _breakdown_panel(ax, phase, title, ests, bds, used)
+        _breakdown_panel(ax, phase, title, ests, bds, used, unit_scale)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles[::-1], labels[::-1], loc="outside right center", fontsize=8)
     suptitle(fig, f"Time by op category — {scenario_line(ests[0])}", fontsize=9)
-    return finish(PlotResult(fig, {"breakdown": bds, "categories": list(CATEGORIES)}), path, dpi)
+    fits = "; ".join(f"{e.chip}: {efficiency_phrase(e)}" for e in ests)
+    fig.supxlabel(wrap(f"fit — {fits}", int(fig.get_figwidth() * 14)), fontsize=7.5, color="0.25")
+    return finish(PlotResult(fig, {"breakdown": bds, "categories": list(CATEGORIES), "unit": unit_scale[0]}), path,
+                  dpi)
 
 
 # ------------------------------------------------------------------------------------ context study
@@ -147,5 +152,5 @@ def plot_phase_split(estimates, path=None, *, dpi: int = DPI) -> PlotResult:
     e = ests[0]
     s = e.scenario
     suptitle(fig, f"Prefill vs decode across context — {e.model} on {e.chip} ×{s['chips']}, batch {s['batch']}, "
-                  f"gen {s['gen_len']}", fontsize=10)
+                  f"gen {s['gen_len']}; efficiency {efficiency_phrase(e)}", fontsize=10)
     return finish(PlotResult(fig, data), path, dpi)

@@ -53,7 +53,7 @@ def _limits(plotted, roofs) -> tuple[float, float, float, float]:
     xs = [p["intensity"] for p in plotted] + ridges
     ys = [p["achieved_flops_per_s"] for p in plotted]
     x_lo = 10 ** (math.log10(max(min(xs), 1e-3)) - 0.4) if xs else 0.1
-    x_hi = 10 ** (math.log10(max(xs)) + 0.5) if xs else 1e4
+    x_hi = 10 ** (math.log10(max(xs)) + 0.9) if xs else 1e4  # room for labels right of the rightmost ops
     y_lo = 10 ** (math.log10(max(min(ys + peaks), 1.0)) - 0.5) if ys else 1e9
     return x_lo, x_hi, y_lo, max(peaks) * 4
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..efficiency import efficiency_text
 from ..units import sig3
-from .chart_base import DPI, PlotResult, finish, log_axes, pyplot, subplots, suptitle, tokens_label
+from .chart_base import DPI, PlotResult, finish, log_axes, pyplot, subplots, suptitle, tokens_label, wrap
 
 MEMORY_PARTS = (("weights", "weights", "#4c72b0"), ("kv_cache", "KV cache", "#dd8452"),
                 ("activations", "activations (prefill peak)", "#55a868"))
@@ -37,7 +38,7 @@ def _frontier_panel(ax, cmap, chip_name, curves, pp, chips_per_replica) -> None:
     for i, (p, c) in enumerate(curves.items()):
         _frontier_curve(ax, p, c, cmap(0.85 * i / max(len(curves) - 1, 1)))
     if all(c["max_batch"] == 0 for c in curves.values()):
-        ax.text(0.5, 0.95, "does not fit at any batch: weights alone exceed HBM", transform=ax.transAxes,
+        ax.text(0.5, 0.95, "does not fit at any batch: weights alone exceed the usable HBM", transform=ax.transAxes,
                 ha="center", va="top", fontsize=9, color="#b00000")
     # batch labels along the first curve
     first = next(iter(curves.values()))
@@ -50,7 +51,8 @@ def _frontier_panel(ax, cmap, chip_name, curves, pp, chips_per_replica) -> None:
     log_axes(ax)
     ax.set_xlabel("output tokens/s per chip (batch·gen / e2e)")
     ax.grid(True, which="both", alpha=0.2)
-    ax.set_title(f"{chip_name} ×{chips_per_replica}", fontsize=10)
+    ax.set_title(f"{chip_name} ×{chips_per_replica}\n{wrap(efficiency_text(first['efficiency'], first['fit']), 56)}",
+                 fontsize=10)
 
 
 def _frontier_legend(fig, axes) -> None:
@@ -78,9 +80,10 @@ def render_frontier(curves_by_chip: dict[str, dict], *, model_name: str, gen_len
         _frontier_panel(ax, cmap, chip_name, curves, pp, chips_per_replica)
     axes[0].set_ylabel("TPOT, mean decode step (ms)")
     _frontier_legend(fig, axes)
-    shortest = min(next(iter(curves_by_chip.values())))
-    suptitle(fig, f"Latency–throughput frontier — {model_name}, gen {gen_len}, batch sweep "
-                  f"(numbers along the {tokens_label(shortest)} curve: batch)", fontsize=9.5)
+    first = next(iter(curves_by_chip.values()))
+    mode = next(iter(first.values()))["efficiency"]
+    suptitle(fig, f"Latency–throughput frontier — {model_name}, gen {gen_len}, batch sweep, efficiency {mode} "
+                  f"(numbers along the {tokens_label(min(first))} curve: batch)", fontsize=9.5)
     return finish(PlotResult(fig, {"curves": curves_by_chip, "gen_len": gen_len}), path, dpi)
 
 
@@ -88,23 +91,25 @@ def render_frontier(curves_by_chip: dict[str, dict], *, model_name: str, gen_len
 def _memory_panel(ax, d, chips_per_replica) -> None:
     """Stacked per-chip bytes of one chip over the batch grid, the capacity line, the max-batch star."""
     x = np.arange(len(d["batch"]))
-    fits = (d["per_chip_bytes"] <= d["capacity_bytes"]) & (d["batch"] <= d["max_batch"])
+    fits = (d["per_chip_bytes"] <= d["usable_bytes"]) & (d["batch"] <= d["max_batch"])
     bottom = np.zeros(len(x))
     for key, name, color in MEMORY_PARTS:
         v = d[key] / 1e9
         ax.bar(x, v, 0.75, bottom=bottom, color=color, label=name, edgecolor="white", lw=0.4)
         ax.bar(x[~fits], v[~fits], 0.75, bottom=bottom[~fits], color="none", edgecolor="0.3", hatch="///", lw=0)
         bottom += v
-    cap = d["capacity_bytes"] / 1e9
-    ax.axhline(cap, color="k", ls="--", lw=1.1, label=f"HBM capacity {sig3(cap)} GB")
+    cap = d["usable_bytes"] / 1e9
+    ax.axhline(d["capacity_bytes"] / 1e9, color="0.5", ls=":", lw=1.0, label=f"HBM {sig3(d['capacity_bytes'] / 1e9)} GB")
+    ax.axhline(cap, color="k", ls="--", lw=1.1,
+               label=f"usable {sig3(cap)} GB (gpu_memory_utilization {d['gpu_memory_utilization']:g})")
     if d["max_batch"] == 0:
-        ax.text(0.5, 0.5, "does not fit at any batch:\nweights alone exceed HBM", transform=ax.transAxes,
+        ax.text(0.5, 0.5, "does not fit at any batch:\nweights alone exceed the usable HBM", transform=ax.transAxes,
                 ha="center", va="center", fontsize=9, color="#b00000", bbox=dict(fc="white", ec="#b00000"))
     ticks = [f"{b}★" if b == d["max_batch"] else str(b) for b in d["batch"]]
     ax.set_xticks(x, ticks, fontsize=7.5, rotation=45 if len(x) > 8 else 0)
     ax.set_xlabel(f"batch (sequences per replica; ★ = max batch {d['max_batch']})" if d["max_batch"] else
                   "batch (sequences per replica; none fits)")
-    ax.set_ylim(0, max(float(bottom.max()), cap) * 1.08)
+    ax.set_ylim(0, max(float(bottom.max()), d["capacity_bytes"] / 1e9) * 1.08)
     ax.set_title(f"{d['chip']} ×{chips_per_replica}, context {tokens_label(d['context'])}", fontsize=10)
     ax.grid(True, axis="y", alpha=0.25)
 

@@ -42,8 +42,11 @@ def plot_serving(model, chip, path=None, *, concurrency=None, qps=None, dpi: int
     ax2.set(xlabel="TPOT (ms)", ylabel="output tokens/s", title="throughput vs TPOT")
     ax2.legend(fontsize=8)
     name = getattr(model, "name", model)
+    from ..efficiency import efficiency_text
+
     fig.suptitle(f"{name} on {df['chip'].iloc[0]}: continuous batching, prompt {kw.get('prompt_len', 2048)}, "
-                 f"gen {kw.get('gen_len', 256)}; efficiency {kw.get('efficiency', 'calibrated')}", fontsize=10)
+                 f"gen {kw.get('gen_len', 256)}; efficiency {efficiency_text(df['efficiency'].iloc[0], df['fit'].iloc[0])}",
+                 fontsize=10)
     fig.tight_layout()
     data = dict(load=load, ttft_s=df["ttft_s"].to_numpy(), ttft_p90_s=df["ttft_p90_s"].to_numpy(),
                 tpot_s=df["tpot_s"].to_numpy(), output_tokens_per_s=tok, knee=int(k), load_name=load_name)

@@ -24,13 +24,17 @@ def render(rows: Sequence[dict[str, Any]], fmt: str, display: Iterable[tuple[str
         w.writeheader()
         w.writerows(rows)
         return buf.getvalue().rstrip("\n")
-    from tabulate import tabulate
+    import tabulate as tb
 
     display = list(display or [(k, k, None) for k in (rows[0] if rows else {})])
     body = [[(f(r[k]) if f else r[k]) for _, k, f in display] for r in rows]
     headers = [h for h, _, _ in display]
-    return tabulate(body, headers=headers, tablefmt="pipe" if fmt == "markdown" else "simple",
-                    disable_numparse=True, colalign=_align(body, len(headers)))
+    padding, tb.MIN_PADDING = tb.MIN_PADDING, 0 if fmt == "table" else tb.MIN_PADDING  # columns as wide as
+    try:  # their widest cell (tabulate pads headers by 2 by default): terminal tables stay within 100 columns
+        return tb.tabulate(body, headers=headers, tablefmt="pipe" if fmt == "markdown" else "simple",
+                           disable_numparse=True, colalign=_align(body, len(headers)))
+    finally:
+        tb.MIN_PADDING = padding
 
 
 def _align(body, n):

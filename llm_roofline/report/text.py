@@ -34,6 +34,23 @@ def _band(est):
     return text
 
 
+def efficiency_phrase(est) -> str:
+    """The mode and the chip's fit: 'calibrated (h100-sxm fit)', 'calibrated: tpu default (uncalibrated)', 'ideal'."""
+    from ..efficiency import efficiency_text
+
+    return efficiency_text(est.efficiency_mode, est.efficiency)
+
+
+def memory_phrase(m) -> str:
+    """'72.0 GB usable (0.9 x 80.0 GB HBM)': what a MemorySummary's fit is checked against."""
+    return f"{_gb(m.usable_bytes)} usable ({m.gpu_memory_utilization:g} x {_gb(m.capacity_bytes)} HBM)"
+
+
+def per_user(est) -> str:
+    """', 142 tok/s per user' (1 / TPOT: what one user sees while decoding), '' without a decode step."""
+    return f", {sig3(est.tokens_per_s_per_user)} tok/s per user" if est.tokens_per_s_per_user else ""
+
+
 def headline(est, width: int | None = None, warn: bool = True) -> list[str]:
     """Scenario, TTFT/TPOT/e2e/throughput (and the ideal bound beside a calibrated number), memory, critical
     intensity; lines wrapped at `width` columns when given. warn: a line when it does not fit (the CLI puts
@@ -43,17 +60,17 @@ def headline(est, width: int | None = None, warn: bool = True) -> list[str]:
     if s.get("attention_dp", 1) > 1:
         layout += f" attention_dp {s['attention_dp']} moe_tp {s['moe_tp']} moe_ep {s['moe_ep']}"
     what = f"{est.model} on {est.chip} x{s['chips']} — batch {s['batch']}, prompt {s['prompt_len']}, gen {s['gen_len']}"
-    dtypes = f"weights {s['weight_dtype']}, act {s['act_dtype']}, KV {s['kv_dtype']}; efficiency: {est.efficiency}"
+    dtypes = f"weights {s['weight_dtype']}, act {s['act_dtype']}, KV {s['kv_dtype']}; efficiency: {efficiency_phrase(est)}"
     lines = (_wrap(f"{what}; {layout}", width) + _wrap(dtypes, width)) if width else [f"{what}, {layout}; {dtypes}"]
     m = est.memory
     if warn and not m.fits:
-        lines.append(f"DOES NOT FIT: {_gb(m.per_chip_bytes)} per chip needed, {_gb(m.capacity_bytes)} available "
+        lines.append(f"DOES NOT FIT: {_gb(m.per_chip_bytes)} per chip needed, {memory_phrase(m)} "
                      f"(max batch at this context: {m.max_batch}). Times below assume it did.")
     band = _band(est)
     tpot = fmt_seconds(est.tpot_s) + band("tpot_s") if est.tpot_s is not None else "— (gen_len 1)"
     lines += _wrap(f"TTFT {fmt_seconds(est.ttft_s)}{band('ttft_s')} | TPOT {tpot} | e2e {fmt_seconds(est.e2e_s)}"
                    f"{band('e2e_s')} | throughput {sig3(est.throughput_tokens_per_s)} tok/s "
-                   f"({sig3(est.throughput_tokens_per_s_per_chip)} tok/s/chip)", width)
+                   f"({sig3(est.throughput_tokens_per_s_per_chip)} tok/s/chip{per_user(est)})", width)
     if est.uncertainty:
         lines += _wrap("(p10–p90 in brackets: the held-out error of the calibrated kernel fits, wider where a fit "
                        "is borrowed)", width)
@@ -63,7 +80,7 @@ def headline(est, width: int | None = None, warn: bool = True) -> list[str]:
                        f"e2e {fmt_seconds(i['e2e_s'])} | throughput {sig3(i['throughput_tokens_per_s'])} tok/s", width)
     lines += _wrap(f"memory per chip: weights {_gb(m.per_chip_weight_bytes)} + KV {_gb(m.per_chip_kv_cache_bytes)} "
                    f"+ activations {_gb(m.per_chip_activation_bytes)} = {_gb(m.per_chip_bytes)} of "
-                   f"{_gb(m.capacity_bytes)} ({'fits' if m.fits else 'does NOT fit'}; max batch {m.max_batch})", width)
+                   f"{memory_phrase(m)}: {'fits' if m.fits else 'does NOT fit'}; max batch {m.max_batch}", width)
     c = est.critical
     lines += _wrap(f"critical intensity {sig3(c['intensity_flops_per_byte'])} FLOP/B: matmuls turn compute-bound "
                    f"above ~{sig3(c['batch_tokens'])} tokens per step", width)
