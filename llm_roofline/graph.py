@@ -170,6 +170,8 @@ class _Ctx:
 def _attention_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
     a, n, d, tp = g.attention, g.count, c.spec.d_model, c.tp
     heads = split(a.n_heads, tp, "attention heads")  # column-parallel: heads split over tp
+    if a.kv_shared:
+        return _shared_kv_attention_ops(c, g, heads)
     ops = c.before_column("attn", g.name, n)
     if a.kind == "mla":
         ops += _mla_projections(c, g, heads)
@@ -226,11 +228,8 @@ def _mla_projections(c: _Ctx, g: LayerGroup, heads: int) -> list[Op]:
 
 def _attention_cores(c: _Ctx, g: LayerGroup, heads: int) -> list[Op]:
     """The phase's attention core, plus the prompt chunk's own core in a mixed (chunked-prefill) step."""
-    cores = [_attention_core(c, g, heads, "attn.core", c.b_attn, c.q, c.phase.kv_len, c.phase.causal)]
-    if c.phase.has_chunk:  # one request's chunk (spread over the sequence groups): causal over its prefix + itself
-        cores.append(_attention_core(c, g, heads, "attn.core.chunk", 1.0 / c.sh.sequence_groups, c.phase.chunk_tokens,
-                                     c.phase.chunk_kv_len, True))
-    return cores
+    return [_attention_core(c, g, heads, "attn.core" + suffix, batch, q_len, kv_len, causal)
+            for suffix, batch, q_len, kv_len, causal in _core_parts(c)]
 
 
 def _attention_core(c: _Ctx, g: LayerGroup, heads: int, name, batch, q_len, kv_len, causal) -> Op:
@@ -263,10 +262,7 @@ def _dsa_indexer_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
     ih, idim = a.index_n_heads, a.index_head_dim
     ops = [c.gemm("attn.indexer.q_proj", g.name, n, "attn", k=a.q_lora_rank or d, n=ih * idim, style="replicated"),
            c.gemm("attn.indexer.k_proj", g.name, n, "attn", k=d, n=idim + ih, style="replicated")]
-    parts = [("", c.b_attn, c.q, c.phase.kv_len, c.phase.causal)]
-    if c.phase.has_chunk:
-        parts.append((".chunk", 1.0 / c.sh.sequence_groups, c.phase.chunk_tokens, c.phase.chunk_kv_len, True))
-    for suffix, batch, q_len, kv_len, causal in parts:
+    for suffix, batch, q_len, kv_len, causal in _core_parts(c):
         ops.append(attention(f"attn.indexer.score{suffix}", g.name, n, batch=batch, q_len=q_len, kv_len=kv_len,
                              n_heads=ih, n_kv_heads=1, qk_dim=idim, v_dim=0, kv_elems_per_token=idim,
                              kv_bytes_per_elem=c.kv_bytes, act_bytes_per_elem=c.act_bytes, causal=causal,
@@ -274,6 +270,109 @@ def _dsa_indexer_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
         keys_per_query = causal_pairs(q_len, kv_len) / q_len if causal else kv_len  # (B*q, keys) scores
         ops.append(c.pointwise(f"attn.indexer.topk{suffix}", g.name, n, rows=batch * q_len, width=keys_per_query,
                                flops_per_elem=1, reads=1, style="replicated"))
+    return ops
+
+
+# ----------------------------------------------------------------------------------- DeepSeek-V4
+def _shared_kv_attention_ops(c: _Ctx, g: LayerGroup, heads: int) -> list[Op]:
+    """DeepSeek-V4 attention: the q_a (d -> r_q) and kv (d -> hd) down-projections replicated, q_b column-parallel
+    over heads; one cached hd vector per token is key and value (its one head replicated on every chip); each query
+    attends to the last sliding_window tokens and to the compressed entries (HCA: all, CSA: its indexer's top-k);
+    the grouped output projection o_a (o_groups blocks of heads -> o_lora_rank each) column-parallel, o_b row-parallel."""
+    a, n, d, hd = g.attention, g.count, c.spec.d_model, g.attention.head_dim
+    groups = split(a.o_groups, c.tp, "output-projection groups (o_groups)")
+    ops = c.before_column("attn", g.name, n)
+    ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=a.q_lora_rank + hd, style="replicated"))
+    ops.append(c.gemm("attn.q_b_proj", g.name, n, "attn", k=a.q_lora_rank, n=heads * hd, style="column"))
+    # RMSNorm of q per head (no weights) and of kv; RoPE on the rope slice of q, kv and (inverse) of the output
+    ops.append(c.pointwise("attn.qk_norm", g.name, n, rows=c.T_attn, width=(heads + 1) * hd, flops_per_elem=4, reads=1,
+                           style="column", kind="norm"))
+    ops.append(c.pointwise("attn.rope", g.name, n, rows=c.T_attn, width=(2 * heads + 1) * a.qk_rope_head_dim,
+                           flops_per_elem=3, reads=1, style="column"))
+    ops.append(kv_write("attn.kv_write", g.name, n, tokens=c.T_attn, kv_elems_per_token=hd, act_bytes_per_elem=c.act_bytes,
+                        kv_bytes_per_elem=c.kv_bytes, **c.placed("replicated")))
+    if a.compressor:
+        ops += _compressor_ops(c, g)
+    ops += _attention_cores(c, g, heads)  # the sliding window over the uncompressed tokens
+    if a.compressor:
+        ops += _compressed_cores(c, g, heads)
+    # block-diagonal: (T, g_chip, H*hd/g) @ (g_chip, H*hd/g, r_o) -> (T, g_chip*r_o); then (T, g_chip*r_o) @ (., d)
+    ops.append(c.gemm("attn.o_a_proj", g.name, n, "attn", k=a.n_heads * hd // a.o_groups, n=a.o_lora_rank,
+                      n_matrices=groups, n_stored=groups, style="column"))
+    ops.append(c.gemm("attn.o_b_proj", g.name, n, "attn", k=groups * a.o_lora_rank, n=d, style="row"))
+    return ops
+
+
+def _compressor_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
+    """The compressed branch (replicated like the shared KV head): kv and gate projections of every token (CSA: two
+    series, and the indexer's own, with its per-head weights), pooled every `rate` tokens (softmax over the window's
+    gates, weighted sum: ~6 FLOP per projected element; the projections wait in a buffer until their window closes:
+    one write and one read), one entry of hd (+ an index key) written to the cache per `rate` tokens; CSA's indexer
+    then scores every compressed entry (index heads of index_head_dim, from the query latent) and keeps the top-k."""
+    a, n, d, cp = g.attention, g.count, c.spec.d_model, g.attention.compressor
+    hd, ih, idim = a.head_dim, cp.index_n_heads, cp.index_head_dim
+    proj = 2 * cp.series * hd + (4 * idim + ih if cp.index_topk else 0)
+    ops = [c.gemm("attn.compressor.kv_gate", g.name, n, "attn", k=d, n=proj, style="replicated"),
+           c.pointwise("attn.compressor.pool", g.name, n, rows=c.T_attn, width=proj // 2, flops_per_elem=6, reads=2,
+                       style="replicated"),
+           kv_write("attn.compressor.kv_write", g.name, n, tokens=c.T_attn / cp.rate,
+                    kv_elems_per_token=hd + (idim if cp.index_topk else 0), act_bytes_per_elem=c.act_bytes,
+                    kv_bytes_per_elem=c.kv_bytes, **c.placed("replicated"))]
+    if not cp.index_topk:
+        return ops
+    ops.append(c.gemm("attn.indexer.q_proj", g.name, n, "attn", k=a.q_lora_rank, n=ih * idim, style="replicated"))
+    for suffix, batch, q_len, kv_len, causal in _core_parts(c):
+        ops.append(attention(f"attn.indexer.score{suffix}", g.name, n, batch=batch, q_len=q_len, kv_len=kv_len,
+                             n_heads=ih, n_kv_heads=1, qk_dim=idim, v_dim=0, kv_elems_per_token=idim,
+                             kv_bytes_per_elem=c.kv_bytes, act_bytes_per_elem=c.act_bytes, causal=causal, fused=True,
+                             compute_dtype=c.compute_dtype, compress_rate=cp.rate, **c.placed("replicated")))
+        entries_per_query = (causal_pairs(q_len, kv_len) / q_len if causal else kv_len) / cp.rate
+        ops.append(c.pointwise(f"attn.indexer.topk{suffix}", g.name, n, rows=batch * q_len, width=entries_per_query,
+                               flops_per_elem=1, reads=1, style="replicated"))
+    return ops
+
+
+def _core_parts(c: _Ctx) -> list[tuple]:
+    """(name suffix, sequences, new tokens, context, causal) of the phase's attention, and of the prompt chunk's in a
+    mixed (chunked-prefill) step."""
+    parts = [("", c.b_attn, c.q, c.phase.kv_len, c.phase.causal)]
+    if c.phase.has_chunk:  # one request's chunk (spread over the sequence groups): causal over its prefix + itself
+        parts.append((".chunk", 1.0 / c.sh.sequence_groups, c.phase.chunk_tokens, c.phase.chunk_kv_len, True))
+    return parts
+
+
+def _compressed_cores(c: _Ctx, g: LayerGroup, heads: int) -> list[Op]:
+    """Attention of the chip's heads over the compressed entries (one shared hd key/value each, replicated): a query
+    at position p sees p / rate of them (HCA), at most index_topk (CSA: a window of index_topk x rate tokens)."""
+    a, cp = g.attention, g.attention.compressor
+    window = cp.index_topk * cp.rate or None
+    return [attention(f"attn.core.compressed{suffix}", g.name, g.count, batch=batch, q_len=q_len, kv_len=kv_len,
+                      n_heads=heads, n_kv_heads=1, qk_dim=a.head_dim, v_dim=a.head_dim, kv_elems_per_token=a.head_dim,
+                      kv_bytes_per_elem=c.kv_bytes, act_bytes_per_elem=c.act_bytes, causal=causal, window=window,
+                      window_label="top-k x rate", fused=c.fused, compute_dtype=c.compute_dtype,
+                      compress_rate=cp.rate, **c.placed("column"))
+            for suffix, batch, q_len, kv_len, causal in _core_parts(c)]
+
+
+def _hyper_layer_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
+    """A DeepSeek-V4 block over hc_mult residual streams (T, hc, d) (manifold-constrained hyper-connections). Before
+    attention and before the MoE: the streams RMS-normed (no weights) and projected to the (2 + hc) x hc mixing
+    weights ((T, hc*d) @ (hc*d, (2+hc)*hc), replicated; the Sinkhorn iterations on (hc, hc) are negligible), then
+    collapsed to one (T, d) input (2 FLOP per stream element). After: the output expanded onto the streams and mixed
+    with them, post * y + comb^T @ streams (2*hc + 2 FLOP per stream element), in place of the residual add."""
+    n, width = g.count, g.hc_mult * c.spec.d_model
+    ops = []
+    for part in ("attn", "ffn"):
+        ops += [c.pointwise(f"hc.{part}.norm", g.name, n, rows=c.T_attn, width=width, flops_per_elem=4, reads=1,
+                            style="sequence", kind="norm"),
+                c.gemm(f"hc.{part}.mix_proj", g.name, n, "hc", k=width, n=(2 + g.hc_mult) * g.hc_mult,
+                       style="replicated"),
+                c.pointwise(f"hc.{part}.collapse", g.name, n, rows=c.T_attn, width=width, flops_per_elem=2, reads=1,
+                            style="sequence"),
+                c.norm(f"norm.{part}", g.name, n)]
+        ops += _attention_ops(c, g) + c.after_row("attn", g.name, n) if part == "attn" else _ffn_ops(c, g) + _ffn_out(c, g)
+        ops.append(c.pointwise(f"hc.{part}.expand_mix", g.name, n, rows=c.T_attn, width=width,
+                               flops_per_elem=2 * g.hc_mult + 2, reads=2, style="sequence"))
     return ops
 
 
@@ -468,6 +567,8 @@ def _block_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
 
 
 def _layer_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
+    if g.hc_mult:
+        return _hyper_layer_ops(c, g)
     if not g.is_plain:
         return _block_ops(c, g)
     n = g.count

@@ -30,6 +30,7 @@ from ..errors import ModelConfigError, UnsupportedArchitectureError
 from .architectures import (ARCHITECTURES, BOUNDS, CONTEXT_KEYS, GEMMA4_TYPES, HIDDEN_KEYS, LAYERS_KEYS,
                             TEXT_MODEL_TYPES, UNKNOWN_ARCHITECTURE, Architecture)
 from .config_files import locate, read_json, shipped_index
+from .deepseek_v4 import deepseek_v4_groups
 from .hybrid import HYBRID_TYPES, hybrid_groups
 from .layers import (attention_spec, ffn_spec, gemma4_ffn, gemma4_global_attention, gemma4_moe_layers, group_layers,
                      layer_d_ffs, layer_indexers, layer_kv_heads, layer_noops, layer_ropes, layer_windows,
@@ -119,8 +120,11 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
     n_layers = r.dim(*LAYERS_KEYS, fallback=_layers_from_list(r))
     vocab = r.dim("vocab_size")
     positions = _learned_positions(r, arch, d_model)
+    head_params = 0
     if model_type in HYBRID_TYPES:  # recurrent mixers (Mamba-2, Gated DeltaNet) with or without attention
         groups = hybrid_groups(r, arch, model_type, d_model, n_layers)
+    elif model_type == "deepseek_v4":  # compressed sparse attention, hyper-connections
+        groups, head_params = deepseek_v4_groups(r, d_model, n_layers)
     else:
         groups = group_layers(_layers(r, arch, model_type, d_model, n_layers), parallel_block(r, arch),
                               norms_per_block(r, arch, model_type))
@@ -142,6 +146,7 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
         quantized_families=families,
         model_type=model_type,
         source=source,
+        head_params=head_params,
     )
 
 

@@ -21,6 +21,8 @@ READ_HYBRID_KEYS = {
                               "qwen3_5_text", "qwen3_5_moe_text", "minimax", "lfm2", "lfm2_moe", "falcon_h1",
                               "granitemoehybrid")},
     **{t: ("index_topk", "index_n_heads", "index_head_dim") for t in ("deepseek_v32", "glm_moe_dsa")},
+    "deepseek_v4": ("index_topk", "index_n_heads", "index_head_dim", "compress_ratios", "compress_rates", "hc_mult",
+                    "hc_sinkhorn_iters"),
 }
 _TOWER_KEYS = ("vision_config", "audio_config", "speech_config", "vision_tower_config")
 
