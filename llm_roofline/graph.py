@@ -181,7 +181,7 @@ def _attention_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
         # (T, d) @ (d, H*hd + KV*hd + KV*vd) -> fused q, k, v
         q_width = heads * a.head_dim * (2 if a.output_gate else 1)  # Qwen3-Next: q_proj also yields the output gate
         v_width = 0 if a.value_is_key else kvh * a.v_head_dim  # Gemma-4 attention_k_eq_v: V = K, no v_proj
-        ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=q_width + kvh * a.head_dim + v_width,
+        ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=a.input_width or d, n=q_width + kvh * a.head_dim + v_width,
                           style="column", bias=a.qkv_bias))
         rope_dim, kv_rope_heads = a.head_dim, kvh
     if a.qk_norm:
@@ -275,10 +275,9 @@ def _dsa_indexer_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
 
 # ----------------------------------------------------------------------------------- DeepSeek-V4
 def _shared_kv_attention_ops(c: _Ctx, g: LayerGroup, heads: int) -> list[Op]:
-    """DeepSeek-V4 attention: the q_a (d -> r_q) and kv (d -> hd) down-projections replicated, q_b column-parallel
-    over heads; one cached hd vector per token is key and value (its one head replicated on every chip); each query
-    attends to the last sliding_window tokens and to the compressed entries (HCA: all, CSA: its indexer's top-k);
-    the grouped output projection o_a (o_groups blocks of heads -> o_lora_rank each) column-parallel, o_b row-parallel."""
+    """DeepSeek-V4: q_a (d -> r_q) and kv (d -> hd) replicated, q_b column-parallel; one cached hd vector per token is
+    key and value (replicated); queries attend to the last sliding_window tokens and the compressed entries (HCA: all,
+    CSA: the indexer's top-k); grouped o_a (o_groups blocks -> o_lora_rank) column-parallel, o_b row-parallel."""
     a, n, d, hd = g.attention, g.count, c.spec.d_model, g.attention.head_dim
     groups = split(a.o_groups, c.tp, "output-projection groups (o_groups)")
     ops = c.before_column("attn", g.name, n)
@@ -304,11 +303,9 @@ def _shared_kv_attention_ops(c: _Ctx, g: LayerGroup, heads: int) -> list[Op]:
 
 
 def _compressor_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
-    """The compressed branch (replicated like the shared KV head): kv and gate projections of every token (CSA: two
-    series, and the indexer's own, with its per-head weights), pooled every `rate` tokens (softmax over the window's
-    gates, weighted sum: ~6 FLOP per projected element; the projections wait in a buffer until their window closes:
-    one write and one read), one entry of hd (+ an index key) written to the cache per `rate` tokens; CSA's indexer
-    then scores every compressed entry (index heads of index_head_dim, from the query latent) and keeps the top-k."""
+    """The compressed branch (replicated, like the KV head): kv and gate of every token (CSA: two series, plus the
+    indexer's and its head weights), buffered (one write, one read) and pooled per `rate` tokens (~6 FLOP per element),
+    one hd entry (+ index key) cached per `rate` tokens; CSA's indexer scores every entry and keeps the top-k."""
     a, n, d, cp = g.attention, g.count, c.spec.d_model, g.attention.compressor
     hd, ih, idim = a.head_dim, cp.index_n_heads, cp.index_head_dim
     proj = 2 * cp.series * hd + (4 * idim + ih if cp.index_topk else 0)
@@ -333,8 +330,7 @@ def _compressor_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
 
 
 def _core_parts(c: _Ctx) -> list[tuple]:
-    """(name suffix, sequences, new tokens, context, causal) of the phase's attention, and of the prompt chunk's in a
-    mixed (chunked-prefill) step."""
+    """(suffix, sequences, new tokens, context, causal) of the phase's attention, and of a mixed step's prompt chunk."""
     parts = [("", c.b_attn, c.q, c.phase.kv_len, c.phase.causal)]
     if c.phase.has_chunk:  # one request's chunk (spread over the sequence groups): causal over its prefix + itself
         parts.append((".chunk", 1.0 / c.sh.sequence_groups, c.phase.chunk_tokens, c.phase.chunk_kv_len, True))
@@ -342,8 +338,8 @@ def _core_parts(c: _Ctx) -> list[tuple]:
 
 
 def _compressed_cores(c: _Ctx, g: LayerGroup, heads: int) -> list[Op]:
-    """Attention of the chip's heads over the compressed entries (one shared hd key/value each, replicated): a query
-    at position p sees p / rate of them (HCA), at most index_topk (CSA: a window of index_topk x rate tokens)."""
+    """The chip's heads over the compressed entries (one hd key = value each): a query at position p sees p / rate of
+    them (HCA), at most index_topk (CSA: a window of index_topk x rate tokens)."""
     a, cp = g.attention, g.attention.compressor
     window = cp.index_topk * cp.rate or None
     return [attention(f"attn.core.compressed{suffix}", g.name, g.count, batch=batch, q_len=q_len, kv_len=kv_len,
@@ -355,11 +351,9 @@ def _compressed_cores(c: _Ctx, g: LayerGroup, heads: int) -> list[Op]:
 
 
 def _hyper_layer_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
-    """A DeepSeek-V4 block over hc_mult residual streams (T, hc, d) (manifold-constrained hyper-connections). Before
-    attention and before the MoE: the streams RMS-normed (no weights) and projected to the (2 + hc) x hc mixing
-    weights ((T, hc*d) @ (hc*d, (2+hc)*hc), replicated; the Sinkhorn iterations on (hc, hc) are negligible), then
-    collapsed to one (T, d) input (2 FLOP per stream element). After: the output expanded onto the streams and mixed
-    with them, post * y + comb^T @ streams (2*hc + 2 FLOP per stream element), in place of the residual add."""
+    """DeepSeek-V4 block over hc_mult residual streams (T, hc, d). Before attention and the MoE: the streams RMS-normed,
+    projected to (2+hc) x hc mixing weights ((T, hc*d) @ (hc*d, (2+hc)*hc); Sinkhorn on (hc, hc) negligible), collapsed to
+    (T, d); after: post * y + comb^T @ streams (2*hc + 2 FLOP per stream element) in place of the residual add."""
     n, width = g.count, g.hc_mult * c.spec.d_model
     ops = []
     for part in ("attn", "ffn"):
@@ -566,7 +560,27 @@ def _block_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
     return ops
 
 
+def _shared_block_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
+    """A Zamba2 shared transformer block, run at each of its g.count layers: the hidden state concatenated with the
+    embeddings (T, 2d), RMSNorm, attention from 2d (o_proj back to d), RMSNorm, gated MLP; then that layer's own
+    matrices (LoRA adapters added to q/k/v or gate_up, and the linear projection), its output added to the input of
+    the layer's Mamba block. Every run reads the block's weights; the checkpoint stores g.shared_copies of them, so each
+    run's ops carry that share of the stored bytes (memory.py sums op.stored_bytes x count)."""
+    n, w = g.count, g.attention.input_width
+    norm_w = w * c.native_bytes
+    ops = [c.pointwise(name, g.name, n, rows=c.T_attn, width=w, flops_per_elem=f, reads=1, style="sequence", **kw)
+           for name, f, kw in (("shared.concat", 0, {}), ("norm.attn", 4, dict(weight_bytes=norm_w, stored_bytes=norm_w,
+                                                                               kind="norm")))]
+    ops += _attention_ops(c, g) + c.after_row("attn", g.name, n) + [c.norm("norm.ffn", g.name, n)]
+    ops = [replace(op, stored_bytes=op.stored_bytes * g.shared_copies / n) for op in ops + _ffn_ops(c, g)]
+    ops += [c.gemm(m.name, g.name, n, m.family, k=m.k, n=m.n, n_matrices=m.count, n_stored=m.count, style="replicated")
+            for m in g.per_layer]
+    return ops + _ffn_out(c, g) + [c.residual(g.name, n)]
+
+
 def _layer_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
+    if g.shared_copies:
+        return _shared_block_ops(c, g)
     if g.hc_mult:
         return _hyper_layer_ops(c, g)
     if not g.is_plain:

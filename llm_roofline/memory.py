@@ -60,11 +60,13 @@ def weight_bytes_by_family(spec: ModelSpec, weight_dtype: str | None = None) -> 
     def add(family: str, nbytes: float) -> None:
         out[family] = out.get(family, 0.0) + nbytes
 
-    for g in spec.layer_groups:
+    for g in spec.layer_groups:  # a shared block (Zamba2) is stored g.copies times, its per-layer matrices g.count
         for m in g.mixing_matrices(spec.d_model) + g.ffn.weight_matrices(spec.d_model):
+            add(m.family, g.copies * _matrix_bytes(spec, m, weight_dtype))
+        for m in g.per_layer:
             add(m.family, g.count * _matrix_bytes(spec, m, weight_dtype))
-        add("attn", g.count * g.mixing_extra_params() * native_bytes)
-        add("norm", g.count * g.norms * spec.norm_params() * native_bytes)
+        add("attn", g.copies * g.mixing_extra_params() * native_bytes)
+        add("norm", g.copies * g.norms * spec.norm_params() * native_bytes)
     for m in spec.embedding_matrices():
         add(m.family, _matrix_bytes(spec, m, weight_dtype))
     add("embed", spec.learned_positions * spec.d_model * native_bytes)

@@ -39,6 +39,7 @@ from .reader import ConfigReader, check_head_counts
 from .scope import check_unread_keys, model_type_of, reject_unsupported, text_part
 from .spec import AttentionSpec, FfnSpec, ModelSpec
 from .weights import native_dtype, quantization
+from .zamba import zamba2_groups
 
 
 # ============================================================================ public API
@@ -125,6 +126,8 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
         groups = hybrid_groups(r, arch, model_type, d_model, n_layers)
     elif model_type == "deepseek_v4":  # compressed sparse attention, hyper-connections
         groups, head_params = deepseek_v4_groups(r, d_model, n_layers)
+    elif model_type == "zamba2":  # Mamba-2 blocks and shared transformer blocks
+        groups = zamba2_groups(r, d_model, n_layers)
     else:
         groups = group_layers(_layers(r, arch, model_type, d_model, n_layers), parallel_block(r, arch),
                               norms_per_block(r, arch, model_type))

@@ -115,6 +115,7 @@ class AttentionSpec:
     o_groups: int = 0
     o_lora_rank: int = 0
     compressor: CompressorSpec | None = None
+    input_width: int = 0  # width of q/k/v's input when it is not d_model (Zamba: hidden state + embeddings, 2 x d)
 
     def __post_init__(self):
         _check_kind("AttentionSpec", self.kind, ATTENTION_KINDS)
@@ -157,7 +158,8 @@ class AttentionSpec:
         if self.kv_shared:
             return self._shared_kv_matrices(d_model)
         q_width = h * hd * (2 if self.output_gate else 1)  # the output gate rides in q_proj
-        return [Matrix("attn.qkv_proj", d_model, q_width + kv * hd + self.v_proj_heads * vd, self.qkv_bias),
+        return [Matrix("attn.qkv_proj", self.input_width or d_model, q_width + kv * hd + self.v_proj_heads * vd,
+                       self.qkv_bias),
                 Matrix("attn.o_proj", h * vd, d_model, self.o_bias)]
 
     def _shared_kv_matrices(self, d: int) -> list[Matrix]:
@@ -353,6 +355,18 @@ class LayerGroup:
     norms: int = 2  # norm layers per block (Gemma-2/3: 4, parallel blocks: 1 or 2)
     mixer: MixerSpec | None = None  # a recurrent mixer (SSM / linear attention) in place of attention
     hc_mult: int = 0  # DeepSeek-V4 hyper-connections: hc_mult residual streams, mixed before and after each sub-block
+    # A shared block (Zamba2): its weights are stored shared_copies times and run at each of the count layers (0: one
+    # copy per layer); per_layer: the matrices each of those layers holds on its own (LoRA adapters, a projection)
+    shared_copies: int = 0
+    per_layer: tuple[Matrix, ...] = ()
+
+    @property
+    def copies(self) -> int:
+        """Copies of the block's weights the checkpoint stores: one per layer, or those of a shared block."""
+        return self.shared_copies or self.count
+
+    def per_layer_params(self) -> int:
+        return sum(m.params for m in self.per_layer)
 
     @property
     def is_plain(self) -> bool:
@@ -433,7 +447,7 @@ class ModelSpec:
         return sum(m.params for m in mats) + group.mixing_extra_params() + group.norms * self.norm_params()
 
     def _params(self, active: bool) -> int:
-        body = sum(g.count * self.layer_params(g, active) for g in self.layer_groups)
+        body = sum(g.copies * self.layer_params(g, active) + g.count * g.per_layer_params() for g in self.layer_groups)
         emb = sum(m.params for m in self.embedding_matrices())
         return body + emb + self.norm_params() + self.learned_positions * self.d_model + self.head_params
 
