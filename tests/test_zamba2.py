@@ -44,6 +44,7 @@ def test_zamba2_2_7b_counts_shared_blocks_once():
     assert m.params_total == ZAMBA2_2_7B == 2_662_214_560  # = transformers meta count
     assert [(g.name, g.count, g.copies) for g in m.layer_groups] == [("mamba2", 54, 54),
                                                                      ("shared.attention.dense", 9, 2)]
+    assert m.n_layers == 54  # the shared block runs inside 9 of them
     # bf16: the weights held are 2 bytes per parameter (shared blocks once) ...
     assert weight_bytes(m) == 2 * ZAMBA2_2_7B
     ops = build_ops(m, Phase.decode(1, 1000))

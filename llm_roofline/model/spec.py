@@ -411,7 +411,8 @@ class ModelSpec:
     # ------------------------------------------------------------------ structure
     @property
     def n_layers(self) -> int:
-        return sum(g.count for g in self.layer_groups)
+        """Decoder layers; a shared block (Zamba2) runs inside the layers it serves, not as layers of its own."""
+        return sum(g.count for g in self.layer_groups if not g.shared_copies)
 
     @property
     def is_moe(self) -> bool:
