@@ -255,7 +255,6 @@ def test_unread_structural_keys_are_named_or_refused():
 
 # ------------------------------------------------------------------------------ refused, with a reason
 @pytest.mark.parametrize("cfg, words", [
-    (tiny(model_type="zamba"), ["zamba", "shared transformer blocks"]),  # Zamba2 is read: test_zamba2.py
     (tiny(model_type="some_ssm", mamba_d_state=16), ["mamba_d_state"]),
     (tiny(model_type="deepseek_v3", index_topk=2048, index_n_heads=64), ["index_topk", "deepseek_v3"]),
     # DeepSeek-V4-Flash's keys under another model_type (deepseek_v4 itself is read: test_deepseek_v4.py) (its hub config: compress_ratios per layer)

@@ -105,3 +105,23 @@ def test_decode_sum_is_exact_for_the_shared_blocks():
         for s in score_ops(build_ops(spec, Phase.decode(batch, prompt + j)), chip):
             steps += float(np.maximum(s.t_compute_s, s.t_memory_s) + s.t_comm_s) * s.op.count
     assert est.e2e_s - est.ttft_s == pytest.approx(steps, rel=1e-12)
+
+
+# ------------------------------------------------------------------------------ Zamba (v1)
+def test_zamba_v1_default_config_by_hand():
+    # transformers' ZambaConfig() defaults (Zamba-7B-v1's shape; no real config file was found): d 3712, 76 layers.
+    # Mamba block (inner 7424, state 16, dt rank ceil(3712 / 16) = 232, conv 4): in_proj 3712 x 14,848 = 55,115,776;
+    #   conv 7424 x 4 + 7424; x_proj 7424 x (232 + 32) = 1,959,936; dt_proj 232 x 7424 + 7424 = 1,729,792;
+    #   A 7424 x 16 = 118,784; D 7424; out_proj 7424 x 3712 = 27,557,888; norm 3712 -> 86,530,432
+    # one shared block: q, k, v 3 x 7424 x 7424 (16 heads of 464 from 2 x 3712); o 7424 x 3712; gated MLP
+    #   3 x 3712 x 14,848; norms 7424 + 3712 -> 358,263,680
+    # 13 hybrid layers (layer 2, then i % 6 == 4 over the other 73): linear 3712 x 3712 each;
+    # tied embedding 32,000 x 3712; final norm 3712
+    m = spec_from_config({"model_type": "zamba"})
+    expected = 76 * 86_530_432 + 358_263_680 + 13 * 3712 * 3712 + 32_000 * 3712 + 3712
+    assert m.params_total == expected == 7_232_490_496  # = transformers meta count of ZambaConfig()
+    assert [(g.name, g.count, g.copies) for g in m.layer_groups] == [("mamba1", 76, 76), ("shared.attention.dense", 13, 1)]
+    assert m.n_layers == 76
+    # KV: 13 layers x 2 x 16 heads x 464 x 2 B; state per sequence: 76 x (7424 x 16 x 2 B + 3 x 7424 x 2 B)
+    assert kv_bytes_per_token(m) == 13 * 2 * 16 * 464 * 2
+    assert state_bytes_per_sequence(m) == 76 * (7424 * 16 * 2 + 3 * 7424 * 2)

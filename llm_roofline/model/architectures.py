@@ -183,6 +183,12 @@ ARCHITECTURES: dict[str, Architecture] = {
                                         "mamba_expand": 2, "mamba_ngroups": 1, "n_mamba_heads": 8, "chunk_size": 256,
                                         "num_attention_heads": 32, "num_mem_blocks": 1, "adapter_rank": 128,
                                         "max_position_embeddings": 4096, "hidden_act": "gelu"}),
+    # Zamba (configuration_zamba.py; read by zamba.py): multi-head Mamba-1 blocks, one shared transformer block.
+    "zamba": replace(_LLAMA, defaults={"tie_word_embeddings": True, "vocab_size": 32000, "hidden_size": 3712,
+                                       "intermediate_size": 14848, "num_hidden_layers": 76, "num_attention_heads": 16,
+                                       "num_key_value_heads": 16, "n_mamba_heads": 2, "mamba_d_state": 16,
+                                       "mamba_d_conv": 4, "mamba_expand": 2, "max_position_embeddings": 4096,
+                                       "hidden_act": "gelu"}),
     # GLM-5 (configuration_glm_moe_dsa.py): DeepSeek-V3.2's MLA + DSA and MoE; indexer_types 'shared' layers reuse the
     # previous 'full' layer's top-k selection (no indexer of their own, no index-key cache).
     "glm_moe_dsa": replace(_LLAMA, router_bias=True,
@@ -289,10 +295,10 @@ MIXER_WIDTH_KEYS = ("state_size", "ssm_state_size", "mamba_head_dim", "conv_kern
                     "mamba_d_state", "mamba_d_head", "mamba_dt_rank", "time_step_rank", "block_size", "block_ff_dim",
                     "block_multiple_of", "mamba_d_ssm",
                     "mamba_chunk_size", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim",
-                    "index_topk", "index_head_dim", "o_lora_rank", "hc_mult", "adapter_rank")
+                    "index_topk", "index_head_dim", "o_lora_rank", "hc_mult", "adapter_rank", "attention_hidden_size")
 MIXER_HEAD_KEYS = ("num_heads", "mamba_num_heads", "mamba_n_heads", "n_groups", "mamba_n_groups", "linear_num_key_heads",
                    "linear_num_value_heads", "index_n_heads", "o_groups", "n_mamba_heads", "mamba_ngroups",
-                   "num_mem_blocks")
+                   "num_mem_blocks", "attention_head_dim")
 FFN_SIZE_KEYS = ("intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size", "moe_intermediate_size",
                  "shared_expert_intermediate_size", "intermediate_size_mlp")
 
@@ -334,8 +340,6 @@ ENCODER_ONLY_TYPES = ("bert", "roberta", "xlm-roberta", "deberta", "deberta-v2",
                       "electra", "modernbert")
 # model_type -> why the operator graph cannot represent it (recurrent state, linear attention, sparse attention).
 REFUSED_TYPES = {
-    # Zamba (v1): one shared transformer block over a Mamba-1-style backbone of its own (zamba2 is read: zamba.py)
-    "zamba": "shared transformer blocks over Zamba-1's Mamba backbone (attn_layer_period / attn_layer_offset)",
     "plamo2": "hybrid attention + state-space layers",
     **{t: "recurrent layers" for t in ("rwkv", "rwkv6", "rwkv7", "recurrent_gemma", "xlstm")},
     "moshi": "a speech model (depth decoder over audio codebooks)",
