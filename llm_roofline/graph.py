@@ -170,6 +170,8 @@ class _Ctx:
 def _attention_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
     a, n, d, tp = g.attention, g.count, c.spec.d_model, c.tp
     heads = split(a.n_heads, tp, "attention heads")  # column-parallel: heads split over tp
+    if a.kv_shared:
+        return _shared_kv_attention_ops(c, g, heads)
     ops = c.before_column("attn", g.name, n)
     if a.kind == "mla":
         ops += _mla_projections(c, g, heads)
@@ -179,7 +181,7 @@ def _attention_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
         # (T, d) @ (d, H*hd + KV*hd + KV*vd) -> fused q, k, v
         q_width = heads * a.head_dim * (2 if a.output_gate else 1)  # Qwen3-Next: q_proj also yields the output gate
         v_width = 0 if a.value_is_key else kvh * a.v_head_dim  # Gemma-4 attention_k_eq_v: V = K, no v_proj
-        ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=q_width + kvh * a.head_dim + v_width,
+        ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=a.input_width or d, n=q_width + kvh * a.head_dim + v_width,
                           style="column", bias=a.qkv_bias))
         rope_dim, kv_rope_heads = a.head_dim, kvh
     if a.qk_norm:
@@ -226,11 +228,8 @@ def _mla_projections(c: _Ctx, g: LayerGroup, heads: int) -> list[Op]:
 
 def _attention_cores(c: _Ctx, g: LayerGroup, heads: int) -> list[Op]:
     """The phase's attention core, plus the prompt chunk's own core in a mixed (chunked-prefill) step."""
-    cores = [_attention_core(c, g, heads, "attn.core", c.b_attn, c.q, c.phase.kv_len, c.phase.causal)]
-    if c.phase.has_chunk:  # one request's chunk (spread over the sequence groups): causal over its prefix + itself
-        cores.append(_attention_core(c, g, heads, "attn.core.chunk", 1.0 / c.sh.sequence_groups, c.phase.chunk_tokens,
-                                     c.phase.chunk_kv_len, True))
-    return cores
+    return [_attention_core(c, g, heads, "attn.core" + suffix, batch, q_len, kv_len, causal)
+            for suffix, batch, q_len, kv_len, causal in _core_parts(c)]
 
 
 def _attention_core(c: _Ctx, g: LayerGroup, heads: int, name, batch, q_len, kv_len, causal) -> Op:
@@ -263,10 +262,7 @@ def _dsa_indexer_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
     ih, idim = a.index_n_heads, a.index_head_dim
     ops = [c.gemm("attn.indexer.q_proj", g.name, n, "attn", k=a.q_lora_rank or d, n=ih * idim, style="replicated"),
            c.gemm("attn.indexer.k_proj", g.name, n, "attn", k=d, n=idim + ih, style="replicated")]
-    parts = [("", c.b_attn, c.q, c.phase.kv_len, c.phase.causal)]
-    if c.phase.has_chunk:
-        parts.append((".chunk", 1.0 / c.sh.sequence_groups, c.phase.chunk_tokens, c.phase.chunk_kv_len, True))
-    for suffix, batch, q_len, kv_len, causal in parts:
+    for suffix, batch, q_len, kv_len, causal in _core_parts(c):
         ops.append(attention(f"attn.indexer.score{suffix}", g.name, n, batch=batch, q_len=q_len, kv_len=kv_len,
                              n_heads=ih, n_kv_heads=1, qk_dim=idim, v_dim=0, kv_elems_per_token=idim,
                              kv_bytes_per_elem=c.kv_bytes, act_bytes_per_elem=c.act_bytes, causal=causal,
@@ -274,6 +270,103 @@ def _dsa_indexer_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
         keys_per_query = causal_pairs(q_len, kv_len) / q_len if causal else kv_len  # (B*q, keys) scores
         ops.append(c.pointwise(f"attn.indexer.topk{suffix}", g.name, n, rows=batch * q_len, width=keys_per_query,
                                flops_per_elem=1, reads=1, style="replicated"))
+    return ops
+
+
+# ----------------------------------------------------------------------------------- DeepSeek-V4
+def _shared_kv_attention_ops(c: _Ctx, g: LayerGroup, heads: int) -> list[Op]:
+    """DeepSeek-V4: q_a (d -> r_q) and kv (d -> hd) replicated, q_b column-parallel; one cached hd vector per token is
+    key and value (replicated); queries attend to the last sliding_window tokens and the compressed entries (HCA: all,
+    CSA: the indexer's top-k); grouped o_a (o_groups blocks -> o_lora_rank) column-parallel, o_b row-parallel."""
+    a, n, d, hd = g.attention, g.count, c.spec.d_model, g.attention.head_dim
+    groups = split(a.o_groups, c.tp, "output-projection groups (o_groups)")
+    ops = c.before_column("attn", g.name, n)
+    ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=a.q_lora_rank + hd, style="replicated"))
+    ops.append(c.gemm("attn.q_b_proj", g.name, n, "attn", k=a.q_lora_rank, n=heads * hd, style="column"))
+    # RMSNorm of q per head (no weights) and of kv; RoPE on the rope slice of q, kv and (inverse) of the output
+    ops.append(c.pointwise("attn.qk_norm", g.name, n, rows=c.T_attn, width=(heads + 1) * hd, flops_per_elem=4, reads=1,
+                           style="column", kind="norm"))
+    ops.append(c.pointwise("attn.rope", g.name, n, rows=c.T_attn, width=(2 * heads + 1) * a.qk_rope_head_dim,
+                           flops_per_elem=3, reads=1, style="column"))
+    ops.append(kv_write("attn.kv_write", g.name, n, tokens=c.T_attn, kv_elems_per_token=hd, act_bytes_per_elem=c.act_bytes,
+                        kv_bytes_per_elem=c.kv_bytes, **c.placed("replicated")))
+    if a.compressor:
+        ops += _compressor_ops(c, g)
+    ops += _attention_cores(c, g, heads)  # the sliding window over the uncompressed tokens
+    if a.compressor:
+        ops += _compressed_cores(c, g, heads)
+    # block-diagonal: (T, g_chip, H*hd/g) @ (g_chip, H*hd/g, r_o) -> (T, g_chip*r_o); then (T, g_chip*r_o) @ (., d)
+    ops.append(c.gemm("attn.o_a_proj", g.name, n, "attn", k=a.n_heads * hd // a.o_groups, n=a.o_lora_rank,
+                      n_matrices=groups, n_stored=groups, style="column"))
+    ops.append(c.gemm("attn.o_b_proj", g.name, n, "attn", k=groups * a.o_lora_rank, n=d, style="row"))
+    return ops
+
+
+def _compressor_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
+    """The compressed branch (replicated, like the KV head): kv and gate of every token (CSA: two series, plus the
+    indexer's and its head weights), buffered (one write, one read) and pooled per `rate` tokens (~6 FLOP per element),
+    one hd entry (+ index key) cached per `rate` tokens; CSA's indexer scores every entry and keeps the top-k."""
+    a, n, d, cp = g.attention, g.count, c.spec.d_model, g.attention.compressor
+    hd, ih, idim = a.head_dim, cp.index_n_heads, cp.index_head_dim
+    proj = 2 * cp.series * hd + (4 * idim + ih if cp.index_topk else 0)
+    ops = [c.gemm("attn.compressor.kv_gate", g.name, n, "attn", k=d, n=proj, style="replicated"),
+           c.pointwise("attn.compressor.pool", g.name, n, rows=c.T_attn, width=proj // 2, flops_per_elem=6, reads=2,
+                       style="replicated"),
+           kv_write("attn.compressor.kv_write", g.name, n, tokens=c.T_attn / cp.rate,
+                    kv_elems_per_token=hd + (idim if cp.index_topk else 0), act_bytes_per_elem=c.act_bytes,
+                    kv_bytes_per_elem=c.kv_bytes, **c.placed("replicated"))]
+    if not cp.index_topk:
+        return ops
+    ops.append(c.gemm("attn.indexer.q_proj", g.name, n, "attn", k=a.q_lora_rank, n=ih * idim, style="replicated"))
+    for suffix, batch, q_len, kv_len, causal in _core_parts(c):
+        ops.append(attention(f"attn.indexer.score{suffix}", g.name, n, batch=batch, q_len=q_len, kv_len=kv_len,
+                             n_heads=ih, n_kv_heads=1, qk_dim=idim, v_dim=0, kv_elems_per_token=idim,
+                             kv_bytes_per_elem=c.kv_bytes, act_bytes_per_elem=c.act_bytes, causal=causal, fused=True,
+                             compute_dtype=c.compute_dtype, compress_rate=cp.rate, **c.placed("replicated")))
+        entries_per_query = (causal_pairs(q_len, kv_len) / q_len if causal else kv_len) / cp.rate
+        ops.append(c.pointwise(f"attn.indexer.topk{suffix}", g.name, n, rows=batch * q_len, width=entries_per_query,
+                               flops_per_elem=1, reads=1, style="replicated"))
+    return ops
+
+
+def _core_parts(c: _Ctx) -> list[tuple]:
+    """(suffix, sequences, new tokens, context, causal) of the phase's attention, and of a mixed step's prompt chunk."""
+    parts = [("", c.b_attn, c.q, c.phase.kv_len, c.phase.causal)]
+    if c.phase.has_chunk:  # one request's chunk (spread over the sequence groups): causal over its prefix + itself
+        parts.append((".chunk", 1.0 / c.sh.sequence_groups, c.phase.chunk_tokens, c.phase.chunk_kv_len, True))
+    return parts
+
+
+def _compressed_cores(c: _Ctx, g: LayerGroup, heads: int) -> list[Op]:
+    """The chip's heads over the compressed entries (one hd key = value each): a query at position p sees p / rate of
+    them (HCA), at most index_topk (CSA: a window of index_topk x rate tokens)."""
+    a, cp = g.attention, g.attention.compressor
+    window = cp.index_topk * cp.rate or None
+    return [attention(f"attn.core.compressed{suffix}", g.name, g.count, batch=batch, q_len=q_len, kv_len=kv_len,
+                      n_heads=heads, n_kv_heads=1, qk_dim=a.head_dim, v_dim=a.head_dim, kv_elems_per_token=a.head_dim,
+                      kv_bytes_per_elem=c.kv_bytes, act_bytes_per_elem=c.act_bytes, causal=causal, window=window,
+                      window_label="top-k x rate", fused=c.fused, compute_dtype=c.compute_dtype,
+                      compress_rate=cp.rate, **c.placed("column"))
+            for suffix, batch, q_len, kv_len, causal in _core_parts(c)]
+
+
+def _hyper_layer_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
+    """DeepSeek-V4 block over hc_mult residual streams (T, hc, d). Before attention and the MoE: the streams RMS-normed,
+    projected to (2+hc) x hc mixing weights ((T, hc*d) @ (hc*d, (2+hc)*hc); Sinkhorn on (hc, hc) negligible), collapsed to
+    (T, d); after: post * y + comb^T @ streams (2*hc + 2 FLOP per stream element) in place of the residual add."""
+    n, width = g.count, g.hc_mult * c.spec.d_model
+    ops = []
+    for part in ("attn", "ffn"):
+        ops += [c.pointwise(f"hc.{part}.norm", g.name, n, rows=c.T_attn, width=width, flops_per_elem=4, reads=1,
+                            style="sequence", kind="norm"),
+                c.gemm(f"hc.{part}.mix_proj", g.name, n, "hc", k=width, n=(2 + g.hc_mult) * g.hc_mult,
+                       style="replicated"),
+                c.pointwise(f"hc.{part}.collapse", g.name, n, rows=c.T_attn, width=width, flops_per_elem=2, reads=1,
+                            style="sequence"),
+                c.norm(f"norm.{part}", g.name, n)]
+        ops += _attention_ops(c, g) + c.after_row("attn", g.name, n) if part == "attn" else _ffn_ops(c, g) + _ffn_out(c, g)
+        ops.append(c.pointwise(f"hc.{part}.expand_mix", g.name, n, rows=c.T_attn, width=width,
+                               flops_per_elem=2 * g.hc_mult + 2, reads=2, style="sequence"))
     return ops
 
 
@@ -467,7 +560,29 @@ def _block_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
     return ops
 
 
+def _shared_block_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
+    """A Zamba2 shared transformer block, run at each of its g.count layers: the hidden state concatenated with the
+    embeddings (T, 2d), RMSNorm, attention from 2d (o_proj back to d), RMSNorm, gated MLP; then that layer's own
+    matrices (LoRA adapters added to q/k/v or gate_up, and the linear projection), its output added to the input of
+    the layer's Mamba block. Every run reads the block's weights; the checkpoint stores g.shared_copies of them, so each
+    run's ops carry that share of the stored bytes (memory.py sums op.stored_bytes x count)."""
+    n, w = g.count, g.attention.input_width
+    norm_w = w * c.native_bytes
+    ops = [c.pointwise(name, g.name, n, rows=c.T_attn, width=w, flops_per_elem=f, reads=1, style="sequence", **kw)
+           for name, f, kw in (("shared.concat", 0, {}), ("norm.attn", 4, dict(weight_bytes=norm_w, stored_bytes=norm_w,
+                                                                               kind="norm")))]
+    ops += _attention_ops(c, g) + c.after_row("attn", g.name, n) + [c.norm("norm.ffn", g.name, n)]
+    ops = [replace(op, stored_bytes=op.stored_bytes * g.shared_copies / n) for op in ops + _ffn_ops(c, g)]
+    ops += [c.gemm(m.name, g.name, n, m.family, k=m.k, n=m.n, n_matrices=m.count, n_stored=m.count, style="replicated")
+            for m in g.per_layer]
+    return ops + _ffn_out(c, g) + [c.residual(g.name, n)]
+
+
 def _layer_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
+    if g.shared_copies:
+        return _shared_block_ops(c, g)
+    if g.hc_mult:
+        return _hyper_layer_ops(c, g)
     if not g.is_plain:
         return _block_ops(c, g)
     n = g.count

@@ -70,15 +70,19 @@ def weight_bytes_by_family(spec: ModelSpec, weight_dtype: str | None = None) -> 
     def add(family: str, nbytes: float) -> None:
         out[family] = out.get(family, 0.0) + nbytes
 
-    for g in spec.layer_groups:
+    for g in spec.layer_groups:  # a shared block (Zamba2) is stored g.copies times, its per-layer matrices g.count
         for m in g.mixing_matrices(spec.d_model) + g.ffn.weight_matrices(spec.d_model):
+            add(m.family, g.copies * _matrix_bytes(spec, m, weight_dtype))
+        for m in g.per_layer:
             add(m.family, g.count * _matrix_bytes(spec, m, weight_dtype))
-        add("attn", g.count * g.mixing_extra_params() * native_bytes)
-        add("norm", g.count * g.norms * spec.norm_params() * native_bytes)
+        add("attn", g.copies * g.mixing_extra_params() * native_bytes)
+        add("norm", g.copies * g.norms * spec.norm_params() * native_bytes)
     for m in spec.embedding_matrices():
         add(m.family, _matrix_bytes(spec, m, weight_dtype))
     add("embed", spec.learned_positions * spec.d_model * native_bytes)
     add("norm", spec.norm_params() * native_bytes)  # final norm
+    if spec.head_params:  # DeepSeek-V4's final hyper-connection head
+        add("hc", spec.head_params * native_bytes)
     return out
 
 
@@ -101,7 +105,8 @@ def kv_bytes_per_token_by_group(spec: ModelSpec, kv_dtype: str = "bf16", tp: int
     """Cache bytes one token adds on one chip of a tp group, in all layers of each group (not capped by
     sliding windows). tp = 1: the whole model's cache."""
     per_elem_bytes = dtype_bytes(kv_dtype)
-    return {g.name: g.count * kv_elems_per_token_per_chip(g.attention, tp) * per_elem_bytes for g in spec.layer_groups}
+    return {g.name: g.count * (kv_elems_per_token_per_chip(g.attention, tp) + g.attention.compressed_elements_per_token())
+            * per_elem_bytes for g in spec.layer_groups}
 
 
 def kv_bytes_per_token(spec: ModelSpec, kv_dtype: str = "bf16", tp: int = 1) -> float:
@@ -113,7 +118,8 @@ def kv_cache_bytes(spec: ModelSpec, context_len, batch=1, kv_dtype: str = "bf16"
     """KV-cache bytes of `batch` sequences holding `context_len` tokens each, over the tp chips that hold them
     (replicated KV heads count on every chip that holds one; tp = 1: the model's own cache).
 
-    A sliding-window layer caches min(context_len, window) tokens. context_len and batch broadcast as float64
+    A sliding-window layer caches min(context_len, window) tokens; DeepSeek-V4's compressed branch one entry per
+    `rate` tokens of the whole context, on every chip (one KV head). context_len and batch broadcast as float64
     arrays; scalars in, float out. KV quantization scales are not counted.
     """
     context_tokens = np.asarray(context_len, dtype=np.float64)
@@ -125,7 +131,9 @@ def kv_cache_bytes(spec: ModelSpec, context_len, batch=1, kv_dtype: str = "bf16"
     for g in spec.layer_groups:
         window = g.attention.sliding_window
         cached_tokens = np.minimum(context_tokens, window) if window else context_tokens
-        total_bytes = total_bytes + per_token_bytes[g.name] * tp * cached_tokens * batch_seqs
+        compressed_bytes = g.count * g.attention.compressed_elements_per_token() * dtype_bytes(kv_dtype)
+        window_bytes = per_token_bytes[g.name] - compressed_bytes
+        total_bytes = total_bytes + (window_bytes * cached_tokens + compressed_bytes * context_tokens) * tp * batch_seqs
     return float(total_bytes) if total_bytes.ndim == 0 else total_bytes
 
 

@@ -95,7 +95,7 @@ def causal_pairs(q_len, kv_len, window=None):
 def attention(name, group, count, *, batch, q_len, kv_len, n_heads, n_kv_heads, qk_dim, v_dim,
               kv_elems_per_token, kv_bytes_per_elem, act_bytes_per_elem, causal=True, window=None,
               fused=True, score_bytes_per_elem=2.0, compute_dtype="bf16", style="column", shards=1,
-              window_label="window") -> Op:
+              window_label="window", compress_rate=1) -> Op:
     """Attention core (scores, softmax, AV) of one layer, per chip.
 
     FLOPs = 2*B*H*pairs*(qk_dim + v_dim), pairs = query-key pairs actually computed (causal: the
@@ -104,14 +104,16 @@ def attention(name, group, count, *, batch, q_len, kv_len, n_heads, n_kv_heads, 
     Fused (FlashAttention): Q read and O written once, scores never reach HBM. Unfused: the full
     B*H*q*kv_eff score matrix is materialized and all of it computed: written by QK^T, read by the
     softmax, written back, read by AV (4 round trips). DSA passes its index_topk as the window (each query
-    attends to that many selected keys) and window_label "top-k" to name it in the formula.
+    attends to that many selected keys) and window_label "top-k" to name it in the formula. compress_rate
+    (DeepSeek-V4's compressed branch): each cached entry pools that many tokens, so a query meets pairs / rate entries
+    and reads kv_eff / rate of them (window and kv_len stay in tokens).
     """
     b = np.asarray(batch, dtype=np.float64)
     q = np.asarray(q_len, dtype=np.float64)
     kv = np.asarray(kv_len, dtype=np.float64)
-    kv_eff = kv if window is None else np.minimum(kv, float(window))
+    kv_eff = (kv if window is None else np.minimum(kv, float(window))) / compress_rate
     if fused:
-        pairs = causal_pairs(q, kv, window) if causal else q * kv_eff
+        pairs = (causal_pairs(q, kv, window) / compress_rate) if causal else q * kv_eff
     else:
         pairs = q * kv_eff
     flops = b * pairs * (2.0 * n_heads * (qk_dim + v_dim))
@@ -121,8 +123,10 @@ def attention(name, group, count, *, batch, q_len, kv_len, n_heads, n_kv_heads, 
         act = act + 4.0 * b * n_heads * q * kv_eff * score_bytes_per_elem
     mode = "causal" if causal else "full"
     formula = (f"2*B*H*pairs*(dqk+dv) with B={short_number(b)}, H={n_heads:g}, pairs={short_number(pairs)} ({mode}"
-               f"{', ' + window_label + ' ' + str(window) if window else ''}), dqk={qk_dim:g}, dv={v_dim:g}; "
-               f"KV read {short_number(kv_eff)} tokens x {kv_elems_per_token:g} elems")
+               f"{', ' + window_label + ' ' + str(window) if window else ''}"
+               f"{', 1 entry per ' + str(compress_rate) + ' tokens' if compress_rate != 1 else ''}), dqk={qk_dim:g}, "
+               f"dv={v_dim:g}; KV read {short_number(kv_eff)} {'entries' if compress_rate != 1 else 'tokens'} x "
+               f"{kv_elems_per_token:g} elems")
     return Op(name, group, "attention", count, flops, ZERO, act, kv_bytes, tokens=b * q,
               compute_dtype=compute_dtype, formula=formula, style=style, shards=shards)
 

@@ -201,7 +201,7 @@ def kv_elems_per_token_per_chip(attn: AttentionSpec, tp: int) -> int:
         return 0
     if attn.kind == "mla":
         return attn.kv_elements_per_token()
-    return kv_heads_per_chip(attn, tp) * (attn.head_dim + attn.v_head_dim)
+    return kv_heads_per_chip(attn, tp) * (attn.head_dim + (0 if attn.kv_shared else attn.v_head_dim))
 
 
 

@@ -92,10 +92,13 @@ _HYBRID = {p.stem: json.loads(p.read_text()) for p in sorted((REPO / "tests" / "
            if p.stem in ("mamba_codestral_7b", "nemotron_h_8b", "qwen3_next_80b_a3b", "qwen3_5_9b", "jamba_v0_1",
                          "falcon_mamba_7b", "bamba_9b", "minimax_text_01", "deepseek_v32_exp", "lfm2_1_2b",
                          "falcon_h1_7b", "mamba_130m", "nemotron3_nano_30b_a3b", "granite_4_0_h_tiny", "lfm2_8b_a1b",
-                         "glm5", "gemma4_31b", "mimo_v2_flash", "qwen2_vl_7b")}
+                         "glm5", "gemma4_31b", "mimo_v2_flash", "qwen2_vl_7b", "deepseek_v4_flash_reap160",
+                         "zamba2_2_7b")}
 _HYBRID_VALUES = st.one_of(_extremes, _values, st.sampled_from(["auto", "M*-E", "M-M*", "float8", "float32", "FS", 0, 3]),
                            st.lists(st.sampled_from(["mamba", "attention", "linear_attention", "full_attention", "mlp",
-                                                     "moe", "full", "shared", "conv", 0, 1, 9]), max_size=90))
+                                                     "moe", "full", "shared", "conv", "hybrid",
+                                                     "sliding_attention", "compressed_sparse_attention",
+                                                     "heavily_compressed_attention", 0, 1, 4, 9, 128]), max_size=90))
 
 
 @st.composite

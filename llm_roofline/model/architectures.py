@@ -169,6 +169,26 @@ ARCHITECTURES: dict[str, Architecture] = {
     # DeepSeek-V3.2 (configuration_deepseek_v32.py): DeepSeek-V3 plus a lightning indexer per layer (DSA).
     "deepseek_v32": replace(_LLAMA, router_bias=True, defaults={"tie_word_embeddings": False, "index_topk": 2048,
                                                                 "index_n_heads": 64, "index_head_dim": 128}),
+    # DeepSeek-V4 (configuration_deepseek_v4.py; read by deepseek_v4.py): shared-KV MQA over a sliding window plus
+    # compressed KV (CSA / HCA), hyper-connections, MoE with a shared expert.
+    "deepseek_v4": replace(_LLAMA, defaults={
+        "tie_word_embeddings": False, "vocab_size": 129280, "hidden_size": 4096, "num_hidden_layers": 43,
+        "num_attention_heads": 64, "num_key_value_heads": 1, "head_dim": 512, "q_lora_rank": 1024, "o_groups": 8,
+        "o_lora_rank": 1024, "sliding_window": 128, "index_n_heads": 64, "index_head_dim": 128, "index_topk": 512,
+        "hc_mult": 4, "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 6,
+        "moe_intermediate_size": 2048, "max_position_embeddings": 1048576}),
+    # Zamba2 (configuration_zamba2.py; read by zamba.py): Mamba-2 blocks, shared transformer blocks at hybrid layers.
+    "zamba2": replace(_LLAMA, defaults={"tie_word_embeddings": True, "vocab_size": 32000, "hidden_size": 2560,
+                                        "num_hidden_layers": 54, "mamba_d_state": 64, "mamba_d_conv": 4,
+                                        "mamba_expand": 2, "mamba_ngroups": 1, "n_mamba_heads": 8, "chunk_size": 256,
+                                        "num_attention_heads": 32, "num_mem_blocks": 1, "adapter_rank": 128,
+                                        "max_position_embeddings": 4096, "hidden_act": "gelu"}),
+    # Zamba (configuration_zamba.py; read by zamba.py): multi-head Mamba-1 blocks, one shared transformer block.
+    "zamba": replace(_LLAMA, defaults={"tie_word_embeddings": True, "vocab_size": 32000, "hidden_size": 3712,
+                                       "intermediate_size": 14848, "num_hidden_layers": 76, "num_attention_heads": 16,
+                                       "num_key_value_heads": 16, "n_mamba_heads": 2, "mamba_d_state": 16,
+                                       "mamba_d_conv": 4, "mamba_expand": 2, "max_position_embeddings": 4096,
+                                       "hidden_act": "gelu"}),
     # GLM-5 (configuration_glm_moe_dsa.py): DeepSeek-V3.2's MLA + DSA and MoE; indexer_types 'shared' layers reuse the
     # previous 'full' layer's top-k selection (no indexer of their own, no index-key cache).
     "glm_moe_dsa": replace(_LLAMA, router_bias=True,
@@ -275,9 +295,10 @@ MIXER_WIDTH_KEYS = ("state_size", "ssm_state_size", "mamba_head_dim", "conv_kern
                     "mamba_d_state", "mamba_d_head", "mamba_dt_rank", "time_step_rank", "block_size", "block_ff_dim",
                     "block_multiple_of", "mamba_d_ssm",
                     "mamba_chunk_size", "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim",
-                    "index_topk", "index_head_dim")
+                    "index_topk", "index_head_dim", "o_lora_rank", "hc_mult", "adapter_rank", "attention_hidden_size")
 MIXER_HEAD_KEYS = ("num_heads", "mamba_num_heads", "mamba_n_heads", "n_groups", "mamba_n_groups", "linear_num_key_heads",
-                   "linear_num_value_heads", "index_n_heads")
+                   "linear_num_value_heads", "index_n_heads", "o_groups", "n_mamba_heads", "mamba_ngroups",
+                   "num_mem_blocks", "attention_head_dim")
 FFN_SIZE_KEYS = ("intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size", "moe_intermediate_size",
                  "shared_expert_intermediate_size", "intermediate_size_mlp")
 
@@ -319,18 +340,12 @@ ENCODER_ONLY_TYPES = ("bert", "roberta", "xlm-roberta", "deberta", "deberta-v2",
                       "electra", "modernbert")
 # model_type -> why the operator graph cannot represent it (recurrent state, linear attention, sparse attention).
 REFUSED_TYPES = {
-    # Zamba: one transformer block whose weights are shared by many layers (num_mem_blocks, with per-layer LoRA
-    # adapters): the graph counts one set of weights per layer group
-    **{t: "shared transformer blocks (num_mem_blocks: one set of attention/MLP weights applied at several layers, "
-          "with per-layer adapters)" for t in ("zamba", "zamba2")},
     "plamo2": "hybrid attention + state-space layers",
     **{t: "recurrent layers" for t in ("rwkv", "rwkv6", "rwkv7", "recurrent_gemma", "xlstm")},
     "moshi": "a speech model (depth decoder over audio codebooks)",
     "git": "an image-to-text model (a BERT-style text decoder with learned positions and an embedding LayerNorm)",
     "phi4_multimodal": "vision and speech LoRA adapters (vision_lora, speech_lora) inside every decoder layer",
     "modernbert-decoder": "ModernBERT's decoder (global and local attention of its own, bias-free LayerNorms)",
-    "deepseek_v4": "compressed sparse attention (compress_ratios / compress_rates: the KV compressed at a per-layer "
-                   "rate) and hyper-connections (hc_mult residual streams)",
     "jetmoe": "mixture-of-attention-heads (attention experts)",
     "gemma3n": "AltUp, LAuReL and KV-cache sharing across layers (num_kv_shared_layers)",
 }
@@ -348,7 +363,7 @@ REFUSED_KEYS = {
     "num_kv_shared_layers": "KV-cache sharing across layers",
     **{k: "compressed sparse attention (DeepSeek-V4: KV compressed at a per-layer rate)"
        for k in ("compress_ratios", "compress_rates")},
-    "hc_mult": "hyper-connections (several residual streams mixed per layer)",
+    **{k: "hyper-connections (several residual streams mixed per layer)" for k in ("hc_mult", "hc_sinkhorn_iters")},
     # BERT / RoBERTa-style stacks used as decoders (camembert, ernie, roc_bert, xmod, ...): token-type embeddings,
     # post-norm blocks, an embedding LayerNorm
     "type_vocab_size": "a BERT-style encoder stack (token-type embeddings, post-norm blocks)",

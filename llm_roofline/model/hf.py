@@ -9,13 +9,14 @@ Reading a config, in order (one reader: the result depends on the config and thi
 
 1. Locate the text decoder's keys (`text_config` of a multimodal config, or the top level beside a vision_config;
    scope.py names the towers left out) and refuse what the operator graph cannot represent: encoder-decoder and
-   encoder stacks, shared-weight blocks (Zamba), compressed sparse attention (DeepSeek-V4), recurrent families
-   without a reader (UnsupportedArchitectureError, naming the key and the architecture).
+   encoder stacks, recurrent families without a reader (UnsupportedArchitectureError, naming the key and the
+   architecture).
 2. Fill keys the file leaves out with the defaults of its architecture: the `ARCHITECTURES` table
    (architectures.py), which copies the transformers config-class defaults. transformers is never imported.
 3. Read dimensions, per-layer attention (window, RoPE, KV heads, DSA indexer, Gemma-4 / MiMo per-layer shapes) and
    FFN (dense / MoE / absent) kinds (layers.py), or the recurrent and hybrid layers (hybrid.py: Mamba-1/2, Gated
-   DeltaNet, lightning, short conv); identical layers share one LayerGroup. Every fallback appends a sentence to
+   DeltaNet, lightning, short conv), DeepSeek-V4's compressed attention and hyper-connections (deepseek_v4.py),
+   Zamba's shared blocks (zamba.py); identical layers share one LayerGroup. Every fallback appends a sentence to
    `assumptions`; keys that shape a model and were not read are named (or the config is refused when its model_type
    is unknown).
 """
@@ -30,6 +31,7 @@ from ..errors import ModelConfigError, UnsupportedArchitectureError
 from .architectures import (ARCHITECTURES, BOUNDS, CONTEXT_KEYS, GEMMA4_TYPES, HIDDEN_KEYS, LAYERS_KEYS,
                             TEXT_MODEL_TYPES, UNKNOWN_ARCHITECTURE, Architecture)
 from .config_files import locate, read_json, shipped_index
+from .deepseek_v4 import deepseek_v4_groups
 from .hybrid import HYBRID_TYPES, hybrid_groups
 from .layers import (attention_spec, ffn_spec, gemma4_ffn, gemma4_global_attention, gemma4_moe_layers, group_layers,
                      layer_d_ffs, layer_indexers, layer_kv_heads, layer_noops, layer_ropes, layer_windows,
@@ -38,6 +40,7 @@ from .reader import ConfigReader, check_head_counts
 from .scope import check_unread_keys, model_type_of, reject_unsupported, text_part
 from .spec import AttentionSpec, FfnSpec, ModelSpec
 from .weights import native_dtype, quantization
+from .zamba import zamba_groups
 
 
 # ============================================================================ public API
@@ -133,8 +136,13 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
     n_layers = r.dim(*LAYERS_KEYS, fallback=_layers_from_list(r))
     vocab = r.dim("vocab_size")
     positions = _learned_positions(r, arch, d_model)
+    head_params = 0
     if model_type in HYBRID_TYPES:  # recurrent mixers (Mamba-2, Gated DeltaNet) with or without attention
         groups = hybrid_groups(r, arch, model_type, d_model, n_layers)
+    elif model_type == "deepseek_v4":  # compressed sparse attention, hyper-connections
+        groups, head_params = deepseek_v4_groups(r, d_model, n_layers)
+    elif model_type in ("zamba", "zamba2"):  # Mamba blocks and shared transformer blocks
+        groups = zamba_groups(r, d_model, n_layers, v2=model_type == "zamba2")
     else:
         groups = group_layers(_layers(r, arch, model_type, d_model, n_layers), parallel_block(r, arch),
                               norms_per_block(r, arch, model_type))
@@ -156,6 +164,7 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
         quantized_families=families,
         model_type=model_type,
         source=source,
+        head_params=head_params,
     )
 
 

@@ -1,7 +1,8 @@
 """What of a config is modelled: the text tower of a multimodal wrapper, refusals, and keys the reader did not use.
 
 The operator graph represents decoder-only models whose layers mix tokens by softmax attention (full, sliding-window,
-MLA, DSA top-k) or a recurrent mixer (hybrid.py), followed by a dense MLP, a MoE or nothing. Everything else is refused
+MLA, DSA top-k, DeepSeek-V4's compressed KV) or a recurrent mixer (hybrid.py), followed by a dense MLP, a MoE or
+nothing, and shared blocks run at several layers (Zamba). Everything else is refused
 with a one-line reason naming the key and the architecture (UnsupportedArchitectureError), or, where the text model is
 still read right, named in the assumptions.
 """
@@ -19,8 +20,10 @@ _SSM_KEYS = tuple(k for k, why in REFUSED_KEYS.items() if why.startswith("state-
 READ_HYBRID_KEYS = {
     **{t: _SSM_KEYS for t in ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "bamba", "jamba", "qwen3_next",
                               "qwen3_5_text", "qwen3_5_moe_text", "minimax", "lfm2", "lfm2_moe", "falcon_h1",
-                              "granitemoehybrid")},
+                              "granitemoehybrid", "zamba", "zamba2")},
     **{t: ("index_topk", "index_n_heads", "index_head_dim") for t in ("deepseek_v32", "glm_moe_dsa")},
+    "deepseek_v4": ("index_topk", "index_n_heads", "index_head_dim", "compress_ratios", "compress_rates", "hc_mult",
+                    "hc_sinkhorn_iters"),
 }
 _TOWER_KEYS = ("vision_config", "audio_config", "speech_config", "vision_tower_config")
 

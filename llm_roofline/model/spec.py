@@ -43,6 +43,47 @@ class Matrix:
 
 
 @dataclass(frozen=True)
+class CompressorSpec:
+    """DeepSeek-V4's compressed KV branch, beside its sliding window: kv_proj and gate_proj from x, every `rate`
+    tokens pooled into one cached entry of head_dim (softmax of the gates + a learned position bias over the window,
+    RMSNorm, RoPE). overlap (CSA): two series per token (projections 2 x head_dim wide), each entry pooling 2 x rate
+    tokens at a stride of rate. index_topk (CSA): a lightning indexer with its own overlapping compressor (entries of
+    index_head_dim) scores the compressed entries with index_n_heads heads (q from the query latent, per-head weights
+    from x) and each query attends to its top index_topk of them; 0 (HCA): to every compressed entry."""
+
+    rate: int
+    overlap: bool = False
+    index_topk: int = 0
+    index_n_heads: int = 0
+    index_head_dim: int = 0
+
+    @property
+    def series(self) -> int:
+        """Compressed series per token: 2 with overlapping windows (CSA), else 1."""
+        return 2 if self.overlap else 1
+
+    def weight_matrices(self, d_model: int, head_dim: int, q_rank: int) -> list[Matrix]:
+        # kv_proj and gate_proj fused: (d) -> kv and gate of every series; the indexer's (always two series) with its
+        # weights_proj (d -> index heads), and its q_b_proj from the query latent
+        mats = [Matrix("attn.compressor.kv_gate", d_model, 2 * self.series * head_dim)]
+        if self.index_topk:
+            mats += [Matrix("attn.indexer.kv_gate", d_model, 4 * self.index_head_dim + self.index_n_heads),
+                     Matrix("attn.indexer.q_proj", q_rank, self.index_n_heads * self.index_head_dim)]
+        return mats
+
+    def extra_params(self, head_dim: int) -> int:
+        """position_bias (rate x series x head_dim) and the kv_norm weight (head_dim), and the indexer's."""
+        p = self.rate * self.series * head_dim + head_dim
+        if self.index_topk:
+            p += self.rate * 2 * self.index_head_dim + self.index_head_dim
+        return p
+
+    def cached_elements_per_token(self, head_dim: int) -> float:
+        """Compressed cache per token of context: one head_dim entry (+ one index key) every `rate` tokens."""
+        return (head_dim + (self.index_head_dim if self.index_topk else 0)) / self.rate
+
+
+@dataclass(frozen=True)
 class AttentionSpec:
     kind: str  # mha | gqa | mqa | mla
     n_heads: int
@@ -67,6 +108,14 @@ class AttentionSpec:
     index_topk: int | None = None
     index_n_heads: int = 0
     index_head_dim: int = 0
+    # DeepSeek-V4: one cached head_dim vector per token is both key and value (kv_proj from x; queries from a q_lora_rank
+    # latent); a grouped output projection (o_groups groups of heads -> o_lora_rank each, then o_b -> d); a compressed
+    # KV branch beside the sliding window (None: sliding window only)
+    kv_shared: bool = False
+    o_groups: int = 0
+    o_lora_rank: int = 0
+    compressor: CompressorSpec | None = None
+    input_width: int = 0  # width of q/k/v's input when it is not d_model (Zamba: hidden state + embeddings, 2 x d)
 
     def __post_init__(self):
         _check_kind("AttentionSpec", self.kind, ATTENTION_KINDS)
@@ -85,7 +134,11 @@ class AttentionSpec:
         """Cached elements per token per layer: K and V of every KV head, or MLA's latent + rope key."""
         if self.kind == "mla":
             return self.kv_lora_rank + self.qk_rope_head_dim + self.index_head_dim
-        return self.n_kv_heads * (self.head_dim + self.v_head_dim)
+        return self.n_kv_heads * (self.head_dim + (0 if self.kv_shared else self.v_head_dim))
+
+    def compressed_elements_per_token(self) -> float:
+        """DeepSeek-V4's compressed cache per token of context (not capped by the window); 0 without a compressor."""
+        return self.compressor.cached_elements_per_token(self.head_dim) if self.compressor else 0.0
 
     def weight_matrices(self, d_model: int) -> list[Matrix]:
         h, kv, hd, vd = self.n_heads, self.n_kv_heads, self.head_dim, self.v_head_dim
@@ -102,9 +155,21 @@ class AttentionSpec:
                      Matrix("attn.kv_b_proj", self.kv_lora_rank, h * (self.qk_nope_head_dim + vd)),
                      Matrix("attn.o_proj", h * vd, d_model, self.o_bias)]
             return mats + self.indexer_matrices(d_model)
+        if self.kv_shared:
+            return self._shared_kv_matrices(d_model)
         q_width = h * hd * (2 if self.output_gate else 1)  # the output gate rides in q_proj
-        return [Matrix("attn.qkv_proj", d_model, q_width + kv * hd + self.v_proj_heads * vd, self.qkv_bias),
+        return [Matrix("attn.qkv_proj", self.input_width or d_model, q_width + kv * hd + self.v_proj_heads * vd,
+                       self.qkv_bias),
                 Matrix("attn.o_proj", h * vd, d_model, self.o_bias)]
+
+    def _shared_kv_matrices(self, d: int) -> list[Matrix]:
+        """DeepSeek-V4: q_a (d -> r_q), q_b (r_q -> H*hd), kv (d -> hd), o_a (o_groups blocks of H*hd/g -> o_lora),
+        o_b (g*o_lora -> d), and the compressor's."""
+        h, hd, g, r = self.n_heads, self.head_dim, self.o_groups, self.q_lora_rank
+        mats = [Matrix("attn.q_a_proj", d, r), Matrix("attn.q_b_proj", r, h * hd), Matrix("attn.kv_proj", d, hd),
+                Matrix("attn.o_a_proj", h * hd // g, self.o_lora_rank, count=g),
+                Matrix("attn.o_b_proj", g * self.o_lora_rank, d)]
+        return mats + (self.compressor.weight_matrices(d, hd, r) if self.compressor else [])
 
     @property
     def v_proj_heads(self) -> int:
@@ -130,6 +195,10 @@ class AttentionSpec:
             p += self.n_heads
         if self.index_topk:
             p += 2 * self.index_head_dim  # the indexer's k_norm: LayerNorm weight + bias
+        if self.kv_shared:  # q_a_norm, kv_norm
+            p += self.q_lora_rank + self.head_dim
+        if self.compressor:
+            p += self.compressor.extra_params(self.head_dim)
         return p
 
 
@@ -285,6 +354,19 @@ class LayerGroup:
     parallel_block: bool = False  # attention and MLP read the same input (GPT-J, Falcon, Phi-2)
     norms: int = 2  # norm layers per block (Gemma-2/3: 4, parallel blocks: 1 or 2)
     mixer: MixerSpec | None = None  # a recurrent mixer (SSM / linear attention) in place of attention
+    hc_mult: int = 0  # DeepSeek-V4 hyper-connections: hc_mult residual streams, mixed before and after each sub-block
+    # A shared block (Zamba2): its weights are stored shared_copies times and run at each of the count layers (0: one
+    # copy per layer); per_layer: the matrices each of those layers holds on its own (LoRA adapters, a projection)
+    shared_copies: int = 0
+    per_layer: tuple[Matrix, ...] = ()
+
+    @property
+    def copies(self) -> int:
+        """Copies of the block's weights the checkpoint stores: one per layer, or those of a shared block."""
+        return self.shared_copies or self.count
+
+    def per_layer_params(self) -> int:
+        return sum(m.params for m in self.per_layer)
 
     @property
     def is_plain(self) -> bool:
@@ -292,10 +374,19 @@ class LayerGroup:
         return self.mixer is None and self.attention.kind != "none" and self.ffn.kind != "none"
 
     def mixing_matrices(self, d_model: int) -> list[Matrix]:
-        return self.attention.weight_matrices(d_model) + (self.mixer.weight_matrices(d_model) if self.mixer else [])
+        return (self.attention.weight_matrices(d_model) + (self.mixer.weight_matrices(d_model) if self.mixer else [])
+                + self.hyper_matrices(d_model))
 
     def mixing_extra_params(self) -> int:
-        return self.attention.extra_params() + (self.mixer.extra_params() if self.mixer else 0)
+        hc_extra = 2 * ((2 + self.hc_mult) * self.hc_mult + 3) if self.hc_mult else 0  # base and 3 scales, x2
+        return self.attention.extra_params() + (self.mixer.extra_params() if self.mixer else 0) + hc_extra
+
+    def hyper_matrices(self, d_model: int) -> list[Matrix]:
+        """The two hyper-connections' mixing projections (before attention and before the FFN): the hc streams
+        flattened (hc*d) -> pre (hc), post (hc) and comb (hc x hc) weights."""
+        hc = self.hc_mult
+        return [Matrix(f"hc.{part}.mix_proj", hc * d_model, (2 + hc) * hc, family="hc")
+                for part in ("attn", "ffn")] if hc else []
 
 
 @dataclass(frozen=True)
@@ -315,11 +406,13 @@ class ModelSpec:
     model_type: str = ""
     source: str = ""
     assumptions: tuple[str, ...] = field(default_factory=tuple)
+    head_params: int = 0  # parameters outside the blocks and embeddings (DeepSeek-V4's final hyper-connection head)
 
     # ------------------------------------------------------------------ structure
     @property
     def n_layers(self) -> int:
-        return sum(g.count for g in self.layer_groups)
+        """Decoder layers; a shared block (Zamba2) runs inside the layers it serves, not as layers of its own."""
+        return sum(g.count for g in self.layer_groups if not g.shared_copies)
 
     @property
     def is_moe(self) -> bool:
@@ -336,7 +429,8 @@ class ModelSpec:
     def context_breakpoints(self) -> list[int]:
         """Context lengths where an op's cost stops growing linearly: sliding windows and DSA top-k (decode sums are
         exact between them)."""
-        return sorted({w for g in self.layer_groups for w in (g.attention.sliding_window, g.attention.index_topk) if w})
+        return sorted({w for g in self.layer_groups for w in (g.attention.sliding_window, g.attention.index_topk,
+                                                              _compressed_topk_tokens(g.attention)) if w})
 
     def norm_params(self) -> int:
         return self.d_model * (2 if self.norm == "layernorm" else 1)
@@ -354,9 +448,9 @@ class ModelSpec:
         return sum(m.params for m in mats) + group.mixing_extra_params() + group.norms * self.norm_params()
 
     def _params(self, active: bool) -> int:
-        body = sum(g.count * self.layer_params(g, active) for g in self.layer_groups)
+        body = sum(g.copies * self.layer_params(g, active) + g.count * g.per_layer_params() for g in self.layer_groups)
         emb = sum(m.params for m in self.embedding_matrices())
-        return body + emb + self.norm_params() + self.learned_positions * self.d_model
+        return body + emb + self.norm_params() + self.learned_positions * self.d_model + self.head_params
 
     @property
     def params_total(self) -> int:
@@ -374,10 +468,15 @@ class ModelSpec:
         An override (the user's --weight-dtype) applies to the transformer blocks' matrices; embeddings,
         LM head and router stay in the checkpoint's native dtype, as quantization toolkits leave them.
         """
-        if family in ("embed", "lm_head", "router"):
+        if family in ("embed", "lm_head", "router", "hc"):
             return weight_format(self.weight_dtype)
         if override is not None:
             return weight_format(canonical_dtype(override))
         if self.quantization is not None and family in self.quantized_families:
             return self.quantization
         return weight_format(self.weight_dtype)
+
+
+def _compressed_topk_tokens(a: AttentionSpec) -> int | None:
+    """Context where a CSA query's top-k stops growing: index_topk entries x rate tokens each."""
+    return a.compressor.index_topk * a.compressor.rate if a.compressor and a.compressor.index_topk else None
