@@ -19,7 +19,7 @@ import pytest
 import llm_roofline as lr
 from llm_roofline.estimate import estimate
 from llm_roofline.graph import Phase, build_ops
-from llm_roofline.memory import kv_bytes_per_token, kv_cache_bytes
+from llm_roofline.memory import kv_bytes_per_token, kv_cache_bytes, weight_bytes_by_family
 from llm_roofline.model.hf import spec_from_config
 from llm_roofline.roofline import score_ops
 
@@ -63,6 +63,18 @@ def test_flash_256_experts_is_284b():
     m = spec_from_config(cfg)
     assert m.params_total == FLASH == 284_332_230_231  # = transformers meta count; DeepSeek: "284B total"
     assert m.params_active == pytest.approx(13.8e9, rel=1e-3)  # "13B active" (card, rounded down)
+
+
+def test_routed_experts_are_stored_in_their_own_expert_dtype():
+    # expert_dtype "fp4": MXFP4-style blocks of 32 weights sharing an 8-bit scale -> 4 + 8/32 = 4.25 bits per weight
+    # routed experts: 43 layers x 4,026,531,840 = 173,140,869,120 weights x 4.25 / 8 B = 91,981,086,720 B
+    # (the shared expert stays in quantization_config's fp8: 43 x 25,165,824 weights, 1 B + one 32-bit scale per
+    # 128 x 128 block = 43 x (25,165,824 + 1,536 x 4) = 1,082,394,624 B)
+    by_family = weight_bytes_by_family(lr.load_model(FIX))
+    assert by_family["experts"] == 43 * 4_026_531_840 * 4.25 / 8 == 91_981_086_720
+    assert by_family["shared"] == 43 * (25_165_824 + 25_165_824 // 16_384 * 4) == 1_082_394_624
+    with pytest.raises(lr.ModelConfigError, match="expert_dtype"):
+        spec_from_config({**json.loads(FIX.read_text()), "expert_dtype": "fp5"})
 
 
 def test_kv_cache_per_token_reflects_compression():

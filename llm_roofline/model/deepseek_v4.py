@@ -130,9 +130,5 @@ def _read_and_note(r: ConfigReader, n_layers: int) -> None:
     r.assume("DeepSeek-V4 hyper-connections: the mixing projections (fp32 in DeepSeek's checkpoint) are counted in the "
              "checkpoint's dtype; the final hyper-connection head (hc x hc*d) is counted in the weights, its compute "
              "is not modelled.")
-    expert_dtype = r.get("expert_dtype")
-    if expert_dtype is not None:
-        r.assume(f"DeepSeek-V4 expert_dtype {str(expert_dtype)[:20]!r}: the routed experts' own storage format is not "
-                 "modelled; every matrix is counted in quantization_config's format (or --weight-dtype).")
     r.used.update(("hc_sinkhorn_iters", "hc_eps", "swiglu_limit", "compress_rope_theta", "num_hash_layers",
-                   "mlp_layer_types", "expert_dtype", "partial_rotary_factor", "compress_ratios", "compress_rates"))
+                   "mlp_layer_types", "partial_rotary_factor", "compress_ratios", "compress_rates"))

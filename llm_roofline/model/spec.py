@@ -403,6 +403,7 @@ class ModelSpec:
     weight_dtype: str = "bf16"  # native dtype of the checkpoint (unquantized parts)
     quantization: WeightFormat | None = None  # from quantization_config
     quantized_families: tuple[str, ...] = ("attn", "ffn", "experts", "shared")
+    family_formats: tuple[tuple[str, WeightFormat], ...] = ()  # a family's own storage format (DeepSeek-V4 experts)
     model_type: str = ""
     source: str = ""
     assumptions: tuple[str, ...] = field(default_factory=tuple)
@@ -472,6 +473,9 @@ class ModelSpec:
             return weight_format(self.weight_dtype)
         if override is not None:
             return weight_format(canonical_dtype(override))
+        own = dict(self.family_formats).get(family)
+        if own is not None:
+            return own
         if self.quantization is not None and family in self.quantized_families:
             return self.quantization
         return weight_format(self.weight_dtype)

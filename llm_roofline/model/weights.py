@@ -60,6 +60,23 @@ def quantization(r: ConfigReader, config: dict) -> tuple[WeightFormat | None, tu
     return fmt, families
 
 
+def expert_formats(r: ConfigReader) -> tuple[tuple[str, WeightFormat], ...]:
+    """The routed experts' own storage format when the config names one beside quantization_config
+    (DeepSeek-V4: `expert_dtype: fp4`, the experts in MXFP4-style blocks while the rest is fp8)."""
+    name = r.get("expert_dtype")
+    if name is None:
+        return ()
+    if not isinstance(name, str):
+        raise ModelConfigError(f"expert_dtype must be a string naming a dtype, got {type(name).__name__}")
+    try:
+        fmt = weight_format(canonical_dtype(name))
+    except RooflineError as e:
+        raise ModelConfigError(f"expert_dtype {name[:40]!r} is not a known dtype") from e
+    r.assume(f"Routed experts stored as {fmt.label} (expert_dtype {name!r}); the other quantized matrices per "
+             "quantization_config.")
+    return (("experts", fmt),)
+
+
 def _obj(value: Any, key: str) -> dict:
     if not isinstance(value, dict):
         raise ModelConfigError(f"{key} must be a JSON object, got {type(value).__name__}")
