@@ -149,4 +149,5 @@ def _binds(df, row, ttft_col, targets) -> str:
     if same.empty:
         return "one replica: the load fits on a single replica"
     fewer = same.sort_values(ttft_col).iloc[0]
-    return f"{int(row['replicas']) - 1} replicas fail: {_failure(fewer, ttft_col, targets)}"
+    n = int(row["replicas"]) - 1
+    return f"{n} {'replica fails' if n == 1 else 'replicas fail'}: {_failure(fewer, ttft_col, targets)}"

@@ -31,7 +31,10 @@ def test_llama70b_at_10_qps_needs_at_most_16_h100(h100_plan):
 
 def test_each_answer_says_why_it_binds(h100_plan):
     for _, row in h100_plan.table.iterrows():
-        assert row["binds"].startswith("one replica") or "replicas fail:" in row["binds"]
+        fewer = int(row["replicas"]) - 1  # what one replica fewer fails, in words that agree with the count
+        said = {0: "one replica: ", 1: "1 replica fails: "}.get(fewer, f"{fewer} replicas fail: ")
+        assert row["binds"].startswith(said), row["binds"]
+    assert 2 in set(h100_plan.table["replicas"])  # so one row says "1 replica fails"
     assert h100_plan.rank_by == "usd_per_hour"  # the h100-sxm chip file has a price
 
 
