@@ -22,7 +22,7 @@ from .hardware import load_chip
 from .model.hf import load_model
 from .efficiency import DEFAULT_EFFICIENCY
 from .memory import GPU_MEMORY_UTILIZATION
-from .serve import ServingEstimate, serve
+from .serve import ServingEstimate, serve, serve_deployments
 from .units import json_ready
 
 DEFAULT_TTFT_S = 2.0
@@ -42,6 +42,7 @@ class ServingPlan:
     targets: dict[str, Any]
     rank_by: str
     notes: list[str] = field(default_factory=list)
+    configurations: int = 0  # points of the search grid scored (chip x sharding x replicas x engine knobs)
 
     def to_dict(self) -> dict[str, Any]:
         return json_ready(dict(best=self.best, table=self.table.to_dict(orient="records"), targets=self.targets,
@@ -96,23 +97,27 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
     serve_kw = dict(attention_dp=attention_dp, weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype,
                     efficiency=efficiency, gpu_memory_utilization=gpu_memory_utilization,
                     prefix_hit_rate=prefix_hit_rate, speculative=speculative)
+    deployments = [dict(chip=chip, tp=tp, pp=pp, ep=ep,
+                        qps=list(qps / np.arange(1, max_chips // (tp * pp * attention_dp) + 1)))
+                   for chip in chip_list for tp, pp, ep in _shardings(spec, chip, max_chips, attention_dp)]
     rows = []
-    for chip in chip_list:
-        for tp, pp, ep in _shardings(spec, chip, max_chips, attention_dp):
-            replicas = np.arange(1, max_chips // (tp * pp * attention_dp) + 1)
-            try:
-                df = serve(spec, chip, prompt_len=prompt_len, gen_len=gen_len, qps=list(qps / replicas), tp=tp,
-                           pp=pp, ep=ep, max_num_seqs=list(max_num_seqs),
-                           max_num_batched_tokens=list(max_num_batched_tokens), **serve_kw)
-            except RooflineError as e:
-                notes.append(f"{chip.name} tp={tp} pp={pp}: skipped ({e})")
-                continue
-            df["replicas"] = np.rint(qps / df["qps"]).astype(int)
-            rows.append(df)
+    # every chip and sharding solved together (one vectorized queueing pass over the whole search grid)
+    for dep, df in zip(deployments, serve_deployments(spec, deployments, prompt_len=prompt_len, gen_len=gen_len,
+                                                      max_num_seqs=list(max_num_seqs),
+                                                      max_num_batched_tokens=list(max_num_batched_tokens),
+                                                      **serve_kw)):
+        if isinstance(df, RooflineError):
+            notes.append(f"{dep['chip'].name} tp={dep['tp']} pp={dep['pp']}: skipped ({df})")
+            continue
+        df["replicas"] = np.rint(qps / df["qps"]).astype(int)
+        rows.append(df)
+    configurations = sum(len(df) for df in rows)
     if not rows:
         raise ScenarioError(f"{spec.name}: no sharding of {', '.join(c.name for c in chip_list)} runs it; "
                             + "; ".join(notes))
-    return _choose(spec, rows, targets, ttft_col, price, rank_by, notes, serve_kw)
+    out = _choose(spec, rows, targets, ttft_col, price, rank_by, notes, serve_kw)
+    out.configurations = configurations
+    return out
 
 
 def _choose(spec, frames, targets, ttft_col, price, rank_by, notes, serve_kw) -> ServingPlan:
