@@ -28,8 +28,8 @@ from .memory import GPU_MEMORY_UTILIZATION, Footprint, footprint, usable_bytes, 
 from .model.hf import load_model
 from .model.spec import ModelSpec
 from .ops import Op
-from .roofline import (TERMS, Scored, Times, add_times, bound_of, bound_shares, intensity_of, score_ops,
-                       sum_affine_steps, times_of, trapezoid_sum)
+from .roofline import (TERMS, TIME_FIELDS, Scored, add_times, bound_of, bound_shares, intensity_of, score_ops,
+                       sum_affine_steps, trapezoid_sum)
 from .sharding import Sharding, critical_thresholds
 from .units import json_ready
 
@@ -145,32 +145,94 @@ class Estimate:
 WORK_FIELDS = ("flops", "weight_bytes", "act_bytes", "kv_bytes", "comm_bytes")
 
 
-@dataclass(frozen=True)
+class LazyTimes:
+    """Times (the fields of roofline.Times) each computed on first use by `field_fn(name)`: a sweep, a planner or
+    the serving model reads t_s alone, so the other sums are never formed."""
+
+    def __init__(self, field_fn):
+        self._field_fn = field_fn
+
+    def __getattr__(self, name):
+        if name not in TIME_FIELDS:
+            raise AttributeError(name)
+        value = self._field_fn(name)
+        setattr(self, name, value)
+        return value
+
+    @property
+    def bound(self) -> np.ndarray:
+        return bound_of(self.t_compute_s, self.t_memory_s, self.t_comm_s)
+
+    def scaled(self, factor) -> "LazyTimes":
+        return LazyTimes(lambda k: getattr(self, k) * factor)
+
+
 class OpSums:
-    """One op (one instance) summed over the steps of a phase: its work (WORK_FIELDS) and its Times."""
+    """One op (one instance) summed over the steps of a phase: its Times and its work (WORK_FIELDS, summed on
+    first use: only the op table and the phase summaries of a scalar estimate read it)."""
 
-    work: dict[str, np.ndarray]
-    times: Times
+    def __init__(self, times, work_fn):
+        self.times = times
+        self._work_fn = work_fn
+
+    @cached_property
+    def work(self) -> dict[str, np.ndarray]:
+        return self._work_fn()
 
 
-@dataclass(frozen=True)
 class PhaseTotals:
-    """Replica totals of a phase over the scenario grid (see PhaseSummary for what each counts)."""
+    """Replica totals of a phase over the scenario grid (see PhaseSummary for what each counts). Times are the sum
+    over ops of t * count (one micro-batch through all stages) scaled by the pipeline schedule (time_factor);
+    work is per-chip numbers * shards * count * micro-batches (a replicated op counts its FLOPs once; every chip
+    of the tensor-parallel group moves its own HBM bytes). Everything is computed on first use."""
 
-    flops: np.ndarray
-    bytes: np.ndarray
-    weight_bytes: np.ndarray
-    kv_read_bytes: np.ndarray
-    comm_bytes: np.ndarray
-    attention_flops: np.ndarray
-    mlp_flops: np.ndarray
-    times: Times  # wall clock: one micro-batch through all stages, times the pipeline schedule
-    per_op_times: list[Times] = field(repr=False)  # each op's share of `times` (count and schedule applied)
+    def __init__(self, scored: list[Scored], per_op: list[OpSums], sh: Sharding, time_factor):
+        self._scored, self._per_op, self._sh, self._time_factor = scored, per_op, sh, time_factor
+
+    @cached_property
+    def per_op_times(self) -> list[LazyTimes]:
+        """Each op's share of `times` (count and schedule applied)."""
+        tf = self._time_factor
+        return [LazyTimes(lambda k, t=r.times, n=s.op.count: getattr(t, k) * n * tf)
+                for s, r in zip(self._scored, self._per_op)]
+
+    @cached_property
+    def times(self) -> LazyTimes:
+        """Wall clock: one micro-batch through all stages, times the pipeline schedule."""
+        return LazyTimes(lambda k: sum(getattr(t, k) for t in self.per_op_times))
 
     @cached_property
     def bound_shares(self) -> dict[str, np.ndarray]:
         """The phase time by the term that bounds each op (computed on first use: sweeps never ask)."""
         return bound_shares(self.per_op_times)
+
+    @cached_property
+    def _work(self) -> dict[str, np.ndarray]:
+        tot = dict.fromkeys(("flops", "bytes", "weight_bytes", "kv_read_bytes", "comm_bytes", "attention_flops",
+                             "mlp_flops"), 0.0)
+        mb = self._sh.pp  # micro-batches
+        for s, row in zip(self._scored, self._per_op):
+            op, w = s.op, row.work
+            work = op.count * op.shards * mb
+            traffic = op.count * self._sh.ffn_chips * mb  # every chip of a stage moves its own bytes
+            tot["flops"] = tot["flops"] + w["flops"] * work
+            tot["bytes"] = tot["bytes"] + (w["weight_bytes"] + w["act_bytes"] + w["kv_bytes"]) * traffic
+            tot["weight_bytes"] = tot["weight_bytes"] + w["weight_bytes"] * traffic
+            tot["comm_bytes"] = tot["comm_bytes"] + w["comm_bytes"] * op.count * op.group_chips * op.shards * mb
+            if op.kind == "attention":
+                tot["attention_flops"] = tot["attention_flops"] + w["flops"] * work
+                tot["kv_read_bytes"] = tot["kv_read_bytes"] + w["kv_bytes"] * traffic  # the cache read once
+            elif op.kind == "gemm" and op.group != "model":
+                tot["mlp_flops"] = tot["mlp_flops"] + w["flops"] * work
+        return tot
+
+    flops = property(lambda self: self._work["flops"])
+    bytes = property(lambda self: self._work["bytes"])
+    weight_bytes = property(lambda self: self._work["weight_bytes"])
+    kv_read_bytes = property(lambda self: self._work["kv_read_bytes"])
+    comm_bytes = property(lambda self: self._work["comm_bytes"])
+    attention_flops = property(lambda self: self._work["attention_flops"])
+    mlp_flops = property(lambda self: self._work["mlp_flops"])
 
 
 @dataclass(frozen=True)
@@ -200,26 +262,44 @@ def _decode_segments(prompt, gen, breakpoints):
 
 
 def _prefill_sums(scored: list[Scored]) -> list[OpSums]:
-    return [OpSums({f: getattr(s.op, f) for f in WORK_FIELDS}, times_of(s.score)) for s in scored]
+    """One step: each op's Score is its Times (read through, its derived terms computed on first use)."""
+    return [OpSums(s.score, lambda op=s.op: {f: getattr(op, f) for f in WORK_FIELDS}) for s in scored]
 
 
 def _decode_sums(scored: list[Scored], segs, kv_shape) -> list[OpSums]:
-    """Each op summed over every decode step: exact within each segment (the ops were built at both ends of
-    every segment, stacked on the first axis: rows 2i and 2i+1 are segment i's first and last step)."""
+    """Each op summed over every decode step (the ops were built at both ends of every segment, stacked on the
+    first axis: rows 2i and 2i+1 are segment i's first and last step). An op whose terms do not depend on the
+    context (every op but attention over the cache, for most models) is the same at every step: its sum is
+    steps x the step. The others are exact within each segment (roofline.sum_affine_steps)."""
+    steps = sum(n for _, _, n in segs)
     out = []
     for s in scored:
-        def at(x, row):
-            return np.broadcast_to(np.asarray(x, dtype=np.float64), kv_shape)[row]
-
-        work = {f: 0.0 for f in WORK_FIELDS}
-        parts = []
-        for i, (_, _, n) in enumerate(segs):
-            for f in WORK_FIELDS:
-                work[f] = work[f] + trapezoid_sum(at(getattr(s.op, f), 2 * i), at(getattr(s.op, f), 2 * i + 1), n)
-            first, last = (_Row(s.score, kv_shape, r) for r in (2 * i, 2 * i + 1))
-            parts.append(sum_affine_steps(first, last, n))
-        out.append(OpSums(work, add_times(parts)))
+        sc = s.score
+        if all(np.ndim(x) < len(kv_shape) or np.shape(x)[0] == 1
+               for x in (sc.t_compute_s, sc.t_memory_s, sc.t_comm_s, sc.overhead_s)):
+            times = LazyTimes(lambda k, sc=sc: steps * _without_row_axis(getattr(sc, k), len(kv_shape)))
+        else:
+            times = add_times(sum_affine_steps(*(_Row(sc, kv_shape, r) for r in (2 * i, 2 * i + 1)), n)
+                              for i, (_, _, n) in enumerate(segs))
+        out.append(OpSums(times, lambda op=s.op: _decode_work(op, segs, kv_shape)))
     return out
+
+
+def _decode_work(op: Op, segs, kv_shape) -> dict[str, np.ndarray]:
+    """An op's work (WORK_FIELDS) summed over every decode step (trapezoid: exact for affine sequences)."""
+    def at(x, row):
+        return np.broadcast_to(np.asarray(x, dtype=np.float64), kv_shape)[row]
+
+    work = {f: 0.0 for f in WORK_FIELDS}
+    for i, (_, _, n) in enumerate(segs):
+        for f in WORK_FIELDS:
+            work[f] = work[f] + trapezoid_sum(at(getattr(op, f), 2 * i), at(getattr(op, f), 2 * i + 1), n)
+    return work
+
+
+def _without_row_axis(x, ndim: int):
+    """A Score term that is the same at every row of the decode stack, without the row axis."""
+    return x[0] if np.ndim(x) == ndim else x
 
 
 class _Row:
@@ -230,34 +310,10 @@ class _Row:
             setattr(self, k, np.broadcast_to(getattr(score, k), shape)[row])
 
 
-def _phase_totals(scored: list[Scored], per_op: list[OpSums], sh: Sharding, time_factor) -> PhaseTotals:
-    """Replica totals: times are the sum over ops of t * count (one micro-batch through all stages) scaled by
-    the pipeline schedule; work is per-chip numbers * shards * count * micro-batches (a replicated op counts
-    its FLOPs once; every chip of the tensor-parallel group moves its own HBM bytes)."""
-    tot = dict.fromkeys(("flops", "bytes", "weight_bytes", "kv_read_bytes", "comm_bytes", "attention_flops",
-                         "mlp_flops"), 0.0)
-    mb = sh.pp  # micro-batches
-    for s, row in zip(scored, per_op):
-        op, w = s.op, row.work
-        work = op.count * op.shards * mb
-        traffic = op.count * sh.ffn_chips * mb  # every chip of a stage moves its own bytes
-        tot["flops"] = tot["flops"] + w["flops"] * work
-        tot["bytes"] = tot["bytes"] + (w["weight_bytes"] + w["act_bytes"] + w["kv_bytes"]) * traffic
-        tot["weight_bytes"] = tot["weight_bytes"] + w["weight_bytes"] * traffic
-        tot["comm_bytes"] = tot["comm_bytes"] + w["comm_bytes"] * op.count * op.group_chips * op.shards * mb
-        if op.kind == "attention":
-            tot["attention_flops"] = tot["attention_flops"] + w["flops"] * work
-            tot["kv_read_bytes"] = tot["kv_read_bytes"] + w["kv_bytes"] * traffic  # the cache read once
-        elif op.kind == "gemm" and op.group != "model":
-            tot["mlp_flops"] = tot["mlp_flops"] + w["flops"] * work
-    per_op_times = [r.times.scaled(s.op.count).scaled(time_factor) for s, r in zip(scored, per_op)]
-    return PhaseTotals(**tot, times=add_times(per_op_times), per_op_times=per_op_times)
-
-
 def _run_phase(ops: list[Op], chip: Chip, eff, sh: Sharding, time_factor, sums, steps) -> PhaseResult:
     scored = score_ops(ops, chip, eff)
     per_op = sums(scored)
-    return PhaseResult(scored, per_op, _phase_totals(scored, per_op, sh, time_factor), steps)
+    return PhaseResult(scored, per_op, PhaseTotals(scored, per_op, sh, time_factor), steps)
 
 
 def _prefill(spec, chip, sh, dt, eff, batch, prompt, attention) -> PhaseResult:

@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -169,7 +170,7 @@ def activation_workspace_bytes(prefill_ops: "list[Op]", d_model: int, act_bytes_
     plus the residual stream (T, d), measured on the given prefill and scaled to one chunk (activations
     grow with the tokens). prefill_ops[0] is the embedding, whose tokens are those of one micro-batch."""
     tokens_mb = np.asarray(prefill_ops[0].tokens)
-    largest = np.max(np.stack(np.broadcast_arrays(*[op.act_bytes for op in prefill_ops])), axis=0)
+    largest = functools.reduce(np.maximum, [np.asarray(op.act_bytes, dtype=np.float64) for op in prefill_ops])
     return (largest + tokens_mb * d_model * act_bytes_per_elem) / tokens_mb * PREFILL_CHUNK_TOKENS
 
 
