@@ -139,10 +139,9 @@ class Estimate:
         return json_ready(d)
 
 
-
-
 # ------------------------------------------------------------------------------------------- phases
 WORK_FIELDS = ("flops", "weight_bytes", "act_bytes", "kv_bytes", "comm_bytes")
+_TOTALS = ("flops", "bytes", "weight_bytes", "kv_read_bytes", "comm_bytes", "attention_flops", "mlp_flops")
 
 
 class LazyTimes:
@@ -199,7 +198,8 @@ class PhaseTotals:
     @cached_property
     def times(self) -> LazyTimes:
         """Wall clock: one micro-batch through all stages, times the pipeline schedule."""
-        return LazyTimes(lambda k: sum(getattr(t, k) for t in self.per_op_times))
+        per_op = self.per_op_times  # not self: a cycle would keep every chunk of a sweep alive until the GC runs
+        return LazyTimes(lambda k: sum(getattr(t, k) for t in per_op))
 
     @cached_property
     def bound_shares(self) -> dict[str, np.ndarray]:
@@ -208,8 +208,7 @@ class PhaseTotals:
 
     @cached_property
     def _work(self) -> dict[str, np.ndarray]:
-        tot = dict.fromkeys(("flops", "bytes", "weight_bytes", "kv_read_bytes", "comm_bytes", "attention_flops",
-                             "mlp_flops"), 0.0)
+        tot = dict.fromkeys(_TOTALS, 0.0)
         mb = self._sh.pp  # micro-batches
         for s, row in zip(self._scored, self._per_op):
             op, w = s.op, row.work
@@ -226,13 +225,10 @@ class PhaseTotals:
                 tot["mlp_flops"] = tot["mlp_flops"] + w["flops"] * work
         return tot
 
-    flops = property(lambda self: self._work["flops"])
-    bytes = property(lambda self: self._work["bytes"])
-    weight_bytes = property(lambda self: self._work["weight_bytes"])
-    kv_read_bytes = property(lambda self: self._work["kv_read_bytes"])
-    comm_bytes = property(lambda self: self._work["comm_bytes"])
-    attention_flops = property(lambda self: self._work["attention_flops"])
-    mlp_flops = property(lambda self: self._work["mlp_flops"])
+    def __getattr__(self, name):  # the work totals: flops, bytes, weight_bytes, kv_read_bytes, comm_bytes, ...
+        if name not in _TOTALS:
+            raise AttributeError(name)
+        return self._work[name]
 
 
 @dataclass(frozen=True)
@@ -595,28 +591,25 @@ def sweep(model, chip, **axes):
     spec = load_model(model)
     discrete = {k: _as_list(axes[k]) for k in _DISCRETE_AXES if k in axes and k != "chip"}
     chips = _as_list(chip)
-    frames = []
+    parts = []
     for chip_name, combo in itertools.product(chips, itertools.product(*discrete.values())):
         kw = dict(zip(discrete, combo))
         for lo in range(0, mesh[0].size, SWEEP_CHUNK_POINTS):  # bounded memory: one chunk of the grid at a time
             part = [m[lo:lo + SWEEP_CHUNK_POINTS] for m in mesh]
-            frames.append(_sweep_frame(evaluate(spec, chip_name, batch=part[0], prompt_len=part[1],
-                                                gen_len=part[2], **kw), kw, part))
-    df = pd.concat(frames, ignore_index=True)
-    for k in ("batch", "prompt_len", "gen_len", "max_batch"):
-        df[k] = df[k].astype(int)
-    return df
+            parts.append(_sweep_columns(evaluate(spec, chip_name, batch=part[0], prompt_len=part[1],
+                                                 gen_len=part[2], **kw), kw, part))
+    return _sweep_frame(parts)
 
 
-SWEEP_CHUNK_POINTS = 50_000  # grid points evaluated at once: ~3.5 kB each while evaluating, ~0.2 GB per chunk
+SWEEP_CHUNK_POINTS = 50_000  # grid points evaluated at once (a few kB each while evaluating)
 
 
-def _sweep_frame(r: Evaluation, kw: dict, mesh):
-    """The sweep's columns for one evaluated chunk: its axes and the headline metrics."""
-    import pandas as pd
-
+def _sweep_columns(r: Evaluation, kw: dict, mesh) -> tuple[int, dict]:
+    """The sweep's columns for one evaluated chunk: its axes and the headline metrics; a value the whole chunk
+    shares (chip, discrete axes, efficiency) stays a scalar."""
     m = r.memory
     eff = r.efficiency_model
+    n = mesh[0].size
     cols = {"chip": r.chip.name, **kw, "efficiency": efficiency_mode(kw.get("efficiency", DEFAULT_EFFICIENCY)),
             "fit": efficiency_label(eff), "batch": mesh[0], "prompt_len": mesh[1], "gen_len": mesh[2],
             "ttft_s": r.ttft_s, "tpot_s": r.tpot_s, "e2e_s": r.e2e_s,
@@ -625,7 +618,30 @@ def _sweep_frame(r: Evaluation, kw: dict, mesh):
             "tokens_per_s_per_user": 1.0 / r.tpot_s,
             "per_chip_bytes": m.bytes_per_chip, "capacity_bytes": r.chip.hbm_bytes, "usable_bytes": m.capacity_bytes,
             "fits": m.bytes_per_chip <= m.capacity_bytes, "max_batch": m.max_batch}
-    return pd.DataFrame({k: np.broadcast_to(v, mesh[0].shape) for k, v in cols.items()})
+    return n, {k: v if np.ndim(v) == 0 and not isinstance(v, np.ndarray) else np.broadcast_to(v, (n,))
+               for k, v in cols.items()}
+
+
+def _sweep_frame(parts: list[tuple[int, dict]]):
+    """One DataFrame from the chunks' columns, built column by column: a metric's chunks are joined with numpy and
+    released at once (the peak is the frame plus one column); the values each chunk shares (chip, discrete axes,
+    efficiency) are repeated by pandas from scalars, without converting a million Python strings."""
+    import pandas as pd
+
+    index = pd.RangeIndex(sum(n for n, _ in parts))
+    columns = {}
+    for k in list(parts[0][1]):
+        values = [cols.pop(k) for _, cols in parts]
+        if all(isinstance(v, np.ndarray) for v in values):
+            col = np.concatenate(values)
+            columns[k] = col.astype(int) if k in ("batch", "prompt_len", "gen_len", "max_batch") else col
+        elif all(v is values[0] or (type(v) is type(values[0]) and v == values[0]) for v in values):
+            columns[k] = pd.Series(values[0], index=index)
+        else:  # differs between chunks (a list of chips, dtypes, ...): pandas joins the chunks' scalar columns
+            columns[k] = pd.concat([pd.DataFrame({k: v}, index=pd.RangeIndex(n)) for (n, _), v in zip(parts, values)],
+                                   ignore_index=True)[k].set_axis(index)
+        del values
+    return pd.DataFrame(columns, index=index, copy=False)
 
 
 def _as_list(v):
