@@ -636,7 +636,7 @@ def _sweep_frame(parts: list[tuple[int, dict]]):
             col = np.concatenate(values)
             columns[k] = col.astype(int) if k in ("batch", "prompt_len", "gen_len", "max_batch") else col
         elif all(v is values[0] or (type(v) is type(values[0]) and v == values[0]) for v in values):
-            columns[k] = pd.Series(values[0], index=index)
+            columns[k] = values[0]
         else:  # differs between chunks (a list of chips, dtypes, ...): pandas joins the chunks' scalar columns
             columns[k] = pd.concat([pd.DataFrame({k: v}, index=pd.RangeIndex(n)) for (n, _), v in zip(parts, values)],
                                    ignore_index=True)[k].set_axis(index)
