@@ -126,7 +126,8 @@ def _choose(spec, frames, targets, ttft_col, price, rank_by, notes, serve_kw) ->
     df = pd.concat(frames, ignore_index=True)
     df["qps_per_replica"] = df["qps"]
     df["chips"] = df["tp"] * df["pp"] * df["replicas"] * serve_kw["attention_dp"]
-    df["usd_per_hour"] = [None if price[c] is None else price[c] * n for c, n in zip(df["chip"], df["chips"])]
+    df["usd_per_hour"] = [None if price[c] is None else price[c] * n
+                          for c, n in zip(df["chip"].tolist(), df["chips"].tolist())]
     df["feasible"] = (df["fits"] & ~df["saturated"] & (df[ttft_col] <= targets["ttft_s"])
                       & (df["tpot_s"] <= targets["tpot_s"]))
     key = ["usd_per_hour", "chips"] if rank_by == "usd_per_hour" else ["chips"]
@@ -137,7 +138,8 @@ def _choose(spec, frames, targets, ttft_col, price, rank_by, notes, serve_kw) ->
                             f"targets; the largest one tried ({near['chip']} tp={near['tp']} x {near['replicas']}): "
                             f"{_failure(near, ttft_col, targets)}")
     cheapest = ok.groupby(["chip", "tp", "pp", "ep"], sort=False).head(1).copy()
-    cheapest["binds"] = [_binds(df, r, ttft_col, targets) for _, r in cheapest.iterrows()]
+    groups = df.groupby(["chip", "tp", "pp", "replicas"], sort=False).indices  # row positions, in df order
+    cheapest["binds"] = [_binds(df, groups, r, ttft_col, targets) for _, r in cheapest.iterrows()]
     best = cheapest.iloc[0].to_dict()
     check = serve(spec, best["chip"], prompt_len=targets["prompt_len"], gen_len=targets["gen_len"],
                   qps=targets["qps"], tp=int(best["tp"]), pp=int(best["pp"]), ep=int(best["ep"]),
@@ -147,10 +149,10 @@ def _choose(spec, frames, targets, ttft_col, price, rank_by, notes, serve_kw) ->
                        check=check, targets=targets, rank_by=rank_by, notes=notes)
 
 
-def _binds(df, row, ttft_col, targets) -> str:
+def _binds(df, groups, row, ttft_col, targets) -> str:
     """Why this row is the cheapest of its chip and sharding: what one replica fewer fails."""
-    same = df[(df["chip"] == row["chip"]) & (df["tp"] == row["tp"]) & (df["pp"] == row["pp"])
-              & (df["replicas"] == row["replicas"] - 1)]
+    rows = groups.get((row["chip"], row["tp"], row["pp"], row["replicas"] - 1))
+    same = df.iloc[rows] if rows is not None else df.iloc[:0]
     if same.empty:
         return "one replica: the load fits on a single replica"
     fewer = same.sort_values(ttft_col).iloc[0]

@@ -147,7 +147,7 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
              sp: Speculative, workload, closed: bool, layout: dict) -> _Prepared:
     """The step tables and KV capacity of one chip and sharding over the grid `g` (arrays (n,))."""
     kw = dict(tp=tp, pp=pp, ep=ep, weight_dtype=dtypes.weight, act_dtype=dtypes.act, kv_dtype=dtypes.kv,
-              efficiency=efficiency, attention=attention, **layout)
+              efficiency=resolve_efficiency(efficiency, chip), attention=attention, **layout)  # once, not per step
     wl = workload_of(g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], workload)
     keys = np.stack([g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], g["max_num_batched_tokens"]], axis=-1)
     uniq, inv = np.unique(keys, axis=0, return_inverse=True)  # step costs do not depend on the load
