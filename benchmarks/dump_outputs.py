@@ -65,7 +65,11 @@ def dump(path: str) -> None:
     plans = [("meta-llama/Llama-3.1-70B", dict(prompt_len=2048, gen_len=256, tpot_s=0.05, qps=10)),
              ("deepseek-ai/DeepSeek-V3", dict(prompt_len=2048, gen_len=256, tpot_s=0.05, qps=10)),
              ("meta-llama/Llama-3.1-8B", dict(prompt_len=1024, gen_len=128, ttft_s=0.5, tpot_s=0.03, qps=3,
-                                              efficiency="ideal", ttft_percentile="p90"))]
+                                              efficiency="ideal", ttft_percentile="p90")),
+             ("deepseek-ai/DeepSeek-V3", dict(prompt_len=2048, gen_len=256, qps=1, max_chips=8)),  # fits nowhere
+             ("deepseek-ai/DeepSeek-V3", dict(prompt_len=2048, gen_len=256, qps=1, tpot_s=1e-4)),  # misses TPOT
+             ("meta-llama/Llama-3.1-70B", dict(prompt_len=8192, gen_len=512, qps=2, max_chips=16,
+                                               max_num_seqs=(64,), max_num_batched_tokens=(4096,)))]
     for i, (m, kw) in enumerate(plans):
         def run_serving(m=m, kw=kw):
             p = plan_serving(m, chips, **kw)

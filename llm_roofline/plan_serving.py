@@ -100,26 +100,41 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
     deployments = [dict(chip=chip, tp=tp, pp=pp, ep=ep,
                         qps=list(qps / np.arange(1, max_chips // (tp * pp * attention_dp) + 1)))
                    for chip in chip_list for tp, pp, ep in _shardings(spec, chip, max_chips, attention_dp)]
-    rows = []
-    # every chip and sharding solved together (one vectorized queueing pass over the whole search grid)
-    for dep, df in zip(deployments, serve_deployments(spec, deployments, prompt_len=prompt_len, gen_len=gen_len,
-                                                      max_num_seqs=list(max_num_seqs),
-                                                      max_num_batched_tokens=list(max_num_batched_tokens),
-                                                      **serve_kw)):
+    grid = dict(prompt_len=prompt_len, gen_len=gen_len, max_num_seqs=list(max_num_seqs),
+                max_num_batched_tokens=list(max_num_batched_tokens), **serve_kw)
+    # first the shardings with room for a sequence somewhere (the memory model rules out the others unscored);
+    # when none of them meets the targets, every sharding is scored for the answer's reasons, as before
+    for only_fitting in (True, False):
+        rows, run_notes, configurations = _search(spec, deployments, grid, qps, only_fitting)
+        if not rows:
+            continue
+        try:
+            out = _choose(spec, rows, targets, ttft_col, price, rank_by, notes + run_notes, serve_kw)
+        except ScenarioError:
+            if only_fitting:
+                continue
+            raise
+        out.configurations = configurations
+        return out
+    raise ScenarioError(f"{spec.name}: no sharding of {', '.join(c.name for c in chip_list)} runs it; "
+                        + "; ".join(notes + run_notes))
+
+
+def _search(spec, deployments, grid, qps, only_fitting: bool):
+    """Every deployment scored in one serve_deployments call: (frames with a replicas column, notes of the
+    shardings skipped, configurations searched: grid points scored or ruled out by memory)."""
+    rows, notes, configurations = [], [], 0
+    for dep, df in zip(deployments, serve_deployments(spec, deployments, only_fitting=only_fitting, **grid)):
+        if df is None:  # no room for a sequence anywhere: ruled out by the memory model
+            configurations += len(dep["qps"]) * len(grid["max_num_seqs"]) * len(grid["max_num_batched_tokens"])
+            continue
         if isinstance(df, RooflineError):
             notes.append(f"{dep['chip'].name} tp={dep['tp']} pp={dep['pp']}: skipped ({df})")
             continue
         df["replicas"] = np.rint(qps / df["qps"]).astype(int)
         rows.append(df)
-    configurations = sum(len(df) for df in rows)
-    if not rows:
-        raise ScenarioError(f"{spec.name}: no sharding of {', '.join(c.name for c in chip_list)} runs it; "
-                            + "; ".join(notes))
-    out = _choose(spec, rows, targets, ttft_col, price, rank_by, notes, serve_kw)
-    out.configurations = configurations
-    return out
-
-
+        configurations += len(df)
+    return rows, notes, configurations
 def _choose(spec, frames, targets, ttft_col, price, rank_by, notes, serve_kw) -> ServingPlan:
     import pandas as pd
 

@@ -144,8 +144,11 @@ class _Prepared:
 
 
 def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency, attention, engine: dict,
-             sp: Speculative, workload, closed: bool, layout: dict) -> _Prepared:
-    """The step tables and KV capacity of one chip and sharding over the grid `g` (arrays (n,))."""
+             sp: Speculative, workload, closed: bool, layout: dict, only_fitting: bool = False) -> _Prepared | None:
+    """The step tables and KV capacity of one chip and sharding over the grid `g` (arrays (n,)); None (only_fitting)
+    when no point has room for one sequence's KV cache: the steps are then not evaluated."""
+    if only_fitting and not _fits_somewhere(spec, chip, g, tp, pp, ep, dtypes, attention, engine, workload, layout):
+        return None
     kw = dict(tp=tp, pp=pp, ep=ep, weight_dtype=dtypes.weight, act_dtype=dtypes.act, kv_dtype=dtypes.kv,
               efficiency=resolve_efficiency(efficiency, chip), attention=attention, **layout)  # once, not per step
     wl = workload_of(g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], workload)
@@ -164,6 +167,18 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
                                            engine["gpu_memory_utilization"], attention)
     load = (g["concurrency"] if closed else g["qps"]) / dp
     return _Prepared(tab, wl, cap, kv_seq, free, kv_seqs, load, dp, g["max_num_seqs"], layout["attention_dp"])
+
+
+def _fits_somewhere(spec, chip, g, tp, pp, ep, dtypes, attention, engine, workload, layout) -> bool:
+    """Whether any point of `g` holds one sequence (the memory model alone; True when it raises: the full
+    evaluation then reports that error as before)."""
+    try:
+        wl = workload_of(g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], workload)
+        cap = _capacity(spec, chip, wl, g["max_num_batched_tokens"], g["max_num_seqs"],
+                        dict(tp=tp, pp=pp, ep=ep, **layout), dtypes, engine["gpu_memory_utilization"], attention)[0]
+    except RooflineError:
+        return True
+    return bool(np.any(cap >= 1))
 
 
 def _solve(parts: "list[_Prepared]", *, engine: dict, sp: Speculative, closed: bool) -> list[dict[str, np.ndarray]]:
@@ -279,9 +294,10 @@ def _setup(model, call: dict):
     return spec, ctx, mesh
 
 
-def _run(spec, jobs, ctx: dict, raise_errors: bool) -> list:
+def _run(spec, jobs, ctx: dict, raise_errors: bool, only_fitting: bool = False) -> list:
     """Every job (its discrete choices d: chip, tp, pp, ep, dp; its grid g) prepared, then solved together: one
-    (chip, d, g, cols, assumptions) per job, or the RooflineError a job raised (raise_errors=False)."""
+    (chip, d, g, cols, assumptions) per job, or the RooflineError a job raised (raise_errors=False), or None for a
+    job where nothing fits (only_fitting)."""
     preps = []
     for d, g in jobs:
         try:
@@ -290,14 +306,15 @@ def _run(spec, jobs, ctx: dict, raise_errors: bool) -> list:
             dtypes = resolve_dtypes(chip_obj, Dtypes(*ctx["dtypes"]), assumptions)
             prep = _prepare(spec, chip_obj, g, tp=d["tp"], pp=d["pp"], ep=d["ep"], dp=d["dp"], dtypes=dtypes,
                             efficiency=ctx["efficiency"], attention=ctx["attention"], engine=ctx["engine"], sp=ctx["sp"],
-                            workload=ctx["workload"], closed=ctx["closed"], layout=ctx["layout"])
+                            workload=ctx["workload"], closed=ctx["closed"], layout=ctx["layout"],
+                            only_fitting=only_fitting)
         except RooflineError as e:
             if raise_errors:
                 raise
             preps.append(e)
             continue
-        preps.append((chip_obj, d, g, prep, assumptions))
-    ok = [p for p in preps if not isinstance(p, RooflineError)]
+        preps.append(None if prep is None else (chip_obj, d, g, prep, assumptions))
+    ok = [p for p in preps if p is not None and not isinstance(p, RooflineError)]
     # one solve per group of tables at the same decode-batch nodes (all of them, unless max_num_seqs differs)
     groups: dict[tuple, list] = {}
     for p in ok:
@@ -307,14 +324,15 @@ def _run(spec, jobs, ctx: dict, raise_errors: bool) -> list:
         for p, c in zip(members, _solve([m[3] for m in members], engine=ctx["engine"], sp=ctx["sp"],
                                         closed=ctx["closed"])):
             cols[id(p)] = c
-    return [p if isinstance(p, RooflineError) else (p[0], p[1], p[2], cols[id(p)], p[4]) for p in preps]
+    return [p if p is None or isinstance(p, RooflineError) else (p[0], p[1], p[2], cols[id(p)], p[4]) for p in preps]
 
 
-def serve_deployments(model, deployments: list[dict], **kw) -> list:
+def serve_deployments(model, deployments: list[dict], only_fitting: bool = False, **kw) -> list:
     """serve() sweeps of several deployments solved together (one queueing pass over all their points, which is
     what makes the planner fast). deployments: dicts of chip, tp, pp, ep, dp and any grid argument of serve()
     overriding `kw` (e.g. its own list of qps); kw: serve()'s other arguments. Returns per deployment its
-    DataFrame (as serve() returns for lists), or the RooflineError it raised."""
+    DataFrame (as serve() returns for lists), or the RooflineError it raised, or None (only_fitting) when no
+    point of it has room for one sequence (found by the memory model alone: its steps are not evaluated)."""
     base = dict(chip=None, tp=1, pp=1, ep=1, dp=1)
     jobs, spec, ctx, out = [], None, None, []
     for dep in deployments:
@@ -328,12 +346,12 @@ def serve_deployments(model, deployments: list[dict], **kw) -> list:
             continue
         jobs.append(({**base, **{k: v for k, v in dep.items() if k in base}}, mesh))
         out.append(None)
-    solved = iter(_run(spec, jobs, ctx, raise_errors=False) if jobs else [])
+    solved = iter(_run(spec, jobs, ctx, raise_errors=False, only_fitting=only_fitting) if jobs else [])
     eff = kw.get("efficiency", DEFAULT_EFFICIENCY)
     for i, r in enumerate(out):
         if r is None:
             r = next(solved)
-            out[i] = r if isinstance(r, RooflineError) else _frame(r[0], r[1], r[3], r[2], eff)
+            out[i] = r if r is None or isinstance(r, RooflineError) else _frame(r[0], r[1], r[3], r[2], eff)
     return out
 
 

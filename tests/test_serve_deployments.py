@@ -25,3 +25,13 @@ def test_a_failing_deployment_is_returned_not_raised():
     assert len(out[1]) == 1 and out[1]["tp"].iloc[0] == 1
     with pytest.raises(RooflineError):
         serve(MODEL, "h100-sxm", tp=3, concurrency=4)
+
+
+def test_only_fitting_leaves_out_a_deployment_with_no_room_for_a_sequence():
+    # DeepSeek-V3 (~690 GB of fp8 weights) on one tp=8 group of 80 GB H100s (576 GB usable): no KV room at all
+    deps = [dict(chip="h100-sxm", tp=8, ep=8, qps=[1.0]), dict(chip="h200", tp=8, ep=8, qps=[1.0])]
+    full = serve_deployments("deepseek-ai/DeepSeek-V3", deps, prompt_len=1024, gen_len=64)
+    assert not full[0]["fits"].any() and full[1]["fits"].all()
+    lean = serve_deployments("deepseek-ai/DeepSeek-V3", deps, only_fitting=True, prompt_len=1024, gen_len=64)
+    assert lean[0] is None
+    pd.testing.assert_frame_equal(lean[1], full[1], check_exact=False, rtol=1e-12)
