@@ -365,33 +365,33 @@ class Evaluation:
     memory: Footprint
     warnings: list[str] = field(default_factory=list)  # what makes the numbers doubtful; shown first
 
-    @property
+    @cached_property
     def ttft_s(self) -> np.ndarray:
         return self.prefill.totals.times.t_s
 
-    @property
+    @cached_property
     def decode_s(self) -> np.ndarray:
         """All decode steps of a sequence (0 where gen_len = 1)."""
         if self.decode is None:
             return np.zeros(np.shape(self.ttft_s))
         return np.where(self.gen_len > 1, self.decode.totals.times.t_s, 0.0)
 
-    @property
+    @cached_property
     def tpot_s(self) -> np.ndarray:
         """Mean decode step (nan where gen_len = 1)."""
         if self.decode is None:
             return np.full(np.shape(self.ttft_s), np.nan)
         return np.where(self.gen_len > 1, self.decode.totals.times.t_s / np.maximum(self.gen_len - 1, 1), np.nan)
 
-    @property
+    @cached_property
     def e2e_s(self) -> np.ndarray:
         return self.ttft_s + self.decode_s
 
-    @property
+    @cached_property
     def throughput_tokens_per_s(self) -> np.ndarray:
         return self.sharding.dp * self.batch * self.gen_len / self.e2e_s
 
-    @property
+    @cached_property
     def throughput_tokens_per_s_per_chip(self) -> np.ndarray:
         return self.batch * self.gen_len / self.e2e_s / self.sharding.chips_per_replica
 
