@@ -192,7 +192,7 @@ class PhaseTotals:
     def per_op_times(self) -> list[LazyTimes]:
         """Each op's share of `times` (count and schedule applied)."""
         tf = self._time_factor
-        return [LazyTimes(lambda k, t=r.times, n=s.op.count: getattr(t, k) * n * tf)
+        return [LazyTimes(lambda k, t=r.times, n=s.op.count * tf: getattr(t, k) * n)
                 for s, r in zip(self._scored, self._per_op)]
 
     @cached_property
