@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .bounds import BOUNDS, check_amounts, check_count, check_grid_points
-from .efficiency import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency
+from .efficiency import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency, resolved_once
 from .errors import ScenarioError
 from .graph import Dtypes, Phase, build_ops, resolve_dtypes
 from .hardware import Chip, load_chip
@@ -594,10 +594,12 @@ def sweep(model, chip, **axes):
     parts = []
     for chip_name, combo in itertools.product(chips, itertools.product(*discrete.values())):
         kw = dict(zip(discrete, combo))
+        chip_obj = load_chip(chip_name)
+        run_kw = {**kw, "efficiency": resolved_once(kw.get("efficiency", DEFAULT_EFFICIENCY), chip_obj)}
         for lo in range(0, mesh[0].size, SWEEP_CHUNK_POINTS):  # bounded memory: one chunk of the grid at a time
             part = [m[lo:lo + SWEEP_CHUNK_POINTS] for m in mesh]
-            parts.append(_sweep_columns(evaluate(spec, chip_name, batch=part[0], prompt_len=part[1],
-                                                 gen_len=part[2], **kw), kw, part))
+            parts.append(_sweep_columns(evaluate(spec, chip_obj, batch=part[0], prompt_len=part[1],
+                                                 gen_len=part[2], **run_kw), kw, part))
     return _sweep_frame(parts)
 
 

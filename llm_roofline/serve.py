@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .errors import RooflineError, ScenarioError
-from .efficiency import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency
+from .efficiency import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency, resolved_once
 from .estimate import evaluate_step
 from .graph import Dtypes, resolve_dtypes
 from .hardware import load_chip
@@ -150,7 +150,7 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
     if only_fitting and not _fits_somewhere(spec, chip, g, tp, pp, ep, dtypes, attention, engine, workload, layout):
         return None
     kw = dict(tp=tp, pp=pp, ep=ep, weight_dtype=dtypes.weight, act_dtype=dtypes.act, kv_dtype=dtypes.kv,
-              efficiency=resolve_efficiency(efficiency, chip), attention=attention, **layout)  # once, not per step
+              efficiency=resolved_once(efficiency, chip), attention=attention, **layout)  # once, not per step
     wl = workload_of(g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], workload)
     keys = np.stack([g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], g["max_num_batched_tokens"]], axis=-1)
     uniq, inv = np.unique(keys, axis=0, return_inverse=True)  # step costs do not depend on the load

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..bounds import check_range
-from ..efficiency import DEFAULT_EFFICIENCY
+from ..efficiency import DEFAULT_EFFICIENCY, resolved_once
 from ..errors import RooflineError, ScenarioError
 from ..memory import GPU_MEMORY_UTILIZATION
 from ..units import json_ready, records
@@ -133,7 +133,8 @@ def _batch_array(pp: int, max_batch_memory: int, max_batch: int) -> np.ndarray:
     return np.array(sorted(fit_part | set(beyond)), dtype=np.float64)
 
 
-def _score_sharding(spec, chip, choice: ShardingChoice, limits: Limits, price: Price, log: ChipSearchLog):
+def _score_sharding(spec, chip, choice: ShardingChoice, limits: Limits, price: Price, log: ChipSearchLog,
+                    efficiency_model):
     """The rows of one (chip, sharding) over its batch grid, or None (logged) when it fails or nothing fits."""
     from ..estimate import evaluate
     from ..memory import max_batch_row
@@ -155,7 +156,7 @@ def _score_sharding(spec, chip, choice: ShardingChoice, limits: Limits, price: P
     batches = _batch_array(choice.pp, max_batch_memory, limits.max_batch)
     try:
         r = evaluate(spec, chip, batch=batches, prompt_len=limits.prompt_len, gen_len=limits.gen_len,
-                     efficiency=limits.efficiency, **kw)
+                     efficiency=efficiency_model, **kw)
     except RooflineError as err:
         log.errors.append(f"{choice}: {err}")
         return None
@@ -166,7 +167,8 @@ def _search_chip(spec, chip, limits: Limits, price: Price, tp, pp, ep, checked: 
     """Every sharding the model allows on `chip` (restricted to tp / pp / ep when given), scored."""
     choices, skipped = sharding_candidates(spec, chip, limits.max_chips, tp, pp, ep, checked)
     log = ChipSearchLog(shardings=len(choices), errors=list(skipped))
-    frames = [_score_sharding(spec, chip, c, limits, price, log) for c in choices]
+    model = resolved_once(limits.efficiency, chip)  # once per chip, not per sharding
+    frames = [_score_sharding(spec, chip, c, limits, price, log, model) for c in choices]
     return [f for f in frames if f is not None], log
 
 
