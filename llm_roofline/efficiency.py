@@ -64,7 +64,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
-from .errors import ChipError, ScenarioError
+from .errors import ChipError, RooflineError, ScenarioError
 from .hardware import Chip, load_chip
 from .roofline import Efficiency
 from .units import DTYPE_BITS
@@ -487,6 +487,15 @@ def resolve_efficiency(efficiency, chip: Chip):
     if hasattr(efficiency, "for_op"):
         return efficiency
     raise ScenarioError(f"efficiency must be 'ideal' or 'calibrated', got {efficiency!r}")
+
+
+def resolved_once(efficiency, chip: Chip):
+    """resolve_efficiency for a caller that evaluates many times on one chip (a sweep's chunks, a planner's
+    shardings); a bad name is returned as given, for the evaluation to report where it always did."""
+    try:
+        return resolve_efficiency(efficiency, chip)
+    except RooflineError:
+        return efficiency
 
 
 def efficiency_label(efficiency) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .bounds import BOUNDS, check_amounts, check_count, check_grid_points
-from .efficiency import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency
+from .efficiency import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency, resolved_once
 from .errors import ScenarioError
 from .graph import Dtypes, Phase, build_ops, resolve_dtypes
 from .hardware import Chip, load_chip
@@ -28,8 +28,8 @@ from .memory import GPU_MEMORY_UTILIZATION, Footprint, footprint, usable_bytes, 
 from .model.hf import load_model
 from .model.spec import ModelSpec
 from .ops import Op
-from .roofline import (TERMS, Scored, Times, add_times, bound_of, bound_shares, intensity_of, score_ops,
-                       sum_affine_steps, times_of, trapezoid_sum)
+from .roofline import (TERMS, TIME_FIELDS, Scored, add_times, bound_of, bound_shares, intensity_of, score_ops,
+                       sum_affine_steps, trapezoid_sum)
 from .sharding import Sharding, critical_thresholds
 from .units import json_ready
 
@@ -139,38 +139,96 @@ class Estimate:
         return json_ready(d)
 
 
-
-
 # ------------------------------------------------------------------------------------------- phases
 WORK_FIELDS = ("flops", "weight_bytes", "act_bytes", "kv_bytes", "comm_bytes")
+_TOTALS = ("flops", "bytes", "weight_bytes", "kv_read_bytes", "comm_bytes", "attention_flops", "mlp_flops")
 
 
-@dataclass(frozen=True)
+class LazyTimes:
+    """Times (the fields of roofline.Times) each computed on first use by `field_fn(name)`: a sweep, a planner or
+    the serving model reads t_s alone, so the other sums are never formed."""
+
+    def __init__(self, field_fn):
+        self._field_fn = field_fn
+
+    def __getattr__(self, name):
+        if name not in TIME_FIELDS:
+            raise AttributeError(name)
+        value = self._field_fn(name)
+        setattr(self, name, value)
+        return value
+
+    @property
+    def bound(self) -> np.ndarray:
+        return bound_of(self.t_compute_s, self.t_memory_s, self.t_comm_s)
+
+    def scaled(self, factor) -> "LazyTimes":
+        return LazyTimes(lambda k: getattr(self, k) * factor)
+
+
 class OpSums:
-    """One op (one instance) summed over the steps of a phase: its work (WORK_FIELDS) and its Times."""
+    """One op (one instance) summed over the steps of a phase: its Times and its work (WORK_FIELDS, summed on
+    first use: only the op table and the phase summaries of a scalar estimate read it)."""
 
-    work: dict[str, np.ndarray]
-    times: Times
+    def __init__(self, times, work_fn):
+        self.times = times
+        self._work_fn = work_fn
+
+    @cached_property
+    def work(self) -> dict[str, np.ndarray]:
+        return self._work_fn()
 
 
-@dataclass(frozen=True)
 class PhaseTotals:
-    """Replica totals of a phase over the scenario grid (see PhaseSummary for what each counts)."""
+    """Replica totals of a phase over the scenario grid (see PhaseSummary for what each counts). Times are the sum
+    over ops of t * count (one micro-batch through all stages) scaled by the pipeline schedule (time_factor);
+    work is per-chip numbers * shards * count * micro-batches (a replicated op counts its FLOPs once; every chip
+    of the tensor-parallel group moves its own HBM bytes). Everything is computed on first use."""
 
-    flops: np.ndarray
-    bytes: np.ndarray
-    weight_bytes: np.ndarray
-    kv_read_bytes: np.ndarray
-    comm_bytes: np.ndarray
-    attention_flops: np.ndarray
-    mlp_flops: np.ndarray
-    times: Times  # wall clock: one micro-batch through all stages, times the pipeline schedule
-    per_op_times: list[Times] = field(repr=False)  # each op's share of `times` (count and schedule applied)
+    def __init__(self, scored: list[Scored], per_op: list[OpSums], sh: Sharding, time_factor):
+        self._scored, self._per_op, self._sh, self._time_factor = scored, per_op, sh, time_factor
+
+    @cached_property
+    def per_op_times(self) -> list[LazyTimes]:
+        """Each op's share of `times` (count and schedule applied)."""
+        tf = self._time_factor
+        return [LazyTimes(lambda k, t=r.times, n=s.op.count * tf: getattr(t, k) * n)
+                for s, r in zip(self._scored, self._per_op)]
+
+    @cached_property
+    def times(self) -> LazyTimes:
+        """Wall clock: one micro-batch through all stages, times the pipeline schedule."""
+        per_op = self.per_op_times  # not self: a cycle would keep every chunk of a sweep alive until the GC runs
+        return LazyTimes(lambda k: sum(getattr(t, k) for t in per_op))
 
     @cached_property
     def bound_shares(self) -> dict[str, np.ndarray]:
         """The phase time by the term that bounds each op (computed on first use: sweeps never ask)."""
         return bound_shares(self.per_op_times)
+
+    @cached_property
+    def _work(self) -> dict[str, np.ndarray]:
+        tot = dict.fromkeys(_TOTALS, 0.0)
+        mb = self._sh.pp  # micro-batches
+        for s, row in zip(self._scored, self._per_op):
+            op, w = s.op, row.work
+            work = op.count * op.shards * mb
+            traffic = op.count * self._sh.ffn_chips * mb  # every chip of a stage moves its own bytes
+            tot["flops"] = tot["flops"] + w["flops"] * work
+            tot["bytes"] = tot["bytes"] + (w["weight_bytes"] + w["act_bytes"] + w["kv_bytes"]) * traffic
+            tot["weight_bytes"] = tot["weight_bytes"] + w["weight_bytes"] * traffic
+            tot["comm_bytes"] = tot["comm_bytes"] + w["comm_bytes"] * op.count * op.group_chips * op.shards * mb
+            if op.kind == "attention":
+                tot["attention_flops"] = tot["attention_flops"] + w["flops"] * work
+                tot["kv_read_bytes"] = tot["kv_read_bytes"] + w["kv_bytes"] * traffic  # the cache read once
+            elif op.kind == "gemm" and op.group != "model":
+                tot["mlp_flops"] = tot["mlp_flops"] + w["flops"] * work
+        return tot
+
+    def __getattr__(self, name):  # the work totals: flops, bytes, weight_bytes, kv_read_bytes, comm_bytes, ...
+        if name not in _TOTALS:
+            raise AttributeError(name)
+        return self._work[name]
 
 
 @dataclass(frozen=True)
@@ -200,26 +258,44 @@ def _decode_segments(prompt, gen, breakpoints):
 
 
 def _prefill_sums(scored: list[Scored]) -> list[OpSums]:
-    return [OpSums({f: getattr(s.op, f) for f in WORK_FIELDS}, times_of(s.score)) for s in scored]
+    """One step: each op's Score is its Times (read through, its derived terms computed on first use)."""
+    return [OpSums(s.score, lambda op=s.op: {f: getattr(op, f) for f in WORK_FIELDS}) for s in scored]
 
 
 def _decode_sums(scored: list[Scored], segs, kv_shape) -> list[OpSums]:
-    """Each op summed over every decode step: exact within each segment (the ops were built at both ends of
-    every segment, stacked on the first axis: rows 2i and 2i+1 are segment i's first and last step)."""
+    """Each op summed over every decode step (the ops were built at both ends of every segment, stacked on the
+    first axis: rows 2i and 2i+1 are segment i's first and last step). An op whose terms do not depend on the
+    context (every op but attention over the cache, for most models) is the same at every step: its sum is
+    steps x the step. The others are exact within each segment (roofline.sum_affine_steps)."""
+    steps = sum(n for _, _, n in segs)
     out = []
     for s in scored:
-        def at(x, row):
-            return np.broadcast_to(np.asarray(x, dtype=np.float64), kv_shape)[row]
-
-        work = {f: 0.0 for f in WORK_FIELDS}
-        parts = []
-        for i, (_, _, n) in enumerate(segs):
-            for f in WORK_FIELDS:
-                work[f] = work[f] + trapezoid_sum(at(getattr(s.op, f), 2 * i), at(getattr(s.op, f), 2 * i + 1), n)
-            first, last = (_Row(s.score, kv_shape, r) for r in (2 * i, 2 * i + 1))
-            parts.append(sum_affine_steps(first, last, n))
-        out.append(OpSums(work, add_times(parts)))
+        sc = s.score
+        if all(np.ndim(x) < len(kv_shape) or np.shape(x)[0] == 1
+               for x in (sc.t_compute_s, sc.t_memory_s, sc.t_comm_s, sc.overhead_s)):
+            times = LazyTimes(lambda k, sc=sc: steps * _without_row_axis(getattr(sc, k), len(kv_shape)))
+        else:
+            times = add_times(sum_affine_steps(*(_Row(sc, kv_shape, r) for r in (2 * i, 2 * i + 1)), n)
+                              for i, (_, _, n) in enumerate(segs))
+        out.append(OpSums(times, lambda op=s.op: _decode_work(op, segs, kv_shape)))
     return out
+
+
+def _decode_work(op: Op, segs, kv_shape) -> dict[str, np.ndarray]:
+    """An op's work (WORK_FIELDS) summed over every decode step (trapezoid: exact for affine sequences)."""
+    def at(x, row):
+        return np.broadcast_to(np.asarray(x, dtype=np.float64), kv_shape)[row]
+
+    work = {f: 0.0 for f in WORK_FIELDS}
+    for i, (_, _, n) in enumerate(segs):
+        for f in WORK_FIELDS:
+            work[f] = work[f] + trapezoid_sum(at(getattr(op, f), 2 * i), at(getattr(op, f), 2 * i + 1), n)
+    return work
+
+
+def _without_row_axis(x, ndim: int):
+    """A Score term that is the same at every row of the decode stack, without the row axis."""
+    return x[0] if np.ndim(x) == ndim else x
 
 
 class _Row:
@@ -230,34 +306,10 @@ class _Row:
             setattr(self, k, np.broadcast_to(getattr(score, k), shape)[row])
 
 
-def _phase_totals(scored: list[Scored], per_op: list[OpSums], sh: Sharding, time_factor) -> PhaseTotals:
-    """Replica totals: times are the sum over ops of t * count (one micro-batch through all stages) scaled by
-    the pipeline schedule; work is per-chip numbers * shards * count * micro-batches (a replicated op counts
-    its FLOPs once; every chip of the tensor-parallel group moves its own HBM bytes)."""
-    tot = dict.fromkeys(("flops", "bytes", "weight_bytes", "kv_read_bytes", "comm_bytes", "attention_flops",
-                         "mlp_flops"), 0.0)
-    mb = sh.pp  # micro-batches
-    for s, row in zip(scored, per_op):
-        op, w = s.op, row.work
-        work = op.count * op.shards * mb
-        traffic = op.count * sh.ffn_chips * mb  # every chip of a stage moves its own bytes
-        tot["flops"] = tot["flops"] + w["flops"] * work
-        tot["bytes"] = tot["bytes"] + (w["weight_bytes"] + w["act_bytes"] + w["kv_bytes"]) * traffic
-        tot["weight_bytes"] = tot["weight_bytes"] + w["weight_bytes"] * traffic
-        tot["comm_bytes"] = tot["comm_bytes"] + w["comm_bytes"] * op.count * op.group_chips * op.shards * mb
-        if op.kind == "attention":
-            tot["attention_flops"] = tot["attention_flops"] + w["flops"] * work
-            tot["kv_read_bytes"] = tot["kv_read_bytes"] + w["kv_bytes"] * traffic  # the cache read once
-        elif op.kind == "gemm" and op.group != "model":
-            tot["mlp_flops"] = tot["mlp_flops"] + w["flops"] * work
-    per_op_times = [r.times.scaled(s.op.count).scaled(time_factor) for s, r in zip(scored, per_op)]
-    return PhaseTotals(**tot, times=add_times(per_op_times), per_op_times=per_op_times)
-
-
 def _run_phase(ops: list[Op], chip: Chip, eff, sh: Sharding, time_factor, sums, steps) -> PhaseResult:
     scored = score_ops(ops, chip, eff)
     per_op = sums(scored)
-    return PhaseResult(scored, per_op, _phase_totals(scored, per_op, sh, time_factor), steps)
+    return PhaseResult(scored, per_op, PhaseTotals(scored, per_op, sh, time_factor), steps)
 
 
 def _prefill(spec, chip, sh, dt, eff, batch, prompt, attention) -> PhaseResult:
@@ -313,33 +365,33 @@ class Evaluation:
     memory: Footprint
     warnings: list[str] = field(default_factory=list)  # what makes the numbers doubtful; shown first
 
-    @property
+    @cached_property
     def ttft_s(self) -> np.ndarray:
         return self.prefill.totals.times.t_s
 
-    @property
+    @cached_property
     def decode_s(self) -> np.ndarray:
         """All decode steps of a sequence (0 where gen_len = 1)."""
         if self.decode is None:
             return np.zeros(np.shape(self.ttft_s))
         return np.where(self.gen_len > 1, self.decode.totals.times.t_s, 0.0)
 
-    @property
+    @cached_property
     def tpot_s(self) -> np.ndarray:
         """Mean decode step (nan where gen_len = 1)."""
         if self.decode is None:
             return np.full(np.shape(self.ttft_s), np.nan)
         return np.where(self.gen_len > 1, self.decode.totals.times.t_s / np.maximum(self.gen_len - 1, 1), np.nan)
 
-    @property
+    @cached_property
     def e2e_s(self) -> np.ndarray:
         return self.ttft_s + self.decode_s
 
-    @property
+    @cached_property
     def throughput_tokens_per_s(self) -> np.ndarray:
         return self.sharding.dp * self.batch * self.gen_len / self.e2e_s
 
-    @property
+    @cached_property
     def throughput_tokens_per_s_per_chip(self) -> np.ndarray:
         return self.batch * self.gen_len / self.e2e_s / self.sharding.chips_per_replica
 
@@ -539,28 +591,27 @@ def sweep(model, chip, **axes):
     spec = load_model(model)
     discrete = {k: _as_list(axes[k]) for k in _DISCRETE_AXES if k in axes and k != "chip"}
     chips = _as_list(chip)
-    frames = []
+    parts = []
     for chip_name, combo in itertools.product(chips, itertools.product(*discrete.values())):
         kw = dict(zip(discrete, combo))
+        chip_obj = load_chip(chip_name)
+        run_kw = {**kw, "efficiency": resolved_once(kw.get("efficiency", DEFAULT_EFFICIENCY), chip_obj)}
         for lo in range(0, mesh[0].size, SWEEP_CHUNK_POINTS):  # bounded memory: one chunk of the grid at a time
             part = [m[lo:lo + SWEEP_CHUNK_POINTS] for m in mesh]
-            frames.append(_sweep_frame(evaluate(spec, chip_name, batch=part[0], prompt_len=part[1],
-                                                gen_len=part[2], **kw), kw, part))
-    df = pd.concat(frames, ignore_index=True)
-    for k in ("batch", "prompt_len", "gen_len", "max_batch"):
-        df[k] = df[k].astype(int)
-    return df
+            parts.append(_sweep_columns(evaluate(spec, chip_obj, batch=part[0], prompt_len=part[1],
+                                                 gen_len=part[2], **run_kw), kw, part))
+    return _sweep_frame(parts)
 
 
-SWEEP_CHUNK_POINTS = 50_000  # grid points evaluated at once: ~3.5 kB each while evaluating, ~0.2 GB per chunk
+SWEEP_CHUNK_POINTS = 50_000  # grid points evaluated at once (a few kB each while evaluating)
 
 
-def _sweep_frame(r: Evaluation, kw: dict, mesh):
-    """The sweep's columns for one evaluated chunk: its axes and the headline metrics."""
-    import pandas as pd
-
+def _sweep_columns(r: Evaluation, kw: dict, mesh) -> tuple[int, dict]:
+    """The sweep's columns for one evaluated chunk: its axes and the headline metrics; a value the whole chunk
+    shares (chip, discrete axes, efficiency) stays a scalar."""
     m = r.memory
     eff = r.efficiency_model
+    n = mesh[0].size
     cols = {"chip": r.chip.name, **kw, "efficiency": efficiency_mode(kw.get("efficiency", DEFAULT_EFFICIENCY)),
             "fit": efficiency_label(eff), "batch": mesh[0], "prompt_len": mesh[1], "gen_len": mesh[2],
             "ttft_s": r.ttft_s, "tpot_s": r.tpot_s, "e2e_s": r.e2e_s,
@@ -569,7 +620,30 @@ def _sweep_frame(r: Evaluation, kw: dict, mesh):
             "tokens_per_s_per_user": 1.0 / r.tpot_s,
             "per_chip_bytes": m.bytes_per_chip, "capacity_bytes": r.chip.hbm_bytes, "usable_bytes": m.capacity_bytes,
             "fits": m.bytes_per_chip <= m.capacity_bytes, "max_batch": m.max_batch}
-    return pd.DataFrame({k: np.broadcast_to(v, mesh[0].shape) for k, v in cols.items()})
+    return n, {k: v if np.ndim(v) == 0 and not isinstance(v, np.ndarray) else np.broadcast_to(v, (n,))
+               for k, v in cols.items()}
+
+
+def _sweep_frame(parts: list[tuple[int, dict]]):
+    """One DataFrame from the chunks' columns, built column by column: a metric's chunks are joined with numpy and
+    released at once (the peak is the frame plus one column); the values each chunk shares (chip, discrete axes,
+    efficiency) are repeated by pandas from scalars, without converting a million Python strings."""
+    import pandas as pd
+
+    index = pd.RangeIndex(sum(n for n, _ in parts))
+    columns = {}
+    for k in list(parts[0][1]):
+        values = [cols.pop(k) for _, cols in parts]
+        if all(isinstance(v, np.ndarray) for v in values):
+            col = np.concatenate(values)
+            columns[k] = col.astype(int) if k in ("batch", "prompt_len", "gen_len", "max_batch") else col
+        elif all(v is values[0] or (type(v) is type(values[0]) and v == values[0]) for v in values):
+            columns[k] = values[0]
+        else:  # differs between chunks (a list of chips, dtypes, ...): pandas joins the chunks' scalar columns
+            columns[k] = pd.concat([pd.DataFrame({k: v}, index=pd.RangeIndex(n)) for (n, _), v in zip(parts, values)],
+                                   ignore_index=True)[k].set_axis(index)
+        del values
+    return pd.DataFrame(columns, index=index, copy=False)
 
 
 def _as_list(v):

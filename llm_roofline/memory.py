@@ -21,6 +21,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -169,7 +170,7 @@ def activation_workspace_bytes(prefill_ops: "list[Op]", d_model: int, act_bytes_
     plus the residual stream (T, d), measured on the given prefill and scaled to one chunk (activations
     grow with the tokens). prefill_ops[0] is the embedding, whose tokens are those of one micro-batch."""
     tokens_mb = np.asarray(prefill_ops[0].tokens)
-    largest = np.max(np.stack(np.broadcast_arrays(*[op.act_bytes for op in prefill_ops])), axis=0)
+    largest = functools.reduce(np.maximum, [np.asarray(op.act_bytes, dtype=np.float64) for op in prefill_ops])
     return (largest + tokens_mb * d_model * act_bytes_per_elem) / tokens_mb * PREFILL_CHUNK_TOKENS
 
 
@@ -261,21 +262,30 @@ def max_batch(model, chip, context_len, tp=1, pp=1, ep=1, weight_dtype=None, kv_
     if any(c <= gen_len or c != int(c) for c in contexts) or gen_len < 1:
         raise ScenarioError(f"context_len must be integers > gen_len = {gen_len} (prompt = context - gen), "
                             f"got {context_len!r}")
-    usable = usable_bytes(chip.hbm_bytes, gpu_memory_utilization)
-    rows = []
-    for tp_, pp_, ep_, wd, kvd in itertools.product(_as_list(tp), _as_list(pp), _as_list(ep), _as_list(weight_dtype),
-                                                    _as_list(kv_dtype)):
-        for ctx in contexts:
-            row = dict(chip=chip.name, tp=int(tp_), pp=int(pp_), ep=int(ep_), weight_dtype=wd, kv_dtype=kvd,
-                       act_dtype=act_dtype, context_len=ctx, capacity_bytes=chip.hbm_bytes,
-                       gpu_memory_utilization=float(gpu_memory_utilization), usable_bytes=usable)
-            try:
-                row.update(_max_batch_row(spec, chip, usable, ctx, gen_len, int(tp_), int(pp_), int(ep_), wd,
-                                          kvd, act_dtype, attention, sequence_parallel))
-            except RooflineError as e:
-                row.update(max_batch=0, fits=False, error=str(e))
-            rows.append(row)
+    rows = [max_batch_row(spec, chip, ctx, tp=tp_, pp=pp_, ep=ep_, weight_dtype=wd, kv_dtype=kvd, act_dtype=act_dtype,
+                          gpu_memory_utilization=gpu_memory_utilization, gen_len=gen_len, attention=attention,
+                          sequence_parallel=sequence_parallel)
+            for tp_, pp_, ep_, wd, kvd in itertools.product(_as_list(tp), _as_list(pp), _as_list(ep),
+                                                            _as_list(weight_dtype), _as_list(kv_dtype))
+            for ctx in contexts]
     return pd.DataFrame(rows)
+
+
+def max_batch_row(spec: ModelSpec, chip: "Chip", context_len: int, *, tp=1, pp=1, ep=1, weight_dtype=None,
+                  kv_dtype=None, act_dtype="bf16", gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION,
+                  gen_len: int = 1, attention: str = "fused", sequence_parallel: bool = False) -> dict:
+    """One row of max_batch (one context length and sharding) as a dict, without pandas: what the planner asks
+    for every sharding it tries. A sharding that does not divide the model gets `error` set and max_batch 0."""
+    usable = usable_bytes(chip.hbm_bytes, gpu_memory_utilization)
+    row = dict(chip=chip.name, tp=int(tp), pp=int(pp), ep=int(ep), weight_dtype=weight_dtype, kv_dtype=kv_dtype,
+               act_dtype=act_dtype, context_len=context_len, capacity_bytes=chip.hbm_bytes,
+               gpu_memory_utilization=float(gpu_memory_utilization), usable_bytes=usable)
+    try:
+        row.update(_max_batch_row(spec, chip, usable, context_len, gen_len, int(tp), int(pp), int(ep), weight_dtype,
+                                  kv_dtype, act_dtype, attention, sequence_parallel))
+    except RooflineError as e:
+        row.update(max_batch=0, fits=False, error=str(e))
+    return row
 
 
 def memory_footprint(spec: ModelSpec, chip: "Chip", *, batch, prompt_len, gen_len=1, tp=1, pp=1, ep=1,

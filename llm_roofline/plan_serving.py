@@ -22,7 +22,7 @@ from .hardware import load_chip
 from .model.hf import load_model
 from .efficiency import DEFAULT_EFFICIENCY
 from .memory import GPU_MEMORY_UTILIZATION
-from .serve import ServingEstimate, serve
+from .serve import ServingEstimate, serve, serve_deployments
 from .units import json_ready
 
 DEFAULT_TTFT_S = 2.0
@@ -42,6 +42,7 @@ class ServingPlan:
     targets: dict[str, Any]
     rank_by: str
     notes: list[str] = field(default_factory=list)
+    configurations: int = 0  # points of the search grid scored (chip x sharding x replicas x engine knobs)
 
     def to_dict(self) -> dict[str, Any]:
         return json_ready(dict(best=self.best, table=self.table.to_dict(orient="records"), targets=self.targets,
@@ -96,32 +97,52 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
     serve_kw = dict(attention_dp=attention_dp, weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype,
                     efficiency=efficiency, gpu_memory_utilization=gpu_memory_utilization,
                     prefix_hit_rate=prefix_hit_rate, speculative=speculative)
-    rows = []
-    for chip in chip_list:
-        for tp, pp, ep in _shardings(spec, chip, max_chips, attention_dp):
-            replicas = np.arange(1, max_chips // (tp * pp * attention_dp) + 1)
-            try:
-                df = serve(spec, chip, prompt_len=prompt_len, gen_len=gen_len, qps=list(qps / replicas), tp=tp,
-                           pp=pp, ep=ep, max_num_seqs=list(max_num_seqs),
-                           max_num_batched_tokens=list(max_num_batched_tokens), **serve_kw)
-            except RooflineError as e:
-                notes.append(f"{chip.name} tp={tp} pp={pp}: skipped ({e})")
+    deployments = [dict(chip=chip, tp=tp, pp=pp, ep=ep,
+                        qps=list(qps / np.arange(1, max_chips // (tp * pp * attention_dp) + 1)))
+                   for chip in chip_list for tp, pp, ep in _shardings(spec, chip, max_chips, attention_dp)]
+    grid = dict(prompt_len=prompt_len, gen_len=gen_len, max_num_seqs=list(max_num_seqs),
+                max_num_batched_tokens=list(max_num_batched_tokens), **serve_kw)
+    # first the shardings with room for a sequence somewhere (the memory model rules out the others unscored);
+    # when none of them meets the targets, every sharding is scored for the answer's reasons, as before
+    for only_fitting in (True, False):
+        rows, run_notes, configurations = _search(spec, deployments, grid, qps, only_fitting)
+        if not rows:
+            continue
+        try:
+            out = _choose(spec, rows, targets, ttft_col, price, rank_by, notes + run_notes, serve_kw)
+        except ScenarioError:
+            if only_fitting:
                 continue
-            df["replicas"] = np.rint(qps / df["qps"]).astype(int)
-            rows.append(df)
-    if not rows:
-        raise ScenarioError(f"{spec.name}: no sharding of {', '.join(c.name for c in chip_list)} runs it; "
-                            + "; ".join(notes))
-    return _choose(spec, rows, targets, ttft_col, price, rank_by, notes, serve_kw)
+            raise
+        out.configurations = configurations
+        return out
+    raise ScenarioError(f"{spec.name}: no sharding of {', '.join(c.name for c in chip_list)} runs it; "
+                        + "; ".join(notes + run_notes))
 
 
+def _search(spec, deployments, grid, qps, only_fitting: bool):
+    """Every deployment scored in one serve_deployments call: (frames with a replicas column, notes of the
+    shardings skipped, configurations searched: grid points scored or ruled out by memory)."""
+    rows, notes, configurations = [], [], 0
+    for dep, df in zip(deployments, serve_deployments(spec, deployments, only_fitting=only_fitting, **grid)):
+        if df is None:  # no room for a sequence anywhere: ruled out by the memory model
+            configurations += len(dep["qps"]) * len(grid["max_num_seqs"]) * len(grid["max_num_batched_tokens"])
+            continue
+        if isinstance(df, RooflineError):
+            notes.append(f"{dep['chip'].name} tp={dep['tp']} pp={dep['pp']}: skipped ({df})")
+            continue
+        df["replicas"] = np.rint(qps / df["qps"]).astype(int)
+        rows.append(df)
+        configurations += len(df)
+    return rows, notes, configurations
 def _choose(spec, frames, targets, ttft_col, price, rank_by, notes, serve_kw) -> ServingPlan:
     import pandas as pd
 
     df = pd.concat(frames, ignore_index=True)
     df["qps_per_replica"] = df["qps"]
     df["chips"] = df["tp"] * df["pp"] * df["replicas"] * serve_kw["attention_dp"]
-    df["usd_per_hour"] = [None if price[c] is None else price[c] * n for c, n in zip(df["chip"], df["chips"])]
+    df["usd_per_hour"] = [None if price[c] is None else price[c] * n
+                          for c, n in zip(df["chip"].tolist(), df["chips"].tolist())]
     df["feasible"] = (df["fits"] & ~df["saturated"] & (df[ttft_col] <= targets["ttft_s"])
                       & (df["tpot_s"] <= targets["tpot_s"]))
     key = ["usd_per_hour", "chips"] if rank_by == "usd_per_hour" else ["chips"]
@@ -132,7 +153,8 @@ def _choose(spec, frames, targets, ttft_col, price, rank_by, notes, serve_kw) ->
                             f"targets; the largest one tried ({near['chip']} tp={near['tp']} x {near['replicas']}): "
                             f"{_failure(near, ttft_col, targets)}")
     cheapest = ok.groupby(["chip", "tp", "pp", "ep"], sort=False).head(1).copy()
-    cheapest["binds"] = [_binds(df, r, ttft_col, targets) for _, r in cheapest.iterrows()]
+    groups = df.groupby(["chip", "tp", "pp", "replicas"], sort=False).indices  # row positions, in df order
+    cheapest["binds"] = [_binds(df, groups, r, ttft_col, targets) for _, r in cheapest.iterrows()]
     best = cheapest.iloc[0].to_dict()
     check = serve(spec, best["chip"], prompt_len=targets["prompt_len"], gen_len=targets["gen_len"],
                   qps=targets["qps"], tp=int(best["tp"]), pp=int(best["pp"]), ep=int(best["ep"]),
@@ -142,10 +164,10 @@ def _choose(spec, frames, targets, ttft_col, price, rank_by, notes, serve_kw) ->
                        check=check, targets=targets, rank_by=rank_by, notes=notes)
 
 
-def _binds(df, row, ttft_col, targets) -> str:
+def _binds(df, groups, row, ttft_col, targets) -> str:
     """Why this row is the cheapest of its chip and sharding: what one replica fewer fails."""
-    same = df[(df["chip"] == row["chip"]) & (df["tp"] == row["tp"]) & (df["pp"] == row["pp"])
-              & (df["replicas"] == row["replicas"] - 1)]
+    rows = groups.get((row["chip"], row["tp"], row["pp"], row["replicas"] - 1))
+    same = df.iloc[rows] if rows is not None else df.iloc[:0]
     if same.empty:
         return "one replica: the load fits on a single replica"
     fewer = same.sort_values(ttft_col).iloc[0]

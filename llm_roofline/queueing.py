@@ -109,6 +109,15 @@ class Workload:
         """(n, k) -> (n,): request-weighted mean over the classes."""
         return np.sum(self.weight * x, axis=-1)
 
+    def take(self, idx) -> "Workload":
+        """The classes of the grid points `idx`."""
+        return Workload(*(getattr(self, f)[idx] for f in _WORKLOAD_FIELDS))
+
+    @staticmethod
+    def concat(parts: "list[Workload]") -> "Workload":
+        """The grid points of several workloads, one after the other (their classes must match in number)."""
+        return Workload(*(np.concatenate([getattr(w, f) for w in parts]) for f in _WORKLOAD_FIELDS))
+
     @property
     def held_tokens(self) -> np.ndarray:
         """(n,) mean KV tokens of a running sequence: its prompt plus half its generation."""
@@ -119,6 +128,9 @@ class Workload:
         """(n,) mean context of a decoding sequence, weighted by decode steps (step j at P + j, j < G)."""
         steps = np.maximum(self.gen_tokens - 1.0, 0.0)
         return self.mean(steps * (self.prompt_tokens + self.gen_tokens / 2.0)) / np.maximum(self.mean(steps), 1e-300)
+
+
+_WORKLOAD_FIELDS = ("prompt_tokens", "gen_tokens", "weight", "cached_tokens")
 
 
 def workload_of(prompt_len, gen_len, prefix_hit_rate, workload=None) -> Workload:
@@ -203,6 +215,21 @@ class StepTables:
         """The same tables read by other grid points."""
         return StepTables(self.nodes, self.decode_s, self.own_s, self.chunks, self.batch_s, self.budget_tokens,
                           self.rows_per_seq, self.decodes_in_prefill_steps, np.asarray(index, dtype=np.intp))
+
+    @staticmethod
+    def concat(parts: "list[StepTables]") -> "StepTables":
+        """The tables of several deployments stacked (same nodes, classes and scheduling), each part's grid points
+        reading its own configurations: one queueing solve then covers every part's points."""
+        first = parts[0]
+        if any(p.nodes.shape != first.nodes.shape or np.any(p.nodes != first.nodes) or p.own_s.shape[1:] !=
+               first.own_s.shape[1:] or (p.rows_per_seq, p.decodes_in_prefill_steps) !=
+               (first.rows_per_seq, first.decodes_in_prefill_steps) for p in parts):
+            raise ValueError("StepTables.concat needs tables at the same nodes, classes and scheduling")
+        offsets = np.cumsum([0] + [p.budget_tokens.size for p in parts[:-1]])
+        return StepTables(first.nodes, *(np.concatenate([getattr(p, f) for p in parts])
+                                         for f in ("decode_s", "own_s", "chunks", "batch_s", "budget_tokens")),
+                          first.rows_per_seq, first.decodes_in_prefill_steps,
+                          np.concatenate([p.index + o for p, o in zip(parts, offsets)]))
 
     def room_tokens(self, batch) -> np.ndarray:
         """Budget left for prompt tokens beside `batch` decoding sequences (n, ...)."""
@@ -461,7 +488,7 @@ def saturation_qps(tab: StepTables, wl: Workload, capacity, tokens_per_step=1.0,
     lo = np.zeros(n)
     hi = np.maximum((capacity + 1.0) / (np.maximum(dec_steps, 1e-9) * fastest_s), 1.0 / (wl.mean(wl.new_prompt_tokens) * prompt_s))
     rep = np.repeat(np.arange(n), k)
-    wl_k = Workload(*(getattr(wl, f)[rep] for f in ("prompt_tokens", "gen_tokens", "weight", "cached_tokens")))
+    wl_k = wl.take(rep)
     for _ in range(rounds):
         rates = lo[:, None] + (hi - lo)[:, None] * np.arange(1, k + 1) / k  # (n, k)
         sat = _steady(tab.with_index(tab.index[rep]), wl_k, rates.ravel(), np.repeat(capacity, k), False,

@@ -25,15 +25,15 @@ from typing import Any
 
 import numpy as np
 
-from .errors import ScenarioError
-from .efficiency import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency
+from .errors import RooflineError, ScenarioError
+from .efficiency import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency, resolved_once
 from .estimate import evaluate_step
 from .graph import Dtypes, resolve_dtypes
 from .hardware import load_chip
 from .memory import GPU_MEMORY_UTILIZATION, PREFILL_CHUNK_TOKENS, memory_footprint
 from .model.hf import load_model
-from .queueing import (Engine, Speculative, Workload, decode_nodes, saturation_qps, solve_closed, solve_open, step_tables,
-                       workload_of)
+from .queueing import (Engine, Speculative, StepTables, Workload, decode_nodes, saturation_qps, solve_closed, solve_open,
+                       step_tables, workload_of)
 from .units import json_ready
 
 # Host overhead, fitted by `python benchmarks/validate_serving.py` (efficiency="calibrated") on measured vLLM serving
@@ -127,11 +127,30 @@ def _capacity(spec, chip, wl: Workload, eng_budget, max_seqs, sh, dtypes, util, 
     return np.minimum(max_seqs, kv_seqs), kv_seq, free, kv_seqs
 
 
-def _evaluate(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency, attention, engine: dict,
-              sp: Speculative, workload, closed: bool, layout: dict) -> dict[str, np.ndarray]:
-    """Every metric over the grid `g` (arrays (n,)) for one chip and sharding."""
+@dataclass
+class _Prepared:
+    """One deployment's grid before the queueing solve: its step tables, workload, running capacity and load."""
+
+    tab: StepTables
+    wl: Workload
+    cap: np.ndarray
+    kv_seq: np.ndarray
+    free: np.ndarray
+    kv_seqs: np.ndarray
+    load: np.ndarray  # per replica: clients (closed loop) or requests/s (open loop)
+    dp: int
+    max_num_seqs: np.ndarray
+    attention_dp: int
+
+
+def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency, attention, engine: dict,
+             sp: Speculative, workload, closed: bool, layout: dict, only_fitting: bool = False) -> _Prepared | None:
+    """The step tables and KV capacity of one chip and sharding over the grid `g` (arrays (n,)); None (only_fitting)
+    when no point has room for one sequence's KV cache: the steps are then not evaluated."""
+    if only_fitting and not _fits_somewhere(spec, chip, g, tp, pp, ep, dtypes, attention, engine, workload, layout):
+        return None
     kw = dict(tp=tp, pp=pp, ep=ep, weight_dtype=dtypes.weight, act_dtype=dtypes.act, kv_dtype=dtypes.kv,
-              efficiency=efficiency, attention=attention, **layout)
+              efficiency=resolved_once(efficiency, chip), attention=attention, **layout)  # once, not per step
     wl = workload_of(g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], workload)
     keys = np.stack([g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], g["max_num_batched_tokens"]], axis=-1)
     uniq, inv = np.unique(keys, axis=0, return_inverse=True)  # step costs do not depend on the load
@@ -146,25 +165,51 @@ def _evaluate(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency
     cap, kv_seq, free, kv_seqs = _capacity(spec, chip, wl, g["max_num_batched_tokens"], g["max_num_seqs"],
                                            dict(tp=tp, pp=pp, ep=ep, **layout), dtypes,
                                            engine["gpu_memory_utilization"], attention)
+    load = (g["concurrency"] if closed else g["qps"]) / dp
+    return _Prepared(tab, wl, cap, kv_seq, free, kv_seqs, load, dp, g["max_num_seqs"], layout["attention_dp"])
+
+
+def _fits_somewhere(spec, chip, g, tp, pp, ep, dtypes, attention, engine, workload, layout) -> bool:
+    """Whether any point of `g` holds one sequence (the memory model alone; True when it raises: the full
+    evaluation then reports that error as before)."""
+    try:
+        wl = workload_of(g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], workload)
+        cap = _capacity(spec, chip, wl, g["max_num_batched_tokens"], g["max_num_seqs"],
+                        dict(tp=tp, pp=pp, ep=ep, **layout), dtypes, engine["gpu_memory_utilization"], attention)[0]
+    except RooflineError:
+        return True
+    return bool(np.any(cap >= 1))
+
+
+def _solve(parts: "list[_Prepared]", *, engine: dict, sp: Speculative, closed: bool) -> list[dict[str, np.ndarray]]:
+    """Every metric of every part's grid, from ONE queueing solve over all their points (the equations are
+    per point; the parts' step tables are stacked): a dict of arrays (n,) per part."""
+    sizes = [p.load.size for p in parts]
+    tab = StepTables.concat([p.tab for p in parts])
+    wl = Workload.concat([p.wl for p in parts])
+    cat = {f: np.concatenate([np.broadcast_to(getattr(p, f), (n,)) for p, n in zip(parts, sizes)])
+           for f in ("cap", "kv_seq", "free", "kv_seqs", "load", "dp", "max_num_seqs", "attention_dp")}
+    cap, dp = cat["cap"], cat["dp"]
     cap_safe = np.maximum(cap, 1.0)
     e_spec, r_over = sp.tokens_per_step, engine["request_overhead_s"]
-    load = (g["concurrency"] if closed else g["qps"]) / dp
-    st = (solve_closed(tab, wl, load, cap_safe, e_spec, r_over, engine["requests_per_client"]) if closed
-          else solve_open(tab, wl, load, cap_safe, e_spec, r_over))
+    st = (solve_closed(tab, wl, cat["load"], cap_safe, e_spec, r_over, engine["requests_per_client"]) if closed
+          else solve_open(tab, wl, cat["load"], cap_safe, e_spec, r_over))
     # saturation: the largest open-loop rate, once per distinct (step configuration, capacity)
-    sat_keys, first, sat_inv = np.unique(np.stack([inv.ravel(), cap_safe], -1), axis=0, return_index=True,
+    sat_keys, first, sat_inv = np.unique(np.stack([tab.index, cap_safe], -1), axis=0, return_index=True,
                                          return_inverse=True)
-    wl_s = workload_of(g["prompt_len"][first], g["gen_len"][first], g["prefix_hit_rate"][first], workload)
-    sat_qps = saturation_qps(tab.with_index(sat_keys[:, 0].astype(np.intp)), wl_s, sat_keys[:, 1], e_spec)
-    tpot_s = np.where(wl.mean(wl.gen_tokens) > 1.0, st.tpot_s, np.nan)  # one generated token: no decode step
-    return dict(ttft_s=st.ttft_s, ttft_p90_s=st.ttft_p90_s, tpot_s=tpot_s, e2e_s=st.e2e_s,
-                requests_per_s=st.requests_per_s * dp, output_tokens_per_s=st.requests_per_s * dp * wl.mean(wl.gen_tokens),
+    sat_qps = saturation_qps(tab.with_index(sat_keys[:, 0].astype(np.intp)), wl.take(first), sat_keys[:, 1], e_spec)
+    gen = wl.mean(wl.gen_tokens)
+    tpot_s = np.where(gen > 1.0, st.tpot_s, np.nan)  # one generated token: no decode step
+    cols = dict(ttft_s=st.ttft_s, ttft_p90_s=st.ttft_p90_s, tpot_s=tpot_s, e2e_s=st.e2e_s,
+                requests_per_s=st.requests_per_s * dp, output_tokens_per_s=st.requests_per_s * dp * gen,
                 running_batch=st.running_batch,
-                kv_cache_utilization=st.running_batch / layout["attention_dp"] * kv_seq / np.maximum(free, 1.0),
+                kv_cache_utilization=st.running_batch / cat["attention_dp"] * cat["kv_seq"] / np.maximum(cat["free"], 1.0),
                 decode_batch=st.decode_batch, prefill_utilization=st.prefill_utilization, queue_s=st.queue_s,
-                max_running=cap, limit=np.where(g["max_num_seqs"] <= kv_seqs, "max_num_seqs", "kv_cache"),
-                saturation_requests_per_s=sat_qps[sat_inv.ravel()] * dp, saturated=st.saturated | (cap < 1), fits=cap >= 1,
-                converged=st.converged)
+                max_running=cap, limit=np.where(cat["max_num_seqs"] <= cat["kv_seqs"], "max_num_seqs", "kv_cache"),
+                saturation_requests_per_s=sat_qps[sat_inv.ravel()] * dp, saturated=st.saturated | (cap < 1),
+                fits=cap >= 1, converged=st.converged)
+    bounds = np.cumsum([0] + sizes)
+    return [{k: v[lo:hi] for k, v in cols.items()} for lo, hi in zip(bounds[:-1], bounds[1:])]
 
 
 # ------------------------------------------------------------------------------------------- public API
@@ -203,44 +248,118 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
     stage) of a step carrying prompt tokens; None uses the fitted HOST_*_S.
     requests_per_client (closed loop): requests each benchmark client sends, all clients starting together, so
     the first of these rounds arrives as one burst; float("inf") gives the steady state alone."""
-    if (concurrency is None) == (qps is None):
-        raise ScenarioError("give exactly one of concurrency (closed loop) or qps (open loop, Poisson arrivals)")
-    closed = concurrency is not None
-    grid_in = dict(prompt_len=prompt_len, gen_len=gen_len, concurrency=concurrency, qps=qps, max_num_seqs=max_num_seqs,
-                   max_num_batched_tokens=max_num_batched_tokens, prefix_hit_rate=prefix_hit_rate)
+    call = dict(prompt_len=prompt_len, gen_len=gen_len, concurrency=concurrency, qps=qps, weight_dtype=weight_dtype,
+                act_dtype=act_dtype, kv_dtype=kv_dtype, efficiency=efficiency, max_num_seqs=max_num_seqs,
+                max_num_batched_tokens=max_num_batched_tokens, prefix_hit_rate=prefix_hit_rate, speculative=speculative,
+                workload=workload, scheduling=scheduling, gpu_memory_utilization=gpu_memory_utilization,
+                step_overhead_s=step_overhead_s, seq_overhead_s=seq_overhead_s, request_overhead_s=request_overhead_s,
+                prompt_layer_overhead_s=prompt_layer_overhead_s, requests_per_client=requests_per_client,
+                attention=attention, attention_dp=attention_dp, moe_tp=moe_tp, moe_ep=moe_ep, routing_skew=routing_skew)
     discrete = dict(chip=chip, tp=tp, pp=pp, ep=ep, dp=dp)
-    is_sweep = any(isinstance(v, (list, tuple, np.ndarray)) for v in (*grid_in.values(), *discrete.values()))
-    host = dict(step_overhead_s=(step_overhead_s, HOST_STEP_OVERHEAD_S),
-                seq_overhead_s=(seq_overhead_s, HOST_SEQ_OVERHEAD_S),
-                request_overhead_s=(request_overhead_s, HOST_REQUEST_OVERHEAD_S),
-                prompt_layer_overhead_s=(prompt_layer_overhead_s, HOST_PROMPT_LAYER_OVERHEAD_S))
-    engine = dict(gpu_memory_utilization=float(gpu_memory_utilization), scheduling=scheduling,
-                  **{k: _at_least(k, fitted if v is None else v, 0.0) for k, (v, fitted) in host.items()})
+    is_sweep = any(isinstance(v, (list, tuple, np.ndarray)) for v in (*[call[k] for k in _GRID if call[k] is not None],
+                                                                       *discrete.values()))
+    spec, ctx, mesh = _setup(model, call)
+    import itertools
+
+    jobs = [dict(zip(discrete, combo)) for combo in itertools.product(*(_as_list(v) for v in discrete.values()))]
+    frames = _run(spec, [(d, mesh) for d in jobs], ctx, raise_errors=True)
+    if is_sweep:
+        return _concat([_frame(chip_obj, d, cols, g, efficiency) for chip_obj, d, g, cols, _ in frames])
+    chip_obj, d, _, cols, assumptions = frames[0]
+    return _single(spec, chip_obj, d, cols, mesh, ctx["engine"], ctx["sp"], efficiency, assumptions, ctx["closed"],
+                   ctx["layout"])
+
+
+def _setup(model, call: dict):
+    """serve()'s arguments checked: (spec, the context every deployment shares, the grid mesh)."""
+    if (call["concurrency"] is None) == (call["qps"] is None):
+        raise ScenarioError("give exactly one of concurrency (closed loop) or qps (open loop, Poisson arrivals)")
+    closed = call["concurrency"] is not None
+    host = dict(step_overhead_s=HOST_STEP_OVERHEAD_S, seq_overhead_s=HOST_SEQ_OVERHEAD_S,
+                request_overhead_s=HOST_REQUEST_OVERHEAD_S, prompt_layer_overhead_s=HOST_PROMPT_LAYER_OVERHEAD_S)
+    engine = dict(gpu_memory_utilization=float(call["gpu_memory_utilization"]), scheduling=call["scheduling"],
+                  **{k: _at_least(k, fitted if call[k] is None else call[k], 0.0) for k, fitted in host.items()})
     Engine(**{k: v for k, v in engine.items() if k != "prompt_layer_overhead_s"})  # validates the knobs
-    engine["requests_per_client"] = _at_least("requests_per_client", requests_per_client, 1.0, True)
-    sp = Speculative.parse(speculative)
-    axes = {k: _numbers(k, v) for k, v in grid_in.items() if v is not None}
+    engine["requests_per_client"] = _at_least("requests_per_client", call["requests_per_client"], 1.0, True)
+    sp = Speculative.parse(call["speculative"])
+    axes = {k: _numbers(k, call[k]) for k in _GRID if call[k] is not None}
     mesh = dict(zip(axes, (m.ravel() for m in np.meshgrid(*axes.values(), indexing="ij"))))
     _check_grid(mesh)
     spec = load_model(model)
     # serving layouts (graph.py, sharding.py): data-parallel attention groups, MoE tp x ep, routing skew
-    layout = dict(attention_dp=attention_dp, moe_tp=moe_tp, moe_ep=moe_ep, routing_skew=routing_skew)
-    frames = []
-    import itertools
+    layout = {k: call[k] for k in ("attention_dp", "moe_tp", "moe_ep", "routing_skew")}
+    ctx = dict(dtypes=(call["weight_dtype"], call["act_dtype"], call["kv_dtype"]), efficiency=call["efficiency"],
+               attention=call["attention"], engine=engine, sp=sp, workload=call["workload"], closed=closed,
+               layout=layout)
+    return spec, ctx, mesh
 
-    for combo in itertools.product(*(_as_list(v) for v in discrete.values())):
-        d = dict(zip(discrete, combo))
-        chip_obj = load_chip(d["chip"])
-        assumptions: list[str] = []
-        dtypes = resolve_dtypes(chip_obj, Dtypes(weight_dtype, act_dtype, kv_dtype), assumptions)
-        cols = _evaluate(spec, chip_obj, mesh, tp=d["tp"], pp=d["pp"], ep=d["ep"], dp=d["dp"], dtypes=dtypes,
-                         efficiency=efficiency, attention=attention, engine=engine, sp=sp, workload=workload,
-                         closed=closed, layout=layout)
-        frames.append((chip_obj, d, cols, assumptions))
-    if is_sweep:
-        return _frame(frames, mesh, efficiency)
-    chip_obj, d, cols, assumptions = frames[0]
-    return _single(spec, chip_obj, d, cols, mesh, engine, sp, efficiency, assumptions, closed, layout)
+
+def _run(spec, jobs, ctx: dict, raise_errors: bool, only_fitting: bool = False) -> list:
+    """Every job (its discrete choices d: chip, tp, pp, ep, dp; its grid g) prepared, then solved together: one
+    (chip, d, g, cols, assumptions) per job, or the RooflineError a job raised (raise_errors=False), or None for a
+    job where nothing fits (only_fitting)."""
+    preps = []
+    for d, g in jobs:
+        try:
+            chip_obj = load_chip(d["chip"])
+            assumptions: list[str] = []
+            dtypes = resolve_dtypes(chip_obj, Dtypes(*ctx["dtypes"]), assumptions)
+            prep = _prepare(spec, chip_obj, g, tp=d["tp"], pp=d["pp"], ep=d["ep"], dp=d["dp"], dtypes=dtypes,
+                            efficiency=ctx["efficiency"], attention=ctx["attention"], engine=ctx["engine"], sp=ctx["sp"],
+                            workload=ctx["workload"], closed=ctx["closed"], layout=ctx["layout"],
+                            only_fitting=only_fitting)
+        except RooflineError as e:
+            if raise_errors:
+                raise
+            preps.append(e)
+            continue
+        preps.append(None if prep is None else (chip_obj, d, g, prep, assumptions))
+    ok = [p for p in preps if p is not None and not isinstance(p, RooflineError)]
+    # one solve per group of tables at the same decode-batch nodes (all of them, unless max_num_seqs differs)
+    groups: dict[tuple, list] = {}
+    for p in ok:
+        groups.setdefault(tuple(p[3].tab.nodes), []).append(p)
+    cols = {}
+    for members in groups.values():
+        for p, c in zip(members, _solve([m[3] for m in members], engine=ctx["engine"], sp=ctx["sp"],
+                                        closed=ctx["closed"])):
+            cols[id(p)] = c
+    return [p if p is None or isinstance(p, RooflineError) else (p[0], p[1], p[2], cols[id(p)], p[4]) for p in preps]
+
+
+def serve_deployments(model, deployments: list[dict], only_fitting: bool = False, **kw) -> list:
+    """serve() sweeps of several deployments solved together (one queueing pass over all their points, which is
+    what makes the planner fast). deployments: dicts of chip, tp, pp, ep, dp and any grid argument of serve()
+    overriding `kw` (e.g. its own list of qps); kw: serve()'s other arguments. Returns per deployment its
+    DataFrame (as serve() returns for lists), or the RooflineError it raised, or None (only_fitting) when no
+    point of it has room for one sequence (found by the memory model alone: its steps are not evaluated)."""
+    base = dict(chip=None, tp=1, pp=1, ep=1, dp=1)
+    jobs, spec, ctx, out = [], None, None, []
+    for dep in deployments:
+        if set(dep) - set(base) - set(_GRID):
+            raise ScenarioError(f"a deployment takes {', '.join(base)} and grid arguments, got {sorted(dep)}")
+        call = {**_serve_defaults(), **kw, **{k: v for k, v in dep.items() if k not in base}}
+        try:
+            spec, ctx, mesh = _setup(model, call)
+        except RooflineError as e:
+            out.append(e)
+            continue
+        jobs.append(({**base, **{k: v for k, v in dep.items() if k in base}}, mesh))
+        out.append(None)
+    solved = iter(_run(spec, jobs, ctx, raise_errors=False, only_fitting=only_fitting) if jobs else [])
+    eff = kw.get("efficiency", DEFAULT_EFFICIENCY)
+    for i, r in enumerate(out):
+        if r is None:
+            r = next(solved)
+            out[i] = r if r is None or isinstance(r, RooflineError) else _frame(r[0], r[1], r[3], r[2], eff)
+    return out
+
+
+def _serve_defaults() -> dict:
+    import inspect
+
+    return {k: p.default for k, p in inspect.signature(serve).parameters.items()
+            if k not in ("model", "chip", "tp", "pp", "ep", "dp")}
 
 
 def _at_least(name: str, value, low: float, allow_inf: bool = False) -> float:
@@ -263,18 +382,22 @@ def _numbers(name: str, value) -> np.ndarray:
         raise ScenarioError(f"{name} must be a number or a list of numbers, got {value!r}") from None
 
 
-def _frame(frames, mesh, efficiency):
+def _frame(chip_obj, d: dict, cols: dict, mesh: dict, efficiency):
+    """One deployment's sweep rows: its discrete choices, the grid and every metric."""
     import pandas as pd
 
-    out = []
-    for chip_obj, d, cols, _ in frames:
-        n = next(iter(mesh.values())).size
-        fit = efficiency_label(resolve_efficiency(efficiency, chip_obj))
-        data = {"chip": [chip_obj.name] * n, "efficiency": efficiency_mode(efficiency), "fit": fit,
-                **{k: np.full(n, v) for k, v in d.items() if k != "chip"}, **mesh, **cols,
-                "tokens_per_s_per_user": 1.0 / cols["tpot_s"]}
-        out.append(pd.DataFrame(data))
-    return pd.concat(out, ignore_index=True)
+    n = next(iter(mesh.values())).size
+    fit = efficiency_label(resolve_efficiency(efficiency, chip_obj))
+    data = {"chip": [chip_obj.name] * n, "efficiency": efficiency_mode(efficiency), "fit": fit,
+            **{k: np.full(n, v) for k, v in d.items() if k != "chip"}, **mesh, **cols,
+            "tokens_per_s_per_user": 1.0 / cols["tpot_s"]}
+    return pd.DataFrame(data)
+
+
+def _concat(frames):
+    import pandas as pd
+
+    return pd.concat(frames, ignore_index=True)
 
 
 def _single(spec, chip, d, cols, mesh, engine, sp, efficiency, assumptions, closed, layout) -> ServingEstimate:

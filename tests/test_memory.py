@@ -116,3 +116,17 @@ def test_negative_sizes_raise():
         kv_cache_bytes(tiny(), -1)
     with pytest.raises(ScenarioError):
         kv_cache_bytes(tiny(), 10, batch=np.array([1, -2]))
+
+
+def test_max_batch_row_matches_the_estimate():
+    # the planner's one-row max batch (no DataFrame) is the estimate's own memory.max_batch at the same scenario
+    from llm_roofline.estimate import estimate
+    from llm_roofline.hardware import load_chip
+    from llm_roofline.memory import max_batch_row
+
+    spec, chip = load_model("meta-llama/Llama-3.1-8B"), load_chip("h100-sxm")
+    row = max_batch_row(spec, chip, 4096, tp=2, pp=2, gen_len=256, gpu_memory_utilization=0.8)
+    est = estimate(spec, chip, batch=2, prompt_len=4096 - 256, gen_len=256, tp=2, pp=2, gpu_memory_utilization=0.8)
+    assert row["max_batch"] == est.memory.max_batch > 0 and row["error"] is None
+    bad = max_batch_row(spec, chip, 4096, tp=3)  # 32 heads over 3 chips
+    assert bad["max_batch"] == 0 and bad["error"]

@@ -48,3 +48,9 @@ def test_unreachable_targets_explain_the_largest_deployment():
     with pytest.raises(RooflineError, match="no deployment within max_chips meets the targets"):
         plan_serving(LLAMA70, ["h100-sxm"], 2048, 256, qps=10.0, tpot_s=0.001, max_chips=8, max_num_seqs=(64,),
                      max_num_batched_tokens=(2048,))
+
+
+def test_configurations_count_the_whole_search_grid(h100_plan):
+    # h100-sxm: scale-up domain 8 -> tp 1, 2, 4, 8 x pp 1, 2 (Llama dense: ep 1); replicas 1 .. 64 // (tp pp):
+    # 64 + 32 + 32 + 16 + 16 + 8 + 8 + 4 = 180 deployments x 2 max_num_seqs x 2 max_num_batched_tokens = 720
+    assert h100_plan.configurations == 720

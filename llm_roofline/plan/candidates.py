@@ -70,16 +70,18 @@ def replica_shape_ok(chip, chips: int) -> bool:
     return _is_power_of_two(chips) if chips <= d else chips % d == 0
 
 
-def sharding_candidates(spec, chip, max_chips: int, tp=None, pp=None,
-                        ep=None) -> tuple[list[ShardingChoice], list[str]]:
+def sharding_candidates(spec, chip, max_chips: int, tp=None, pp=None, ep=None,
+                        checked: dict | None = None) -> tuple[list[ShardingChoice], list[str]]:
     """(tp, pp, ep) choices the model allows on `chip` within max_chips, and why others were skipped.
 
     Candidates: tp up to max_chips (heads, KV heads, d_ff, vocabulary-free checks via the graph builder),
     pp a divisor of the layer count, ep a divisor of tp that divides the experts (MoE only). The graph builder
-    decides divisibility (ShardingError: skipped, never rounded)."""
+    decides divisibility (ShardingError: skipped, never rounded). checked: {(tp, pp, ep): error or None} kept
+    between calls for the same model (the check does not depend on the chip)."""
     from ..graph import Phase, build_ops
     from ..sharding import Sharding
 
+    checked = {} if checked is None else checked
     tps = sorted(set(tp)) if tp else list(range(1, max_chips + 1))
     pps = sorted(set(pp)) if pp else _divisors(spec.n_layers, max_chips)
     skipped: list[str] = []
@@ -90,9 +92,14 @@ def sharding_candidates(spec, chip, max_chips: int, tp=None, pp=None,
             if t * p > max_chips or not replica_shape_ok(chip, t * p):
                 continue
             for e in eps:
-                try:
-                    build_ops(spec, Phase.prefill(p, 1), Sharding(t, p, e))
-                except RooflineError as err:
+                if (t, p, e) not in checked:
+                    try:
+                        build_ops(spec, Phase.prefill(p, 1), Sharding(t, p, e))
+                        checked[t, p, e] = None
+                    except RooflineError as err:
+                        checked[t, p, e] = err
+                err = checked[t, p, e]
+                if err is not None:
                     if tp or pp or ep:  # only explicit requests deserve a note
                         skipped.append(f"tp={t} pp={p} ep={e}: {err}")
                     continue

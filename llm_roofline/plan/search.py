@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..bounds import check_range
-from ..efficiency import DEFAULT_EFFICIENCY
+from ..efficiency import DEFAULT_EFFICIENCY, resolved_once
 from ..errors import RooflineError, ScenarioError
 from ..memory import GPU_MEMORY_UTILIZATION
 from ..units import json_ready, records
@@ -133,15 +133,16 @@ def _batch_array(pp: int, max_batch_memory: int, max_batch: int) -> np.ndarray:
     return np.array(sorted(fit_part | set(beyond)), dtype=np.float64)
 
 
-def _score_sharding(spec, chip, choice: ShardingChoice, limits: Limits, price: Price, log: ChipSearchLog):
+def _score_sharding(spec, chip, choice: ShardingChoice, limits: Limits, price: Price, log: ChipSearchLog,
+                    efficiency_model):
     """The rows of one (chip, sharding) over its batch grid, or None (logged) when it fails or nothing fits."""
     from ..estimate import evaluate
-    from ..memory import max_batch as memory_max_batch
+    from ..memory import max_batch_row
 
     kw = dict(tp=choice.tp, pp=choice.pp, ep=choice.ep, **limits.scenario)
     try:
-        mem = memory_max_batch(spec, chip, limits.prompt_len + limits.gen_len, gen_len=limits.gen_len,
-                               gpu_memory_utilization=1.0 - limits.reserve, **kw).iloc[0]
+        mem = max_batch_row(spec, chip, limits.prompt_len + limits.gen_len, gen_len=limits.gen_len,
+                            gpu_memory_utilization=1.0 - limits.reserve, **kw)
     except RooflineError as err:
         log.errors.append(f"{choice}: {err}")
         return None
@@ -155,18 +156,19 @@ def _score_sharding(spec, chip, choice: ShardingChoice, limits: Limits, price: P
     batches = _batch_array(choice.pp, max_batch_memory, limits.max_batch)
     try:
         r = evaluate(spec, chip, batch=batches, prompt_len=limits.prompt_len, gen_len=limits.gen_len,
-                     efficiency=limits.efficiency, **kw)
+                     efficiency=efficiency_model, **kw)
     except RooflineError as err:
         log.errors.append(f"{choice}: {err}")
         return None
     return _rows(r, chip, choice, batches, limits, price)
 
 
-def _search_chip(spec, chip, limits: Limits, price: Price, tp, pp, ep) -> tuple[list, ChipSearchLog]:
+def _search_chip(spec, chip, limits: Limits, price: Price, tp, pp, ep, checked: dict) -> tuple[list, ChipSearchLog]:
     """Every sharding the model allows on `chip` (restricted to tp / pp / ep when given), scored."""
-    choices, skipped = sharding_candidates(spec, chip, limits.max_chips, tp, pp, ep)
+    choices, skipped = sharding_candidates(spec, chip, limits.max_chips, tp, pp, ep, checked)
     log = ChipSearchLog(shardings=len(choices), errors=list(skipped))
-    frames = [_score_sharding(spec, chip, c, limits, price, log) for c in choices]
+    model = resolved_once(limits.efficiency, chip)  # once per chip, not per sharding
+    frames = [_score_sharding(spec, chip, c, limits, price, log, model) for c in choices]
     return [f for f in frames if f is not None], log
 
 
@@ -199,9 +201,8 @@ def _scaleout_note(chip, tp: int) -> str:
 
 
 def _rows(r, chip, choice: ShardingChoice, batches, limits: Limits, price: Price):
-    """One DataFrame row per batch of one (chip, tp, pp, ep): metrics, constraint flags, replicas, cost."""
-    import pandas as pd
-
+    """The rows of one (chip, tp, pp, ep), one per batch: metrics, constraint flags, replicas, cost (a dict of
+    columns; _candidates joins every sharding's into one DataFrame)."""
     n = batches.shape[0]
     bc = lambda v: np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)).copy()  # noqa: E731
     ttft, tpot, e2e = bc(r.ttft_s), bc(r.tpot_s), bc(r.e2e_s)
@@ -223,14 +224,29 @@ def _rows(r, chip, choice: ShardingChoice, batches, limits: Limits, price: Price
     meets_chips = chips_total <= limits.max_chips
     delivered_out = delivered_rps * limits.gen_len
     feasible = fits & meets_ttft & meets_tpot & meets_chips & (batches <= limits.max_batch)
-    return pd.DataFrame(dict(
+    return dict(
         chip=chip.name, tp=choice.tp, pp=choice.pp, ep=choice.ep, batch=batches.astype(int),
         replicas=replicas.astype(int), chips_total=chips_total.astype(int), ttft_s=ttft, tpot_s=tpot, e2e_s=e2e,
         output_tokens_per_s=replicas * capacity_rps * limits.gen_len, delivered_output_tokens_per_s=delivered_out,
         concurrent_sequences=concurrent, per_chip_bytes=per_chip, usable_bytes=usable_bytes,
         **_cost_columns(price, chips_total, ttft, e2e, delivered_rps, delivered_out, limits.prompt_len, n),
         binding_constraint="", note=_scaleout_note(chip, choice.tp), fits=fits, meets_ttft=meets_ttft,
-        meets_tpot=meets_tpot, meets_chips=meets_chips, feasible=feasible, reserve=float(limits.reserve)))
+        meets_tpot=meets_tpot, meets_chips=meets_chips, feasible=feasible, reserve=float(limits.reserve))
+
+
+def _candidates(parts: list[dict]):
+    """One DataFrame of every sharding's rows (each part's shared values repeated over its rows)."""
+    import pandas as pd
+
+    if not parts:
+        return pd.DataFrame(columns=list(JSON_KEYS) + ["feasible"])
+    sizes = [len(p["batch"]) for p in parts]
+    cols = {}
+    for k in parts[0]:
+        vals = [np.full(n, p[k], dtype=object if isinstance(p[k], str) else None) if np.ndim(p[k]) == 0
+                else np.asarray(p[k]) for p, n in zip(parts, sizes)]
+        cols[k] = np.concatenate(vals)
+    return pd.DataFrame(cols)
 
 
 # ------------------------------------------------------------------------------------------- ranking
@@ -243,27 +259,22 @@ def _rank(df, rank_by: str):
     return df.iloc[order].reset_index(drop=True)
 
 
-def _first_failure(row) -> str:
-    for c, flag in zip(CONSTRAINTS, ("fits", "meets_ttft", "meets_tpot", "meets_chips")):
-        if not row[flag]:
-            return c
-    return "none"
-
-
 def _binding(df) -> list[str]:
     """Per row: the first constraint the next larger batch (same chip and sharding) fails; 'max_batch' when
     the grid ends; 'none' when that batch is feasible too."""
-    key = df[["chip", "tp", "pp", "ep"]].astype(str).agg("/".join, axis=1)
-    next_row = {}
-    for _, sub in df.groupby(key):
-        idx = list(sub.sort_values("batch").index)
-        for i, j in zip(idx, idx[1:] + [None]):
-            next_row[i] = j
-    out = []
-    for i in range(len(df)):
-        j = next_row.get(df.index[i])
-        out.append("max_batch" if j is None else _first_failure(df.loc[j]))
-    return out
+    import pandas as pd
+
+    n = len(df)
+    keys = [pd.factorize(df["chip"])[0]] + [df[k].to_numpy() for k in ("tp", "pp", "ep")]
+    order = np.lexsort([df["batch"].to_numpy()] + keys[::-1])  # by sharding, then batch
+    same = np.ones(n - 1, bool) if n else np.ones(0, bool)
+    for k in keys:
+        same &= k[order[1:]] == k[order[:-1]]
+    nxt = np.full(n, -1)
+    nxt[order[:-1][same]] = order[1:][same]
+    ok = np.stack([df[f].to_numpy(bool) for f in ("fits", "meets_ttft", "meets_tpot", "meets_chips")], axis=1)
+    first_failure = np.where(ok.all(axis=1), "none", np.array(CONSTRAINTS)[np.argmax(~ok, axis=1)])
+    return [str(x) for x in np.where(nxt >= 0, first_failure[nxt], "max_batch")]
 
 
 def _pareto(df, by: str):
@@ -356,11 +367,11 @@ def plan(model, chips, prompt_len: int, gen_len: int, ttft_s: float | None = Non
     price_of = chip_prices(chip_list, prices)
     rank_by = rank_by or ("cost" if all(p.usd_per_hour is not None for p in price_of.values()) else "chips")
     notes = _notes(limits, price_of)
-    frames, logs = [], {}
+    frames, logs, checked = [], {}, {}  # checked: which shardings divide the model (the same on every chip)
     for chip in chip_list:
-        chip_frames, logs[chip.name] = _search_chip(spec, chip, limits, price_of[chip.name], tp, pp, ep)
+        chip_frames, logs[chip.name] = _search_chip(spec, chip, limits, price_of[chip.name], tp, pp, ep, checked)
         frames += chip_frames
-    cand = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(JSON_KEYS) + ["feasible"])
+    cand = _candidates(frames)
     if len(cand):
         cand = _rank(cand, rank_by)
         cand["binding_constraint"] = _binding(cand)

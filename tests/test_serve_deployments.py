@@ -1,0 +1,37 @@
+"""serve_deployments: several deployments' serve() sweeps solved together equal the separate sweeps."""
+
+import pandas as pd
+import pytest
+
+from llm_roofline.errors import RooflineError
+from llm_roofline.serve import serve, serve_deployments
+
+MODEL = "meta-llama/Llama-3.1-8B"
+
+
+def test_solved_together_equals_separate_sweeps():
+    kw = dict(prompt_len=[512, 2048], gen_len=128, max_num_seqs=[64, 256], max_num_batched_tokens=[2048, 8192])
+    deps = [dict(chip="h100-sxm", tp=1, qps=[0.5, 2.0, 8.0]), dict(chip="a100-80gb", tp=2, pp=2, qps=[1.0, 30.0])]
+    together = serve_deployments(MODEL, deps, **kw)
+    for dep, got in zip(deps, together):
+        alone = serve(MODEL, **{**kw, **dep, "chip": [dep["chip"]]})
+        pd.testing.assert_frame_equal(got, alone, check_exact=False, rtol=1e-12)
+
+
+def test_a_failing_deployment_is_returned_not_raised():
+    out = serve_deployments(MODEL, [dict(chip="h100-sxm", tp=3, concurrency=[4]),  # 32 heads over tp 3
+                                    dict(chip="h100-sxm", tp=1, concurrency=[4])], prompt_len=512, gen_len=64)
+    assert isinstance(out[0], RooflineError)
+    assert len(out[1]) == 1 and out[1]["tp"].iloc[0] == 1
+    with pytest.raises(RooflineError):
+        serve(MODEL, "h100-sxm", tp=3, concurrency=4)
+
+
+def test_only_fitting_leaves_out_a_deployment_with_no_room_for_a_sequence():
+    # DeepSeek-V3 (~690 GB of fp8 weights) on one tp=8 group of 80 GB H100s (576 GB usable): no KV room at all
+    deps = [dict(chip="h100-sxm", tp=8, ep=8, qps=[1.0]), dict(chip="h200", tp=8, ep=8, qps=[1.0])]
+    full = serve_deployments("deepseek-ai/DeepSeek-V3", deps, prompt_len=1024, gen_len=64)
+    assert not full[0]["fits"].any() and full[1]["fits"].all()
+    lean = serve_deployments("deepseek-ai/DeepSeek-V3", deps, only_fitting=True, prompt_len=1024, gen_len=64)
+    assert lean[0] is None
+    pd.testing.assert_frame_equal(lean[1], full[1], check_exact=False, rtol=1e-12)
