@@ -13,7 +13,9 @@ Everything is numpy-vectorized over the scenario grid, so `sweep` evaluates a wh
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+import math
+import threading
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -28,8 +30,8 @@ from .memory import GPU_MEMORY_UTILIZATION, Footprint, footprint, usable_bytes, 
 from .model.hf import load_model
 from .model.spec import ModelSpec
 from .ops import Op
-from .roofline import (TERMS, Scored, Times, add_times, bound_of, bound_shares, intensity_of, score_ops,
-                       sum_affine_steps, times_of, trapezoid_sum)
+from .roofline import (TERMS, TIME_FIELDS, Score, Scored, Times, add_times, bound_of, bound_shares, intensity_of,
+                       score_ops, stacked, sum_affine_steps, times_of, trapezoid_sum)
 from .sharding import Sharding, critical_thresholds
 from .units import json_ready
 
@@ -111,11 +113,23 @@ class Estimate:
     critical: dict[str, float]
     assumptions: list[str]
     efficiency: str
-    ops: Any = field(repr=False)  # pandas.DataFrame
+    _ops: Any = field(default=None, repr=False, compare=False)  # the op table, or an _OpTable that builds it
     ideal: dict[str, float | None] | None = None  # the pure-roofline headline, when efficiency is not ideal
     warnings: list[str] = field(default_factory=list)  # what makes these numbers doubtful (the CLI shows it first)
     uncertainty: dict[str, Any] | None = None  # calibrated: p10/p90 of the headline (efficiency.uncertainty_of)
     efficiency_mode: str = "calibrated"  # 'ideal' | 'calibrated' | 'custom'; `efficiency` names the chip's fit
+
+    @property
+    def ops(self):
+        """pandas.DataFrame, one row per op per phase (OPS_COLUMNS): built on first use (pandas is imported then)."""
+        table = self._ops
+        if isinstance(table, _OpTable):
+            table = self._ops = table.frame()
+        return table
+
+    @ops.setter
+    def ops(self, df) -> None:
+        self._ops = df
 
     @property
     def tokens_per_s_per_user(self) -> float | None:
@@ -181,6 +195,8 @@ class PhaseResult:
     per_op: list[OpSums]
     totals: PhaseTotals
     steps: np.ndarray  # forward steps the phase sums (prefill 1, decode gen_len - 1)
+    time_factor: Any = 1.0  # the pipeline schedule's factor on one micro-batch's trip (_phase_totals)
+    sums: Any = field(default=None, repr=False, compare=False)  # scored ops -> their OpSums over the steps
 
 
 def _decode_segments(prompt, gen, breakpoints):
@@ -205,29 +221,46 @@ def _prefill_sums(scored: list[Scored]) -> list[OpSums]:
 
 def _decode_sums(scored: list[Scored], segs, kv_shape) -> list[OpSums]:
     """Each op summed over every decode step: exact within each segment (the ops were built at both ends of
-    every segment, stacked on the first axis: rows 2i and 2i+1 are segment i's first and last step)."""
+    every segment, stacked on the first axis: rows 2i and 2i+1 are segment i's first and last step). The ops
+    are summed together, stacked on a new first axis (one closed-form sum for all of them), in blocks of at most
+    STACKED_ELEMENTS values per array."""
+    per_block = max(1, STACKED_ELEMENTS // max(math.prod(kv_shape[1:]), 1))
     out = []
-    for s in scored:
-        def at(x, row):
-            return np.broadcast_to(np.asarray(x, dtype=np.float64), kv_shape)[row]
-
-        work = {f: 0.0 for f in WORK_FIELDS}
-        parts = []
-        for i, (_, _, n) in enumerate(segs):
-            for f in WORK_FIELDS:
-                work[f] = work[f] + trapezoid_sum(at(getattr(s.op, f), 2 * i), at(getattr(s.op, f), 2 * i + 1), n)
-            first, last = (_Row(s.score, kv_shape, r) for r in (2 * i, 2 * i + 1))
-            parts.append(sum_affine_steps(first, last, n))
-        out.append(OpSums(work, add_times(parts)))
+    for lo in range(0, len(scored), per_block):
+        out += _decode_sums_stacked(scored[lo:lo + per_block], segs, kv_shape)
     return out
 
 
-class _Row:
-    """One row (one end of a decode segment) of a Score's broadcast arrays."""
+STACKED_ELEMENTS = 1 << 16  # ops x grid points summed at once: small scenarios sum every op together
+_TERMS = ("t_compute_s", "t_memory_s", "t_comm_s", "overhead_s")
 
-    def __init__(self, score, shape, row):
-        for k in ("t_compute_s", "t_memory_s", "t_comm_s", "overhead_s"):
-            setattr(self, k, np.broadcast_to(getattr(score, k), shape)[row])
+
+def _decode_sums_stacked(scored: list[Scored], segs, kv_shape) -> list[OpSums]:
+    shape = (len(scored),) + tuple(kv_shape[1:])  # (ops, *grid)
+
+    def rows(values, row):  # one end of a segment of every op, stacked: (ops, *grid)
+        return stacked([_at_row(v, row, len(kv_shape)) for v in values], shape)
+
+    work = {f: 0.0 for f in WORK_FIELDS}
+    parts = []
+    for i, (_, _, n) in enumerate(segs):
+        for f in WORK_FIELDS:
+            values = [getattr(s.op, f) for s in scored]
+            work[f] = work[f] + trapezoid_sum(rows(values, 2 * i), rows(values, 2 * i + 1), n)
+        first, last = (Score(*(rows([getattr(s.score, k) for s in scored], r) for k in _TERMS), None, None)
+                       for r in (2 * i, 2 * i + 1))
+        parts.append(sum_affine_steps(first, last, n))
+    total = add_times(parts)
+    return [OpSums({f: work[f][j] for f in WORK_FIELDS}, Times(*(getattr(total, k)[j] for k in TIME_FIELDS)))
+            for j in range(len(scored))]
+
+
+def _at_row(x, row: int, ndim: int):
+    """Row `row` of the decode stack (its first axis) of an op's array, which broadcasts against the stack: an
+    array without that axis is the same on every row."""
+    if getattr(x, "ndim", 0) < ndim:
+        return x
+    return x[row] if x.shape[0] > 1 else x[0]
 
 
 def _phase_totals(scored: list[Scored], per_op: list[OpSums], sh: Sharding, time_factor) -> PhaseTotals:
@@ -257,7 +290,15 @@ def _phase_totals(scored: list[Scored], per_op: list[OpSums], sh: Sharding, time
 def _run_phase(ops: list[Op], chip: Chip, eff, sh: Sharding, time_factor, sums, steps) -> PhaseResult:
     scored = score_ops(ops, chip, eff)
     per_op = sums(scored)
-    return PhaseResult(scored, per_op, _phase_totals(scored, per_op, sh, time_factor), steps)
+    return PhaseResult(scored, per_op, _phase_totals(scored, per_op, sh, time_factor), steps, time_factor, sums)
+
+
+def _repriced(r: Evaluation, eff) -> Evaluation:
+    """r's scenario priced at another efficiency model: its ops are reused (they do not depend on it)."""
+    def again(ph: PhaseResult | None) -> PhaseResult | None:
+        return ph and _run_phase([s.op for s in ph.scored], r.chip, eff, r.sharding, ph.time_factor, ph.sums, ph.steps)
+
+    return replace(r, efficiency_model=eff, prefill=again(r.prefill), decode=again(r.decode))
 
 
 def _prefill(spec, chip, sh, dt, eff, batch, prompt, attention) -> PhaseResult:
@@ -442,11 +483,11 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
                     chips=sh.chips, gpu_memory_utilization=float(gpu_memory_utilization))
     ideal = None
     if r.efficiency_model is not None:  # the bound is always reported beside a calibrated number
-        ideal = _headline(evaluate(spec, chip, efficiency="ideal", **kw), gen_len)
+        ideal = _headline(_repriced(r, None), gen_len)
     head = _headline(r, gen_len)
     uncertainty = None  # calibrated: each phase's op times (all instances) weight their families' bands
     if hasattr(r.efficiency_model, "uncertainty"):
-        phases = {name: [(s.op, float(np.sum(o.times.t_s)) * s.op.count) for s, o in zip(ph.scored, ph.per_op)]
+        phases = {name: [(s.op, _total(o.times.t_s) * s.op.count) for s, o in zip(ph.scored, ph.per_op)]
                   for name, ph in (("prefill", r.prefill), ("decode", r.decode if gen_len > 1 else None)) if ph}
         uncertainty = r.efficiency_model.uncertainty(phases, head, chip)
     bits = spec.weight_format_for("ffn", dt.weight).bits_per_weight(spec.d_model)
@@ -457,8 +498,13 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
         decode=_summary(r.decode.totals, gen_len - 1.0) if gen_len > 1 else None, memory=memory,
         critical=critical_thresholds(spec, chip, dt.compute, bits, batch), assumptions=r.assumptions,
         efficiency=efficiency_label(r.efficiency_model if r.efficiency_model is not None else efficiency),
-        ops=_ops_frame(r, gen_len), ideal=ideal, warnings=r.warnings, uncertainty=uncertainty,
+        _ops=_OpTable(r, gen_len), ideal=ideal, warnings=r.warnings, uncertainty=uncertainty,
         efficiency_mode=efficiency_mode(efficiency))
+
+
+def _total(x) -> float:
+    """float(np.sum(x)), at once for a scalar."""
+    return float(x) if getattr(x, "ndim", 0) == 0 else float(np.sum(x))
 
 
 def _headline(r: Evaluation, gen_len) -> dict[str, float | None]:
@@ -488,6 +534,27 @@ def _weight_label(spec: ModelSpec, override: str | None) -> str:
 
 OPS_COLUMNS = ["phase", "group", "name", "kind", "count", "flops", "bytes", "weight_bytes", "act_bytes", "kv_bytes",
                "comm_bytes", "intensity", "t_compute_s", "t_memory_s", "t_comm_s", "t_s", "bound", "formula"]
+
+
+class _OpTable:
+    """The op table of an Estimate, built when it is first read (est.ops): one lock per table, so threads
+    reading it at once get one DataFrame. Pickled or deep-copied as the DataFrame itself."""
+
+    def __init__(self, r: Evaluation, gen_len):
+        self._args, self._df, self._lock = (r, gen_len), None, threading.Lock()
+
+    def frame(self):
+        with self._lock:
+            if self._df is None:
+                self._df, self._args = _ops_frame(*self._args), None
+            return self._df
+
+    def __reduce__(self):
+        return _same, (self.frame(),)
+
+
+def _same(x):
+    return x
 
 
 def _ops_frame(r: Evaluation, gen_len):

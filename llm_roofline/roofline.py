@@ -18,7 +18,6 @@ so the upper bound is at most 2x the lower one for two terms (3x for three).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -63,6 +62,20 @@ class Efficiency:
 IDEAL = Efficiency()
 
 
+class _once:
+    """A property computed on first use and kept (no lock, unlike functools.cached_property in Python 3.11: the
+    value is a pure function of the object, so two threads computing it at once store equal values)."""
+
+    def __init__(self, f):
+        self.f, self.name, self.__doc__ = f, f.__name__, f.__doc__
+
+    def __get__(self, obj, cls=None):
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.f(obj)
+        return value
+
+
 class Score:
     """Times per operator, arrays of one broadcast shape. The derived terms are computed on first use
     (the sweep path only needs the three terms)."""
@@ -72,31 +85,47 @@ class Score:
         self.overhead_s = overhead_s
         self._flops, self._hbm_bytes = flops, hbm_bytes
 
-    @cached_property
+    @_once
     def t_lower_s(self) -> np.ndarray:
         return np.maximum(np.maximum(self.t_compute_s, self.t_memory_s), self.t_comm_s) + self.overhead_s
 
-    @cached_property
+    @_once
     def t_upper_s(self) -> np.ndarray:
         return self.t_compute_s + self.t_memory_s + self.t_comm_s + self.overhead_s
 
-    @cached_property
+    @_once
     def t_s(self) -> np.ndarray:
         return np.maximum(self.t_compute_s, self.t_memory_s) + self.t_comm_s + self.overhead_s
 
-    @cached_property
+    @_once
     def bound(self) -> np.ndarray:
         """'compute' | 'memory' | 'comm': the largest term (ties go to the first)."""
         return bound_of(self.t_compute_s, self.t_memory_s, self.t_comm_s)
 
-    @cached_property
+    @_once
     def intensity(self) -> np.ndarray:
         """FLOP per HBM byte (inf for an op that moves no HBM bytes)."""
         return np.broadcast_to(intensity_of(self._flops, self._hbm_bytes), np.shape(self.t_s))
 
 
 def _arr(x) -> np.ndarray:
+    """x as float64; float64 arrays and numpy float64 scalars pass as they are (np.asarray would wrap a scalar
+    in a 0-d array: the same values, with slower arithmetic)."""
+    if type(x) is np.float64 or (type(x) is np.ndarray and x.dtype == np.float64):
+        return x
     return np.asarray(x, dtype=np.float64)
+
+
+def _nonzero(x) -> bool:
+    """np.any(x), without its cost on scalars."""
+    return bool(x != 0) if isinstance(x, (float, int, np.floating)) else bool(np.any(x))
+
+
+def _shape(*xs) -> tuple:
+    """The broadcast shape of xs, () at once when they are all scalars."""
+    if all(getattr(x, "ndim", 0) == 0 for x in xs):
+        return ()
+    return np.broadcast_shapes(*(np.shape(x) for x in xs))
 
 
 def score(
@@ -116,13 +145,14 @@ def score(
     eff = efficiency
     t_compute = flops / (_arr(peak_flops_per_s) * eff.compute)
     t_memory = hbm_bytes / (_arr(hbm_bytes_per_s) * eff.memory)
-    if np.any(comm_bytes) or np.any(comm_hops):
+    if _nonzero(comm_bytes) or _nonzero(comm_hops):
         t_comm = _arr(comm_hops) * _arr(link_latency_s) + _arr(comm_bytes) / (_arr(link_bytes_per_s) * eff.comm)
     else:
         t_comm = np.zeros(())
-    shape = np.broadcast_shapes(np.shape(t_compute), np.shape(t_memory), np.shape(t_comm), np.shape(eff.overhead_s))
-    return Score(t_compute, t_memory, t_comm, _arr(eff.overhead_s), flops, hbm_bytes) if shape == () else \
-        Score(*(np.broadcast_to(x, shape) for x in (t_compute, t_memory, t_comm, _arr(eff.overhead_s))),
+    overhead = _arr(eff.overhead_s)
+    shape = _shape(t_compute, t_memory, t_comm, overhead)
+    return Score(t_compute, t_memory, t_comm, overhead, flops, hbm_bytes) if shape == () else \
+        Score(*(x if np.shape(x) == shape else np.broadcast_to(x, shape) for x in (t_compute, t_memory, t_comm, overhead)),
               flops, hbm_bytes)
 
 
@@ -254,10 +284,28 @@ def add_times(parts) -> Times:
 
 
 def bound_shares(parts) -> dict[str, np.ndarray]:
-    """The headline time t_s of the parts (Times), summed by the term that bounds each part."""
-    shares = {b: 0.0 for b in TERMS}
-    for p in parts:
-        which = np.stack(np.broadcast_arrays(p.t_compute_s, p.t_memory_s, p.t_comm_s)).argmax(axis=0)
-        for i, b in enumerate(TERMS):
-            shares[b] = shares[b] + np.where(which == i, p.t_s, 0.0)
+    """The headline time t_s of the parts (Times), summed by the term that bounds each part (ties go to the first
+    term). The parts are stacked on a first axis and summed in their order."""
+    parts = list(parts)
+    if not parts:
+        return {b: 0.0 for b in TERMS}
+    shape = (len(parts),) + _shape(*(getattr(p, k) for p in parts for k in ("t_compute_s", "t_memory_s", "t_comm_s", "t_s")))
+    c, m, k, t = (stacked([getattr(p, f) for p in parts], shape) for f in ("t_compute_s", "t_memory_s", "t_comm_s", "t_s"))
+    which = np.where(k > np.maximum(c, m), 2, np.where(m > c, 1, 0))  # the index bound_of takes
+    shares = {}
+    for i, b in enumerate(TERMS):
+        total = 0.0
+        for row in np.where(which == i, t, 0.0):
+            total = total + row
+        shares[b] = total
     return shares
+
+
+def stacked(values: list, shape: tuple) -> np.ndarray:
+    """values (scalars, or arrays that broadcast to shape[1:]) stacked on a new first axis: a float64 array of `shape`."""
+    if len(shape) == 1:
+        return np.array(values, dtype=np.float64)
+    out = np.empty(shape)
+    for j, v in enumerate(values):
+        out[j] = v
+    return out
