@@ -106,6 +106,8 @@ def _model(m):
 
 
 def dump(out: str) -> None:
+    import numpy as np
+
     import llm_roofline as lr
     from llm_roofline.estimate import evaluate_step
     from llm_roofline.roofline import TIME_FIELDS
@@ -123,18 +125,20 @@ def dump(out: str) -> None:
         res["sweep"].append(json_ready(df.to_dict(orient="records")))
     for model, chip, kw in STEPS:
         tot = evaluate_step(_model(model), chip, **kw)
-        res["step"].append({k: _list(getattr(tot, k)) for k in ("flops", "bytes", "weight_bytes", "kv_read_bytes",
-                                                                "comm_bytes", "attention_flops", "mlp_flops")}
-                           | {k: _list(getattr(tot.times, k)) for k in TIME_FIELDS})
+        grid = np.shape(tot.times.t_s)  # a total that does not vary (no collective: 0 comm bytes) may be a scalar
+        res["step"].append({k: _list(getattr(tot, k), grid) for k in ("flops", "bytes", "weight_bytes",
+                                                                      "kv_read_bytes", "comm_bytes", "attention_flops",
+                                                                      "mlp_flops")}
+                           | {k: _list(getattr(tot.times, k), grid) for k in TIME_FIELDS})
     for model, chip, kw in SERVES:
         res["serve"].append(lr.serve(_model(model), chip, **kw).to_dict())
     Path(out).write_text(json.dumps(res, default=str))
 
 
-def _list(x):
+def _list(x, shape):
     import numpy as np
 
-    return np.asarray(x, dtype=float).ravel().tolist()
+    return np.broadcast_to(np.asarray(x, dtype=float), shape).ravel().tolist()
 
 
 def _diff(a, b, path: str, rtol: float, out: list) -> None:

@@ -13,8 +13,6 @@ Everything is numpy-vectorized over the scenario grid, so `sweep` evaluates a wh
 
 from __future__ import annotations
 
-import math
-import threading
 from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from typing import Any
@@ -30,8 +28,10 @@ from .memory import GPU_MEMORY_UTILIZATION, Footprint, footprint, usable_bytes, 
 from .model.hf import load_model
 from .model.spec import ModelSpec
 from .ops import Op
+from .optable import OpTable
 from .roofline import (TERMS, TIME_FIELDS, Score, Scored, Times, add_times, bound_of, bound_shares, intensity_of,
-                       score_ops, stacked, sum_affine_steps, times_of, trapezoid_sum)
+                       op_blocks, ops_shape, score_ops, score_stack, stacked, sum_affine_steps, times_of,
+                       trapezoid_sum)
 from .sharding import Sharding, critical_thresholds
 from .units import json_ready
 
@@ -113,7 +113,7 @@ class Estimate:
     critical: dict[str, float]
     assumptions: list[str]
     efficiency: str
-    _ops: Any = field(default=None, repr=False, compare=False)  # the op table, or an _OpTable that builds it
+    _ops: Any = field(default=None, repr=False, compare=False)  # the op table, or an OpTable that builds it
     ideal: dict[str, float | None] | None = None  # the pure-roofline headline, when efficiency is not ideal
     warnings: list[str] = field(default_factory=list)  # what makes these numbers doubtful (the CLI shows it first)
     uncertainty: dict[str, Any] | None = None  # calibrated: p10/p90 of the headline (efficiency.uncertainty_of)
@@ -123,7 +123,7 @@ class Estimate:
     def ops(self):
         """pandas.DataFrame, one row per op per phase (OPS_COLUMNS): built on first use (pandas is imported then)."""
         table = self._ops
-        if isinstance(table, _OpTable):
+        if isinstance(table, OpTable):
             table = self._ops = table.frame()
         return table
 
@@ -168,6 +168,17 @@ class OpSums:
 
 
 @dataclass(frozen=True)
+class OpBlock:
+    """Consecutive ops of a phase scored and summed together: arrays stacked on a first axis, one row per op
+    (roofline.score_stack; roofline.op_blocks bounds their size)."""
+
+    ops: list[Op]
+    score: Score  # (ops, *step grid): decode's step grid has both ends of every segment first
+    work: dict[str, np.ndarray]  # WORK_FIELDS summed over the phase's steps, (ops, *grid)
+    times: Times  # (ops, *grid)
+
+
+@dataclass(frozen=True)
 class PhaseTotals:
     """Replica totals of a phase over the scenario grid (see PhaseSummary for what each counts)."""
 
@@ -179,7 +190,7 @@ class PhaseTotals:
     attention_flops: np.ndarray
     mlp_flops: np.ndarray
     times: Times  # wall clock: one micro-batch through all stages, times the pipeline schedule
-    per_op_times: list[Times] = field(repr=False)  # each op's share of `times` (count and schedule applied)
+    per_op_times: list[Times] = field(repr=False)  # each op's share of `times` (count and schedule applied), per block
 
     @cached_property
     def bound_shares(self) -> dict[str, np.ndarray]:
@@ -189,14 +200,33 @@ class PhaseTotals:
 
 @dataclass(frozen=True)
 class PhaseResult:
-    """Every op of a phase scored on the chip, its per-op sums over the phase's steps, and the totals."""
+    """Every op of a phase scored on the chip (in blocks), its per-op sums over the phase's steps, and the totals."""
 
-    scored: list[Scored]
-    per_op: list[OpSums]
+    blocks: list[OpBlock]
     totals: PhaseTotals
     steps: np.ndarray  # forward steps the phase sums (prefill 1, decode gen_len - 1)
     time_factor: Any = 1.0  # the pipeline schedule's factor on one micro-batch's trip (_phase_totals)
-    sums: Any = field(default=None, repr=False, compare=False)  # scored ops -> their OpSums over the steps
+    sums: Any = field(default=None, repr=False, compare=False)  # (stacked Score, stacked work) -> (work, Times) sums
+    shape: tuple = ()  # the step grid the ops are built on
+
+    @property
+    def ops(self) -> list[Op]:
+        return [op for b in self.blocks for op in b.ops]
+
+    def op_times(self) -> list[tuple[Op, float]]:
+        """(op, its time summed over the phase's steps, all its instances) for a scalar scenario."""
+        return [(op, _total(b.times.t_s[j]) * op.count) for b in self.blocks for j, op in enumerate(b.ops)]
+
+    @cached_property
+    def scored(self) -> list[Scored]:
+        """Each op and its Score."""
+        return [Scored(op, row) for b in self.blocks for op, row in zip(b.ops, b.score.rows())]
+
+    @cached_property
+    def per_op(self) -> list[OpSums]:
+        """Each op summed over the phase's steps."""
+        return [OpSums({f: b.work[f][j] for f in WORK_FIELDS}, Times(*(getattr(b.times, k)[j] for k in TIME_FIELDS)))
+                for b in self.blocks for j in range(len(b.ops))]
 
 
 def _decode_segments(prompt, gen, breakpoints):
@@ -215,88 +245,88 @@ def _decode_segments(prompt, gen, breakpoints):
     return segs
 
 
-def _prefill_sums(scored: list[Scored]) -> list[OpSums]:
-    return [OpSums({f: getattr(s.op, f) for f in WORK_FIELDS}, times_of(s.score)) for s in scored]
+def _prefill_sums(score: Score, work: dict) -> tuple[dict, Times]:
+    return work, times_of(score)
 
 
-def _decode_sums(scored: list[Scored], segs, kv_shape) -> list[OpSums]:
-    """Each op summed over every decode step: exact within each segment (the ops were built at both ends of
-    every segment, stacked on the first axis: rows 2i and 2i+1 are segment i's first and last step). The ops
-    are summed together, stacked on a new first axis (one closed-form sum for all of them), in blocks of at most
-    STACKED_ELEMENTS values per array."""
-    per_block = max(1, STACKED_ELEMENTS // max(math.prod(kv_shape[1:]), 1))
-    out = []
-    for lo in range(0, len(scored), per_block):
-        out += _decode_sums_stacked(scored[lo:lo + per_block], segs, kv_shape)
-    return out
-
-
-STACKED_ELEMENTS = 1 << 16  # ops x grid points summed at once: small scenarios sum every op together
-_TERMS = ("t_compute_s", "t_memory_s", "t_comm_s", "overhead_s")
-
-
-def _decode_sums_stacked(scored: list[Scored], segs, kv_shape) -> list[OpSums]:
-    shape = (len(scored),) + tuple(kv_shape[1:])  # (ops, *grid)
-
-    def rows(values, row):  # one end of a segment of every op, stacked: (ops, *grid)
-        return stacked([_at_row(v, row, len(kv_shape)) for v in values], shape)
-
-    work = {f: 0.0 for f in WORK_FIELDS}
+def _decode_sums(score: Score, work: dict, segs) -> tuple[dict, Times]:
+    """Every op summed over every decode step: exact within each segment (the ops were built at both ends of every
+    segment, stacked on the grid's first axis: rows 2i and 2i+1 are segment i's first and last step)."""
+    sums = {f: 0.0 for f in WORK_FIELDS}
     parts = []
     for i, (_, _, n) in enumerate(segs):
         for f in WORK_FIELDS:
-            values = [getattr(s.op, f) for s in scored]
-            work[f] = work[f] + trapezoid_sum(rows(values, 2 * i), rows(values, 2 * i + 1), n)
-        first, last = (Score(*(rows([getattr(s.score, k) for s in scored], r) for k in _TERMS), None, None)
-                       for r in (2 * i, 2 * i + 1))
+            sums[f] = sums[f] + trapezoid_sum(work[f][:, 2 * i], work[f][:, 2 * i + 1], n)
+        first, last = (Score(*(getattr(score, k)[:, r] for k in _TERMS), None, None) for r in (2 * i, 2 * i + 1))
         parts.append(sum_affine_steps(first, last, n))
-    total = add_times(parts)
-    return [OpSums({f: work[f][j] for f in WORK_FIELDS}, Times(*(getattr(total, k)[j] for k in TIME_FIELDS)))
-            for j in range(len(scored))]
+    return sums, add_times(parts)
 
 
-def _at_row(x, row: int, ndim: int):
-    """Row `row` of the decode stack (its first axis) of an op's array, which broadcasts against the stack: an
-    array without that axis is the same on every row."""
-    if getattr(x, "ndim", 0) < ndim:
-        return x
-    return x[row] if x.shape[0] > 1 else x[0]
+_TERMS = ("t_compute_s", "t_memory_s", "t_comm_s", "overhead_s")
 
 
-def _phase_totals(scored: list[Scored], per_op: list[OpSums], sh: Sharding, time_factor) -> PhaseTotals:
+def _phase_totals(blocks: list[OpBlock], sh: Sharding, time_factor) -> PhaseTotals:
     """Replica totals: times are the sum over ops of t * count (one micro-batch through all stages) scaled by
     the pipeline schedule; work is per-chip numbers * shards * count * micro-batches (a replicated op counts
-    its FLOPs once; every chip of the tensor-parallel group moves its own HBM bytes)."""
+    its FLOPs once; every chip of the tensor-parallel group moves its own HBM bytes). Summed op by op."""
     tot = dict.fromkeys(("flops", "bytes", "weight_bytes", "kv_read_bytes", "comm_bytes", "attention_flops",
                          "mlp_flops"), 0.0)
     mb = sh.pp  # micro-batches
-    for s, row in zip(scored, per_op):
-        op, w = s.op, row.work
-        work = op.count * op.shards * mb
-        traffic = op.count * sh.ffn_chips * mb  # every chip of a stage moves its own bytes
-        tot["flops"] = tot["flops"] + w["flops"] * work
-        tot["bytes"] = tot["bytes"] + (w["weight_bytes"] + w["act_bytes"] + w["kv_bytes"]) * traffic
-        tot["weight_bytes"] = tot["weight_bytes"] + w["weight_bytes"] * traffic
-        tot["comm_bytes"] = tot["comm_bytes"] + w["comm_bytes"] * op.count * op.group_chips * op.shards * mb
-        if op.kind == "attention":
-            tot["attention_flops"] = tot["attention_flops"] + w["flops"] * work
-            tot["kv_read_bytes"] = tot["kv_read_bytes"] + w["kv_bytes"] * traffic  # the cache read once
-        elif op.kind == "gemm" and op.group != "model":
-            tot["mlp_flops"] = tot["mlp_flops"] + w["flops"] * work
-    per_op_times = [r.times.scaled(s.op.count).scaled(time_factor) for s, r in zip(scored, per_op)]
-    return PhaseTotals(**tot, times=add_times(per_op_times), per_op_times=per_op_times)
+    per_op_times = []
+    for b in blocks:
+        w, ops = b.work, b.ops
+
+        def col(values):  # one number per op, against the (ops, *grid) arrays
+            return np.reshape(np.array(values, dtype=np.float64), (len(ops),) + (1,) * (np.ndim(w["flops"]) - 1))
+
+        flops = w["flops"] * col([op.count * op.shards * mb for op in ops])
+        traffic = col([op.count * sh.ffn_chips * mb for op in ops])  # every chip of a stage moves its own bytes
+        comm = w["comm_bytes"]
+        for k in ("count", "group_chips", "shards"):
+            comm = comm * col([getattr(op, k) for op in ops])
+        attn = [j for j, op in enumerate(ops) if op.kind == "attention"]
+        mlp = [j for j, op in enumerate(ops) if op.kind == "gemm" and op.group != "model"]
+        for key, rows, which in (("flops", flops, None), ("weight_bytes", w["weight_bytes"] * traffic, None),
+                                 ("bytes", (w["weight_bytes"] + w["act_bytes"] + w["kv_bytes"]) * traffic, None),
+                                 ("comm_bytes", comm * mb, None), ("attention_flops", flops, attn),
+                                 ("kv_read_bytes", w["kv_bytes"] * traffic, attn), ("mlp_flops", flops, mlp)):
+            tot[key] = _add_rows(tot[key], rows, which)
+        counts = col([op.count for op in ops])
+        per_op_times.append(Times(*(getattr(b.times, k) * counts * time_factor for k in TIME_FIELDS)))
+    times = Times(*(_sum_blocks(per_op_times, k) for k in TIME_FIELDS))
+    return PhaseTotals(**tot, times=times, per_op_times=per_op_times)
 
 
-def _run_phase(ops: list[Op], chip: Chip, eff, sh: Sharding, time_factor, sums, steps) -> PhaseResult:
-    scored = score_ops(ops, chip, eff)
-    per_op = sums(scored)
-    return PhaseResult(scored, per_op, _phase_totals(scored, per_op, sh, time_factor), steps, time_factor, sums)
+def _add_rows(total, rows, which=None):
+    """total + each row of `rows` (those numbered in `which`, default all), one after another."""
+    for j in range(len(rows)) if which is None else which:
+        total = total + rows[j]
+    return total
+
+
+def _sum_blocks(blocks: list[Times], key: str):
+    total = 0
+    for b in blocks:
+        total = _add_rows(total, getattr(b, key))
+    return total
+
+
+def _run_phase(ops: list[Op], chip: Chip, eff, sh: Sharding, time_factor, sums, steps, shape=()) -> PhaseResult:
+    shape = ops_shape(ops, shape)
+    blocks = []
+    for lo, hi in op_blocks(len(ops), shape):
+        block = ops[lo:hi]
+        score = score_stack(block, chip, eff, shape)
+        work = {f: stacked([getattr(op, f) for op in block], (len(block),) + shape) for f in WORK_FIELDS}
+        blocks.append(OpBlock(block, score, *sums(score, work)))
+    return PhaseResult(blocks, _phase_totals(blocks, sh, time_factor), steps, time_factor, sums, shape)
 
 
 def _repriced(r: Evaluation, eff) -> Evaluation:
     """r's scenario priced at another efficiency model: its ops are reused (they do not depend on it)."""
     def again(ph: PhaseResult | None) -> PhaseResult | None:
-        return ph and _run_phase([s.op for s in ph.scored], r.chip, eff, r.sharding, ph.time_factor, ph.sums, ph.steps)
+        return ph and _run_phase(ph.ops, r.chip, eff, r.sharding, ph.time_factor,
+                                 ph.sums, ph.steps, ph.shape)
 
     return replace(r, efficiency_model=eff, prefill=again(r.prefill), decode=again(r.decode))
 
@@ -304,7 +334,8 @@ def _repriced(r: Evaluation, eff) -> Evaluation:
 def _prefill(spec, chip, sh, dt, eff, batch, prompt, attention) -> PhaseResult:
     # pipeline: the prefill finishes after (2pp - 1) stage slots of one micro-batch
     ops = build_ops(spec, Phase.prefill(batch, prompt), sh, dt, attention)
-    return _run_phase(ops, chip, eff, sh, (2 * sh.pp - 1) / sh.pp, _prefill_sums, np.float64(1.0))
+    return _run_phase(ops, chip, eff, sh, (2 * sh.pp - 1) / sh.pp, _prefill_sums, np.float64(1.0),
+                      np.broadcast_shapes(np.shape(batch), np.shape(prompt)))
 
 
 def _decode(spec, chip, sh, dt, eff, batch, prompt, gen, attention) -> PhaseResult:
@@ -312,7 +343,8 @@ def _decode(spec, chip, sh, dt, eff, batch, prompt, gen, attention) -> PhaseResu
     segs = _decode_segments(prompt, gen, spec.context_breakpoints())
     kv = np.stack([x for lo, hi, _ in segs for x in (lo, hi)])  # (2S, *grid): both ends of every segment
     ops = build_ops(spec, Phase.decode(batch, kv), sh, dt, attention)
-    return _run_phase(ops, chip, eff, sh, 1.0, lambda scored: _decode_sums(scored, segs, kv.shape), gen - 1.0)
+    return _run_phase(ops, chip, eff, sh, 1.0, lambda score, work: _decode_sums(score, work, segs), gen - 1.0,
+                      np.broadcast_shapes(kv.shape, np.shape(batch)))
 
 
 def _summary(tot: PhaseTotals, steps: float) -> PhaseSummary:
@@ -408,7 +440,7 @@ def evaluate(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, 
         assumptions.append(f"efficiency: {efficiency_label(eff)}.")
     pre = _prefill(spec, chip, sh, dt, eff, batch, prompt, attention)
     dec = _decode(spec, chip, sh, dt, eff, batch, prompt, np.maximum(gen, 2), attention) if np.any(gen > 1) else None
-    mem = footprint(spec, usable_bytes(chip.hbm_bytes, gpu_memory_utilization), sh, dt, [s.op for s in pre.scored],
+    mem = footprint(spec, usable_bytes(chip.hbm_bytes, gpu_memory_utilization), sh, dt, pre.ops,
                     batch, prompt + gen)
     return Evaluation(spec, chip, sh, dt, eff, assumptions, batch, prompt, gen, pre, dec, mem,
                       _warnings(spec, chip, sh, dt, prompt + gen))
@@ -487,8 +519,7 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
     head = _headline(r, gen_len)
     uncertainty = None  # calibrated: each phase's op times (all instances) weight their families' bands
     if hasattr(r.efficiency_model, "uncertainty"):
-        phases = {name: [(s.op, _total(o.times.t_s) * s.op.count) for s, o in zip(ph.scored, ph.per_op)]
-                  for name, ph in (("prefill", r.prefill), ("decode", r.decode if gen_len > 1 else None)) if ph}
+        phases = {name: ph.op_times() for name, ph in (("prefill", r.prefill), ("decode", r.decode if gen_len > 1 else None)) if ph}
         uncertainty = r.efficiency_model.uncertainty(phases, head, chip)
     bits = spec.weight_format_for("ffn", dt.weight).bits_per_weight(spec.d_model)
     return Estimate(
@@ -498,7 +529,7 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
         decode=_summary(r.decode.totals, gen_len - 1.0) if gen_len > 1 else None, memory=memory,
         critical=critical_thresholds(spec, chip, dt.compute, bits, batch), assumptions=r.assumptions,
         efficiency=efficiency_label(r.efficiency_model if r.efficiency_model is not None else efficiency),
-        _ops=_OpTable(r, gen_len), ideal=ideal, warnings=r.warnings, uncertainty=uncertainty,
+        _ops=OpTable(r, gen_len), ideal=ideal, warnings=r.warnings, uncertainty=uncertainty,
         efficiency_mode=efficiency_mode(efficiency))
 
 
@@ -530,51 +561,6 @@ def _weight_label(spec: ModelSpec, override: str | None) -> str:
     if override or spec.quantization is None or "ffn" in spec.quantized_families:
         return spec.weight_format_for("ffn", override).label
     return f"{spec.weight_dtype}; {', '.join(spec.quantized_families)} {spec.quantization.label}"
-
-
-OPS_COLUMNS = ["phase", "group", "name", "kind", "count", "flops", "bytes", "weight_bytes", "act_bytes", "kv_bytes",
-               "comm_bytes", "intensity", "t_compute_s", "t_memory_s", "t_comm_s", "t_s", "bound", "formula"]
-
-
-class _OpTable:
-    """The op table of an Estimate, built when it is first read (est.ops): one lock per table, so threads
-    reading it at once get one DataFrame. Pickled or deep-copied as the DataFrame itself."""
-
-    def __init__(self, r: Evaluation, gen_len):
-        self._args, self._df, self._lock = (r, gen_len), None, threading.Lock()
-
-    def frame(self):
-        with self._lock:
-            if self._df is None:
-                self._df, self._args = _ops_frame(*self._args), None
-            return self._df
-
-    def __reduce__(self):
-        return _same, (self.frame(),)
-
-
-def _same(x):
-    return x
-
-
-def _ops_frame(r: Evaluation, gen_len):
-    """One row per op per phase: per chip, per instance; decode rows are the mean step."""
-    import pandas as pd
-
-    rows = []
-    phases = [("prefill", r.prefill, 1.0)] + ([("decode", r.decode, gen_len - 1.0)] if gen_len > 1 else [])
-    for phase, pr, steps in phases:
-        for s, row in zip(pr.scored, pr.per_op):
-            w = {k: float(np.asarray(v)) / steps for k, v in row.work.items()}
-            t = {k: float(getattr(row.times, k)) / steps for k in ("t_compute_s", "t_memory_s", "t_comm_s", "t_s")}
-            nbytes = w["weight_bytes"] + w["act_bytes"] + w["kv_bytes"]
-            rows.append(dict(phase=phase, group=s.op.group, name=s.op.name, kind=s.op.kind, count=s.op.count,
-                             flops=w["flops"], bytes=nbytes, weight_bytes=w["weight_bytes"],
-                             act_bytes=w["act_bytes"], kv_bytes=w["kv_bytes"], comm_bytes=w["comm_bytes"],
-                             intensity=float(intensity_of(w["flops"], nbytes)),
-                             **t, bound=str(bound_of(t["t_compute_s"], t["t_memory_s"], t["t_comm_s"])),
-                             formula=s.op.formula))
-    return pd.DataFrame(rows, columns=OPS_COLUMNS)
 
 
 # ------------------------------------------------------------------------------------------- sweep

@@ -17,8 +17,9 @@ so the upper bound is at most 2x the lower one for two terms (3x for three).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -107,6 +108,22 @@ class Score:
         """FLOP per HBM byte (inf for an op that moves no HBM bytes)."""
         return np.broadcast_to(intensity_of(self._flops, self._hbm_bytes), np.shape(self.t_s))
 
+    def rows(self) -> list["Score"]:
+        """One Score per row of a stacked Score (score_stack: one row per op), its t_s, t_lower_s and t_upper_s
+        those of the stack (computed once for every row)."""
+        cols = [getattr(self, k) for k in ("t_compute_s", "t_memory_s", "t_comm_s", "overhead_s", "t_s", "t_lower_s",
+                                           "t_upper_s", "_flops", "_hbm_bytes")]
+        out = []
+        for j in range(len(cols[0])):
+            row = Score.__new__(Score)
+            row.__dict__.update(zip(_ROW_KEYS, (c[j] for c in cols)))
+            out.append(row)
+        return out
+
+
+_ROW_KEYS = ("t_compute_s", "t_memory_s", "t_comm_s", "overhead_s", "t_s", "t_lower_s", "t_upper_s", "_flops",
+             "_hbm_bytes")
+
 
 def _arr(x) -> np.ndarray:
     """x as float64; float64 arrays and numpy float64 scalars pass as they are (np.asarray would wrap a scalar
@@ -122,10 +139,11 @@ def _nonzero(x) -> bool:
 
 
 def _shape(*xs) -> tuple:
-    """The broadcast shape of xs, () at once when they are all scalars."""
-    if all(getattr(x, "ndim", 0) == 0 for x in xs):
+    """The broadcast shape of xs (scalars and arrays), each distinct shape broadcast once."""
+    shapes = {x.shape for x in xs if getattr(x, "ndim", 0)}
+    if not shapes:
         return ()
-    return np.broadcast_shapes(*(np.shape(x) for x in xs))
+    return shapes.pop() if len(shapes) == 1 else np.broadcast_shapes(*shapes)
 
 
 def score(
@@ -200,15 +218,66 @@ class Scored:
         return getattr(self.score, name)
 
 
+def efficiency_of(op: "Op", chip: "Chip", efficiency_model=None) -> Efficiency:
+    """The Efficiency an op runs at: efficiency_model None (ideal), an Efficiency for every op, or an object with
+    .for_op(op, chip) -> Efficiency (efficiency.CalibratedModel)."""
+    if efficiency_model is None:
+        return IDEAL
+    return efficiency_model if isinstance(efficiency_model, Efficiency) else efficiency_model.for_op(op, chip)
+
+
+_OP_ARRAYS = ("flops", "weight_bytes", "act_bytes", "kv_bytes", "comm_bytes", "tokens")
+STACKED_ELEMENTS = 1 << 16  # ops x grid points scored at once (score_stack): small scenarios score every op together
+
+
+def ops_shape(ops: "list[Op]", shape: tuple = ()) -> tuple:
+    """The broadcast shape of the ops' arrays (their scenario grid) and `shape`."""
+    return _shape(*(getattr(op, f) for op in ops for f in _OP_ARRAYS), _Shaped(shape, len(shape)))
+
+
+class _Shaped(NamedTuple):
+    """Something of a shape (for _shape), without an array."""
+
+    shape: tuple
+    ndim: int
+
+
+def op_blocks(n_ops: int, shape: tuple) -> list[tuple[int, int]]:
+    """(lo, hi) ranges of ops to stack together: at most STACKED_ELEMENTS values per stacked array (every op at
+    once for a small grid, one op at a time for a grid of STACKED_ELEMENTS points or more)."""
+    per = max(1, STACKED_ELEMENTS // max(math.prod(shape), 1))
+    return [(lo, min(lo + per, n_ops)) for lo in range(0, n_ops, per)]
+
+
+def score_stack(ops: "list[Op]", chip: "Chip", efficiency_model=None, shape: tuple = ()) -> Score:
+    """Every op scored on `chip` in one roofline.score: a Score whose arrays have one row per op, shape
+    (len(ops), *grid), grid = ops_shape(ops, shape). Row j holds score_op(ops[j], chip, its efficiency) broadcast
+    to the grid: collectives priced on the link they cross (comm terms only), other ops on peak FLOP/s and HBM
+    (no comm term: no link bytes and no hops, at an infinite link)."""
+    shape = (len(ops),) + ops_shape(ops, shape)
+    rows = []
+    for op in ops:
+        e = efficiency_of(op, chip, efficiency_model)
+        if op.kind == "collective":
+            t = collective_terms(op.collective, op.comm_bytes, op.group_chips, chip)
+            rows.append((0.0, 0.0, 1.0, 1.0, t.link_bytes, t.hops, t.link_bytes_per_s, t.latency_s, e.comm, e))
+        else:
+            rows.append((op.flops, op.hbm_bytes, chip.peak_flops_per_s(op.compute_dtype), chip.hbm_bytes_per_s, 0.0,
+                         0.0, np.inf, 0.0, 1.0, e))
+    flops, hbm, peak, bw, link_bytes, hops, link_bw, latency, comm_eff, effs = zip(*rows)
+    eff = Efficiency(compute=stacked([e.compute for e in effs], shape), memory=stacked([e.memory for e in effs], shape),
+                     comm=stacked(comm_eff, shape), overhead_s=stacked([e.overhead_s for e in effs], shape))
+    col = (len(ops),) + (1,) * (len(shape) - 1)  # per-op numbers against the grid
+    return score(stacked(flops, shape), stacked(hbm, shape), peak_flops_per_s=np.reshape(peak, col),
+                 hbm_bytes_per_s=np.reshape(bw, col), comm_bytes=stacked(link_bytes, shape),
+                 comm_hops=np.reshape(hops, col), link_bytes_per_s=np.reshape(link_bw, col),
+                 link_latency_s=np.reshape(latency, col), efficiency=eff)
+
+
 def score_ops(ops: "list[Op]", chip: "Chip", efficiency_model=None) -> list[Scored]:
     """Every op scored on `chip`. efficiency_model: None (ideal), an Efficiency for every op, or an object
     with .for_op(op, chip) -> Efficiency (efficiency.CalibratedModel)."""
-    def eff(op):
-        if efficiency_model is None:
-            return IDEAL
-        return efficiency_model if isinstance(efficiency_model, Efficiency) else efficiency_model.for_op(op, chip)
-
-    return [Scored(op, score_op(op, chip, eff(op))) for op in ops]
+    return [Scored(op, score_op(op, chip, efficiency_of(op, chip, efficiency_model))) for op in ops]
 
 
 # ------------------------------------------------------------------------------ sums of times
@@ -283,21 +352,16 @@ def add_times(parts) -> Times:
     return Times(*(sum(getattr(p, k) for p in parts) for k in TIME_FIELDS))
 
 
-def bound_shares(parts) -> dict[str, np.ndarray]:
-    """The headline time t_s of the parts (Times), summed by the term that bounds each part (ties go to the first
-    term). The parts are stacked on a first axis and summed in their order."""
-    parts = list(parts)
-    if not parts:
-        return {b: 0.0 for b in TERMS}
-    shape = (len(parts),) + _shape(*(getattr(p, k) for p in parts for k in ("t_compute_s", "t_memory_s", "t_comm_s", "t_s")))
-    c, m, k, t = (stacked([getattr(p, f) for p in parts], shape) for f in ("t_compute_s", "t_memory_s", "t_comm_s", "t_s"))
-    which = np.where(k > np.maximum(c, m), 2, np.where(m > c, 1, 0))  # the index bound_of takes
-    shares = {}
-    for i, b in enumerate(TERMS):
-        total = 0.0
-        for row in np.where(which == i, t, 0.0):
-            total = total + row
-        shares[b] = total
+def bound_shares(stacks) -> dict[str, np.ndarray]:
+    """The headline time t_s of the parts, summed by the term that bounds each part (ties go to the first term).
+    stacks: Times whose arrays have one row per part (estimate's per-op times, in blocks); summed in part order."""
+    shares = {b: 0.0 for b in TERMS}
+    for p in stacks:
+        c, m, k = p.t_compute_s, p.t_memory_s, p.t_comm_s
+        which = np.where(k > np.maximum(c, m), 2, np.where(m > c, 1, 0))  # the index bound_of takes
+        for i, b in enumerate(TERMS):
+            for row in np.where(which == i, p.t_s, 0.0):
+                shares[b] = shares[b] + row
     return shares
 
 

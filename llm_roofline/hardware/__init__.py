@@ -224,7 +224,8 @@ def _efficiency_table(data: Mapping, path: str) -> dict:
         for key, value in sub.items():
             if f"efficiency.{key}" in CHIP_RANGES:
                 _in_range(value, f"efficiency.{key}", f"[efficiency.{fam}].{key}", path)
-    return dict(table)
+    # read-only all the way down: a catalog chip is shared by every caller
+    return {fam: MappingProxyType(dict(sub)) if isinstance(sub, dict) else sub for fam, sub in table.items()}
 
 
 def _parse_link(table: Mapping, where: str, path: str) -> Link:
@@ -395,10 +396,10 @@ def _catalog() -> dict[str, Chip]:
     return {**_shipped(), **(_user(str(folder), stamp) if stamp else {})}
 
 
-def _names() -> dict[str, str]:
-    """Every accepted name and alias -> canonical name."""
+def _names(catalog: dict[str, Chip] | None = None) -> dict[str, str]:
+    """Every accepted name and alias -> canonical name (of `catalog`, default the current one)."""
     names = {}
-    for chip in _catalog().values():
+    for chip in (_catalog() if catalog is None else catalog).values():
         names[chip.name] = chip.name
         for a in chip.aliases:
             names[a] = chip.name
@@ -424,9 +425,10 @@ def load_chip(name_or_path: "str | Path | Chip") -> Chip:
     p = Path(text).expanduser()
     if text.endswith(".toml") or ((os.sep in text or "/" in text) and _stat(p) is not None) or _is_file(p):
         return _load_file(p)
-    names = _names()
+    catalog = _catalog()
     key = text.lower()
+    names = _names(catalog)
     if key not in names:
         raise ChipError(f"unknown chip {text!r}.{closest(key, names)} (`llm-roofline chips` lists them; "
                         f"a path to a .toml file works too, or put one in {user_chips_dir()})")
-    return _catalog()[names[key]]
+    return catalog[names[key]]
