@@ -61,6 +61,7 @@ import math
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -216,9 +217,15 @@ class CalibratedModel:
             family = BORROWS[family]
         return self.families.get(family, IDEAL_FIT)
 
+    def __post_init__(self):
+        object.__setattr__(self, "_bands", {})  # family -> band: the model is immutable
+
     def band(self, family: str) -> tuple[float, float]:
         """(p10, p90) of measured / calibrated time for one family (see band_of)."""
-        return band_of(self.fit_for(family), self.sources.get(family, UNCALIBRATED))
+        band = self._bands.get(family)
+        if band is None:
+            band = self._bands[family] = band_of(self.fit_for(family), self.sources.get(family, UNCALIBRATED))
+        return band
 
     def op_band(self, op: "Op", chip: Chip) -> tuple[float, float]:
         """The band of the family that prices `op` (multi-node collectives are not calibrated)."""
@@ -239,7 +246,16 @@ class CalibratedModel:
             return dequant_efficiency(p, op, chip, self.label)
         if op.kind == "attention":
             return p.efficiency(0.0, label=self.label, **attention_shape(op, decode=fam == "attention_decode"))
-        return p.efficiency(op.tokens, label=self.label)
+        if np.ndim(op.tokens):
+            return p.efficiency(op.tokens, label=self.label)
+        return _efficiency_at(p, float(op.tokens), self.label)
+
+
+@lru_cache(maxsize=4096)
+def _efficiency_at(p: FamilyFit, tokens: float, label: str) -> Efficiency:
+    """p.efficiency at a scalar token count, remembered: a fit and its Efficiency are immutable, and the ops of a
+    step share a few token counts."""
+    return p.efficiency(tokens, label=label)
 
 
 # =============================================================================== attention shape

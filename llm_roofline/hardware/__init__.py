@@ -9,10 +9,8 @@ import math
 import os
 import stat
 import sys
-import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -139,6 +137,8 @@ class Chip:
 
 # ------------------------------------------------------------------------------------------ loading
 def _catalog_dir() -> Path:
+    from importlib import resources  # imported on first use, as tomllib: `import llm_roofline` stays light
+
     return Path(str(resources.files("llm_roofline.hardware") / "chips"))
 
 
@@ -344,6 +344,8 @@ def _read_chip_text(path: Path) -> str:
 
 
 def _load_file(path: Path) -> Chip:
+    import tomllib
+
     text = _read_chip_text(path)
     try:
         data = tomllib.loads(text)
@@ -363,19 +365,21 @@ def user_chips_dir() -> Path:
     $XDG_CONFIG_HOME/llm-roofline/chips, XDG_CONFIG_HOME defaulting to ~/.config (Linux and macOS alike)."""
     env = os.environ.get(CHIPS_ENV, "").strip()
     if env:
-        return Path(env).expanduser()
+        return Path(os.path.expanduser(env))
     if sys.platform == "win32" and os.environ.get("APPDATA"):
-        return Path(os.environ["APPDATA"]) / "llm-roofline" / "chips"
-    base = os.environ.get("XDG_CONFIG_HOME", "").strip() or str(Path.home() / ".config")
-    return Path(base).expanduser() / "llm-roofline" / "chips"
+        return Path(os.environ["APPDATA"], "llm-roofline", "chips")
+    base = os.environ.get("XDG_CONFIG_HOME", "").strip() or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(os.path.expanduser(base), "llm-roofline", "chips")
 
 
 def _toml_files(folder: Path) -> list[Path]:
     """The plain *.toml files of a folder, sorted (none when it is missing or unreadable)."""
     try:
-        return sorted(p for p in folder.glob("*.toml") if _is_file(p))
+        with os.scandir(folder) as entries:
+            names = sorted(e.name for e in entries if e.name.endswith(".toml"))
     except OSError:
         return []
+    return [folder / n for n in names if _is_file(folder / n)]
 
 
 @lru_cache(maxsize=None)
