@@ -69,7 +69,7 @@ import numpy as np
 
 from .errors import ChipError, ScenarioError
 from .hardware import Chip, load_chip
-from .roofline import Efficiency
+from .roofline import Efficiency, where as _where
 from .units import DTYPE_BITS
 
 if TYPE_CHECKING:
@@ -155,13 +155,6 @@ def _float(x):
         return x
     x = np.asarray(x, dtype=np.float64)
     return x[()] if x.ndim == 0 else x
-
-
-def _where(cond, a, b):
-    """np.where(cond, a, b), picked at once when cond is a scalar (a 0-d array for np.where)."""
-    if isinstance(cond, (bool, np.bool_)):
-        return a if cond else b
-    return np.where(cond, a, b)
 
 
 PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_half", "comm_max", "overhead_s",

@@ -14,7 +14,6 @@ Everything is numpy-vectorized over the scenario grid, so `sweep` evaluates a wh
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, replace
-from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -27,11 +26,9 @@ from .hardware import Chip, load_chip
 from .memory import GPU_MEMORY_UTILIZATION, Footprint, footprint, usable_bytes, weight_bytes
 from .model.hf import load_model
 from .model.spec import ModelSpec
-from .ops import Op
 from .optable import OpTable
-from .roofline import (TERMS, TIME_FIELDS, Score, Scored, Times, add_times, bound_of, bound_shares, intensity_of,
-                       op_blocks, ops_shape, score_ops, score_stack, stacked, sum_affine_steps, times_of,
-                       trapezoid_sum)
+from .phases import DecodeSums, PhaseResult, PhaseTotals, PrefillSums, decode_segments, run_phase
+from .roofline import TERMS, intensity_of, score_ops  # noqa: F401 (score_ops: a name tests import here)
 from .sharding import Sharding, critical_thresholds
 from .units import json_ready
 
@@ -153,180 +150,11 @@ class Estimate:
         return json_ready(d)
 
 
-
-
 # ------------------------------------------------------------------------------------------- phases
-WORK_FIELDS = ("flops", "weight_bytes", "act_bytes", "kv_bytes", "comm_bytes")
-
-
-@dataclass(frozen=True)
-class OpSums:
-    """One op (one instance) summed over the steps of a phase: its work (WORK_FIELDS) and its Times."""
-
-    work: dict[str, np.ndarray]
-    times: Times
-
-
-@dataclass(frozen=True)
-class OpBlock:
-    """Consecutive ops of a phase scored and summed together: arrays stacked on a first axis, one row per op
-    (roofline.score_stack; roofline.op_blocks bounds their size)."""
-
-    ops: list[Op]
-    score: Score  # (ops, *step grid): decode's step grid has both ends of every segment first
-    work: dict[str, np.ndarray]  # WORK_FIELDS summed over the phase's steps, (ops, *grid)
-    times: Times  # (ops, *grid)
-
-
-@dataclass(frozen=True)
-class PhaseTotals:
-    """Replica totals of a phase over the scenario grid (see PhaseSummary for what each counts)."""
-
-    flops: np.ndarray
-    bytes: np.ndarray
-    weight_bytes: np.ndarray
-    kv_read_bytes: np.ndarray
-    comm_bytes: np.ndarray
-    attention_flops: np.ndarray
-    mlp_flops: np.ndarray
-    times: Times  # wall clock: one micro-batch through all stages, times the pipeline schedule
-    per_op_times: list[Times] = field(repr=False)  # each op's share of `times` (count and schedule applied), per block
-
-    @cached_property
-    def bound_shares(self) -> dict[str, np.ndarray]:
-        """The phase time by the term that bounds each op (computed on first use: sweeps never ask)."""
-        return bound_shares(self.per_op_times)
-
-
-@dataclass(frozen=True)
-class PhaseResult:
-    """Every op of a phase scored on the chip (in blocks), its per-op sums over the phase's steps, and the totals."""
-
-    blocks: list[OpBlock]
-    totals: PhaseTotals
-    steps: np.ndarray  # forward steps the phase sums (prefill 1, decode gen_len - 1)
-    time_factor: Any = 1.0  # the pipeline schedule's factor on one micro-batch's trip (_phase_totals)
-    sums: Any = field(default=None, repr=False, compare=False)  # (stacked Score, stacked work) -> (work, Times) sums
-    shape: tuple = ()  # the step grid the ops are built on
-
-    @property
-    def ops(self) -> list[Op]:
-        return [op for b in self.blocks for op in b.ops]
-
-    def op_times(self) -> list[tuple[Op, float]]:
-        """(op, its time summed over the phase's steps, all its instances) for a scalar scenario."""
-        return [(op, _total(b.times.t_s[j]) * op.count) for b in self.blocks for j, op in enumerate(b.ops)]
-
-    @cached_property
-    def scored(self) -> list[Scored]:
-        """Each op and its Score."""
-        return [Scored(op, row) for b in self.blocks for op, row in zip(b.ops, b.score.rows())]
-
-    @cached_property
-    def per_op(self) -> list[OpSums]:
-        """Each op summed over the phase's steps."""
-        return [OpSums({f: b.work[f][j] for f in WORK_FIELDS}, Times(*(getattr(b.times, k)[j] for k in TIME_FIELDS)))
-                for b in self.blocks for j in range(len(b.ops))]
-
-
-def _decode_segments(prompt, gen, breakpoints):
-    """Stretches [lo, hi] of decode context lengths (prompt+1 .. prompt+gen-1) split at the context lengths where
-    an op stops growing linearly (sliding windows, DSA top-k), inside which every op is affine in the context
-    length. Returns (lo, hi, n) arrays per segment."""
-    first = prompt + 1.0
-    last = prompt + gen - 1.0
-    cuts = [-np.inf] + sorted(float(w) for w in breakpoints) + [np.inf]
-    segs = []
-    for c_lo, c_hi in zip(cuts[:-1], cuts[1:]):
-        lo = np.maximum(first, c_lo + 1)
-        hi = np.minimum(last, c_hi)
-        n = np.maximum(hi - lo + 1, 0.0)
-        segs.append((lo, np.maximum(hi, lo), n))
-    return segs
-
-
-def _prefill_sums(score: Score, work: dict) -> tuple[dict, Times]:
-    return work, times_of(score)
-
-
-def _decode_sums(score: Score, work: dict, segs) -> tuple[dict, Times]:
-    """Every op summed over every decode step: exact within each segment (the ops were built at both ends of every
-    segment, stacked on the grid's first axis: rows 2i and 2i+1 are segment i's first and last step)."""
-    sums = {f: 0.0 for f in WORK_FIELDS}
-    parts = []
-    for i, (_, _, n) in enumerate(segs):
-        for f in WORK_FIELDS:
-            sums[f] = sums[f] + trapezoid_sum(work[f][:, 2 * i], work[f][:, 2 * i + 1], n)
-        first, last = (Score(*(getattr(score, k)[:, r] for k in _TERMS), None, None) for r in (2 * i, 2 * i + 1))
-        parts.append(sum_affine_steps(first, last, n))
-    return sums, add_times(parts)
-
-
-_TERMS = ("t_compute_s", "t_memory_s", "t_comm_s", "overhead_s")
-
-
-def _phase_totals(blocks: list[OpBlock], sh: Sharding, time_factor) -> PhaseTotals:
-    """Replica totals: times are the sum over ops of t * count (one micro-batch through all stages) scaled by
-    the pipeline schedule; work is per-chip numbers * shards * count * micro-batches (a replicated op counts
-    its FLOPs once; every chip of the tensor-parallel group moves its own HBM bytes). Summed op by op."""
-    tot = dict.fromkeys(("flops", "bytes", "weight_bytes", "kv_read_bytes", "comm_bytes", "attention_flops",
-                         "mlp_flops"), 0.0)
-    mb = sh.pp  # micro-batches
-    per_op_times = []
-    for b in blocks:
-        w, ops = b.work, b.ops
-
-        def col(values):  # one number per op, against the (ops, *grid) arrays
-            return np.reshape(np.array(values, dtype=np.float64), (len(ops),) + (1,) * (np.ndim(w["flops"]) - 1))
-
-        flops = w["flops"] * col([op.count * op.shards * mb for op in ops])
-        traffic = col([op.count * sh.ffn_chips * mb for op in ops])  # every chip of a stage moves its own bytes
-        comm = w["comm_bytes"]
-        for k in ("count", "group_chips", "shards"):
-            comm = comm * col([getattr(op, k) for op in ops])
-        attn = [j for j, op in enumerate(ops) if op.kind == "attention"]
-        mlp = [j for j, op in enumerate(ops) if op.kind == "gemm" and op.group != "model"]
-        for key, rows, which in (("flops", flops, None), ("weight_bytes", w["weight_bytes"] * traffic, None),
-                                 ("bytes", (w["weight_bytes"] + w["act_bytes"] + w["kv_bytes"]) * traffic, None),
-                                 ("comm_bytes", comm * mb, None), ("attention_flops", flops, attn),
-                                 ("kv_read_bytes", w["kv_bytes"] * traffic, attn), ("mlp_flops", flops, mlp)):
-            tot[key] = _add_rows(tot[key], rows, which)
-        counts = col([op.count for op in ops])
-        per_op_times.append(Times(*(getattr(b.times, k) * counts * time_factor for k in TIME_FIELDS)))
-    times = Times(*(_sum_blocks(per_op_times, k) for k in TIME_FIELDS))
-    return PhaseTotals(**tot, times=times, per_op_times=per_op_times)
-
-
-def _add_rows(total, rows, which=None):
-    """total + each row of `rows` (those numbered in `which`, default all), one after another."""
-    for j in range(len(rows)) if which is None else which:
-        total = total + rows[j]
-    return total
-
-
-def _sum_blocks(blocks: list[Times], key: str):
-    total = 0
-    for b in blocks:
-        total = _add_rows(total, getattr(b, key))
-    return total
-
-
-def _run_phase(ops: list[Op], chip: Chip, eff, sh: Sharding, time_factor, sums, steps, shape=()) -> PhaseResult:
-    shape = ops_shape(ops, shape)
-    blocks = []
-    for lo, hi in op_blocks(len(ops), shape):
-        block = ops[lo:hi]
-        score = score_stack(block, chip, eff, shape)
-        work = {f: stacked([getattr(op, f) for op in block], (len(block),) + shape) for f in WORK_FIELDS}
-        blocks.append(OpBlock(block, score, *sums(score, work)))
-    return PhaseResult(blocks, _phase_totals(blocks, sh, time_factor), steps, time_factor, sums, shape)
-
-
 def _repriced(r: Evaluation, eff) -> Evaluation:
-    """r's scenario priced at another efficiency model: its ops are reused (they do not depend on it)."""
+    """r's scenario priced at another efficiency model: its ops and their work are reused (they do not depend on it)."""
     def again(ph: PhaseResult | None) -> PhaseResult | None:
-        return ph and _run_phase(ph.ops, r.chip, eff, r.sharding, ph.time_factor,
-                                 ph.sums, ph.steps, ph.shape)
+        return ph and run_phase(ph.ops, r.chip, eff, r.sharding, ph.time_factor, ph.sums, ph.steps, ph.shape, like=ph)
 
     return replace(r, efficiency_model=eff, prefill=again(r.prefill), decode=again(r.decode))
 
@@ -334,17 +162,16 @@ def _repriced(r: Evaluation, eff) -> Evaluation:
 def _prefill(spec, chip, sh, dt, eff, batch, prompt, attention) -> PhaseResult:
     # pipeline: the prefill finishes after (2pp - 1) stage slots of one micro-batch
     ops = build_ops(spec, Phase.prefill(batch, prompt), sh, dt, attention)
-    return _run_phase(ops, chip, eff, sh, (2 * sh.pp - 1) / sh.pp, _prefill_sums, np.float64(1.0),
+    return run_phase(ops, chip, eff, sh, (2 * sh.pp - 1) / sh.pp, PrefillSums, np.float64(1.0),
                       np.broadcast_shapes(np.shape(batch), np.shape(prompt)))
 
 
 def _decode(spec, chip, sh, dt, eff, batch, prompt, gen, attention) -> PhaseResult:
     # pipeline: a decode step for all micro-batches takes one micro-batch's trip through all stages
-    segs = _decode_segments(prompt, gen, spec.context_breakpoints())
+    segs = decode_segments(prompt, gen, spec.context_breakpoints())
     kv = np.stack([x for lo, hi, _ in segs for x in (lo, hi)])  # (2S, *grid): both ends of every segment
     ops = build_ops(spec, Phase.decode(batch, kv), sh, dt, attention)
-    return _run_phase(ops, chip, eff, sh, 1.0, lambda score, work: _decode_sums(score, work, segs), gen - 1.0,
-                      np.broadcast_shapes(kv.shape, np.shape(batch)))
+    return run_phase(ops, chip, eff, sh, 1.0, DecodeSums(segs), gen - 1.0, np.broadcast_shapes(kv.shape, np.shape(batch)))
 
 
 def _summary(tot: PhaseTotals, steps: float) -> PhaseSummary:
@@ -482,7 +309,7 @@ def evaluate_step(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, c
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
     phase = Phase.mixed(decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len)
     ops = build_ops(spec, phase, sh, dt, attention)
-    return _run_phase(ops, chip, resolve_efficiency(efficiency, chip), sh, 1.0, _prefill_sums, np.float64(1.0)).totals
+    return run_phase(ops, chip, resolve_efficiency(efficiency, chip), sh, 1.0, PrefillSums, np.float64(1.0)).totals
 
 
 def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=1, dp=1, weight_dtype=None,
@@ -531,11 +358,6 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
         efficiency=efficiency_label(r.efficiency_model if r.efficiency_model is not None else efficiency),
         _ops=OpTable(r, gen_len), ideal=ideal, warnings=r.warnings, uncertainty=uncertainty,
         efficiency_mode=efficiency_mode(efficiency))
-
-
-def _total(x) -> float:
-    """float(np.sum(x)), at once for a scalar."""
-    return float(x) if getattr(x, "ndim", 0) == 0 else float(np.sum(x))
 
 
 def _headline(r: Evaluation, gen_len) -> dict[str, float | None]:

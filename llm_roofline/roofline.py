@@ -35,15 +35,31 @@ BOUNDS = np.array(TERMS)
 
 def bound_of(t_compute_s, t_memory_s, t_comm_s) -> np.ndarray:
     """'compute' | 'memory' | 'comm': the largest of the three terms (ties go to the first)."""
-    c, m, k = np.broadcast_arrays(t_compute_s, t_memory_s, t_comm_s)
-    return BOUNDS[np.where(k > np.maximum(c, m), 2, np.where(m > c, 1, 0))]
+    c, m, k = t_compute_s, t_memory_s, t_comm_s
+    if not _scalars(c, m, k):
+        c, m, k = np.broadcast_arrays(c, m, k)
+    return BOUNDS[where(k > np.maximum(c, m), 2, where(m > c, 1, 0))]
 
 
 def intensity_of(flops, hbm_bytes) -> np.ndarray:
     """FLOP per HBM byte (inf for work that moves no HBM bytes)."""
-    f, b = np.broadcast_arrays(np.asarray(flops, dtype=np.float64), np.asarray(hbm_bytes, dtype=np.float64))
+    f, b = _arr(flops), _arr(hbm_bytes)
+    if _scalars(f, b):  # the division is guarded: b > 0, or 1
+        return where(b > 0, f / where(b > 0, b, 1.0), np.inf)
+    f, b = np.broadcast_arrays(f, b)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(b > 0, f / np.where(b > 0, b, 1.0), np.inf)
+
+
+def where(cond, a, b):
+    """np.where(cond, a, b), picked at once when cond is a scalar (np.where would make 0-d arrays)."""
+    if isinstance(cond, (bool, np.bool_)):
+        return a if cond else b
+    return np.where(cond, a, b)
+
+
+def _scalars(*xs) -> bool:
+    return all(getattr(x, "ndim", 0) == 0 for x in xs)
 
 
 @dataclass(frozen=True)
@@ -249,12 +265,12 @@ def op_blocks(n_ops: int, shape: tuple) -> list[tuple[int, int]]:
     return [(lo, min(lo + per, n_ops)) for lo in range(0, n_ops, per)]
 
 
-def score_stack(ops: "list[Op]", chip: "Chip", efficiency_model=None, shape: tuple = ()) -> Score:
+def score_stack(ops: "list[Op]", chip: "Chip", efficiency_model=None, grid: tuple | None = None) -> Score:
     """Every op scored on `chip` in one roofline.score: a Score whose arrays have one row per op, shape
-    (len(ops), *grid), grid = ops_shape(ops, shape). Row j holds score_op(ops[j], chip, its efficiency) broadcast
+    (len(ops), *grid), grid = ops_shape(ops) unless given. Row j holds score_op(ops[j], chip, its efficiency) broadcast
     to the grid: collectives priced on the link they cross (comm terms only), other ops on peak FLOP/s and HBM
     (no comm term: no link bytes and no hops, at an infinite link)."""
-    shape = (len(ops),) + ops_shape(ops, shape)
+    shape = (len(ops),) + (ops_shape(ops) if grid is None else grid)
     rows = []
     for op in ops:
         e = efficiency_of(op, chip, efficiency_model)
@@ -268,10 +284,13 @@ def score_stack(ops: "list[Op]", chip: "Chip", efficiency_model=None, shape: tup
     eff = Efficiency(compute=stacked([e.compute for e in effs], shape), memory=stacked([e.memory for e in effs], shape),
                      comm=stacked(comm_eff, shape), overhead_s=stacked([e.overhead_s for e in effs], shape))
     col = (len(ops),) + (1,) * (len(shape) - 1)  # per-op numbers against the grid
-    return score(stacked(flops, shape), stacked(hbm, shape), peak_flops_per_s=np.reshape(peak, col),
-                 hbm_bytes_per_s=np.reshape(bw, col), comm_bytes=stacked(link_bytes, shape),
-                 comm_hops=np.reshape(hops, col), link_bytes_per_s=np.reshape(link_bw, col),
-                 link_latency_s=np.reshape(latency, col), efficiency=eff)
+
+    def per_op(values):
+        return np.array(values, dtype=np.float64).reshape(col)
+
+    return score(stacked(flops, shape), stacked(hbm, shape), peak_flops_per_s=per_op(peak), hbm_bytes_per_s=per_op(bw),
+                 comm_bytes=stacked(link_bytes, shape), comm_hops=per_op(hops), link_bytes_per_s=per_op(link_bw),
+                 link_latency_s=per_op(latency), efficiency=eff)
 
 
 def score_ops(ops: "list[Op]", chip: "Chip", efficiency_model=None) -> list[Scored]:

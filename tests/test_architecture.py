@@ -19,7 +19,7 @@ LAYERS = {
     "roofline": 5,
     "sharding": 6, "efficiency": 6,
     "graph": 7,
-    "memory": 8, "optable": 8,
+    "memory": 8, "optable": 8, "phases": 8,
     "estimate": 9,
     "serve": 10,
     "plan": 11, "disaggregate": 11, "plan_serving": 11,
