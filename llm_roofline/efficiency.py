@@ -70,7 +70,7 @@ import numpy as np
 from .errors import ChipError, ScenarioError
 from .hardware import Chip, load_chip
 from .roofline import Efficiency, where as _where
-from .units import DTYPE_BITS
+from .units import DTYPE_BITS, f64 as _float
 
 if TYPE_CHECKING:
     from .ops import Op
@@ -147,14 +147,6 @@ def _saturation(x, half: float) -> np.ndarray:
     known = x > 0
     xx = _where(known, x, 1.0)
     return _where(known, xx / (xx + half), 1.0)
-
-
-def _float(x):
-    """x as float64: a numpy float64 scalar for a scalar (cheaper arithmetic than a 0-d array), else an array."""
-    if type(x) is np.float64 or (type(x) is np.ndarray and x.dtype == np.float64 and x.ndim):
-        return x
-    x = np.asarray(x, dtype=np.float64)
-    return x[()] if x.ndim == 0 else x
 
 
 PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_half", "comm_max", "overhead_s",

@@ -196,7 +196,7 @@ def _sum_blocks(blocks: list[Times], key: str):
 
 def run_phase(ops: list[Op], chip: Chip, eff, sh: Sharding, time_factor, sums, steps, shape=(),
                like: PhaseResult | None = None) -> PhaseResult:
-    """The ops scored on `chip` at `eff` and summed over the phase's steps (sums: PrefillSums or _DecodeSums).
+    """The ops scored on `chip` at `eff` and summed over the phase's steps (sums: PrefillSums or DecodeSums).
     like: the same ops already run at another efficiency: their work sums are reused (work does not depend on it)."""
     if like is not None:
         blocks = [replace(b, score=score, times=sums.times(score))

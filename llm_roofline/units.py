@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -42,6 +43,15 @@ def canonical_dtype(name: str) -> str:
     if key not in DTYPE_BITS:
         raise ScenarioError(f"unknown dtype {name!r}; known: {', '.join(DTYPES)}")
     return key
+
+
+def f64(x):
+    """x as float64: a numpy float64 scalar for a scalar or a 0-d array (its arithmetic is cheaper than a 0-d
+    array's, the values the same), else a float64 array."""
+    if type(x) is np.float64 or (type(x) is np.ndarray and x.dtype == np.float64 and x.ndim):
+        return x
+    x = np.asarray(x, dtype=np.float64)
+    return x[()] if x.ndim == 0 else x
 
 
 def dtype_bytes(name: str) -> float:
@@ -85,7 +95,11 @@ def weight_format(dtype: str, group_size: int | None = None) -> WeightFormat:
     - int4: GPTQ/AWQ style, groups of 128 along the input dim, fp16 scale + 4-bit zero point.
     - fp4: MXFP4 style, blocks of 32 sharing one 8-bit exponent scale (OCP MX spec).
     """
-    d = canonical_dtype(dtype)
+    return _weight_format(canonical_dtype(dtype), group_size)
+
+
+@lru_cache(maxsize=256)
+def _weight_format(d: str, group_size: int | None) -> WeightFormat:  # a WeightFormat is immutable: one per format
     if DTYPE_BITS[d] >= 16:
         return WeightFormat(d)
     if d in ("int8", "fp8"):
@@ -117,6 +131,8 @@ def sig3(x: float) -> str:
 
 def short_number(x) -> str:
     """A scalar (or one-element array) as 6 significant digits, '[grid]' for a longer array: formulas' text."""
+    if isinstance(x, (float, int)):  # numpy float64 too
+        return f"{float(x):.6g}"
     a = np.asarray(x)
     return f"{float(a.reshape(-1)[0]):.6g}" if a.size == 1 else "[grid]"
 
