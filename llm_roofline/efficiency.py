@@ -231,7 +231,7 @@ class CalibratedModel:
             return dequant_efficiency(p, op, chip, self.label)
         if op.kind == "attention":
             return p.efficiency(0.0, label=self.label, **attention_shape(op, decode=fam == "attention_decode"))
-        if np.ndim(op.tokens):
+        if getattr(op.tokens, "ndim", 0):
             return p.efficiency(op.tokens, label=self.label)
         return _efficiency_at(p, float(op.tokens), self.label)
 
@@ -266,7 +266,7 @@ def is_decode_attention(op: "Op") -> bool:
     sequence against H*(dqk+dv) Q/O elements, so it is decode once kv_len > H / n_kv (the GQA group; MLA:
     ~70 tokens); prefill without a prefix reads about 1/G of its Q/O bytes. Judged on the whole grid."""
     kv, act = _float(op.kv_bytes), _float(op.act_bytes)
-    if not np.ndim(kv) and not np.ndim(act):
+    if not getattr(kv, "ndim", 0) and not getattr(act, "ndim", 0):
         return bool(kv > act)
     return bool(np.all(kv > act)) if np.size(kv) else False
 
@@ -293,7 +293,7 @@ def weight_bits_of(op: "Op") -> float:
     if op.style == "expert":
         return 0.0
     t, f, w = _float(op.tokens), _float(op.flops), _float(op.weight_bytes)
-    if not (np.ndim(t) or np.ndim(f) or np.ndim(w)):  # one value: the median is that value
+    if not (getattr(t, "ndim", 0) or getattr(f, "ndim", 0) or getattr(w, "ndim", 0)):  # one value: the median is that value
         return float(8.0 * w * 2.0 * t / f) if t > 0 and f > 0 and w > 0 else 0.0
     t, f, w = np.broadcast_arrays(t, f, w)
     ok = (t > 0) & (f > 0) & (w > 0)

@@ -42,7 +42,7 @@ class Op:
         """Weights + activations + KV cache (scalar zeros skipped: one pass fewer over the grid)."""
         total = self.act_bytes
         for part in (self.weight_bytes, self.kv_bytes):
-            if np.ndim(part) or part:
+            if getattr(part, "ndim", 0) or part:
                 total = total + part
         return total
 

@@ -169,19 +169,26 @@ def _work_totals(blocks: list[OpBlock], sh: Sharding) -> dict:
 def _phase_totals(blocks: list[OpBlock], work: dict, time_factor) -> PhaseTotals:
     """Replica totals: the work's (_work_totals), and the times: the sum over ops of t * count (one micro-batch
     through all stages) scaled by the pipeline schedule."""
-    per_op_times = [Times(*(getattr(b.times, k) * _per_op([op.count for op in b.ops], b.work["flops"]) * time_factor
-                            for k in TIME_FIELDS)) for b in blocks]
+    per_op_times = []
+    for b in blocks:
+        counts = _per_op([op.count for op in b.ops], b.work["flops"])
+        per_op_times.append(Times(*(getattr(b.times, k) * counts * time_factor for k in TIME_FIELDS)))
     return PhaseTotals(**work, times=Times(*(_sum_blocks(per_op_times, k) for k in TIME_FIELDS)),
                        per_op_times=per_op_times)
 
 
 def _per_op(values: list, like: np.ndarray) -> np.ndarray:
     """One number per op, shaped against the (ops, *grid) array `like`."""
-    return np.array(values, dtype=np.float64).reshape((len(values),) + (1,) * (np.ndim(like) - 1))
+    return np.array(values, dtype=np.float64).reshape((len(values),) + (1,) * (getattr(like, "ndim", 0) - 1))
 
 
 def _add_rows(total, rows, which=None):
     """total + each row of `rows` (those numbered in `which`, default all), one after another."""
+    if getattr(rows, "ndim", 0) == 1:  # one number per op: added as Python floats (the same double additions, faster)
+        rows = rows.tolist()
+        for j in range(len(rows)) if which is None else which:
+            total = total + rows[j]
+        return np.float64(total)
     for j in range(len(rows)) if which is None else which:
         total = total + rows[j]
     return total

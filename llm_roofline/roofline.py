@@ -151,7 +151,9 @@ def _arr(x) -> np.ndarray:
 
 def _nonzero(x) -> bool:
     """np.any(x), without its cost on scalars."""
-    return bool(x != 0) if isinstance(x, (float, int, np.floating)) else bool(np.any(x))
+    if isinstance(x, (float, int, np.floating)):
+        return bool(x != 0)
+    return bool(x.any()) if isinstance(x, np.ndarray) else bool(np.any(x))
 
 
 def _shape(*xs) -> tuple:
@@ -281,8 +283,9 @@ def score_stack(ops: "list[Op]", chip: "Chip", efficiency_model=None, grid: tupl
             rows.append((op.flops, op.hbm_bytes, chip.peak_flops_per_s(op.compute_dtype), chip.hbm_bytes_per_s, 0.0,
                          0.0, np.inf, 0.0, 1.0, e))
     flops, hbm, peak, bw, link_bytes, hops, link_bw, latency, comm_eff, effs = zip(*rows)
-    eff = Efficiency(compute=stacked([e.compute for e in effs], shape), memory=stacked([e.memory for e in effs], shape),
-                     comm=stacked(comm_eff, shape), overhead_s=stacked([e.overhead_s for e in effs], shape))
+    eff = IDEAL if efficiency_model is None else Efficiency(  # IDEAL: the same numbers for every op
+        compute=stacked([e.compute for e in effs], shape), memory=stacked([e.memory for e in effs], shape),
+        comm=stacked(comm_eff, shape), overhead_s=stacked([e.overhead_s for e in effs], shape))
     col = (len(ops),) + (1,) * (len(shape) - 1)  # per-op numbers against the grid
 
     def per_op(values):
@@ -389,6 +392,10 @@ def stacked(values: list, shape: tuple) -> np.ndarray:
     if len(shape) == 1:
         return np.array(values, dtype=np.float64)
     out = np.empty(shape)
+    scalars = [j for j, v in enumerate(values) if getattr(v, "ndim", 0) == 0]
+    if scalars:  # one assignment for all of them
+        out[scalars] = np.array([values[j] for j in scalars], dtype=np.float64).reshape((-1,) + (1,) * (len(shape) - 1))
     for j, v in enumerate(values):
-        out[j] = v
+        if getattr(v, "ndim", 0):
+            out[j] = v
     return out
