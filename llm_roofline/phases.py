@@ -201,16 +201,17 @@ def _sum_blocks(blocks: list[Times], key: str):
     return total
 
 
-def run_phase(ops: list[Op], chip: Chip, eff, sh: Sharding, time_factor, sums, steps, shape=(),
-               like: PhaseResult | None = None) -> PhaseResult:
+def run_phase(ops: list[Op], chip: Chip, eff, sh: Sharding, time_factor, sums, steps, grid: tuple | None = None,
+              like: PhaseResult | None = None) -> PhaseResult:
     """The ops scored on `chip` at `eff` and summed over the phase's steps (sums: PrefillSums or DecodeSums).
-    like: the same ops already run at another efficiency: their work sums are reused (work does not depend on it)."""
+    grid: the shape every op's arrays broadcast to (the phase's), None: read from the ops. like: the same ops already
+    run at another efficiency: their work sums are reused (work does not depend on it)."""
     if like is not None:
         blocks = [replace(b, score=score, times=sums.times(score))
                   for b in like.blocks for score in [score_stack(b.ops, chip, eff, like.shape)]]
         totals = _phase_totals(blocks, {k: getattr(like.totals, k) for k in _WORK_TOTALS}, time_factor)
         return replace(like, blocks=blocks, totals=totals)
-    shape = ops_shape(ops, shape)
+    shape = ops_shape(ops) if grid is None else grid
     blocks = []
     for lo, hi in op_blocks(len(ops), shape):
         block = ops[lo:hi]

@@ -391,10 +391,14 @@ def stacked(values: list, shape: tuple) -> np.ndarray:
     """values (scalars, or arrays that broadcast to shape[1:]) stacked on a new first axis: a float64 array of `shape`."""
     if len(shape) == 1:
         return np.array(values, dtype=np.float64)
+    inner = shape[1:]
+    if len(inner) == 1 and inner[0] <= 64:  # a short axis (a scenario's decode segment ends): rows as lists
+        rows = [[v] * inner[0] if getattr(v, "ndim", 0) == 0 else v for v in values]
+        if all(len(r) == inner[0] and getattr(r, "ndim", 1) == 1 for r in rows):
+            return np.array(rows, dtype=np.float64)
     out = np.empty(shape)
-    scalars = [j for j, v in enumerate(values) if getattr(v, "ndim", 0) == 0]
-    if scalars:  # one assignment for all of them
-        out[scalars] = np.array([values[j] for j in scalars], dtype=np.float64).reshape((-1,) + (1,) * (len(shape) - 1))
+    out[...] = np.array([0.0 if getattr(v, "ndim", 0) else v for v in values], dtype=np.float64).reshape(
+        (-1,) + (1,) * len(inner))  # the scalars (and 0 for the arrays, assigned next)
     for j, v in enumerate(values):
         if getattr(v, "ndim", 0):
             out[j] = v

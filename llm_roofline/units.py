@@ -6,7 +6,10 @@ Conversion to GB, TB/s, ms happens only here, for display.
 
 from __future__ import annotations
 
+import functools
 import math
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -38,6 +41,8 @@ _DTYPE_ALIASES = {
 
 def canonical_dtype(name: str) -> str:
     """'bfloat16' -> 'bf16'; raises ScenarioError for an unknown dtype."""
+    if type(name) is str and name in DTYPE_BITS:  # a canonical name already
+        return name
     key = str(name).strip().lower()
     key = _DTYPE_ALIASES.get(key, key)
     if key not in DTYPE_BITS:
@@ -52,6 +57,33 @@ def f64(x):
         return x
     x = np.asarray(x, dtype=np.float64)
     return x[()] if x.ndim == 0 else x
+
+
+def memo_by_identity(maxsize: int = 64):
+    """Remember f(obj, *args) for an immutable obj (a ModelSpec: frozen dataclasses and tuples all the way down),
+    keyed by the object's identity and the other (hashable) arguments; the object is kept while its entry is, so its
+    id is not reused. Least recently used entries go first. Thread-safe: two threads may compute an entry once each."""
+    def decorate(f):
+        cache: OrderedDict = OrderedDict()
+        lock = threading.Lock()
+
+        @functools.wraps(f)
+        def remembered(obj, *args):
+            key = (id(obj),) + args
+            with lock:
+                hit = cache.get(key)
+                if hit is not None and hit[0] is obj:
+                    cache.move_to_end(key)
+                    return hit[1]
+            value = f(obj, *args)
+            with lock:
+                cache[key] = (obj, value)
+                while len(cache) > maxsize:
+                    cache.popitem(last=False)
+            return value
+
+        return remembered
+    return decorate
 
 
 def dtype_bytes(name: str) -> float:
