@@ -6,8 +6,8 @@ not move any number. Uses the public API only, so the same script runs against a
     python benchmarks/compare_outputs.py compare /tmp/old.json /tmp/new.json           # rtol 1e-12
 
 What it dumps, for each scenario: estimate(...).to_dict() (ops table included), the JSON printed by
-`llm-roofline estimate --format json` for two of them, sweep() over small grids, evaluate_step() totals and
-serve() at one point.
+`llm-roofline estimate --format json` for two of them, sweep() over small grids, evaluate_step() totals, serve() at
+one point, and evaluate() over 100,000-point grids (sha256 of the float64 arrays: bit for bit).
 """
 
 from __future__ import annotations
@@ -93,6 +93,10 @@ STEPS = [
                                              tp=8, efficiency="ideal")),
 ]
 
+# large grids (one op scored at a time, roofline.op_blocks): sha256 of the float64 results, and their sums
+BIG = [(L8, "h100-sxm", {}), ("google/gemma-2-9b", "a100-80gb", dict(tp=2)),
+       ("mistralai/Mixtral-8x7B-v0.1", "h200", dict(tp=2, ep=2, efficiency="ideal"))]
+
 SERVES = [
     (L8, "h100-sxm", dict(prompt_len=2048, gen_len=256, concurrency=16)),
     ("mistralai/Mixtral-8x7B-v0.1", "h200", dict(prompt_len=1000, gen_len=200, qps=2.0, tp=2)),
@@ -130,9 +134,32 @@ def dump(out: str) -> None:
                                                                       "kv_read_bytes", "comm_bytes", "attention_flops",
                                                                       "mlp_flops")}
                            | {k: _list(getattr(tot.times, k), grid) for k in TIME_FIELDS})
+    res["big"] = [_big(model, chip, kw) for model, chip, kw in BIG]
     for model, chip, kw in SERVES:
         res["serve"].append(lr.serve(_model(model), chip, **kw).to_dict())
     Path(out).write_text(json.dumps(res, default=str))
+
+
+def _big(model, chip, kw) -> dict:
+    import hashlib
+
+    import numpy as np
+
+    from llm_roofline.estimate import evaluate
+
+    n = 100_000
+    batch = np.tile(np.arange(2, 258, 2, dtype=np.float64), n // 128 + 1)[:n]
+    prompt = np.tile(np.array([512.0, 2048.0, 5000.0, 32768.0]), n // 4)
+    gen = np.tile(np.array([1.0, 2.0, 257.0, 4000.0, 33.0]), n // 5)
+    r = evaluate(model, chip, batch=batch, prompt_len=prompt, gen_len=gen, **kw)
+    out = {}
+    for k in ("ttft_s", "tpot_s", "e2e_s", "throughput_tokens_per_s"):
+        a = np.ascontiguousarray(np.broadcast_to(getattr(r, k), batch.shape), dtype=np.float64)
+        out[k] = [hashlib.sha256(a.tobytes()).hexdigest(), float(np.nansum(a))]
+    for k in ("flops", "bytes", "comm_bytes"):
+        a = np.ascontiguousarray(np.broadcast_to(getattr(r.prefill.totals, k), batch.shape), dtype=np.float64)
+        out["prefill_" + k] = [hashlib.sha256(a.tobytes()).hexdigest(), float(np.nansum(a))]
+    return out
 
 
 def _list(x, shape):

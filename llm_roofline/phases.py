@@ -37,6 +37,7 @@ class OpBlock:
     score: Score  # (ops, *step grid): decode's step grid has both ends of every segment first
     work: dict[str, np.ndarray]  # WORK_FIELDS summed over the phase's steps, (ops, *grid)
     times: Times  # (ops, *grid)
+    grid: tuple = ()  # the step grid of the stack: the phase's, or for a lone op its own (1 on the axes it is constant)
 
 
 @dataclass(frozen=True)
@@ -129,18 +130,23 @@ class DecodeSums:
         sums = {f: 0.0 for f in WORK_FIELDS}
         for i, (_, _, n) in enumerate(self.segs):
             for f in WORK_FIELDS:
-                sums[f] = sums[f] + trapezoid_sum(work[f][:, 2 * i], work[f][:, 2 * i + 1], n)
+                sums[f] = sums[f] + trapezoid_sum(_end(work[f], 2 * i), _end(work[f], 2 * i + 1), n)
         return sums
 
     def times(self, score: Score) -> Times:
         parts = []
         for i, (_, _, n) in enumerate(self.segs):
-            first, last = (Score(*(getattr(score, k)[:, r] for k in _TERMS), None, None) for r in (2 * i, 2 * i + 1))
+            first, last = (Score(*(_end(getattr(score, k), r) for k in _TERMS), None, None) for r in (2 * i, 2 * i + 1))
             parts.append(sum_affine_steps(first, last, n))
         return add_times(parts)
 
 
 _TERMS = ("t_compute_s", "t_memory_s", "t_comm_s", "overhead_s")
+
+
+def _end(x: np.ndarray, row: int) -> np.ndarray:
+    """Row `row` of the segment-ends axis of a stacked array (ops, ends, *grid); an axis of 1: the same at every end."""
+    return x[:, row] if x.shape[1] > 1 else x[:, 0]
 
 
 def _work_totals(blocks: list[OpBlock], sh: Sharding) -> dict:
@@ -208,18 +214,25 @@ def run_phase(ops: list[Op], chip: Chip, eff, sh: Sharding, time_factor, sums, s
     run at another efficiency: their work sums are reused (work does not depend on it)."""
     if like is not None:
         blocks = [replace(b, score=score, times=sums.times(score))
-                  for b in like.blocks for score in [score_stack(b.ops, chip, eff, like.shape)]]
+                  for b in like.blocks for score in [score_stack(b.ops, chip, eff, b.grid)]]
         totals = _phase_totals(blocks, {k: getattr(like.totals, k) for k in _WORK_TOTALS}, time_factor)
         return replace(like, blocks=blocks, totals=totals)
     shape = ops_shape(ops) if grid is None else grid
     blocks = []
     for lo, hi in op_blocks(len(ops), shape):
         block = ops[lo:hi]
-        score = score_stack(block, chip, eff, shape)  # shape: the grid of every op
-        work = {f: stacked([getattr(op, f) for op in block], (len(block),) + shape) for f in WORK_FIELDS}
-        blocks.append(OpBlock(block, score, sums.work(work), sums.times(score)))
+        # several ops stack on the phase's grid; a lone op (a large grid) keeps its own: no work on broadcast copies
+        grid = shape if hi - lo > 1 else _right_aligned(ops_shape(block), len(shape))
+        score = score_stack(block, chip, eff, grid)
+        work = {f: stacked([getattr(op, f) for op in block], (len(block),) + grid) for f in WORK_FIELDS}
+        blocks.append(OpBlock(block, score, sums.work(work), sums.times(score), grid))
     return PhaseResult(blocks, _phase_totals(blocks, _work_totals(blocks, sh), time_factor), steps, time_factor, sums,
                        shape)
+
+
+def _right_aligned(shape: tuple, ndim: int) -> tuple:
+    """shape with leading axes of 1 up to ndim axes (it broadcasts the same against a grid of ndim axes)."""
+    return (1,) * (ndim - len(shape)) + tuple(shape)
 
 
 _WORK_TOTALS = ("flops", "bytes", "weight_bytes", "kv_read_bytes", "comm_bytes", "attention_flops", "mlp_flops")

@@ -392,6 +392,8 @@ def stacked(values: list, shape: tuple) -> np.ndarray:
     if len(shape) == 1:
         return np.array(values, dtype=np.float64)
     inner = shape[1:]
+    if len(values) == 1:  # a large grid, one op at a time: a view, no copy
+        return np.broadcast_to(np.asarray(values[0], dtype=np.float64), inner)[np.newaxis]
     if len(inner) == 1 and inner[0] <= 64:  # a short axis (a scenario's decode segment ends): rows as lists
         rows = [[v] * inner[0] if getattr(v, "ndim", 0) == 0 else v for v in values]
         if all(len(r) == inner[0] and getattr(r, "ndim", 1) == 1 for r in rows):
