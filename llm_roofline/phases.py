@@ -14,7 +14,7 @@ import numpy as np
 
 from .ops import Op
 from .roofline import (TIME_FIELDS, Score, Scored, Times, add_times, bound_shares, op_blocks, ops_shape, score_stack,
-                       stacked, sum_affine_steps, times_of, trapezoid_sum)
+                       stack_terms, stacked, sum_affine_steps, times_of, trapezoid_sum)
 from .sharding import Sharding
 
 WORK_FIELDS = ("flops", "weight_bytes", "act_bytes", "kv_bytes", "comm_bytes")
@@ -38,6 +38,7 @@ class OpBlock:
     work: dict[str, np.ndarray]  # WORK_FIELDS summed over the phase's steps, (ops, *grid)
     times: Times  # (ops, *grid)
     grid: tuple = ()  # the step grid of the stack: the phase's, or for a lone op its own (1 on the axes it is constant)
+    terms: Any = field(default=None, repr=False)  # roofline.StackTerms: what the score takes, whatever the efficiency
 
 
 @dataclass(frozen=True)
@@ -214,7 +215,7 @@ def run_phase(ops: list[Op], chip: Chip, eff, sh: Sharding, time_factor, sums, s
     run at another efficiency: their work sums are reused (work does not depend on it)."""
     if like is not None:
         blocks = [replace(b, score=score, times=sums.times(score))
-                  for b in like.blocks for score in [score_stack(b.ops, chip, eff, b.grid)]]
+                  for b in like.blocks for score in [score_stack(b.ops, chip, eff, b.grid, b.terms)]]
         totals = _phase_totals(blocks, {k: getattr(like.totals, k) for k in _WORK_TOTALS}, time_factor)
         return replace(like, blocks=blocks, totals=totals)
     shape = ops_shape(ops) if grid is None else grid
@@ -223,9 +224,10 @@ def run_phase(ops: list[Op], chip: Chip, eff, sh: Sharding, time_factor, sums, s
         block = ops[lo:hi]
         # several ops stack on the phase's grid; a lone op (a large grid) keeps its own: no work on broadcast copies
         grid = shape if hi - lo > 1 else _right_aligned(ops_shape(block), len(shape))
-        score = score_stack(block, chip, eff, grid)
+        terms = stack_terms(block, chip, grid)
+        score = score_stack(block, chip, eff, grid, terms)
         work = {f: stacked([getattr(op, f) for op in block], (len(block),) + grid) for f in WORK_FIELDS}
-        blocks.append(OpBlock(block, score, sums.work(work), sums.times(score), grid))
+        blocks.append(OpBlock(block, score, sums.work(work), sums.times(score), grid, terms))
     return PhaseResult(blocks, _phase_totals(blocks, _work_totals(blocks, sh), time_factor), steps, time_factor, sums,
                        shape)
 

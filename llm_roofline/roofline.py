@@ -267,33 +267,60 @@ def op_blocks(n_ops: int, shape: tuple) -> list[tuple[int, int]]:
     return [(lo, min(lo + per, n_ops)) for lo in range(0, n_ops, per)]
 
 
-def score_stack(ops: "list[Op]", chip: "Chip", efficiency_model=None, grid: tuple | None = None) -> Score:
+def score_stack(ops: "list[Op]", chip: "Chip", efficiency_model=None, grid: tuple | None = None,
+                terms: "StackTerms | None" = None) -> Score:
     """Every op scored on `chip` in one roofline.score: a Score whose arrays have one row per op, shape
     (len(ops), *grid), grid = ops_shape(ops) unless given. Row j holds score_op(ops[j], chip, its efficiency) broadcast
     to the grid: collectives priced on the link they cross (comm terms only), other ops on peak FLOP/s and HBM
-    (no comm term: no link bytes and no hops, at an infinite link)."""
+    (no comm term: no link bytes and no hops, at an infinite link). terms: stack_terms(ops, chip, grid), when known."""
     shape = (len(ops),) + (ops_shape(ops) if grid is None else grid)
+    t = stack_terms(ops, chip, shape[1:]) if terms is None else terms
+    if efficiency_model is None:
+        eff = IDEAL  # the same numbers for every op
+    else:
+        effs = [efficiency_of(op, chip, efficiency_model) for op in ops]
+        eff = Efficiency(compute=stacked([e.compute for e in effs], shape), memory=stacked([e.memory for e in effs], shape),
+                         comm=stacked([e.comm if c else 1.0 for e, c in zip(effs, t.collective)], shape),
+                         overhead_s=stacked([e.overhead_s for e in effs], shape))
+    return score(t.flops, t.hbm_bytes, peak_flops_per_s=t.peak_flops_per_s, hbm_bytes_per_s=t.hbm_bytes_per_s,
+                 comm_bytes=t.comm_bytes, comm_hops=t.comm_hops, link_bytes_per_s=t.link_bytes_per_s,
+                 link_latency_s=t.link_latency_s, efficiency=eff)
+
+
+class StackTerms(NamedTuple):
+    """What roofline.score takes for a stack of ops, whatever their efficiency: (ops, *grid) arrays and per-op
+    numbers shaped (ops, 1, ...). A collective has no FLOPs or HBM bytes (at peaks of 1); other ops no link bytes and
+    no hops, at an infinite link."""
+
+    flops: np.ndarray
+    hbm_bytes: np.ndarray
+    peak_flops_per_s: np.ndarray
+    hbm_bytes_per_s: np.ndarray
+    comm_bytes: np.ndarray
+    comm_hops: np.ndarray
+    link_bytes_per_s: np.ndarray
+    link_latency_s: np.ndarray
+    collective: tuple  # per op: whether it is a collective
+
+
+def stack_terms(ops: "list[Op]", chip: "Chip", grid: tuple) -> StackTerms:
     rows = []
     for op in ops:
-        e = efficiency_of(op, chip, efficiency_model)
         if op.kind == "collective":
             t = collective_terms(op.collective, op.comm_bytes, op.group_chips, chip)
-            rows.append((0.0, 0.0, 1.0, 1.0, t.link_bytes, t.hops, t.link_bytes_per_s, t.latency_s, e.comm, e))
+            rows.append((0.0, 0.0, 1.0, 1.0, t.link_bytes, t.hops, t.link_bytes_per_s, t.latency_s, True))
         else:
             rows.append((op.flops, op.hbm_bytes, chip.peak_flops_per_s(op.compute_dtype), chip.hbm_bytes_per_s, 0.0,
-                         0.0, np.inf, 0.0, 1.0, e))
-    flops, hbm, peak, bw, link_bytes, hops, link_bw, latency, comm_eff, effs = zip(*rows)
-    eff = IDEAL if efficiency_model is None else Efficiency(  # IDEAL: the same numbers for every op
-        compute=stacked([e.compute for e in effs], shape), memory=stacked([e.memory for e in effs], shape),
-        comm=stacked(comm_eff, shape), overhead_s=stacked([e.overhead_s for e in effs], shape))
-    col = (len(ops),) + (1,) * (len(shape) - 1)  # per-op numbers against the grid
+                         0.0, np.inf, 0.0, False))
+    flops, hbm, peak, bw, link_bytes, hops, link_bw, latency, collective = zip(*rows)
+    shape = (len(ops),) + tuple(grid)
+    col = (len(ops),) + (1,) * len(grid)  # per-op numbers against the grid
 
     def per_op(values):
         return np.array(values, dtype=np.float64).reshape(col)
 
-    return score(stacked(flops, shape), stacked(hbm, shape), peak_flops_per_s=per_op(peak), hbm_bytes_per_s=per_op(bw),
-                 comm_bytes=stacked(link_bytes, shape), comm_hops=per_op(hops), link_bytes_per_s=per_op(link_bw),
-                 link_latency_s=per_op(latency), efficiency=eff)
+    return StackTerms(stacked(flops, shape), stacked(hbm, shape), per_op(peak), per_op(bw), stacked(link_bytes, shape),
+                      per_op(hops), per_op(link_bw), per_op(latency), collective)
 
 
 def score_ops(ops: "list[Op]", chip: "Chip", efficiency_model=None) -> list[Scored]:
