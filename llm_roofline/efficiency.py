@@ -58,7 +58,10 @@ attention_decode -> attention -> gemm's fractions).
 from __future__ import annotations
 
 import math
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import lru_cache
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -66,8 +69,8 @@ import numpy as np
 
 from .errors import ChipError, RooflineError, ScenarioError
 from .hardware import Chip, load_chip
-from .roofline import Efficiency
-from .units import DTYPE_BITS
+from .roofline import Efficiency, where as _where
+from .units import DTYPE_BITS, f64 as _float
 
 if TYPE_CHECKING:
     from .ops import Op
@@ -120,19 +123,19 @@ class FamilyFit:
 
     def memory(self, tokens) -> np.ndarray:
         """memory_max * T / sqrt(T^2 + memory_tokens_half^2); tokens <= 0 (unknown): memory_max."""
-        t = np.asarray(tokens, dtype=np.float64)
+        t = _float(tokens)
         known = t > 0
-        tt = np.where(known, t, 1.0)
-        return np.where(known, self.memory_max * tt / np.hypot(tt, self.memory_tokens_half), self.memory_max)
+        tt = _where(known, t, 1.0)
+        return _where(known, self.memory_max * tt / np.hypot(tt, self.memory_tokens_half), self.memory_max)
 
     def efficiency(self, tokens=0.0, kernels=1.0, label: str = "calibrated", keys=0.0, elems=0.0,
                    kv_row_bytes=0.0) -> Efficiency:
         """The Efficiency at T = tokens (attention: also keys per query, Q+O elements and, for decode, the KV
         bytes of one context position over the batch); overhead (overhead_s + overhead_per_kv_row_byte_s *
         kv_row_bytes) once per kernel."""
-        ovh = self.overhead_s + self.overhead_per_kv_row_byte_s * np.asarray(kv_row_bytes, dtype=np.float64)
+        ovh = self.overhead_s + self.overhead_per_kv_row_byte_s * _float(kv_row_bytes)
         return Efficiency(compute=self.compute(tokens, keys, elems), memory=self.memory(tokens), comm=self.comm_max,
-                          overhead_s=ovh * np.asarray(kernels, dtype=np.float64), label=label)
+                          overhead_s=ovh * _float(kernels), label=label)
 
     def params(self) -> dict[str, float]:
         return {k: getattr(self, k) for k in PARAMS}
@@ -140,10 +143,10 @@ class FamilyFit:
 
 def _saturation(x, half: float) -> np.ndarray:
     """x / (x + half), 1 where x <= 0 (unknown)."""
-    x = np.asarray(x, dtype=np.float64)
+    x = _float(x)
     known = x > 0
-    xx = np.where(known, x, 1.0)
-    return np.where(known, xx / (xx + half), 1.0)
+    xx = _where(known, x, 1.0)
+    return _where(known, xx / (xx + half), 1.0)
 
 
 PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_half", "comm_max", "overhead_s",
@@ -199,9 +202,15 @@ class CalibratedModel:
             family = BORROWS[family]
         return self.families.get(family, IDEAL_FIT)
 
+    def __post_init__(self):
+        object.__setattr__(self, "_bands", {})  # family -> band: the model is immutable
+
     def band(self, family: str) -> tuple[float, float]:
         """(p10, p90) of measured / calibrated time for one family (see band_of)."""
-        return band_of(self.fit_for(family), self.sources.get(family, UNCALIBRATED))
+        band = self._bands.get(family)
+        if band is None:
+            band = self._bands[family] = band_of(self.fit_for(family), self.sources.get(family, UNCALIBRATED))
+        return band
 
     def op_band(self, op: "Op", chip: Chip) -> tuple[float, float]:
         """The band of the family that prices `op` (multi-node collectives are not calibrated)."""
@@ -222,7 +231,16 @@ class CalibratedModel:
             return dequant_efficiency(p, op, chip, self.label)
         if op.kind == "attention":
             return p.efficiency(0.0, label=self.label, **attention_shape(op, decode=fam == "attention_decode"))
-        return p.efficiency(op.tokens, label=self.label)
+        if getattr(op.tokens, "ndim", 0):
+            return p.efficiency(op.tokens, label=self.label)
+        return _efficiency_at(p, float(op.tokens), self.label)
+
+
+@lru_cache(maxsize=4096)
+def _efficiency_at(p: FamilyFit, tokens: float, label: str) -> Efficiency:
+    """p.efficiency at a scalar token count, remembered: a fit and its Efficiency are immutable, and the ops of a
+    step share a few token counts."""
+    return p.efficiency(tokens, label=label)
 
 
 # =============================================================================== attention shape
@@ -234,12 +252,11 @@ def attention_shape(op: "Op", decode: bool) -> dict:
     Decode returns keys = 0: its efficiency must not depend on the KV length (the decode sum stays exact);
     kv_row_bytes is fixed within a decode stretch (the floor grows with batch x KV heads)."""
     e = DTYPE_BITS.get(op.compute_dtype, 16) / 8
-    act = np.asarray(op.act_bytes, dtype=np.float64)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        keys = np.where(act > 0, np.asarray(op.flops, dtype=np.float64) * e / (2.0 * np.where(act > 0, act, 1.0)), 0.0)
-        if decode:
-            row = np.where(keys > 0, np.asarray(op.kv_bytes, dtype=np.float64) / np.where(keys > 0, keys, 1.0), 0.0)
-            return {"keys": 0.0, "elems": act / e, "kv_row_bytes": row}
+    act = _float(op.act_bytes)
+    keys = _where(act > 0, _float(op.flops) * e / (2.0 * _where(act > 0, act, 1.0)), 0.0)  # no division by 0
+    if decode:
+        row = _where(keys > 0, _float(op.kv_bytes) / _where(keys > 0, keys, 1.0), 0.0)
+        return {"keys": 0.0, "elems": act / e, "kv_row_bytes": row}
     return {"keys": keys, "elems": act / e}
 
 
@@ -248,8 +265,9 @@ def is_decode_attention(op: "Op") -> bool:
     long prefix): kv_bytes > act_bytes. A decode step reads kv_len * n_kv*(dqk+dv) cache elements per
     sequence against H*(dqk+dv) Q/O elements, so it is decode once kv_len > H / n_kv (the GQA group; MLA:
     ~70 tokens); prefill without a prefix reads about 1/G of its Q/O bytes. Judged on the whole grid."""
-    kv = np.asarray(op.kv_bytes, dtype=np.float64)
-    act = np.asarray(op.act_bytes, dtype=np.float64)
+    kv, act = _float(op.kv_bytes), _float(op.act_bytes)
+    if not getattr(kv, "ndim", 0) and not getattr(act, "ndim", 0):
+        return bool(kv > act)
     return bool(np.all(kv > act)) if np.size(kv) else False
 
 
@@ -274,9 +292,9 @@ def weight_bits_of(op: "Op") -> float:
         return float(bits)
     if op.style == "expert":
         return 0.0
-    t = np.asarray(op.tokens, dtype=np.float64)
-    f = np.asarray(op.flops, dtype=np.float64)
-    w = np.asarray(op.weight_bytes, dtype=np.float64)
+    t, f, w = _float(op.tokens), _float(op.flops), _float(op.weight_bytes)
+    if not (getattr(t, "ndim", 0) or getattr(f, "ndim", 0) or getattr(w, "ndim", 0)):  # one value: the median is that value
+        return float(8.0 * w * 2.0 * t / f) if t > 0 and f > 0 and w > 0 else 0.0
     t, f, w = np.broadcast_arrays(t, f, w)
     ok = (t > 0) & (f > 0) & (w > 0)
     if not ok.any():
@@ -297,11 +315,11 @@ def dequant_efficiency(p: FamilyFit, op: "Op", chip: Chip, label: str) -> Effici
     compute_max * 2T / (2T + DEQUANT_FLOP_PER_WEIGHT * peak_matrix / peak_vector): the FLOP time of the
     tensor cores plus DEQUANT_FLOP_PER_WEIGHT vector operations per weight element (k * n = flops / 2T),
     never the padded rows."""
-    t = np.asarray(op.tokens, dtype=np.float64)
+    t = _float(op.tokens)
     ratio = chip.peak_flops_per_s(op.compute_dtype) / chip.peak_flops_per_s("vector")
-    tt = np.where(t > 0, t, np.inf)  # tokens unknown: no dequant share (compute_max)
+    tt = _where(t > 0, t, np.inf)  # tokens unknown: no dequant share (compute_max)
     compute = p.compute_max * 2.0 * tt / (2.0 * tt + DEQUANT_FLOP_PER_WEIGHT * ratio)
-    return Efficiency(compute=np.where(t > 0, compute, p.compute_max), memory=p.memory(op.tokens),
+    return Efficiency(compute=_where(t > 0, compute, p.compute_max), memory=p.memory(op.tokens),
                       comm=p.comm_max, overhead_s=p.overhead_s,
                       label=label + "; weight-only quantized GEMM: packed-weight read + dequant")
 
@@ -348,7 +366,7 @@ def calibrated_model(chip) -> CalibratedModel:
     'calibrated (h100-sxm fit)', 'calibrated (h200 fit); norm, ... borrowed from h100-sxm fit',
     'family default: hopper from h100-sxm fit', 'tpu default (uncalibrated)', ...; `.sources` says it per family."""
     chip = load_chip(chip)
-    own = fits_from_table(chip.calibration, f"{chip.name}: ", attention_fallback=False)
+    own = _chip_fits(chip)
     if own:
         return _own_model(chip, own)
     if chip.family == "tpu":
@@ -364,6 +382,31 @@ def calibrated_model(chip) -> CalibratedModel:
                                    MappingProxyType({f: BORROWED + src_name for f in src.families}))
     label = f"uncalibrated: no measurements or default for {chip.name} (family {chip.family or '?'}); ideal"
     return CalibratedModel(chip.name, label, MappingProxyType({}), MappingProxyType({}))
+
+
+def _chip_fits(chip: Chip) -> Mapping[str, FamilyFit]:
+    """fits_from_table of a chip's own [efficiency] tables (no attention fallback), read once per table when the
+    table is read-only all the way down (a loaded chip's: hardware._efficiency_table), so every estimate on the
+    same chip object reuses the parse."""
+    table = chip.calibration
+    frozen = isinstance(table, MappingProxyType) and all(isinstance(v, (MappingProxyType, str)) for v in table.values())
+    if not frozen:
+        return fits_from_table(table, f"{chip.name}: ", attention_fallback=False)
+    with _FITS_LOCK:
+        hit = _FITS.get(id(table))
+        if hit is not None and hit[0] is table:
+            _FITS.move_to_end(id(table))
+            return hit[1]
+    fits = MappingProxyType(fits_from_table(table, f"{chip.name}: ", attention_fallback=False))
+    with _FITS_LOCK:
+        _FITS[id(table)] = (table, fits)  # the table is kept: its id is not reused while it is cached
+        while len(_FITS) > 64:
+            _FITS.popitem(last=False)
+    return fits
+
+
+_FITS: OrderedDict = OrderedDict()  # id(chip.calibration) -> (that table, its fits), least recently used first
+_FITS_LOCK = threading.Lock()
 
 
 def _default_source(chip: Chip) -> tuple[str, str]:
@@ -396,7 +439,7 @@ def _own_model(chip: Chip, own: dict[str, FamilyFit]) -> CalibratedModel:
     missing = [f for f in FAMILIES if f not in fams and not (f == "gemm_fp8" and "gemm" in own)]
     if missing and src_name != chip.name:  # the source's own fits only (no chains of borrowing)
         src = load_chip(src_name)
-        src_fits = fits_from_table(src.calibration, f"{src.name}: ", attention_fallback=False)
+        src_fits = _chip_fits(src)
         for f in missing:
             if f in src_fits:
                 fams[f], sources[f] = src_fits[f], BORROWED + src_name

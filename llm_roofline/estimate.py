@@ -13,7 +13,7 @@ Everything is numpy-vectorized over the scenario grid, so `sweep` evaluates a wh
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -27,9 +27,9 @@ from .hardware import Chip, load_chip
 from .memory import GPU_MEMORY_UTILIZATION, Footprint, footprint, usable_bytes, weight_bytes
 from .model.hf import load_model
 from .model.spec import ModelSpec
-from .ops import Op
-from .roofline import (TERMS, TIME_FIELDS, Scored, add_times, bound_of, bound_shares, intensity_of, score_ops,
-                       sum_affine_steps, trapezoid_sum)
+from .optable import OpTable
+from .phases import DecodeSums, PhaseResult, PhaseTotals, PrefillSums, decode_segments, run_phase
+from .roofline import TERMS, intensity_of, score_ops  # noqa: F401 (score_ops: a name tests import here)
 from .sharding import Sharding, critical_thresholds
 from .units import json_ready
 
@@ -111,11 +111,23 @@ class Estimate:
     critical: dict[str, float]
     assumptions: list[str]
     efficiency: str
-    ops: Any = field(repr=False)  # pandas.DataFrame
+    _ops: Any = field(default=None, repr=False, compare=False)  # the op table, or an OpTable that builds it
     ideal: dict[str, float | None] | None = None  # the pure-roofline headline, when efficiency is not ideal
     warnings: list[str] = field(default_factory=list)  # what makes these numbers doubtful (the CLI shows it first)
     uncertainty: dict[str, Any] | None = None  # calibrated: p10/p90 of the headline (efficiency.uncertainty_of)
     efficiency_mode: str = "calibrated"  # 'ideal' | 'calibrated' | 'custom'; `efficiency` names the chip's fit
+
+    @property
+    def ops(self):
+        """pandas.DataFrame, one row per op per phase (OPS_COLUMNS): built on first use (pandas is imported then)."""
+        table = self._ops
+        if isinstance(table, OpTable):
+            table = self._ops = table.frame()
+        return table
+
+    @ops.setter
+    def ops(self, df) -> None:
+        self._ops = df
 
     @property
     def tokens_per_s_per_user(self) -> float | None:
@@ -140,190 +152,27 @@ class Estimate:
 
 
 # ------------------------------------------------------------------------------------------- phases
-WORK_FIELDS = ("flops", "weight_bytes", "act_bytes", "kv_bytes", "comm_bytes")
-_TOTALS = ("flops", "bytes", "weight_bytes", "kv_read_bytes", "comm_bytes", "attention_flops", "mlp_flops")
+def _repriced(r: Evaluation, eff) -> Evaluation:
+    """r's scenario priced at another efficiency model: its ops and their work are reused (they do not depend on it)."""
+    def again(ph: PhaseResult | None) -> PhaseResult | None:
+        return ph and run_phase(ph.ops, r.chip, eff, r.sharding, ph.time_factor, ph.sums, ph.steps, ph.shape, like=ph)
 
-
-class LazyTimes:
-    """Times (the fields of roofline.Times) each computed on first use by `field_fn(name)`: a sweep, a planner or
-    the serving model reads t_s alone, so the other sums are never formed."""
-
-    def __init__(self, field_fn):
-        self._field_fn = field_fn
-
-    def __getattr__(self, name):
-        if name not in TIME_FIELDS:
-            raise AttributeError(name)
-        value = self._field_fn(name)
-        setattr(self, name, value)
-        return value
-
-    @property
-    def bound(self) -> np.ndarray:
-        return bound_of(self.t_compute_s, self.t_memory_s, self.t_comm_s)
-
-    def scaled(self, factor) -> "LazyTimes":
-        return LazyTimes(lambda k: getattr(self, k) * factor)
-
-
-class OpSums:
-    """One op (one instance) summed over the steps of a phase: its Times and its work (WORK_FIELDS, summed on
-    first use: only the op table and the phase summaries of a scalar estimate read it)."""
-
-    def __init__(self, times, work_fn):
-        self.times = times
-        self._work_fn = work_fn
-
-    @cached_property
-    def work(self) -> dict[str, np.ndarray]:
-        return self._work_fn()
-
-
-class PhaseTotals:
-    """Replica totals of a phase over the scenario grid (see PhaseSummary for what each counts). Times are the sum
-    over ops of t * count (one micro-batch through all stages) scaled by the pipeline schedule (time_factor);
-    work is per-chip numbers * shards * count * micro-batches (a replicated op counts its FLOPs once; every chip
-    of the tensor-parallel group moves its own HBM bytes). Everything is computed on first use."""
-
-    def __init__(self, scored: list[Scored], per_op: list[OpSums], sh: Sharding, time_factor):
-        self._scored, self._per_op, self._sh, self._time_factor = scored, per_op, sh, time_factor
-
-    @cached_property
-    def per_op_times(self) -> list[LazyTimes]:
-        """Each op's share of `times` (count and schedule applied)."""
-        tf = self._time_factor
-        return [LazyTimes(lambda k, t=r.times, n=s.op.count * tf: getattr(t, k) * n)
-                for s, r in zip(self._scored, self._per_op)]
-
-    @cached_property
-    def times(self) -> LazyTimes:
-        """Wall clock: one micro-batch through all stages, times the pipeline schedule."""
-        per_op = self.per_op_times  # not self: a cycle would keep every chunk of a sweep alive until the GC runs
-        return LazyTimes(lambda k: sum(getattr(t, k) for t in per_op))
-
-    @cached_property
-    def bound_shares(self) -> dict[str, np.ndarray]:
-        """The phase time by the term that bounds each op (computed on first use: sweeps never ask)."""
-        return bound_shares(self.per_op_times)
-
-    @cached_property
-    def _work(self) -> dict[str, np.ndarray]:
-        tot = dict.fromkeys(_TOTALS, 0.0)
-        mb = self._sh.pp  # micro-batches
-        for s, row in zip(self._scored, self._per_op):
-            op, w = s.op, row.work
-            work = op.count * op.shards * mb
-            traffic = op.count * self._sh.ffn_chips * mb  # every chip of a stage moves its own bytes
-            tot["flops"] = tot["flops"] + w["flops"] * work
-            tot["bytes"] = tot["bytes"] + (w["weight_bytes"] + w["act_bytes"] + w["kv_bytes"]) * traffic
-            tot["weight_bytes"] = tot["weight_bytes"] + w["weight_bytes"] * traffic
-            tot["comm_bytes"] = tot["comm_bytes"] + w["comm_bytes"] * op.count * op.group_chips * op.shards * mb
-            if op.kind == "attention":
-                tot["attention_flops"] = tot["attention_flops"] + w["flops"] * work
-                tot["kv_read_bytes"] = tot["kv_read_bytes"] + w["kv_bytes"] * traffic  # the cache read once
-            elif op.kind == "gemm" and op.group != "model":
-                tot["mlp_flops"] = tot["mlp_flops"] + w["flops"] * work
-        return tot
-
-    def __getattr__(self, name):  # the work totals: flops, bytes, weight_bytes, kv_read_bytes, comm_bytes, ...
-        if name not in _TOTALS:
-            raise AttributeError(name)
-        return self._work[name]
-
-
-@dataclass(frozen=True)
-class PhaseResult:
-    """Every op of a phase scored on the chip, its per-op sums over the phase's steps, and the totals."""
-
-    scored: list[Scored]
-    per_op: list[OpSums]
-    totals: PhaseTotals
-    steps: np.ndarray  # forward steps the phase sums (prefill 1, decode gen_len - 1)
-
-
-def _decode_segments(prompt, gen, breakpoints):
-    """Stretches [lo, hi] of decode context lengths (prompt+1 .. prompt+gen-1) split at the context lengths where
-    an op stops growing linearly (sliding windows, DSA top-k), inside which every op is affine in the context
-    length. Returns (lo, hi, n) arrays per segment."""
-    first = prompt + 1.0
-    last = prompt + gen - 1.0
-    cuts = [-np.inf] + sorted(float(w) for w in breakpoints) + [np.inf]
-    segs = []
-    for c_lo, c_hi in zip(cuts[:-1], cuts[1:]):
-        lo = np.maximum(first, c_lo + 1)
-        hi = np.minimum(last, c_hi)
-        n = np.maximum(hi - lo + 1, 0.0)
-        segs.append((lo, np.maximum(hi, lo), n))
-    return segs
-
-
-def _prefill_sums(scored: list[Scored]) -> list[OpSums]:
-    """One step: each op's Score is its Times (read through, its derived terms computed on first use)."""
-    return [OpSums(s.score, lambda op=s.op: {f: getattr(op, f) for f in WORK_FIELDS}) for s in scored]
-
-
-def _decode_sums(scored: list[Scored], segs, kv_shape) -> list[OpSums]:
-    """Each op summed over every decode step (the ops were built at both ends of every segment, stacked on the
-    first axis: rows 2i and 2i+1 are segment i's first and last step). An op whose terms do not depend on the
-    context (every op but attention over the cache, for most models) is the same at every step: its sum is
-    steps x the step. The others are exact within each segment (roofline.sum_affine_steps)."""
-    steps = sum(n for _, _, n in segs)
-    out = []
-    for s in scored:
-        sc = s.score
-        if all(np.ndim(x) < len(kv_shape) or np.shape(x)[0] == 1
-               for x in (sc.t_compute_s, sc.t_memory_s, sc.t_comm_s, sc.overhead_s)):
-            times = LazyTimes(lambda k, sc=sc: steps * _without_row_axis(getattr(sc, k), len(kv_shape)))
-        else:
-            times = add_times(sum_affine_steps(*(_Row(sc, kv_shape, r) for r in (2 * i, 2 * i + 1)), n)
-                              for i, (_, _, n) in enumerate(segs))
-        out.append(OpSums(times, lambda op=s.op: _decode_work(op, segs, kv_shape)))
-    return out
-
-
-def _decode_work(op: Op, segs, kv_shape) -> dict[str, np.ndarray]:
-    """An op's work (WORK_FIELDS) summed over every decode step (trapezoid: exact for affine sequences)."""
-    def at(x, row):
-        return np.broadcast_to(np.asarray(x, dtype=np.float64), kv_shape)[row]
-
-    work = {f: 0.0 for f in WORK_FIELDS}
-    for i, (_, _, n) in enumerate(segs):
-        for f in WORK_FIELDS:
-            work[f] = work[f] + trapezoid_sum(at(getattr(op, f), 2 * i), at(getattr(op, f), 2 * i + 1), n)
-    return work
-
-
-def _without_row_axis(x, ndim: int):
-    """A Score term that is the same at every row of the decode stack, without the row axis."""
-    return x[0] if np.ndim(x) == ndim else x
-
-
-class _Row:
-    """One row (one end of a decode segment) of a Score's broadcast arrays."""
-
-    def __init__(self, score, shape, row):
-        for k in ("t_compute_s", "t_memory_s", "t_comm_s", "overhead_s"):
-            setattr(self, k, np.broadcast_to(getattr(score, k), shape)[row])
-
-
-def _run_phase(ops: list[Op], chip: Chip, eff, sh: Sharding, time_factor, sums, steps) -> PhaseResult:
-    scored = score_ops(ops, chip, eff)
-    per_op = sums(scored)
-    return PhaseResult(scored, per_op, PhaseTotals(scored, per_op, sh, time_factor), steps)
+    return replace(r, efficiency_model=eff, prefill=again(r.prefill), decode=again(r.decode))
 
 
 def _prefill(spec, chip, sh, dt, eff, batch, prompt, attention) -> PhaseResult:
     # pipeline: the prefill finishes after (2pp - 1) stage slots of one micro-batch
     ops = build_ops(spec, Phase.prefill(batch, prompt), sh, dt, attention)
-    return _run_phase(ops, chip, eff, sh, (2 * sh.pp - 1) / sh.pp, _prefill_sums, np.float64(1.0))
+    return run_phase(ops, chip, eff, sh, (2 * sh.pp - 1) / sh.pp, PrefillSums, np.float64(1.0),
+                      np.broadcast_shapes(np.shape(batch), np.shape(prompt)))
 
 
 def _decode(spec, chip, sh, dt, eff, batch, prompt, gen, attention) -> PhaseResult:
     # pipeline: a decode step for all micro-batches takes one micro-batch's trip through all stages
-    segs = _decode_segments(prompt, gen, spec.context_breakpoints())
+    segs = decode_segments(prompt, gen, spec.context_breakpoints())
     kv = np.stack([x for lo, hi, _ in segs for x in (lo, hi)])  # (2S, *grid): both ends of every segment
     ops = build_ops(spec, Phase.decode(batch, kv), sh, dt, attention)
-    return _run_phase(ops, chip, eff, sh, 1.0, lambda scored: _decode_sums(scored, segs, kv.shape), gen - 1.0)
+    return run_phase(ops, chip, eff, sh, 1.0, DecodeSums(segs), gen - 1.0, np.broadcast_shapes(kv.shape, np.shape(batch)))
 
 
 def _summary(tot: PhaseTotals, steps: float) -> PhaseSummary:
@@ -419,7 +268,7 @@ def evaluate(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, 
         assumptions.append(f"efficiency: {efficiency_label(eff)}.")
     pre = _prefill(spec, chip, sh, dt, eff, batch, prompt, attention)
     dec = _decode(spec, chip, sh, dt, eff, batch, prompt, np.maximum(gen, 2), attention) if np.any(gen > 1) else None
-    mem = footprint(spec, usable_bytes(chip.hbm_bytes, gpu_memory_utilization), sh, dt, [s.op for s in pre.scored],
+    mem = footprint(spec, usable_bytes(chip.hbm_bytes, gpu_memory_utilization), sh, dt, pre.ops,
                     batch, prompt + gen)
     return Evaluation(spec, chip, sh, dt, eff, assumptions, batch, prompt, gen, pre, dec, mem,
                       _warnings(spec, chip, sh, dt, prompt + gen))
@@ -461,7 +310,7 @@ def evaluate_step(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, c
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
     phase = Phase.mixed(decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len)
     ops = build_ops(spec, phase, sh, dt, attention)
-    return _run_phase(ops, chip, resolve_efficiency(efficiency, chip), sh, 1.0, _prefill_sums, np.float64(1.0)).totals
+    return run_phase(ops, chip, resolve_efficiency(efficiency, chip), sh, 1.0, PrefillSums, np.float64(1.0)).totals
 
 
 def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=1, dp=1, weight_dtype=None,
@@ -494,12 +343,11 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
                     chips=sh.chips, gpu_memory_utilization=float(gpu_memory_utilization))
     ideal = None
     if r.efficiency_model is not None:  # the bound is always reported beside a calibrated number
-        ideal = _headline(evaluate(spec, chip, efficiency="ideal", **kw), gen_len)
+        ideal = _headline(_repriced(r, None), gen_len)
     head = _headline(r, gen_len)
     uncertainty = None  # calibrated: each phase's op times (all instances) weight their families' bands
     if hasattr(r.efficiency_model, "uncertainty"):
-        phases = {name: [(s.op, float(np.sum(o.times.t_s)) * s.op.count) for s, o in zip(ph.scored, ph.per_op)]
-                  for name, ph in (("prefill", r.prefill), ("decode", r.decode if gen_len > 1 else None)) if ph}
+        phases = {name: ph.op_times() for name, ph in (("prefill", r.prefill), ("decode", r.decode if gen_len > 1 else None)) if ph}
         uncertainty = r.efficiency_model.uncertainty(phases, head, chip)
     bits = spec.weight_format_for("ffn", dt.weight).bits_per_weight(spec.d_model)
     return Estimate(
@@ -509,7 +357,7 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
         decode=_summary(r.decode.totals, gen_len - 1.0) if gen_len > 1 else None, memory=memory,
         critical=critical_thresholds(spec, chip, dt.compute, bits, batch), assumptions=r.assumptions,
         efficiency=efficiency_label(r.efficiency_model if r.efficiency_model is not None else efficiency),
-        ops=_ops_frame(r, gen_len), ideal=ideal, warnings=r.warnings, uncertainty=uncertainty,
+        _ops=OpTable(r, gen_len), ideal=ideal, warnings=r.warnings, uncertainty=uncertainty,
         efficiency_mode=efficiency_mode(efficiency))
 
 
@@ -536,30 +384,6 @@ def _weight_label(spec: ModelSpec, override: str | None) -> str:
     if override or spec.quantization is None or "ffn" in spec.quantized_families:
         return spec.weight_format_for("ffn", override).label
     return f"{spec.weight_dtype}; {', '.join(spec.quantized_families)} {spec.quantization.label}"
-
-
-OPS_COLUMNS = ["phase", "group", "name", "kind", "count", "flops", "bytes", "weight_bytes", "act_bytes", "kv_bytes",
-               "comm_bytes", "intensity", "t_compute_s", "t_memory_s", "t_comm_s", "t_s", "bound", "formula"]
-
-
-def _ops_frame(r: Evaluation, gen_len):
-    """One row per op per phase: per chip, per instance; decode rows are the mean step."""
-    import pandas as pd
-
-    rows = []
-    phases = [("prefill", r.prefill, 1.0)] + ([("decode", r.decode, gen_len - 1.0)] if gen_len > 1 else [])
-    for phase, pr, steps in phases:
-        for s, row in zip(pr.scored, pr.per_op):
-            w = {k: float(np.asarray(v)) / steps for k, v in row.work.items()}
-            t = {k: float(getattr(row.times, k)) / steps for k in ("t_compute_s", "t_memory_s", "t_comm_s", "t_s")}
-            nbytes = w["weight_bytes"] + w["act_bytes"] + w["kv_bytes"]
-            rows.append(dict(phase=phase, group=s.op.group, name=s.op.name, kind=s.op.kind, count=s.op.count,
-                             flops=w["flops"], bytes=nbytes, weight_bytes=w["weight_bytes"],
-                             act_bytes=w["act_bytes"], kv_bytes=w["kv_bytes"], comm_bytes=w["comm_bytes"],
-                             intensity=float(intensity_of(w["flops"], nbytes)),
-                             **t, bound=str(bound_of(t["t_compute_s"], t["t_memory_s"], t["t_comm_s"])),
-                             formula=s.op.formula))
-    return pd.DataFrame(rows, columns=OPS_COLUMNS)
 
 
 # ------------------------------------------------------------------------------------------- sweep

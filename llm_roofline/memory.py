@@ -33,7 +33,7 @@ from .errors import RooflineError, ScenarioError
 from .graph import Dtypes, Phase, build_ops, resolve_dtypes
 from .model.spec import Matrix, ModelSpec
 from .sharding import Sharding, kv_elems_per_token_per_chip, mixer_state_elems_per_chip
-from .units import dtype_bytes
+from .units import dtype_bytes, memo_by_identity
 
 if TYPE_CHECKING:
     from .hardware import Chip
@@ -89,6 +89,11 @@ def weight_bytes_by_family(spec: ModelSpec, weight_dtype: str | None = None) -> 
 
 def weight_bytes(spec: ModelSpec, weight_dtype: str | None = None) -> float:
     """Bytes of every parameter of the checkpoint (every expert), scales included. See weight_bytes_by_family."""
+    return _weight_bytes(spec, weight_dtype)
+
+
+@memo_by_identity()
+def _weight_bytes(spec: ModelSpec, weight_dtype: str | None) -> float:
     return sum(weight_bytes_by_family(spec, weight_dtype).values())
 
 

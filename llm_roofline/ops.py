@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .units import short_number
+from .units import f64, short_number
 
 ZERO = np.float64(0.0)
 
@@ -42,7 +42,7 @@ class Op:
         """Weights + activations + KV cache (scalar zeros skipped: one pass fewer over the grid)."""
         total = self.act_bytes
         for part in (self.weight_bytes, self.kv_bytes):
-            if np.ndim(part) or part:
+            if getattr(part, "ndim", 0) or part:
                 total = total + part
         return total
 
@@ -58,15 +58,15 @@ def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_ele
     n_stored: matrices resident on the chip (MoE: its experts; tied LM head: 0, the embedding holds it).
     rows_per_matrix: the GEMM M one kernel sees (MoE: tokens per touched expert; default T).
     """
-    t = np.asarray(tokens, dtype=np.float64)
+    t = f64(tokens)
     m_read = n_matrices if matrices_read is None else matrices_read
     flops = t * (2.0 * k * n * n_matrices)  # scalars first: one pass over the grid
     weight_bytes = m_read * (k * n * bits_per_weight / 8 + (n * act_bytes_per_elem if bias else 0.0))
     act = t * ((k + n) * act_bytes_per_elem * n_matrices)
     formula = f"2*T*k*n*{n_matrices:g} with T={short_number(t)}, k={k:g}, n={n:g}{formula_note}"
     stored = n_stored * (k * n * bits_per_weight / 8 + (n * act_bytes_per_elem if bias else 0.0))
-    rows = t if rows_per_matrix is None else np.asarray(rows_per_matrix, dtype=np.float64)
-    return Op(name, group, "gemm", count, flops, np.asarray(weight_bytes, dtype=np.float64), act,
+    rows = t if rows_per_matrix is None else f64(rows_per_matrix)
+    return Op(name, group, "gemm", count, flops, f64(weight_bytes), act,
               tokens=rows, compute_dtype=compute_dtype, formula=formula, stored_bytes=float(stored), style=style,
               shards=shards)
 
@@ -78,8 +78,8 @@ def causal_pairs(q_len, kv_len, window=None):
     query i (0-based) sees min(kv_len - q_len + i + 1, window) keys. Summed in closed form.
     Without a window: q*(kv - q) + q*(q + 1)/2. Decode (q = 1): min(kv, window).
     """
-    q = np.asarray(q_len, dtype=np.float64)
-    kv = np.asarray(kv_len, dtype=np.float64)
+    q = f64(q_len)
+    kv = f64(kv_len)
     prefix = kv - q
     full = q * prefix + q * (q + 1) / 2
     if window is None:
@@ -108,9 +108,9 @@ def attention(name, group, count, *, batch, q_len, kv_len, n_heads, n_kv_heads, 
     (DeepSeek-V4's compressed branch): each cached entry pools that many tokens, so a query meets pairs / rate entries
     and reads kv_eff / rate of them (window and kv_len stay in tokens).
     """
-    b = np.asarray(batch, dtype=np.float64)
-    q = np.asarray(q_len, dtype=np.float64)
-    kv = np.asarray(kv_len, dtype=np.float64)
+    b = f64(batch)
+    q = f64(q_len)
+    kv = f64(kv_len)
     kv_eff = (kv if window is None else np.minimum(kv, float(window))) / compress_rate
     if fused:
         pairs = (causal_pairs(q, kv, window) / compress_rate) if causal else q * kv_eff
@@ -144,8 +144,8 @@ def recurrent_scan(name, group, count, *, batch, q_len, n_heads, head_dim, state
     FLOPs = B*H*(q*c*hd*ds + [q > 1]*q*(Lq + 1)/2 * 2*(hd + ds)). The state is read and written once per step
     (B*H*hd*ds elements each way): decode is memory-bound on it; it does not depend on the context length.
     """
-    b = np.asarray(batch, dtype=np.float64)
-    q = np.asarray(q_len, dtype=np.float64)
+    b = f64(batch)
+    q = f64(q_len)
     state_elems = n_heads * head_dim * state_dim
     lq = np.minimum(q, float(chunk_tokens))
     intra_pairs = np.where(q > 1, q * (lq + 1) / 2, 0.0) if chunk_tokens else 0.0  # 0: a parallel scan, no chunks
@@ -165,11 +165,11 @@ def causal_conv1d(name, group, count, *, batch, q_len, channels, kernel, act_byt
 
     Reads x and writes y; the rolling window of the last kernel - 1 inputs per channel (the conv state) is read and
     written once per step: B*(kernel - 1)*channels elements each way."""
-    b = np.asarray(batch, dtype=np.float64)
-    t = b * np.asarray(q_len, dtype=np.float64)
+    b = f64(batch)
+    t = b * f64(q_len)
     elems = t * channels
     state_bytes = b * (2.0 * (kernel - 1) * channels * state_bytes_per_elem)
-    return Op(name, group, "elementwise", count, elems * (2.0 * kernel + 1), np.asarray(weight_bytes, dtype=np.float64),
+    return Op(name, group, "elementwise", count, elems * (2.0 * kernel + 1), f64(weight_bytes),
               elems * (2 * act_bytes_per_elem), state_bytes, tokens=t, compute_dtype="vector", style=style,
               shards=shards, stored_bytes=float(weight_bytes),
               formula=f"(2*K+1) FLOP/elem over T={short_number(t)} x {channels:g} channels, K={kernel:g}; conv state "
@@ -179,7 +179,7 @@ def causal_conv1d(name, group, count, *, batch, q_len, channels, kernel, act_byt
 def kv_write(name, group, count, *, tokens, kv_elems_per_token, act_bytes_per_elem, kv_bytes_per_elem,
              style="column", shards=1) -> Op:
     """Append the new tokens' K and V to the cache: read (T, KV*(hd+vd)) activations, write the cache."""
-    t = np.asarray(tokens, dtype=np.float64)
+    t = f64(tokens)
     elems = t * kv_elems_per_token
     return Op(name, group, "elementwise", count, elems * 0.0, ZERO, elems * act_bytes_per_elem,
               elems * kv_bytes_per_elem, tokens=t, compute_dtype="vector", style=style, shards=shards,
@@ -193,12 +193,12 @@ def elementwise(name, group, count, *, tokens, elems, flops_per_elem, reads, wri
     Norms read x and write y (plus the d-element weight); SwiGLU reads up and gate, writes one;
     residual add reads two, writes one. Always far below any chip's critical intensity.
     """
-    e = np.asarray(elems, dtype=np.float64)
+    e = f64(elems)
     flops = flops_per_elem * e
     act = e * ((reads + writes) * act_bytes_per_elem)
     formula = f"{flops_per_elem:g} FLOP/elem over {short_number(e)} elems, {reads:g} reads + {writes:g} writes"
-    return Op(name, group, kind, count, flops, np.asarray(weight_bytes, dtype=np.float64), act,
-              tokens=np.asarray(tokens, dtype=np.float64), compute_dtype="vector", formula=formula,
+    return Op(name, group, kind, count, flops, f64(weight_bytes), act,
+              tokens=f64(tokens), compute_dtype="vector", formula=formula,
               stored_bytes=stored_bytes, style=style, shards=shards)
 
 
@@ -206,7 +206,7 @@ def embedding(name, group, *, tokens, d_model, table_rows, weight_bytes_per_elem
               vocab_split=1, style="vocab_in", shards=1) -> Op:
     """Token embedding lookup: a gather of T rows (`lookups` tables: token, learned position) of a
     (table_rows, d) table (not a GEMM): no FLOPs. Vocab-parallel: each chip holds and reads 1/vocab_split."""
-    t = np.asarray(tokens, dtype=np.float64)
+    t = f64(tokens)
     return Op(name, group, "embedding", 1, t * 0.0, t * d_model * weight_bytes_per_elem * lookups / vocab_split,
               t * d_model * act_bytes_per_elem, tokens=t, compute_dtype="vector", style=style, shards=shards,
               stored_bytes=table_rows * d_model * weight_bytes_per_elem / vocab_split,
@@ -215,13 +215,13 @@ def embedding(name, group, *, tokens, d_model, table_rows, weight_bytes_per_elem
 
 def collective(name, group, count, *, kind, buffer_bytes, chips, tokens=ZERO) -> Op:
     """A collective over `chips` chips on a buffer of buffer_bytes per chip (its cost: sharding.py)."""
-    v = np.asarray(buffer_bytes, dtype=np.float64)
+    v = f64(buffer_bytes)
     return Op(name, group, "collective", count, v * 0.0, comm_bytes=v, collective=kind, group_chips=chips,
-              tokens=np.asarray(tokens, dtype=np.float64), formula=f"{kind} of {short_number(v)} B over {chips} chips")
+              tokens=f64(tokens), formula=f"{kind} of {short_number(v)} B over {chips} chips")
 
 
 def expected_distinct_experts(n_experts, top_k, tokens):
     """Experts touched at least once when `tokens` tokens each pick top_k of n_experts uniformly:
     E * (1 - (1 - k/E)^T). One token: k; many tokens: all E."""
-    t = np.asarray(tokens, dtype=np.float64)
+    t = f64(tokens)
     return n_experts * (1.0 - (1.0 - top_k / n_experts) ** t)

@@ -17,9 +17,9 @@ so the upper bound is at most 2x the lower one for two terms (3x for three).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -35,15 +35,31 @@ BOUNDS = np.array(TERMS)
 
 def bound_of(t_compute_s, t_memory_s, t_comm_s) -> np.ndarray:
     """'compute' | 'memory' | 'comm': the largest of the three terms (ties go to the first)."""
-    c, m, k = np.broadcast_arrays(t_compute_s, t_memory_s, t_comm_s)
-    return BOUNDS[np.where(k > np.maximum(c, m), 2, np.where(m > c, 1, 0))]
+    c, m, k = t_compute_s, t_memory_s, t_comm_s
+    if not _scalars(c, m, k):
+        c, m, k = np.broadcast_arrays(c, m, k)
+    return BOUNDS[where(k > np.maximum(c, m), 2, where(m > c, 1, 0))]
 
 
 def intensity_of(flops, hbm_bytes) -> np.ndarray:
     """FLOP per HBM byte (inf for work that moves no HBM bytes)."""
-    f, b = np.broadcast_arrays(np.asarray(flops, dtype=np.float64), np.asarray(hbm_bytes, dtype=np.float64))
+    f, b = _arr(flops), _arr(hbm_bytes)
+    if _scalars(f, b):  # the division is guarded: b > 0, or 1
+        return where(b > 0, f / where(b > 0, b, 1.0), np.inf)
+    f, b = np.broadcast_arrays(f, b)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(b > 0, f / np.where(b > 0, b, 1.0), np.inf)
+
+
+def where(cond, a, b):
+    """np.where(cond, a, b), picked at once when cond is a scalar (np.where would make 0-d arrays)."""
+    if isinstance(cond, (bool, np.bool_)):
+        return a if cond else b
+    return np.where(cond, a, b)
+
+
+def _scalars(*xs) -> bool:
+    return all(getattr(x, "ndim", 0) == 0 for x in xs)
 
 
 @dataclass(frozen=True)
@@ -63,6 +79,20 @@ class Efficiency:
 IDEAL = Efficiency()
 
 
+class _once:
+    """A property computed on first use and kept (no lock, unlike functools.cached_property in Python 3.11: the
+    value is a pure function of the object, so two threads computing it at once store equal values)."""
+
+    def __init__(self, f):
+        self.f, self.name, self.__doc__ = f, f.__name__, f.__doc__
+
+    def __get__(self, obj, cls=None):
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.f(obj)
+        return value
+
+
 class Score:
     """Times per operator, arrays of one broadcast shape. The derived terms are computed on first use
     (the sweep path only needs the three terms)."""
@@ -72,31 +102,66 @@ class Score:
         self.overhead_s = overhead_s
         self._flops, self._hbm_bytes = flops, hbm_bytes
 
-    @cached_property
+    @_once
     def t_lower_s(self) -> np.ndarray:
         return np.maximum(np.maximum(self.t_compute_s, self.t_memory_s), self.t_comm_s) + self.overhead_s
 
-    @cached_property
+    @_once
     def t_upper_s(self) -> np.ndarray:
         return self.t_compute_s + self.t_memory_s + self.t_comm_s + self.overhead_s
 
-    @cached_property
+    @_once
     def t_s(self) -> np.ndarray:
         return np.maximum(self.t_compute_s, self.t_memory_s) + self.t_comm_s + self.overhead_s
 
-    @cached_property
+    @_once
     def bound(self) -> np.ndarray:
         """'compute' | 'memory' | 'comm': the largest term (ties go to the first)."""
         return bound_of(self.t_compute_s, self.t_memory_s, self.t_comm_s)
 
-    @cached_property
+    @_once
     def intensity(self) -> np.ndarray:
         """FLOP per HBM byte (inf for an op that moves no HBM bytes)."""
         return np.broadcast_to(intensity_of(self._flops, self._hbm_bytes), np.shape(self.t_s))
 
+    def rows(self) -> list["Score"]:
+        """One Score per row of a stacked Score (score_stack: one row per op), its t_s, t_lower_s and t_upper_s
+        those of the stack (computed once for every row)."""
+        cols = [getattr(self, k) for k in ("t_compute_s", "t_memory_s", "t_comm_s", "overhead_s", "t_s", "t_lower_s",
+                                           "t_upper_s", "_flops", "_hbm_bytes")]
+        out = []
+        for j in range(len(cols[0])):
+            row = Score.__new__(Score)
+            row.__dict__.update(zip(_ROW_KEYS, (c[j] for c in cols)))
+            out.append(row)
+        return out
+
+
+_ROW_KEYS = ("t_compute_s", "t_memory_s", "t_comm_s", "overhead_s", "t_s", "t_lower_s", "t_upper_s", "_flops",
+             "_hbm_bytes")
+
 
 def _arr(x) -> np.ndarray:
+    """x as float64; float64 arrays and numpy float64 scalars pass as they are (np.asarray would wrap a scalar
+    in a 0-d array: the same values, with slower arithmetic)."""
+    if type(x) is np.float64 or (type(x) is np.ndarray and x.dtype == np.float64):
+        return x
     return np.asarray(x, dtype=np.float64)
+
+
+def _nonzero(x) -> bool:
+    """np.any(x), without its cost on scalars."""
+    if isinstance(x, (float, int, np.floating)):
+        return bool(x != 0)
+    return bool(x.any()) if isinstance(x, np.ndarray) else bool(np.any(x))
+
+
+def _shape(*xs) -> tuple:
+    """The broadcast shape of xs (scalars and arrays), each distinct shape broadcast once."""
+    shapes = {x.shape for x in xs if getattr(x, "ndim", 0)}
+    if not shapes:
+        return ()
+    return shapes.pop() if len(shapes) == 1 else np.broadcast_shapes(*shapes)
 
 
 def score(
@@ -116,13 +181,14 @@ def score(
     eff = efficiency
     t_compute = flops / (_arr(peak_flops_per_s) * eff.compute)
     t_memory = hbm_bytes / (_arr(hbm_bytes_per_s) * eff.memory)
-    if np.any(comm_bytes) or np.any(comm_hops):
+    if _nonzero(comm_bytes) or _nonzero(comm_hops):
         t_comm = _arr(comm_hops) * _arr(link_latency_s) + _arr(comm_bytes) / (_arr(link_bytes_per_s) * eff.comm)
     else:
         t_comm = np.zeros(())
-    shape = np.broadcast_shapes(np.shape(t_compute), np.shape(t_memory), np.shape(t_comm), np.shape(eff.overhead_s))
-    return Score(t_compute, t_memory, t_comm, _arr(eff.overhead_s), flops, hbm_bytes) if shape == () else \
-        Score(*(np.broadcast_to(x, shape) for x in (t_compute, t_memory, t_comm, _arr(eff.overhead_s))),
+    overhead = _arr(eff.overhead_s)
+    shape = _shape(t_compute, t_memory, t_comm, overhead)
+    return Score(t_compute, t_memory, t_comm, overhead, flops, hbm_bytes) if shape == () else \
+        Score(*(x if np.shape(x) == shape else np.broadcast_to(x, shape) for x in (t_compute, t_memory, t_comm, overhead)),
               flops, hbm_bytes)
 
 
@@ -170,15 +236,97 @@ class Scored:
         return getattr(self.score, name)
 
 
+def efficiency_of(op: "Op", chip: "Chip", efficiency_model=None) -> Efficiency:
+    """The Efficiency an op runs at: efficiency_model None (ideal), an Efficiency for every op, or an object with
+    .for_op(op, chip) -> Efficiency (efficiency.CalibratedModel)."""
+    if efficiency_model is None:
+        return IDEAL
+    return efficiency_model if isinstance(efficiency_model, Efficiency) else efficiency_model.for_op(op, chip)
+
+
+_OP_ARRAYS = ("flops", "weight_bytes", "act_bytes", "kv_bytes", "comm_bytes", "tokens")
+STACKED_ELEMENTS = 1 << 16  # ops x grid points scored at once (score_stack): small scenarios score every op together
+
+
+def ops_shape(ops: "list[Op]", shape: tuple = ()) -> tuple:
+    """The broadcast shape of the ops' arrays (their scenario grid) and `shape`."""
+    return _shape(*(getattr(op, f) for op in ops for f in _OP_ARRAYS), _Shaped(shape, len(shape)))
+
+
+class _Shaped(NamedTuple):
+    """Something of a shape (for _shape), without an array."""
+
+    shape: tuple
+    ndim: int
+
+
+def op_blocks(n_ops: int, shape: tuple) -> list[tuple[int, int]]:
+    """(lo, hi) ranges of ops to stack together: at most STACKED_ELEMENTS values per stacked array (every op at
+    once for a small grid, one op at a time for a grid of STACKED_ELEMENTS points or more)."""
+    per = max(1, STACKED_ELEMENTS // max(math.prod(shape), 1))
+    return [(lo, min(lo + per, n_ops)) for lo in range(0, n_ops, per)]
+
+
+def score_stack(ops: "list[Op]", chip: "Chip", efficiency_model=None, grid: tuple | None = None,
+                terms: "StackTerms | None" = None) -> Score:
+    """Every op scored on `chip` in one roofline.score: a Score whose arrays have one row per op, shape
+    (len(ops), *grid), grid = ops_shape(ops) unless given. Row j holds score_op(ops[j], chip, its efficiency) broadcast
+    to the grid: collectives priced on the link they cross (comm terms only), other ops on peak FLOP/s and HBM
+    (no comm term: no link bytes and no hops, at an infinite link). terms: stack_terms(ops, chip, grid), when known."""
+    shape = (len(ops),) + (ops_shape(ops) if grid is None else grid)
+    t = stack_terms(ops, chip, shape[1:]) if terms is None else terms
+    if efficiency_model is None:
+        eff = IDEAL  # the same numbers for every op
+    else:
+        effs = [efficiency_of(op, chip, efficiency_model) for op in ops]
+        eff = Efficiency(compute=stacked([e.compute for e in effs], shape), memory=stacked([e.memory for e in effs], shape),
+                         comm=stacked([e.comm if c else 1.0 for e, c in zip(effs, t.collective)], shape),
+                         overhead_s=stacked([e.overhead_s for e in effs], shape))
+    return score(t.flops, t.hbm_bytes, peak_flops_per_s=t.peak_flops_per_s, hbm_bytes_per_s=t.hbm_bytes_per_s,
+                 comm_bytes=t.comm_bytes, comm_hops=t.comm_hops, link_bytes_per_s=t.link_bytes_per_s,
+                 link_latency_s=t.link_latency_s, efficiency=eff)
+
+
+class StackTerms(NamedTuple):
+    """What roofline.score takes for a stack of ops, whatever their efficiency: (ops, *grid) arrays and per-op
+    numbers shaped (ops, 1, ...). A collective has no FLOPs or HBM bytes (at peaks of 1); other ops no link bytes and
+    no hops, at an infinite link."""
+
+    flops: np.ndarray
+    hbm_bytes: np.ndarray
+    peak_flops_per_s: np.ndarray
+    hbm_bytes_per_s: np.ndarray
+    comm_bytes: np.ndarray
+    comm_hops: np.ndarray
+    link_bytes_per_s: np.ndarray
+    link_latency_s: np.ndarray
+    collective: tuple  # per op: whether it is a collective
+
+
+def stack_terms(ops: "list[Op]", chip: "Chip", grid: tuple) -> StackTerms:
+    rows = []
+    for op in ops:
+        if op.kind == "collective":
+            t = collective_terms(op.collective, op.comm_bytes, op.group_chips, chip)
+            rows.append((0.0, 0.0, 1.0, 1.0, t.link_bytes, t.hops, t.link_bytes_per_s, t.latency_s, True))
+        else:
+            rows.append((op.flops, op.hbm_bytes, chip.peak_flops_per_s(op.compute_dtype), chip.hbm_bytes_per_s, 0.0,
+                         0.0, np.inf, 0.0, False))
+    flops, hbm, peak, bw, link_bytes, hops, link_bw, latency, collective = zip(*rows)
+    shape = (len(ops),) + tuple(grid)
+    col = (len(ops),) + (1,) * len(grid)  # per-op numbers against the grid
+
+    def per_op(values):
+        return np.array(values, dtype=np.float64).reshape(col)
+
+    return StackTerms(stacked(flops, shape), stacked(hbm, shape), per_op(peak), per_op(bw), stacked(link_bytes, shape),
+                      per_op(hops), per_op(link_bw), per_op(latency), collective)
+
+
 def score_ops(ops: "list[Op]", chip: "Chip", efficiency_model=None) -> list[Scored]:
     """Every op scored on `chip`. efficiency_model: None (ideal), an Efficiency for every op, or an object
     with .for_op(op, chip) -> Efficiency (efficiency.CalibratedModel)."""
-    def eff(op):
-        if efficiency_model is None:
-            return IDEAL
-        return efficiency_model if isinstance(efficiency_model, Efficiency) else efficiency_model.for_op(op, chip)
-
-    return [Scored(op, score_op(op, chip, eff(op))) for op in ops]
+    return [Scored(op, score_op(op, chip, efficiency_of(op, chip, efficiency_model))) for op in ops]
 
 
 # ------------------------------------------------------------------------------ sums of times
@@ -253,11 +401,34 @@ def add_times(parts) -> Times:
     return Times(*(sum(getattr(p, k) for p in parts) for k in TIME_FIELDS))
 
 
-def bound_shares(parts) -> dict[str, np.ndarray]:
-    """The headline time t_s of the parts (Times), summed by the term that bounds each part."""
+def bound_shares(stacks) -> dict[str, np.ndarray]:
+    """The headline time t_s of the parts, summed by the term that bounds each part (ties go to the first term).
+    stacks: Times whose arrays have one row per part (estimate's per-op times, in blocks); summed in part order."""
     shares = {b: 0.0 for b in TERMS}
-    for p in parts:
-        which = np.stack(np.broadcast_arrays(p.t_compute_s, p.t_memory_s, p.t_comm_s)).argmax(axis=0)
+    for p in stacks:
+        c, m, k = p.t_compute_s, p.t_memory_s, p.t_comm_s
+        which = np.where(k > np.maximum(c, m), 2, np.where(m > c, 1, 0))  # the index bound_of takes
         for i, b in enumerate(TERMS):
-            shares[b] = shares[b] + np.where(which == i, p.t_s, 0.0)
+            for row in np.where(which == i, p.t_s, 0.0):
+                shares[b] = shares[b] + row
     return shares
+
+
+def stacked(values: list, shape: tuple) -> np.ndarray:
+    """values (scalars, or arrays that broadcast to shape[1:]) stacked on a new first axis: a float64 array of `shape`."""
+    if len(shape) == 1:
+        return np.array(values, dtype=np.float64)
+    inner = shape[1:]
+    if len(values) == 1:  # a large grid, one op at a time: a view, no copy
+        return np.broadcast_to(np.asarray(values[0], dtype=np.float64), inner)[np.newaxis]
+    if len(inner) == 1 and inner[0] <= 64:  # a short axis (a scenario's decode segment ends): rows as lists
+        rows = [[v] * inner[0] if getattr(v, "ndim", 0) == 0 else v for v in values]
+        if all(len(r) == inner[0] and getattr(r, "ndim", 1) == 1 for r in rows):
+            return np.array(rows, dtype=np.float64)
+    out = np.empty(shape)
+    out[...] = np.array([0.0 if getattr(v, "ndim", 0) else v for v in values], dtype=np.float64).reshape(
+        (-1,) + (1,) * len(inner))  # the scalars (and 0 for the arrays, assigned next)
+    for j, v in enumerate(values):
+        if getattr(v, "ndim", 0):
+            out[j] = v
+    return out

@@ -6,8 +6,12 @@ Conversion to GB, TB/s, ms happens only here, for display.
 
 from __future__ import annotations
 
+import functools
 import math
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -37,11 +41,49 @@ _DTYPE_ALIASES = {
 
 def canonical_dtype(name: str) -> str:
     """'bfloat16' -> 'bf16'; raises ScenarioError for an unknown dtype."""
+    if type(name) is str and name in DTYPE_BITS:  # a canonical name already
+        return name
     key = str(name).strip().lower()
     key = _DTYPE_ALIASES.get(key, key)
     if key not in DTYPE_BITS:
         raise ScenarioError(f"unknown dtype {name!r}; known: {', '.join(DTYPES)}")
     return key
+
+
+def f64(x):
+    """x as float64: a numpy float64 scalar for a scalar or a 0-d array (its arithmetic is cheaper than a 0-d
+    array's, the values the same), else a float64 array."""
+    if type(x) is np.float64 or (type(x) is np.ndarray and x.dtype == np.float64 and x.ndim):
+        return x
+    x = np.asarray(x, dtype=np.float64)
+    return x[()] if x.ndim == 0 else x
+
+
+def memo_by_identity(maxsize: int = 64):
+    """Remember f(obj, *args) for an immutable obj (a ModelSpec: frozen dataclasses and tuples all the way down),
+    keyed by the object's identity and the other (hashable) arguments; the object is kept while its entry is, so its
+    id is not reused. Least recently used entries go first. Thread-safe: two threads may compute an entry once each."""
+    def decorate(f):
+        cache: OrderedDict = OrderedDict()
+        lock = threading.Lock()
+
+        @functools.wraps(f)
+        def remembered(obj, *args):
+            key = (id(obj),) + args
+            with lock:
+                hit = cache.get(key)
+                if hit is not None and hit[0] is obj:
+                    cache.move_to_end(key)
+                    return hit[1]
+            value = f(obj, *args)
+            with lock:
+                cache[key] = (obj, value)
+                while len(cache) > maxsize:
+                    cache.popitem(last=False)
+            return value
+
+        return remembered
+    return decorate
 
 
 def dtype_bytes(name: str) -> float:
@@ -85,7 +127,11 @@ def weight_format(dtype: str, group_size: int | None = None) -> WeightFormat:
     - int4: GPTQ/AWQ style, groups of 128 along the input dim, fp16 scale + 4-bit zero point.
     - fp4: MXFP4 style, blocks of 32 sharing one 8-bit exponent scale (OCP MX spec).
     """
-    d = canonical_dtype(dtype)
+    return _weight_format(canonical_dtype(dtype), group_size)
+
+
+@lru_cache(maxsize=256)
+def _weight_format(d: str, group_size: int | None) -> WeightFormat:  # a WeightFormat is immutable: one per format
     if DTYPE_BITS[d] >= 16:
         return WeightFormat(d)
     if d in ("int8", "fp8"):
@@ -117,6 +163,8 @@ def sig3(x: float) -> str:
 
 def short_number(x) -> str:
     """A scalar (or one-element array) as 6 significant digits, '[grid]' for a longer array: formulas' text."""
+    if isinstance(x, (float, int)):  # numpy float64 too
+        return f"{float(x):.6g}"
     a = np.asarray(x)
     return f"{float(a.reshape(-1)[0]):.6g}" if a.size == 1 else "[grid]"
 

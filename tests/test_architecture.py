@@ -19,7 +19,7 @@ LAYERS = {
     "roofline": 5,
     "sharding": 6, "efficiency": 6,
     "graph": 7,
-    "memory": 8,
+    "memory": 8, "optable": 8, "phases": 8,
     "estimate": 9,
     "serve": 10,
     "plan": 11, "disaggregate": 11, "plan_serving": 11,
@@ -185,3 +185,20 @@ def test_every_subpackage_is_installed():
     listed = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     present = {".".join(p.parent.relative_to(PACKAGE.parent).parts) for p in PACKAGE.rglob("__init__.py")}
     assert present - listed == set(), f"add to pyproject.toml [tool.setuptools] packages: {sorted(present - listed)}"
+
+
+def test_import_is_light_and_public_functions_stay_functions():
+    # `import llm_roofline` (issue 17: <= 0.15 s) loads the chip types, the errors and numpy only; estimate, sweep,
+    # plan and serve resolve on first use, and stay the functions after their namesake submodules are imported
+    import subprocess
+    import sys
+
+    code = ("import sys, types, llm_roofline as lr; "
+            "heavy = [m for m in ('llm_roofline.estimate', 'llm_roofline.graph', 'llm_roofline.model.hf', "
+            "'llm_roofline.plan', 'llm_roofline.serve', 'pandas', 'tomllib') if m in sys.modules]; "
+            "assert not heavy, heavy; "
+            "import llm_roofline.estimate, llm_roofline.plan, llm_roofline.serve, llm_roofline.plan.search; "
+            "assert all(isinstance(getattr(lr, f), types.FunctionType) for f in ('estimate', 'sweep', 'plan', 'serve')); "
+            "from llm_roofline import estimate; assert estimate is lr.estimate is sys.modules['llm_roofline.estimate'].estimate")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]

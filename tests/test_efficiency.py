@@ -202,3 +202,18 @@ def test_expert_gemms_use_the_moe_family():
     assert family_of(op) == "moe"
     h100 = calibrated_model("h100-sxm")
     assert h100.sources["moe"] == "h100-sxm fit" and h100.fit_for("moe") is not h100.fit_for("gemm")
+
+
+def test_fits_of_a_chip_built_by_hand_follow_its_table():
+    # the fits read from a catalog chip's read-only table are parsed once; a table the caller built (a plain dict,
+    # which it may change) is read on every call
+    import dataclasses
+
+    h100 = lr.load_chip("h100-sxm")
+    gemm = dict(h100.calibration["gemm"])
+    table = {"gemm": gemm}
+    mine = dataclasses.replace(h100, name="mine", calibration=table)
+    before = calibrated_model(mine).families["gemm"].compute_max
+    gemm["compute_max"] = before / 2
+    assert calibrated_model(mine).families["gemm"].compute_max == before / 2
+    assert calibrated_model(h100).families["gemm"] is calibrated_model(h100).families["gemm"]  # parsed once

@@ -215,3 +215,18 @@ def test_efficiency_parameters_of_the_wrong_type_are_one_chip_error(tmp_path, ba
     with pytest.raises(lr.ChipError, match="err_p10"):
         lr.estimate("meta-llama/Llama-3.2-1B", lr.load_chip(str(p)), batch=1, prompt_len=16, gen_len=2,
                     efficiency="calibrated")
+
+
+def test_catalog_chips_are_read_only_all_the_way_down():
+    # every caller shares the catalog's Chip objects (and the calibrated fits read from them): none can change them
+    import dataclasses
+
+    chip = lr.load_chip("h100-sxm")
+    assert lr.load_chip("H100") is chip
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        chip.hbm_bytes = 1.0
+    with pytest.raises(TypeError):
+        chip.dense_flops_per_s["bf16"] = 1.0
+    with pytest.raises(TypeError):
+        chip.calibration["gemm"]["compute_max"] = 0.5
+    assert lr.load_chip("h100-sxm").calibration["gemm"]["compute_max"] < 1

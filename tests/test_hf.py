@@ -489,3 +489,27 @@ def test_cli_models_table(capsys):
     assert cli.main(["models"]) == 0
     out = capsys.readouterr().out
     assert "DeepSeek-V3" in out and "mla" in out
+
+
+def test_loaded_specs_are_shared_immutable_and_follow_their_file(tmp_path):
+    # load_model remembers a parsed config per file (issue 17): the ModelSpec is frozen all the way down, so a caller
+    # cannot change what the next caller gets; a config edited on disk is read again
+    import dataclasses
+
+    import llm_roofline as lr
+
+    a, b = lr.load_model("meta-llama/Llama-3.2-1B"), lr.load_model("META-LLAMA/llama-3.2-1b")
+    assert a is b
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.d_model = 1
+    with pytest.raises(TypeError):
+        a.layer_groups[0] = None  # a tuple
+    changed = dataclasses.replace(a, d_model=1)  # a copy; the shared spec is untouched
+    assert changed.d_model == 1 and lr.load_model("meta-llama/Llama-3.2-1B").d_model == 2048
+    cfg = json.loads((REPO / "model_configs" / "meta-llama" / "Llama-3.2-1B" / "config.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    assert lr.load_model(str(path)).n_layers == 16
+    path.write_text(json.dumps({**cfg, "num_hidden_layers": 8}))
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))  # a later modification time
+    assert lr.load_model(str(path)).n_layers == 8

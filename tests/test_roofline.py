@@ -95,3 +95,23 @@ def test_seed_plot_v6e_one_call_equals_closed_form():
     np.testing.assert_allclose(total_flops / s.t_s, closed, rtol=1e-12)
     np.testing.assert_allclose(total_flops / s.t_s, attainable_flops_per_s(s.intensity, 9.2e14, 1.6e12), rtol=1e-12)
     assert s.t_s.shape == bs.shape
+
+
+def test_a_stack_of_ops_scores_each_op_as_it_would_alone():
+    # roofline.score_stack (one roofline.score over every op of a step) holds, row by row, score_op's numbers to the
+    # bit: GEMMs, attention over two context lengths, a collective, norms; ideal and calibrated
+    import llm_roofline as lr
+    from llm_roofline.efficiency import calibrated_model
+    from llm_roofline.graph import Phase, build_ops
+    from llm_roofline.roofline import score_op, score_stack
+    from llm_roofline.sharding import Sharding
+
+    spec, chip = lr.load_model("meta-llama/Llama-3.2-1B"), lr.load_chip("h100-sxm")
+    ops = build_ops(spec, Phase.decode(np.float64(4.0), np.array([300.0, 900.0])), Sharding(tp=2))
+    assert {op.kind for op in ops} >= {"gemm", "attention", "collective", "norm"}
+    for model in (None, calibrated_model(chip)):
+        stack = score_stack(ops, chip, model)
+        for op, row in zip(ops, stack.rows()):
+            alone = score_op(op, chip, model.for_op(op, chip) if model else Efficiency())
+            for k in ("t_compute_s", "t_memory_s", "t_comm_s", "overhead_s", "t_s", "t_lower_s", "t_upper_s"):
+                assert np.array_equal(getattr(row, k), np.broadcast_to(getattr(alone, k), (2,))), (op.name, k)

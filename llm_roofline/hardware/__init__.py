@@ -9,10 +9,8 @@ import math
 import os
 import stat
 import sys
-import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
@@ -139,6 +137,8 @@ class Chip:
 
 # ------------------------------------------------------------------------------------------ loading
 def _catalog_dir() -> Path:
+    from importlib import resources  # imported on first use, as tomllib: `import llm_roofline` stays light
+
     return Path(str(resources.files("llm_roofline.hardware") / "chips"))
 
 
@@ -224,7 +224,8 @@ def _efficiency_table(data: Mapping, path: str) -> dict:
         for key, value in sub.items():
             if f"efficiency.{key}" in CHIP_RANGES:
                 _in_range(value, f"efficiency.{key}", f"[efficiency.{fam}].{key}", path)
-    return dict(table)
+    # read-only all the way down: a catalog chip is shared by every caller
+    return {fam: MappingProxyType(dict(sub)) if isinstance(sub, dict) else sub for fam, sub in table.items()}
 
 
 def _parse_link(table: Mapping, where: str, path: str) -> Link:
@@ -343,6 +344,8 @@ def _read_chip_text(path: Path) -> str:
 
 
 def _load_file(path: Path) -> Chip:
+    import tomllib
+
     text = _read_chip_text(path)
     try:
         data = tomllib.loads(text)
@@ -362,19 +365,21 @@ def user_chips_dir() -> Path:
     $XDG_CONFIG_HOME/llm-roofline/chips, XDG_CONFIG_HOME defaulting to ~/.config (Linux and macOS alike)."""
     env = os.environ.get(CHIPS_ENV, "").strip()
     if env:
-        return Path(env).expanduser()
+        return Path(os.path.expanduser(env))
     if sys.platform == "win32" and os.environ.get("APPDATA"):
-        return Path(os.environ["APPDATA"]) / "llm-roofline" / "chips"
-    base = os.environ.get("XDG_CONFIG_HOME", "").strip() or str(Path.home() / ".config")
-    return Path(base).expanduser() / "llm-roofline" / "chips"
+        return Path(os.environ["APPDATA"], "llm-roofline", "chips")
+    base = os.environ.get("XDG_CONFIG_HOME", "").strip() or os.path.join(os.path.expanduser("~"), ".config")
+    return Path(os.path.expanduser(base), "llm-roofline", "chips")
 
 
 def _toml_files(folder: Path) -> list[Path]:
     """The plain *.toml files of a folder, sorted (none when it is missing or unreadable)."""
     try:
-        return sorted(p for p in folder.glob("*.toml") if _is_file(p))
+        with os.scandir(folder) as entries:
+            names = sorted(e.name for e in entries if e.name.endswith(".toml"))
     except OSError:
         return []
+    return [folder / n for n in names if _is_file(folder / n)]
 
 
 @lru_cache(maxsize=None)
@@ -395,10 +400,10 @@ def _catalog() -> dict[str, Chip]:
     return {**_shipped(), **(_user(str(folder), stamp) if stamp else {})}
 
 
-def _names() -> dict[str, str]:
-    """Every accepted name and alias -> canonical name."""
+def _names(catalog: dict[str, Chip] | None = None) -> dict[str, str]:
+    """Every accepted name and alias -> canonical name (of `catalog`, default the current one)."""
     names = {}
-    for chip in _catalog().values():
+    for chip in (_catalog() if catalog is None else catalog).values():
         names[chip.name] = chip.name
         for a in chip.aliases:
             names[a] = chip.name
@@ -424,9 +429,10 @@ def load_chip(name_or_path: "str | Path | Chip") -> Chip:
     p = Path(text).expanduser()
     if text.endswith(".toml") or ((os.sep in text or "/" in text) and _stat(p) is not None) or _is_file(p):
         return _load_file(p)
-    names = _names()
+    catalog = _catalog()
     key = text.lower()
+    names = _names(catalog)
     if key not in names:
         raise ChipError(f"unknown chip {text!r}.{closest(key, names)} (`llm-roofline chips` lists them; "
                         f"a path to a .toml file works too, or put one in {user_chips_dir()})")
-    return _catalog()[names[key]]
+    return catalog[names[key]]

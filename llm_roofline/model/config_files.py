@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import stat
 import threading
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from ..errors import ModelConfigError, closest
 
 
+@lru_cache(maxsize=None)
 def shipped_root():
     """The shipped config folder: the installed package llm_roofline.model_configs, or <repo>/model_configs."""
     try:
@@ -58,14 +61,15 @@ def locate(x: str, allow_download: bool) -> tuple[Any, str]:
     if "\x00" in x or len(x) > 4096:
         raise ModelConfigError(f"not a model id or path: {x[:60]!r}")
     p = Path(x).expanduser()
-    if p.is_dir():
-        if not (p / "config.json").is_file():
-            raise ModelConfigError(f"directory {x!r} holds no config.json")
-        return p / "config.json", p.name
-    if p.is_file():
-        return p, (p.parent.name if p.name == "config.json" else p.stem)
-    if p.is_symlink() or p.exists():  # a FIFO, a device, a socket, a dangling or looping link: never opened
-        raise ModelConfigError(f"{x!r} is not a regular file or a directory holding config.json")
+    if _present(p):
+        if p.is_dir():
+            if not (p / "config.json").is_file():
+                raise ModelConfigError(f"directory {x!r} holds no config.json")
+            return p / "config.json", p.name
+        if p.is_file():
+            return p, (p.parent.name if p.name == "config.json" else p.stem)
+        if p.is_symlink() or p.exists():  # a FIFO, a device, a socket, a dangling or looping link: never opened
+            raise ModelConfigError(f"{x!r} is not a regular file or a directory holding config.json")
     shipped = shipped_index()
     ident = shipped.get(x.strip().strip("/").lower())
     if ident is not None:
@@ -78,6 +82,18 @@ def locate(x: str, allow_download: bool) -> tuple[Any, str]:
                                      "allow_download=True in Python; offline, download the repo's config.json and "
                                      "pass its path; gated repos need a Hugging Face token: `hf auth login`)")
     raise ModelConfigError(f"unknown model {x!r}: not a shipped id, a directory or a config.json{how}.{hint}")
+
+
+def _present(p: Path) -> bool:
+    """False when nothing is at p (one lstat: a shipped id is not a local path); True otherwise, and whenever
+    lstat fails otherwise (the checks above decide)."""
+    try:
+        os.lstat(p)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def _looks_like_hub_id(x: str) -> bool:

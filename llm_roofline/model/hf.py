@@ -23,6 +23,9 @@ Reading a config, in order (one reader: the result depends on the config and thi
 
 from __future__ import annotations
 
+import os
+import threading
+from collections import OrderedDict
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -58,13 +61,39 @@ def load_model(x: Any, allow_download: bool = False) -> ModelSpec:
     if not isinstance(x, (str, Path)):
         raise ModelConfigError(f"cannot load a model from a {type(x).__name__}; pass an id, a path or a dict")
     path, name = locate(str(x), allow_download)
+    local = os.path.exists(os.path.expanduser(str(x)))
+    key = _cache_key(path, name, local)
+    with _SPECS_LOCK:
+        if key in _SPECS:
+            _SPECS.move_to_end(key)
+            return _SPECS[key]
     config = read_json(path)
-    if Path(str(x)).expanduser().exists():  # a local directory or file: named as its config names itself
+    if local:  # a local directory or file: named as its config names itself
         name = config_name(config) or name
     try:
-        return spec_from_config(config, name=name, source=str(path))
+        spec = spec_from_config(config, name=name, source=str(path))
     except ModelConfigError as e:  # the same error, naming the file it came from
         raise type(e)(f"{path}: {e}") from e
+    if key is not None:
+        with _SPECS_LOCK:
+            _SPECS[key] = spec
+            while len(_SPECS) > 64:
+                _SPECS.popitem(last=False)
+    return spec
+
+
+# ModelSpecs read from files, by file: (path, name, local?, size, modification time) -> spec. A ModelSpec is immutable
+# all the way down (frozen dataclasses and tuples), so every caller shares one; an edited file is read again.
+_SPECS: OrderedDict = OrderedDict()
+_SPECS_LOCK = threading.Lock()
+
+
+def _cache_key(path, name: str, local: bool) -> tuple | None:
+    try:
+        st = os.stat(path)
+    except (OSError, TypeError, ValueError):
+        return None
+    return str(path), name, local, st.st_size, st.st_mtime_ns
 
 
 def config_name(config: dict) -> str | None:
