@@ -174,7 +174,11 @@ def activation_workspace_bytes(prefill_ops: "list[Op]", d_model: int, act_bytes_
     plus the residual stream (T, d), measured on the given prefill and scaled to one chunk (activations
     grow with the tokens). prefill_ops[0] is the embedding, whose tokens are those of one micro-batch."""
     tokens_mb = np.asarray(prefill_ops[0].tokens)
-    largest = np.max(np.stack(np.broadcast_arrays(*[op.act_bytes for op in prefill_ops])), axis=0)
+    acts = [op.act_bytes for op in prefill_ops]
+    if any(np.ndim(a) for a in acts):
+        largest = np.max(np.stack(np.broadcast_arrays(*acts)), axis=0)
+    else:  # one scenario: the largest number
+        largest = np.float64(max(acts))
     return (largest + tokens_mb * d_model * act_bytes_per_elem) / tokens_mb * PREFILL_CHUNK_TOKENS
 
 
