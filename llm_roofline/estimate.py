@@ -256,7 +256,9 @@ def evaluate(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, 
     batch, prompt_len, gen_len, tp, pp, ep, dp, attention_dp = (check_count(n, v) for n, v in zip(
         ("batch", "prompt_len", "gen_len", "tp", "pp", "ep", "dp", "attention_dp"),
         (batch, prompt_len, gen_len, tp, pp, ep, dp, attention_dp)))
-    batch, prompt, gen = (np.asarray(x, dtype=np.float64) for x in np.broadcast_arrays(batch, prompt_len, gen_len))
+    if any(np.ndim(x) for x in (batch, prompt_len, gen_len)):
+        batch, prompt_len, gen_len = np.broadcast_arrays(batch, prompt_len, gen_len)
+    batch, prompt, gen = (np.asarray(x, dtype=np.float64) for x in (batch, prompt_len, gen_len))
     sh = Sharding(tp, pp, ep, dp, sequence_parallel, attention_dp, moe_tp, moe_ep, routing_skew)
     if np.any(np.mod(batch, sh.sequence_groups)):
         raise ScenarioError(f"batch must be a multiple of pp x attention_dp = {sh.sequence_groups} (the batch is split "

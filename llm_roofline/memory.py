@@ -175,7 +175,11 @@ def activation_workspace_bytes(prefill_ops: "list[Op]", d_model: int, act_bytes_
     plus the residual stream (T, d), measured on the given prefill and scaled to one chunk (activations
     grow with the tokens). prefill_ops[0] is the embedding, whose tokens are those of one micro-batch."""
     tokens_mb = np.asarray(prefill_ops[0].tokens)
-    largest = functools.reduce(np.maximum, [np.asarray(op.act_bytes, dtype=np.float64) for op in prefill_ops])
+    acts = [op.act_bytes for op in prefill_ops]
+    if any(np.ndim(a) for a in acts):  # a grid: a running maximum (no stack of every op's array)
+        largest = functools.reduce(np.maximum, [np.asarray(a, dtype=np.float64) for a in acts])
+    else:  # one scenario: the largest number
+        largest = np.float64(max(acts))
     return (largest + tokens_mb * d_model * act_bytes_per_elem) / tokens_mb * PREFILL_CHUNK_TOKENS
 
 

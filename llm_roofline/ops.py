@@ -8,7 +8,8 @@ chip for one instance of the op (one layer): weights read, activations read + wr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 
@@ -35,7 +36,15 @@ class Op:
     shards: float = 1  # chips that split this op's work (sharding.shard_count of the style)
     stored_bytes: float = 0.0  # weight bytes this op keeps resident on one chip (all experts), for memory
     compute_dtype: str = "bf16"  # 'vector' for work outside the matrix units
-    formula: str = ""
+    # the arithmetic with its numbers (--explain), or a function that writes it: formatted when read (op.formula)
+    text: "str | Callable[[], str]" = field(default="", repr=False, compare=False)
+
+    @property
+    def formula(self) -> str:
+        return self.text if isinstance(self.text, str) else self.text()
+
+    def __getstate__(self):  # pickled and copied with its formula written out (a function may not pickle)
+        return {**self.__dict__, "text": self.formula}
 
     @property
     def hbm_bytes(self) -> np.ndarray:
@@ -63,11 +72,11 @@ def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_ele
     flops = t * (2.0 * k * n * n_matrices)  # scalars first: one pass over the grid
     weight_bytes = m_read * (k * n * bits_per_weight / 8 + (n * act_bytes_per_elem if bias else 0.0))
     act = t * ((k + n) * act_bytes_per_elem * n_matrices)
-    formula = f"2*T*k*n*{n_matrices:g} with T={short_number(t)}, k={k:g}, n={n:g}{formula_note}"
+    formula = lambda: f"2*T*k*n*{n_matrices:g} with T={short_number(t)}, k={k:g}, n={n:g}{formula_note}"  # noqa: E731
     stored = n_stored * (k * n * bits_per_weight / 8 + (n * act_bytes_per_elem if bias else 0.0))
     rows = t if rows_per_matrix is None else f64(rows_per_matrix)
     return Op(name, group, "gemm", count, flops, f64(weight_bytes), act,
-              tokens=rows, compute_dtype=compute_dtype, formula=formula, stored_bytes=float(stored), style=style,
+              tokens=rows, compute_dtype=compute_dtype, text=formula, stored_bytes=float(stored), style=style,
               shards=shards)
 
 
@@ -122,13 +131,14 @@ def attention(name, group, count, *, batch, q_len, kv_len, n_heads, n_kv_heads, 
     if not fused:
         act = act + 4.0 * b * n_heads * q * kv_eff * score_bytes_per_elem
     mode = "causal" if causal else "full"
-    formula = (f"2*B*H*pairs*(dqk+dv) with B={short_number(b)}, H={n_heads:g}, pairs={short_number(pairs)} ({mode}"
-               f"{', ' + window_label + ' ' + str(window) if window else ''}"
-               f"{', 1 entry per ' + str(compress_rate) + ' tokens' if compress_rate != 1 else ''}), dqk={qk_dim:g}, "
-               f"dv={v_dim:g}; KV read {short_number(kv_eff)} {'entries' if compress_rate != 1 else 'tokens'} x "
-               f"{kv_elems_per_token:g} elems")
+    formula = lambda: (  # noqa: E731 (written when read)
+        f"2*B*H*pairs*(dqk+dv) with B={short_number(b)}, H={n_heads:g}, pairs={short_number(pairs)} ({mode}"
+        f"{', ' + window_label + ' ' + str(window) if window else ''}"
+        f"{', 1 entry per ' + str(compress_rate) + ' tokens' if compress_rate != 1 else ''}), dqk={qk_dim:g}, "
+        f"dv={v_dim:g}; KV read {short_number(kv_eff)} {'entries' if compress_rate != 1 else 'tokens'} x "
+        f"{kv_elems_per_token:g} elems")
     return Op(name, group, "attention", count, flops, ZERO, act, kv_bytes, tokens=b * q,
-              compute_dtype=compute_dtype, formula=formula, style=style, shards=shards)
+              compute_dtype=compute_dtype, text=formula, style=style, shards=shards)
 
 
 def recurrent_scan(name, group, count, *, batch, q_len, n_heads, head_dim, state_dim, flops_per_state_elem,
@@ -152,11 +162,12 @@ def recurrent_scan(name, group, count, *, batch, q_len, n_heads, head_dim, state
     flops = b * (q * (flops_per_state_elem * state_elems) + intra_pairs * (2.0 * n_heads * (head_dim + state_dim)))
     state_bytes = b * (2.0 * state_elems * state_bytes_per_elem)  # (B, H, hd, ds): read + written
     act = b * q * (act_in_elems_per_token + act_out_elems_per_token) * act_bytes_per_elem
-    formula = (f"B*H*(q*{flops_per_state_elem:g}*hd*ds + [q>1]*q*(min(q,L)+1)/2*2*(hd+ds)) with B={short_number(b)}, "
-               f"q={short_number(q)}, H={n_heads:g}, hd={head_dim:g}, ds={state_dim:g}, L={chunk_tokens:g}; state "
-               f"{state_elems:g} elems/seq read + written")
+    formula = lambda: (  # noqa: E731 (written when read)
+        f"B*H*(q*{flops_per_state_elem:g}*hd*ds + [q>1]*q*(min(q,L)+1)/2*2*(hd+ds)) with B={short_number(b)}, "
+        f"q={short_number(q)}, H={n_heads:g}, hd={head_dim:g}, ds={state_dim:g}, L={chunk_tokens:g}; state "
+        f"{state_elems:g} elems/seq read + written")
     return Op(name, group, "attention", count, flops, ZERO, act, state_bytes, tokens=b * q,
-              compute_dtype=compute_dtype, formula=formula, style=style, shards=shards)
+              compute_dtype=compute_dtype, text=formula, style=style, shards=shards)
 
 
 def causal_conv1d(name, group, count, *, batch, q_len, channels, kernel, act_bytes_per_elem, state_bytes_per_elem,
@@ -172,8 +183,8 @@ def causal_conv1d(name, group, count, *, batch, q_len, channels, kernel, act_byt
     return Op(name, group, "elementwise", count, elems * (2.0 * kernel + 1), f64(weight_bytes),
               elems * (2 * act_bytes_per_elem), state_bytes, tokens=t, compute_dtype="vector", style=style,
               shards=shards, stored_bytes=float(weight_bytes),
-              formula=f"(2*K+1) FLOP/elem over T={short_number(t)} x {channels:g} channels, K={kernel:g}; conv state "
-                      f"{(kernel - 1) * channels:g} elems/seq read + written")
+              text=lambda: (f"(2*K+1) FLOP/elem over T={short_number(t)} x {channels:g} channels, K={kernel:g}; "
+                            f"conv state {(kernel - 1) * channels:g} elems/seq read + written"))
 
 
 def kv_write(name, group, count, *, tokens, kv_elems_per_token, act_bytes_per_elem, kv_bytes_per_elem,
@@ -183,7 +194,7 @@ def kv_write(name, group, count, *, tokens, kv_elems_per_token, act_bytes_per_el
     elems = t * kv_elems_per_token
     return Op(name, group, "elementwise", count, elems * 0.0, ZERO, elems * act_bytes_per_elem,
               elems * kv_bytes_per_elem, tokens=t, compute_dtype="vector", style=style, shards=shards,
-              formula=f"copy T={short_number(t)} x {kv_elems_per_token:g} elems into the KV cache")
+              text=lambda: f"copy T={short_number(t)} x {kv_elems_per_token:g} elems into the KV cache")
 
 
 def elementwise(name, group, count, *, tokens, elems, flops_per_elem, reads, writes, act_bytes_per_elem,
@@ -196,9 +207,10 @@ def elementwise(name, group, count, *, tokens, elems, flops_per_elem, reads, wri
     e = f64(elems)
     flops = flops_per_elem * e
     act = e * ((reads + writes) * act_bytes_per_elem)
-    formula = f"{flops_per_elem:g} FLOP/elem over {short_number(e)} elems, {reads:g} reads + {writes:g} writes"
+    formula = lambda: (  # noqa: E731 (written when read)
+        f"{flops_per_elem:g} FLOP/elem over {short_number(e)} elems, {reads:g} reads + {writes:g} writes")
     return Op(name, group, kind, count, flops, f64(weight_bytes), act,
-              tokens=f64(tokens), compute_dtype="vector", formula=formula,
+              tokens=f64(tokens), compute_dtype="vector", text=formula,
               stored_bytes=stored_bytes, style=style, shards=shards)
 
 
@@ -210,14 +222,14 @@ def embedding(name, group, *, tokens, d_model, table_rows, weight_bytes_per_elem
     return Op(name, group, "embedding", 1, t * 0.0, t * d_model * weight_bytes_per_elem * lookups / vocab_split,
               t * d_model * act_bytes_per_elem, tokens=t, compute_dtype="vector", style=style, shards=shards,
               stored_bytes=table_rows * d_model * weight_bytes_per_elem / vocab_split,
-              formula=f"gather T={short_number(t)} rows of {d_model:g} elems")
+              text=lambda: f"gather T={short_number(t)} rows of {d_model:g} elems")
 
 
 def collective(name, group, count, *, kind, buffer_bytes, chips, tokens=ZERO) -> Op:
     """A collective over `chips` chips on a buffer of buffer_bytes per chip (its cost: sharding.py)."""
     v = f64(buffer_bytes)
     return Op(name, group, "collective", count, v * 0.0, comm_bytes=v, collective=kind, group_chips=chips,
-              tokens=f64(tokens), formula=f"{kind} of {short_number(v)} B over {chips} chips")
+              tokens=f64(tokens), text=lambda: f"{kind} of {short_number(v)} B over {chips} chips")
 
 
 def expected_distinct_experts(n_experts, top_k, tokens):

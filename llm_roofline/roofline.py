@@ -408,10 +408,14 @@ def bound_shares(stacks) -> dict[str, np.ndarray]:
     for p in stacks:
         c, m, k = p.t_compute_s, p.t_memory_s, p.t_comm_s
         which = np.where(k > np.maximum(c, m), 2, np.where(m > c, 1, 0))  # the index bound_of takes
+        if which.ndim == 1 and np.ndim(p.t_s) == 1:  # one number per part: added as Python floats, each to its term
+            for i, t in zip(which.tolist(), p.t_s.tolist()):
+                shares[TERMS[i]] = shares[TERMS[i]] + t
+            continue
         for i, b in enumerate(TERMS):
             for row in np.where(which == i, p.t_s, 0.0):
                 shares[b] = shares[b] + row
-    return shares
+    return {b: np.float64(v) if isinstance(v, float) else v for b, v in shares.items()}
 
 
 def stacked(values: list, shape: tuple) -> np.ndarray:

@@ -7,7 +7,7 @@ from llm_roofline import load_chip
 from llm_roofline.roofline import score_ops
 from llm_roofline.graph import Dtypes, Phase, build_ops
 from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
-from llm_roofline.ops import causal_pairs, expected_distinct_experts
+from llm_roofline.ops import causal_pairs, expected_distinct_experts, gemm
 from llm_roofline.sharding import Sharding
 
 
@@ -172,3 +172,15 @@ def test_mixed_step_is_a_decode_step_plus_a_prefill_chunk():
     assert float(decode.flops) == pytest.approx(flops(dec_ops), rel=1e-12)
     assert float(mixed.weight_bytes) == pytest.approx(float(decode.weight_bytes) + 524_288, rel=1e-12)
     assert float(mixed.times.t_s) > float(decode.times.t_s)
+
+
+def test_an_ops_formula_is_written_when_read_and_pickles_as_text():
+    # build_ops leaves each formula to a function (issue 17: most estimates never show one); op.formula writes it,
+    # and a pickled or copied op carries the text
+    import copy
+    import pickle
+
+    op = gemm("ffn.up", "dense", 1, tokens=np.float64(3), k=4096, n=1024, bits_per_weight=4, act_bytes_per_elem=2)
+    assert callable(op.text) and op.formula == "2*T*k*n*1 with T=3, k=4096, n=1024"
+    for other in (pickle.loads(pickle.dumps(op)), copy.deepcopy(op)):
+        assert other.text == op.formula and other == op
