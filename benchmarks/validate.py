@@ -44,13 +44,14 @@ from llm_roofline.hardware import load_chip  # noqa: E402
 DEFAULT_DATA = ROOT.parent / "shared" / "calibration"
 CHIPS_DIR = ROOT / "llm_roofline" / "hardware" / "chips"
 VIDUR_GPUS = {"a100-80gb": "a100", "h100-sxm": "h100"}
-LOGO_DONOR = {"h100-sxm": "h200", "h200": "h100-sxm", "b200": "h200", "a100-80gb": "h100-sxm", "l40s": "a100-80gb"}
-LOGO_FAMILIES = ("gemm", "gemm_fp8", "moe", "attention", "attention_decode")
+LOGO_DONOR = {"h100-sxm": "h200", "h200": "h100-sxm", "b200": "gb200", "gb200": "b200", "a100-80gb": "h100-sxm",
+              "l40s": "a100-80gb"}
+LOGO_FAMILIES = ("gemm", "gemm_fp8", "moe", "attention", "attention_decode", "attention_decode_fp8")
 TARGETS = {"median": 10.0, "p90": 25.0, "logo_median": 15.0}
 LLM_SHAPES = "n,k>=1k"
 BUCKET_ORDER = ("M<=64", "M<=1k", "M>1k", LLM_SHAPES, "L<=1k", "L<=8k", "L>8k", "<=1MB", "<=100MB", ">100MB", "<=64KiB", "<=8MiB",
                 ">8MiB")
-TARGET_FAMILIES = ("gemm", "gemm_fp8", "moe", "attention", "attention_decode", "collective")
+TARGET_FAMILIES = ("gemm", "gemm_fp8", "moe", "attention", "attention_decode", "attention_decode_fp8", "collective")
 
 
 def bucket(df: pd.DataFrame) -> np.ndarray:
@@ -64,7 +65,7 @@ def bucket(df: pd.DataFrame) -> np.ndarray:
         return np.select([x <= edges[0], x <= edges[1]], names[:2], names[2])
 
     return np.select(
-        [fam == "attention", fam == "attention_decode", fam == "collective"],
+        [fam == "attention", np.isin(fam, ("attention_decode", "attention_decode_fp8")), fam == "collective"],
         [cut(seq, (1024, 8192), ("L<=1k", "L<=8k", "L>8k")),
          cut(b, (1e6, 1e8), ("<=1MB", "<=100MB", ">100MB")),
          cut(b, (65536, 8 * 2**20), ("<=64KiB", "<=8MiB", ">8MiB"))],

@@ -5,6 +5,7 @@ read from the chip TOML's `[efficiency.*]` tables (fitted by the calibrate packa
 The model (per chip and op family; a few parameters, each with a physical meaning), T = op.tokens::
 
     eff.compute    = compute_max * f(T, compute_tokens_half) * f(L, compute_keys_half) * f(X, compute_elems_half)
+                     * f(N, compute_cols_half) * f(D, compute_dim_half)
                      f(x, h) = x / (x + h)  (a factor is 1 when its h is 0 or x is unknown)
     eff.memory(T)  = memory_max * T / sqrt(T**2 + memory_tokens_half**2)   fraction of peak HBM bandwidth
     eff.comm       = comm_max                                              fraction of link bandwidth (beta)
@@ -21,23 +22,28 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
     gemm_fp8          kind='gemm', fp8/int8 compute      vLLM CUTLASS fp8 GEMMs (gemm_perf, fp8 per-tensor)
     moe               expert GEMMs (style 'expert')      vLLM fused-MoE block (moe_perf, bf16, balanced)
     attention         attn.core, prefill                 causal FlashAttention (context_attention_perf)
-    attention_decode  attn.core reading a KV cache       FlashAttention decode (generation_attention_perf)
-                      larger than its Q/O traffic
+    attention_decode  attn.core reading a KV cache       FlashAttention decode (generation_attention_perf),
+                      larger than its Q/O traffic        bf16 KV cache
+    attention_decode_fp8  the same, KV cache in <= 8 bits  the fp8 KV cache rows (dequantized in the inner loop)
     elementwise, activation, rope, norm, embedding       Vidur's PyTorch kernels (A100, H100 only)
     collective        kind='collective' inside the       vLLM custom all-reduce in a CUDA graph; all_gather,
                       scale-up domain                    reduce_scatter, all_to_all, p2p borrow it;
                                                          multi-node collectives stay ideal
 
 - gemm / gemm_fp8 / moe: compute_max is what a large GEMM reaches; compute_tokens_half a padding cost (the
-  FLOP time of T + T_half rows: M padded to tiles, wave quantization); memory_max: weight streaming at
-  small T; overhead_s the launch/latency floor (moe: per grouped GEMM, two per block). T for an expert GEMM is
-  its rows per touched expert.
+  FLOP time of T + T_half rows: M padded to tiles, wave quantization) and compute_cols_half the same in N
+  (op.gemm_n, the output columns of one kernel: narrow outputs fill few tiles and SMs; fp8 kernels use wider
+  tiles than bf16 ones); memory_max: weight streaming at small T; overhead_s the launch/latency floor (moe:
+  per grouped GEMM, two per block). T for an expert GEMM is its rows per touched expert. fp8 GEMMs
+  (gemm_fp8) have their own fit of every parameter: other kernels, tiles and epilogues than bf16.
 - Weight-only quantized GEMMs (weights narrower than the compute dtype: int4/int8/fp8 weights, bf16 compute)
   run dequantizing kernels: the packed-weight read plus a dequant cost on the vector units, never the padded
   rows (dequant_efficiency).
 - attention (prefill): L = keys per query (causal: (q+1)/2 + prefix) and X = Q+O elements B*q*H*(dqk+dv),
-  both read back from the op's counts (attention_shape): short sequences waste FlashAttention's diagonal
-  tiles, few heads x sequences leave SMs idle. attention_decode: the KV stream at memory_max plus a floor
+  both read back from the op's counts (attention_shape), and D = op.head_dim: short sequences waste
+  FlashAttention's diagonal tiles, few heads x sequences leave SMs idle, small heads spend more of each tile
+  on the softmax (exp, max, rescale per score: work per score fixed, matmul work per score ~ D).
+  attention_decode (attention_decode_fp8 for 8-bit KV caches): the KV stream at memory_max plus a floor
   overhead_s + overhead_per_kv_row_byte_s * R, R = KV bytes of one context position over the batch
   (B*n_kv*(dqk+dv)*e_kv: grows with batch x KV heads). Decode efficiency never depends on the KV length,
   so within a decode stretch every op's compute and memory times stay affine in the context length and
@@ -72,11 +78,13 @@ from .units import DTYPE_BITS
 if TYPE_CHECKING:
     from .ops import Op
 
-FAMILIES = ("gemm", "gemm_fp8", "moe", "attention", "attention_decode", "elementwise", "activation", "rope",
-            "norm", "embedding", "collective")
+FAMILIES = ("gemm", "gemm_fp8", "moe", "attention", "attention_decode", "attention_decode_fp8", "elementwise",
+            "activation", "rope", "norm", "embedding", "collective")
 FP8_COMPUTE = ("fp8", "int8", "fp4", "int4")  # GEMMs computing in these run the 8-bit (and narrower) kernels
 # a family without its own fit borrows: family -> the family it falls back to (and says so)
-BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "attention_decode": "attention"}
+BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "attention_decode_fp8": "attention_decode",
+           "attention_decode": "attention"}
+KV8_BITS = 8.0  # a KV cache stored in this many bits or fewer (fp8, int8) decodes with the attention_decode_fp8 fit
 
 
 # =============================================================================== parameters
@@ -92,6 +100,8 @@ class FamilyFit:
     overhead_s: float = 0.0  # fixed time per kernel, >= 0
     compute_keys_half: float = 0.0  # attention: keys per query at which the key factor is 1/2, >= 0
     compute_elems_half: float = 0.0  # attention: Q+O elements at which the occupancy factor is 1/2, >= 0
+    compute_cols_half: float = 0.0  # GEMM: output columns N at which the column factor is 1/2 (N tiles), >= 0
+    compute_dim_half: float = 0.0  # attention: head_dim at which the head-dim factor is 1/2, >= 0
     overhead_per_kv_row_byte_s: float = 0.0  # decode attention: floor per byte of one context position's K,V over the batch
     err_p10: float = 1.0  # held-out measured / predicted, 10th percentile (uncertainty band), > 0
     err_p90: float = 1.0  # held-out measured / predicted, 90th percentile, > 0
@@ -103,17 +113,20 @@ class FamilyFit:
             if not (isinstance(v, (int, float)) and 0 < v <= 1):
                 raise ChipError(f"efficiency {name} must be in (0, 1], got {v!r}")
         for name in ("compute_tokens_half", "memory_tokens_half", "overhead_s", "compute_keys_half",
-                     "compute_elems_half", "overhead_per_kv_row_byte_s", "err_p10", "err_p90"):
+                     "compute_elems_half", "compute_cols_half", "compute_dim_half", "overhead_per_kv_row_byte_s",
+                     "err_p10", "err_p90"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise ChipError(f"efficiency {name} must be a finite number >= 0, got {v!r}")
 
-    def compute(self, tokens, keys=0.0, elems=0.0) -> np.ndarray:
-        """compute_max * f(T, compute_tokens_half) * f(keys, compute_keys_half) * f(elems, compute_elems_half),
-        f(x, h) = x / (x + h); a factor whose x <= 0 (unknown) or h = 0 is 1."""
+    def compute(self, tokens, keys=0.0, elems=0.0, cols=0.0, dim=0.0) -> np.ndarray:
+        """compute_max * f(T, compute_tokens_half) * f(keys, compute_keys_half) * f(elems, compute_elems_half)
+        * f(cols, compute_cols_half) * f(dim, compute_dim_half), f(x, h) = x / (x + h); a factor whose x <= 0
+        (unknown) or h = 0 is 1."""
         out = np.float64(self.compute_max)
         for x, half in ((tokens, self.compute_tokens_half), (keys, self.compute_keys_half),
-                        (elems, self.compute_elems_half)):
+                        (elems, self.compute_elems_half), (cols, self.compute_cols_half),
+                        (dim, self.compute_dim_half)):
             if half > 0:
                 out = out * _saturation(x, half)
         return out
@@ -126,12 +139,13 @@ class FamilyFit:
         return np.where(known, self.memory_max * tt / np.hypot(tt, self.memory_tokens_half), self.memory_max)
 
     def efficiency(self, tokens=0.0, kernels=1.0, label: str = "calibrated", keys=0.0, elems=0.0,
-                   kv_row_bytes=0.0) -> Efficiency:
-        """The Efficiency at T = tokens (attention: also keys per query, Q+O elements and, for decode, the KV
-        bytes of one context position over the batch); overhead (overhead_s + overhead_per_kv_row_byte_s *
-        kv_row_bytes) once per kernel."""
+                   kv_row_bytes=0.0, cols=0.0, dim=0.0) -> Efficiency:
+        """The Efficiency at T = tokens (GEMM: also its output columns; attention: keys per query, Q+O
+        elements, head_dim and, for decode, the KV bytes of one context position over the batch); overhead
+        (overhead_s + overhead_per_kv_row_byte_s * kv_row_bytes) once per kernel."""
         ovh = self.overhead_s + self.overhead_per_kv_row_byte_s * np.asarray(kv_row_bytes, dtype=np.float64)
-        return Efficiency(compute=self.compute(tokens, keys, elems), memory=self.memory(tokens), comm=self.comm_max,
+        return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim), memory=self.memory(tokens),
+                          comm=self.comm_max,
                           overhead_s=ovh * np.asarray(kernels, dtype=np.float64), label=label)
 
     def params(self) -> dict[str, float]:
@@ -147,7 +161,8 @@ def _saturation(x, half: float) -> np.ndarray:
 
 
 PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_half", "comm_max", "overhead_s",
-          "compute_keys_half", "compute_elems_half", "overhead_per_kv_row_byte_s", "err_p10", "err_p90")
+          "compute_keys_half", "compute_elems_half", "compute_cols_half", "compute_dim_half",
+          "overhead_per_kv_row_byte_s", "err_p10", "err_p90")
 IDEAL_FIT = FamilyFit(fitted_on="ideal roofline")
 # TPU: not calibrated. compute 0.95: the book ("How to Scale Your Model", Part 1 footnote: "H100 and B200
 # usually only achieve 80-85% of the claimed peak FLOPs, while TPUs reach 95% in normal use"). memory and
@@ -174,7 +189,9 @@ def family_of(op: "Op") -> str:
             return "gemm_fp8"
         return "moe" if op.style == "expert" else "gemm"
     if op.kind == "attention":
-        return "attention_decode" if is_decode_attention(op) else "attention"
+        if not is_decode_attention(op):
+            return "attention"
+        return "attention_decode_fp8" if 0 < getattr(op, "kv_bits", 0.0) <= KV8_BITS else "attention_decode"
     if op.kind in ("norm", "embedding", "collective"):
         return op.kind
     name = op.name.rsplit(".", 1)[-1]
@@ -221,8 +238,9 @@ class CalibratedModel:
         if fam == "gemm" and weight_only_quantized(op):
             return dequant_efficiency(p, op, chip, self.label)
         if op.kind == "attention":
-            return p.efficiency(0.0, label=self.label, **attention_shape(op, decode=fam == "attention_decode"))
-        return p.efficiency(op.tokens, label=self.label)
+            return p.efficiency(0.0, label=self.label, dim=getattr(op, "head_dim", 0.0),
+                                **attention_shape(op, decode=fam != "attention"))
+        return p.efficiency(op.tokens, label=self.label, cols=getattr(op, "gemm_n", 0.0) if op.kind == "gemm" else 0.0)
 
 
 # =============================================================================== attention shape

@@ -36,6 +36,11 @@ class Op:
     stored_bytes: float = 0.0  # weight bytes this op keeps resident on one chip (all experts), for memory
     compute_dtype: str = "bf16"  # 'vector' for work outside the matrix units
     formula: str = ""
+    # kernel shape features the calibrated efficiency model keys off (efficiency.py); 0 = unknown
+    gemm_n: float = 0.0  # GEMM: output columns of one kernel (n per chip): tile padding in N, tiles per wave
+    weight_bits: float = 0.0  # GEMM: bits per stored weight element (weight-only quantization)
+    head_dim: float = 0.0  # attention: (dqk + dv) / 2
+    kv_bits: float = 0.0  # attention: bits per cached K/V element (8: an fp8 / int8 KV cache)
 
     @property
     def hbm_bytes(self) -> np.ndarray:
@@ -68,7 +73,7 @@ def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_ele
     rows = t if rows_per_matrix is None else np.asarray(rows_per_matrix, dtype=np.float64)
     return Op(name, group, "gemm", count, flops, np.asarray(weight_bytes, dtype=np.float64), act,
               tokens=rows, compute_dtype=compute_dtype, formula=formula, stored_bytes=float(stored), style=style,
-              shards=shards)
+              shards=shards, gemm_n=float(n), weight_bits=float(bits_per_weight))
 
 
 def causal_pairs(q_len, kv_len, window=None):
@@ -128,7 +133,8 @@ def attention(name, group, count, *, batch, q_len, kv_len, n_heads, n_kv_heads, 
                f"dv={v_dim:g}; KV read {short_number(kv_eff)} {'entries' if compress_rate != 1 else 'tokens'} x "
                f"{kv_elems_per_token:g} elems")
     return Op(name, group, "attention", count, flops, ZERO, act, kv_bytes, tokens=b * q,
-              compute_dtype=compute_dtype, formula=formula, style=style, shards=shards)
+              compute_dtype=compute_dtype, formula=formula, style=style, shards=shards,
+              head_dim=(qk_dim + v_dim) / 2.0, kv_bits=8.0 * kv_bytes_per_elem)
 
 
 def recurrent_scan(name, group, count, *, batch, q_len, n_heads, head_dim, state_dim, flops_per_state_elem,

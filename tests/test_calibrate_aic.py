@@ -38,7 +38,9 @@ def test_attention_rows(rows):
     # decode, batch 16, KV 1 + 1023 = 1024: flops 16*1024 * 2*32 * 256 = 268,435,456; Q/O 16*32*256*2 = 262,144 B
     # KV bf16 16*1024*8*256*2 = 67,108,864 (-> 67,371,008), fp8 half of it (-> 33,816,576)
     assert set(d.flops) == {268_435_456} and sorted(d["bytes"]) == [33_816_576, 67_371_008]
-    assert set(d.fam) == {"attention_decode"}
+    # the fp8 KV cache decodes with its own fit (attention_decode_fp8), the bf16 one with attention_decode
+    assert dict(zip(d["bytes"], d.fam)) == {33_816_576: "attention_decode_fp8", 67_371_008: "attention_decode"}
+    assert set(d.head_dim) == {128} and sorted(d.kv_bits) == [8, 16]
 
 
 def test_allreduce_rows_keep_the_cuda_graph_backend(rows):
@@ -65,9 +67,10 @@ def test_moe_block_rows(rows):
     assert len(m) == 4 and set(m.fam) == {"moe"} and set(m.kernels) == {2.0}
     one = m.iloc[0]
     # 1 token, top-2 of 8 experts (Mixtral shape h = 4096, i = 14336): 2 assignments on 2 touched experts,
-    # 1 row each; flops 6 * 2 * 4096 * 14336 = 704,643,072; bytes (2 * 3*4096*14336 + 2 * (2*4096 + 3*14336)) * 2
-    # = (352,321,536 + 102,400) * 2 = 704,847,872; latency 0.258741 ms
-    assert (one.m, one.flops, one["bytes"]) == (1.0, 704_643_072, 704_847_872)
+    # 1 row each; flops 6 * 2 * 4096 * 14336 = 704,643,072; bytes: weights 2 * 3*4096*14336, the local rows'
+    # GEMM inputs 2 * (4096 + 14336), the 2 walked rows 2 * (5*14336 + 2*4096):
+    # (352,321,536 + 36,864 + 159,744) * 2 = 705,036,288; latency 0.258741 ms
+    assert (one.m, one.flops, one["bytes"]) == (1.0, 704_643_072, 705_036_288)
     assert one.measured_s == pytest.approx(0.258741e-3, rel=1e-5)
     # 256 tokens: 512 assignments over all 8 experts -> 64 rows per expert
     assert 64.0 in set(m.m)
