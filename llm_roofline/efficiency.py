@@ -102,7 +102,12 @@ class FamilyFit:
     compute_elems_half: float = 0.0  # attention: Q+O elements at which the occupancy factor is 1/2, >= 0
     compute_cols_half: float = 0.0  # GEMM: output columns N at which the column factor is 1/2 (N tiles), >= 0
     compute_dim_half: float = 0.0  # attention: head_dim at which the head-dim factor is 1/2, >= 0
+    compute_group_half: float = 0.0  # attention: query heads per K/V head at which the group factor is 1/2, >= 0
     overhead_per_kv_row_byte_s: float = 0.0  # decode attention: floor per byte of one context position's K,V over the batch
+    overhead_per_output_elem_s: float = 0.0  # GEMM: epilogue time per output element (T * N), not overlapped, >= 0
+    overhead_per_token_s: float = 0.0  # fp8 GEMM: time per row T (the activations' dynamic quantization), >= 0
+    overhead_per_walked_elem_s: float = 0.0  # moe: time per element (K + N per row) of the routed rows a fused
+    #   expert kernel walks without computing them (experts held on other chips, tokens not dispatched), >= 0
     err_p10: float = 1.0  # held-out measured / predicted, 10th percentile (uncertainty band), > 0
     err_p90: float = 1.0  # held-out measured / predicted, 90th percentile, > 0
     fitted_on: str = ""
@@ -113,20 +118,22 @@ class FamilyFit:
             if not (isinstance(v, (int, float)) and 0 < v <= 1):
                 raise ChipError(f"efficiency {name} must be in (0, 1], got {v!r}")
         for name in ("compute_tokens_half", "memory_tokens_half", "overhead_s", "compute_keys_half",
-                     "compute_elems_half", "compute_cols_half", "compute_dim_half", "overhead_per_kv_row_byte_s",
-                     "err_p10", "err_p90"):
+                     "compute_elems_half", "compute_cols_half", "compute_dim_half", "compute_group_half",
+                     "overhead_per_kv_row_byte_s",
+                     "overhead_per_output_elem_s", "overhead_per_token_s", "overhead_per_walked_elem_s", "err_p10",
+                     "err_p90"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise ChipError(f"efficiency {name} must be a finite number >= 0, got {v!r}")
 
-    def compute(self, tokens, keys=0.0, elems=0.0, cols=0.0, dim=0.0) -> np.ndarray:
+    def compute(self, tokens, keys=0.0, elems=0.0, cols=0.0, dim=0.0, group=0.0) -> np.ndarray:
         """compute_max * f(T, compute_tokens_half) * f(keys, compute_keys_half) * f(elems, compute_elems_half)
-        * f(cols, compute_cols_half) * f(dim, compute_dim_half), f(x, h) = x / (x + h); a factor whose x <= 0
-        (unknown) or h = 0 is 1."""
+        * f(cols, compute_cols_half) * f(dim, compute_dim_half) * f(group, compute_group_half),
+        f(x, h) = x / (x + h); a factor whose x <= 0 (unknown) or h = 0 is 1."""
         out = np.float64(self.compute_max)
         for x, half in ((tokens, self.compute_tokens_half), (keys, self.compute_keys_half),
                         (elems, self.compute_elems_half), (cols, self.compute_cols_half),
-                        (dim, self.compute_dim_half)):
+                        (dim, self.compute_dim_half), (group, self.compute_group_half)):
             if half > 0:
                 out = out * _saturation(x, half)
         return out
@@ -139,12 +146,19 @@ class FamilyFit:
         return np.where(known, self.memory_max * tt / np.hypot(tt, self.memory_tokens_half), self.memory_max)
 
     def efficiency(self, tokens=0.0, kernels=1.0, label: str = "calibrated", keys=0.0, elems=0.0,
-                   kv_row_bytes=0.0, cols=0.0, dim=0.0) -> Efficiency:
+                   kv_row_bytes=0.0, cols=0.0, dim=0.0, out_elems=0.0, group=0.0, walked=0.0) -> Efficiency:
         """The Efficiency at T = tokens (GEMM: also its output columns; attention: keys per query, Q+O
         elements, head_dim and, for decode, the KV bytes of one context position over the batch); overhead
-        (overhead_s + overhead_per_kv_row_byte_s * kv_row_bytes) once per kernel."""
+        (overhead_s + overhead_per_kv_row_byte_s * kv_row_bytes + overhead_per_output_elem_s * out_elems) once
+        per kernel."""
         ovh = self.overhead_s + self.overhead_per_kv_row_byte_s * np.asarray(kv_row_bytes, dtype=np.float64)
-        return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim), memory=self.memory(tokens),
+        if self.overhead_per_output_elem_s:
+            ovh = ovh + self.overhead_per_output_elem_s * np.asarray(out_elems, dtype=np.float64)
+        if self.overhead_per_walked_elem_s:
+            ovh = ovh + self.overhead_per_walked_elem_s * np.asarray(walked, dtype=np.float64)
+        if self.overhead_per_token_s:
+            ovh = ovh + self.overhead_per_token_s * np.maximum(np.asarray(tokens, dtype=np.float64), 0.0)
+        return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group), memory=self.memory(tokens),
                           comm=self.comm_max,
                           overhead_s=ovh * np.asarray(kernels, dtype=np.float64), label=label)
 
@@ -161,8 +175,9 @@ def _saturation(x, half: float) -> np.ndarray:
 
 
 PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_half", "comm_max", "overhead_s",
-          "compute_keys_half", "compute_elems_half", "compute_cols_half", "compute_dim_half",
-          "overhead_per_kv_row_byte_s", "err_p10", "err_p90")
+          "compute_keys_half", "compute_elems_half", "compute_cols_half", "compute_dim_half", "compute_group_half",
+          "overhead_per_kv_row_byte_s", "overhead_per_output_elem_s", "overhead_per_token_s",
+          "overhead_per_walked_elem_s", "err_p10", "err_p90")
 IDEAL_FIT = FamilyFit(fitted_on="ideal roofline")
 # TPU: not calibrated. compute 0.95: the book ("How to Scale Your Model", Part 1 footnote: "H100 and B200
 # usually only achieve 80-85% of the claimed peak FLOPs, while TPUs reach 95% in normal use"). memory and
@@ -239,8 +254,19 @@ class CalibratedModel:
             return dequant_efficiency(p, op, chip, self.label)
         if op.kind == "attention":
             return p.efficiency(0.0, label=self.label, dim=getattr(op, "head_dim", 0.0),
+                                group=getattr(op, "q_per_kv", 0.0),
                                 **attention_shape(op, decode=fam != "attention"))
-        return p.efficiency(op.tokens, label=self.label, cols=getattr(op, "gemm_n", 0.0) if op.kind == "gemm" else 0.0)
+        if op.kind == "gemm":
+            n = getattr(op, "gemm_n", 0.0)
+            walked = getattr(op, "walked_rows", 0.0) * (getattr(op, "gemm_k", 0.0) + n) if fam == "moe" else 0.0
+            return p.efficiency(op.tokens, label=self.label, cols=n, out_elems=gemm_output_elems(op, n), walked=walked)
+        return p.efficiency(op.tokens, label=self.label)
+
+
+def gemm_output_elems(op: "Op", n: float) -> np.ndarray:
+    """T * N: the output elements one GEMM kernel writes (its epilogue; expert GEMMs: rows per expert x N, which
+    the moe family does not use)."""
+    return np.asarray(op.tokens, dtype=np.float64) * n
 
 
 # =============================================================================== attention shape

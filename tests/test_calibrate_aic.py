@@ -67,10 +67,9 @@ def test_moe_block_rows(rows):
     assert len(m) == 4 and set(m.fam) == {"moe"} and set(m.kernels) == {2.0}
     one = m.iloc[0]
     # 1 token, top-2 of 8 experts (Mixtral shape h = 4096, i = 14336): 2 assignments on 2 touched experts,
-    # 1 row each; flops 6 * 2 * 4096 * 14336 = 704,643,072; bytes: weights 2 * 3*4096*14336, the local rows'
-    # GEMM inputs 2 * (4096 + 14336), the 2 walked rows 2 * (5*14336 + 2*4096):
-    # (352,321,536 + 36,864 + 159,744) * 2 = 705,036,288; latency 0.258741 ms
-    assert (one.m, one.flops, one["bytes"]) == (1.0, 704_643_072, 705_036_288)
+    # 1 row each; flops 6 * 2 * 4096 * 14336 = 704,643,072; bytes (2 * 3*4096*14336 + 2 * (2*4096 + 3*14336)) * 2
+    # = (352,321,536 + 102,400) * 2 = 704,847,872; latency 0.258741 ms; no expert parallelism: nothing walked
+    assert (one.m, one.flops, one["bytes"], one.walked) == (1.0, 704_643_072, 704_847_872, 0.0)
     assert one.measured_s == pytest.approx(0.258741e-3, rel=1e-5)
     # 256 tokens: 512 assignments over all 8 experts -> 64 rows per expert
     assert 64.0 in set(m.m)

@@ -25,12 +25,12 @@ kernel it has. Byte accounting (e = element bytes: bf16 2, fp8 1; outputs bf16):
     moe        T tokens, hidden h, intermediate i, top-k, E experts over moe_tp x moe_ep: pairs = T*k/ep assignments
                on this GPU, touched = min(E/ep, pairs) experts, rows per expert m = pairs / touched; gated up
                (h -> 2i/tp) and down (i/tp -> h): flops 6*pairs*h*i/tp; kernels 2 (two grouped GEMMs: overhead_s
-               counts twice, as for the estimator's ops). Bytes: what vLLM's fused-MoE block moves. Every GPU holds
-               all T tokens (expert parallelism without token dispatch) and the block walks all T*k routed rows: the
-               grouped GEMMs write zeros for the rows of experts held elsewhere, the activation and the top-k sum
-               run over every row. bytes = (touched*3*h*i/tp (weights) + pairs*(h + i/tp) (GEMM inputs of the
-               local rows) + T*k*(5i/tp + 2h) (up output 2i/tp written and read, activation output i/tp, down
-               output h written and read by the sum)) * 2
+               counts twice, as for the estimator's ops); bytes (touched*3*h*i/tp + pairs*(2h + 3i/tp)) * 2.
+               Every GPU holds all T tokens (expert parallelism without token dispatch): the block receives all
+               T*k routed rows and walks the T*k - pairs of experts held elsewhere without computing them
+               (Triton fused MoE: zero-filled outputs, activation and top-k sum over every row; FlashInfer's
+               kernels on Blackwell compact them): walked = (T*k - pairs) * ((h + 2i/tp) + (i/tp + h)) elements
+               (K + N of the two GEMMs), priced by the fitted overhead_per_walked_elem_s
 
 The `model` column names a shape group for leave-one-group-out validation: GEMM (n, k), attention
 (heads, kv heads, head_dim), all-reduce the GPU count.
@@ -56,7 +56,7 @@ AIC_SOURCE = "AIConfigurator vLLM kernel tables (aiconfigurator-core 0.12.0, vLL
 AIC_TABLES = ("gemm_perf", "context_attention_perf", "generation_attention_perf", "custom_allreduce_perf", "moe_perf")
 AIC_OPS = {"gemm_bf16", "gemm_fp8", "context_attention", "generation_attention",
            "custom_allreduce", "moe"}
-AIC_COLUMNS = CSV_ORDER[:CSV_ORDER.index("flops")] + ("keys", "head_dim", "kv_bits") + CSV_ORDER[CSV_ORDER.index("flops"):]
+AIC_COLUMNS = CSV_ORDER[:CSV_ORDER.index("flops")] + ("keys", "head_dim", "kv_bits", "q_per_kv", "walked") + CSV_ORDER[CSV_ORDER.index("flops"):]
 # fp8_block (DeepGEMM / CUTLASS block-scaled, DeepSeek-style checkpoints) is left out: its rows carry a
 # ~55 us floor on H100 even at m = 1 (10x the per-tensor fp8 kernel), which no shape term explains
 _GEMM_DTYPES = {"bfloat16": ("bf16", 2.0), "fp8": ("fp8", 1.0)}
@@ -117,7 +117,7 @@ def context_rows(df: "pd.DataFrame") -> dict:
     L = df["isl"].to_numpy(np.float64)
     elems = b * L * h * 2 * d  # (B, L, H, dqk + dv): Q in, O out
     return dict(family="context_attention", op="context_attention", dtype="bf16", tp=1.0, m=b * L, elems=elems,
-                keys=(L + 1) / 2, head_dim=d, kv_bits=16.0, flops=b * L * (L + 1) / 2 * 2 * h * 2 * d,
+                keys=(L + 1) / 2, head_dim=d, kv_bits=16.0, q_per_kv=h / kvh, flops=b * L * (L + 1) / 2 * 2 * h * 2 * d,
                 bytes=elems * 2.0 + b * L * kvh * 2 * d * 2.0, model=_group(df),
                 measured_s=df["latency"].to_numpy() * 1e-3)
 
@@ -134,7 +134,7 @@ def generation_rows(df: "pd.DataFrame") -> dict:
     elems = b * h * 2 * d  # (B, 1, H, dqk + dv)
     e_kv = df["kv_cache_dtype"].map(_KV_BYTES).to_numpy(np.float64)
     return dict(family="generation_attention", op="generation_attention", dtype="bf16", tp=1.0, m=b,
-                elems=elems, keys=kv, head_dim=d, kv_bits=8.0 * e_kv, flops=b * kv * 2 * h * 2 * d,
+                elems=elems, keys=kv, head_dim=d, kv_bits=8.0 * e_kv, q_per_kv=h / kvh, flops=b * kv * 2 * h * 2 * d,
                 bytes=elems * 2.0 + b * kv * kvh * 2 * d * e_kv,
                 model=_group(df), measured_s=df["latency"].to_numpy() * 1e-3)
 
@@ -158,9 +158,9 @@ def moe_rows(df: "pd.DataFrame") -> dict:
     pairs = t * k / ep  # token-expert assignments this GPU computes (balanced routing)
     touched = np.minimum(e / ep, pairs)  # local experts that receive tokens
     i_loc = i / tp
-    walked = t * k  # routed rows the block walks: every token's k assignments, local or not
-    return dict(family="moe", op="moe", dtype="bf16", tp=1.0, m=pairs / touched, kernels=2.0, flops=6.0 * pairs * h * i_loc,
-                bytes=(touched * 3.0 * h * i_loc + pairs * (h + i_loc) + walked * (5.0 * i_loc + 2.0 * h)) * 2.0,
+    walked = (t * k - pairs) * (2.0 * h + 3.0 * i_loc)  # routed rows of experts held elsewhere, K + N elements
+    return dict(family="moe", op="moe", dtype="bf16", tp=1.0, m=pairs / touched, kernels=2.0, walked=walked,
+                flops=6.0 * pairs * h * i_loc, bytes=(touched * 3.0 * h * i_loc + pairs * (2.0 * h + 3.0 * i_loc)) * 2.0,
                 model=[f"h{a:g}_i{b:g}_k{c:g}_e{d:g}" for a, b, c, d in zip(h, i, k, e)],
                 measured_s=df["latency"].to_numpy() * 1e-3)
 

@@ -51,12 +51,16 @@ class _Terms:
     kv_row_bytes: np.ndarray | float = 0.0  # decode attention: (bytes - Q+O bytes) / keys
     cols: np.ndarray | float = 0.0  # GEMM: output columns n
     dim: np.ndarray | float = 0.0  # attention: head_dim
+    out_elems: np.ndarray | float = 0.0  # GEMM: output elements m * n
+    group: np.ndarray | float = 0.0  # attention: query heads per K/V head
+    walked: np.ndarray | float = 0.0  # moe: walked-row elements per kernel
 
     def time_s(self, p: FamilyFit) -> np.ndarray:
         """roofline.score with this family's efficiency: the calibrated (or, with IDEAL_FIT, ideal) time."""
         tokens = 0.0 if self.fam in ATTENTION else self.tokens
         eff = p.efficiency(tokens, self.kernels, keys=self.keys, elems=self.elems, kv_row_bytes=self.kv_row_bytes,
-                           cols=self.cols, dim=self.dim)
+                           cols=self.cols, dim=self.dim, out_elems=self.out_elems, group=self.group,
+                           walked=self.walked)
         if self.comm is not None:
             return score_collective(self.comm, eff).t_s
         return score(self.flops, self.bytes, peak_flops_per_s=self.peak, hbm_bytes_per_s=self.hbm,
@@ -78,13 +82,17 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     flops, nbytes = df["flops"].to_numpy(np.float64), df["bytes"].to_numpy(np.float64)
     row = 0.0
     cols = df["n"].to_numpy(np.float64) if fam in ("gemm", "gemm_fp8") else 0.0
+    out = tokens * cols
     dim = df["head_dim"].to_numpy(np.float64) if fam in ATTENTION and "head_dim" in df else 0.0
+    group = df["q_per_kv"].to_numpy(np.float64) if fam in ATTENTION and "q_per_kv" in df else 0.0
+    walked = df["walked"].to_numpy(np.float64) / kernels if fam == "moe" and "walked" in df else 0.0
     if fam in DECODE:  # KV bytes per context position over the batch, as efficiency.attention_shape
         e = df["dtype"].map(dtype_bytes).to_numpy(np.float64)
         row = np.where(keys > 0, (nbytes - elems * e) / np.where(keys > 0, keys, 1.0), 0.0)
         keys = 0.0  # decode efficiency never depends on the KV length
     return _Terms(fam, tokens, kernels, flops, nbytes, peak, chip.hbm_bytes_per_s,
-                  keys=keys if fam == "attention" else 0.0, elems=elems, kv_row_bytes=row, cols=cols, dim=dim)
+                  keys=keys if fam == "attention" else 0.0, elems=elems, kv_row_bytes=row, cols=cols, dim=dim,
+                  out_elems=out, group=group, walked=walked)
 
 
 def _collective_terms(df: "pd.DataFrame", chip: Chip) -> CollectiveTerms:
@@ -127,15 +135,17 @@ def _logit(p):
 _FREE = {
     # GEMMs: M and N padded to the kernel's tiles (and too few tiles to fill the SMs): tokens and cols halves
     "gemm": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("compute_cols_half", 128.0), ("memory_max", 0.8),
-             ("overhead_s", 5e-6)),
+             ("overhead_s", 5e-6), ("overhead_per_output_elem_s", 1e-13)),
     "gemm_fp8": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("compute_cols_half", 128.0),
-                 ("memory_max", 0.8), ("overhead_s", 5e-6)),
+                 ("memory_max", 0.8), ("overhead_s", 5e-6), ("overhead_per_output_elem_s", 1e-13),
+                 ("overhead_per_token_s", 1e-9)),
     # the fused-MoE expert block (two grouped GEMMs, kernels = 2), T = rows per touched expert
-    "moe": (("compute_max", 0.6), ("compute_tokens_half", 64.0), ("memory_max", 0.7), ("overhead_s", 1e-5)),
+    "moe": (("compute_max", 0.6), ("compute_tokens_half", 64.0), ("memory_max", 0.7), ("overhead_s", 1e-5),
+            ("overhead_per_walked_elem_s", 1e-12)),
     # causal FlashAttention prefill: compute-bound; short sequences waste the diagonal tiles (keys half),
     # few heads x sequences leave SMs idle (elems half)
     "attention": (("compute_max", 0.6), ("compute_keys_half", 500.0), ("compute_elems_half", 1e6),
-                  ("compute_dim_half", 32.0), ("overhead_s", 5e-6)),
+                  ("compute_dim_half", 32.0), ("compute_group_half", 0.5), ("overhead_s", 5e-6)),
     # decode: the KV stream at a bandwidth fraction plus a floor growing with batch x heads
     "attention_decode": (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11)),
     "attention_decode_fp8": (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11)),

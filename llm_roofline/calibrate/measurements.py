@@ -46,6 +46,9 @@ MEASURED_COLUMNS = {
              "elements B*q*H*(dqk+dv) (the occupancy and the decode floor key off it)",
     "keys": "optional, attention only: mean keys per query (causal prefill of L tokens: (L+1)/2; decode: KV length)",
     "head_dim": "optional, attention only: (dqk + dv) / 2 (the head-dim factor of prefill)",
+    "q_per_kv": "optional, attention only: query heads per K/V head (the GQA group factor of prefill)",
+    "walked": "optional, moe only: elements (K + N per row, summed over the block's kernels) of the routed rows "
+              "the fused expert kernels walk without computing them (expert parallelism, tokens not dispatched)",
     "kv_bits": "optional, decode attention only: bits per cached K/V element (8 or fewer: the attention_decode_fp8 "
                "family)",
     "flops": "optional: FLOPs of the op (GEMM default 2*m*k*n)",
@@ -91,8 +94,8 @@ def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
     if bad:
         raise RooflineError(f"{where}: unknown family {bad}; known: {', '.join(CSV_FAMILIES)}")
     df["fam"] = df["family"].map(CSV_FAMILIES)
-    for c in ("tp", "m", "k", "n", "elems", "keys", "head_dim", "kv_bits", "flops", "bytes", "kernels", "nodes",
-              "measured_s"):
+    for c in ("tp", "m", "k", "n", "elems", "keys", "head_dim", "kv_bits", "q_per_kv", "walked", "flops", "bytes",
+              "kernels", "nodes", "measured_s"):
         df[c] = _numeric(df[c]) if c in df.columns else np.nan
     df["kernels"] = df["kernels"].fillna(1.0)
     df["nodes"] = df["nodes"].fillna(1.0)
@@ -117,7 +120,8 @@ def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
         raise RooflineError(f"{where}: attention rows need flops")
     df["m"] = df["m"].fillna(0.0)  # tokens unknown: the asymptotic efficiencies
     df["elems"] = df["elems"].where(att, np.nan)
-    df[["elems", "keys", "head_dim", "kv_bits"]] = df[["elems", "keys", "head_dim", "kv_bits"]].fillna(0.0)  # unknown: factors 1
+    shape = ["elems", "keys", "head_dim", "kv_bits", "q_per_kv", "walked"]
+    df[shape] = df[shape].fillna(0.0)  # unknown: those factors are 1
     ok = np.isfinite(df["measured_s"]) & (df["measured_s"] > 0)
     if not ok.all():
         raise RooflineError(f"{where}: {int((~ok).sum())} row(s) with a missing or non-positive measured_s")
