@@ -1,6 +1,6 @@
 """Validate the calibrated efficiency model on held-out measurements (aic-vllm kernel tables + Vidur profiles).
 
-    python3 benchmarks/validate.py [--data ../shared/calibration] [--markdown] [--chips h100-sxm,h200]
+    python3 benchmarks/validate.py [--data DIR] [--markdown] [--chips h100-sxm,h200]
 
 For every GPU with data and a chip file, op family and size bucket it prints the median and 90th-percentile
 absolute % error of the ideal roofline and of the calibrated model, the latter always out of sample:
@@ -19,7 +19,7 @@ by message bytes.
 
 Sources: aic-vllm/<system>/ (gemm, gemm_fp8, moe = fused-MoE block, attention = causal prefill,
 attention_decode, collective = vLLM custom all-reduce in a CUDA graph) and vidur/ (memory-bound families of a100 and h100; Vidur's NCCL all-reduce
-and GEMMs are left out here: the shipped fits use the vLLM kernels). gb200 has tables but no chip file.
+and GEMMs are left out here: the shipped fits use the vLLM kernels).
 """
 
 from __future__ import annotations

@@ -84,6 +84,7 @@ FP8_COMPUTE = ("fp8", "int8", "fp4", "int4")  # GEMMs computing in these run the
 # a family without its own fit borrows: family -> the family it falls back to (and says so)
 BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "attention_decode_fp8": "attention_decode",
            "attention_decode": "attention"}
+OWN_BF16_FALLBACK = ("gemm_fp8", "attention_decode_fp8")  # without an own fit: the chip's own bf16 fit, not another chip's
 KV8_BITS = 8.0  # a KV cache stored in this many bits or fewer (fp8, int8) decodes with the attention_decode_fp8 fit
 
 
@@ -435,9 +436,9 @@ def _own_model(chip: Chip, own: dict[str, FamilyFit]) -> CalibratedModel:
     nearest chip with every family measured, when that default is the chip itself)."""
     fams, sources = dict(own), {f: f"{chip.name} fit" for f in own}
     src_name = _default_source(chip)[0]
-    # fp8 GEMMs of a chip that measured bf16 ones only (A100: no fp8 units) use its own bf16 fit (BORROWS);
-    # every other missing family comes from the source chip's fit of that same family
-    missing = [f for f in FAMILIES if f not in fams and not (f == "gemm_fp8" and "gemm" in own)]
+    # fp8 GEMMs (fp8 KV decode) of a chip that measured bf16 ones only (A100: no fp8 units) use its own bf16 fit
+    # (BORROWS); every other missing family comes from the source chip's fit of that same family
+    missing = [f for f in FAMILIES if f not in fams and not (f in OWN_BF16_FALLBACK and BORROWS[f] in own)]
     if missing and src_name != chip.name:  # the source's own fits only (no chains of borrowing)
         src = load_chip(src_name)
         src_fits = fits_from_table(src.calibration, f"{src.name}: ", attention_fallback=False)

@@ -247,7 +247,8 @@ def _rounded(p: FamilyFit) -> FamilyFit:
     """Four significant digits (what the chip TOML stores); overheads below 1 ns and token scales below
     0.01 are zero."""
     def r(k, v):
-        if (k == "overhead_s" and v < 1e-9) or (k.endswith("tokens_half") and v < 1e-2):
+        if (k == "overhead_s" and v < 1e-9) or (k.endswith("tokens_half") and v < 1e-2) or \
+                (k.startswith("overhead_per_") and v < 1e-20):
             return 0.0
         return min(float(f"{v:.4g}"), 1.0) if k in _FRACTIONS else float(f"{v:.4g}")
 
@@ -310,7 +311,10 @@ def _fittable(rows: "pd.DataFrame", terms: _Terms, measured: np.ndarray, fam: st
 def _note(fam: str, p: FamilyFit, rows: "pd.DataFrame", median_err: float, source: str, date: str) -> str:
     """The fitted_on text of one family's fit: source, points, ops, in-sample median error, date."""
     ops = ", ".join(sorted(set(rows["op"])))
-    at_one = [k for k in _FRACTIONS if getattr(p, k) == 1.0 and k in dict(_free(fam))]
+    shaped = any(getattr(p, h) > 0 for h in ("compute_tokens_half", "compute_keys_half", "compute_elems_half",
+                                              "compute_cols_half", "compute_dim_half", "compute_group_half"))
+    at_one = [k for k in _FRACTIONS if getattr(p, k) == 1.0 and k in dict(_free(fam))
+              and not (k == "compute_max" and shaped)]  # shape factors < 1 carry the shortfall
     return (f"{source + '; ' if source else ''}{len(rows)} points ({ops}); median |err| {median_err:.1%}; "
             f"fitted {date}" + (f"; {', '.join(at_one)} at its bound 1 (some kernels measured faster than "
                                 "the roofline: L2-cache hits)" if at_one else ""))
