@@ -5,11 +5,13 @@ read from the chip TOML's `[efficiency.*]` tables (fitted by the calibrate packa
 The model (per chip and op family; a few parameters, each with a physical meaning), T = op.tokens::
 
     eff.compute    = compute_max * f(T, compute_tokens_half) * f(L, compute_keys_half) * f(X, compute_elems_half)
-                     * f(N, compute_cols_half) * f(D, compute_dim_half)
+                     * f(N, compute_cols_half) * f(T*N, compute_outs_half) * f(D, compute_dim_half)
+                     * f(G, compute_group_half)
                      f(x, h) = x / (x + h)  (a factor is 1 when its h is 0 or x is unknown)
     eff.memory(T)  = memory_max * T / sqrt(T**2 + memory_tokens_half**2)   fraction of peak HBM bandwidth
     eff.comm       = comm_max                                              fraction of link bandwidth (beta)
     eff.overhead_s = overhead_s + overhead_per_kv_row_byte_s * R           fixed time per kernel
+                     + overhead_per_output_elem_s * T*N + overhead_per_token_s * T (+ walked-row elements)
 
 and roofline.score (the only place a time is computed) turns them into a time::
 
@@ -33,8 +35,14 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
 - gemm / gemm_fp8 / moe: compute_max is what a large GEMM reaches; compute_tokens_half a padding cost (the
   FLOP time of T + T_half rows: M padded to tiles, wave quantization) and compute_cols_half the same in N
   (op.gemm_n, the output columns of one kernel: narrow outputs fill few tiles and SMs; fp8 kernels use wider
-  tiles than bf16 ones); memory_max: weight streaming at small T; overhead_s the launch/latency floor (moe:
-  per grouped GEMM, two per block). T for an expert GEMM is its rows per touched expert. fp8 GEMMs
+  tiles than bf16 ones); compute_outs_half: output parallelism (T*N output elements: few output tiles leave
+  SMs idle while each CTA walks all of K, so skinny GEMMs take time ~ K; the fit picks it or the tile
+  factors); memory_max: weight streaming at small T; overhead_s the launch/latency floor (moe: per grouped
+  GEMM, two per block); overhead_per_output_elem_s the epilogue (writing C, not overlapped with the main
+  loop); overhead_per_token_s (gemm_fp8) the activations' dynamic fp8 quantization, a pass per row. T for an
+  expert GEMM is its rows per touched expert; overhead_per_walked_elem_s (moe) prices the routed rows a fused
+  expert kernel walks without computing them (op.walked_rows x (K + N): expert parallelism over tokens every
+  chip holds, vLLM's Triton fused MoE zero-fills them; ~0 for kernels that compact them). fp8 GEMMs
   (gemm_fp8) have their own fit of every parameter: other kernels, tiles and epilogues than bf16.
 - Weight-only quantized GEMMs (weights narrower than the compute dtype: int4/int8/fp8 weights, bf16 compute)
   run dequantizing kernels: the packed-weight read plus a dequant cost on the vector units, never the padded
@@ -42,7 +50,8 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
 - attention (prefill): L = keys per query (causal: (q+1)/2 + prefix) and X = Q+O elements B*q*H*(dqk+dv),
   both read back from the op's counts (attention_shape), and D = op.head_dim: short sequences waste
   FlashAttention's diagonal tiles, few heads x sequences leave SMs idle, small heads spend more of each tile
-  on the softmax (exp, max, rescale per score: work per score fixed, matmul work per score ~ D).
+  on the softmax (exp, max, rescale per score: work per score fixed, matmul work per score ~ D), and
+  G = op.q_per_kv: MHA (G = 1) loads K/V tiles once per query head, GQA kernels share them over the group.
   attention_decode (attention_decode_fp8 for 8-bit KV caches): the KV stream at memory_max plus a floor
   overhead_s + overhead_per_kv_row_byte_s * R, R = KV bytes of one context position over the batch
   (B*n_kv*(dqk+dv)*e_kv: grows with batch x KV heads). Decode efficiency never depends on the KV length,
@@ -104,6 +113,7 @@ class FamilyFit:
     compute_cols_half: float = 0.0  # GEMM: output columns N at which the column factor is 1/2 (N tiles), >= 0
     compute_dim_half: float = 0.0  # attention: head_dim at which the head-dim factor is 1/2, >= 0
     compute_group_half: float = 0.0  # attention: query heads per K/V head at which the group factor is 1/2, >= 0
+    compute_outs_half: float = 0.0  # GEMM: output elements T * N at which the parallelism factor is 1/2, >= 0
     overhead_per_kv_row_byte_s: float = 0.0  # decode attention: floor per byte of one context position's K,V over the batch
     overhead_per_output_elem_s: float = 0.0  # GEMM: epilogue time per output element (T * N), not overlapped, >= 0
     overhead_per_token_s: float = 0.0  # fp8 GEMM: time per row T (the activations' dynamic quantization), >= 0
@@ -120,21 +130,22 @@ class FamilyFit:
                 raise ChipError(f"efficiency {name} must be in (0, 1], got {v!r}")
         for name in ("compute_tokens_half", "memory_tokens_half", "overhead_s", "compute_keys_half",
                      "compute_elems_half", "compute_cols_half", "compute_dim_half", "compute_group_half",
-                     "overhead_per_kv_row_byte_s",
+                     "compute_outs_half", "overhead_per_kv_row_byte_s",
                      "overhead_per_output_elem_s", "overhead_per_token_s", "overhead_per_walked_elem_s", "err_p10",
                      "err_p90"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise ChipError(f"efficiency {name} must be a finite number >= 0, got {v!r}")
 
-    def compute(self, tokens, keys=0.0, elems=0.0, cols=0.0, dim=0.0, group=0.0) -> np.ndarray:
+    def compute(self, tokens, keys=0.0, elems=0.0, cols=0.0, dim=0.0, group=0.0, outs=0.0) -> np.ndarray:
         """compute_max * f(T, compute_tokens_half) * f(keys, compute_keys_half) * f(elems, compute_elems_half)
         * f(cols, compute_cols_half) * f(dim, compute_dim_half) * f(group, compute_group_half),
         f(x, h) = x / (x + h); a factor whose x <= 0 (unknown) or h = 0 is 1."""
         out = np.float64(self.compute_max)
         for x, half in ((tokens, self.compute_tokens_half), (keys, self.compute_keys_half),
                         (elems, self.compute_elems_half), (cols, self.compute_cols_half),
-                        (dim, self.compute_dim_half), (group, self.compute_group_half)):
+                        (dim, self.compute_dim_half), (group, self.compute_group_half),
+                        (outs, self.compute_outs_half)):
             if half > 0:
                 out = out * _saturation(x, half)
         return out
@@ -159,7 +170,8 @@ class FamilyFit:
             ovh = ovh + self.overhead_per_walked_elem_s * np.asarray(walked, dtype=np.float64)
         if self.overhead_per_token_s:
             ovh = ovh + self.overhead_per_token_s * np.maximum(np.asarray(tokens, dtype=np.float64), 0.0)
-        return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group), memory=self.memory(tokens),
+        return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group, out_elems),
+                          memory=self.memory(tokens),
                           comm=self.comm_max,
                           overhead_s=ovh * np.asarray(kernels, dtype=np.float64), label=label)
 
@@ -177,7 +189,7 @@ def _saturation(x, half: float) -> np.ndarray:
 
 PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_half", "comm_max", "overhead_s",
           "compute_keys_half", "compute_elems_half", "compute_cols_half", "compute_dim_half", "compute_group_half",
-          "overhead_per_kv_row_byte_s", "overhead_per_output_elem_s", "overhead_per_token_s",
+          "compute_outs_half", "overhead_per_kv_row_byte_s", "overhead_per_output_elem_s", "overhead_per_token_s",
           "overhead_per_walked_elem_s", "err_p10", "err_p90")
 IDEAL_FIT = FamilyFit(fitted_on="ideal roofline")
 # TPU: not calibrated. compute 0.95: the book ("How to Scale Your Model", Part 1 footnote: "H100 and B200
