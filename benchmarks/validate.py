@@ -156,10 +156,37 @@ def render(rows: list[dict], markdown: bool) -> str:
     return "\n".join([fmt(head), fmt(["-" * w for w in widths])] + [fmt(row) for row in body])
 
 
+SUMMARY_ROWS = (("gemm", LLM_SHAPES, "GEMM bf16, n,k ≥ 1024"), ("gemm", "all", "GEMM bf16, all shapes"),
+                ("gemm_fp8", "all", "GEMM fp8"), ("attention", "all", "prefill attention"),
+                ("attention_decode", "all", "decode attention, bf16 KV"),
+                ("attention_decode_fp8", "all", "decode attention, fp8 KV"), ("moe", "all", "MoE block"),
+                ("collective", "all", "all-reduce"))
+
+
+def summary(rows: list[dict]) -> str:
+    """Markdown: one row per family, one column per GPU, 'held-out median / p90 (LOGO median)' in % (the
+    README's table); '–' where a GPU has no data for the family."""
+    gpus = list(dict.fromkeys(r["gpu"] for r in rows))
+    at = {(r["gpu"], r["family"], r["bucket"]): r for r in rows}
+
+    def cell(g, fam, bk):
+        r = at.get((g, fam, bk))
+        if r is None:
+            return "–"
+        logo = f" ({r['logo_med']:.0f})" if np.isfinite(r["logo_med"]) else ""
+        return f"{r['held_out_med']:.1f} / {r['held_out_p90']:.0f}{logo}"
+
+    lines = ["| family | " + " | ".join(gpus) + " |", "|---|" + "---|" * len(gpus)]
+    lines += [f"| {name} | " + " | ".join(cell(g, fam, bk) for g in gpus) + " |" for fam, bk, name in SUMMARY_ROWS]
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=str(DEFAULT_DATA), help="shared calibration directory (default: %(default)s)")
     ap.add_argument("--markdown", action="store_true", help="print the error table as Markdown")
+    ap.add_argument("--summary", action="store_true",
+                    help="also print the family x GPU summary (held-out median / p90 (LOGO median), %%) as Markdown")
     ap.add_argument("--chips", default=",".join(LOGO_DONOR), help="chips to validate (default: %(default)s)")
     args = ap.parse_args(argv)
     data = Path(args.data)
@@ -173,6 +200,9 @@ def main(argv=None) -> int:
     result = table(frames)
     print(render(result, args.markdown))
     print()
+    if args.summary:
+        print(summary(result))
+        print()
     print("LOGO donors: " + ", ".join(f"{c} <- {LOGO_DONOR[c]}" for c in chips))
     print(f"a second fit of {chips[0]} gave {'identical' if same else 'DIFFERENT'} parameters")
     miss = acceptance(result)

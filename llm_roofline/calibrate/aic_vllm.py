@@ -157,12 +157,44 @@ def moe_rows(df: "pd.DataFrame") -> dict:
                                                                    "num_experts", "moe_tp_size", "moe_ep_size"))
     pairs = t * k / ep  # token-expert assignments this GPU computes (balanced routing)
     touched = np.minimum(e / ep, pairs)  # local experts that receive tokens
+    if dist.startswith("power_law"):  # the busiest EP rank's expected share under the collector's skew
+        pairs, touched = power_law_routing(t, k, e, ep, float(dist.rsplit("_", 1)[1]))
     i_loc = i / tp
     walked = (t * k - pairs) * (2.0 * h + 3.0 * i_loc)  # routed rows of experts held elsewhere, K + N elements
     return dict(family="moe", op="moe", dtype="bf16", tp=1.0, m=pairs / touched, kernels=2.0, walked=walked,
                 flops=6.0 * pairs * h * i_loc, bytes=(touched * 3.0 * h * i_loc + pairs * (2.0 * h + 3.0 * i_loc)) * 2.0,
                 model=[f"h{a:g}_i{b:g}_k{c:g}_e{d:g}" for a, b, c, d in zip(h, i, k, e)],
                 measured_s=df["latency"].to_numpy() * 1e-3)
+
+
+def power_law_routing(t, k, e, ep, alpha: float, draws: int = 16, seed: int = 0):
+    """Expected (assignments, touched experts) on the measured GPU under AIConfigurator's power-law routing
+    (collector helper _generate_power_law_distribution): per-expert loads drawn from a power law (x in [1, 0.8 T]
+    when T*k > E, else [0.01, 2]; density ~ x^-alpha), scaled to T*k and rounded (the remainder put on the
+    largest loads), and the EP group of E/ep experts with the largest load placed on the measured rank.
+    Averaged over `draws` draws of a fixed seed (deterministic); vectorized over the rows' shapes."""
+    rng = np.random.default_rng(seed)
+    shapes = np.stack(np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (t, k, e, ep))), axis=1)
+    pairs, touched = np.zeros(len(shapes)), np.zeros(len(shapes))
+    for j, (tt, kk, ee, pp) in enumerate(shapes):
+        n_e, target = int(ee), int(round(tt * kk))
+        if n_e % int(pp):  # experts not split evenly: the balanced share
+            pairs[j], touched[j] = tt * kk / pp, min(ee / pp, tt * kk / pp)
+            continue
+        lo, hi = (1.0, tt * 0.8) if tt * kk > ee else (0.01, 2.0)
+        a1 = 1.0 - alpha
+        u = rng.random((draws, n_e))
+        x = ((hi ** a1 - lo ** a1) * u + lo ** a1) ** (1.0 / a1)
+        load = np.round(x / x.sum(axis=1, keepdims=True) * target)
+        delta = target - load.sum(axis=1)  # the remainder, one token at a time on the largest (smallest) loads
+        order = np.argsort(-load, axis=1, kind="stable")
+        for d in range(draws):
+            step, idx = (1.0, order[d]) if delta[d] > 0 else (-1.0, order[d][::-1])
+            np.add.at(load[d], idx[np.arange(int(abs(delta[d]))) % n_e], step)
+        groups = np.maximum(load, 0.0).reshape(draws, int(pp), n_e // int(pp))
+        busiest = groups[np.arange(draws), groups.sum(axis=2).argmax(axis=1)]
+        pairs[j], touched[j] = busiest.sum(axis=1).mean(), (busiest > 0).sum(axis=1).mean()
+    return pairs, np.maximum(touched, 1e-9)
 
 
 _CONVERTERS = {"moe_perf": moe_rows, "gemm_perf": gemm_rows, "context_attention_perf": context_rows,
