@@ -457,6 +457,13 @@ def _own_model(chip: Chip, own: dict[str, FamilyFit]) -> CalibratedModel:
         for f in missing:
             if f in src_fits:
                 fams[f], sources[f] = src_fits[f], BORROWED + src_name
+        still = [f for f in missing if f not in fams]
+        if still:  # the source borrows them itself (gb200 <- b200 <- h100-sxm: memory-bound families)
+            src_model = calibrated_model(src_name)
+            for f in still:
+                if src_model.sources.get(f, "").startswith(BORROWED) and \
+                        src_model.sources[f][len(BORROWED):] not in FAMILIES and f in src_model.families:
+                    fams[f], sources[f] = src_model.families[f], src_model.sources[f]
     if "attention" not in fams and "gemm" in fams:
         fams["attention"], sources["attention"] = attention_from_gemm(fams["gemm"]), BORROWED + "gemm"
     for f, base in BORROWS.items():

@@ -382,3 +382,11 @@ def test_expert_parallel_kernels_walk_the_routed_rows_of_other_chips():
     fit = model.fit_for("moe")
     walked = 32 * 2 * 0.75 * (256 + 2 * 128)
     assert float(eff.overhead_s) == pytest.approx(fit.overhead_s + fit.overhead_per_walked_elem_s * walked)
+
+
+def test_a_chip_borrows_what_its_source_borrows():
+    """gb200 measured every aic-vllm family but no memory-bound kernel; its family default (b200) borrows those
+    from h100-sxm, and so does gb200 (they used to fall back to ideal)."""
+    m = calibrated_model("gb200")
+    assert m.sources["norm"] == "borrowed: h100-sxm" and m.fit_for("norm") == calibrated_model("h100-sxm").fit_for("norm")
+    assert m.sources["gemm"] == "gb200 fit" and "borrowed from h100-sxm" in m.label
