@@ -1,6 +1,6 @@
 """Validate the calibrated efficiency model on held-out measurements (aic-vllm kernel tables + Vidur profiles).
 
-    python3 benchmarks/validate.py [--data DIR] [--markdown] [--chips h100-sxm,h200]
+    python3 benchmarks/validate.py [--data DIR] [--markdown] [--summary] [--chips h100-sxm,h200]
 
 For every GPU with data and a chip file, op family and size bucket it prints the median and 90th-percentile
 absolute % error of the ideal roofline and of the calibrated model, the latter always out of sample:
@@ -17,9 +17,11 @@ Size buckets: GEMM / MoE / memory-bound families by tokens M (<= 64, <= 1k, > 1k
 projection shapes n, k >= 1024 (a subset across M); prefill by sequence length; decode by KV bytes; all-reduce
 by message bytes.
 
-Sources: aic-vllm/<system>/ (gemm, gemm_fp8, moe = fused-MoE block, attention = causal prefill,
-attention_decode, collective = vLLM custom all-reduce in a CUDA graph) and vidur/ (memory-bound families of a100 and h100; Vidur's NCCL all-reduce
-and GEMMs are left out here: the shipped fits use the vLLM kernels).
+Sources: aic-vllm/<system>/ of h100-sxm, h200, b200, gb200, a100-80gb and l40s (gemm, gemm_fp8, moe = fused-MoE
+block, attention = causal prefill, attention_decode (bf16 KV) and attention_decode_fp8 (fp8 KV), collective =
+vLLM custom all-reduce in a CUDA graph) and vidur/ (memory-bound families of a100 and h100; Vidur's NCCL
+all-reduce and GEMMs are left out here: the shipped fits use the vLLM kernels). --summary adds the family x GPU
+table of the README (held-out median / p90 (LOGO median)).
 """
 
 from __future__ import annotations
