@@ -53,6 +53,7 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   on the softmax (exp, max, rescale per score: work per score fixed, matmul work per score ~ D), and
   G = op.q_per_kv: MHA (G = 1) loads K/V tiles once per query head, GQA kernels share them over the group.
   attention_decode (attention_decode_fp8 for 8-bit KV caches): the KV stream at memory_max plus a floor
+  overhead_per_token_s per sequence (T = B for decode: block-table walk, split-KV combine) and
   overhead_s + overhead_per_kv_row_byte_s * R, R = KV bytes of one context position over the batch
   (B*n_kv*(dqk+dv)*e_kv: grows with batch x KV heads). Decode efficiency never depends on the KV length,
   so within a decode stretch every op's compute and memory times stay affine in the context length and
@@ -116,7 +117,8 @@ class FamilyFit:
     compute_outs_half: float = 0.0  # GEMM: output elements T * N at which the parallelism factor is 1/2, >= 0
     overhead_per_kv_row_byte_s: float = 0.0  # decode attention: floor per byte of one context position's K,V over the batch
     overhead_per_output_elem_s: float = 0.0  # GEMM: epilogue time per output element (T * N), not overlapped, >= 0
-    overhead_per_token_s: float = 0.0  # fp8 GEMM: time per row T (the activations' dynamic quantization), >= 0
+    overhead_per_token_s: float = 0.0  # time per row T (fp8 GEMM: the activations' dynamic quantization; decode
+    #   attention: per sequence), >= 0
     overhead_per_walked_elem_s: float = 0.0  # moe: time per element (K + N per row) of the routed rows a fused
     #   expert kernel walks without computing them (experts held on other chips, tokens not dispatched), >= 0
     err_p10: float = 1.0  # held-out measured / predicted, 10th percentile (uncertainty band), > 0
@@ -266,7 +268,8 @@ class CalibratedModel:
         if fam == "gemm" and weight_only_quantized(op):
             return dequant_efficiency(p, op, chip, self.label)
         if op.kind == "attention":
-            return p.efficiency(0.0, label=self.label, dim=getattr(op, "head_dim", 0.0),
+            # decode: tokens = sequences (a floor per sequence: overhead_per_token_s); prefill keys off L and X
+            return p.efficiency(0.0 if fam == "attention" else op.tokens, label=self.label, dim=getattr(op, "head_dim", 0.0),
                                 group=getattr(op, "q_per_kv", 0.0),
                                 **attention_shape(op, decode=fam != "attention"))
         if op.kind == "gemm":

@@ -33,7 +33,7 @@ def toml_block(result: FitResult, chip_note: str) -> str:
              "#   attention (prefill): f(L, compute_keys_half) * f(X, compute_elems_half) * f(D, compute_dim_half)",
              "#     * f(G, compute_group_half): L keys per query, X Q+O elements, D head_dim, G query heads per KV head;",
              "#   attention_decode(_fp8: 8-bit KV): overhead = overhead_s + overhead_per_kv_row_byte_s * (KV bytes of one",
-             "#     context position over the batch); gemm_fp8: GEMMs computing in fp8/int8;",
+             "#     context position over the batch) + overhead_per_token_s * sequences; gemm_fp8: GEMMs computing in fp8/int8;",
              "#   collectives: hops * latency_s + link_bytes / (link_bytes_per_s * comm_max) + overhead_s.",
              "# err_p10 / err_p90: measured / predicted percentiles (est.uncertainty). All fractions <= 1, overheads >= 0:",
              "# never faster than the ideal roofline. See llm_roofline/efficiency.py.",

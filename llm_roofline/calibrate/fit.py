@@ -57,7 +57,7 @@ class _Terms:
 
     def time_s(self, p: FamilyFit) -> np.ndarray:
         """roofline.score with this family's efficiency: the calibrated (or, with IDEAL_FIT, ideal) time."""
-        tokens = 0.0 if self.fam in ATTENTION else self.tokens
+        tokens = 0.0 if self.fam == "attention" else self.tokens  # decode: tokens = sequences (a floor per sequence)
         eff = p.efficiency(tokens, self.kernels, keys=self.keys, elems=self.elems, kv_row_bytes=self.kv_row_bytes,
                            cols=self.cols, dim=self.dim, out_elems=self.out_elems, group=self.group,
                            walked=self.walked)
@@ -150,8 +150,10 @@ _FREE = {
     "attention": (("compute_max", 0.6), ("compute_keys_half", 500.0), ("compute_elems_half", 1e6),
                   ("compute_dim_half", 32.0), ("compute_group_half", 0.5), ("overhead_s", 5e-6)),
     # decode: the KV stream at a bandwidth fraction plus a floor growing with batch x heads
-    "attention_decode": (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11)),
-    "attention_decode_fp8": (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11)),
+    "attention_decode": (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11),
+                         ("overhead_per_token_s", 1e-8)),
+    "attention_decode_fp8": (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11),
+                             ("overhead_per_token_s", 1e-8)),
     "memory": (("memory_max", 0.5), ("memory_tokens_half", 64.0), ("overhead_s", 2e-6)),
     "collective": (("comm_max", 0.7), ("overhead_s", 1e-5)),
 }
