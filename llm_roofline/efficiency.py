@@ -94,7 +94,8 @@ FP8_COMPUTE = ("fp8", "int8", "fp4", "int4")  # GEMMs computing in these run the
 # a family without its own fit borrows: family -> the family it falls back to (and says so)
 BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "attention_decode_fp8": "attention_decode",
            "attention_decode": "attention"}
-OWN_BF16_FALLBACK = ("gemm_fp8", "attention_decode_fp8")  # without an own fit: the chip's own bf16 fit, not another chip's
+# without an own fit these use the chip's own bf16 fit (BORROWS), not another chip's fit of the 8-bit family
+OWN_BF16_FALLBACK = ("gemm_fp8", "attention_decode_fp8")
 KV8_BITS = 8.0  # a KV cache stored in this many bits or fewer (fp8, int8) decodes with the attention_decode_fp8 fit
 
 
@@ -269,8 +270,8 @@ class CalibratedModel:
             return dequant_efficiency(p, op, chip, self.label)
         if op.kind == "attention":
             # decode: tokens = sequences (a floor per sequence: overhead_per_token_s); prefill keys off L and X
-            return p.efficiency(0.0 if fam == "attention" else op.tokens, label=self.label, dim=getattr(op, "head_dim", 0.0),
-                                group=getattr(op, "q_per_kv", 0.0),
+            return p.efficiency(0.0 if fam == "attention" else op.tokens, label=self.label,
+                                dim=getattr(op, "head_dim", 0.0), group=getattr(op, "q_per_kv", 0.0),
                                 **attention_shape(op, decode=fam != "attention"))
         if op.kind == "gemm":
             n = getattr(op, "gemm_n", 0.0)

@@ -56,7 +56,8 @@ AIC_SOURCE = "AIConfigurator vLLM kernel tables (aiconfigurator-core 0.12.0, vLL
 AIC_TABLES = ("gemm_perf", "context_attention_perf", "generation_attention_perf", "custom_allreduce_perf", "moe_perf")
 AIC_OPS = {"gemm_bf16", "gemm_fp8", "context_attention", "generation_attention",
            "custom_allreduce", "moe"}
-AIC_COLUMNS = CSV_ORDER[:CSV_ORDER.index("flops")] + ("keys", "head_dim", "kv_bits", "q_per_kv", "walked") + CSV_ORDER[CSV_ORDER.index("flops"):]
+AIC_COLUMNS = (CSV_ORDER[:CSV_ORDER.index("flops")] + ("keys", "head_dim", "kv_bits", "q_per_kv", "walked")
+               + CSV_ORDER[CSV_ORDER.index("flops"):])
 # fp8_block (DeepGEMM / CUTLASS block-scaled, DeepSeek-style checkpoints) is left out: its rows carry a
 # ~55 us floor on H100 even at m = 1 (10x the per-tensor fp8 kernel), which no shape term explains
 _GEMM_DTYPES = {"bfloat16": ("bf16", 2.0), "fp8": ("fp8", 1.0)}
