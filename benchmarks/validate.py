@@ -1,6 +1,6 @@
 """Validate the calibrated efficiency model on held-out measurements (aic-vllm kernel tables + Vidur profiles).
 
-    python3 benchmarks/validate.py [--data ../shared/calibration] [--markdown] [--chips h100-sxm,h200]
+    python3 benchmarks/validate.py [--data DIR] [--markdown] [--summary] [--chips h100-sxm,h200]
 
 For every GPU with data and a chip file, op family and size bucket it prints the median and 90th-percentile
 absolute % error of the ideal roofline and of the calibrated model, the latter always out of sample:
@@ -17,9 +17,11 @@ Size buckets: GEMM / MoE / memory-bound families by tokens M (<= 64, <= 1k, > 1k
 projection shapes n, k >= 1024 (a subset across M); prefill by sequence length; decode by KV bytes; all-reduce
 by message bytes.
 
-Sources: aic-vllm/<system>/ (gemm, gemm_fp8, moe = fused-MoE block, attention = causal prefill,
-attention_decode, collective = vLLM custom all-reduce in a CUDA graph) and vidur/ (memory-bound families of a100 and h100; Vidur's NCCL all-reduce
-and GEMMs are left out here: the shipped fits use the vLLM kernels). gb200 has tables but no chip file.
+Sources: aic-vllm/<system>/ of h100-sxm, h200, b200, gb200, a100-80gb and l40s (gemm, gemm_fp8, moe = fused-MoE
+block, attention = causal prefill, attention_decode (bf16 KV) and attention_decode_fp8 (fp8 KV), collective =
+vLLM custom all-reduce in a CUDA graph) and vidur/ (memory-bound families of a100 and h100; Vidur's NCCL
+all-reduce and GEMMs are left out here: the shipped fits use the vLLM kernels). --summary adds the family x GPU
+table of the README (held-out median / p90 (LOGO median)).
 """
 
 from __future__ import annotations
@@ -44,13 +46,14 @@ from llm_roofline.hardware import load_chip  # noqa: E402
 DEFAULT_DATA = ROOT.parent / "shared" / "calibration"
 CHIPS_DIR = ROOT / "llm_roofline" / "hardware" / "chips"
 VIDUR_GPUS = {"a100-80gb": "a100", "h100-sxm": "h100"}
-LOGO_DONOR = {"h100-sxm": "h200", "h200": "h100-sxm", "b200": "h200", "a100-80gb": "h100-sxm", "l40s": "a100-80gb"}
-LOGO_FAMILIES = ("gemm", "gemm_fp8", "moe", "attention", "attention_decode")
+LOGO_DONOR = {"h100-sxm": "h200", "h200": "h100-sxm", "b200": "gb200", "gb200": "b200", "a100-80gb": "h100-sxm",
+              "l40s": "a100-80gb"}
+LOGO_FAMILIES = ("gemm", "gemm_fp8", "moe", "attention", "attention_decode", "attention_decode_fp8")
 TARGETS = {"median": 10.0, "p90": 25.0, "logo_median": 15.0}
 LLM_SHAPES = "n,k>=1k"
 BUCKET_ORDER = ("M<=64", "M<=1k", "M>1k", LLM_SHAPES, "L<=1k", "L<=8k", "L>8k", "<=1MB", "<=100MB", ">100MB", "<=64KiB", "<=8MiB",
                 ">8MiB")
-TARGET_FAMILIES = ("gemm", "gemm_fp8", "moe", "attention", "attention_decode", "collective")
+TARGET_FAMILIES = ("gemm", "gemm_fp8", "moe", "attention", "attention_decode", "attention_decode_fp8", "collective")
 
 
 def bucket(df: pd.DataFrame) -> np.ndarray:
@@ -64,7 +67,7 @@ def bucket(df: pd.DataFrame) -> np.ndarray:
         return np.select([x <= edges[0], x <= edges[1]], names[:2], names[2])
 
     return np.select(
-        [fam == "attention", fam == "attention_decode", fam == "collective"],
+        [fam == "attention", np.isin(fam, ("attention_decode", "attention_decode_fp8")), fam == "collective"],
         [cut(seq, (1024, 8192), ("L<=1k", "L<=8k", "L>8k")),
          cut(b, (1e6, 1e8), ("<=1MB", "<=100MB", ">100MB")),
          cut(b, (65536, 8 * 2**20), ("<=64KiB", "<=8MiB", ">8MiB"))],
@@ -155,10 +158,37 @@ def render(rows: list[dict], markdown: bool) -> str:
     return "\n".join([fmt(head), fmt(["-" * w for w in widths])] + [fmt(row) for row in body])
 
 
+SUMMARY_ROWS = (("gemm", LLM_SHAPES, "GEMM bf16, n,k ≥ 1024"), ("gemm", "all", "GEMM bf16, all shapes"),
+                ("gemm_fp8", "all", "GEMM fp8"), ("attention", "all", "prefill attention"),
+                ("attention_decode", "all", "decode attention, bf16 KV"),
+                ("attention_decode_fp8", "all", "decode attention, fp8 KV"), ("moe", "all", "MoE block"),
+                ("collective", "all", "all-reduce"))
+
+
+def summary(rows: list[dict]) -> str:
+    """Markdown: one row per family, one column per GPU, 'held-out median / p90 (LOGO median)' in % (the
+    README's table); '–' where a GPU has no data for the family."""
+    gpus = list(dict.fromkeys(r["gpu"] for r in rows))
+    at = {(r["gpu"], r["family"], r["bucket"]): r for r in rows}
+
+    def cell(g, fam, bk):
+        r = at.get((g, fam, bk))
+        if r is None:
+            return "–"
+        logo = f" ({r['logo_med']:.0f})" if np.isfinite(r["logo_med"]) else ""
+        return f"{r['held_out_med']:.1f} / {r['held_out_p90']:.0f}{logo}"
+
+    lines = ["| family | " + " | ".join(gpus) + " |", "|---|" + "---|" * len(gpus)]
+    lines += [f"| {name} | " + " | ".join(cell(g, fam, bk) for g in gpus) + " |" for fam, bk, name in SUMMARY_ROWS]
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=str(DEFAULT_DATA), help="shared calibration directory (default: %(default)s)")
     ap.add_argument("--markdown", action="store_true", help="print the error table as Markdown")
+    ap.add_argument("--summary", action="store_true",
+                    help="also print the family x GPU summary (held-out median / p90 (LOGO median), %%) as Markdown")
     ap.add_argument("--chips", default=",".join(LOGO_DONOR), help="chips to validate (default: %(default)s)")
     args = ap.parse_args(argv)
     data = Path(args.data)
@@ -172,6 +202,9 @@ def main(argv=None) -> int:
     result = table(frames)
     print(render(result, args.markdown))
     print()
+    if args.summary:
+        print(summary(result))
+        print()
     print("LOGO donors: " + ", ".join(f"{c} <- {LOGO_DONOR[c]}" for c in chips))
     print(f"a second fit of {chips[0]} gave {'identical' if same else 'DIFFERENT'} parameters")
     miss = acceptance(result)

@@ -5,10 +5,13 @@ read from the chip TOML's `[efficiency.*]` tables (fitted by the calibrate packa
 The model (per chip and op family; a few parameters, each with a physical meaning), T = op.tokens::
 
     eff.compute    = compute_max * f(T, compute_tokens_half) * f(L, compute_keys_half) * f(X, compute_elems_half)
+                     * f(N, compute_cols_half) * f(T*N, compute_outs_half) * f(D, compute_dim_half)
+                     * f(G, compute_group_half)
                      f(x, h) = x / (x + h)  (a factor is 1 when its h is 0 or x is unknown)
     eff.memory(T)  = memory_max * T / sqrt(T**2 + memory_tokens_half**2)   fraction of peak HBM bandwidth
     eff.comm       = comm_max                                              fraction of link bandwidth (beta)
     eff.overhead_s = overhead_s + overhead_per_kv_row_byte_s * R           fixed time per kernel
+                     + overhead_per_output_elem_s * T*N + overhead_per_token_s * T (+ walked-row elements)
 
 and roofline.score (the only place a time is computed) turns them into a time::
 
@@ -21,23 +24,36 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
     gemm_fp8          kind='gemm', fp8/int8 compute      vLLM CUTLASS fp8 GEMMs (gemm_perf, fp8 per-tensor)
     moe               expert GEMMs (style 'expert')      vLLM fused-MoE block (moe_perf, bf16, balanced)
     attention         attn.core, prefill                 causal FlashAttention (context_attention_perf)
-    attention_decode  attn.core reading a KV cache       FlashAttention decode (generation_attention_perf)
-                      larger than its Q/O traffic
+    attention_decode  attn.core reading a KV cache       FlashAttention decode (generation_attention_perf),
+                      larger than its Q/O traffic        bf16 KV cache
+    attention_decode_fp8  the same, KV cache in <= 8 bits  the fp8 KV cache rows (dequantized in the inner loop)
     elementwise, activation, rope, norm, embedding       Vidur's PyTorch kernels (A100, H100 only)
     collective        kind='collective' inside the       vLLM custom all-reduce in a CUDA graph; all_gather,
                       scale-up domain                    reduce_scatter, all_to_all, p2p borrow it;
                                                          multi-node collectives stay ideal
 
 - gemm / gemm_fp8 / moe: compute_max is what a large GEMM reaches; compute_tokens_half a padding cost (the
-  FLOP time of T + T_half rows: M padded to tiles, wave quantization); memory_max: weight streaming at
-  small T; overhead_s the launch/latency floor (moe: per grouped GEMM, two per block). T for an expert GEMM is
-  its rows per touched expert.
+  FLOP time of T + T_half rows: M padded to tiles, wave quantization) and compute_cols_half the same in N
+  (op.gemm_n, the output columns of one kernel: narrow outputs fill few tiles and SMs; fp8 kernels use wider
+  tiles than bf16 ones); compute_outs_half: output parallelism (T*N output elements: few output tiles leave
+  SMs idle while each CTA walks all of K, so skinny GEMMs take time ~ K; the fit picks it or the tile
+  factors); memory_max: weight streaming at small T; overhead_s the launch/latency floor (moe: per grouped
+  GEMM, two per block); overhead_per_output_elem_s the epilogue (writing C, not overlapped with the main
+  loop); overhead_per_token_s (gemm_fp8) the activations' dynamic fp8 quantization, a pass per row. T for an
+  expert GEMM is its rows per touched expert; overhead_per_walked_elem_s (moe) prices the routed rows a fused
+  expert kernel walks without computing them (op.walked_rows x (K + N): expert parallelism over tokens every
+  chip holds, vLLM's Triton fused MoE zero-fills them; ~0 for kernels that compact them). fp8 GEMMs
+  (gemm_fp8) have their own fit of every parameter: other kernels, tiles and epilogues than bf16.
 - Weight-only quantized GEMMs (weights narrower than the compute dtype: int4/int8/fp8 weights, bf16 compute)
   run dequantizing kernels: the packed-weight read plus a dequant cost on the vector units, never the padded
   rows (dequant_efficiency).
 - attention (prefill): L = keys per query (causal: (q+1)/2 + prefix) and X = Q+O elements B*q*H*(dqk+dv),
-  both read back from the op's counts (attention_shape): short sequences waste FlashAttention's diagonal
-  tiles, few heads x sequences leave SMs idle. attention_decode: the KV stream at memory_max plus a floor
+  both read back from the op's counts (attention_shape), and D = op.head_dim: short sequences waste
+  FlashAttention's diagonal tiles, few heads x sequences leave SMs idle, small heads spend more of each tile
+  on the softmax (exp, max, rescale per score: work per score fixed, matmul work per score ~ D), and
+  G = op.q_per_kv: MHA (G = 1) loads K/V tiles once per query head, GQA kernels share them over the group.
+  attention_decode (attention_decode_fp8 for 8-bit KV caches): the KV stream at memory_max plus a floor
+  overhead_per_token_s per sequence (T = B for decode: block-table walk, split-KV combine) and
   overhead_s + overhead_per_kv_row_byte_s * R, R = KV bytes of one context position over the batch
   (B*n_kv*(dqk+dv)*e_kv: grows with batch x KV heads). Decode efficiency never depends on the KV length,
   so within a decode stretch every op's compute and memory times stay affine in the context length and
@@ -75,11 +91,15 @@ from .units import DTYPE_BITS, f64 as _float
 if TYPE_CHECKING:
     from .ops import Op
 
-FAMILIES = ("gemm", "gemm_fp8", "moe", "attention", "attention_decode", "elementwise", "activation", "rope",
-            "norm", "embedding", "collective")
+FAMILIES = ("gemm", "gemm_fp8", "moe", "attention", "attention_decode", "attention_decode_fp8", "elementwise",
+            "activation", "rope", "norm", "embedding", "collective")
 FP8_COMPUTE = ("fp8", "int8", "fp4", "int4")  # GEMMs computing in these run the 8-bit (and narrower) kernels
 # a family without its own fit borrows: family -> the family it falls back to (and says so)
-BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "attention_decode": "attention"}
+BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "attention_decode_fp8": "attention_decode",
+           "attention_decode": "attention"}
+# without an own fit these use the chip's own bf16 fit (BORROWS), not another chip's fit of the 8-bit family
+OWN_BF16_FALLBACK = ("gemm_fp8", "attention_decode_fp8")
+KV8_BITS = 8.0  # a KV cache stored in this many bits or fewer (fp8, int8) decodes with the attention_decode_fp8 fit
 
 
 # =============================================================================== parameters
@@ -95,7 +115,16 @@ class FamilyFit:
     overhead_s: float = 0.0  # fixed time per kernel, >= 0
     compute_keys_half: float = 0.0  # attention: keys per query at which the key factor is 1/2, >= 0
     compute_elems_half: float = 0.0  # attention: Q+O elements at which the occupancy factor is 1/2, >= 0
+    compute_cols_half: float = 0.0  # GEMM: output columns N at which the column factor is 1/2 (N tiles), >= 0
+    compute_dim_half: float = 0.0  # attention: head_dim at which the head-dim factor is 1/2, >= 0
+    compute_group_half: float = 0.0  # attention: query heads per K/V head at which the group factor is 1/2, >= 0
+    compute_outs_half: float = 0.0  # GEMM: output elements T * N at which the parallelism factor is 1/2, >= 0
     overhead_per_kv_row_byte_s: float = 0.0  # decode attention: floor per byte of one context position's K,V over the batch
+    overhead_per_output_elem_s: float = 0.0  # GEMM: epilogue time per output element (T * N), not overlapped, >= 0
+    overhead_per_token_s: float = 0.0  # time per row T (fp8 GEMM: the activations' dynamic quantization; decode
+    #   attention: per sequence), >= 0
+    overhead_per_walked_elem_s: float = 0.0  # moe: time per element (K + N per row) of the routed rows a fused
+    #   expert kernel walks without computing them (experts held on other chips, tokens not dispatched), >= 0
     err_p10: float = 1.0  # held-out measured / predicted, 10th percentile (uncertainty band), > 0
     err_p90: float = 1.0  # held-out measured / predicted, 90th percentile, > 0
     fitted_on: str = ""
@@ -106,17 +135,23 @@ class FamilyFit:
             if not (isinstance(v, (int, float)) and 0 < v <= 1):
                 raise ChipError(f"efficiency {name} must be in (0, 1], got {v!r}")
         for name in ("compute_tokens_half", "memory_tokens_half", "overhead_s", "compute_keys_half",
-                     "compute_elems_half", "overhead_per_kv_row_byte_s", "err_p10", "err_p90"):
+                     "compute_elems_half", "compute_cols_half", "compute_dim_half", "compute_group_half",
+                     "compute_outs_half", "overhead_per_kv_row_byte_s",
+                     "overhead_per_output_elem_s", "overhead_per_token_s", "overhead_per_walked_elem_s", "err_p10",
+                     "err_p90"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
                 raise ChipError(f"efficiency {name} must be a finite number >= 0, got {v!r}")
 
-    def compute(self, tokens, keys=0.0, elems=0.0) -> np.ndarray:
-        """compute_max * f(T, compute_tokens_half) * f(keys, compute_keys_half) * f(elems, compute_elems_half),
+    def compute(self, tokens, keys=0.0, elems=0.0, cols=0.0, dim=0.0, group=0.0, outs=0.0) -> np.ndarray:
+        """compute_max * f(T, compute_tokens_half) * f(keys, compute_keys_half) * f(elems, compute_elems_half)
+        * f(cols, compute_cols_half) * f(dim, compute_dim_half) * f(group, compute_group_half),
         f(x, h) = x / (x + h); a factor whose x <= 0 (unknown) or h = 0 is 1."""
         out = np.float64(self.compute_max)
         for x, half in ((tokens, self.compute_tokens_half), (keys, self.compute_keys_half),
-                        (elems, self.compute_elems_half)):
+                        (elems, self.compute_elems_half), (cols, self.compute_cols_half),
+                        (dim, self.compute_dim_half), (group, self.compute_group_half),
+                        (outs, self.compute_outs_half)):
             if half > 0:
                 out = out * _saturation(x, half)
         return out
@@ -129,12 +164,20 @@ class FamilyFit:
         return _where(known, self.memory_max * tt / np.hypot(tt, self.memory_tokens_half), self.memory_max)
 
     def efficiency(self, tokens=0.0, kernels=1.0, label: str = "calibrated", keys=0.0, elems=0.0,
-                   kv_row_bytes=0.0) -> Efficiency:
-        """The Efficiency at T = tokens (attention: also keys per query, Q+O elements and, for decode, the KV
-        bytes of one context position over the batch); overhead (overhead_s + overhead_per_kv_row_byte_s *
-        kv_row_bytes) once per kernel."""
+                   kv_row_bytes=0.0, cols=0.0, dim=0.0, out_elems=0.0, group=0.0, walked=0.0) -> Efficiency:
+        """The Efficiency at T = tokens (GEMM: also its output columns; attention: keys per query, Q+O
+        elements, head_dim and, for decode, the KV bytes of one context position over the batch); overhead
+        (overhead_s + overhead_per_kv_row_byte_s * kv_row_bytes + overhead_per_output_elem_s * out_elems) once
+        per kernel."""
         ovh = self.overhead_s + self.overhead_per_kv_row_byte_s * _float(kv_row_bytes)
-        return Efficiency(compute=self.compute(tokens, keys, elems), memory=self.memory(tokens), comm=self.comm_max,
+        if self.overhead_per_output_elem_s:
+            ovh = ovh + self.overhead_per_output_elem_s * _float(out_elems)
+        if self.overhead_per_walked_elem_s:
+            ovh = ovh + self.overhead_per_walked_elem_s * _float(walked)
+        if self.overhead_per_token_s:
+            ovh = ovh + self.overhead_per_token_s * np.maximum(_float(tokens), 0.0)
+        return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group, out_elems),
+                          memory=self.memory(tokens), comm=self.comm_max,
                           overhead_s=ovh * _float(kernels), label=label)
 
     def params(self) -> dict[str, float]:
@@ -150,7 +193,9 @@ def _saturation(x, half: float) -> np.ndarray:
 
 
 PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_half", "comm_max", "overhead_s",
-          "compute_keys_half", "compute_elems_half", "overhead_per_kv_row_byte_s", "err_p10", "err_p90")
+          "compute_keys_half", "compute_elems_half", "compute_cols_half", "compute_dim_half", "compute_group_half",
+          "compute_outs_half", "overhead_per_kv_row_byte_s", "overhead_per_output_elem_s", "overhead_per_token_s",
+          "overhead_per_walked_elem_s", "err_p10", "err_p90")
 IDEAL_FIT = FamilyFit(fitted_on="ideal roofline")
 # TPU: not calibrated. compute 0.95: the book ("How to Scale Your Model", Part 1 footnote: "H100 and B200
 # usually only achieve 80-85% of the claimed peak FLOPs, while TPUs reach 95% in normal use"). memory and
@@ -177,7 +222,9 @@ def family_of(op: "Op") -> str:
             return "gemm_fp8"
         return "moe" if op.style == "expert" else "gemm"
     if op.kind == "attention":
-        return "attention_decode" if is_decode_attention(op) else "attention"
+        if not is_decode_attention(op):
+            return "attention"
+        return "attention_decode_fp8" if 0 < getattr(op, "kv_bits", 0.0) <= KV8_BITS else "attention_decode"
     if op.kind in ("norm", "embedding", "collective"):
         return op.kind
     name = op.name.rsplit(".", 1)[-1]
@@ -230,17 +277,30 @@ class CalibratedModel:
         if fam == "gemm" and weight_only_quantized(op):
             return dequant_efficiency(p, op, chip, self.label)
         if op.kind == "attention":
-            return p.efficiency(0.0, label=self.label, **attention_shape(op, decode=fam == "attention_decode"))
-        if getattr(op.tokens, "ndim", 0):
-            return p.efficiency(op.tokens, label=self.label)
-        return _efficiency_at(p, float(op.tokens), self.label)
+            # decode: tokens = sequences (a floor per sequence: overhead_per_token_s); prefill keys off L and X
+            return p.efficiency(0.0 if fam == "attention" else op.tokens, label=self.label,
+                                dim=op.head_dim, group=op.q_per_kv, **attention_shape(op, decode=fam != "attention"))
+        if op.kind != "gemm":
+            return _efficiency_at(p, op.tokens, self.label) if not getattr(op.tokens, "ndim", 0) \
+                else p.efficiency(op.tokens, label=self.label)
+        n = op.gemm_n
+        walked = op.walked_rows * (op.gemm_k + n) if fam == "moe" else 0.0
+        if getattr(op.tokens, "ndim", 0) or getattr(walked, "ndim", 0):
+            return p.efficiency(op.tokens, label=self.label, cols=n, out_elems=gemm_output_elems(op, n), walked=walked)
+        return _efficiency_at(p, op.tokens, self.label, n, float(walked))
 
 
 @lru_cache(maxsize=4096)
-def _efficiency_at(p: FamilyFit, tokens: float, label: str) -> Efficiency:
-    """p.efficiency at a scalar token count, remembered: a fit and its Efficiency are immutable, and the ops of a
-    step share a few token counts."""
-    return p.efficiency(tokens, label=label)
+def _efficiency_at(p: FamilyFit, tokens: float, label: str, cols: float = 0.0, walked: float = 0.0) -> Efficiency:
+    """p.efficiency at a scalar token count (GEMM: and its output columns and walked elements), remembered: a fit
+    and its Efficiency are immutable, and the ops of a step share a few shapes."""
+    return p.efficiency(tokens, label=label, cols=cols, out_elems=tokens * cols, walked=walked)
+
+
+def gemm_output_elems(op: "Op", n: float) -> np.ndarray:
+    """T * N: the output elements one GEMM kernel writes (its epilogue; expert GEMMs: rows per expert x N, which
+    the moe family does not use)."""
+    return _float(op.tokens) * n
 
 
 # =============================================================================== attention shape
@@ -434,15 +494,22 @@ def _own_model(chip: Chip, own: dict[str, FamilyFit]) -> CalibratedModel:
     nearest chip with every family measured, when that default is the chip itself)."""
     fams, sources = dict(own), {f: f"{chip.name} fit" for f in own}
     src_name = _default_source(chip)[0]
-    # fp8 GEMMs of a chip that measured bf16 ones only (A100: no fp8 units) use its own bf16 fit (BORROWS);
-    # every other missing family comes from the source chip's fit of that same family
-    missing = [f for f in FAMILIES if f not in fams and not (f == "gemm_fp8" and "gemm" in own)]
+    # fp8 GEMMs (fp8 KV decode) of a chip that measured bf16 ones only (A100: no fp8 units) use its own bf16 fit
+    # (BORROWS); every other missing family comes from the source chip's fit of that same family
+    missing = [f for f in FAMILIES if f not in fams and not (f in OWN_BF16_FALLBACK and BORROWS[f] in own)]
     if missing and src_name != chip.name:  # the source's own fits only (no chains of borrowing)
         src = load_chip(src_name)
         src_fits = _chip_fits(src)
         for f in missing:
             if f in src_fits:
                 fams[f], sources[f] = src_fits[f], BORROWED + src_name
+        still = [f for f in missing if f not in fams]
+        if still:  # the source borrows them itself (gb200 <- b200 <- h100-sxm: memory-bound families)
+            src_model = calibrated_model(src_name)
+            for f in still:
+                if src_model.sources.get(f, "").startswith(BORROWED) and \
+                        src_model.sources[f][len(BORROWED):] not in FAMILIES and f in src_model.families:
+                    fams[f], sources[f] = src_model.families[f], src_model.sources[f]
     if "attention" not in fams and "gemm" in fams:
         fams["attention"], sources["attention"] = attention_from_gemm(fams["gemm"]), BORROWED + "gemm"
     for f, base in BORROWS.items():

@@ -36,6 +36,14 @@ class Op:
     shards: float = 1  # chips that split this op's work (sharding.shard_count of the style)
     stored_bytes: float = 0.0  # weight bytes this op keeps resident on one chip (all experts), for memory
     compute_dtype: str = "bf16"  # 'vector' for work outside the matrix units
+    # kernel shape features the calibrated efficiency model keys off (efficiency.py); 0 = unknown
+    gemm_n: float = 0.0  # GEMM: output columns of one kernel (n per chip): tile padding in N, tiles per wave
+    gemm_k: float = 0.0  # GEMM: inner dimension of one kernel (k per chip)
+    walked_rows: float | np.ndarray = 0.0  # expert GEMM: routed rows its fused kernel walks without computing them
+    weight_bits: float = 0.0  # GEMM: bits per stored weight element (weight-only quantization)
+    head_dim: float = 0.0  # attention: (dqk + dv) / 2
+    kv_bits: float = 0.0  # attention: bits per cached K/V element (8: an fp8 / int8 KV cache)
+    q_per_kv: float = 0.0  # attention: query heads per K/V head (the GQA group; 1 for MHA)
     # the arithmetic with its numbers (--explain), or a function that writes it: formatted when read (op.formula)
     text: "str | Callable[[], str]" = field(default="", repr=False, compare=False)
 
@@ -59,13 +67,15 @@ class Op:
 
 def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_elem, n_matrices=1.0,
          bias=False, matrices_read=None, n_stored=1.0, rows_per_matrix=None, compute_dtype="bf16", formula_note="",
-         style="replicated", shards=1) -> Op:
+         style="replicated", shards=1, walked_rows=0.0) -> Op:
     """y[T, n] = x[T, k] @ W[k, n] (+ b), for n_matrices weight matrices (MoE: top-k experts' work).
 
     FLOPs = 2*T*k*n per matrix. Weights read: matrices_read (default n_matrices) * k*n*bits/8, + bias.
     Activations: x read once per matrix group, y written: (T*k + T*n) * act bytes per matrix.
     n_stored: matrices resident on the chip (MoE: its experts; tied LM head: 0, the embedding holds it).
     rows_per_matrix: the GEMM M one kernel sees (MoE: tokens per touched expert; default T).
+    walked_rows: routed rows a fused expert kernel walks without computing them (experts held on other chips,
+    tokens not dispatched: efficiency.py prices them in calibrated mode; no FLOPs, no bytes counted here).
     """
     t = f64(tokens)
     m_read = n_matrices if matrices_read is None else matrices_read
@@ -77,7 +87,8 @@ def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_ele
     rows = t if rows_per_matrix is None else f64(rows_per_matrix)
     return Op(name, group, "gemm", count, flops, f64(weight_bytes), act,
               tokens=rows, compute_dtype=compute_dtype, text=formula, stored_bytes=float(stored), style=style,
-              shards=shards)
+              shards=shards, gemm_n=float(n), gemm_k=float(k), weight_bits=float(bits_per_weight),
+              walked_rows=walked_rows)
 
 
 def causal_pairs(q_len, kv_len, window=None):
@@ -138,7 +149,9 @@ def attention(name, group, count, *, batch, q_len, kv_len, n_heads, n_kv_heads, 
         f"dv={v_dim:g}; KV read {short_number(kv_eff)} {'entries' if compress_rate != 1 else 'tokens'} x "
         f"{kv_elems_per_token:g} elems")
     return Op(name, group, "attention", count, flops, ZERO, act, kv_bytes, tokens=b * q,
-              compute_dtype=compute_dtype, text=formula, style=style, shards=shards)
+              compute_dtype=compute_dtype, text=formula, style=style, shards=shards,
+              head_dim=(qk_dim + v_dim) / 2.0, kv_bits=8.0 * kv_bytes_per_elem,
+              q_per_kv=n_heads / n_kv_heads if n_kv_heads > 0 else 0.0)
 
 
 def recurrent_scan(name, group, count, *, batch, q_len, n_heads, head_dim, state_dim, flops_per_state_elem,

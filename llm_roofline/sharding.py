@@ -147,6 +147,17 @@ def collective_after(style: str, sh: Sharding) -> str | None:
     return {"vocab_in": "all_reduce", "vocab_out": "all_gather"}.get(style)
 
 
+def walked_rows(sh: "Sharding", adp: int, routed, local):
+    """Routed rows the fused expert kernel of one chip walks without computing them: with expert parallelism over
+    tokens that every chip already holds (no dispatch all-to-all: attention_dp = 1 and no sequence parallelism),
+    each chip's kernel receives all `routed` (T * k) rows and skips those of experts held elsewhere (vLLM's Triton
+    fused MoE writes zeros for them and runs the activation and the top-k sum over every row); `local` of them
+    are its own. 0 when the tokens are dispatched or there is no expert parallelism."""
+    if sh.moe_ep <= 1 or adp > 1 or collective_before("column", sh):
+        return 0.0
+    return np.maximum(np.asarray(routed, dtype=np.float64) - local, 0.0)
+
+
 def expert_layout(n_experts: int, d_expert: int, sh: Sharding) -> tuple[int, int]:
     """(experts held by one chip, intermediate columns of each held expert): experts split over moe_ep chips,
     each expert tensor-sliced over moe_tp chips."""

@@ -19,7 +19,7 @@ from llm_roofline.estimate import estimate
 from llm_roofline.roofline import score_ops
 from llm_roofline.graph import Phase, build_ops
 from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
-from llm_roofline.ops import collective, elementwise, gemm
+from llm_roofline.ops import attention, collective, elementwise, gemm
 from llm_roofline.roofline import score
 from llm_roofline.sharding import Sharding
 
@@ -159,17 +159,28 @@ fraction = st.floats(0.01, 1.0)
 @settings(max_examples=150, deadline=None)
 @given(m=st.integers(1, 8192), k=st.integers(1, 16384), n=st.integers(1, 65536), v=st.floats(1.0, 1e9),
        chips=st.sampled_from([2, 4, 8, 16]), cm=fraction, ct=st.floats(0, 1e4), mm=fraction, mt=st.floats(0, 1e4),
-       co=fraction, oh=st.floats(0, 1e-3), chip=st.sampled_from(["h100-sxm", "a100-80gb", "tpu-v5e", "mi300x"]))
-def test_calibrated_never_below_ideal(m, k, n, v, chips, cm, ct, mm, mt, co, oh, chip):
+       co=fraction, oh=st.floats(0, 1e-3), chip=st.sampled_from(["h100-sxm", "a100-80gb", "tpu-v5e", "mi300x"]),
+       halves=st.lists(st.floats(0, 1e6), min_size=6, max_size=6), per=st.lists(st.floats(0, 1e-9), min_size=4, max_size=4),
+       kv8=st.booleans())
+def test_calibrated_never_below_ideal(m, k, n, v, chips, cm, ct, mm, mt, co, oh, chip, halves, per, kv8):
     c = lr.load_chip(chip)
     p = FamilyFit(compute_max=cm, compute_tokens_half=ct, memory_max=mm, memory_tokens_half=mt, comm_max=co,
-                  overhead_s=oh)
+                  overhead_s=oh, compute_keys_half=halves[0], compute_elems_half=halves[1], compute_cols_half=halves[2],
+                  compute_dim_half=halves[3], compute_group_half=halves[4], compute_outs_half=halves[5],
+                  overhead_per_kv_row_byte_s=per[0], overhead_per_output_elem_s=per[1], overhead_per_token_s=per[2],
+                  overhead_per_walked_elem_s=per[3])
     models = [CalibratedModel(c.name, "random", {f: p for f in FAMILIES}), calibrated_model(c)]
     ops = [gemm("ffn.up", "dense", 1, tokens=m, k=k, n=n, bits_per_weight=16, act_bytes_per_elem=2),
            elementwise("ffn.act", "dense", 1, tokens=m, elems=m * n, flops_per_elem=5, reads=2, writes=1,
                        act_bytes_per_elem=2),
            elementwise("norm.ffn", "dense", 1, tokens=m, elems=m * k, flops_per_elem=4, reads=1, writes=1,
                        act_bytes_per_elem=2, kind="norm"),
+           gemm("ffn.experts.up", "moe", 1, tokens=m, k=k, n=n, bits_per_weight=16, act_bytes_per_elem=2,
+                n_matrices=0.5, rows_per_matrix=max(m / 8, 1), style="expert", walked_rows=m),
+           attention("attn.core", "dense", 1, batch=1, q_len=m, kv_len=m, n_heads=8, n_kv_heads=2, qk_dim=128,
+                     v_dim=128, kv_elems_per_token=512, kv_bytes_per_elem=2, act_bytes_per_elem=2),
+           attention("attn.core", "dense", 1, batch=m, q_len=1, kv_len=k, n_heads=8, n_kv_heads=2, qk_dim=128,
+                     v_dim=128, kv_elems_per_token=512, kv_bytes_per_elem=1 if kv8 else 2, act_bytes_per_elem=2),
            collective("comm.all_reduce.ffn", "dense", 1, kind="all_reduce", buffer_bytes=v, chips=chips,
                       tokens=m)]
     if chips > c.scaleup.domain_size and c.scaleout is None:
@@ -336,3 +347,46 @@ def test_shipped_fits_against_the_measurements():
             sel = (rows.fam == fam).to_numpy()
             assert np.median(e_cal[sel]) < limit
             assert np.median(e_cal[sel]) < np.median(e_ideal[sel])
+
+
+def test_v2_shape_features_reach_the_families():
+    """The ops carry the kernel shape the v2 fits key off: a GEMM its output columns, inner dimension and weight
+    bits; attention its head_dim, GQA group and KV bits (8-bit KV decode: attention_decode_fp8)."""
+    g = gemm("ffn.up", "dense", 1, tokens=16, k=4096, n=1024, bits_per_weight=4.25, act_bytes_per_elem=2)
+    assert (g.gemm_n, g.gemm_k, g.weight_bits) == (1024.0, 4096.0, 4.25)
+    dec = [attention("attn.core", "dense", 1, batch=4, q_len=1, kv_len=2048, n_heads=32, n_kv_heads=8, qk_dim=128,
+                     v_dim=128, kv_elems_per_token=8 * 256, kv_bytes_per_elem=e, act_bytes_per_elem=2) for e in (2, 1)]
+    assert [(a.head_dim, a.q_per_kv, a.kv_bits) for a in dec] == [(128.0, 4.0, 16.0), (128.0, 4.0, 8.0)]
+    assert [family_of(a) for a in dec] == ["attention_decode", "attention_decode_fp8"]
+    h100, a100 = calibrated_model("h100-sxm"), calibrated_model("a100-80gb")
+    assert h100.sources["attention_decode_fp8"] == "h100-sxm fit"
+    # A100 measured no fp8 KV cache: its own bf16 decode fit prices it (as its gemm prices fp8 GEMMs)
+    assert a100.fit_for("attention_decode_fp8") is a100.fit_for("attention_decode")
+
+
+def test_expert_parallel_kernels_walk_the_routed_rows_of_other_chips():
+    """EP over tokens every chip holds (no dispatch): each chip's fused MoE kernel receives all T*k routed rows
+    and walks the (1 - 1/ep) of them held elsewhere; dispatched tokens (attention DP) walk none."""
+    attn = AttentionSpec("gqa", 4, 4, 64, 64)
+    spec = ModelSpec("moe-walk", 256, 1000, (LayerGroup("moe", 2, attn, FfnSpec("moe", 0, True, "silu", n_experts=8,
+                                                                                 top_k=2, d_expert=128)),))
+    ph = Phase.decode(32, 100)
+    ep = {o.name: o for o in build_ops(spec, ph, Sharding(tp=4, moe_ep=4))}
+    up = ep["ffn.experts.up_gate"]
+    assert float(up.walked_rows) == pytest.approx(32 * 2 * (1 - 1 / 4))
+    assert all(float(np.sum(o.walked_rows)) == 0 for o in build_ops(spec, ph, Sharding(tp=4)))
+    dp = {o.name: o for o in build_ops(spec, ph, Sharding(tp=1, attention_dp=4, moe_ep=4))}
+    assert float(dp["ffn.experts.up_gate"].walked_rows) == 0.0
+    model = calibrated_model("h100-sxm")
+    eff = model.for_op(up, lr.load_chip("h100-sxm"))
+    fit = model.fit_for("moe")
+    walked = 32 * 2 * 0.75 * (256 + 2 * 128)
+    assert float(eff.overhead_s) == pytest.approx(fit.overhead_s + fit.overhead_per_walked_elem_s * walked)
+
+
+def test_a_chip_borrows_what_its_source_borrows():
+    """gb200 measured every aic-vllm family but no memory-bound kernel; its family default (b200) borrows those
+    from h100-sxm, and so does gb200 (they used to fall back to ideal)."""
+    m = calibrated_model("gb200")
+    assert m.sources["norm"] == "borrowed: h100-sxm" and m.fit_for("norm") == calibrated_model("h100-sxm").fit_for("norm")
+    assert m.sources["gemm"] == "gb200 fit" and "borrowed from h100-sxm" in m.label

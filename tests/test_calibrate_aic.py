@@ -38,7 +38,9 @@ def test_attention_rows(rows):
     # decode, batch 16, KV 1 + 1023 = 1024: flops 16*1024 * 2*32 * 256 = 268,435,456; Q/O 16*32*256*2 = 262,144 B
     # KV bf16 16*1024*8*256*2 = 67,108,864 (-> 67,371,008), fp8 half of it (-> 33,816,576)
     assert set(d.flops) == {268_435_456} and sorted(d["bytes"]) == [33_816_576, 67_371_008]
-    assert set(d.fam) == {"attention_decode"}
+    # the fp8 KV cache decodes with its own fit (attention_decode_fp8), the bf16 one with attention_decode
+    assert dict(zip(d["bytes"], d.fam)) == {33_816_576: "attention_decode_fp8", 67_371_008: "attention_decode"}
+    assert set(d.head_dim) == {128} and sorted(d.kv_bits) == [8, 16]
 
 
 def test_allreduce_rows_keep_the_cuda_graph_backend(rows):
@@ -66,8 +68,8 @@ def test_moe_block_rows(rows):
     one = m.iloc[0]
     # 1 token, top-2 of 8 experts (Mixtral shape h = 4096, i = 14336): 2 assignments on 2 touched experts,
     # 1 row each; flops 6 * 2 * 4096 * 14336 = 704,643,072; bytes (2 * 3*4096*14336 + 2 * (2*4096 + 3*14336)) * 2
-    # = (352,321,536 + 102,400) * 2 = 704,847,872; latency 0.258741 ms
-    assert (one.m, one.flops, one["bytes"]) == (1.0, 704_643_072, 704_847_872)
+    # = (352,321,536 + 102,400) * 2 = 704,847,872; latency 0.258741 ms; no expert parallelism: nothing walked
+    assert (one.m, one.flops, one["bytes"], one.walked) == (1.0, 704_643_072, 704_847_872, 0.0)
     assert one.measured_s == pytest.approx(0.258741e-3, rel=1e-5)
     # 256 tokens: 512 assignments over all 8 experts -> 64 rows per expert
     assert 64.0 in set(m.m)

@@ -24,8 +24,13 @@ kernel it has. Byte accounting (e = element bytes: bf16 2, fp8 1; outputs bf16):
     all_reduce bytes = message_size * 2 (the bf16 buffer each GPU holds), tp = num_gpus
     moe        T tokens, hidden h, intermediate i, top-k, E experts over moe_tp x moe_ep: pairs = T*k/ep assignments
                on this GPU, touched = min(E/ep, pairs) experts, rows per expert m = pairs / touched; gated up
-               (h -> 2i/tp) and down (i/tp -> h): flops 6*pairs*h*i/tp; bytes (touched*3*h*i/tp + pairs*(2h +
-               3i/tp)) * 2; kernels 2 (two grouped GEMMs: overhead_s counts twice, as for the estimator's ops)
+               (h -> 2i/tp) and down (i/tp -> h): flops 6*pairs*h*i/tp; kernels 2 (two grouped GEMMs: overhead_s
+               counts twice, as for the estimator's ops); bytes (touched*3*h*i/tp + pairs*(2h + 3i/tp)) * 2.
+               Every GPU holds all T tokens (expert parallelism without token dispatch): the block receives all
+               T*k routed rows and walks the T*k - pairs of experts held elsewhere without computing them
+               (Triton fused MoE: zero-filled outputs, activation and top-k sum over every row; FlashInfer's
+               kernels on Blackwell compact them): walked = (T*k - pairs) * ((h + 2i/tp) + (i/tp + h)) elements
+               (K + N of the two GEMMs), priced by the fitted overhead_per_walked_elem_s
 
 The `model` column names a shape group for leave-one-group-out validation: GEMM (n, k), attention
 (heads, kv heads, head_dim), all-reduce the GPU count.
@@ -51,7 +56,8 @@ AIC_SOURCE = "AIConfigurator vLLM kernel tables (aiconfigurator-core 0.12.0, vLL
 AIC_TABLES = ("gemm_perf", "context_attention_perf", "generation_attention_perf", "custom_allreduce_perf", "moe_perf")
 AIC_OPS = {"gemm_bf16", "gemm_fp8", "context_attention", "generation_attention",
            "custom_allreduce", "moe"}
-AIC_COLUMNS = CSV_ORDER[:CSV_ORDER.index("flops")] + ("keys",) + CSV_ORDER[CSV_ORDER.index("flops"):]
+AIC_COLUMNS = (CSV_ORDER[:CSV_ORDER.index("flops")] + ("keys", "head_dim", "kv_bits", "q_per_kv", "walked")
+               + CSV_ORDER[CSV_ORDER.index("flops"):])
 # fp8_block (DeepGEMM / CUTLASS block-scaled, DeepSeek-style checkpoints) is left out: its rows carry a
 # ~55 us floor on H100 even at m = 1 (10x the per-tensor fp8 kernel), which no shape term explains
 _GEMM_DTYPES = {"bfloat16": ("bf16", 2.0), "fp8": ("fp8", 1.0)}
@@ -112,7 +118,7 @@ def context_rows(df: "pd.DataFrame") -> dict:
     L = df["isl"].to_numpy(np.float64)
     elems = b * L * h * 2 * d  # (B, L, H, dqk + dv): Q in, O out
     return dict(family="context_attention", op="context_attention", dtype="bf16", tp=1.0, m=b * L, elems=elems,
-                keys=(L + 1) / 2, flops=b * L * (L + 1) / 2 * 2 * h * 2 * d,
+                keys=(L + 1) / 2, head_dim=d, kv_bits=16.0, q_per_kv=h / kvh, flops=b * L * (L + 1) / 2 * 2 * h * 2 * d,
                 bytes=elems * 2.0 + b * L * kvh * 2 * d * 2.0, model=_group(df),
                 measured_s=df["latency"].to_numpy() * 1e-3)
 
@@ -129,7 +135,8 @@ def generation_rows(df: "pd.DataFrame") -> dict:
     elems = b * h * 2 * d  # (B, 1, H, dqk + dv)
     e_kv = df["kv_cache_dtype"].map(_KV_BYTES).to_numpy(np.float64)
     return dict(family="generation_attention", op="generation_attention", dtype="bf16", tp=1.0, m=b,
-                elems=elems, keys=kv, flops=b * kv * 2 * h * 2 * d, bytes=elems * 2.0 + b * kv * kvh * 2 * d * e_kv,
+                elems=elems, keys=kv, head_dim=d, kv_bits=8.0 * e_kv, q_per_kv=h / kvh, flops=b * kv * 2 * h * 2 * d,
+                bytes=elems * 2.0 + b * kv * kvh * 2 * d * e_kv,
                 model=_group(df), measured_s=df["latency"].to_numpy() * 1e-3)
 
 
@@ -151,11 +158,44 @@ def moe_rows(df: "pd.DataFrame") -> dict:
                                                                    "num_experts", "moe_tp_size", "moe_ep_size"))
     pairs = t * k / ep  # token-expert assignments this GPU computes (balanced routing)
     touched = np.minimum(e / ep, pairs)  # local experts that receive tokens
+    if dist.startswith("power_law"):  # the busiest EP rank's expected share under the collector's skew
+        pairs, touched = power_law_routing(t, k, e, ep, float(dist.rsplit("_", 1)[1]))
     i_loc = i / tp
-    return dict(family="moe", op="moe", dtype="bf16", tp=1.0, m=pairs / touched, kernels=2.0,
+    walked = (t * k - pairs) * (2.0 * h + 3.0 * i_loc)  # routed rows of experts held elsewhere, K + N elements
+    return dict(family="moe", op="moe", dtype="bf16", tp=1.0, m=pairs / touched, kernels=2.0, walked=walked,
                 flops=6.0 * pairs * h * i_loc, bytes=(touched * 3.0 * h * i_loc + pairs * (2.0 * h + 3.0 * i_loc)) * 2.0,
                 model=[f"h{a:g}_i{b:g}_k{c:g}_e{d:g}" for a, b, c, d in zip(h, i, k, e)],
                 measured_s=df["latency"].to_numpy() * 1e-3)
+
+
+def power_law_routing(t, k, e, ep, alpha: float, draws: int = 16, seed: int = 0):
+    """Expected (assignments, touched experts) on the measured GPU under AIConfigurator's power-law routing
+    (collector helper _generate_power_law_distribution): per-expert loads drawn from a power law (x in [1, 0.8 T]
+    when T*k > E, else [0.01, 2]; density ~ x^-alpha), scaled to T*k and rounded (the remainder put on the
+    largest loads), and the EP group of E/ep experts with the largest load placed on the measured rank.
+    Averaged over `draws` draws of a fixed seed (deterministic); vectorized over the rows' shapes."""
+    rng = np.random.default_rng(seed)
+    shapes = np.stack(np.broadcast_arrays(*(np.asarray(x, dtype=np.float64) for x in (t, k, e, ep))), axis=1)
+    pairs, touched = np.zeros(len(shapes)), np.zeros(len(shapes))
+    for j, (tt, kk, ee, pp) in enumerate(shapes):
+        n_e, target = int(ee), int(round(tt * kk))
+        if n_e % int(pp):  # experts not split evenly: the balanced share
+            pairs[j], touched[j] = tt * kk / pp, min(ee / pp, tt * kk / pp)
+            continue
+        lo, hi = (1.0, tt * 0.8) if tt * kk > ee else (0.01, 2.0)
+        a1 = 1.0 - alpha
+        u = rng.random((draws, n_e))
+        x = ((hi ** a1 - lo ** a1) * u + lo ** a1) ** (1.0 / a1)
+        load = np.round(x / x.sum(axis=1, keepdims=True) * target)
+        delta = target - load.sum(axis=1)  # the remainder, one token at a time on the largest (smallest) loads
+        order = np.argsort(-load, axis=1, kind="stable")
+        for d in range(draws):
+            step, idx = (1.0, order[d]) if delta[d] > 0 else (-1.0, order[d][::-1])
+            np.add.at(load[d], idx[np.arange(int(abs(delta[d]))) % n_e], step)
+        groups = np.maximum(load, 0.0).reshape(draws, int(pp), n_e // int(pp))
+        busiest = groups[np.arange(draws), groups.sum(axis=2).argmax(axis=1)]
+        pairs[j], touched[j] = busiest.sum(axis=1).mean(), (busiest > 0).sum(axis=1).mean()
+    return pairs, np.maximum(touched, 1e-9)
 
 
 _CONVERTERS = {"moe_perf": moe_rows, "gemm_perf": gemm_rows, "context_attention_perf": context_rows,

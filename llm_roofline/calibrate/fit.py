@@ -28,7 +28,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 MEMORY_FAMILIES = ("elementwise", "activation", "rope", "norm", "embedding")
-ATTENTION = ("attention", "attention_decode")
+DECODE = ("attention_decode", "attention_decode_fp8")
+ATTENTION = ("attention",) + DECODE
 
 
 # =============================================================================== prediction
@@ -48,11 +49,18 @@ class _Terms:
     keys: np.ndarray | float = 0.0  # attention: mean keys per query (decode: 0, see efficiency.attention_shape)
     elems: np.ndarray | float = 0.0  # attention: Q+O elements
     kv_row_bytes: np.ndarray | float = 0.0  # decode attention: (bytes - Q+O bytes) / keys
+    cols: np.ndarray | float = 0.0  # GEMM: output columns n
+    dim: np.ndarray | float = 0.0  # attention: head_dim
+    out_elems: np.ndarray | float = 0.0  # GEMM: output elements m * n
+    group: np.ndarray | float = 0.0  # attention: query heads per K/V head
+    walked: np.ndarray | float = 0.0  # moe: walked-row elements per kernel
 
     def time_s(self, p: FamilyFit) -> np.ndarray:
         """roofline.score with this family's efficiency: the calibrated (or, with IDEAL_FIT, ideal) time."""
-        tokens = 0.0 if self.fam in ATTENTION else self.tokens
-        eff = p.efficiency(tokens, self.kernels, keys=self.keys, elems=self.elems, kv_row_bytes=self.kv_row_bytes)
+        tokens = 0.0 if self.fam == "attention" else self.tokens  # decode: tokens = sequences (a floor per sequence)
+        eff = p.efficiency(tokens, self.kernels, keys=self.keys, elems=self.elems, kv_row_bytes=self.kv_row_bytes,
+                           cols=self.cols, dim=self.dim, out_elems=self.out_elems, group=self.group,
+                           walked=self.walked)
         if self.comm is not None:
             return score_collective(self.comm, eff).t_s
         return score(self.flops, self.bytes, peak_flops_per_s=self.peak, hbm_bytes_per_s=self.hbm,
@@ -73,12 +81,18 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     elems = df["elems"].to_numpy(np.float64) if fam in ATTENTION and "elems" in df else np.zeros(len(df))
     flops, nbytes = df["flops"].to_numpy(np.float64), df["bytes"].to_numpy(np.float64)
     row = 0.0
-    if fam == "attention_decode":  # KV bytes per context position over the batch, as efficiency.attention_shape
+    cols = df["n"].to_numpy(np.float64) if fam in ("gemm", "gemm_fp8") else 0.0
+    out = tokens * cols
+    dim = df["head_dim"].to_numpy(np.float64) if fam in ATTENTION and "head_dim" in df else 0.0
+    group = df["q_per_kv"].to_numpy(np.float64) if fam in ATTENTION and "q_per_kv" in df else 0.0
+    walked = df["walked"].to_numpy(np.float64) / kernels if fam == "moe" and "walked" in df else 0.0
+    if fam in DECODE:  # KV bytes per context position over the batch, as efficiency.attention_shape
         e = df["dtype"].map(dtype_bytes).to_numpy(np.float64)
         row = np.where(keys > 0, (nbytes - elems * e) / np.where(keys > 0, keys, 1.0), 0.0)
         keys = 0.0  # decode efficiency never depends on the KV length
     return _Terms(fam, tokens, kernels, flops, nbytes, peak, chip.hbm_bytes_per_s,
-                  keys=keys if fam == "attention" else 0.0, elems=elems, kv_row_bytes=row)
+                  keys=keys if fam == "attention" else 0.0, elems=elems, kv_row_bytes=row, cols=cols, dim=dim,
+                  out_elems=out, group=group, walked=walked)
 
 
 def _collective_terms(df: "pd.DataFrame", chip: Chip) -> CollectiveTerms:
@@ -119,19 +133,34 @@ def _logit(p):
 
 # free parameters per family, their starting values and their transforms (unbounded -> valid range)
 _FREE = {
-    "gemm": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("memory_max", 0.8), ("overhead_s", 5e-6)),
-    "gemm_fp8": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("memory_max", 0.8), ("overhead_s", 5e-6)),
+    # GEMMs: M and N padded to the kernel's tiles (tokens and cols halves) and too few output tiles to fill the
+    # SMs, each walking all of K (outs half: output elements T * N)
+    "gemm": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("compute_cols_half", 128.0),
+             ("compute_outs_half", 1e4), ("memory_max", 0.8), ("overhead_s", 5e-6), ("overhead_per_output_elem_s", 1e-13)),
+    # fp8: wide tiles (cols half) and no outs factor (it fits no better held out), plus the activations'
+    # dynamic quantization per row
+    "gemm_fp8": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("compute_cols_half", 128.0),
+                 ("memory_max", 0.8), ("overhead_s", 5e-6), ("overhead_per_output_elem_s", 1e-13),
+                 ("overhead_per_token_s", 1e-9)),
     # the fused-MoE expert block (two grouped GEMMs, kernels = 2), T = rows per touched expert
-    "moe": (("compute_max", 0.6), ("compute_tokens_half", 64.0), ("memory_max", 0.7), ("overhead_s", 1e-5)),
+    "moe": (("compute_max", 0.6), ("compute_tokens_half", 64.0), ("memory_max", 0.7), ("overhead_s", 1e-5),
+            ("overhead_per_walked_elem_s", 1e-12)),
     # causal FlashAttention prefill: compute-bound; short sequences waste the diagonal tiles (keys half),
     # few heads x sequences leave SMs idle (elems half)
     "attention": (("compute_max", 0.6), ("compute_keys_half", 500.0), ("compute_elems_half", 1e6),
-                  ("overhead_s", 5e-6)),
+                  ("compute_dim_half", 32.0), ("compute_group_half", 0.5), ("overhead_s", 5e-6)),
     # decode: the KV stream at a bandwidth fraction plus a floor growing with batch x heads
-    "attention_decode": (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11)),
+    "attention_decode": (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11),
+                         ("overhead_per_token_s", 1e-8)),
+    "attention_decode_fp8": (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11),
+                             ("overhead_per_token_s", 1e-8)),
     "memory": (("memory_max", 0.5), ("memory_tokens_half", 64.0), ("overhead_s", 2e-6)),
     "collective": (("comm_max", 0.7), ("overhead_s", 1e-5)),
 }
+# further starting points (overrides of _FREE's values) a family's fit also tries, keeping the lowest loss: the
+# GEMM loss has a basin where the tile factors (tokens, cols) carry the shortfall and one where the output
+# parallelism (outs) does
+_ALT_STARTS = {"gemm": ({"compute_tokens_half": 1.0, "compute_cols_half": 1.0, "compute_outs_half": 2e5},)}
 _FRACTIONS = ("compute_max", "memory_max", "comm_max")
 LOSS_SCALE = 0.1  # pseudo-Huber scale of the log residual: quadratic below ~10 %, linear above
 
@@ -201,14 +230,17 @@ def fit_family(terms: _Terms, measured: np.ndarray, fam: str) -> FamilyFit:
     def objective(x):
         return _loss(terms.time_s(unpack(x)), measured)
 
-    x = np.array([_to_x(n, v) for n, v in free])
-    best = math.inf
-    for _ in range(4):  # restart from the best point until the loss stops improving
-        x, val = nelder_mead(objective, x)
-        if best - val < 1e-9:
-            break
-        best = val
-    return unpack(x)
+    found = []
+    for start in ({},) + _ALT_STARTS.get(fam, ()):
+        x = np.array([_to_x(n, start.get(n, v)) for n, v in free])
+        best = math.inf
+        for _ in range(4):  # restart from the best point until the loss stops improving
+            x, val = nelder_mead(objective, x)
+            if best - val < 1e-9:
+                break
+            best = val
+        found.append((val, len(found), x))
+    return unpack(min(found, key=lambda f: f[:2])[2])
 
 
 def shown_params(fam: str, p: FamilyFit) -> dict[str, float]:
@@ -224,10 +256,11 @@ def ratio_band(ratio) -> dict[str, float]:
 
 
 def _rounded(p: FamilyFit) -> FamilyFit:
-    """Four significant digits (what the chip TOML stores); overheads below 1 ns and token scales below
-    0.01 are zero."""
+    """Four significant digits (what the chip TOML stores); overheads below 1 ns, per-unit overheads below
+    1e-20 s and half-saturation scales below 0.01 are zero."""
     def r(k, v):
-        if (k == "overhead_s" and v < 1e-9) or (k.endswith("tokens_half") and v < 1e-2):
+        if (k == "overhead_s" and v < 1e-9) or (k.endswith("_half") and v < 1e-2) or \
+                (k.startswith("overhead_per_") and v < 1e-20):
             return 0.0
         return min(float(f"{v:.4g}"), 1.0) if k in _FRACTIONS else float(f"{v:.4g}")
 
@@ -290,7 +323,10 @@ def _fittable(rows: "pd.DataFrame", terms: _Terms, measured: np.ndarray, fam: st
 def _note(fam: str, p: FamilyFit, rows: "pd.DataFrame", median_err: float, source: str, date: str) -> str:
     """The fitted_on text of one family's fit: source, points, ops, in-sample median error, date."""
     ops = ", ".join(sorted(set(rows["op"])))
-    at_one = [k for k in _FRACTIONS if getattr(p, k) == 1.0 and k in dict(_free(fam))]
+    shaped = any(getattr(p, h) > 0 for h in ("compute_tokens_half", "compute_keys_half", "compute_elems_half",
+                                              "compute_cols_half", "compute_dim_half", "compute_group_half"))
+    at_one = [k for k in _FRACTIONS if getattr(p, k) == 1.0 and k in dict(_free(fam))
+              and not (k == "compute_max" and shaped)]  # shape factors < 1 carry the shortfall
     return (f"{source + '; ' if source else ''}{len(rows)} points ({ops}); median |err| {median_err:.1%}; "
             f"fitted {date}" + (f"; {', '.join(at_one)} at its bound 1 (some kernels measured faster than "
                                 "the roofline: L2-cache hits)" if at_one else ""))

@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import ChipError, RooflineError
 from ..files import write_text
 from ..hardware import Chip, load_chip
-from ..efficiency import FP8_COMPUTE
+from ..efficiency import FP8_COMPUTE, KV8_BITS
 from ..units import dtype_bytes
 
 if TYPE_CHECKING:
@@ -45,6 +45,12 @@ MEASURED_COLUMNS = {
     "elems": "elements an elementwise op touches (documentation; bytes is what counts); attention: the Q and O "
              "elements B*q*H*(dqk+dv) (the occupancy and the decode floor key off it)",
     "keys": "optional, attention only: mean keys per query (causal prefill of L tokens: (L+1)/2; decode: KV length)",
+    "head_dim": "optional, attention only: (dqk + dv) / 2 (the head-dim factor of prefill)",
+    "q_per_kv": "optional, attention only: query heads per K/V head (the GQA group factor of prefill)",
+    "walked": "optional, moe only: elements (K + N per row, summed over the block's kernels) of the routed rows "
+              "the fused expert kernels walk without computing them (expert parallelism, tokens not dispatched)",
+    "kv_bits": "optional, decode attention only: bits per cached K/V element (8 or fewer: the attention_decode_fp8 "
+               "family)",
     "flops": "optional: FLOPs of the op (GEMM default 2*m*k*n)",
     "bytes": "HBM bytes moved (GEMM default (k*n + m*k + m*n) * dtype bytes); collectives: the buffer size",
     "kernels": "optional, default 1: kernel launches the measured time spans (overhead_s counts once each)",
@@ -88,7 +94,8 @@ def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
     if bad:
         raise RooflineError(f"{where}: unknown family {bad}; known: {', '.join(CSV_FAMILIES)}")
     df["fam"] = df["family"].map(CSV_FAMILIES)
-    for c in ("tp", "m", "k", "n", "elems", "keys", "flops", "bytes", "kernels", "nodes", "measured_s"):
+    for c in ("tp", "m", "k", "n", "elems", "keys", "head_dim", "kv_bits", "q_per_kv", "walked", "flops", "bytes",
+              "kernels", "nodes", "measured_s"):
         df[c] = _numeric(df[c]) if c in df.columns else np.nan
     df["kernels"] = df["kernels"].fillna(1.0)
     df["nodes"] = df["nodes"].fillna(1.0)
@@ -106,12 +113,15 @@ def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
     df.loc[df["fam"] != "collective", "flops"] = df["flops"].fillna(0.0)
     if df["bytes"].isna().any():
         raise RooflineError(f"{where}: {int(df['bytes'].isna().sum())} row(s) without bytes")
-    att = df["fam"].isin(("attention", "attention_decode"))
+    df.loc[(df["fam"] == "attention_decode") & (df["kv_bits"] > 0) & (df["kv_bits"] <= KV8_BITS), "fam"] = \
+        "attention_decode_fp8"
+    att = df["fam"].isin(("attention", "attention_decode", "attention_decode_fp8"))
     if (df.loc[att, "flops"] <= 0).any():
         raise RooflineError(f"{where}: attention rows need flops")
     df["m"] = df["m"].fillna(0.0)  # tokens unknown: the asymptotic efficiencies
     df["elems"] = df["elems"].where(att, np.nan)
-    df[["elems", "keys"]] = df[["elems", "keys"]].fillna(0.0)  # unknown: those factors are 1
+    shape = ["elems", "keys", "head_dim", "kv_bits", "q_per_kv", "walked"]
+    df[shape] = df[shape].fillna(0.0)  # unknown: those factors are 1
     ok = np.isfinite(df["measured_s"]) & (df["measured_s"] > 0)
     if not ok.all():
         raise RooflineError(f"{where}: {int((~ok).sum())} row(s) with a missing or non-positive measured_s")
