@@ -28,7 +28,7 @@ from .memory import GPU_MEMORY_UTILIZATION, Footprint, footprint, usable_bytes, 
 from .model.hf import load_model
 from .model.spec import ModelSpec
 from .optable import OpTable
-from .phases import DecodeSums, PhaseResult, PhaseTotals, PrefillSums, decode_segments, run_phase
+from .phases import DecodeSums, PhaseResult, PhaseTotals, PrefillSums, decode_segments, phase_t_s, run_phase
 from .roofline import TERMS, intensity_of, score_ops  # noqa: F401 (score_ops: a name tests import here)
 from .sharding import Sharding, critical_thresholds
 from .units import json_ready
@@ -300,6 +300,25 @@ def evaluate_step(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, c
     `decode_kv_len`) while a prompt chunk of `chunk_tokens` tokens (attending to `chunk_kv_len`: its cached
     prefix + the chunk) is prefilled alongside (graph.Phase.mixed). Every argument may be an array; the
     result's times are the step's wall clock (one pass of the micro-batches through the pipeline)."""
+    ops, chip, eff, sh = _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep,
+                                   weight_dtype, act_dtype, kv_dtype, efficiency, attention, attention_dp, moe_tp,
+                                   moe_ep, routing_skew)
+    return run_phase(ops, chip, eff, sh, 1.0, PrefillSums, np.float64(1.0)).totals
+
+
+def step_time_s(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chunk_kv_len=0, tp=1, pp=1, ep=1,
+                weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency=DEFAULT_EFFICIENCY,
+                attention="fused", attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0) -> np.ndarray:
+    """evaluate_step(...).times.t_s, without the step's work totals and other time fields (serving step tables)."""
+    ops, chip, eff, _ = _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep,
+                                  weight_dtype, act_dtype, kv_dtype, efficiency, attention, attention_dp, moe_tp,
+                                  moe_ep, routing_skew)
+    return phase_t_s(ops, chip, eff, 1.0)
+
+
+def _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep, weight_dtype,
+              act_dtype, kv_dtype, efficiency, attention, attention_dp, moe_tp, moe_ep, routing_skew):
+    """The ops of one mixed step (arguments checked), its chip, efficiency model and sharding."""
     spec = load_model(model)
     chip = load_chip(chip)
     # mean batch sizes and token counts of a serving model's steps need not be whole numbers
@@ -311,8 +330,7 @@ def evaluate_step(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, c
     sh = Sharding(tp, pp, ep, 1, False, attention_dp, moe_tp, moe_ep, routing_skew)
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
     phase = Phase.mixed(decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len)
-    ops = build_ops(spec, phase, sh, dt, attention)
-    return run_phase(ops, chip, resolve_efficiency(efficiency, chip), sh, 1.0, PrefillSums, np.float64(1.0)).totals
+    return build_ops(spec, phase, sh, dt, attention), chip, resolve_efficiency(efficiency, chip), sh
 
 
 def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=1, dp=1, weight_dtype=None,

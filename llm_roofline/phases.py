@@ -232,6 +232,20 @@ def run_phase(ops: list[Op], chip: Chip, eff, sh: Sharding, time_factor, sums, s
                        shape)
 
 
+def phase_t_s(ops: list[Op], chip: Chip, eff, time_factor) -> np.ndarray:
+    """run_phase(ops, ..., PrefillSums, ...).totals.times.t_s alone: the same blocks, scores and op-by-op sum,
+    without the work totals and the other time fields (a serving step table needs only the step's wall clock)."""
+    shape = ops_shape(ops)
+    total = 0
+    for lo, hi in op_blocks(len(ops), shape):
+        block = ops[lo:hi]
+        grid = shape if hi - lo > 1 else _right_aligned(ops_shape(block), len(shape))
+        score = score_stack(block, chip, eff, grid, stack_terms(block, chip, grid))
+        counts = np.array([op.count for op in block], dtype=np.float64).reshape((len(block),) + (1,) * len(grid))
+        total = _add_rows(total, score.t_s * counts * time_factor)
+    return total
+
+
 def _right_aligned(shape: tuple, ndim: int) -> tuple:
     """shape with leading axes of 1 up to ndim axes (it broadcasts the same against a grid of ndim axes)."""
     return (1,) * (ndim - len(shape)) + tuple(shape)

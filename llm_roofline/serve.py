@@ -27,7 +27,7 @@ import numpy as np
 
 from .errors import RooflineError, ScenarioError
 from .efficiency import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency, resolved_once
-from .estimate import evaluate_step
+from .estimate import step_time_s
 from .graph import Dtypes, resolve_dtypes
 from .hardware import load_chip
 from .memory import GPU_MEMORY_UTILIZATION, PREFILL_CHUNK_TOKENS, memory_footprint
@@ -97,8 +97,8 @@ class ServingEstimate:
 def _step_fn(spec, chip, kw):
     """(decode_rows, decode_kv_len, chunk_tokens, chunk_kv_len) -> seconds of one step (arrays broadcast)."""
     def step_s(rows, kv_d, chunk, kv_c):
-        return evaluate_step(spec, chip, decode_batch=rows, decode_kv_len=kv_d, chunk_tokens=chunk,
-                             chunk_kv_len=kv_c, **kw).times.t_s
+        return step_time_s(spec, chip, decode_batch=rows, decode_kv_len=kv_d, chunk_tokens=chunk, chunk_kv_len=kv_c,
+                           **kw)
     return step_s
 
 
