@@ -232,17 +232,18 @@ def run_phase(ops: list[Op], chip: Chip, eff, sh: Sharding, time_factor, sums, s
                        shape)
 
 
-def phase_t_s(ops: list[Op], chip: Chip, eff, time_factor) -> np.ndarray:
-    """run_phase(ops, ..., PrefillSums, ...).totals.times.t_s alone: the same blocks, scores and op-by-op sum,
-    without the work totals and the other time fields (a serving step table needs only the step's wall clock)."""
-    shape = ops_shape(ops)
+def phase_t_s(ops: list[Op], chip: Chip, eff, time_factor, sums=PrefillSums, grid: tuple | None = None) -> np.ndarray:
+    """run_phase(ops, chip, eff, ..., time_factor, sums, ..., grid).totals.times.t_s alone: the same blocks, scores
+    and op-by-op sum, without the work totals and the other time fields (a serving step table and the planner need
+    only the wall clock)."""
+    shape = ops_shape(ops) if grid is None else grid
     total = 0
     for lo, hi in op_blocks(len(ops), shape):
         block = ops[lo:hi]
-        grid = shape if hi - lo > 1 else _right_aligned(ops_shape(block), len(shape))
-        score = score_stack(block, chip, eff, grid, stack_terms(block, chip, grid))
-        counts = np.array([op.count for op in block], dtype=np.float64).reshape((len(block),) + (1,) * len(grid))
-        total = _add_rows(total, score.t_s * counts * time_factor)
+        g = shape if hi - lo > 1 else _right_aligned(ops_shape(block), len(shape))
+        score = score_stack(block, chip, eff, g, stack_terms(block, chip, g))
+        t_s = score.t_s if sums is PrefillSums else sums.times(score).t_s
+        total = _add_rows(total, t_s * _per_op([op.count for op in block], t_s) * time_factor)
     return total
 
 
