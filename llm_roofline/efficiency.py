@@ -299,7 +299,9 @@ def weight_bits_of(op: "Op") -> float:
     ok = (t > 0) & (f > 0) & (w > 0)
     if not ok.any():
         return 0.0
-    return float(np.median(8.0 * w[ok] * 2.0 * t[ok] / f[ok]))
+    bits = 8.0 * w[ok] * 2.0 * t[ok] / f[ok]
+    # one value over the grid (a dense GEMM's bits do not depend on the tokens): its median is that value
+    return float(bits[0]) if (bits == bits[0]).all() else float(np.median(bits))
 
 
 def weight_only_quantized(op: "Op") -> bool:
