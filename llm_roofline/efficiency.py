@@ -204,6 +204,9 @@ class CalibratedModel:
 
     def __post_init__(self):
         object.__setattr__(self, "_bands", {})  # family -> band: the model is immutable
+        # family -> (tokens array, its Efficiency): the ops of a graph share one tokens array, so consecutive ops
+        # of a family ask for the same one (the array is held, so its identity cannot be reused)
+        object.__setattr__(self, "_by_tokens", {})
 
     def band(self, family: str) -> tuple[float, float]:
         """(p10, p90) of measured / calibrated time for one family (see band_of)."""
@@ -232,7 +235,12 @@ class CalibratedModel:
         if op.kind == "attention":
             return p.efficiency(0.0, label=self.label, **attention_shape(op, decode=fam == "attention_decode"))
         if getattr(op.tokens, "ndim", 0):
-            return p.efficiency(op.tokens, label=self.label)
+            last = self._by_tokens.get(fam)
+            if last is not None and last[0] is op.tokens:
+                return last[1]
+            eff = p.efficiency(op.tokens, label=self.label)
+            self._by_tokens[fam] = (op.tokens, eff)
+            return eff
         return _efficiency_at(p, float(op.tokens), self.label)
 
 
