@@ -309,7 +309,17 @@ def weight_bits_of(op: "Op") -> float:
         return 0.0
     bits = 8.0 * w[ok] * 2.0 * t[ok] / f[ok]
     # one value over the grid (a dense GEMM's bits do not depend on the tokens): its median is that value
-    return float(bits[0]) if (bits == bits[0]).all() else float(np.median(bits))
+    return float(bits[0]) if (bits == bits[0]).all() else _median(bits)
+
+
+def _median(x: np.ndarray) -> float:
+    """float(np.median(x)) of a 1-d array, without its overhead: the middle value, or the mean of the two middle
+    values ((a + b) / 2, as np.mean takes it); nan when any value is nan (np.median's rule)."""
+    v = np.sort(x)
+    n = v.size
+    if np.isnan(v[-1]):
+        return float("nan")
+    return float(v[n // 2]) if n % 2 else float((v[n // 2 - 1] + v[n // 2]) / 2.0)
 
 
 def weight_only_quantized(op: "Op") -> bool:
