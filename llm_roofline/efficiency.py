@@ -251,6 +251,9 @@ class CalibratedModel:
 
     def __post_init__(self):
         object.__setattr__(self, "_bands", {})  # family -> band: the model is immutable
+        # family -> (tokens array, its Efficiency): the ops of a graph share one tokens array, so consecutive ops
+        # of a family ask for the same one (the array is held, so its identity cannot be reused)
+        object.__setattr__(self, "_by_tokens", {})
 
     def band(self, family: str) -> tuple[float, float]:
         """(p10, p90) of measured / calibrated time for one family (see band_of)."""
@@ -280,14 +283,18 @@ class CalibratedModel:
             # decode: tokens = sequences (a floor per sequence: overhead_per_token_s); prefill keys off L and X
             return p.efficiency(0.0 if fam == "attention" else op.tokens, label=self.label,
                                 dim=op.head_dim, group=op.q_per_kv, **attention_shape(op, decode=fam != "attention"))
-        if op.kind != "gemm":
-            return _efficiency_at(p, op.tokens, self.label) if not getattr(op.tokens, "ndim", 0) \
-                else p.efficiency(op.tokens, label=self.label)
-        n = op.gemm_n
-        walked = op.walked_rows * (op.gemm_k + n) if fam == "moe" else 0.0
-        if getattr(op.tokens, "ndim", 0) or getattr(walked, "ndim", 0):
-            return p.efficiency(op.tokens, label=self.label, cols=n, out_elems=gemm_output_elems(op, n), walked=walked)
-        return _efficiency_at(p, op.tokens, self.label, n, float(walked))
+        if op.kind == "gemm":  # a GEMM's efficiency also depends on its own output columns (T * N: its epilogue)
+            n = op.gemm_n
+            walked = op.walked_rows * (op.gemm_k + n) if fam == "moe" else 0.0
+            if getattr(op.tokens, "ndim", 0) or getattr(walked, "ndim", 0):
+                return p.efficiency(op.tokens, label=self.label, cols=n, out_elems=_float(op.tokens) * n, walked=walked)
+            return _efficiency_at(p, op.tokens, self.label, n, float(walked))
+        if not getattr(op.tokens, "ndim", 0):
+            return _efficiency_at(p, op.tokens, self.label)
+        last = self._by_tokens.get(fam)  # consecutive ops of a family on the same tokens array share one
+        if last is None or last[0] is not op.tokens:
+            last = self._by_tokens[fam] = (op.tokens, p.efficiency(op.tokens, label=self.label))
+        return last[1]
 
 
 @lru_cache(maxsize=4096)
@@ -295,12 +302,6 @@ def _efficiency_at(p: FamilyFit, tokens: float, label: str, cols: float = 0.0, w
     """p.efficiency at a scalar token count (GEMM: and its output columns and walked elements), remembered: a fit
     and its Efficiency are immutable, and the ops of a step share a few shapes."""
     return p.efficiency(tokens, label=label, cols=cols, out_elems=tokens * cols, walked=walked)
-
-
-def gemm_output_elems(op: "Op", n: float) -> np.ndarray:
-    """T * N: the output elements one GEMM kernel writes (its epilogue; expert GEMMs: rows per expert x N, which
-    the moe family does not use)."""
-    return _float(op.tokens) * n
 
 
 # =============================================================================== attention shape
@@ -359,7 +360,19 @@ def weight_bits_of(op: "Op") -> float:
     ok = (t > 0) & (f > 0) & (w > 0)
     if not ok.any():
         return 0.0
-    return float(np.median(8.0 * w[ok] * 2.0 * t[ok] / f[ok]))
+    bits = 8.0 * w[ok] * 2.0 * t[ok] / f[ok]
+    # one value over the grid (a dense GEMM's bits do not depend on the tokens): its median is that value
+    return float(bits[0]) if (bits == bits[0]).all() else _median(bits)
+
+
+def _median(x: np.ndarray) -> float:
+    """float(np.median(x)) of a 1-d array, without its overhead: the middle value, or the mean of the two middle
+    values ((a + b) / 2, as np.mean takes it); nan when any value is nan (np.median's rule)."""
+    v = np.sort(x)
+    n = v.size
+    if np.isnan(v[-1]):
+        return float("nan")
+    return float(v[n // 2]) if n % 2 else float((v[n // 2 - 1] + v[n // 2]) / 2.0)
 
 
 def weight_only_quantized(op: "Op") -> bool:

@@ -28,7 +28,7 @@ from .memory import GPU_MEMORY_UTILIZATION, Footprint, footprint, usable_bytes, 
 from .model.hf import load_model
 from .model.spec import ModelSpec
 from .optable import OpTable
-from .phases import DecodeSums, PhaseResult, PhaseTotals, PrefillSums, decode_segments, run_phase
+from .phases import DecodeSums, PhaseResult, PhaseTotals, PrefillSums, decode_segments, phase_t_s, run_phase
 from .roofline import TERMS, intensity_of, score_ops  # noqa: F401 (score_ops: a name tests import here)
 from .sharding import Sharding, critical_thresholds
 from .units import json_ready
@@ -169,10 +169,16 @@ def _prefill(spec, chip, sh, dt, eff, batch, prompt, attention) -> PhaseResult:
 
 def _decode(spec, chip, sh, dt, eff, batch, prompt, gen, attention) -> PhaseResult:
     # pipeline: a decode step for all micro-batches takes one micro-batch's trip through all stages
+    ops, sums, grid = _decode_ops(spec, sh, dt, batch, prompt, gen, attention)
+    return run_phase(ops, chip, eff, sh, 1.0, sums, gen - 1.0, grid)
+
+
+def _decode_ops(spec, sh, dt, batch, prompt, gen, attention) -> tuple[list, DecodeSums, tuple]:
+    """The decode ops (built at both ends of every segment), their DecodeSums and their step grid."""
     segs = decode_segments(prompt, gen, spec.context_breakpoints())
     kv = np.stack([x for lo, hi, _ in segs for x in (lo, hi)])  # (2S, *grid): both ends of every segment
     ops = build_ops(spec, Phase.decode(batch, kv), sh, dt, attention)
-    return run_phase(ops, chip, eff, sh, 1.0, DecodeSums(segs), gen - 1.0, np.broadcast_shapes(kv.shape, np.shape(batch)))
+    return ops, DecodeSums(segs), np.broadcast_shapes(kv.shape, np.shape(batch))
 
 
 def _summary(tot: PhaseTotals, steps: float) -> PhaseSummary:
@@ -221,16 +227,12 @@ class Evaluation:
     @cached_property
     def decode_s(self) -> np.ndarray:
         """All decode steps of a sequence (0 where gen_len = 1)."""
-        if self.decode is None:
-            return np.zeros(np.shape(self.ttft_s))
-        return np.where(self.gen_len > 1, self.decode.totals.times.t_s, 0.0)
+        return _decode_total_s(self.gen_len, self.ttft_s, self.decode and self.decode.totals.times.t_s)
 
     @cached_property
     def tpot_s(self) -> np.ndarray:
         """Mean decode step (nan where gen_len = 1)."""
-        if self.decode is None:
-            return np.full(np.shape(self.ttft_s), np.nan)
-        return np.where(self.gen_len > 1, self.decode.totals.times.t_s / np.maximum(self.gen_len - 1, 1), np.nan)
+        return _tpot_s(self.gen_len, self.ttft_s, self.decode and self.decode.totals.times.t_s)
 
     @cached_property
     def e2e_s(self) -> np.ndarray:
@@ -245,12 +247,71 @@ class Evaluation:
         return self.batch * self.gen_len / self.e2e_s / self.sharding.chips_per_replica
 
 
+def _decode_total_s(gen, ttft, decode_t):
+    """All decode steps of a sequence from the decode phase's summed time (None: no point decodes)."""
+    if decode_t is None:
+        return np.zeros(np.shape(ttft))
+    return np.where(gen > 1, decode_t, 0.0)
+
+
+def _tpot_s(gen, ttft, decode_t):
+    """Mean decode step (nan where gen_len = 1) from the decode phase's summed time (None: no point decodes)."""
+    if decode_t is None:
+        return np.full(np.shape(ttft), np.nan)
+    return np.where(gen > 1, decode_t / np.maximum(gen - 1, 1), np.nan)
+
+
 def evaluate(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=1, dp=1,
              weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency=DEFAULT_EFFICIENCY, attention="fused",
              sequence_parallel=False, attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0,
              gpu_memory_utilization=GPU_MEMORY_UTILIZATION) -> Evaluation:
     """The vectorized core: batch, prompt_len and gen_len may be arrays (broadcast). Memory is checked against
     gpu_memory_utilization x HBM (memory.GPU_MEMORY_UTILIZATION)."""
+    spec, chip, sh, dt, eff, assumptions, batch, prompt, gen = _inputs(
+        model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtype, act_dtype, kv_dtype, efficiency,
+        sequence_parallel, attention_dp, moe_tp, moe_ep, routing_skew)
+    pre = _prefill(spec, chip, sh, dt, eff, batch, prompt, attention)
+    dec = _decode(spec, chip, sh, dt, eff, batch, prompt, np.maximum(gen, 2), attention) if np.any(gen > 1) else None
+    mem = footprint(spec, usable_bytes(chip.hbm_bytes, gpu_memory_utilization), sh, dt, pre.ops,
+                    batch, prompt + gen)
+    return Evaluation(spec, chip, sh, dt, eff, assumptions, batch, prompt, gen, pre, dec, mem,
+                      _warnings(spec, chip, sh, dt, prompt + gen))
+
+
+@dataclass(frozen=True)
+class Headline:
+    """evaluate()'s TTFT, TPOT, end-to-end time and memory footprint alone (evaluate_headline)."""
+
+    ttft_s: np.ndarray
+    tpot_s: np.ndarray
+    e2e_s: np.ndarray
+    memory: Footprint
+
+
+def evaluate_headline(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=1, dp=1,
+                      weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency=DEFAULT_EFFICIENCY,
+                      attention="fused", sequence_parallel=False, attention_dp=1, moe_tp=None, moe_ep=None,
+                      routing_skew=1.0, gpu_memory_utilization=GPU_MEMORY_UTILIZATION) -> Headline:
+    """evaluate(...)'s ttft_s, tpot_s, e2e_s and memory, the same numbers without the work totals, the other time
+    fields and the per-op results (the static planner's scoring)."""
+    spec, chip, sh, dt, eff, _, batch, prompt, gen = _inputs(
+        model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtype, act_dtype, kv_dtype, efficiency,
+        sequence_parallel, attention_dp, moe_tp, moe_ep, routing_skew)
+    pre_ops = build_ops(spec, Phase.prefill(batch, prompt), sh, dt, attention)
+    ttft = phase_t_s(pre_ops, chip, eff, (2 * sh.pp - 1) / sh.pp, PrefillSums,
+                     np.broadcast_shapes(np.shape(batch), np.shape(prompt)))
+    decode_t = None
+    if np.any(gen > 1):
+        ops, sums, grid = _decode_ops(spec, sh, dt, batch, prompt, np.maximum(gen, 2), attention)
+        decode_t = phase_t_s(ops, chip, eff, 1.0, sums, grid)
+    mem = footprint(spec, usable_bytes(chip.hbm_bytes, gpu_memory_utilization), sh, dt, pre_ops, batch, prompt + gen)
+    return Headline(ttft, _tpot_s(gen, ttft, decode_t), ttft + _decode_total_s(gen, ttft, decode_t), mem)
+
+
+def _inputs(model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtype, act_dtype, kv_dtype, efficiency,
+            sequence_parallel, attention_dp, moe_tp, moe_ep, routing_skew) -> tuple:
+    """evaluate()'s arguments checked and resolved: (spec, chip, sharding, dtypes, efficiency model, assumptions,
+    batch, prompt, gen as float64 arrays)."""
     spec = load_model(model)
     chip = load_chip(chip)
     batch, prompt_len, gen_len, tp, pp, ep, dp, attention_dp = (check_count(n, v) for n, v in zip(
@@ -268,12 +329,7 @@ def evaluate(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, 
     eff = resolve_efficiency(efficiency, chip)
     if eff is not None:
         assumptions.append(f"efficiency: {efficiency_label(eff)}.")
-    pre = _prefill(spec, chip, sh, dt, eff, batch, prompt, attention)
-    dec = _decode(spec, chip, sh, dt, eff, batch, prompt, np.maximum(gen, 2), attention) if np.any(gen > 1) else None
-    mem = footprint(spec, usable_bytes(chip.hbm_bytes, gpu_memory_utilization), sh, dt, pre.ops,
-                    batch, prompt + gen)
-    return Evaluation(spec, chip, sh, dt, eff, assumptions, batch, prompt, gen, pre, dec, mem,
-                      _warnings(spec, chip, sh, dt, prompt + gen))
+    return spec, chip, sh, dt, eff, assumptions, batch, prompt, gen
 
 
 def _warnings(spec: ModelSpec, chip: Chip, sh: Sharding, dt: Dtypes, context) -> list[str]:
@@ -300,6 +356,25 @@ def evaluate_step(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, c
     `decode_kv_len`) while a prompt chunk of `chunk_tokens` tokens (attending to `chunk_kv_len`: its cached
     prefix + the chunk) is prefilled alongside (graph.Phase.mixed). Every argument may be an array; the
     result's times are the step's wall clock (one pass of the micro-batches through the pipeline)."""
+    ops, chip, eff, sh = _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep,
+                                   weight_dtype, act_dtype, kv_dtype, efficiency, attention, attention_dp, moe_tp,
+                                   moe_ep, routing_skew)
+    return run_phase(ops, chip, eff, sh, 1.0, PrefillSums, np.float64(1.0)).totals
+
+
+def step_time_s(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chunk_kv_len=0, tp=1, pp=1, ep=1,
+                weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency=DEFAULT_EFFICIENCY,
+                attention="fused", attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0) -> np.ndarray:
+    """evaluate_step(...).times.t_s, without the step's work totals and other time fields (serving step tables)."""
+    ops, chip, eff, _ = _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep,
+                                  weight_dtype, act_dtype, kv_dtype, efficiency, attention, attention_dp, moe_tp,
+                                  moe_ep, routing_skew)
+    return phase_t_s(ops, chip, eff, 1.0)
+
+
+def _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep, weight_dtype,
+              act_dtype, kv_dtype, efficiency, attention, attention_dp, moe_tp, moe_ep, routing_skew):
+    """The ops of one mixed step (arguments checked), its chip, efficiency model and sharding."""
     spec = load_model(model)
     chip = load_chip(chip)
     # mean batch sizes and token counts of a serving model's steps need not be whole numbers
@@ -311,8 +386,7 @@ def evaluate_step(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, c
     sh = Sharding(tp, pp, ep, 1, False, attention_dp, moe_tp, moe_ep, routing_skew)
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
     phase = Phase.mixed(decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len)
-    ops = build_ops(spec, phase, sh, dt, attention)
-    return run_phase(ops, chip, resolve_efficiency(efficiency, chip), sh, 1.0, PrefillSums, np.float64(1.0)).totals
+    return build_ops(spec, phase, sh, dt, attention), chip, resolve_efficiency(efficiency, chip), sh
 
 
 def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=1, dp=1, weight_dtype=None,

@@ -232,6 +232,21 @@ def run_phase(ops: list[Op], chip: Chip, eff, sh: Sharding, time_factor, sums, s
                        shape)
 
 
+def phase_t_s(ops: list[Op], chip: Chip, eff, time_factor, sums=PrefillSums, grid: tuple | None = None) -> np.ndarray:
+    """run_phase(ops, chip, eff, ..., time_factor, sums, ..., grid).totals.times.t_s alone: the same blocks, scores
+    and op-by-op sum, without the work totals and the other time fields (a serving step table and the planner need
+    only the wall clock)."""
+    shape = ops_shape(ops) if grid is None else grid
+    total = 0
+    for lo, hi in op_blocks(len(ops), shape):
+        block = ops[lo:hi]
+        g = shape if hi - lo > 1 else _right_aligned(ops_shape(block), len(shape))
+        score = score_stack(block, chip, eff, g, stack_terms(block, chip, g))
+        t_s = score.t_s if sums is PrefillSums else sums.times(score).t_s
+        total = _add_rows(total, t_s * _per_op([op.count for op in block], t_s) * time_factor)
+    return total
+
+
 def _right_aligned(shape: tuple, ndim: int) -> tuple:
     """shape with leading axes of 1 up to ndim axes (it broadcasts the same against a grid of ndim axes)."""
     return (1,) * (ndim - len(shape)) + tuple(shape)

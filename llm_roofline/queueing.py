@@ -423,9 +423,11 @@ def _first_wave_s(tab, wl, clients, others):
     return np.maximum(clients - 1.0, 0.0) / 2.0 * wl.mean(wl.new_prompt_tokens) * full_s / room
 
 
-def _steady(tab, wl, load, capacity, closed, tokens_per_step, request_overhead_s, rounds=np.inf) -> Steady:
+def _steady(tab, wl, load, capacity, closed, tokens_per_step, request_overhead_s, rounds=np.inf,
+            saturated_only: bool = False):
     """Damped fixed point of _pass: open loop at `load` requests/s, closed loop with `load` clients (each sending
-    `rounds` requests, all starting together: the first wave's queue is averaged over the rounds)."""
+    `rounds` requests, all starting together: the first wave's queue is averaged over the rounds). saturated_only
+    (open loop): only Steady.saturated, an array (n,) (no p90 and no Erlang C: saturation_qps asks for no more)."""
     load = np.asarray(load, dtype=np.float64)
     dec_steps = wl.mean(np.maximum(wl.gen_tokens - 1.0, 0.0)) / tokens_per_step  # (n,) decode steps per request
     c = np.minimum(load, capacity) if closed else None  # running clients; the rest wait for a slot
@@ -437,7 +439,7 @@ def _steady(tab, wl, load, capacity, closed, tokens_per_step, request_overhead_s
         tau = 0.5 * tau + 0.5 * p.tau_s
         if closed:
             rate = 0.5 * rate + 0.5 * c / (wl.mean(p.ttft_s) + dec_steps * tau)
-    p = _pass(tab, wl, rate, tau, share, dec_steps, closed, request_overhead_s, with_p90=True)
+    p = _pass(tab, wl, rate, tau, share, dec_steps, closed, request_overhead_s, with_p90=not saturated_only)
     ttft = wl.mean(p.ttft_s)
     with np.errstate(invalid="ignore"):  # inf - inf where the backlog is saturated
         hold_s = ttft - request_overhead_s - p.queue_s + dec_steps * tau  # a request holds a slot (and its KV)
@@ -449,6 +451,8 @@ def _steady(tab, wl, load, capacity, closed, tokens_per_step, request_overhead_s
         slots = np.floor(capacity)
         offered = rate * hold_s
         saturated = (p.backlog >= 1.0) | (p.u >= 0.999) | (offered >= slots)
+        if saturated_only:
+            return saturated
         p_wait = _erlang_c(slots, np.minimum(offered, slots - 1e-9))
         slot_wait = np.where(saturated, np.inf, p_wait * hold_s / np.maximum(slots - offered, 1e-9) / 2.0)
         slot_p90 = _wait_tail_p90_s(slot_wait, p_wait)
@@ -492,7 +496,7 @@ def saturation_qps(tab: StepTables, wl: Workload, capacity, tokens_per_step=1.0,
     for _ in range(rounds):
         rates = lo[:, None] + (hi - lo)[:, None] * np.arange(1, k + 1) / k  # (n, k)
         sat = _steady(tab.with_index(tab.index[rep]), wl_k, rates.ravel(), np.repeat(capacity, k), False,
-                      tokens_per_step, 0.0).saturated.reshape(n, k)
+                      tokens_per_step, 0.0, saturated_only=True).reshape(n, k)
         first_bad = np.argmax(np.concatenate([sat, np.ones((n, 1), bool)], axis=1), axis=1)  # (n,) in 0..k
         below = rates[np.arange(n), np.maximum(first_bad - 1, 0)]  # the last rate that held
         above = rates[np.arange(n), np.minimum(first_bad, k - 1)]  # the first that saturated

@@ -27,7 +27,7 @@ import numpy as np
 
 from .errors import RooflineError, ScenarioError
 from .efficiency import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency, resolved_once
-from .estimate import evaluate_step
+from .estimate import step_time_s
 from .graph import Dtypes, resolve_dtypes
 from .hardware import load_chip
 from .memory import GPU_MEMORY_UTILIZATION, PREFILL_CHUNK_TOKENS, memory_footprint
@@ -99,8 +99,8 @@ class ServingEstimate:
 def _step_fn(spec, chip, kw):
     """(decode_rows, decode_kv_len, chunk_tokens, chunk_kv_len) -> seconds of one step (arrays broadcast)."""
     def step_s(rows, kv_d, chunk, kv_c):
-        return evaluate_step(spec, chip, decode_batch=rows, decode_kv_len=kv_d, chunk_tokens=chunk,
-                             chunk_kv_len=kv_c, **kw).times.t_s
+        return step_time_s(spec, chip, decode_batch=rows, decode_kv_len=kv_d, chunk_tokens=chunk, chunk_kv_len=kv_c,
+                           **kw)
     return step_s
 
 
@@ -149,8 +149,11 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
              sp: Speculative, workload, closed: bool, layout: dict, only_fitting: bool = False) -> _Prepared | None:
     """The step tables and KV capacity of one chip and sharding over the grid `g` (arrays (n,)); None (only_fitting)
     when no point has room for one sequence's KV cache: the steps are then not evaluated."""
-    if only_fitting and not _fits_somewhere(spec, chip, g, tp, pp, ep, dtypes, attention, engine, workload, layout):
-        return None
+    capacity = None  # the memory model's answer, when only_fitting asked it first (the same call as below)
+    if only_fitting:
+        capacity = _fits_somewhere(spec, chip, g, tp, pp, ep, dtypes, attention, engine, workload, layout)
+        if capacity is False:
+            return None
     kw = dict(tp=tp, pp=pp, ep=ep, weight_dtype=dtypes.weight, act_dtype=dtypes.act, kv_dtype=dtypes.kv,
               efficiency=resolved_once(efficiency, chip), attention=attention, **layout)  # once, not per step
     wl = workload_of(g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], workload)
@@ -164,23 +167,23 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
     nodes = decode_nodes(np.max(g["max_num_seqs"]))
     draft = _draft_fn(spec, chip, kw, sp, float(np.mean(wl_u.decode_kv_tokens)))
     tab = step_tables(_step_fn(spec, chip, kw), wl_u, eng, sp, nodes, draft).with_index(inv.ravel())
-    cap, kv_seq, free, kv_seqs = _capacity(spec, chip, wl, g["max_num_batched_tokens"], g["max_num_seqs"],
-                                           dict(tp=tp, pp=pp, ep=ep, **layout), dtypes,
-                                           engine["gpu_memory_utilization"], attention)
+    cap, kv_seq, free, kv_seqs = capacity if isinstance(capacity, tuple) else _capacity(
+        spec, chip, wl, g["max_num_batched_tokens"], g["max_num_seqs"], dict(tp=tp, pp=pp, ep=ep, **layout), dtypes,
+        engine["gpu_memory_utilization"], attention)
     load = (g["concurrency"] if closed else g["qps"]) / dp
     return _Prepared(tab, wl, cap, kv_seq, free, kv_seqs, load, dp, g["max_num_seqs"], layout["attention_dp"])
 
 
-def _fits_somewhere(spec, chip, g, tp, pp, ep, dtypes, attention, engine, workload, layout) -> bool:
-    """Whether any point of `g` holds one sequence (the memory model alone; True when it raises: the full
-    evaluation then reports that error as before)."""
+def _fits_somewhere(spec, chip, g, tp, pp, ep, dtypes, attention, engine, workload, layout) -> "bool | tuple":
+    """Whether any point of `g` holds one sequence, by the memory model alone: False, or _capacity's tuple when
+    one does (_prepare reuses it), or True when it raises (the full evaluation then reports that error as before)."""
     try:
         wl = workload_of(g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], workload)
-        cap = _capacity(spec, chip, wl, g["max_num_batched_tokens"], g["max_num_seqs"],
-                        dict(tp=tp, pp=pp, ep=ep, **layout), dtypes, engine["gpu_memory_utilization"], attention)[0]
+        capacity = _capacity(spec, chip, wl, g["max_num_batched_tokens"], g["max_num_seqs"],
+                             dict(tp=tp, pp=pp, ep=ep, **layout), dtypes, engine["gpu_memory_utilization"], attention)
     except RooflineError:
         return True
-    return bool(np.any(cap >= 1))
+    return capacity if np.any(capacity[0] >= 1) else False
 
 
 def _solve(parts: "list[_Prepared]", *, engine: dict, sp: Speculative, closed: bool) -> list[dict[str, np.ndarray]]:

@@ -136,7 +136,7 @@ def _batch_array(pp: int, max_batch_memory: int, max_batch: int) -> np.ndarray:
 def _score_sharding(spec, chip, choice: ShardingChoice, limits: Limits, price: Price, log: ChipSearchLog,
                     efficiency_model):
     """The rows of one (chip, sharding) over its batch grid, or None (logged) when it fails or nothing fits."""
-    from ..estimate import evaluate
+    from ..estimate import evaluate_headline
     from ..memory import max_batch_row
 
     kw = dict(tp=choice.tp, pp=choice.pp, ep=choice.ep, **limits.scenario)
@@ -155,8 +155,8 @@ def _score_sharding(spec, chip, choice: ShardingChoice, limits: Limits, price: P
         return None
     batches = _batch_array(choice.pp, max_batch_memory, limits.max_batch)
     try:
-        r = evaluate(spec, chip, batch=batches, prompt_len=limits.prompt_len, gen_len=limits.gen_len,
-                     efficiency=efficiency_model, **kw)
+        r = evaluate_headline(spec, chip, batch=batches, prompt_len=limits.prompt_len, gen_len=limits.gen_len,
+                              efficiency=efficiency_model, **kw)
     except RooflineError as err:
         log.errors.append(f"{choice}: {err}")
         return None
