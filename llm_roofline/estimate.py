@@ -280,12 +280,22 @@ def evaluate(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, 
 
 @dataclass(frozen=True)
 class Headline:
-    """evaluate()'s TTFT, TPOT, end-to-end time and memory footprint alone (evaluate_headline)."""
+    """evaluate()'s TTFT, TPOT, end-to-end time and memory footprint alone (evaluate_headline), with what names
+    them (chip, sharding, efficiency model) and the grid's batch and gen_len for the throughputs."""
 
     ttft_s: np.ndarray
     tpot_s: np.ndarray
     e2e_s: np.ndarray
     memory: Footprint
+    chip: Chip
+    sharding: Sharding
+    efficiency_model: Any
+    batch: np.ndarray
+    gen_len: np.ndarray
+
+    # the same formulas as Evaluation's (they read sharding, batch, gen_len and e2e_s)
+    throughput_tokens_per_s = Evaluation.throughput_tokens_per_s
+    throughput_tokens_per_s_per_chip = Evaluation.throughput_tokens_per_s_per_chip
 
 
 def evaluate_headline(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=1, dp=1,
@@ -305,7 +315,8 @@ def evaluate_headline(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=
         ops, sums, grid = _decode_ops(spec, sh, dt, batch, prompt, np.maximum(gen, 2), attention)
         decode_t = phase_t_s(ops, chip, eff, 1.0, sums, grid)
     mem = footprint(spec, usable_bytes(chip.hbm_bytes, gpu_memory_utilization), sh, dt, pre_ops, batch, prompt + gen)
-    return Headline(ttft, _tpot_s(gen, ttft, decode_t), ttft + _decode_total_s(gen, ttft, decode_t), mem)
+    return Headline(ttft, _tpot_s(gen, ttft, decode_t), ttft + _decode_total_s(gen, ttft, decode_t), mem, chip, sh, eff,
+                    batch, gen)
 
 
 def _inputs(model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtype, act_dtype, kv_dtype, efficiency,
@@ -478,8 +489,6 @@ def sweep(model, chip, **axes):
     """
     import itertools
 
-    import pandas as pd
-
     unknown = set(axes) - set(_GRID_AXES) - set(_DISCRETE_AXES)
     if unknown:
         raise ScenarioError(f"unknown sweep axis {sorted(unknown)}; axes: {', '.join(_GRID_AXES + _DISCRETE_AXES)}")
@@ -498,15 +507,15 @@ def sweep(model, chip, **axes):
         run_kw = {**kw, "efficiency": resolved_once(kw.get("efficiency", DEFAULT_EFFICIENCY), chip_obj)}
         for lo in range(0, mesh[0].size, SWEEP_CHUNK_POINTS):  # bounded memory: one chunk of the grid at a time
             part = [m[lo:lo + SWEEP_CHUNK_POINTS] for m in mesh]
-            parts.append(_sweep_columns(evaluate(spec, chip_obj, batch=part[0], prompt_len=part[1],
-                                                 gen_len=part[2], **run_kw), kw, part))
+            parts.append(_sweep_columns(evaluate_headline(spec, chip_obj, batch=part[0], prompt_len=part[1],
+                                                          gen_len=part[2], **run_kw), kw, part))
     return _sweep_frame(parts)
 
 
 SWEEP_CHUNK_POINTS = 50_000  # grid points evaluated at once (a few kB each while evaluating)
 
 
-def _sweep_columns(r: Evaluation, kw: dict, mesh) -> tuple[int, dict]:
+def _sweep_columns(r: Headline, kw: dict, mesh) -> tuple[int, dict]:
     """The sweep's columns for one evaluated chunk: its axes and the headline metrics; a value the whole chunk
     shares (chip, discrete axes, efficiency) stays a scalar."""
     m = r.memory

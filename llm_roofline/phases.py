@@ -8,14 +8,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .ops import Op
 from .roofline import (TIME_FIELDS, Score, Scored, Times, add_times, bound_shares, op_blocks, ops_shape, score_stack,
-                       stack_terms, stacked, sum_affine_steps, times_of, trapezoid_sum)
+                       stack_terms, stacked, sum_affine_steps, sum_affine_steps_t_s, sum_constant_steps_t_s, times_of,
+                       trapezoid_sum)
 from .sharding import Sharding
+
+if TYPE_CHECKING:
+    from .hardware import Chip
 
 WORK_FIELDS = ("flops", "weight_bytes", "act_bytes", "kv_bytes", "comm_bytes")
 
@@ -119,6 +123,10 @@ class PrefillSums:
     def times(score: Score) -> Times:
         return times_of(score)
 
+    @staticmethod
+    def t_s(score: Score) -> np.ndarray:
+        return score.t_s
+
 
 class DecodeSums:
     """Every op summed over every decode step: exact within each segment (the ops were built at both ends of every
@@ -140,6 +148,18 @@ class DecodeSums:
             first, last = (Score(*(_end(getattr(score, k), r) for k in _TERMS), None, None) for r in (2 * i, 2 * i + 1))
             parts.append(sum_affine_steps(first, last, n))
         return add_times(parts)
+
+    def t_s(self, score: Score) -> np.ndarray:
+        """times(score).t_s alone. A block whose terms have one row on the segment-ends axis (a lone op that does
+        not read the context) sums as the total step count x its step, not segment by segment."""
+        if all(getattr(score, k).shape[1] == 1 for k in _TERMS):
+            step = Score(*(getattr(score, k)[:, 0] for k in _TERMS), None, None)
+            return sum_constant_steps_t_s(step, sum(n for _, _, n in self.segs))
+        total = 0.0
+        for i, (_, _, n) in enumerate(self.segs):
+            first, last = (Score(*(_end(getattr(score, k), r) for k in _TERMS), None, None) for r in (2 * i, 2 * i + 1))
+            total = total + sum_affine_steps_t_s(first, last, n)
+        return total
 
 
 _TERMS = ("t_compute_s", "t_memory_s", "t_comm_s", "overhead_s")
@@ -242,7 +262,7 @@ def phase_t_s(ops: list[Op], chip: Chip, eff, time_factor, sums=PrefillSums, gri
         block = ops[lo:hi]
         g = shape if hi - lo > 1 else _right_aligned(ops_shape(block), len(shape))
         score = score_stack(block, chip, eff, g, stack_terms(block, chip, g))
-        t_s = score.t_s if sums is PrefillSums else sums.times(score).t_s
+        t_s = sums.t_s(score)
         total = _add_rows(total, t_s * _per_op([op.count for op in block], t_s) * time_factor)
     return total
 

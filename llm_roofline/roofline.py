@@ -395,6 +395,18 @@ def sum_affine_steps(first: Score, last: Score, n) -> Times:
     return Times(c, m, comm, smax + comm + ovh, smax + comm + ovh, c + m + comm + ovh)
 
 
+def sum_affine_steps_t_s(first: Score, last: Score, n) -> np.ndarray:
+    """sum_affine_steps(first, last, n).t_s alone (the wall clock a sweep or a planner reads): the closed-form
+    max-sum plus the summed comm and overhead, without the other time fields."""
+    smax = sum_max_affine(first.t_compute_s, last.t_compute_s, first.t_memory_s, last.t_memory_s, n)
+    return smax + trapezoid_sum(first.t_comm_s, last.t_comm_s, n) + trapezoid_sum(first.overhead_s, last.overhead_s, n)
+
+
+def sum_constant_steps_t_s(step: Score, n) -> np.ndarray:
+    """The wall clock of n steps that all cost `step` (an op that does not read the context): n x one step."""
+    return n * step.t_s
+
+
 def add_times(parts) -> Times:
     """Sum of Times (an iterable)."""
     parts = list(parts)

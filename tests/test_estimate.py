@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import llm_roofline as lr
-from llm_roofline.estimate import estimate, evaluate, sweep
+from llm_roofline.estimate import estimate, evaluate, evaluate_headline, sweep
 from llm_roofline.roofline import score_ops, sum_max_affine
 from llm_roofline.graph import Dtypes, Phase, build_ops
 from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
@@ -274,3 +274,23 @@ def test_large_grids_one_op_at_a_time_give_the_same_numbers(monkeypatch):
     for k in ("flops", "bytes", "weight_bytes", "kv_read_bytes", "attention_flops", "mlp_flops"):
         assert np.array_equal(np.broadcast_to(getattr(together.decode.totals, k), (4,)),
                               np.broadcast_to(getattr(alone.decode.totals, k), (4,))), k
+
+
+def test_the_wall_clock_alone_equals_the_full_decode_sum(monkeypatch):
+    # sweeps and planners read t_s alone (DecodeSums.t_s): the closed-form max-sum per segment, and for a lone op that
+    # does not read the context (one row on the segment-ends axis) the step count x its step. Both must give the
+    # full sum's t_s: stacked ops (small grid) and one op at a time (large grid), with two segments (a window)
+    from llm_roofline import roofline
+
+    batch, prompt, gen = [1, 2, 8, 32], [100, 600, 3000, 5000], [2, 3, 300, 2500]
+    for stacked_elements in (roofline.STACKED_ELEMENTS, 1):
+        monkeypatch.setattr(roofline, "STACKED_ELEMENTS", stacked_elements)
+        r = evaluate(dense(window=512), "h100", batch=batch, prompt_len=prompt, gen_len=gen)
+        constant = 0
+        for b in r.decode.blocks:
+            constant += all(getattr(b.score, k).shape[1] == 1 for k in ("t_compute_s", "t_memory_s"))
+            np.testing.assert_allclose(r.decode.sums.t_s(b.score), b.times.t_s, rtol=1e-13, atol=0)
+        assert constant > 0 if stacked_elements == 1 else constant == 0  # both branches are checked
+        headline = evaluate_headline(dense(window=512), "h100", batch=batch, prompt_len=prompt, gen_len=gen)
+        np.testing.assert_allclose(headline.tpot_s, r.tpot_s, rtol=1e-13)
+        np.testing.assert_allclose(headline.ttft_s, r.ttft_s, rtol=1e-13)
