@@ -303,12 +303,15 @@ def weight_bits_of(op: "Op") -> float:
     t, f, w = _float(op.tokens), _float(op.flops), _float(op.weight_bytes)
     if not (getattr(t, "ndim", 0) or getattr(f, "ndim", 0) or getattr(w, "ndim", 0)):  # one value: the median is that value
         return float(8.0 * w * 2.0 * t / f) if t > 0 and f > 0 and w > 0 else 0.0
-    t, f, w = np.broadcast_arrays(t, f, w)
-    ok = (t > 0) & (f > 0) & (w > 0)
+    ok = (t > 0) & (f > 0) & (w > 0)  # the grid: the three broadcast
     if not ok.any():
         return 0.0
-    bits = 8.0 * w[ok] * 2.0 * t[ok] / f[ok]
-    # one value over the grid (a dense GEMM's bits do not depend on the tokens): its median is that value
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # points outside `ok` are not read
+        bits = np.asarray(8.0 * w * 2.0 * t / f)  # per point of the grid, before it is broadcast
+    # every point known and one value (a dense GEMM's bits do not depend on the tokens): the median is that value
+    if ok.all() and (bits == bits.flat[0]).all():
+        return float(bits.flat[0])
+    bits = np.broadcast_to(bits, ok.shape)[ok]
     return float(bits[0]) if (bits == bits[0]).all() else _median(bits)
 
 
