@@ -205,7 +205,8 @@ class CalibratedModel:
     def __post_init__(self):
         object.__setattr__(self, "_bands", {})  # family -> band: the model is immutable
         # family -> (tokens array, its Efficiency): the ops of a graph share one tokens array, so consecutive ops
-        # of a family ask for the same one (the array is held, so its identity cannot be reused)
+        # of a family ask for the same one (the array is held, so its identity cannot be reused); dequantizing
+        # GEMMs: (tokens array, chip, Efficiency) per chip and compute dtype
         object.__setattr__(self, "_by_tokens", {})
 
     def band(self, family: str) -> tuple[float, float]:
@@ -231,7 +232,15 @@ class CalibratedModel:
             return Efficiency(label=self.label + "; multi-node collective: ideal (not calibrated)")
         p = self.fit_for(fam)
         if fam == "gemm" and weight_only_quantized(op):
-            return dequant_efficiency(p, op, chip, self.label)
+            if not getattr(op.tokens, "ndim", 0):
+                return dequant_efficiency(p, op, chip, self.label)
+            key = ("dequant", chip.name, op.compute_dtype)  # it reads the tokens, the chip's peaks and the dtype
+            last = self._by_tokens.get(key)
+            if last is not None and last[0] is op.tokens and last[1] is chip:
+                return last[2]
+            eff = dequant_efficiency(p, op, chip, self.label)
+            self._by_tokens[key] = (op.tokens, chip, eff)
+            return eff
         if op.kind == "attention":
             return p.efficiency(0.0, label=self.label, **attention_shape(op, decode=fam == "attention_decode"))
         if getattr(op.tokens, "ndim", 0):
