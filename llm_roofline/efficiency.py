@@ -252,7 +252,8 @@ class CalibratedModel:
     def __post_init__(self):
         object.__setattr__(self, "_bands", {})  # family -> band: the model is immutable
         # family -> (tokens array, its Efficiency): the ops of a graph share one tokens array, so consecutive ops
-        # of a family ask for the same one (the array is held, so its identity cannot be reused)
+        # of a family ask for the same one (the array is held, so its identity cannot be reused); dequantizing
+        # GEMMs: (tokens array, chip, Efficiency) per chip and compute dtype
         object.__setattr__(self, "_by_tokens", {})
 
     def band(self, family: str) -> tuple[float, float]:
@@ -278,7 +279,15 @@ class CalibratedModel:
             return Efficiency(label=self.label + "; multi-node collective: ideal (not calibrated)")
         p = self.fit_for(fam)
         if fam == "gemm" and weight_only_quantized(op):
-            return dequant_efficiency(p, op, chip, self.label)
+            if not getattr(op.tokens, "ndim", 0):
+                return dequant_efficiency(p, op, chip, self.label)
+            key = ("dequant", chip.name, op.compute_dtype)  # it reads the tokens, the chip's peaks and the dtype
+            last = self._by_tokens.get(key)
+            if last is not None and last[0] is op.tokens and last[1] is chip:
+                return last[2]
+            eff = dequant_efficiency(p, op, chip, self.label)
+            self._by_tokens[key] = (op.tokens, chip, eff)
+            return eff
         if op.kind == "attention":
             # decode: tokens = sequences (a floor per sequence: overhead_per_token_s); prefill keys off L and X
             return p.efficiency(0.0 if fam == "attention" else op.tokens, label=self.label,
@@ -356,12 +365,15 @@ def weight_bits_of(op: "Op") -> float:
     t, f, w = _float(op.tokens), _float(op.flops), _float(op.weight_bytes)
     if not (getattr(t, "ndim", 0) or getattr(f, "ndim", 0) or getattr(w, "ndim", 0)):  # one value: the median is that value
         return float(8.0 * w * 2.0 * t / f) if t > 0 and f > 0 and w > 0 else 0.0
-    t, f, w = np.broadcast_arrays(t, f, w)
-    ok = (t > 0) & (f > 0) & (w > 0)
+    ok = (t > 0) & (f > 0) & (w > 0)  # the grid: the three broadcast
     if not ok.any():
         return 0.0
-    bits = 8.0 * w[ok] * 2.0 * t[ok] / f[ok]
-    # one value over the grid (a dense GEMM's bits do not depend on the tokens): its median is that value
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # points outside `ok` are not read
+        bits = np.asarray(8.0 * w * 2.0 * t / f)  # per point of the grid, before it is broadcast
+    # every point known and one value (a dense GEMM's bits do not depend on the tokens): the median is that value
+    if ok.all() and (bits == bits.flat[0]).all():
+        return float(bits.flat[0])
+    bits = np.broadcast_to(bits, ok.shape)[ok]
     return float(bits[0]) if (bits == bits[0]).all() else _median(bits)
 
 

@@ -282,16 +282,18 @@ def max_batch(model, chip, context_len, tp=1, pp=1, ep=1, weight_dtype=None, kv_
 
 def max_batch_row(spec: ModelSpec, chip: "Chip", context_len: int, *, tp=1, pp=1, ep=1, weight_dtype=None,
                   kv_dtype=None, act_dtype="bf16", gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION,
-                  gen_len: int = 1, attention: str = "fused", sequence_parallel: bool = False) -> dict:
+                  gen_len: int = 1, attention: str = "fused", sequence_parallel: bool = False,
+                  graphs: dict | None = None) -> dict:
     """One row of max_batch (one context length and sharding) as a dict, without pandas: what the planner asks
-    for every sharding it tries. A sharding that does not divide the model gets `error` set and max_batch 0."""
+    for every sharding it tries. A sharding that does not divide the model gets `error` set and max_batch 0.
+    graphs: a dict the caller keeps for one model (see memory_footprint)."""
     usable = usable_bytes(chip.hbm_bytes, gpu_memory_utilization)
     row = dict(chip=chip.name, tp=int(tp), pp=int(pp), ep=int(ep), weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                act_dtype=act_dtype, context_len=context_len, capacity_bytes=chip.hbm_bytes,
                gpu_memory_utilization=float(gpu_memory_utilization), usable_bytes=usable)
     try:
         row.update(_max_batch_row(spec, chip, usable, context_len, gen_len, int(tp), int(pp), int(ep), weight_dtype,
-                                  kv_dtype, act_dtype, attention, sequence_parallel))
+                                  kv_dtype, act_dtype, attention, sequence_parallel, graphs))
     except RooflineError as e:
         row.update(max_batch=0, fits=False, error=str(e))
     return row
@@ -299,23 +301,32 @@ def max_batch_row(spec: ModelSpec, chip: "Chip", context_len: int, *, tp=1, pp=1
 
 def memory_footprint(spec: ModelSpec, chip: "Chip", *, batch, prompt_len, gen_len=1, tp=1, pp=1, ep=1,
                      weight_dtype=None, act_dtype="bf16", kv_dtype=None, attention="fused", sequence_parallel=False,
-                     attention_dp=1, moe_tp=None, moe_ep=None, capacity_bytes: float | None = None
-                     ) -> tuple[Footprint, Dtypes]:
+                     attention_dp=1, moe_tp=None, moe_ep=None, capacity_bytes: float | None = None,
+                     graphs: dict | None = None) -> tuple[Footprint, Dtypes]:
     """The Footprint of a scenario without scoring anything (only the prefill graph is built, for its shard
-    sizes and activations), and the dtypes as they run on `chip`. batch may be an array."""
+    sizes and activations), and the dtypes as they run on `chip`. batch may be an array. graphs: a dict the
+    caller keeps for ONE model (the planner, over its chips): the graphs of scalar scenarios are built once per
+    sharding, dtypes and shape there (a graph does not depend on the chip)."""
     sh = Sharding(tp, pp, ep, 1, sequence_parallel, attention_dp, moe_tp, moe_ep)
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
     b = np.asarray(batch, dtype=np.float64)
-    ops = build_ops(spec, Phase.prefill(b, np.float64(prompt_len)), sh, dt, attention)
+    key = (sh, dt, attention, float(b), float(prompt_len)) if graphs is not None and b.ndim == 0 \
+        and np.ndim(prompt_len) == 0 else None
+    ops = graphs.get(key) if key is not None else None
+    if ops is None:
+        ops = build_ops(spec, Phase.prefill(b, np.float64(prompt_len)), sh, dt, attention)
+        if key is not None:
+            graphs[key] = ops
     cap = chip.hbm_bytes if capacity_bytes is None else capacity_bytes
     return footprint(spec, cap, sh, dt, ops, b, np.float64(prompt_len + gen_len)), dt
 
 
 def _max_batch_row(spec, chip, usable_bytes, context, gen_len, tp, pp, ep, weight_dtype, kv_dtype, act_dtype,
-                   attention, sequence_parallel) -> dict:
+                   attention, sequence_parallel, graphs=None) -> dict:
     fp, dt = memory_footprint(spec, chip, batch=pp, prompt_len=context - gen_len, gen_len=gen_len, tp=tp, pp=pp,
                               ep=ep, weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype,
-                              attention=attention, sequence_parallel=sequence_parallel, capacity_bytes=usable_bytes)
+                              attention=attention, sequence_parallel=sequence_parallel, capacity_bytes=usable_bytes,
+                              graphs=graphs)
     mb = float(fp.max_batch)
     mb_int = int(mb) if math.isfinite(mb) else 0
     return {"weight_dtype": dt.weight or spec.weight_dtype, "kv_dtype": dt.kv,

@@ -121,10 +121,11 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
 
 
 def _search(spec, deployments, grid, qps, only_fitting: bool):
-    """Every deployment scored in one serve_deployments call: (frames with a replicas column, notes of the
-    shardings skipped, configurations searched: grid points scored or ruled out by memory)."""
+    """Every deployment scored in one serve_deployments call: (each one's columns with a replicas column, notes
+    of the shardings skipped, configurations searched: grid points scored or ruled out by memory)."""
     rows, notes, configurations = [], [], 0
-    for dep, df in zip(deployments, serve_deployments(spec, deployments, only_fitting=only_fitting, **grid)):
+    for dep, df in zip(deployments, serve_deployments(spec, deployments, only_fitting=only_fitting, as_columns=True,
+                                                      **grid)):
         if df is None:  # no room for a sequence anywhere: ruled out by the memory model
             configurations += len(dep["qps"]) * len(grid["max_num_seqs"]) * len(grid["max_num_batched_tokens"])
             continue
@@ -133,12 +134,26 @@ def _search(spec, deployments, grid, qps, only_fitting: bool):
             continue
         df["replicas"] = np.rint(qps / df["qps"]).astype(int)
         rows.append(df)
-        configurations += len(df)
+        configurations += len(df["qps"])
     return rows, notes, configurations
-def _choose(spec, frames, targets, ttft_col, price, rank_by, notes, serve_kw) -> ServingPlan:
+
+
+def _joined(parts: list[dict]):
+    """One DataFrame of the deployments' columns (what pd.concat of their frames gives): arrays joined with numpy,
+    lists joined, a string each deployment holds once repeated over its rows."""
     import pandas as pd
 
-    df = pd.concat(frames, ignore_index=True)
+    sizes = [len(p["qps"]) for p in parts]
+    cols = {}
+    for k in parts[0]:
+        vals = [p[k] for p in parts]
+        if all(isinstance(v, np.ndarray) for v in vals):
+            cols[k] = np.concatenate(vals)
+        else:
+            cols[k] = [x for v, n in zip(vals, sizes) for x in (v if isinstance(v, (list, np.ndarray)) else [v] * n)]
+    return pd.DataFrame(cols)
+def _choose(spec, frames, targets, ttft_col, price, rank_by, notes, serve_kw) -> ServingPlan:
+    df = _joined(frames)
     df["qps_per_replica"] = df["qps"]
     df["chips"] = df["tp"] * df["pp"] * df["replicas"] * serve_kw["attention_dp"]
     df["usd_per_hour"] = [None if price[c] is None else price[c] * n

@@ -332,12 +332,14 @@ def _run(spec, jobs, ctx: dict, raise_errors: bool, only_fitting: bool = False) 
     return [p if p is None or isinstance(p, RooflineError) else (p[0], p[1], p[2], cols[id(p)], p[4]) for p in preps]
 
 
-def serve_deployments(model, deployments: list[dict], only_fitting: bool = False, **kw) -> list:
+def serve_deployments(model, deployments: list[dict], only_fitting: bool = False, as_columns: bool = False,
+                      **kw) -> list:
     """serve() sweeps of several deployments solved together (one queueing pass over all their points, which is
     what makes the planner fast). deployments: dicts of chip, tp, pp, ep, dp and any grid argument of serve()
     overriding `kw` (e.g. its own list of qps); kw: serve()'s other arguments. Returns per deployment its
-    DataFrame (as serve() returns for lists), or the RooflineError it raised, or None (only_fitting) when no
-    point of it has room for one sequence (found by the memory model alone: its steps are not evaluated)."""
+    DataFrame (as serve() returns for lists; as_columns: the dict of its columns instead), or the RooflineError
+    it raised, or None (only_fitting) when no point of it has room for one sequence (found by the memory model
+    alone: its steps are not evaluated)."""
     base = dict(chip=None, tp=1, pp=1, ep=1, dp=1)
     jobs, spec, ctx, out = [], None, None, []
     for dep in deployments:
@@ -356,7 +358,8 @@ def serve_deployments(model, deployments: list[dict], only_fitting: bool = False
     for i, r in enumerate(out):
         if r is None:
             r = next(solved)
-            out[i] = r if r is None or isinstance(r, RooflineError) else _frame(r[0], r[1], r[3], r[2], eff)
+            out[i] = r if r is None or isinstance(r, RooflineError) else (_columns if as_columns else _frame)(
+                r[0], r[1], r[3], r[2], eff)
     return out
 
 
@@ -391,12 +394,16 @@ def _frame(chip_obj, d: dict, cols: dict, mesh: dict, efficiency):
     """One deployment's sweep rows: its discrete choices, the grid and every metric."""
     import pandas as pd
 
+    return pd.DataFrame(_columns(chip_obj, d, cols, mesh, efficiency))
+
+
+def _columns(chip_obj, d: dict, cols: dict, mesh: dict, efficiency) -> dict:
+    """The columns of _frame: a list of chip names, the efficiency mode and fit (one string each), arrays."""
     n = next(iter(mesh.values())).size
     fit = efficiency_label(resolve_efficiency(efficiency, chip_obj))
-    data = {"chip": [chip_obj.name] * n, "efficiency": efficiency_mode(efficiency), "fit": fit,
+    return {"chip": [chip_obj.name] * n, "efficiency": efficiency_mode(efficiency), "fit": fit,
             **{k: np.full(n, v) for k, v in d.items() if k != "chip"}, **mesh, **cols,
             "tokens_per_s_per_user": 1.0 / cols["tpot_s"]}
-    return pd.DataFrame(data)
 
 
 def _concat(frames):

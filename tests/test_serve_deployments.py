@@ -35,3 +35,13 @@ def test_only_fitting_leaves_out_a_deployment_with_no_room_for_a_sequence():
     lean = serve_deployments("deepseek-ai/DeepSeek-V3", deps, only_fitting=True, prompt_len=1024, gen_len=64)
     assert lean[0] is None
     pd.testing.assert_frame_equal(lean[1], full[1], check_exact=False, rtol=1e-12)
+
+
+def test_as_columns_holds_the_frames_columns():
+    kw = dict(prompt_len=512, gen_len=64, max_num_seqs=[64, 256])
+    deps = [dict(chip="h100-sxm", tp=1, qps=[0.5, 4.0]), dict(chip="a100-80gb", tp=2, qps=[1.0])]
+    frames = serve_deployments(MODEL, deps, **kw)
+    columns = serve_deployments(MODEL, deps, as_columns=True, **kw)
+    for df, cols in zip(frames, columns):
+        assert isinstance(cols, dict) and list(cols) == list(df.columns)
+        pd.testing.assert_frame_equal(pd.DataFrame(cols), df)

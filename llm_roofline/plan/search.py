@@ -134,7 +134,7 @@ def _batch_array(pp: int, max_batch_memory: int, max_batch: int) -> np.ndarray:
 
 
 def _score_sharding(spec, chip, choice: ShardingChoice, limits: Limits, price: Price, log: ChipSearchLog,
-                    efficiency_model):
+                    efficiency_model, graphs: dict):
     """The rows of one (chip, sharding) over its batch grid, or None (logged) when it fails or nothing fits."""
     from ..estimate import evaluate_headline
     from ..memory import max_batch_row
@@ -142,7 +142,7 @@ def _score_sharding(spec, chip, choice: ShardingChoice, limits: Limits, price: P
     kw = dict(tp=choice.tp, pp=choice.pp, ep=choice.ep, **limits.scenario)
     try:
         mem = max_batch_row(spec, chip, limits.prompt_len + limits.gen_len, gen_len=limits.gen_len,
-                            gpu_memory_utilization=1.0 - limits.reserve, **kw)
+                            gpu_memory_utilization=1.0 - limits.reserve, graphs=graphs, **kw)
     except RooflineError as err:
         log.errors.append(f"{choice}: {err}")
         return None
@@ -163,12 +163,14 @@ def _score_sharding(spec, chip, choice: ShardingChoice, limits: Limits, price: P
     return _rows(r, chip, choice, batches, limits, price)
 
 
-def _search_chip(spec, chip, limits: Limits, price: Price, tp, pp, ep, checked: dict) -> tuple[list, ChipSearchLog]:
-    """Every sharding the model allows on `chip` (restricted to tp / pp / ep when given), scored."""
+def _search_chip(spec, chip, limits: Limits, price: Price, tp, pp, ep, checked: dict,
+                 graphs: dict) -> tuple[list, ChipSearchLog]:
+    """Every sharding the model allows on `chip` (restricted to tp / pp / ep when given), scored. graphs: the
+    memory probes' prefill graphs, shared by the chips of one plan (memory.memory_footprint)."""
     choices, skipped = sharding_candidates(spec, chip, limits.max_chips, tp, pp, ep, checked)
     log = ChipSearchLog(shardings=len(choices), errors=list(skipped))
     model = resolved_once(limits.efficiency, chip)  # once per chip, not per sharding
-    frames = [_score_sharding(spec, chip, c, limits, price, log, model) for c in choices]
+    frames = [_score_sharding(spec, chip, c, limits, price, log, model, graphs) for c in choices]
     return [f for f in frames if f is not None], log
 
 
@@ -367,9 +369,10 @@ def plan(model, chips, prompt_len: int, gen_len: int, ttft_s: float | None = Non
     price_of = chip_prices(chip_list, prices)
     rank_by = rank_by or ("cost" if all(p.usd_per_hour is not None for p in price_of.values()) else "chips")
     notes = _notes(limits, price_of)
-    frames, logs, checked = [], {}, {}  # checked: which shardings divide the model (the same on every chip)
+    frames, logs, checked, graphs = [], {}, {}, {}  # checked: which shardings divide the model (any chip)
     for chip in chip_list:
-        chip_frames, logs[chip.name] = _search_chip(spec, chip, limits, price_of[chip.name], tp, pp, ep, checked)
+        chip_frames, logs[chip.name] = _search_chip(spec, chip, limits, price_of[chip.name], tp, pp, ep, checked,
+                                                    graphs)
         frames += chip_frames
     cand = _candidates(frames)
     if len(cand):
