@@ -91,7 +91,6 @@ def floor(batch, prompt, gen, m, peak, bw, capacity):
     w_layer = sum(k * n for k, n in mats) * e
     ew_layer = 13.0 * d * e  # norms (2 x read+write), residuals (2 x 2 reads + write), activation (3 of ff / d)
     act_layer = sum(k + n for k, n in mats) * e + ew_layer + 3.0 * ff * e
-    flop_layer = 2.0 * sum(k * n for k, n in mats)
 
     def linear(T):  # one layer's GEMMs and elementwise ops at T tokens: sum of max(compute, memory) per op
         t = 0.0

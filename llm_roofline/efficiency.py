@@ -32,43 +32,41 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
                       scale-up domain                    reduce_scatter, all_to_all, p2p borrow it;
                                                          multi-node collectives stay ideal
 
-- gemm / gemm_fp8 / moe: compute_max is what a large GEMM reaches; compute_tokens_half a padding cost (the
-  FLOP time of T + T_half rows: M padded to tiles, wave quantization) and compute_cols_half the same in N
-  (op.gemm_n, the output columns of one kernel: narrow outputs fill few tiles and SMs; fp8 kernels use wider
-  tiles than bf16 ones); compute_outs_half: output parallelism (T*N output elements: few output tiles leave
-  SMs idle while each CTA walks all of K, so skinny GEMMs take time ~ K; the fit picks it or the tile
-  factors); memory_max: weight streaming at small T; overhead_s the launch/latency floor (moe: per grouped
-  GEMM, two per block); overhead_per_output_elem_s the epilogue (writing C, not overlapped with the main
-  loop); overhead_per_token_s (gemm_fp8) the activations' dynamic fp8 quantization, a pass per row. T for an
-  expert GEMM is its rows per touched expert; overhead_per_walked_elem_s (moe) prices the routed rows a fused
-  expert kernel walks without computing them (op.walked_rows x (K + N): expert parallelism over tokens every
-  chip holds, vLLM's Triton fused MoE zero-fills them; ~0 for kernels that compact them). fp8 GEMMs
-  (gemm_fp8) have their own fit of every parameter: other kernels, tiles and epilogues than bf16.
-- Weight-only quantized GEMMs (weights narrower than the compute dtype: int4/int8/fp8 weights, bf16 compute)
-  run dequantizing kernels: the packed-weight read plus a dequant cost on the vector units, never the padded
-  rows (dequant_efficiency).
-- attention (prefill): L = keys per query (causal: (q+1)/2 + prefix) and X = Q+O elements B*q*H*(dqk+dv),
-  both read back from the op's counts (attention_shape), and D = op.head_dim: short sequences waste
-  FlashAttention's diagonal tiles, few heads x sequences leave SMs idle, small heads spend more of each tile
-  on the softmax (exp, max, rescale per score: work per score fixed, matmul work per score ~ D), and
-  G = op.q_per_kv: MHA (G = 1) loads K/V tiles once per query head, GQA kernels share them over the group.
-  attention_decode (attention_decode_fp8 for 8-bit KV caches): the KV stream at memory_max plus a floor
-  overhead_per_token_s per sequence (T = B for decode: block-table walk, split-KV combine) and
-  overhead_s + overhead_per_kv_row_byte_s * R, R = KV bytes of one context position over the batch
-  (B*n_kv*(dqk+dv)*e_kv: grows with batch x KV heads). Decode efficiency never depends on the KV length,
-  so within a decode stretch every op's compute and memory times stay affine in the context length and
-  estimate.py's closed-form decode sum stays exact.
-- Every efficiency is <= 1 and every overhead >= 0, so a calibrated time is never below the ideal roofline
-  bound (tests check it with hypothesis). An op with tokens = 0 (unknown) gets the asymptotic efficiencies.
+- gemm / gemm_fp8 / moe: compute_max is what a large GEMM reaches; compute_tokens_half a padding cost (the FLOP time
+  of T + T_half rows: M padded to tiles, wave quantization) and compute_cols_half the same in N (op.gemm_n, the output
+  columns of one kernel: narrow outputs fill few tiles and SMs; fp8 kernels use wider tiles than bf16 ones);
+  compute_outs_half: output parallelism (T*N output elements: few output tiles leave SMs idle while each CTA walks all
+  of K, so skinny GEMMs take time ~ K; the fit picks it or the tile factors); memory_max: weight streaming at small T;
+  overhead_s the launch/latency floor (moe: per grouped GEMM, two per block); overhead_per_output_elem_s the epilogue
+  (writing C, not overlapped with the main loop); overhead_per_token_s (gemm_fp8) the activations' dynamic fp8
+  quantization, a pass per row. T for an expert GEMM is its rows per touched expert; overhead_per_walked_elem_s (moe)
+  prices the routed rows a fused expert kernel walks without computing them (op.walked_rows x (K + N): expert
+  parallelism over tokens every chip holds, vLLM's Triton fused MoE zero-fills them; ~0 for kernels that compact
+  them). fp8 GEMMs (gemm_fp8) have their own fit of every parameter: other kernels, tiles and epilogues than bf16.
+- Weight-only quantized GEMMs (weights narrower than the compute dtype: int4/int8/fp8 weights, bf16 compute) run
+  dequantizing kernels: the packed-weight read plus a dequant cost on the vector units, never the padded rows
+  (dequant_efficiency).
+- attention (prefill): L = keys per query (causal: (q+1)/2 + prefix) and X = Q+O elements B*q*H*(dqk+dv), both read
+  back from the op's counts (attention_shape), and D = op.head_dim: short sequences waste FlashAttention's diagonal
+  tiles, few heads x sequences leave SMs idle, small heads spend more of each tile on the softmax (exp, max, rescale
+  per score: work per score fixed, matmul work per score ~ D), and G = op.q_per_kv: MHA (G = 1) loads K/V tiles once
+  per query head, GQA kernels share them over the group. attention_decode (attention_decode_fp8 for 8-bit KV caches):
+  the KV stream at memory_max plus a floor overhead_per_token_s per sequence (T = B for decode: block-table walk,
+  split-KV combine) and overhead_s + overhead_per_kv_row_byte_s * R, R = KV bytes of one context position over the
+  batch (B*n_kv*(dqk+dv)*e_kv: grows with batch x KV heads). Decode efficiency never depends on the KV length, so
+  within a decode stretch every op's compute and memory times stay affine in the context length and phases.py's
+  closed-form decode sum stays exact.
+- Every efficiency is <= 1 and every overhead >= 0, so a calibrated time is never below the ideal roofline bound
+  (tests check it with hypothesis). An op with tokens = 0 (unknown) gets the asymptotic efficiencies.
 - err_p10 / err_p90: the 10th / 90th percentile of measured / predicted time on held-out shapes; they make
   est.uncertainty (uncertainty_of), wider for borrowed fits.
 
 Chips with their own tables borrow the families they lack from their family default chip (labelled in
-`CalibratedModel.label`, per family in `.sources`); chips without tables borrow everything (FAMILY_DEFAULTS):
-Hopper -> h100-sxm, Ampere -> a100-80gb, Blackwell -> b200, Ada -> l40s, CDNA3 / Volta -> the nearest GPU fit
-(not measured), TPU -> TPU_DEFAULT (uncalibrated: compute 0.95 per the book's footnote, memory and links 0.9,
-1 us per op). A family missing everywhere falls back along BORROWS (gemm_fp8 and moe -> gemm,
-attention_decode -> attention -> gemm's fractions).
+`CalibratedModel.label`, per family in `.sources`); chips without tables borrow everything (FAMILY_DEFAULTS): Hopper
+-> h100-sxm, Ampere -> a100-80gb, Blackwell -> b200, Ada -> l40s, CDNA3 / Volta -> the nearest GPU fit (not measured),
+TPU -> TPU_DEFAULT (uncalibrated: compute 0.95 per the book's footnote, memory and links 0.9, 1 us per op). A family
+missing everywhere falls back along BORROWS (gemm_fp8 and moe -> gemm, attention_decode -> attention -> gemm's
+fractions).
 """
 
 from __future__ import annotations
@@ -86,7 +84,7 @@ import numpy as np
 from .errors import ChipError, RooflineError, ScenarioError
 from .hardware import Chip, load_chip
 from .roofline import Efficiency, where as _where
-from .units import DTYPE_BITS, f64 as _float
+from .units import DTYPE_BITS, f64 as _float, median_1d
 
 if TYPE_CHECKING:
     from .ops import Op
@@ -278,16 +276,11 @@ class CalibratedModel:
         if fam == "collective" and _crosses_domain(op, chip):
             return Efficiency(label=self.label + "; multi-node collective: ideal (not calibrated)")
         p = self.fit_for(fam)
-        if fam == "gemm" and weight_only_quantized(op):
+        if fam == "gemm" and weight_only_quantized(op):  # it reads the tokens, the chip's peaks and the dtype
             if not getattr(op.tokens, "ndim", 0):
                 return dequant_efficiency(p, op, chip, self.label)
-            key = ("dequant", chip.name, op.compute_dtype)  # it reads the tokens, the chip's peaks and the dtype
-            last = self._by_tokens.get(key)
-            if last is not None and last[0] is op.tokens and last[1] is chip:
-                return last[2]
-            eff = dequant_efficiency(p, op, chip, self.label)
-            self._by_tokens[key] = (op.tokens, chip, eff)
-            return eff
+            return self._shared(("dequant", op.compute_dtype), op.tokens, chip,
+                                lambda: dequant_efficiency(p, op, chip, self.label))
         if op.kind == "attention":
             # decode: tokens = sequences (a floor per sequence: overhead_per_token_s); prefill keys off L and X
             return p.efficiency(0.0 if fam == "attention" else op.tokens, label=self.label,
@@ -300,10 +293,15 @@ class CalibratedModel:
             return _efficiency_at(p, op.tokens, self.label, n, float(walked))
         if not getattr(op.tokens, "ndim", 0):
             return _efficiency_at(p, op.tokens, self.label)
-        last = self._by_tokens.get(fam)  # consecutive ops of a family on the same tokens array share one
-        if last is None or last[0] is not op.tokens:
-            last = self._by_tokens[fam] = (op.tokens, p.efficiency(op.tokens, label=self.label))
-        return last[1]
+        return self._shared(fam, op.tokens, None, lambda: p.efficiency(op.tokens, label=self.label))
+
+    def _shared(self, key, tokens, chip, make) -> Efficiency:
+        """make() once for consecutive ops under `key` on the same tokens array and chip (the ops of a graph share
+        their tokens array; it is held, so identity is safe)."""
+        last = self._by_tokens.get(key)
+        if last is None or last[0] is not tokens or last[1] is not chip:
+            last = self._by_tokens[key] = (tokens, chip, make())
+        return last[2]
 
 
 @lru_cache(maxsize=4096)
@@ -374,17 +372,7 @@ def weight_bits_of(op: "Op") -> float:
     if ok.all() and (bits == bits.flat[0]).all():
         return float(bits.flat[0])
     bits = np.broadcast_to(bits, ok.shape)[ok]
-    return float(bits[0]) if (bits == bits[0]).all() else _median(bits)
-
-
-def _median(x: np.ndarray) -> float:
-    """float(np.median(x)) of a 1-d array, without its overhead: the middle value, or the mean of the two middle
-    values ((a + b) / 2, as np.mean takes it); nan when any value is nan (np.median's rule)."""
-    v = np.sort(x)
-    n = v.size
-    if np.isnan(v[-1]):
-        return float("nan")
-    return float(v[n // 2]) if n % 2 else float((v[n // 2 - 1] + v[n // 2]) / 2.0)
+    return float(bits[0]) if (bits == bits[0]).all() else median_1d(bits)
 
 
 def weight_only_quantized(op: "Op") -> bool:

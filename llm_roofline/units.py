@@ -219,3 +219,13 @@ def records(df) -> list[dict]:
         return []
     return [{k: (None if isinstance(v, float) and math.isnan(v) else v) for k, v in rec.items()}
             for rec in df.to_dict(orient="records")]
+
+
+def median_1d(x: np.ndarray) -> float:
+    """float(np.median(x)) of a 1-d array, without its overhead: the middle value, or the mean of the two middle
+    values ((a + b) / 2, as np.mean takes it); nan when any value is nan (np.median's rule)."""
+    v = np.sort(x)
+    n = v.size
+    if np.isnan(v[-1]):
+        return float("nan")
+    return float(v[n // 2]) if n % 2 else float((v[n // 2 - 1] + v[n // 2]) / 2.0)

@@ -346,8 +346,6 @@ def plan(model, chips, prompt_len: int, gen_len: int, ttft_s: float | None = Non
     lists restricting the candidates (None: every divisor the model allows). max_batch: largest batch searched.
     rank_by: 'cost' | 'chips' (default: cost when every chip has a price). disaggregate: also run
     `disaggregation` per chip at the best plan's batch (or decode_batch)."""
-    import pandas as pd
-
     from ..hardware import load_chip
     from ..memory import weight_bytes
     from ..model.hf import load_model
