@@ -255,7 +255,7 @@ def cmd_serve(args) -> str:
                ("load", "concurrency" if args.concurrency else "qps", sig3),
                ("TTFT", "ttft_s", fmt_seconds), ("p90", "ttft_p90_s", fmt_seconds), ("TPOT", "tpot_s", fmt_seconds),
                ("req/s", "requests_per_s", sig3), ("tok/s", "output_tokens_per_s", sig3),
-               ("tok/s/user", "tokens_per_s_per_user", lambda v: "—" if v is None else sig3(v)),
+               ("per user", "tokens_per_s_per_user", lambda v: "—" if v is None else sig3(v)),
                ("batch", "running_batch", sig3), ("KV", "kv_cache_utilization", lambda v: f"{100 * v:.0f}%"),
                ("max req/s", "saturation_requests_per_s", sig3), ("cap", "limit", None)]
     if not hasattr(res, "to_csv"):
@@ -269,11 +269,11 @@ def cmd_serve(args) -> str:
         out += "\n\n" + "\n".join(_prose([
             f"{res.model} on {res.chip}, efficiency {efficiency_text(res.efficiency_mode, res.efficiency)}; running "
             f"batch capped at {res.max_running:.0f} by {res.limit}; p90: of TTFT; batch: running sequences; KV: of "
-            "the KV capacity; max req/s: saturation; tok/s/user = 1 / TPOT."]))
+            "the KV capacity; max req/s: saturation; per user: tok/s per user = 1 / TPOT."]))
     elif args.format in ("table", "markdown"):
         out += "\n\n" + "\n".join([_efficiency_note(res)] + _prose([
-            "p90: of TTFT; batch: running sequences; KV: of the KV capacity; max req/s: saturation; tok/s/user = "
-            "1 / TPOT."]))
+            "p90: of TTFT; batch: running sequences; KV: of the KV capacity; max req/s: saturation; per user: tok/s "
+            "per user = 1 / TPOT."]))
     return out
 
 

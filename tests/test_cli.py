@@ -178,3 +178,11 @@ def test_plan_fits_a_terminal_and_its_rows_name_mode_and_fit(capsys):
                        "--max-chips", "1", "--top", "2", "--format", "json")
     rows = json.loads(out)
     assert code == 0 and {(r["efficiency"], r["fit"]) for r in rows} == {("calibrated", "calibrated (h100-sxm fit)")}
+
+
+def test_serve_table_fits_a_terminal(capsys):
+    # a TPOT of 50.6 ms, a "kv_cache" cap and a 10-character column header made the serving table 101 columns wide
+    for argv in (["--qps", "3"], ["--concurrency", "1,64,512", "--prompt", "2048,8192"]):
+        code, out, _ = run(capsys, "serve", "meta-llama/Llama-3.1-70B", "--chip", "h100", "--tp", "4", "--prompt",
+                           "2048", "--gen", "256", *argv)
+        assert code == 0 and max(map(len, out.splitlines())) <= 100, max(out.splitlines(), key=len)
