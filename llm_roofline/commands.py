@@ -24,6 +24,7 @@ def cmd_chips(args) -> str:
         rows.append({
             "name": c.name + (" (user)" if c.path.startswith(user_folder) else ""),
             "aliases": ",".join(c.aliases),
+            "aliases_short": ",".join(c.aliases[:2]) + (f" +{len(c.aliases) - 2}" if len(c.aliases) > 2 else ""),
             "bf16_flops_per_s": c.peak_flops_per_s("bf16") if "bf16" in c.dense_flops_per_s else c.peak_flops_per_s("fp16"),
             "hbm_bytes": c.hbm_bytes,
             "hbm_bytes_per_s": c.hbm_bytes_per_s,
@@ -34,20 +35,24 @@ def cmd_chips(args) -> str:
         })
     display = [
         ("chip", "name", None),
-        ("aliases", "aliases", None),
-        ("bf16 TFLOP/s", "bf16_flops_per_s", lambda v: sig3(v / 1e12)),
+        ("aliases", "aliases" if args.format != "table" else "aliases_short", None),
+        ("TFLOP/s", "bf16_flops_per_s", lambda v: sig3(v / 1e12)),
         ("HBM GB", "hbm_bytes", lambda v: sig3(v / 1e9)),
-        ("HBM TB/s", "hbm_bytes_per_s", lambda v: sig3(v / 1e12)),
-        ("critical FLOP/B", "critical_intensity_bf16", sig3),
+        ("TB/s", "hbm_bytes_per_s", lambda v: sig3(v / 1e12)),
+        ("FLOP/B", "critical_intensity_bf16", sig3),
         ("scale-up", "scaleup_kind", None),
-        ("scale-up GB/s", "scaleup_bytes_per_s", lambda v: sig3(v / 1e9)),
-        ("$/chip-h", "price_usd_per_hour", lambda v: "—" if v is None else f"{v:.2f}"),
+        ("GB/s", "scaleup_bytes_per_s", lambda v: sig3(v / 1e9)),
+        ("$/h", "price_usd_per_hour", lambda v: "—" if v is None else f"{v:.2f}"),
     ]
-    out = render(rows, args.format, display)
+    out = render([{k: v for k, v in r.items() if k != "aliases_short" or args.format == "table"} for r in rows],
+                 args.format, display)
     if args.format in ("table", "markdown"):
-        out += ("\n\nPeaks are dense (no 2:4 sparsity). critical FLOP/B = bf16 peak / HBM bandwidth: an op with a "
-                "lower arithmetic intensity is memory-bound. scale-up GB/s is one chip's egress, one direction. "
-                f"(user): a chip file in {user_folder} ($LLM_ROOFLINE_CHIPS), usable by name.")
+        out += "\n\n" + "\n".join(_prose([
+            "Per chip: TFLOP/s is the dense bf16 peak (no 2:4 sparsity), TB/s the HBM bandwidth, FLOP/B the critical "
+            "intensity (bf16 peak / HBM bandwidth: an op with a lower arithmetic intensity is memory-bound), GB/s the "
+            "scale-up link's egress in one direction, $/h the price per chip-hour. +N: more aliases (--format json "
+            f"lists them). (user): a chip file in {user_folder} ($LLM_ROOFLINE_CHIPS), usable by name."],
+            md=args.format == "markdown"))
     return out
 
 
@@ -69,6 +74,8 @@ def cmd_models(args) -> str:
             "d_model": m.d_model,
             "heads": heads[0] if len(heads) == 1 else "/".join(map(str, heads)),
             "kv_heads": kv_heads[0] if len(kv_heads) == 1 else "/".join(map(str, kv_heads)),
+            "heads_q_kv": "/".join(str(h) for h in (heads[0] if len(heads) == 1 else "-".join(map(str, heads)),
+                                                     kv_heads[0] if len(kv_heads) == 1 else "-".join(map(str, kv_heads)))),
             "attention": m.attention_kind,
             "max_context": m.max_context,
             "kv_bytes_per_token_bf16": kv_bytes_per_token(m, "bf16"),
@@ -79,16 +86,17 @@ def cmd_models(args) -> str:
         ("active", "params_active", eng),
         ("layers", "layers", None),
         ("d_model", "d_model", None),
-        ("heads", "heads", None),
-        ("kv heads", "kv_heads", None),
-        ("attention", "attention", None),
-        ("max context", "max_context", lambda v: "—" if v is None else str(v)),
-        ("KV/token bf16", "kv_bytes_per_token_bf16", lambda v: eng(v, "B")),
+        ("heads/kv", "heads_q_kv", None),
+        ("attn", "attention", None),
+        ("context", "max_context", lambda v: "—" if v is None else str(v)),
+        ("KV/token", "kv_bytes_per_token_bf16", lambda v: eng(v, "B")),
     ]
     out = render(rows, args.format, display)
     if args.format in ("table", "markdown"):
-        out += ("\n\nparams counts every expert; active counts the top-k routed experts a token uses (embeddings "
-                "included). KV/token is summed over layers, before any sliding-window cap.")
+        out += "\n\n" + "\n".join(_prose([
+            "params counts every expert; active counts the top-k routed experts a token uses (embeddings included). "
+            "heads/kv: query / KV heads; context: the longest the config allows; KV/token: bf16 KV-cache bytes per token summed "
+            "over layers, before any sliding-window cap."], md=args.format == "markdown"))
     return out
 
 

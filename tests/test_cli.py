@@ -186,3 +186,15 @@ def test_serve_table_fits_a_terminal(capsys):
         code, out, _ = run(capsys, "serve", "meta-llama/Llama-3.1-70B", "--chip", "h100", "--tp", "4", "--prompt",
                            "2048", "--gen", "256", *argv)
         assert code == 0 and max(map(len, out.splitlines())) <= 100, max(out.splitlines(), key=len)
+
+
+def test_catalog_tables_fit_a_terminal(capsys):
+    # `chips` was 282 columns wide (every alias of a100-80gb) and `models` 155 (an unwrapped footer): both <= 100;
+    # aliases beyond two are counted in the table ("+3") and listed in full by --format json
+    for argv, needle in ((["chips"], "a100,a100-80g +3"), (["models"], "128/128")):
+        code, out, _ = run(capsys, *argv)
+        assert code == 0 and max(map(len, out.splitlines())) <= 100, max(out.splitlines(), key=len)
+        assert needle in out
+    code, out, _ = run(capsys, "chips", "--format", "json")
+    a100 = next(r for r in json.loads(out) if r["name"] == "a100-80gb")
+    assert a100["aliases"] == "a100,a100-80g,a100-sxm4-80gb,a100-sxm-80gb,a100-sxm" and "aliases_short" not in a100
