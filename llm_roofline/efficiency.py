@@ -23,6 +23,10 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
     gemm              kind='gemm', bf16/fp16 compute     vLLM GEMMs (aic-vllm gemm_perf, bfloat16)
     gemm_fp8          kind='gemm', fp8/int8 compute      vLLM CUTLASS fp8 GEMMs (gemm_perf, fp8 per-tensor)
     moe               expert GEMMs (style 'expert')      vLLM fused-MoE block (moe_perf, bf16, balanced)
+    moe_quant         expert GEMMs with 4-bit weights    the 4-bit fused-MoE rows (nvfp4, w4a16_mxfp4,
+                      (fp4 / int4 + block scales)        w4a8_mxfp4_mxfp8, int4_wo; balanced): same terms as moe,
+                                                         packed weights per touched expert, FLOPs at the
+                                                         op's compute dtype peak; without a fit: the chip's moe
     attention         attn.core, prefill                 causal FlashAttention (context_attention_perf)
     attention_decode  attn.core reading a KV cache       FlashAttention decode (generation_attention_perf),
                       larger than its Q/O traffic        bf16 KV cache
@@ -68,7 +72,7 @@ Chips with their own tables borrow the families they lack from their family defa
 Hopper -> h100-sxm, Ampere -> a100-80gb, Blackwell -> b200, Ada -> l40s, CDNA3 / Volta -> the nearest GPU fit
 (not measured), TPU -> TPU_DEFAULT (uncalibrated: compute 0.95 per the book's footnote, memory and links 0.9,
 1 us per op). A family missing everywhere falls back along BORROWS (gemm_fp8 and moe -> gemm,
-attention_decode -> attention -> gemm's fractions).
+attention_decode -> attention -> gemm's fractions; moe_quant -> the chip's own moe fit).
 """
 
 from __future__ import annotations
@@ -91,14 +95,14 @@ from .units import DTYPE_BITS, f64 as _float
 if TYPE_CHECKING:
     from .ops import Op
 
-FAMILIES = ("gemm", "gemm_fp8", "moe", "attention", "attention_decode", "attention_decode_fp8", "elementwise",
-            "activation", "rope", "norm", "embedding", "collective")
+FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8",
+            "elementwise", "activation", "rope", "norm", "embedding", "collective")
 FP8_COMPUTE = ("fp8", "int8", "fp4", "int4")  # GEMMs computing in these run the 8-bit (and narrower) kernels
 # a family without its own fit borrows: family -> the family it falls back to (and says so)
-BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "attention_decode_fp8": "attention_decode",
+BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "moe_quant": "moe", "attention_decode_fp8": "attention_decode",
            "attention_decode": "attention"}
 # without an own fit these use the chip's own bf16 fit (BORROWS), not another chip's fit of the 8-bit family
-OWN_BF16_FALLBACK = ("gemm_fp8", "attention_decode_fp8")
+OWN_BF16_FALLBACK = ("gemm_fp8", "attention_decode_fp8", "moe_quant")
 KV8_BITS = 8.0  # a KV cache stored in this many bits or fewer (fp8, int8) decodes with the attention_decode_fp8 fit
 
 
@@ -218,6 +222,8 @@ FAMILY_DEFAULTS = {
 def family_of(op: "Op") -> str:
     """The efficiency family of an estimator op (see the module docstring)."""
     if op.kind == "gemm":
+        if op.style == "expert" and quantized_experts(op):
+            return "moe_quant"
         if op.compute_dtype in FP8_COMPUTE:
             return "gemm_fp8"
         return "moe" if op.style == "expert" else "gemm"
@@ -284,7 +290,7 @@ class CalibratedModel:
             return _efficiency_at(p, op.tokens, self.label) if not getattr(op.tokens, "ndim", 0) \
                 else p.efficiency(op.tokens, label=self.label)
         n = op.gemm_n
-        walked = op.walked_rows * (op.gemm_k + n) if fam == "moe" else 0.0
+        walked = op.walked_rows * (op.gemm_k + n) if fam in ("moe", "moe_quant") else 0.0
         if getattr(op.tokens, "ndim", 0) or getattr(walked, "ndim", 0):
             return p.efficiency(op.tokens, label=self.label, cols=n, out_elems=gemm_output_elems(op, n), walked=walked)
         return _efficiency_at(p, op.tokens, self.label, n, float(walked))
@@ -368,6 +374,15 @@ def weight_only_quantized(op: "Op") -> bool:
         return False
     bits = weight_bits_of(op)
     return 0 < bits < _NARROW_FRACTION * DTYPE_BITS[op.compute_dtype]
+
+
+def quantized_experts(op: "Op") -> bool:
+    """Whether an expert GEMM's weights are 4-bit (fp4 / int4 + block scales: < QUANT_EXPERT_BITS bits): the 4-bit
+    fused-MoE kernels (moe_quant) price it; fp8 experts measured another mechanism (benchmarks/CALIBRATION.md)."""
+    return 0 < getattr(op, "weight_bits", 0.0) < QUANT_EXPERT_BITS
+
+
+QUANT_EXPERT_BITS = 6.0  # expert weights narrower than this (4-bit formats, scales included) run 4-bit MoE kernels
 
 
 def dequant_efficiency(p: FamilyFit, op: "Op", chip: Chip, label: str) -> Efficiency:
