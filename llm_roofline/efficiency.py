@@ -23,6 +23,10 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
     gemm              kind='gemm', bf16/fp16 compute     vLLM GEMMs (aic-vllm gemm_perf, bfloat16)
     gemm_fp8          kind='gemm', fp8/int8 compute      vLLM CUTLASS fp8 GEMMs (gemm_perf, fp8 per-tensor)
     moe               expert GEMMs (style 'expert')      vLLM fused-MoE block (moe_perf, bf16, balanced)
+    moe_quant         expert GEMMs with 4-bit weights    the 4-bit fused-MoE rows (nvfp4, w4a16_mxfp4,
+                      (fp4 / int4 + block scales)        w4a8_mxfp4_mxfp8, int4_wo; balanced): same terms as moe,
+                                                         packed weights per touched expert, FLOPs at the
+                                                         op's compute dtype peak; without a fit: the chip's moe
     attention         attn.core, prefill                 causal FlashAttention (context_attention_perf)
     attention_decode  attn.core reading a KV cache       FlashAttention decode (generation_attention_perf),
                       larger than its Q/O traffic        bf16 KV cache
@@ -59,14 +63,14 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
 - Every efficiency is <= 1 and every overhead >= 0, so a calibrated time is never below the ideal roofline bound
   (tests check it with hypothesis). An op with tokens = 0 (unknown) gets the asymptotic efficiencies.
 - err_p10 / err_p90: the 10th / 90th percentile of measured / predicted time on held-out shapes; they make
-  est.uncertainty (uncertainty_of), wider for borrowed fits.
+  est.uncertainty (uncertainty.uncertainty_of), wider for borrowed fits.
 
 Chips with their own tables borrow the families they lack from their family default chip (labelled in
 `CalibratedModel.label`, per family in `.sources`); chips without tables borrow everything (FAMILY_DEFAULTS): Hopper
 -> h100-sxm, Ampere -> a100-80gb, Blackwell -> b200, Ada -> l40s, CDNA3 / Volta -> the nearest GPU fit (not measured),
 TPU -> TPU_DEFAULT (uncalibrated: compute 0.95 per the book's footnote, memory and links 0.9, 1 us per op). A family
 missing everywhere falls back along BORROWS (gemm_fp8 and moe -> gemm, attention_decode -> attention -> gemm's
-fractions).
+fractions; moe_quant -> the chip's own moe fit).
 """
 
 from __future__ import annotations
@@ -89,14 +93,14 @@ from .units import DTYPE_BITS, f64 as _float, median_1d
 if TYPE_CHECKING:
     from .ops import Op
 
-FAMILIES = ("gemm", "gemm_fp8", "moe", "attention", "attention_decode", "attention_decode_fp8", "elementwise",
-            "activation", "rope", "norm", "embedding", "collective")
+FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8",
+            "elementwise", "activation", "rope", "norm", "embedding", "collective")
 FP8_COMPUTE = ("fp8", "int8", "fp4", "int4")  # GEMMs computing in these run the 8-bit (and narrower) kernels
 # a family without its own fit borrows: family -> the family it falls back to (and says so)
-BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "attention_decode_fp8": "attention_decode",
+BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "moe_quant": "moe", "attention_decode_fp8": "attention_decode",
            "attention_decode": "attention"}
 # without an own fit these use the chip's own bf16 fit (BORROWS), not another chip's fit of the 8-bit family
-OWN_BF16_FALLBACK = ("gemm_fp8", "attention_decode_fp8")
+OWN_BF16_FALLBACK = ("gemm_fp8", "attention_decode_fp8", "moe_quant")
 KV8_BITS = 8.0  # a KV cache stored in this many bits or fewer (fp8, int8) decodes with the attention_decode_fp8 fit
 
 
@@ -216,6 +220,8 @@ FAMILY_DEFAULTS = {
 def family_of(op: "Op") -> str:
     """The efficiency family of an estimator op (see the module docstring)."""
     if op.kind == "gemm":
+        if op.style == "expert" and quantized_experts(op):
+            return "moe_quant"
         if op.compute_dtype in FP8_COMPUTE:
             return "gemm_fp8"
         return "moe" if op.style == "expert" else "gemm"
@@ -267,10 +273,6 @@ class CalibratedModel:
             return UNCALIBRATED_BAND
         return self.band(family_of(op))
 
-    def uncertainty(self, phases, head, chip: Chip) -> dict:
-        """est.uncertainty: see uncertainty_of."""
-        return uncertainty_of(self, phases, head, chip)
-
     def for_op(self, op: "Op", chip: Chip) -> Efficiency:
         fam = family_of(op)
         if fam == "collective" and _crosses_domain(op, chip):
@@ -287,7 +289,7 @@ class CalibratedModel:
                                 dim=op.head_dim, group=op.q_per_kv, **attention_shape(op, decode=fam != "attention"))
         if op.kind == "gemm":  # a GEMM's efficiency also depends on its own output columns (T * N: its epilogue)
             n = op.gemm_n
-            walked = op.walked_rows * (op.gemm_k + n) if fam == "moe" else 0.0
+            walked = op.walked_rows * (op.gemm_k + n) if fam in ("moe", "moe_quant") else 0.0
             if getattr(op.tokens, "ndim", 0) or getattr(walked, "ndim", 0):
                 return p.efficiency(op.tokens, label=self.label, cols=n, out_elems=_float(op.tokens) * n, walked=walked)
             return _efficiency_at(p, op.tokens, self.label, n, float(walked))
@@ -381,6 +383,15 @@ def weight_only_quantized(op: "Op") -> bool:
         return False
     bits = weight_bits_of(op)
     return 0 < bits < _NARROW_FRACTION * DTYPE_BITS[op.compute_dtype]
+
+
+def quantized_experts(op: "Op") -> bool:
+    """Whether an expert GEMM's weights are 4-bit (fp4 / int4 + block scales: < QUANT_EXPERT_BITS bits): the 4-bit
+    fused-MoE kernels (moe_quant) price it; fp8 experts measured another mechanism (benchmarks/CALIBRATION.md)."""
+    return 0 < getattr(op, "weight_bits", 0.0) < QUANT_EXPERT_BITS
+
+
+QUANT_EXPERT_BITS = 6.0  # expert weights narrower than this (4-bit formats, scales included) run 4-bit MoE kernels
 
 
 def dequant_efficiency(p: FamilyFit, op: "Op", chip: Chip, label: str) -> Efficiency:
@@ -559,43 +570,6 @@ def band_of(p: FamilyFit, src: str) -> tuple[float, float]:
     if src.startswith(BORROWED):
         lo, hi = lo * BORROWED_CHIP_WIDEN[0], hi * BORROWED_CHIP_WIDEN[1]
     return lo, hi
-
-
-def phase_band(model, op_times, chip: Chip) -> tuple[float, float]:
-    """(p10, p90) multiplier of a phase: each op's family band weighted by its share of the phase time
-    (errors of one family move together: the bands add, they are not averaged in quadrature)."""
-    total = sum(t for _, t in op_times)
-    if total <= 0:
-        return 1.0, 1.0
-    lo = hi = 0.0
-    for op, t in op_times:
-        b = model.op_band(op, chip)
-        lo, hi = lo + t / total * b[0], hi + t / total * b[1]
-    return lo, hi
-
-
-def uncertainty_of(model, phases, head, chip: Chip) -> dict:
-    """est.uncertainty: p10 / p90 of the headline numbers under the calibrated model.
-
-    phases: {"prefill": [(op, seconds of that op in the phase, all instances)], "decode": [...]} and head the
-    calibrated headline (ttft_s, tpot_s, e2e_s, throughput_tokens_per_s). Each phase's multiplier is
-    phase_band; TTFT takes prefill's, TPOT decode's, e2e the time-weighted mix, throughput the inverse of
-    e2e's (its p10 comes from e2e's p90). Returns {name: {"p10": value, "p90": value}} for the four
-    headline numbers (None where the headline is None) and "multipliers": {phase: [p10, p90]}."""
-    mult = {name: phase_band(model, ops, chip) for name, ops in phases.items() if ops}
-    pre, dec = mult.get("prefill", (1.0, 1.0)), mult.get("decode", (1.0, 1.0))
-    ttft, tpot, e2e = head.get("ttft_s"), head.get("tpot_s"), head.get("e2e_s")
-    dec_s = max(e2e - ttft, 0.0) if e2e is not None and ttft is not None else 0.0
-    e2e_m = tuple((ttft * pre[i] + dec_s * dec[i]) / e2e if e2e else 1.0 for i in (0, 1))
-    out = {"ttft_s": _pq(ttft, pre), "tpot_s": _pq(tpot, dec), "e2e_s": _pq(e2e, e2e_m)}
-    thr = head.get("throughput_tokens_per_s")
-    out["throughput_tokens_per_s"] = None if thr is None else {"p10": thr / e2e_m[1], "p90": thr / e2e_m[0]}
-    out["multipliers"] = {k: [float(v[0]), float(v[1])] for k, v in mult.items()}
-    return out
-
-
-def _pq(value, m):
-    return None if value is None else {"p10": float(value * m[0]), "p90": float(value * m[1])}
 
 
 def resolve_efficiency(efficiency, chip: Chip):

@@ -31,6 +31,7 @@ from .optable import OpTable
 from .phases import DecodeSums, PhaseResult, PhaseTotals, PrefillSums, decode_segments, phase_t_s, run_phase
 from .roofline import TERMS, intensity_of, score_ops  # noqa: F401 (score_ops: a name tests import here)
 from .sharding import Sharding, critical_thresholds
+from .uncertainty import uncertainty_of
 from .units import json_ready
 
 
@@ -114,7 +115,7 @@ class Estimate:
     _ops: Any = field(default=None, repr=False, compare=False)  # the op table, or an OpTable that builds it
     ideal: dict[str, float | None] | None = None  # the pure-roofline headline, when efficiency is not ideal
     warnings: list[str] = field(default_factory=list)  # what makes these numbers doubtful (the CLI shows it first)
-    uncertainty: dict[str, Any] | None = None  # calibrated: p10/p90 of the headline (efficiency.uncertainty_of)
+    uncertainty: dict[str, Any] | None = None  # calibrated: p10/p90 of the headline (uncertainty.uncertainty_of)
     efficiency_mode: str = "calibrated"  # 'ideal' | 'calibrated' | 'custom'; `efficiency` names the chip's fit
 
     @property
@@ -433,9 +434,9 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
         ideal = _headline(_repriced(r, None), gen_len)
     head = _headline(r, gen_len)
     uncertainty = None  # calibrated: each phase's op times (all instances) weight their families' bands
-    if hasattr(r.efficiency_model, "uncertainty"):
+    if hasattr(r.efficiency_model, "op_band"):
         phases = {name: ph.op_times() for name, ph in (("prefill", r.prefill), ("decode", r.decode if gen_len > 1 else None)) if ph}
-        uncertainty = r.efficiency_model.uncertainty(phases, head, chip)
+        uncertainty = uncertainty_of(r.efficiency_model, phases, head, chip)
     bits = spec.weight_format_for("ffn", dt.weight).bits_per_weight(spec.d_model)
     return Estimate(
         model=spec.name, chip=chip.name, scenario=scenario, **head,

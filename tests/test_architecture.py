@@ -18,7 +18,7 @@ LAYERS = {
     "collectives": 4, "ops": 4,
     "roofline": 5,
     "sharding": 6, "efficiency": 6,
-    "graph": 7,
+    "graph": 7, "uncertainty": 7,
     "memory": 8, "optable": 8, "phases": 8,
     "estimate": 9,
     "serve": 10,

@@ -73,3 +73,18 @@ def test_moe_block_rows(rows):
     assert one.measured_s == pytest.approx(0.258741e-3, rel=1e-5)
     # 256 tokens: 512 assignments over all 8 experts -> 64 rows per expert
     assert 64.0 in set(m.m)
+
+
+def test_four_bit_moe_rows_are_the_moe_quant_family_with_packed_weight_bytes():
+    import pandas as pd
+
+    row = dict(num_tokens=4, hidden_size=2880, inter_size=2880, topk=4, num_experts=128, moe_tp_size=1,
+               moe_ep_size=1, distribution="balanced", kernel_source="k", latency=0.0723)
+    df = pd.DataFrame([dict(row, moe_dtype=d) for d in ("bfloat16", "w4a16_mxfp4", "nvfp4", "fp8")])
+    m = measurements.normalize(pd.DataFrame(aic_vllm.moe_rows(df)).assign(gpu="b200"))
+    assert list(m.fam) == ["moe", "moe_quant", "moe_quant"]  # fp8 experts are left out
+    q = m[m.op == "moe_w4a16_mxfp4"].iloc[0]
+    # 4 tokens x top-4 = 16 assignments on 16 experts, 1 row each; MXFP4 weights 4.25 bits:
+    # 16 * 3 * 2880 * 2880 * 4.25 / 8 = 211,507,200 B + activations 16 * (2*2880 + 3*2880) * 2 = 460,800 B
+    assert (q.m, q["bytes"], q["dtype"]) == (1.0, 211_968_000, "bf16")
+    assert m[m.op == "moe_nvfp4"].iloc[0]["dtype"] == "fp4"  # w4a4: the fp4 peak

@@ -7,7 +7,8 @@ from hypothesis import given, settings, strategies as st
 
 import llm_roofline as lr
 from llm_roofline.efficiency import (BORROWED_FAMILY_BAND, UNCALIBRATED_BAND, FamilyFit, attention_shape, band_of,
-                                     calibrated_model, family_of, phase_band, weight_bits_of, weight_only_quantized)
+                                     calibrated_model, family_of, weight_bits_of, weight_only_quantized)
+from llm_roofline.uncertainty import phase_band
 from llm_roofline.ops import attention, elementwise, gemm
 from llm_roofline.roofline import score
 from test_calibrate import ROUND_CHIP as _round_chip_text
@@ -217,3 +218,50 @@ def test_fits_of_a_chip_built_by_hand_follow_its_table():
     gemm["compute_max"] = before / 2
     assert calibrated_model(mine).families["gemm"].compute_max == before / 2
     assert calibrated_model(h100).families["gemm"] is calibrated_model(h100).families["gemm"]  # parsed once
+
+
+# ------------------------------------------------------------------------------ quantized fused-MoE experts
+_MOE_FITS = """
+[efficiency.moe]
+compute_max = 0.5
+memory_max = 0.4
+overhead_s = 20e-6
+
+[efficiency.moe_quant]
+compute_max = 0.5
+compute_tokens_half = 2
+memory_max = 0.8
+overhead_s = 10e-6
+"""
+
+
+def _experts(bits):
+    # gpt-oss-like up_gate: 2 rows per touched expert, k 2880, n 5760, 4 assignments, 4 experts read
+    return gemm("ffn.experts.up_gate", "moe", 1, tokens=2, k=2880, n=5760, bits_per_weight=bits,
+                act_bytes_per_elem=2, n_matrices=4, matrices_read=4, style="expert")
+
+
+def test_quantized_expert_decode_uses_the_moe_quant_fit_by_hand(tmp_path):
+    p = tmp_path / "round-gpu.toml"
+    p.write_text(ROUND_CHIP + _MOE_FITS)
+    chip = lr.load_chip(str(p))
+    op = _experts(4.25)  # MXFP4: 4-bit weights + one 8-bit scale per 32
+    assert family_of(op) == "moe_quant" and family_of(_experts(16)) == "moe"
+    # weights 4 * 2880*5760 * 4.25/8 = 35,251,200 B; activations 2 * (2880+5760) * 2 * 4 = 138,240 B
+    # -> memory 35,389,440 / (1e12 * 0.8) = 44.2368 us; flops 2*2*2880*5760*4 = 265,420,800 at
+    # 100e12 * 0.5 * 2/(2+2) = 25e12 -> 10.6168 us; t = max + overhead 10 us = 54.2368 us
+    assert op.hbm_bytes == pytest.approx(35_389_440) and op.flops == pytest.approx(265_420_800)
+    s = _t(op, chip)
+    assert float(s.t_s) == pytest.approx(54.2368e-6, rel=1e-6)
+    assert calibrated_model(chip).sources["moe_quant"] == "round-gpu fit"
+
+
+def test_a_chip_without_a_quantized_moe_fit_borrows_its_bf16_moe_fit_and_says_so(tmp_path):
+    p = tmp_path / "round-gpu.toml"
+    p.write_text(ROUND_CHIP + _MOE_FITS[:_MOE_FITS.index("[efficiency.moe_quant]")])
+    chip = lr.load_chip(str(p))
+    m = calibrated_model(chip)
+    assert m.sources["moe_quant"] == "borrowed: moe" and m.fit_for("moe_quant") is m.fit_for("moe")
+    # the bf16 moe fit: memory 35,389,440 / (1e12 * 0.4) = 88.4736 us, compute 265,420,800 / 50e12 = 5.3084 us,
+    # + 20 us
+    assert float(_t(_experts(4.25), chip).t_s) == pytest.approx(108.4736e-6, rel=1e-6)

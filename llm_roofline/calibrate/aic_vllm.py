@@ -55,7 +55,7 @@ SYSTEMS = {"a100_sxm": "a100-80gb", "h100_sxm": "h100-sxm", "h200_sxm": "h200", 
 AIC_SOURCE = "AIConfigurator vLLM kernel tables (aiconfigurator-core 0.12.0, vLLM 0.24.0; a100 0.14.0) {gpus}"
 AIC_TABLES = ("gemm_perf", "context_attention_perf", "generation_attention_perf", "custom_allreduce_perf", "moe_perf")
 AIC_OPS = {"gemm_bf16", "gemm_fp8", "context_attention", "generation_attention",
-           "custom_allreduce", "moe"}
+           "custom_allreduce", "moe", "moe_nvfp4", "moe_w4a16_mxfp4", "moe_w4a8_mxfp4_mxfp8", "moe_int4_wo"}
 AIC_COLUMNS = (CSV_ORDER[:CSV_ORDER.index("flops")] + ("keys", "head_dim", "kv_bits", "q_per_kv", "walked")
                + CSV_ORDER[CSV_ORDER.index("flops"):])
 # fp8_block (DeepGEMM / CUTLASS block-scaled, DeepSeek-style checkpoints) is left out: its rows carry a
@@ -148,8 +148,31 @@ def allreduce_rows(df: "pd.DataFrame") -> dict:
                 measured_s=df["latency"].to_numpy() * 1e-3)
 
 
+# 4-bit fused-MoE kernels (moe_quant family): moe_dtype -> (compute dtype: the peak its FLOPs run at, bits per stored
+# weight element with its block scales). nvfp4: fp4 weights, one fp8 scale per 16, fp4 activations (w4a4);
+# w4a16_mxfp4: MXFP4 weights (one 8-bit scale per 32) dequantized to bf16 (gpt-oss; Blackwell: TRT-LLM kernel,
+# Hopper and L40S: Marlin); w4a8_mxfp4_mxfp8: MXFP4 weights, MXFP8 activations; int4_wo: int4 weights, a bf16
+# scale per group of 128 (Marlin), bf16 compute. Left out: fp8 and fp8_block experts (8-bit weights: the fp8
+# rows fit H100 at a 0.18 bandwidth fraction and 0.13 of the fp8 peak, another mechanism than the 4-bit
+# kernels' ~0.75; those experts keep their former pricing, benchmarks/CALIBRATION.md)
+_MOE_QUANT = {"nvfp4": ("fp4", 4.5), "w4a16_mxfp4": ("bf16", 4.25), "w4a8_mxfp4_mxfp8": ("fp8", 4.25),
+              "int4_wo": ("bf16", 4.125)}
+
+
 def moe_rows(df: "pd.DataFrame") -> dict:
-    df = df[df["moe_dtype"] == "bfloat16"]
+    """The bf16 fused-MoE rows (family moe) and the quantized ones (family moe_quant: _MOE_QUANT dtypes)."""
+    import pandas as pd
+
+    parts = [_moe_rows(df[df["moe_dtype"] == "bfloat16"], "moe", "bf16", 16.0)]
+    for dt, (compute, bits) in _MOE_QUANT.items():
+        sub = df[df["moe_dtype"] == dt]
+        if len(sub):
+            parts.append(_moe_rows(sub, "moe_quant", compute, bits, dt))
+    parts = [pd.DataFrame(p) for p in parts if len(p["measured_s"])]
+    return pd.concat(parts, ignore_index=True).to_dict("series")
+
+
+def _moe_rows(df: "pd.DataFrame", family: str, compute: str, bits: float, tag: str = "") -> dict:
     # balanced routing; a system measured with skewed routing only (a100_sxm, vLLM 0.14) -> its mildest skew
     dist = "balanced" if (df["distribution"] == "balanced").any() else "power_law_1.01"
     df = df[df["distribution"] == dist]
@@ -162,8 +185,10 @@ def moe_rows(df: "pd.DataFrame") -> dict:
         pairs, touched = power_law_routing(t, k, e, ep, float(dist.rsplit("_", 1)[1]))
     i_loc = i / tp
     walked = (t * k - pairs) * (2.0 * h + 3.0 * i_loc)  # routed rows of experts held elsewhere, K + N elements
-    return dict(family="moe", op="moe", dtype="bf16", tp=1.0, m=pairs / touched, kernels=2.0, walked=walked,
-                flops=6.0 * pairs * h * i_loc, bytes=(touched * 3.0 * h * i_loc + pairs * (2.0 * h + 3.0 * i_loc)) * 2.0,
+    # weights at `bits` per element (block scales included), activations in and out bf16
+    nbytes = touched * 3.0 * h * i_loc * bits / 8.0 + pairs * (2.0 * h + 3.0 * i_loc) * 2.0
+    return dict(family=family, op="moe" + (f"_{tag}" if tag else ""), dtype=compute, tp=1.0, m=pairs / touched,
+                kernels=2.0, walked=walked, flops=6.0 * pairs * h * i_loc, bytes=nbytes,
                 model=[f"h{a:g}_i{b:g}_k{c:g}_e{d:g}" for a, b, c, d in zip(h, i, k, e)],
                 measured_s=df["latency"].to_numpy() * 1e-3)
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 MEMORY_FAMILIES = ("elementwise", "activation", "rope", "norm", "embedding")
 DECODE = ("attention_decode", "attention_decode_fp8")
 ATTENTION = ("attention",) + DECODE
+MOE = ("moe", "moe_quant")  # fused-MoE blocks: bf16 experts, quantized experts
 
 
 # =============================================================================== prediction
@@ -72,7 +73,7 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     kernels = df["kernels"].to_numpy(np.float64)
     if fam == "collective":
         return _Terms(fam, tokens, kernels, comm=_collective_terms(df, chip))
-    if fam in ("gemm", "gemm_fp8", "moe") + ATTENTION:
+    if fam in ("gemm", "gemm_fp8") + MOE + ATTENTION:
         peaks = {d: chip.peak_flops_per_s(d) for d in set(df["dtype"])}
         peak = df["dtype"].map(peaks).to_numpy(np.float64)
     else:
@@ -85,7 +86,7 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     out = tokens * cols
     dim = df["head_dim"].to_numpy(np.float64) if fam in ATTENTION and "head_dim" in df else 0.0
     group = df["q_per_kv"].to_numpy(np.float64) if fam in ATTENTION and "q_per_kv" in df else 0.0
-    walked = df["walked"].to_numpy(np.float64) / kernels if fam == "moe" and "walked" in df else 0.0
+    walked = df["walked"].to_numpy(np.float64) / kernels if fam in MOE and "walked" in df else 0.0
     if fam in DECODE:  # KV bytes per context position over the batch, as efficiency.attention_shape
         e = df["dtype"].map(dtype_bytes).to_numpy(np.float64)
         row = np.where(keys > 0, (nbytes - elems * e) / np.where(keys > 0, keys, 1.0), 0.0)
@@ -145,6 +146,10 @@ _FREE = {
     # the fused-MoE expert block (two grouped GEMMs, kernels = 2), T = rows per touched expert
     "moe": (("compute_max", 0.6), ("compute_tokens_half", 64.0), ("memory_max", 0.7), ("overhead_s", 1e-5),
             ("overhead_per_walked_elem_s", 1e-12)),
+    # 4-bit experts (fp4 / int4 weights): the same mechanism, the packed weights (block scales included)
+    # streamed per touched expert, the FLOPs at the kernel's compute dtype peak (fp4, fp8 for w4a8, bf16 for w4a16)
+    "moe_quant": (("compute_max", 0.6), ("compute_tokens_half", 64.0), ("memory_max", 0.7), ("overhead_s", 1e-5),
+                  ("overhead_per_walked_elem_s", 1e-12)),
     # causal FlashAttention prefill: compute-bound; short sequences waste the diagonal tiles (keys half),
     # few heads x sequences leave SMs idle (elems half)
     "attention": (("compute_max", 0.6), ("compute_keys_half", 500.0), ("compute_elems_half", 1e6),
