@@ -136,14 +136,10 @@ class FamilyFit:
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0 < v <= 1):
                 raise ChipError(f"efficiency {name} must be in (0, 1], got {v!r}")
-        for name in ("compute_tokens_half", "memory_tokens_half", "overhead_s", "compute_keys_half",
-                     "compute_elems_half", "compute_cols_half", "compute_dim_half", "compute_group_half",
-                     "compute_outs_half", "overhead_per_kv_row_byte_s",
-                     "overhead_per_output_elem_s", "overhead_per_token_s", "overhead_per_walked_elem_s", "err_p10",
-                     "err_p90"):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
-                raise ChipError(f"efficiency {name} must be a finite number >= 0, got {v!r}")
+        for name in (k for k in PARAMS if not k.endswith("_max")):  # halves, overheads, band: finite, >= 0, capped
+            v, top = getattr(self, name), PARAM_CEILING[name.split("_")[0]]
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and 0 <= v <= top):
+                raise ChipError(f"efficiency {name} must be a number in [0, {top:g}], got {v!r}")
 
     def compute(self, tokens, keys=0.0, elems=0.0, cols=0.0, dim=0.0, group=0.0, outs=0.0) -> np.ndarray:
         """compute_max * f(T, compute_tokens_half) * f(keys, compute_keys_half) * f(elems, compute_elems_half)
@@ -198,6 +194,9 @@ PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_hal
           "compute_keys_half", "compute_elems_half", "compute_cols_half", "compute_dim_half", "compute_group_half",
           "compute_outs_half", "overhead_per_kv_row_byte_s", "overhead_per_output_elem_s", "overhead_per_token_s",
           "overhead_per_walked_elem_s", "err_p10", "err_p90")
+# ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: seconds per kernel, row, byte or
+# element; the band: measured / predicted), so a hostile chip file cannot drive a time to overflow
+PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3}
 IDEAL_FIT = FamilyFit(fitted_on="ideal roofline")
 # TPU: not calibrated. compute 0.95: the book ("How to Scale Your Model", Part 1 footnote: "H100 and B200
 # usually only achieve 80-85% of the claimed peak FLOPs, while TPUs reach 95% in normal use"). memory and

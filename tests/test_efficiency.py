@@ -265,3 +265,14 @@ def test_a_chip_without_a_quantized_moe_fit_borrows_its_bf16_moe_fit_and_says_so
     # the bf16 moe fit: memory 35,389,440 / (1e12 * 0.4) = 88.4736 us, compute 265,420,800 / 50e12 = 5.3084 us,
     # + 20 us
     assert float(_t(_experts(4.25), chip).t_s) == pytest.approx(108.4736e-6, rel=1e-6)
+
+
+def test_fit_parameters_beyond_their_ceiling_are_refused():
+    # a fuzzed chip file with overhead_per_output_elem_s = 1e300 passed "finite and >= 0" and gave TTFT = inf
+    from llm_roofline.errors import ChipError
+
+    for name, v in (("overhead_per_output_elem_s", 1e300), ("compute_tokens_half", 1e300), ("overhead_s", 2.0),
+                    ("memory_tokens_half", 1e16), ("err_p90", 1e9)):
+        with pytest.raises(ChipError, match=name):
+            FamilyFit(**{name: v})
+    FamilyFit(overhead_s=1.0, compute_tokens_half=1e15, memory_tokens_half=1e15, err_p90=1e3)  # the ceilings
