@@ -32,7 +32,7 @@ import importlib  # noqa: E402
 serve_module = importlib.import_module("llm_roofline.serve")  # the module (lr.serve is the function)
 serve = serve_module.serve
 
-_evaluate_step = serve_module.evaluate_step
+_step_time_s = serve_module.step_time_s
 _memo: dict = {}
 
 
@@ -49,17 +49,17 @@ def _hashable(v):
         return ("id", id(v))
 
 
-def _memo_evaluate_step(spec, chip, **kw):
+def _memo_step_time_s(spec, chip, **kw):
     """Step costs do not depend on the host overheads being fitted: compute each distinct call once."""
     key = (spec.name, chip.name) + tuple((k, np.asarray(v).tobytes() + str(np.shape(v)).encode())
                                          if isinstance(v, (np.ndarray, float, int)) else (k, _hashable(v))
                                          for k, v in sorted(kw.items()))
     if key not in _memo:
-        _memo[key] = _evaluate_step(spec, chip, **kw)
+        _memo[key] = _step_time_s(spec, chip, **kw)
     return _memo[key]
 
 
-serve_module.evaluate_step = _memo_evaluate_step
+serve_module.step_time_s = _memo_step_time_s
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "calibration" / "aic-vllm" / "serving_vllm_blackwell.csv"
 if not DATA.exists():

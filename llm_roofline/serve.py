@@ -44,8 +44,8 @@ from .units import json_ready
 # request: API server, tokenizer, first-token delivery; per layer of a step carrying prompt tokens: such steps run
 # beyond the CUDA-graph capture sizes, so every layer's kernels are launched from the host (NVIDIA AIConfigurator
 # models the same mechanism as a prefill dispatch overhead of ~0.8 ms per layer). Held-out median error: TTFT 9.9 %,
-# TPOT 9.2 % (concurrency 32-64); gpt-oss-120b (refit on all 120 Llama rows) TTFT 23.9 %, TPOT 50 % (its MoE
-# kernels are priced 1.0-1.5x slow before any host overhead).
+# TPOT 9.2 % (concurrency 32-64); gpt-oss-120b (refit on all 120 Llama rows) TTFT 18.7 %, TPOT 37 % (kernel
+# floors that vLLM's CUDA graphs fuse or overlap, under the Llama-fitted per-step overhead).
 HOST_STEP_OVERHEAD_S = 0.634e-3
 HOST_SEQ_OVERHEAD_S = 0.0
 HOST_REQUEST_OVERHEAD_S = 3.7e-3
