@@ -91,7 +91,8 @@ def cmd_models(args) -> str:
         ("context", "max_context", lambda v: "—" if v is None else str(v)),
         ("KV/token", "kv_bytes_per_token_bf16", lambda v: eng(v, "B")),
     ]
-    out = render(rows, args.format, display)
+    out = render([{k: v for k, v in r.items() if k != "heads_q_kv" or args.format in ("table", "markdown")} for r in rows],
+                 args.format, display)
     if args.format in ("table", "markdown"):
         out += "\n\n" + "\n".join(_prose([
             "params counts every expert; active counts the top-k routed experts a token uses (embeddings included). "

@@ -198,3 +198,9 @@ def test_catalog_tables_fit_a_terminal(capsys):
     code, out, _ = run(capsys, "chips", "--format", "json")
     a100 = next(r for r in json.loads(out) if r["name"] == "a100-80gb")
     assert a100["aliases"] == "a100,a100-80g,a100-sxm4-80gb,a100-sxm-80gb,a100-sxm" and "aliases_short" not in a100
+    code, out, _ = run(capsys, "models", "--format", "json")
+    v3 = next(r for r in json.loads(out) if r["id"] == "deepseek-ai/DeepSeek-V3")
+    assert (v3["heads"], v3["kv_heads"]) == (128, 128) and "heads_q_kv" not in v3  # the table's column only
+    for command in ("chips", "models"):  # every format of both catalogs renders
+        for fmt in ("markdown", "csv"):
+            assert run(capsys, command, "--format", fmt)[0] == 0
