@@ -20,11 +20,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from timing import best_seconds  # noqa: E402 (benchmarks/timing.py)
 
 GRID = dict(batch=[1, 2, 4, 8, 16], prompt_len=[128, 256, 512, 1024, 2048],
             gen_len=[16, 32, 64, 128, 256, 512, 1024, 2048])
@@ -63,12 +63,8 @@ def main() -> None:
     n = len(GRID["batch"]) * len(GRID["prompt_len"]) * len(GRID["gen_len"])
     results = {}
     for eff in ("ideal", "calibrated"):
-        lr.sweep(spec, "h100-sxm", efficiency=eff, **GRID)  # warm-up
-        best = float("inf")
-        for _ in range(REPEATS):
-            t = time.process_time()
-            df = lr.sweep(spec, "h100-sxm", efficiency=eff, **GRID)
-            best = min(best, time.process_time() - t)
+        best = best_seconds(lambda: lr.sweep(spec, "h100-sxm", efficiency=eff, **GRID), REPEATS, warm_up=True)
+        df = lr.sweep(spec, "h100-sxm", efficiency=eff, **GRID)
         results[eff] = best / n
         print(f"lr.sweep ({eff}): {n} points in {best * 1e3:.1f} ms CPU = {best / n * 1e6:.1f} us per point")
         if eff == "ideal":

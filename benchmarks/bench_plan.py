@@ -30,6 +30,7 @@ import llm_roofline as lr  # noqa: E402
 from llm_roofline import plan_serving as ps  # noqa: E402
 from llm_roofline.hardware import load_chip  # noqa: E402
 from llm_roofline.plan import plan  # noqa: E402
+from timing import best_seconds  # noqa: E402 (benchmarks/timing.py)
 
 CHIPS = ["h100-sxm", "h200", "mi300x"]
 TARGETS = dict(prompt_len=2048, gen_len=256, tpot_s=0.05, qps=10.0)
@@ -55,13 +56,7 @@ def serving_configurations(p, spec, max_chips=64, knobs=4) -> int:
 
 
 def cpu_time(fn, repeats: int = 3) -> float:
-    fn()  # warm-up: model and chip files, calibration fits, imports
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.process_time()
-        fn()
-        best = min(best, time.process_time() - t)
-    return best
+    return best_seconds(fn, repeats, warm_up=True)  # warm-up: model and chip files, calibration fits, imports
 
 
 def report(name: str, configs: int, seconds: float) -> None:

@@ -31,15 +31,11 @@ import llm_roofline as lr  # noqa: E402
 from llm_roofline.estimate import evaluate  # noqa: E402
 from llm_roofline.roofline import score_ops  # noqa: E402
 from llm_roofline.graph import Phase, build_ops  # noqa: E402
+from timing import best_seconds  # noqa: E402 (benchmarks/timing.py)
 
 
 def best_of(fn, repeats=5):
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
+    return best_seconds(fn, repeats, clock=time.perf_counter)
 
 
 def main() -> None:
@@ -150,12 +146,7 @@ def million(spec, chip) -> None:
 
 
 def best_cpu(fn, repeats):
-    best = float("inf")
-    for _ in range(repeats):
-        t = time.process_time()
-        fn()
-        best = min(best, time.process_time() - t)
-    return best
+    return best_seconds(fn, repeats)
 
 
 def peak_bytes_per_point() -> None:
