@@ -240,14 +240,9 @@ def run_phase(ops: list[Op], chip: Chip, eff, sh: Sharding, time_factor, sums, s
         return replace(like, blocks=blocks, totals=totals)
     shape = ops_shape(ops) if grid is None else grid
     blocks = []
-    for lo, hi in op_blocks(len(ops), shape):
-        block = ops[lo:hi]
-        # several ops stack on the phase's grid; a lone op (a large grid) keeps its own: no work on broadcast copies
-        grid = shape if hi - lo > 1 else _right_aligned(ops_shape(block), len(shape))
-        terms = stack_terms(block, chip, grid)
-        score = score_stack(block, chip, eff, grid, terms)
-        work = {f: stacked([getattr(op, f) for op in block], (len(block),) + grid) for f in WORK_FIELDS}
-        blocks.append(OpBlock(block, score, sums.work(work), sums.times(score), grid, terms))
+    for block, g, terms, score in _scored_blocks(ops, chip, eff, shape):
+        work = {f: stacked([getattr(op, f) for op in block], (len(block),) + g) for f in WORK_FIELDS}
+        blocks.append(OpBlock(block, score, sums.work(work), sums.times(score), g, terms))
     return PhaseResult(blocks, _phase_totals(blocks, _work_totals(blocks, sh), time_factor), steps, time_factor, sums,
                        shape)
 
@@ -256,15 +251,21 @@ def phase_t_s(ops: list[Op], chip: Chip, eff, time_factor, sums=PrefillSums, gri
     """run_phase(ops, chip, eff, ..., time_factor, sums, ..., grid).totals.times.t_s alone: the same blocks, scores
     and op-by-op sum, without the work totals and the other time fields (a serving step table and the planner need
     only the wall clock)."""
-    shape = ops_shape(ops) if grid is None else grid
     total = 0
-    for lo, hi in op_blocks(len(ops), shape):
-        block = ops[lo:hi]
-        g = shape if hi - lo > 1 else _right_aligned(ops_shape(block), len(shape))
-        score = score_stack(block, chip, eff, g, stack_terms(block, chip, g))
+    for block, _, _, score in _scored_blocks(ops, chip, eff, ops_shape(ops) if grid is None else grid):
         t_s = sums.t_s(score)
         total = _add_rows(total, t_s * _per_op([op.count for op in block], t_s) * time_factor)
     return total
+
+
+def _scored_blocks(ops: list[Op], chip: Chip, eff, shape: tuple):
+    """(block of ops, its grid, its stack terms, its Score) for the blocks of roofline.op_blocks: several ops stack on
+    the phase's grid; a lone op (a large grid) keeps its own, so no work is done on broadcast copies."""
+    for lo, hi in op_blocks(len(ops), shape):
+        block = ops[lo:hi]
+        g = shape if hi - lo > 1 else _right_aligned(ops_shape(block), len(shape))
+        terms = stack_terms(block, chip, g)
+        yield block, g, terms, score_stack(block, chip, eff, g, terms)
 
 
 def _right_aligned(shape: tuple, ndim: int) -> tuple:
