@@ -162,10 +162,17 @@ def _repriced(r: Evaluation, eff) -> Evaluation:
 
 
 def _prefill(spec, chip, sh, dt, eff, batch, prompt, attention) -> PhaseResult:
-    # pipeline: the prefill finishes after (2pp - 1) stage slots of one micro-batch
     ops = build_ops(spec, Phase.prefill(batch, prompt), sh, dt, attention)
-    return run_phase(ops, chip, eff, sh, (2 * sh.pp - 1) / sh.pp, PrefillSums, np.float64(1.0),
-                      np.broadcast_shapes(np.shape(batch), np.shape(prompt)))
+    return run_phase(ops, chip, eff, sh, _prefill_time_factor(sh), PrefillSums, np.float64(1.0), _grid(batch, prompt))
+
+
+def _prefill_time_factor(sh: Sharding) -> float:
+    """Pipeline: the prefill finishes after (2pp - 1) stage slots of one micro-batch."""
+    return (2 * sh.pp - 1) / sh.pp
+
+
+def _grid(batch, prompt) -> tuple:
+    return np.broadcast_shapes(np.shape(batch), np.shape(prompt))
 
 
 def _decode(spec, chip, sh, dt, eff, batch, prompt, gen, attention) -> PhaseResult:
@@ -309,8 +316,7 @@ def evaluate_headline(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=
         model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtype, act_dtype, kv_dtype, efficiency,
         sequence_parallel, attention_dp, moe_tp, moe_ep, routing_skew)
     pre_ops = build_ops(spec, Phase.prefill(batch, prompt), sh, dt, attention)
-    ttft = phase_t_s(pre_ops, chip, eff, (2 * sh.pp - 1) / sh.pp, PrefillSums,
-                     np.broadcast_shapes(np.shape(batch), np.shape(prompt)))
+    ttft = phase_t_s(pre_ops, chip, eff, _prefill_time_factor(sh), PrefillSums, _grid(batch, prompt))
     decode_t = None
     if np.any(gen > 1):
         ops, sums, grid = _decode_ops(spec, sh, dt, batch, prompt, np.maximum(gen, 2), attention)
