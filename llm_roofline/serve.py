@@ -341,6 +341,9 @@ def serve_deployments(model, deployments: list[dict], only_fitting: bool = False
     it raised, or None (only_fitting) when no point of it has room for one sequence (found by the memory model
     alone: its steps are not evaluated)."""
     base = dict(chip=None, tp=1, pp=1, ep=1, dp=1)
+    if not isinstance(deployments, (list, tuple)) or not all(isinstance(d, dict) for d in deployments):
+        raise ScenarioError(f"deployments must be a list of dicts (chip, tp, pp, ep, dp, grid arguments), got "
+                            f"{deployments!r:.80}")
     jobs, spec, ctx, out = [], None, None, []
     for dep in deployments:
         if set(dep) - set(base) - set(_GRID):

@@ -45,3 +45,10 @@ def test_as_columns_holds_the_frames_columns():
     for df, cols in zip(frames, columns):
         assert isinstance(cols, dict) and list(cols) == list(df.columns)
         pd.testing.assert_frame_equal(pd.DataFrame(cols), df)
+
+
+@pytest.mark.parametrize("deployments", [None, "abc", [3], ({"chip": "h100"}, None)])
+def test_deployments_that_are_not_a_list_of_dicts_are_refused(deployments):
+    # None and [3] ended in a TypeError; "abc" was read as the deployments "a", "b", "c"
+    with pytest.raises(RooflineError, match="deployments must be a list of dicts"):
+        serve_deployments("meta-llama/Llama-3.1-8B", deployments, prompt_len=100, gen_len=10, concurrency=[1])
