@@ -1,6 +1,7 @@
 """Validate the calibrated efficiency model on held-out measurements (aic-vllm kernel tables + Vidur profiles).
 
     python3 benchmarks/validate.py [--data DIR] [--markdown] [--summary] [--chips h100-sxm,h200]
+                                   [--families collective,moe]
 
 For every GPU with data and a chip file, op family and size bucket it prints the median and 90th-percentile
 absolute % error of the ideal roofline and of the calibrated model, the latter always out of sample:
@@ -192,11 +193,19 @@ def main(argv=None) -> int:
     ap.add_argument("--summary", action="store_true",
                     help="also print the family x GPU summary (held-out median / p90 (LOGO median), %%) as Markdown")
     ap.add_argument("--chips", default=",".join(LOGO_DONOR), help="chips to validate (default: %(default)s)")
+    ap.add_argument("--families", default="", help="comma-separated op families to fit and validate (default: all; "
+                    f"known: {', '.join(FAMILIES)})")
     args = ap.parse_args(argv)
+    families = [f for f in args.families.split(",") if f]
+    unknown = sorted(set(families) - set(FAMILIES))
+    if unknown:
+        ap.error(f"unknown families: {', '.join(unknown)}")
     data = Path(args.data)
     vidur_rows = normalize(vidur.convert_vidur(data / "vidur")) if (data / "vidur").is_dir() else None
     chips = [c for c in args.chips.split(",") if (CHIPS_DIR / f"{c}.toml").is_file()]
     rows = {c: rows_of(data, c, vidur_rows) for c in set(chips) | {LOGO_DONOR[c] for c in chips}}
+    if families:
+        rows = {c: r[r["fam"].isin(families)].reset_index(drop=True) for c, r in rows.items()}
     full = {c: fitting.fit(r, load_chip(str(CHIPS_DIR / f"{c}.toml")), date="validate") for c, r in rows.items()}
     again = fitting.fit(rows[chips[0]], load_chip(str(CHIPS_DIR / f"{chips[0]}.toml")), date="validate")
     same = all(again.fits[f].params() == full[chips[0]].fits[f].params() for f in again.fits)
