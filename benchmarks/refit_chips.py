@@ -8,7 +8,7 @@ Sources (both under --data):
   attention_decode_fp8 (fp8 KV) and collective (vLLM custom all-reduce, CUDA graph) for every system with a
   chip file (a100-80gb, h100-sxm, h200, b200, gb200, l40s);
 - vidur/  the Vidur profiles (calibrate/vidur.py): the memory-bound families (elementwise, activation, rope,
-  norm, embedding) of a100-80gb and h100-sxm. Other chips borrow those (efficiency.calibrated_model).
+  norm, embedding) of a100-80gb and h100-sxm. Other chips borrow those (chip_fits.calibrated_model).
 
 Every family's err_p10 / err_p90 (the uncertainty band) are held-out: grouped 5-fold cross-validation over
 shape groups (calibrate/crossval.py). Without --write it reports the fitted parameters and whether they differ
@@ -33,7 +33,7 @@ from llm_roofline.calibrate.chipfile import write_chip_toml  # noqa: E402
 from llm_roofline.calibrate.crossval import held_out_bands, held_out_predictions, with_bands  # noqa: E402
 from llm_roofline.calibrate.fit import MEMORY_FAMILIES, FitResult, fit  # noqa: E402
 from llm_roofline.calibrate.measurements import normalize, single_node  # noqa: E402
-from llm_roofline.efficiency import calibrated_model  # noqa: E402
+from llm_roofline.chip_fits import calibrated_model  # noqa: E402
 from llm_roofline.hardware import load_chip  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "calibration"
@@ -82,7 +82,7 @@ def note(chip, sources: list[str], points: int, date: str | None) -> str:
     return ("; ".join(sources) + f"; {points} points; fitted {date or 'today'} against this file's {chip.name} peaks "
             f"({dtype} {chip.peak_flops_per_s(dtype):.4g}{fp8} FLOP/s, HBM {chip.hbm_bytes_per_s:.4g} B/s, "
             f"{chip.scaleup.kind} {chip.scaleup.bytes_per_s:.4g} B/s); families not listed here are borrowed "
-            "(efficiency.calibrated_model says from where); multi-node collectives, MoE all-to-all, MLA and fp8_block GEMMs "
+            "(chip_fits.calibrated_model says from where); multi-node collectives, MoE all-to-all, MLA and fp8_block GEMMs "
             "not calibrated")
 
 

@@ -14,7 +14,7 @@ import sys
 from .bounds import BOUNDS, DPI_MIN
 from .commands import (cmd_calibrate, cmd_chips, cmd_estimate, cmd_memory, cmd_models, cmd_plan, cmd_plot, cmd_report,
                        cmd_serve, cmd_sweep)
-from .efficiency import DEFAULT_EFFICIENCY
+from .chip_fits import DEFAULT_EFFICIENCY
 from .errors import RooflineError
 from .memory import GPU_MEMORY_UTILIZATION
 from .report.table import FORMATS

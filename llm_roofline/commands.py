@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 
 from .bounds import BOUNDS, check_count, check_dpi
-from .efficiency import DEFAULT_EFFICIENCY
+from .chip_fits import DEFAULT_EFFICIENCY
 from .errors import ModelConfigError, RooflineError
 from .memory import GPU_MEMORY_UTILIZATION
 from .files import check_destination, figure_path, write_text
@@ -273,7 +273,7 @@ def cmd_serve(args) -> str:
         rows = [{k: v for k, v in r.items() if not isinstance(v, (dict, list))} for r in rows]
     out = render(rows, args.format, display)
     if args.format in ("table", "markdown") and not hasattr(res, "to_csv"):
-        from .efficiency import efficiency_text
+        from .chip_fits import efficiency_text
 
         out += "\n\n" + "\n".join(_prose([
             f"{res.model} on {res.chip}, efficiency {efficiency_text(res.efficiency_mode, res.efficiency)}; running "
@@ -296,7 +296,7 @@ def _efficiency_note(df) -> str:
 
 def _fits(mode: str, chips) -> dict[str, str]:
     """{chip name: the fit its numbers come from in this efficiency mode}."""
-    from .efficiency import efficiency_label, resolve_efficiency
+    from .chip_fits import efficiency_label, resolve_efficiency
     from .hardware import load_chip
 
     return {c.name: efficiency_label(resolve_efficiency(mode, c)) for c in map(load_chip, chips)}

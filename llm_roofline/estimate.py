@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from .bounds import BOUNDS, check_amounts, check_count, check_grid_points
-from .efficiency import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency, resolved_once
+from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency, resolved_once
 from .errors import ScenarioError
 from .graph import Dtypes, Phase, build_ops, resolve_dtypes
 from .hardware import Chip, load_chip

@@ -20,7 +20,7 @@ from .bounds import check_count, check_range
 from .errors import RooflineError, ScenarioError
 from .hardware import load_chip
 from .model.hf import load_model
-from .efficiency import DEFAULT_EFFICIENCY
+from .chip_fits import DEFAULT_EFFICIENCY
 from .memory import GPU_MEMORY_UTILIZATION
 from .serve import ServingEstimate, serve, serve_deployments
 from .units import json_ready

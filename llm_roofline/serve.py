@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .errors import RooflineError, ScenarioError
-from .efficiency import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency, resolved_once
+from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency, resolved_once
 from .estimate import step_time_s
 from .graph import Dtypes, resolve_dtypes
 from .hardware import load_chip

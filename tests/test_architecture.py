@@ -17,7 +17,7 @@ LAYERS = {
     "hardware": 3, "model": 3,
     "collectives": 4, "ops": 4,
     "roofline": 5,
-    "sharding": 6, "efficiency": 6,
+    "sharding": 6, "efficiency": 6, "chip_fits": 7,
     "graph": 7, "uncertainty": 7,
     "memory": 8, "optable": 8, "phases": 8,
     "estimate": 9,

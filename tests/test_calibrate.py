@@ -13,7 +13,8 @@ from hypothesis import given, settings, strategies as st
 import llm_roofline as lr
 from llm_roofline.calibrate import chipfile, measurements, vidur
 from llm_roofline.calibrate import fit as fitting
-from llm_roofline.efficiency import FAMILIES, CalibratedModel, FamilyFit, calibrated_model, family_of, fits_from_table
+from llm_roofline.chip_fits import calibrated_model, fits_from_table
+from llm_roofline.efficiency import FAMILIES, CalibratedModel, FamilyFit, family_of
 from llm_roofline.errors import ChipError, RooflineError
 from llm_roofline.estimate import estimate
 from llm_roofline.roofline import score_ops

@@ -101,7 +101,7 @@ def test_a_stack_of_ops_scores_each_op_as_it_would_alone():
     # roofline.score_stack (one roofline.score over every op of a step) holds, row by row, score_op's numbers to the
     # bit: GEMMs, attention over two context lengths, a collective, norms; ideal and calibrated
     import llm_roofline as lr
-    from llm_roofline.efficiency import calibrated_model
+    from llm_roofline.chip_fits import calibrated_model
     from llm_roofline.graph import Phase, build_ops
     from llm_roofline.roofline import score_op, score_stack
     from llm_roofline.sharding import Sharding

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..efficiency import FAMILIES, calibrated_model
+from ..chip_fits import calibrated_model
+from ..efficiency import FAMILIES
 from ..errors import RooflineError
 from ..hardware import Chip, load_chip
 from . import fit as fitting
@@ -120,7 +121,7 @@ def calibrate(measured, chip, *, write: bool = False, gpu: str | None = None, so
 
 def chip_note(chip: Chip, source: str, points, date: str, sku: str = "") -> str:
     """The [efficiency] fitted_on text: source, points (per family), date, the chip-file peaks the fractions
-    refer to, and the families not measured (efficiency.calibrated_model borrows them)."""
+    refer to, and the families not measured (chip_fits.calibrated_model borrows them)."""
     dtype = "fp16" if "fp16" in chip.dense_flops_per_s else "bf16"
     missing = [f for f in FAMILIES if f not in points]
     return (f"{source}; {sum(points.values())} points; fitted {date} against this file's {chip.name} peaks "

@@ -12,7 +12,8 @@ import re
 import tomllib
 from pathlib import Path
 
-from ..efficiency import FAMILIES, fits_from_table
+from ..chip_fits import fits_from_table
+from ..efficiency import FAMILIES
 from ..files import ensure_dir, write_text
 from .fit import FitResult, shown_params
 

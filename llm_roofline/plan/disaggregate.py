@@ -12,7 +12,7 @@ from ..bounds import check_range
 from ..collectives import collective_terms
 from ..errors import RooflineError, ScenarioError
 from ..graph import Dtypes
-from ..efficiency import DEFAULT_EFFICIENCY
+from ..chip_fits import DEFAULT_EFFICIENCY
 from ..memory import GPU_MEMORY_UTILIZATION, kv_cache_bytes, usable_bytes
 from ..roofline import score_collective
 from .candidates import ShardingChoice, sharding_candidates

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ..bounds import check_range
-from ..efficiency import DEFAULT_EFFICIENCY, resolved_once
+from ..chip_fits import DEFAULT_EFFICIENCY, resolved_once
 from ..errors import RooflineError, ScenarioError
 from ..memory import GPU_MEMORY_UTILIZATION
 from ..units import json_ready, records

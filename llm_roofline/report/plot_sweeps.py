@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..efficiency import efficiency_text
+from ..chip_fits import efficiency_text
 from ..units import sig3
 from .chart_base import DPI, PlotResult, finish, log_axes, pyplot, subplots, suptitle, tokens_label, wrap
 

@@ -42,7 +42,7 @@ def plot_serving(model, chip, path=None, *, concurrency=None, qps=None, dpi: int
     ax2.set(xlabel="TPOT (ms)", ylabel="output tokens/s", title="throughput vs TPOT")
     ax2.legend(fontsize=8)
     name = getattr(model, "name", model)
-    from ..efficiency import efficiency_text
+    from ..chip_fits import efficiency_text
 
     fig.suptitle(f"{name} on {df['chip'].iloc[0]}: continuous batching, prompt {kw.get('prompt_len', 2048)}, "
                  f"gen {kw.get('gen_len', 256)}; efficiency {efficiency_text(df['efficiency'].iloc[0], df['fit'].iloc[0])}",

@@ -36,7 +36,7 @@ def _band(est):
 
 def efficiency_phrase(est) -> str:
     """The mode and the chip's fit: 'calibrated (h100-sxm fit)', 'calibrated: tpu default (uncalibrated)', 'ideal'."""
-    from ..efficiency import efficiency_text
+    from ..chip_fits import efficiency_text
 
     return efficiency_text(est.efficiency_mode, est.efficiency)
 

@@ -1,0 +1,206 @@
+"""Which efficiency fit each op family of a chip uses: its own `[efficiency.*]` tables, read once per chip file,
+or a fit borrowed from its family default chip (and said so, per family), and the `efficiency=` argument of every
+API ('calibrated' | 'ideal' | a custom model) resolved to a model. The fits' formulas live in efficiency.py."""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections import OrderedDict
+from types import MappingProxyType
+from typing import Any, Mapping
+
+from .efficiency import (BORROWED, BORROWS, FAMILIES, OWN_BF16_FALLBACK, PARAMS, TPU_DEFAULT, UNCALIBRATED,
+                         CalibratedModel, FamilyFit, attention_from_gemm)
+from .errors import ChipError, RooflineError, ScenarioError
+from .hardware import Chip, load_chip
+from .roofline import Efficiency
+
+# chip family -> (calibrated chip whose fit it borrows, why)
+FAMILY_DEFAULTS = {
+    "hopper": ("h100-sxm", ""),
+    "ampere": ("a100-80gb", ""),
+    "blackwell": ("b200", "nearest measured Blackwell GPU"),
+    "cdna3": ("h100-sxm", "nearest GPU fit (HBM3 generation); ROCm kernels not measured"),
+    "ada": ("l40s", "nearest measured Ada GPU"),
+    "volta": ("a100-80gb", "nearest GPU fit; Volta kernels not measured"),
+}
+
+
+
+def fits_from_table(table: Mapping[str, Any], where: str = "", attention_fallback: bool = True) -> dict[str, FamilyFit]:
+    """The FamilyFit of every `[efficiency.<family>]` sub-table of a chip's raw `[efficiency]` table."""
+    out = {}
+    for fam, sub in table.items():
+        if not isinstance(sub, Mapping):
+            continue
+        if fam not in FAMILIES:
+            raise ChipError(f"{where}[efficiency.{fam}]: unknown family; known: {', '.join(FAMILIES)}")
+        unknown = set(sub) - set(PARAMS) - {"fitted_on"}
+        if unknown:
+            raise ChipError(f"{where}[efficiency.{fam}]: unknown keys {sorted(unknown)}; known: {', '.join(PARAMS)}")
+        vals = {k: _number(sub[k], f"{where}[efficiency.{fam}].{k}") for k in PARAMS if k in sub}
+        try:
+            out[fam] = FamilyFit(**vals, fitted_on=str(sub.get("fitted_on", "")))
+        except ChipError as e:
+            raise ChipError(f"{where}[efficiency.{fam}]: {e}") from None
+    if attention_fallback and "gemm" in out and "attention" not in out:
+        out["attention"] = attention_from_gemm(out["gemm"])
+    return out
+
+
+def _number(value, where: str) -> float:
+    """A finite real number from a chip file, else a ChipError naming the key."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ChipError(f"{where} must be a finite number, got {value!r}")
+    return float(value)
+
+
+def calibrated_model(chip) -> CalibratedModel:
+    """The calibrated efficiency model of `chip` (name, path or Chip). Its `.label` says where it comes from:
+    'calibrated (h100-sxm fit)', 'calibrated (h200 fit); norm, ... borrowed from h100-sxm fit',
+    'family default: hopper from h100-sxm fit', 'tpu default (uncalibrated)', ...; `.sources` says it per family."""
+    chip = load_chip(chip)
+    own = _chip_fits(chip)
+    if own:
+        return _own_model(chip, own)
+    if chip.family == "tpu":
+        fams = {f: TPU_DEFAULT for f in FAMILIES}
+        return CalibratedModel(chip.name, "tpu default (uncalibrated)", MappingProxyType(fams),
+                               MappingProxyType({f: UNCALIBRATED for f in FAMILIES}))
+    if chip.family in FAMILY_DEFAULTS:
+        src_name, why = _default_source(chip)
+        src = calibrated_model(src_name)
+        if src.families:
+            label = f"family default: {chip.family} from {src_name} fit" + (f" ({why})" if why else "")
+            return CalibratedModel(chip.name, label, src.families,
+                                   MappingProxyType({f: BORROWED + src_name for f in src.families}))
+    label = f"uncalibrated: no measurements or default for {chip.name} (family {chip.family or '?'}); ideal"
+    return CalibratedModel(chip.name, label, MappingProxyType({}), MappingProxyType({}))
+
+
+def _chip_fits(chip: Chip) -> Mapping[str, FamilyFit]:
+    """fits_from_table of a chip's own [efficiency] tables (no attention fallback), read once per table when the
+    table is read-only all the way down (a loaded chip's: hardware._efficiency_table), so every estimate on the
+    same chip object reuses the parse."""
+    table = chip.calibration
+    frozen = isinstance(table, MappingProxyType) and all(isinstance(v, (MappingProxyType, str)) for v in table.values())
+    if not frozen:
+        return fits_from_table(table, f"{chip.name}: ", attention_fallback=False)
+    with _FITS_LOCK:
+        hit = _FITS.get(id(table))
+        if hit is not None and hit[0] is table:
+            _FITS.move_to_end(id(table))
+            return hit[1]
+    fits = MappingProxyType(fits_from_table(table, f"{chip.name}: ", attention_fallback=False))
+    with _FITS_LOCK:
+        _FITS[id(table)] = (table, fits)  # the table is kept: its id is not reused while it is cached
+        while len(_FITS) > 64:
+            _FITS.popitem(last=False)
+    return fits
+
+
+_FITS: OrderedDict = OrderedDict()  # id(chip.calibration) -> (that table, its fits), least recently used first
+_FITS_LOCK = threading.Lock()
+
+
+def _default_source(chip: Chip) -> tuple[str, str]:
+    """(chip whose fits `chip` borrows, why): its family default, or, for the default chip itself (b200 and
+    l40s have no memory-bound family measured, or no fit at all in a user's copy), SELF_DEFAULT_FALLBACK."""
+    src, why = FAMILY_DEFAULTS.get(chip.family, ("h100-sxm", "nearest GPU fit"))
+    if src == chip.name:
+        return SELF_DEFAULT_FALLBACK.get(chip.family, ("h100-sxm", "nearest GPU fit"))
+    return src, why
+
+
+# a family default chip without a fit of its own (or lacking families) borrows from
+SELF_DEFAULT_FALLBACK = {
+    "hopper": ("a100-80gb", "nearest GPU fit"),
+    "blackwell": ("h100-sxm", "nearest GPU fit; Blackwell kernels not measured"),
+    "ada": ("a100-80gb", "nearest GPU fit (mma.sync tensor cores as on Ampere); Ada kernels not measured"),
+    "ampere": ("h100-sxm", "nearest GPU fit"),
+}
+
+
+def _own_model(chip: Chip, own: dict[str, FamilyFit]) -> CalibratedModel:
+    """A chip with its own fits: families it lacks borrow from its family default chip (or h100-sxm, the
+    nearest chip with every family measured, when that default is the chip itself)."""
+    fams, sources = dict(own), {f: f"{chip.name} fit" for f in own}
+    src_name = _default_source(chip)[0]
+    # fp8 GEMMs (fp8 KV decode) of a chip that measured bf16 ones only (A100: no fp8 units) use its own bf16 fit
+    # (BORROWS); every other missing family comes from the source chip's fit of that same family
+    missing = [f for f in FAMILIES if f not in fams and not (f in OWN_BF16_FALLBACK and BORROWS[f] in own)]
+    if missing and src_name != chip.name:  # the source's own fits only (no chains of borrowing)
+        src = load_chip(src_name)
+        src_fits = _chip_fits(src)
+        for f in missing:
+            if f in src_fits:
+                fams[f], sources[f] = src_fits[f], BORROWED + src_name
+        still = [f for f in missing if f not in fams]
+        if still:  # the source borrows them itself (gb200 <- b200 <- h100-sxm: memory-bound families)
+            src_model = calibrated_model(src_name)
+            for f in still:
+                if src_model.sources.get(f, "").startswith(BORROWED) and \
+                        src_model.sources[f][len(BORROWED):] not in FAMILIES and f in src_model.families:
+                    fams[f], sources[f] = src_model.families[f], src_model.sources[f]
+    if "attention" not in fams and "gemm" in fams:
+        fams["attention"], sources["attention"] = attention_from_gemm(fams["gemm"]), BORROWED + "gemm"
+    for f, base in BORROWS.items():
+        if f not in fams and base in fams:
+            sources[f] = BORROWED + base
+    lent = sorted({s[len(BORROWED):] for f, s in sources.items() if s.startswith(BORROWED) and f in fams})
+    label = f"calibrated ({chip.name} fit)"
+    if lent:
+        label += "; " + ", ".join(f for f in FAMILIES if sources.get(f, "").startswith(BORROWED) and f in fams) \
+            + " borrowed from " + ", ".join(lent)
+    return CalibratedModel(chip.name, label, MappingProxyType(fams), MappingProxyType(sources))
+
+
+def resolve_efficiency(efficiency, chip: Chip):
+    """'ideal' (None) | 'calibrated' (the chip's CalibratedModel) | an Efficiency applied to every op |
+    an object with .for_op(op, chip) -> Efficiency."""
+    if efficiency is None or efficiency == "ideal":
+        return None
+    if isinstance(efficiency, Efficiency):
+        return efficiency
+    if efficiency == "calibrated":
+        return calibrated_model(chip)
+    if hasattr(efficiency, "for_op"):
+        return efficiency
+    raise ScenarioError(f"efficiency must be 'ideal' or 'calibrated', got {efficiency!r}")
+
+
+def resolved_once(efficiency, chip: Chip):
+    """resolve_efficiency for a caller that evaluates many times on one chip (a sweep's chunks, a planner's
+    shardings); a bad name is returned as given, for the evaluation to report where it always did."""
+    try:
+        return resolve_efficiency(efficiency, chip)
+    except RooflineError:
+        return efficiency
+
+
+def efficiency_label(efficiency) -> str:
+    """'ideal', 'calibrated (h100-sxm fit)', ...: the name reports print for an efficiency mode or model."""
+    if efficiency is None:
+        return "ideal"
+    if isinstance(efficiency, str):
+        return efficiency
+    return getattr(efficiency, "label", type(efficiency).__name__)
+
+
+DEFAULT_EFFICIENCY = "calibrated"  # THE default mode of every API and command (the ideal bound is reported beside it)
+
+
+def efficiency_mode(efficiency) -> str:
+    """'ideal', 'calibrated' or 'custom' (an Efficiency or per-op model the caller built): which mode a number is
+    in, whatever fit a chip's calibrated model comes from (efficiency_label says that)."""
+    if efficiency is None or efficiency == "ideal":
+        return "ideal"
+    if efficiency == "calibrated" or isinstance(efficiency, CalibratedModel):
+        return "calibrated"
+    return "custom"
+
+
+def efficiency_text(mode: str, fit: str) -> str:
+    """The mode and the fit in one phrase: 'calibrated (h100-sxm fit)', 'calibrated: tpu default (uncalibrated)'."""
+    return fit if fit.startswith(mode) else f"{mode}: {fit}"
