@@ -44,9 +44,9 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   overhead_s the launch/latency floor (moe: per grouped GEMM, two per block); overhead_per_output_elem_s the epilogue
   (writing C, not overlapped with the main loop); overhead_per_token_s (gemm_fp8) the activations' dynamic fp8
   quantization, a pass per row. T for an expert GEMM is its rows per touched expert; overhead_per_walked_elem_s (moe)
-  prices the routed rows a fused expert kernel walks without computing them (op.walked_rows x (K + N): expert
-  parallelism over tokens every chip holds, vLLM's Triton fused MoE zero-fills them; ~0 for kernels that compact
-  them). fp8 GEMMs (gemm_fp8) have their own fit of every parameter: other kernels, tiles and epilogues than bf16.
+  prices the routed rows the fused block passes over outside its grouped GEMMs (op.walked_rows x (K + N): the
+  sort, activation and top-k sum as separate passes; with expert parallelism over tokens every chip holds, all T*k
+  rows, vLLM's Triton fused MoE zero-filling those of other chips' experts; ~0 for kernels that fuse them). fp8 GEMMs (gemm_fp8) have their own fit of every parameter: other kernels, tiles and epilogues than bf16.
 - Weight-only quantized GEMMs (weights narrower than the compute dtype: int4/int8/fp8 weights, bf16 compute) run
   dequantizing kernels: the packed-weight read plus a dequant cost on the vector units, never the padded rows
   (dequant_efficiency).
@@ -124,7 +124,8 @@ class FamilyFit:
     overhead_per_token_s: float = 0.0  # time per row T (fp8 GEMM: the activations' dynamic quantization; decode
     #   attention: per sequence), >= 0
     overhead_per_walked_elem_s: float = 0.0  # moe: time per element (K + N per row) of the routed rows a fused
-    #   expert kernel walks without computing them (experts held on other chips, tokens not dispatched), >= 0
+    #   expert block passes over outside its GEMMs (sort, activation, top-k sum; with EP over tokens not
+    #   dispatched also the zero-filled rows of experts held on other chips), >= 0
     err_p10: float = 1.0  # held-out measured / predicted, 10th percentile (uncertainty band), > 0
     err_p90: float = 1.0  # held-out measured / predicted, 90th percentile, > 0
     fitted_on: str = ""

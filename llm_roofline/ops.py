@@ -39,7 +39,7 @@ class Op:
     # kernel shape features the calibrated efficiency model keys off (efficiency.py); 0 = unknown
     gemm_n: float = 0.0  # GEMM: output columns of one kernel (n per chip): tile padding in N, tiles per wave
     gemm_k: float = 0.0  # GEMM: inner dimension of one kernel (k per chip)
-    walked_rows: float | np.ndarray = 0.0  # expert GEMM: routed rows its fused kernel walks without computing them
+    walked_rows: float | np.ndarray = 0.0  # expert GEMM: routed rows its fused block passes over outside the GEMMs
     weight_bits: float = 0.0  # GEMM: bits per stored weight element (weight-only quantization)
     head_dim: float = 0.0  # attention: (dqk + dv) / 2
     kv_bits: float = 0.0  # attention: bits per cached K/V element (8: an fp8 / int8 KV cache)
@@ -74,8 +74,9 @@ def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_ele
     Activations: x read once per matrix group, y written: (T*k + T*n) * act bytes per matrix.
     n_stored: matrices resident on the chip (MoE: its experts; tied LM head: 0, the embedding holds it).
     rows_per_matrix: the GEMM M one kernel sees (MoE: tokens per touched expert; default T).
-    walked_rows: routed rows a fused expert kernel walks without computing them (experts held on other chips,
-    tokens not dispatched: efficiency.py prices them in calibrated mode; no FLOPs, no bytes counted here).
+    walked_rows: routed rows a fused expert block passes over outside its grouped GEMMs (sort, activation, top-k
+    sum; with expert parallelism over tokens not dispatched also the rows of experts held on other chips, zero-
+    filled: sharding.walked_rows): efficiency.py prices them in calibrated mode; no FLOPs, no bytes counted here.
     """
     t = f64(tokens)
     m_read = n_matrices if matrices_read is None else matrices_read

@@ -148,14 +148,14 @@ def collective_after(style: str, sh: Sharding) -> str | None:
 
 
 def walked_rows(sh: "Sharding", adp: int, routed, local):
-    """Routed rows the fused expert kernel of one chip walks without computing them: with expert parallelism over
-    tokens that every chip already holds (no dispatch all-to-all: attention_dp = 1 and no sequence parallelism),
-    each chip's kernel receives all `routed` (T * k) rows and skips those of experts held elsewhere (vLLM's Triton
-    fused MoE writes zeros for them and runs the activation and the top-k sum over every row); `local` of them
-    are its own. 0 when the tokens are dispatched or there is no expert parallelism."""
+    """Routed rows the fused expert block of one chip passes over outside its grouped GEMMs (alignment sort,
+    activation, top-k sum, zero-filled outputs: separate passes, not overlapped with the GEMMs): with expert
+    parallelism over tokens that every chip already holds (no dispatch all-to-all: attention_dp = 1 and no
+    sequence parallelism), each chip's kernel receives all `routed` (T * k) rows, `local` of them its own (vLLM's
+    Triton fused MoE writes zeros for the others); dispatched tokens or no expert parallelism: its `local` rows."""
     if sh.moe_ep <= 1 or adp > 1 or collective_before("column", sh):
-        return 0.0
-    return np.maximum(np.asarray(routed, dtype=np.float64) - local, 0.0)
+        return local
+    return np.maximum(np.asarray(routed, dtype=np.float64), local)
 
 
 def expert_layout(n_experts: int, d_expert: int, sh: Sharding) -> tuple[int, int]:

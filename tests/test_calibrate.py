@@ -366,22 +366,26 @@ def test_v2_shape_features_reach_the_families():
 
 
 def test_expert_parallel_kernels_walk_the_routed_rows_of_other_chips():
-    """EP over tokens every chip holds (no dispatch): each chip's fused MoE kernel receives all T*k routed rows
-    and walks the (1 - 1/ep) of them held elsewhere; dispatched tokens (attention DP) walk none."""
+    """The fused MoE block's passes outside its GEMMs (sort, activation, top-k sum, zero-fill) run over every row
+    it receives: EP over tokens every chip holds (no dispatch): all T*k routed rows, those of experts held
+    elsewhere included; no EP or dispatched tokens (attention DP): its own rows only."""
     attn = AttentionSpec("gqa", 4, 4, 64, 64)
     spec = ModelSpec("moe-walk", 256, 1000, (LayerGroup("moe", 2, attn, FfnSpec("moe", 0, True, "silu", n_experts=8,
                                                                                  top_k=2, d_expert=128)),))
     ph = Phase.decode(32, 100)
     ep = {o.name: o for o in build_ops(spec, ph, Sharding(tp=4, moe_ep=4))}
     up = ep["ffn.experts.up_gate"]
-    assert float(up.walked_rows) == pytest.approx(32 * 2 * (1 - 1 / 4))
-    assert all(float(np.sum(o.walked_rows)) == 0 for o in build_ops(spec, ph, Sharding(tp=4)))
+    assert float(up.walked_rows) == pytest.approx(32 * 2)  # 32 tokens x top-2, every one on every chip
+    # no EP: the chip's own 32 x 2 rows (each expert tensor-sliced over tp 4, every row local)
+    tp = {o.name: o for o in build_ops(spec, ph, Sharding(tp=4))}
+    assert float(tp["ffn.experts.up_gate"].walked_rows) == pytest.approx(32 * 2)
     dp = {o.name: o for o in build_ops(spec, ph, Sharding(tp=1, attention_dp=4, moe_ep=4))}
-    assert float(dp["ffn.experts.up_gate"].walked_rows) == 0.0
+    # dispatched: 32 tokens x top-2 / ep 4 = 16 rows reach each chip's experts
+    assert float(dp["ffn.experts.up_gate"].walked_rows) == pytest.approx(16.0)
     model = calibrated_model("h100-sxm")
     eff = model.for_op(up, lr.load_chip("h100-sxm"))
     fit = model.fit_for("moe")
-    walked = 32 * 2 * 0.75 * (256 + 2 * 128)
+    walked = 32 * 2 * (256 + 2 * 128)  # 64 rows x (K + N) = (d 256 + 2 x d_expert 128) elements
     assert float(eff.overhead_s) == pytest.approx(fit.overhead_s + fit.overhead_per_walked_elem_s * walked)
 
 

@@ -68,11 +68,26 @@ def test_moe_block_rows(rows):
     one = m.iloc[0]
     # 1 token, top-2 of 8 experts (Mixtral shape h = 4096, i = 14336): 2 assignments on 2 touched experts,
     # 1 row each; flops 6 * 2 * 4096 * 14336 = 704,643,072; bytes (2 * 3*4096*14336 + 2 * (2*4096 + 3*14336)) * 2
-    # = (352,321,536 + 102,400) * 2 = 704,847,872; latency 0.258741 ms; no expert parallelism: nothing walked
-    assert (one.m, one.flops, one["bytes"], one.walked) == (1.0, 704_643_072, 704_847_872, 0.0)
+    # = (352,321,536 + 102,400) * 2 = 704,847,872; latency 0.258741 ms; no expert parallelism: the block's
+    # passes outside the GEMMs walk its 2 rows: 2 * ((4096 + 2*14336) + (14336 + 4096)) = 102,400 elements
+    assert (one.m, one.flops, one["bytes"], one.walked) == (1.0, 704_643_072, 704_847_872, 102_400)
     assert one.measured_s == pytest.approx(0.258741e-3, rel=1e-5)
     # 256 tokens: 512 assignments over all 8 experts -> 64 rows per expert
     assert 64.0 in set(m.m)
+
+
+def test_balanced_routing_counts_the_collectors_pattern_on_rank_0():
+    """AIConfigurator's balanced routing, stride s = ceil(E/k): token i takes (i + j*s) mod E (T >= s), else
+    (floor(i*s/T) + j*s) mod E; the measured GPU holds experts [0, E/ep)."""
+    t, k, e, ep = (np.array(x, dtype=float) for x in ([1, 4, 20, 20, 4], [8] * 5, [256, 128, 128, 128, 128],
+                                                       [64, 64, 1, 8, 16]))
+    pairs, touched = aic_vllm.balanced_routing(t, k, e, ep)
+    # 1 token, s 32: experts 0, 32, ..., 224; rank 0 holds 0..3 -> expert 0: 1 assignment (not T*k/ep = 1/8)
+    # 4 tokens, s 16: 4i + 16j; rank 0 holds 0..1 -> expert 0 (i = 0, j = 0): 1 assignment (not 1/2)
+    # 20 tokens, s 16, one GPU: 160 assignments over all 128 experts (j = 7 covers 112..131, wrapping to 0..3)
+    # ep 8, experts 0..15: i < 16 at j = 0 and i = 16..19 at j = 7 (128..131 -> 0..3): 20 assignments, 16 experts
+    # 4 tokens, ep 16, experts 0..7: 0 and 4 at j = 0: 2 assignments on 2 experts
+    assert list(pairs) == [1, 1, 160, 20, 2] and list(touched) == [1, 1, 128, 16, 2]
 
 
 def test_four_bit_moe_rows_are_the_moe_quant_family_with_packed_weight_bytes():
