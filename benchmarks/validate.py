@@ -41,7 +41,7 @@ from llm_roofline.calibrate import aic_vllm, vidur  # noqa: E402
 from llm_roofline.calibrate import fit as fitting  # noqa: E402
 from llm_roofline.calibrate.crossval import held_out_predictions  # noqa: E402
 from llm_roofline.calibrate.measurements import normalize, single_node  # noqa: E402
-from llm_roofline.efficiency import FAMILIES  # noqa: E402
+from llm_roofline.efficiency import FAMILIES, CalibratedModel  # noqa: E402
 from llm_roofline.hardware import load_chip  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "calibration"
@@ -49,13 +49,14 @@ CHIPS_DIR = ROOT / "llm_roofline" / "hardware" / "chips"
 VIDUR_GPUS = {"a100-80gb": "a100", "h100-sxm": "h100"}
 LOGO_DONOR = {"h100-sxm": "h200", "h200": "h100-sxm", "b200": "gb200", "gb200": "b200", "a100-80gb": "h100-sxm",
               "l40s": "a100-80gb"}
-LOGO_FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8")
+LOGO_FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8",
+                 "moe_fp8")
 TARGETS = {"median": 10.0, "p90": 25.0, "logo_median": 15.0}
 LLM_SHAPES = "n,k>=1k"
 BUCKET_ORDER = ("M<=64", "M<=1k", "M>1k", LLM_SHAPES, "L<=1k", "L<=8k", "L>8k", "<=1MB", "<=100MB", ">100MB", "<=64KiB", "<=8MiB",
                 ">8MiB")
 TARGET_FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8",
-                   "collective")
+                   "collective", "moe_fp8")
 
 
 def bucket(df: pd.DataFrame) -> np.ndarray:
@@ -94,7 +95,8 @@ def evaluate_chip(chip_name: str, rows: pd.DataFrame, donor_fit) -> pd.DataFrame
     out["logo"] = np.nan
     if donor_fit is not None:
         sel = rows["fam"].isin(LOGO_FAMILIES).to_numpy()
-        fits = {f: p for f, p in donor_fit.fits.items() if f in LOGO_FAMILIES}
+        donor = CalibratedModel(donor_fit.chip, "", donor_fit.fits)  # a family the donor lacks: what it falls back to
+        fits = {f: donor.fit_for(f) for f in LOGO_FAMILIES}
         out.loc[sel, "logo"] = fitting.predict(rows[sel], chip, fits)
     out["bucket"] = bucket(rows)
     out["gpu"] = chip_name
@@ -164,7 +166,7 @@ SUMMARY_ROWS = (("gemm", LLM_SHAPES, "GEMM bf16, n,k ≥ 1024"), ("gemm", "all",
                 ("gemm_fp8", "all", "GEMM fp8"), ("attention", "all", "prefill attention"),
                 ("attention_decode", "all", "decode attention, bf16 KV"),
                 ("attention_decode_fp8", "all", "decode attention, fp8 KV"), ("moe", "all", "MoE block"),
-                ("moe_quant", "all", "MoE block, 4-bit experts"),
+                ("moe_quant", "all", "MoE block, 4-bit experts"), ("moe_fp8", "all", "MoE block, fp8 experts"),
                 ("collective", "all", "all-reduce"))
 
 

@@ -27,6 +27,11 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
                       (fp4 / int4 + block scales)        w4a8_mxfp4_mxfp8, int4_wo; balanced): same terms as moe,
                                                          packed weights per touched expert, FLOPs at the
                                                          op's compute dtype peak; without a fit: the chip's moe
+    moe_fp8           expert GEMMs with 8-bit weights    the block-scaled fp8 fused-MoE rows (fp8_block: 128 x 128
+                      (fp8 / int8 + scales)              weight scales, DeepSeek-V3 / Qwen3 FP8 checkpoints): same
+                                                         terms as moe, FLOPs at the bf16 peak (the estimator's
+                                                         default compute dtype for them); without a fit: the
+                                                         chip's moe
     attention         attn.core, prefill                 causal FlashAttention (context_attention_perf)
     attention_decode  attn.core reading a KV cache       FlashAttention decode (generation_attention_perf),
                       larger than its Q/O traffic        bf16 KV cache
@@ -71,7 +76,7 @@ chip (labelled in `CalibratedModel.label`, per family in `.sources`); chips with
 -> h100-sxm, Ampere -> a100-80gb, Blackwell -> b200, Ada -> l40s, CDNA3 / Volta -> the nearest GPU fit (not measured),
 TPU -> TPU_DEFAULT (uncalibrated: compute 0.95 per the book's footnote, memory and links 0.9, 1 us per op). A family
 missing everywhere falls back along BORROWS (gemm_fp8 and moe -> gemm, attention_decode -> attention -> gemm's
-fractions; moe_quant -> the chip's own moe fit).
+fractions; moe_quant, moe_fp8 -> the chip's own moe fit).
 """
 
 from __future__ import annotations
@@ -92,13 +97,14 @@ if TYPE_CHECKING:
     from .ops import Op
 
 FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8",
-            "elementwise", "activation", "rope", "norm", "embedding", "collective")
+            "elementwise", "activation", "rope", "norm", "embedding", "collective", "moe_fp8")
 FP8_COMPUTE = ("fp8", "int8", "fp4", "int4")  # GEMMs computing in these run the 8-bit (and narrower) kernels
 # a family without its own fit borrows: family -> the family it falls back to (and says so)
 BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "moe_quant": "moe", "attention_decode_fp8": "attention_decode",
-           "attention_decode": "attention"}
+           "attention_decode": "attention", "moe_fp8": "moe"}
 # without an own fit these use the chip's own bf16 fit (BORROWS), not another chip's fit of the 8-bit family
-OWN_BF16_FALLBACK = ("gemm_fp8", "attention_decode_fp8", "moe_quant")
+OWN_BF16_FALLBACK = ("gemm_fp8", "attention_decode_fp8", "moe_quant", "moe_fp8")
+MOE_FAMILIES = ("moe", "moe_quant", "moe_fp8")  # fused-MoE blocks: bf16, 4-bit and 8-bit experts
 KV8_BITS = 8.0  # a KV cache stored in this many bits or fewer (fp8, int8) decodes with the attention_decode_fp8 fit
 
 
@@ -209,6 +215,8 @@ def family_of(op: "Op") -> str:
     if op.kind == "gemm":
         if op.style == "expert" and quantized_experts(op):
             return "moe_quant"
+        if op.style == "expert" and eight_bit_experts(op):
+            return "moe_fp8"
         if op.compute_dtype in FP8_COMPUTE:
             return "gemm_fp8"
         return "moe" if op.style == "expert" else "gemm"
@@ -276,7 +284,7 @@ class CalibratedModel:
                                 dim=op.head_dim, group=op.q_per_kv, **attention_shape(op, decode=fam != "attention"))
         if op.kind == "gemm":  # a GEMM's efficiency also depends on its own output columns (T * N: its epilogue)
             n = op.gemm_n
-            walked = op.walked_rows * (op.gemm_k + n) if fam in ("moe", "moe_quant") else 0.0
+            walked = op.walked_rows * (op.gemm_k + n) if fam in MOE_FAMILIES else 0.0
             if getattr(op.tokens, "ndim", 0) or getattr(walked, "ndim", 0):
                 return p.efficiency(op.tokens, label=self.label, cols=n, out_elems=_float(op.tokens) * n, walked=walked)
             return _efficiency_at(p, op.tokens, self.label, n, float(walked))
@@ -374,11 +382,19 @@ def weight_only_quantized(op: "Op") -> bool:
 
 def quantized_experts(op: "Op") -> bool:
     """Whether an expert GEMM's weights are 4-bit (fp4 / int4 + block scales: < QUANT_EXPERT_BITS bits): the 4-bit
-    fused-MoE kernels (moe_quant) price it; fp8 experts measured another mechanism (benchmarks/CALIBRATION.md)."""
+    fused-MoE kernels (moe_quant) price it; 8-bit experts have their own fit (moe_fp8, eight_bit_experts)."""
     return 0 < getattr(op, "weight_bits", 0.0) < QUANT_EXPERT_BITS
 
 
 QUANT_EXPERT_BITS = 6.0  # expert weights narrower than this (4-bit formats, scales included) run 4-bit MoE kernels
+EIGHT_BIT_EXPERT_BITS = 12.0  # expert weights from QUANT_EXPERT_BITS up to this (8-bit + scales) run fp8 MoE kernels
+
+
+def eight_bit_experts(op: "Op") -> bool:
+    """Whether an expert GEMM's weights are 8-bit (fp8 / int8 with their scales: QUANT_EXPERT_BITS up to
+    EIGHT_BIT_EXPERT_BITS): vLLM's fp8 fused-MoE kernels (moe_fp8) price it, whatever the activation dtype (the
+    kernels quantize the activations to fp8 themselves)."""
+    return QUANT_EXPERT_BITS <= getattr(op, "weight_bits", 0.0) < EIGHT_BIT_EXPERT_BITS
 
 
 def dequant_efficiency(p: FamilyFit, op: "Op", chip: Chip, label: str) -> Efficiency:

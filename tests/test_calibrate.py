@@ -178,6 +178,8 @@ def test_calibrated_never_below_ideal(m, k, n, v, chips, cm, ct, mm, mt, co, oh,
                        act_bytes_per_elem=2, kind="norm"),
            gemm("ffn.experts.up", "moe", 1, tokens=m, k=k, n=n, bits_per_weight=16, act_bytes_per_elem=2,
                 n_matrices=0.5, rows_per_matrix=max(m / 8, 1), style="expert", walked_rows=m),
+           gemm("ffn.experts.down", "moe", 1, tokens=m, k=k, n=n, bits_per_weight=8, act_bytes_per_elem=2,
+                n_matrices=0.5, rows_per_matrix=max(m / 8, 1), style="expert", walked_rows=2 * m),  # moe_fp8
            attention("attn.core", "dense", 1, batch=1, q_len=m, kv_len=m, n_heads=8, n_kv_heads=2, qk_dim=128,
                      v_dim=128, kv_elems_per_token=512, kv_bytes_per_elem=2, act_bytes_per_elem=2),
            attention("attn.core", "dense", 1, batch=m, q_len=1, kv_len=k, n_heads=8, n_kv_heads=2, qk_dim=128,

@@ -268,6 +268,26 @@ def test_a_chip_without_a_quantized_moe_fit_borrows_its_bf16_moe_fit_and_says_so
     assert float(_t(_experts(4.25), chip).t_s) == pytest.approx(108.4736e-6, rel=1e-6)
 
 
+def test_eight_bit_experts_use_the_moe_fp8_fit_by_hand(tmp_path):
+    p = tmp_path / "round-gpu.toml"
+    p.write_text(ROUND_CHIP + _MOE_FITS + "\n[efficiency.moe_fp8]\ncompute_max = 0.5\nmemory_max = 0.5\n"
+                 "overhead_s = 5e-6\n")
+    chip = lr.load_chip(str(p))
+    op = _experts(8.002)  # block-scaled fp8 (DeepSeek-V3): 8 bits + a 32-bit scale per 128 x 128
+    assert family_of(op) == "moe_fp8" and family_of(_experts(4.25)) == "moe_quant"
+    assert family_of(_experts(12)) == "moe"  # 12 bits and up: not an 8-bit format
+    # weights 4 * 2880*5760 * 8.002/8 = 66,355,200 * 1.00025 = 66,371,788.8 B + activations 138,240 B
+    # = 66,510,028.8 B -> memory / (1e12 * 0.5) = 133.020058 us (compute 265,420,800 / 50e12 = 5.3 us);
+    # t = 133.020058 + 5 = 138.020058 us
+    assert float(_t(op, chip).t_s) == pytest.approx(138.020058e-6, rel=1e-6)
+    assert calibrated_model(chip).sources["moe_fp8"] == "round-gpu fit"
+    # without it: the chip's own bf16 moe fit (66,510,028.8 / 0.4e12 = 166.275072 us, + 20 us)
+    p.write_text(ROUND_CHIP + _MOE_FITS)
+    m = calibrated_model(lr.load_chip(str(p)))
+    assert m.sources["moe_fp8"] == "borrowed: moe" and m.fit_for("moe_fp8") is m.fit_for("moe")
+    assert float(_t(op, lr.load_chip(str(p))).t_s) == pytest.approx(186.275072e-6, rel=1e-6)
+
+
 def test_fit_parameters_beyond_their_ceiling_are_refused():
     # a fuzzed chip file with overhead_per_output_elem_s = 1e300 passed "finite and >= 0" and gave TTFT = inf
     from llm_roofline.errors import ChipError

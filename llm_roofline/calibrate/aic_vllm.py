@@ -9,8 +9,9 @@ replay after warm-ups with locked clocks; `latency` is in milliseconds. Tables c
     context_attention_perf     causal FlashAttention prefill, batch_size sequences of isl tokens, no prefix
     generation_attention_perf  one decode step, KV length isl + step (isl = 1)
     custom_allreduce_perf      vLLM's custom NVLink all-reduce of message_size bf16 elements (CUDA-graph rows)
-    moe_perf                   the fused-MoE expert block of one layer (bf16, balanced routing rows; a100_sxm
-                               has power_law_1.01 rows only: those, priced as balanced, so a little slow)
+    moe_perf                   the fused-MoE expert block of one layer (bf16, 4-bit and block-scaled fp8 experts,
+                               balanced routing rows; a100_sxm has bf16 power_law_1.01 rows only: priced with
+                               that skew, power_law_routing)
 
 Several kernels (kernel_source) measured the same shape: the fastest one is kept, as vLLM picks the best
 kernel it has. Byte accounting (e = element bytes: bf16 2, fp8 1; outputs bf16):
@@ -59,7 +60,8 @@ SYSTEMS = {"a100_sxm": "a100-80gb", "h100_sxm": "h100-sxm", "h200_sxm": "h200", 
 AIC_SOURCE = "AIConfigurator vLLM kernel tables (aiconfigurator-core 0.12.0, vLLM 0.24.0; a100 0.14.0) {gpus}"
 AIC_TABLES = ("gemm_perf", "context_attention_perf", "generation_attention_perf", "custom_allreduce_perf", "moe_perf")
 AIC_OPS = {"gemm_bf16", "gemm_fp8", "context_attention", "generation_attention",
-           "custom_allreduce", "moe", "moe_nvfp4", "moe_w4a16_mxfp4", "moe_w4a8_mxfp4_mxfp8", "moe_int4_wo"}
+           "custom_allreduce", "moe", "moe_nvfp4", "moe_w4a16_mxfp4", "moe_w4a8_mxfp4_mxfp8", "moe_int4_wo",
+           "moe_fp8_block"}
 AIC_COLUMNS = (CSV_ORDER[:CSV_ORDER.index("flops")] + ("keys", "head_dim", "kv_bits", "q_per_kv", "walked")
                + CSV_ORDER[CSV_ORDER.index("flops"):])
 # fp8_block (DeepGEMM / CUTLASS block-scaled, DeepSeek-style checkpoints) is left out: its rows carry a
@@ -156,9 +158,7 @@ def allreduce_rows(df: "pd.DataFrame") -> dict:
 # weight element with its block scales). nvfp4: fp4 weights, one fp8 scale per 16, fp4 activations (w4a4);
 # w4a16_mxfp4: MXFP4 weights (one 8-bit scale per 32) dequantized to bf16 (gpt-oss; Blackwell: TRT-LLM kernel,
 # Hopper and L40S: Marlin); w4a8_mxfp4_mxfp8: MXFP4 weights, MXFP8 activations; int4_wo: int4 weights, a bf16
-# scale per group of 128 (Marlin), bf16 compute. Left out: fp8 and fp8_block experts (8-bit weights: the fp8
-# rows fit H100 at a 0.18 bandwidth fraction and 0.13 of the fp8 peak, another mechanism than the 4-bit
-# kernels' ~0.75; those experts keep their former pricing, benchmarks/CALIBRATION.md)
+# scale per group of 128 (Marlin), bf16 compute. 8-bit experts: _MOE_FP8.
 _MOE_QUANT = {"nvfp4": ("fp4", 4.5), "w4a16_mxfp4": ("bf16", 4.25), "w4a8_mxfp4_mxfp8": ("fp8", 4.25),
               "int4_wo": ("bf16", 4.125)}
 
@@ -166,15 +166,31 @@ _MOE_QUANT = {"nvfp4": ("fp4", 4.5), "w4a16_mxfp4": ("bf16", 4.25), "w4a8_mxfp4_
 # (hidden, inter, top-k, experts) groups whose rows are measured up to 1.35x (top-6) and 1.6x (top-22) faster than
 # streaming the touched experts' weights at the GPU's peak HBM bandwidth, by the same factor on H100, H200 and B200
 # (e.g. H100, 2688 x 1856, top-6 of 128, 48 tokens: all 128 experts, 3.8 GB, in 859 us = 4.5 TB/s against 3.35):
-# the kernel cannot have run the shape the row names, so no model of that shape can match them
-_NOT_AS_NAMED = ((2048, 5120, 22, 512), (2688, 1856, 6, 128))
+# the kernel cannot have run the shape the row names, so no model of that shape can match them. DeepSeek-V3's
+# (7168 x 2048, top-8 of 256; fp8_block rows only): from 16 tokens on, H100 tp 1 streams 11.3 GB of fp8 experts
+# in 1.97 ms (5.7 TB/s), as if half the experts were touched (the collector's balanced pattern through
+# DeepSeek's group-limited gate, 4 of 8 groups, is our reading), while tp 8 runs 1.3-2.6x slower than the fit
+_NOT_AS_NAMED = ((2048, 5120, 22, 512), (2688, 1856, 6, 128), (7168, 2048, 8, 256))
+
+
+# 8-bit fused-MoE kernels (moe_fp8 family): fp8_block, the block-scaled fp8 experts of DeepSeek-V3 / Qwen3 FP8
+# checkpoints (a 32-bit scale per 128 x 128 weight block: 8.002 bits; activations quantized to fp8 per 128-element
+# group inside the block). FLOPs at the bf16 peak: the compute dtype the estimator gives fp8-weight experts with
+# bf16 activations. Left out: per-tensor fp8 (ModelOpt) experts, whose H100 / H200 kernel (FlashInfer CUTLASS) runs
+# 2x slower than the bf16 Triton one at the median (0.18 of HBM bandwidth), unlike the fp8_block kernels (1.8x faster)
+_MOE_FP8 = {"fp8_block": ("bf16", 8.0 + 32.0 / (128 * 128))}
 
 
 def moe_rows(df: "pd.DataFrame") -> dict:
-    """The bf16 fused-MoE rows (family moe) and the quantized ones (family moe_quant: _MOE_QUANT dtypes)."""
+    """The bf16 fused-MoE rows (family moe), the 4-bit ones (moe_quant: _MOE_QUANT) and the 8-bit ones (moe_fp8:
+    _MOE_FP8)."""
     import pandas as pd
 
     parts = [_moe_rows(df[df["moe_dtype"] == "bfloat16"], "moe", "bf16", 16.0)]
+    for dt, (compute, bits) in _MOE_FP8.items():
+        sub = df[df["moe_dtype"] == dt]
+        if len(sub):
+            parts.append(_moe_rows(sub, "moe_fp8", compute, bits, dt))
     for dt, (compute, bits) in _MOE_QUANT.items():
         sub = df[df["moe_dtype"] == dt]
         if len(sub):

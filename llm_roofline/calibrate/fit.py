@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Mapping
 import numpy as np
 
 from ..collectives import CollectiveTerms, collective_terms
-from ..efficiency import FAMILIES, IDEAL_FIT, CalibratedModel, FamilyFit, attention_from_gemm
+from ..efficiency import FAMILIES, IDEAL_FIT, MOE_FAMILIES, CalibratedModel, FamilyFit, attention_from_gemm
 from ..hardware import Chip, load_chip
 from ..roofline import score, score_collective
 from ..units import dtype_bytes
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 MEMORY_FAMILIES = ("elementwise", "activation", "rope", "norm", "embedding")
 DECODE = ("attention_decode", "attention_decode_fp8")
 ATTENTION = ("attention",) + DECODE
-MOE = ("moe", "moe_quant")  # fused-MoE blocks: bf16 experts, quantized experts
+MOE = MOE_FAMILIES  # fused-MoE blocks: bf16 experts, 4-bit experts, 8-bit experts
 
 
 # =============================================================================== prediction
@@ -150,6 +150,9 @@ _FREE = {
     # streamed per touched expert, the FLOPs at the kernel's compute dtype peak (fp4, fp8 for w4a8, bf16 for w4a16)
     "moe_quant": (("compute_max", 0.6), ("compute_tokens_half", 64.0), ("memory_max", 0.7), ("overhead_s", 1e-5),
                   ("overhead_per_walked_elem_s", 1e-12)),
+    # 8-bit (block-scaled fp8) experts: the same mechanism, weights at 8 bits
+    "moe_fp8": (("compute_max", 0.6), ("compute_tokens_half", 64.0), ("memory_max", 0.7), ("overhead_s", 1e-5),
+                ("overhead_per_walked_elem_s", 1e-12)),
     # causal FlashAttention prefill: compute-bound; short sequences waste the diagonal tiles (keys half),
     # few heads x sequences leave SMs idle (elems half)
     "attention": (("compute_max", 0.6), ("compute_keys_half", 500.0), ("compute_elems_half", 1e6),
