@@ -32,10 +32,12 @@ COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p"
 class CollectiveTerms:
     """Alpha-beta terms of one collective, in the form roofline.score takes them:
 
-        t_comm_s = hops * latency_s + link_bytes / (link_bytes_per_s * eff.comm)
+        t_comm_s = hops * (latency_s + eff.comm_hop_s) + link_bytes / (link_bytes_per_s * eff.comm)
+        (eff.comm_switch instead of eff.comm where switch_reduced)
 
     link_bytes: bytes through the bottleneck link of one chip (array, broadcast like the buffer).
-    hops: latency steps (float). When a collective crosses two link levels it is the equivalent count
+    hops: latency steps (float, or an array like the buffer where the algorithm depends on it: all-reduce
+        on an NVLink switch). When a collective crosses two link levels it is the equivalent count
         at latency_s: (inner hops * inner latency + outer hops * outer latency) / latency_s.
     link_bytes_per_s: the bandwidth link_bytes flow at; latency_s: per-hop latency of that link.
     link: 'scaleup' | 'scaleout', the level whose bandwidth bounds the collective.
@@ -48,6 +50,7 @@ class CollectiveTerms:
     latency_s: float
     link: str
     formula: str
+    switch_reduced: "np.ndarray | float" = 0.0  # 1 where the switch reduces the bytes (NVLS), else 0
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,8 @@ def collective_terms(kind: str, buffer_bytes, chips: int, chip: "Chip") -> Colle
     if n == 1:
         return CollectiveTerms(v * 0.0, 0.0, up.bytes_per_s, up.latency_s, "scaleup", head + "one chip, no traffic")
     if n <= up.domain_size:
+        if kind == "all_reduce" and _nvswitch(up):
+            return _all_reduce_direct(v, n, up, head)
         lv = _level(kind, n, up, direct=_nvswitch(up))
         return CollectiveTerms(lv.coef * v, float(lv.hops), lv.bytes_per_s, lv.latency_s, "scaleup", head + lv.text)
 
@@ -129,6 +134,36 @@ def _nvswitch(link: "Link") -> bool:
     """An NVLink switch: every GPU of the domain reaches every other at full bandwidth in one step (PCIe switches
     run NCCL rings: peer-to-peer over PCIe is not used for direct collectives)."""
     return link.topology == "switch" and "nvlink" in link.kind.lower()
+
+
+# all-reduce algorithms on an NVLink switch: (name, latency steps, bytes per GPU one way / V as a function of n,
+# reduced in the switch). one-shot: every GPU reads the n-1 peers' whole buffers and sums (vLLM custom all-reduce
+# 1-stage, TensorRT-LLM ONESHOT); two-shot: reduce-scatter then all-gather, each (n-1)/n V (vLLM 2-stage, PyTorch
+# symmetric-memory two_shot; NCCL's ring moves the same bytes in 2(n-1) steps, so on a switch it never wins);
+# switch: NVLink SHARP, multimem load-reduce of a 1/n slice then a multicast store: V out and V in per GPU (NCCL
+# NVLS, vLLM/PyTorch multimem all-reduce), only where the switch reduces (Link.switch_reduction).
+ALL_REDUCE_ALGOS = (("one-shot", 1, lambda n: n - 1.0, False),
+                    ("two-shot", 2, lambda n: 2.0 * (n - 1) / n, False),
+                    ("switch-reduce", 2, lambda n: 1.0, True))
+
+
+def _all_reduce_direct(v: np.ndarray, n: int, link: "Link", head: str) -> CollectiveTerms:
+    """All-reduce of V over n GPUs of an NVLink switch: per buffer, the algorithm (ALL_REDUCE_ALGOS) with the lowest
+    ideal time steps * latency_s + bytes / bytes_per_s (ties: the earlier one), so the ideal is the best
+    algorithm's lower bound: one-shot for small messages (8 KB on 8 H100: 2 us + 7 * 8192 / 450e9 = 2.13 us),
+    two-shot or the switch reduction for large ones. The calibrated time (efficiency) prices the same choice, so
+    it is never below the ideal."""
+    algos = [a for a in ALL_REDUCE_ALGOS if link.switch_reduction or not a[3]]
+    times = np.stack([a[1] * link.latency_s + a[2](n) * v / link.bytes_per_s for a in algos])
+    pick = np.argmin(times, axis=0)  # the first minimum: fewest steps on ties
+    coef = np.array([a[2](n) for a in algos])[pick]
+    hops = np.array([float(a[1]) for a in algos])[pick]
+    switch = np.array([1.0 if a[3] else 0.0 for a in algos])[pick]
+    names = sorted({algos[i][0] for i in np.ravel(pick)}, key=[a[0] for a in algos].index)
+    text = (f"{link.kind} switch, per buffer the fastest ideal of "
+            + ", ".join(f"{a[0]} ({a[1]} step(s), {a[2](n):.4g} V)" for a in algos)
+            + f" -> {'/'.join(names)} at {link.bytes_per_s:.4g} B/s per GPU one way, {link.latency_s:.3g} s per step")
+    return CollectiveTerms(coef * v, hops, link.bytes_per_s, link.latency_s, "scaleup", head + text, switch)
 
 
 def _level(kind: str, n: int, link: "Link", direct: bool = False) -> _Level:
