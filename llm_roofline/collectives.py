@@ -183,9 +183,11 @@ def _gather_reduce(kind: str, n: int, link: "Link", direct: bool = False) -> _Le
     switch: (n-1)/n * V through the full per-GPU egress (book Part 12, "Intra-node collectives": T_AG =
         bytes (N-1) / (N W_GPU egress); AllReduce twice that). Latency: a ring takes n-1 steps (2(n-1) for
         all-reduce); within a scale-up switch (direct) every GPU writes its shard to all peers at once, one
-        step (two for all-reduce: reduce-scatter then all-gather, the "two-shot" all-reduce of NCCL's NVLS
-        and vLLM's custom all-reduce, which measures 4-5 us on 8 H100s for messages up to 16 KB where a ring
-        of 14 steps x 2 us could not go below 28 us). PCIe switches use the same formula at PCIe bandwidth.
+        step (two for all-reduce: reduce-scatter then all-gather, the two-shot all-reduce). An all-reduce within
+        one NVLink switch domain takes the fastest of one-shot, two-shot and the switch's reduction instead
+        (_all_reduce_direct; vLLM's one-shot measures 4-5 us on 8 H100s up to 16 KB where a ring of 14 steps x
+        2 us could not go below 28 us); the two-shot form here prices the domain level of a multi-node
+        all-reduce. PCIe switches use the same formula at PCIe bandwidth.
     full_mesh: each chip reaches its n-1 peers over n-1 dedicated links of bytes_per_s/(domain-1) each,
         so only (n-1)/(domain-1) of its egress is usable; per link V/n (2V/n for all-reduce); latency
         counted as ring steps, as RCCL runs rings over the mesh.
