@@ -80,12 +80,13 @@ fractions; moe_quant -> the chip's own moe fit).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
+from .collectives import nvlink_switch
 from .errors import ChipError
 from .hardware import Chip
 from .roofline import Efficiency, where as _where
@@ -296,8 +297,9 @@ class CalibratedModel:
             if getattr(op.tokens, "ndim", 0) or getattr(walked, "ndim", 0):
                 return p.efficiency(op.tokens, label=self.label, cols=n, out_elems=_float(op.tokens) * n, walked=walked)
             return _efficiency_at(p, op.tokens, self.label, n, float(walked))
-        if fam == "collective":  # the step latency grows with the GPUs of the group
-            return _collective_efficiency(p, int(op.group_chips), self.label)
+        if fam == "collective":  # the direct kernels' step latency grows with the GPUs of the group; rings (PCIe
+            # switch, xGMI / NVLink-bridge mesh) are NCCL's pipelined steps, priced at the link's latency_s alone
+            return _collective_efficiency(p, int(op.group_chips), self.label, nvlink_switch(chip.scaleup))
         if not getattr(op.tokens, "ndim", 0):
             return _efficiency_at(p, op.tokens, self.label)
         return self._shared(fam, op.tokens, None, lambda: p.efficiency(op.tokens, label=self.label))
@@ -397,9 +399,11 @@ def quantized_experts(op: "Op") -> bool:
 
 
 @lru_cache(maxsize=256)
-def _collective_efficiency(p: FamilyFit, chips: int, label: str) -> Efficiency:
-    """p.efficiency of a collective over `chips` GPUs (no token dependence), remembered."""
-    return p.efficiency(0.0, label=label, chips=chips)
+def _collective_efficiency(p: FamilyFit, chips: int, label: str, direct: bool) -> Efficiency:
+    """p.efficiency of a collective over `chips` GPUs (no token dependence), remembered; without the step
+    latency unless `direct` (an NVLink switch: one-shot, two-shot, switch reduction, direct gathers)."""
+    eff = p.efficiency(0.0, label=label, chips=chips)
+    return eff if direct else replace(eff, comm_hop_s=0.0)
 
 
 QUANT_EXPERT_BITS = 6.0  # expert weights narrower than this (4-bit formats, scales included) run 4-bit MoE kernels

@@ -342,3 +342,21 @@ def test_all_reduce_is_reduce_scatter_plus_all_gather(chip_n, v):
         return
     assert float(bandwidth_s(ar)) == pytest.approx(2 * float(bandwidth_s(ag)), rel=1e-12)
     assert ar.hops * ar.latency_s == pytest.approx(2 * ag.hops * ag.latency_s, rel=1e-12)
+
+
+def test_step_latency_applies_to_direct_nvlink_kernels_not_to_rings():
+    # the fitted step latency is the direct kernels' (flag barrier per step); a PCIe ring's steps are NCCL's
+    # pipelined ones, priced at the link's latency_s alone. One hand fit on both (CalibratedModel.for_op):
+    from llm_roofline.efficiency import FAMILIES, CalibratedModel, FamilyFit
+    from llm_roofline.ops import collective
+    from llm_roofline.roofline import score_op
+
+    fit = FamilyFit(comm_max=0.5, comm_step_s=2e-6, comm_step_per_doubling_s=0.25e-6, overhead_s=0.5e-6)
+    op = collective("comm.all_reduce.attn", "dense", 1, kind="all_reduce", buffer_bytes=8192, chips=8)
+    l40s = load_chip("l40s")  # PCIe Gen4 switch, 32e9 B/s one way, 2.5 us per ring step
+    t = {c.name: float(score_op(op, c, CalibratedModel(c.name, "hand", {f: fit for f in FAMILIES}).for_op(op, c)).t_s)
+         for c in (H100, l40s)}
+    # H100: one-shot 1 x (2 + 2 + 0.25 x 3) us + 57,344 / 225e9 s + 0.5 us = 5.504862e-6 s
+    assert t["h100-sxm"] == pytest.approx(5.504862e-6, rel=1e-6)
+    # L40S: ring 14 x 2.5 us + 2 x 7/8 x 8,192 = 14,336 B / 16e9 = 8.96e-7 s + 0.5 us = 3.6396e-5 s
+    assert t["l40s"] == pytest.approx(3.6396e-5, rel=1e-6)
