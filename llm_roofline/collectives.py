@@ -32,10 +32,12 @@ COLLECTIVES = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "p2p"
 class CollectiveTerms:
     """Alpha-beta terms of one collective, in the form roofline.score takes them:
 
-        t_comm_s = hops * latency_s + link_bytes / (link_bytes_per_s * eff.comm)
+        t_comm_s = hops * (latency_s + eff.comm_hop_s) + link_bytes / (link_bytes_per_s * eff.comm)
+        (eff.comm_switch instead of eff.comm where switch_reduced)
 
     link_bytes: bytes through the bottleneck link of one chip (array, broadcast like the buffer).
-    hops: latency steps (float). When a collective crosses two link levels it is the equivalent count
+    hops: latency steps (float, or an array like the buffer where the algorithm depends on it: all-reduce
+        on an NVLink switch). When a collective crosses two link levels it is the equivalent count
         at latency_s: (inner hops * inner latency + outer hops * outer latency) / latency_s.
     link_bytes_per_s: the bandwidth link_bytes flow at; latency_s: per-hop latency of that link.
     link: 'scaleup' | 'scaleout', the level whose bandwidth bounds the collective.
@@ -48,6 +50,7 @@ class CollectiveTerms:
     latency_s: float
     link: str
     formula: str
+    switch_reduced: "np.ndarray | float" = 0.0  # 1 where the switch reduces the bytes (NVLS), else 0
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,9 @@ def collective_terms(kind: str, buffer_bytes, chips: int, chip: "Chip") -> Colle
     if n == 1:
         return CollectiveTerms(v * 0.0, 0.0, up.bytes_per_s, up.latency_s, "scaleup", head + "one chip, no traffic")
     if n <= up.domain_size:
-        lv = _level(kind, n, up, direct=_nvswitch(up))
+        if kind == "all_reduce" and nvlink_switch(up):
+            return _all_reduce_direct(v, n, up, head)
+        lv = _level(kind, n, up, direct=nvlink_switch(up))
         return CollectiveTerms(lv.coef * v, float(lv.hops), lv.bytes_per_s, lv.latency_s, "scaleup", head + lv.text)
 
     # ---- beyond one scale-up domain: hierarchical (book Part 12, "Cross-node collectives")
@@ -103,12 +108,12 @@ def collective_terms(kind: str, buffer_bytes, chips: int, chip: "Chip") -> Colle
         outer, outer_scale = _level("p2p", 2, chip.scaleout), 1.0
     elif kind == "all_to_all":
         # each chip sends (m-1)/m of its buffer off-domain, 1/m stays inside (book: B(M-1)/(M^2 W_node))
-        inner, inner_scale = _level(kind, d, up, direct=_nvswitch(up)), 1.0 / m
+        inner, inner_scale = _level(kind, d, up, direct=nvlink_switch(up)), 1.0 / m
         outer, outer_scale = _level(kind, m, chip.scaleout), 1.0
     else:
         # all_gather / reduce_scatter / all_reduce: the domain-level ring works on V; across domains each
         # chip carries its 1/d share: V/d over m domains (book: bytes (M-1)/(M W_node), W_node = d*W_nic)
-        inner, inner_scale = _level(kind, d, up, direct=_nvswitch(up)), 1.0
+        inner, inner_scale = _level(kind, d, up, direct=nvlink_switch(up)), 1.0
         outer, outer_scale = _level(kind, m, chip.scaleout), 1.0 / d
     t_out = outer.coef * outer_scale / outer.bytes_per_s
     t_in = inner.coef * inner_scale / inner.bytes_per_s if inner else 0.0
@@ -125,10 +130,40 @@ def collective_terms(kind: str, buffer_bytes, chips: int, chip: "Chip") -> Colle
                            level.latency_s, link, head + text)
 
 
-def _nvswitch(link: "Link") -> bool:
+def nvlink_switch(link: "Link") -> bool:
     """An NVLink switch: every GPU of the domain reaches every other at full bandwidth in one step (PCIe switches
     run NCCL rings: peer-to-peer over PCIe is not used for direct collectives)."""
     return link.topology == "switch" and "nvlink" in link.kind.lower()
+
+
+# all-reduce algorithms on an NVLink switch: (name, latency steps, bytes per GPU one way / V as a function of n,
+# reduced in the switch). one-shot: every GPU reads the n-1 peers' whole buffers and sums (vLLM custom all-reduce
+# 1-stage, TensorRT-LLM ONESHOT); two-shot: reduce-scatter then all-gather, each (n-1)/n V (vLLM 2-stage, PyTorch
+# symmetric-memory two_shot; NCCL's ring moves the same bytes in 2(n-1) steps, so on a switch it never wins);
+# switch: NVLink SHARP, multimem load-reduce of a 1/n slice then a multicast store: V out and V in per GPU (NCCL
+# NVLS, vLLM/PyTorch multimem all-reduce), only where the switch reduces (Link.switch_reduction).
+ALL_REDUCE_ALGOS = (("one-shot", 1, lambda n: n - 1.0, False),
+                    ("two-shot", 2, lambda n: 2.0 * (n - 1) / n, False),
+                    ("switch-reduce", 2, lambda n: 1.0, True))
+
+
+def _all_reduce_direct(v: np.ndarray, n: int, link: "Link", head: str) -> CollectiveTerms:
+    """All-reduce of V over n GPUs of an NVLink switch: per buffer, the algorithm (ALL_REDUCE_ALGOS) with the lowest
+    ideal time steps * latency_s + bytes / bytes_per_s (ties: the earlier one), so the ideal is the best
+    algorithm's lower bound: one-shot for small messages (8 KB on 8 H100: 2 us + 7 * 8192 / 450e9 = 2.13 us),
+    two-shot or the switch reduction for large ones. The calibrated time (efficiency) prices the same choice, so
+    it is never below the ideal."""
+    algos = [a for a in ALL_REDUCE_ALGOS if link.switch_reduction or not a[3]]
+    times = np.stack([a[1] * link.latency_s + a[2](n) * v / link.bytes_per_s for a in algos])
+    pick = np.argmin(times, axis=0)  # the first minimum: fewest steps on ties
+    coef = np.array([a[2](n) for a in algos])[pick]
+    hops = np.array([float(a[1]) for a in algos])[pick]
+    switch = np.array([1.0 if a[3] else 0.0 for a in algos])[pick]
+    names = sorted({algos[i][0] for i in np.ravel(pick)}, key=[a[0] for a in algos].index)
+    text = (f"{link.kind} switch, per buffer the fastest ideal of "
+            + ", ".join(f"{a[0]} ({a[1]} step(s), {a[2](n):.4g} V)" for a in algos)
+            + f" -> {'/'.join(names)} at {link.bytes_per_s:.4g} B/s per GPU one way, {link.latency_s:.3g} s per step")
+    return CollectiveTerms(coef * v, hops, link.bytes_per_s, link.latency_s, "scaleup", head + text, switch)
 
 
 def _level(kind: str, n: int, link: "Link", direct: bool = False) -> _Level:
@@ -148,9 +183,11 @@ def _gather_reduce(kind: str, n: int, link: "Link", direct: bool = False) -> _Le
     switch: (n-1)/n * V through the full per-GPU egress (book Part 12, "Intra-node collectives": T_AG =
         bytes (N-1) / (N W_GPU egress); AllReduce twice that). Latency: a ring takes n-1 steps (2(n-1) for
         all-reduce); within a scale-up switch (direct) every GPU writes its shard to all peers at once, one
-        step (two for all-reduce: reduce-scatter then all-gather, the "two-shot" all-reduce of NCCL's NVLS
-        and vLLM's custom all-reduce, which measures 4-5 us on 8 H100s for messages up to 16 KB where a ring
-        of 14 steps x 2 us could not go below 28 us). PCIe switches use the same formula at PCIe bandwidth.
+        step (two for all-reduce: reduce-scatter then all-gather, the two-shot all-reduce). An all-reduce within
+        one NVLink switch domain takes the fastest of one-shot, two-shot and the switch's reduction instead
+        (_all_reduce_direct; vLLM's one-shot measures 4-5 us on 8 H100s up to 16 KB where a ring of 14 steps x
+        2 us could not go below 28 us); the two-shot form here prices the domain level of a multi-node
+        all-reduce. PCIe switches use the same formula at PCIe bandwidth.
     full_mesh: each chip reaches its n-1 peers over n-1 dedicated links of bytes_per_s/(domain-1) each,
         so only (n-1)/(domain-1) of its egress is usable; per link V/n (2V/n for all-reduce); latency
         counted as ring steps, as RCCL runs rings over the mesh.

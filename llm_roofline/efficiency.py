@@ -10,13 +10,16 @@ The model (per chip and op family; a few parameters, each with a physical meanin
                      f(x, h) = x / (x + h)  (a factor is 1 when its h is 0 or x is unknown)
     eff.memory(T)  = memory_max * T / sqrt(T**2 + memory_tokens_half**2)   fraction of peak HBM bandwidth
     eff.comm       = comm_max                                              fraction of link bandwidth (beta)
+    eff.comm_switch = comm_switch_max                                      the same when the switch reduces (NVLS)
+    eff.comm_hop_s = comm_step_s + comm_step_per_doubling_s * log2(n)      latency per collective step (alpha)
     eff.overhead_s = overhead_s + overhead_per_kv_row_byte_s * R           fixed time per kernel
                      + overhead_per_output_elem_s * T*N + overhead_per_token_s * T (+ walked-row elements)
 
 and roofline.score (the only place a time is computed) turns them into a time::
 
     t = max(flops / (peak * eff.compute), bytes / (hbm * eff.memory)) + eff.overhead_s
-    collective: t = hops * latency_s + link_bytes / (link_bytes_per_s * comm_max) + overhead_s
+    collective: t = hops * (latency_s + eff.comm_hop_s) + link_bytes / (link_bytes_per_s * comm_max) + overhead_s
+                (comm_switch_max for the bytes an NVLink switch reduces: collectives.ALL_REDUCE_ALGOS)
 
 Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, fits, held-out errors):
 
@@ -82,12 +85,13 @@ fractions; moe_quant, moe_fp8 -> the chip's own moe fit).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
+from .collectives import nvlink_switch
 from .errors import ChipError
 from .hardware import Chip
 from .roofline import Efficiency, where as _where
@@ -135,9 +139,13 @@ class FamilyFit:
     err_p10: float = 1.0  # held-out measured / predicted, 10th percentile (uncertainty band), > 0
     err_p90: float = 1.0  # held-out measured / predicted, 90th percentile, > 0
     fitted_on: str = ""
+    comm_switch_max: float = 1.0  # collective: fraction of link bandwidth when the switch reduces (NVLS), (0, 1]
+    comm_step_s: float = 0.0  # collective: latency per algorithm step beyond the link's latency_s (flag
+    #   barrier, kernel phase), >= 0
+    comm_step_per_doubling_s: float = 0.0  # collective: growth of that step latency per doubling of the GPUs, >= 0
 
     def __post_init__(self):
-        for name in ("compute_max", "memory_max", "comm_max"):
+        for name in ("compute_max", "memory_max", "comm_max", "comm_switch_max"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and 0 < v <= 1):
                 raise ChipError(f"efficiency {name} must be in (0, 1], got {v!r}")
@@ -167,7 +175,8 @@ class FamilyFit:
         return _where(known, self.memory_max * tt / np.hypot(tt, self.memory_tokens_half), self.memory_max)
 
     def efficiency(self, tokens=0.0, kernels=1.0, label: str = "calibrated", keys=0.0, elems=0.0,
-                   kv_row_bytes=0.0, cols=0.0, dim=0.0, out_elems=0.0, group=0.0, walked=0.0) -> Efficiency:
+                   kv_row_bytes=0.0, cols=0.0, dim=0.0, out_elems=0.0, group=0.0, walked=0.0,
+                   chips=0.0) -> Efficiency:
         """The Efficiency at T = tokens (GEMM: also its output columns; attention: keys per query, Q+O
         elements, head_dim and, for decode, the KV bytes of one context position over the batch); overhead
         (overhead_s + overhead_per_kv_row_byte_s * kv_row_bytes + overhead_per_output_elem_s * out_elems) once
@@ -181,7 +190,15 @@ class FamilyFit:
             ovh = ovh + self.overhead_per_token_s * np.maximum(_float(tokens), 0.0)
         return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group, out_elems),
                           memory=self.memory(tokens), comm=self.comm_max,
-                          overhead_s=ovh * _float(kernels), label=label)
+                          overhead_s=ovh * _float(kernels), label=label, comm_switch=self.comm_switch_max,
+                          comm_hop_s=self.step_s(chips))
+
+    def step_s(self, chips) -> np.ndarray:
+        """Collective latency per step beyond the link's: comm_step_s + comm_step_per_doubling_s * log2(chips)
+        (chips <= 1, unknown: comm_step_s)."""
+        if not self.comm_step_per_doubling_s:
+            return self.comm_step_s
+        return self.comm_step_s + self.comm_step_per_doubling_s * np.log2(np.maximum(_float(chips), 1.0))
 
     def params(self) -> dict[str, float]:
         return {k: getattr(self, k) for k in PARAMS}
@@ -198,10 +215,11 @@ def _saturation(x, half: float) -> np.ndarray:
 PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_half", "comm_max", "overhead_s",
           "compute_keys_half", "compute_elems_half", "compute_cols_half", "compute_dim_half", "compute_group_half",
           "compute_outs_half", "overhead_per_kv_row_byte_s", "overhead_per_output_elem_s", "overhead_per_token_s",
-          "overhead_per_walked_elem_s", "err_p10", "err_p90")
+          "overhead_per_walked_elem_s", "err_p10", "err_p90", "comm_switch_max", "comm_step_s",
+          "comm_step_per_doubling_s")
 # ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: seconds per kernel, row, byte or
 # element; the band: measured / predicted), so a hostile chip file cannot drive a time to overflow
-PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3}
+PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3, "comm": 1.0}
 IDEAL_FIT = FamilyFit(fitted_on="ideal roofline")
 # TPU: not calibrated. compute 0.95: the book ("How to Scale Your Model", Part 1 footnote: "H100 and B200
 # usually only achieve 80-85% of the claimed peak FLOPs, while TPUs reach 95% in normal use"). memory and
@@ -288,6 +306,9 @@ class CalibratedModel:
             if getattr(op.tokens, "ndim", 0) or getattr(walked, "ndim", 0):
                 return p.efficiency(op.tokens, label=self.label, cols=n, out_elems=_float(op.tokens) * n, walked=walked)
             return _efficiency_at(p, op.tokens, self.label, n, float(walked))
+        if fam == "collective":  # the direct kernels' step latency grows with the GPUs of the group; rings (PCIe
+            # switch, xGMI / NVLink-bridge mesh) are NCCL's pipelined steps, priced at the link's latency_s alone
+            return _collective_efficiency(p, int(op.group_chips), self.label, nvlink_switch(chip.scaleup))
         if not getattr(op.tokens, "ndim", 0):
             return _efficiency_at(p, op.tokens, self.label)
         return self._shared(fam, op.tokens, None, lambda: p.efficiency(op.tokens, label=self.label))
@@ -384,6 +405,14 @@ def quantized_experts(op: "Op") -> bool:
     """Whether an expert GEMM's weights are 4-bit (fp4 / int4 + block scales: < QUANT_EXPERT_BITS bits): the 4-bit
     fused-MoE kernels (moe_quant) price it; 8-bit experts have their own fit (moe_fp8, eight_bit_experts)."""
     return 0 < getattr(op, "weight_bits", 0.0) < QUANT_EXPERT_BITS
+
+
+@lru_cache(maxsize=256)
+def _collective_efficiency(p: FamilyFit, chips: int, label: str, direct: bool) -> Efficiency:
+    """p.efficiency of a collective over `chips` GPUs (no token dependence), remembered; without the step
+    latency unless `direct` (an NVLink switch: one-shot, two-shot, switch reduction, direct gathers)."""
+    eff = p.efficiency(0.0, label=label, chips=chips)
+    return eff if direct else replace(eff, comm_hop_s=0.0)
 
 
 QUANT_EXPERT_BITS = 6.0  # expert weights narrower than this (4-bit formats, scales included) run 4-bit MoE kernels

@@ -4,7 +4,8 @@ For every operator (all arguments broadcast as numpy arrays, float64):
 
     t_compute_s = flops / (peak_flops_per_s * eff.compute)
     t_memory_s  = hbm_bytes / (hbm_bytes_per_s * eff.memory)
-    t_comm_s    = comm_hops * link_latency_s + comm_bytes / (link_bytes_per_s * eff.comm)
+    t_comm_s    = comm_hops * (link_latency_s + eff.comm_hop_s) + comm_bytes / (link_bytes_per_s * eff.comm)
+                  (eff.comm_switch instead of eff.comm where comm_switch = 1: bytes the switch reduces, NVLS)
     t_lower_s   = max(t_compute_s, t_memory_s, t_comm_s) + eff.overhead_s   # perfect overlap
     t_upper_s   = t_compute_s + t_memory_s + t_comm_s + eff.overhead_s      # no overlap
     t_s         = max(t_compute_s, t_memory_s) + t_comm_s + eff.overhead_s  # headline: collectives serial
@@ -74,6 +75,8 @@ class Efficiency:
     comm: "float | np.ndarray" = 1.0
     overhead_s: "float | np.ndarray" = 0.0
     label: str = "ideal"
+    comm_switch: "float | np.ndarray" = 1.0  # fraction of link bandwidth when the switch reduces (NVLS), (0, 1]
+    comm_hop_s: "float | np.ndarray" = 0.0  # latency per collective step beyond the link's latency_s, >= 0
 
 
 IDEAL = Efficiency()
@@ -175,6 +178,7 @@ def score(
     link_bytes_per_s=np.inf,
     link_latency_s=0.0,
     efficiency: Efficiency = IDEAL,
+    comm_switch=0.0,
 ) -> Score:
     """Score operators against a chip. Every argument broadcasts; nothing loops in Python."""
     flops, hbm_bytes = _arr(flops), _arr(hbm_bytes)
@@ -182,7 +186,10 @@ def score(
     t_compute = flops / (_arr(peak_flops_per_s) * eff.compute)
     t_memory = hbm_bytes / (_arr(hbm_bytes_per_s) * eff.memory)
     if _nonzero(comm_bytes) or _nonzero(comm_hops):
-        t_comm = _arr(comm_hops) * _arr(link_latency_s) + _arr(comm_bytes) / (_arr(link_bytes_per_s) * eff.comm)
+        frac = eff.comm if not _nonzero(comm_switch) else \
+            _arr(eff.comm) + _arr(comm_switch) * (_arr(eff.comm_switch) - _arr(eff.comm))
+        t_comm = _arr(comm_hops) * (_arr(link_latency_s) + _arr(eff.comm_hop_s)) + \
+            _arr(comm_bytes) / (_arr(link_bytes_per_s) * frac)
     else:
         t_comm = np.zeros(())
     overhead = _arr(eff.overhead_s)
@@ -211,7 +218,7 @@ def score_collective(terms: CollectiveTerms, efficiency: Efficiency = IDEAL) -> 
     """A collective's time from its alpha-beta terms (collectives.collective_terms)."""
     return score(0.0, 0.0, peak_flops_per_s=1.0, hbm_bytes_per_s=1.0, comm_bytes=terms.link_bytes,
                  comm_hops=terms.hops, link_bytes_per_s=terms.link_bytes_per_s, link_latency_s=terms.latency_s,
-                 efficiency=efficiency)
+                 efficiency=efficiency, comm_switch=terms.switch_reduced)
 
 
 def score_op(op: "Op", chip: "Chip", efficiency: Efficiency = IDEAL) -> Score:
@@ -281,10 +288,12 @@ def score_stack(ops: "list[Op]", chip: "Chip", efficiency_model=None, grid: tupl
         effs = [efficiency_of(op, chip, efficiency_model) for op in ops]
         eff = Efficiency(compute=stacked([e.compute for e in effs], shape), memory=stacked([e.memory for e in effs], shape),
                          comm=stacked([e.comm if c else 1.0 for e, c in zip(effs, t.collective)], shape),
-                         overhead_s=stacked([e.overhead_s for e in effs], shape))
+                         overhead_s=stacked([e.overhead_s for e in effs], shape),
+                         comm_switch=stacked([e.comm_switch if c else 1.0 for e, c in zip(effs, t.collective)], shape),
+                         comm_hop_s=stacked([e.comm_hop_s if c else 0.0 for e, c in zip(effs, t.collective)], shape))
     return score(t.flops, t.hbm_bytes, peak_flops_per_s=t.peak_flops_per_s, hbm_bytes_per_s=t.hbm_bytes_per_s,
                  comm_bytes=t.comm_bytes, comm_hops=t.comm_hops, link_bytes_per_s=t.link_bytes_per_s,
-                 link_latency_s=t.link_latency_s, efficiency=eff)
+                 link_latency_s=t.link_latency_s, efficiency=eff, comm_switch=t.comm_switch)
 
 
 class StackTerms(NamedTuple):
@@ -301,6 +310,7 @@ class StackTerms(NamedTuple):
     link_bytes_per_s: np.ndarray
     link_latency_s: np.ndarray
     collective: tuple  # per op: whether it is a collective
+    comm_switch: np.ndarray  # 1 where a collective's bytes are reduced in the switch (NVLS), else 0
 
 
 def stack_terms(ops: "list[Op]", chip: "Chip", grid: tuple) -> StackTerms:
@@ -308,11 +318,12 @@ def stack_terms(ops: "list[Op]", chip: "Chip", grid: tuple) -> StackTerms:
     for op in ops:
         if op.kind == "collective":
             t = collective_terms(op.collective, op.comm_bytes, op.group_chips, chip)
-            rows.append((0.0, 0.0, 1.0, 1.0, t.link_bytes, t.hops, t.link_bytes_per_s, t.latency_s, True))
+            rows.append((0.0, 0.0, 1.0, 1.0, t.link_bytes, t.hops, t.link_bytes_per_s, t.latency_s, True,
+                         t.switch_reduced))
         else:
             rows.append((op.flops, op.hbm_bytes, chip.peak_flops_per_s(op.compute_dtype), chip.hbm_bytes_per_s, 0.0,
-                         0.0, np.inf, 0.0, False))
-    flops, hbm, peak, bw, link_bytes, hops, link_bw, latency, collective = zip(*rows)
+                         0.0, np.inf, 0.0, False, 0.0))
+    flops, hbm, peak, bw, link_bytes, hops, link_bw, latency, collective, switch = zip(*rows)
     shape = (len(ops),) + tuple(grid)
     col = (len(ops),) + (1,) * len(grid)  # per-op numbers against the grid
 
@@ -320,7 +331,7 @@ def stack_terms(ops: "list[Op]", chip: "Chip", grid: tuple) -> StackTerms:
         return np.array(values, dtype=np.float64).reshape(col)
 
     return StackTerms(stacked(flops, shape), stacked(hbm, shape), per_op(peak), per_op(bw), stacked(link_bytes, shape),
-                      per_op(hops), per_op(link_bw), per_op(latency), collective)
+                      stacked(hops, shape), per_op(link_bw), per_op(latency), collective, stacked(switch, shape))
 
 
 def score_ops(ops: "list[Op]", chip: "Chip", efficiency_model=None) -> list[Scored]:

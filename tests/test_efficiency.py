@@ -293,7 +293,8 @@ def test_fit_parameters_beyond_their_ceiling_are_refused():
     from llm_roofline.errors import ChipError
 
     for name, v in (("overhead_per_output_elem_s", 1e300), ("compute_tokens_half", 1e300), ("overhead_s", 2.0),
-                    ("memory_tokens_half", 1e16), ("err_p90", 1e9)):
+                    ("memory_tokens_half", 1e16), ("err_p90", 1e9), ("comm_step_s", 2.0),
+                    ("comm_step_per_doubling_s", -1e-6), ("comm_switch_max", 1.5), ("comm_switch_max", 0.0)):
         with pytest.raises(ChipError, match=name):
             FamilyFit(**{name: v})
     FamilyFit(overhead_s=1.0, compute_tokens_half=1e15, memory_tokens_half=1e15, err_p90=1e3)  # the ceilings

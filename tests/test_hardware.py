@@ -156,6 +156,7 @@ TORUS = GOOD.replace('topology = "switch"', 'topology = "torus"\naxes = [16, 16]
     (GOOD + '[scaleout]\nkind = "ib"\nbytes_per_s = 50e9\nlatency_s = 5e-6\ndomain_size = "big"\n',
      r"\[scaleout\].domain_size must be a number"),
     (GOOD.replace('name = "mychip"', 'name = "mychip"\nscaleout = 5'), r"\[scaleout\] must be a table"),
+    (GOOD.replace("domain_size = 8", 'domain_size = 8\nswitch_reduction = "yes"'), "switch_reduction must be true or false"),
 ])
 def test_chip_file_types_and_physical_ranges(tmp_path, text, message):
     p = tmp_path / "bad.toml"

@@ -115,3 +115,26 @@ def test_a_stack_of_ops_scores_each_op_as_it_would_alone():
             alone = score_op(op, chip, model.for_op(op, chip) if model else Efficiency())
             for k in ("t_compute_s", "t_memory_s", "t_comm_s", "overhead_s", "t_s", "t_lower_s", "t_upper_s"):
                 assert np.array_equal(getattr(row, k), np.broadcast_to(getattr(alone, k), (2,))), (op.name, k)
+
+
+def test_a_stacked_all_reduce_keeps_each_buffer_s_algorithm():
+    # an all-reduce over a grid of buffers on 8 H100s: 8 KB runs one-shot (1 step), 64 MiB through the switch's own
+    # reduction (2 steps, V, at comm_switch_max): the stack holds score_op's numbers, ideal and calibrated
+    import llm_roofline as lr
+    from llm_roofline.chip_fits import calibrated_model
+    from llm_roofline.ops import collective, gemm
+    from llm_roofline.roofline import score_op, score_stack
+
+    chip = lr.load_chip("h100-sxm")
+    v = np.array([8192.0, 64 * 2.0**20])
+    ops = [gemm("ffn.up", "dense", 1, tokens=np.array([1.0, 4096.0]), k=4096, n=4096, bits_per_weight=16,
+                act_bytes_per_elem=2),
+           collective("comm.all_reduce.ffn", "dense", 1, kind="all_reduce", buffer_bytes=v, chips=8)]
+    for model in (None, calibrated_model(chip)):
+        stack = score_stack(ops, chip, model)
+        for op, row in zip(ops, stack.rows()):
+            alone = score_op(op, chip, model.for_op(op, chip) if model else Efficiency())
+            for k in ("t_comm_s", "overhead_s", "t_s"):
+                assert np.array_equal(getattr(row, k), np.broadcast_to(getattr(alone, k), (2,))), (op.name, k)
+    # ideal by hand: 2 us + 7 x 8,192 / 450e9 = 2.127431e-6 s; 2 x 2 us + 67,108,864 / 450e9 = 1.531308e-4 s
+    np.testing.assert_allclose(score_stack(ops, chip).rows()[1].t_comm_s, [2.127431e-6, 1.531308e-4], rtol=1e-6)

@@ -55,13 +55,14 @@ class _Terms:
     out_elems: np.ndarray | float = 0.0  # GEMM: output elements m * n
     group: np.ndarray | float = 0.0  # attention: query heads per K/V head
     walked: np.ndarray | float = 0.0  # moe: walked-row elements per kernel
+    chips: np.ndarray | float = 0.0  # collectives: GPUs in the group
 
     def time_s(self, p: FamilyFit) -> np.ndarray:
         """roofline.score with this family's efficiency: the calibrated (or, with IDEAL_FIT, ideal) time."""
         tokens = 0.0 if self.fam == "attention" else self.tokens  # decode: tokens = sequences (a floor per sequence)
         eff = p.efficiency(tokens, self.kernels, keys=self.keys, elems=self.elems, kv_row_bytes=self.kv_row_bytes,
                            cols=self.cols, dim=self.dim, out_elems=self.out_elems, group=self.group,
-                           walked=self.walked)
+                           walked=self.walked, chips=self.chips)
         if self.comm is not None:
             return score_collective(self.comm, eff).t_s
         return score(self.flops, self.bytes, peak_flops_per_s=self.peak, hbm_bytes_per_s=self.hbm,
@@ -72,7 +73,7 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     tokens = df["m"].to_numpy(np.float64)
     kernels = df["kernels"].to_numpy(np.float64)
     if fam == "collective":
-        return _Terms(fam, tokens, kernels, comm=_collective_terms(df, chip))
+        return _Terms(fam, tokens, kernels, comm=_collective_terms(df, chip), chips=df["tp"].to_numpy(np.float64))
     if fam in ("gemm", "gemm_fp8") + MOE + ATTENTION:
         peaks = {d: chip.peak_flops_per_s(d) for d in set(df["dtype"])}
         peak = df["dtype"].map(peaks).to_numpy(np.float64)
@@ -98,7 +99,7 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
 
 def _collective_terms(df: "pd.DataFrame", chip: Chip) -> CollectiveTerms:
     """collectives.collective_terms of every row (kind = family, chips = tp, buffer = bytes), row-aligned."""
-    lb, hops, bw, lat = (np.zeros(len(df)) for _ in range(4))
+    lb, hops, bw, lat, sw = (np.zeros(len(df)) for _ in range(5))
     kinds = df["family"].replace({"send_recv": "p2p"}).to_numpy()
     chips = df["tp"].to_numpy(np.float64)
     v = df["bytes"].to_numpy(np.float64)
@@ -106,7 +107,8 @@ def _collective_terms(df: "pd.DataFrame", chip: Chip) -> CollectiveTerms:
         sel = (kinds == kind) & (chips == c)
         ct = collective_terms(kind, v[sel], int(c), chip)
         lb[sel], hops[sel], bw[sel], lat[sel] = ct.link_bytes, ct.hops, ct.link_bytes_per_s, ct.latency_s
-    return CollectiveTerms(lb, hops, bw, lat, "scaleup", "")
+        sw[sel] = ct.switch_reduced
+    return CollectiveTerms(lb, hops, bw, lat, "scaleup", "", sw)
 
 
 def predict(df: "pd.DataFrame", chip, fits: "Mapping[str, FamilyFit] | CalibratedModel | None" = None) -> np.ndarray:
@@ -163,13 +165,17 @@ _FREE = {
     "attention_decode_fp8": (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11),
                              ("overhead_per_token_s", 1e-8)),
     "memory": (("memory_max", 0.5), ("memory_tokens_half", 64.0), ("overhead_s", 2e-6)),
-    "collective": (("comm_max", 0.7), ("overhead_s", 1e-5)),
+    # collectives: the bandwidth fraction of GPU-driven copies (one-shot, two-shot) and of the switch's own
+    # reduction (NVLS), the latency per algorithm step and its growth per doubling of the GPUs (log2 n: it fits
+    # the 2/4/8-GPU rows as well as a linear growth in n and stays modest at 72), a fixed cost per call
+    "collective": (("comm_max", 0.6), ("comm_switch_max", 0.5), ("comm_step_s", 2e-6),
+                   ("comm_step_per_doubling_s", 2e-7), ("overhead_s", 1e-6)),
 }
 # further starting points (overrides of _FREE's values) a family's fit also tries, keeping the lowest loss: the
 # GEMM loss has a basin where the tile factors (tokens, cols) carry the shortfall and one where the output
 # parallelism (outs) does
 _ALT_STARTS = {"gemm": ({"compute_tokens_half": 1.0, "compute_cols_half": 1.0, "compute_outs_half": 2e5},)}
-_FRACTIONS = ("compute_max", "memory_max", "comm_max")
+_FRACTIONS = ("compute_max", "memory_max", "comm_max", "comm_switch_max")
 LOSS_SCALE = 0.1  # pseudo-Huber scale of the log residual: quadratic below ~10 %, linear above
 
 
@@ -228,8 +234,9 @@ def _free(fam: str) -> tuple[tuple[str, float], ...]:
 
 
 def fit_family(terms: _Terms, measured: np.ndarray, fam: str) -> FamilyFit:
-    """Fit one family's free parameters (the others stay at their ideal values)."""
-    free = _free(fam)
+    """Fit one family's free parameters (the others stay at their ideal values; comm_switch_max only where some
+    row's bytes are reduced in the switch)."""
+    free = tuple(f for f in _free(fam) if f[0] != "comm_switch_max" or _switch_reduced(terms))
     names = [n for n, _ in free]
 
     def unpack(x) -> FamilyFit:
@@ -248,7 +255,14 @@ def fit_family(terms: _Terms, measured: np.ndarray, fam: str) -> FamilyFit:
                 break
             best = val
         found.append((val, len(found), x))
-    return unpack(min(found, key=lambda f: f[:2])[2])
+    p = unpack(min(found, key=lambda f: f[:2])[2])
+    if "comm_max" in names and "comm_switch_max" not in names:  # no switch-reduced row: as the copies (unmeasured)
+        p = replace(p, comm_switch_max=p.comm_max)
+    return p
+
+
+def _switch_reduced(terms: _Terms) -> bool:
+    return terms.comm is not None and bool(np.any(terms.comm.switch_reduced))
 
 
 def shown_params(fam: str, p: FamilyFit) -> dict[str, float]:
@@ -267,7 +281,8 @@ def _rounded(p: FamilyFit) -> FamilyFit:
     """Four significant digits (what the chip TOML stores); overheads below 1 ns, per-unit overheads below
     1e-20 s and half-saturation scales below 0.01 are zero."""
     def r(k, v):
-        if (k == "overhead_s" and v < 1e-9) or (k.endswith("_half") and v < 1e-2) or \
+        if (k in ("overhead_s", "comm_step_s", "comm_step_per_doubling_s") and v < 1e-9) or \
+                (k.endswith("_half") and v < 1e-2) or \
                 (k.startswith("overhead_per_") and v < 1e-20):
             return 0.0
         return min(float(f"{v:.4g}"), 1.0) if k in _FRACTIONS else float(f"{v:.4g}")
@@ -316,13 +331,12 @@ def fit(df: "pd.DataFrame", chip, *, source: str = "", date: str | None = None) 
 
 
 def _fittable(rows: "pd.DataFrame", terms: _Terms, measured: np.ndarray, fam: str) -> np.ndarray:
-    """The rows a family is fitted on. Collectives: those measured no faster than the ideal alpha-beta time.
-    Their latency term (hops x the chip file's latency_s) is not the fit's, so a collective measured below it
-    (vLLM's one-shot all-reduce of a few KB: ~5 us against 2(n-1) x 2 us) cannot be matched by a model that
-    is never faster than ideal; left in, it only drags comm_max to where the other rows are wrong. Fused-MoE
-    blocks: those measured no faster than the ideal roofline. The collector replays one layer, so a small set of
-    touched experts stays in L2 (L40S: 5.6 % of its bf16 rows beat the GDDR6 roofline, up to 2.4x); a serving
-    step streams every layer's experts from memory."""
+    """The rows a family is fitted on. Collectives: those measured no faster than the ideal alpha-beta time (the
+    best algorithm's lower bound, collectives.ALL_REDUCE_ALGOS: no vLLM all-reduce row is below it), which a
+    model never faster than ideal cannot match; left in, such a row only drags comm_max to where the others are
+    wrong. Fused-MoE blocks: those measured no faster than the ideal roofline. The collector replays one layer,
+    so a small set of touched experts stays in L2 (L40S: 5.6 % of its bf16 rows beat the GDDR6 roofline, up to
+    2.4x); a serving step streams every layer's experts from memory."""
     keep = np.ones(len(rows), dtype=bool)
     if fam in MOE:
         keep = terms.time_s(IDEAL_FIT) <= measured
@@ -338,7 +352,7 @@ def _note(fam: str, p: FamilyFit, rows: "pd.DataFrame", median_err: float, sourc
     ops = ", ".join(sorted(set(rows["op"])))
     shaped = any(getattr(p, h) > 0 for h in ("compute_tokens_half", "compute_keys_half", "compute_elems_half",
                                               "compute_cols_half", "compute_dim_half", "compute_group_half"))
-    at_one = [k for k in _FRACTIONS if getattr(p, k) == 1.0 and k in dict(_free(fam))
+    at_one = [k for k in _FRACTIONS if getattr(p, k) == 1.0 and k in dict(_free(fam)) and k != "comm_switch_max"
               and not (k == "compute_max" and shaped)]  # shape factors < 1 carry the shortfall
     return (f"{source + '; ' if source else ''}{len(rows)} points ({ops}); median |err| {median_err:.1%}; "
             f"fitted {date}" + (f"; {', '.join(at_one)} at its bound 1 (some kernels measured faster than "

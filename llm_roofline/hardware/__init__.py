@@ -66,6 +66,9 @@ class Link:
     link_bytes_per_s: float | None = None
     wraparound: str = "always"
     source: str = ""
+    # the switch itself reduces (NVLink SHARP, NVSwitch gen 3 and later: multimem loads reduce in the switch,
+    # stores multicast), so an all-reduce moves V each way per GPU instead of 2(n-1)/n V (collectives.py)
+    switch_reduction: bool = False
 
     @property
     def collective_bytes_per_s(self) -> float:
@@ -197,6 +200,13 @@ def _optional_str(data: Mapping, key: str, path: str, default: str = "") -> str:
     return value
 
 
+def _optional_bool(data: Mapping, key: str, path: str, default: bool = False) -> bool:
+    value = data.get(key, default)
+    if not isinstance(value, bool):
+        raise ChipError(f"chip file {path}: field {key} must be true or false, got {_short(value)}")
+    return value
+
+
 def _aliases(data: Mapping, path: str) -> tuple[str, ...]:
     value = data.get("aliases", [])
     if not isinstance(value, list) or not all(isinstance(a, str) and a.strip() for a in value):
@@ -254,6 +264,7 @@ def _parse_link(table: Mapping, where: str, path: str) -> Link:
         link_bytes_per_s=link_bps,
         wraparound=wrap,
         source=_optional_str(table, "source", path),
+        switch_reduction=_optional_bool(table, "switch_reduction", path),
     )
 
 
