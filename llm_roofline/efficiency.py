@@ -283,6 +283,19 @@ class CalibratedModel:
             return _efficiency_at(p, op.tokens, self.label)
         return self._shared(fam, op.tokens, None, lambda: p.efficiency(op.tokens, label=self.label))
 
+    def pricing_keys(self, ops: "list[Op]", chip: Chip, memo: dict) -> tuple:
+        """What for_op(op, chip) reads besides each op, as a key (roofline.stacked_efficiency reuses a stack under
+        it): the fit of the op's family, whether a collective crosses the chip's scale-up domain, the chip itself
+        for a dequantizing GEMM (its peaks). memo: a dict kept with `ops` (their families, chip-free, once)."""
+        shapes = memo.get("families")
+        if shapes is None:
+            shapes = memo["families"] = [
+                (fam, int(op.group_chips) if fam == "collective" else 0,
+                 fam == "gemm" and weight_only_quantized(op)) for op in ops for fam in [family_of(op)]]
+        domain = chip.scaleup.domain_size
+        return tuple((id(self.fit_for(fam)), chips > domain, id(chip) if dequant else 0)
+                     for fam, chips, dequant in shapes)
+
     def _shared(self, key, tokens, chip, make) -> Efficiency:
         """make() once for consecutive ops under `key` on the same tokens array and chip (the ops of a graph share
         their tokens array; it is held, so identity is safe)."""

@@ -309,21 +309,48 @@ class Headline:
 def evaluate_headline(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=1, dp=1,
                       weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency=DEFAULT_EFFICIENCY,
                       attention="fused", sequence_parallel=False, attention_dp=1, moe_tp=None, moe_ep=None,
-                      routing_skew=1.0, gpu_memory_utilization=GPU_MEMORY_UTILIZATION) -> Headline:
+                      routing_skew=1.0, gpu_memory_utilization=GPU_MEMORY_UTILIZATION,
+                      graphs: dict | None = None) -> Headline:
     """evaluate(...)'s ttft_s, tpot_s, e2e_s and memory, the same numbers without the work totals, the other time
-    fields and the per-op results (the static planner's scoring)."""
+    fields and the per-op results (the static planner's scoring). graphs: a dict the caller keeps for ONE model
+    while it scores the same scenarios on several chips (graph_memo): the prefill and decode graphs, their
+    chip-free stacks and the footprint are made once there."""
     spec, chip, sh, dt, eff, _, batch, prompt, gen = _inputs(
         model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtype, act_dtype, kv_dtype, efficiency,
         sequence_parallel, attention_dp, moe_tp, moe_ep, routing_skew)
-    pre_ops = build_ops(spec, Phase.prefill(batch, prompt), sh, dt, attention)
-    ttft = phase_t_s(pre_ops, chip, eff, _prefill_time_factor(sh), PrefillSums, _grid(batch, prompt))
+    key = (sh, dt, attention) + tuple(array_key(x) for x in (batch, prompt, gen))
+
+    def prefill_and_footprint():  # the footprint without its capacity (the chip's, set below)
+        ops = build_ops(spec, Phase.prefill(batch, prompt), sh, dt, attention)
+        return ops, footprint(spec, 0.0, sh, dt, ops, batch, prompt + gen)
+
+    (pre_ops, fp), pre_memo = graph_memo(graphs, ("headline.prefill", id(spec)) + key, prefill_and_footprint)
+    ttft = phase_t_s(pre_ops, chip, eff, _prefill_time_factor(sh), PrefillSums, _grid(batch, prompt), pre_memo)
     decode_t = None
     if np.any(gen > 1):
-        ops, sums, grid = _decode_ops(spec, sh, dt, batch, prompt, np.maximum(gen, 2), attention)
-        decode_t = phase_t_s(ops, chip, eff, 1.0, sums, grid)
-    mem = footprint(spec, usable_bytes(chip.hbm_bytes, gpu_memory_utilization), sh, dt, pre_ops, batch, prompt + gen)
+        (ops, sums, grid), memo = graph_memo(graphs, ("headline.decode", id(spec)) + key, lambda: _decode_ops(
+            spec, sh, dt, batch, prompt, np.maximum(gen, 2), attention))
+        decode_t = phase_t_s(ops, chip, eff, 1.0, sums, grid, memo)
+    mem = replace(fp, capacity_bytes=usable_bytes(chip.hbm_bytes, gpu_memory_utilization))
     return Headline(ttft, _tpot_s(gen, ttft, decode_t), ttft + _decode_total_s(gen, ttft, decode_t), mem, chip, sh, eff,
                     batch, gen)
+
+
+def array_key(x) -> tuple:
+    """A float64 array (or number) as a dict key: its shape and bytes."""
+    a = np.asarray(x, dtype=np.float64)
+    return a.shape, a.tobytes()
+
+
+def graph_memo(graphs: dict | None, key: tuple, make) -> tuple:
+    """(make(), a memo dict for phases.phase_t_s) kept in `graphs` under `key` (a graph does not depend on the chip:
+    the caller scores it on each of its chips); graphs None: made afresh, no memo."""
+    if graphs is None:
+        return make(), None
+    hit = graphs.get(key)
+    if hit is None:
+        hit = graphs[key] = (make(), {})
+    return hit
 
 
 def _inputs(model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtype, act_dtype, kv_dtype, efficiency,
@@ -382,12 +409,23 @@ def evaluate_step(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, c
 
 def step_time_s(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chunk_kv_len=0, tp=1, pp=1, ep=1,
                 weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency=DEFAULT_EFFICIENCY,
-                attention="fused", attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0) -> np.ndarray:
-    """evaluate_step(...).times.t_s, without the step's work totals and other time fields (serving step tables)."""
-    ops, chip, eff, _ = _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep,
-                                  weight_dtype, act_dtype, kv_dtype, efficiency, attention, attention_dp, moe_tp,
-                                  moe_ep, routing_skew)
-    return phase_t_s(ops, chip, eff, 1.0)
+                attention="fused", attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0,
+                graphs: dict | None = None) -> np.ndarray:
+    """evaluate_step(...).times.t_s, without the step's work totals and other time fields (serving step tables).
+    graphs: a dict the caller keeps while it scores the same steps on several chips (see graph_memo)."""
+    if graphs is None:
+        ops, chip, eff, _ = _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep,
+                                      weight_dtype, act_dtype, kv_dtype, efficiency, attention, attention_dp, moe_tp,
+                                      moe_ep, routing_skew)
+        return phase_t_s(ops, chip, eff, 1.0)
+    spec, chip = load_model(model), load_chip(chip)
+    dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
+    key = ("step", id(spec), dt, tp, pp, ep, attention, attention_dp, moe_tp, moe_ep, routing_skew) + tuple(
+        array_key(x) for x in (decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len))
+    (ops, _, _, _), memo = graph_memo(graphs, key, lambda: _step_ops(
+        spec, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep, weight_dtype, act_dtype,
+        kv_dtype, None, attention, attention_dp, moe_tp, moe_ep, routing_skew))
+    return phase_t_s(ops, chip, resolve_efficiency(efficiency, chip), 1.0, memo=memo)
 
 
 def _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep, weight_dtype,

@@ -247,25 +247,29 @@ def run_phase(ops: list[Op], chip: Chip, eff, sh: Sharding, time_factor, sums, s
                        shape)
 
 
-def phase_t_s(ops: list[Op], chip: Chip, eff, time_factor, sums=PrefillSums, grid: tuple | None = None) -> np.ndarray:
+def phase_t_s(ops: list[Op], chip: Chip, eff, time_factor, sums=PrefillSums, grid: tuple | None = None,
+              memo: dict | None = None) -> np.ndarray:
     """run_phase(ops, chip, eff, ..., time_factor, sums, ..., grid).totals.times.t_s alone: the same blocks, scores
     and op-by-op sum, without the work totals and the other time fields (a serving step table and the planner need
-    only the wall clock)."""
+    only the wall clock). memo: a dict kept with `ops` while they are scored on several chips (what does not
+    depend on the chip is stacked once there: roofline.stack_terms, roofline.stacked_efficiency)."""
     total = 0
-    for block, _, _, score in _scored_blocks(ops, chip, eff, ops_shape(ops) if grid is None else grid):
+    for block, _, _, score in _scored_blocks(ops, chip, eff, ops_shape(ops) if grid is None else grid, memo):
         t_s = sums.t_s(score)
         total = _add_rows(total, t_s * _per_op([op.count for op in block], t_s) * time_factor)
     return total
 
 
-def _scored_blocks(ops: list[Op], chip: Chip, eff, shape: tuple):
+def _scored_blocks(ops: list[Op], chip: Chip, eff, shape: tuple, memo: dict | None = None):
     """(block of ops, its grid, its stack terms, its Score) for the blocks of roofline.op_blocks: several ops stack on
-    the phase's grid; a lone op (a large grid) keeps its own, so no work is done on broadcast copies."""
+    the phase's grid; a lone op (a large grid) keeps its own, so no work is done on broadcast copies. memo: see
+    phase_t_s (one dict per block in it)."""
     for lo, hi in op_blocks(len(ops), shape):
         block = ops[lo:hi]
         g = shape if hi - lo > 1 else _right_aligned(ops_shape(block), len(shape))
-        terms = stack_terms(block, chip, g)
-        yield block, g, terms, score_stack(block, chip, eff, g, terms)
+        shared = None if memo is None else memo.setdefault((lo, hi), {})
+        terms = stack_terms(block, chip, g, shared)
+        yield block, g, terms, score_stack(block, chip, eff, g, terms, shared)
 
 
 def _right_aligned(shape: tuple, ndim: int) -> tuple:

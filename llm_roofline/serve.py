@@ -146,16 +146,18 @@ class _Prepared:
 
 
 def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency, attention, engine: dict,
-             sp: Speculative, workload, closed: bool, layout: dict, only_fitting: bool = False) -> _Prepared | None:
+             sp: Speculative, workload, closed: bool, layout: dict, only_fitting: bool = False,
+             graphs: dict | None = None) -> _Prepared | None:
     """The step tables and KV capacity of one chip and sharding over the grid `g` (arrays (n,)); None (only_fitting)
-    when no point has room for one sequence's KV cache: the steps are then not evaluated."""
+    when no point has room for one sequence's KV cache: the steps are then not evaluated. graphs: a dict kept over
+    the deployments of one call (estimate.graph_memo: a step's graph is built once for all chips)."""
     capacity = None  # the memory model's answer, when only_fitting asked it first (the same call as below)
     if only_fitting:
         capacity = _fits_somewhere(spec, chip, g, tp, pp, ep, dtypes, attention, engine, workload, layout)
         if capacity is False:
             return None
     kw = dict(tp=tp, pp=pp, ep=ep, weight_dtype=dtypes.weight, act_dtype=dtypes.act, kv_dtype=dtypes.kv,
-              efficiency=resolved_once(efficiency, chip), attention=attention, **layout)  # once, not per step
+              efficiency=resolved_once(efficiency, chip), attention=attention, graphs=graphs, **layout)  # once
     wl = workload_of(g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], workload)
     keys = np.stack([g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], g["max_num_batched_tokens"]], axis=-1)
     uniq, inv = np.unique(keys, axis=0, return_inverse=True)  # step costs do not depend on the load
@@ -303,7 +305,7 @@ def _run(spec, jobs, ctx: dict, raise_errors: bool, only_fitting: bool = False) 
     """Every job (its discrete choices d: chip, tp, pp, ep, dp; its grid g) prepared, then solved together: one
     (chip, d, g, cols, assumptions) per job, or the RooflineError a job raised (raise_errors=False), or None for a
     job where nothing fits (only_fitting)."""
-    preps = []
+    preps, graphs = [], {}  # graphs: each step's graph, built once for every chip (estimate.graph_memo)
     for d, g in jobs:
         try:
             chip_obj = load_chip(d["chip"])
@@ -312,7 +314,7 @@ def _run(spec, jobs, ctx: dict, raise_errors: bool, only_fitting: bool = False) 
             prep = _prepare(spec, chip_obj, g, tp=d["tp"], pp=d["pp"], ep=d["ep"], dp=d["dp"], dtypes=dtypes,
                             efficiency=ctx["efficiency"], attention=ctx["attention"], engine=ctx["engine"], sp=ctx["sp"],
                             workload=ctx["workload"], closed=ctx["closed"], layout=ctx["layout"],
-                            only_fitting=only_fitting)
+                            only_fitting=only_fitting, graphs=graphs)
         except RooflineError as e:
             if raise_errors:
                 raise
