@@ -235,9 +235,13 @@ class CalibratedModel:
     sources: Mapping[str, str] = field(default_factory=dict)  # family -> where its numbers came from
 
     def fit_for(self, family: str) -> FamilyFit:
-        while family not in self.families and family in BORROWS:
-            family = BORROWS[family]
-        return self.families.get(family, IDEAL_FIT)
+        fit = self._fits.get(family)
+        if fit is None:
+            asked = family
+            while family not in self.families and family in BORROWS:
+                family = BORROWS[family]
+            fit = self._fits[asked] = self.families.get(family, IDEAL_FIT)
+        return fit
 
     def __post_init__(self):
         object.__setattr__(self, "_bands", {})  # family -> band: the model is immutable
@@ -245,6 +249,7 @@ class CalibratedModel:
         # of a family ask for the same one (the array is held, so its identity cannot be reused); dequantizing
         # GEMMs: (tokens array, chip, Efficiency) per chip and compute dtype
         object.__setattr__(self, "_by_tokens", {})
+        object.__setattr__(self, "_fits", {})  # family -> the fit pricing it (fit_for, remembered)
 
     def band(self, family: str) -> tuple[float, float]:
         """(p10, p90) of measured / calibrated time for one family (see band_of)."""
@@ -286,15 +291,20 @@ class CalibratedModel:
     def pricing_keys(self, ops: "list[Op]", chip: Chip, memo: dict) -> tuple:
         """What for_op(op, chip) reads besides each op, as a key (roofline.stacked_efficiency reuses a stack under
         it): the fit of the op's family, whether a collective crosses the chip's scale-up domain, the chip itself
-        for a dequantizing GEMM (its peaks). memo: a dict kept with `ops` (their families, chip-free, once)."""
+        for a dequantizing GEMM (its peaks). memo: a dict kept with `ops` (their families, chip-free, once). None (no
+        reuse) when a subclass prices ops its own way."""
+        if type(self).for_op is not CalibratedModel.for_op:
+            return None
         shapes = memo.get("families")
-        if shapes is None:
-            shapes = memo["families"] = [
-                (fam, int(op.group_chips) if fam == "collective" else 0,
-                 fam == "gemm" and weight_only_quantized(op)) for op in ops for fam in [family_of(op)]]
+        if shapes is None:  # the distinct families, the chips of each collective, whether any GEMM dequantizes
+            fams = [family_of(op) for op in ops]
+            shapes = memo["families"] = (tuple(dict.fromkeys(fams)),
+                                         tuple(int(op.group_chips) for op, f in zip(ops, fams) if f == "collective"),
+                                         any(f == "gemm" and weight_only_quantized(op) for op, f in zip(ops, fams)))
+        families, collective_chips, dequant = shapes
         domain = chip.scaleup.domain_size
-        return tuple((id(self.fit_for(fam)), chips > domain, id(chip) if dequant else 0)
-                     for fam, chips, dequant in shapes)
+        return (tuple(id(self.fit_for(f)) for f in families), tuple(n > domain for n in collective_chips),
+                id(chip) if dequant else 0)
 
     def _shared(self, key, tokens, chip, make) -> Efficiency:
         """make() once for consecutive ops under `key` on the same tokens array and chip (the ops of a graph share

@@ -21,14 +21,15 @@ import numpy as np
 
 from .bounds import BOUNDS, check_amounts, check_count, check_grid_points
 from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency, resolved_once
-from .errors import ScenarioError
+from .errors import RooflineError, ScenarioError
 from .graph import Dtypes, Phase, build_ops, resolve_dtypes
 from .hardware import Chip, load_chip
 from .memory import GPU_MEMORY_UTILIZATION, Footprint, footprint, usable_bytes, weight_bytes
 from .model.hf import load_model
 from .model.spec import ModelSpec
 from .optable import OpTable
-from .phases import DecodeSums, PhaseResult, PhaseTotals, PrefillSums, decode_segments, phase_t_s, run_phase
+from .phases import (DecodeSums, PhaseResult, PhaseTotals, PrefillSums, array_key, decode_segments, graph_memo,
+                     phase_t_s, phase_t_s_chips, run_phase)
 from .roofline import TERMS, intensity_of, score_ops  # noqa: F401 (score_ops: a name tests import here)
 from .sharding import Sharding, critical_thresholds
 from .uncertainty import uncertainty_of
@@ -312,45 +313,82 @@ def evaluate_headline(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=
                       routing_skew=1.0, gpu_memory_utilization=GPU_MEMORY_UTILIZATION,
                       graphs: dict | None = None) -> Headline:
     """evaluate(...)'s ttft_s, tpot_s, e2e_s and memory, the same numbers without the work totals, the other time
-    fields and the per-op results (the static planner's scoring). graphs: a dict the caller keeps for ONE model
-    while it scores the same scenarios on several chips (graph_memo): the prefill and decode graphs, their
-    chip-free stacks and the footprint are made once there."""
-    spec, chip, sh, dt, eff, _, batch, prompt, gen = _inputs(
-        model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtype, act_dtype, kv_dtype, efficiency,
-        sequence_parallel, attention_dp, moe_tp, moe_ep, routing_skew)
+    fields and the per-op results (the static planner's scoring). graphs: see evaluate_headlines."""
+    r = evaluate_headlines(model, [chip], efficiencies=[efficiency], batch=batch, prompt_len=prompt_len,
+                           gen_len=gen_len, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype, act_dtype=act_dtype,
+                           kv_dtype=kv_dtype, attention=attention, sequence_parallel=sequence_parallel,
+                           attention_dp=attention_dp, moe_tp=moe_tp, moe_ep=moe_ep, routing_skew=routing_skew,
+                           gpu_memory_utilization=gpu_memory_utilization, graphs=graphs)[0]
+    if isinstance(r, RooflineError):
+        raise r
+    return r
+
+
+def evaluate_headlines(model, chips, *, efficiencies, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=1,
+                       dp=1, weight_dtype=None, act_dtype="bf16", kv_dtype=None, attention="fused",
+                       sequence_parallel=False, attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0,
+                       gpu_memory_utilization=GPU_MEMORY_UTILIZATION, graphs: dict | None = None) -> list:
+    """evaluate_headline of one scenario grid on each of `chips` (efficiencies: one per chip), the same numbers: the
+    chips on which its graphs are the same (the same dtypes run there) are scored together (phases.phase_t_s_chips).
+    Per chip its Headline, or the RooflineError its evaluation raised. graphs: a dict the caller keeps for ONE model
+    while it scores the same scenarios on several calls (graph_memo): the prefill and decode graphs, their chip-free
+    stacks and the footprint are made once there."""
+    try:
+        spec = load_model(model)
+    except RooflineError as err:
+        return [err] * len(chips)
+    out, runs, scenario = [], {}, None
+    for chip, efficiency in zip(chips, efficiencies):
+        try:  # what _inputs checks, in its order; the chip-free part once
+            chip = load_chip(chip)
+            if scenario is None:
+                try:
+                    scenario = _scenario(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_parallel, attention_dp,
+                                         moe_tp, moe_ep, routing_skew)
+                except RooflineError as err:
+                    scenario = err
+            if isinstance(scenario, RooflineError):
+                raise scenario
+            dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
+            eff = resolve_efficiency(efficiency, chip)
+        except RooflineError as err:
+            out.append(err)
+            continue
+        runs.setdefault(dt, []).append((len(out), chip, eff))  # by the dtypes the chip runs
+        out.append(None)
+    for dt, members in runs.items():
+        try:
+            heads = _headlines(spec, members, dt, scenario, attention, gpu_memory_utilization, graphs)
+        except RooflineError as err:
+            heads = [err] * len(members)
+        for (i, _, _), h in zip(members, heads):
+            out[i] = h
+    return out
+
+
+def _headlines(spec, members: list, dt: Dtypes, scenario: tuple, attention, gpu_memory_utilization,
+               graphs: dict | None) -> list[Headline]:
+    """The Headlines of the chips (members: (position, chip, efficiency model)) that run one scenario (_scenario's
+    sharding and grid) in the same dtypes."""
+    sh, batch, prompt, gen = scenario
+    chips, effs = [m[1] for m in members], [m[2] for m in members]
     key = (sh, dt, attention) + tuple(array_key(x) for x in (batch, prompt, gen))
 
-    def prefill_and_footprint():  # the footprint without its capacity (the chip's, set below)
+    def prefill_and_footprint():  # the footprint without its capacity (each chip's, set below)
         ops = build_ops(spec, Phase.prefill(batch, prompt), sh, dt, attention)
         return ops, footprint(spec, 0.0, sh, dt, ops, batch, prompt + gen)
 
     (pre_ops, fp), pre_memo = graph_memo(graphs, ("headline.prefill", id(spec)) + key, prefill_and_footprint)
-    ttft = phase_t_s(pre_ops, chip, eff, _prefill_time_factor(sh), PrefillSums, _grid(batch, prompt), pre_memo)
-    decode_t = None
+    ttfts = phase_t_s_chips(pre_ops, chips, effs, _prefill_time_factor(sh), PrefillSums, _grid(batch, prompt),
+                            pre_memo)
+    decode_ts = [None] * len(chips)
     if np.any(gen > 1):
         (ops, sums, grid), memo = graph_memo(graphs, ("headline.decode", id(spec)) + key, lambda: _decode_ops(
             spec, sh, dt, batch, prompt, np.maximum(gen, 2), attention))
-        decode_t = phase_t_s(ops, chip, eff, 1.0, sums, grid, memo)
-    mem = replace(fp, capacity_bytes=usable_bytes(chip.hbm_bytes, gpu_memory_utilization))
-    return Headline(ttft, _tpot_s(gen, ttft, decode_t), ttft + _decode_total_s(gen, ttft, decode_t), mem, chip, sh, eff,
-                    batch, gen)
-
-
-def array_key(x) -> tuple:
-    """A float64 array (or number) as a dict key: its shape and bytes."""
-    a = np.asarray(x, dtype=np.float64)
-    return a.shape, a.tobytes()
-
-
-def graph_memo(graphs: dict | None, key: tuple, make) -> tuple:
-    """(make(), a memo dict for phases.phase_t_s) kept in `graphs` under `key` (a graph does not depend on the chip:
-    the caller scores it on each of its chips); graphs None: made afresh, no memo."""
-    if graphs is None:
-        return make(), None
-    hit = graphs.get(key)
-    if hit is None:
-        hit = graphs[key] = (make(), {})
-    return hit
+        decode_ts = phase_t_s_chips(ops, chips, effs, 1.0, sums, grid, memo)
+    return [Headline(ttft, _tpot_s(gen, ttft, dec), ttft + _decode_total_s(gen, ttft, dec),
+                     replace(fp, capacity_bytes=usable_bytes(chip.hbm_bytes, gpu_memory_utilization)), chip, sh, eff,
+                     batch, gen) for chip, eff, ttft, dec in zip(chips, effs, ttfts, decode_ts)]
 
 
 def _inputs(model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtype, act_dtype, kv_dtype, efficiency,
@@ -359,6 +397,19 @@ def _inputs(model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtyp
     batch, prompt, gen as float64 arrays)."""
     spec = load_model(model)
     chip = load_chip(chip)
+    sh, batch, prompt, gen = _scenario(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_parallel, attention_dp,
+                                       moe_tp, moe_ep, routing_skew)
+    assumptions = list(spec.assumptions)
+    dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), assumptions)
+    eff = resolve_efficiency(efficiency, chip)
+    if eff is not None:
+        assumptions.append(f"efficiency: {efficiency_label(eff)}.")
+    return spec, chip, sh, dt, eff, assumptions, batch, prompt, gen
+
+
+def _scenario(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_parallel, attention_dp, moe_tp, moe_ep,
+              routing_skew) -> tuple:
+    """The chip-free part of _inputs: (sharding, batch, prompt, gen as float64 arrays), checked."""
     batch, prompt_len, gen_len, tp, pp, ep, dp, attention_dp = (check_count(n, v) for n, v in zip(
         ("batch", "prompt_len", "gen_len", "tp", "pp", "ep", "dp", "attention_dp"),
         (batch, prompt_len, gen_len, tp, pp, ep, dp, attention_dp)))
@@ -369,12 +420,7 @@ def _inputs(model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtyp
     if np.any(np.mod(batch, sh.sequence_groups)):
         raise ScenarioError(f"batch must be a multiple of pp x attention_dp = {sh.sequence_groups} (the batch is split "
                             "into pp micro-batches and attention_dp attention groups)")
-    assumptions = list(spec.assumptions)
-    dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), assumptions)
-    eff = resolve_efficiency(efficiency, chip)
-    if eff is not None:
-        assumptions.append(f"efficiency: {efficiency_label(eff)}.")
-    return spec, chip, sh, dt, eff, assumptions, batch, prompt, gen
+    return sh, batch, prompt, gen
 
 
 def _warnings(spec: ModelSpec, chip: Chip, sh: Sharding, dt: Dtypes, context) -> list[str]:

@@ -14,7 +14,7 @@ import numpy as np
 
 from .ops import Op
 from .roofline import (TIME_FIELDS, Score, Scored, Times, add_times, bound_shares, op_blocks, ops_shape, score_stack,
-                       stack_terms, stacked, sum_affine_steps, sum_affine_steps_t_s, sum_constant_steps_t_s, times_of,
+                       score_stacks, stack_terms, stacked, sum_affine_steps, sum_affine_steps_t_s, sum_constant_steps_t_s, times_of,
                        trapezoid_sum)
 from .sharding import Sharding
 
@@ -253,23 +253,51 @@ def phase_t_s(ops: list[Op], chip: Chip, eff, time_factor, sums=PrefillSums, gri
     and op-by-op sum, without the work totals and the other time fields (a serving step table and the planner need
     only the wall clock). memo: a dict kept with `ops` while they are scored on several chips (what does not
     depend on the chip is stacked once there: roofline.stack_terms, roofline.stacked_efficiency)."""
-    total = 0
-    for block, _, _, score in _scored_blocks(ops, chip, eff, ops_shape(ops) if grid is None else grid, memo):
-        t_s = sums.t_s(score)
-        total = _add_rows(total, t_s * _per_op([op.count for op in block], t_s) * time_factor)
-    return total
+    return phase_t_s_chips(ops, [chip], [eff], time_factor, sums, grid, memo)[0]
 
 
-def _scored_blocks(ops: list[Op], chip: Chip, eff, shape: tuple, memo: dict | None = None):
-    """(block of ops, its grid, its stack terms, its Score) for the blocks of roofline.op_blocks: several ops stack on
-    the phase's grid; a lone op (a large grid) keeps its own, so no work is done on broadcast copies. memo: see
-    phase_t_s (one dict per block in it)."""
+def phase_t_s_chips(ops: list[Op], chips: list, effs: list, time_factor, sums=PrefillSums,
+                    grid: tuple | None = None, memo: dict | None = None) -> list:
+    """phase_t_s of `ops` on each chip (effs: its efficiency model), the same numbers: each block of ops is scored
+    on every chip at once (roofline.score_stacks, the chips' rows one after another) and summed over the phase's
+    steps in one pass; then each chip's rows are summed op by op."""
+    shape = ops_shape(ops) if grid is None else grid
+    totals = [0] * len(chips)
     for lo, hi in op_blocks(len(ops), shape):
         block = ops[lo:hi]
         g = shape if hi - lo > 1 else _right_aligned(ops_shape(block), len(shape))
-        shared = None if memo is None else memo.setdefault((lo, hi), {})
-        terms = stack_terms(block, chip, g, shared)
-        yield block, g, terms, score_stack(block, chip, eff, g, terms, shared)
+        t_s = sums.t_s(score_stacks(block, chips, effs, g, None if memo is None else memo.setdefault((lo, hi), {})))
+        rows = t_s * _per_op([op.count for op in block] * len(chips), t_s) * time_factor
+        for c in range(len(chips)):
+            totals[c] = _add_rows(totals[c], rows[c * len(block):(c + 1) * len(block)])
+    return totals
+
+
+def array_key(x) -> tuple:
+    """A float64 array (or number) as a dict key: its shape and bytes."""
+    a = np.asarray(x, dtype=np.float64)
+    return a.shape, a.tobytes()
+
+
+def graph_memo(graphs: dict | None, key: tuple, make) -> tuple:
+    """(make(), a memo dict for phases.phase_t_s) kept in `graphs` under `key` (a graph does not depend on the chip:
+    the caller scores it on each of its chips); graphs None: made afresh, no memo."""
+    if graphs is None:
+        return make(), None
+    hit = graphs.get(key)
+    if hit is None:
+        hit = graphs[key] = (make(), {})
+    return hit
+
+
+def _scored_blocks(ops: list[Op], chip: Chip, eff, shape: tuple):
+    """(block of ops, its grid, its stack terms, its Score) for the blocks of roofline.op_blocks: several ops stack on
+    the phase's grid; a lone op (a large grid) keeps its own, so no work is done on broadcast copies."""
+    for lo, hi in op_blocks(len(ops), shape):
+        block = ops[lo:hi]
+        g = shape if hi - lo > 1 else _right_aligned(ops_shape(block), len(shape))
+        terms = stack_terms(block, chip, g)
+        yield block, g, terms, score_stack(block, chip, eff, g, terms)
 
 
 def _right_aligned(shape: tuple, ndim: int) -> tuple:

@@ -152,13 +152,11 @@ def _fitting_batches(choice: ShardingChoice, mem, limits: Limits) -> np.ndarray 
     return _batch_array(choice.pp, int(mem["max_batch"]), limits.max_batch)
 
 
-def _score_sharding(spec, chip, choice: ShardingChoice, limits: Limits, price: Price, log: ChipSearchLog,
-                    efficiency_model, graphs: dict, mem, batch_grid: np.ndarray | None):
+def _score_sharding(chip, choice: ShardingChoice, limits: Limits, price: Price, log: ChipSearchLog, mem,
+                    scored: dict):
     """The rows of one (chip, sharding) over its batch grid, or None (logged) when it fails or nothing fits. mem: its
-    memory row (or error); batch_grid: the union of the grids of every chip at this sharding, evaluated at once so
-    that its graphs are built once for every chip (graphs: estimate.graph_memo); the chip's own batches are picked."""
-    from ..estimate import evaluate_headline
-
+    memory row (or error); scored: {sharding: (the union of its chips' batch grids, {chip name: its Headline there or
+    the error})} (_score_all); the chip's own batches are picked."""
     if isinstance(mem, RooflineError) or mem["error"]:
         log.errors.append(f"{choice}: {mem if isinstance(mem, RooflineError) else mem['error']}")
         return None
@@ -166,40 +164,54 @@ def _score_sharding(spec, chip, choice: ShardingChoice, limits: Limits, price: P
     batches = _fitting_batches(choice, mem, limits)
     if batches is None:  # not even one sequence per micro-batch fits: the explanation uses `mem`
         return None
-    try:
-        r = evaluate_headline(spec, chip, batch=batch_grid, prompt_len=limits.prompt_len, gen_len=limits.gen_len,
-                              efficiency=efficiency_model, graphs=graphs, tp=choice.tp, pp=choice.pp, ep=choice.ep,
-                              **limits.scenario)
-    except RooflineError as err:
-        log.errors.append(f"{choice}: {err}")
+    batch_grid, heads = scored[choice]
+    r = heads[chip.name]
+    if isinstance(r, RooflineError):
+        log.errors.append(f"{choice}: {r}")
         return None
     at = np.searchsorted(batch_grid, batches)
     return _rows(r.ttft_s[at], r.tpot_s[at], r.e2e_s[at], r.memory.bytes_per_chip[at], chip, choice, batches, limits,
                  price)
 
 
+def _score_all(spec, searched: list, limits: Limits, graphs: dict) -> dict:
+    """Every sharding evaluated on the chips where it fits, on the union of their batch grids, in one
+    evaluate_headlines call (its graphs built once, the chips scored together): {sharding: (grid, {chip: Headline or
+    RooflineError})}."""
+    from ..estimate import evaluate_headlines
+
+    fitting: dict = {}
+    models = {chip.name: resolved_once(limits.efficiency, chip) for chip, _, _, _ in searched}  # once per chip
+    for chip, choices, _, mems in searched:
+        for c, mem in zip(choices, mems):
+            batches = _fitting_batches(c, mem, limits)
+            if batches is not None:
+                grid, chips = fitting.setdefault(c, (batches, []))
+                fitting[c] = (np.union1d(grid, batches), chips + [chip])
+    out = {}
+    for c, (grid, chips) in fitting.items():
+        heads = evaluate_headlines(spec, chips, efficiencies=[models[chip.name] for chip in chips],
+                                   batch=grid, prompt_len=limits.prompt_len, gen_len=limits.gen_len, graphs=graphs,
+                                   tp=c.tp, pp=c.pp, ep=c.ep, **limits.scenario)
+        out[c] = (grid, {chip.name: h for chip, h in zip(chips, heads)})
+    return out
+
+
 def _search(spec, chip_list, limits: Limits, price_of: dict, tp, pp, ep) -> tuple[list, dict]:
     """Every sharding the model allows on each chip (restricted to tp / pp / ep when given), scored: (the rows,
     chip by chip, {chip: ChipSearchLog}). The memory rows of every chip come first: each sharding is then evaluated on
-    the union of its chips' batch grids, its graphs built once (graphs: also the memory probes' prefill graphs,
-    memory.memory_footprint)."""
+    its chips together (_score_all; graphs: also the memory probes' prefill graphs, memory.memory_footprint)."""
     checked, graphs = {}, {}  # checked: which shardings divide the model (any chip)
     searched = []
     for chip in chip_list:
         choices, skipped = sharding_candidates(spec, chip, limits.max_chips, tp, pp, ep, checked)
         mems = [_memory_row(spec, chip, c, limits, graphs) for c in choices]
         searched.append((chip, choices, ChipSearchLog(shardings=len(choices), errors=list(skipped)), mems))
-    union: dict = {}
-    for _, choices, _, mems in searched:
-        for c, mem in zip(choices, mems):
-            batches = _fitting_batches(c, mem, limits)
-            if batches is not None:
-                union[c] = np.union1d(union.get(c, batches), batches)
+    scored = _score_all(spec, searched, limits, graphs)
     frames, logs = [], {}
     for chip, choices, log, mems in searched:
-        model = resolved_once(limits.efficiency, chip)  # once per chip, not per sharding
-        frames += [f for c, mem in zip(choices, mems) for f in [_score_sharding(
-            spec, chip, c, limits, price_of[chip.name], log, model, graphs, mem, union.get(c))] if f is not None]
+        frames += [f for c, mem in zip(choices, mems)
+                   for f in [_score_sharding(chip, c, limits, price_of[chip.name], log, mem, scored)] if f is not None]
         logs[chip.name] = log
     return frames, logs
 
