@@ -28,12 +28,12 @@ from .memory import GPU_MEMORY_UTILIZATION, Footprint, footprint, usable_bytes, 
 from .model.hf import load_model
 from .model.spec import ModelSpec
 from .optable import OpTable
-from .phases import (DecodeSums, PhaseResult, PhaseTotals, PrefillSums, array_key, decode_segments, graph_memo,
-                     phase_t_s, phase_t_s_chips, run_phase)
+from .phases import (DecodeSums, PhaseResult, PhaseTotals, PrefillSums, decode_segments, graph_memo, phase_t_s,
+                     phase_t_s_chips, run_phase)
 from .roofline import TERMS, intensity_of, score_ops  # noqa: F401 (score_ops: a name tests import here)
 from .sharding import Sharding, critical_thresholds
 from .uncertainty import uncertainty_of
-from .units import json_ready
+from .units import array_key, json_ready
 
 
 

@@ -33,7 +33,7 @@ from .errors import RooflineError, ScenarioError
 from .graph import Dtypes, Phase, build_ops, resolve_dtypes
 from .model.spec import Matrix, ModelSpec
 from .sharding import Sharding, kv_elems_per_token_per_chip, mixer_state_elems_per_chip
-from .units import dtype_bytes, memo_by_identity
+from .units import array_key, dtype_bytes, memo_by_identity
 
 if TYPE_CHECKING:
     from .hardware import Chip
@@ -305,13 +305,12 @@ def memory_footprint(spec: ModelSpec, chip: "Chip", *, batch, prompt_len, gen_le
                      graphs: dict | None = None) -> tuple[Footprint, Dtypes]:
     """The Footprint of a scenario without scoring anything (only the prefill graph is built, for its shard
     sizes and activations), and the dtypes as they run on `chip`. batch may be an array. graphs: a dict the
-    caller keeps for ONE model (the planner, over its chips): the footprints of scalar scenarios are made once per
-    sharding, dtypes and shape there (neither the graph nor the footprint depends on the chip but for its capacity)."""
+    caller keeps for ONE model (the planners, over their chips): the footprints are made once per scenario,
+    sharding and dtypes there (neither the graph nor the footprint depends on the chip but for its capacity)."""
     sh = Sharding(tp, pp, ep, 1, sequence_parallel, attention_dp, moe_tp, moe_ep)
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
     b = np.asarray(batch, dtype=np.float64)
-    key = (sh, dt, attention, float(b), float(prompt_len), float(gen_len)) if graphs is not None and b.ndim == 0 \
-        and np.ndim(prompt_len) == 0 and np.ndim(gen_len) == 0 else None
+    key = None if graphs is None else (sh, dt, attention, array_key(b), array_key(prompt_len), array_key(gen_len))
     cap = chip.hbm_bytes if capacity_bytes is None else capacity_bytes
     fp = graphs.get(key) if key is not None else None
     if fp is None:

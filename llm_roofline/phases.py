@@ -273,12 +273,6 @@ def phase_t_s_chips(ops: list[Op], chips: list, effs: list, time_factor, sums=Pr
     return totals
 
 
-def array_key(x) -> tuple:
-    """A float64 array (or number) as a dict key: its shape and bytes."""
-    a = np.asarray(x, dtype=np.float64)
-    return a.shape, a.tobytes()
-
-
 def graph_memo(graphs: dict | None, key: tuple, make) -> tuple:
     """(make(), a memo dict for phases.phase_t_s) kept in `graphs` under `key` (a graph does not depend on the chip:
     the caller scores it on each of its chips); graphs None: made afresh, no memo."""
