@@ -331,8 +331,7 @@ def evaluate_headlines(model, chips, *, efficiencies, batch=1, prompt_len=2048, 
     """evaluate_headline of one scenario grid on each of `chips` (efficiencies: one per chip), the same numbers: the
     chips on which its graphs are the same (the same dtypes run there) are scored together (phases.phase_t_s_chips).
     Per chip its Headline, or the RooflineError its evaluation raised. graphs: a dict the caller keeps for ONE model
-    while it scores the same scenarios on several calls (graph_memo): the prefill and decode graphs, their chip-free
-    stacks and the footprint are made once there."""
+    over several calls (graph_memo): the graphs, their chip-free stacks and the footprint are made once there."""
     try:
         spec = load_model(model)
     except RooflineError as err:
@@ -368,17 +367,13 @@ def evaluate_headlines(model, chips, *, efficiencies, batch=1, prompt_len=2048, 
 
 def _headlines(spec, members: list, dt: Dtypes, scenario: tuple, attention, gpu_memory_utilization,
                graphs: dict | None) -> list[Headline]:
-    """The Headlines of the chips (members: (position, chip, efficiency model)) that run one scenario (_scenario's
-    sharding and grid) in the same dtypes."""
+    """The Headlines of the chips (members: (position, chip, efficiency model)) running one scenario in dtypes dt."""
     sh, batch, prompt, gen = scenario
     chips, effs = [m[1] for m in members], [m[2] for m in members]
-    key = (sh, dt, attention) + tuple(array_key(x) for x in (batch, prompt, gen))
+    key = () if graphs is None else (sh, dt, attention) + tuple(array_key(x) for x in (batch, prompt, gen))
 
-    def prefill_and_footprint():  # the footprint without its capacity (each chip's, set below)
-        ops = build_ops(spec, Phase.prefill(batch, prompt), sh, dt, attention)
-        return ops, footprint(spec, 0.0, sh, dt, ops, batch, prompt + gen)
-
-    (pre_ops, fp), pre_memo = graph_memo(graphs, ("headline.prefill", id(spec)) + key, prefill_and_footprint)
+    pre_ops, pre_memo = graph_memo(graphs, ("headline.prefill", id(spec)) + key, lambda: build_ops(
+        spec, Phase.prefill(batch, prompt), sh, dt, attention))
     ttfts = phase_t_s_chips(pre_ops, chips, effs, _prefill_time_factor(sh), PrefillSums, _grid(batch, prompt),
                             pre_memo)
     decode_ts = [None] * len(chips)
@@ -386,6 +381,11 @@ def _headlines(spec, members: list, dt: Dtypes, scenario: tuple, attention, gpu_
         (ops, sums, grid), memo = graph_memo(graphs, ("headline.decode", id(spec)) + key, lambda: _decode_ops(
             spec, sh, dt, batch, prompt, np.maximum(gen, 2), attention))
         decode_ts = phase_t_s_chips(ops, chips, effs, 1.0, sums, grid, memo)
+    fp = (pre_memo or {}).get("footprint")  # without its capacity (each chip's, set below)
+    if fp is None:
+        fp = footprint(spec, 0.0, sh, dt, pre_ops, batch, prompt + gen)
+        if pre_memo is not None:
+            pre_memo["footprint"] = fp
     return [Headline(ttft, _tpot_s(gen, ttft, dec), ttft + _decode_total_s(gen, ttft, dec),
                      replace(fp, capacity_bytes=usable_bytes(chip.hbm_bytes, gpu_memory_utilization)), chip, sh, eff,
                      batch, gen) for chip, eff, ttft, dec in zip(chips, effs, ttfts, decode_ts)]
