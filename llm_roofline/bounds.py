@@ -80,22 +80,26 @@ def check_count(name: str, value: Any, max_value: float | None = None, min_value
     hi = BOUNDS[name].max_value if max_value is None else max_value
     if isinstance(value, np.ndarray) and value.ndim == 0:  # np.array(8) is a scalar
         value = value[()]
-    what = f"an integer in [{min_value}, {_fmt_bound(hi)}]"
     if isinstance(value, (list, tuple, np.ndarray)):
-        arr = _numeric_array(name, value, what)
+        arr = _numeric_array(name, value, _count_range(min_value, hi))
         bad = ~np.isfinite(arr) | (arr != np.floor(arr)) | (arr < min_value) | (arr > hi)
         if np.any(bad):
-            raise _fail(name, float(arr[bad].ravel()[0]), what)
+            raise _fail(name, float(arr[bad].ravel()[0]), _count_range(min_value, hi))
         return arr
     if not _is_number_like(value):
-        raise _fail(name, value, what)
+        raise _fail(name, value, _count_range(min_value, hi))
     f = float(value) if not isinstance(value, numbers.Integral) else None
     if f is not None and (not math.isfinite(f) or f != math.floor(f)):
-        raise _fail(name, value, what)
+        raise _fail(name, value, _count_range(min_value, hi))
     n = int(value)
     if n < min_value or n > hi:
-        raise _fail(name, value, what)
+        raise _fail(name, value, _count_range(min_value, hi))
     return n
+
+
+def _count_range(min_value: int, hi: float) -> str:
+    """What check_count accepts, in words (written only for an error message)."""
+    return f"an integer in [{min_value}, {_fmt_bound(hi)}]"
 
 
 def _numeric_array(name: str, value, what: str) -> np.ndarray:

@@ -262,9 +262,13 @@ class CalibratedModel:
     sources: Mapping[str, str] = field(default_factory=dict)  # family -> where its numbers came from
 
     def fit_for(self, family: str) -> FamilyFit:
-        while family not in self.families and family in BORROWS:
-            family = BORROWS[family]
-        return self.families.get(family, IDEAL_FIT)
+        fit = self._fits.get(family)
+        if fit is None:
+            asked = family
+            while family not in self.families and family in BORROWS:
+                family = BORROWS[family]
+            fit = self._fits[asked] = self.families.get(family, IDEAL_FIT)
+        return fit
 
     def __post_init__(self):
         object.__setattr__(self, "_bands", {})  # family -> band: the model is immutable
@@ -272,6 +276,7 @@ class CalibratedModel:
         # of a family ask for the same one (the array is held, so its identity cannot be reused); dequantizing
         # GEMMs: (tokens array, chip, Efficiency) per chip and compute dtype
         object.__setattr__(self, "_by_tokens", {})
+        object.__setattr__(self, "_fits", {})  # family -> the fit pricing it (fit_for, remembered)
 
     def band(self, family: str) -> tuple[float, float]:
         """(p10, p90) of measured / calibrated time for one family (see band_of)."""
@@ -312,6 +317,24 @@ class CalibratedModel:
         if not getattr(op.tokens, "ndim", 0):
             return _efficiency_at(p, op.tokens, self.label)
         return self._shared(fam, op.tokens, None, lambda: p.efficiency(op.tokens, label=self.label))
+
+    def pricing_keys(self, ops: "list[Op]", chip: Chip, memo: dict) -> tuple:
+        """What for_op(op, chip) reads besides each op, as a key (roofline.stacked_efficiency reuses a stack under
+        it): the fit of the op's family, whether a collective crosses the chip's scale-up domain, the chip itself
+        for a dequantizing GEMM (its peaks). memo: a dict kept with `ops` (their families, chip-free, once). None (no
+        reuse) when a subclass prices ops its own way."""
+        if type(self).for_op is not CalibratedModel.for_op:
+            return None
+        shapes = memo.get("families")
+        if shapes is None:  # the distinct families, the chips of each collective, whether any GEMM dequantizes
+            fams = [family_of(op) for op in ops]
+            shapes = memo["families"] = (tuple(dict.fromkeys(fams)),
+                                         tuple(int(op.group_chips) for op, f in zip(ops, fams) if f == "collective"),
+                                         any(f == "gemm" and weight_only_quantized(op) for op, f in zip(ops, fams)))
+        families, collective_chips, dequant = shapes
+        domain = chip.scaleup.domain_size
+        return (tuple(id(self.fit_for(f)) for f in families), tuple(n > domain for n in collective_chips),
+                id(chip) if dequant else 0)
 
     def _shared(self, key, tokens, chip, make) -> Efficiency:
         """make() once for consecutive ops under `key` on the same tokens array and chip (the ops of a graph share

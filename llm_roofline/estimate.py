@@ -21,18 +21,19 @@ import numpy as np
 
 from .bounds import BOUNDS, check_amounts, check_count, check_grid_points
 from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency, resolved_once
-from .errors import ScenarioError
+from .errors import RooflineError, ScenarioError
 from .graph import Dtypes, Phase, build_ops, resolve_dtypes
 from .hardware import Chip, load_chip
 from .memory import GPU_MEMORY_UTILIZATION, Footprint, footprint, usable_bytes, weight_bytes
 from .model.hf import load_model
 from .model.spec import ModelSpec
 from .optable import OpTable
-from .phases import DecodeSums, PhaseResult, PhaseTotals, PrefillSums, decode_segments, phase_t_s, run_phase
+from .phases import (DecodeSums, PhaseResult, PhaseTotals, PrefillSums, decode_segments, graph_memo, phase_t_s,
+                     phase_t_s_chips, run_phase)
 from .roofline import TERMS, intensity_of, score_ops  # noqa: F401 (score_ops: a name tests import here)
 from .sharding import Sharding, critical_thresholds
 from .uncertainty import uncertainty_of
-from .units import json_ready
+from .units import array_key, json_ready
 
 
 
@@ -309,21 +310,85 @@ class Headline:
 def evaluate_headline(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=1, dp=1,
                       weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency=DEFAULT_EFFICIENCY,
                       attention="fused", sequence_parallel=False, attention_dp=1, moe_tp=None, moe_ep=None,
-                      routing_skew=1.0, gpu_memory_utilization=GPU_MEMORY_UTILIZATION) -> Headline:
+                      routing_skew=1.0, gpu_memory_utilization=GPU_MEMORY_UTILIZATION,
+                      graphs: dict | None = None) -> Headline:
     """evaluate(...)'s ttft_s, tpot_s, e2e_s and memory, the same numbers without the work totals, the other time
-    fields and the per-op results (the static planner's scoring)."""
-    spec, chip, sh, dt, eff, _, batch, prompt, gen = _inputs(
-        model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtype, act_dtype, kv_dtype, efficiency,
-        sequence_parallel, attention_dp, moe_tp, moe_ep, routing_skew)
-    pre_ops = build_ops(spec, Phase.prefill(batch, prompt), sh, dt, attention)
-    ttft = phase_t_s(pre_ops, chip, eff, _prefill_time_factor(sh), PrefillSums, _grid(batch, prompt))
-    decode_t = None
+    fields and the per-op results (the static planner's scoring). graphs: see evaluate_headlines."""
+    r = evaluate_headlines(model, [chip], efficiencies=[efficiency], batch=batch, prompt_len=prompt_len,
+                           gen_len=gen_len, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype, act_dtype=act_dtype,
+                           kv_dtype=kv_dtype, attention=attention, sequence_parallel=sequence_parallel,
+                           attention_dp=attention_dp, moe_tp=moe_tp, moe_ep=moe_ep, routing_skew=routing_skew,
+                           gpu_memory_utilization=gpu_memory_utilization, graphs=graphs)[0]
+    if isinstance(r, RooflineError):
+        raise r
+    return r
+
+
+def evaluate_headlines(model, chips, *, efficiencies, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=1,
+                       dp=1, weight_dtype=None, act_dtype="bf16", kv_dtype=None, attention="fused",
+                       sequence_parallel=False, attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0,
+                       gpu_memory_utilization=GPU_MEMORY_UTILIZATION, graphs: dict | None = None) -> list:
+    """evaluate_headline of one scenario grid on each of `chips` (efficiencies: one per chip), the same numbers: the
+    chips on which its graphs are the same (the same dtypes run there) are scored together (phases.phase_t_s_chips).
+    Per chip its Headline, or the RooflineError its evaluation raised. graphs: a dict the caller keeps for ONE model
+    over several calls (graph_memo): the graphs, their chip-free stacks and the footprint are made once there."""
+    try:
+        spec = load_model(model)
+    except RooflineError as err:
+        return [err] * len(chips)
+    out, runs, scenario = [], {}, None
+    for chip, efficiency in zip(chips, efficiencies):
+        try:  # what _inputs checks, in its order; the chip-free part once
+            chip = load_chip(chip)
+            if scenario is None:
+                try:
+                    scenario = _scenario(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_parallel, attention_dp,
+                                         moe_tp, moe_ep, routing_skew)
+                except RooflineError as err:
+                    scenario = err
+            if isinstance(scenario, RooflineError):
+                raise scenario
+            dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
+            eff = resolve_efficiency(efficiency, chip)
+        except RooflineError as err:
+            out.append(err)
+            continue
+        runs.setdefault(dt, []).append((len(out), chip, eff))  # by the dtypes the chip runs
+        out.append(None)
+    for dt, members in runs.items():
+        try:
+            heads = _headlines(spec, members, dt, scenario, attention, gpu_memory_utilization, graphs)
+        except RooflineError as err:
+            heads = [err] * len(members)
+        for (i, _, _), h in zip(members, heads):
+            out[i] = h
+    return out
+
+
+def _headlines(spec, members: list, dt: Dtypes, scenario: tuple, attention, gpu_memory_utilization,
+               graphs: dict | None) -> list[Headline]:
+    """The Headlines of the chips (members: (position, chip, efficiency model)) running one scenario in dtypes dt."""
+    sh, batch, prompt, gen = scenario
+    chips, effs = [m[1] for m in members], [m[2] for m in members]
+    key = () if graphs is None else (sh, dt, attention) + tuple(array_key(x) for x in (batch, prompt, gen))
+
+    pre_ops, pre_memo = graph_memo(graphs, ("headline.prefill", id(spec)) + key, lambda: build_ops(
+        spec, Phase.prefill(batch, prompt), sh, dt, attention))
+    ttfts = phase_t_s_chips(pre_ops, chips, effs, _prefill_time_factor(sh), PrefillSums, _grid(batch, prompt),
+                            pre_memo)
+    decode_ts = [None] * len(chips)
     if np.any(gen > 1):
-        ops, sums, grid = _decode_ops(spec, sh, dt, batch, prompt, np.maximum(gen, 2), attention)
-        decode_t = phase_t_s(ops, chip, eff, 1.0, sums, grid)
-    mem = footprint(spec, usable_bytes(chip.hbm_bytes, gpu_memory_utilization), sh, dt, pre_ops, batch, prompt + gen)
-    return Headline(ttft, _tpot_s(gen, ttft, decode_t), ttft + _decode_total_s(gen, ttft, decode_t), mem, chip, sh, eff,
-                    batch, gen)
+        (ops, sums, grid), memo = graph_memo(graphs, ("headline.decode", id(spec)) + key, lambda: _decode_ops(
+            spec, sh, dt, batch, prompt, np.maximum(gen, 2), attention))
+        decode_ts = phase_t_s_chips(ops, chips, effs, 1.0, sums, grid, memo)
+    fp = (pre_memo or {}).get("footprint")  # without its capacity (each chip's, set below)
+    if fp is None:
+        fp = footprint(spec, 0.0, sh, dt, pre_ops, batch, prompt + gen)
+        if pre_memo is not None:
+            pre_memo["footprint"] = fp
+    return [Headline(ttft, _tpot_s(gen, ttft, dec), ttft + _decode_total_s(gen, ttft, dec),
+                     replace(fp, capacity_bytes=usable_bytes(chip.hbm_bytes, gpu_memory_utilization)), chip, sh, eff,
+                     batch, gen) for chip, eff, ttft, dec in zip(chips, effs, ttfts, decode_ts)]
 
 
 def _inputs(model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtype, act_dtype, kv_dtype, efficiency,
@@ -332,6 +397,19 @@ def _inputs(model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtyp
     batch, prompt, gen as float64 arrays)."""
     spec = load_model(model)
     chip = load_chip(chip)
+    sh, batch, prompt, gen = _scenario(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_parallel, attention_dp,
+                                       moe_tp, moe_ep, routing_skew)
+    assumptions = list(spec.assumptions)
+    dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), assumptions)
+    eff = resolve_efficiency(efficiency, chip)
+    if eff is not None:
+        assumptions.append(f"efficiency: {efficiency_label(eff)}.")
+    return spec, chip, sh, dt, eff, assumptions, batch, prompt, gen
+
+
+def _scenario(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_parallel, attention_dp, moe_tp, moe_ep,
+              routing_skew) -> tuple:
+    """The chip-free part of _inputs: (sharding, batch, prompt, gen as float64 arrays), checked."""
     batch, prompt_len, gen_len, tp, pp, ep, dp, attention_dp = (check_count(n, v) for n, v in zip(
         ("batch", "prompt_len", "gen_len", "tp", "pp", "ep", "dp", "attention_dp"),
         (batch, prompt_len, gen_len, tp, pp, ep, dp, attention_dp)))
@@ -342,12 +420,7 @@ def _inputs(model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtyp
     if np.any(np.mod(batch, sh.sequence_groups)):
         raise ScenarioError(f"batch must be a multiple of pp x attention_dp = {sh.sequence_groups} (the batch is split "
                             "into pp micro-batches and attention_dp attention groups)")
-    assumptions = list(spec.assumptions)
-    dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), assumptions)
-    eff = resolve_efficiency(efficiency, chip)
-    if eff is not None:
-        assumptions.append(f"efficiency: {efficiency_label(eff)}.")
-    return spec, chip, sh, dt, eff, assumptions, batch, prompt, gen
+    return sh, batch, prompt, gen
 
 
 def _warnings(spec: ModelSpec, chip: Chip, sh: Sharding, dt: Dtypes, context) -> list[str]:
@@ -382,12 +455,23 @@ def evaluate_step(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, c
 
 def step_time_s(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chunk_kv_len=0, tp=1, pp=1, ep=1,
                 weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency=DEFAULT_EFFICIENCY,
-                attention="fused", attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0) -> np.ndarray:
-    """evaluate_step(...).times.t_s, without the step's work totals and other time fields (serving step tables)."""
-    ops, chip, eff, _ = _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep,
-                                  weight_dtype, act_dtype, kv_dtype, efficiency, attention, attention_dp, moe_tp,
-                                  moe_ep, routing_skew)
-    return phase_t_s(ops, chip, eff, 1.0)
+                attention="fused", attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0,
+                graphs: dict | None = None) -> np.ndarray:
+    """evaluate_step(...).times.t_s, without the step's work totals and other time fields (serving step tables).
+    graphs: a dict the caller keeps while it scores the same steps on several chips (see graph_memo)."""
+    if graphs is None:
+        ops, chip, eff, _ = _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep,
+                                      weight_dtype, act_dtype, kv_dtype, efficiency, attention, attention_dp, moe_tp,
+                                      moe_ep, routing_skew)
+        return phase_t_s(ops, chip, eff, 1.0)
+    spec, chip = load_model(model), load_chip(chip)
+    dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
+    key = ("step", id(spec), dt, tp, pp, ep, attention, attention_dp, moe_tp, moe_ep, routing_skew) + tuple(
+        array_key(x) for x in (decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len))
+    (ops, _, _, _), memo = graph_memo(graphs, key, lambda: _step_ops(
+        spec, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep, weight_dtype, act_dtype,
+        kv_dtype, None, attention, attention_dp, moe_tp, moe_ep, routing_skew))
+    return phase_t_s(ops, chip, resolve_efficiency(efficiency, chip), 1.0, memo=memo)
 
 
 def _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep, weight_dtype,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,7 +33,7 @@ from .errors import RooflineError, ScenarioError
 from .graph import Dtypes, Phase, build_ops, resolve_dtypes
 from .model.spec import Matrix, ModelSpec
 from .sharding import Sharding, kv_elems_per_token_per_chip, mixer_state_elems_per_chip
-from .units import dtype_bytes, memo_by_identity
+from .units import array_key, dtype_bytes, memo_by_identity
 
 if TYPE_CHECKING:
     from .hardware import Chip
@@ -305,20 +305,20 @@ def memory_footprint(spec: ModelSpec, chip: "Chip", *, batch, prompt_len, gen_le
                      graphs: dict | None = None) -> tuple[Footprint, Dtypes]:
     """The Footprint of a scenario without scoring anything (only the prefill graph is built, for its shard
     sizes and activations), and the dtypes as they run on `chip`. batch may be an array. graphs: a dict the
-    caller keeps for ONE model (the planner, over its chips): the graphs of scalar scenarios are built once per
-    sharding, dtypes and shape there (a graph does not depend on the chip)."""
+    caller keeps for ONE model (the planners, over their chips): the footprints are made once per scenario,
+    sharding and dtypes there (neither the graph nor the footprint depends on the chip but for its capacity)."""
     sh = Sharding(tp, pp, ep, 1, sequence_parallel, attention_dp, moe_tp, moe_ep)
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
     b = np.asarray(batch, dtype=np.float64)
-    key = (sh, dt, attention, float(b), float(prompt_len)) if graphs is not None and b.ndim == 0 \
-        and np.ndim(prompt_len) == 0 else None
-    ops = graphs.get(key) if key is not None else None
-    if ops is None:
-        ops = build_ops(spec, Phase.prefill(b, np.float64(prompt_len)), sh, dt, attention)
-        if key is not None:
-            graphs[key] = ops
+    key = None if graphs is None else (sh, dt, attention, array_key(b), array_key(prompt_len), array_key(gen_len))
     cap = chip.hbm_bytes if capacity_bytes is None else capacity_bytes
-    return footprint(spec, cap, sh, dt, ops, b, np.float64(prompt_len + gen_len)), dt
+    fp = graphs.get(key) if key is not None else None
+    if fp is None:
+        ops = build_ops(spec, Phase.prefill(b, np.float64(prompt_len)), sh, dt, attention)
+        fp = footprint(spec, cap, sh, dt, ops, b, np.float64(prompt_len + gen_len))
+        if key is not None:
+            graphs[key] = fp  # the footprint on any chip but for its capacity
+    return (fp if fp.capacity_bytes == cap else replace(fp, capacity_bytes=cap)), dt
 
 
 def _max_batch_row(spec, chip, usable_bytes, context, gen_len, tp, pp, ep, weight_dtype, kv_dtype, act_dtype,
@@ -335,5 +335,15 @@ def _max_batch_row(spec, chip, usable_bytes, context, gen_len, tp, pp, ep, weigh
             "activation_workspace_bytes_per_chip": float(fp.activation_workspace_bytes_per_chip),
             "bytes_per_sequence_per_chip": float(fp.kv_bytes_per_sequence_per_chip),
             "free_bytes": float(fp.free_bytes), "max_batch": max(mb_int, 0), "fits": mb_int >= pp,
-            "kv_bytes_per_token": kv_bytes_per_token(spec, dt.kv), "weight_bytes": weight_bytes(spec, weight_dtype),
+            "kv_bytes_per_token": _remembered(graphs, ("kv_bytes_per_token", dt.kv), kv_bytes_per_token, spec, dt.kv),
+            "weight_bytes": _remembered(graphs, ("weight_bytes", weight_dtype), weight_bytes, spec, weight_dtype),
             "error": None}
+
+
+def _remembered(graphs: dict | None, key: tuple, fn, *args):
+    """fn(*args), kept in `graphs` (a dict the caller keeps for one model) under `key` when given."""
+    if graphs is None:
+        return fn(*args)
+    if key not in graphs:
+        graphs[key] = fn(*args)
+    return graphs[key]

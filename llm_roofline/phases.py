@@ -14,7 +14,7 @@ import numpy as np
 
 from .ops import Op
 from .roofline import (TIME_FIELDS, Score, Scored, Times, add_times, bound_shares, op_blocks, ops_shape, score_stack,
-                       stack_terms, stacked, sum_affine_steps, sum_affine_steps_t_s, sum_constant_steps_t_s, times_of,
+                       score_stacks, stack_terms, stacked, sum_affine_steps, sum_affine_steps_t_s, sum_constant_steps_t_s, times_of,
                        trapezoid_sum)
 from .sharding import Sharding
 
@@ -247,15 +247,41 @@ def run_phase(ops: list[Op], chip: Chip, eff, sh: Sharding, time_factor, sums, s
                        shape)
 
 
-def phase_t_s(ops: list[Op], chip: Chip, eff, time_factor, sums=PrefillSums, grid: tuple | None = None) -> np.ndarray:
+def phase_t_s(ops: list[Op], chip: Chip, eff, time_factor, sums=PrefillSums, grid: tuple | None = None,
+              memo: dict | None = None) -> np.ndarray:
     """run_phase(ops, chip, eff, ..., time_factor, sums, ..., grid).totals.times.t_s alone: the same blocks, scores
     and op-by-op sum, without the work totals and the other time fields (a serving step table and the planner need
-    only the wall clock)."""
-    total = 0
-    for block, _, _, score in _scored_blocks(ops, chip, eff, ops_shape(ops) if grid is None else grid):
-        t_s = sums.t_s(score)
-        total = _add_rows(total, t_s * _per_op([op.count for op in block], t_s) * time_factor)
-    return total
+    only the wall clock). memo: a dict kept with `ops` while they are scored on several chips (what does not
+    depend on the chip is stacked once there: roofline.stack_terms, roofline.stacked_efficiency)."""
+    return phase_t_s_chips(ops, [chip], [eff], time_factor, sums, grid, memo)[0]
+
+
+def phase_t_s_chips(ops: list[Op], chips: list, effs: list, time_factor, sums=PrefillSums,
+                    grid: tuple | None = None, memo: dict | None = None) -> list:
+    """phase_t_s of `ops` on each chip (effs: its efficiency model), the same numbers: each block of ops is scored
+    on every chip at once (roofline.score_stacks, the chips' rows one after another) and summed over the phase's
+    steps in one pass; then each chip's rows are summed op by op."""
+    shape = ops_shape(ops) if grid is None else grid
+    totals = [0] * len(chips)
+    for lo, hi in op_blocks(len(ops), shape):
+        block = ops[lo:hi]
+        g = shape if hi - lo > 1 else _right_aligned(ops_shape(block), len(shape))
+        t_s = sums.t_s(score_stacks(block, chips, effs, g, None if memo is None else memo.setdefault((lo, hi), {})))
+        rows = t_s * _per_op([op.count for op in block] * len(chips), t_s) * time_factor
+        for c in range(len(chips)):
+            totals[c] = _add_rows(totals[c], rows[c * len(block):(c + 1) * len(block)])
+    return totals
+
+
+def graph_memo(graphs: dict | None, key: tuple, make) -> tuple:
+    """(make(), a memo dict for phases.phase_t_s) kept in `graphs` under `key` (a graph does not depend on the chip:
+    the caller scores it on each of its chips); graphs None: made afresh, no memo."""
+    if graphs is None:
+        return make(), None
+    hit = graphs.get(key)
+    if hit is None:
+        hit = graphs[key] = (make(), {})
+    return hit
 
 
 def _scored_blocks(ops: list[Op], chip: Chip, eff, shape: tuple):

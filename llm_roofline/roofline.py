@@ -275,25 +275,72 @@ def op_blocks(n_ops: int, shape: tuple) -> list[tuple[int, int]]:
 
 
 def score_stack(ops: "list[Op]", chip: "Chip", efficiency_model=None, grid: tuple | None = None,
-                terms: "StackTerms | None" = None) -> Score:
+                terms: "StackTerms | None" = None, shared: dict | None = None) -> Score:
     """Every op scored on `chip` in one roofline.score: a Score whose arrays have one row per op, shape
     (len(ops), *grid), grid = ops_shape(ops) unless given. Row j holds score_op(ops[j], chip, its efficiency) broadcast
     to the grid: collectives priced on the link they cross (comm terms only), other ops on peak FLOP/s and HBM
-    (no comm term: no link bytes and no hops, at an infinite link). terms: stack_terms(ops, chip, grid), when known."""
+    (no comm term: no link bytes and no hops, at an infinite link). terms: stack_terms(ops, chip, grid), when known.
+    shared: a dict kept with `ops` while they are scored on several chips (stacked_efficiency)."""
     shape = (len(ops),) + (ops_shape(ops) if grid is None else grid)
-    t = stack_terms(ops, chip, shape[1:]) if terms is None else terms
-    if efficiency_model is None:
-        eff = IDEAL  # the same numbers for every op
-    else:
-        effs = [efficiency_of(op, chip, efficiency_model) for op in ops]
-        eff = Efficiency(compute=stacked([e.compute for e in effs], shape), memory=stacked([e.memory for e in effs], shape),
-                         comm=stacked([e.comm if c else 1.0 for e, c in zip(effs, t.collective)], shape),
-                         overhead_s=stacked([e.overhead_s for e in effs], shape),
-                         comm_switch=stacked([e.comm_switch if c else 1.0 for e, c in zip(effs, t.collective)], shape),
-                         comm_hop_s=stacked([e.comm_hop_s if c else 0.0 for e, c in zip(effs, t.collective)], shape))
+    t = stack_terms(ops, chip, shape[1:], shared) if terms is None else terms
+    eff = stacked_efficiency(ops, chip, efficiency_model, shape, t.collective, shared)
     return score(t.flops, t.hbm_bytes, peak_flops_per_s=t.peak_flops_per_s, hbm_bytes_per_s=t.hbm_bytes_per_s,
                  comm_bytes=t.comm_bytes, comm_hops=t.comm_hops, link_bytes_per_s=t.link_bytes_per_s,
                  link_latency_s=t.link_latency_s, efficiency=eff, comm_switch=t.comm_switch)
+
+
+def score_stacks(ops: "list[Op]", chips: list, efficiency_models: list, grid: tuple,
+                 shared: dict | None = None) -> Score:
+    """score_stack of `ops` on each of `chips` (at its efficiency model), the chips' rows one after another (rows
+    c * len(ops) .. (c + 1) * len(ops) - 1: chip c) in ONE roofline.score: it is elementwise, so every row holds the
+    numbers score_stack gives for its chip. shared: see score_stack."""
+    if len(chips) == 1:
+        return score_stack(ops, chips[0], efficiency_models[0], grid, None, shared)
+    shape = (len(ops),) + tuple(grid)
+    terms = [stack_terms(ops, chip, grid, shared) for chip in chips]
+    effs = [stacked_efficiency(ops, chip, m, shape, t.collective, shared)
+            for chip, m, t in zip(chips, efficiency_models, terms)]
+
+    def joined(parts, full: bool = True):  # full: each part broadcast to (ops, *grid); else per-op (ops, 1, ...)
+        return np.concatenate([x if not full or np.shape(x) == shape else np.broadcast_to(x, shape) for x in parts])
+
+    t = StackTerms(*(joined([getattr(x, k) for x in terms], k in ("flops", "hbm_bytes", "comm_bytes", "comm_hops",
+                                                                  "comm_switch"))
+                     for k in StackTerms._fields[:-1]), terms[0].collective * len(chips))
+    eff = Efficiency(**{k: joined([getattr(e, k) for e in effs])
+                        for k in ("compute", "memory", "comm", "overhead_s", "comm_switch", "comm_hop_s")})
+    return score(t.flops, t.hbm_bytes, peak_flops_per_s=t.peak_flops_per_s, hbm_bytes_per_s=t.hbm_bytes_per_s,
+                 comm_bytes=t.comm_bytes, comm_hops=t.comm_hops, link_bytes_per_s=t.link_bytes_per_s,
+                 link_latency_s=t.link_latency_s, efficiency=eff, comm_switch=t.comm_switch)
+
+
+def stacked_efficiency(ops: "list[Op]", chip: "Chip", efficiency_model, shape: tuple, collective: tuple,
+                       shared: dict | None = None) -> Efficiency:
+    """The ops' efficiencies stacked like their terms (shape (ops, *grid); a collective's comm, other ops' 1).
+    shared: a dict kept with `ops`; a model with .pricing_keys(ops, chip, shared) (what its for_op reads besides
+    each op: the fit pricing it, the chip where that matters) gets one stack per distinct key, reused on every
+    chip whose keys are the same (chips borrowing one fit)."""
+    if efficiency_model is None:
+        return IDEAL  # the same numbers for every op
+    if isinstance(efficiency_model, Efficiency):
+        effs = [efficiency_model] * len(ops)
+    else:
+        cache = key = None
+        if shared is not None and hasattr(efficiency_model, "pricing_keys"):
+            key = efficiency_model.pricing_keys(ops, chip, shared)
+            cache = shared.setdefault("efficiency", {}) if key is not None else None
+            hit = cache.get(key) if cache is not None else None
+            if hit is not None:
+                return hit
+        effs = [efficiency_model.for_op(op, chip) for op in ops]
+    eff = Efficiency(compute=stacked([e.compute for e in effs], shape), memory=stacked([e.memory for e in effs], shape),
+                     comm=stacked([e.comm if c else 1.0 for e, c in zip(effs, collective)], shape),
+                     overhead_s=stacked([e.overhead_s for e in effs], shape),
+                     comm_switch=stacked([e.comm_switch if c else 1.0 for e, c in zip(effs, collective)], shape),
+                     comm_hop_s=stacked([e.comm_hop_s if c else 0.0 for e, c in zip(effs, collective)], shape))
+    if not isinstance(efficiency_model, Efficiency) and cache is not None:
+        cache[key] = eff
+    return eff
 
 
 class StackTerms(NamedTuple):
@@ -309,29 +356,41 @@ class StackTerms(NamedTuple):
     comm_hops: np.ndarray
     link_bytes_per_s: np.ndarray
     link_latency_s: np.ndarray
-    collective: tuple  # per op: whether it is a collective
     comm_switch: np.ndarray  # 1 where a collective's bytes are reduced in the switch (NVLS), else 0
+    collective: tuple  # per op: whether it is a collective
 
 
-def stack_terms(ops: "list[Op]", chip: "Chip", grid: tuple) -> StackTerms:
-    rows = []
-    for op in ops:
-        if op.kind == "collective":
-            t = collective_terms(op.collective, op.comm_bytes, op.group_chips, chip)
-            rows.append((0.0, 0.0, 1.0, 1.0, t.link_bytes, t.hops, t.link_bytes_per_s, t.latency_s, True,
-                         t.switch_reduced))
-        else:
-            rows.append((op.flops, op.hbm_bytes, chip.peak_flops_per_s(op.compute_dtype), chip.hbm_bytes_per_s, 0.0,
-                         0.0, np.inf, 0.0, False, 0.0))
-    flops, hbm, peak, bw, link_bytes, hops, link_bw, latency, collective, switch = zip(*rows)
+def stack_terms(ops: "list[Op]", chip: "Chip", grid: tuple, shared: dict | None = None) -> StackTerms:
+    """StackTerms of `ops` on `chip`. shared: a dict kept with `ops` while they are scored on several chips: the
+    stacks that do not depend on the chip (FLOPs and HBM bytes) are made once there."""
     shape = (len(ops),) + tuple(grid)
+    local = shared.get("local") if shared is not None else None
+    if local is None:
+        collective = tuple(op.kind == "collective" for op in ops)
+        local = (stacked([0.0 if c else op.flops for op, c in zip(ops, collective)], shape),
+                 stacked([0.0 if c else op.hbm_bytes for op, c in zip(ops, collective)], shape), collective)
+        if shared is not None:
+            shared["local"] = local
+    flops, hbm, collective = local
+    links = (chip.scaleup, chip.scaleout)  # all a collective's terms read of the chip (collectives.collective_terms)
+    comm = shared.get(links) if shared is not None else None
+    if comm is None:
+        comm = [(1.0, 1.0, t.link_bytes, t.hops, t.link_bytes_per_s, t.latency_s, t.switch_reduced)
+                for op, c in zip(ops, collective) if c
+                for t in [collective_terms(op.collective, op.comm_bytes, op.group_chips, chip)]]
+        if shared is not None:
+            shared[links] = comm
+    comm_rows = iter(comm)
+    rows = [next(comm_rows) if c else (chip.peak_flops_per_s(op.compute_dtype), chip.hbm_bytes_per_s, 0.0, 0.0, np.inf,
+                                       0.0, 0.0) for op, c in zip(ops, collective)]
+    peak, bw, link_bytes, hops, link_bw, latency, switch = zip(*rows)
     col = (len(ops),) + (1,) * len(grid)  # per-op numbers against the grid
 
     def per_op(values):
         return np.array(values, dtype=np.float64).reshape(col)
 
-    return StackTerms(stacked(flops, shape), stacked(hbm, shape), per_op(peak), per_op(bw), stacked(link_bytes, shape),
-                      stacked(hops, shape), per_op(link_bw), per_op(latency), collective, stacked(switch, shape))
+    return StackTerms(flops, hbm, per_op(peak), per_op(bw), stacked(link_bytes, shape), stacked(hops, shape),
+                      per_op(link_bw), per_op(latency), stacked(switch, shape), collective)
 
 
 def score_ops(ops: "list[Op]", chip: "Chip", efficiency_model=None) -> list[Scored]:

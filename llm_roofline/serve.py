@@ -114,13 +114,14 @@ def _draft_fn(spec, chip, kw, sp: Speculative, kv_tokens):
     return lambda nodes: sp.k * per_layer * _step_fn(draft, chip, kw)(nodes, kv_tokens, 0.0, 0.0)
 
 
-def _capacity(spec, chip, wl: Workload, eng_budget, max_seqs, sh, dtypes, util, attention):
-    """(running capacity per replica, KV bytes per sequence per chip, KV bytes free per chip), arrays (n,)."""
+def _capacity(spec, chip, wl: Workload, eng_budget, max_seqs, sh, dtypes, util, attention, graphs=None):
+    """(running capacity per replica, KV bytes per sequence per chip, KV bytes free per chip), arrays (n,). graphs: see
+    _prepare (the footprint, made once for every chip: memory.memory_footprint)."""
     adp = sh["attention_dp"]
     fp, _ = memory_footprint(spec, chip, batch=adp, prompt_len=wl.held_tokens, gen_len=0, tp=sh["tp"], pp=sh["pp"],
                              ep=sh["ep"], attention_dp=adp, moe_tp=sh["moe_tp"], moe_ep=sh["moe_ep"],
                              weight_dtype=dtypes.weight, act_dtype=dtypes.act, kv_dtype=dtypes.kv,
-                             attention=attention, capacity_bytes=util * chip.hbm_bytes)
+                             attention=attention, capacity_bytes=util * chip.hbm_bytes, graphs=graphs)
     workspace = fp.activation_workspace_bytes_per_chip * eng_budget / PREFILL_CHUNK_TOKENS
     free = util * chip.hbm_bytes - fp.weight_bytes_per_chip - workspace
     kv_seq = np.asarray(fp.kv_bytes_per_sequence_per_chip, dtype=np.float64)
@@ -146,16 +147,18 @@ class _Prepared:
 
 
 def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency, attention, engine: dict,
-             sp: Speculative, workload, closed: bool, layout: dict, only_fitting: bool = False) -> _Prepared | None:
+             sp: Speculative, workload, closed: bool, layout: dict, only_fitting: bool = False,
+             graphs: dict | None = None) -> _Prepared | None:
     """The step tables and KV capacity of one chip and sharding over the grid `g` (arrays (n,)); None (only_fitting)
-    when no point has room for one sequence's KV cache: the steps are then not evaluated."""
+    when no point has room for one sequence's KV cache: the steps are then not evaluated. graphs: a dict kept over
+    the deployments of one call (estimate.graph_memo: a step's graph is built once for all chips)."""
     capacity = None  # the memory model's answer, when only_fitting asked it first (the same call as below)
     if only_fitting:
-        capacity = _fits_somewhere(spec, chip, g, tp, pp, ep, dtypes, attention, engine, workload, layout)
+        capacity = _fits_somewhere(spec, chip, g, tp, pp, ep, dtypes, attention, engine, workload, layout, graphs)
         if capacity is False:
             return None
     kw = dict(tp=tp, pp=pp, ep=ep, weight_dtype=dtypes.weight, act_dtype=dtypes.act, kv_dtype=dtypes.kv,
-              efficiency=resolved_once(efficiency, chip), attention=attention, **layout)  # once, not per step
+              efficiency=resolved_once(efficiency, chip), attention=attention, graphs=graphs, **layout)  # once
     wl = workload_of(g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], workload)
     keys = np.stack([g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], g["max_num_batched_tokens"]], axis=-1)
     uniq, inv = np.unique(keys, axis=0, return_inverse=True)  # step costs do not depend on the load
@@ -169,18 +172,20 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
     tab = step_tables(_step_fn(spec, chip, kw), wl_u, eng, sp, nodes, draft).with_index(inv.ravel())
     cap, kv_seq, free, kv_seqs = capacity if isinstance(capacity, tuple) else _capacity(
         spec, chip, wl, g["max_num_batched_tokens"], g["max_num_seqs"], dict(tp=tp, pp=pp, ep=ep, **layout), dtypes,
-        engine["gpu_memory_utilization"], attention)
+        engine["gpu_memory_utilization"], attention, graphs)
     load = (g["concurrency"] if closed else g["qps"]) / dp
     return _Prepared(tab, wl, cap, kv_seq, free, kv_seqs, load, dp, g["max_num_seqs"], layout["attention_dp"])
 
 
-def _fits_somewhere(spec, chip, g, tp, pp, ep, dtypes, attention, engine, workload, layout) -> "bool | tuple":
+def _fits_somewhere(spec, chip, g, tp, pp, ep, dtypes, attention, engine, workload, layout,
+                    graphs=None) -> "bool | tuple":
     """Whether any point of `g` holds one sequence, by the memory model alone: False, or _capacity's tuple when
     one does (_prepare reuses it), or True when it raises (the full evaluation then reports that error as before)."""
     try:
         wl = workload_of(g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], workload)
         capacity = _capacity(spec, chip, wl, g["max_num_batched_tokens"], g["max_num_seqs"],
-                             dict(tp=tp, pp=pp, ep=ep, **layout), dtypes, engine["gpu_memory_utilization"], attention)
+                             dict(tp=tp, pp=pp, ep=ep, **layout), dtypes, engine["gpu_memory_utilization"], attention,
+                             graphs)
     except RooflineError:
         return True
     return capacity if np.any(capacity[0] >= 1) else False
@@ -303,7 +308,7 @@ def _run(spec, jobs, ctx: dict, raise_errors: bool, only_fitting: bool = False) 
     """Every job (its discrete choices d: chip, tp, pp, ep, dp; its grid g) prepared, then solved together: one
     (chip, d, g, cols, assumptions) per job, or the RooflineError a job raised (raise_errors=False), or None for a
     job where nothing fits (only_fitting)."""
-    preps = []
+    preps, graphs = [], {}  # graphs: each step's graph, built once for every chip (estimate.graph_memo)
     for d, g in jobs:
         try:
             chip_obj = load_chip(d["chip"])
@@ -312,7 +317,7 @@ def _run(spec, jobs, ctx: dict, raise_errors: bool, only_fitting: bool = False) 
             prep = _prepare(spec, chip_obj, g, tp=d["tp"], pp=d["pp"], ep=d["ep"], dp=d["dp"], dtypes=dtypes,
                             efficiency=ctx["efficiency"], attention=ctx["attention"], engine=ctx["engine"], sp=ctx["sp"],
                             workload=ctx["workload"], closed=ctx["closed"], layout=ctx["layout"],
-                            only_fitting=only_fitting)
+                            only_fitting=only_fitting, graphs=graphs)
         except RooflineError as e:
             if raise_errors:
                 raise

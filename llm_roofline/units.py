@@ -229,3 +229,9 @@ def median_1d(x: np.ndarray) -> float:
     if np.isnan(v[-1]):
         return float("nan")
     return float(v[n // 2]) if n % 2 else float((v[n // 2 - 1] + v[n // 2]) / 2.0)
+
+
+def array_key(x) -> tuple:
+    """A float64 array (or number) as a dict key: its shape and bytes."""
+    a = np.asarray(x, dtype=np.float64)
+    return a.shape, a.tobytes()

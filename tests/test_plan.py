@@ -158,18 +158,18 @@ def test_one_evaluate_call_per_sharding_scores_the_whole_batch_array(monkeypatch
 
     est_mod = importlib.import_module("llm_roofline.estimate")  # the attribute lr.estimate is the function
     calls = []
-    real = est_mod.evaluate_headline  # evaluate()'s headline numbers alone
+    real = est_mod.evaluate_headlines  # evaluate()'s headline numbers alone, on several chips
 
     def counting(*a, **kw):
-        calls.append((kw["tp"], kw["pp"], np.size(kw["batch"])))
+        calls.append((kw["tp"], kw["pp"], np.size(kw["batch"]), len(a[1])))
         return real(*a, **kw)
 
-    monkeypatch.setattr(est_mod, "evaluate_headline", counting)
-    p = plan(L8, ["h100-sxm"], prompt_len=1024, gen_len=128, max_chips=4, max_batch=512, efficiency="ideal")
+    monkeypatch.setattr(est_mod, "evaluate_headlines", counting)
+    p = plan(L8, ["h100-sxm", "h200"], prompt_len=1024, gen_len=128, max_chips=4, max_batch=512, efficiency="ideal")
     shardings = {(r.tp, r.pp) for r in p.candidates.itertuples()}
-    # per sharding: one grid call with every batch at once; the memory probe (max batch) scores nothing
+    # per sharding: one grid call with every batch of both chips at once; the memory probe (max batch) scores nothing
     assert len(calls) == len(shardings)
-    assert min(c[2] for c in calls) >= 5
+    assert min(c[2] for c in calls) >= 5 and all(c[3] == 2 for c in calls)
 
 
 def test_memory_max_batch_agrees_with_estimate_at_one_memory_fraction():

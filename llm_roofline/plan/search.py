@@ -133,45 +133,87 @@ def _batch_array(pp: int, max_batch_memory: int, max_batch: int) -> np.ndarray:
     return np.array(sorted(fit_part | set(beyond)), dtype=np.float64)
 
 
-def _score_sharding(spec, chip, choice: ShardingChoice, limits: Limits, price: Price, log: ChipSearchLog,
-                    efficiency_model, graphs: dict):
-    """The rows of one (chip, sharding) over its batch grid, or None (logged) when it fails or nothing fits."""
-    from ..estimate import evaluate_headline
+def _memory_row(spec, chip, choice: ShardingChoice, limits: Limits, graphs: dict):
+    """memory.max_batch_row of one (chip, sharding), or the RooflineError it raised."""
     from ..memory import max_batch_row
 
-    kw = dict(tp=choice.tp, pp=choice.pp, ep=choice.ep, **limits.scenario)
     try:
-        mem = max_batch_row(spec, chip, limits.prompt_len + limits.gen_len, gen_len=limits.gen_len,
-                            gpu_memory_utilization=1.0 - limits.reserve, graphs=graphs, **kw)
+        return max_batch_row(spec, chip, limits.prompt_len + limits.gen_len, gen_len=limits.gen_len,
+                             gpu_memory_utilization=1.0 - limits.reserve, graphs=graphs, tp=choice.tp, pp=choice.pp,
+                             ep=choice.ep, **limits.scenario)
     except RooflineError as err:
-        log.errors.append(f"{choice}: {err}")
+        return err
+
+
+def _fitting_batches(choice: ShardingChoice, mem, limits: Limits) -> np.ndarray | None:
+    """The batch grid of a sharding whose memory row fits one sequence per micro-batch, else None."""
+    if isinstance(mem, RooflineError) or mem["error"] or int(mem["max_batch"]) < choice.pp:
         return None
-    if mem["error"]:
-        log.errors.append(f"{choice}: {mem['error']}")
+    return _batch_array(choice.pp, int(mem["max_batch"]), limits.max_batch)
+
+
+def _score_sharding(chip, choice: ShardingChoice, limits: Limits, price: Price, log: ChipSearchLog, mem,
+                    scored: dict):
+    """The rows of one (chip, sharding) over its batch grid, or None (logged) when it fails or nothing fits. mem: its
+    memory row (or error); scored: {sharding: (the union of its chips' batch grids, {chip name: its Headline there or
+    the error})} (_score_all); the chip's own batches are picked."""
+    if isinstance(mem, RooflineError) or mem["error"]:
+        log.errors.append(f"{choice}: {mem if isinstance(mem, RooflineError) else mem['error']}")
         return None
     log.memory_rows.append(mem)
-    max_batch_memory = int(mem["max_batch"])
-    if max_batch_memory < choice.pp:  # not even one sequence per micro-batch fits: the explanation uses `mem`
+    batches = _fitting_batches(choice, mem, limits)
+    if batches is None:  # not even one sequence per micro-batch fits: the explanation uses `mem`
         return None
-    batches = _batch_array(choice.pp, max_batch_memory, limits.max_batch)
-    try:
-        r = evaluate_headline(spec, chip, batch=batches, prompt_len=limits.prompt_len, gen_len=limits.gen_len,
-                              efficiency=efficiency_model, **kw)
-    except RooflineError as err:
-        log.errors.append(f"{choice}: {err}")
+    batch_grid, heads = scored[choice]
+    r = heads[chip.name]
+    if isinstance(r, RooflineError):
+        log.errors.append(f"{choice}: {r}")
         return None
-    return _rows(r, chip, choice, batches, limits, price)
+    at = np.searchsorted(batch_grid, batches)
+    return _rows(r.ttft_s[at], r.tpot_s[at], r.e2e_s[at], r.memory.bytes_per_chip[at], chip, choice, batches, limits,
+                 price)
 
 
-def _search_chip(spec, chip, limits: Limits, price: Price, tp, pp, ep, checked: dict,
-                 graphs: dict) -> tuple[list, ChipSearchLog]:
-    """Every sharding the model allows on `chip` (restricted to tp / pp / ep when given), scored. graphs: the
-    memory probes' prefill graphs, shared by the chips of one plan (memory.memory_footprint)."""
-    choices, skipped = sharding_candidates(spec, chip, limits.max_chips, tp, pp, ep, checked)
-    log = ChipSearchLog(shardings=len(choices), errors=list(skipped))
-    model = resolved_once(limits.efficiency, chip)  # once per chip, not per sharding
-    frames = [_score_sharding(spec, chip, c, limits, price, log, model, graphs) for c in choices]
-    return [f for f in frames if f is not None], log
+def _score_all(spec, searched: list, limits: Limits, graphs: dict) -> dict:
+    """Every sharding evaluated on the chips where it fits, on the union of their batch grids, in one
+    evaluate_headlines call (its graphs built once, the chips scored together): {sharding: (grid, {chip: Headline or
+    RooflineError})}."""
+    from ..estimate import evaluate_headlines
+
+    fitting: dict = {}
+    models = {chip.name: resolved_once(limits.efficiency, chip) for chip, _, _, _ in searched}  # once per chip
+    for chip, choices, _, mems in searched:
+        for c, mem in zip(choices, mems):
+            batches = _fitting_batches(c, mem, limits)
+            if batches is not None:
+                grid, chips = fitting.setdefault(c, (batches, []))
+                fitting[c] = (np.union1d(grid, batches), chips + [chip])
+    out = {}
+    for c, (grid, chips) in fitting.items():
+        heads = evaluate_headlines(spec, chips, efficiencies=[models[chip.name] for chip in chips],
+                                   batch=grid, prompt_len=limits.prompt_len, gen_len=limits.gen_len, graphs=graphs,
+                                   tp=c.tp, pp=c.pp, ep=c.ep, **limits.scenario)
+        out[c] = (grid, {chip.name: h for chip, h in zip(chips, heads)})
+    return out
+
+
+def _search(spec, chip_list, limits: Limits, price_of: dict, tp, pp, ep) -> tuple[list, dict]:
+    """Every sharding the model allows on each chip (restricted to tp / pp / ep when given), scored: (the rows,
+    chip by chip, {chip: ChipSearchLog}). The memory rows of every chip come first: each sharding is then evaluated on
+    its chips together (_score_all; graphs: also the memory probes' prefill graphs, memory.memory_footprint)."""
+    checked, graphs = {}, {}  # checked: which shardings divide the model (any chip)
+    searched = []
+    for chip in chip_list:
+        choices, skipped = sharding_candidates(spec, chip, limits.max_chips, tp, pp, ep, checked)
+        mems = [_memory_row(spec, chip, c, limits, graphs) for c in choices]
+        searched.append((chip, choices, ChipSearchLog(shardings=len(choices), errors=list(skipped)), mems))
+    scored = _score_all(spec, searched, limits, graphs)
+    frames, logs = [], {}
+    for chip, choices, log, mems in searched:
+        frames += [f for c, mem in zip(choices, mems)
+                   for f in [_score_sharding(chip, c, limits, price_of[chip.name], log, mem, scored)] if f is not None]
+        logs[chip.name] = log
+    return frames, logs
 
 
 def _replicas(concurrent, batch):
@@ -202,13 +244,11 @@ def _scaleout_note(chip, tp: int) -> str:
             f"{chip.scaleout.kind if chip.scaleout else 'scale-out'}")
 
 
-def _rows(r, chip, choice: ShardingChoice, batches, limits: Limits, price: Price):
-    """The rows of one (chip, tp, pp, ep), one per batch: metrics, constraint flags, replicas, cost (a dict of
-    columns; _candidates joins every sharding's into one DataFrame)."""
+def _rows(ttft, tpot, e2e, per_chip, chip, choice: ShardingChoice, batches, limits: Limits, price: Price):
+    """The rows of one (chip, tp, pp, ep), one per batch (ttft, tpot, e2e and per-chip bytes: arrays over
+    `batches`): metrics, constraint flags, replicas, cost (a dict of columns; _candidates joins every sharding's
+    into one DataFrame)."""
     n = batches.shape[0]
-    bc = lambda v: np.broadcast_to(np.asarray(v, dtype=np.float64), (n,)).copy()  # noqa: E731
-    ttft, tpot, e2e = bc(r.ttft_s), bc(r.tpot_s), bc(r.e2e_s)
-    per_chip = bc(r.memory.bytes_per_chip)
     usable_bytes = chip.hbm_bytes * (1.0 - float(limits.reserve))
     fits = per_chip <= usable_bytes
     meets_ttft = ttft <= limits.ttft_s if limits.ttft_s is not None else np.ones(n, bool)
@@ -367,11 +407,7 @@ def plan(model, chips, prompt_len: int, gen_len: int, ttft_s: float | None = Non
     price_of = chip_prices(chip_list, prices)
     rank_by = rank_by or ("cost" if all(p.usd_per_hour is not None for p in price_of.values()) else "chips")
     notes = _notes(limits, price_of)
-    frames, logs, checked, graphs = [], {}, {}, {}  # checked: which shardings divide the model (any chip)
-    for chip in chip_list:
-        chip_frames, logs[chip.name] = _search_chip(spec, chip, limits, price_of[chip.name], tp, pp, ep, checked,
-                                                    graphs)
-        frames += chip_frames
+    frames, logs = _search(spec, chip_list, limits, price_of, tp, pp, ep)
     cand = _candidates(frames)
     if len(cand):
         cand = _rank(cand, rank_by)
