@@ -146,6 +146,8 @@ def _own_model(chip: Chip, own: dict[str, FamilyFit]) -> CalibratedModel:
     if "attention" not in fams and "gemm" in fams:
         fams["attention"], sources["attention"] = attention_from_gemm(fams["gemm"]), BORROWED + "gemm"
     for f, base in BORROWS.items():
+        while base not in fams and base in BORROWS:  # gemm_fp8_block -> gemm_fp8 -> gemm (CalibratedModel.fit_for)
+            base = BORROWS[base]
         if f not in fams and base in fams:
             sources[f] = BORROWED + base
     lent = sorted({s[len(BORROWED):] for f, s in sources.items() if s.startswith(BORROWED) and f in fams})

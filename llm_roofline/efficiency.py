@@ -22,6 +22,10 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
 
     gemm              kind='gemm', bf16/fp16 compute     vLLM GEMMs (aic-vllm gemm_perf, bfloat16)
     gemm_fp8          kind='gemm', fp8/int8 compute      vLLM CUTLASS fp8 GEMMs (gemm_perf, fp8 per-tensor)
+    gemm_fp8_block    the same with block-scaled weights  vLLM block-scaled fp8 GEMMs (gemm_perf fp8_block: DeepGEMM,
+                      (op.weight_block > 0: DeepSeek-V3,   CUTLASS/FlashInfer blockwise; Triton on L40S), the rows
+                      Qwen3 fp8 checkpoints)               whose kernel time shows above the host floor; without a
+                                                           fit: the chip's gemm_fp8
     moe               expert GEMMs (style 'expert')      vLLM fused-MoE block (moe_perf, bf16, balanced)
     moe_quant         expert GEMMs with 4-bit weights    the 4-bit fused-MoE rows (nvfp4, w4a16_mxfp4,
                       (fp4 / int4 + block scales)        w4a8_mxfp4_mxfp8, int4_wo; balanced): same terms as moe,
@@ -92,13 +96,13 @@ if TYPE_CHECKING:
     from .ops import Op
 
 FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8",
-            "elementwise", "activation", "rope", "norm", "embedding", "collective")
+            "elementwise", "activation", "rope", "norm", "embedding", "collective", "gemm_fp8_block")
 FP8_COMPUTE = ("fp8", "int8", "fp4", "int4")  # GEMMs computing in these run the 8-bit (and narrower) kernels
 # a family without its own fit borrows: family -> the family it falls back to (and says so)
 BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "moe_quant": "moe", "attention_decode_fp8": "attention_decode",
-           "attention_decode": "attention"}
+           "attention_decode": "attention", "gemm_fp8_block": "gemm_fp8"}
 # without an own fit these use the chip's own bf16 fit (BORROWS), not another chip's fit of the 8-bit family
-OWN_BF16_FALLBACK = ("gemm_fp8", "attention_decode_fp8", "moe_quant")
+OWN_BF16_FALLBACK = ("gemm_fp8", "attention_decode_fp8", "moe_quant", "gemm_fp8_block")
 KV8_BITS = 8.0  # a KV cache stored in this many bits or fewer (fp8, int8) decodes with the attention_decode_fp8 fit
 
 
@@ -209,7 +213,7 @@ def family_of(op: "Op") -> str:
         if op.style == "expert" and quantized_experts(op):
             return "moe_quant"
         if op.compute_dtype in FP8_COMPUTE:
-            return "gemm_fp8"
+            return "gemm_fp8_block" if block_scaled(op) else "gemm_fp8"
         return "moe" if op.style == "expert" else "gemm"
     if op.kind == "attention":
         if not is_decode_attention(op):
@@ -375,6 +379,13 @@ def quantized_experts(op: "Op") -> bool:
     """Whether an expert GEMM's weights are 4-bit (fp4 / int4 + block scales: < QUANT_EXPERT_BITS bits): the 4-bit
     fused-MoE kernels (moe_quant) price it; fp8 experts measured another mechanism (benchmarks/CALIBRATION.md)."""
     return 0 < getattr(op, "weight_bits", 0.0) < QUANT_EXPERT_BITS
+
+
+def block_scaled(op: "Op") -> bool:
+    """Whether a (non-expert) 8-bit GEMM's weights carry one scale per block of weights (DeepSeek-style 128x128
+    fp8 blocks, quantization_config weight_block_size): the block-scaled kernels (DeepGEMM, CUTLASS / FlashInfer
+    blockwise, Triton on Ada) rescale the partial sums per 128-deep K block (gemm_fp8_block)."""
+    return op.style != "expert" and getattr(op, "weight_block", 0.0) > 0
 
 
 QUANT_EXPERT_BITS = 6.0  # expert weights narrower than this (4-bit formats, scales included) run 4-bit MoE kernels

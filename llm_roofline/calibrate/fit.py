@@ -31,6 +31,7 @@ MEMORY_FAMILIES = ("elementwise", "activation", "rope", "norm", "embedding")
 DECODE = ("attention_decode", "attention_decode_fp8")
 ATTENTION = ("attention",) + DECODE
 MOE = ("moe", "moe_quant")  # fused-MoE blocks: bf16 experts, quantized experts
+GEMMS = ("gemm", "gemm_fp8", "gemm_fp8_block")  # dense GEMMs: bf16, fp8 per-tensor, fp8 block-scaled
 
 
 # =============================================================================== prediction
@@ -73,7 +74,7 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     kernels = df["kernels"].to_numpy(np.float64)
     if fam == "collective":
         return _Terms(fam, tokens, kernels, comm=_collective_terms(df, chip))
-    if fam in ("gemm", "gemm_fp8") + MOE + ATTENTION:
+    if fam in GEMMS + MOE + ATTENTION:
         peaks = {d: chip.peak_flops_per_s(d) for d in set(df["dtype"])}
         peak = df["dtype"].map(peaks).to_numpy(np.float64)
     else:
@@ -82,7 +83,7 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     elems = df["elems"].to_numpy(np.float64) if fam in ATTENTION and "elems" in df else np.zeros(len(df))
     flops, nbytes = df["flops"].to_numpy(np.float64), df["bytes"].to_numpy(np.float64)
     row = 0.0
-    cols = df["n"].to_numpy(np.float64) if fam in ("gemm", "gemm_fp8") else 0.0
+    cols = df["n"].to_numpy(np.float64) if fam in GEMMS else 0.0
     out = tokens * cols
     dim = df["head_dim"].to_numpy(np.float64) if fam in ATTENTION and "head_dim" in df else 0.0
     group = df["q_per_kv"].to_numpy(np.float64) if fam in ATTENTION and "q_per_kv" in df else 0.0
@@ -143,6 +144,11 @@ _FREE = {
     "gemm_fp8": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("compute_cols_half", 128.0),
                  ("memory_max", 0.8), ("overhead_s", 5e-6), ("overhead_per_output_elem_s", 1e-13),
                  ("overhead_per_token_s", 1e-9)),
+    # block-scaled fp8 (DeepSeek 128x128 weight blocks, 1x128 activation groups): gemm_fp8's terms, fitted on the
+    # kernel-time rows (calibrate/aic_vllm.py): other kernels (DeepGEMM, CUTLASS / FlashInfer blockwise, Triton)
+    "gemm_fp8_block": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("compute_cols_half", 128.0),
+                       ("memory_max", 0.8), ("overhead_s", 5e-6), ("overhead_per_output_elem_s", 1e-13),
+                       ("overhead_per_token_s", 1e-9)),
     # the fused-MoE expert block (two grouped GEMMs, kernels = 2), T = rows per touched expert
     "moe": (("compute_max", 0.6), ("compute_tokens_half", 64.0), ("memory_max", 0.7), ("overhead_s", 1e-5),
             ("overhead_per_walked_elem_s", 1e-12)),
