@@ -44,7 +44,8 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   of T + T_half rows: M padded to tiles, wave quantization) and compute_cols_half the same in N (op.gemm_n, the output
   columns of one kernel: narrow outputs fill few tiles and SMs; fp8 kernels use wider tiles than bf16 ones);
   compute_outs_half: output parallelism (T*N output elements: few output tiles leave SMs idle while each CTA walks all
-  of K, so skinny GEMMs take time ~ K; the fit picks it or the tile factors); memory_max: weight streaming at small T;
+  of K, so skinny GEMMs take time ~ K; the fit picks it or the tile factors; with compute_k_split K_s > 0 it counts
+  T*N*max(1, K/K_s) work units: split-K kernels walk at most K_s of K per CTA); memory_max: weight streaming at small T;
   overhead_s the launch/latency floor (moe: per grouped GEMM, two per block); overhead_per_output_elem_s the epilogue
   (writing C, not overlapped with the main loop); overhead_per_token_s (gemm_fp8) the activations' dynamic fp8
   quantization, a pass per row. T for an expert GEMM is its rows per touched expert; overhead_per_walked_elem_s (moe)
@@ -132,6 +133,9 @@ class FamilyFit:
     err_p10: float = 1.0  # held-out measured / predicted, 10th percentile (uncertainty band), > 0
     err_p90: float = 1.0  # held-out measured / predicted, 90th percentile, > 0
     fitted_on: str = ""
+    compute_k_split: float = 0.0  # GEMM: K per split of a split-K kernel: the output-parallelism factor counts
+    #   T * N * max(1, K / compute_k_split) work units (few output tiles split K over more CTAs, so a skinny GEMM's
+    #   serial K walk stops growing past it); 0: no split-K, >= 0
 
     def __post_init__(self):
         for name in ("compute_max", "memory_max", "comm_max"):
@@ -143,11 +147,14 @@ class FamilyFit:
             if not (isinstance(v, (int, float)) and math.isfinite(v) and 0 <= v <= top):
                 raise ChipError(f"efficiency {name} must be a number in [0, {top:g}], got {v!r}")
 
-    def compute(self, tokens, keys=0.0, elems=0.0, cols=0.0, dim=0.0, group=0.0, outs=0.0) -> np.ndarray:
+    def compute(self, tokens, keys=0.0, elems=0.0, cols=0.0, dim=0.0, group=0.0, outs=0.0, depth=0.0) -> np.ndarray:
         """compute_max * f(T, compute_tokens_half) * f(keys, compute_keys_half) * f(elems, compute_elems_half)
         * f(cols, compute_cols_half) * f(dim, compute_dim_half) * f(group, compute_group_half),
-        f(x, h) = x / (x + h); a factor whose x <= 0 (unknown) or h = 0 is 1."""
+        f(x, h) = x / (x + h); a factor whose x <= 0 (unknown) or h = 0 is 1. GEMM: outs counts
+        T * N * max(1, K / compute_k_split) when compute_k_split > 0 and depth K is known (split-K)."""
         out = np.float64(self.compute_max)
+        if self.compute_k_split > 0 and self.compute_outs_half > 0:
+            outs = _float(outs) * np.maximum(1.0, _float(depth) / max(self.compute_k_split, 1.0))  # >= 1 element
         for x, half in ((tokens, self.compute_tokens_half), (keys, self.compute_keys_half),
                         (elems, self.compute_elems_half), (cols, self.compute_cols_half),
                         (dim, self.compute_dim_half), (group, self.compute_group_half),
@@ -164,7 +171,7 @@ class FamilyFit:
         return _where(known, self.memory_max * tt / np.hypot(tt, self.memory_tokens_half), self.memory_max)
 
     def efficiency(self, tokens=0.0, kernels=1.0, label: str = "calibrated", keys=0.0, elems=0.0,
-                   kv_row_bytes=0.0, cols=0.0, dim=0.0, out_elems=0.0, group=0.0, walked=0.0) -> Efficiency:
+                   kv_row_bytes=0.0, cols=0.0, dim=0.0, out_elems=0.0, group=0.0, walked=0.0, depth=0.0) -> Efficiency:
         """The Efficiency at T = tokens (GEMM: also its output columns; attention: keys per query, Q+O
         elements, head_dim and, for decode, the KV bytes of one context position over the batch); overhead
         (overhead_s + overhead_per_kv_row_byte_s * kv_row_bytes + overhead_per_output_elem_s * out_elems) once
@@ -176,7 +183,7 @@ class FamilyFit:
             ovh = ovh + self.overhead_per_walked_elem_s * _float(walked)
         if self.overhead_per_token_s:
             ovh = ovh + self.overhead_per_token_s * np.maximum(_float(tokens), 0.0)
-        return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group, out_elems),
+        return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group, out_elems, depth),
                           memory=self.memory(tokens), comm=self.comm_max,
                           overhead_s=ovh * _float(kernels), label=label)
 
@@ -195,7 +202,7 @@ def _saturation(x, half: float) -> np.ndarray:
 PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_half", "comm_max", "overhead_s",
           "compute_keys_half", "compute_elems_half", "compute_cols_half", "compute_dim_half", "compute_group_half",
           "compute_outs_half", "overhead_per_kv_row_byte_s", "overhead_per_output_elem_s", "overhead_per_token_s",
-          "overhead_per_walked_elem_s", "err_p10", "err_p90")
+          "overhead_per_walked_elem_s", "err_p10", "err_p90", "compute_k_split")
 # ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: seconds per kernel, row, byte or
 # element; the band: measured / predicted), so a hostile chip file cannot drive a time to overflow
 PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3}
@@ -281,8 +288,9 @@ class CalibratedModel:
             n = op.gemm_n
             walked = op.walked_rows * (op.gemm_k + n) if fam in ("moe", "moe_quant") else 0.0
             if getattr(op.tokens, "ndim", 0) or getattr(walked, "ndim", 0):
-                return p.efficiency(op.tokens, label=self.label, cols=n, out_elems=_float(op.tokens) * n, walked=walked)
-            return _efficiency_at(p, op.tokens, self.label, n, float(walked))
+                return p.efficiency(op.tokens, label=self.label, cols=n, out_elems=_float(op.tokens) * n, walked=walked,
+                                    depth=op.gemm_k)
+            return _efficiency_at(p, op.tokens, self.label, n, float(walked), op.gemm_k)
         if not getattr(op.tokens, "ndim", 0):
             return _efficiency_at(p, op.tokens, self.label)
         return self._shared(fam, op.tokens, None, lambda: p.efficiency(op.tokens, label=self.label))
@@ -297,10 +305,11 @@ class CalibratedModel:
 
 
 @lru_cache(maxsize=4096)
-def _efficiency_at(p: FamilyFit, tokens: float, label: str, cols: float = 0.0, walked: float = 0.0) -> Efficiency:
+def _efficiency_at(p: FamilyFit, tokens: float, label: str, cols: float = 0.0, walked: float = 0.0,
+                   depth: float = 0.0) -> Efficiency:
     """p.efficiency at a scalar token count (GEMM: and its output columns and walked elements), remembered: a fit
     and its Efficiency are immutable, and the ops of a step share a few shapes."""
-    return p.efficiency(tokens, label=label, cols=cols, out_elems=tokens * cols, walked=walked)
+    return p.efficiency(tokens, label=label, cols=cols, out_elems=tokens * cols, walked=walked, depth=depth)
 
 
 # =============================================================================== attention shape

@@ -150,6 +150,20 @@ def test_fp8_gemms_use_their_own_family_or_borrow_bf16(round_chip, attn_chip):
     assert calibrated_model("h100-sxm").sources["gemm_fp8"] == "h100-sxm fit"
 
 
+def test_split_k_caps_a_skinny_gemms_serial_k_walk():
+    # outs half 1000, K split in chunks of 2048: T*N = 100 outputs at K = 8192 count 100 * 8192 / 2048 = 400 work
+    # units -> factor 400 / (400 + 1000) = 2/7; at K = 1024 (< one chunk) 100 / 1100 = 1/11; without split-K 1/11
+    p = FamilyFit(compute_outs_half=1000.0, compute_k_split=2048.0)
+    assert float(p.compute(1.0, outs=100.0, depth=8192.0)) == pytest.approx(2 / 7)
+    assert float(p.compute(1.0, outs=100.0, depth=1024.0)) == pytest.approx(1 / 11)
+    assert float(FamilyFit(compute_outs_half=1000.0).compute(1.0, outs=100.0, depth=8192.0)) == pytest.approx(1 / 11)
+    # the op's K reaches it: gemm_n = 100, tokens 1, gemm_k = 8192
+    op = gemm("ffn.up", "dense", 1, tokens=1, k=8192, n=100, bits_per_weight=16, act_bytes_per_elem=2)
+    from llm_roofline.efficiency import CalibratedModel
+
+    assert float(CalibratedModel("x", "t", {"gemm": p}).for_op(op, lr.load_chip("h100-sxm")).compute) == pytest.approx(2 / 7)
+
+
 def test_block_scaled_fp8_gemms_route_to_their_family(round_chip):
     from llm_roofline.units import weight_format
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Mapping
 import numpy as np
 
 from ..collectives import CollectiveTerms, collective_terms
-from ..efficiency import FAMILIES, IDEAL_FIT, CalibratedModel, FamilyFit, attention_from_gemm
+from ..efficiency import FAMILIES, IDEAL_FIT, PARAM_CEILING, CalibratedModel, FamilyFit, attention_from_gemm
 from ..hardware import Chip, load_chip
 from ..roofline import score, score_collective
 from ..units import dtype_bytes
@@ -56,13 +56,14 @@ class _Terms:
     out_elems: np.ndarray | float = 0.0  # GEMM: output elements m * n
     group: np.ndarray | float = 0.0  # attention: query heads per K/V head
     walked: np.ndarray | float = 0.0  # moe: walked-row elements per kernel
+    depth: np.ndarray | float = 0.0  # GEMM: inner dimension k (split-K)
 
     def time_s(self, p: FamilyFit) -> np.ndarray:
         """roofline.score with this family's efficiency: the calibrated (or, with IDEAL_FIT, ideal) time."""
         tokens = 0.0 if self.fam == "attention" else self.tokens  # decode: tokens = sequences (a floor per sequence)
         eff = p.efficiency(tokens, self.kernels, keys=self.keys, elems=self.elems, kv_row_bytes=self.kv_row_bytes,
                            cols=self.cols, dim=self.dim, out_elems=self.out_elems, group=self.group,
-                           walked=self.walked)
+                           walked=self.walked, depth=self.depth)
         if self.comm is not None:
             return score_collective(self.comm, eff).t_s
         return score(self.flops, self.bytes, peak_flops_per_s=self.peak, hbm_bytes_per_s=self.hbm,
@@ -94,7 +95,8 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
         keys = 0.0  # decode efficiency never depends on the KV length
     return _Terms(fam, tokens, kernels, flops, nbytes, peak, chip.hbm_bytes_per_s,
                   keys=keys if fam == "attention" else 0.0, elems=elems, kv_row_bytes=row, cols=cols, dim=dim,
-                  out_elems=out, group=group, walked=walked)
+                  out_elems=out, group=group, walked=walked,
+                  depth=df["k"].to_numpy(np.float64) if fam in GEMMS else 0.0)
 
 
 def _collective_terms(df: "pd.DataFrame", chip: Chip) -> CollectiveTerms:
@@ -138,7 +140,8 @@ _FREE = {
     # GEMMs: M and N padded to the kernel's tiles (tokens and cols halves) and too few output tiles to fill the
     # SMs, each walking all of K (outs half: output elements T * N)
     "gemm": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("compute_cols_half", 128.0),
-             ("compute_outs_half", 1e4), ("memory_max", 0.8), ("overhead_s", 5e-6), ("overhead_per_output_elem_s", 1e-13)),
+             ("compute_outs_half", 1e4), ("memory_max", 0.8), ("overhead_s", 5e-6), ("overhead_per_output_elem_s", 1e-13),
+             ("compute_k_split", 2048.0)),
     # fp8: wide tiles (cols half) and no outs factor (it fits no better held out), plus the activations'
     # dynamic quantization per row
     "gemm_fp8": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("compute_cols_half", 128.0),
@@ -171,7 +174,8 @@ _FREE = {
 # further starting points (overrides of _FREE's values) a family's fit also tries, keeping the lowest loss: the
 # GEMM loss has a basin where the tile factors (tokens, cols) carry the shortfall and one where the output
 # parallelism (outs) does
-_ALT_STARTS = {"gemm": ({"compute_tokens_half": 1.0, "compute_cols_half": 1.0, "compute_outs_half": 2e5},)}
+_ALT_STARTS = {"gemm": ({"compute_tokens_half": 1.0, "compute_cols_half": 1.0, "compute_outs_half": 2e5},
+                        {"compute_k_split": 1e9})}  # split-K off (K / 1e9 < 1): the former model's basin
 _FRACTIONS = ("compute_max", "memory_max", "comm_max")
 LOSS_SCALE = 0.1  # pseudo-Huber scale of the log residual: quadratic below ~10 %, linear above
 
@@ -236,7 +240,7 @@ def fit_family(terms: _Terms, measured: np.ndarray, fam: str) -> FamilyFit:
     names = [n for n, _ in free]
 
     def unpack(x) -> FamilyFit:
-        return FamilyFit(**{n: _from_x(n, v) for n, v in zip(names, x)})
+        return FamilyFit(**{n: min(_from_x(n, v), PARAM_CEILING.get(n.split("_")[0], 1.0)) for n, v in zip(names, x)})
 
     def objective(x):
         return _loss(terms.time_s(unpack(x)), measured)
