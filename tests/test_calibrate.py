@@ -391,3 +391,13 @@ def test_a_chip_borrows_what_its_source_borrows():
     m = calibrated_model("gb200")
     assert m.sources["norm"] == "borrowed: h100-sxm" and m.fit_for("norm") == calibrated_model("h100-sxm").fit_for("norm")
     assert m.sources["gemm"] == "gb200 fit" and "borrowed from h100-sxm" in m.label
+
+
+def test_block_fp8_fit_keeps_the_per_tensor_launch_floor():
+    # gemm_fp8_block's rows are large shapes only: its overhead_s is gemm_fp8's (5 us here), not a free parameter;
+    # every other family starts from the ideal fit
+    fits = {"gemm_fp8": FamilyFit(overhead_s=5e-6, compute_max=0.7)}
+    base = fitting._base("gemm_fp8_block", fits)
+    assert (base.overhead_s, base.compute_max) == (5e-6, 1.0)
+    assert "overhead_s" not in dict(fitting._free("gemm_fp8_block"))
+    assert fitting._base("gemm", fits) is fitting.IDEAL_FIT and fitting._base("gemm_fp8_block", {}) is fitting.IDEAL_FIT
