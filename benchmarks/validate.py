@@ -50,13 +50,13 @@ VIDUR_GPUS = {"a100-80gb": "a100", "h100-sxm": "h100"}
 LOGO_DONOR = {"h100-sxm": "h200", "h200": "h100-sxm", "b200": "gb200", "gb200": "b200", "a100-80gb": "h100-sxm",
               "l40s": "a100-80gb"}
 LOGO_FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8",
-                 "moe_fp8")
+                 "moe_fp8", "gemm_fp8_block")
 TARGETS = {"median": 10.0, "p90": 25.0, "logo_median": 15.0}
 LLM_SHAPES = "n,k>=1k"
 BUCKET_ORDER = ("M<=64", "M<=1k", "M>1k", LLM_SHAPES, "L<=1k", "L<=8k", "L>8k", "<=1MB", "<=100MB", ">100MB", "<=64KiB", "<=8MiB",
                 ">8MiB")
 TARGET_FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8",
-                   "collective", "moe_fp8")
+                   "collective", "moe_fp8", "gemm_fp8_block")
 
 
 def bucket(df: pd.DataFrame) -> np.ndarray:
@@ -110,7 +110,7 @@ def table(frames: list[pd.DataFrame]) -> list[dict]:
         err = {k: fitting.abs_pct_errors(df[k].to_numpy(), meas) for k in ("ideal", "held_out", "logo")}
         for fam in FAMILIES:
             f_sel = (df["fam"] == fam).to_numpy()
-            present = set(df.loc[f_sel, "bucket"]) | ({LLM_SHAPES} if fam in ("gemm", "gemm_fp8") else set())
+            present = set(df.loc[f_sel, "bucket"]) | ({LLM_SHAPES} if fam in fitting.GEMMS else set())
             for bk in [b for b in BUCKET_ORDER if b in present] + ["all"]:
                 sel = f_sel & _in_bucket(df, bk)
                 if not sel.any():

@@ -122,6 +122,15 @@ SELF_DEFAULT_FALLBACK = {
 }
 
 
+def _falls_back_to_own(family: str, own: Mapping[str, FamilyFit]) -> bool:
+    """Whether a family's BORROWS chain (gemm_fp8_block -> gemm_fp8 -> gemm) reaches one of the chip's own fits."""
+    while family in BORROWS:
+        family = BORROWS[family]
+        if family in own:
+            return True
+    return False
+
+
 def _own_model(chip: Chip, own: dict[str, FamilyFit]) -> CalibratedModel:
     """A chip with its own fits: families it lacks borrow from its family default chip (or h100-sxm, the
     nearest chip with every family measured, when that default is the chip itself)."""
@@ -129,7 +138,7 @@ def _own_model(chip: Chip, own: dict[str, FamilyFit]) -> CalibratedModel:
     src_name = _default_source(chip)[0]
     # fp8 GEMMs (fp8 KV decode) of a chip that measured bf16 ones only (A100: no fp8 units) use its own bf16 fit
     # (BORROWS); every other missing family comes from the source chip's fit of that same family
-    missing = [f for f in FAMILIES if f not in fams and not (f in OWN_BF16_FALLBACK and BORROWS[f] in own)]
+    missing = [f for f in FAMILIES if f not in fams and not (f in OWN_BF16_FALLBACK and _falls_back_to_own(f, own))]
     if missing and src_name != chip.name:  # the source's own fits only (no chains of borrowing)
         src = load_chip(src_name)
         src_fits = _chip_fits(src)
@@ -146,6 +155,8 @@ def _own_model(chip: Chip, own: dict[str, FamilyFit]) -> CalibratedModel:
     if "attention" not in fams and "gemm" in fams:
         fams["attention"], sources["attention"] = attention_from_gemm(fams["gemm"]), BORROWED + "gemm"
     for f, base in BORROWS.items():
+        while base not in fams and base in BORROWS:  # gemm_fp8_block -> gemm_fp8 -> gemm (CalibratedModel.fit_for)
+            base = BORROWS[base]
         if f not in fams and base in fams:
             sources[f] = BORROWED + base
     lent = sorted({s[len(BORROWED):] for f, s in sources.items() if s.startswith(BORROWED) and f in fams})

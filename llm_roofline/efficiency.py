@@ -25,6 +25,10 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
 
     gemm              kind='gemm', bf16/fp16 compute     vLLM GEMMs (aic-vllm gemm_perf, bfloat16)
     gemm_fp8          kind='gemm', fp8/int8 compute      vLLM CUTLASS fp8 GEMMs (gemm_perf, fp8 per-tensor)
+    gemm_fp8_block    the same with block-scaled weights  vLLM block-scaled fp8 GEMMs (gemm_perf fp8_block: DeepGEMM,
+                      (op.weight_block > 0: DeepSeek-V3,   CUTLASS/FlashInfer blockwise; Triton on L40S), the rows
+                      Qwen3 fp8 checkpoints)               whose kernel time shows above the host floor; without a
+                                                           fit: the chip's gemm_fp8
     moe               expert GEMMs (style 'expert')      vLLM fused-MoE block (moe_perf, bf16, balanced)
     moe_quant         expert GEMMs with 4-bit weights    the 4-bit fused-MoE rows (nvfp4, w4a16_mxfp4,
                       (fp4 / int4 + block scales)        w4a8_mxfp4_mxfp8, int4_wo; balanced): same terms as moe,
@@ -48,7 +52,8 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   of T + T_half rows: M padded to tiles, wave quantization) and compute_cols_half the same in N (op.gemm_n, the output
   columns of one kernel: narrow outputs fill few tiles and SMs; fp8 kernels use wider tiles than bf16 ones);
   compute_outs_half: output parallelism (T*N output elements: few output tiles leave SMs idle while each CTA walks all
-  of K, so skinny GEMMs take time ~ K; the fit picks it or the tile factors); memory_max: weight streaming at small T;
+  of K, so skinny GEMMs take time ~ K; the fit picks it or the tile factors; with compute_k_split K_s > 0 it counts
+  T*N*max(1, K/K_s) work units: split-K kernels walk at most K_s of K per CTA); memory_max: weight streaming at small T;
   overhead_s the launch/latency floor (moe: per grouped GEMM, two per block); overhead_per_output_elem_s the epilogue
   (writing C, not overlapped with the main loop); overhead_per_token_s (gemm_fp8) the activations' dynamic fp8
   quantization, a pass per row. T for an expert GEMM is its rows per touched expert; overhead_per_walked_elem_s (moe)
@@ -101,13 +106,15 @@ if TYPE_CHECKING:
     from .ops import Op
 
 FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8",
-            "elementwise", "activation", "rope", "norm", "embedding", "collective", "moe_fp8")
+            "elementwise", "activation", "rope", "norm", "embedding", "collective", "moe_fp8",
+            "gemm_fp8_block")
 FP8_COMPUTE = ("fp8", "int8", "fp4", "int4")  # GEMMs computing in these run the 8-bit (and narrower) kernels
 # a family without its own fit borrows: family -> the family it falls back to (and says so)
 BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "moe_quant": "moe", "attention_decode_fp8": "attention_decode",
-           "attention_decode": "attention", "moe_fp8": "moe"}
+           "attention_decode": "attention", "moe_fp8": "moe",
+           "gemm_fp8_block": "gemm_fp8"}
 # without an own fit these use the chip's own bf16 fit (BORROWS), not another chip's fit of the 8-bit family
-OWN_BF16_FALLBACK = ("gemm_fp8", "attention_decode_fp8", "moe_quant", "moe_fp8")
+OWN_BF16_FALLBACK = ("gemm_fp8", "attention_decode_fp8", "moe_quant", "moe_fp8", "gemm_fp8_block")
 MOE_FAMILIES = ("moe", "moe_quant", "moe_fp8")  # fused-MoE blocks: bf16, 4-bit and 8-bit experts
 KV8_BITS = 8.0  # a KV cache stored in this many bits or fewer (fp8, int8) decodes with the attention_decode_fp8 fit
 
@@ -143,6 +150,9 @@ class FamilyFit:
     comm_step_s: float = 0.0  # collective: latency per algorithm step beyond the link's latency_s (flag
     #   barrier, kernel phase), >= 0
     comm_step_per_doubling_s: float = 0.0  # collective: growth of that step latency per doubling of the GPUs, >= 0
+    compute_k_split: float = 0.0  # GEMM: K per split of a split-K kernel: the output-parallelism factor counts
+    #   T * N * max(1, K / compute_k_split) work units (few output tiles split K over more CTAs, so a skinny GEMM's
+    #   serial K walk stops growing past it); 0: no split-K, >= 0
 
     def __post_init__(self):
         for name in ("compute_max", "memory_max", "comm_max", "comm_switch_max"):
@@ -154,11 +164,14 @@ class FamilyFit:
             if not (isinstance(v, (int, float)) and math.isfinite(v) and 0 <= v <= top):
                 raise ChipError(f"efficiency {name} must be a number in [0, {top:g}], got {v!r}")
 
-    def compute(self, tokens, keys=0.0, elems=0.0, cols=0.0, dim=0.0, group=0.0, outs=0.0) -> np.ndarray:
+    def compute(self, tokens, keys=0.0, elems=0.0, cols=0.0, dim=0.0, group=0.0, outs=0.0, depth=0.0) -> np.ndarray:
         """compute_max * f(T, compute_tokens_half) * f(keys, compute_keys_half) * f(elems, compute_elems_half)
         * f(cols, compute_cols_half) * f(dim, compute_dim_half) * f(group, compute_group_half),
-        f(x, h) = x / (x + h); a factor whose x <= 0 (unknown) or h = 0 is 1."""
+        f(x, h) = x / (x + h); a factor whose x <= 0 (unknown) or h = 0 is 1. GEMM: outs counts
+        T * N * max(1, K / compute_k_split) when compute_k_split > 0 and depth K is known (split-K)."""
         out = np.float64(self.compute_max)
+        if self.compute_k_split > 0 and self.compute_outs_half > 0:
+            outs = _float(outs) * np.maximum(1.0, _float(depth) / max(self.compute_k_split, 1.0))  # >= 1 element
         for x, half in ((tokens, self.compute_tokens_half), (keys, self.compute_keys_half),
                         (elems, self.compute_elems_half), (cols, self.compute_cols_half),
                         (dim, self.compute_dim_half), (group, self.compute_group_half),
@@ -176,7 +189,7 @@ class FamilyFit:
 
     def efficiency(self, tokens=0.0, kernels=1.0, label: str = "calibrated", keys=0.0, elems=0.0,
                    kv_row_bytes=0.0, cols=0.0, dim=0.0, out_elems=0.0, group=0.0, walked=0.0,
-                   chips=0.0) -> Efficiency:
+                   chips=0.0, depth=0.0) -> Efficiency:
         """The Efficiency at T = tokens (GEMM: also its output columns; attention: keys per query, Q+O
         elements, head_dim and, for decode, the KV bytes of one context position over the batch); overhead
         (overhead_s + overhead_per_kv_row_byte_s * kv_row_bytes + overhead_per_output_elem_s * out_elems) once
@@ -188,7 +201,7 @@ class FamilyFit:
             ovh = ovh + self.overhead_per_walked_elem_s * _float(walked)
         if self.overhead_per_token_s:
             ovh = ovh + self.overhead_per_token_s * np.maximum(_float(tokens), 0.0)
-        return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group, out_elems),
+        return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group, out_elems, depth),
                           memory=self.memory(tokens), comm=self.comm_max,
                           overhead_s=ovh * _float(kernels), label=label, comm_switch=self.comm_switch_max,
                           comm_hop_s=self.step_s(chips))
@@ -216,7 +229,7 @@ PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_hal
           "compute_keys_half", "compute_elems_half", "compute_cols_half", "compute_dim_half", "compute_group_half",
           "compute_outs_half", "overhead_per_kv_row_byte_s", "overhead_per_output_elem_s", "overhead_per_token_s",
           "overhead_per_walked_elem_s", "err_p10", "err_p90", "comm_switch_max", "comm_step_s",
-          "comm_step_per_doubling_s")
+          "comm_step_per_doubling_s", "compute_k_split")
 # ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: seconds per kernel, row, byte or
 # element; the band: measured / predicted), so a hostile chip file cannot drive a time to overflow
 PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3, "comm": 1.0}
@@ -236,7 +249,7 @@ def family_of(op: "Op") -> str:
         if op.style == "expert" and eight_bit_experts(op):
             return "moe_fp8"
         if op.compute_dtype in FP8_COMPUTE:
-            return "gemm_fp8"
+            return "gemm_fp8_block" if block_scaled(op) else "gemm_fp8"
         return "moe" if op.style == "expert" else "gemm"
     if op.kind == "attention":
         if not is_decode_attention(op):
@@ -309,8 +322,9 @@ class CalibratedModel:
             n = op.gemm_n
             walked = op.walked_rows * (op.gemm_k + n) if fam in MOE_FAMILIES else 0.0
             if getattr(op.tokens, "ndim", 0) or getattr(walked, "ndim", 0):
-                return p.efficiency(op.tokens, label=self.label, cols=n, out_elems=_float(op.tokens) * n, walked=walked)
-            return _efficiency_at(p, op.tokens, self.label, n, float(walked))
+                return p.efficiency(op.tokens, label=self.label, cols=n, out_elems=_float(op.tokens) * n, walked=walked,
+                                    depth=op.gemm_k)
+            return _efficiency_at(p, op.tokens, self.label, n, float(walked), op.gemm_k)
         if fam == "collective":  # the direct kernels' step latency grows with the GPUs of the group; rings (PCIe
             # switch, xGMI / NVLink-bridge mesh) are NCCL's pipelined steps, priced at the link's latency_s alone
             return _collective_efficiency(p, int(op.group_chips), self.label, nvlink_switch(chip.scaleup))
@@ -320,8 +334,8 @@ class CalibratedModel:
 
     def pricing_keys(self, ops: "list[Op]", chip: Chip, memo: dict) -> tuple:
         """What for_op(op, chip) reads besides each op, as a key (roofline.stacked_efficiency reuses a stack under
-        it): the fit of the op's family, whether a collective crosses the chip's scale-up domain, the chip itself
-        for a dequantizing GEMM (its peaks). memo: a dict kept with `ops` (their families, chip-free, once). None (no
+        it): the fit of the op's family, whether a collective crosses the chip's scale-up domain and whether that
+        domain is an NVLink switch (its step latency), the chip itself for a dequantizing GEMM (its peaks). memo: a dict kept with `ops` (their families, chip-free, once). None (no
         reuse) when a subclass prices ops its own way."""
         if type(self).for_op is not CalibratedModel.for_op:
             return None
@@ -334,7 +348,7 @@ class CalibratedModel:
         families, collective_chips, dequant = shapes
         domain = chip.scaleup.domain_size
         return (tuple(id(self.fit_for(f)) for f in families), tuple(n > domain for n in collective_chips),
-                id(chip) if dequant else 0)
+                bool(collective_chips) and nvlink_switch(chip.scaleup), id(chip) if dequant else 0)
 
     def _shared(self, key, tokens, chip, make) -> Efficiency:
         """make() once for consecutive ops under `key` on the same tokens array and chip (the ops of a graph share
@@ -346,10 +360,11 @@ class CalibratedModel:
 
 
 @lru_cache(maxsize=4096)
-def _efficiency_at(p: FamilyFit, tokens: float, label: str, cols: float = 0.0, walked: float = 0.0) -> Efficiency:
+def _efficiency_at(p: FamilyFit, tokens: float, label: str, cols: float = 0.0, walked: float = 0.0,
+                   depth: float = 0.0) -> Efficiency:
     """p.efficiency at a scalar token count (GEMM: and its output columns and walked elements), remembered: a fit
     and its Efficiency are immutable, and the ops of a step share a few shapes."""
-    return p.efficiency(tokens, label=label, cols=cols, out_elems=tokens * cols, walked=walked)
+    return p.efficiency(tokens, label=label, cols=cols, out_elems=tokens * cols, walked=walked, depth=depth)
 
 
 # =============================================================================== attention shape
@@ -436,6 +451,13 @@ def _collective_efficiency(p: FamilyFit, chips: int, label: str, direct: bool) -
     latency unless `direct` (an NVLink switch: one-shot, two-shot, switch reduction, direct gathers)."""
     eff = p.efficiency(0.0, label=label, chips=chips)
     return eff if direct else replace(eff, comm_hop_s=0.0)
+
+
+def block_scaled(op: "Op") -> bool:
+    """Whether a (non-expert) 8-bit GEMM's weights carry one scale per block of weights (DeepSeek-style 128x128
+    fp8 blocks, quantization_config weight_block_size): the block-scaled kernels (DeepGEMM, CUTLASS / FlashInfer
+    blockwise, Triton on Ada) rescale the partial sums per 128-deep K block (gemm_fp8_block)."""
+    return op.style != "expert" and getattr(op, "weight_block", 0.0) > 0
 
 
 QUANT_EXPERT_BITS = 6.0  # expert weights narrower than this (4-bit formats, scales included) run 4-bit MoE kernels

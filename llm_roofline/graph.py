@@ -124,7 +124,7 @@ class _Ctx:
 
     def gemm(self, name, group, count, family, *, k, n, style, tokens=None, **kw) -> Op:
         return gemm(name, group, count, tokens=self.tokens_for(style) if tokens is None else tokens, k=k, n=n,
-                    bits_per_weight=self.spec.weight_format_for(family, self.dt.weight).bits_per_weight(k),
+                    **self.spec.weight_format_for(family, self.dt.weight).gemm_storage(k),
                     act_bytes_per_elem=self.act_bytes, compute_dtype=self.compute_dtype, **self.placed(style), **kw)
 
     def pointwise(self, name, group, count, *, rows, width, flops_per_elem, reads, style, **kw) -> Op:

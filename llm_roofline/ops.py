@@ -44,6 +44,8 @@ class Op:
     head_dim: float = 0.0  # attention: (dqk + dv) / 2
     kv_bits: float = 0.0  # attention: bits per cached K/V element (8: an fp8 / int8 KV cache)
     q_per_kv: float = 0.0  # attention: query heads per K/V head (the GQA group; 1 for MHA)
+    weight_block: float = 0.0  # GEMM: weight elements sharing one scale in a block-scaled 8-bit format (DeepSeek
+    #   128x128 fp8: 16384), 0 = per-tensor / per-channel scales (efficiency.block_scaled: the gemm_fp8_block fit)
     # the arithmetic with its numbers (--explain), or a function that writes it: formatted when read (op.formula)
     text: "str | Callable[[], str]" = field(default="", repr=False, compare=False)
 
@@ -67,7 +69,7 @@ class Op:
 
 def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_elem, n_matrices=1.0,
          bias=False, matrices_read=None, n_stored=1.0, rows_per_matrix=None, compute_dtype="bf16", formula_note="",
-         style="replicated", shards=1, walked_rows=0.0) -> Op:
+         style="replicated", shards=1, walked_rows=0.0, weight_block=0.0) -> Op:
     """y[T, n] = x[T, k] @ W[k, n] (+ b), for n_matrices weight matrices (MoE: top-k experts' work).
 
     FLOPs = 2*T*k*n per matrix. Weights read: matrices_read (default n_matrices) * k*n*bits/8, + bias.
@@ -77,6 +79,7 @@ def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_ele
     walked_rows: routed rows a fused expert block passes over outside its grouped GEMMs (sort, activation, top-k
     sum; with expert parallelism over tokens not dispatched also the rows of experts held on other chips, zero-
     filled: sharding.walked_rows): efficiency.py prices them in calibrated mode; no FLOPs, no bytes counted here.
+    weight_block: weights per scale of a block-scaled 8-bit format (Op.weight_block; 0: none).
     """
     t = f64(tokens)
     m_read = n_matrices if matrices_read is None else matrices_read
@@ -89,7 +92,7 @@ def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_ele
     return Op(name, group, "gemm", count, flops, f64(weight_bytes), act,
               tokens=rows, compute_dtype=compute_dtype, text=formula, stored_bytes=float(stored), style=style,
               shards=shards, gemm_n=float(n), gemm_k=float(k), weight_bits=float(bits_per_weight),
-              walked_rows=walked_rows)
+              walked_rows=walked_rows, weight_block=float(weight_block))
 
 
 def causal_pairs(q_len, kv_len, window=None):

@@ -112,6 +112,16 @@ class WeightFormat:
         return DTYPE_BITS[self.dtype] + (self.scale_bits + self.zero_bits) / group
 
     @property
+    def scale_block(self) -> float:
+        """Weights sharing one scale in a block-scaled fp8 format (DeepSeek's 128x128 blocks: 16384; compressed-
+        tensors fp8 groups), 0 for per-tensor / per-channel scales and other dtypes: ops.Op.weight_block."""
+        return float(self.group_size) if self.dtype == "fp8" and self.group_size else 0.0
+
+    def gemm_storage(self, k_in: float) -> dict:
+        """The storage fields of ops.gemm for a matrix with input dimension k_in: bits per weight, scale block."""
+        return {"bits_per_weight": self.bits_per_weight(k_in), "weight_block": self.scale_block}
+
+    @property
     def label(self) -> str:
         if not self.scale_bits:
             return self.dtype

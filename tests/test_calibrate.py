@@ -163,15 +163,16 @@ fraction = st.floats(0.01, 1.0)
        co=fraction, oh=st.floats(0, 1e-3),
        chip=st.sampled_from(["h100-sxm", "a100-80gb", "tpu-v5e", "mi300x", "b200", "gb200"]),
        halves=st.lists(st.floats(0, 1e6), min_size=6, max_size=6), per=st.lists(st.floats(0, 1e-9), min_size=4, max_size=4),
-       kv8=st.booleans(), cs=fraction, steps=st.lists(st.floats(0, 1e-4), min_size=2, max_size=2))
-def test_calibrated_never_below_ideal(m, k, n, v, chips, cm, ct, mm, mt, co, oh, chip, halves, per, kv8, cs, steps):
+       kv8=st.booleans(), cs=fraction, steps=st.lists(st.floats(0, 1e-4), min_size=2, max_size=2),
+       ks=st.floats(0, 1e5))
+def test_calibrated_never_below_ideal(m, k, n, v, chips, cm, ct, mm, mt, co, oh, chip, halves, per, kv8, cs, steps, ks):
     c = lr.load_chip(chip)
     p = FamilyFit(compute_max=cm, compute_tokens_half=ct, memory_max=mm, memory_tokens_half=mt, comm_max=co,
                   overhead_s=oh, compute_keys_half=halves[0], compute_elems_half=halves[1], compute_cols_half=halves[2],
                   compute_dim_half=halves[3], compute_group_half=halves[4], compute_outs_half=halves[5],
                   overhead_per_kv_row_byte_s=per[0], overhead_per_output_elem_s=per[1], overhead_per_token_s=per[2],
                   overhead_per_walked_elem_s=per[3], comm_switch_max=cs, comm_step_s=steps[0],
-                  comm_step_per_doubling_s=steps[1])
+                  comm_step_per_doubling_s=steps[1], compute_k_split=ks)
     models = [CalibratedModel(c.name, "random", {f: p for f in FAMILIES}), calibrated_model(c)]
     ops = [gemm("ffn.up", "dense", 1, tokens=m, k=k, n=n, bits_per_weight=16, act_bytes_per_elem=2),
            elementwise("ffn.act", "dense", 1, tokens=m, elems=m * n, flops_per_elem=5, reads=2, writes=1,
@@ -400,3 +401,13 @@ def test_a_chip_borrows_what_its_source_borrows():
     m = calibrated_model("gb200")
     assert m.sources["norm"] == "borrowed: h100-sxm" and m.fit_for("norm") == calibrated_model("h100-sxm").fit_for("norm")
     assert m.sources["gemm"] == "gb200 fit" and "borrowed from h100-sxm" in m.label
+
+
+def test_block_fp8_fit_keeps_the_per_tensor_launch_floor():
+    # gemm_fp8_block's rows are large shapes only: its overhead_s is gemm_fp8's (5 us here), not a free parameter;
+    # every other family starts from the ideal fit
+    fits = {"gemm_fp8": FamilyFit(overhead_s=5e-6, compute_max=0.7)}
+    base = fitting._base("gemm_fp8_block", fits)
+    assert (base.overhead_s, base.compute_max) == (5e-6, 1.0)
+    assert "overhead_s" not in dict(fitting._free("gemm_fp8_block"))
+    assert fitting._base("gemm", fits) is fitting.IDEAL_FIT and fitting._base("gemm_fp8_block", {}) is fitting.IDEAL_FIT

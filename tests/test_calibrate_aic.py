@@ -28,6 +28,23 @@ def test_gemm_rows(rows):
     assert set(rows[rows.family == "gemm"].gpu) == {"h100-sxm"}
 
 
+def test_fp8_block_rows_keep_the_kernel_time_above_the_floor():
+    import pandas as pd
+
+    # one block kernel "K" whose smallest time (its floor) is 0.05 ms; a block row is kept where the per-tensor fp8
+    # kernel of the same shape takes >= 2 x 0.05 = 0.1 ms: shape (128, 128, 256) (per-tensor 0.2 ms), not (1, ...)
+    # (per-tensor 0.01 ms: its 0.05 ms is the floor); the bf16 and fp8 rows stay
+    t = pd.DataFrame({"gemm_dtype": ["fp8_block", "fp8_block", "fp8", "fp8", "bfloat16"],
+                      "kernel_source": ["K", "K", "P", "P", "B"], "m": [1, 128, 1, 128, 1], "n": [128] * 5,
+                      "k": [256] * 5, "latency": [0.05, 0.3, 0.01, 0.2, 0.02]})
+    r = measurements.normalize(pd.DataFrame(aic_vllm.gemm_rows(t)).assign(gpu="h100-sxm"))
+    b = r[r.fam == "gemm_fp8_block"]
+    assert list(b.m) == [128] and len(r) == 4
+    # bytes: (128*256 + 256*128) * 1 + 128*128 * 2 = 98,304, plus fp32 scales (128*256/128 + 256*128/16384) * 4
+    #   = (256 + 2) * 4 = 1,032 -> 99,336; flops 2*128*128*256 = 8,388,608
+    assert (b["bytes"].iloc[0], b.flops.iloc[0], b.dtype.iloc[0]) == (99_336, 8_388_608, "fp8")
+
+
 def test_attention_rows(rows):
     c = rows[(rows.op == "context_attention") & (rows.m == 1024)]
     c = c[c.elems == 1024 * 32 * 256].iloc[0]  # batch 1, isl 1024, 32 heads

@@ -150,6 +150,49 @@ def test_fp8_gemms_use_their_own_family_or_borrow_bf16(round_chip, attn_chip):
     assert calibrated_model("h100-sxm").sources["gemm_fp8"] == "h100-sxm fit"
 
 
+def test_split_k_caps_a_skinny_gemms_serial_k_walk():
+    # outs half 1000, K split in chunks of 2048: T*N = 100 outputs at K = 8192 count 100 * 8192 / 2048 = 400 work
+    # units -> factor 400 / (400 + 1000) = 2/7; at K = 1024 (< one chunk) 100 / 1100 = 1/11; without split-K 1/11
+    p = FamilyFit(compute_outs_half=1000.0, compute_k_split=2048.0)
+    assert float(p.compute(1.0, outs=100.0, depth=8192.0)) == pytest.approx(2 / 7)
+    assert float(p.compute(1.0, outs=100.0, depth=1024.0)) == pytest.approx(1 / 11)
+    assert float(FamilyFit(compute_outs_half=1000.0).compute(1.0, outs=100.0, depth=8192.0)) == pytest.approx(1 / 11)
+    # the op's K reaches it: gemm_n = 100, tokens 1, gemm_k = 8192
+    op = gemm("ffn.up", "dense", 1, tokens=1, k=8192, n=100, bits_per_weight=16, act_bytes_per_elem=2)
+    from llm_roofline.efficiency import CalibratedModel
+
+    assert float(CalibratedModel("x", "t", {"gemm": p}).for_op(op, lr.load_chip("h100-sxm")).compute) == pytest.approx(2 / 7)
+
+
+def test_block_scaled_fp8_gemms_route_to_their_family(round_chip):
+    from llm_roofline.units import weight_format
+
+    # DeepSeek-V3's quantization_config weight_block_size [128, 128]: one fp32 scale per 128 * 128 = 16384 weights,
+    # 8 + 32 / 16384 = 8.001953125 bits per weight; per-channel fp8 and int4 groups are no scale blocks
+    fmt = weight_format("fp8", 128 * 128)
+    assert fmt.scale_block == 16384 and weight_format("fp8").scale_block == 0 and weight_format("int4").scale_block == 0
+    kw = dict(tokens=64, k=4096, n=4096, act_bytes_per_elem=1, **fmt.gemm_storage(4096))
+    op = gemm("attn.o_proj", "dense", 1, compute_dtype="fp8", **kw)
+    assert (op.weight_bits, op.weight_block, family_of(op)) == (8.001953125, 16384, "gemm_fp8_block")
+    assert family_of(gemm("ffn.up", "dense", 1, compute_dtype="bf16", **kw)) == "gemm"  # weight-only: dequantized
+    # 8-bit experts run the fused-MoE kernels (moe_fp8), block-scaled or not
+    assert family_of(gemm("ffn.experts.up", "moe", 1, compute_dtype="fp8", style="expert", **kw)) == "moe_fp8"
+    # no fit of its own: the chip's gemm_fp8, else (this chip has none either) gemm, and the source says so
+    m = calibrated_model(round_chip)
+    assert m.fit_for("gemm_fp8_block") is m.fit_for("gemm") and m.sources["gemm_fp8_block"] == "borrowed: gemm"
+
+
+def test_deepseek_v3_block_fp8_checkpoint_marks_its_gemms():
+    from llm_roofline.graph import Dtypes, Phase, build_ops
+    from llm_roofline.model.hf import load_model
+
+    # config.json quantization_config {"quant_method": "fp8", "weight_block_size": [128, 128]}: the quantized
+    # matrices carry 128 * 128 = 16384 weights per scale; the LM head stays bf16 (no block)
+    ops = {o.name: o for o in build_ops(load_model("deepseek-ai/DeepSeek-V3"), Phase.decode(1, 100), dtypes=Dtypes(act="fp8"))}
+    assert ops["attn.o_proj"].weight_block == 16384 and family_of(ops["attn.o_proj"]) == "gemm_fp8_block"
+    assert ops["lm_head"].weight_block == 0 and family_of(ops["lm_head"]) == "gemm_fp8"
+
+
 # ------------------------------------------------------------------------------ uncertainty band
 def test_band_of_own_and_borrowed_fits():
     p = FamilyFit(err_p10=0.8, err_p90=1.3, fitted_on="x")

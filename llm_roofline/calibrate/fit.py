@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Mapping
 import numpy as np
 
 from ..collectives import CollectiveTerms, collective_terms
-from ..efficiency import FAMILIES, IDEAL_FIT, MOE_FAMILIES, CalibratedModel, FamilyFit, attention_from_gemm
+from ..efficiency import FAMILIES, IDEAL_FIT, MOE_FAMILIES, PARAM_CEILING, CalibratedModel, FamilyFit, attention_from_gemm
 from ..hardware import Chip, load_chip
 from ..roofline import score, score_collective
 from ..units import dtype_bytes
@@ -31,6 +31,7 @@ MEMORY_FAMILIES = ("elementwise", "activation", "rope", "norm", "embedding")
 DECODE = ("attention_decode", "attention_decode_fp8")
 ATTENTION = ("attention",) + DECODE
 MOE = MOE_FAMILIES  # fused-MoE blocks: bf16 experts, 4-bit experts, 8-bit experts
+GEMMS = ("gemm", "gemm_fp8", "gemm_fp8_block")  # dense GEMMs: bf16, fp8 per-tensor, fp8 block-scaled
 
 
 # =============================================================================== prediction
@@ -56,13 +57,14 @@ class _Terms:
     group: np.ndarray | float = 0.0  # attention: query heads per K/V head
     walked: np.ndarray | float = 0.0  # moe: walked-row elements per kernel
     chips: np.ndarray | float = 0.0  # collectives: GPUs in the group
+    depth: np.ndarray | float = 0.0  # GEMM: inner dimension k (split-K)
 
     def time_s(self, p: FamilyFit) -> np.ndarray:
         """roofline.score with this family's efficiency: the calibrated (or, with IDEAL_FIT, ideal) time."""
         tokens = 0.0 if self.fam == "attention" else self.tokens  # decode: tokens = sequences (a floor per sequence)
         eff = p.efficiency(tokens, self.kernels, keys=self.keys, elems=self.elems, kv_row_bytes=self.kv_row_bytes,
                            cols=self.cols, dim=self.dim, out_elems=self.out_elems, group=self.group,
-                           walked=self.walked, chips=self.chips)
+                           walked=self.walked, chips=self.chips, depth=self.depth)
         if self.comm is not None:
             return score_collective(self.comm, eff).t_s
         return score(self.flops, self.bytes, peak_flops_per_s=self.peak, hbm_bytes_per_s=self.hbm,
@@ -74,7 +76,7 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     kernels = df["kernels"].to_numpy(np.float64)
     if fam == "collective":
         return _Terms(fam, tokens, kernels, comm=_collective_terms(df, chip), chips=df["tp"].to_numpy(np.float64))
-    if fam in ("gemm", "gemm_fp8") + MOE + ATTENTION:
+    if fam in GEMMS + MOE + ATTENTION:
         peaks = {d: chip.peak_flops_per_s(d) for d in set(df["dtype"])}
         peak = df["dtype"].map(peaks).to_numpy(np.float64)
     else:
@@ -83,7 +85,7 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     elems = df["elems"].to_numpy(np.float64) if fam in ATTENTION and "elems" in df else np.zeros(len(df))
     flops, nbytes = df["flops"].to_numpy(np.float64), df["bytes"].to_numpy(np.float64)
     row = 0.0
-    cols = df["n"].to_numpy(np.float64) if fam in ("gemm", "gemm_fp8") else 0.0
+    cols = df["n"].to_numpy(np.float64) if fam in GEMMS else 0.0
     out = tokens * cols
     dim = df["head_dim"].to_numpy(np.float64) if fam in ATTENTION and "head_dim" in df else 0.0
     group = df["q_per_kv"].to_numpy(np.float64) if fam in ATTENTION and "q_per_kv" in df else 0.0
@@ -94,7 +96,8 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
         keys = 0.0  # decode efficiency never depends on the KV length
     return _Terms(fam, tokens, kernels, flops, nbytes, peak, chip.hbm_bytes_per_s,
                   keys=keys if fam == "attention" else 0.0, elems=elems, kv_row_bytes=row, cols=cols, dim=dim,
-                  out_elems=out, group=group, walked=walked)
+                  out_elems=out, group=group, walked=walked,
+                  depth=df["k"].to_numpy(np.float64) if fam in GEMMS else 0.0)
 
 
 def _collective_terms(df: "pd.DataFrame", chip: Chip) -> CollectiveTerms:
@@ -139,12 +142,18 @@ _FREE = {
     # GEMMs: M and N padded to the kernel's tiles (tokens and cols halves) and too few output tiles to fill the
     # SMs, each walking all of K (outs half: output elements T * N)
     "gemm": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("compute_cols_half", 128.0),
-             ("compute_outs_half", 1e4), ("memory_max", 0.8), ("overhead_s", 5e-6), ("overhead_per_output_elem_s", 1e-13)),
+             ("compute_outs_half", 1e4), ("memory_max", 0.8), ("overhead_s", 5e-6), ("overhead_per_output_elem_s", 1e-13),
+             ("compute_k_split", 2048.0)),
     # fp8: wide tiles (cols half) and no outs factor (it fits no better held out), plus the activations'
     # dynamic quantization per row
     "gemm_fp8": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("compute_cols_half", 128.0),
                  ("memory_max", 0.8), ("overhead_s", 5e-6), ("overhead_per_output_elem_s", 1e-13),
                  ("overhead_per_token_s", 1e-9)),
+    # block-scaled fp8 (DeepSeek 128x128 weight blocks, 1x128 activation groups): gemm_fp8's terms, fitted on the
+    # kernel-time rows (calibrate/aic_vllm.py): other kernels (DeepGEMM, CUTLASS / FlashInfer blockwise, Triton);
+    # overhead_s is gemm_fp8's (_base)
+    "gemm_fp8_block": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("compute_cols_half", 128.0),
+                       ("memory_max", 0.8), ("overhead_per_output_elem_s", 1e-13), ("overhead_per_token_s", 1e-9)),
     # the fused-MoE expert block (two grouped GEMMs, kernels = 2), T = rows per touched expert
     "moe": (("compute_max", 0.6), ("compute_tokens_half", 64.0), ("memory_max", 0.7), ("overhead_s", 1e-5),
             ("overhead_per_walked_elem_s", 1e-12)),
@@ -174,7 +183,8 @@ _FREE = {
 # further starting points (overrides of _FREE's values) a family's fit also tries, keeping the lowest loss: the
 # GEMM loss has a basin where the tile factors (tokens, cols) carry the shortfall and one where the output
 # parallelism (outs) does
-_ALT_STARTS = {"gemm": ({"compute_tokens_half": 1.0, "compute_cols_half": 1.0, "compute_outs_half": 2e5},)}
+_ALT_STARTS = {"gemm": ({"compute_tokens_half": 1.0, "compute_cols_half": 1.0, "compute_outs_half": 2e5},
+                        {"compute_k_split": 1e9})}  # split-K off (K / 1e9 < 1): the former model's basin
 _FRACTIONS = ("compute_max", "memory_max", "comm_max", "comm_switch_max")
 LOSS_SCALE = 0.1  # pseudo-Huber scale of the log residual: quadratic below ~10 %, linear above
 
@@ -233,14 +243,14 @@ def _free(fam: str) -> tuple[tuple[str, float], ...]:
     return _FREE["memory" if fam in MEMORY_FAMILIES else fam]
 
 
-def fit_family(terms: _Terms, measured: np.ndarray, fam: str) -> FamilyFit:
-    """Fit one family's free parameters (the others stay at their ideal values; comm_switch_max only where some
-    row's bytes are reduced in the switch)."""
+def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = IDEAL_FIT) -> FamilyFit:
+    """Fit one family's free parameters (the others stay at base's values: ideal by default; comm_switch_max only
+    where some row's bytes are reduced in the switch)."""
     free = tuple(f for f in _free(fam) if f[0] != "comm_switch_max" or _switch_reduced(terms))
     names = [n for n, _ in free]
 
     def unpack(x) -> FamilyFit:
-        return FamilyFit(**{n: _from_x(n, v) for n, v in zip(names, x)})
+        return replace(base, **{n: min(_from_x(n, v), PARAM_CEILING.get(n.split("_")[0], 1.0)) for n, v in zip(names, x)})
 
     def objective(x):
         return _loss(terms.time_s(unpack(x)), measured)
@@ -318,7 +328,7 @@ def fit(df: "pd.DataFrame", chip, *, source: str = "", date: str | None = None) 
         terms = _terms(rows, chip, fam)
         measured = rows["measured_s"].to_numpy(np.float64)
         fitted = _fittable(rows, terms, measured, fam)
-        p = _rounded(fit_family(_terms(rows[fitted], chip, fam), measured[fitted], fam))
+        p = _rounded(fit_family(_terms(rows[fitted], chip, fam), measured[fitted], fam, _base(fam, fits)))
         pred = terms.time_s(p)
         err = np.abs(pred / measured - 1.0)
         p = replace(p, **ratio_band(measured / pred))  # in sample; refit_chips.py stores held-out bands
@@ -328,6 +338,15 @@ def fit(df: "pd.DataFrame", chip, *, source: str = "", date: str | None = None) 
         fits["attention"] = attention_from_gemm(fits["gemm"])
     return FitResult(chip.name, MappingProxyType(fits), MappingProxyType(points), MappingProxyType(med),
                      time.perf_counter() - t0)
+
+
+def _base(fam: str, fits: Mapping[str, FamilyFit]) -> FamilyFit:
+    """The fixed parameters of a family's fit: gemm_fp8_block keeps the per-tensor fp8 kernel's launch floor
+    (overhead_s of gemm_fp8): its kernel-time rows are all large shapes (calibrate/aic_vllm.py), which cannot
+    tell a floor from the shape terms; its scale cost is in those."""
+    if fam == "gemm_fp8_block" and "gemm_fp8" in fits:
+        return replace(IDEAL_FIT, overhead_s=fits["gemm_fp8"].overhead_s)
+    return IDEAL_FIT
 
 
 def _fittable(rows: "pd.DataFrame", terms: _Terms, measured: np.ndarray, fam: str) -> np.ndarray:

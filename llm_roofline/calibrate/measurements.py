@@ -27,12 +27,13 @@ CSV_FAMILIES = {
     "residual": "elementwise", "activation": "activation", "act": "activation", "rope": "rope", "norm": "norm",
     "embedding": "embedding", "emb": "embedding", "all_reduce": "collective", "all_gather": "collective",
     "reduce_scatter": "collective", "all_to_all": "collective", "p2p": "collective", "send_recv": "collective",
+    "gemm_fp8_block": "gemm_fp8_block",
 }
 
 MEASURED_COLUMNS = {
     "family": "gemm | elementwise | activation | rope | norm | embedding | attention (prefill, causal) | "
               "attention_decode | all_reduce | all_gather | reduce_scatter | all_to_all | p2p "
-              "(gemm rows with an 8-bit dtype fit the gemm_fp8 family)",
+              "(gemm rows with an 8-bit dtype fit the gemm_fp8 family) | gemm_fp8_block (block-scaled fp8 weights)",
     "op": "op name (e.g. attn_pre_proj, mlp_act, all_reduce)",
     "model": "model the op came from (leave-one-model-out cross-validation); empty for collectives",
     "gpu": "optional: the GPU the row was measured on (e.g. a100, h100); `calibrate --chip` keeps the rows "
@@ -105,7 +106,7 @@ def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
     except RooflineError as e:
         raise RooflineError(f"{where}: {e}") from None
     df.loc[(df["fam"] == "gemm") & df["dtype"].isin(FP8_COMPUTE), "fam"] = "gemm_fp8"
-    g = df["fam"].isin(("gemm", "gemm_fp8"))
+    g = df["fam"].isin(("gemm", "gemm_fp8", "gemm_fp8_block"))
     if (g & df[["m", "k", "n"]].isna().any(axis=1)).any():
         raise RooflineError(f"{where}: gemm rows need m, k and n")
     df.loc[g & df["flops"].isna(), "flops"] = 2.0 * df["m"] * df["k"] * df["n"]
