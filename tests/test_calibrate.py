@@ -188,9 +188,11 @@ def test_calibrated_never_below_ideal(m, k, n, v, chips, cm, ct, mm, mt, co, oh,
                      v_dim=128, kv_elems_per_token=512, kv_bytes_per_elem=1 if kv8 else 2, act_bytes_per_elem=2),
            collective("comm.all_reduce.ffn", "dense", 1, kind="all_reduce", buffer_bytes=v, chips=chips,
                       tokens=m),
-           collective("comm.all_gather.ffn", "dense", 1, kind="all_gather", buffer_bytes=v, chips=chips, tokens=m)]
+           collective("comm.all_gather.ffn", "dense", 1, kind="all_gather", buffer_bytes=v, chips=chips, tokens=m),
+           collective("comm.all_to_all.dispatch", "moe", 1, kind="all_to_all", buffer_bytes=v, chips=chips,
+                      tokens=m)]  # the all_to_all family
     if chips > c.scaleup.domain_size and (c.scaleout is None or chips % c.scaleup.domain_size):
-        ops = ops[:-2]
+        ops = ops[:-3]
     ideal = score_ops(ops, c, None)
     for model in models:
         for a, b in zip(score_ops(ops, c, model), ideal):
@@ -400,3 +402,35 @@ def test_a_chip_borrows_what_its_source_borrows():
     m = calibrated_model("gb200")
     assert m.sources["norm"] == "borrowed: h100-sxm" and m.fit_for("norm") == calibrated_model("h100-sxm").fit_for("norm")
     assert m.sources["gemm"] == "gb200 fit" and "borrowed from h100-sxm" in m.label
+
+
+def test_moe_all_to_all_has_its_own_family_floor_and_bandwidth_by_hand(tmp_path):
+    """MoE dispatch / combine (kind='collective', collective='all_to_all') are priced by the all_to_all fit: a fixed
+    floor plus the bytes at comm_max; without that fit, the chip's collective fit (BORROWS) prices them."""
+    p = tmp_path / "round-gpu.toml"
+    p.write_text(ROUND_CHIP + "\n[efficiency.all_to_all]\ncomm_max = 0.25\noverhead_s = 50e-6\n")
+    chip = lr.load_chip(str(p))
+    m = calibrated_model(chip)
+    op = collective("comm.all_to_all.dispatch", "moe", 1, kind="all_to_all", buffer_bytes=8e6, chips=8)
+    assert family_of(op) == "all_to_all" and m.sources["all_to_all"] == "round-gpu fit"
+    (s,) = score_ops([op], chip, m)
+    # all-to-all on a switch: (8-1)/8 * 8e6 = 7e6 bytes at 100e9 * 0.25 = 25e9 B/s -> 280 us, one direct step of
+    # 1 us, the 50 us floor: 331 us (the ideal: 7e6 / 100e9 + 1 us = 71 us)
+    assert float(s.t_comm_s + s.overhead_s) == pytest.approx(331e-6)
+    (ideal,) = score_ops([op], chip, None)
+    assert float(ideal.t_comm_s) == pytest.approx(71e-6)
+    # no all_to_all fit anywhere: the collective fit (comm_max 0.5, 30 us): 7e6 / 50e9 + 1 us + 30 us = 171 us
+    borrowed = CalibratedModel("round-gpu", "", {"collective": calibrated_model(chip).fit_for("collective")})
+    assert borrowed.fit_for("all_to_all") is borrowed.fit_for("collective")
+    (b,) = score_ops([op], chip, borrowed)
+    assert float(b.t_comm_s + b.overhead_s) == pytest.approx(171e-6)
+
+
+def test_expert_parallel_dispatch_and_combine_are_the_all_to_all_family():
+    attn = AttentionSpec("gqa", 4, 4, 64, 64)
+    spec = ModelSpec("moe-a2a", 256, 1000, (LayerGroup("moe", 2, attn, FfnSpec("moe", 0, True, "silu", n_experts=8,
+                                                                                top_k=2, d_expert=128)),))
+    ops = {o.name: o for o in build_ops(spec, Phase.decode(32, 100), Sharding(tp=1, attention_dp=4, moe_ep=4))}
+    assert family_of(ops["comm.all_to_all.dispatch"]) == family_of(ops["comm.all_to_all.combine"]) == "all_to_all"
+    # each chip's send buffer: 32 / 4 tokens x top-2 copies x d 256 x 2 bytes (bf16) = 8,192 bytes
+    assert float(ops["comm.all_to_all.dispatch"].comm_bytes) == pytest.approx(8192)
