@@ -6,7 +6,8 @@ Sources (both under --data):
 - aic-vllm/<system>/  NVIDIA AIConfigurator's vLLM kernel tables (calibrate/aic_vllm.py): gemm (bf16),
   gemm_fp8, gemm_fp8_block (block-scaled fp8, kernel-time rows), moe (fused-MoE block), attention (causal prefill), attention_decode (bf16 KV),
   attention_decode_fp8 (fp8 KV) and collective (vLLM custom all-reduce, CUDA graph) for every system with a
-  chip file (a100-80gb, h100-sxm, h200, b200, gb200, l40s);
+  chip file (a100-80gb, h100-sxm, h200, b200, gb200, l40s), all_to_all (MoE dispatch / combine, DeepEP) where
+  measured (h100-sxm, h200, b200, gb200);
 - vidur/  the Vidur profiles (calibrate/vidur.py): the memory-bound families (elementwise, activation, rope,
   norm, embedding) of a100-80gb and h100-sxm. Other chips borrow those (chip_fits.calibrated_model).
 
@@ -82,7 +83,7 @@ def note(chip, sources: list[str], points: int, date: str | None) -> str:
     return ("; ".join(sources) + f"; {points} points; fitted {date or 'today'} against this file's {chip.name} peaks "
             f"({dtype} {chip.peak_flops_per_s(dtype):.4g}{fp8} FLOP/s, HBM {chip.hbm_bytes_per_s:.4g} B/s, "
             f"{chip.scaleup.kind} {chip.scaleup.bytes_per_s:.4g} B/s); families not listed here are borrowed "
-            "(chip_fits.calibrated_model says from where); multi-node collectives, MoE all-to-all and MLA not calibrated")
+            "(chip_fits.calibrated_model says from where); multi-node collectives and MLA not calibrated")
 
 
 def differences(chip_name: str, fits) -> list[str]:

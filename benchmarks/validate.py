@@ -8,9 +8,9 @@ absolute % error of the ideal roofline and of the calibrated model, the latter a
 
 - held-out shapes: grouped 5-fold cross-validation over shape groups (calibrate/crossval.py): GEMM (n, k),
   attention (heads, kv heads, head_dim), MoE (hidden, intermediate, top-k, experts), all-reduce GPU count,
-  Vidur rows by model. Every group is predicted
+  MoE all-to-all (hidden, top-k, experts), Vidur rows by model. Every group is predicted
   by a fit that never saw it (the families' full refit is benchmarks/refit_chips.py);
-- leave-one-GPU-out (GEMM, MoE and attention families): the GPU's rows predicted by the fit of its nearest other
+- leave-one-GPU-out (GEMM, MoE, attention and MoE all-to-all families): the GPU's rows predicted by the fit of its nearest other
   measured GPU (LOGO_DONOR), applied to this GPU's own peaks: exactly what a chip without data gets when it
   borrows a fit.
 
@@ -20,7 +20,8 @@ by message bytes.
 
 Sources: aic-vllm/<system>/ of h100-sxm, h200, b200, gb200, a100-80gb and l40s (gemm, gemm_fp8, moe = fused-MoE
 block, attention = causal prefill, attention_decode (bf16 KV) and attention_decode_fp8 (fp8 KV), collective =
-vLLM custom all-reduce in a CUDA graph) and vidur/ (memory-bound families of a100 and h100; Vidur's NCCL
+vLLM custom all-reduce in a CUDA graph, all_to_all = MoE dispatch / combine, DeepEP low-latency or
+high-throughput, tokens per rank M) and vidur/ (memory-bound families of a100 and h100; Vidur's NCCL
 all-reduce and GEMMs are left out here: the shipped fits use the vLLM kernels). --summary adds the family x GPU
 table of the README (held-out median / p90 (LOGO median)).
 """
@@ -50,13 +51,13 @@ VIDUR_GPUS = {"a100-80gb": "a100", "h100-sxm": "h100"}
 LOGO_DONOR = {"h100-sxm": "h200", "h200": "h100-sxm", "b200": "gb200", "gb200": "b200", "a100-80gb": "h100-sxm",
               "l40s": "a100-80gb"}
 LOGO_FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8",
-                 "moe_fp8", "gemm_fp8_block")
+                 "moe_fp8", "gemm_fp8_block", "all_to_all")
 TARGETS = {"median": 10.0, "p90": 25.0, "logo_median": 15.0}
 LLM_SHAPES = "n,k>=1k"
 BUCKET_ORDER = ("M<=64", "M<=1k", "M>1k", LLM_SHAPES, "L<=1k", "L<=8k", "L>8k", "<=1MB", "<=100MB", ">100MB", "<=64KiB", "<=8MiB",
                 ">8MiB")
 TARGET_FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8",
-                   "collective", "moe_fp8", "gemm_fp8_block")
+                   "collective", "moe_fp8", "gemm_fp8_block", "all_to_all")
 
 
 def bucket(df: pd.DataFrame) -> np.ndarray:
@@ -167,7 +168,7 @@ SUMMARY_ROWS = (("gemm", LLM_SHAPES, "GEMM bf16, n,k ≥ 1024"), ("gemm", "all",
                 ("attention_decode", "all", "decode attention, bf16 KV"),
                 ("attention_decode_fp8", "all", "decode attention, fp8 KV"), ("moe", "all", "MoE block"),
                 ("moe_quant", "all", "MoE block, 4-bit experts"), ("moe_fp8", "all", "MoE block, fp8 experts"),
-                ("collective", "all", "all-reduce"))
+                ("collective", "all", "all-reduce"), ("all_to_all", "all", "MoE all-to-all"))
 
 
 def summary(rows: list[dict]) -> str:

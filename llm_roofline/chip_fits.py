@@ -56,14 +56,15 @@ def _number(value, where: str) -> float:
     return float(value)
 
 
-def calibrated_model(chip) -> CalibratedModel:
+def calibrated_model(chip, _asking: tuple = ()) -> CalibratedModel:
     """The calibrated efficiency model of `chip` (name, path or Chip). Its `.label` says where it comes from:
     'calibrated (h100-sxm fit)', 'calibrated (h200 fit); norm, ... borrowed from h100-sxm fit',
-    'family default: hopper from h100-sxm fit', 'tpu default (uncalibrated)', ...; `.sources` says it per family."""
+    'family default: hopper from h100-sxm fit', 'tpu default (uncalibrated)', ...; `.sources` says it per family.
+    _asking: the chips whose models are being built and borrow from this one (a cycle stops there)."""
     chip = load_chip(chip)
     own = _chip_fits(chip)
     if own:
-        return _own_model(chip, own)
+        return _own_model(chip, own, _asking)
     if chip.family == "tpu":
         fams = {f: TPU_DEFAULT for f in FAMILIES}
         return CalibratedModel(chip.name, "tpu default (uncalibrated)", MappingProxyType(fams),
@@ -131,7 +132,7 @@ def _falls_back_to_own(family: str, own: Mapping[str, FamilyFit]) -> bool:
     return False
 
 
-def _own_model(chip: Chip, own: dict[str, FamilyFit]) -> CalibratedModel:
+def _own_model(chip: Chip, own: dict[str, FamilyFit], asking: tuple = ()) -> CalibratedModel:
     """A chip with its own fits: families it lacks borrow from its family default chip (or h100-sxm, the
     nearest chip with every family measured, when that default is the chip itself)."""
     fams, sources = dict(own), {f: f"{chip.name} fit" for f in own}
@@ -146,8 +147,9 @@ def _own_model(chip: Chip, own: dict[str, FamilyFit]) -> CalibratedModel:
             if f in src_fits:
                 fams[f], sources[f] = src_fits[f], BORROWED + src_name
         still = [f for f in missing if f not in fams]
-        if still:  # the source borrows them itself (gb200 <- b200 <- h100-sxm: memory-bound families)
-            src_model = calibrated_model(src_name)
+        if still and src_name not in asking:  # the source borrows them itself (gb200 <- b200 <- h100-sxm:
+            # memory-bound families); a family neither h100-sxm nor a100-80gb has stops the cycle between them
+            src_model = calibrated_model(src_name, asking + (chip.name,))
             for f in still:
                 if src_model.sources.get(f, "").startswith(BORROWED) and \
                         src_model.sources[f][len(BORROWED):] not in FAMILIES and f in src_model.families:

@@ -47,6 +47,12 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
     collective        kind='collective' inside the       vLLM custom all-reduce in a CUDA graph; all_gather,
                       scale-up domain                    reduce_scatter, all_to_all, p2p borrow it;
                                                          multi-node collectives stay ideal
+    all_to_all        kind='collective', all_to_all      MoE expert-parallel dispatch / combine (moe_a2a_perf:
+                      (expert-parallel dispatch and      DeepEP low-latency and high-throughput kernels, the
+                      combine) inside the domain         faster per shape): a fixed floor overhead_s (tens of us:
+                                                         the kernels' layout, signalling and polling) plus the
+                                                         bytes at comm_max of the link; without a fit anywhere:
+                                                         the chip's collective fit (BORROWS)
 
 - gemm / gemm_fp8 / moe: compute_max is what a large GEMM reaches; compute_tokens_half a padding cost (the FLOP time
   of T + T_half rows: M padded to tiles, wave quantization) and compute_cols_half the same in N (op.gemm_n, the output
@@ -107,15 +113,16 @@ if TYPE_CHECKING:
 
 FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8",
             "elementwise", "activation", "rope", "norm", "embedding", "collective", "moe_fp8",
-            "gemm_fp8_block")
+            "gemm_fp8_block", "all_to_all")
 FP8_COMPUTE = ("fp8", "int8", "fp4", "int4")  # GEMMs computing in these run the 8-bit (and narrower) kernels
 # a family without its own fit borrows: family -> the family it falls back to (and says so)
 BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "moe_quant": "moe", "attention_decode_fp8": "attention_decode",
            "attention_decode": "attention", "moe_fp8": "moe",
-           "gemm_fp8_block": "gemm_fp8"}
+           "gemm_fp8_block": "gemm_fp8", "all_to_all": "collective"}
 # without an own fit these use the chip's own bf16 fit (BORROWS), not another chip's fit of the 8-bit family
 OWN_BF16_FALLBACK = ("gemm_fp8", "attention_decode_fp8", "moe_quant", "moe_fp8", "gemm_fp8_block")
 MOE_FAMILIES = ("moe", "moe_quant", "moe_fp8")  # fused-MoE blocks: bf16, 4-bit and 8-bit experts
+COLLECTIVE_FAMILIES = ("collective", "all_to_all")  # priced by alpha-beta terms (roofline.score_collective)
 KV8_BITS = 8.0  # a KV cache stored in this many bits or fewer (fp8, int8) decodes with the attention_decode_fp8 fit
 
 
@@ -255,6 +262,8 @@ def family_of(op: "Op") -> str:
         if not is_decode_attention(op):
             return "attention"
         return "attention_decode_fp8" if 0 < getattr(op, "kv_bits", 0.0) <= KV8_BITS else "attention_decode"
+    if op.kind == "collective" and op.collective == "all_to_all":
+        return "all_to_all"
     if op.kind in ("norm", "embedding", "collective"):
         return op.kind
     name = op.name.rsplit(".", 1)[-1]
@@ -306,7 +315,7 @@ class CalibratedModel:
 
     def for_op(self, op: "Op", chip: Chip) -> Efficiency:
         fam = family_of(op)
-        if fam == "collective" and _crosses_domain(op, chip):
+        if fam in COLLECTIVE_FAMILIES and _crosses_domain(op, chip):
             return Efficiency(label=self.label + "; multi-node collective: ideal (not calibrated)")
         p = self.fit_for(fam)
         if fam == "gemm" and weight_only_quantized(op):  # it reads the tokens, the chip's peaks and the dtype
@@ -325,8 +334,8 @@ class CalibratedModel:
                 return p.efficiency(op.tokens, label=self.label, cols=n, out_elems=_float(op.tokens) * n, walked=walked,
                                     depth=op.gemm_k)
             return _efficiency_at(p, op.tokens, self.label, n, float(walked), op.gemm_k)
-        if fam == "collective":  # the direct kernels' step latency grows with the GPUs of the group; rings (PCIe
-            # switch, xGMI / NVLink-bridge mesh) are NCCL's pipelined steps, priced at the link's latency_s alone
+        if fam in COLLECTIVE_FAMILIES:  # the direct kernels' step latency grows with the GPUs of the group; rings
+            # (PCIe switch, xGMI / NVLink-bridge mesh) are NCCL's pipelined steps, priced at the link's latency_s alone
             return _collective_efficiency(p, int(op.group_chips), self.label, nvlink_switch(chip.scaleup))
         if not getattr(op.tokens, "ndim", 0):
             return _efficiency_at(p, op.tokens, self.label)
@@ -335,15 +344,17 @@ class CalibratedModel:
     def pricing_keys(self, ops: "list[Op]", chip: Chip, memo: dict) -> tuple:
         """What for_op(op, chip) reads besides each op, as a key (roofline.stacked_efficiency reuses a stack under
         it): the fit of the op's family, whether a collective crosses the chip's scale-up domain and whether that
-        domain is an NVLink switch (its step latency), the chip itself for a dequantizing GEMM (its peaks). memo: a dict kept with `ops` (their families, chip-free, once). None (no
-        reuse) when a subclass prices ops its own way."""
+        domain is an NVLink switch (its step latency), the chip itself for a dequantizing GEMM (its peaks). memo: a
+        dict kept with `ops` (their families, chip-free, once). None (no reuse) when a subclass prices ops its own
+        way."""
         if type(self).for_op is not CalibratedModel.for_op:
             return None
         shapes = memo.get("families")
         if shapes is None:  # the distinct families, the chips of each collective, whether any GEMM dequantizes
             fams = [family_of(op) for op in ops]
             shapes = memo["families"] = (tuple(dict.fromkeys(fams)),
-                                         tuple(int(op.group_chips) for op, f in zip(ops, fams) if f == "collective"),
+                                         tuple(int(op.group_chips) for op, f in zip(ops, fams)
+                                               if f in COLLECTIVE_FAMILIES),
                                          any(f == "gemm" and weight_only_quantized(op) for op, f in zip(ops, fams)))
         families, collective_chips, dequant = shapes
         domain = chip.scaleup.domain_size

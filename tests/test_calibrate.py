@@ -189,9 +189,11 @@ def test_calibrated_never_below_ideal(m, k, n, v, chips, cm, ct, mm, mt, co, oh,
                      v_dim=128, kv_elems_per_token=512, kv_bytes_per_elem=1 if kv8 else 2, act_bytes_per_elem=2),
            collective("comm.all_reduce.ffn", "dense", 1, kind="all_reduce", buffer_bytes=v, chips=chips,
                       tokens=m),
-           collective("comm.all_gather.ffn", "dense", 1, kind="all_gather", buffer_bytes=v, chips=chips, tokens=m)]
+           collective("comm.all_gather.ffn", "dense", 1, kind="all_gather", buffer_bytes=v, chips=chips, tokens=m),
+           collective("comm.all_to_all.dispatch", "moe", 1, kind="all_to_all", buffer_bytes=v, chips=chips,
+                      tokens=m)]  # the all_to_all family
     if chips > c.scaleup.domain_size and (c.scaleout is None or chips % c.scaleup.domain_size):
-        ops = ops[:-2]
+        ops = ops[:-3]
     ideal = score_ops(ops, c, None)
     for model in models:
         for a, b in zip(score_ops(ops, c, model), ideal):
@@ -218,12 +220,14 @@ def test_estimate_calibrated_is_slower_than_ideal_and_decode_sum_stays_exact():
 # ------------------------------------------------------------------------------ family defaults
 def test_labels_say_where_the_numbers_come_from():
     assert calibrated_model("h100-sxm").label == "calibrated (h100-sxm fit)"
-    assert calibrated_model("a100-80gb").label == "calibrated (a100-80gb fit)"
+    # MoE all-to-all (DeepEP) was measured on h100-sxm, h200, b200 and gb200 only: A100 borrows the Hopper fit
+    assert calibrated_model("a100-80gb").label == "calibrated (a100-80gb fit); all_to_all borrowed from h100-sxm"
     # own vLLM-kernel fits; the memory-bound families (measured by Vidur on A100/H100 only) are borrowed
     memory = "elementwise, activation, rope, norm, embedding"
     assert calibrated_model("h200").label == f"calibrated (h200 fit); {memory} borrowed from h100-sxm"
     assert calibrated_model("b200").label == f"calibrated (b200 fit); {memory} borrowed from h100-sxm"
-    assert calibrated_model("l40s").label == f"calibrated (l40s fit); {memory}, collective borrowed from a100-80gb"
+    assert calibrated_model("l40s").label == \
+        f"calibrated (l40s fit); {memory}, collective, all_to_all borrowed from a100-80gb, h100-sxm"
     assert calibrated_model("a100-40gb").label == "family default: ampere from a100-80gb fit"
     assert calibrated_model("rtx-4090").label.startswith("family default: ada from l40s fit")
     assert calibrated_model("tpu-v5e").label == "tpu default (uncalibrated)"
@@ -411,3 +415,35 @@ def test_block_fp8_fit_keeps_the_per_tensor_launch_floor():
     assert (base.overhead_s, base.compute_max) == (5e-6, 1.0)
     assert "overhead_s" not in dict(fitting._free("gemm_fp8_block"))
     assert fitting._base("gemm", fits) is fitting.IDEAL_FIT and fitting._base("gemm_fp8_block", {}) is fitting.IDEAL_FIT
+
+
+def test_moe_all_to_all_has_its_own_family_floor_and_bandwidth_by_hand(tmp_path):
+    """MoE dispatch / combine (kind='collective', collective='all_to_all') are priced by the all_to_all fit: a fixed
+    floor plus the bytes at comm_max; without that fit, the chip's collective fit (BORROWS) prices them."""
+    p = tmp_path / "round-gpu.toml"
+    p.write_text(ROUND_CHIP + "\n[efficiency.all_to_all]\ncomm_max = 0.25\noverhead_s = 50e-6\n")
+    chip = lr.load_chip(str(p))
+    m = calibrated_model(chip)
+    op = collective("comm.all_to_all.dispatch", "moe", 1, kind="all_to_all", buffer_bytes=8e6, chips=8)
+    assert family_of(op) == "all_to_all" and m.sources["all_to_all"] == "round-gpu fit"
+    (s,) = score_ops([op], chip, m)
+    # all-to-all on a switch: (8-1)/8 * 8e6 = 7e6 bytes at 100e9 * 0.25 = 25e9 B/s -> 280 us, one direct step of
+    # 1 us, the 50 us floor: 331 us (the ideal: 7e6 / 100e9 + 1 us = 71 us)
+    assert float(s.t_comm_s + s.overhead_s) == pytest.approx(331e-6)
+    (ideal,) = score_ops([op], chip, None)
+    assert float(ideal.t_comm_s) == pytest.approx(71e-6)
+    # no all_to_all fit anywhere: the collective fit (comm_max 0.5, 30 us): 7e6 / 50e9 + 1 us + 30 us = 171 us
+    borrowed = CalibratedModel("round-gpu", "", {"collective": calibrated_model(chip).fit_for("collective")})
+    assert borrowed.fit_for("all_to_all") is borrowed.fit_for("collective")
+    (b,) = score_ops([op], chip, borrowed)
+    assert float(b.t_comm_s + b.overhead_s) == pytest.approx(171e-6)
+
+
+def test_expert_parallel_dispatch_and_combine_are_the_all_to_all_family():
+    attn = AttentionSpec("gqa", 4, 4, 64, 64)
+    spec = ModelSpec("moe-a2a", 256, 1000, (LayerGroup("moe", 2, attn, FfnSpec("moe", 0, True, "silu", n_experts=8,
+                                                                                top_k=2, d_expert=128)),))
+    ops = {o.name: o for o in build_ops(spec, Phase.decode(32, 100), Sharding(tp=1, attention_dp=4, moe_ep=4))}
+    assert family_of(ops["comm.all_to_all.dispatch"]) == family_of(ops["comm.all_to_all.combine"]) == "all_to_all"
+    # each chip's send buffer: 32 / 4 tokens x top-2 copies x d 256 x 2 bytes (bf16) = 8,192 bytes
+    assert float(ops["comm.all_to_all.dispatch"].comm_bytes) == pytest.approx(8192)

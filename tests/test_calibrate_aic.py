@@ -124,3 +124,17 @@ def test_four_bit_moe_rows_are_the_moe_quant_family_with_packed_weight_bytes():
     # 16 * 3 * 2880 * 2880 * 4.25 / 8 = 211,507,200 B + activations 16 * (2*2880 + 3*2880) * 2 = 460,800 B
     assert (q.m, q["bytes"], q["dtype"]) == (1.0, 211_968_000, "bf16")
     assert m[m.op == "moe_nvfp4"].iloc[0]["dtype"] == "fp4"  # w4a4: the fp4 peak
+
+
+def test_moe_all_to_all_rows_keep_the_faster_deepep_kernel_with_k_copies_of_bytes(rows):
+    a = rows[rows.family == "all_to_all"].set_index(["op", "m"])
+    # per (phase, tokens) the faster of DeepEP low-latency and high-throughput; v2 rows left out: 2 phases x
+    # (1, 16, 512 tokens) = 6 rows, all of the all_to_all family, 8 GPUs, shape group h7168_k8_e256
+    assert len(a) == 6 and set(a.fam) == {"all_to_all"} and set(a.tp) == {8} and set(a.model) == {"h7168_k8_e256"}
+    # latency in microseconds: dispatch at 16 tokens: low-latency 63.084799 us beats high-throughput 330.1 us and
+    # v2's 454 / 616 us; combine at 512 tokens: only high-throughput measured it, 271.334401 us
+    assert a.loc[("moe_a2a_dispatch", 16.0)].measured_s == pytest.approx(63.084799e-6, rel=1e-6)
+    assert a.loc[("moe_a2a_combine", 512.0)].measured_s == pytest.approx(271.334401e-6, rel=1e-6)
+    # bytes: each rank's send buffer of k bf16 copies per token: 512 tokens x 8 x 7168 x 2 B = 58,720,256
+    assert a.loc[("moe_a2a_combine", 512.0)]["bytes"] == 58_720_256
+    assert a.loc[("moe_a2a_dispatch", 1.0)]["bytes"] == 8 * 7168 * 2  # 114,688

@@ -13,6 +13,7 @@ replay after warm-ups with locked clocks; `latency` is in milliseconds. Tables c
     moe_perf                   the fused-MoE expert block of one layer (bf16, 4-bit and block-scaled fp8 experts,
                                balanced routing rows; a100_sxm has bf16 power_law_1.01 rows only: priced with
                                that skew, power_law_routing)
+    moe_a2a_perf               MoE expert-parallel dispatch / combine of one layer (DeepEP, ep_size GPUs of one node)
 
 Several kernels (kernel_source) measured the same shape: the fastest one is kept, as vLLM picks the best
 kernel it has. Byte accounting (e = element bytes: bf16 2, fp8 1; outputs bf16):
@@ -38,9 +39,18 @@ kernel it has. Byte accounting (e = element bytes: bf16 2, fp8 1; outputs bf16):
                two GEMMs), priced by the fitted overhead_per_walked_elem_s (FlashInfer's Blackwell kernels fuse
                them: ~0). Left out: shape groups measured faster than streaming their touched experts' weights
                at peak HBM bandwidth (_NOT_AS_NAMED)
+    all_to_all T = num_tokens on each rank, h = hidden_size, k = topk: bytes = T * k * h * 2 (each rank's send buffer
+               of k routed bf16 copies per token: what the estimator's all_to_all op carries, graph._dispatch_combine;
+               DeepEP low-latency sends exactly that, one copy per (token, expert); the high-throughput kernels send
+               a token once per destination rank, fewer bytes, which the fitted comm_max absorbs), tp = ep_size.
+               Both phases at 2 bytes per element: the collector's comm_dtype is 'default' (bf16 hidden states, no
+               fp8 dispatch). Per (phase, shape, tokens) the faster of DeepEP low-latency (measured up to 256
+               tokens) and high-throughput (16 and up) is kept, as a deployment picks them for decode and prefill;
+               the DeepEP v2 rows (h100 only) are left out, so every GPU has the same kernels. This table's
+               `latency` is in MICROseconds (= transmit_us + notify_us)
 
 The `model` column names a shape group for leave-one-group-out validation: GEMM (n, k), attention
-(heads, kv heads, head_dim), all-reduce the GPU count.
+(heads, kv heads, head_dim), all-reduce the GPU count, all-to-all (hidden, top-k, experts).
 """
 
 from __future__ import annotations
@@ -60,10 +70,11 @@ if TYPE_CHECKING:
 SYSTEMS = {"a100_sxm": "a100-80gb", "h100_sxm": "h100-sxm", "h200_sxm": "h200", "b200_sxm": "b200",
            "gb200": "gb200", "l40s": "l40s"}
 AIC_SOURCE = "AIConfigurator vLLM kernel tables (aiconfigurator-core 0.12.0, vLLM 0.24.0; a100 0.14.0) {gpus}"
-AIC_TABLES = ("gemm_perf", "context_attention_perf", "generation_attention_perf", "custom_allreduce_perf", "moe_perf")
+AIC_TABLES = ("gemm_perf", "context_attention_perf", "generation_attention_perf", "custom_allreduce_perf", "moe_perf",
+              "moe_a2a_perf")
 AIC_OPS = {"gemm_bf16", "gemm_fp8", "gemm_fp8_block", "context_attention", "generation_attention",
            "custom_allreduce", "moe", "moe_nvfp4", "moe_w4a16_mxfp4", "moe_w4a8_mxfp4_mxfp8", "moe_int4_wo",
-           "moe_fp8_block"}
+           "moe_fp8_block", "moe_a2a_dispatch", "moe_a2a_combine"}
 AIC_COLUMNS = (CSV_ORDER[:CSV_ORDER.index("flops")] + ("keys", "head_dim", "kv_bits", "q_per_kv", "walked")
                + CSV_ORDER[CSV_ORDER.index("flops"):])
 # fp8_block: DeepSeek-style block-scaled fp8 (DeepGEMM, CUTLASS / FlashInfer blockwise; Triton on L40S), the
@@ -180,6 +191,19 @@ def allreduce_rows(df: "pd.DataFrame") -> dict:
     return dict(family="all_reduce", op="custom_allreduce", dtype="bf16", tp=n,
                 bytes=df["message_size"].to_numpy(np.float64) * 2.0, model=[f"n{int(x)}" for x in n],
                 measured_s=df["latency"].to_numpy() * 1e-3)
+
+
+_A2A_BACKENDS = ("deepep_ll", "deepep_ht")  # DeepEP low-latency and normal (high-throughput) kernels
+
+
+def a2a_rows(df: "pd.DataFrame") -> dict:
+    """MoE dispatch / combine rows: the fastest backend per (phase, shape, tokens); bytes = T * k * h * 2."""
+    df = _fastest(df[(df["node_num"] == 1) & df["comm_backend"].isin(_A2A_BACKENDS)], ["phase", "hidden_size", "topk", "num_experts", "ep_size", "num_tokens"])
+    t, h, k = (df[c].to_numpy(np.float64) for c in ("num_tokens", "hidden_size", "topk"))
+    return dict(family="all_to_all", op="moe_a2a_" + df["phase"].astype(str), dtype="bf16",
+                tp=df["ep_size"].to_numpy(np.float64), m=t, bytes=t * k * h * 2.0,
+                model=[f"h{a}_k{b}_e{c}" for a, b, c in zip(df["hidden_size"], df["topk"], df["num_experts"])],
+                measured_s=df["latency"].to_numpy() * 1e-6)  # this table's latency is in us (transmit_us)
 
 
 # 4-bit fused-MoE kernels (moe_quant family): moe_dtype -> (compute dtype: the peak its FLOPs run at, bits per stored
@@ -299,7 +323,8 @@ def power_law_routing(t, k, e, ep, alpha: float, draws: int = 16, seed: int = 0)
 
 
 _CONVERTERS = {"moe_perf": moe_rows, "gemm_perf": gemm_rows, "context_attention_perf": context_rows,
-               "generation_attention_perf": generation_rows, "custom_allreduce_perf": allreduce_rows}
+               "generation_attention_perf": generation_rows, "custom_allreduce_perf": allreduce_rows,
+               "moe_a2a_perf": a2a_rows}
 
 
 def convert_table(path, gpu: str) -> "pd.DataFrame":

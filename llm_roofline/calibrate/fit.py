@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Mapping
 import numpy as np
 
 from ..collectives import CollectiveTerms, collective_terms
-from ..efficiency import FAMILIES, IDEAL_FIT, MOE_FAMILIES, PARAM_CEILING, CalibratedModel, FamilyFit, attention_from_gemm
+from ..efficiency import (COLLECTIVE_FAMILIES, FAMILIES, IDEAL_FIT, MOE_FAMILIES, PARAM_CEILING, CalibratedModel,
+                          FamilyFit, attention_from_gemm)
 from ..hardware import Chip, load_chip
 from ..roofline import score, score_collective
 from ..units import dtype_bytes
@@ -74,7 +75,7 @@ class _Terms:
 def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     tokens = df["m"].to_numpy(np.float64)
     kernels = df["kernels"].to_numpy(np.float64)
-    if fam == "collective":
+    if fam in COLLECTIVE_FAMILIES:
         return _Terms(fam, tokens, kernels, comm=_collective_terms(df, chip), chips=df["tp"].to_numpy(np.float64))
     if fam in GEMMS + MOE + ATTENTION:
         peaks = {d: chip.peak_flops_per_s(d) for d in set(df["dtype"])}
@@ -179,6 +180,9 @@ _FREE = {
     # the 2/4/8-GPU rows as well as a linear growth in n and stays modest at 72), a fixed cost per call
     "collective": (("comm_max", 0.6), ("comm_switch_max", 0.5), ("comm_step_s", 2e-6),
                    ("comm_step_per_doubling_s", 2e-7), ("overhead_s", 1e-6)),
+    # MoE all-to-all (DeepEP dispatch / combine): one direct step, a large fixed floor (layout, per-expert
+    # signalling and polling: tens of us) and the bytes at a fraction of the link
+    "all_to_all": (("comm_max", 0.5), ("overhead_s", 3e-5)),
 }
 # further starting points (overrides of _FREE's values) a family's fit also tries, keeping the lowest loss: the
 # GEMM loss has a basin where the tile factors (tokens, cols) carry the shortfall and one where the output
@@ -359,7 +363,7 @@ def _fittable(rows: "pd.DataFrame", terms: _Terms, measured: np.ndarray, fam: st
     keep = np.ones(len(rows), dtype=bool)
     if fam in MOE:
         keep = terms.time_s(IDEAL_FIT) <= measured
-    if fam == "collective":
+    if fam in COLLECTIVE_FAMILIES:
         keep = terms.time_s(IDEAL_FIT) <= measured
         if keep.sum() < 3:
             keep[:] = True

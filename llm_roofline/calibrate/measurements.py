@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import ChipError, RooflineError
 from ..files import write_text
 from ..hardware import Chip, load_chip
-from ..efficiency import FP8_COMPUTE, KV8_BITS
+from ..efficiency import COLLECTIVE_FAMILIES, FP8_COMPUTE, KV8_BITS
 from ..units import dtype_bytes
 
 if TYPE_CHECKING:
@@ -26,14 +26,15 @@ CSV_FAMILIES = {
     "attention_decode": "attention_decode", "generation_attention": "attention_decode", "elementwise": "elementwise", "add": "elementwise",
     "residual": "elementwise", "activation": "activation", "act": "activation", "rope": "rope", "norm": "norm",
     "embedding": "embedding", "emb": "embedding", "all_reduce": "collective", "all_gather": "collective",
-    "reduce_scatter": "collective", "all_to_all": "collective", "p2p": "collective", "send_recv": "collective",
+    "reduce_scatter": "collective", "all_to_all": "all_to_all", "p2p": "collective", "send_recv": "collective",
     "gemm_fp8_block": "gemm_fp8_block",
 }
 
 MEASURED_COLUMNS = {
     "family": "gemm | elementwise | activation | rope | norm | embedding | attention (prefill, causal) | "
               "attention_decode | all_reduce | all_gather | reduce_scatter | all_to_all | p2p "
-              "(gemm rows with an 8-bit dtype fit the gemm_fp8 family) | gemm_fp8_block (block-scaled fp8 weights)",
+              "(gemm rows with an 8-bit dtype fit the gemm_fp8 family; all_to_all rows the all_to_all family) | "
+              "gemm_fp8_block (block-scaled fp8 weights)",
     "op": "op name (e.g. attn_pre_proj, mlp_act, all_reduce)",
     "model": "model the op came from (leave-one-model-out cross-validation); empty for collectives",
     "gpu": "optional: the GPU the row was measured on (e.g. a100, h100); `calibrate --chip` keeps the rows "
@@ -111,7 +112,7 @@ def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
         raise RooflineError(f"{where}: gemm rows need m, k and n")
     df.loc[g & df["flops"].isna(), "flops"] = 2.0 * df["m"] * df["k"] * df["n"]
     df.loc[g & df["bytes"].isna(), "bytes"] = (df["k"] * df["n"] + df["m"] * df["k"] + df["m"] * df["n"]) * eb
-    df.loc[df["fam"] != "collective", "flops"] = df["flops"].fillna(0.0)
+    df.loc[~df["fam"].isin(COLLECTIVE_FAMILIES), "flops"] = df["flops"].fillna(0.0)
     if df["bytes"].isna().any():
         raise RooflineError(f"{where}: {int(df['bytes'].isna().sum())} row(s) without bytes")
     df.loc[(df["fam"] == "attention_decode") & (df["kv_bits"] > 0) & (df["kv_bits"] <= KV8_BITS), "fam"] = \
@@ -160,4 +161,4 @@ def rows_for_chip(df: "pd.DataFrame", chip: Chip, gpu: str | None = None) -> "pd
 
 def single_node(df: "pd.DataFrame") -> "pd.DataFrame":
     """The rows that are fitted: everything except collectives spanning more than one node."""
-    return df[(df["fam"] != "collective") | (df["nodes"] <= 1)]
+    return df[~df["fam"].isin(COLLECTIVE_FAMILIES) | (df["nodes"] <= 1)]
