@@ -169,6 +169,12 @@ def _bracket(nodes: np.ndarray, x) -> tuple[np.ndarray, np.ndarray]:
     return i, pos - i
 
 
+def _spread(pos: tuple, ndim: int) -> tuple:
+    """A bracket (index, weight) of a batch (n,) shaped (n, 1, ...) against ndim axes: what _bracket gives for that
+    batch broadcast over them (it is elementwise)."""
+    return tuple(x.reshape(x.shape + (1,) * (ndim - x.ndim)) for x in pos)
+
+
 @dataclass(frozen=True)
 class StepTables:
     """Step times (host overhead included) of one replica at the decode batches `nodes` (m,), for u distinct
@@ -193,19 +199,20 @@ class StepTables:
                 for a, size in enumerate(shape) if a > 0]
         return (rows, *axes)
 
-    def at(self, table: np.ndarray, batch) -> np.ndarray:
-        """table (u, ..., m) interpolated at decode batch `batch`; result (n, ...)."""
+    def at(self, table: np.ndarray, batch, pos: tuple | None = None) -> np.ndarray:
+        """table (u, ..., m) interpolated at decode batch `batch`; result (n, ...). pos: _bracket(nodes, batch) of a
+        batch (n,) when known (the same numbers, broadcast over table's middle axes)."""
         shape = (self.index.size,) + table.shape[1:-1]
-        i, w = _bracket(self.nodes, np.broadcast_to(batch, shape))
+        i, w = _bracket(self.nodes, np.broadcast_to(batch, shape)) if pos is None else _spread(pos, len(shape))
         lead = self._lead(shape)
         t0 = table[lead + (i,)]
         return t0 + w * (table[lead + (i + 1,)] - t0)
 
-    def batched(self, batch, tokens) -> np.ndarray:
-        """A step with `tokens` prompt tokens beside `batch` decodes; bilinear; batch, tokens (n, ...)."""
+    def batched(self, batch, tokens, pos: tuple | None = None) -> np.ndarray:
+        """A step with `tokens` prompt tokens beside `batch` decodes; bilinear; batch, tokens (n, ...). pos: see at."""
         batch, tokens = np.broadcast_arrays(batch, tokens)
         rows = self.index.reshape((-1,) + (1,) * (tokens.ndim - 1))
-        i, wd = _bracket(self.nodes, batch)
+        i, wd = _bracket(self.nodes, batch) if pos is None else _spread(pos, tokens.ndim)
         j, wf = _bracket(FRACTIONS, tokens / self.budget_tokens[rows])
         t = self.batch_s
         return ((1 - wd) * ((1 - wf) * t[rows, i, j] + wf * t[rows, i, j + 1])
@@ -363,25 +370,27 @@ def _pass(tab: StepTables, wl: Workload, rate, tau, share, dec_steps, closed: bo
     weighted by the share of the budget one prompt takes."""
     others = share * rate * dec_steps * tau  # (n,) others decoding (Little on the decode station)
     d = 1.0 + others
-    decode_s = tab.at(tab.decode_s, d)
-    n_own = tab.at(tab.chunks, others[:, None])  # (n, k)
-    own_s = tab.at(tab.own_s, others[:, None])
+    at_d, at_o = _bracket(tab.nodes, d), _bracket(tab.nodes, others)  # each batch bracketed once for every table
+    decode_s = tab.at(tab.decode_s, d, at_d)
+    n_own = tab.at(tab.chunks, others[:, None], at_o)  # (n, k)
     new = wl.new_prompt_tokens
     chunk, chunk_mean = new / n_own, wl.mean(new / n_own)
-    room, room_o = tab.room_tokens(d), tab.room_tokens(others)
+    room = tab.room_tokens(d)
     mu = share * rate * tau
     beta = np.minimum(np.where(mu > 1e-12, mu / -np.expm1(-np.maximum(mu, 1e-12)), 1.0),
                       np.maximum(room / chunk_mean, 1.0))
     mixed_per_s = share * rate * wl.mean(n_own) / beta  # steps carrying others' prompt tokens
-    mixed_s = tab.batched(d, beta * chunk_mean)
+    mixed_s = tab.batched(d, beta * chunk_mean, at_d)
     u = np.minimum(mixed_per_s * mixed_s, 0.999)
     tau_new = 1.0 / (mixed_per_s + (1.0 - u) / decode_s)
     if not with_ttft:  # open loop: the fixed point needs tau only
         return _Pass(tau_new, None, None, others, u, None, None)
+    own_s = tab.at(tab.own_s, others[:, None], at_o)
+    room_o = tab.room_tokens(others)
     landing_s = mixed_per_s * mixed_s ** 2 + (1.0 - u) * decode_s  # length-biased step: E[t^2] / E[t]
     joining = share * rate * (tau_new if closed else landing_s)  # (n,) prompts sharing the own step
     residual = (0.0 if closed else 1.0) * (1.0 - np.exp(-others) * (1.0 - u)) * landing_s  # full landing step
-    full_s = tab.batched(others, room_o)
+    full_s = tab.batched(others, room_o, at_o)
     backlog = share * rate * full_s * wl.mean(new) / room_o
     # a closed loop cannot overrun its budget: at most its C - 1 other prompts are ahead of a request
     load = np.minimum(backlog, 0.999) if closed else backlog
@@ -396,7 +405,7 @@ def _pass(tab: StepTables, wl: Workload, rate, tau, share, dec_steps, closed: bo
         x_own = chunk[shape]
         x_all = np.minimum(x_own + j * chunk_mean[:, None][shape], room_o[:, None][shape])
         o = others[:, None][shape]
-        return n_own[shape] * own_s[shape] + tab.batched(o, x_all) - tab.batched(o, x_own)
+        return n_own[shape] * own_s[shape] + tab.batched(o, x_all, at_o) - tab.batched(o, x_own, at_o)
 
     wait = request_overhead_s + backlog_s + residual / 2.0  # (n,)
     ttft = wait[:, None] + service(joining[:, None])
