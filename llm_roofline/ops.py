@@ -239,11 +239,12 @@ def embedding(name, group, *, tokens, d_model, table_rows, weight_bytes_per_elem
               text=lambda: f"gather T={short_number(t)} rows of {d_model:g} elems")
 
 
-def collective(name, group, count, *, kind, buffer_bytes, chips, tokens=ZERO) -> Op:
-    """A collective over `chips` chips on a buffer of buffer_bytes per chip (its cost: sharding.py)."""
+def collective(name, group, count, *, kind, buffer_bytes, chips, tokens=ZERO, shards=1) -> Op:
+    """A collective over `chips` chips on a buffer of buffer_bytes per chip (its cost: sharding.py), run as `shards`
+    parallel instances (one per attention group)."""
     v = f64(buffer_bytes)
     return Op(name, group, "collective", count, v * 0.0, comm_bytes=v, collective=kind, group_chips=chips,
-              tokens=f64(tokens), text=lambda: f"{kind} of {short_number(v)} B over {chips} chips")
+              tokens=f64(tokens), shards=shards, text=lambda: f"{kind} of {short_number(v)} B over {chips} chips")
 
 
 def expected_distinct_experts(n_experts, top_k, tokens):
