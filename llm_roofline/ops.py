@@ -18,7 +18,7 @@ from .units import f64, short_number
 ZERO = np.float64(0.0)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Op:
     name: str  # stable dotted name: 'attn.qkv_proj', 'ffn.down', 'comm.all_reduce.attn', ...
     group: str  # layer group ('dense', 'moe', 'sliding', ...) or 'model' for embed / lm_head
@@ -46,6 +46,19 @@ class Op:
     q_per_kv: float = 0.0  # attention: query heads per K/V head (the GQA group; 1 for MHA)
     # the arithmetic with its numbers (--explain), or a function that writes it: formatted when read (op.formula)
     text: "str | Callable[[], str]" = field(default="", repr=False, compare=False)
+
+    def __init__(self, name, group, kind, count, flops, weight_bytes=ZERO, act_bytes=ZERO, kv_bytes=ZERO,
+                 comm_bytes=ZERO, collective="", group_chips=1, tokens=ZERO, style="replicated", shards=1,
+                 stored_bytes=0.0, compute_dtype="bf16", gemm_n=0.0, gemm_k=0.0, walked_rows=0.0, weight_bits=0.0,
+                 head_dim=0.0, kv_bits=0.0, q_per_kv=0.0, text=""):
+        """The fields in their order, with their defaults (tests/test_graph.py checks both against the dataclass's),
+        set at once: the generated __init__ of a frozen dataclass sets them one by one (graphs build many ops)."""
+        self.__dict__.update(
+            name=name, group=group, kind=kind, count=count, flops=flops, weight_bytes=weight_bytes,
+            act_bytes=act_bytes, kv_bytes=kv_bytes, comm_bytes=comm_bytes, collective=collective,
+            group_chips=group_chips, tokens=tokens, style=style, shards=shards, stored_bytes=stored_bytes,
+            compute_dtype=compute_dtype, gemm_n=gemm_n, gemm_k=gemm_k, walked_rows=walked_rows, weight_bits=weight_bits,
+            head_dim=head_dim, kv_bits=kv_bits, q_per_kv=q_per_kv, text=text)
 
     @property
     def formula(self) -> str:
