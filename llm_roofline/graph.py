@@ -153,9 +153,9 @@ class _Ctx:
             return []
         t = self.T_attn if tokens is None else tokens
         buf = t * (self.spec.d_model if width is None else width) * self.act_bytes
-        op = collective(f"comm.{kind}.{name}", group, count, kind=kind, buffer_bytes=buf,
-                        chips=self.tp if chips is None else chips, tokens=t)
-        return [replace(op, shards=self.adp if instances is None else instances)]
+        return [collective(f"comm.{kind}.{name}", group, count, kind=kind, buffer_bytes=buf,
+                           chips=self.tp if chips is None else chips, tokens=t,
+                           shards=self.adp if instances is None else instances)]
 
     def after_row(self, suffix, group, count) -> list[Op]:
         """After a row-parallel matmul: all-reduce of y[T, d], or reduce-scatter under sequence parallelism."""

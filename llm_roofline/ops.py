@@ -18,7 +18,7 @@ from .units import f64, short_number
 ZERO = np.float64(0.0)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Op:
     name: str  # stable dotted name: 'attn.qkv_proj', 'ffn.down', 'comm.all_reduce.attn', ...
     group: str  # layer group ('dense', 'moe', 'sliding', ...) or 'model' for embed / lm_head
@@ -48,6 +48,19 @@ class Op:
     #   128x128 fp8: 16384), 0 = per-tensor / per-channel scales (efficiency.block_scaled: the gemm_fp8_block fit)
     # the arithmetic with its numbers (--explain), or a function that writes it: formatted when read (op.formula)
     text: "str | Callable[[], str]" = field(default="", repr=False, compare=False)
+
+    def __init__(self, name, group, kind, count, flops, weight_bytes=ZERO, act_bytes=ZERO, kv_bytes=ZERO,
+                 comm_bytes=ZERO, collective="", group_chips=1, tokens=ZERO, style="replicated", shards=1,
+                 stored_bytes=0.0, compute_dtype="bf16", gemm_n=0.0, gemm_k=0.0, walked_rows=0.0, weight_bits=0.0,
+                 head_dim=0.0, kv_bits=0.0, q_per_kv=0.0, text=""):
+        """The fields in their order, with their defaults (tests/test_graph.py checks both against the dataclass's),
+        set at once: the generated __init__ of a frozen dataclass sets them one by one (graphs build many ops)."""
+        self.__dict__.update(
+            name=name, group=group, kind=kind, count=count, flops=flops, weight_bytes=weight_bytes,
+            act_bytes=act_bytes, kv_bytes=kv_bytes, comm_bytes=comm_bytes, collective=collective,
+            group_chips=group_chips, tokens=tokens, style=style, shards=shards, stored_bytes=stored_bytes,
+            compute_dtype=compute_dtype, gemm_n=gemm_n, gemm_k=gemm_k, walked_rows=walked_rows, weight_bits=weight_bits,
+            head_dim=head_dim, kv_bits=kv_bits, q_per_kv=q_per_kv, text=text)
 
     @property
     def formula(self) -> str:
@@ -242,11 +255,12 @@ def embedding(name, group, *, tokens, d_model, table_rows, weight_bytes_per_elem
               text=lambda: f"gather T={short_number(t)} rows of {d_model:g} elems")
 
 
-def collective(name, group, count, *, kind, buffer_bytes, chips, tokens=ZERO) -> Op:
-    """A collective over `chips` chips on a buffer of buffer_bytes per chip (its cost: sharding.py)."""
+def collective(name, group, count, *, kind, buffer_bytes, chips, tokens=ZERO, shards=1) -> Op:
+    """A collective over `chips` chips on a buffer of buffer_bytes per chip (its cost: sharding.py), run as `shards`
+    parallel instances (one per attention group)."""
     v = f64(buffer_bytes)
     return Op(name, group, "collective", count, v * 0.0, comm_bytes=v, collective=kind, group_chips=chips,
-              tokens=f64(tokens), text=lambda: f"{kind} of {short_number(v)} B over {chips} chips")
+              tokens=f64(tokens), shards=shards, text=lambda: f"{kind} of {short_number(v)} B over {chips} chips")
 
 
 def expected_distinct_experts(n_experts, top_k, tokens):

@@ -261,16 +261,34 @@ def phase_t_s_chips(ops: list[Op], chips: list, effs: list, time_factor, sums=Pr
     """phase_t_s of `ops` on each chip (effs: its efficiency model), the same numbers: each block of ops is scored
     on every chip at once (roofline.score_stacks, the chips' rows one after another) and summed over the phase's
     steps in one pass; then each chip's rows are summed op by op."""
-    shape = ops_shape(ops) if grid is None else grid
+    if grid is None:  # the ops' grid, read once per graph when a memo is kept with them
+        shape = memo.get("grid") if memo is not None else None
+        if shape is None:
+            shape = ops_shape(ops)
+            if memo is not None:
+                memo["grid"] = shape
+    else:
+        shape = grid
     totals = [0] * len(chips)
     for lo, hi in op_blocks(len(ops), shape):
         block = ops[lo:hi]
-        g = shape if hi - lo > 1 else _right_aligned(ops_shape(block), len(shape))
-        t_s = sums.t_s(score_stacks(block, chips, effs, g, None if memo is None else memo.setdefault((lo, hi), {})))
+        shared = None if memo is None else memo.setdefault((lo, hi), {})
+        g = shape if hi - lo > 1 else _block_grid(block, shape, shared)
+        t_s = sums.t_s(score_stacks(block, chips, effs, g, shared))
         rows = t_s * _per_op([op.count for op in block] * len(chips), t_s) * time_factor
         for c in range(len(chips)):
             totals[c] = _add_rows(totals[c], rows[c * len(block):(c + 1) * len(block)])
     return totals
+
+
+def _block_grid(block: list[Op], shape: tuple, shared: dict | None) -> tuple:
+    """The grid of a lone op scored against the phase's `shape` (its own, right-aligned), kept in `shared`."""
+    g = None if shared is None else shared.get(("grid", shape))
+    if g is None:
+        g = _right_aligned(ops_shape(block), len(shape))
+        if shared is not None:
+            shared["grid", shape] = g
+    return g
 
 
 def graph_memo(graphs: dict | None, key: tuple, make) -> tuple:

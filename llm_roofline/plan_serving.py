@@ -169,7 +169,9 @@ def _choose(spec, frames, targets, ttft_col, price, rank_by, notes, serve_kw) ->
                             f"{_failure(near, ttft_col, targets)}")
     cheapest = ok.groupby(["chip", "tp", "pp", "ep"], sort=False).head(1).copy()
     groups = df.groupby(["chip", "tp", "pp", "replicas"], sort=False).indices  # row positions, in df order
-    cheapest["binds"] = [_binds(df, groups, r, ttft_col, targets) for _, r in cheapest.iterrows()]
+    ttft = df[ttft_col].to_numpy(dtype=np.float64)
+    cheapest["binds"] = [_binds(df, groups, key, ttft, ttft_col, targets)
+                         for key in zip(*(cheapest[k].tolist() for k in ("chip", "tp", "pp", "replicas")))]
     best = cheapest.iloc[0].to_dict()
     check = serve(spec, best["chip"], prompt_len=targets["prompt_len"], gen_len=targets["gen_len"],
                   qps=targets["qps"], tp=int(best["tp"]), pp=int(best["pp"]), ep=int(best["ep"]),
@@ -179,12 +181,16 @@ def _choose(spec, frames, targets, ttft_col, price, rank_by, notes, serve_kw) ->
                        check=check, targets=targets, rank_by=rank_by, notes=notes)
 
 
-def _binds(df, groups, row, ttft_col, targets) -> str:
-    """Why this row is the cheapest of its chip and sharding: what one replica fewer fails."""
-    rows = groups.get((row["chip"], row["tp"], row["pp"], row["replicas"] - 1))
-    same = df.iloc[rows] if rows is not None else df.iloc[:0]
-    if same.empty:
+def _binds(df, groups, key: tuple, ttft: np.ndarray, ttft_col, targets) -> str:
+    """Why the row of `key` (chip, tp, pp, replicas) is the cheapest of its chip and sharding: what one replica fewer
+    fails (its row of lowest TTFT: the first of df.iloc[rows].sort_values(ttft_col), read without building it)."""
+    chip, tp, pp, replicas = key
+    rows = groups.get((chip, tp, pp, replicas - 1))
+    if rows is None or len(rows) == 0:
         return "one replica: the load fits on a single replica"
-    fewer = same.sort_values(ttft_col).iloc[0]
-    n = int(row["replicas"]) - 1
+    vals = ttft[rows]
+    known = ~np.isnan(vals)  # as pandas sorts: the numbers by a quicksort argsort, NaN last
+    order = np.flatnonzero(known)[vals[known].argsort(kind="quicksort")]
+    fewer = df.iloc[rows[order[0]] if order.size else rows[0]]
+    n = int(replicas) - 1
     return f"{n} {'replica fails' if n == 1 else 'replicas fail'}: {_failure(fewer, ttft_col, targets)}"

@@ -29,7 +29,9 @@ Pure numpy over a grid (n points, k request classes, m decode-batch nodes); no r
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Callable
 
 import numpy as np
@@ -100,9 +102,10 @@ class Workload:
     weight: np.ndarray  # sums to 1 over the last axis
     cached_tokens: np.ndarray  # prompt tokens served by the prefix cache (still held in KV, still attended to)
 
-    @property
+    @cached_property
     def new_prompt_tokens(self) -> np.ndarray:
-        """Tokens to prefill; at least one (the last prompt token is recomputed on a full cache hit)."""
+        """Tokens to prefill; at least one (the last prompt token is recomputed on a full cache hit). Made once (the
+        passes of a solve read it many times)."""
         return np.maximum(self.prompt_tokens - self.cached_tokens, 1.0)
 
     def mean(self, x) -> np.ndarray:
@@ -169,6 +172,12 @@ def _bracket(nodes: np.ndarray, x) -> tuple[np.ndarray, np.ndarray]:
     return i, pos - i
 
 
+def _spread(pos: tuple, ndim: int) -> tuple:
+    """A bracket (index, weight) of a batch (n,) shaped (n, 1, ...) against ndim axes: what _bracket gives for that
+    batch broadcast over them (it is elementwise)."""
+    return tuple(x.reshape(x.shape + (1,) * (ndim - x.ndim)) for x in pos)
+
+
 @dataclass(frozen=True)
 class StepTables:
     """Step times (host overhead included) of one replica at the decode batches `nodes` (m,), for u distinct
@@ -186,30 +195,53 @@ class StepTables:
     decodes_in_prefill_steps: bool  # False: prefill_first (decodes wait while prompts run)
     index: np.ndarray  # (n,) configuration of every grid point
 
-    def _lead(self, shape) -> tuple:
-        """Index arrays selecting, for a sample of `shape` (n, ...), the rows of a per-configuration table."""
-        rows = self.index.reshape((-1,) + (1,) * (len(shape) - 1))
-        axes = [np.arange(size).reshape((1,) * a + (-1,) + (1,) * (len(shape) - a - 1))
-                for a, size in enumerate(shape) if a > 0]
-        return (rows, *axes)
+    @cached_property
+    def point_budget_tokens(self) -> np.ndarray:
+        """budget_tokens of every grid point (n,), gathered once (the passes of a solve read it many times)."""
+        return self.budget_tokens[self.index]
 
-    def at(self, table: np.ndarray, batch) -> np.ndarray:
-        """table (u, ..., m) interpolated at decode batch `batch`; result (n, ...)."""
+    def _base(self, table_shape: tuple, ndim: int, middle: int) -> np.ndarray:
+        """Flat offset, in a C-ordered table of `table_shape` (u, ...), of each grid point's row and of each of the
+        `middle` axes after it (sample axes 1 .. middle, of the same sizes), shaped (n, ...) against ndim axes; made
+        once per shape (the passes of a solve ask for the same few)."""
+        bases = self.__dict__.setdefault("_bases", {})
+        key = (table_shape, ndim, middle)
+        if key not in bases:
+            inner = table_shape[1:]
+            base = self.index.reshape((-1,) + (1,) * (ndim - 1)) * math.prod(inner)
+            for a, size in enumerate(inner[:middle], start=1):
+                base = base + np.arange(size).reshape((1,) * a + (-1,) + (1,) * (ndim - a - 1)) * math.prod(inner[a:])
+            bases[key] = base
+        return bases[key]
+
+    def _flat(self, table: np.ndarray) -> np.ndarray:
+        """table as a flat C-ordered array (a view when it is contiguous), made once per table."""
+        flats = self.__dict__.setdefault("_flats", {})
+        hit = flats.get(id(table))
+        if hit is None or hit[0] is not table:  # the table is held, so its id is not reused
+            hit = flats[id(table)] = (table, np.ravel(table))
+        return hit[1]
+
+    def at(self, table: np.ndarray, batch, pos: tuple | None = None) -> np.ndarray:
+        """table (u, ..., m) interpolated at decode batch `batch`; result (n, ...). pos: _bracket(nodes, batch) of a
+        batch (n,) when known (the same numbers, broadcast over table's middle axes). Table entries are read by flat
+        index (the same entries as table[row, ..., i])."""
         shape = (self.index.size,) + table.shape[1:-1]
-        i, w = _bracket(self.nodes, np.broadcast_to(batch, shape))
-        lead = self._lead(shape)
-        t0 = table[lead + (i,)]
-        return t0 + w * (table[lead + (i + 1,)] - t0)
+        i, w = _bracket(self.nodes, np.broadcast_to(batch, shape)) if pos is None else _spread(pos, len(shape))
+        flat, at_i = self._flat(table), self._base(table.shape, len(shape), table.ndim - 2) + i
+        t0 = flat.take(at_i)
+        return t0 + w * (flat.take(at_i + 1) - t0)
 
-    def batched(self, batch, tokens) -> np.ndarray:
-        """A step with `tokens` prompt tokens beside `batch` decodes; bilinear; batch, tokens (n, ...)."""
+    def batched(self, batch, tokens, pos: tuple | None = None) -> np.ndarray:
+        """A step with `tokens` prompt tokens beside `batch` decodes; bilinear; batch, tokens (n, ...). pos: see at.
+        Table entries are read by flat index (the same entries as batch_s[row, i, j])."""
         batch, tokens = np.broadcast_arrays(batch, tokens)
-        rows = self.index.reshape((-1,) + (1,) * (tokens.ndim - 1))
-        i, wd = _bracket(self.nodes, batch)
-        j, wf = _bracket(FRACTIONS, tokens / self.budget_tokens[rows])
-        t = self.batch_s
-        return ((1 - wd) * ((1 - wf) * t[rows, i, j] + wf * t[rows, i, j + 1])
-                + wd * ((1 - wf) * t[rows, i + 1, j] + wf * t[rows, i + 1, j + 1]))
+        i, wd = _bracket(self.nodes, batch) if pos is None else _spread(pos, tokens.ndim)
+        j, wf = _bracket(FRACTIONS, tokens / self.point_budget_tokens.reshape((-1,) + (1,) * (tokens.ndim - 1)))
+        f = FRACTIONS.size
+        t, ij = self._flat(self.batch_s), self._base(self.batch_s.shape, tokens.ndim, 0) + i * f + j
+        return ((1 - wd) * ((1 - wf) * t.take(ij) + wf * t.take(ij + 1))
+                + wd * ((1 - wf) * t.take(ij + f) + wf * t.take(ij + f + 1)))
 
     def with_index(self, index: np.ndarray) -> "StepTables":
         """The same tables read by other grid points."""
@@ -233,7 +265,7 @@ class StepTables:
 
     def room_tokens(self, batch) -> np.ndarray:
         """Budget left for prompt tokens beside `batch` decoding sequences (n, ...)."""
-        budget = self.budget_tokens[self.index].reshape((-1,) + (1,) * (np.ndim(batch) - 1))
+        budget = self.point_budget_tokens.reshape((-1,) + (1,) * (np.ndim(batch) - 1))
         used = batch * self.rows_per_seq if self.decodes_in_prefill_steps else 0.0
         return np.maximum(budget - used, 1.0)
 
@@ -363,25 +395,28 @@ def _pass(tab: StepTables, wl: Workload, rate, tau, share, dec_steps, closed: bo
     weighted by the share of the budget one prompt takes."""
     others = share * rate * dec_steps * tau  # (n,) others decoding (Little on the decode station)
     d = 1.0 + others
-    decode_s = tab.at(tab.decode_s, d)
-    n_own = tab.at(tab.chunks, others[:, None])  # (n, k)
-    own_s = tab.at(tab.own_s, others[:, None])
+    at_d, at_o = _bracket(tab.nodes, d), _bracket(tab.nodes, others)  # each batch bracketed once for every table
+    decode_s = tab.at(tab.decode_s, d, at_d)
+    n_own = tab.at(tab.chunks, others[:, None], at_o)  # (n, k)
     new = wl.new_prompt_tokens
-    chunk, chunk_mean = new / n_own, wl.mean(new / n_own)
-    room, room_o = tab.room_tokens(d), tab.room_tokens(others)
+    chunk = new / n_own
+    chunk_mean = wl.mean(chunk)
+    room = tab.room_tokens(d)
     mu = share * rate * tau
     beta = np.minimum(np.where(mu > 1e-12, mu / -np.expm1(-np.maximum(mu, 1e-12)), 1.0),
                       np.maximum(room / chunk_mean, 1.0))
     mixed_per_s = share * rate * wl.mean(n_own) / beta  # steps carrying others' prompt tokens
-    mixed_s = tab.batched(d, beta * chunk_mean)
+    mixed_s = tab.batched(d, beta * chunk_mean, at_d)
     u = np.minimum(mixed_per_s * mixed_s, 0.999)
     tau_new = 1.0 / (mixed_per_s + (1.0 - u) / decode_s)
     if not with_ttft:  # open loop: the fixed point needs tau only
         return _Pass(tau_new, None, None, others, u, None, None)
+    own_s = tab.at(tab.own_s, others[:, None], at_o)
+    room_o = tab.room_tokens(others)
     landing_s = mixed_per_s * mixed_s ** 2 + (1.0 - u) * decode_s  # length-biased step: E[t^2] / E[t]
     joining = share * rate * (tau_new if closed else landing_s)  # (n,) prompts sharing the own step
     residual = (0.0 if closed else 1.0) * (1.0 - np.exp(-others) * (1.0 - u)) * landing_s  # full landing step
-    full_s = tab.batched(others, room_o)
+    full_s = tab.batched(others, room_o, at_o)
     backlog = share * rate * full_s * wl.mean(new) / room_o
     # a closed loop cannot overrun its budget: at most its C - 1 other prompts are ahead of a request
     load = np.minimum(backlog, 0.999) if closed else backlog
@@ -396,7 +431,7 @@ def _pass(tab: StepTables, wl: Workload, rate, tau, share, dec_steps, closed: bo
         x_own = chunk[shape]
         x_all = np.minimum(x_own + j * chunk_mean[:, None][shape], room_o[:, None][shape])
         o = others[:, None][shape]
-        return n_own[shape] * own_s[shape] + tab.batched(o, x_all) - tab.batched(o, x_own)
+        return n_own[shape] * own_s[shape] + tab.batched(o, x_all, at_o) - tab.batched(o, x_own, at_o)
 
     wait = request_overhead_s + backlog_s + residual / 2.0  # (n,)
     ttft = wait[:, None] + service(joining[:, None])
@@ -487,7 +522,7 @@ def saturation_qps(tab: StepTables, wl: Workload, capacity, tokens_per_step=1.0,
     n, k = tab.index.size, 32
     dec_steps = wl.mean(np.maximum(wl.gen_tokens - 1.0, 0.0)) / tokens_per_step
     fastest_s = tab.at(tab.decode_s, np.ones(n))
-    budget = tab.budget_tokens[tab.index]
+    budget = tab.point_budget_tokens
     prompt_s = tab.batched(np.zeros(n), budget) / budget
     lo = np.zeros(n)
     hi = np.maximum((capacity + 1.0) / (np.maximum(dec_steps, 1e-9) * fastest_s), 1.0 / (wl.mean(wl.new_prompt_tokens) * prompt_s))

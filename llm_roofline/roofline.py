@@ -362,7 +362,7 @@ class StackTerms(NamedTuple):
 
 def stack_terms(ops: "list[Op]", chip: "Chip", grid: tuple, shared: dict | None = None) -> StackTerms:
     """StackTerms of `ops` on `chip`. shared: a dict kept with `ops` while they are scored on several chips: the
-    stacks that do not depend on the chip (FLOPs and HBM bytes) are made once there."""
+    stacks that do not depend on the chip (FLOPs and HBM bytes) are made once there, the link terms once per links."""
     shape = (len(ops),) + tuple(grid)
     local = shared.get("local") if shared is not None else None
     if local is None:
@@ -372,25 +372,26 @@ def stack_terms(ops: "list[Op]", chip: "Chip", grid: tuple, shared: dict | None 
         if shared is not None:
             shared["local"] = local
     flops, hbm, collective = local
-    links = (chip.scaleup, chip.scaleout)  # all a collective's terms read of the chip (collectives.collective_terms)
-    comm = shared.get(links) if shared is not None else None
-    if comm is None:
-        comm = [(1.0, 1.0, t.link_bytes, t.hops, t.link_bytes_per_s, t.latency_s, t.switch_reduced)
-                for op, c in zip(ops, collective) if c
-                for t in [collective_terms(op.collective, op.comm_bytes, op.group_chips, chip)]]
-        if shared is not None:
-            shared[links] = comm
-    comm_rows = iter(comm)
-    rows = [next(comm_rows) if c else (chip.peak_flops_per_s(op.compute_dtype), chip.hbm_bytes_per_s, 0.0, 0.0, np.inf,
-                                       0.0, 0.0) for op, c in zip(ops, collective)]
-    peak, bw, link_bytes, hops, link_bw, latency, switch = zip(*rows)
     col = (len(ops),) + (1,) * len(grid)  # per-op numbers against the grid
 
     def per_op(values):
         return np.array(values, dtype=np.float64).reshape(col)
 
-    return StackTerms(flops, hbm, per_op(peak), per_op(bw), stacked(link_bytes, shape), stacked(hops, shape),
-                      per_op(link_bw), per_op(latency), stacked(switch, shape), collective)
+    links = (chip.scaleup, chip.scaleout)  # all a collective's terms read of the chip (collectives.collective_terms)
+    comm = shared.get(links) if shared is not None else None
+    if comm is None:  # the link terms, stacked once per links (chips on the same links share them)
+        terms = iter([collective_terms(op.collective, op.comm_bytes, op.group_chips, chip)
+                      for op, c in zip(ops, collective) if c])
+        rows = [(t.link_bytes, t.hops, t.link_bytes_per_s, t.latency_s, t.switch_reduced) if c
+                else (0.0, 0.0, np.inf, 0.0, 0.0) for c in collective for t in [next(terms) if c else None]]
+        link_bytes, hops, link_bw, latency, switch = zip(*rows)
+        comm = (stacked(link_bytes, shape), stacked(hops, shape), per_op(link_bw), per_op(latency),
+                stacked(switch, shape))
+        if shared is not None:
+            shared[links] = comm
+    peak = per_op([1.0 if c else chip.peak_flops_per_s(op.compute_dtype) for op, c in zip(ops, collective)])
+    bw = per_op([1.0 if c else chip.hbm_bytes_per_s for c in collective])
+    return StackTerms(flops, hbm, peak, bw, comm[0], comm[1], comm[2], comm[3], comm[4], collective)
 
 
 def score_ops(ops: "list[Op]", chip: "Chip", efficiency_model=None) -> list[Scored]:

@@ -184,3 +184,21 @@ def test_an_ops_formula_is_written_when_read_and_pickles_as_text():
     assert callable(op.text) and op.formula == "2*T*k*n*1 with T=3, k=4096, n=1024"
     for other in (pickle.loads(pickle.dumps(op)), copy.deepcopy(op)):
         assert other.text == op.formula and other == op
+
+
+def test_op_init_takes_the_dataclass_fields_in_order_with_their_defaults():
+    """Op's hand-written __init__ (set at once, for speed) must stay the dataclass's: every field, in order, with its
+    default; replace() and repr keep working through it."""
+    import dataclasses
+    import inspect
+
+    from llm_roofline.ops import Op
+
+    params = list(inspect.signature(Op.__init__).parameters.values())[1:]
+    fields = dataclasses.fields(Op)
+    assert [p.name for p in params] == [f.name for f in fields]
+    for p, f in zip(params, fields):
+        want = inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
+        assert p.default is want or p.default == want, f.name
+    op = Op("x", "g", "gemm", 2.0, 1.0, shards=4)
+    assert dataclasses.replace(op, shards=8).shards == 8 and op.weight_bytes == 0.0 and op.style == "replicated"

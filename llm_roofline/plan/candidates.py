@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from ..errors import RooflineError, ScenarioError
+from ..units import memo_by_identity
 
 
 @dataclass(frozen=True)
@@ -70,18 +71,27 @@ def replica_shape_ok(chip, chips: int) -> bool:
     return _is_power_of_two(chips) if chips <= d else chips % d == 0
 
 
+@memo_by_identity(maxsize=16)
+def _divisibility(spec) -> dict:
+    """{(tp, pp, ep): why the graph builder refuses that sharding of `spec` (its error message), or None}, filled by
+    sharding_candidates and kept per model (the check builds a whole prefill graph and does not depend on the chip
+    or the call)."""
+    return {}
+
+
 def sharding_candidates(spec, chip, max_chips: int, tp=None, pp=None, ep=None,
                         checked: dict | None = None) -> tuple[list[ShardingChoice], list[str]]:
     """(tp, pp, ep) choices the model allows on `chip` within max_chips, and why others were skipped.
 
     Candidates: tp up to max_chips (heads, KV heads, d_ff, vocabulary-free checks via the graph builder),
     pp a divisor of the layer count, ep a divisor of tp that divides the experts (MoE only). The graph builder
-    decides divisibility (ShardingError: skipped, never rounded). checked: {(tp, pp, ep): error or None} kept
-    between calls for the same model (the check does not depend on the chip)."""
+    decides divisibility (ShardingError: skipped, never rounded). checked: {(tp, pp, ep): error message or None}
+    kept between calls for the same model (the check does not depend on the chip); None: the model's own
+    (_divisibility)."""
     from ..graph import Phase, build_ops
     from ..sharding import Sharding
 
-    checked = {} if checked is None else checked
+    checked = _divisibility(spec) if checked is None else checked
     tps = sorted(set(tp)) if tp else list(range(1, max_chips + 1))
     pps = sorted(set(pp)) if pp else _divisors(spec.n_layers, max_chips)
     skipped: list[str] = []
@@ -97,7 +107,7 @@ def sharding_candidates(spec, chip, max_chips: int, tp=None, pp=None, ep=None,
                         build_ops(spec, Phase.prefill(p, 1), Sharding(t, p, e))
                         checked[t, p, e] = None
                     except RooflineError as err:
-                        checked[t, p, e] = err
+                        checked[t, p, e] = str(err)
                 err = checked[t, p, e]
                 if err is not None:
                     if tp or pp or ep:  # only explicit requests deserve a note

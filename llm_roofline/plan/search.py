@@ -201,10 +201,10 @@ def _search(spec, chip_list, limits: Limits, price_of: dict, tp, pp, ep) -> tupl
     """Every sharding the model allows on each chip (restricted to tp / pp / ep when given), scored: (the rows,
     chip by chip, {chip: ChipSearchLog}). The memory rows of every chip come first: each sharding is then evaluated on
     its chips together (_score_all; graphs: also the memory probes' prefill graphs, memory.memory_footprint)."""
-    checked, graphs = {}, {}  # checked: which shardings divide the model (any chip)
+    graphs = {}
     searched = []
     for chip in chip_list:
-        choices, skipped = sharding_candidates(spec, chip, limits.max_chips, tp, pp, ep, checked)
+        choices, skipped = sharding_candidates(spec, chip, limits.max_chips, tp, pp, ep)
         mems = [_memory_row(spec, chip, c, limits, graphs) for c in choices]
         searched.append((chip, choices, ChipSearchLog(shardings=len(choices), errors=list(skipped)), mems))
     scored = _score_all(spec, searched, limits, graphs)
