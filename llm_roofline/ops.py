@@ -52,7 +52,7 @@ class Op:
     def __init__(self, name, group, kind, count, flops, weight_bytes=ZERO, act_bytes=ZERO, kv_bytes=ZERO,
                  comm_bytes=ZERO, collective="", group_chips=1, tokens=ZERO, style="replicated", shards=1,
                  stored_bytes=0.0, compute_dtype="bf16", gemm_n=0.0, gemm_k=0.0, walked_rows=0.0, weight_bits=0.0,
-                 head_dim=0.0, kv_bits=0.0, q_per_kv=0.0, text=""):
+                 head_dim=0.0, kv_bits=0.0, q_per_kv=0.0, weight_block=0.0, text=""):
         """The fields in their order, with their defaults (tests/test_graph.py checks both against the dataclass's),
         set at once: the generated __init__ of a frozen dataclass sets them one by one (graphs build many ops)."""
         self.__dict__.update(
@@ -60,7 +60,7 @@ class Op:
             act_bytes=act_bytes, kv_bytes=kv_bytes, comm_bytes=comm_bytes, collective=collective,
             group_chips=group_chips, tokens=tokens, style=style, shards=shards, stored_bytes=stored_bytes,
             compute_dtype=compute_dtype, gemm_n=gemm_n, gemm_k=gemm_k, walked_rows=walked_rows, weight_bits=weight_bits,
-            head_dim=head_dim, kv_bits=kv_bits, q_per_kv=q_per_kv, text=text)
+            head_dim=head_dim, kv_bits=kv_bits, q_per_kv=q_per_kv, weight_block=weight_block, text=text)
 
     @property
     def formula(self) -> str:
@@ -77,7 +77,6 @@ class Op:
             if getattr(part, "ndim", 0) or part:
                 total = total + part
         return total
-
 
 
 def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_elem, n_matrices=1.0,
