@@ -44,6 +44,8 @@ class Op:
     head_dim: float = 0.0  # attention: (dqk + dv) / 2
     kv_bits: float = 0.0  # attention: bits per cached K/V element (8: an fp8 / int8 KV cache)
     q_per_kv: float = 0.0  # attention: query heads per K/V head (the GQA group; 1 for MHA)
+    window: float = 0.0  # attention: sliding-window length in tokens (0: full attention; DSA's top-k is not one)
+    seqs: float | np.ndarray = 0.0  # attention: sequences B of the batch (tokens = B * q); 0: unknown
     # the arithmetic with its numbers (--explain), or a function that writes it: formatted when read (op.formula)
     text: "str | Callable[[], str]" = field(default="", repr=False, compare=False)
 
@@ -151,7 +153,8 @@ def attention(name, group, count, *, batch, q_len, kv_len, n_heads, n_kv_heads, 
     return Op(name, group, "attention", count, flops, ZERO, act, kv_bytes, tokens=b * q,
               compute_dtype=compute_dtype, text=formula, style=style, shards=shards,
               head_dim=(qk_dim + v_dim) / 2.0, kv_bits=8.0 * kv_bytes_per_elem,
-              q_per_kv=n_heads / n_kv_heads if n_kv_heads > 0 else 0.0)
+              q_per_kv=n_heads / n_kv_heads if n_kv_heads > 0 else 0.0,
+              window=float(window) if window and window_label == "window" else 0.0, seqs=b)
 
 
 def recurrent_scan(name, group, count, *, batch, q_len, n_heads, head_dim, state_dim, flops_per_state_elem,

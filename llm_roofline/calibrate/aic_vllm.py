@@ -20,7 +20,7 @@ kernel it has. Byte accounting (e = element bytes: bf16 2, fp8 1; outputs bf16):
       prefill  q = kv = L:  flops = B * L(L+1)/2 * 2H * 2d (causal pairs); bytes = elems*2 + B*L*n_kv*2d*2
                keys = (L+1)/2; sliding-window and fp8-KV rows, and head_dim 512, are left out
       decode   q = 1, kv = min(isl + step, window or inf): flops = B * kv * 2H * 2d;
-               bytes = elems*2 + B*kv*n_kv*2d*e_kv; keys = kv
+               bytes = elems*2 + B*kv*n_kv*2d*e_kv; keys = kv; window = window_size (0: none)
     all_reduce bytes = message_size * 2 (the bf16 buffer each GPU holds), tp = num_gpus
     moe        T tokens, hidden h, intermediate i, top-k, E experts over moe_tp x moe_ep: pairs = T*k/ep assignments
                on this GPU, touched = min(E/ep, pairs) experts, rows per expert m = pairs / touched; gated up
@@ -56,7 +56,7 @@ AIC_SOURCE = "AIConfigurator vLLM kernel tables (aiconfigurator-core 0.12.0, vLL
 AIC_TABLES = ("gemm_perf", "context_attention_perf", "generation_attention_perf", "custom_allreduce_perf", "moe_perf")
 AIC_OPS = {"gemm_bf16", "gemm_fp8", "context_attention", "generation_attention",
            "custom_allreduce", "moe", "moe_nvfp4", "moe_w4a16_mxfp4", "moe_w4a8_mxfp4_mxfp8", "moe_int4_wo"}
-AIC_COLUMNS = (CSV_ORDER[:CSV_ORDER.index("flops")] + ("keys", "head_dim", "kv_bits", "q_per_kv", "walked")
+AIC_COLUMNS = (CSV_ORDER[:CSV_ORDER.index("flops")] + ("keys", "head_dim", "kv_bits", "q_per_kv", "walked", "window")
                + CSV_ORDER[CSV_ORDER.index("flops"):])
 # fp8_block (DeepGEMM / CUTLASS block-scaled, DeepSeek-style checkpoints) is left out: its rows carry a
 # ~55 us floor on H100 even at m = 1 (10x the per-tensor fp8 kernel), which no shape term explains
@@ -135,7 +135,8 @@ def generation_rows(df: "pd.DataFrame") -> dict:
     elems = b * h * 2 * d  # (B, 1, H, dqk + dv)
     e_kv = df["kv_cache_dtype"].map(_KV_BYTES).to_numpy(np.float64)
     return dict(family="generation_attention", op="generation_attention", dtype="bf16", tp=1.0, m=b,
-                elems=elems, keys=kv, head_dim=d, kv_bits=8.0 * e_kv, q_per_kv=h / kvh, flops=b * kv * 2 * h * 2 * d,
+                elems=elems, keys=kv, head_dim=d, kv_bits=8.0 * e_kv, q_per_kv=h / kvh, window=w,
+                flops=b * kv * 2 * h * 2 * d,
                 bytes=elems * 2.0 + b * kv * kvh * 2 * d * e_kv,
                 model=_group(df), measured_s=df["latency"].to_numpy() * 1e-3)
 
