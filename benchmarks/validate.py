@@ -51,6 +51,9 @@ LOGO_DONOR = {"h100-sxm": "h200", "h200": "h100-sxm", "b200": "gb200", "gb200": 
               "l40s": "a100-80gb"}
 LOGO_FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8")
 TARGETS = {"median": 10.0, "p90": 25.0, "logo_median": 15.0}
+# a donor without the family's fit lends its fallback (fp8 KV decode -> the donor's bf16 KV decode fit, as
+# CalibratedModel.fit_for does), not the ideal roofline
+LOGO_FALLBACK = {"attention_decode_fp8": "attention_decode"}
 LLM_SHAPES = "n,k>=1k"
 BUCKET_ORDER = ("M<=64", "M<=1k", "M>1k", LLM_SHAPES, "L<=1k", "L<=8k", "L>8k", "<=1MB", "<=100MB", ">100MB", "<=64KiB", "<=8MiB",
                 ">8MiB")
@@ -95,6 +98,9 @@ def evaluate_chip(chip_name: str, rows: pd.DataFrame, donor_fit) -> pd.DataFrame
     if donor_fit is not None:
         sel = rows["fam"].isin(LOGO_FAMILIES).to_numpy()
         fits = {f: p for f, p in donor_fit.fits.items() if f in LOGO_FAMILIES}
+        for f, g in LOGO_FALLBACK.items():  # as a chip without data gets it (efficiency.BORROWS)
+            if f not in fits and g in fits:
+                fits[f] = fits[g]
         out.loc[sel, "logo"] = fitting.predict(rows[sel], chip, fits)
     out["bucket"] = bucket(rows)
     out["gpu"] = chip_name
