@@ -64,7 +64,9 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   max) is compute_max * f(L, compute_keys_half) * f(G, compute_group_half), L = keys = min(kv, window): the GQA
   group padded to the kernel's query tile (G query rows per K/V tile) and a per-query-head cost worth
   compute_keys_half keys (Q load, softmax, O store); flops / f(L, h) = flops * (L + h) / L, so the compute TIME is
-  affine in the context. overhead_per_windowed_head_s * B*H: a sliding-window decode on FlashAttention-2 (vLLM's
+  affine in the context. Memory efficiency memory_max * S / hypot(S, memory_streams_half), S = B*n_kv KV streams:
+  split-KV (flash-decoding) caps the CTAs one stream gets, so one sequence x one KV head cannot fill HBM; and
+  overhead_per_kv_stream_s * S, the floor per stream (its CTAs, the split-KV combine). overhead_per_windowed_head_s * B*H: a sliding-window decode on FlashAttention-2 (vLLM's
   kernel on Ampere / Ada packs a GQA group into one tile only without a window) runs one tile per query head, as
   MHA (~0 where the kernel packs it: FA3, FlashInfer). Memory efficiency and overheads never depend on the KV
   length, so within a decode stretch every op's compute and memory times stay affine in the context length and
@@ -144,6 +146,10 @@ class FamilyFit:
     #   tiles: kernels that give each query head its own tiles; a short sequence still fills a whole tile), >= 0
     overhead_per_group_tile_s: float = 0.0  # prefill attention: time per query tile of one GQA group (B*n_kv*
     #   ceil(q*G/Q_TILE): kernels that pack the group's query heads into one tile, FlashAttention-3), >= 0
+    memory_streams_half: float = 0.0  # decode attention: KV streams S (sequences x KV heads) at which the stream
+    #   factor S / hypot(S, h) is 1/sqrt(2): split-KV caps the CTAs per stream, so few streams leave HBM idle, >= 0
+    overhead_per_kv_stream_s: float = 0.0  # decode attention: time per KV stream (sequence x KV head: the split-KV
+    #   kernel's CTAs and combine per stream), >= 0
 
     def __post_init__(self):
         for name in ("compute_max", "memory_max", "comm_max"):
@@ -168,24 +174,32 @@ class FamilyFit:
                 out = out * _saturation(x, half)
         return out
 
-    def memory(self, tokens) -> np.ndarray:
-        """memory_max * T / sqrt(T^2 + memory_tokens_half^2); tokens <= 0 (unknown): memory_max."""
+    def memory(self, tokens, streams=0.0) -> np.ndarray:
+        """memory_max * T / sqrt(T^2 + memory_tokens_half^2) (* S / hypot(S, memory_streams_half), decode
+        attention's KV streams S); tokens <= 0 (unknown): memory_max; S <= 0 (unknown) or h = 0: factor 1."""
         t = _float(tokens)
         known = t > 0
         tt = _where(known, t, 1.0)
-        return _where(known, self.memory_max * tt / np.hypot(tt, self.memory_tokens_half), self.memory_max)
+        out = _where(known, self.memory_max * tt / np.hypot(tt, self.memory_tokens_half), self.memory_max)
+        if self.memory_streams_half:
+            s = _float(streams)
+            ss = _where(s > 0, s, 1.0)
+            out = out * _where(s > 0, ss / np.hypot(ss, self.memory_streams_half), 1.0)
+        return out
 
     def efficiency(self, tokens=0.0, kernels=1.0, label: str = "calibrated", keys=0.0, elems=0.0,
                    kv_row_bytes=0.0, cols=0.0, dim=0.0, out_elems=0.0, group=0.0, walked=0.0,
-                   windowed_heads=0.0, head_tiles=0.0, group_tiles=0.0) -> Efficiency:
+                   windowed_heads=0.0, head_tiles=0.0, group_tiles=0.0, kv_streams=0.0) -> Efficiency:
         """The Efficiency at T = tokens (GEMM: also its output columns; attention: keys per query, Q+O
         elements, head_dim and, for decode, the KV bytes of one context position over the batch); overhead
         (overhead_s + overhead_per_kv_row_byte_s * kv_row_bytes + overhead_per_output_elem_s * out_elems) once
         per kernel; windowed_heads: query rows x heads of a sliding-window decode (0 without a window); head_tiles,
-        group_tiles: a prefill's query tiles (query_tiles)."""
+        group_tiles: a prefill's query tiles (query_tiles); kv_streams: a decode's sequences x KV heads."""
         ovh = self.overhead_s + self.overhead_per_kv_row_byte_s * _float(kv_row_bytes)
         if self.overhead_per_windowed_head_s:
             ovh = ovh + self.overhead_per_windowed_head_s * _float(windowed_heads)
+        if self.overhead_per_kv_stream_s:
+            ovh = ovh + self.overhead_per_kv_stream_s * _float(kv_streams)
         if self.overhead_per_head_tile_s or self.overhead_per_group_tile_s:
             ovh = ovh + self.overhead_per_head_tile_s * _float(head_tiles) + \
                 self.overhead_per_group_tile_s * _float(group_tiles)
@@ -196,7 +210,7 @@ class FamilyFit:
         if self.overhead_per_token_s:
             ovh = ovh + self.overhead_per_token_s * np.maximum(_float(tokens), 0.0)
         return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group, out_elems),
-                          memory=self.memory(tokens), comm=self.comm_max,
+                          memory=self.memory(tokens, kv_streams), comm=self.comm_max,
                           overhead_s=ovh * _float(kernels), label=label)
 
     def params(self) -> dict[str, float]:
@@ -215,7 +229,7 @@ PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_hal
           "compute_keys_half", "compute_elems_half", "compute_cols_half", "compute_dim_half", "compute_group_half",
           "compute_outs_half", "overhead_per_kv_row_byte_s", "overhead_per_output_elem_s", "overhead_per_token_s",
           "overhead_per_walked_elem_s", "err_p10", "err_p90", "overhead_per_windowed_head_s", "overhead_per_head_tile_s",
-          "overhead_per_group_tile_s")
+          "overhead_per_group_tile_s", "memory_streams_half", "overhead_per_kv_stream_s")
 # ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: seconds per kernel, row, byte or
 # element; the band: measured / predicted), so a hostile chip file cannot drive a time to overflow
 PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3}
@@ -329,7 +343,8 @@ def attention_shape(op: "Op", decode: bool) -> dict:
     from its counts: act_bytes = B*q*H*(dqk+dv)*e (e = bytes of the compute dtype), flops = B*pairs*2H*(dqk+dv)
     and kv_bytes = B*kv*n_kv*(dqk+dv)*e_kv, so elems = act_bytes / e, keys = pairs / q = flops * e / (2 *
     act_bytes) and, for decode (pairs = kv), kv_row_bytes = kv_bytes / keys = B*n_kv*(dqk+dv)*e_kv.
-    Decode also returns windowed_heads = B*q*H = elems / (dqk+dv) for an op with a sliding window (else 0).
+    Decode also returns windowed_heads = B*q*H = elems / (dqk+dv) for an op with a sliding window (else 0) and
+    kv_streams = B*n_kv = kv_row_bytes / ((dqk+dv) * e_kv) (0 when head_dim or kv_bits is unknown).
     Decode keys = pairs = min(kv, window) too: its only use is the compute factor f(keys, compute_keys_half),
     which makes the compute TIME flops / (peak * cm * keys / (keys + h)) = (flops + h * 2 * act / e) / (peak * cm)
     affine in the context (flops ~ pairs, act fixed), so the closed-form decode sum stays exact; kv_row_bytes is
@@ -341,7 +356,9 @@ def attention_shape(op: "Op", decode: bool) -> dict:
     if decode:
         row = _where(keys > 0, _float(op.kv_bytes) / _where(keys > 0, keys, 1.0), 0.0)
         heads = act / e / (2.0 * op.head_dim) if getattr(op, "window", 0.0) > 0 and op.head_dim > 0 else 0.0
-        return {"keys": keys, "elems": act / e, "kv_row_bytes": row, "windowed_heads": heads}
+        kv_elem_bytes = _where(op.head_dim > 0, 2.0 * op.head_dim * getattr(op, "kv_bits", 0.0) / 8.0, 0.0)
+        streams = _where(kv_elem_bytes > 0, row / _where(kv_elem_bytes > 0, kv_elem_bytes, 1.0), 0.0)
+        return {"keys": keys, "elems": act / e, "kv_row_bytes": row, "windowed_heads": heads, "kv_streams": streams}
     b, t = _float(getattr(op, "seqs", 0.0)), _float(op.tokens)
     known = (b > 0) & (t > 0) & (op.head_dim > 0)
     tt = _where(known, t, 1.0)

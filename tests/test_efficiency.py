@@ -160,14 +160,30 @@ def test_decode_compute_factors_and_windowed_heads_by_hand():
     assert (float(eff.overhead_s), float(eff.compute)) == (pytest.approx(10e-6), pytest.approx(0.02))
 
 
+def test_decode_kv_streams_by_hand():
+    fit = FamilyFit(memory_max=0.8, memory_streams_half=6.0, overhead_s=10e-6, overhead_per_kv_stream_s=1e-7)
+    op = _attn(4, 1, 4096)
+    shape = attention_shape(op, decode=True)
+    # KV streams: 4 sequences x 2 KV heads = 8 (2,048 B per context position / (128 elements * 2 B))
+    assert float(shape["kv_streams"]) == 8.0
+    s = score(op.flops, op.hbm_bytes, peak_flops_per_s=100e12, hbm_bytes_per_s=1e12,
+              efficiency=fit.efficiency(op.tokens, dim=op.head_dim, group=op.q_per_kv, **shape))
+    # memory 0.8 * 8 / hypot(8, 6) = 0.64: 8,396,800 B / 0.64e12 = 13.12 us (compute 0.34 us);
+    # overhead 10 us + 8 * 0.1 us = 10.8 us -> 23.92 us
+    assert float(s.t_s) == pytest.approx(23.92e-6, rel=1e-9)
+
+
 @settings(max_examples=60, deadline=None)
 @given(batch=st.integers(1, 64), q=st.integers(1, 4096), prefix=st.integers(0, 8192),
        cm=st.floats(0.05, 1.0), kh=st.floats(0, 5000), eh=st.floats(0, 1e8), mm=st.floats(0.05, 1.0),
        oh=st.floats(0, 1e-4), orow=st.floats(0, 1e-9), gh=st.floats(0, 100), owin=st.floats(0, 1e-7),
-       window=st.sampled_from([None, 128, 4096]))
-def test_attention_never_below_ideal(batch, q, prefix, cm, kh, eh, mm, oh, orow, gh, owin, window):
+       window=st.sampled_from([None, 128, 4096]), sh=st.floats(0, 64), ost=st.floats(0, 1e-7),
+       otile=st.floats(0, 1e-7))
+def test_attention_never_below_ideal(batch, q, prefix, cm, kh, eh, mm, oh, orow, gh, owin, window, sh, ost, otile):
     fit = FamilyFit(compute_max=cm, compute_keys_half=kh, compute_elems_half=eh, memory_max=mm, overhead_s=oh,
-                    overhead_per_kv_row_byte_s=orow, compute_group_half=gh, overhead_per_windowed_head_s=owin)
+                    overhead_per_kv_row_byte_s=orow, compute_group_half=gh, overhead_per_windowed_head_s=owin,
+                    memory_streams_half=sh, overhead_per_kv_stream_s=ost, overhead_per_head_tile_s=otile,
+                    overhead_per_group_tile_s=otile)
     op = attention("attn.core", "dense", 1, batch=batch, q_len=q, kv_len=q + prefix, n_heads=8, n_kv_heads=2,
                    qk_dim=64, v_dim=64, kv_elems_per_token=256, kv_bytes_per_elem=2, act_bytes_per_elem=2,
                    compute_dtype="fp16", window=window)

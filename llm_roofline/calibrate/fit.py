@@ -59,6 +59,7 @@ class _Terms:
     windowed_heads: np.ndarray | float = 0.0  # decode attention with a sliding window: query rows x heads
     head_tiles: np.ndarray | float = 0.0  # prefill: query tiles per query head (efficiency.query_tiles)
     group_tiles: np.ndarray | float = 0.0  # prefill: query tiles per GQA group
+    kv_streams: np.ndarray | float = 0.0  # decode attention: sequences x KV heads
 
     def time_s(self, p: FamilyFit) -> np.ndarray:
         """roofline.score with this family's efficiency: the calibrated (or, with IDEAL_FIT, ideal) time."""
@@ -66,7 +67,7 @@ class _Terms:
         eff = p.efficiency(tokens, self.kernels, keys=self.keys, elems=self.elems, kv_row_bytes=self.kv_row_bytes,
                            cols=self.cols, dim=self.dim, out_elems=self.out_elems, group=self.group,
                            walked=self.walked, windowed_heads=self.windowed_heads, head_tiles=self.head_tiles,
-                           group_tiles=self.group_tiles)
+                           group_tiles=self.group_tiles, kv_streams=self.kv_streams)
         if self.comm is not None:
             return score_collective(self.comm, eff).t_s
         return score(self.flops, self.bytes, peak_flops_per_s=self.peak, hbm_bytes_per_s=self.hbm,
@@ -86,7 +87,7 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     keys = df["keys"].to_numpy(np.float64) if fam in ATTENTION and "keys" in df else np.zeros(len(df))
     elems = df["elems"].to_numpy(np.float64) if fam in ATTENTION and "elems" in df else np.zeros(len(df))
     flops, nbytes = df["flops"].to_numpy(np.float64), df["bytes"].to_numpy(np.float64)
-    row = heads = 0.0
+    row = heads = streams = 0.0
     cols = df["n"].to_numpy(np.float64) if fam in ("gemm", "gemm_fp8") else 0.0
     out = tokens * cols
     dim = df["head_dim"].to_numpy(np.float64) if fam in ATTENTION and "head_dim" in df else 0.0
@@ -95,12 +96,14 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     if fam in DECODE:  # KV bytes per context position over the batch, as efficiency.attention_shape
         e = df["dtype"].map(dtype_bytes).to_numpy(np.float64)
         row = np.where(keys > 0, (nbytes - elems * e) / np.where(keys > 0, keys, 1.0), 0.0)
+        kv_elem = 2.0 * dim * df["kv_bits"].to_numpy(np.float64) / 8.0 if "kv_bits" in df else 0.0
+        streams = np.where(kv_elem > 0, row / np.where(kv_elem > 0, kv_elem, 1.0), 0.0)  # B * n_kv
         if "window" in df:  # as efficiency.attention_shape: elems / (dqk + dv) where a window is set
             win = (df["window"].to_numpy(np.float64) > 0) & (dim > 0)
             heads = np.where(win, elems / (2.0 * np.maximum(dim, 1.0)), 0.0)
     tiles = _prefill_tiles(tokens, keys, elems, dim, group) if fam == "attention" else (0.0, 0.0)
     return _Terms(fam, tokens, kernels, flops, nbytes, peak, chip.hbm_bytes_per_s, head_tiles=tiles[0],
-                  group_tiles=tiles[1], keys=keys if fam in ATTENTION else 0.0, elems=elems, kv_row_bytes=row, cols=cols, dim=dim,
+                  group_tiles=tiles[1], kv_streams=streams, keys=keys if fam in ATTENTION else 0.0, elems=elems, kv_row_bytes=row, cols=cols, dim=dim,
                   out_elems=out, group=group, walked=walked, windowed_heads=heads)
 
 
@@ -175,15 +178,19 @@ _FREE = {
     "attention": (("compute_max", 0.6), ("compute_keys_half", 500.0), ("compute_elems_half", 1e6),
                   ("compute_dim_half", 32.0), ("compute_group_half", 0.5), ("overhead_s", 5e-6),
                   ("overhead_per_head_tile_s", 2e-8), ("overhead_per_group_tile_s", 2e-8)),
-    # decode: the KV stream at a bandwidth fraction plus a floor growing with batch x heads; the compute term
+    # decode: the KV stream at a bandwidth fraction plus a floor growing with batch x heads (per KV stream =
+    # sequence x KV head, and per byte of a context position over the batch); the compute term
     # (overlapping the stream: roofline max) pays the GQA group padded to the kernel's query tile (group half)
-    # and a per-query-head cost worth compute_keys_half keys (Q load, softmax, O store, split-KV combine)
+    # and a per-query-head cost worth compute_keys_half keys (Q load, softmax, O store, split-KV combine); few KV
+    # streams (sequences x KV heads) stream below the bandwidth (streams half: split-KV caps a stream's CTAs)
     "attention_decode": (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11),
-                         ("overhead_per_token_s", 1e-8), ("compute_max", 0.5), ("compute_keys_half", 64.0),
-                         ("compute_group_half", 8.0), ("overhead_per_windowed_head_s", 1e-8)),
+                         ("compute_max", 0.5), ("compute_keys_half", 64.0), ("compute_group_half", 8.0),
+                         ("overhead_per_windowed_head_s", 1e-8), ("memory_streams_half", 1.0),
+                         ("overhead_per_kv_stream_s", 1e-8)),
     "attention_decode_fp8": (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11),
-                             ("overhead_per_token_s", 1e-8), ("compute_max", 0.5), ("compute_keys_half", 64.0),
-                             ("compute_group_half", 8.0), ("overhead_per_windowed_head_s", 1e-8)),
+                             ("compute_max", 0.5), ("compute_keys_half", 64.0), ("compute_group_half", 8.0),
+                             ("overhead_per_windowed_head_s", 1e-8), ("memory_streams_half", 1.0),
+                             ("overhead_per_kv_stream_s", 1e-8)),
     "memory": (("memory_max", 0.5), ("memory_tokens_half", 64.0), ("overhead_s", 2e-6)),
     "collective": (("comm_max", 0.7), ("overhead_s", 1e-5)),
 }
