@@ -383,11 +383,16 @@ def is_decode_attention(op: "Op") -> bool:
     """An attention op that streams a KV cache larger than its Q/O traffic (decode, or a short chunk after a
     long prefix): kv_bytes > act_bytes. A decode step reads kv_len * n_kv*(dqk+dv) cache elements per
     sequence against H*(dqk+dv) Q/O elements, so it is decode once kv_len > H / n_kv (the GQA group; MLA:
-    ~70 tokens); prefill without a prefix reads about 1/G of its Q/O bytes. Judged on the whole grid."""
+    ~70 tokens); prefill without a prefix reads about 1/G of its Q/O bytes. Judged on the whole grid. A query of
+    one token per sequence (tokens = seqs) is a decode too: vLLM runs it with its decode kernel (B200: TRT-LLM
+    decode for the 1-token rows of the prefill table), whatever the KV length."""
     kv, act = _float(op.kv_bytes), _float(op.act_bytes)
-    if not getattr(kv, "ndim", 0) and not getattr(act, "ndim", 0):
-        return bool(kv > act)
-    return bool(np.all(kv > act)) if np.size(kv) else False
+    b = _float(getattr(op, "seqs", 0.0))
+    one = (b > 0) & (_float(op.tokens) == b)  # q = 1
+    if not getattr(kv, "ndim", 0) and not getattr(act, "ndim", 0) and not getattr(one, "ndim", 0):
+        return bool(kv > act or one)
+    dec = (kv > act) | one
+    return bool(np.all(dec)) if np.size(dec) else False
 
 
 # =============================================================================== weight-only quantization

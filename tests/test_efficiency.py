@@ -126,6 +126,11 @@ def test_decode_attention_floor_and_bandwidth_by_hand(attn_chip):
     assert float(_t(_attn(4, 1, 8192), attn_chip).t_s) == pytest.approx(31.18656e-6, rel=1e-6)
 
 
+def test_a_one_token_query_is_a_decode():
+    # batch 4, q = kv = 1: KV 4*256*2 = 2,048 B < Q/O 4*8*128*2 = 8,192 B, yet vLLM runs it with its decode kernel
+    assert family_of(_attn(4, 1, 1)) == "attention_decode" and family_of(_attn(4, 2, 2)) == "attention"
+
+
 def test_prefill_query_tiles_by_hand():
     fit = FamilyFit(overhead_s=2e-6, overhead_per_head_tile_s=1e-8, overhead_per_group_tile_s=3e-8)
     op = _attn(16, 200, 200)  # 16 sequences of 200 tokens, 8 heads, 2 KV heads (G = 4)

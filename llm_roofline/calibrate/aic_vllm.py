@@ -18,7 +18,8 @@ kernel it has. Byte accounting (e = element bytes: bf16 2, fp8 1; outputs bf16):
     gemm       flops 2mkn; bytes (m*k + k*n) * e_in + m*n * 2
     attention  H, n_kv per GPU, d = head_dim (dqk = dv = d); Q+O elements B*q*H*2d (`elems`)
       prefill  q = kv = L:  flops = B * L(L+1)/2 * 2H * 2d (causal pairs); bytes = elems*2 + B*L*n_kv*2d*2
-               keys = (L+1)/2; sliding-window and fp8-KV rows, and head_dim 512, are left out
+               keys = (L+1)/2; sliding-window and fp8-KV rows, and head_dim 512, are left out; isl = 1 rows
+               are decode rows of KV length 1 (vLLM's decode kernel runs a 1-token query)
       decode   q = 1, kv = min(isl + step, window or inf): flops = B * kv * 2H * 2d;
                bytes = elems*2 + B*kv*n_kv*2d*e_kv; keys = kv; window = window_size (0: none)
     all_reduce bytes = message_size * 2 (the bf16 buffer each GPU holds), tp = num_gpus
@@ -111,9 +112,21 @@ def _windowed(df: "pd.DataFrame") -> "pd.DataFrame":
 
 
 def context_rows(df: "pd.DataFrame") -> dict:
+    """Prefill rows (isl > 1) plus the 1-token rows as decode rows of KV length 1 (vLLM runs a 1-token query with
+    its decode kernel: kernel_source trtllmdecode on B200; efficiency.is_decode_attention agrees)."""
+    import pandas as pd
+
     df = _windowed(df)
     keep = (df["window_size"] == 0) & (df["kv_cache_dtype"] == "bfloat16") & (df["head_dim"] != 512)
-    df = _fastest(df[keep], ["batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim"])
+    one = df[keep & (df["isl"] == 1)].assign(isl=0, step=1)  # KV length isl + step = 1
+    prefill = pd.DataFrame(_prefill_rows(df[keep & (df["isl"] > 1)]))
+    if one.empty:
+        return prefill.to_dict("series")
+    return pd.concat([prefill, pd.DataFrame(generation_rows(one))], ignore_index=True).to_dict("series")
+
+
+def _prefill_rows(df: "pd.DataFrame") -> dict:
+    df = _fastest(df, ["batch_size", "isl", "num_heads", "num_key_value_heads", "head_dim"])
     b, h, kvh, d = _heads(df)
     L = df["isl"].to_numpy(np.float64)
     elems = b * L * h * 2 * d  # (B, L, H, dqk + dv): Q in, O out
