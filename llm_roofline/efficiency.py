@@ -73,12 +73,23 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   back from the op's counts (attention_shape), and D = op.head_dim: short sequences waste FlashAttention's diagonal
   tiles, few heads x sequences leave SMs idle, small heads spend more of each tile on the softmax (exp, max, rescale
   per score: work per score fixed, matmul work per score ~ D), and G = op.q_per_kv: MHA (G = 1) loads K/V tiles once
-  per query head, GQA kernels share them over the group. attention_decode (attention_decode_fp8 for 8-bit KV caches):
+  per query head, GQA kernels share them over the group. Plus a time per query tile (query_tiles: a tile is
+  Q_TILE = 128 query rows; a 16-token sequence still runs a whole one): overhead_per_head_tile_s * B*H*ceil(q/128)
+  for kernels that tile each query head (TRT-LLM on Blackwell) and overhead_per_group_tile_s * B*n_kv*ceil(q*G/128)
+  for kernels packing a GQA group into one tile (FlashAttention-3); the fit picks the mix. attention_decode (attention_decode_fp8 for 8-bit KV caches):
   the KV stream at memory_max plus a floor overhead_per_token_s per sequence (T = B for decode: block-table walk,
   split-KV combine) and overhead_s + overhead_per_kv_row_byte_s * R, R = KV bytes of one context position over the
-  batch (B*n_kv*(dqk+dv)*e_kv: grows with batch x KV heads). Decode efficiency never depends on the KV length, so
-  within a decode stretch every op's compute and memory times stay affine in the context length and phases.py's
-  closed-form decode sum stays exact.
+  batch (B*n_kv*(dqk+dv)*e_kv: grows with batch x KV heads). Its compute term (overlapping the stream: the roofline's
+  max) is compute_max * f(L, compute_keys_half) * f(G, compute_group_half), L = keys = min(kv, window): the GQA
+  group padded to the kernel's query tile (G query rows per K/V tile) and a per-query-head cost worth
+  compute_keys_half keys (Q load, softmax, O store); flops / f(L, h) = flops * (L + h) / L, so the compute TIME is
+  affine in the context. Memory efficiency memory_max * S / hypot(S, memory_streams_half), S = B*n_kv KV streams:
+  split-KV (flash-decoding) caps the CTAs one stream gets, so one sequence x one KV head cannot fill HBM; and
+  overhead_per_kv_stream_s * S, the floor per stream (its CTAs, the split-KV combine). overhead_per_windowed_head_s * B*H: a sliding-window decode on FlashAttention-2 (vLLM's
+  kernel on Ampere / Ada packs a GQA group into one tile only without a window) runs one tile per query head, as
+  MHA (~0 where the kernel packs it: FA3, FlashInfer). Memory efficiency and overheads never depend on the KV
+  length, so within a decode stretch every op's compute and memory times stay affine in the context length and
+  phases.py's closed-form decode sum stays exact.
 - Every efficiency is <= 1 and every overhead >= 0, so a calibrated time is never below the ideal roofline bound
   (tests check it with hypothesis). An op with tokens = 0 (unknown) gets the asymptotic efficiencies.
 - err_p10 / err_p90: the 10th / 90th percentile of measured / predicted time on held-out shapes; they make
@@ -160,6 +171,17 @@ class FamilyFit:
     compute_k_split: float = 0.0  # GEMM: K per split of a split-K kernel: the output-parallelism factor counts
     #   T * N * max(1, K / compute_k_split) work units (few output tiles split K over more CTAs, so a skinny GEMM's
     #   serial K walk stops growing past it); 0: no split-K, >= 0
+    overhead_per_windowed_head_s: float = 0.0  # decode attention with a sliding window: time per query row x query
+    #   head (FlashAttention-2, vLLM's kernel on Ampere / Ada, packs a GQA group into one tile only without a
+    #   window: a windowed decode runs one tile per query head, as MHA; ~0 where the kernel packs it), >= 0
+    overhead_per_head_tile_s: float = 0.0  # prefill attention: time per query tile of one query head (B*H*ceil(q/Q_TILE)
+    #   tiles: kernels that give each query head its own tiles; a short sequence still fills a whole tile), >= 0
+    overhead_per_group_tile_s: float = 0.0  # prefill attention: time per query tile of one GQA group (B*n_kv*
+    #   ceil(q*G/Q_TILE): kernels that pack the group's query heads into one tile, FlashAttention-3), >= 0
+    memory_streams_half: float = 0.0  # decode attention: KV streams S (sequences x KV heads) at which the stream
+    #   factor S / hypot(S, h) is 1/sqrt(2): split-KV caps the CTAs per stream, so few streams leave HBM idle, >= 0
+    overhead_per_kv_stream_s: float = 0.0  # decode attention: time per KV stream (sequence x KV head: the split-KV
+    #   kernel's CTAs and combine per stream), >= 0
 
     def __post_init__(self):
         for name in ("compute_max", "memory_max", "comm_max", "comm_switch_max"):
@@ -187,21 +209,36 @@ class FamilyFit:
                 out = out * _saturation(x, half)
         return out
 
-    def memory(self, tokens) -> np.ndarray:
-        """memory_max * T / sqrt(T^2 + memory_tokens_half^2); tokens <= 0 (unknown): memory_max."""
+    def memory(self, tokens, streams=0.0) -> np.ndarray:
+        """memory_max * T / sqrt(T^2 + memory_tokens_half^2) (* S / hypot(S, memory_streams_half), decode
+        attention's KV streams S); tokens <= 0 (unknown): memory_max; S <= 0 (unknown) or h = 0: factor 1."""
         t = _float(tokens)
         known = t > 0
         tt = _where(known, t, 1.0)
-        return _where(known, self.memory_max * tt / np.hypot(tt, self.memory_tokens_half), self.memory_max)
+        out = _where(known, self.memory_max * tt / np.hypot(tt, self.memory_tokens_half), self.memory_max)
+        if self.memory_streams_half:
+            s = _float(streams)
+            ss = _where(s > 0, s, 1.0)
+            out = out * _where(s > 0, ss / np.hypot(ss, self.memory_streams_half), 1.0)
+        return out
 
     def efficiency(self, tokens=0.0, kernels=1.0, label: str = "calibrated", keys=0.0, elems=0.0,
                    kv_row_bytes=0.0, cols=0.0, dim=0.0, out_elems=0.0, group=0.0, walked=0.0,
-                   chips=0.0, depth=0.0) -> Efficiency:
+                   chips=0.0, depth=0.0, windowed_heads=0.0, head_tiles=0.0, group_tiles=0.0,
+                   kv_streams=0.0) -> Efficiency:
         """The Efficiency at T = tokens (GEMM: also its output columns; attention: keys per query, Q+O
         elements, head_dim and, for decode, the KV bytes of one context position over the batch); overhead
         (overhead_s + overhead_per_kv_row_byte_s * kv_row_bytes + overhead_per_output_elem_s * out_elems) once
-        per kernel."""
+        per kernel; windowed_heads: query rows x heads of a sliding-window decode (0 without a window); head_tiles,
+        group_tiles: a prefill's query tiles (query_tiles); kv_streams: a decode's sequences x KV heads."""
         ovh = self.overhead_s + self.overhead_per_kv_row_byte_s * _float(kv_row_bytes)
+        if self.overhead_per_windowed_head_s:
+            ovh = ovh + self.overhead_per_windowed_head_s * _float(windowed_heads)
+        if self.overhead_per_kv_stream_s:
+            ovh = ovh + self.overhead_per_kv_stream_s * _float(kv_streams)
+        if self.overhead_per_head_tile_s or self.overhead_per_group_tile_s:
+            ovh = ovh + self.overhead_per_head_tile_s * _float(head_tiles) + \
+                self.overhead_per_group_tile_s * _float(group_tiles)
         if self.overhead_per_output_elem_s:
             ovh = ovh + self.overhead_per_output_elem_s * _float(out_elems)
         if self.overhead_per_walked_elem_s:
@@ -209,7 +246,7 @@ class FamilyFit:
         if self.overhead_per_token_s:
             ovh = ovh + self.overhead_per_token_s * np.maximum(_float(tokens), 0.0)
         return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group, out_elems, depth),
-                          memory=self.memory(tokens), comm=self.comm_max,
+                          memory=self.memory(tokens, kv_streams), comm=self.comm_max,
                           overhead_s=ovh * _float(kernels), label=label, comm_switch=self.comm_switch_max,
                           comm_hop_s=self.step_s(chips))
 
@@ -236,7 +273,8 @@ PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_hal
           "compute_keys_half", "compute_elems_half", "compute_cols_half", "compute_dim_half", "compute_group_half",
           "compute_outs_half", "overhead_per_kv_row_byte_s", "overhead_per_output_elem_s", "overhead_per_token_s",
           "overhead_per_walked_elem_s", "err_p10", "err_p90", "comm_switch_max", "comm_step_s",
-          "comm_step_per_doubling_s", "compute_k_split")
+          "comm_step_per_doubling_s", "compute_k_split", "overhead_per_windowed_head_s", "overhead_per_head_tile_s",
+          "overhead_per_group_tile_s", "memory_streams_half", "overhead_per_kv_stream_s")
 # ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: seconds per kernel, row, byte or
 # element; the band: measured / predicted), so a hostile chip file cannot drive a time to overflow
 PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3, "comm": 1.0}
@@ -384,26 +422,56 @@ def attention_shape(op: "Op", decode: bool) -> dict:
     from its counts: act_bytes = B*q*H*(dqk+dv)*e (e = bytes of the compute dtype), flops = B*pairs*2H*(dqk+dv)
     and kv_bytes = B*kv*n_kv*(dqk+dv)*e_kv, so elems = act_bytes / e, keys = pairs / q = flops * e / (2 *
     act_bytes) and, for decode (pairs = kv), kv_row_bytes = kv_bytes / keys = B*n_kv*(dqk+dv)*e_kv.
-    Decode returns keys = 0: its efficiency must not depend on the KV length (the decode sum stays exact);
-    kv_row_bytes is fixed within a decode stretch (the floor grows with batch x KV heads)."""
+    Decode also returns windowed_heads = B*q*H = elems / (dqk+dv) for an op with a sliding window (else 0) and
+    kv_streams = B*n_kv = kv_row_bytes / ((dqk+dv) * e_kv) (0 when head_dim or kv_bits is unknown).
+    Decode keys = pairs = min(kv, window) too: its only use is the compute factor f(keys, compute_keys_half),
+    which makes the compute TIME flops / (peak * cm * keys / (keys + h)) = (flops + h * 2 * act / e) / (peak * cm)
+    affine in the context (flops ~ pairs, act fixed), so the closed-form decode sum stays exact; kv_row_bytes is
+    fixed within a decode stretch (the floor grows with batch x KV heads). Prefill also returns its query tiles
+    (query_tiles: B = op.seqs, q = tokens / B, H = elems / (tokens * (dqk+dv)); 0 when op.seqs is unknown)."""
     e = DTYPE_BITS.get(op.compute_dtype, 16) / 8
     act = _float(op.act_bytes)
     keys = _where(act > 0, _float(op.flops) * e / (2.0 * _where(act > 0, act, 1.0)), 0.0)  # no division by 0
     if decode:
         row = _where(keys > 0, _float(op.kv_bytes) / _where(keys > 0, keys, 1.0), 0.0)
-        return {"keys": 0.0, "elems": act / e, "kv_row_bytes": row}
-    return {"keys": keys, "elems": act / e}
+        heads = act / e / (2.0 * op.head_dim) if getattr(op, "window", 0.0) > 0 and op.head_dim > 0 else 0.0
+        kv_elem_bytes = _where(op.head_dim > 0, 2.0 * op.head_dim * getattr(op, "kv_bits", 0.0) / 8.0, 0.0)
+        streams = _where(kv_elem_bytes > 0, row / _where(kv_elem_bytes > 0, kv_elem_bytes, 1.0), 0.0)
+        return {"keys": keys, "elems": act / e, "kv_row_bytes": row, "windowed_heads": heads, "kv_streams": streams}
+    b, t = _float(getattr(op, "seqs", 0.0)), _float(op.tokens)
+    known = (b > 0) & (t > 0) & (op.head_dim > 0)
+    tt = _where(known, t, 1.0)
+    h = _where(known, act / e / (2.0 * max(op.head_dim, 1e-9)) / tt, 0.0)  # query heads: (B*q*H) / (B*q)
+    head_tiles, group_tiles = query_tiles(_where(known, b, 0.0), tt / _where(known, b, 1.0), h, op.q_per_kv)
+    return {"keys": keys, "elems": act / e, "head_tiles": head_tiles, "group_tiles": group_tiles}
+
+
+Q_TILE = 128.0  # query rows per tile of the FlashAttention-style prefill kernels (FA2 / FA3 / TRT-LLM, head_dim <= 128)
+
+
+def query_tiles(seqs, q, heads, group) -> tuple[np.ndarray, np.ndarray]:
+    """(head tiles, group tiles) of a prefill of B = seqs sequences of q query rows, H = heads, G = group: one
+    query head's q rows fill ceil(q / Q_TILE) tiles (B*H*ceil(q/Q_TILE): a 16-token sequence still runs a whole
+    tile); a kernel packing a GQA group's G heads into one tile fills B*(H/G)*ceil(q*G/Q_TILE). 0 where B = 0."""
+    b, q, h = _float(seqs), _float(q), _float(heads)
+    g = np.maximum(_float(group), 1.0)
+    return b * h * np.ceil(q / Q_TILE), b * (h / g) * np.ceil(q * g / Q_TILE)
 
 
 def is_decode_attention(op: "Op") -> bool:
     """An attention op that streams a KV cache larger than its Q/O traffic (decode, or a short chunk after a
     long prefix): kv_bytes > act_bytes. A decode step reads kv_len * n_kv*(dqk+dv) cache elements per
     sequence against H*(dqk+dv) Q/O elements, so it is decode once kv_len > H / n_kv (the GQA group; MLA:
-    ~70 tokens); prefill without a prefix reads about 1/G of its Q/O bytes. Judged on the whole grid."""
+    ~70 tokens); prefill without a prefix reads about 1/G of its Q/O bytes. Judged on the whole grid. A query of
+    one token per sequence (tokens = seqs) is a decode too: vLLM runs it with its decode kernel (B200: TRT-LLM
+    decode for the 1-token rows of the prefill table), whatever the KV length."""
     kv, act = _float(op.kv_bytes), _float(op.act_bytes)
-    if not getattr(kv, "ndim", 0) and not getattr(act, "ndim", 0):
-        return bool(kv > act)
-    return bool(np.all(kv > act)) if np.size(kv) else False
+    b = _float(getattr(op, "seqs", 0.0))
+    one = (b > 0) & (_float(op.tokens) == b)  # q = 1
+    if not getattr(kv, "ndim", 0) and not getattr(act, "ndim", 0) and not getattr(one, "ndim", 0):
+        return bool(kv > act or one)
+    dec = (kv > act) | one
+    return bool(np.all(dec)) if np.size(dec) else False
 
 
 # =============================================================================== weight-only quantization

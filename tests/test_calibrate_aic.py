@@ -57,7 +57,35 @@ def test_attention_rows(rows):
     assert set(d.flops) == {268_435_456} and sorted(d["bytes"]) == [33_816_576, 67_371_008]
     # the fp8 KV cache decodes with its own fit (attention_decode_fp8), the bf16 one with attention_decode
     assert dict(zip(d["bytes"], d.fam)) == {33_816_576: "attention_decode_fp8", 67_371_008: "attention_decode"}
-    assert set(d.head_dim) == {128} and sorted(d.kv_bits) == [8, 16]
+    assert set(d.head_dim) == {128} and sorted(d.kv_bits) == [8, 16] and set(d.window) == {0}
+    # sliding window 128, batch 64, KV 1 + 8191: only the window is read, keys 128 and the window kept (a windowed
+    # decode's per-head term); bf16 KV 64*128*8*256*2 = 33,554,432 + Q/O 64*32*256*2 = 1,048,576 -> 34,603,008 B
+    w = rows[(rows.op == "generation_attention") & (rows.m == 64) & (rows.window == 128) & (rows.kv_bits == 16)]
+    assert sorted(w["keys"]) == [2, 128, 128] and set(w[w["keys"] == 128]["bytes"]) == {34_603_008}
+
+
+def test_prefill_rows_query_tiles(rows):
+    from llm_roofline.calibrate.fit import _terms
+    from llm_roofline.hardware import load_chip
+
+    c = rows[rows.op == "context_attention"].reset_index(drop=True)
+    t = _terms(c, load_chip("h100-sxm"), "attention")
+    i = c.index[(c.m == 4 * 1024) & (c["keys"] == 512.5) & (c.q_per_kv == 4)][0]  # batch 4, isl 1024, 32 heads, 8 KV heads (G = 4)
+    # per head 4 * 32 * ceil(1024/128) = 1024 tiles; per group 4 * 8 * ceil(4096/128) = 1024 too; isl 128, batch 4:
+    # per head 4 * 32 * 1 = 128, per group 4 * 8 * ceil(512/128) = 128
+    assert (t.head_tiles[i], t.group_tiles[i]) == (1024.0, 1024.0)
+    j = c.index[(c.m == 4 * 128) & (c["keys"] == 64.5) & (c.q_per_kv == 4)][0]
+    assert (t.head_tiles[j], t.group_tiles[j]) == (128.0, 128.0)
+
+
+def test_a_parameter_without_rows_to_price_stays_zero(rows):
+    from llm_roofline.calibrate.fit import _terms, fit_family
+    from llm_roofline.hardware import load_chip
+
+    d = rows[(rows.fam == "attention_decode") & (rows.window == 0)].reset_index(drop=True)
+    t = _terms(d, load_chip("h100-sxm"), "attention_decode")
+    # no sliding-window row: the windowed-head time is not fitted (a free simplex coordinate would wander)
+    assert fit_family(t, d.measured_s.to_numpy(), "attention_decode").overhead_per_windowed_head_s == 0.0
 
 
 def test_allreduce_rows_keep_the_cuda_graph_backend(rows):

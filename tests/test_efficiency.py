@@ -126,17 +126,75 @@ def test_decode_attention_floor_and_bandwidth_by_hand(attn_chip):
     assert float(_t(_attn(4, 1, 8192), attn_chip).t_s) == pytest.approx(31.18656e-6, rel=1e-6)
 
 
+def test_a_one_token_query_is_a_decode():
+    # batch 4, q = kv = 1: KV 4*256*2 = 2,048 B < Q/O 4*8*128*2 = 8,192 B, yet vLLM runs it with its decode kernel
+    assert family_of(_attn(4, 1, 1)) == "attention_decode" and family_of(_attn(4, 2, 2)) == "attention"
+
+
+def test_prefill_query_tiles_by_hand():
+    fit = FamilyFit(overhead_s=2e-6, overhead_per_head_tile_s=1e-8, overhead_per_group_tile_s=3e-8)
+    op = _attn(16, 200, 200)  # 16 sequences of 200 tokens, 8 heads, 2 KV heads (G = 4)
+    shape = attention_shape(op, decode=False)
+    # per head: 16 * 8 * ceil(200/128) = 256 tiles; per group: 16 * 2 * ceil(800/128) = 16 * 2 * 7 = 224 tiles
+    assert (float(shape["head_tiles"]), float(shape["group_tiles"])) == (256.0, 224.0)
+    # overhead 2 us + 256 * 10 ns + 224 * 30 ns = 2 + 2.56 + 6.72 = 11.28 us
+    assert float(fit.efficiency(0.0, **shape).overhead_s) == pytest.approx(11.28e-6, rel=1e-12)
+    # one token per sequence still fills a tile per head: 16 * 8 * 1 = 128 and per group 16 * 2 * ceil(4/128) = 32
+    short = attention_shape(_attn(16, 1, 1), decode=False)
+    assert (float(short["head_tiles"]), float(short["group_tiles"])) == (128.0, 32.0)
+
+
+def test_decode_compute_factors_and_windowed_heads_by_hand():
+    fit = FamilyFit(compute_max=0.05, compute_keys_half=1024, compute_group_half=4, memory_max=0.8, overhead_s=10e-6,
+                    overhead_per_windowed_head_s=1e-7)
+    op = attention("attn.core", "dense", 1, batch=4, q_len=1, kv_len=4096, n_heads=8, n_kv_heads=2, qk_dim=64,
+                   v_dim=64, kv_elems_per_token=256, kv_bytes_per_elem=2, act_bytes_per_elem=2, compute_dtype="fp16",
+                   window=1024)
+    shape = attention_shape(op, decode=True)
+    # window 1024: pairs = keys = 1024; Q+O elements 4*8*128 = 4096 -> windowed heads 4096 / 128 = 32 (= B*H)
+    assert (float(shape["keys"]), float(shape["windowed_heads"])) == (1024.0, 32.0)
+    s = score(op.flops, op.hbm_bytes, peak_flops_per_s=100e12, hbm_bytes_per_s=1e12,
+              efficiency=fit.efficiency(op.tokens, dim=op.head_dim, group=op.q_per_kv, **shape))
+    # compute 0.05 * 1024/(1024+1024) * G/(G+4) (G = 4) = 0.0125: flops 4*1024*2*8*128 = 8,388,608 -> 6.7108864 us
+    # (memory: 8,192 + 4*1024*256*2 = 2,105,344 B at 0.8e12 = 2.63168 us); overhead 10 us + 1e-7 * 32 = 13.2 us
+    assert float(s.t_s) == pytest.approx(19.9108864e-6, rel=1e-9)
+    # no window: no per-head term (and 4096 keys: compute 0.05 * 4096/5120 * 0.5 = 0.02, 33,554,432 FLOPs = 16.777 us)
+    full = attention("attn.core", "dense", 1, batch=4, q_len=1, kv_len=4096, n_heads=8, n_kv_heads=2, qk_dim=64,
+                     v_dim=64, kv_elems_per_token=256, kv_bytes_per_elem=2, act_bytes_per_elem=2, compute_dtype="fp16")
+    eff = fit.efficiency(full.tokens, dim=full.head_dim, group=full.q_per_kv, **attention_shape(full, decode=True))
+    assert (float(eff.overhead_s), float(eff.compute)) == (pytest.approx(10e-6), pytest.approx(0.02))
+
+
+def test_decode_kv_streams_by_hand():
+    fit = FamilyFit(memory_max=0.8, memory_streams_half=6.0, overhead_s=10e-6, overhead_per_kv_stream_s=1e-7)
+    op = _attn(4, 1, 4096)
+    shape = attention_shape(op, decode=True)
+    # KV streams: 4 sequences x 2 KV heads = 8 (2,048 B per context position / (128 elements * 2 B))
+    assert float(shape["kv_streams"]) == 8.0
+    s = score(op.flops, op.hbm_bytes, peak_flops_per_s=100e12, hbm_bytes_per_s=1e12,
+              efficiency=fit.efficiency(op.tokens, dim=op.head_dim, group=op.q_per_kv, **shape))
+    # memory 0.8 * 8 / hypot(8, 6) = 0.64: 8,396,800 B / 0.64e12 = 13.12 us (compute 0.34 us);
+    # overhead 10 us + 8 * 0.1 us = 10.8 us -> 23.92 us
+    assert float(s.t_s) == pytest.approx(23.92e-6, rel=1e-9)
+
+
 @settings(max_examples=60, deadline=None)
 @given(batch=st.integers(1, 64), q=st.integers(1, 4096), prefix=st.integers(0, 8192),
        cm=st.floats(0.05, 1.0), kh=st.floats(0, 5000), eh=st.floats(0, 1e8), mm=st.floats(0.05, 1.0),
-       oh=st.floats(0, 1e-4), orow=st.floats(0, 1e-9))
-def test_attention_never_below_ideal(batch, q, prefix, cm, kh, eh, mm, oh, orow):
+       oh=st.floats(0, 1e-4), orow=st.floats(0, 1e-9), gh=st.floats(0, 100), owin=st.floats(0, 1e-7),
+       window=st.sampled_from([None, 128, 4096]), sh=st.floats(0, 64), ost=st.floats(0, 1e-7),
+       otile=st.floats(0, 1e-7))
+def test_attention_never_below_ideal(batch, q, prefix, cm, kh, eh, mm, oh, orow, gh, owin, window, sh, ost, otile):
     fit = FamilyFit(compute_max=cm, compute_keys_half=kh, compute_elems_half=eh, memory_max=mm, overhead_s=oh,
-                    overhead_per_kv_row_byte_s=orow)
-    op = _attn(batch, q, q + prefix)
+                    overhead_per_kv_row_byte_s=orow, compute_group_half=gh, overhead_per_windowed_head_s=owin,
+                    memory_streams_half=sh, overhead_per_kv_stream_s=ost, overhead_per_head_tile_s=otile,
+                    overhead_per_group_tile_s=otile)
+    op = attention("attn.core", "dense", 1, batch=batch, q_len=q, kv_len=q + prefix, n_heads=8, n_kv_heads=2,
+                   qk_dim=64, v_dim=64, kv_elems_per_token=256, kv_bytes_per_elem=2, act_bytes_per_elem=2,
+                   compute_dtype="fp16", window=window)
     shape = attention_shape(op, decode=family_of(op) == "attention_decode")
     cal = score(op.flops, op.hbm_bytes, peak_flops_per_s=100e12, hbm_bytes_per_s=1e12,
-                efficiency=fit.efficiency(0.0, **shape))
+                efficiency=fit.efficiency(0.0, group=op.q_per_kv, **shape))
     ideal = score(op.flops, op.hbm_bytes, peak_flops_per_s=100e12, hbm_bytes_per_s=1e12)
     assert float(cal.t_s) >= float(ideal.t_s) * (1 - 1e-12)
 

@@ -44,14 +44,30 @@ def test_decode_sum_is_exact_against_step_by_step(window):
     assert est.tpot_s == pytest.approx(steps / (gen - 1), rel=1e-12)
 
 
-def _decode_step_by_step(spec, chip, batch, prompt, gen) -> float:
+def _decode_step_by_step(spec, chip, batch, prompt, gen, model=None) -> float:
     """Every decode step j = 1..gen-1 at kv_len = prompt + j, built and scored one by one (the reference the
-    closed-form sum must equal): per op max(compute, memory) + comm, times its count."""
+    closed-form sum must equal): per op max(compute, memory) + comm (+ overhead), times its count."""
     steps = 0.0
     for j in range(1, gen):
-        for s in score_ops(build_ops(spec, Phase.decode(batch, prompt + j)), chip):
-            steps += float(np.maximum(s.t_compute_s, s.t_memory_s) + s.t_comm_s) * s.op.count
+        for s in score_ops(build_ops(spec, Phase.decode(batch, prompt + j)), chip, model):
+            steps += float(np.maximum(s.t_compute_s, s.t_memory_s) + s.t_comm_s + s.overhead_s) * s.op.count
     return steps
+
+
+@pytest.mark.parametrize("window", [None, 40])
+def test_calibrated_decode_sum_is_exact_with_the_decode_compute_factors(window):
+    """A decode attention fit whose compute efficiency has a keys factor (cm * kv / (kv + h): compute time affine
+    in the context), a GQA group factor and a windowed-head floor: the closed-form sum still equals the steps."""
+    from llm_roofline.efficiency import CalibratedModel, FamilyFit
+
+    fit = FamilyFit(compute_max=0.02, compute_keys_half=300.0, compute_group_half=8.0, memory_max=0.8,
+                    overhead_s=5e-6, overhead_per_kv_row_byte_s=1e-11, overhead_per_windowed_head_s=1e-8)
+    model = CalibratedModel("h100-sxm", "test", {"attention_decode": fit})
+    chip = lr.load_chip("h100")
+    prompt, gen, batch = 30, 25, 64
+    est = estimate(dense(window=window), chip, batch=batch, prompt_len=prompt, gen_len=gen, efficiency=model)
+    steps = _decode_step_by_step(dense(window=window), chip, batch, prompt, gen, model)
+    assert est.e2e_s - est.ttft_s == pytest.approx(steps, rel=1e-12)
 
 
 def test_phase_semantics_gen_len_one_is_prefill_only():

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..collectives import CollectiveTerms, collective_terms
 from ..efficiency import (COLLECTIVE_FAMILIES, FAMILIES, IDEAL_FIT, MOE_FAMILIES, PARAM_CEILING, CalibratedModel,
-                          FamilyFit, attention_from_gemm)
+                          FamilyFit, attention_from_gemm, query_tiles)
 from ..hardware import Chip, load_chip
 from ..roofline import score, score_collective
 from ..units import dtype_bytes
@@ -49,7 +49,7 @@ class _Terms:
     peak: np.ndarray | None = None
     hbm: float = 1.0
     comm: CollectiveTerms | None = None
-    keys: np.ndarray | float = 0.0  # attention: mean keys per query (decode: 0, see efficiency.attention_shape)
+    keys: np.ndarray | float = 0.0  # attention: mean keys per query (decode: the KV length, efficiency.attention_shape)
     elems: np.ndarray | float = 0.0  # attention: Q+O elements
     kv_row_bytes: np.ndarray | float = 0.0  # decode attention: (bytes - Q+O bytes) / keys
     cols: np.ndarray | float = 0.0  # GEMM: output columns n
@@ -59,13 +59,18 @@ class _Terms:
     walked: np.ndarray | float = 0.0  # moe: walked-row elements per kernel
     chips: np.ndarray | float = 0.0  # collectives: GPUs in the group
     depth: np.ndarray | float = 0.0  # GEMM: inner dimension k (split-K)
+    windowed_heads: np.ndarray | float = 0.0  # decode attention with a sliding window: query rows x heads
+    head_tiles: np.ndarray | float = 0.0  # prefill: query tiles per query head (efficiency.query_tiles)
+    group_tiles: np.ndarray | float = 0.0  # prefill: query tiles per GQA group
+    kv_streams: np.ndarray | float = 0.0  # decode attention: sequences x KV heads
 
     def time_s(self, p: FamilyFit) -> np.ndarray:
         """roofline.score with this family's efficiency: the calibrated (or, with IDEAL_FIT, ideal) time."""
         tokens = 0.0 if self.fam == "attention" else self.tokens  # decode: tokens = sequences (a floor per sequence)
         eff = p.efficiency(tokens, self.kernels, keys=self.keys, elems=self.elems, kv_row_bytes=self.kv_row_bytes,
                            cols=self.cols, dim=self.dim, out_elems=self.out_elems, group=self.group,
-                           walked=self.walked, chips=self.chips, depth=self.depth)
+                           walked=self.walked, chips=self.chips, depth=self.depth, windowed_heads=self.windowed_heads,
+                           head_tiles=self.head_tiles, group_tiles=self.group_tiles, kv_streams=self.kv_streams)
         if self.comm is not None:
             return score_collective(self.comm, eff).t_s
         return score(self.flops, self.bytes, peak_flops_per_s=self.peak, hbm_bytes_per_s=self.hbm,
@@ -85,7 +90,7 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     keys = df["keys"].to_numpy(np.float64) if fam in ATTENTION and "keys" in df else np.zeros(len(df))
     elems = df["elems"].to_numpy(np.float64) if fam in ATTENTION and "elems" in df else np.zeros(len(df))
     flops, nbytes = df["flops"].to_numpy(np.float64), df["bytes"].to_numpy(np.float64)
-    row = 0.0
+    row = heads = streams = 0.0
     cols = df["n"].to_numpy(np.float64) if fam in GEMMS else 0.0
     out = tokens * cols
     dim = df["head_dim"].to_numpy(np.float64) if fam in ATTENTION and "head_dim" in df else 0.0
@@ -94,11 +99,27 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     if fam in DECODE:  # KV bytes per context position over the batch, as efficiency.attention_shape
         e = df["dtype"].map(dtype_bytes).to_numpy(np.float64)
         row = np.where(keys > 0, (nbytes - elems * e) / np.where(keys > 0, keys, 1.0), 0.0)
-        keys = 0.0  # decode efficiency never depends on the KV length
-    return _Terms(fam, tokens, kernels, flops, nbytes, peak, chip.hbm_bytes_per_s,
-                  keys=keys if fam == "attention" else 0.0, elems=elems, kv_row_bytes=row, cols=cols, dim=dim,
-                  out_elems=out, group=group, walked=walked,
+        kv_elem = 2.0 * dim * df["kv_bits"].to_numpy(np.float64) / 8.0 if "kv_bits" in df else 0.0
+        streams = np.where(kv_elem > 0, row / np.where(kv_elem > 0, kv_elem, 1.0), 0.0)  # B * n_kv
+        if "window" in df:  # as efficiency.attention_shape: elems / (dqk + dv) where a window is set
+            win = (df["window"].to_numpy(np.float64) > 0) & (dim > 0)
+            heads = np.where(win, elems / (2.0 * np.maximum(dim, 1.0)), 0.0)
+    tiles = _prefill_tiles(tokens, keys, elems, dim, group) if fam == "attention" else (0.0, 0.0)
+    return _Terms(fam, tokens, kernels, flops, nbytes, peak, chip.hbm_bytes_per_s, head_tiles=tiles[0],
+                  group_tiles=tiles[1], kv_streams=streams, keys=keys if fam in ATTENTION else 0.0, elems=elems,
+                  kv_row_bytes=row, cols=cols, dim=dim, out_elems=out, group=group, walked=walked, windowed_heads=heads,
                   depth=df["k"].to_numpy(np.float64) if fam in GEMMS else 0.0)
+
+
+def _prefill_tiles(tokens, keys, elems, dim, group):
+    """efficiency.query_tiles of prefill rows without a cached prefix (keys = (q + 1) / 2): q = 2 * keys - 1,
+    B = tokens / q, H = elems / (tokens * 2 * head_dim); no tiles where a row lacks keys, head_dim or tokens."""
+    dim = np.broadcast_to(np.asarray(dim, dtype=np.float64), np.shape(tokens))
+    ok = (keys > 0.5) & (tokens > 0) & (dim > 0)
+    q = np.where(ok, 2.0 * keys - 1.0, 1.0)
+    tok = np.where(ok, tokens, 1.0)
+    heads = np.where(ok, elems / (tok * 2.0 * np.where(ok, dim, 1.0)), 0.0)
+    return query_tiles(np.where(ok, tok / q, 0.0), q, heads, group)
 
 
 def _collective_terms(df: "pd.DataFrame", chip: Chip) -> CollectiveTerms:
@@ -166,14 +187,24 @@ _FREE = {
     "moe_fp8": (("compute_max", 0.6), ("compute_tokens_half", 64.0), ("memory_max", 0.7), ("overhead_s", 1e-5),
                 ("overhead_per_walked_elem_s", 1e-12)),
     # causal FlashAttention prefill: compute-bound; short sequences waste the diagonal tiles (keys half),
-    # few heads x sequences leave SMs idle (elems half)
+    # few heads x sequences leave SMs idle (elems half); a time per query tile (a short sequence fills a whole
+    # 128-row tile): per query head or per GQA group, as the kernel tiles them (the fit picks the mix)
     "attention": (("compute_max", 0.6), ("compute_keys_half", 500.0), ("compute_elems_half", 1e6),
-                  ("compute_dim_half", 32.0), ("compute_group_half", 0.5), ("overhead_s", 5e-6)),
-    # decode: the KV stream at a bandwidth fraction plus a floor growing with batch x heads
+                  ("compute_dim_half", 32.0), ("compute_group_half", 0.5), ("overhead_s", 5e-6),
+                  ("overhead_per_head_tile_s", 2e-8), ("overhead_per_group_tile_s", 2e-8)),
+    # decode: the KV stream at a bandwidth fraction plus a floor growing with batch x heads (per KV stream =
+    # sequence x KV head, and per byte of a context position over the batch); the compute term
+    # (overlapping the stream: roofline max) pays the GQA group padded to the kernel's query tile (group half)
+    # and a per-query-head cost worth compute_keys_half keys (Q load, softmax, O store, split-KV combine); few KV
+    # streams (sequences x KV heads) stream below the bandwidth (streams half: split-KV caps a stream's CTAs)
     "attention_decode": (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11),
-                         ("overhead_per_token_s", 1e-8)),
+                         ("compute_max", 0.5), ("compute_keys_half", 64.0), ("compute_group_half", 8.0),
+                         ("overhead_per_windowed_head_s", 1e-8), ("memory_streams_half", 1.0),
+                         ("overhead_per_kv_stream_s", 1e-8)),
     "attention_decode_fp8": (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11),
-                             ("overhead_per_token_s", 1e-8)),
+                             ("compute_max", 0.5), ("compute_keys_half", 64.0), ("compute_group_half", 8.0),
+                             ("overhead_per_windowed_head_s", 1e-8), ("memory_streams_half", 1.0),
+                             ("overhead_per_kv_stream_s", 1e-8)),
     "memory": (("memory_max", 0.5), ("memory_tokens_half", 64.0), ("overhead_s", 2e-6)),
     # collectives: the bandwidth fraction of GPU-driven copies (one-shot, two-shot) and of the switch's own
     # reduction (NVLS), the latency per algorithm step and its growth per doubling of the GPUs (log2 n: it fits
@@ -198,7 +229,9 @@ def _to_x(name, v):
 
 
 def _from_x(name, x):
-    return _sigmoid(x) if name in _FRACTIONS else math.exp(min(max(x, -700.0), 50.0))
+    if name in _FRACTIONS:
+        return _sigmoid(x)
+    return min(math.exp(min(max(x, -700.0), 50.0)), PARAM_CEILING[name.split("_")[0]])  # a simplex gone far: capped
 
 
 def _loss(pred, measured):
@@ -247,10 +280,18 @@ def _free(fam: str) -> tuple[tuple[str, float], ...]:
     return _FREE["memory" if fam in MEMORY_FAMILIES else fam]
 
 
+# a parameter that prices only some rows (its _Terms input) stays 0 when no fitted row has that input: the rows
+# cannot tell its value (A100 has no sliding-window decode rows), and a simplex left free would wander
+_ONLY_WITH = {"overhead_per_windowed_head_s": "windowed_heads", "overhead_per_head_tile_s": "head_tiles",
+              "overhead_per_group_tile_s": "group_tiles"}
+
+
 def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = IDEAL_FIT) -> FamilyFit:
-    """Fit one family's free parameters (the others stay at base's values: ideal by default; comm_switch_max only
-    where some row's bytes are reduced in the switch)."""
-    free = tuple(f for f in _free(fam) if f[0] != "comm_switch_max" or _switch_reduced(terms))
+    """Fit one family's free parameters (the others stay at base's values: ideal by default; _ONLY_WITH ones without
+    rows to price stay 0; comm_switch_max only where some row's bytes are reduced in the switch)."""
+    free = tuple((n, v) for n, v in _free(fam)
+                 if (n not in _ONLY_WITH or np.any(np.asarray(getattr(terms, _ONLY_WITH[n])) > 0))
+                 and (n != "comm_switch_max" or _switch_reduced(terms)))
     names = [n for n, _ in free]
 
     def unpack(x) -> FamilyFit:

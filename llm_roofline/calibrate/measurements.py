@@ -51,6 +51,7 @@ MEASURED_COLUMNS = {
     "q_per_kv": "optional, attention only: query heads per K/V head (the GQA group factor of prefill)",
     "walked": "optional, moe only: elements (K + N per row, summed over the block's kernels) of the routed rows "
               "the fused expert kernels walk without computing them (expert parallelism, tokens not dispatched)",
+    "window": "optional, decode attention only: sliding-window length in tokens (0 or empty: full attention)",
     "kv_bits": "optional, decode attention only: bits per cached K/V element (8 or fewer: the attention_decode_fp8 "
                "family)",
     "flops": "optional: FLOPs of the op (GEMM default 2*m*k*n)",
@@ -96,8 +97,8 @@ def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
     if bad:
         raise RooflineError(f"{where}: unknown family {bad}; known: {', '.join(CSV_FAMILIES)}")
     df["fam"] = df["family"].map(CSV_FAMILIES)
-    for c in ("tp", "m", "k", "n", "elems", "keys", "head_dim", "kv_bits", "q_per_kv", "walked", "flops", "bytes",
-              "kernels", "nodes", "measured_s"):
+    for c in ("tp", "m", "k", "n", "elems", "keys", "head_dim", "kv_bits", "q_per_kv", "walked", "window", "flops",
+              "bytes", "kernels", "nodes", "measured_s"):
         df[c] = _numeric(df[c]) if c in df.columns else np.nan
     df["kernels"] = df["kernels"].fillna(1.0)
     df["nodes"] = df["nodes"].fillna(1.0)
@@ -122,7 +123,7 @@ def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
         raise RooflineError(f"{where}: attention rows need flops")
     df["m"] = df["m"].fillna(0.0)  # tokens unknown: the asymptotic efficiencies
     df["elems"] = df["elems"].where(att, np.nan)
-    shape = ["elems", "keys", "head_dim", "kv_bits", "q_per_kv", "walked"]
+    shape = ["elems", "keys", "head_dim", "kv_bits", "q_per_kv", "walked", "window"]
     df[shape] = df[shape].fillna(0.0)  # unknown: those factors are 1
     ok = np.isfinite(df["measured_s"]) & (df["measured_s"] > 0)
     if not ok.all():
