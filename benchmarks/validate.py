@@ -53,8 +53,6 @@ LOGO_DONOR = {"h100-sxm": "h200", "h200": "h100-sxm", "b200": "gb200", "gb200": 
 LOGO_FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8",
                  "moe_fp8", "gemm_fp8_block", "all_to_all")
 TARGETS = {"median": 10.0, "p90": 25.0, "logo_median": 15.0}
-# a donor without the family's fit lends its fallback (fp8 KV decode -> the donor's bf16 KV decode fit, as
-# CalibratedModel.fit_for does), not the ideal roofline
 LLM_SHAPES = "n,k>=1k"
 BUCKET_ORDER = ("M<=64", "M<=1k", "M>1k", LLM_SHAPES, "L<=1k", "L<=8k", "L>8k", "<=1MB", "<=100MB", ">100MB", "<=64KiB", "<=8MiB",
                 ">8MiB")
