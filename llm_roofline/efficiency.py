@@ -35,10 +35,9 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
                                                          packed weights per touched expert, FLOPs at the
                                                          op's compute dtype peak; without a fit: the chip's moe
     moe_fp8           expert GEMMs with 8-bit weights    the block-scaled fp8 fused-MoE rows (fp8_block: 128 x 128
-                      (fp8 / int8 + scales)              weight scales, DeepSeek-V3 / Qwen3 FP8 checkpoints): same
-                                                         terms as moe, FLOPs at the bf16 peak (the estimator's
-                                                         default compute dtype for them); without a fit: the
-                                                         chip's moe
+                      (fp8 / int8 + scales), computing   weight scales, DeepSeek-V3 / Qwen3 FP8 checkpoints): same
+                      in 8 bits (W8A8; weight-only 8-bit  terms as moe, FLOPs at the fp8 peak (vLLM's W8A8
+                      experts: moe)                      kernels); without a fit: the chip's moe
     attention         attn.core, prefill                 causal FlashAttention (context_attention_perf)
     attention_decode  attn.core reading a KV cache       FlashAttention decode (generation_attention_perf),
                       larger than its Q/O traffic        bf16 KV cache
@@ -544,10 +543,12 @@ EIGHT_BIT_EXPERT_BITS = 12.0  # expert weights from QUANT_EXPERT_BITS up to this
 
 
 def eight_bit_experts(op: "Op") -> bool:
-    """Whether an expert GEMM's weights are 8-bit (fp8 / int8 with their scales: QUANT_EXPERT_BITS up to
-    EIGHT_BIT_EXPERT_BITS): vLLM's fp8 fused-MoE kernels (moe_fp8) price it, whatever the activation dtype (the
-    kernels quantize the activations to fp8 themselves)."""
-    return QUANT_EXPERT_BITS <= getattr(op, "weight_bits", 0.0) < EIGHT_BIT_EXPERT_BITS
+    """Whether an expert GEMM runs vLLM's W8A8 fused-MoE kernels (moe_fp8): weights 8-bit (fp8 / int8 with their
+    scales: QUANT_EXPERT_BITS up to EIGHT_BIT_EXPERT_BITS) and computing in an 8-bit dtype (the kernels quantize
+    the activations per token group themselves; FLOPs at that peak). 8-bit experts computing in bf16 (a chip
+    without fp8 units, a weight dtype override: weight-only, Marlin-style) run the bf16 kernel path: family moe."""
+    return QUANT_EXPERT_BITS <= getattr(op, "weight_bits", 0.0) < EIGHT_BIT_EXPERT_BITS and \
+        op.compute_dtype in FP8_COMPUTE
 
 
 def dequant_efficiency(p: FamilyFit, op: "Op", chip: Chip, label: str) -> Efficiency:

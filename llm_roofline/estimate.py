@@ -399,8 +399,8 @@ def _inputs(model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtyp
     chip = load_chip(chip)
     sh, batch, prompt, gen = _scenario(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_parallel, attention_dp,
                                        moe_tp, moe_ep, routing_skew)
-    assumptions = list(spec.assumptions)
-    dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), assumptions)
+    dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), assumptions := list(spec.assumptions))
+    assumptions += filter(None, [spec.w8a8_fallback_note(dt, chip.name)])  # a W8A8 checkpoint run weight-only
     eff = resolve_efficiency(efficiency, chip)
     if eff is not None:
         assumptions.append(f"efficiency: {efficiency_label(eff)}.")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .errors import ScenarioError
-from .model.spec import FfnSpec, LayerGroup, ModelSpec
+from .model.spec import W8A8_DTYPES, FfnSpec, LayerGroup, ModelSpec
 from .ops import (Op, attention, causal_conv1d, causal_pairs, collective, elementwise, embedding,
                   expected_distinct_experts, gemm, kv_write, recurrent_scan)
 from .sharding import (Sharding, collective_after, sequence_parallel_on, collective_before, expert_layout, walked_rows, kv_elems_per_token_per_chip,
@@ -73,24 +73,24 @@ class Dtypes:
     act: str = "bf16"
     kv: str | None = None  # None: same as act
     compute: str | None = None  # None: act dtype (int8/fp8 weights are dequantized into it)
+    quant_compute: tuple[str, ...] = ()  # the chip's W8A8 dtypes (resolve_dtypes; ModelSpec.compute_dtype_for)
 
     def __post_init__(self):
         object.__setattr__(self, "act", canonical_dtype(self.act))
-        if self.weight is not None:
-            object.__setattr__(self, "weight", canonical_dtype(self.weight))
+        object.__setattr__(self, "weight", None if self.weight is None else canonical_dtype(self.weight))
         object.__setattr__(self, "kv", canonical_dtype(self.kv) if self.kv else self.act)
         object.__setattr__(self, "compute", canonical_dtype(self.compute) if self.compute else self.act)
 
 
 def resolve_dtypes(chip: "Chip", dt: Dtypes, assumptions: list[str]) -> Dtypes:
-    """The dtypes as they run on `chip`: bf16 compute falls back to fp16 on chips without bf16 matrix units
-    (activations and the KV cache follow it; noted in `assumptions`); any other missing compute dtype is an error."""
+    """The dtypes as they run on `chip`, with its 8-bit matrix dtypes (quant_compute): bf16 compute falls back to fp16
+    on chips without bf16 matrix units (activations and KV cache follow; noted in `assumptions`); else an error."""
     if dt.compute in chip.dense_flops_per_s:
-        return dt
+        return replace(dt, quant_compute=tuple(d for d in W8A8_DTYPES if d in chip.dense_flops_per_s))
     if dt.compute == "bf16" and "fp16" in chip.dense_flops_per_s:
         assumptions.append(f"{chip.name} has no bf16 matrix units; compute and activations run in fp16 at its fp16 "
                            "peak" + (", and so does the KV cache." if dt.kv == dt.act else "."))
-        return Dtypes(dt.weight, "fp16", "fp16" if dt.kv == dt.act else dt.kv, "fp16")
+        return resolve_dtypes(chip, Dtypes(dt.weight, "fp16", "fp16" if dt.kv == dt.act else dt.kv, "fp16"), [])
     raise ScenarioError(f"chip {chip.name} has no {dt.compute} compute; it has {', '.join(chip.dense_flops_per_s)}")
 
 
@@ -125,7 +125,7 @@ class _Ctx:
     def gemm(self, name, group, count, family, *, k, n, style, tokens=None, **kw) -> Op:
         return gemm(name, group, count, tokens=self.tokens_for(style) if tokens is None else tokens, k=k, n=n,
                     **self.spec.weight_format_for(family, self.dt.weight).gemm_storage(k),
-                    act_bytes_per_elem=self.act_bytes, compute_dtype=self.compute_dtype, **self.placed(style), **kw)
+                    act_bytes_per_elem=self.act_bytes, compute_dtype=self.spec.compute_dtype_for(family, self.dt), **self.placed(style), **kw)
 
     def pointwise(self, name, group, count, *, rows, width, flops_per_elem, reads, style, **kw) -> Op:
         """Elementwise work over a (rows, width) tensor (rows split over tp for the 'sequence' style under

@@ -314,6 +314,7 @@ def _run(spec, jobs, ctx: dict, raise_errors: bool, only_fitting: bool = False) 
             chip_obj = load_chip(d["chip"])
             assumptions: list[str] = []
             dtypes = resolve_dtypes(chip_obj, Dtypes(*ctx["dtypes"]), assumptions)
+            assumptions += filter(None, [spec.w8a8_fallback_note(dtypes, chip_obj.name)])
             prep = _prepare(spec, chip_obj, g, tp=d["tp"], pp=d["pp"], ep=d["ep"], dp=d["dp"], dtypes=dtypes,
                             efficiency=ctx["efficiency"], attention=ctx["attention"], engine=ctx["engine"], sp=ctx["sp"],
                             workload=ctx["workload"], closed=ctx["closed"], layout=ctx["layout"],

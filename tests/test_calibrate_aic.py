@@ -145,8 +145,9 @@ def test_four_bit_moe_rows_are_the_moe_quant_family_with_packed_weight_bytes():
     assert sorted(m.fam) == ["moe", "moe_fp8", "moe_quant", "moe_quant"]  # per-tensor fp8 experts are left out
     f8 = m[m.fam == "moe_fp8"].iloc[0]
     # block-scaled fp8: 16 * 3 * 2880 * 2880 * (8 + 32/16384) / 8 = 398,131,200 * 1.000244140625 = 398,228,400 B
-    # + activations 460,800 B; FLOPs at the bf16 peak (the estimator's compute dtype for fp8-weight experts)
-    assert (f8.op, f8["bytes"], f8["dtype"]) == ("moe_fp8_block", 398_689_200, "bf16")
+    # + activations 460,800 B; FLOPs at the fp8 peak (W8A8 kernels; the estimator's experts of such checkpoints
+    # compute in fp8)
+    assert (f8.op, f8["bytes"], f8["dtype"]) == ("moe_fp8_block", 398_689_200, "fp8")
     q = m[m.op == "moe_w4a16_mxfp4"].iloc[0]
     # 4 tokens x top-4 = 16 assignments on 16 experts, 1 row each; MXFP4 weights 4.25 bits:
     # 16 * 3 * 2880 * 2880 * 4.25 / 8 = 211,507,200 B + activations 16 * (2*2880 + 3*2880) * 2 = 460,800 B

@@ -337,10 +337,10 @@ overhead_s = 10e-6
 """
 
 
-def _experts(bits):
+def _experts(bits, compute="bf16"):
     # gpt-oss-like up_gate: 2 rows per touched expert, k 2880, n 5760, 4 assignments, 4 experts read
     return gemm("ffn.experts.up_gate", "moe", 1, tokens=2, k=2880, n=5760, bits_per_weight=bits,
-                act_bytes_per_elem=2, n_matrices=4, matrices_read=4, style="expert")
+                act_bytes_per_elem=2, n_matrices=4, matrices_read=4, style="expert", compute_dtype=compute)
 
 
 def test_quantized_expert_decode_uses_the_moe_quant_fit_by_hand(tmp_path):
@@ -374,9 +374,11 @@ def test_eight_bit_experts_use_the_moe_fp8_fit_by_hand(tmp_path):
     p.write_text(ROUND_CHIP + _MOE_FITS + "\n[efficiency.moe_fp8]\ncompute_max = 0.5\nmemory_max = 0.5\n"
                  "overhead_s = 5e-6\n")
     chip = lr.load_chip(str(p))
-    op = _experts(8.002)  # block-scaled fp8 (DeepSeek-V3): 8 bits + a 32-bit scale per 128 x 128
+    op = _experts(8.002, "fp8")  # block-scaled fp8 (DeepSeek-V3), W8A8: 8 bits + a 32-bit scale per 128 x 128
     assert family_of(op) == "moe_fp8" and family_of(_experts(4.25)) == "moe_quant"
     assert family_of(_experts(12)) == "moe"  # 12 bits and up: not an 8-bit format
+    # weight-only 8-bit experts (bf16 compute: no fp8 units, or a weight dtype override) run the bf16 kernel path
+    assert family_of(_experts(8.002)) == "moe"
     # weights 4 * 2880*5760 * 8.002/8 = 66,355,200 * 1.00025 = 66,371,788.8 B + activations 138,240 B
     # = 66,510,028.8 B -> memory / (1e12 * 0.5) = 133.020058 us (compute 265,420,800 / 50e12 = 5.3 us);
     # t = 133.020058 + 5 = 138.020058 us

@@ -241,10 +241,10 @@ _NOT_AS_NAMED = ((2048, 5120, 22, 512), (2688, 1856, 6, 128), (7168, 2048, 8, 25
 
 # 8-bit fused-MoE kernels (moe_fp8 family): fp8_block, the block-scaled fp8 experts of DeepSeek-V3 / Qwen3 FP8
 # checkpoints (a 32-bit scale per 128 x 128 weight block: 8.002 bits; activations quantized to fp8 per 128-element
-# group inside the block). FLOPs at the bf16 peak: the compute dtype the estimator gives fp8-weight experts with
-# bf16 activations. Left out: per-tensor fp8 (ModelOpt) experts, whose H100 / H200 kernel (FlashInfer CUTLASS) runs
+# group inside the block). FLOPs at the fp8 peak: the kernels run W8A8 (DeepGEMM / Triton / CUTLASS block-scaled
+# fp8), as the estimator's expert ops of such checkpoints do (compute_dtype fp8). Left out: per-tensor fp8 (ModelOpt) experts, whose H100 / H200 kernel (FlashInfer CUTLASS) runs
 # 2x slower than the bf16 Triton one at the median (0.18 of HBM bandwidth), unlike the fp8_block kernels (1.8x faster)
-_MOE_FP8 = {"fp8_block": ("bf16", 8.0 + 32.0 / (128 * 128))}
+_MOE_FP8 = {"fp8_block": ("fp8", 8.0 + 32.0 / (128 * 128))}
 
 
 def moe_rows(df: "pd.DataFrame") -> dict:

@@ -32,7 +32,7 @@ def toml_block(result: FitResult, chip_note: str) -> str:
              "#     overhead + overhead_per_output_elem_s * T * N (+ overhead_per_token_s * T: fp8 activation quantization);",
              "#   moe: T = rows per touched expert, overhead + overhead_per_walked_elem_s * walked-row elements;",
              "#   moe_quant: the same for expert GEMMs with 4-bit weights (fp4 / int4 + block scales);",
-             "#   moe_fp8: the same for expert GEMMs with 8-bit weights (block-scaled fp8), FLOPs at the bf16 peak;",
+             "#   moe_fp8: the same for expert GEMMs with 8-bit weights (block-scaled fp8), FLOPs at the fp8 peak;",
              "#   attention (prefill): f(L, compute_keys_half) * f(X, compute_elems_half) * f(D, compute_dim_half)",
              "#     * f(G, compute_group_half): L keys per query, X Q+O elements, D head_dim, G query heads per KV head;",
              "#     overhead + overhead_per_head_tile_s * B*H*ceil(q/128) + overhead_per_group_tile_s * B*n_kv*ceil(q*G/128);",

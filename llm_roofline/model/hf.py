@@ -42,7 +42,7 @@ from .layers import (attention_spec, ffn_spec, gemma4_ffn, gemma4_global_attenti
 from .reader import ConfigReader, check_head_counts
 from .scope import check_unread_keys, model_type_of, reject_unsupported, text_part
 from .spec import AttentionSpec, FfnSpec, ModelSpec
-from .weights import expert_formats, native_dtype, quantization
+from .weights import activation_quant, expert_formats, native_dtype, quantization
 from .zamba import zamba_groups
 
 
@@ -195,6 +195,7 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
         model_type=model_type,
         source=source,
         head_params=head_params,
+        activation_quant=activation_quant(r, config, quant),
     )
 
 

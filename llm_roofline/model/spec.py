@@ -8,6 +8,7 @@ weight bytes and the operator graph all read that one list.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import ModelConfigError
 from ..units import WeightFormat, canonical_dtype, weight_format
@@ -388,6 +389,8 @@ class LayerGroup:
         return [Matrix(f"hc.{part}.mix_proj", hc * d_model, (2 + hc) * hc, family="hc")
                 for part in ("attn", "ffn")] if hc else []
 
+W8A8_DTYPES = ("fp8", "int8")  # activation dtypes a checkpoint may quantize its GEMM inputs to (activation_quant)
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -408,6 +411,7 @@ class ModelSpec:
     source: str = ""
     assumptions: tuple[str, ...] = field(default_factory=tuple)
     head_params: int = 0  # parameters outside the blocks and embeddings (DeepSeek-V4's final hyper-connection head)
+    activation_quant: str | None = None  # 'fp8' | 'int8': the checkpoint quantizes its quantized GEMMs' inputs (W8A8)
 
     # ------------------------------------------------------------------ structure
     @property
@@ -479,6 +483,26 @@ class ModelSpec:
         if self.quantization is not None and family in self.quantized_families:
             return self.quantization
         return weight_format(self.weight_dtype)
+
+    def compute_dtype_for(self, family: str, dt: Any) -> str:
+        """The dtype a GEMM of matrix `family` computes in, under dt (graph.Dtypes: weight override, compute dtype,
+        the chip's 8-bit matrix dtypes quant_compute): the checkpoint's activation quantization (W8A8: fp8 / int8)
+        for the matrices its quantization_config quantizes, when the weights are the checkpoint's own and the chip
+        has that dtype; else dt.compute (8-bit weights then dequantize into it). LM head, router, embeddings,
+        modules_to_not_convert and families with a format of their own (expert_dtype) keep dt.compute."""
+        act = self.activation_quant
+        if (act is None or dt.weight is not None or act not in dt.quant_compute
+                or family not in self.quantized_families or family in dict(self.family_formats)):
+            return dt.compute
+        return act
+
+    def w8a8_fallback_note(self, dt: Any, chip_name: str) -> str | None:
+        """The assumption line of a W8A8 checkpoint on a chip without its activation dtype's matrix units."""
+        act = self.activation_quant
+        if act is None or dt.weight is not None or act in dt.quant_compute:
+            return None
+        return (f"{chip_name} has no {act} matrix units: the checkpoint's W8A8 GEMMs run weight-only ({act} weights "
+                f"dequantized to {dt.compute}, as vLLM's Marlin fallback), priced as dequantizing GEMMs.")
 
 
 def _compressed_topk_tokens(a: AttentionSpec) -> int | None:

@@ -36,20 +36,16 @@ def native_dtype(r: ConfigReader, config: dict) -> str:
 def quantization(r: ConfigReader, config: dict) -> tuple[WeightFormat | None, tuple[str, ...]]:
     """(storage format of the quantized matrices, families it applies to) from quantization_config."""
     families = ModelSpec.__dataclass_fields__["quantized_families"].default
-    q = config.get("quantization_config") or r.raw.get("quantization_config")
-    if not q:
+    q, method = _qconfig(r, config)
+    if q is None:
         return None, families
-    q = _obj(q, "quantization_config")
-    method = q.get("quant_method", "")
-    if not isinstance(method, str):
-        raise ModelConfigError(f"quantization_config.quant_method must be a string, got {type(method).__name__}")
-    method = method.lower()
     fmt = _quant_format(r, q, method)
     if fmt is None:
         return None, families
     if method == "mxfp4":  # transformers' Mxfp4 quantizer replaces the MoE experts only
         families = ("experts",)
-    skipped = q.get("modules_to_not_convert") or q.get("ignored_layers") or q.get("ignore") or []
+    skipped = q.get("modules_to_not_convert") or q.get("ignored_layers") or q.get("ignore") or \
+        q.get("exclude_modules") or []
     if not isinstance(skipped, list):
         raise ModelConfigError("quantization_config.modules_to_not_convert must be a list of module names")
     families = tuple(f for f in families if not any(_module_family(m) == f for m in skipped))
@@ -58,6 +54,83 @@ def quantization(r: ConfigReader, config: dict) -> tuple[WeightFormat | None, tu
              f"{', '.join(families) or 'no'} matrices; embeddings, LM head, router, norms and biases keep the "
              "checkpoint dtype" + (f" (not converted: {shown})" if skipped else "") + ".")
     return fmt, families
+
+
+def activation_quant(r: ConfigReader, config: dict, fmt: WeightFormat | None) -> str | None:
+    """The dtype the checkpoint quantizes its GEMMs' input activations to ('fp8' | 'int8'; None: weight-only or no
+    quantization_config), read beside the 8-bit weight format `fmt` quantization() found: quant_method fp8 /
+    fbgemm_fp8 with an activation_scheme (static or dynamic), compressed-tensors input_activations {num_bits: 8,
+    type: float | int}, ModelOpt quant_algo FP8* / W8A8*. vLLM runs such checkpoints W8A8 (the activations
+    quantized per token or per 128-element group, 8-bit GEMMs) where the chip has 8-bit matrix units."""
+    q, method = _qconfig(r, config)
+    if q is None or fmt is None:
+        return None
+    if method in ("fp8", "fbgemm_fp8"):
+        scheme = q.get("activation_scheme", "dynamic" if method == "fbgemm_fp8" else None)
+        if scheme is not None and (not isinstance(scheme, str) or scheme.lower() not in ("dynamic", "static")):
+            raise ModelConfigError(f"quantization_config.activation_scheme must be 'dynamic' or 'static', got "
+                                   f"{str(scheme)[:40]!r}")
+        act, what = ("fp8", f"activation_scheme {scheme}") if scheme else (None, "no activation_scheme")
+    elif method == "compressed-tensors":
+        act, what = _compressed_tensors_activations(q)
+    elif method == "modelopt":
+        act, what = _modelopt_activations(q)
+    else:
+        return None
+    if act is not None and (DTYPE_BITS[fmt.dtype] != 8 or act != fmt.dtype):
+        r.assume(f"Activations quantized to {act} ({what}) with {fmt.dtype} weights: not modelled as such; priced as "
+                 "weight-only quantized GEMMs.")
+        return None
+    if act is None:
+        r.assume(f"quantization_config ({method}, {what}): weight-only; the GEMMs dequantize into the compute dtype.")
+        return None
+    r.assume(f"Checkpoint quantizes the activations to {act} ({method}, {what}): its quantized GEMMs compute in {act} "
+             "where the chip has it (W8A8, as vLLM runs it: a per-token quantization pass, then an 8-bit GEMM), "
+             "else dequantize into the compute dtype; activations between ops and the KV cache keep their dtypes.")
+    return act
+
+
+def _qconfig(r: ConfigReader, config: dict) -> tuple[dict | None, str]:
+    """(quantization_config, its quant_method lower-cased), or (None, '') when the config has none."""
+    q = config.get("quantization_config") or r.raw.get("quantization_config")
+    if not q:
+        return None, ""
+    q = _obj(q, "quantization_config")
+    method = q.get("quant_method", "")
+    if not isinstance(method, str):
+        raise ModelConfigError(f"quantization_config.quant_method must be a string, got {type(method).__name__}")
+    return q, method.lower()
+
+
+def _compressed_tensors_activations(q: dict) -> tuple[str | None, str]:
+    """(activation dtype, what was read) from the first config group's input_activations."""
+    groups = list(_obj(q.get("config_groups") or {}, "quantization_config.config_groups").values())
+    first = _obj(groups[0], "quantization_config.config_groups entry") if groups else {}
+    acts = first.get("input_activations")
+    if not acts:
+        return None, "no input_activations"
+    acts = _obj(acts, "quantization_config.config_groups.*.input_activations")
+    bits, kind = acts.get("num_bits"), acts.get("type", "int")
+    key = (kind, bits) if isinstance(kind, str) and isinstance(bits, int) and not isinstance(bits, bool) else None
+    act = {("float", 8): "fp8", ("int", 8): "int8"}.get(key)
+    if act is None:
+        raise ModelConfigError(f"compressed-tensors input_activations {str(kind)[:20]}{str(bits)[:20]} are not "
+                               "modelled; int8 and float8 are")
+    return act, f"input_activations {kind}{bits}"
+
+
+def _modelopt_activations(q: dict) -> tuple[str | None, str]:
+    """(activation dtype, what was read) from ModelOpt's quant_algo (flat, or under 'quantization')."""
+    inner = q.get("quantization")
+    algo = _obj(inner, "quantization_config.quantization").get("quant_algo") if inner is not None \
+        else q.get("quant_algo")
+    if algo is None:
+        return None, "no quant_algo"
+    if not isinstance(algo, str):
+        raise ModelConfigError(f"ModelOpt quant_algo must be a string, got {type(algo).__name__}")
+    algo = algo.upper()
+    act = "fp8" if algo.startswith("FP8") else "int8" if algo.startswith("W8A8") else None
+    return act, f"quant_algo {algo[:40]}"
 
 
 def expert_formats(r: ConfigReader) -> tuple[tuple[str, WeightFormat], ...]:
@@ -110,6 +183,8 @@ def _quant_format(r: ConfigReader, q: dict, method: str) -> WeightFormat | None:
         return weight_format("fp4")
     if method == "compressed-tensors":
         return _compressed_tensors_format(r, q)
+    if method == "modelopt":
+        return _modelopt_format(r, q)
     r.assume(f"quant_method {method[:40]!r} is not modelled: weights taken in the checkpoint's dtype "
              "(override with weight_dtype).")
     return None
@@ -134,6 +209,17 @@ def _compressed_tensors_format(r: ConfigReader, q: dict) -> WeightFormat | None:
     group = _group_of(block, f"{where}.block_structure") if block else \
         _group_of(weights.get("group_size"), f"{where}.group_size")
     return weight_format(dtype, group)
+
+
+def _modelopt_format(r: ConfigReader, q: dict) -> WeightFormat | None:
+    """ModelOpt (NVIDIA TensorRT Model Optimizer) 8-bit checkpoints: quant_algo FP8* (fp8 weights, per-tensor or
+    per-channel scales) and W8A8* (int8 SmoothQuant); other algorithms are not modelled."""
+    act, what = _modelopt_activations(q)
+    if act is None:
+        r.assume(f"ModelOpt {what} is not modelled: weights taken in the checkpoint's dtype (override with "
+                 "weight_dtype).")
+        return None
+    return weight_format(act)
 
 
 def _module_family(module: Any) -> str | None:
