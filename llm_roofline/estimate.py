@@ -30,11 +30,10 @@ from .model.spec import ModelSpec
 from .optable import OpTable
 from .phases import (DecodeSums, PhaseResult, PhaseTotals, PrefillSums, decode_segments, graph_memo, phase_t_s,
                      phase_t_s_chips, run_phase)
-from .roofline import TERMS, intensity_of, score_ops  # noqa: F401 (score_ops: a name tests import here)
+from .roofline import TERMS, intensity_of
 from .sharding import Sharding, critical_thresholds
 from .uncertainty import uncertainty_of
 from .units import array_key, json_ready
-
 
 
 # ------------------------------------------------------------------------------------------- types
@@ -395,8 +394,7 @@ def _inputs(model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtyp
             sequence_parallel, attention_dp, moe_tp, moe_ep, routing_skew) -> tuple:
     """evaluate()'s arguments checked and resolved: (spec, chip, sharding, dtypes, efficiency model, assumptions,
     batch, prompt, gen as float64 arrays)."""
-    spec = load_model(model)
-    chip = load_chip(chip)
+    spec, chip = load_model(model), load_chip(chip)
     sh, batch, prompt, gen = _scenario(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_parallel, attention_dp,
                                        moe_tp, moe_ep, routing_skew)
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), assumptions := list(spec.assumptions))
@@ -477,8 +475,7 @@ def step_time_s(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chu
 def _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep, weight_dtype,
               act_dtype, kv_dtype, efficiency, attention, attention_dp, moe_tp, moe_ep, routing_skew):
     """The ops of one mixed step (arguments checked), its chip, efficiency model and sharding."""
-    spec = load_model(model)
-    chip = load_chip(chip)
+    spec, chip = load_model(model), load_chip(chip)
     # mean batch sizes and token counts of a serving model's steps need not be whole numbers
     decode_batch = check_amounts("decode_batch", decode_batch, BOUNDS["batch"].max_value)  # 0: prefill only
     decode_kv_len, chunk_tokens, chunk_kv_len = (check_amounts(n, v, BOUNDS["context_len"].max_value) for n, v in (
@@ -515,7 +512,7 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
                           f"{chip.hbm_bytes / 1e9:.1f} GB HBM; max batch at this context: "
                           f"{memory.max_batch}); the times assume it did.")
     scenario = dict(batch=batch, prompt_len=prompt_len, gen_len=gen_len, tp=tp, pp=pp, ep=ep, dp=dp,
-                    sequence_parallel=sequence_parallel, weight_dtype=_weight_label(spec, dt.weight),
+                    sequence_parallel=sequence_parallel, weight_dtype=_weight_label(spec, dt),
                     act_dtype=dt.act, kv_dtype=dt.kv, compute_dtype=dt.compute, attention=attention,
                     attention_dp=sh.attention_dp, moe_tp=sh.moe_tp, moe_ep=sh.moe_ep, routing_skew=sh.routing_skew,
                     chips=sh.chips, gpu_memory_utilization=float(gpu_memory_utilization))
@@ -557,11 +554,14 @@ def _memory_summary(r: Evaluation) -> MemorySummary:
         gpu_memory_utilization=usable / r.chip.hbm_bytes)
 
 
-def _weight_label(spec: ModelSpec, override: str | None) -> str:
-    """'bf16', 'int4 (g128, 16-bit scales)', or 'bf16; experts fp4 (g32, 8-bit scales)' for partial quantization."""
-    if override or spec.quantization is None or "ffn" in spec.quantized_families:
-        return spec.weight_format_for("ffn", override).label
-    return f"{spec.weight_dtype}; {', '.join(spec.quantized_families)} {spec.quantization.label}"
+def _weight_label(spec: ModelSpec, dt) -> str:
+    """'bf16', 'int4 (g128, 16-bit scales)', 'bf16; experts fp4 (g32, 8-bit scales)' for partial quantization; with
+    ', W8A8: fp8 GEMMs' where the quantized matrices compute in the checkpoint's activation dtype (compute_dtype_for)."""
+    act = spec.compute_dtype_for(spec.quantized_families[0], dt) if spec.quantized_families else dt.compute
+    w8a8 = f", W8A8: {act} GEMMs" if act != dt.compute else ""
+    if dt.weight or spec.quantization is None or "ffn" in spec.quantized_families:
+        return spec.weight_format_for("ffn", dt.weight).label + w8a8
+    return f"{spec.weight_dtype}; {', '.join(spec.quantized_families)} {spec.quantization.label}{w8a8}"
 
 
 # ------------------------------------------------------------------------------------------- sweep

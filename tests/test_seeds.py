@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import llm_roofline as lr
-from llm_roofline.estimate import score_ops
+from llm_roofline.roofline import score_ops
 from llm_roofline.graph import Phase, build_ops
 from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
 from llm_roofline.sharding import Sharding

@@ -107,3 +107,13 @@ def test_a100_estimate_says_the_w8a8_checkpoint_runs_weight_only():
     h = lr.estimate("deepseek-ai/DeepSeek-V3", "h100-sxm", batch=1, prompt_len=128, gen_len=2, tp=8,
                     efficiency="ideal")
     assert not any("no fp8 matrix units" in a for a in h.assumptions)
+
+
+def test_the_weight_label_says_when_the_gemms_compute_in_fp8():
+    # DeepSeek-V3's checkpoint is W8A8: on h100-sxm (fp8 units) its quantized GEMMs compute in fp8 and every output
+    # names it beside the weights; on a100-80gb (no fp8 units) they dequantize into bf16 and the label says nothing
+    h100 = lr.estimate("deepseek-ai/DeepSeek-V3", "h100-sxm", tp=8, batch=1, prompt_len=128, gen_len=2)
+    a100 = lr.estimate("deepseek-ai/DeepSeek-V3", "a100-80gb", tp=8, batch=1, prompt_len=128, gen_len=2)
+    assert h100.scenario["weight_dtype"] == "fp8 (g16384, 32-bit scales), W8A8: fp8 GEMMs"
+    assert a100.scenario["weight_dtype"] == "fp8 (g16384, 32-bit scales)"
+    assert h100.scenario["compute_dtype"] == a100.scenario["compute_dtype"] == "bf16"  # everything else
