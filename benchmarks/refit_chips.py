@@ -1,6 +1,7 @@
 """Refit the shipped chip files' [efficiency.*] tables from the shared measurements (maintainer step).
 
     python3 benchmarks/refit_chips.py [--data ../shared/calibration] [--write] [--date YYYY-MM-DD]
+    python3 benchmarks/refit_chips.py --table      # the shipped parameters as CALIBRATION.md's table
 
 Sources (both under --data):
 - aic-vllm/<system>/  NVIDIA AIConfigurator's vLLM kernel tables (calibrate/aic_vllm.py): gemm (bf16),
@@ -99,12 +100,51 @@ def differences(chip_name: str, fits) -> list[str]:
     return out
 
 
+# CALIBRATION.md's short names of the parameters, and the unit each is shown in (scale, suffix)
+SHORT = {"compute_max": ("c", 1, ""), "compute_tokens_half": ("T½", 1, ""), "compute_cols_half": ("N½", 1, ""),
+         "compute_outs_half": ("X½(TN)", 1, ""), "compute_k_split": ("K_s", 1, ""), "compute_keys_half": ("L½", 1, ""),
+         "compute_elems_half": ("X½", 1, ""), "compute_dim_half": ("D½", 1, ""), "compute_group_half": ("G½", 1, ""),
+         "memory_max": ("m", 1, ""), "memory_tokens_half": ("T½m", 1, ""), "memory_streams_half": ("S½", 1, ""),
+         "comm_max": ("comm", 1, ""), "comm_switch_max": ("sw", 1, ""), "overhead_s": ("o", 1e6, " µs"),
+         "comm_step_s": ("s₀", 1e6, " µs"), "comm_step_per_doubling_s": ("s₂", 1e6, " µs"),
+         "overhead_per_output_elem_s": ("o/out", 1e12, " ps"), "overhead_per_token_s": ("o/T", 1e9, " ns"),
+         "overhead_per_walked_elem_s": ("o/walk", 1e12, " ps"), "overhead_per_kv_row_byte_s": ("o/B", 1e12, " ps"),
+         "overhead_per_kv_stream_s": ("o/S", 1e9, " ns"), "overhead_per_windowed_head_s": ("o/wh", 1e9, " ns"),
+         "overhead_per_head_tile_s": ("o/ht", 1e9, " ns"), "overhead_per_group_tile_s": ("o/gt", 1e9, " ns"),
+         "err_p10": ("p10", 1, ""), "err_p90": ("p90", 1, "")}
+
+
+def parameter_table(chip_names: list[str]) -> str:
+    """One row per family, one column per chip: its fitted parameters (SHORT names), 'borrowed: X' or 'falls back:
+    F' (chip_fits.calibrated_model's sources), from the shipped chip files."""
+    from llm_roofline.calibrate.fit import shown_params
+    from llm_roofline.efficiency import FAMILIES
+
+    models = [calibrated_model(load_chip(str(CHIPS_DIR / f"{c}.toml"))) for c in chip_names]
+
+    def cell(m, fam):
+        src = m.sources.get(fam, "")
+        if not src.endswith(" fit"):
+            return src.replace("borrowed: ", "falls back: ") if src.split(": ")[-1] in FAMILIES else src or "–"
+        shown = shown_params(fam, m.families[fam])
+        return ", ".join(f"{SHORT[k][0]} {v * SHORT[k][1]:.3g}{SHORT[k][2]}" for k, v in shown.items() if k in SHORT
+                         and (v or k in ("compute_max", "memory_max", "comm_max")))
+
+    lines = ["| `[efficiency.*]` | " + " | ".join(chip_names) + " |", "|---|" + "---|" * len(chip_names)]
+    return "\n".join(lines + [f"| {fam} | " + " | ".join(cell(m, fam) for m in models) + " |" for fam in FAMILIES])
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=str(DEFAULT_DATA), help="shared calibration directory (default: %(default)s)")
     ap.add_argument("--write", action="store_true", help="rewrite the chip files' [efficiency.*] tables in place")
     ap.add_argument("--date", default=None, help="date in the fitted_on notes (default: today)")
+    ap.add_argument("--table", action="store_true",
+                    help="print the shipped chip files' parameters as CALIBRATION.md's Markdown table and exit")
     args = ap.parse_args(argv)
+    if args.table:
+        print(parameter_table([c for _, c in chips_with_data(Path(args.data))]))
+        return 0
     data = Path(args.data)
     vidur_rows = normalize(vidur.convert_vidur(data / "vidur")) if (data / "vidur").is_dir() else None
     ok = True

@@ -164,7 +164,8 @@ def render(rows: list[dict], markdown: bool) -> str:
 
 
 SUMMARY_ROWS = (("gemm", LLM_SHAPES, "GEMM bf16, n,k ≥ 1024"), ("gemm", "all", "GEMM bf16, all shapes"),
-                ("gemm_fp8", "all", "GEMM fp8"), ("attention", "all", "prefill attention"),
+                ("gemm_fp8", "all", "GEMM fp8"), ("gemm_fp8_block", "all", "GEMM fp8, block-scaled"),
+                ("attention", "all", "prefill attention"),
                 ("attention_decode", "all", "decode attention, bf16 KV"),
                 ("attention_decode_fp8", "all", "decode attention, fp8 KV"), ("moe", "all", "MoE block"),
                 ("moe_quant", "all", "MoE block, 4-bit experts"), ("moe_fp8", "all", "MoE block, fp8 experts"),

@@ -43,13 +43,13 @@ from .units import json_ready
 # cannot be told from the per-step cost, and a free fit extrapolates milliseconds per step at 64 sequences); per
 # request: API server, tokenizer, first-token delivery; per layer of a step carrying prompt tokens: such steps run
 # beyond the CUDA-graph capture sizes, so every layer's kernels are launched from the host (NVIDIA AIConfigurator
-# models the same mechanism as a prefill dispatch overhead of ~0.8 ms per layer). Held-out median error: TTFT 9.9 %,
-# TPOT 9.2 % (concurrency 32-64); gpt-oss-120b (refit on all 120 Llama rows) TTFT 18.7 %, TPOT 37 % (kernel
+# models the same mechanism as a prefill dispatch overhead of ~0.8 ms per layer). Held-out median error: TTFT 9.8 %,
+# TPOT 9.1 % (concurrency 32-64); gpt-oss-120b (refit on all 120 Llama rows) TTFT 19.1 %, TPOT 27 % (kernel
 # floors that vLLM's CUDA graphs fuse or overlap, under the Llama-fitted per-step overhead).
-HOST_STEP_OVERHEAD_S = 0.634e-3
+HOST_STEP_OVERHEAD_S = 0.595e-3
 HOST_SEQ_OVERHEAD_S = 0.0
-HOST_REQUEST_OVERHEAD_S = 3.7e-3
-HOST_PROMPT_LAYER_OVERHEAD_S = 0.883e-3
+HOST_REQUEST_OVERHEAD_S = 7.0e-3
+HOST_PROMPT_LAYER_OVERHEAD_S = 0.859e-3
 
 # Closed-loop benchmark clients (genai-perf / aiperf `--concurrency C --request-count 10C`, the recipe of NVIDIA
 # AIConfigurator's evaluation harness; `vllm bench serve --max-concurrency C` with a fixed number of prompts) start
