@@ -41,6 +41,8 @@ from llm_roofline.hardware import load_chip  # noqa: E402
 DEFAULT_DATA = ROOT.parent / "shared" / "calibration"
 CHIPS_DIR = ROOT / "llm_roofline" / "hardware" / "chips"
 VIDUR_GPUS = {"a100-80gb": "a100", "h100-sxm": "h100"}  # chip -> Vidur GPU (memory-bound families)
+# families fitted by their own script on module rows, on top of this script's fits: kept from the chip file
+KEPT_FAMILIES = ("mla_glue",)  # benchmarks/validate_mla.py --fit --write DATE (rerun it after a refit)
 CV_NOTE = "; err_p10/err_p90: held-out measured/predicted (grouped 5-fold over shape groups)"
 
 
@@ -73,6 +75,10 @@ def refit_chip(data: Path, system: str, chip_name: str, date: str | None, vidur_
             if f in vf:
                 fits[f], points[f], med[f] = vf[f], vp[f], vm[f]
         sources.append(vidur.source_text([g]) + " (memory-bound families; " + vidur.sku_note([g]) + ")")
+    shipped = calibrated_model(chip)
+    for f in KEPT_FAMILIES:  # fitted elsewhere, on top of the others: kept as shipped (refit them after this)
+        if shipped.sources.get(f, "").endswith(" fit"):
+            fits[f], points[f] = shipped.families[f], 0
     res = FitResult(chip.name, MappingProxyType(fits), MappingProxyType(points), MappingProxyType(med),
                     time.perf_counter() - t0)
     return chip, res, note(chip, sources, sum(points.values()), date)
@@ -84,7 +90,8 @@ def note(chip, sources: list[str], points: int, date: str | None) -> str:
     return ("; ".join(sources) + f"; {points} points; fitted {date or 'today'} against this file's {chip.name} peaks "
             f"({dtype} {chip.peak_flops_per_s(dtype):.4g}{fp8} FLOP/s, HBM {chip.hbm_bytes_per_s:.4g} B/s, "
             f"{chip.scaleup.kind} {chip.scaleup.bytes_per_s:.4g} B/s); families not listed here are borrowed "
-            "(chip_fits.calibrated_model says from where); multi-node collectives and MLA not calibrated")
+            "(chip_fits.calibrated_model says from where); multi-node collectives not calibrated; mla_glue fitted by "
+            "benchmarks/validate_mla.py")
 
 
 def differences(chip_name: str, fits) -> list[str]:

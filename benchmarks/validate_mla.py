@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tomllib
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from llm_roofline.calibrate.aic_vllm import SYSTEMS  # noqa: E402
-from llm_roofline.chip_fits import calibrated_model  # noqa: E402
+from llm_roofline.chip_fits import calibrated_model, fits_from_table  # noqa: E402
 from llm_roofline.graph import Dtypes, Phase, build_ops  # noqa: E402
 from llm_roofline.hardware import load_chip  # noqa: E402
 from llm_roofline.model.hf import load_model  # noqa: E402
@@ -41,6 +42,9 @@ TOTAL_HEADS = 128
 TABLES = {"prefill": "mla_context_module_perf.csv.gz", "decode": "mla_generation_module_perf.csv.gz"}
 GPUS = ("h100-sxm", "h200", "b200", "gb200")
 GEMM_WEIGHT = {"bfloat16": "bf16", "fp8_block": None}  # None: the checkpoint's own fp8 block-scaled weights
+GLUE = "attn.mla_glue"
+FOLD_BY = "num_heads"  # held-out groups: every heads-per-GPU value predicted by a fit that never saw it
+LOGO_DONOR = {"h100-sxm": "h200", "h200": "h100-sxm", "b200": "gb200", "gb200": "b200"}
 SCENARIO = ["phase", "kernel_source", "mla_dtype", "kv_cache_dtype", "gemm_type", "num_heads"]
 
 
@@ -89,6 +93,10 @@ def estimate_chip(data: Path, chip_name: str) -> tuple[pd.DataFrame, dict]:
         ideal = [np.broadcast_to(s.score.t_s, len(g)) for s in score_ops(ops, chip, None)]
         rows.loc[g.index, "calibrated"] = np.sum(cal, axis=0)
         rows.loc[g.index, "ideal"] = np.sum(ideal, axis=0)
+        glue = [o.name for o in ops].index(GLUE)
+        rows.loc[g.index, "other_cal"] = np.sum(cal, axis=0) - cal[glue]  # every attn.* op but the glue
+        rows.loc[g.index, "glue_ideal"] = ideal[glue]
+        rows.loc[g.index, "glue_rows"] = np.broadcast_to(ops[glue].tokens, len(g))  # T x heads query-head rows
         per_op[key] = (g.index, [o.name for o in ops], cal)
     rows["gpu"] = chip_name
     return rows, per_op
@@ -129,12 +137,93 @@ def op_breakdown(rows: pd.DataFrame, per_op: dict) -> str:
     return "\n".join(lines)
 
 
+def fit_glue(rows: pd.DataFrame) -> tuple[float, float]:
+    """(overhead_s, overhead_per_token_s) >= 0 of the mla_glue family minimizing the squared relative error of the
+    module time other_cal + glue_ideal + overhead_s + overhead_per_token_s * glue_rows: non-negative least squares
+    of two parameters, solved exactly by trying every active set (deterministic)."""
+    m = rows["measured_s"].to_numpy()
+    y = (m - rows["other_cal"].to_numpy() - rows["glue_ideal"].to_numpy()) / m
+    x = np.column_stack([1.0 / m, rows["glue_rows"].to_numpy() / m])
+    best = (float(np.sum(y ** 2)), np.zeros(2))
+    for cols in ([0, 1], [0], [1]):
+        coef = np.zeros(2)
+        coef[cols] = np.linalg.lstsq(x[:, cols], y, rcond=None)[0]
+        sse = float(np.sum((x @ coef - y) ** 2))
+        if (coef >= 0).all() and sse < best[0]:
+            best = (sse, coef)
+    return float(best[1][0]), float(best[1][1])
+
+
+def predict_glue(rows: pd.DataFrame, fit: tuple[float, float]) -> np.ndarray:
+    """Module seconds with the mla_glue fit (overhead_s, overhead_per_token_s)."""
+    return (rows["other_cal"] + rows["glue_ideal"] + fit[0] + fit[1] * rows["glue_rows"]).to_numpy()
+
+
+def held_out_glue(rows: pd.DataFrame) -> np.ndarray:
+    """Each FOLD_BY group predicted by the fit on the other groups of its GPU."""
+    out = np.full(len(rows), np.nan)
+    groups = rows[FOLD_BY].to_numpy()
+    for g in np.unique(groups):
+        sel = groups == g
+        out[sel] = predict_glue(rows[sel], fit_glue(rows[~sel]))
+    return out
+
+
+def fit_report(allrows: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
+    """Per GPU and phase: median / p90 % error before (glue at its ideal), in sample, held out over FOLD_BY and
+    leave-one-GPU-out (the donor GPU's fit); and per GPU its full fit and held-out band (p10, p90 of measured /
+    predicted)."""
+    fits = {gpu: fit_glue(g) for gpu, g in allrows.groupby("gpu", sort=False)}
+    parts, bands = [], {}
+    for gpu, g in allrows.groupby("gpu", sort=False):
+        g = g.copy()
+        g["fitted"], g["held_out"] = predict_glue(g, fits[gpu]), held_out_glue(g)
+        donor = LOGO_DONOR.get(gpu)
+        g["logo"] = predict_glue(g, fits[donor]) if donor in fits else np.nan
+        ratio = g["measured_s"].to_numpy() / g["held_out"].to_numpy()
+        bands[gpu] = (fits[gpu], (float(np.percentile(ratio, 10)), float(np.percentile(ratio, 90))), len(g))
+        parts.append(g)
+    rows = pd.concat(parts)
+    out = []
+    for (gpu, phase), g in rows.groupby(["gpu", "phase"], sort=False):
+        r = dict(gpu=gpu, phase=phase, n=len(g))
+        for k in ("calibrated", "fitted", "held_out", "logo"):
+            e = abs_pct(g[k], g["measured_s"])
+            r[f"{k}_med"], r[f"{k}_p90"] = np.median(e), np.percentile(e, 90)
+        out.append(r)
+    return pd.DataFrame(out), bands
+
+
+def glue_block(fit: tuple[float, float], band: tuple[float, float], n: int, date: str) -> str:
+    """The [efficiency.mla_glue] table of one chip file."""
+    note = (f"aic-vllm mla_context_module + mla_generation_module (DeepSeek-V3, vLLM 0.24.0); {n} points (bf16 and "
+            f"fp8_block GEMMs, bf16 and fp8 KV): module minus the other attn.* ops' calibrated estimate; fitted {date}"
+            f" by benchmarks/validate_mla.py --fit; err_p10/err_p90: held-out (leave one heads-per-GPU value out)")
+    return (f"[efficiency.mla_glue]\noverhead_s = {fit[0]:.4g}\noverhead_per_token_s = {fit[1]:.4g}\n"
+            f"err_p10 = {band[0]:.3g}\nerr_p90 = {band[1]:.3g}\nfitted_on = \"{note}\"\n")
+
+
+def write_glue(chip_name: str, block: str) -> None:
+    """Replace (or append after the last table) the chip file's [efficiency.mla_glue] table, checked to parse."""
+    path = CHIPS_DIR / f"{chip_name}.toml"
+    text = path.read_text()
+    start = text.find("[efficiency.mla_glue]")
+    if start >= 0:
+        end = text.find("\n[", start + 1)
+        text = text[:start] + (text[end + 1:] if end >= 0 else "")
+    text = text.rstrip("\n") + "\n\n" + block
+    fits_from_table(tomllib.loads(text).get("efficiency", {}), f"{path}: ")
+    path.write_text(text)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--chips", default=",".join(GPUS))
     ap.add_argument("--by-source", action="store_true", help="also split by kernel_source and dtypes")
     ap.add_argument("--ops", action="store_true", help="per-op calibrated times at batch 1 (128 heads)")
+    ap.add_argument("--fit", action="store_true", help="fit the mla_glue family per GPU, held-out and LOGO errors")
+    ap.add_argument("--write", metavar="DATE", help="with --fit: write [efficiency.mla_glue] into the chip files")
     args = ap.parse_args(argv)
     frames = []
     for name in args.chips.split(","):
@@ -150,6 +239,14 @@ def main(argv=None) -> int:
     if args.by_source:
         by = ["gpu", "phase", "kernel_source", "kv_cache_dtype", "gemm_type"]
         print(summary(allrows, by).to_string(index=False, float_format=lambda x: f"{x:.2f}"))
+    if args.fit:
+        report, bands = fit_report(allrows)
+        print(report.to_string(index=False, float_format=lambda x: f"{x:.2f}"))
+        for gpu, (fit, band, n) in bands.items():
+            print(f"{gpu}: overhead_s {fit[0] * 1e6:.2f} us, overhead_per_token_s {fit[1] * 1e9:.3f} ns/row, "
+                  f"held-out band {band[0]:.3f}..{band[1]:.3f}")
+            if args.write:
+                write_glue(gpu, glue_block(fit, band, n, args.write))
     return 0
 
 

@@ -52,6 +52,12 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
                                                          the kernels' layout, signalling and polling) plus the
                                                          bytes at comm_max of the link; without a fit anywhere:
                                                          the chip's collective fit (BORROWS)
+    mla_glue          attn.mla_glue (MLA layers): the    vLLM's whole MLA attention module of DeepSeek-V3
+                      module's small kernels outside     (mla_context_module / mla_generation_module) minus the
+                      its GEMMs, rope and attention      estimate of its other attn.* ops: overhead_s per layer
+                      kernel                             (latent norms, splits, concats, cache write, split-KV
+                                                         combine) + overhead_per_token_s per query-head row
+                                                         (benchmarks/validate_mla.py --fit)
 
 - gemm / gemm_fp8 / moe: compute_max is what a large GEMM reaches; compute_tokens_half a padding cost (the FLOP time
   of T + T_half rows: M padded to tiles, wave quantization) and compute_cols_half the same in N (op.gemm_n, the output
@@ -123,7 +129,7 @@ if TYPE_CHECKING:
 
 FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8",
             "elementwise", "activation", "rope", "norm", "embedding", "collective", "moe_fp8",
-            "gemm_fp8_block", "all_to_all")
+            "gemm_fp8_block", "all_to_all", "mla_glue")
 FP8_COMPUTE = ("fp8", "int8", "fp4", "int4")  # GEMMs computing in these run the 8-bit (and narrower) kernels
 # a family without its own fit borrows: family -> the family it falls back to (and says so)
 BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "moe_quant": "moe", "attention_decode_fp8": "attention_decode",
@@ -308,6 +314,8 @@ def family_of(op: "Op") -> str:
         return "activation"
     if name == "rope":
         return "rope"
+    if name == "mla_glue":
+        return "mla_glue"
     return "elementwise"
 
 

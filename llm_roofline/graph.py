@@ -16,7 +16,7 @@ import numpy as np
 from .errors import ScenarioError
 from .model.spec import W8A8_DTYPES, FfnSpec, LayerGroup, ModelSpec
 from .ops import (Op, attention, causal_conv1d, causal_pairs, collective, elementwise, embedding,
-                  expected_distinct_experts, gemm, kv_write, recurrent_scan)
+                  expected_distinct_experts, gemm, kv_write, mla_glue, recurrent_scan)
 from .sharding import (Sharding, collective_after, sequence_parallel_on, collective_before, expert_layout, walked_rows, kv_elems_per_token_per_chip,
                        kv_heads_per_chip, mixer_dims_per_chip, shard_count, split)
 from .units import canonical_dtype, dtype_bytes
@@ -209,20 +209,20 @@ def _mla_projections(c: _Ctx, g: LayerGroup, heads: int) -> list[Op]:
     """DeepSeek MLA. The down-projections from d (q_a, kv_a) are replicated on every chip (as in vLLM);
     q_b and kv_b are column-parallel over heads. kv_b is materialized over the whole context for
     prefill ((b*kv, r) @ (r, H*(nope+v)) -> K_nope, V) and absorbed into the query and output for decode
-    (the same weights applied to the T new tokens only)."""
-    a, n, d = g.attention, g.count, c.spec.d_model
-    ops = []
-    latent_out = a.kv_lora_rank + a.qk_rope_head_dim
+    (the same weights applied to the T new tokens only); attn.mla_glue: the module's small kernels (ops.mla_glue)."""
+    a, n, d, absorbed = g.attention, g.count, c.spec.d_model, c.phase.mla_absorbed
+    ops, latent_out = [], a.kv_lora_rank + a.qk_rope_head_dim
     if a.q_lora_rank:
         ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=a.q_lora_rank + latent_out, style="replicated"))
         ops.append(c.gemm("attn.q_b_proj", g.name, n, "attn", k=a.q_lora_rank, n=heads * a.head_dim, style="column"))
     else:
         ops.append(c.gemm("attn.q_proj", g.name, n, "attn", k=d, n=heads * a.head_dim, style="column"))
         ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=latent_out, style="replicated"))
-    absorbed = c.phase.mla_absorbed
     ops.append(c.gemm("attn.kv_b_proj", g.name, n, "attn", k=a.kv_lora_rank, n=heads * (a.qk_nope_head_dim + a.v_head_dim),
                       style="column", tokens=c.T_attn if absorbed else c.b_attn * c.phase.kv_len,
                       formula_note=" (absorbed into q and o)" if absorbed else " (materialized over the context)"))
+    ops.append(mla_glue("attn.mla_glue", g.name, n, tokens=c.T_attn, heads=heads, act_bytes_per_elem=c.act_bytes,
+                        width=latent_out if absorbed else a.head_dim, **c.placed("column")))
     return ops
 
 

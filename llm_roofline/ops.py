@@ -247,6 +247,18 @@ def elementwise(name, group, count, *, tokens, elems, flops_per_elem, reads, wri
               stored_bytes=stored_bytes, style=style, shards=shards)
 
 
+def mla_glue(name, group, count, *, tokens, heads, width, act_bytes_per_elem, style="column", shards=1) -> Op:
+    """The small kernels of an MLA attention module outside its GEMMs, rope and attention kernel (vLLM: the q_a /
+    kv_a latent norms, splitting kv_a's output into the latent and k_pe, concatenating each head's query (absorbed:
+    latent query and q_pe, `width` = kv_lora_rank + rope; materialized: q_nope and q_pe, `width` = head_dim), the
+    cache write's reshape, the split-KV combine). Its bytes: one read and one write of that query over
+    tokens x heads query-head rows (its `tokens`); efficiency.py's mla_glue family adds a floor per layer and
+    per query-head row."""
+    rows = f64(tokens) * heads
+    return elementwise(name, group, count, tokens=rows, elems=rows * width, flops_per_elem=0, reads=1, writes=1,
+                       act_bytes_per_elem=act_bytes_per_elem, style=style, shards=shards)
+
+
 def embedding(name, group, *, tokens, d_model, table_rows, weight_bytes_per_elem, act_bytes_per_elem, lookups=1,
               vocab_split=1, style="vocab_in", shards=1) -> Op:
     """Token embedding lookup: a gather of T rows (`lookups` tables: token, learned position) of a

@@ -214,6 +214,9 @@ _FREE = {
     # MoE all-to-all (DeepEP dispatch / combine): one direct step, a large fixed floor (layout, per-expert
     # signalling and polling: tens of us) and the bytes at a fraction of the link
     "all_to_all": (("comm_max", 0.5), ("overhead_s", 3e-5)),
+    # MLA module glue (attn.mla_glue): a floor per layer and per query-head row, fitted on whole-module rows by
+    # benchmarks/validate_mla.py (a non-negative least squares on top of the other families), not by fit()
+    "mla_glue": (("overhead_s", 5e-5), ("overhead_per_token_s", 1e-10)),
 }
 # further starting points (overrides of _FREE's values) a family's fit also tries, keeping the lowest loss: the
 # GEMM loss has a basin where the tile factors (tokens, cols) carry the shortfall and one where the output
