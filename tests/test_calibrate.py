@@ -20,7 +20,7 @@ from llm_roofline.estimate import estimate
 from llm_roofline.roofline import score_ops
 from llm_roofline.graph import Phase, build_ops
 from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
-from llm_roofline.ops import attention, collective, elementwise, gemm
+from llm_roofline.ops import attention, collective, elementwise, gemm, mla_glue
 from llm_roofline.roofline import score
 from llm_roofline.sharding import Sharding
 
@@ -190,6 +190,7 @@ def test_calibrated_never_below_ideal(m, k, n, v, chips, cm, ct, mm, mt, co, oh,
                      v_dim=128, kv_elems_per_token=512, kv_bytes_per_elem=2, act_bytes_per_elem=2),
            attention("attn.core", "dense", 1, batch=m, q_len=1, kv_len=k, n_heads=8, n_kv_heads=2, qk_dim=128,
                      v_dim=128, kv_elems_per_token=512, kv_bytes_per_elem=1 if kv8 else 2, act_bytes_per_elem=2),
+           mla_glue("attn.mla_glue", "dense", 1, tokens=m, heads=8, width=576, act_bytes_per_elem=2),
            collective("comm.all_reduce.ffn", "dense", 1, kind="all_reduce", buffer_bytes=v, chips=chips,
                       tokens=m),
            collective("comm.all_gather.ffn", "dense", 1, kind="all_gather", buffer_bytes=v, chips=chips, tokens=m),
@@ -223,14 +224,16 @@ def test_estimate_calibrated_is_slower_than_ideal_and_decode_sum_stays_exact():
 # ------------------------------------------------------------------------------ family defaults
 def test_labels_say_where_the_numbers_come_from():
     assert calibrated_model("h100-sxm").label == "calibrated (h100-sxm fit)"
-    # MoE all-to-all (DeepEP) was measured on h100-sxm, h200, b200 and gb200 only: A100 borrows the Hopper fit
-    assert calibrated_model("a100-80gb").label == "calibrated (a100-80gb fit); all_to_all borrowed from h100-sxm"
+    # MoE all-to-all (DeepEP) and the MLA module (mla_glue) were measured on h100-sxm, h200, b200 and gb200 only:
+    # A100 borrows the Hopper fit
+    assert calibrated_model("a100-80gb").label == \
+        "calibrated (a100-80gb fit); all_to_all, mla_glue borrowed from h100-sxm"
     # own vLLM-kernel fits; the memory-bound families (measured by Vidur on A100/H100 only) are borrowed
     memory = "elementwise, activation, rope, norm, embedding"
     assert calibrated_model("h200").label == f"calibrated (h200 fit); {memory} borrowed from h100-sxm"
     assert calibrated_model("b200").label == f"calibrated (b200 fit); {memory} borrowed from h100-sxm"
     assert calibrated_model("l40s").label == \
-        f"calibrated (l40s fit); {memory}, collective, all_to_all borrowed from a100-80gb, h100-sxm"
+        f"calibrated (l40s fit); {memory}, collective, all_to_all, mla_glue borrowed from a100-80gb, h100-sxm"
     assert calibrated_model("a100-40gb").label == "family default: ampere from a100-80gb fit"
     assert calibrated_model("rtx-4090").label.startswith("family default: ada from l40s fit")
     assert calibrated_model("tpu-v5e").label == "tpu default (uncalibrated)"
