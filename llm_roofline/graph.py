@@ -457,7 +457,7 @@ def _ffn_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
                    rows_per_matrix=c.T * f.top_k * skew / (touched * ep), walked_rows=walked_rows(c.sh, c.adp, c.T * f.top_k, c.T * assign))
     ops.append(c.gemm("ffn.experts.up_gate" if f.gated else "ffn.experts.up", g.name, n, "experts", k=d,
                       n=up * d_slice, **experts))
-    ops.append(_activation(c, "ffn.experts.act", g.name, n, c.T * assign, d_slice, f.gated, "expert"))
+    # no expert activation op: the fused-MoE block's fits price that pass (walked_rows); or GEMM1's epilogue runs it
     ops.append(c.gemm("ffn.experts.down", g.name, n, "experts", k=d_slice, n=d, **experts))
     if f.d_shared:
         ops += _mlp(c, g.name, n, "ffn.shared", f, f.d_shared, "shared")

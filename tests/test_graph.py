@@ -202,3 +202,16 @@ def test_op_init_takes_the_dataclass_fields_in_order_with_their_defaults():
         assert p.default is want or p.default == want, f.name
     op = Op("x", "g", "gemm", 2.0, 1.0, shards=4)
     assert dataclasses.replace(op, shards=8).shards == 8 and op.weight_bytes == 0.0 and op.style == "replicated"
+
+
+def test_routed_experts_have_no_separate_activation_op():
+    # the fused-MoE block measured by the moe fits (aic-vllm moe_perf: both grouped GEMMs, the act(up) * gate pass
+    # and the top-k sum) is priced on the expert GEMMs (their walked rows): a separate ffn.experts.act op would count
+    # the activation pass twice; a dense MLP (and a shared expert) keeps its own activation op
+    from llm_roofline.graph import Phase, build_ops
+    from llm_roofline.model.hf import load_model
+
+    names = {op.name for op in build_ops(load_model("mistralai/Mixtral-8x7B-v0.1"), Phase.prefill(1, 128))}
+    assert {"ffn.experts.up_gate", "ffn.experts.down"} <= names and not any("experts.act" in n for n in names)
+    dense = {op.name for op in build_ops(load_model("meta-llama/Llama-3.1-8B"), Phase.prefill(1, 128))}
+    assert "ffn.act" in dense

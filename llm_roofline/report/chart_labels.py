@@ -60,10 +60,11 @@ def place_labels(ax, items, obstacles=(), avoid=(), fontsize=7.5):
                             and box[1] - 3 <= q[1] <= box[3] + 3)
                 if box[0] < ab.x0 or box[2] > ab.x1 or box[1] < ab.y0 or box[3] > ab.y1:
                     cost += 1e9
-                cost += sum(w * h for other in leaders if _segment_hits_box(other, box))  # over a leader
+                padded = (box[0] - 2 * scale, box[1] - 2 * scale, box[2] + 2 * scale, box[3] + 2 * scale)
+                cost += sum(3 * w * h for other in leaders if _segment_hits_box(other, padded))  # over a leader
                 if r > 8:  # a leader line: through a text, or across another leader, reads as a wrong link
                     seg = (px, py, ax_, ay_)
-                    cost += sum(w * h for b in boxes if _segment_hits_box(seg, b))
+                    cost += sum(3 * w * h for b in boxes if _segment_hits_box(seg, b))
                     cost += sum(0.5 * w * h for other in leaders if _segments_cross(seg, other))
                 cost += r * 0.5  # prefer near
                 if best is None or cost < best[0]:
