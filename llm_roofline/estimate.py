@@ -512,8 +512,9 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
                           f"{chip.hbm_bytes / 1e9:.1f} GB HBM; max batch at this context: "
                           f"{memory.max_batch}); the times assume it did.")
     scenario = dict(batch=batch, prompt_len=prompt_len, gen_len=gen_len, tp=tp, pp=pp, ep=ep, dp=dp,
-                    sequence_parallel=sequence_parallel, weight_dtype=_weight_label(spec, dt),
-                    act_dtype=dt.act, kv_dtype=dt.kv, compute_dtype=dt.compute, attention=attention,
+                    sequence_parallel=sequence_parallel, weight_dtype=spec.weight_label(dt), act_dtype=dt.act,
+                    kv_dtype=dt.kv, compute_dtype=dt.compute, gemm_compute_dtype=spec.gemm_compute_dtype(dt),
+                    attention=attention,
                     attention_dp=sh.attention_dp, moe_tp=sh.moe_tp, moe_ep=sh.moe_ep, routing_skew=sh.routing_skew,
                     chips=sh.chips, gpu_memory_utilization=float(gpu_memory_utilization))
     ideal = None
@@ -552,16 +553,6 @@ def _memory_summary(r: Evaluation) -> MemorySummary:
         per_chip_activation_bytes=float(m.activation_workspace_bytes_per_chip), per_chip_bytes=per_chip,
         capacity_bytes=r.chip.hbm_bytes, fits=per_chip <= usable, max_batch=int(m.max_batch), usable_bytes=usable,
         gpu_memory_utilization=usable / r.chip.hbm_bytes)
-
-
-def _weight_label(spec: ModelSpec, dt) -> str:
-    """'bf16', 'int4 (g128, 16-bit scales)', 'bf16; experts fp4 (g32, 8-bit scales)' for partial quantization; with
-    ', W8A8: fp8 GEMMs' where the quantized matrices compute in the checkpoint's activation dtype (compute_dtype_for)."""
-    act = spec.compute_dtype_for(spec.quantized_families[0], dt) if spec.quantized_families else dt.compute
-    w8a8 = f", W8A8: {act} GEMMs" if act != dt.compute else ""
-    if dt.weight or spec.quantization is None or "ffn" in spec.quantized_families:
-        return spec.weight_format_for("ffn", dt.weight).label + w8a8
-    return f"{spec.weight_dtype}; {', '.join(spec.quantized_families)} {spec.quantization.label}{w8a8}"
 
 
 # ------------------------------------------------------------------------------------------- sweep

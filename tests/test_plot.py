@@ -296,3 +296,15 @@ def test_import_does_not_load_matplotlib():
     code = ("import sys, llm_roofline, llm_roofline.report.plot, llm_roofline.report.export, "
             "llm_roofline.report.markdown; assert 'matplotlib' not in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_leader_clipping_a_label_corner_counts_as_through_it():
+    # segment (0,0)-(16,16) runs along y = x; the box x 7.9..8.1, y 8.05..8.2 holds the stretch x = y in
+    # 8.05..8.1 (t = 0.503..0.506 of the way): a check sampling 16 points (t = k/16) missed it; the exact clip
+    # finds it. A box beside the line (x 9..10, y 7..8: y < x there, below the line) is not hit, and neither is the
+    # box at the segment's own end (its outer 1/16 is excluded: a leader starts at its point)
+    from llm_roofline.report.chart_labels import _segment_hits_box
+
+    assert _segment_hits_box((0, 0, 16, 16), (7.9, 8.05, 8.1, 8.2))
+    assert not _segment_hits_box((0, 0, 16, 16), (9, 7, 10, 8))
+    assert not _segment_hits_box((0, 0, 16, 16), (15.5, 15.5, 17, 17))

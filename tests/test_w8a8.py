@@ -117,3 +117,10 @@ def test_the_weight_label_says_when_the_gemms_compute_in_fp8():
     assert h100.scenario["weight_dtype"] == "fp8 (g16384, 32-bit scales), W8A8: fp8 GEMMs"
     assert a100.scenario["weight_dtype"] == "fp8 (g16384, 32-bit scales)"
     assert h100.scenario["compute_dtype"] == a100.scenario["compute_dtype"] == "bf16"  # everything else
+    assert (h100.scenario["gemm_compute_dtype"], a100.scenario["gemm_compute_dtype"]) == ("fp8", "bf16")
+    # the roofline chart's roof is the GEMMs' one: h100-sxm fp8 1978.9e12 FLOP/s (datasheet, dense), bf16 989.4e12
+    # dotted beside it; on a100-80gb the bf16 roof alone (312e12)
+    from llm_roofline.report.plot_roofline import roof_of
+
+    assert roof_of(h100)["peak_flops_per_s"] == pytest.approx(1978.9e12, rel=1e-3)
+    assert roof_of(h100)["other_peak"][0] == "bf16" and roof_of(a100)["other_peak"] is None

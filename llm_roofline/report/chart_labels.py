@@ -65,7 +65,7 @@ def place_labels(ax, items, obstacles=(), avoid=(), fontsize=7.5):
                 if r > 8:  # a leader line: through a text, or across another leader, reads as a wrong link
                     seg = (px, py, ax_, ay_)
                     cost += sum(3 * w * h for b in boxes if _segment_hits_box(seg, b))
-                    cost += sum(0.5 * w * h for other in leaders if _segments_cross(seg, other))
+                    cost += sum(3 * w * h for other in leaders if _segments_cross(seg, other))
                 cost += r * 0.5  # prefer near
                 if best is None or cost < best[0]:
                     best = (cost, dx, dy, ha, va, box, r)
@@ -81,15 +81,23 @@ def place_labels(ax, items, obstacles=(), avoid=(), fontsize=7.5):
         t.set_in_layout(False)
 
 
-def _segment_hits_box(seg, box, samples: int = 16) -> bool:
-    """Whether the segment (x0, y0, x1, y1) passes through the box (x0, y0, x1, y1), its ends excluded."""
+def _segment_hits_box(seg, box) -> bool:
+    """Whether the segment (x0, y0, x1, y1) passes through the box (x0, y0, x1, y1), its ends (the outer 1/16 at
+    each end) excluded: Liang-Barsky clipping, exact (a sampled check misses a leader that clips a corner)."""
     x0, y0, x1, y1 = seg
-    for i in range(1, samples):
-        t = i / samples
-        x, y = x0 + (x1 - x0) * t, y0 + (y1 - y0) * t
-        if box[0] <= x <= box[2] and box[1] <= y <= box[3]:
-            return True
-    return False
+    dx, dy = x1 - x0, y1 - y0
+    lo, hi = 1 / 16, 15 / 16
+    for p, q in ((-dx, x0 - box[0]), (dx, box[2] - x0), (-dy, y0 - box[1]), (dy, box[3] - y0)):
+        if p == 0:
+            if q < 0:
+                return False
+            continue
+        t = q / p
+        if p < 0:
+            lo = max(lo, t)
+        else:
+            hi = min(hi, t)
+    return lo <= hi
 
 
 def _segments_cross(a, b) -> bool:

@@ -40,10 +40,12 @@ def roof_of(est) -> dict[str, Any]:
     from ..hardware import load_chip
 
     chip = load_chip(est.chip)
-    peak = chip.peak_flops_per_s(est.scenario["compute_dtype"])
+    dtype = est.scenario.get("gemm_compute_dtype") or est.scenario["compute_dtype"]  # W8A8 GEMMs: their dtype
+    peak = chip.peak_flops_per_s(dtype)
     bw = chip.hbm_bytes_per_s
-    return dict(peak_flops_per_s=peak, hbm_bytes_per_s=bw, ridge_flops_per_byte=peak / bw,
-                compute_dtype=est.scenario["compute_dtype"])
+    other = est.scenario["compute_dtype"]  # the rest of the ops' roof, drawn dotted when it differs
+    return dict(peak_flops_per_s=peak, hbm_bytes_per_s=bw, ridge_flops_per_byte=peak / bw, compute_dtype=dtype,
+                other_peak=(other, chip.peak_flops_per_s(other)) if other != dtype else None)
 
 
 def _limits(plotted, roofs) -> tuple[float, float, float, float]:
@@ -69,6 +71,11 @@ def _draw_roof(ax, roof, limits):
                 fontsize=7.5, color="0.3", rotation=90, va="bottom")
     ax.text(ridge / 1.3, peak / 1e12 * 1.18, f"{roof['compute_dtype']} peak {sig3(peak / 1e12)} TFLOP/s",
             ha="right", va="bottom", fontsize=8)
+    if roof.get("other_peak"):  # W8A8: the GEMMs' roof above, the other ops' (attention, LM head) dotted
+        name, other = roof["other_peak"]
+        ax.plot(xr, np.minimum(other, xr * bw) / 1e12, color="0.35", lw=0.9, ls=":", zorder=2)
+        ax.text(x_hi / 1.1, other / 1e12 / 1.25, f"{name} peak {sig3(other / 1e12)}", ha="right", va="top",
+                fontsize=7.5, color="0.3")
     xm = math.sqrt(x_lo * ridge)
     ax.text(xm, xm * bw / 1e12 / 3, f"HBM {sig3(bw / 1e12)} TB/s", fontsize=8, ha="left", va="top")
     return xr, np.minimum(peak, xr * bw) / 1e12
