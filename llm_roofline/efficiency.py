@@ -44,7 +44,7 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
     attention_decode_fp8  the same, KV cache in <= 8 bits  the fp8 KV cache rows (dequantized in the inner loop)
     elementwise, activation, rope, norm, embedding       Vidur's PyTorch kernels (A100, H100 only)
     collective        kind='collective' inside the       vLLM custom all-reduce in a CUDA graph; all_gather,
-                      scale-up domain                    reduce_scatter, all_to_all, p2p borrow it;
+                      scale-up domain                    reduce_scatter and p2p borrow it;
                                                          multi-node collectives stay ideal
     all_to_all        kind='collective', all_to_all      MoE expert-parallel dispatch / combine (moe_a2a_perf:
                       (expert-parallel dispatch and      DeepEP low-latency and high-throughput kernels, the
