@@ -453,3 +453,22 @@ def test_expert_parallel_dispatch_and_combine_are_the_all_to_all_family():
     assert family_of(ops["comm.all_to_all.dispatch"]) == family_of(ops["comm.all_to_all.combine"]) == "all_to_all"
     # each chip's send buffer: 32 / 4 tokens x top-2 copies x d 256 x 2 bytes (bf16) = 8,192 bytes
     assert float(ops["comm.all_to_all.dispatch"].comm_bytes) == pytest.approx(8192)
+
+
+def test_a_family_neither_default_chip_has_does_not_send_them_borrowing_in_a_circle(tmp_path, monkeypatch):
+    # h100-sxm's family default for what it lacks is a100-80gb and a100-80gb's is h100-sxm: a user copy of h100-sxm
+    # without its all_to_all and mla_glue fits (a100-80gb has neither) must not make each ask the other forever;
+    # the family then falls back along BORROWS (all_to_all -> the chip's own collective fit) and says so
+    import re
+    from pathlib import Path
+
+    import llm_roofline
+
+    shipped = Path(llm_roofline.__file__).parent / "hardware" / "chips" / "h100-sxm.toml"
+    text = re.sub(r"\[efficiency\.(all_to_all|mla_glue)\]\n(?:[^\[]*\n)*?(?=\n\[|\Z)", "", shipped.read_text())
+    assert "[efficiency.all_to_all]" not in text and "[efficiency.collective]" in text
+    (tmp_path / "h100-sxm.toml").write_text(text)
+    monkeypatch.setenv("LLM_ROOFLINE_CHIPS", str(tmp_path))
+    m = calibrated_model("h100-sxm")
+    assert "all_to_all" not in m.families and m.sources["all_to_all"] == "borrowed: collective"
+    assert m.fit_for("all_to_all") is m.fit_for("collective")
