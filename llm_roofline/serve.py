@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from .bounds import check_count
 from .errors import RooflineError, ScenarioError
 from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency, resolved_once
 from .estimate import step_time_s
@@ -312,6 +313,7 @@ def _run(spec, jobs, ctx: dict, raise_errors: bool, only_fitting: bool = False) 
     for d, g in jobs:
         try:
             chip_obj = load_chip(d["chip"])
+            d = {**d, **{k: check_count(k, d[k]) for k in ("tp", "pp", "ep", "dp")}}
             assumptions: list[str] = []
             dtypes = resolve_dtypes(chip_obj, Dtypes(*ctx["dtypes"]), assumptions)
             assumptions += filter(None, [spec.w8a8_fallback_note(dtypes, chip_obj.name)])
@@ -350,16 +352,24 @@ def serve_deployments(model, deployments: list[dict], only_fitting: bool = False
     if not isinstance(deployments, (list, tuple)) or not all(isinstance(d, dict) for d in deployments):
         raise ScenarioError(f"deployments must be a list of dicts (chip, tp, pp, ep, dp, grid arguments), got "
                             f"{deployments!r:.80}")
+    defaults = _serve_defaults()
+    if set(kw) - set(defaults):
+        raise ScenarioError(f"serve_deployments got unknown arguments {sorted(set(kw) - set(defaults))}; it takes "
+                            "serve()'s (besides chip, tp, pp, ep, dp, which each deployment gives)")
     jobs, spec, ctx, out = [], None, None, []
     for dep in deployments:
         if set(dep) - set(base) - set(_GRID):
             raise ScenarioError(f"a deployment takes {', '.join(base)} and grid arguments, got {sorted(dep)}")
-        call = {**_serve_defaults(), **kw, **{k: v for k, v in dep.items() if k not in base}}
+        call = {**defaults, **kw, **{k: v for k, v in dep.items() if k not in base}}
         try:
-            spec, ctx, mesh = _setup(model, call)
+            spec, dep_ctx, mesh = _setup(model, call)
         except RooflineError as e:
             out.append(e)
             continue
+        if ctx is not None and dep_ctx["closed"] != ctx["closed"]:  # one queueing pass: one kind of loop
+            raise ScenarioError("the deployments mix closed-loop (concurrency) and open-loop (qps) sweeps; solve "
+                                "them in separate calls")
+        ctx = dep_ctx
         jobs.append(({**base, **{k: v for k, v in dep.items() if k in base}}, mesh))
         out.append(None)
     solved = iter(_run(spec, jobs, ctx, raise_errors=False, only_fitting=only_fitting) if jobs else [])

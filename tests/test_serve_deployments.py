@@ -52,3 +52,18 @@ def test_deployments_that_are_not_a_list_of_dicts_are_refused(deployments):
     # None and [3] ended in a TypeError; "abc" was read as the deployments "a", "b", "c"
     with pytest.raises(RooflineError, match="deployments must be a list of dicts"):
         serve_deployments("meta-llama/Llama-3.1-8B", deployments, prompt_len=100, gen_len=10, concurrency=[1])
+
+
+def test_mixed_loops_unknown_arguments_and_bad_replica_counts_are_refused():
+    # one queueing pass solves one kind of loop: a closed-loop and an open-loop deployment together are refused
+    # (they raised KeyError: 'concurrency'); an unknown keyword is named, not ignored; dp is checked like tp
+    with pytest.raises(RooflineError, match="mix closed-loop"):
+        serve_deployments(MODEL, [dict(chip="h100-sxm", qps=[1.0]), dict(chip="h100-sxm", concurrency=[4])],
+                          prompt_len=512, gen_len=64)
+    with pytest.raises(RooflineError, match="bogus"):
+        serve_deployments(MODEL, [dict(chip="h100-sxm", qps=[1.0])], bogus=3)
+    for dp in (float("nan"), "2", 0):
+        (out,) = serve_deployments(MODEL, [dict(chip="h100-sxm", dp=dp, qps=[1.0])], prompt_len=512, gen_len=64)
+        assert isinstance(out, RooflineError) and "dp" in str(out)
+        with pytest.raises(RooflineError, match="dp"):
+            serve(MODEL, "h100-sxm", dp=dp, qps=1.0, prompt_len=512, gen_len=64)
