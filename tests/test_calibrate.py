@@ -472,3 +472,21 @@ def test_a_family_neither_default_chip_has_does_not_send_them_borrowing_in_a_cir
     m = calibrated_model("h100-sxm")
     assert "all_to_all" not in m.families and m.sources["all_to_all"] == "borrowed: collective"
     assert m.fit_for("all_to_all") is m.fit_for("collective")
+
+
+def test_two_default_chips_without_any_fit_end_uncalibrated_not_in_a_circle(tmp_path, monkeypatch):
+    # user copies of h100-sxm and a100-80gb without [efficiency] tables: each is the other's default source
+    # (SELF_DEFAULT_FALLBACK), so asking either for a model must stop at the second hop: no fit anywhere, ideal
+    import re
+    from pathlib import Path
+
+    import llm_roofline
+
+    chips = Path(llm_roofline.__file__).parent / "hardware" / "chips"
+    for name in ("h100-sxm", "a100-80gb"):
+        text = (chips / f"{name}.toml").read_text()
+        (tmp_path / f"{name}.toml").write_text(re.split(r"(?m)^\[efficiency", text)[0])
+    monkeypatch.setenv("LLM_ROOFLINE_CHIPS", str(tmp_path))
+    for name in ("h100-sxm", "a100-80gb", "mi300x"):  # mi300x borrows h100-sxm
+        m = calibrated_model(name)
+        assert not m.families and m.label.startswith("uncalibrated"), (name, m.label)
