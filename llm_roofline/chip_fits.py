@@ -10,6 +10,8 @@ from collections import OrderedDict
 from types import MappingProxyType
 from typing import Any, Mapping
 
+import numpy as np
+
 from .efficiency import (BORROWED, BORROWS, FAMILIES, OWN_BF16_FALLBACK, PARAMS, TPU_DEFAULT, UNCALIBRATED,
                          CalibratedModel, FamilyFit, attention_from_gemm)
 from .errors import ChipError, RooflineError, ScenarioError
@@ -175,12 +177,30 @@ def resolve_efficiency(efficiency, chip: Chip):
     if efficiency is None or efficiency == "ideal":
         return None
     if isinstance(efficiency, Efficiency):
-        return efficiency
+        return _checked(efficiency)
     if efficiency == "calibrated":
         return calibrated_model(chip)
     if hasattr(efficiency, "for_op"):
         return efficiency
     raise ScenarioError(f"efficiency must be 'ideal' or 'calibrated', got {efficiency!r}")
+
+
+def _checked(e: Efficiency) -> Efficiency:
+    """A caller's Efficiency with fractions in (0, 1] and overheads finite and >= 0 (so no time falls below the
+    ideal one, turns negative or NaN), else a ScenarioError naming the field."""
+    fields = {k: getattr(e, k) for k in ("compute", "memory", "comm", "comm_switch", "overhead_s", "comm_hop_s")}
+    for name, v in fields.items():
+        if v is None and name == "comm_switch":
+            continue
+        try:
+            x = np.asarray(v, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ScenarioError(f"Efficiency.{name} must be a number, got {v!r:.60}") from None
+        ok = (x > 0) & (x <= 1) if name in ("compute", "memory", "comm", "comm_switch") else np.isfinite(x) & (x >= 0)
+        if isinstance(v, (bool, str)) or not np.all(ok):
+            what = "a fraction in (0, 1]" if name in ("compute", "memory", "comm", "comm_switch") else "finite and >= 0"
+            raise ScenarioError(f"Efficiency.{name} must be {what}, got {v!r:.60}")
+    return e
 
 
 def resolved_once(efficiency, chip: Chip):

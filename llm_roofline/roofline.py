@@ -75,8 +75,14 @@ class Efficiency:
     comm: "float | np.ndarray" = 1.0
     overhead_s: "float | np.ndarray" = 0.0
     label: str = "ideal"
-    comm_switch: "float | np.ndarray" = 1.0  # fraction of link bandwidth when the switch reduces (NVLS), (0, 1]
+    comm_switch: "float | np.ndarray | None" = None  # fraction of link bandwidth when the switch reduces (NVLS),
+    #   (0, 1]; None: comm's
     comm_hop_s: "float | np.ndarray" = 0.0  # latency per collective step beyond the link's latency_s, >= 0
+
+    @property
+    def switch_fraction(self) -> "float | np.ndarray":
+        """The link fraction of bytes the switch reduces: comm_switch, or comm where it is None."""
+        return self.comm if self.comm_switch is None else self.comm_switch
 
 
 IDEAL = Efficiency()
@@ -187,7 +193,7 @@ def score(
     t_memory = hbm_bytes / (_arr(hbm_bytes_per_s) * eff.memory)
     if _nonzero(comm_bytes) or _nonzero(comm_hops):
         frac = eff.comm if not _nonzero(comm_switch) else \
-            _arr(eff.comm) + _arr(comm_switch) * (_arr(eff.comm_switch) - _arr(eff.comm))
+            _arr(eff.comm) + _arr(comm_switch) * (_arr(eff.switch_fraction) - _arr(eff.comm))
         t_comm = _arr(comm_hops) * (_arr(link_latency_s) + _arr(eff.comm_hop_s)) + \
             _arr(comm_bytes) / (_arr(link_bytes_per_s) * frac)
     else:
@@ -307,8 +313,9 @@ def score_stacks(ops: "list[Op]", chips: list, efficiency_models: list, grid: tu
     t = StackTerms(*(joined([getattr(x, k) for x in terms], k in ("flops", "hbm_bytes", "comm_bytes", "comm_hops",
                                                                   "comm_switch"))
                      for k in StackTerms._fields[:-1]), terms[0].collective * len(chips))
-    eff = Efficiency(**{k: joined([getattr(e, k) for e in effs])
-                        for k in ("compute", "memory", "comm", "overhead_s", "comm_switch", "comm_hop_s")})
+    eff = Efficiency(**{k: joined([getattr(e, k) for e in effs]) for k in ("compute", "memory", "comm", "overhead_s",
+                                                                          "comm_hop_s")},
+                     comm_switch=joined([e.switch_fraction for e in effs]))
     return score(t.flops, t.hbm_bytes, peak_flops_per_s=t.peak_flops_per_s, hbm_bytes_per_s=t.hbm_bytes_per_s,
                  comm_bytes=t.comm_bytes, comm_hops=t.comm_hops, link_bytes_per_s=t.link_bytes_per_s,
                  link_latency_s=t.link_latency_s, efficiency=eff, comm_switch=t.comm_switch)
@@ -336,7 +343,7 @@ def stacked_efficiency(ops: "list[Op]", chip: "Chip", efficiency_model, shape: t
     eff = Efficiency(compute=stacked([e.compute for e in effs], shape), memory=stacked([e.memory for e in effs], shape),
                      comm=stacked([e.comm if c else 1.0 for e, c in zip(effs, collective)], shape),
                      overhead_s=stacked([e.overhead_s for e in effs], shape),
-                     comm_switch=stacked([e.comm_switch if c else 1.0 for e, c in zip(effs, collective)], shape),
+                     comm_switch=stacked([e.switch_fraction if c else 1.0 for e, c in zip(effs, collective)], shape),
                      comm_hop_s=stacked([e.comm_hop_s if c else 0.0 for e, c in zip(effs, collective)], shape))
     if not isinstance(efficiency_model, Efficiency) and cache is not None:
         cache[key] = eff

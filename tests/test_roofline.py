@@ -138,3 +138,28 @@ def test_a_stacked_all_reduce_keeps_each_buffer_s_algorithm():
                 assert np.array_equal(getattr(row, k), np.broadcast_to(getattr(alone, k), (2,))), (op.name, k)
     # ideal by hand: 2 us + 7 x 8,192 / 450e9 = 2.127431e-6 s; 2 x 2 us + 67,108,864 / 450e9 = 1.531308e-4 s
     np.testing.assert_allclose(score_stack(ops, chip).rows()[1].t_comm_s, [2.127431e-6, 1.531308e-4], rtol=1e-6)
+
+
+def test_a_callers_efficiency_applies_its_comm_to_switch_reduced_bytes_and_is_checked():
+    # 64 MiB all-reduce on 8 H100s runs the switch reduction (V = 67,108,864 B out and in at 450e9 B/s: 149.13 us
+    # + 2 steps x 2 us = 153.13 us); a caller's Efficiency(comm=0.5) halves the bandwidth of those bytes too:
+    # 67,108,864 / (450e9 x 0.5) = 298.26 us + 4 us = 302.26 us (comm_switch None means comm's)
+    import math
+
+    import llm_roofline as lr
+    from llm_roofline.errors import RooflineError
+    from llm_roofline.ops import collective
+    from llm_roofline.roofline import Efficiency, score_ops
+
+    chip = lr.load_chip("h100-sxm")
+    op = collective("comm.all_reduce", "dense", 1, kind="all_reduce", buffer_bytes=64 * 2**20, chips=8)
+    (full,) = score_ops([op], chip, Efficiency())
+    (half,) = score_ops([op], chip, Efficiency(comm=0.5))
+    assert float(full.t_comm_s) == pytest.approx(67108864 / 450e9 + 4e-6)
+    assert float(half.t_comm_s) == pytest.approx(67108864 / 225e9 + 4e-6)
+    # a hand-built Efficiency outside its ranges is one ScenarioError naming the field (was: negative, NaN or inf
+    # times, or a bare ValueError)
+    for bad in (dict(comm_hop_s=-1.0), dict(comm_hop_s=math.nan), dict(comm_switch=0.0), dict(comm_switch="x"),
+                dict(compute=1.5), dict(overhead_s=math.inf)):
+        with pytest.raises(RooflineError, match=next(iter(bad))):
+            lr.estimate("meta-llama/Llama-3.1-8B", "h100-sxm", tp=8, batch=4, efficiency=Efficiency(**bad))
