@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from llm_roofline.calibrate.aic_vllm import SYSTEMS  # noqa: E402
 from llm_roofline.chip_fits import calibrated_model, fits_from_table  # noqa: E402
-from llm_roofline.graph import Dtypes, Phase, build_ops  # noqa: E402
+from llm_roofline.graph import Dtypes, Phase, build_ops, resolve_dtypes  # noqa: E402
 from llm_roofline.hardware import load_chip  # noqa: E402
 from llm_roofline.model.hf import load_model  # noqa: E402
 from llm_roofline.roofline import score_ops  # noqa: E402
@@ -68,10 +68,11 @@ def load_rows(data: Path, chip_name: str) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
-def module_ops(spec, phase: str, heads: int, batch, q_len, kv_len, kv_dtype: str, gemm_type: str) -> list:
-    """The attn.* ops (no collectives) of the first layer group of DeepSeek-V3 on arrays of scenarios."""
+def module_ops(spec, chip, phase: str, heads: int, batch, q_len, kv_len, kv_dtype: str, gemm_type: str) -> list:
+    """The attn.* ops (no collectives) of the first layer group of DeepSeek-V3 on arrays of scenarios, with the
+    dtypes as they run on `chip` (its fp8 units: the checkpoint's W8A8 GEMMs, as estimate() prices them)."""
     ph = Phase.decode(batch, kv_len) if phase == "decode" else Phase.prefill(batch, q_len)
-    dt = Dtypes(weight=GEMM_WEIGHT[gemm_type], kv="fp8" if kv_dtype == "fp8" else None)
+    dt = resolve_dtypes(chip, Dtypes(weight=GEMM_WEIGHT[gemm_type], kv="fp8" if kv_dtype == "fp8" else None), [])
     ops = build_ops(spec, ph, Sharding(tp=TOTAL_HEADS // heads), dt)
     group = next(o.group for o in ops if o.name.startswith("attn."))
     return [o for o in ops if o.name.startswith("attn.") and o.group == group and o.kind != "collective"]
@@ -88,7 +89,7 @@ def estimate_chip(data: Path, chip_name: str) -> tuple[pd.DataFrame, dict]:
     per_op = {}
     for key, g in rows.groupby(SCENARIO, sort=False):
         phase, _, _, kv, gemm, heads = key
-        ops = module_ops(spec, phase, int(heads), *(g[c].to_numpy() for c in ("batch", "q_len", "kv_len")), kv, gemm)
+        ops = module_ops(spec, chip, phase, int(heads), *(g[c].to_numpy() for c in ("batch", "q_len", "kv_len")), kv, gemm)
         cal = [np.broadcast_to(s.score.t_s, len(g)) for s in score_ops(ops, chip, model)]
         ideal = [np.broadcast_to(s.score.t_s, len(g)) for s in score_ops(ops, chip, None)]
         rows.loc[g.index, "calibrated"] = np.sum(cal, axis=0)
@@ -225,14 +226,21 @@ def main(argv=None) -> int:
     ap.add_argument("--fit", action="store_true", help="fit the mla_glue family per GPU, held-out and LOGO errors")
     ap.add_argument("--write", metavar="DATE", help="with --fit: write [efficiency.mla_glue] into the chip files")
     args = ap.parse_args(argv)
+    chips = args.chips.split(",")
+    if set(chips) - set(GPUS):
+        ap.error(f"unknown chips {sorted(set(chips) - set(GPUS))}; measured: {', '.join(GPUS)}")
+    if args.write and not args.fit:
+        ap.error("--write needs --fit")
     frames = []
-    for name in args.chips.split(","):
+    for name in chips:
         rows, per_op = estimate_chip(args.data, name)
         if rows.empty:
             continue
         frames.append(rows)
         if args.ops:
             print(f"# {name}\n{op_breakdown(rows, per_op)}")
+    if not frames:
+        ap.error(f"no MLA module rows under {args.data}/aic-vllm for {', '.join(chips)}")
     allrows = pd.concat(frames, ignore_index=True)
     pd.set_option("display.width", 200)
     print(summary(allrows, ["gpu", "phase"]).to_string(index=False, float_format=lambda x: f"{x:.2f}"))

@@ -442,15 +442,25 @@ def attention_shape(op: "Op", decode: bool) -> dict:
     if decode:
         row = _where(keys > 0, _float(op.kv_bytes) / _where(keys > 0, keys, 1.0), 0.0)
         heads = act / e / (2.0 * op.head_dim) if getattr(op, "window", 0.0) > 0 and op.head_dim > 0 else 0.0
-        kv_elem_bytes = _where(op.head_dim > 0, 2.0 * op.head_dim * getattr(op, "kv_bits", 0.0) / 8.0, 0.0)
-        streams = _where(kv_elem_bytes > 0, row / _where(kv_elem_bytes > 0, kv_elem_bytes, 1.0), 0.0)
-        return {"keys": keys, "elems": act / e, "kv_row_bytes": row, "windowed_heads": heads, "kv_streams": streams}
+        return {"keys": keys, "elems": act / e, "kv_row_bytes": row, "windowed_heads": heads,
+                "kv_streams": _kv_streams(op, act / e, row)}
     b, t = _float(getattr(op, "seqs", 0.0)), _float(op.tokens)
     known = (b > 0) & (t > 0) & (op.head_dim > 0)
     tt = _where(known, t, 1.0)
     h = _where(known, act / e / (2.0 * max(op.head_dim, 1e-9)) / tt, 0.0)  # query heads: (B*q*H) / (B*q)
     head_tiles, group_tiles = query_tiles(_where(known, b, 0.0), tt / _where(known, b, 1.0), h, op.q_per_kv)
     return {"keys": keys, "elems": act / e, "head_tiles": head_tiles, "group_tiles": group_tiles}
+
+
+def _kv_streams(op: "Op", elems, row_bytes) -> np.ndarray:
+    """B*n_kv of a decode op: B = op.seqs sequences, n_kv = H / op.q_per_kv KV heads, H = elems / (tokens * (dqk+dv));
+    without seqs or the GQA group: kv_row_bytes / ((dqk+dv) * e_kv), which holds where each KV head caches dqk+dv
+    elements (not MLA: its one latent head caches 576 against dqk+dv = 1088)."""
+    b, t, d, g = _float(getattr(op, "seqs", 0.0)), _float(op.tokens), 2.0 * op.head_dim, op.q_per_kv
+    if d > 0 and g > 0 and np.all(b > 0) and np.all(t > 0):
+        return b * (elems / (t * d)) / g
+    kv_elem_bytes = d * getattr(op, "kv_bits", 0.0) / 8.0
+    return _where(kv_elem_bytes > 0, row_bytes / max(kv_elem_bytes, 1e-30), 0.0)
 
 
 Q_TILE = 128.0  # query rows per tile of the FlashAttention-style prefill kernels (FA2 / FA3 / TRT-LLM, head_dim <= 128)

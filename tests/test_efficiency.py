@@ -401,3 +401,17 @@ def test_fit_parameters_beyond_their_ceiling_are_refused():
         with pytest.raises(ChipError, match=name):
             FamilyFit(**{name: v})
     FamilyFit(overhead_s=1.0, compute_tokens_half=1e15, memory_tokens_half=1e15, err_p90=1e3)  # the ceilings
+
+
+def test_mla_decode_streams_are_sequences_times_its_one_latent_head():
+    # DeepSeek-V3 at tp 8: 128 / 8 = 16 query heads sharing one latent KV head (q_per_kv 16), so 4 decoding
+    # sequences are 4 x 1 = 4 KV streams; the latent cache holds 512 + 64 = 576 elements per token, not the
+    # (dqk + dv) = 576 + 512 = 1088 of the absorbed core, so KV bytes per position / (1088 x 2 B) would say
+    # 4 x 576 / 1088 = 2.12. Llama-3.1-8B at tp 2: 32 / 2 = 16 heads over 8 / 2 = 4 KV heads: 4 x 4 = 16 streams
+    from llm_roofline.graph import Phase, build_ops
+    from llm_roofline.sharding import Sharding
+
+    for model, tp, streams in (("deepseek-ai/DeepSeek-V3", 8, 4.0), ("meta-llama/Llama-3.1-8B", 2, 16.0)):
+        core = next(op for op in build_ops(lr.load_model(model), Phase.decode(4, 1000), Sharding(tp=tp))
+                    if op.kind == "attention")
+        assert float(attention_shape(core, decode=True)["kv_streams"]) == pytest.approx(streams)
