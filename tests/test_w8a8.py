@@ -43,6 +43,11 @@ def test_compressed_tensors_w8a8_and_weight_only_configs():
     # int4 weights with 8-bit activations (W4A8) are not modelled as such: weight-only, said so
     w4a8 = load_model(_llama(**_ct({"num_bits": 4, "type": "int", "group_size": 128}, {"num_bits": 8, "type": "int"})))
     assert w4a8.activation_quant is None and any("int4 weights" in a and "weight-only" in a for a in w4a8.assumptions)
+    # NVFP4 (llm-compressor): fp4 weights in groups of 16 with fp4 activations (W4A4) loads, priced weight-only
+    nvfp4 = load_model(_llama(**_ct({"num_bits": 4, "type": "float", "group_size": 16},
+                                    {"num_bits": 4, "type": "float", "dynamic": "local"})))
+    assert nvfp4.activation_quant is None and any("fp4 (input_activations float4)" in a and "weight-only" in a
+                                                  for a in nvfp4.assumptions)
 
 
 def test_fp8_without_an_activation_scheme_is_weight_only_and_modelopt_fp8_is_w8a8():
