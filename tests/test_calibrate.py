@@ -292,6 +292,12 @@ def test_csv_checks():
     df = measurements.normalize(pd.DataFrame(dict(family=["gemm"], op=["x"], dtype=["fp16"], m=[2], k=[4], n=[8],
                                          measured_s=[1e-6])))
     assert (float(df["bytes"][0]), float(df["flops"][0])) == (112.0, 128.0)
+    # the optional shape columns are checked too: a negative walked count priced a MoE row at -1 s, a word became 0
+    moe = dict(family=["moe"], op=["x"], dtype=["bf16"], m=[4], flops=[1e9], bytes=[1e6], measured_s=[1e-4])
+    for col, value, match in (("walked", -1e9, "walked must be finite"), ("kv_bits", np.inf, "kv_bits must be"),
+                              ("head_dim", -64, "head_dim must be"), ("window", "abc", "window must be numeric")):
+        with pytest.raises(RooflineError, match=match):
+            measurements.normalize(pd.DataFrame({**moe, col: [value]}))
 
 
 # ------------------------------------------------------------------------------ the chip TOML writer

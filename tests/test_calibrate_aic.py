@@ -167,3 +167,28 @@ def test_moe_all_to_all_rows_keep_the_faster_deepep_kernel_with_k_copies_of_byte
     # bytes: each rank's send buffer of k bf16 copies per token: 512 tokens x 8 x 7168 x 2 B = 58,720,256
     assert a.loc[("moe_a2a_combine", 512.0)]["bytes"] == 58_720_256
     assert a.loc[("moe_a2a_dispatch", 1.0)]["bytes"] == 8 * 7168 * 2  # 114,688
+
+
+def test_a_moe_table_without_modelled_dtypes_gives_no_rows_not_a_pandas_error():
+    # per-tensor fp8 experts are not converted (CALIBRATION.md): a table holding only them has no rows to fit
+    import pandas as pd
+
+    row = dict(moe_dtype="fp8", distribution="balanced", num_tokens=16, hidden_size=4096, inter_size=1024, topk=2,
+               num_experts=8, moe_tp_size=1, moe_ep_size=1, latency=0.05, kernel_source="x")
+    out = aic_vllm.moe_rows(pd.DataFrame([row]))
+    assert len(out["measured_s"]) == 0
+
+
+def test_a_family_whose_rows_all_beat_the_roofline_is_fitted_on_all_of_them():
+    # moe rows are fitted on those measured no faster than ideal; when fewer than 3 are left (here none: ideal 2 s,
+    # measured 1 s), every row is kept, as for collectives, instead of returning the starting guesses
+    import numpy as np
+
+    from llm_roofline.calibrate import fit as fitting
+
+    class Terms:
+        def time_s(self, p):
+            return np.full(4, 2.0)
+
+    for fam in ("moe", "collective"):
+        assert fitting._fittable(range(4), Terms(), np.ones(4), fam).all()

@@ -261,8 +261,8 @@ def moe_rows(df: "pd.DataFrame") -> dict:
         sub = df[df["moe_dtype"] == dt]
         if len(sub):
             parts.append(_moe_rows(sub, "moe_quant", compute, bits, dt))
-    parts = [pd.DataFrame(p) for p in parts if len(p["measured_s"])]
-    return pd.concat(parts, ignore_index=True).to_dict("series")
+    frames = [pd.DataFrame(p) for p in parts if len(p["measured_s"])] or [pd.DataFrame(parts[0])]  # none: no rows
+    return pd.concat(frames, ignore_index=True).to_dict("series")
 
 
 def _moe_rows(df: "pd.DataFrame", family: str, compute: str, bits: float, tag: str = "") -> dict:

@@ -99,7 +99,10 @@ def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
     df["fam"] = df["family"].map(CSV_FAMILIES)
     for c in ("tp", "m", "k", "n", "elems", "keys", "head_dim", "kv_bits", "q_per_kv", "walked", "window", "flops",
               "bytes", "kernels", "nodes", "measured_s"):
-        df[c] = _numeric(df[c]) if c in df.columns else np.nan
+        num = _numeric(df[c]) if c in df.columns else np.nan
+        if c in df.columns and (text := df[c][num.isna() & df[c].notna() & (df[c].astype(str).str.strip() != "")]).size:
+            raise RooflineError(f"{where}: column {c} must be numeric, got {str(text.iloc[0])[:30]!r}")
+        df[c] = num
     df["kernels"] = df["kernels"].fillna(1.0)
     df["nodes"] = df["nodes"].fillna(1.0)
     df["tp"] = df["tp"].fillna(1.0)
@@ -125,6 +128,10 @@ def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
     df["elems"] = df["elems"].where(att, np.nan)
     shape = ["elems", "keys", "head_dim", "kv_bits", "q_per_kv", "walked", "window"]
     df[shape] = df[shape].fillna(0.0)  # unknown: those factors are 1
+    sizes = shape + ["tp", "m", "k", "n", "flops", "bytes", "kernels", "nodes"]
+    bad = [c for c in sizes if not (np.isfinite(df[c].fillna(0.0)) & (df[c].fillna(0.0) >= 0)).all()]
+    if bad:
+        raise RooflineError(f"{where}: column(s) {', '.join(bad)} must be finite and >= 0")
     ok = np.isfinite(df["measured_s"]) & (df["measured_s"] > 0)
     if not ok.all():
         raise RooflineError(f"{where}: {int((~ok).sum())} row(s) with a missing or non-positive measured_s")
