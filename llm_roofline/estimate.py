@@ -335,6 +335,8 @@ def evaluate_headlines(model, chips, *, efficiencies, batch=1, prompt_len=2048, 
         spec = load_model(model)
     except RooflineError as err:
         return [err] * len(chips)
+    if len(chips) != len(efficiencies):
+        raise ScenarioError(f"one efficiency per chip needed: {len(chips)} chips, {len(efficiencies)} efficiencies")
     out, runs, scenario = [], {}, None
     for chip, efficiency in zip(chips, efficiencies):
         try:  # what _inputs checks, in its order; the chip-free part once
@@ -463,12 +465,13 @@ def step_time_s(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chu
                                       moe_ep, routing_skew)
         return phase_t_s(ops, chip, eff, 1.0)
     spec, chip = load_model(model), load_chip(chip)
+    amounts = _step_amounts(decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len)  # checked before keying on them
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
     key = ("step", id(spec), dt, tp, pp, ep, attention, attention_dp, moe_tp, moe_ep, routing_skew) + tuple(
-        array_key(x) for x in (decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len))
+        array_key(x) for x in amounts)
     (ops, _, _, _), memo = graph_memo(graphs, key, lambda: _step_ops(
-        spec, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep, weight_dtype, act_dtype,
-        kv_dtype, None, attention, attention_dp, moe_tp, moe_ep, routing_skew))
+        spec, chip, *amounts, tp, pp, ep, weight_dtype, act_dtype, kv_dtype, None, attention, attention_dp, moe_tp,
+        moe_ep, routing_skew))
     return phase_t_s(ops, chip, resolve_efficiency(efficiency, chip), 1.0, memo=memo)
 
 
@@ -476,16 +479,22 @@ def _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_l
               act_dtype, kv_dtype, efficiency, attention, attention_dp, moe_tp, moe_ep, routing_skew):
     """The ops of one mixed step (arguments checked), its chip, efficiency model and sharding."""
     spec, chip = load_model(model), load_chip(chip)
-    # mean batch sizes and token counts of a serving model's steps need not be whole numbers
+    decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len = _step_amounts(decode_batch, decode_kv_len, chunk_tokens,
+                                                                           chunk_kv_len)
+    sh = Sharding(tp, pp, ep, 1, False, attention_dp, moe_tp, moe_ep, routing_skew)
+    dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
+    phase = Phase.mixed(decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len)
+    return build_ops(spec, phase, sh, dt, attention), chip, resolve_efficiency(efficiency, chip), sh
+
+
+def _step_amounts(decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len) -> tuple:
+    """A step's sizes checked (mean batch sizes and token counts of a serving model's steps need not be whole)."""
     decode_batch = check_amounts("decode_batch", decode_batch, BOUNDS["batch"].max_value)  # 0: prefill only
     decode_kv_len, chunk_tokens, chunk_kv_len = (check_amounts(n, v, BOUNDS["context_len"].max_value) for n, v in (
         ("decode_kv_len", decode_kv_len), ("chunk_tokens", chunk_tokens), ("chunk_kv_len", chunk_kv_len)))
     if np.any(np.asarray(chunk_kv_len) < np.asarray(chunk_tokens)):
         raise ScenarioError("chunk_kv_len (cached prefix + chunk) must be at least chunk_tokens")
-    sh = Sharding(tp, pp, ep, 1, False, attention_dp, moe_tp, moe_ep, routing_skew)
-    dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
-    phase = Phase.mixed(decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len)
-    return build_ops(spec, phase, sh, dt, attention), chip, resolve_efficiency(efficiency, chip), sh
+    return decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len
 
 
 def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=1, dp=1, weight_dtype=None,

@@ -310,3 +310,16 @@ def test_the_wall_clock_alone_equals_the_full_decode_sum(monkeypatch):
         headline = evaluate_headline(dense(window=512), "h100", batch=batch, prompt_len=prompt, gen_len=gen)
         np.testing.assert_allclose(headline.tpot_s, r.tpot_s, rtol=1e-13)
         np.testing.assert_allclose(headline.ttft_s, r.ttft_s, rtol=1e-13)
+
+
+def test_step_time_and_headlines_refuse_bad_sizes_with_the_projects_error():
+    # the memoized step path keyed on decode_batch before checking it (a bare ValueError for 'x'); one efficiency
+    # per chip, or the extra chips were dropped silently
+    from llm_roofline.errors import ScenarioError
+    from llm_roofline.estimate import evaluate_headlines, step_time_s
+
+    for graphs in (None, {}):
+        with pytest.raises(ScenarioError, match="decode_batch"):
+            step_time_s("meta-llama/Llama-3.1-8B", "h100-sxm", decode_batch="x", decode_kv_len=100, graphs=graphs)
+    with pytest.raises(ScenarioError, match="one efficiency per chip"):
+        evaluate_headlines("meta-llama/Llama-3.1-8B", ["h100-sxm", "h200"], efficiencies=["ideal"])
