@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .ops import Op
-from .roofline import (TIME_FIELDS, Score, Scored, Times, add_times, bound_shares, op_blocks, ops_shape, score_stack,
+from .roofline import (TIME_FIELDS, Score, Times, add_times, bound_shares, op_blocks, ops_shape, score_stack,
                        score_stacks, stack_terms, stacked, sum_affine_steps, sum_affine_steps_t_s, sum_constant_steps_t_s, times_of,
                        trapezoid_sum)
 from .sharding import Sharding
@@ -83,11 +83,6 @@ class PhaseResult:
     def op_times(self) -> list[tuple[Op, float]]:
         """(op, its time summed over the phase's steps, all its instances) for a scalar scenario."""
         return [(op, total_of(b.times.t_s[j]) * op.count) for b in self.blocks for j, op in enumerate(b.ops)]
-
-    @cached_property
-    def scored(self) -> list[Scored]:
-        """Each op and its Score."""
-        return [Scored(op, row) for b in self.blocks for op, row in zip(b.ops, b.score.rows())]
 
     @cached_property
     def per_op(self) -> list[OpSums]:
@@ -173,8 +168,7 @@ def _end(x: np.ndarray, row: int) -> np.ndarray:
 def _work_totals(blocks: list[OpBlock], sh: Sharding) -> dict:
     """Replica totals of the work: per-chip numbers * shards * count * micro-batches (a replicated op counts its
     FLOPs once; every chip of the tensor-parallel group moves its own HBM bytes). Summed op by op."""
-    tot = dict.fromkeys(("flops", "bytes", "weight_bytes", "kv_read_bytes", "comm_bytes", "attention_flops",
-                         "mlp_flops"), 0.0)
+    tot = dict.fromkeys(_WORK_TOTALS, 0.0)
     mb = sh.pp  # micro-batches
     for b in blocks:
         w, ops = b.work, b.ops

@@ -136,8 +136,7 @@ class Score:
     def rows(self) -> list["Score"]:
         """One Score per row of a stacked Score (score_stack: one row per op), its t_s, t_lower_s and t_upper_s
         those of the stack (computed once for every row)."""
-        cols = [getattr(self, k) for k in ("t_compute_s", "t_memory_s", "t_comm_s", "overhead_s", "t_s", "t_lower_s",
-                                           "t_upper_s", "_flops", "_hbm_bytes")]
+        cols = [getattr(self, k) for k in _ROW_KEYS]
         out = []
         for j in range(len(cols[0])):
             row = Score.__new__(Score)
@@ -329,10 +328,10 @@ def stacked_efficiency(ops: "list[Op]", chip: "Chip", efficiency_model, shape: t
     chip whose keys are the same (chips borrowing one fit)."""
     if efficiency_model is None:
         return IDEAL  # the same numbers for every op
+    cache = key = None
     if isinstance(efficiency_model, Efficiency):
         effs = [efficiency_model] * len(ops)
     else:
-        cache = key = None
         if shared is not None and hasattr(efficiency_model, "pricing_keys"):
             key = efficiency_model.pricing_keys(ops, chip, shared)
             cache = shared.setdefault("efficiency", {}) if key is not None else None
@@ -345,7 +344,7 @@ def stacked_efficiency(ops: "list[Op]", chip: "Chip", efficiency_model, shape: t
                      overhead_s=stacked([e.overhead_s for e in effs], shape),
                      comm_switch=stacked([e.switch_fraction if c else 1.0 for e, c in zip(effs, collective)], shape),
                      comm_hop_s=stacked([e.comm_hop_s if c else 0.0 for e, c in zip(effs, collective)], shape))
-    if not isinstance(efficiency_model, Efficiency) and cache is not None:
+    if cache is not None:
         cache[key] = eff
     return eff
 

@@ -79,19 +79,18 @@ def _divisibility(spec) -> dict:
     return {}
 
 
-def sharding_candidates(spec, chip, max_chips: int, tp=None, pp=None, ep=None,
-                        checked: dict | None = None) -> tuple[list[ShardingChoice], list[str]]:
+def sharding_candidates(spec, chip, max_chips: int, tp=None, pp=None,
+                        ep=None) -> tuple[list[ShardingChoice], list[str]]:
     """(tp, pp, ep) choices the model allows on `chip` within max_chips, and why others were skipped.
 
     Candidates: tp up to max_chips (heads, KV heads, d_ff, vocabulary-free checks via the graph builder),
     pp a divisor of the layer count, ep a divisor of tp that divides the experts (MoE only). The graph builder
-    decides divisibility (ShardingError: skipped, never rounded). checked: {(tp, pp, ep): error message or None}
-    kept between calls for the same model (the check does not depend on the chip); None: the model's own
-    (_divisibility)."""
+    decides divisibility (ShardingError: skipped, never rounded), remembered per model (_divisibility: it does
+    not depend on the chip)."""
     from ..graph import Phase, build_ops
     from ..sharding import Sharding
 
-    checked = _divisibility(spec) if checked is None else checked
+    checked = _divisibility(spec)
     tps = sorted(set(tp)) if tp else list(range(1, max_chips + 1))
     pps = sorted(set(pp)) if pp else _divisors(spec.n_layers, max_chips)
     skipped: list[str] = []
