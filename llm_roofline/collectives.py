@@ -89,9 +89,9 @@ def collective_terms(kind: str, buffer_bytes, chips: int, chip: "Chip") -> Colle
     if n == 1:
         return CollectiveTerms(v * 0.0, 0.0, up.bytes_per_s, up.latency_s, "scaleup", head + "one chip, no traffic")
     if n <= up.domain_size:
-        if kind == "all_reduce" and nvlink_switch(up):
+        if kind == "all_reduce" and up.nvlink_switch:
             return _all_reduce_direct(v, n, up, head)
-        lv = _level(kind, n, up, direct=nvlink_switch(up))
+        lv = _level(kind, n, up, direct=up.nvlink_switch)
         return CollectiveTerms(lv.coef * v, float(lv.hops), lv.bytes_per_s, lv.latency_s, "scaleup", head + lv.text)
 
     # ---- beyond one scale-up domain: hierarchical (book Part 12, "Cross-node collectives")
@@ -108,12 +108,12 @@ def collective_terms(kind: str, buffer_bytes, chips: int, chip: "Chip") -> Colle
         outer, outer_scale = _level("p2p", 2, chip.scaleout), 1.0
     elif kind == "all_to_all":
         # each chip sends (m-1)/m of its buffer off-domain, 1/m stays inside (book: B(M-1)/(M^2 W_node))
-        inner, inner_scale = _level(kind, d, up, direct=nvlink_switch(up)), 1.0 / m
+        inner, inner_scale = _level(kind, d, up, direct=up.nvlink_switch), 1.0 / m
         outer, outer_scale = _level(kind, m, chip.scaleout), 1.0
     else:
         # all_gather / reduce_scatter / all_reduce: the domain-level ring works on V; across domains each
         # chip carries its 1/d share: V/d over m domains (book: bytes (M-1)/(M W_node), W_node = d*W_nic)
-        inner, inner_scale = _level(kind, d, up, direct=nvlink_switch(up)), 1.0
+        inner, inner_scale = _level(kind, d, up, direct=up.nvlink_switch), 1.0
         outer, outer_scale = _level(kind, m, chip.scaleout), 1.0 / d
     t_out = outer.coef * outer_scale / outer.bytes_per_s
     t_in = inner.coef * inner_scale / inner.bytes_per_s if inner else 0.0
@@ -128,12 +128,6 @@ def collective_terms(kind: str, buffer_bytes, chips: int, chip: "Chip") -> Colle
             + f"; bottleneck {link}")
     return CollectiveTerms(level.coef * scale * v, float(latency / level.latency_s), level.bytes_per_s,
                            level.latency_s, link, head + text)
-
-
-def nvlink_switch(link: "Link") -> bool:
-    """An NVLink switch: every GPU of the domain reaches every other at full bandwidth in one step (PCIe switches
-    run NCCL rings: peer-to-peer over PCIe is not used for direct collectives)."""
-    return link.topology == "switch" and "nvlink" in link.kind.lower()
 
 
 # all-reduce algorithms on an NVLink switch: (name, latency steps, bytes per GPU one way / V as a function of n,

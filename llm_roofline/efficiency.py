@@ -118,7 +118,6 @@ from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
-from .collectives import nvlink_switch
 from .errors import ChipError
 from .hardware import Chip
 from .roofline import Efficiency, where as _where
@@ -191,11 +190,11 @@ class FamilyFit:
     def __post_init__(self):
         for name in ("compute_max", "memory_max", "comm_max", "comm_switch_max"):
             v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and 0 < v <= 1):
+            if isinstance(v, bool) or not (isinstance(v, (int, float)) and 0 < v <= 1):
                 raise ChipError(f"efficiency {name} must be in (0, 1], got {v!r}")
         for name in (k for k in PARAMS if not k.endswith("_max")):  # halves, overheads, band: finite, >= 0, capped
             v, top = getattr(self, name), PARAM_CEILING[name.split("_")[0]]
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and 0 <= v <= top):
+            if isinstance(v, bool) or not (isinstance(v, (int, float)) and math.isfinite(v) and 0 <= v <= top):
                 raise ChipError(f"efficiency {name} must be a number in [0, {top:g}], got {v!r}")
 
     def compute(self, tokens, keys=0.0, elems=0.0, cols=0.0, dim=0.0, group=0.0, outs=0.0, depth=0.0) -> np.ndarray:
@@ -381,7 +380,7 @@ class CalibratedModel:
             return _efficiency_at(p, op.tokens, self.label, n, float(walked), op.gemm_k)
         if fam in COLLECTIVE_FAMILIES:  # the direct kernels' step latency grows with the GPUs of the group; rings
             # (PCIe switch, xGMI / NVLink-bridge mesh) are NCCL's pipelined steps, priced at the link's latency_s alone
-            return _collective_efficiency(p, int(op.group_chips), self.label, nvlink_switch(chip.scaleup))
+            return _collective_efficiency(p, int(op.group_chips), self.label, chip.scaleup.nvlink_switch)
         if not getattr(op.tokens, "ndim", 0):
             return _efficiency_at(p, op.tokens, self.label)
         return self._shared(fam, op.tokens, None, lambda: p.efficiency(op.tokens, label=self.label))
@@ -404,7 +403,7 @@ class CalibratedModel:
         families, collective_chips, dequant = shapes
         domain = chip.scaleup.domain_size
         return (tuple(id(self.fit_for(f)) for f in families), tuple(n > domain for n in collective_chips),
-                bool(collective_chips) and nvlink_switch(chip.scaleup), id(chip) if dequant else 0)
+                bool(collective_chips) and chip.scaleup.nvlink_switch, id(chip) if dequant else 0)
 
     def _shared(self, key, tokens, chip, make) -> Efficiency:
         """make() once for consecutive ops under `key` on the same tokens array and chip (the ops of a graph share

@@ -13,7 +13,7 @@ from hypothesis import assume, given, settings, strategies as st
 from llm_roofline.errors import ShardingError
 from llm_roofline.hardware import list_chips, load_chip
 from llm_roofline.roofline import score
-from llm_roofline.collectives import COLLECTIVES, collective_terms, nvlink_switch
+from llm_roofline.collectives import COLLECTIVES, collective_terms
 
 MIB = 2**20
 
@@ -336,7 +336,7 @@ def test_all_reduce_is_reduce_scatter_plus_all_gather(chip_n, v):
     ar = collective_terms("all_reduce", v, n, chip)
     rs = collective_terms("reduce_scatter", v, n, chip)
     assert float(bandwidth_s(rs)) == float(bandwidth_s(ag))
-    if nvlink_switch(chip.scaleup) and n <= chip.scaleup.domain_size:
+    if chip.scaleup.nvlink_switch and n <= chip.scaleup.domain_size:
         # NVLink switch: the fastest of one-shot, two-shot (= reduce-scatter + all-gather) and the switch reduction
         assert float(t_comm(ar)) <= float(t_comm(rs)) + float(t_comm(ag)) * (1 + 1e-12)
         return

@@ -415,3 +415,12 @@ def test_mla_decode_streams_are_sequences_times_its_one_latent_head():
         core = next(op for op in build_ops(lr.load_model(model), Phase.decode(4, 1000), Sharding(tp=tp))
                     if op.kind == "attention")
         assert float(attention_shape(core, decode=True)["kv_streams"]) == pytest.approx(streams)
+
+
+def test_a_fit_built_in_code_refuses_booleans():
+    # the chip-file reader refused True already; FamilyFit itself took it as 1 (compute_k_split=True: K / 1)
+    from llm_roofline.errors import ChipError
+
+    for name in ("compute_max", "compute_k_split", "overhead_s", "comm_switch_max"):
+        with pytest.raises(ChipError, match=name):
+            FamilyFit(**{name: True})

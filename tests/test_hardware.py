@@ -157,6 +157,9 @@ TORUS = GOOD.replace('topology = "switch"', 'topology = "torus"\naxes = [16, 16]
      r"\[scaleout\].domain_size must be a number"),
     (GOOD.replace('name = "mychip"', 'name = "mychip"\nscaleout = 5'), r"\[scaleout\] must be a table"),
     (GOOD.replace("domain_size = 8", 'domain_size = 8\nswitch_reduction = "yes"'), "switch_reduction must be true or false"),
+    # only an NVLink switch reduces (NVLS): set on a PCIe switch it was silently ignored
+    (GOOD.replace('kind = "nvlink4"', 'kind = "pcie5"').replace("domain_size = 8", "domain_size = 8\nswitch_reduction = true"),
+     "switch_reduction needs an NVLink switch"),
 ])
 def test_chip_file_types_and_physical_ranges(tmp_path, text, message):
     p = tmp_path / "bad.toml"

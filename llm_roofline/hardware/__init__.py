@@ -71,6 +71,12 @@ class Link:
     switch_reduction: bool = False
 
     @property
+    def nvlink_switch(self) -> bool:
+        """An NVLink switch: every GPU of the domain reaches every other at full bandwidth in one step (PCIe switches
+        run NCCL rings: peer-to-peer over PCIe is not used for direct collectives)."""
+        return self.topology == "switch" and "nvlink" in self.kind.lower()
+
+    @property
     def collective_bytes_per_s(self) -> float:
         """W in the book's compute-vs-communication rooflines.
 
@@ -254,7 +260,7 @@ def _parse_link(table: Mapping, where: str, path: str) -> Link:
     domain = _require(table, "domain_size", where, path)
     if int(domain) != domain:
         raise ChipError(f"chip file {path}: {where}domain_size must be an integer, got {domain!r}")
-    return Link(
+    link = Link(
         kind=_require(table, "kind", where, path, str),
         topology=topology,
         bytes_per_s=float(_require(table, "bytes_per_s", where, path)),
@@ -266,6 +272,10 @@ def _parse_link(table: Mapping, where: str, path: str) -> Link:
         source=_optional_str(table, "source", path),
         switch_reduction=_optional_bool(table, "switch_reduction", path),
     )
+    if link.switch_reduction and not link.nvlink_switch:
+        raise ChipError(f"chip file {path}: {where}switch_reduction needs an NVLink switch (topology 'switch', an "
+                        f"nvlink kind), got {link.topology} {link.kind!r}")
+    return link
 
 
 def _parse_scaleout(table: Mapping, path: str) -> Link:
