@@ -120,7 +120,7 @@ import numpy as np
 
 from .errors import ChipError
 from .hardware import Chip
-from .roofline import Efficiency, where as _where
+from .roofline import Efficiency, stacked, where as _where
 from .units import DTYPE_BITS, f64 as _float, median_1d
 
 if TYPE_CHECKING:
@@ -384,6 +384,35 @@ class CalibratedModel:
         if not getattr(op.tokens, "ndim", 0):
             return _efficiency_at(p, op.tokens, self.label)
         return self._shared(fam, op.tokens, None, lambda: p.efficiency(op.tokens, label=self.label))
+
+    def for_ops(self, ops: "list[Op]", chip: Chip, grid: tuple) -> list[tuple[list[int], Efficiency]]:
+        """for_op of every op as (rows, Efficiency) parts covering each op once: an op priced alone is
+        ([j], for_op(ops[j], chip)); the GEMMs over the grid (array tokens or walked rows) share one p.efficiency
+        call per family, their T, N, K and walked elements stacked (m, *axes they vary on) and the Efficiency's
+        fields broadcasting to (m, *grid): the numbers of for_op, the formulas being elementwise. (Other ops of a family
+        share their tokens array, so for_op prices each family once per grid already.)"""
+        if type(self).for_op is not CalibratedModel.for_op:  # a subclass prices ops its own way
+            return [([j], self.for_op(op, chip)) for j, op in enumerate(ops)]
+        parts, groups = [], {}
+        for j, op in enumerate(ops):
+            fam = family_of(op) if op.kind == "gemm" else None
+            if fam is None or (fam == "gemm" and weight_only_quantized(op)) or not (
+                    getattr(op.tokens, "ndim", 0) or getattr(op.walked_rows, "ndim", 0)):
+                parts.append(([j], self.for_op(op, chip)))
+            else:
+                groups.setdefault(fam, []).append(j)
+        for fam, rows in groups.items():
+            sub = [ops[j] for j in rows]
+            inner = np.broadcast_shapes(*(np.shape(x) for op in sub for x in (op.tokens, op.walked_rows)))
+            shape = (len(rows),) + (1,) * (len(grid) - len(inner)) + inner  # the grid axes the GEMMs vary on
+            col = (len(rows),) + (1,) * len(grid)
+            n = np.array([op.gemm_n for op in sub], dtype=np.float64).reshape(col)
+            k = np.array([op.gemm_k for op in sub], dtype=np.float64).reshape(col)
+            tok = stacked([op.tokens for op in sub], shape)
+            walked = stacked([op.walked_rows for op in sub], shape) * (k + n) if fam in MOE_FAMILIES else 0.0
+            parts.append((rows, self.fit_for(fam).efficiency(tok, label=self.label, cols=n, out_elems=tok * n,
+                                                             walked=walked, depth=k)))
+        return parts
 
     def pricing_keys(self, ops: "list[Op]", chip: Chip, memo: dict) -> tuple:
         """What for_op(op, chip) reads besides each op, as a key (roofline.stacked_efficiency reuses a stack under

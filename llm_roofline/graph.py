@@ -15,7 +15,7 @@ import numpy as np
 
 from .errors import ScenarioError
 from .model.spec import W8A8_DTYPES, FfnSpec, LayerGroup, ModelSpec
-from .ops import (Op, attention, causal_conv1d, causal_pairs, collective, elementwise, embedding,
+from .ops import (Op, attention, rows_per_expert, causal_conv1d, causal_pairs, collective, elementwise, embedding,
                   expected_distinct_experts, gemm, kv_write, mla_glue, recurrent_scan)
 from .sharding import (Sharding, collective_after, sequence_parallel_on, collective_before, expert_layout, walked_rows, kv_elems_per_token_per_chip,
                        kv_heads_per_chip, mixer_dims_per_chip, shard_count, split)
@@ -454,7 +454,7 @@ def _ffn_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
     assign = f.top_k / ep * skew  # expert assignments per token on the busiest chip (skew 1: balanced)
     up = 2 if f.gated else 1
     experts = dict(style="expert", n_matrices=assign, matrices_read=touched, n_stored=local_experts, bias=f.bias,
-                   rows_per_matrix=c.T * f.top_k * skew / (touched * ep), walked_rows=walked_rows(c.sh, c.adp, c.T * f.top_k, c.T * assign))
+                   rows_per_matrix=rows_per_expert(c.T * f.top_k * skew, touched * ep), walked_rows=walked_rows(c.sh, c.adp, c.T * f.top_k, c.T * assign))
     ops.append(c.gemm("ffn.experts.up_gate" if f.gated else "ffn.experts.up", g.name, n, "experts", k=d,
                       n=up * d_slice, **experts))
     # no expert activation op: the fused-MoE block's fits price that pass (walked_rows); or GEMM1's epilogue runs it

@@ -283,3 +283,10 @@ def expected_distinct_experts(n_experts, top_k, tokens):
     E * (1 - (1 - k/E)^T). One token: k; many tokens: all E."""
     t = f64(tokens)
     return n_experts * (1.0 - (1.0 - top_k / n_experts) ** t)
+
+
+def rows_per_expert(routed, touched):
+    """Rows each touched expert's GEMM sees: routed rows / experts touched; 0 where no token is routed (no expert
+    touched: an empty step), not 0/0."""
+    r, t = f64(routed), f64(touched)
+    return f64(np.where(t > 0, r / np.where(t > 0, t, 1.0), 0.0))

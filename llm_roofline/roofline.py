@@ -330,7 +330,7 @@ def stacked_efficiency(ops: "list[Op]", chip: "Chip", efficiency_model, shape: t
         return IDEAL  # the same numbers for every op
     cache = key = None
     if isinstance(efficiency_model, Efficiency):
-        effs = [efficiency_model] * len(ops)
+        parts = [([j], efficiency_model) for j in range(len(ops))]
     else:
         if shared is not None and hasattr(efficiency_model, "pricing_keys"):
             key = efficiency_model.pricing_keys(ops, chip, shared)
@@ -338,12 +338,9 @@ def stacked_efficiency(ops: "list[Op]", chip: "Chip", efficiency_model, shape: t
             hit = cache.get(key) if cache is not None else None
             if hit is not None:
                 return hit
-        effs = [efficiency_model.for_op(op, chip) for op in ops]
-    eff = Efficiency(compute=stacked([e.compute for e in effs], shape), memory=stacked([e.memory for e in effs], shape),
-                     comm=stacked([e.comm if c else 1.0 for e, c in zip(effs, collective)], shape),
-                     overhead_s=stacked([e.overhead_s for e in effs], shape),
-                     comm_switch=stacked([e.switch_fraction if c else 1.0 for e, c in zip(effs, collective)], shape),
-                     comm_hop_s=stacked([e.comm_hop_s if c else 0.0 for e, c in zip(effs, collective)], shape))
+        parts = (efficiency_model.for_ops(ops, chip, shape[1:]) if hasattr(efficiency_model, "for_ops")
+                 else [([j], efficiency_model.for_op(op, chip)) for j, op in enumerate(ops)])
+    eff = stacked_parts(parts, shape, collective)
     if cache is not None:
         cache[key] = eff
     return eff
@@ -505,6 +502,20 @@ def bound_shares(stacks) -> dict[str, np.ndarray]:
             for row in np.where(which == i, p.t_s, 0.0):
                 shares[b] = shares[b] + row
     return {b: np.float64(v) if isinstance(v, float) else v for b, v in shares.items()}
+
+
+def stacked_parts(parts: list, shape: tuple, collective: tuple) -> Efficiency:
+    """The Efficiency stacks (shape (ops, *grid)) of (rows, Efficiency) parts covering every op once: one op's
+    fields broadcast to the grid, a group's to (len(rows), *grid). A collective's comm terms; other ops' 1 (hop 0)."""
+    fields = [np.empty(shape) for _ in range(6)]  # compute, memory, comm, overhead_s, comm_switch, comm_hop_s
+    for rows, e in parts:
+        at = rows[0] if len(rows) == 1 else rows
+        c = len(rows) == 1 and collective[at]  # a group holds no collective
+        for out, v in zip(fields, (e.compute, e.memory, e.comm if c else 1.0, e.overhead_s,
+                                   e.switch_fraction if c else 1.0, e.comm_hop_s if c else 0.0)):
+            out[at] = v
+    return Efficiency(compute=fields[0], memory=fields[1], comm=fields[2], overhead_s=fields[3],
+                      comm_switch=fields[4], comm_hop_s=fields[5])
 
 
 def stacked(values: list, shape: tuple) -> np.ndarray:

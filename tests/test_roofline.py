@@ -117,6 +117,36 @@ def test_a_stack_of_ops_scores_each_op_as_it_would_alone():
                 assert np.array_equal(getattr(row, k), np.broadcast_to(getattr(alone, k), (2,))), (op.name, k)
 
 
+def test_gemms_priced_together_over_a_grid_keep_each_ops_numbers():
+    # CalibratedModel.for_ops prices the GEMMs of a stack over an array of batches in one call per family (their
+    # N, K and walked rows stacked): each row holds score_op's numbers to the bit. A MoE model with expert
+    # parallelism (walked rows vary with the batch), batches 1 .. 512 and two contexts; an empty batch (0 rows:
+    # no expert touched) gets 0 rows per expert, finite times, no 0/0
+    import warnings
+
+    import llm_roofline as lr
+    from llm_roofline.chip_fits import calibrated_model
+    from llm_roofline.graph import Phase, build_ops
+    from llm_roofline.roofline import score_op, score_stack
+    from llm_roofline.sharding import Sharding
+
+    spec, chip = lr.load_model("Qwen/Qwen3-30B-A3B"), lr.load_chip("h100-sxm")
+    batch = np.array([0.0, 1.0, 8.0, 512.0])[:, None]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 0/0 warned before
+        ops = build_ops(spec, Phase.decode(batch, np.array([[300.0, 4000.0]])), Sharding(tp=2, ep=2))
+    experts = [op for op in ops if op.style == "expert"]
+    assert len(experts) == 2 and all(np.ndim(op.tokens) == 2 for op in experts)
+    assert np.all(experts[0].tokens[0] == 0.0)  # batch 0: 0 rows per expert (was NaN)
+    model = calibrated_model(chip)
+    stack = score_stack(ops, chip, model)
+    for op, row in zip(ops, stack.rows()):
+        alone = score_op(op, chip, model.for_op(op, chip))
+        for k in ("t_compute_s", "t_memory_s", "t_comm_s", "overhead_s", "t_s"):
+            assert np.array_equal(getattr(row, k), np.broadcast_to(getattr(alone, k), (4, 2))), (op.name, k)
+    assert np.all(np.isfinite(stack.t_s)) and np.all(stack.t_s >= 0)
+
+
 def test_a_stacked_all_reduce_keeps_each_buffer_s_algorithm():
     # an all-reduce over a grid of buffers on 8 H100s: 8 KB runs one-shot (1 step), 64 MiB through the switch's own
     # reduction (2 steps, V, at comm_switch_max): the stack holds score_op's numbers, ideal and calibrated
