@@ -28,7 +28,7 @@ from timing import best_seconds  # noqa: E402 (benchmarks/timing.py)
 
 GRID = dict(batch=[1, 2, 4, 8, 16], prompt_len=[128, 256, 512, 1024, 2048],
             gen_len=[16, 32, 64, 128, 256, 512, 1024, 2048])
-REPEATS = 5
+REPEATS = 20  # both sides: the minimum of 20 runs (5 left the 2 ms sweep within ~15 % of its floor)
 DEFAULT_PEER = "/tmp/venv-peers/bin/python"
 
 PEER = r"""

@@ -506,14 +506,28 @@ def bound_shares(stacks) -> dict[str, np.ndarray]:
 
 def stacked_parts(parts: list, shape: tuple, collective: tuple) -> Efficiency:
     """The Efficiency stacks (shape (ops, *grid)) of (rows, Efficiency) parts covering every op once: one op's
-    fields broadcast to the grid, a group's to (len(rows), *grid). A collective's comm terms; other ops' 1 (hop 0)."""
-    fields = [np.empty(shape) for _ in range(6)]  # compute, memory, comm, overhead_s, comm_switch, comm_hop_s
+    fields broadcast to the grid, a group's to (len(rows), *grid). A collective's comm terms; other ops' 1 (hop 0).
+    The one-number values of a field are written in one assignment, then its arrays row by row."""
+    n = shape[0]
+    scalars = [[0.0] * n for _ in range(6)]  # compute, memory, comm, overhead_s, comm_switch, comm_hop_s
+    arrays = []
     for rows, e in parts:
         at = rows[0] if len(rows) == 1 else rows
         c = len(rows) == 1 and collective[at]  # a group holds no collective
-        for out, v in zip(fields, (e.compute, e.memory, e.comm if c else 1.0, e.overhead_s,
-                                   e.switch_fraction if c else 1.0, e.comm_hop_s if c else 0.0)):
-            out[at] = v
+        for f, v in enumerate((e.compute, e.memory, e.comm if c else 1.0, e.overhead_s,
+                               e.switch_fraction if c else 1.0, e.comm_hop_s if c else 0.0)):
+            if getattr(v, "ndim", 0):
+                arrays.append((f, at, v))
+            else:
+                for r in rows:
+                    scalars[f][r] = v
+    fields = []
+    for values in scalars:
+        out = np.empty(shape)
+        out[...] = np.array(values, dtype=np.float64).reshape((n,) + (1,) * (len(shape) - 1))
+        fields.append(out)
+    for f, at, v in arrays:
+        fields[f][at] = v
     return Efficiency(compute=fields[0], memory=fields[1], comm=fields[2], overhead_s=fields[3],
                       comm_switch=fields[4], comm_hop_s=fields[5])
 
