@@ -388,9 +388,9 @@ class CalibratedModel:
     def for_ops(self, ops: "list[Op]", chip: Chip, grid: tuple) -> list[tuple[list[int], Efficiency]]:
         """for_op of every op as (rows, Efficiency) parts covering each op once: an op priced alone is
         ([j], for_op(ops[j], chip)); the GEMMs over the grid (array tokens or walked rows) share one p.efficiency
-        call per family, their T, N, K and walked elements stacked (m, *axes they vary on) and the Efficiency's
-        fields broadcasting to (m, *grid): the numbers of for_op, the formulas being elementwise. (Other ops of a family
-        share their tokens array, so for_op prices each family once per grid already.)"""
+        call per family, their T, N, K and walked elements stacked (m, *axes they vary on), the Efficiency's fields
+        broadcasting to (m, *grid): for_op's numbers, the formulas being elementwise. (Other ops of a family share
+        their tokens array, so for_op prices each family once per grid already.)"""
         if type(self).for_op is not CalibratedModel.for_op:  # a subclass prices ops its own way
             return [([j], self.for_op(op, chip)) for j, op in enumerate(ops)]
         parts, groups = [], {}

@@ -15,8 +15,8 @@ import numpy as np
 
 from .errors import ScenarioError
 from .model.spec import W8A8_DTYPES, FfnSpec, LayerGroup, ModelSpec
-from .ops import (Op, attention, rows_per_expert, causal_conv1d, causal_pairs, collective, elementwise, embedding,
-                  expected_distinct_experts, gemm, kv_write, mla_glue, recurrent_scan)
+from .ops import (Op, attention, causal_conv1d, causal_pairs, collective, elementwise, embedding,
+                  expected_distinct_experts, gemm, kv_write, mla_glue, recurrent_scan, rows_per_expert)
 from .sharding import (Sharding, collective_after, sequence_parallel_on, collective_before, expert_layout, walked_rows, kv_elems_per_token_per_chip,
                        kv_heads_per_chip, mixer_dims_per_chip, shard_count, split)
 from .units import canonical_dtype, dtype_bytes
