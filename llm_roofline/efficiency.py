@@ -338,9 +338,8 @@ class CalibratedModel:
 
     def __post_init__(self):
         object.__setattr__(self, "_bands", {})  # family -> band: the model is immutable
-        # family -> (tokens array, its Efficiency): the ops of a graph share one tokens array, so consecutive ops
-        # of a family ask for the same one (the array is held, so its identity cannot be reused); dequantizing
-        # GEMMs: (tokens array, chip, Efficiency) per chip and compute dtype
+        # key -> (tokens array, chip, Efficiency): the ops of a graph share one tokens array, so consecutive ops of a
+        # family (dequantizing GEMMs: and chip, compute dtype) ask for the same one (held: its id is not reused)
         object.__setattr__(self, "_by_tokens", {})
         object.__setattr__(self, "_fits", {})  # family -> the fit pricing it (fit_for, remembered)
 
@@ -430,9 +429,11 @@ class CalibratedModel:
                                                if f in COLLECTIVE_FAMILIES),
                                          any(f == "gemm" and weight_only_quantized(op) for op, f in zip(ops, fams)))
         families, collective_chips, dequant = shapes
-        domain = chip.scaleup.domain_size
-        return (tuple(id(self.fit_for(f)) for f in families), tuple(n > domain for n in collective_chips),
-                bool(collective_chips) and chip.scaleup.nvlink_switch, id(chip) if dequant else 0)
+        domain, fits = chip.scaleup.domain_size, tuple(self.fit_for(f) for f in families)
+        key = (tuple(map(id, fits)), tuple(n > domain for n in collective_chips),
+               bool(collective_chips) and chip.scaleup.nvlink_switch, id(chip) if dequant else 0)
+        memo.setdefault("kept", {}).setdefault(key, (fits, chip))  # the objects behind the ids live as long as the
+        return key  # memo (and the stacks cached under the key in it), so no other fit or chip can reuse an id
 
     def _shared(self, key, tokens, chip, make) -> Efficiency:
         """make() once for consecutive ops under `key` on the same tokens array and chip (the ops of a graph share

@@ -307,6 +307,21 @@ def test_cli_plan_uses_the_serving_model_for_a_load(capsys):
     assert "continuous batching" in out and "TTFT (mean) <= 2.00 s, TPOT <= 50.0 ms" in out  # the default targets
 
 
+def test_a_dequantizing_chip_scored_beside_another_on_the_same_fits_gets_its_own_rows():
+    # int4 weights: the GEMMs dequantize, and their efficiency reads the chip's own peaks (dequant_efficiency);
+    # mi300x borrows every h100-sxm fit and at tp 1 has no collective, so only the chip itself tells the two
+    # chips' efficiency stacks apart (efficiency.pricing_keys): its rows must be the ones it gets alone
+    spec = lr.load_model("meta-llama/Llama-3.1-8B")
+    kw = dict(prompt_len=1024, gen_len=128, max_chips=8, tp=[1], weight_dtype="int4")
+    together = plan(spec, ["h100-sxm", "mi300x"], **kw).candidates
+    alone = plan(spec, ["mi300x"], **kw).candidates
+    mine = together[together["chip"] == "mi300x"].sort_values(["pp", "ep", "batch"]).reset_index(drop=True)
+    alone = alone.sort_values(["pp", "ep", "batch"]).reset_index(drop=True)
+    assert len(mine) == len(alone) > 0
+    for col in ("ttft_s", "tpot_s"):
+        np.testing.assert_allclose(mine[col].to_numpy(float), alone[col].to_numpy(float), rtol=1e-12)
+
+
 def test_a_chip_scored_beside_others_gets_the_rows_it_gets_alone():
     # the static planner scores a sharding on all its chips in one pass and reuses efficiency stacks between chips
     # that share fits (mi300x borrows every h100-sxm fit); mi300x's xGMI mesh is not an NVLink switch, so its

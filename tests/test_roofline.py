@@ -147,6 +147,31 @@ def test_gemms_priced_together_over_a_grid_keep_each_ops_numbers():
     assert np.all(np.isfinite(stack.t_s)) and np.all(stack.t_s >= 0)
 
 
+def test_a_cached_efficiency_stack_is_never_read_for_another_model():
+    # step_time_s(graphs=...) keeps each graph's efficiency stacks under the ids of the fits that priced them
+    # (efficiency.pricing_keys); the memo keeps those fits alive, so a later model's fit cannot take a freed fit's
+    # id and read its stack: twelve models one after another, each freed (and the scalar-fit memo cleared) before
+    # the next, give through the shared memo the times they give without it
+    import gc
+    import weakref
+
+    from llm_roofline.efficiency import CalibratedModel, FamilyFit, _efficiency_at
+    from llm_roofline.estimate import step_time_s
+
+    graphs, kw = {}, dict(decode_batch=np.array([1.0, 8.0, 64.0]), decode_kv_len=1000)
+    for c in [0.2 + 0.07 * j for j in range(12)]:
+        fit = FamilyFit(compute_max=c, memory_max=c)
+        model = CalibratedModel("h100-sxm", "test", {"gemm": fit})
+        shared = step_time_s("meta-llama/Llama-3.1-8B", "h100-sxm", efficiency=model, graphs=graphs, **kw)
+        fresh = step_time_s("meta-llama/Llama-3.1-8B", "h100-sxm", efficiency=model, **kw)
+        assert np.array_equal(shared, fresh), c
+        kept = weakref.ref(fit)
+        del model, fit
+        _efficiency_at.cache_clear()
+        gc.collect()
+        assert kept() is not None  # held by the memo while its stacks are
+
+
 def test_a_stacked_all_reduce_keeps_each_buffer_s_algorithm():
     # an all-reduce over a grid of buffers on 8 H100s: 8 KB runs one-shot (1 step), 64 MiB through the switch's own
     # reduction (2 steps, V, at comm_switch_max): the stack holds score_op's numbers, ideal and calibrated
