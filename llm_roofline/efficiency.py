@@ -214,11 +214,11 @@ class FamilyFit:
         return out
 
     def memory(self, tokens, streams=0.0) -> np.ndarray:
-        """memory_max * T / sqrt(T^2 + memory_tokens_half^2) (* S / hypot(S, memory_streams_half), decode
-        attention's KV streams S); tokens <= 0 (unknown): memory_max; S <= 0 (unknown) or h = 0: factor 1."""
+        """memory_max * T / sqrt(T^2 + memory_tokens_half^2) (* S / hypot(S, memory_streams_half), decode attention's
+        KV streams S); T <= 0 (unknown): memory_max; 0 < T < 1 (a mean batch): one row; S <= 0 or h = 0: factor 1."""
         t = _float(tokens)
         known = t > 0
-        tt = _where(known, t, 1.0)
+        tt = _where(known, np.maximum(t, 1.0), 1.0)
         out = _where(known, self.memory_max * tt / np.hypot(tt, self.memory_tokens_half), self.memory_max)
         if self.memory_streams_half:
             s = _float(streams)

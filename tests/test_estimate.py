@@ -323,3 +323,14 @@ def test_step_time_and_headlines_refuse_bad_sizes_with_the_projects_error():
             step_time_s("meta-llama/Llama-3.1-8B", "h100-sxm", decode_batch="x", decode_kv_len=100, graphs=graphs)
     with pytest.raises(ScenarioError, match="one efficiency per chip"):
         evaluate_headlines("meta-llama/Llama-3.1-8B", ["h100-sxm", "h200"], efficiencies=["ideal"])
+
+
+def test_a_step_of_a_fraction_of_a_sequence_costs_no_more_than_one_sequence():
+    # serving steps take mean batch sizes, and pp splits a decode node into micro-batches (node 1 at pp 2: half a
+    # sequence each): a kernel still reads its weights for one row at least, so the memory efficiency of a fraction
+    # of a row is that of one row; before, T / hypot(T, h) -> 0 made 1e-6 sequences cost 82 s against 7 ms for one
+    from llm_roofline.estimate import step_time_s
+
+    for model, kw in (("meta-llama/Llama-3.1-8B", {}), ("Qwen/Qwen3-30B-A3B", dict(tp=2, ep=2))):
+        t = step_time_s(model, "h100-sxm", decode_batch=np.array([1e-6, 1e-3, 0.5, 1.0]), decode_kv_len=1000.0, **kw)
+        assert np.all(np.diff(t) >= 0) and np.all(np.isfinite(t)), (model, t)
