@@ -186,8 +186,9 @@ def resolve_efficiency(efficiency, chip: Chip):
 
 
 def _checked(e: Efficiency) -> Efficiency:
-    """A caller's Efficiency with fractions in (0, 1] and overheads finite and >= 0 (so no time falls below the
-    ideal one, turns negative or NaN), else a ScenarioError naming the field."""
+    """A caller's Efficiency of numbers (one for every op: an array would not line up with the ops), fractions in
+    (0, 1] and overheads finite and >= 0 (so no time falls below the ideal one, turns negative or NaN), else a
+    ScenarioError naming the field."""
     fields = {k: getattr(e, k) for k in ("compute", "memory", "comm", "comm_switch", "overhead_s", "comm_hop_s")}
     for name, v in fields.items():
         if v is None and name == "comm_switch":
@@ -197,6 +198,8 @@ def _checked(e: Efficiency) -> Efficiency:
         except (TypeError, ValueError):
             raise ScenarioError(f"Efficiency.{name} must be a number, got {v!r:.60}") from None
         ok = (x > 0) & (x <= 1) if name in ("compute", "memory", "comm", "comm_switch") else np.isfinite(x) & (x >= 0)
+        if x.ndim:
+            raise ScenarioError(f"Efficiency.{name} must be one number (it applies to every op), got {v!r:.60}")
         if isinstance(v, (bool, str)) or not np.all(ok):
             what = "a fraction in (0, 1]" if name in ("compute", "memory", "comm", "comm_switch") else "finite and >= 0"
             raise ScenarioError(f"Efficiency.{name} must be {what}, got {v!r:.60}")

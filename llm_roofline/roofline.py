@@ -67,7 +67,8 @@ def _scalars(*xs) -> bool:
 class Efficiency:
     """Achieved fraction of peak compute, HBM and link bandwidth, and a fixed per-kernel overhead.
 
-    Fields may be floats or arrays broadcastable against the ops. `IDEAL` is the pure roofline.
+    Fields are numbers (a caller's, applied to every op), or arrays broadcastable against the ops (the stacks the
+    efficiency models build). `IDEAL` is the pure roofline.
     """
 
     compute: "float | np.ndarray" = 1.0

@@ -213,8 +213,8 @@ def test_a_callers_efficiency_applies_its_comm_to_switch_reduced_bytes_and_is_ch
     assert float(full.t_comm_s) == pytest.approx(67108864 / 450e9 + 4e-6)
     assert float(half.t_comm_s) == pytest.approx(67108864 / 225e9 + 4e-6)
     # a hand-built Efficiency outside its ranges is one ScenarioError naming the field (was: negative, NaN or inf
-    # times, or a bare ValueError)
+    # times, or a bare ValueError); so is an array (it cannot line up with the ops; was a bare ValueError)
     for bad in (dict(comm_hop_s=-1.0), dict(comm_hop_s=math.nan), dict(comm_switch=0.0), dict(comm_switch="x"),
-                dict(compute=1.5), dict(overhead_s=math.inf)):
+                dict(compute=1.5), dict(overhead_s=math.inf), dict(compute=np.array([0.5, 0.6]))):
         with pytest.raises(RooflineError, match=next(iter(bad))):
             lr.estimate("meta-llama/Llama-3.1-8B", "h100-sxm", tp=8, batch=4, efficiency=Efficiency(**bad))
