@@ -372,8 +372,10 @@ def _plan_serving(args, qps: float):
     its re-check with serve(), and the best one per chip and sharding."""
     from .plan_serving import DEFAULT_TTFT_S, DEFAULT_TPOT_S, plan_serving
 
+    _count_arg("--top", args.top, "top", min_value=0)
     p = plan_serving(_load_model_arg(args), [c for c in args.chips.split(",") if c.strip()], args.prompt, args.gen,
-                     qps, ttft_s=args.ttft_s or DEFAULT_TTFT_S, tpot_s=args.tpot_s or DEFAULT_TPOT_S,
+                     qps, ttft_s=DEFAULT_TTFT_S if args.ttft_s is None else args.ttft_s,
+                     tpot_s=DEFAULT_TPOT_S if args.tpot_s is None else args.tpot_s,
                      ttft_percentile=args.ttft_percentile, max_chips=args.max_chips, prices=_prices_arg(args.price),
                      weight_dtype=args.weight_dtype, act_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
                      efficiency=args.efficiency, attention_dp=args.attention_dp,

@@ -1,8 +1,8 @@
 """Capacity planning on the serving model: the cheapest deployment (chip x tp x pp x ep x replicas x engine knobs)
 that serves `qps` requests/s (Poisson) within TTFT and TPOT targets.
 
-For every chip and sharding one vectorized `serve()` sweep scores every replica count (the per-replica load
-qps / replicas) and every engine knob (max_num_seqs, max_num_batched_tokens). A point is feasible when it fits
+Every chip and sharding is scored in one `serve_deployments` call (one queueing solve over every replica count,
+the per-replica load qps / replicas, and every engine knob: max_num_seqs, max_num_batched_tokens). A point is feasible when it fits
 (KV for at least one sequence), is below saturation, and meets TTFT (mean or p90) and TPOT. Ranking: by USD
 per hour (the chip files' [price]) when every chip has a price, else by chips (and the plan says so). Each
 answer says why it binds (what fails with one replica fewer, or with the next smaller tp), and the winner is
@@ -16,12 +16,13 @@ from typing import Any
 
 import numpy as np
 
-from .bounds import check_count, check_range
+from .bounds import BOUNDS, check_count, check_grid_points, check_range
 from .errors import RooflineError, ScenarioError
-from .hardware import load_chip
+from .hardware import load_chips
 from .model.hf import load_model
 from .chip_fits import DEFAULT_EFFICIENCY
 from .memory import GPU_MEMORY_UTILIZATION
+from .plan.candidates import chip_prices
 from .serve import ServingEstimate, serve, serve_deployments
 from .units import json_ready
 
@@ -85,23 +86,29 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
     ttft_s = check_range("ttft_s", ttft_s, 0.0, 1e6, "s", lo_open=True)
     tpot_s = check_range("tpot_s", tpot_s, 0.0, 1e6, "s", lo_open=True)
     gpu_memory_utilization = check_range("gpu_memory_utilization", gpu_memory_utilization, 0.0, 1.0, lo_open=True)
+    prompt_len, gen_len, max_chips = (check_count(n, v) for n, v in (("prompt_len", prompt_len), ("gen_len", gen_len),
+                                                                      ("max_chips", max_chips)))
+    knobs = [_knob(n, v) for n, v in (("max_num_seqs", max_num_seqs), ("max_num_batched_tokens", max_num_batched_tokens))]
     spec = load_model(model)
-    chip_list = [load_chip(c) for c in ([chips] if isinstance(chips, str) else chips)]
+    chip_list = load_chips(chips)
     ttft_col = "ttft_s" if ttft_percentile == "mean" else "ttft_p90_s"
     targets = dict(qps=qps, ttft_s=ttft_s, ttft_percentile=ttft_percentile, tpot_s=tpot_s,
                    prompt_len=prompt_len, gen_len=gen_len)
-    price = {c.name: (prices or {}).get(c.name, c.price_usd_per_hour) for c in chip_list}
+    price = {name: p.usd_per_hour for name, p in chip_prices(chip_list, prices).items()}
     rank_by = "usd_per_hour" if all(v is not None for v in price.values()) else "chips"
     notes = [] if rank_by == "usd_per_hour" else [
         f"ranked by chips: no price per chip-hour for {', '.join(k for k, v in price.items() if v is None)}"]
     serve_kw = dict(attention_dp=attention_dp, weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype,
                     efficiency=efficiency, gpu_memory_utilization=gpu_memory_utilization,
                     prefix_hit_rate=prefix_hit_rate, speculative=speculative)
+    shardings = [(chip, s) for chip in chip_list for s in _shardings(spec, chip, max_chips, attention_dp)]
+    check_grid_points({"configurations": sum(max_chips // (tp * pp * attention_dp) for _, (tp, pp, _) in shardings)
+                       * len(knobs[0]) * len(knobs[1])}, "serving plan")  # before the replica lists are made
     deployments = [dict(chip=chip, tp=tp, pp=pp, ep=ep,
                         qps=list(qps / np.arange(1, max_chips // (tp * pp * attention_dp) + 1)))
-                   for chip in chip_list for tp, pp, ep in _shardings(spec, chip, max_chips, attention_dp)]
-    grid = dict(prompt_len=prompt_len, gen_len=gen_len, max_num_seqs=list(max_num_seqs),
-                max_num_batched_tokens=list(max_num_batched_tokens), **serve_kw)
+                   for chip, (tp, pp, ep) in shardings]
+    grid = dict(prompt_len=prompt_len, gen_len=gen_len, max_num_seqs=knobs[0], max_num_batched_tokens=knobs[1],
+                **serve_kw)
     # first the shardings with room for a sequence somewhere (the memory model rules out the others unscored);
     # when none of them meets the targets, every sharding is scored for the answer's reasons, as before
     for only_fitting in (True, False):
@@ -118,6 +125,11 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
         return out
     raise ScenarioError(f"{spec.name}: no sharding of {', '.join(c.name for c in chip_list)} runs it; "
                         + "; ".join(notes + run_notes))
+
+
+def _knob(name: str, values) -> list[int]:
+    """An engine knob's candidates: one count or a list of them, each checked (1 .. 2^24)."""
+    return [int(v) for v in np.atleast_1d(check_count(name, values, BOUNDS["max_batch"].max_value))]
 
 
 def _search(spec, deployments, grid, qps, only_fitting: bool):

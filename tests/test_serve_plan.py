@@ -54,3 +54,29 @@ def test_configurations_count_the_whole_search_grid(h100_plan):
     # h100-sxm: scale-up domain 8 -> tp 1, 2, 4, 8 x pp 1, 2 (Llama dense: ep 1); replicas 1 .. 64 // (tp pp):
     # 64 + 32 + 32 + 16 + 16 + 8 + 8 + 4 = 180 deployments x 2 max_num_seqs x 2 max_num_batched_tokens = 720
     assert h100_plan.configurations == 720
+
+
+@pytest.mark.parametrize("bad, said", [
+    (dict(chips=None), "give one or more chips"), (dict(chips=[]), "give one or more chips"),
+    (dict(max_chips="8"), "max_chips must be an integer"), (dict(max_chips=0), "max_chips must be an integer"),
+    (dict(prompt_len=0), "prompt_len must be an integer"), (dict(gen_len=2.5), "gen_len must be an integer"),
+    (dict(max_num_seqs=[64, 0]), "max_num_seqs must be an integer"),
+    (dict(max_num_batched_tokens="x"), "max_num_batched_tokens must be an integer"),
+    (dict(prices={"h100-sxm": -3}), "price for h100-sxm must be a positive number"),
+    (dict(prices={"h100": "x"}), "price for h100 must be a positive number"),
+    # 1,000,000 chips: tp 1, 2, 4, 8 x pp 1, 2 give 1e6 x (1 + 1/2 + 1/2 + 1/4 + 1/4 + 1/8 + 1/8 + 1/16) = 2,812,500
+    # replica counts x 2 x 2 knobs = 11,250,000 points, refused before the lists are made (1e8 ran out of memory)
+    (dict(max_chips=1_000_000), "serving plan of 11,250,000 grid points"),
+])
+def test_bad_arguments_are_one_error_naming_them(bad, said):
+    # each was a TypeError, a negative $/h, a silently ignored price, or a kilobytes-long or reasonless message
+    args = dict(chips=["h100-sxm"], prompt_len=512, gen_len=64, qps=2.0)
+    with pytest.raises(RooflineError, match=said):
+        plan_serving("meta-llama/Llama-3.1-8B", **{**args, **bad})
+
+
+def test_one_engine_knob_value_and_a_price_for_an_alias_are_taken():
+    # max_num_seqs=64 (not a list) was a TypeError; a price given for the alias 'h100' was silently ignored
+    p = plan_serving("meta-llama/Llama-3.1-8B", ["h100-sxm"], 512, 64, qps=2.0, max_num_seqs=64,
+                     max_num_batched_tokens=2048, prices={"h100": 10.0})
+    assert p.best["max_num_seqs"] == 64 and p.best["usd_per_hour"] == 10.0 * p.best["chips"]

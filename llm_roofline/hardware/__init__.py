@@ -457,3 +457,13 @@ def load_chip(name_or_path: "str | Path | Chip") -> Chip:
         raise ChipError(f"unknown chip {text!r}.{closest(key, names)} (`llm-roofline chips` lists them; "
                         f"a path to a .toml file works too, or put one in {user_chips_dir()})")
     return catalog[names[key]]
+
+
+def load_chips(chips) -> list[Chip]:
+    """load_chip of one chip (a name, alias, path or Chip) or of each of a list of them; anything else, or an empty
+    list, is one ChipError."""
+    if isinstance(chips, (str, Path, Chip)):
+        chips = [chips]
+    if not isinstance(chips, (list, tuple)) or not chips:
+        raise ChipError(f"give one or more chips (names, aliases, paths or Chip objects), got {chips!r:.60}")
+    return [load_chip(c) for c in chips]

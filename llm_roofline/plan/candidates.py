@@ -17,20 +17,27 @@ class Price:
 
 
 def chip_prices(chips, overrides: dict | None = None) -> dict[str, Price]:
-    """Price per chip-hour of each chip: the chip file's [price] (source and date), or an override."""
+    """Price per chip-hour of each chip: the chip file's [price] (source and date), or an override (None: no price,
+    the plan then ranks by chips)."""
     from ..hardware import load_chip
 
     over = {}
     for key, usd in (overrides or {}).items():
-        usd = float(usd)
-        if not math.isfinite(usd) or usd <= 0:
+        if usd is None:
+            over[load_chip(key).name] = None
+            continue
+        try:
+            value = float(usd)
+        except (TypeError, ValueError):
+            value = math.nan  # reported below, as any other value that is not a positive price
+        if not math.isfinite(value) or value <= 0:
             raise ScenarioError(f"price for {key} must be a positive number of USD per chip-hour, got {usd!r}")
-        over[load_chip(key).name] = usd
+        over[load_chip(key).name] = value
     out = {}
     for c in chips:
         c = load_chip(c)
         if c.name in over:
-            out[c.name] = Price(over[c.name], "user override")
+            out[c.name] = Price(over[c.name], "user override" if over[c.name] else "no price (user override)")
         elif c.price_usd_per_hour is not None:
             out[c.name] = Price(float(c.price_usd_per_hour), c.price_source or "chip file (no source given)")
         else:

@@ -386,15 +386,13 @@ def plan(model, chips, prompt_len: int, gen_len: int, ttft_s: float | None = Non
     lists restricting the candidates (None: every divisor the model allows). max_batch: largest batch searched.
     rank_by: 'cost' | 'chips' (default: cost when every chip has a price). disaggregate: also run
     `disaggregation` per chip at the best plan's batch (or decode_batch)."""
-    from ..hardware import load_chip
+    from ..hardware import load_chips
     from ..memory import weight_bytes
     from ..model.hf import load_model
     from .explain import explain
 
     spec = load_model(model)
-    chip_list = [load_chip(c) for c in ([chips] if isinstance(chips, str) else chips)]
-    if not chip_list:
-        raise ScenarioError("plan needs at least one chip")
+    chip_list = load_chips(chips)
     reserve = 1.0 - check_range("gpu_memory_utilization", gpu_memory_utilization, 0.0, 1.0, lo_open=True)
     _check_inputs(prompt_len, gen_len, max_chips, max_batch, ttft_s, tpot_s, qps, output_tokens_per_s, reserve,
                   rank_by)
