@@ -139,7 +139,7 @@ _WORKLOAD_FIELDS = ("prompt_tokens", "gen_tokens", "weight", "cached_tokens")
 def workload_of(prompt_len, gen_len, prefix_hit_rate, workload=None) -> Workload:
     """prompt_len, gen_len, prefix_hit_rate: arrays (n,); workload: None or a list of (prompt, gen[, weight])."""
     hit = np.asarray(prefix_hit_rate, dtype=np.float64)
-    if np.any((hit < 0) | (hit >= 1)):
+    if not np.all((hit >= 0) & (hit < 1)):  # NaN too
         raise ScenarioError(f"prefix_hit_rate must be in [0, 1), got {prefix_hit_rate!r}")
     if workload is None:
         p, g, w = (np.asarray(x, dtype=np.float64)[..., None] for x in (prompt_len, gen_len, np.ones_like(hit)))

@@ -360,6 +360,10 @@ def serve_deployments(model, deployments: list[dict], only_fitting: bool = False
     for dep in deployments:
         if set(dep) - set(base) - set(_GRID):
             raise ScenarioError(f"a deployment takes {', '.join(base)} and grid arguments, got {sorted(dep)}")
+        listed = [k for k in base if isinstance(dep.get(k), (list, tuple, np.ndarray))]
+        if listed:  # serve() sweeps lists of them; a deployment is one of each
+            raise ScenarioError(f"a deployment's {', '.join(listed)} must be one value each (one deployment per "
+                                f"chip and sharding), got {', '.join(f'{k}={dep[k]!r:.40}' for k in listed)}")
         call = {**defaults, **kw, **{k: v for k, v in dep.items() if k not in base}}
         try:
             spec, dep_ctx, mesh = _setup(model, call)

@@ -37,14 +37,28 @@ def test_only_fitting_leaves_out_a_deployment_with_no_room_for_a_sequence():
     pd.testing.assert_frame_equal(lean[1], full[1], check_exact=False, rtol=1e-12)
 
 
-def test_as_columns_holds_the_frames_columns():
+def test_as_columns_holds_the_columns_of_each_deployments_own_serve_sweep():
     kw = dict(prompt_len=512, gen_len=64, max_num_seqs=[64, 256])
     deps = [dict(chip="h100-sxm", tp=1, qps=[0.5, 4.0]), dict(chip="a100-80gb", tp=2, qps=[1.0])]
-    frames = serve_deployments(MODEL, deps, **kw)
-    columns = serve_deployments(MODEL, deps, as_columns=True, **kw)
-    for df, cols in zip(frames, columns):
-        assert isinstance(cols, dict) and list(cols) == list(df.columns)
-        pd.testing.assert_frame_equal(pd.DataFrame(cols), df)
+    for dep, cols in zip(deps, serve_deployments(MODEL, deps, as_columns=True, **kw)):
+        alone = serve(MODEL, **{**kw, **dep, "chip": [dep["chip"]]})
+        assert isinstance(cols, dict) and list(cols) == list(alone.columns)
+        pd.testing.assert_frame_equal(pd.DataFrame(cols), alone, check_exact=False, rtol=1e-12)
+
+
+@pytest.mark.parametrize("bad", [dict(tp=[1, 2]), dict(chip=["h100-sxm", "a100-80gb"]), dict(dp=(1, 2))])
+def test_a_deployment_with_a_list_of_chips_or_degrees_is_refused(bad):
+    # serve() sweeps lists; serve_deployments takes one deployment per chip and sharding: tp=[1, 2] ended in
+    # TypeError: unhashable type 'numpy.ndarray', a chip list in "unknown chip \"['h100-sxm', ...]\""
+    with pytest.raises(RooflineError, match="must be one value each"):
+        serve_deployments(MODEL, [{"chip": "h100-sxm", "qps": [1.0], **bad}],
+                          prompt_len=512, gen_len=64)
+
+
+def test_a_nan_prefix_hit_rate_is_named():
+    # NaN passed the range check (NaN < 0 and NaN >= 1 are both False) and failed later as "chunk_tokens must be ..."
+    with pytest.raises(RooflineError, match="prefix_hit_rate must be in"):
+        serve(MODEL, "h100-sxm", prompt_len=512, gen_len=64, qps=1.0, prefix_hit_rate=float("nan"))
 
 
 @pytest.mark.parametrize("deployments", [None, "abc", [3], ({"chip": "h100"}, None)])
