@@ -195,14 +195,12 @@ def _choose(spec, frames, targets, ttft_col, price, rank_by, notes, serve_kw) ->
 
 def _binds(df, groups, key: tuple, ttft: np.ndarray, ttft_col, targets) -> str:
     """Why the row of `key` (chip, tp, pp, replicas) is the cheapest of its chip and sharding: what one replica fewer
-    fails (its row of lowest TTFT: the first of df.iloc[rows].sort_values(ttft_col), read without building it)."""
+    fails (its engine knobs of lowest TTFT, the first of equal ones; a NaN TTFT counts as none)."""
     chip, tp, pp, replicas = key
     rows = groups.get((chip, tp, pp, replicas - 1))
     if rows is None or len(rows) == 0:
         return "one replica: the load fits on a single replica"
     vals = ttft[rows]
-    known = ~np.isnan(vals)  # as pandas sorts: the numbers by a quicksort argsort, NaN last
-    order = np.flatnonzero(known)[vals[known].argsort(kind="quicksort")]
-    fewer = df.iloc[rows[order[0]] if order.size else rows[0]]
+    fewer = df.iloc[rows[np.argmin(np.where(np.isnan(vals), np.inf, vals))]]
     n = int(replicas) - 1
     return f"{n} {'replica fails' if n == 1 else 'replicas fail'}: {_failure(fewer, ttft_col, targets)}"

@@ -80,3 +80,19 @@ def test_one_engine_knob_value_and_a_price_for_an_alias_are_taken():
     p = plan_serving("meta-llama/Llama-3.1-8B", ["h100-sxm"], 512, 64, qps=2.0, max_num_seqs=64,
                      max_num_batched_tokens=2048, prices={"h100": 10.0})
     assert p.best["max_num_seqs"] == 64 and p.best["usd_per_hour"] == 10.0 * p.best["chips"]
+
+
+def test_the_binding_reason_reads_the_fewer_replicas_row_of_lowest_ttft():
+    # one replica fewer (2) has four engine-knob rows: TTFT 3 s, NaN (none), 1.5 s, 2 s; the reason is the 1.5 s
+    # row's failure against a 1 s target, the first of the lowest (a tie at 1.5 s later, with no KV room, is not read)
+    import numpy as np
+    import pandas as pd
+
+    from llm_roofline.plan_serving import _binds
+
+    df = pd.DataFrame(dict(chip="h100-sxm", tp=1, pp=1, replicas=[2, 2, 2, 2, 2, 3],
+                           fits=[True, True, True, True, False, True], saturated=False, qps=1.0,
+                           saturation_requests_per_s=9.0, ttft_s=[3.0, np.nan, 1.5, 2.0, 1.5, 0.5], tpot_s=0.01))
+    groups = df.groupby(["chip", "tp", "pp", "replicas"], sort=False).indices
+    said = _binds(df, groups, ("h100-sxm", 1, 1, 3), df["ttft_s"].to_numpy(), "ttft_s", dict(ttft_s=1.0, tpot_s=0.05))
+    assert said == "2 replicas fail: TTFT 1.5 s > 1 s"
