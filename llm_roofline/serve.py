@@ -151,16 +151,17 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
              sp: Speculative, workload, closed: bool, layout: dict, only_fitting: bool = False,
              graphs: dict | None = None) -> _Prepared | None:
     """The step tables and KV capacity of one chip and sharding over the grid `g` (arrays (n,)); None (only_fitting)
-    when no point has room for one sequence's KV cache: the steps are then not evaluated. graphs: a dict kept over
-    the deployments of one call (estimate.graph_memo: a step's graph is built once for all chips)."""
-    capacity = None  # the memory model's answer, when only_fitting asked it first (the same call as below)
-    if only_fitting:
-        capacity = _fits_somewhere(spec, chip, g, tp, pp, ep, dtypes, attention, engine, workload, layout, graphs)
-        if capacity is False:
-            return None
+    when no point has room for one sequence's KV cache (the memory model, asked first): the steps are then not
+    evaluated. graphs: a dict kept over the deployments of one call (estimate.graph_memo: a step's graph is built
+    once for all chips)."""
+    wl = workload_of(g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], workload)
+    cap, kv_seq, free, kv_seqs = _capacity(spec, chip, wl, g["max_num_batched_tokens"], g["max_num_seqs"],
+                                           dict(tp=tp, pp=pp, ep=ep, **layout), dtypes,
+                                           engine["gpu_memory_utilization"], attention, graphs)
+    if only_fitting and not np.any(cap >= 1):
+        return None
     kw = dict(tp=tp, pp=pp, ep=ep, weight_dtype=dtypes.weight, act_dtype=dtypes.act, kv_dtype=dtypes.kv,
               efficiency=resolved_once(efficiency, chip), attention=attention, graphs=graphs, **layout)  # once
-    wl = workload_of(g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], workload)
     keys = np.stack([g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], g["max_num_batched_tokens"]], axis=-1)
     uniq, inv = np.unique(keys, axis=0, return_inverse=True)  # step costs do not depend on the load
     wl_u = workload_of(uniq[:, 0], uniq[:, 1], uniq[:, 2], workload)
@@ -171,25 +172,8 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
     nodes = decode_nodes(np.max(g["max_num_seqs"]))
     draft = _draft_fn(spec, chip, kw, sp, float(np.mean(wl_u.decode_kv_tokens)))
     tab = step_tables(_step_fn(spec, chip, kw), wl_u, eng, sp, nodes, draft).with_index(inv.ravel())
-    cap, kv_seq, free, kv_seqs = capacity if isinstance(capacity, tuple) else _capacity(
-        spec, chip, wl, g["max_num_batched_tokens"], g["max_num_seqs"], dict(tp=tp, pp=pp, ep=ep, **layout), dtypes,
-        engine["gpu_memory_utilization"], attention, graphs)
     load = (g["concurrency"] if closed else g["qps"]) / dp
     return _Prepared(tab, wl, cap, kv_seq, free, kv_seqs, load, dp, g["max_num_seqs"], layout["attention_dp"])
-
-
-def _fits_somewhere(spec, chip, g, tp, pp, ep, dtypes, attention, engine, workload, layout,
-                    graphs=None) -> "bool | tuple":
-    """Whether any point of `g` holds one sequence, by the memory model alone: False, or _capacity's tuple when
-    one does (_prepare reuses it), or True when it raises (the full evaluation then reports that error as before)."""
-    try:
-        wl = workload_of(g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], workload)
-        capacity = _capacity(spec, chip, wl, g["max_num_batched_tokens"], g["max_num_seqs"],
-                             dict(tp=tp, pp=pp, ep=ep, **layout), dtypes, engine["gpu_memory_utilization"], attention,
-                             graphs)
-    except RooflineError:
-        return True
-    return capacity if np.any(capacity[0] >= 1) else False
 
 
 def _solve(parts: "list[_Prepared]", *, engine: dict, sp: Speculative, closed: bool) -> list[dict[str, np.ndarray]]:
