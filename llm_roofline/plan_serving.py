@@ -109,22 +109,15 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
                    for chip, (tp, pp, ep) in shardings]
     grid = dict(prompt_len=prompt_len, gen_len=gen_len, max_num_seqs=knobs[0], max_num_batched_tokens=knobs[1],
                 **serve_kw)
-    # first the shardings with room for a sequence somewhere (the memory model rules out the others unscored);
-    # when none of them meets the targets, every sharding is scored for the answer's reasons, as before
-    for only_fitting in (True, False):
-        rows, run_notes, configurations = _search(spec, deployments, grid, qps, only_fitting)
-        if not rows:
-            continue
-        try:
-            out = _choose(spec, rows, targets, ttft_col, price, rank_by, notes + run_notes, serve_kw)
-        except ScenarioError:
-            if only_fitting:
-                continue
-            raise
-        out.configurations = configurations
-        return out
-    raise ScenarioError(f"{spec.name}: no sharding of {', '.join(c.name for c in chip_list)} runs it; "
-                        + "; ".join(notes + run_notes))
+    # only the shardings with room for a sequence somewhere are scored (the memory model rules out the others)
+    rows, run_notes, configurations, no_room = _search(spec, deployments, grid, qps)
+    if not rows:
+        raise ScenarioError(f"{spec.name}: no sharding of {', '.join(c.name for c in chip_list)} within {max_chips} "
+                            f"chips runs it" + (f"; {no_room} have no room for one sequence's KV cache beside the "
+                                                "weights" if no_room else "") + "".join("; " + n for n in run_notes))
+    out = _choose(spec, rows, targets, ttft_col, price, rank_by, notes + run_notes, serve_kw)
+    out.configurations = configurations
+    return out
 
 
 def _knob(name: str, values) -> list[int]:
@@ -132,14 +125,16 @@ def _knob(name: str, values) -> list[int]:
     return [int(v) for v in np.atleast_1d(check_count(name, values, BOUNDS["max_batch"].max_value))]
 
 
-def _search(spec, deployments, grid, qps, only_fitting: bool):
+def _search(spec, deployments, grid, qps):
     """Every deployment scored in one serve_deployments call: (each one's columns with a replicas column, notes
-    of the shardings skipped, configurations searched: grid points scored or ruled out by memory)."""
-    rows, notes, configurations = [], [], 0
-    for dep, df in zip(deployments, serve_deployments(spec, deployments, only_fitting=only_fitting, as_columns=True,
+    of the shardings skipped, configurations searched: grid points scored or ruled out by memory, the deployments
+    ruled out by memory)."""
+    rows, notes, configurations, no_room = [], [], 0, 0
+    for dep, df in zip(deployments, serve_deployments(spec, deployments, only_fitting=True, as_columns=True,
                                                       **grid)):
         if df is None:  # no room for a sequence anywhere: ruled out by the memory model
             configurations += len(dep["qps"]) * len(grid["max_num_seqs"]) * len(grid["max_num_batched_tokens"])
+            no_room += 1
             continue
         if isinstance(df, RooflineError):
             notes.append(f"{dep['chip'].name} tp={dep['tp']} pp={dep['pp']}: skipped ({df})")
@@ -147,7 +142,7 @@ def _search(spec, deployments, grid, qps, only_fitting: bool):
         df["replicas"] = np.rint(qps / df["qps"]).astype(int)
         rows.append(df)
         configurations += len(df["qps"])
-    return rows, notes, configurations
+    return rows, notes, configurations, no_room
 
 
 def _joined(parts: list[dict]):

@@ -96,3 +96,11 @@ def test_the_binding_reason_reads_the_fewer_replicas_row_of_lowest_ttft():
     groups = df.groupby(["chip", "tp", "pp", "replicas"], sort=False).indices
     said = _binds(df, groups, ("h100-sxm", 1, 1, 3), df["ttft_s"].to_numpy(), "ttft_s", dict(ttft_s=1.0, tpot_s=0.05))
     assert said == "2 replicas fail: TTFT 1.5 s > 1 s"
+
+
+def test_no_sharding_with_room_for_a_sequence_says_so_without_scoring_them_all():
+    # DeepSeek-V3's ~690 GB of fp8 weights on at most 8 L40S (48 GB each, 8 x 48 x 0.9 = 346 GB usable): no sharding
+    # holds them: tp 1, 2, 4, 8 at pp 1 have no room (pp 2 does not divide 61 layers); the plan says that (it scored
+    # every sharding a second time to report the largest one's "KV cache: no room for one sequence")
+    with pytest.raises(RooflineError, match="within 8 chips runs it; 4 have no room for one sequence's KV cache"):
+        plan_serving("deepseek-ai/DeepSeek-V3", ["l40s"], 512, 64, qps=1.0, max_chips=8)
