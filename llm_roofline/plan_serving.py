@@ -24,7 +24,7 @@ from .chip_fits import DEFAULT_EFFICIENCY
 from .memory import GPU_MEMORY_UTILIZATION
 from .plan.candidates import chip_prices
 from .serve import ServingEstimate, serve, serve_deployments
-from .units import json_ready
+from .units import joined_columns, json_ready
 
 DEFAULT_TTFT_S = 2.0
 DEFAULT_TPOT_S = 0.05
@@ -145,22 +145,10 @@ def _search(spec, deployments, grid, qps):
     return rows, notes, configurations, no_room
 
 
-def _joined(parts: list[dict]):
-    """One DataFrame of the deployments' columns (what pd.concat of their frames gives): arrays joined with numpy,
-    lists joined, a string each deployment holds once repeated over its rows."""
+def _choose(spec, frames, targets, ttft_col, price, rank_by, notes, serve_kw) -> ServingPlan:
     import pandas as pd
 
-    sizes = [len(p["qps"]) for p in parts]
-    cols = {}
-    for k in parts[0]:
-        vals = [p[k] for p in parts]
-        if all(isinstance(v, np.ndarray) for v in vals):
-            cols[k] = np.concatenate(vals)
-        else:
-            cols[k] = [x for v, n in zip(vals, sizes) for x in (v if isinstance(v, (list, np.ndarray)) else [v] * n)]
-    return pd.DataFrame(cols)
-def _choose(spec, frames, targets, ttft_col, price, rank_by, notes, serve_kw) -> ServingPlan:
-    df = _joined(frames)
+    df = pd.DataFrame(joined_columns(frames, [len(p["qps"]) for p in frames]))  # what pd.concat of their frames gives
     df["qps_per_replica"] = df["qps"]
     df["chips"] = df["tp"] * df["pp"] * df["replicas"] * serve_kw["attention_dp"]
     df["usd_per_hour"] = [None if price[c] is None else price[c] * n

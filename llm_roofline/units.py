@@ -231,6 +231,13 @@ def records(df) -> list[dict]:
             for rec in df.to_dict(orient="records")]
 
 
+def joined_columns(parts: list[dict], sizes: list[int]) -> dict[str, np.ndarray]:
+    """The columns of several parts (dicts of the same keys, part i of sizes[i] rows: each value an array or list of
+    its rows, or one value they share) joined: each key's parts concatenated, a shared value repeated."""
+    return {k: np.concatenate([np.full(n, p[k], dtype=object if isinstance(p[k], str) else None) if np.ndim(p[k]) == 0
+                               else np.asarray(p[k]) for p, n in zip(parts, sizes)]) for k in parts[0]}
+
+
 def median_1d(x: np.ndarray) -> float:
     """float(np.median(x)) of a 1-d array, without its overhead: the middle value, or the mean of the two middle
     values ((a + b) / 2, as np.mean takes it); nan when any value is nan (np.median's rule)."""

@@ -14,7 +14,7 @@ from ..bounds import check_range
 from ..chip_fits import DEFAULT_EFFICIENCY, resolved_once
 from ..errors import RooflineError, ScenarioError
 from ..memory import GPU_MEMORY_UTILIZATION
-from ..units import json_ready, records
+from ..units import joined_columns, json_ready, records
 from .candidates import Price, ShardingChoice, chip_prices, sharding_candidates
 
 CONSTRAINTS = ("memory", "ttft", "tpot", "chips")
@@ -282,13 +282,7 @@ def _candidates(parts: list[dict]):
 
     if not parts:
         return pd.DataFrame(columns=list(JSON_KEYS) + ["feasible"])
-    sizes = [len(p["batch"]) for p in parts]
-    cols = {}
-    for k in parts[0]:
-        vals = [np.full(n, p[k], dtype=object if isinstance(p[k], str) else None) if np.ndim(p[k]) == 0
-                else np.asarray(p[k]) for p, n in zip(parts, sizes)]
-        cols[k] = np.concatenate(vals)
-    return pd.DataFrame(cols)
+    return pd.DataFrame(joined_columns(parts, [len(p["batch"]) for p in parts]))
 
 
 # ------------------------------------------------------------------------------------------- ranking
