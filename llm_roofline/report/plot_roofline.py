@@ -40,7 +40,7 @@ def roof_of(est) -> dict[str, Any]:
     from ..hardware import load_chip
 
     chip = load_chip(est.chip)
-    dtype = est.scenario.get("gemm_compute_dtype") or est.scenario["compute_dtype"]  # W8A8 GEMMs: their dtype
+    dtype = est.scenario["gemm_compute_dtype"]  # the GEMMs' (W8A8 checkpoints: fp8 on chips with fp8 units)
     peak = chip.peak_flops_per_s(dtype)
     bw = chip.hbm_bytes_per_s
     other = est.scenario["compute_dtype"]  # the rest of the ops' roof, drawn dotted when it differs
