@@ -24,7 +24,6 @@ def cmd_chips(args) -> str:
         rows.append({
             "name": c.name + (" (user)" if c.path.startswith(user_folder) else ""),
             "aliases": ",".join(c.aliases),
-            "aliases_short": ",".join(c.aliases[:2]) + (f" +{len(c.aliases) - 2}" if len(c.aliases) > 2 else ""),
             "bf16_flops_per_s": c.peak_flops_per_s("bf16") if "bf16" in c.dense_flops_per_s else c.peak_flops_per_s("fp16"),
             "hbm_bytes": c.hbm_bytes,
             "hbm_bytes_per_s": c.hbm_bytes_per_s,
@@ -35,7 +34,7 @@ def cmd_chips(args) -> str:
         })
     display = [
         ("chip", "name", None),
-        ("aliases", "aliases" if args.format != "table" else "aliases_short", None),
+        ("aliases", "aliases", _two_aliases if args.format == "table" else None),
         ("TFLOP/s", "bf16_flops_per_s", lambda v: sig3(v / 1e12)),
         ("HBM GB", "hbm_bytes", lambda v: sig3(v / 1e9)),
         ("TB/s", "hbm_bytes_per_s", lambda v: sig3(v / 1e12)),
@@ -44,8 +43,7 @@ def cmd_chips(args) -> str:
         ("GB/s", "scaleup_bytes_per_s", lambda v: sig3(v / 1e9)),
         ("$/h", "price_usd_per_hour", lambda v: "—" if v is None else f"{v:.2f}"),
     ]
-    out = render([{k: v for k, v in r.items() if k != "aliases_short" or args.format == "table"} for r in rows],
-                 args.format, display)
+    out = render(rows, args.format, display)
     if args.format in ("table", "markdown"):
         out += "\n\n" + "\n".join(_prose([
             "Per chip: TFLOP/s is the dense bf16 peak (no 2:4 sparsity), TB/s the HBM bandwidth, FLOP/B the critical "
@@ -54,6 +52,12 @@ def cmd_chips(args) -> str:
             f"lists them). (user): a chip file in {user_folder} ($LLM_ROOFLINE_CHIPS), usable by name."],
             md=args.format == "markdown"))
     return out
+
+
+def _two_aliases(aliases: str) -> str:
+    """The first two of comma-joined aliases, '+N' for the others (the table's width)."""
+    names = aliases.split(",")
+    return ",".join(names[:2]) + (f" +{len(names) - 2}" if len(names) > 2 else "")
 
 
 # ------------------------------------------------------------------------------------------ models
