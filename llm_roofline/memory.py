@@ -33,7 +33,7 @@ from .errors import RooflineError, ScenarioError
 from .graph import Dtypes, Phase, build_ops, resolve_dtypes
 from .model.spec import Matrix, ModelSpec
 from .sharding import Sharding, kv_elems_per_token_per_chip, mixer_state_elems_per_chip
-from .units import array_key, dtype_bytes, memo_by_identity
+from .units import array_key, dtype_bytes, memo_by_identity, remembered
 
 if TYPE_CHECKING:
     from .hardware import Chip
@@ -335,15 +335,7 @@ def _max_batch_row(spec, chip, usable_bytes, context, gen_len, tp, pp, ep, weigh
             "activation_workspace_bytes_per_chip": float(fp.activation_workspace_bytes_per_chip),
             "bytes_per_sequence_per_chip": float(fp.kv_bytes_per_sequence_per_chip),
             "free_bytes": float(fp.free_bytes), "max_batch": max(mb_int, 0), "fits": mb_int >= pp,
-            "kv_bytes_per_token": _remembered(graphs, ("kv_bytes_per_token", dt.kv), kv_bytes_per_token, spec, dt.kv),
-            "weight_bytes": _remembered(graphs, ("weight_bytes", weight_dtype), weight_bytes, spec, weight_dtype),
+            "kv_bytes_per_token": remembered(graphs, ("kv_bytes_per_token", dt.kv), kv_bytes_per_token, spec, dt.kv),
+            "weight_bytes": remembered(graphs, ("weight_bytes", weight_dtype), weight_bytes, spec, weight_dtype),
             "error": None}
 
-
-def _remembered(graphs: dict | None, key: tuple, fn, *args):
-    """fn(*args), kept in `graphs` (a dict the caller keeps for one model) under `key` when given."""
-    if graphs is None:
-        return fn(*args)
-    if key not in graphs:
-        graphs[key] = fn(*args)
-    return graphs[key]

@@ -17,6 +17,7 @@ from .roofline import (TIME_FIELDS, Score, Times, add_times, bound_shares, op_bl
                        score_stacks, stack_terms, stacked, sum_affine_steps, sum_affine_steps_t_s, sum_constant_steps_t_s, times_of,
                        trapezoid_sum)
 from .sharding import Sharding
+from .units import remembered
 
 if TYPE_CHECKING:
     from .hardware import Chip
@@ -255,14 +256,7 @@ def phase_t_s_chips(ops: list[Op], chips: list, effs: list, time_factor, sums=Pr
     """phase_t_s of `ops` on each chip (effs: its efficiency model), the same numbers: each block of ops is scored
     on every chip at once (roofline.score_stacks, the chips' rows one after another) and summed over the phase's
     steps in one pass; then each chip's rows are summed op by op."""
-    if grid is None:  # the ops' grid, read once per graph when a memo is kept with them
-        shape = memo.get("grid") if memo is not None else None
-        if shape is None:
-            shape = ops_shape(ops)
-            if memo is not None:
-                memo["grid"] = shape
-    else:
-        shape = grid
+    shape = remembered(memo, "grid", ops_shape, ops) if grid is None else grid  # read once per graph with a memo
     totals = [0] * len(chips)
     for lo, hi in op_blocks(len(ops), shape):
         block = ops[lo:hi]
@@ -275,14 +269,9 @@ def phase_t_s_chips(ops: list[Op], chips: list, effs: list, time_factor, sums=Pr
     return totals
 
 
-def _block_grid(block: list[Op], shape: tuple, shared: dict | None) -> tuple:
+def _block_grid(block: list[Op], shape: tuple, shared: dict | None = None) -> tuple:
     """The grid of a lone op scored against the phase's `shape` (its own, right-aligned), kept in `shared`."""
-    g = None if shared is None else shared.get(("grid", shape))
-    if g is None:
-        g = _right_aligned(ops_shape(block), len(shape))
-        if shared is not None:
-            shared["grid", shape] = g
-    return g
+    return remembered(shared, ("grid", shape), lambda: _right_aligned(ops_shape(block), len(shape)))
 
 
 def graph_memo(graphs: dict | None, key: tuple, make) -> tuple:
@@ -301,7 +290,7 @@ def _scored_blocks(ops: list[Op], chip: Chip, eff, shape: tuple):
     the phase's grid; a lone op (a large grid) keeps its own, so no work is done on broadcast copies."""
     for lo, hi in op_blocks(len(ops), shape):
         block = ops[lo:hi]
-        g = shape if hi - lo > 1 else _right_aligned(ops_shape(block), len(shape))
+        g = shape if hi - lo > 1 else _block_grid(block, shape)
         terms = stack_terms(block, chip, g)
         yield block, g, terms, score_stack(block, chip, eff, g, terms)
 

@@ -18,11 +18,10 @@ import numpy as np
 
 from .bounds import BOUNDS, check_count, check_grid_points, check_range
 from .errors import RooflineError, ScenarioError
-from .hardware import load_chips
+from .hardware import chip_prices, load_chips
 from .model.hf import load_model
 from .chip_fits import DEFAULT_EFFICIENCY
 from .memory import GPU_MEMORY_UTILIZATION
-from .plan.candidates import chip_prices
 from .serve import ServingEstimate, serve, serve_deployments
 from .units import joined_columns, json_ready
 

@@ -231,6 +231,15 @@ def records(df) -> list[dict]:
             for rec in df.to_dict(orient="records")]
 
 
+def remembered(memo: dict | None, key, fn, *args):
+    """fn(*args), kept in `memo` (a dict the caller keeps) under `key`; memo None: computed afresh."""
+    if memo is None:
+        return fn(*args)
+    if key not in memo:
+        memo[key] = fn(*args)
+    return memo[key]
+
+
 def joined_columns(parts: list[dict], sizes: list[int]) -> dict[str, np.ndarray]:
     """The columns of several parts (dicts of the same keys, part i of sizes[i] rows: each value an array or list of
     its rows, or one value they share) joined: each key's parts concatenated, a shared value repeated."""

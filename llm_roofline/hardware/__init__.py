@@ -15,7 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from ..errors import ChipError, closest
+from ..errors import ChipError, ScenarioError, closest
 from ..units import DTYPES
 
 TOPOLOGIES = ("switch", "full_mesh", "torus")
@@ -467,3 +467,38 @@ def load_chips(chips) -> list[Chip]:
     if not isinstance(chips, (list, tuple)) or not chips:
         raise ChipError(f"give one or more chips (names, aliases, paths or Chip objects), got {chips!r:.60}")
     return [load_chip(c) for c in chips]
+
+
+@dataclass(frozen=True)
+class Price:
+    """A chip's price per chip-hour (None: none known) and where it comes from."""
+
+    usd_per_hour: float | None
+    source: str
+
+
+def chip_prices(chips, overrides: dict | None = None) -> dict[str, Price]:
+    """Price per chip-hour of each chip: the chip file's [price] (source and date), or an override (None: no price,
+    the plan then ranks by chips)."""
+    over = {}
+    for key, usd in (overrides or {}).items():
+        if usd is None:
+            over[load_chip(key).name] = None
+            continue
+        try:
+            value = float(usd)
+        except (TypeError, ValueError):
+            value = math.nan  # reported below, as any other value that is not a positive price
+        if not math.isfinite(value) or value <= 0:
+            raise ScenarioError(f"price for {key} must be a positive number of USD per chip-hour, got {usd!r}")
+        over[load_chip(key).name] = value
+    out = {}
+    for c in chips:
+        c = load_chip(c)
+        if c.name in over:
+            out[c.name] = Price(over[c.name], "user override" if over[c.name] else "no price (user override)")
+        elif c.price_usd_per_hour is not None:
+            out[c.name] = Price(float(c.price_usd_per_hour), c.price_source or "chip file (no source given)")
+        else:
+            out[c.name] = Price(None, "no price in the chip file; give one with --price %s=USD (prices={'%s': USD} in Python)" % (c.name, c.name))
+    return out

@@ -36,7 +36,8 @@ Modules: candidates.py (prices, shardings a model allows, TPU slice shapes), sea
 planner: plan, Plan), explain.py (the explanation text), disaggregate.py (prefill/decode disaggregation).
 """
 
-from .candidates import Price, ShardingChoice, chip_prices, replica_shape_ok, sharding_candidates
+from ..hardware import Price, chip_prices
+from .candidates import ShardingChoice, replica_shape_ok, sharding_candidates
 from .disaggregate import Disaggregation, balance, disaggregation
 from .search import ATTRIBUTION, BATCH_STEPS, CONSTRAINTS, JSON_KEYS, Plan, plan
 

@@ -1,48 +1,12 @@
-"""What the planner may choose from: chip prices and the shardings (tp, pp, ep) a model allows on a chip."""
+"""What the planner may choose from: the shardings (tp, pp, ep) a model allows on a chip, and the chips' prices
+(hardware.chip_prices)."""
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import NamedTuple
 
-from ..errors import RooflineError, ScenarioError
+from ..errors import RooflineError
 from ..units import memo_by_identity
-
-
-@dataclass(frozen=True)
-class Price:
-    usd_per_hour: float | None
-    source: str
-
-
-def chip_prices(chips, overrides: dict | None = None) -> dict[str, Price]:
-    """Price per chip-hour of each chip: the chip file's [price] (source and date), or an override (None: no price,
-    the plan then ranks by chips)."""
-    from ..hardware import load_chip
-
-    over = {}
-    for key, usd in (overrides or {}).items():
-        if usd is None:
-            over[load_chip(key).name] = None
-            continue
-        try:
-            value = float(usd)
-        except (TypeError, ValueError):
-            value = math.nan  # reported below, as any other value that is not a positive price
-        if not math.isfinite(value) or value <= 0:
-            raise ScenarioError(f"price for {key} must be a positive number of USD per chip-hour, got {usd!r}")
-        over[load_chip(key).name] = value
-    out = {}
-    for c in chips:
-        c = load_chip(c)
-        if c.name in over:
-            out[c.name] = Price(over[c.name], "user override" if over[c.name] else "no price (user override)")
-        elif c.price_usd_per_hour is not None:
-            out[c.name] = Price(float(c.price_usd_per_hour), c.price_source or "chip file (no source given)")
-        else:
-            out[c.name] = Price(None, "no price in the chip file; give one with --price %s=USD (prices={'%s': USD} in Python)" % (c.name, c.name))
-    return out
 
 
 class ShardingChoice(NamedTuple):

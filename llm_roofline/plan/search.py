@@ -15,7 +15,8 @@ from ..chip_fits import DEFAULT_EFFICIENCY, resolved_once
 from ..errors import RooflineError, ScenarioError
 from ..memory import GPU_MEMORY_UTILIZATION
 from ..units import joined_columns, json_ready, records
-from .candidates import Price, ShardingChoice, chip_prices, sharding_candidates
+from ..hardware import Price, chip_prices
+from .candidates import ShardingChoice, sharding_candidates
 
 CONSTRAINTS = ("memory", "ttft", "tpot", "chips")
 # batch multipliers of the grid (x pp): ~x1.5 steps, so a cost-optimal batch is found within ~25%
