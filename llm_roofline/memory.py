@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .bounds import check_range
+from .bounds import check_count, check_range
 from .errors import RooflineError, ScenarioError
 from .graph import Dtypes, Phase, build_ops, resolve_dtypes
 from .model.spec import Matrix, ModelSpec
@@ -267,10 +267,12 @@ def max_batch(model, chip, context_len, tp=1, pp=1, ep=1, weight_dtype=None, kv_
 
     spec = load_model(model)
     chip = load_chip(chip)
-    contexts = [int(c) for c in _as_list(context_len)]
-    if any(c <= gen_len or c != int(c) for c in contexts) or gen_len < 1:
+    gen_len = check_count("gen_len", gen_len)
+    contexts = [int(c) for c in np.atleast_1d(check_count("context_len", context_len))]
+    if any(c <= gen_len for c in contexts):
         raise ScenarioError(f"context_len must be integers > gen_len = {gen_len} (prompt = context - gen), "
                             f"got {context_len!r}")
+    tp, pp, ep = ([int(v) for v in np.atleast_1d(check_count(n, v))] for n, v in (("tp", tp), ("pp", pp), ("ep", ep)))
     rows = [max_batch_row(spec, chip, ctx, tp=tp_, pp=pp_, ep=ep_, weight_dtype=wd, kv_dtype=kvd, act_dtype=act_dtype,
                           gpu_memory_utilization=gpu_memory_utilization, gen_len=gen_len, attention=attention,
                           sequence_parallel=sequence_parallel)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from llm_roofline.errors import ScenarioError
+from llm_roofline.errors import RooflineError, ScenarioError
 from llm_roofline.memory import kv_bytes_per_token_by_group, kv_cache_bytes, weight_bytes, weight_bytes_by_family
 from llm_roofline.model.hf import load_model
 from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
@@ -130,3 +130,15 @@ def test_max_batch_row_matches_the_estimate():
     assert row["max_batch"] == est.memory.max_batch > 0 and row["error"] is None
     bad = max_batch_row(spec, chip, 4096, tp=3)  # 32 heads over 3 chips
     assert bad["max_batch"] == 0 and bad["error"]
+
+
+@pytest.mark.parametrize("bad, said", [(dict(context_len=float("nan")), "context_len must be an integer"),
+                                       (dict(context_len=1e30), "context_len must be an integer"),
+                                       (dict(context_len=8192, tp="x"), "tp must be an integer"),
+                                       (dict(context_len=8192, gen_len=0), "gen_len must be an integer")])
+def test_max_batch_checks_its_sizes(bad, said):
+    # NaN and tp="x" were bare ValueErrors; 1e30 tokens gave a row of 1.3e35 bytes with max_batch 0
+    from llm_roofline.memory import max_batch
+
+    with pytest.raises(RooflineError, match=said):
+        max_batch("meta-llama/Llama-3.1-8B", "h100-sxm", **bad)

@@ -66,7 +66,11 @@ def test_fp8_without_an_activation_scheme_is_weight_only_and_modelopt_fp8_is_w8a
     ({"quant_method": "fp8", "activation_scheme": "sometimes"}, "activation_scheme"),
     (_ct(INT8, "dynamic"), "input_activations"),
     (_ct(INT8, {"num_bits": 6, "type": "float"}), "input_activations"),  # fp6: not modelled (fp4 is, NVFP4)
-    (_ct(INT8, {"num_bits": True, "type": "int"}), "input_activations"),
+    (_ct(INT8, {"num_bits": True, "type": "int"}), "input_activations.num_bits must be an integer"),
+    (_ct(INT8, {"num_bits": "8", "type": "float"}), "input_activations.num_bits must be an integer"),  # was "float8
+    #   are not modelled; int and float of 4 or 8 bits are"
+    ({**_ct(INT8, None), "ignore": None, "exclude_modules": "lm_head"}, "exclude_modules must be a list"),  # named
+    #   modules_to_not_convert, a key the config does not have
     ({"quant_method": "modelopt", "quant_algo": 3}, "quant_algo"),
     ({"quant_method": "modelopt", "quantization": [1]}, "quantization"),
 ])

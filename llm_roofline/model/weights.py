@@ -44,10 +44,11 @@ def quantization(r: ConfigReader, config: dict) -> tuple[WeightFormat | None, tu
         return None, families
     if method == "mxfp4":  # transformers' Mxfp4 quantizer replaces the MoE experts only
         families = ("experts",)
-    skipped = q.get("modules_to_not_convert") or q.get("ignored_layers") or q.get("ignore") or \
-        q.get("exclude_modules") or []
+    key = next((k for k in ("modules_to_not_convert", "ignored_layers", "ignore", "exclude_modules") if q.get(k)),
+               None)
+    skipped = q[key] if key else []
     if not isinstance(skipped, list):
-        raise ModelConfigError("quantization_config.modules_to_not_convert must be a list of module names")
+        raise ModelConfigError(f"quantization_config.{key} must be a list of module names, got {skipped!r:.60}")
     families = tuple(f for f in families if not any(_module_family(m) == f for m in skipped))
     shown = ", ".join(str(m)[:60] for m in skipped[:10]) + (" ..." if len(skipped) > 10 else "")
     r.assume(f"Weights quantized per quantization_config ({method}): {fmt.label} on the "
@@ -111,8 +112,9 @@ def _compressed_tensors_activations(q: dict) -> tuple[str | None, str]:
         return None, "no input_activations"
     acts = _obj(acts, "quantization_config.config_groups.*.input_activations")
     bits, kind = acts.get("num_bits"), acts.get("type", "int")
-    key = (kind, bits) if isinstance(kind, str) and isinstance(bits, int) and not isinstance(bits, bool) else None
-    act = {("float", 8): "fp8", ("int", 8): "int8", ("float", 4): "fp4", ("int", 4): "int4"}.get(key)
+    if not isinstance(bits, int) or isinstance(bits, bool):
+        raise ModelConfigError(f"compressed-tensors input_activations.num_bits must be an integer, got {bits!r:.40}")
+    act = {("float", 8): "fp8", ("int", 8): "int8", ("float", 4): "fp4", ("int", 4): "int4"}.get((kind, bits))
     if act is None:  # 4-bit activations (NVFP4 W4A4) are read, then priced weight-only by activation_quant
         raise ModelConfigError(f"compressed-tensors input_activations {str(kind)[:20]}{str(bits)[:20]} are not "
                                "modelled; int and float of 4 or 8 bits are")
