@@ -121,7 +121,7 @@ import numpy as np
 from .errors import ChipError
 from .hardware import Chip
 from .roofline import Efficiency, stacked, where as _where
-from .units import DTYPE_BITS, f64 as _float, median_1d
+from .units import DTYPE_BITS, f64 as _float
 
 if TYPE_CHECKING:
     from .ops import Op
@@ -533,27 +533,8 @@ _NARROW_FRACTION = 0.75  # weights narrower than 3/4 of the compute dtype count 
 
 
 def weight_bits_of(op: "Op") -> float:
-    """Bits per stored weight element of a GEMM op: op.weight_bits when the op carries it, else
-    8 * weight_bytes / (flops / (2 * tokens)) (exact for a dense GEMM: flops / 2T = k * n; a bias adds a
-    little). 0 when unknown (expert GEMMs, whose weight reads are per touched expert, or no tokens)."""
-    bits = getattr(op, "weight_bits", None)
-    if bits:
-        return float(bits)
-    if op.style == "expert":
-        return 0.0
-    t, f, w = _float(op.tokens), _float(op.flops), _float(op.weight_bytes)
-    if not (getattr(t, "ndim", 0) or getattr(f, "ndim", 0) or getattr(w, "ndim", 0)):  # one value: the median is that value
-        return float(8.0 * w * 2.0 * t / f) if t > 0 and f > 0 and w > 0 else 0.0
-    ok = (t > 0) & (f > 0) & (w > 0)  # the grid: the three broadcast
-    if not ok.any():
-        return 0.0
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # points outside `ok` are not read
-        bits = np.asarray(8.0 * w * 2.0 * t / f)  # per point of the grid, before it is broadcast
-    # every point known and one value (a dense GEMM's bits do not depend on the tokens): the median is that value
-    if ok.all() and (bits == bits.flat[0]).all():
-        return float(bits.flat[0])
-    bits = np.broadcast_to(bits, ok.shape)[ok]
-    return float(bits[0]) if (bits == bits[0]).all() else median_1d(bits)
+    """Bits per stored weight element of a GEMM op, as ops.gemm records them (block scales included); 0: unknown."""
+    return float(getattr(op, "weight_bits", 0.0) or 0.0)
 
 
 def weight_only_quantized(op: "Op") -> bool:

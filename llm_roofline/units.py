@@ -247,16 +247,6 @@ def joined_columns(parts: list[dict], sizes: list[int]) -> dict[str, np.ndarray]
                                else np.asarray(p[k]) for p, n in zip(parts, sizes)]) for k in parts[0]}
 
 
-def median_1d(x: np.ndarray) -> float:
-    """float(np.median(x)) of a 1-d array, without its overhead: the middle value, or the mean of the two middle
-    values ((a + b) / 2, as np.mean takes it); nan when any value is nan (np.median's rule)."""
-    v = np.sort(x)
-    n = v.size
-    if np.isnan(v[-1]):
-        return float("nan")
-    return float(v[n // 2]) if n % 2 else float((v[n // 2 - 1] + v[n // 2]) / 2.0)
-
-
 def array_key(x) -> tuple:
     """A float64 array (or number) as a dict key: its shape and bytes."""
     a = np.asarray(x, dtype=np.float64)
