@@ -192,3 +192,19 @@ def test_a_family_whose_rows_all_beat_the_roofline_is_fitted_on_all_of_them():
 
     for fam in ("moe", "collective"):
         assert fitting._fittable(range(4), Terms(), np.ones(4), fam).all()
+
+
+@pytest.mark.parametrize("text", ["a,b\n1,2\n", "",
+                                  "gemm_dtype,m,n,k,latency\nbfloat16,1,4096,4096,abc\n"])
+def test_an_unreadable_table_is_one_error_naming_it(tmp_path, text):
+    # wrong columns, an empty file, a latency that is not a number: each ended in an internal error (KeyError,
+    # EmptyDataError, TypeError), exit code 1
+    import gzip
+
+    from llm_roofline.calibrate.aic_vllm import convert_table
+    from llm_roofline.errors import RooflineError
+
+    p = tmp_path / "gemm_perf.csv.gz"
+    p.write_bytes(gzip.compress(text.encode()))
+    with pytest.raises(RooflineError, match="not a readable gemm_perf table"):
+        convert_table(p, "h100-sxm")

@@ -349,7 +349,10 @@ def convert_table(path, gpu: str) -> "pd.DataFrame":
     name = next((t for t in AIC_TABLES if p.name.startswith(t)), None)
     if name is None:
         raise RooflineError(f"{path}: not an AIConfigurator table this converter reads ({', '.join(AIC_TABLES)})")
-    cols = _CONVERTERS[name](pd.read_csv(p))
+    try:
+        cols = _CONVERTERS[name](pd.read_csv(p))
+    except (OSError, KeyError, TypeError, ValueError, UnicodeDecodeError) as e:  # pandas' parser errors are ValueErrors
+        raise RooflineError(f"{path}: not a readable {name} table ({type(e).__name__}: {str(e)[:120]})") from None
     out = pd.DataFrame(cols)
     out["gpu"] = gpu
     for c in AIC_COLUMNS:
