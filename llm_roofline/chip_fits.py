@@ -174,15 +174,20 @@ def _own_model(chip: Chip, own: dict[str, FamilyFit], asking: tuple = ()) -> Cal
 def resolve_efficiency(efficiency, chip: Chip):
     """'ideal' (None) | 'calibrated' (the chip's CalibratedModel) | an Efficiency applied to every op |
     an object with .for_op(op, chip) -> Efficiency."""
-    if efficiency is None or efficiency == "ideal":
+    if efficiency is None or _is(efficiency, "ideal"):
         return None
     if isinstance(efficiency, Efficiency):
         return _checked(efficiency)
-    if efficiency == "calibrated":
+    if _is(efficiency, "calibrated"):
         return calibrated_model(chip)
     if hasattr(efficiency, "for_op"):
         return efficiency
     raise ScenarioError(f"efficiency must be 'ideal' or 'calibrated', got {efficiency!r}")
+
+
+def _is(efficiency, mode: str) -> bool:
+    """efficiency is the mode's name (== on an array would compare elementwise)."""
+    return isinstance(efficiency, str) and efficiency == mode
 
 
 def _checked(e: Efficiency) -> Efficiency:
@@ -230,9 +235,9 @@ DEFAULT_EFFICIENCY = "calibrated"  # THE default mode of every API and command (
 def efficiency_mode(efficiency) -> str:
     """'ideal', 'calibrated' or 'custom' (an Efficiency or per-op model the caller built): which mode a number is
     in, whatever fit a chip's calibrated model comes from (efficiency_label says that)."""
-    if efficiency is None or efficiency == "ideal":
+    if efficiency is None or _is(efficiency, "ideal"):
         return "ideal"
-    if efficiency == "calibrated" or isinstance(efficiency, CalibratedModel):
+    if _is(efficiency, "calibrated") or isinstance(efficiency, CalibratedModel):
         return "calibrated"
     return "custom"
 

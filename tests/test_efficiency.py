@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -424,3 +425,10 @@ def test_a_fit_built_in_code_refuses_booleans():
     for name in ("compute_max", "compute_k_split", "overhead_s", "comm_switch_max"):
         with pytest.raises(ChipError, match=name):
             FamilyFit(**{name: True})
+
+
+@pytest.mark.parametrize("bad", [np.array([0.5, 0.6]), 3, ["ideal"]])
+def test_an_efficiency_that_is_neither_a_mode_nor_a_model_is_one_error(bad):
+    # an array was compared elementwise with 'ideal' and ended in "truth value of an array is ambiguous"
+    with pytest.raises(lr.RooflineError, match="efficiency must be 'ideal' or 'calibrated'"):
+        lr.estimate("meta-llama/Llama-3.1-8B", "h100-sxm", efficiency=bad)
