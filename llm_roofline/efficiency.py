@@ -459,7 +459,7 @@ def attention_shape(op: "Op", decode: bool) -> dict:
     and kv_bytes = B*kv*n_kv*(dqk+dv)*e_kv, so elems = act_bytes / e, keys = pairs / q = flops * e / (2 *
     act_bytes) and, for decode (pairs = kv), kv_row_bytes = kv_bytes / keys = B*n_kv*(dqk+dv)*e_kv.
     Decode also returns windowed_heads = B*q*H = elems / (dqk+dv) for an op with a sliding window (else 0) and
-    kv_streams = B*n_kv = kv_row_bytes / ((dqk+dv) * e_kv) (0 when head_dim or kv_bits is unknown).
+    kv_streams = B*n_kv (B = op.seqs, n_kv = H / op.q_per_kv; 0 where there is no sequence).
     Decode keys = pairs = min(kv, window) too: its only use is the compute factor f(keys, compute_keys_half),
     which makes the compute TIME flops / (peak * cm * keys / (keys + h)) = (flops + h * 2 * act / e) / (peak * cm)
     affine in the context (flops ~ pairs, act fixed), so the closed-form decode sum stays exact; kv_row_bytes is
@@ -472,7 +472,7 @@ def attention_shape(op: "Op", decode: bool) -> dict:
         row = _where(keys > 0, _float(op.kv_bytes) / _where(keys > 0, keys, 1.0), 0.0)
         heads = act / e / (2.0 * op.head_dim) if getattr(op, "window", 0.0) > 0 and op.head_dim > 0 else 0.0
         return {"keys": keys, "elems": act / e, "kv_row_bytes": row, "windowed_heads": heads,
-                "kv_streams": _kv_streams(op, act / e, row)}
+                "kv_streams": _kv_streams(op, act / e)}
     b, t = _float(getattr(op, "seqs", 0.0)), _float(op.tokens)
     known = (b > 0) & (t > 0) & (op.head_dim > 0)
     tt = _where(known, t, 1.0)
@@ -481,15 +481,14 @@ def attention_shape(op: "Op", decode: bool) -> dict:
     return {"keys": keys, "elems": act / e, "head_tiles": head_tiles, "group_tiles": group_tiles}
 
 
-def _kv_streams(op: "Op", elems, row_bytes) -> np.ndarray:
+def _kv_streams(op: "Op", elems) -> np.ndarray:
     """B*n_kv of a decode op: B = op.seqs sequences, n_kv = H / op.q_per_kv KV heads, H = elems / (tokens * (dqk+dv));
-    without seqs or the GQA group: kv_row_bytes / ((dqk+dv) * e_kv), which holds where each KV head caches dqk+dv
-    elements (not MLA: its one latent head caches 576 against dqk+dv = 1088)."""
+    0 where there is no sequence (or the op has no head_dim or GQA group)."""
     b, t, d, g = _float(getattr(op, "seqs", 0.0)), _float(op.tokens), 2.0 * op.head_dim, op.q_per_kv
-    if d > 0 and g > 0 and np.all(b > 0) and np.all(t > 0):
-        return b * (elems / (t * d)) / g
-    kv_elem_bytes = d * getattr(op, "kv_bits", 0.0) / 8.0
-    return _where(kv_elem_bytes > 0, row_bytes / max(kv_elem_bytes, 1e-30), 0.0)
+    if d <= 0 or g <= 0:
+        return 0.0
+    known = (b > 0) & (t > 0)
+    return _where(known, b * (elems / (_where(known, t, 1.0) * d)) / g, 0.0)
 
 
 Q_TILE = 128.0  # query rows per tile of the FlashAttention-style prefill kernels (FA2 / FA3 / TRT-LLM, head_dim <= 128)

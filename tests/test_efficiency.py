@@ -179,6 +179,18 @@ def test_decode_kv_streams_by_hand():
     assert float(s.t_s) == pytest.approx(23.92e-6, rel=1e-9)
 
 
+def test_decode_kv_streams_of_a_grid_with_an_empty_batch_are_counted_point_by_point():
+    # MLA decode (16 query heads on one latent KV head of 576 cached elements, dqk 192, dv 128), batches 0, 1, 4:
+    # 0, 1, 4 streams; the empty point made the whole grid fall back to KV row bytes / ((dqk+dv) x e_kv) =
+    # B x 576 x 2 / (320 x 2) = 1.8 B streams
+    import numpy as np
+
+    op = attention("attn.core", "mla", 1, batch=np.array([0.0, 1.0, 4.0]), q_len=1, kv_len=4096, n_heads=16,
+                   n_kv_heads=1, qk_dim=192, v_dim=128, kv_elems_per_token=576, kv_bytes_per_elem=2,
+                   act_bytes_per_elem=2)
+    assert np.array_equal(attention_shape(op, decode=True)["kv_streams"], [0.0, 1.0, 4.0])
+
+
 @settings(max_examples=60, deadline=None)
 @given(batch=st.integers(1, 64), q=st.integers(1, 4096), prefix=st.integers(0, 8192),
        cm=st.floats(0.05, 1.0), kh=st.floats(0, 5000), eh=st.floats(0, 1e8), mm=st.floats(0.05, 1.0),
