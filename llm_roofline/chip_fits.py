@@ -13,7 +13,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .efficiency import (BORROWED, BORROWS, FAMILIES, OWN_BF16_FALLBACK, PARAMS, TPU_DEFAULT, UNCALIBRATED,
-                         CalibratedModel, FamilyFit, attention_from_gemm)
+                         CalibratedModel, FamilyFit, attention_from_gemm, borrowed_base)
 from .errors import ChipError, RooflineError, ScenarioError
 from .hardware import Chip, load_chip
 from .roofline import Efficiency
@@ -30,7 +30,7 @@ FAMILY_DEFAULTS = {
 
 
 
-def fits_from_table(table: Mapping[str, Any], where: str = "", attention_fallback: bool = True) -> dict[str, FamilyFit]:
+def fits_from_table(table: Mapping[str, Any], where: str = "") -> dict[str, FamilyFit]:
     """The FamilyFit of every `[efficiency.<family>]` sub-table of a chip's raw `[efficiency]` table."""
     out = {}
     for fam, sub in table.items():
@@ -46,8 +46,6 @@ def fits_from_table(table: Mapping[str, Any], where: str = "", attention_fallbac
             out[fam] = FamilyFit(**vals, fitted_on=str(sub.get("fitted_on", "")))
         except ChipError as e:
             raise ChipError(f"{where}[efficiency.{fam}]: {e}") from None
-    if attention_fallback and "gemm" in out and "attention" not in out:
-        out["attention"] = attention_from_gemm(out["gemm"])
     return out
 
 
@@ -83,19 +81,19 @@ def calibrated_model(chip, _asking: tuple = ()) -> CalibratedModel:
 
 
 def _chip_fits(chip: Chip) -> Mapping[str, FamilyFit]:
-    """fits_from_table of a chip's own [efficiency] tables (no attention fallback), read once per table when the
+    """fits_from_table of a chip's own [efficiency] tables read once per table when the
     table is read-only all the way down (a loaded chip's: hardware._efficiency_table), so every estimate on the
     same chip object reuses the parse."""
     table = chip.calibration
     frozen = isinstance(table, MappingProxyType) and all(isinstance(v, (MappingProxyType, str)) for v in table.values())
     if not frozen:
-        return fits_from_table(table, f"{chip.name}: ", attention_fallback=False)
+        return fits_from_table(table, f"{chip.name}: ")
     with _FITS_LOCK:
         hit = _FITS.get(id(table))
         if hit is not None and hit[0] is table:
             _FITS.move_to_end(id(table))
             return hit[1]
-    fits = MappingProxyType(fits_from_table(table, f"{chip.name}: ", attention_fallback=False))
+    fits = MappingProxyType(fits_from_table(table, f"{chip.name}: "))
     with _FITS_LOCK:
         _FITS[id(table)] = (table, fits)  # the table is kept: its id is not reused while it is cached
         while len(_FITS) > 64:
@@ -127,11 +125,7 @@ SELF_DEFAULT_FALLBACK = {
 
 def _falls_back_to_own(family: str, own: Mapping[str, FamilyFit]) -> bool:
     """Whether a family's BORROWS chain (gemm_fp8_block -> gemm_fp8 -> gemm) reaches one of the chip's own fits."""
-    while family in BORROWS:
-        family = BORROWS[family]
-        if family in own:
-            return True
-    return False
+    return family in BORROWS and borrowed_base(BORROWS[family], own) in own
 
 
 def _own_model(chip: Chip, own: dict[str, FamilyFit], asking: tuple = ()) -> CalibratedModel:
@@ -159,8 +153,7 @@ def _own_model(chip: Chip, own: dict[str, FamilyFit], asking: tuple = ()) -> Cal
     if "attention" not in fams and "gemm" in fams:
         fams["attention"], sources["attention"] = attention_from_gemm(fams["gemm"]), BORROWED + "gemm"
     for f, base in BORROWS.items():
-        while base not in fams and base in BORROWS:  # gemm_fp8_block -> gemm_fp8 -> gemm (CalibratedModel.fit_for)
-            base = BORROWS[base]
+        base = borrowed_base(base, fams)  # gemm_fp8_block -> gemm_fp8 -> gemm, as CalibratedModel.fit_for walks it
         if f not in fams and base in fams:
             sources[f] = BORROWED + base
     lent = sorted({s[len(BORROWED):] for f, s in sources.items() if s.startswith(BORROWED) and f in fams})

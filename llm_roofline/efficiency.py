@@ -134,6 +134,15 @@ FP8_COMPUTE = ("fp8", "int8", "fp4", "int4")  # GEMMs computing in these run the
 BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "moe_quant": "moe", "attention_decode_fp8": "attention_decode",
            "attention_decode": "attention", "moe_fp8": "moe",
            "gemm_fp8_block": "gemm_fp8", "all_to_all": "collective"}
+
+
+def borrowed_base(family: str, have) -> str:
+    """The first family along BORROWS from `family` (itself first) that `have` holds, else the chain's last."""
+    while family not in have and family in BORROWS:
+        family = BORROWS[family]
+    return family
+
+
 # without an own fit these use the chip's own bf16 fit (BORROWS), not another chip's fit of the 8-bit family
 OWN_BF16_FALLBACK = ("gemm_fp8", "attention_decode_fp8", "moe_quant", "moe_fp8", "gemm_fp8_block")
 MOE_FAMILIES = ("moe", "moe_quant", "moe_fp8")  # fused-MoE blocks: bf16, 4-bit and 8-bit experts
@@ -330,10 +339,7 @@ class CalibratedModel:
     def fit_for(self, family: str) -> FamilyFit:
         fit = self._fits.get(family)
         if fit is None:
-            asked = family
-            while family not in self.families and family in BORROWS:
-                family = BORROWS[family]
-            fit = self._fits[asked] = self.families.get(family, IDEAL_FIT)
+            fit = self._fits[family] = self.families.get(borrowed_base(family, self.families), IDEAL_FIT)
         return fit
 
     def __post_init__(self):
