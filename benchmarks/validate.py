@@ -111,7 +111,7 @@ def table(frames: list[pd.DataFrame]) -> list[dict]:
         err = {k: fitting.abs_pct_errors(df[k].to_numpy(), meas) for k in ("ideal", "held_out", "logo")}
         for fam in FAMILIES:
             f_sel = (df["fam"] == fam).to_numpy()
-            present = set(df.loc[f_sel, "bucket"]) | ({LLM_SHAPES} if fam in fitting.GEMMS else set())
+            present = set(df.loc[f_sel, "bucket"]) | ({LLM_SHAPES} if fam in fitting.GEMM_FAMILIES else set())
             for bk in [b for b in BUCKET_ORDER if b in present] + ["all"]:
                 sel = f_sel & _in_bucket(df, bk)
                 if not sel.any():

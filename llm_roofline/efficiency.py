@@ -145,6 +145,8 @@ def borrowed_base(family: str, have) -> str:
 
 # without an own fit these use the chip's own bf16 fit (BORROWS), not another chip's fit of the 8-bit family
 OWN_BF16_FALLBACK = ("gemm_fp8", "attention_decode_fp8", "moe_quant", "moe_fp8", "gemm_fp8_block")
+GEMM_FAMILIES = ("gemm", "gemm_fp8", "gemm_fp8_block")  # dense GEMMs: bf16, fp8 per-tensor, fp8 block-scaled
+ATTENTION_FAMILIES = ("attention", "attention_decode", "attention_decode_fp8")  # prefill; decode: bf16, 8-bit KV
 MOE_FAMILIES = ("moe", "moe_quant", "moe_fp8")  # fused-MoE blocks: bf16, 4-bit and 8-bit experts
 COLLECTIVE_FAMILIES = ("collective", "all_to_all")  # priced by alpha-beta terms (roofline.score_collective)
 KV8_BITS = 8.0  # a KV cache stored in this many bits or fewer (fp8, int8) decodes with the attention_decode_fp8 fit

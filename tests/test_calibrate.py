@@ -496,3 +496,16 @@ def test_two_default_chips_without_any_fit_end_uncalibrated_not_in_a_circle(tmp_
     for name in ("h100-sxm", "a100-80gb", "mi300x"):  # mi300x borrows h100-sxm
         m = calibrated_model(name)
         assert not m.families and m.label.startswith("uncalibrated"), (name, m.label)
+
+
+def test_a_fit_whose_output_parallelism_carries_the_shortfall_does_not_claim_kernels_beat_the_roofline():
+    # compute_max at 1 is a remark about kernels faster than the roofline only when no shape factor (any compute_*
+    # half, compute_outs_half included: it was left out of the hand list) takes the shortfall
+    import pandas as pd
+
+    from llm_roofline.calibrate.fit import _note
+
+    rows = pd.DataFrame({"op": ["gemm"]})
+    assert "at its bound" not in _note("gemm", FamilyFit(compute_max=1.0, compute_outs_half=1e4, memory_max=0.8), rows,
+                                       0.05, "", "d")
+    assert "compute_max at its bound 1" in _note("gemm", FamilyFit(compute_max=1.0, memory_max=0.8), rows, 0.05, "", "d")

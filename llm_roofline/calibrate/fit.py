@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Mapping
 import numpy as np
 
 from ..collectives import CollectiveTerms, collective_terms
-from ..efficiency import (COLLECTIVE_FAMILIES, FAMILIES, IDEAL_FIT, MOE_FAMILIES, PARAM_CEILING, CalibratedModel,
-                          FamilyFit, attention_from_gemm, query_tiles)
+from ..efficiency import (ATTENTION_FAMILIES, COLLECTIVE_FAMILIES, FAMILIES, GEMM_FAMILIES, IDEAL_FIT, MOE_FAMILIES,
+                          PARAM_CEILING, PARAMS, CalibratedModel, FamilyFit, attention_from_gemm, query_tiles)
 from ..hardware import Chip, load_chip
 from ..roofline import score, score_collective
 from ..units import dtype_bytes
@@ -29,10 +29,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 MEMORY_FAMILIES = ("elementwise", "activation", "rope", "norm", "embedding")
-DECODE = ("attention_decode", "attention_decode_fp8")
-ATTENTION = ("attention",) + DECODE
-MOE = MOE_FAMILIES  # fused-MoE blocks: bf16 experts, 4-bit experts, 8-bit experts
-GEMMS = ("gemm", "gemm_fp8", "gemm_fp8_block")  # dense GEMMs: bf16, fp8 per-tensor, fp8 block-scaled
+DECODE = ATTENTION_FAMILIES[1:]
 
 
 # =============================================================================== prediction
@@ -82,20 +79,20 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     kernels = df["kernels"].to_numpy(np.float64)
     if fam in COLLECTIVE_FAMILIES:
         return _Terms(fam, tokens, kernels, comm=_collective_terms(df, chip), chips=df["tp"].to_numpy(np.float64))
-    if fam in GEMMS + MOE + ATTENTION:
+    if fam in GEMM_FAMILIES + MOE_FAMILIES + ATTENTION_FAMILIES:
         peaks = {d: chip.peak_flops_per_s(d) for d in set(df["dtype"])}
         peak = df["dtype"].map(peaks).to_numpy(np.float64)
     else:
         peak = np.full(len(df), chip.peak_flops_per_s("vector"))
-    keys = df["keys"].to_numpy(np.float64) if fam in ATTENTION and "keys" in df else np.zeros(len(df))
-    elems = df["elems"].to_numpy(np.float64) if fam in ATTENTION and "elems" in df else np.zeros(len(df))
+    keys = df["keys"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "keys" in df else np.zeros(len(df))
+    elems = df["elems"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "elems" in df else np.zeros(len(df))
     flops, nbytes = df["flops"].to_numpy(np.float64), df["bytes"].to_numpy(np.float64)
     row = heads = streams = 0.0
-    cols = df["n"].to_numpy(np.float64) if fam in GEMMS else 0.0
+    cols = df["n"].to_numpy(np.float64) if fam in GEMM_FAMILIES else 0.0
     out = tokens * cols
-    dim = df["head_dim"].to_numpy(np.float64) if fam in ATTENTION and "head_dim" in df else 0.0
-    group = df["q_per_kv"].to_numpy(np.float64) if fam in ATTENTION and "q_per_kv" in df else 0.0
-    walked = df["walked"].to_numpy(np.float64) / kernels if fam in MOE and "walked" in df else 0.0
+    dim = df["head_dim"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "head_dim" in df else 0.0
+    group = df["q_per_kv"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "q_per_kv" in df else 0.0
+    walked = df["walked"].to_numpy(np.float64) / kernels if fam in MOE_FAMILIES and "walked" in df else 0.0
     if fam in DECODE:  # KV bytes per context position over the batch, as efficiency.attention_shape
         e = df["dtype"].map(dtype_bytes).to_numpy(np.float64)
         row = np.where(keys > 0, (nbytes - elems * e) / np.where(keys > 0, keys, 1.0), 0.0)
@@ -106,9 +103,9 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
             heads = np.where(win, elems / (2.0 * np.maximum(dim, 1.0)), 0.0)
     tiles = _prefill_tiles(tokens, keys, elems, dim, group) if fam == "attention" else (0.0, 0.0)
     return _Terms(fam, tokens, kernels, flops, nbytes, peak, chip.hbm_bytes_per_s, head_tiles=tiles[0],
-                  group_tiles=tiles[1], kv_streams=streams, keys=keys if fam in ATTENTION else 0.0, elems=elems,
-                  kv_row_bytes=row, cols=cols, dim=dim, out_elems=out, group=group, walked=walked, windowed_heads=heads,
-                  depth=df["k"].to_numpy(np.float64) if fam in GEMMS else 0.0)
+                  group_tiles=tiles[1], kv_streams=streams, keys=keys if fam in ATTENTION_FAMILIES else 0.0,
+                  elems=elems, kv_row_bytes=row, cols=cols, dim=dim, out_elems=out, group=group, walked=walked, windowed_heads=heads,
+                  depth=df["k"].to_numpy(np.float64) if fam in GEMM_FAMILIES else 0.0)
 
 
 def _prefill_tiles(tokens, keys, elems, dim, group):
@@ -179,13 +176,9 @@ _FREE = {
     # the fused-MoE expert block (two grouped GEMMs, kernels = 2), T = rows per touched expert
     "moe": (("compute_max", 0.6), ("compute_tokens_half", 64.0), ("memory_max", 0.7), ("overhead_s", 1e-5),
             ("overhead_per_walked_elem_s", 1e-12)),
-    # 4-bit experts (fp4 / int4 weights): the same mechanism, the packed weights (block scales included)
-    # streamed per touched expert, the FLOPs at the kernel's compute dtype peak (fp4, fp8 for w4a8, bf16 for w4a16)
-    "moe_quant": (("compute_max", 0.6), ("compute_tokens_half", 64.0), ("memory_max", 0.7), ("overhead_s", 1e-5),
-                  ("overhead_per_walked_elem_s", 1e-12)),
-    # 8-bit (block-scaled fp8) experts: the same mechanism, weights at 8 bits
-    "moe_fp8": (("compute_max", 0.6), ("compute_tokens_half", 64.0), ("memory_max", 0.7), ("overhead_s", 1e-5),
-                ("overhead_per_walked_elem_s", 1e-12)),
+    # (moe_quant, 4-bit experts: the packed weights, block scales included, streamed per touched expert, the FLOPs
+    # at the kernel's compute dtype peak, fp4 / fp8 for w4a8 / bf16 for w4a16; moe_fp8, block-scaled 8-bit experts:
+    # the same mechanism, _SAME_AS)
     # causal FlashAttention prefill: compute-bound; short sequences waste the diagonal tiles (keys half),
     # few heads x sequences leave SMs idle (elems half); a time per query tile (a short sequence fills a whole
     # 128-row tile): per query head or per GQA group, as the kernel tiles them (the fit picks the mix)
@@ -201,10 +194,7 @@ _FREE = {
                          ("compute_max", 0.5), ("compute_keys_half", 64.0), ("compute_group_half", 8.0),
                          ("overhead_per_windowed_head_s", 1e-8), ("memory_streams_half", 1.0),
                          ("overhead_per_kv_stream_s", 1e-8)),
-    "attention_decode_fp8": (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11),
-                             ("compute_max", 0.5), ("compute_keys_half", 64.0), ("compute_group_half", 8.0),
-                             ("overhead_per_windowed_head_s", 1e-8), ("memory_streams_half", 1.0),
-                             ("overhead_per_kv_stream_s", 1e-8)),
+    # (attention_decode_fp8, the KV cache in 8 bits or fewer: the same terms, _SAME_AS)
     "memory": (("memory_max", 0.5), ("memory_tokens_half", 64.0), ("overhead_s", 2e-6)),
     # collectives: the bandwidth fraction of GPU-driven copies (one-shot, two-shot) and of the switch's own
     # reduction (NVLS), the latency per algorithm step and its growth per doubling of the GPUs (log2 n: it fits
@@ -278,9 +268,13 @@ def nelder_mead(f, x0, step=0.5, max_evals=3000, xtol=1e-7, ftol=1e-12):
     return pts[i], vals[i]
 
 
+_SAME_AS = {"moe_quant": "moe", "moe_fp8": "moe", "attention_decode_fp8": "attention_decode",
+            **{f: "memory" for f in MEMORY_FAMILIES}}  # families fitted with another's free parameters
+
+
 def _free(fam: str) -> tuple[tuple[str, float], ...]:
     """(name, start value) of the parameters fitted for `fam`."""
-    return _FREE["memory" if fam in MEMORY_FAMILIES else fam]
+    return _FREE[_SAME_AS.get(fam, fam)]
 
 
 # a parameter that prices only some rows (its _Terms input) stays 0 when no fitted row has that input: the rows
@@ -298,7 +292,7 @@ def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = 
     names = [n for n, _ in free]
 
     def unpack(x) -> FamilyFit:
-        return replace(base, **{n: min(_from_x(n, v), PARAM_CEILING.get(n.split("_")[0], 1.0)) for n, v in zip(names, x)})
+        return replace(base, **{n: _from_x(n, v) for n, v in zip(names, x)})  # _from_x keeps each in its range
 
     def objective(x):
         return _loss(terms.time_s(unpack(x)), measured)
@@ -405,7 +399,7 @@ def _fittable(rows: "pd.DataFrame", terms: _Terms, measured: np.ndarray, fam: st
     so a small set of touched experts stays in L2 (L40S: 5.6 % of its bf16 rows beat the GDDR6 roofline, up to
     2.4x); a serving step streams every layer's experts from memory."""
     keep = np.ones(len(rows), dtype=bool)
-    if fam in MOE or fam in COLLECTIVE_FAMILIES:
+    if fam in MOE_FAMILIES or fam in COLLECTIVE_FAMILIES:
         keep = terms.time_s(IDEAL_FIT) <= measured
         if keep.sum() < 3:  # (nearly) every row beats the roofline: fit them all rather than nothing
             keep[:] = True
@@ -415,8 +409,7 @@ def _fittable(rows: "pd.DataFrame", terms: _Terms, measured: np.ndarray, fam: st
 def _note(fam: str, p: FamilyFit, rows: "pd.DataFrame", median_err: float, source: str, date: str) -> str:
     """The fitted_on text of one family's fit: source, points, ops, in-sample median error, date."""
     ops = ", ".join(sorted(set(rows["op"])))
-    shaped = any(getattr(p, h) > 0 for h in ("compute_tokens_half", "compute_keys_half", "compute_elems_half",
-                                              "compute_cols_half", "compute_dim_half", "compute_group_half"))
+    shaped = any(getattr(p, h) > 0 for h in PARAMS if h.startswith("compute_") and h.endswith("_half"))
     at_one = [k for k in _FRACTIONS if getattr(p, k) == 1.0 and k in dict(_free(fam)) and k != "comm_switch_max"
               and not (k == "compute_max" and shaped)]  # shape factors < 1 carry the shortfall
     return (f"{source + '; ' if source else ''}{len(rows)} points ({ops}); median |err| {median_err:.1%}; "

@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import ChipError, RooflineError
 from ..files import write_text
 from ..hardware import Chip, load_chip
-from ..efficiency import COLLECTIVE_FAMILIES, FP8_COMPUTE, KV8_BITS
+from ..efficiency import ATTENTION_FAMILIES, COLLECTIVE_FAMILIES, FP8_COMPUTE, GEMM_FAMILIES, KV8_BITS
 from ..units import dtype_bytes
 
 if TYPE_CHECKING:
@@ -111,7 +111,7 @@ def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
     except RooflineError as e:
         raise RooflineError(f"{where}: {e}") from None
     df.loc[(df["fam"] == "gemm") & df["dtype"].isin(FP8_COMPUTE), "fam"] = "gemm_fp8"
-    g = df["fam"].isin(("gemm", "gemm_fp8", "gemm_fp8_block"))
+    g = df["fam"].isin(GEMM_FAMILIES)
     if (g & df[["m", "k", "n"]].isna().any(axis=1)).any():
         raise RooflineError(f"{where}: gemm rows need m, k and n")
     df.loc[g & df["flops"].isna(), "flops"] = 2.0 * df["m"] * df["k"] * df["n"]
@@ -121,7 +121,7 @@ def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
         raise RooflineError(f"{where}: {int(df['bytes'].isna().sum())} row(s) without bytes")
     df.loc[(df["fam"] == "attention_decode") & (df["kv_bits"] > 0) & (df["kv_bits"] <= KV8_BITS), "fam"] = \
         "attention_decode_fp8"
-    att = df["fam"].isin(("attention", "attention_decode", "attention_decode_fp8"))
+    att = df["fam"].isin(ATTENTION_FAMILIES)
     if (df.loc[att, "flops"] <= 0).any():
         raise RooflineError(f"{where}: attention rows need flops")
     df["m"] = df["m"].fillna(0.0)  # tokens unknown: the asymptotic efficiencies
