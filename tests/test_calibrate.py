@@ -295,7 +295,8 @@ def test_csv_checks():
     # the optional shape columns are checked too: a negative walked count priced a MoE row at -1 s, a word became 0
     moe = dict(family=["moe"], op=["x"], dtype=["bf16"], m=[4], flops=[1e9], bytes=[1e6], measured_s=[1e-4])
     for col, value, match in (("walked", -1e9, "walked must be finite"), ("kv_bits", np.inf, "kv_bits must be"),
-                              ("head_dim", -64, "head_dim must be"), ("window", "abc", "window must be numeric")):
+                              ("head_dim", -64, "head_dim must be"), ("window", "abc", "window must be numeric"),
+                              ("kernels", 0, "kernels must be > 0")):  # 0 kernels: overheads priced on none
         with pytest.raises(RooflineError, match=match):
             measurements.normalize(pd.DataFrame({**moe, col: [value]}))
 

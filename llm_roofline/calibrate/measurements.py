@@ -132,6 +132,8 @@ def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
     bad = [c for c in sizes if not (np.isfinite(df[c].fillna(0.0)) & (df[c].fillna(0.0) >= 0)).all()]
     if bad:
         raise RooflineError(f"{where}: column(s) {', '.join(bad)} must be finite and >= 0")
+    if (df["kernels"] <= 0).any():  # the overheads are counted per kernel: a time over no kernel prices none
+        raise RooflineError(f"{where}: column kernels must be > 0 (kernel launches the measured time spans)")
     ok = np.isfinite(df["measured_s"]) & (df["measured_s"] > 0)
     if not ok.all():
         raise RooflineError(f"{where}: {int((~ok).sum())} row(s) with a missing or non-positive measured_s")
