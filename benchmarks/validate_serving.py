@@ -29,6 +29,8 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import importlib  # noqa: E402
 
+from llm_roofline.efficiency import CalibratedModel  # noqa: E402
+
 serve_module = importlib.import_module("llm_roofline.serve")  # the module (lr.serve is the function)
 serve = serve_module.serve
 
@@ -36,24 +38,17 @@ _step_time_s = serve_module.step_time_s
 _memo: dict = {}
 
 
-_kept: list = []  # objects keyed by identity stay alive, so their id is never reused
-
-
-def _hashable(v):
-    """v itself when hashable, else its identity (a resolved efficiency model holds read-only mappings)."""
-    try:
-        hash(v)
-        return v
-    except TypeError:
-        _kept.append(v)
-        return ("id", id(v))
+def _key_of(v):
+    """A step argument as a cache key: arrays and numbers by value, a calibrated model by its chip and label (serve
+    rebuilds it per call, the same fits)."""
+    if isinstance(v, (np.ndarray, float, int)):
+        return np.asarray(v).tobytes() + str(np.shape(v)).encode()
+    return ("calibrated", v.chip, v.label) if isinstance(v, CalibratedModel) else v
 
 
 def _memo_step_time_s(spec, chip, **kw):
     """Step costs do not depend on the host overheads being fitted: compute each distinct call once."""
-    key = (spec.name, chip.name) + tuple((k, np.asarray(v).tobytes() + str(np.shape(v)).encode())
-                                         if isinstance(v, (np.ndarray, float, int)) else (k, _hashable(v))
-                                         for k, v in sorted(kw.items()))
+    key = (spec.name, chip.name) + tuple((k, _key_of(v)) for k, v in sorted(kw.items()) if k != "graphs")  # a memo
     if key not in _memo:
         _memo[key] = _step_time_s(spec, chip, **kw)
     return _memo[key]
