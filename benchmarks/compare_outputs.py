@@ -7,7 +7,8 @@ not move any number. Uses the public API only, so the same script runs against a
 
 What it dumps, for each scenario: estimate(...).to_dict() (ops table included), the JSON printed by
 `llm-roofline estimate --format json` for two of them, sweep() over small grids, evaluate_step() totals, serve() at
-one point, and evaluate() over 100,000-point grids (sha256 of the float64 arrays: bit for bit).
+one point, and evaluate() over 100,000-point grids (sha256 of the float64 arrays: bit for bit); and (_grids) sweep
+frames, serve() sweeps and the static and serving planners' tables.
 """
 
 from __future__ import annotations
@@ -103,6 +104,82 @@ SERVES = [
 ]
 
 
+def _grids() -> dict:
+    """Sweep frames (dense, MoE, DeepSeek-V3 with ep / attention_dp, sliding windows; tp, pp, ep, ideal and
+    calibrated), serve() sweeps (closed and open loop, speculative decoding, prefix hits, prefill_first) and the
+    static and serving planners' tables, each as columns of lists (a scenario that raises: its error)."""
+    import llm_roofline as lr
+    from llm_roofline.plan import plan
+    from llm_roofline.plan_serving import plan_serving
+
+    out: dict = {}
+    grid = dict(batch=[1, 3, 8, 64, 256], prompt_len=[1, 128, 2048, 9000], gen_len=[1, 2, 17, 256, 4097])
+    sweeps = [("meta-llama/Llama-3.1-8B", "h100-sxm", {}),
+              ("meta-llama/Llama-3.1-8B", ["h100-sxm", "a100-80gb"], dict(efficiency=["ideal", "calibrated"])),
+              ("meta-llama/Llama-3.1-70B", "h200", dict(tp=[2, 4, 8], pp=[1, 2], weight_dtype=[None, "fp8"])),
+              ("mistralai/Mixtral-8x7B-v0.1", "h100-sxm", dict(tp=[2, 8], ep=[1, 2], efficiency=["ideal", "calibrated"])),
+              ("deepseek-ai/DeepSeek-V3", "h200", dict(tp=[8], ep=[8], pp=[1], efficiency=["ideal", "calibrated"])),
+              ("deepseek-ai/DeepSeek-V3", "mi300x", dict(tp=[8], attention_dp=[1, 8], moe_ep=[8])),
+              ("google/gemma-2-9b", "h100-sxm", dict(efficiency=["ideal", "calibrated"])),
+              ("Qwen/Qwen3-30B-A3B", "h100-sxm", dict(tp=[2], ep=[1, 2]))]
+    for i, (m, c, kw) in enumerate(sweeps):
+        g = dict(grid)
+        if kw.get("pp") and max(kw["pp"]) > 1 or kw.get("attention_dp"):
+            g["batch"] = [8, 16, 64, 256]
+        _try(out, f"sweep{i}:{m}", lambda: _frame(lr.sweep(m, c, **g, **kw)))
+    serves = [("meta-llama/Llama-3.1-8B", "h100-sxm", dict(concurrency=[1, 4, 32, 300], prompt_len=[512, 4096],
+                                                           gen_len=[2, 300])),
+              ("meta-llama/Llama-3.1-8B", "h100-sxm", dict(qps=[0.1, 2.0, 30.0], max_num_seqs=[64, 256],
+                                                           max_num_batched_tokens=[2048, 8192], efficiency="ideal")),
+              ("meta-llama/Llama-3.1-70B", ["h200", "mi300x"], dict(qps=[1.0, 5.0], tp=[2, 4], pp=[1, 2])),
+              ("mistralai/Mixtral-8x7B-v0.1", "h100-sxm", dict(concurrency=[8, 64], tp=2, ep=2,
+                                                              prefix_hit_rate=[0.0, 0.5])),
+              ("deepseek-ai/DeepSeek-V3", "h200", dict(qps=[1.0, 4.0], tp=8, ep=8,
+                                                        speculative=dict(k=2, acceptance=0.7))),
+              ("meta-llama/Llama-3.1-8B", "h100-sxm", dict(qps=[1.0, 3.0], workload=[(512, 128, 2), (4096, 512, 1)],
+                                                           scheduling="prefill_first"))]
+    for i, (m, c, kw) in enumerate(serves):
+        _try(out, f"serve{i}:{m}", lambda: _frame(lr.serve(m, c, **kw)))
+    _try(out, "serve_one", lambda: lr.serve("meta-llama/Llama-3.1-8B", "h100-sxm", qps=2.0).to_dict())
+    chips = ["h100-sxm", "h200", "mi300x"]
+    plans = [("meta-llama/Llama-3.1-70B", dict(prompt_len=2048, gen_len=256, tpot_s=0.05, qps=10)),
+             ("deepseek-ai/DeepSeek-V3", dict(prompt_len=2048, gen_len=256, tpot_s=0.05, qps=10)),
+             ("meta-llama/Llama-3.1-8B", dict(prompt_len=1024, gen_len=128, ttft_s=0.5, tpot_s=0.03, qps=3,
+                                              efficiency="ideal", ttft_percentile="p90")),
+             ("deepseek-ai/DeepSeek-V3", dict(prompt_len=2048, gen_len=256, qps=1, max_chips=8)),  # fits nowhere
+             ("deepseek-ai/DeepSeek-V3", dict(prompt_len=2048, gen_len=256, qps=1, tpot_s=1e-4)),  # misses TPOT
+             ("meta-llama/Llama-3.1-70B", dict(prompt_len=8192, gen_len=512, qps=2, max_chips=16,
+                                               max_num_seqs=(64,), max_num_batched_tokens=(4096,)))]
+    for i, (m, kw) in enumerate(plans):
+        def run_serving(m=m, kw=kw):
+            p = plan_serving(m, chips, **kw)
+            return dict(p.to_dict(), table=_frame(p.table))
+        _try(out, f"plan_serving{i}:{m}", run_serving)
+    statics = [("meta-llama/Llama-3.1-70B", dict(prompt_len=2048, gen_len=256, tpot_s=0.05, qps=10)),
+               ("deepseek-ai/DeepSeek-V3", dict(prompt_len=2048, gen_len=256, tpot_s=0.05, qps=10)),
+               ("mistralai/Mixtral-8x7B-v0.1", dict(prompt_len=1024, gen_len=512, ttft_s=1.0, efficiency="ideal")),
+               ("meta-llama/Llama-3.1-8B", dict(prompt_len=4096, gen_len=256, tpot_s=0.02, output_tokens_per_s=5000,
+                                                max_chips=16))]
+    for i, (m, kw) in enumerate(statics):
+        def run_static(m=m, kw=kw):
+            p = plan(m, chips, **kw)
+            return dict(p.to_dict(), candidates=_frame(p.candidates), frontier=_frame(p.frontier),
+                        explanation=p.explanation)
+        _try(out, f"plan{i}:{m}", run_static)
+    return out
+
+
+def _frame(df) -> dict:
+    return {c: df[c].tolist() for c in df.columns}
+
+
+def _try(out: dict, key: str, fn) -> None:
+    try:
+        out[key] = fn()
+    except Exception as e:  # noqa: BLE001 - a scenario that raises must raise the same way in both checkouts
+        out[key] = ["error", type(e).__name__, str(e)]
+
+
 def _model(m):
     import llm_roofline as lr
 
@@ -137,6 +214,7 @@ def dump(out: str) -> None:
     res["big"] = [_big(model, chip, kw) for model, chip, kw in BIG]
     for model, chip, kw in SERVES:
         res["serve"].append(lr.serve(_model(model), chip, **kw).to_dict())
+    res["grids"] = json_ready(_grids())
     Path(out).write_text(json.dumps(res, default=str))
 
 
