@@ -81,17 +81,19 @@ def refit_chip(data: Path, system: str, chip_name: str, date: str | None, vidur_
             fits[f], points[f] = shipped.families[f], 0
     res = FitResult(chip.name, MappingProxyType(fits), MappingProxyType(points), MappingProxyType(med),
                     time.perf_counter() - t0)
-    return chip, res, note(chip, sources, sum(points.values()), date)
+    return chip, res, note(chip, sources, sum(points.values()), date, "mla_glue" in fits)
 
 
-def note(chip, sources: list[str], points: int, date: str | None) -> str:
+def note(chip, sources: list[str], points: int, date: str | None, glue: bool) -> str:
+    """The [efficiency] header: sources, points, date, the peaks fitted against; glue: the chip has its own mla_glue
+    fit (validate_mla.py)."""
     dtype = "fp16" if "fp16" in chip.dense_flops_per_s else "bf16"
     fp8 = f", fp8 {chip.peak_flops_per_s('fp8'):.4g}" if "fp8" in chip.dense_flops_per_s else ""
     return ("; ".join(sources) + f"; {points} points; fitted {date or 'today'} against this file's {chip.name} peaks "
             f"({dtype} {chip.peak_flops_per_s(dtype):.4g}{fp8} FLOP/s, HBM {chip.hbm_bytes_per_s:.4g} B/s, "
             f"{chip.scaleup.kind} {chip.scaleup.bytes_per_s:.4g} B/s); families not listed here are borrowed "
-            "(chip_fits.calibrated_model says from where); multi-node collectives not calibrated; mla_glue fitted by "
-            "benchmarks/validate_mla.py")
+            "(chip_fits.calibrated_model says from where); multi-node collectives not calibrated"
+            + ("; mla_glue fitted by benchmarks/validate_mla.py" if glue else ""))
 
 
 def differences(chip_name: str, fits) -> list[str]:
