@@ -15,7 +15,6 @@ not inflate it; the whole CLI process (imports, loading, printing) is timed once
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 import time
@@ -28,7 +27,6 @@ sys.path.insert(0, str(ROOT))
 
 import llm_roofline as lr  # noqa: E402
 from llm_roofline import plan_serving as ps  # noqa: E402
-from llm_roofline.hardware import load_chip  # noqa: E402
 from llm_roofline.plan import plan  # noqa: E402
 from timing import best_seconds  # noqa: E402 (benchmarks/timing.py)
 
@@ -37,22 +35,6 @@ TARGETS = dict(prompt_len=2048, gen_len=256, tpot_s=0.05, qps=10.0)
 README = ("plan meta-llama/Llama-3.1-70B --chips h100-sxm,h200,mi300x --prompt 2048 --gen 256 --tpot-s 0.05 "
           "--qps 10")
 TARGET_PER_S = 20_000
-
-
-def serving_configurations(p, spec, max_chips=64, knobs=4) -> int:
-    """Points of the serving planner's grid: every chip x sharding x replica count x engine knob pair, less the
-    shardings it skipped (their notes)."""
-    if hasattr(p, "configurations"):
-        return p.configurations
-    skipped = {(m.group(1), int(m.group(2)), int(m.group(3)))
-               for m in (re.match(r"(\S+) tp=(\d+) pp=(\d+): skipped", n) for n in p.notes) if m}
-    n = 0
-    for c in CHIPS:
-        chip = load_chip(c)
-        for tp, pp, _ in ps._shardings(spec, chip, max_chips):
-            if (chip.name, tp, pp) not in skipped:
-                n += max_chips // (tp * pp) * knobs
-    return n
 
 
 def cpu_time(fn, repeats: int = 3) -> float:
@@ -74,7 +56,7 @@ def main() -> None:
             result["p"] = ps.plan_serving(spec, CHIPS, **TARGETS)
 
         s = cpu_time(serving)
-        report(f"{model} serving planner (--qps)", serving_configurations(result["p"], spec), s)
+        report(f"{model} serving planner (--qps)", result["p"].configurations, s)
 
         def static():
             result["s"] = plan(spec, CHIPS, **TARGETS)

@@ -124,7 +124,9 @@ def floor(batch, prompt, gen, m, peak, bw, capacity):
 
 def million(spec, chip) -> None:
     mesh = [m.ravel() for m in np.meshgrid(*AXES.values(), indexing="ij")]
-    m = dict(d=spec.d_model, h=32, kv=8, hd=128, ff=14336, L=spec.n_layers, V=spec.vocab_size)
+    g = spec.layer_groups[0]  # a dense model: one group of layers
+    m = dict(d=spec.d_model, h=g.attention.n_heads, kv=g.attention.n_kv_heads, hd=g.attention.head_dim,
+             ff=g.ffn.d_ff, L=spec.n_layers, V=spec.vocab_size)
     capacity = 0.9 * chip.hbm_bytes
 
     def run_floor():

@@ -151,10 +151,12 @@ def main(argv=None) -> int:
     ap.add_argument("--table", action="store_true",
                     help="print the shipped chip files' parameters as CALIBRATION.md's Markdown table and exit")
     args = ap.parse_args(argv)
-    if args.table:
-        print(parameter_table([c for _, c in chips_with_data(Path(args.data))]))
-        return 0
     data = Path(args.data)
+    if not (data / "aic-vllm").is_dir():
+        ap.error(f"no aic-vllm folder under {data} (give the shared calibration directory with --data)")
+    if args.table:
+        print(parameter_table([c for _, c in chips_with_data(data)]))
+        return 0
     vidur_rows = normalize(vidur.convert_vidur(data / "vidur")) if (data / "vidur").is_dir() else None
     ok = True
     for system, chip_name in chips_with_data(data):

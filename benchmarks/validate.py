@@ -56,8 +56,7 @@ TARGETS = {"median": 10.0, "p90": 25.0, "logo_median": 15.0}
 LLM_SHAPES = "n,k>=1k"
 BUCKET_ORDER = ("M<=64", "M<=1k", "M>1k", LLM_SHAPES, "L<=1k", "L<=8k", "L>8k", "<=1MB", "<=100MB", ">100MB", "<=64KiB", "<=8MiB",
                 ">8MiB")
-TARGET_FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8",
-                   "collective", "moe_fp8", "gemm_fp8_block", "all_to_all")
+TARGET_FAMILIES = (*LOGO_FAMILIES, "collective")
 
 
 def bucket(df: pd.DataFrame) -> np.ndarray:
@@ -204,9 +203,13 @@ def main(argv=None) -> int:
     unknown = sorted(set(families) - set(FAMILIES))
     if unknown:
         ap.error(f"unknown families: {', '.join(unknown)}")
+    chips = [c for c in args.chips.split(",") if c]
+    if not chips or set(chips) - set(LOGO_DONOR):
+        ap.error(f"unknown chips {sorted(set(chips) - set(LOGO_DONOR))}; measured: {', '.join(LOGO_DONOR)}")
     data = Path(args.data)
+    if not (data / "aic-vllm").is_dir():
+        ap.error(f"no aic-vllm folder under {data} (give the shared calibration directory with --data)")
     vidur_rows = normalize(vidur.convert_vidur(data / "vidur")) if (data / "vidur").is_dir() else None
-    chips = [c for c in args.chips.split(",") if (CHIPS_DIR / f"{c}.toml").is_file()]
     rows = {c: rows_of(data, c, vidur_rows) for c in set(chips) | {LOGO_DONOR[c] for c in chips}}
     if families:
         rows = {c: r[r["fam"].isin(families)].reset_index(drop=True) for c, r in rows.items()}
