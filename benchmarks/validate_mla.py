@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from llm_roofline.calibrate.aic_vllm import SYSTEMS  # noqa: E402
+from llm_roofline.calibrate.fit import abs_pct_errors, ratio_band  # noqa: E402
 from llm_roofline.chip_fits import calibrated_model, fits_from_table  # noqa: E402
 from llm_roofline.graph import Dtypes, Phase, build_ops, resolve_dtypes  # noqa: E402
 from llm_roofline.hardware import load_chip  # noqa: E402
@@ -103,10 +104,6 @@ def estimate_chip(data: Path, chip_name: str) -> tuple[pd.DataFrame, dict]:
     return rows, per_op
 
 
-def abs_pct(pred, meas) -> np.ndarray:
-    return np.abs(np.asarray(pred) / np.asarray(meas) - 1.0) * 100.0
-
-
 def summary(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     """n, median / p90 absolute % error of ideal and calibrated, and the median measured / calibrated ratio."""
     out = []
@@ -114,7 +111,7 @@ def summary(rows: pd.DataFrame, by: list[str]) -> pd.DataFrame:
         m = g["measured_s"].to_numpy()
         r = dict(zip(by, key if isinstance(key, tuple) else (key,)), n=len(g))
         for k in ("ideal", "calibrated"):
-            e = abs_pct(g[k], m)
+            e = abs_pct_errors(g[k], m)
             r[f"{k}_med"], r[f"{k}_p90"] = np.median(e), np.percentile(e, 90)
         r["meas/cal"] = float(np.median(m / g["calibrated"].to_numpy()))
         out.append(r)
@@ -182,14 +179,15 @@ def fit_report(allrows: pd.DataFrame) -> tuple[pd.DataFrame, dict]:
         donor = LOGO_DONOR.get(gpu)
         g["logo"] = predict_glue(g, fits[donor]) if donor in fits else np.nan
         ratio = g["measured_s"].to_numpy() / g["held_out"].to_numpy()
-        bands[gpu] = (fits[gpu], (float(np.percentile(ratio, 10)), float(np.percentile(ratio, 90))), len(g))
+        band = ratio_band(ratio)
+        bands[gpu] = (fits[gpu], (band["err_p10"], band["err_p90"]), len(g))
         parts.append(g)
     rows = pd.concat(parts)
     out = []
     for (gpu, phase), g in rows.groupby(["gpu", "phase"], sort=False):
         r = dict(gpu=gpu, phase=phase, n=len(g))
         for k in ("calibrated", "fitted", "held_out", "logo"):
-            e = abs_pct(g[k], g["measured_s"])
+            e = abs_pct_errors(g[k], g["measured_s"])
             r[f"{k}_med"], r[f"{k}_p90"] = np.median(e), np.percentile(e, 90)
         out.append(r)
     return pd.DataFrame(out), bands
