@@ -20,17 +20,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import numpy as np  # noqa: E402
 
 from llm_roofline.serve import serve  # noqa: E402
+from timing import best_seconds  # noqa: E402 (benchmarks/timing.py)
 
 GRID = dict(prompt_len=[512, 1024, 2048, 4096], gen_len=[128, 256, 512, 1024, 2048])
 
 
 def timed(**load) -> tuple[float, int]:
-    best = np.inf
-    for _ in range(3):
-        t = time.perf_counter()
-        df = serve("meta-llama/Llama-3.1-8B", "h100-sxm", **GRID, **load)
-        best = min(best, time.perf_counter() - t)
-    return best, len(df)
+    """(best wall seconds of 3 sweeps, their points)."""
+    points = []
+    best = best_seconds(lambda: points.append(len(serve("meta-llama/Llama-3.1-8B", "h100-sxm", **GRID, **load))), 3,
+                        clock=time.perf_counter)
+    return best, points[-1]
 
 
 def main() -> None:

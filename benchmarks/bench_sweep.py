@@ -34,10 +34,6 @@ from llm_roofline.graph import Phase, build_ops  # noqa: E402
 from timing import best_seconds  # noqa: E402 (benchmarks/timing.py)
 
 
-def best_of(fn, repeats=5):
-    return best_seconds(fn, repeats, clock=time.perf_counter)
-
-
 def main() -> None:
     spec = lr.load_model("meta-llama/Llama-3.1-8B")
     chip = lr.load_chip("h100-sxm")
@@ -49,14 +45,16 @@ def main() -> None:
         for s in score_ops(build_ops(spec, Phase.decode(batch, prompt + 1)), chip):
             np.maximum(s.t_compute_s, s.t_memory_s)
 
-    t = best_of(decode_steps)
+    t = best_seconds(decode_steps, 5, clock=time.perf_counter)
     print(f"decode-step evaluations: {n / t:,.0f} /s  ({n:,} steps in {t * 1e3:.1f} ms; target >= 2,000,000/s)")
 
-    t = best_of(lambda: evaluate(spec, chip, batch=batch, prompt_len=prompt, gen_len=257), repeats=3)
+    t = best_seconds(lambda: evaluate(spec, chip, batch=batch, prompt_len=prompt, gen_len=257), 3,
+                     clock=time.perf_counter)
     print(f"full estimates (prefill + 256 decode steps): {n / t:,.0f} /s  ({n:,} grid points in {t * 1e3:.0f} ms; "
           f"target >= 50,000/s) = {n * 256 / t:,.0f} decode steps/s summed")
 
-    t = best_of(lambda: lr.estimate(spec, chip, batch=8, prompt_len=2048, gen_len=256), repeats=5)
+    t = best_seconds(lambda: lr.estimate(spec, chip, batch=8, prompt_len=2048, gen_len=256), 5,
+                     clock=time.perf_counter)
     print(f"one scalar estimate() with its op table: {t * 1e3:.1f} ms")
 
 
@@ -135,20 +133,16 @@ def million(spec, chip) -> None:
     def run_sweep():
         return lr.sweep(spec, chip, efficiency="ideal", **{k: list(v) for k, v in AXES.items()})
 
-    t_floor = best_cpu(run_floor, 3)
-    t_sweep = best_cpu(run_sweep, 2)
+    t_floor = best_seconds(run_floor, 3)
+    t_sweep = best_seconds(run_sweep, 2)
     f, sw = run_floor(), run_sweep()
     agree = np.nanmax(np.abs(f["tpot_s"].to_numpy() / sw["tpot_s"].to_numpy() - 1))
     agree_ttft = np.nanmax(np.abs(f["ttft_s"].to_numpy() / sw["ttft_s"].to_numpy() - 1))
     print(f"1e6-point lr.sweep (ideal): {t_sweep:.2f} s CPU; hand-vectorized numpy floor: {t_floor:.2f} s CPU; "
           f"ratio {t_sweep / t_floor:.1f}x (target <= 3x). The floor agrees within {agree_ttft:.1%} (TTFT), "
           f"{agree:.1%} (TPOT): it leaves out rope, the KV write's compute and the embedding detail")
-    t_cal = best_cpu(lambda: lr.sweep(spec, chip, **{k: list(v) for k, v in AXES.items()}), 1)
+    t_cal = best_seconds(lambda: lr.sweep(spec, chip, **{k: list(v) for k, v in AXES.items()}), 1)
     print(f"1e6-point lr.sweep (calibrated, the default): {t_cal:.2f} s CPU")
-
-
-def best_cpu(fn, repeats):
-    return best_seconds(fn, repeats)
 
 
 def peak_bytes_per_point() -> None:
