@@ -218,3 +218,27 @@ def test_a_callers_efficiency_applies_its_comm_to_switch_reduced_bytes_and_is_ch
                 dict(compute=1.5), dict(overhead_s=math.inf), dict(compute=np.array([0.5, 0.6]))):
         with pytest.raises(RooflineError, match=next(iter(bad))):
             lr.estimate("meta-llama/Llama-3.1-8B", "h100-sxm", tp=8, batch=4, efficiency=Efficiency(**bad))
+
+
+def test_a_calibrated_model_subclass_that_prices_ops_its_own_way_is_asked_for_every_op():
+    # for_ops groups GEMMs and pricing_keys reuses stacks only for CalibratedModel's own for_op: a subclass's for_op
+    # prices every op, GEMMs over a grid of batches included, exactly as Efficiency(compute=0.5, memory=0.5) does,
+    # also through a graphs memo where the base model (the same fits) left its stacks
+    import llm_roofline as lr
+    from llm_roofline.chip_fits import calibrated_model
+    from llm_roofline.efficiency import CalibratedModel
+    from llm_roofline.estimate import step_time_s
+
+    class Half(CalibratedModel):
+        def for_op(self, op, chip):
+            return Efficiency(compute=0.5, memory=0.5)
+
+    base = calibrated_model(lr.load_chip("h100-sxm"))
+    half = Half(base.chip, "half", base.families, base.sources)
+    kw = dict(decode_batch=np.array([1.0, 8.0, 64.0]), decode_kv_len=1000.0, tp=2)
+    shared = {}
+    step_time_s("meta-llama/Llama-3.1-8B", "h100-sxm", efficiency=base, graphs=shared, **kw)
+    for graphs in (None, shared):
+        got = step_time_s("meta-llama/Llama-3.1-8B", "h100-sxm", efficiency=half, graphs=graphs, **kw)
+        want = step_time_s("meta-llama/Llama-3.1-8B", "h100-sxm", efficiency=Efficiency(compute=0.5, memory=0.5), **kw)
+        assert np.array_equal(got, want)
