@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from .collectives import CollectiveTerms, collective_terms
+from .units import remembered
 
 if TYPE_CHECKING:
     from .hardware import Chip
@@ -368,34 +369,36 @@ def stack_terms(ops: "list[Op]", chip: "Chip", grid: tuple, shared: dict | None 
     """StackTerms of `ops` on `chip`. shared: a dict kept with `ops` while they are scored on several chips: the
     stacks that do not depend on the chip (FLOPs and HBM bytes) are made once there, the link terms once per links."""
     shape = (len(ops),) + tuple(grid)
-    local = shared.get("local") if shared is not None else None
-    if local is None:
-        collective = tuple(op.kind == "collective" for op in ops)
-        local = (stacked([0.0 if c else op.flops for op, c in zip(ops, collective)], shape),
-                 stacked([0.0 if c else op.hbm_bytes for op, c in zip(ops, collective)], shape), collective)
-        if shared is not None:
-            shared["local"] = local
-    flops, hbm, collective = local
-    col = (len(ops),) + (1,) * len(grid)  # per-op numbers against the grid
-
-    def per_op(values):
-        return np.array(values, dtype=np.float64).reshape(col)
-
+    flops, hbm, collective = remembered(shared, "local", _local_stacks, ops, shape)
     links = (chip.scaleup, chip.scaleout)  # all a collective's terms read of the chip (collectives.collective_terms)
-    comm = shared.get(links) if shared is not None else None
-    if comm is None:  # the link terms, stacked once per links (chips on the same links share them)
-        terms = iter([collective_terms(op.collective, op.comm_bytes, op.group_chips, chip)
-                      for op, c in zip(ops, collective) if c])
-        rows = [(t.link_bytes, t.hops, t.link_bytes_per_s, t.latency_s, t.switch_reduced) if c
-                else (0.0, 0.0, np.inf, 0.0, 0.0) for c in collective for t in [next(terms) if c else None]]
-        link_bytes, hops, link_bw, latency, switch = zip(*rows)
-        comm = (stacked(link_bytes, shape), stacked(hops, shape), per_op(link_bw), per_op(latency),
-                stacked(switch, shape))
-        if shared is not None:
-            shared[links] = comm
-    peak = per_op([1.0 if c else chip.peak_flops_per_s(op.compute_dtype) for op, c in zip(ops, collective)])
-    bw = per_op([1.0 if c else chip.hbm_bytes_per_s for c in collective])
-    return StackTerms(flops, hbm, peak, bw, comm[0], comm[1], comm[2], comm[3], comm[4], collective)
+    comm = remembered(shared, links, _link_stacks, ops, collective, chip, shape)  # chips on the same links share them
+    peak = _per_op([1.0 if c else chip.peak_flops_per_s(op.compute_dtype) for op, c in zip(ops, collective)], shape)
+    bw = _per_op([1.0 if c else chip.hbm_bytes_per_s for c in collective], shape)
+    return StackTerms(flops, hbm, peak, bw, *comm, collective)
+
+
+def _local_stacks(ops: "list[Op]", shape: tuple) -> tuple:
+    """(FLOPs, HBM bytes, whether each op is a collective): a collective has neither (its terms are the links')."""
+    collective = tuple(op.kind == "collective" for op in ops)
+    return (stacked([0.0 if c else op.flops for op, c in zip(ops, collective)], shape),
+            stacked([0.0 if c else op.hbm_bytes for op, c in zip(ops, collective)], shape), collective)
+
+
+def _link_stacks(ops: "list[Op]", collective: tuple, chip: "Chip", shape: tuple) -> tuple:
+    """(link bytes, hops, link bandwidth, latency, switch-reduced) of the collectives; other ops none, at an infinite
+    link."""
+    terms = iter([collective_terms(op.collective, op.comm_bytes, op.group_chips, chip)
+                  for op, c in zip(ops, collective) if c])
+    rows = [(t.link_bytes, t.hops, t.link_bytes_per_s, t.latency_s, t.switch_reduced) if c
+            else (0.0, 0.0, np.inf, 0.0, 0.0) for c in collective for t in [next(terms) if c else None]]
+    link_bytes, hops, link_bw, latency, switch = zip(*rows)
+    return (stacked(link_bytes, shape), stacked(hops, shape), _per_op(link_bw, shape), _per_op(latency, shape),
+            stacked(switch, shape))
+
+
+def _per_op(values, shape: tuple) -> np.ndarray:
+    """One number per op, shaped (ops, 1, ...) against the (ops, *grid) stacks."""
+    return np.array(values, dtype=np.float64).reshape((len(values),) + (1,) * (len(shape) - 1))
 
 
 def score_ops(ops: "list[Op]", chip: "Chip", efficiency_model=None) -> list[Scored]:
