@@ -312,9 +312,7 @@ def family_of(op: "Op") -> str:
             return "gemm_fp8_block" if block_scaled(op) else "gemm_fp8"
         return "moe" if op.style == "expert" else "gemm"
     if op.kind == "attention":
-        if not is_decode_attention(op):
-            return "attention"
-        return "attention_decode_fp8" if 0 < getattr(op, "kv_bits", 0.0) <= KV8_BITS else "attention_decode"
+        return _decode_family(op) if is_decode_attention(op) else "attention"
     if op.kind == "collective" and op.collective == "all_to_all":
         return "all_to_all"
     if op.kind in ("norm", "embedding", "collective"):
@@ -375,9 +373,12 @@ class CalibratedModel:
             return self._shared(("dequant", op.compute_dtype), op.tokens, chip,
                                 lambda: dequant_efficiency(p, op, chip, self.label))
         if op.kind == "attention":
-            # decode: tokens = sequences (a floor per sequence: overhead_per_token_s); prefill keys off L and X
-            return p.efficiency(0.0 if fam == "attention" else op.tokens, label=self.label,
-                                dim=op.head_dim, group=op.q_per_kv, **attention_shape(op, decode=fam != "attention"))
+            dec = decode_points(op) if fam == "attention" else True
+            if getattr(dec, "ndim", 0) and np.any(dec):  # decode-like at some points only: each priced by its family
+                d, pre = self._attention(op, self.fit_for(_decode_family(op)), True), self._attention(op, p, False)
+                return Efficiency(*(np.where(dec, getattr(d, k), getattr(pre, k)) for k in ("compute", "memory")),
+                                  overhead_s=np.where(dec, d.overhead_s, pre.overhead_s), label=self.label)
+            return self._attention(op, p, decode=fam != "attention")
         if op.kind == "gemm":  # a GEMM's efficiency also depends on its own output columns (T * N: its epilogue)
             n = op.gemm_n
             walked = op.walked_rows * (op.gemm_k + n) if fam in MOE_FAMILIES else 0.0
@@ -391,6 +392,12 @@ class CalibratedModel:
         if not getattr(op.tokens, "ndim", 0):
             return _efficiency_at(p, op.tokens, self.label)
         return self._shared(fam, op.tokens, None, lambda: p.efficiency(op.tokens, label=self.label))
+
+    def _attention(self, op: "Op", p: FamilyFit, decode: bool) -> Efficiency:
+        """A fused attention op at fit p: decode keys its floor off the sequences (tokens = sequences:
+        overhead_per_token_s), prefill off L and X (attention_shape)."""
+        return p.efficiency(op.tokens if decode else 0.0, label=self.label, dim=op.head_dim, group=op.q_per_kv,
+                            **attention_shape(op, decode=decode))
 
     def for_ops(self, ops: "list[Op]", chip: Chip, grid: tuple) -> list[tuple[list[int], Efficiency]]:
         """for_op of every op as (rows, Efficiency) parts covering each op once: an op priced alone is
@@ -423,16 +430,17 @@ class CalibratedModel:
 
     def pricing_keys(self, ops: "list[Op]", chip: Chip, memo: dict) -> tuple:
         """What for_op(op, chip) reads besides each op, as a key (roofline.stacked_efficiency reuses a stack under
-        it): the fit of the op's family, whether a collective crosses the chip's scale-up domain and whether that
-        domain is an NVLink switch (its step latency), the chip itself for a dequantizing GEMM (its peaks). memo: a
-        dict kept with `ops` (their families, chip-free, once). None (no reuse) when a subclass prices ops its own
-        way."""
+        it): the fit of the op's family (a prefill attention op's decode fit too: its decode-like points), whether a
+        collective crosses the chip's scale-up domain and whether that domain is an NVLink switch (its step latency),
+        the chip itself for a dequantizing GEMM (its peaks). memo: a dict kept with `ops` (their families, chip-free,
+        once). None (no reuse) when a subclass prices ops its own way."""
         if type(self).for_op is not CalibratedModel.for_op:
             return None
         shapes = memo.get("families")
         if shapes is None:  # the distinct families, the chips of each collective, whether any GEMM dequantizes
             fams = [family_of(op) for op in ops]
-            shapes = memo["families"] = (tuple(dict.fromkeys(fams)),
+            mixed = [_decode_family(op) for op, f in zip(ops, fams) if f == "attention"]  # decode-like points: for_op
+            shapes = memo["families"] = (tuple(dict.fromkeys(fams + mixed)),
                                          tuple(int(op.group_chips) for op, f in zip(ops, fams)
                                                if f in COLLECTIVE_FAMILIES),
                                          any(f == "gemm" and weight_only_quantized(op) for op, f in zip(ops, fams)))
@@ -511,20 +519,27 @@ def query_tiles(seqs, q, heads, group) -> tuple[np.ndarray, np.ndarray]:
     return b * h * np.ceil(q / Q_TILE), b * (h / g) * np.ceil(q * g / Q_TILE)
 
 
-def is_decode_attention(op: "Op") -> bool:
-    """An attention op that streams a KV cache larger than its Q/O traffic (decode, or a short chunk after a
-    long prefix): kv_bytes > act_bytes. A decode step reads kv_len * n_kv*(dqk+dv) cache elements per
-    sequence against H*(dqk+dv) Q/O elements, so it is decode once kv_len > H / n_kv (the GQA group; MLA:
-    ~70 tokens); prefill without a prefix reads about 1/G of its Q/O bytes. Judged on the whole grid. A query of
-    one token per sequence (tokens = seqs) is a decode too: vLLM runs it with its decode kernel (B200: TRT-LLM
-    decode for the 1-token rows of the prefill table), whatever the KV length."""
+def _decode_family(op: "Op") -> str:
+    """The decode-attention family of an attention op: its KV cache in <= 8 bits or not."""
+    return "attention_decode_fp8" if 0 < getattr(op, "kv_bits", 0.0) <= KV8_BITS else "attention_decode"
+
+
+def decode_points(op: "Op"):
+    """Where an attention op is decode-like (a bool, or a bool array over its grid): it streams a KV cache larger than
+    its Q/O traffic (decode, or a short chunk after a long prefix), kv_bytes > act_bytes. A decode step reads kv_len *
+    n_kv*(dqk+dv) cache elements per sequence against H*(dqk+dv) Q/O elements, so it is decode once kv_len > H / n_kv
+    (the GQA group; MLA: ~70 tokens); prefill without a prefix reads about 1/G of its Q/O bytes. A query of one token
+    per sequence (tokens = seqs) is a decode too: vLLM runs it with its decode kernel (B200: TRT-LLM decode for the
+    1-token rows of the prefill table), whatever the KV length."""
     kv, act = _float(op.kv_bytes), _float(op.act_bytes)
     b = _float(getattr(op, "seqs", 0.0))
-    one = (b > 0) & (_float(op.tokens) == b)  # q = 1
-    if not getattr(kv, "ndim", 0) and not getattr(act, "ndim", 0) and not getattr(one, "ndim", 0):
-        return bool(kv > act or one)
-    dec = (kv > act) | one
-    return bool(np.all(dec)) if np.size(dec) else False
+    return (kv > act) | ((b > 0) & (_float(op.tokens) == b))
+
+
+def is_decode_attention(op: "Op") -> bool:
+    """Whether every point of an attention op's grid is decode-like (decode_points): family_of's family (and band) of
+    the op; one decode-like at some points only is priced point by point (CalibratedModel.for_op)."""
+    return bool(np.all(dec := decode_points(op))) and np.size(dec) > 0
 
 
 # =============================================================================== weight-only quantization
@@ -546,10 +561,7 @@ def weight_bits_of(op: "Op") -> float:
 
 def weight_only_quantized(op: "Op") -> bool:
     """Whether a GEMM's weights are stored narrower than its compute dtype (int4/int8/fp8 weights, bf16 compute)."""
-    if op.compute_dtype not in DTYPE_BITS:
-        return False
-    bits = weight_bits_of(op)
-    return 0 < bits < _NARROW_FRACTION * DTYPE_BITS[op.compute_dtype]
+    return op.compute_dtype in DTYPE_BITS and 0 < weight_bits_of(op) < _NARROW_FRACTION * DTYPE_BITS[op.compute_dtype]
 
 
 def quantized_experts(op: "Op") -> bool:

@@ -273,16 +273,11 @@ class StepTables:
 StepFn = Callable[..., np.ndarray]  # (decode_rows, decode_kv_len, chunk_tokens, chunk_kv_len) -> seconds
 
 
-def _apart(evaluate, rows, shape, axis) -> np.ndarray:
-    """evaluate(node indices) for the nodes without decode rows and those with, joined along `axis` into `shape`:
-    the efficiency model judges an attention op decode-like on its whole grid (efficiency.is_decode_attention),
-    so an empty decode batch must not share a call with real ones."""
-    parts = [i for i in (np.flatnonzero(rows == 0), np.flatnonzero(rows > 0)) if i.size]
-    out = [np.broadcast_to(evaluate(i), shape[:axis % len(shape)] + (i.size,) + shape[axis % len(shape) + 1:])
-           for i in parts]
-    joined = np.concatenate(out, axis=axis)
-    order = np.argsort(np.concatenate(parts), kind="stable")
-    return np.take(joined, order, axis=axis)
+def _joined(parts: tuple, widths: tuple) -> np.ndarray:
+    """parts (arrays of up to 3 axes, right-aligned) broadcast to (lead, width, tail) each and joined on axis 1."""
+    dims = [(1,) * (3 - np.ndim(p)) + np.shape(p) for p in parts]
+    lead, tail = max(d[0] for d in dims), max(d[2] for d in dims)
+    return np.concatenate([np.broadcast_to(p, (lead, w, tail)) for p, w in zip(parts, widths)], axis=1)
 
 
 def step_tables(step_s: StepFn, wl: Workload, engine: Engine, spec: Speculative, nodes: np.ndarray,
@@ -303,21 +298,23 @@ def step_tables(step_s: StepFn, wl: Workload, engine: Engine, spec: Speculative,
         raise ScenarioError(f"prefill_first scheduling needs every prompt within max_num_batched_tokens "
                             f"= {engine.max_num_batched_tokens}; use scheduling='chunked'")
     draft = (np.zeros_like(nodes) if draft_s is None else draft_s(nodes)) * chunked  # (m,)
-    host = engine.step_overhead_s + engine.seq_overhead_s * nodes  # (m,)
-    # a decode-only step with no sequence is never taken (a decoder sees d >= 1): node 0 is scored at one row
-    decode = step_s(np.maximum(nodes, 1.0) * (spec.k + 1), kv_dec, 0.0, 0.0) + draft + host  # (n, m)
-    host = (engine.step_overhead_s + engine.prompt_step_overhead_s
-            + engine.seq_overhead_s * nodes * chunked)  # steps with prompt tokens (and decodes beside them)
     room = np.maximum(budget[:, None, None] - rows, 1.0)  # (n, 1, m)
     chunks = np.ceil(new / room)  # (n, k, m)
     chunk = new / chunks
     kv_own = cached + (new + chunk) / 2.0
-    own = _apart(lambda i: step_s(rows[i], kv_dec[..., None], chunk[..., i], kv_own[..., i]),
-                 rows, new.shape[:-1] + nodes.shape, -1) + draft + host
     x = np.maximum(FRACTIONS * budget[:, None], 1.0)  # (n, f) prompt tokens; at least one (no empty step)
     kv_x = np.maximum(x, wl.mean(wl.cached_tokens)[:, None] + (wl.mean(wl.new_prompt_tokens)[:, None] + x) / 2.0)
-    batch = _apart(lambda i: step_s(rows[i][:, None], kv_dec[..., None], x[:, None, :], kv_x[:, None, :]),
-                   rows, budget.shape + nodes.shape + x.shape[1:], -2) + (draft + host)[:, None]
+    # every step in one call, on (n, 1 + k + f, m): the decode-only step (a decode-only step with no sequence is never
+    # taken, a decoder sees d >= 1: node 0 is scored at one row), each class's own chunk, the batched prompt tokens
+    k, f = new.shape[1], x.shape[1]
+    t = step_s(_joined((np.maximum(nodes, 1.0) * (spec.k + 1), rows, rows), (1, k, f)), kv_dec[..., None],
+               _joined((0.0, chunk, x[..., None]), (1, k, f)), _joined((0.0, kv_own, kv_x[..., None]), (1, k, f)))
+    host = engine.step_overhead_s + engine.seq_overhead_s * nodes  # (m,)
+    decode = t[:, 0] + draft + host  # (n, m)
+    host = (engine.step_overhead_s + engine.prompt_step_overhead_s
+            + engine.seq_overhead_s * nodes * chunked)  # steps with prompt tokens (and decodes beside them)
+    own = t[:, 1:1 + k] + draft + host  # (n, k, m)
+    batch = np.swapaxes(t[:, 1 + k:], 1, 2) + (draft + host)[:, None]  # (n, m, f)
     shape = new.shape[:-1] + nodes.shape
     return StepTables(nodes, np.broadcast_to(decode, shape[:1] + nodes.shape), np.broadcast_to(own, shape),
                       np.broadcast_to(chunks, shape), np.broadcast_to(batch, shape[:1] + nodes.shape + x.shape[1:]),

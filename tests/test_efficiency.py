@@ -444,3 +444,11 @@ def test_an_efficiency_that_is_neither_a_mode_nor_a_model_is_one_error(bad):
     # an array was compared elementwise with 'ideal' and ended in "truth value of an array is ambiguous"
     with pytest.raises(lr.RooflineError, match="efficiency must be 'ideal' or 'calibrated'"):
         lr.estimate("meta-llama/Llama-3.1-8B", "h100-sxm", efficiency=bad)
+
+
+def test_an_attention_grid_is_priced_point_by_point(attn_chip):
+    # the two hand cases above on one grid: point 0 the prefill (batch 1, q = kv = 1024: 52.1901 us), point 1 the
+    # decode (batch 4, q = 1, kv 4096: 20.7008 us); each point is priced by its own family, not the grid's majority
+    op = _attn(np.array([1.0, 4.0]), np.array([1024.0, 1.0]), np.array([1024.0, 4096.0]))
+    assert family_of(op) == "attention"  # the op's family (and band): decode only where every point is
+    assert _t(op, attn_chip).t_s == pytest.approx([52.1901e-6, 20.7008e-6], rel=1e-5)
