@@ -95,6 +95,7 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
                    prompt_len=prompt_len, gen_len=gen_len)
     price = {name: p.usd_per_hour for name, p in chip_prices(chip_list, prices).items()}
     rank_by = "usd_per_hour" if all(v is not None for v in price.values()) else "chips"
+    rank = _Rank(qps, price, rank_by, ttft_col, targets, attention_dp)
     notes = [] if rank_by == "usd_per_hour" else [
         f"ranked by chips: no price per chip-hour for {', '.join(k for k, v in price.items() if v is None)}"]
     serve_kw = dict(attention_dp=attention_dp, weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype,
@@ -109,12 +110,12 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
     grid = dict(prompt_len=prompt_len, gen_len=gen_len, max_num_seqs=knobs[0], max_num_batched_tokens=knobs[1],
                 **serve_kw)
     # only the shardings with room for a sequence somewhere are scored (the memory model rules out the others)
-    rows, run_notes, configurations, no_room = _search(spec, deployments, grid, qps)
+    rows, run_notes, configurations, no_room = _search(spec, deployments, grid, rank)
     if not rows:
         raise ScenarioError(f"{spec.name}: no sharding of {', '.join(c.name for c in chip_list)} within {max_chips} "
                             f"chips runs it" + (f"; {no_room} have no room for one sequence's KV cache beside the "
                                                 "weights" if no_room else "") + "".join("; " + n for n in run_notes))
-    out = _choose(spec, rows, targets, ttft_col, price, rank_by, notes + run_notes, serve_kw)
+    out = _choose(spec, rows, rank, notes + run_notes, serve_kw)
     out.configurations = configurations
     return out
 
@@ -124,65 +125,103 @@ def _knob(name: str, values) -> list[int]:
     return [int(v) for v in np.atleast_1d(check_count(name, values, BOUNDS["max_batch"].max_value))]
 
 
-def _search(spec, deployments, grid, qps):
-    """Every deployment scored in one serve_deployments call: (each one's columns with a replicas column, notes
-    of the shardings skipped, configurations searched: grid points scored or ruled out by memory, the deployments
-    ruled out by memory)."""
+def _search(spec, deployments, grid, rank: "_Rank"):
+    """Every deployment scored in one serve_deployments call, the saturation rate only where the plan reads it
+    (_picks): (each one's columns with the planner's (_Rank.columns), notes of the shardings skipped, configurations
+    searched: grid points scored or ruled out by memory, the deployments ruled out by memory)."""
     rows, notes, configurations, no_room = [], [], 0, 0
-    for dep, df in zip(deployments, serve_deployments(spec, deployments, only_fitting=True, as_columns=True,
-                                                      **grid)):
-        if df is None:  # no room for a sequence anywhere: ruled out by the memory model
+    wanted = lambda cols: np.isin(np.arange(len(cols["qps"])), [i for i in _picks(rank.columns(cols), rank) if i is not None])
+    for dep, cols in zip(deployments, serve_deployments(spec, deployments, only_fitting=True, as_columns=True,
+                                                        saturation_where=wanted, **grid)):
+        if cols is None:  # no room for a sequence anywhere: ruled out by the memory model
             configurations += len(dep["qps"]) * len(grid["max_num_seqs"]) * len(grid["max_num_batched_tokens"])
             no_room += 1
             continue
-        if isinstance(df, RooflineError):
-            notes.append(f"{dep['chip'].name} tp={dep['tp']} pp={dep['pp']}: skipped ({df})")
+        if isinstance(cols, RooflineError):
+            notes.append(f"{dep['chip'].name} tp={dep['tp']} pp={dep['pp']}: skipped ({cols})")
             continue
-        df["replicas"] = np.rint(qps / df["qps"]).astype(int)
-        rows.append(df)
-        configurations += len(df["qps"])
+        rows.append(rank.columns(cols))
+        configurations += len(cols["qps"])
     return rows, notes, configurations, no_room
 
 
-def _choose(spec, frames, targets, ttft_col, price, rank_by, notes, serve_kw) -> ServingPlan:
+@dataclass(frozen=True)
+class _Rank:
+    """How the plan ranks a deployment's points: the load (qps), prices per chip, targets and the TTFT column."""
+
+    qps: float
+    price: dict
+    rank_by: str
+    ttft_col: str
+    targets: dict
+    attention_dp: int
+
+    def columns(self, cols: dict) -> dict:
+        """cols with the planner's: replicas, qps_per_replica, chips, usd_per_hour (None without a price), feasible."""
+        replicas = np.rint(self.qps / cols["qps"]).astype(int)
+        chips = cols["tp"] * cols["pp"] * replicas * self.attention_dp
+        price = self.price[cols["chip"][0]]
+        usd = [None] * len(chips) if price is None else price * chips
+        feasible = (cols["fits"] & ~cols["saturated"] & (cols[self.ttft_col] <= self.targets["ttft_s"])
+                    & (cols["tpot_s"] <= self.targets["tpot_s"]))
+        return {**cols, "replicas": replicas, "qps_per_replica": cols["qps"], "chips": chips, "usd_per_hour": usd,
+                "feasible": feasible}
+
+    def key(self, cols: dict) -> tuple:
+        """The sort keys of the rows, most significant first: cost (or chips), chips, TPOT."""
+        usd = np.asarray(cols["usd_per_hour"], dtype=np.float64)
+        return ((usd, cols["chips"]) if self.rank_by == "usd_per_hour" else (cols["chips"],)) + (cols["tpot_s"],)
+
+
+def _picks(cols: dict, rank: _Rank) -> tuple:
+    """(the cheapest feasible row of one deployment, first of equal ones; the row _binds reads: one replica fewer, its
+    engine knobs of lowest TTFT, first of equal ones, a NaN TTFT counting as none), None where there is none."""
+    ok = np.flatnonzero(cols["feasible"])
+    if not ok.size:
+        return None, None
+    best = ok[np.lexsort(tuple(k[ok] for k in reversed(rank.key(cols))))[0]]
+    fewer = np.flatnonzero(cols["replicas"] == cols["replicas"][best] - 1)
+    if not fewer.size:
+        return best, None
+    ttft = cols[rank.ttft_col][fewer]
+    return best, fewer[np.argmin(np.where(np.isnan(ttft), np.inf, ttft))]
+
+
+def _choose(spec, frames, rank: _Rank, notes, serve_kw) -> ServingPlan:
     import pandas as pd
 
-    df = pd.DataFrame(joined_columns(frames, [len(p["qps"]) for p in frames]))  # what pd.concat of their frames gives
-    df["qps_per_replica"] = df["qps"]
-    df["chips"] = df["tp"] * df["pp"] * df["replicas"] * serve_kw["attention_dp"]
-    df["usd_per_hour"] = [None if price[c] is None else price[c] * n
-                          for c, n in zip(df["chip"].tolist(), df["chips"].tolist())]
-    df["feasible"] = (df["fits"] & ~df["saturated"] & (df[ttft_col] <= targets["ttft_s"])
-                      & (df["tpot_s"] <= targets["tpot_s"]))
-    key = ["usd_per_hour", "chips"] if rank_by == "usd_per_hour" else ["chips"]
-    ok = df[df["feasible"]].sort_values(key + ["tpot_s"], kind="stable")
-    if ok.empty:
+    targets, ttft_col = rank.targets, rank.ttft_col
+    picked = [(f, *_picks(f, rank)) for f in frames]
+    picked = [(f, b, fewer) for f, b, fewer in picked if b is not None]
+    if not picked:
+        df = pd.DataFrame(joined_columns(frames, [len(p["qps"]) for p in frames]))
         near = df.sort_values(["chips"]).iloc[-1]
         raise ScenarioError(f"{spec.name} at {targets['qps']:g} req/s: no deployment within max_chips meets the "
                             f"targets; the largest one tried ({near['chip']} tp={near['tp']} x {near['replicas']}): "
                             f"{_failure(near, ttft_col, targets)}")
-    cheapest = ok.groupby(["chip", "tp", "pp", "ep"], sort=False).head(1).copy()
-    groups = df.groupby(["chip", "tp", "pp", "replicas"], sort=False).indices  # row positions, in df order
-    ttft = df[ttft_col].to_numpy(dtype=np.float64)
-    cheapest["binds"] = [_binds(df, groups, key, ttft, ttft_col, targets)
-                         for key in zip(*(cheapest[k].tolist() for k in ("chip", "tp", "pp", "replicas")))]
+    keys = [[k[b] for k in rank.key(f)] for f, b, _ in picked]  # each pick's sort keys, most significant first
+    order = np.lexsort(np.array(keys, dtype=np.float64).T[::-1])  # stable: ties keep the deployments' order
+    rows = [_row(picked[i][0], picked[i][1], _binds(picked[i], ttft_col, targets)) for i in order]
+    cheapest = pd.DataFrame(joined_columns(rows, [1] * len(rows)))
     best = cheapest.iloc[0].to_dict()
     check = serve(spec, best["chip"], prompt_len=targets["prompt_len"], gen_len=targets["gen_len"],
                   qps=targets["qps"], tp=int(best["tp"]), pp=int(best["pp"]), ep=int(best["ep"]),
                   dp=int(best["replicas"]), max_num_seqs=int(best["max_num_seqs"]),
                   max_num_batched_tokens=int(best["max_num_batched_tokens"]), **serve_kw)
     return ServingPlan(best={k: best[k] for k in _SHOWN}, table=cheapest[_SHOWN].reset_index(drop=True),
-                       check=check, targets=targets, rank_by=rank_by, notes=notes)
+                       check=check, targets=targets, rank_by=rank.rank_by, notes=notes)
 
 
-def _binds(df, groups, key: tuple, ttft: np.ndarray, ttft_col, targets) -> str:
-    """Why the row of `key` (chip, tp, pp, replicas) is the cheapest of its chip and sharding: what one replica fewer
-    fails (its engine knobs of lowest TTFT, the first of equal ones; a NaN TTFT counts as none)."""
-    chip, tp, pp, replicas = key
-    rows = groups.get((chip, tp, pp, replicas - 1))
-    if rows is None or len(rows) == 0:
+def _row(cols: dict, i: int, binds: str) -> dict:
+    """Row i of a deployment's columns (each value as a one-row array, a shared value as it is), with its binds."""
+    return {**{k: v if np.ndim(v) == 0 else np.asarray(v)[i:i + 1] for k, v in cols.items()}, "binds": binds}
+
+
+def _binds(pick: tuple, ttft_col, targets) -> str:
+    """Why the cheapest row of its chip and sharding is: what one replica fewer fails (_picks' row)."""
+    cols, best, fewer = pick
+    if fewer is None:
         return "one replica: the load fits on a single replica"
-    vals = ttft[rows]
-    fewer = df.iloc[rows[np.argmin(np.where(np.isnan(vals), np.inf, vals))]]
-    n = int(replicas) - 1
-    return f"{n} {'replica fails' if n == 1 else 'replicas fail'}: {_failure(fewer, ttft_col, targets)}"
+    n = int(cols["replicas"][best]) - 1
+    row = {k: v if np.ndim(v) == 0 else np.asarray(v)[fewer] for k, v in cols.items()}
+    return f"{n} {'replica fails' if n == 1 else 'replicas fail'}: {_failure(row, ttft_col, targets)}"

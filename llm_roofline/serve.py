@@ -176,9 +176,12 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
     return _Prepared(tab, wl, cap, kv_seq, free, kv_seqs, load, dp, g["max_num_seqs"], layout["attention_dp"])
 
 
-def _solve(parts: "list[_Prepared]", *, engine: dict, sp: Speculative, closed: bool) -> list[dict[str, np.ndarray]]:
+def _solve(parts: "list[_Prepared]", *, engine: dict, sp: Speculative, closed: bool,
+           saturation_where=None) -> list[dict[str, np.ndarray]]:
     """Every metric of every part's grid, from ONE queueing solve over all their points (the equations are
-    per point; the parts' step tables are stacked): a dict of arrays (n,) per part."""
+    per point; the parts' step tables are stacked): a dict of arrays (n,) per part. saturation_where(i, cols): the
+    points of part i (a bool mask, from its other metrics) whose saturation rate is computed (the others' is NaN;
+    None: every point's)."""
     sizes = [p.load.size for p in parts]
     tab = StepTables.concat([p.tab for p in parts])
     wl = Workload.concat([p.wl for p in parts])
@@ -189,10 +192,6 @@ def _solve(parts: "list[_Prepared]", *, engine: dict, sp: Speculative, closed: b
     e_spec, r_over = sp.tokens_per_step, engine["request_overhead_s"]
     st = (solve_closed(tab, wl, cat["load"], cap_safe, e_spec, r_over, engine["requests_per_client"]) if closed
           else solve_open(tab, wl, cat["load"], cap_safe, e_spec, r_over))
-    # saturation: the largest open-loop rate, once per distinct (step configuration, capacity)
-    sat_keys, first, sat_inv = np.unique(np.stack([tab.index, cap_safe], -1), axis=0, return_index=True,
-                                         return_inverse=True)
-    sat_qps = saturation_qps(tab.with_index(sat_keys[:, 0].astype(np.intp)), wl.take(first), sat_keys[:, 1], e_spec)
     gen = wl.mean(wl.gen_tokens)
     tpot_s = np.where(gen > 1.0, st.tpot_s, np.nan)  # one generated token: no decode step
     cols = dict(ttft_s=st.ttft_s, ttft_p90_s=st.ttft_p90_s, tpot_s=tpot_s, e2e_s=st.e2e_s,
@@ -201,10 +200,22 @@ def _solve(parts: "list[_Prepared]", *, engine: dict, sp: Speculative, closed: b
                 kv_cache_utilization=st.running_batch / cat["attention_dp"] * cat["kv_seq"] / np.maximum(cat["free"], 1.0),
                 decode_batch=st.decode_batch, prefill_utilization=st.prefill_utilization, queue_s=st.queue_s,
                 max_running=cap, limit=np.where(cat["max_num_seqs"] <= cat["kv_seqs"], "max_num_seqs", "kv_cache"),
-                saturation_requests_per_s=sat_qps[sat_inv.ravel()] * dp, saturated=st.saturated | (cap < 1),
-                fits=cap >= 1, converged=st.converged)
+                saturation_requests_per_s=None, saturated=st.saturated | (cap < 1), fits=cap >= 1,
+                converged=st.converged)  # saturation: below, at the points wanted
     bounds = np.cumsum([0] + sizes)
-    return [{k: v[lo:hi] for k, v in cols.items()} for lo, hi in zip(bounds[:-1], bounds[1:])]
+    out = [{k: v if v is None else v[lo:hi] for k, v in cols.items()} for lo, hi in zip(bounds[:-1], bounds[1:])]
+    want = np.ones(tab.index.size, bool) if saturation_where is None else np.concatenate(
+        [np.broadcast_to(np.asarray(saturation_where(i, c), dtype=bool), (n,)) for i, (c, n) in enumerate(zip(out, sizes))])
+    sat = np.full(tab.index.size, np.nan)
+    if np.any(want):  # the largest open-loop rate, once per distinct (step configuration, capacity) wanted
+        keys, first, inv = np.unique(np.stack([tab.index[want], cap_safe[want]], -1), axis=0, return_index=True,
+                                     return_inverse=True)
+        at = np.flatnonzero(want)[first]
+        sat[want] = saturation_qps(tab.with_index(keys[:, 0].astype(np.intp)), wl.take(at), keys[:, 1],
+                                   e_spec)[inv.ravel()] * dp[want]
+    for c, lo, hi in zip(out, bounds[:-1], bounds[1:]):
+        c["saturation_requests_per_s"] = sat[lo:hi]
+    return out
 
 
 # ------------------------------------------------------------------------------------------- public API
@@ -289,10 +300,11 @@ def _setup(model, call: dict):
     return spec, ctx, mesh
 
 
-def _run(spec, jobs, ctx: dict, raise_errors: bool, only_fitting: bool = False) -> list:
+def _run(spec, jobs, ctx: dict, raise_errors: bool, only_fitting: bool = False, saturation_where=None) -> list:
     """Every job (its discrete choices d: chip, tp, pp, ep, dp; its grid g) prepared, then solved together: one
     (chip, d, g, cols, assumptions) per job, or the RooflineError a job raised (raise_errors=False), or None for a
-    job where nothing fits (only_fitting)."""
+    job where nothing fits (only_fitting). saturation_where(chip, d, g, cols): the points of a job whose saturation
+    rate is wanted (_solve; None: all)."""
     preps, graphs = [], {}  # graphs: each step's graph, built once for every chip (estimate.graph_memo)
     for d, g in jobs:
         try:
@@ -318,20 +330,24 @@ def _run(spec, jobs, ctx: dict, raise_errors: bool, only_fitting: bool = False) 
         groups.setdefault(tuple(p[3].tab.nodes), []).append(p)
     cols = {}
     for members in groups.values():
+        where = None if saturation_where is None else (
+            lambda i, c, members=members: saturation_where(members[i][0], members[i][1], members[i][2], c))
         for p, c in zip(members, _solve([m[3] for m in members], engine=ctx["engine"], sp=ctx["sp"],
-                                        closed=ctx["closed"])):
+                                        closed=ctx["closed"], saturation_where=where)):
             cols[id(p)] = c
     return [p if p is None or isinstance(p, RooflineError) else (p[0], p[1], p[2], cols[id(p)], p[4]) for p in preps]
 
 
 def serve_deployments(model, deployments: list[dict], only_fitting: bool = False, as_columns: bool = False,
-                      **kw) -> list:
+                      saturation_where=None, **kw) -> list:
     """serve() sweeps of several deployments solved together (one queueing pass over all their points, which is
     what makes the planner fast). deployments: dicts of chip, tp, pp, ep, dp and any grid argument of serve()
     overriding `kw` (e.g. its own list of qps); kw: serve()'s other arguments. Returns per deployment its
     DataFrame (as serve() returns for lists; as_columns: the dict of its columns instead), or the RooflineError
     it raised, or None (only_fitting) when no point of it has room for one sequence (found by the memory model
-    alone: its steps are not evaluated)."""
+    alone: its steps are not evaluated). saturation_where(columns): the points of a deployment (a bool mask, read
+    from its columns but saturation_requests_per_s) whose saturation rate is computed, the others' left NaN (a
+    caller reading a few rows: the planner); None: every point's."""
     base = dict(chip=None, tp=1, pp=1, ep=1, dp=1)
     if not isinstance(deployments, (list, tuple)) or not all(isinstance(d, dict) for d in deployments):
         raise ScenarioError(f"deployments must be a list of dicts (chip, tp, pp, ep, dp, grid arguments), got "
@@ -360,8 +376,11 @@ def serve_deployments(model, deployments: list[dict], only_fitting: bool = False
         ctx = dep_ctx
         jobs.append(({**base, **{k: v for k, v in dep.items() if k in base}}, mesh))
         out.append(None)
-    solved = iter(_run(spec, jobs, ctx, raise_errors=False, only_fitting=only_fitting) if jobs else [])
     eff = kw.get("efficiency", DEFAULT_EFFICIENCY)
+    where = None if saturation_where is None else (
+        lambda chip, d, g, cols: saturation_where(_columns(chip, d, cols, g, eff)))
+    solved = iter(_run(spec, jobs, ctx, raise_errors=False, only_fitting=only_fitting, saturation_where=where)
+                  if jobs else [])
     for i, r in enumerate(out):
         if r is None:
             r = next(solved)

@@ -46,6 +46,24 @@ def test_as_columns_holds_the_columns_of_each_deployments_own_serve_sweep():
         pd.testing.assert_frame_equal(pd.DataFrame(cols), alone, check_exact=False, rtol=1e-12)
 
 
+def test_saturation_where_computes_the_saturation_rate_at_the_points_asked_only():
+    # the same rate as the full sweep's where asked (prompts of 4096 tokens: not the grid's first workload), NaN
+    # elsewhere; every other column unchanged
+    import numpy as np
+
+    kw = dict(prompt_len=[512, 4096], gen_len=64, max_num_seqs=[64, 256])
+    deps = [dict(chip="h100-sxm", tp=1, qps=[0.5, 4.0]), dict(chip="a100-80gb", tp=2, qps=[1.0])]
+    full = serve_deployments(MODEL, deps, as_columns=True, **kw)
+    some = serve_deployments(MODEL, deps, as_columns=True, saturation_where=lambda c: c["prompt_len"] > 1000, **kw)
+    for a, b in zip(full, some):
+        asked = np.asarray(a["prompt_len"]) > 1000
+        assert asked.any() and not asked.all()
+        np.testing.assert_array_equal(b["saturation_requests_per_s"][asked], a["saturation_requests_per_s"][asked])
+        assert np.isnan(b["saturation_requests_per_s"][~asked]).all()
+        pd.testing.assert_frame_equal(pd.DataFrame(b).drop(columns="saturation_requests_per_s"),
+                                      pd.DataFrame(a).drop(columns="saturation_requests_per_s"))
+
+
 @pytest.mark.parametrize("bad", [dict(tp=[1, 2]), dict(chip=["h100-sxm", "a100-80gb"]), dict(dp=(1, 2))])
 def test_a_deployment_with_a_list_of_chips_or_degrees_is_refused(bad):
     # serve() sweeps lists; serve_deployments takes one deployment per chip and sharding: tp=[1, 2] ended in

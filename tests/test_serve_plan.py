@@ -86,16 +86,19 @@ def test_the_binding_reason_reads_the_fewer_replicas_row_of_lowest_ttft():
     # one replica fewer (2) has four engine-knob rows: TTFT 3 s, NaN (none), 1.5 s, 2 s; the reason is the 1.5 s
     # row's failure against a 1 s target, the first of the lowest (a tie at 1.5 s later, with no KV room, is not read)
     import numpy as np
-    import pandas as pd
 
-    from llm_roofline.plan_serving import _binds
+    from llm_roofline.plan_serving import _binds, _picks, _Rank
 
-    df = pd.DataFrame(dict(chip="h100-sxm", tp=1, pp=1, replicas=[2, 2, 2, 2, 2, 3],
-                           fits=[True, True, True, True, False, True], saturated=False, qps=1.0,
-                           saturation_requests_per_s=9.0, ttft_s=[3.0, np.nan, 1.5, 2.0, 1.5, 0.5], tpot_s=0.01))
-    groups = df.groupby(["chip", "tp", "pp", "replicas"], sort=False).indices
-    said = _binds(df, groups, ("h100-sxm", 1, 1, 3), df["ttft_s"].to_numpy(), "ttft_s", dict(ttft_s=1.0, tpot_s=0.05))
-    assert said == "2 replicas fail: TTFT 1.5 s > 1 s"
+    targets = dict(ttft_s=1.0, tpot_s=0.05)
+    rank = _Rank(qps=6.0, price={"h100-sxm": 2.0}, rank_by="usd_per_hour", ttft_col="ttft_s", targets=targets,
+                 attention_dp=1)
+    n = 6  # 6 req/s over 3 req/s per replica: 2 replicas (rows 0-4); over 2 req/s: 3 (row 5, the only feasible one)
+    cols = rank.columns(dict(chip=["h100-sxm"] * n, tp=np.ones(n, int), pp=np.ones(n, int),
+                             qps=np.array([3.0, 3, 3, 3, 3, 2]), fits=np.array([True, True, True, True, False, True]),
+                             saturated=np.zeros(n, bool), saturation_requests_per_s=np.full(n, 9.0),
+                             ttft_s=np.array([3.0, np.nan, 1.5, 2.0, 1.5, 0.5]), tpot_s=np.full(n, 0.01)))
+    assert _picks(cols, rank) == (5, 2)
+    assert _binds((cols, 5, 2), "ttft_s", targets) == "2 replicas fail: TTFT 1.5 s > 1 s"
 
 
 def test_no_sharding_with_room_for_a_sequence_says_so_without_scoring_them_all():
