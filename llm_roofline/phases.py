@@ -14,8 +14,8 @@ import numpy as np
 
 from .ops import Op
 from .roofline import (TIME_FIELDS, Score, Times, add_times, bound_shares, op_blocks, ops_shape, score_stack,
-                       score_stacks, stack_terms, stacked, sum_affine_steps, sum_affine_steps_t_s, sum_constant_steps_t_s, times_of,
-                       trapezoid_sum)
+                       score_stacks, stack_t_s, stack_terms, stacked, sum_affine_steps, sum_affine_steps_t_s,
+                       sum_constant_steps_t_s, times_of, trapezoid_sum)
 from .sharding import Sharding
 from .units import remembered
 
@@ -262,6 +262,11 @@ def phase_t_s_chips(ops: list[Op], chips: list, effs: list, time_factor, sums=Pr
         block = ops[lo:hi]
         shared = None if memo is None else memo.setdefault((lo, hi), {})
         g = shape if hi - lo > 1 else _block_grid(block, shape, shared)
+        if sums is PrefillSums:  # one step: each op's own time, no stacked Score (roofline.stack_t_s)
+            for c, (chip, eff) in enumerate(zip(chips, effs)):
+                t_s = stack_t_s(block, chip, eff, g, shared)
+                totals[c] = _add_rows(totals[c], t_s * _per_op([op.count for op in block], t_s) * time_factor)
+            continue
         t_s = sums.t_s(score_stacks(block, chips, effs, g, shared))
         rows = t_s * _per_op([op.count for op in block] * len(chips), t_s) * time_factor
         for c in range(len(chips)):

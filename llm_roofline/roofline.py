@@ -325,27 +325,56 @@ def score_stacks(ops: "list[Op]", chips: list, efficiency_models: list, grid: tu
 def stacked_efficiency(ops: "list[Op]", chip: "Chip", efficiency_model, shape: tuple, collective: tuple,
                        shared: dict | None = None) -> Efficiency:
     """The ops' efficiencies stacked like their terms (shape (ops, *grid); a collective's comm, other ops' 1).
-    shared: a dict kept with `ops`; a model with .pricing_keys(ops, chip, shared) (what its for_op reads besides
-    each op: the fit pricing it, the chip where that matters) gets one stack per distinct key, reused on every
-    chip whose keys are the same (chips borrowing one fit)."""
+    shared: a dict kept with `ops` (see efficiency_parts); the stack is kept there too, once per pricing key."""
     if efficiency_model is None:
         return IDEAL  # the same numbers for every op
-    cache = key = None
-    if isinstance(efficiency_model, Efficiency):
-        parts = [([j], efficiency_model) for j in range(len(ops))]
-    else:
-        if shared is not None and hasattr(efficiency_model, "pricing_keys"):
-            key = efficiency_model.pricing_keys(ops, chip, shared)
-            cache = shared.setdefault("efficiency", {}) if key is not None else None
-            hit = cache.get(key) if cache is not None else None
-            if hit is not None:
-                return hit
-        parts = (efficiency_model.for_ops(ops, chip, shape[1:]) if hasattr(efficiency_model, "for_ops")
-                 else [([j], efficiency_model.for_op(op, chip)) for j, op in enumerate(ops)])
-    eff = stacked_parts(parts, shape, collective)
-    if cache is not None:
-        cache[key] = eff
-    return eff
+    key = _pricing_key(ops, chip, efficiency_model, shared)
+    if key is None:
+        return stacked_parts(efficiency_parts(ops, chip, efficiency_model, shape[1:]), shape, collective)
+    return remembered(shared.setdefault("efficiency", {}), key, lambda: stacked_parts(
+        efficiency_parts(ops, chip, efficiency_model, shape[1:], shared), shape, collective))
+
+
+def efficiency_parts(ops: "list[Op]", chip: "Chip", efficiency_model, grid: tuple, shared: dict | None = None) -> list:
+    """(rows, Efficiency) parts covering every op once: the model's for_ops (GEMMs of a family priced together), else
+    its for_op op by op; None or one Efficiency: that one for every op. shared: a dict kept with `ops`; a model with
+    .pricing_keys(ops, chip, shared) (what its for_op reads besides each op: the fit pricing it, the chip where that
+    matters) gets one list per distinct key, reused on every chip whose keys are the same (chips borrowing one fit)."""
+    if efficiency_model is None or isinstance(efficiency_model, Efficiency):
+        return [([j], efficiency_model or IDEAL) for j in range(len(ops))]
+
+    def parts():
+        if hasattr(efficiency_model, "for_ops"):
+            return efficiency_model.for_ops(ops, chip, tuple(grid))
+        return [([j], efficiency_model.for_op(op, chip)) for j, op in enumerate(ops)]
+    key = _pricing_key(ops, chip, efficiency_model, shared)
+    return parts() if key is None else remembered(shared.setdefault("parts", {}), key, parts)
+
+
+def _pricing_key(ops, chip, efficiency_model, shared):
+    """The model's pricing key of `ops` on `chip` (its pricing_keys), None: no reuse (no memo, or no such method)."""
+    if shared is None or not hasattr(efficiency_model, "pricing_keys"):
+        return None
+    return efficiency_model.pricing_keys(ops, chip, shared)
+
+
+def stack_t_s(ops: "list[Op]", chip: "Chip", efficiency_model, grid: tuple, shared: dict | None = None) -> np.ndarray:
+    """score_stack(ops, chip, efficiency_model, grid, shared=shared).t_s (ops, *grid), bit for bit, without the
+    stacked Score: each part's Efficiency (efficiency_parts) is applied to its rows at its own shape, so no field is
+    broadcast to the grid and no op pays the terms it has none of (an op its link term, a collective its FLOPs)."""
+    t = stack_terms(ops, chip, grid, shared)
+    out = np.empty((len(ops),) + tuple(grid))
+    for rows, e in efficiency_parts(ops, chip, efficiency_model, grid, shared):
+        r = rows[0] if len(rows) == 1 else rows
+        if len(rows) == 1 and t.collective[r]:  # score's link term (its FLOP and HBM terms are 0 / peak = 0)
+            sw = t.comm_switch[r]
+            frac = e.comm if not _nonzero(sw) else _arr(e.comm) + sw * (_arr(e.switch_fraction) - _arr(e.comm))
+            out[r] = (t.comm_hops[r] * (t.link_latency_s[r] + e.comm_hop_s)
+                      + t.comm_bytes[r] / (t.link_bytes_per_s[r] * frac)) + e.overhead_s
+        else:  # score's FLOP and HBM terms (the link term of an op that is no collective is 0)
+            out[r] = np.maximum(t.flops[r] / (t.peak_flops_per_s[r] * e.compute),
+                                t.hbm_bytes[r] / (t.hbm_bytes_per_s[r] * e.memory)) + e.overhead_s
+    return out
 
 
 class StackTerms(NamedTuple):

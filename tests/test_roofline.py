@@ -147,6 +147,28 @@ def test_gemms_priced_together_over_a_grid_keep_each_ops_numbers():
     assert np.all(np.isfinite(stack.t_s)) and np.all(stack.t_s >= 0)
 
 
+def test_stack_t_s_is_the_stacked_scores_t_s_to_the_bit():
+    # roofline.stack_t_s (each op's efficiency applied at its own shape, no stacked Score: the serving step tables
+    # and the planners) against score_stack(...).t_s: a mixed step of Llama-3.1-70B on 8 H100s over a grid (GEMMs
+    # priced together, decode and chunk attention, all-reduces through the switch and one-shot, norms), ideal, one
+    # Efficiency for every op and calibrated, with and without a memo (its stacks kept per pricing key)
+    import llm_roofline as lr
+    from llm_roofline.chip_fits import calibrated_model
+    from llm_roofline.graph import Phase, build_ops
+    from llm_roofline.roofline import score_stack, stack_t_s
+    from llm_roofline.sharding import Sharding
+
+    spec, chip = lr.load_model("meta-llama/Llama-3.1-70B"), lr.load_chip("h100-sxm")
+    chunk = np.array([[0.0], [1.0], [64.0], [2048.0]])
+    ops = build_ops(spec, Phase.mixed(np.array([1.0, 8.0, 256.0]), 3000.0, chunk, chunk + 500.0), Sharding(tp=8))
+    assert {op.kind for op in ops} >= {"gemm", "attention", "collective", "norm"}
+    grid = (4, 3)
+    for model in (None, Efficiency(compute=0.5, memory=0.7, comm=0.8, overhead_s=1e-6), calibrated_model(chip)):
+        for memo in (None, {}):
+            want = score_stack(ops, chip, model, grid, shared=memo).t_s
+            assert np.array_equal(stack_t_s(ops, chip, model, grid, memo), want), model
+
+
 def test_a_cached_efficiency_stack_is_never_read_for_another_model():
     # step_time_s(graphs=...) keeps each graph's efficiency stacks under the ids of the fits that priced them
     # (efficiency.pricing_keys); the memo keeps those fits alive, so a later model's fit cannot take a freed fit's
