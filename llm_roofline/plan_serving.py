@@ -157,10 +157,11 @@ class _Rank:
     attention_dp: int
 
     def columns(self, cols: dict) -> dict:
-        """cols with the planner's: replicas, qps_per_replica, chips, usd_per_hour (None without a price), feasible."""
+        """cols (a deployment's columns: its chip a name or a list of it) with the planner's: replicas,
+        qps_per_replica, chips, usd_per_hour (None without a price), feasible."""
         replicas = np.rint(self.qps / cols["qps"]).astype(int)
         chips = cols["tp"] * cols["pp"] * replicas * self.attention_dp
-        price = self.price[cols["chip"][0]]
+        price = self.price[cols["chip"] if isinstance(cols["chip"], str) else cols["chip"][0]]
         usd = [None] * len(chips) if price is None else price * chips
         feasible = (cols["fits"] & ~cols["saturated"] & (cols[self.ttft_col] <= self.targets["ttft_s"])
                     & (cols["tpot_s"] <= self.targets["tpot_s"]))

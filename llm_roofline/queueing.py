@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any, Callable
 
 import numpy as np
@@ -158,17 +158,30 @@ def workload_of(prompt_len, gen_len, prefix_hit_rate, workload=None) -> Workload
 FRACTIONS = np.linspace(0.0, 1.0, 17)  # prompt tokens in a step / budget, where batched steps are tabulated
 
 
+@lru_cache(maxsize=64)
 def decode_nodes(max_seqs: float) -> np.ndarray:
-    """Decode batches at which step costs are tabulated: every integer to 16, then ~8 % apart up to max_seqs."""
+    """Decode batches at which step costs are tabulated: every integer to 16, then ~8 % apart up to max_seqs (kept per
+    max_seqs, read-only: every deployment of a plan asks for the same)."""
     top = max(float(max_seqs), 17.0)
     geo = np.geomspace(16.0, top, max(int(np.ceil(np.log(top / 16.0) / np.log(1.08))), 1) + 1)
-    return np.unique(np.concatenate([np.arange(17.0), np.round(geo, 6)]))
+    nodes = np.unique(np.concatenate([np.arange(17.0), np.round(geo, 6)]))
+    nodes.flags.writeable = False
+    return nodes
 
 
 def _bracket(nodes: np.ndarray, x) -> tuple[np.ndarray, np.ndarray]:
     """Left node index and weight of x between nodes[i] and nodes[i + 1] (x clipped to the node range)."""
     pos = np.interp(x, nodes, np.arange(nodes.size, dtype=np.float64))  # fractional node index
     i = np.minimum(pos.astype(np.intp), nodes.size - 2)
+    return i, pos - i
+
+
+def _fraction_bracket(x) -> tuple[np.ndarray, np.ndarray]:
+    """_bracket(FRACTIONS, x) without the search: on FRACTIONS' even steps of 1/16 the fractional index is
+    min(max(x, 0), 1) * 16, the number np.interp gives to the bit (x - j/16 is exact for x in [j/16, (j+1)/16] and
+    16 (x - j/16) + j = 16 x is representable)."""
+    pos = np.minimum(np.maximum(x, 0.0), 1.0) * (FRACTIONS.size - 1)
+    i = np.minimum(pos.astype(np.intp), FRACTIONS.size - 2)
     return i, pos - i
 
 
@@ -235,9 +248,10 @@ class StepTables:
     def batched(self, batch, tokens, pos: tuple | None = None) -> np.ndarray:
         """A step with `tokens` prompt tokens beside `batch` decodes; bilinear; batch, tokens (n, ...). pos: see at.
         Table entries are read by flat index (the same entries as batch_s[row, i, j])."""
-        batch, tokens = np.broadcast_arrays(batch, tokens)
+        if np.shape(batch) != np.shape(tokens):
+            batch, tokens = np.broadcast_arrays(batch, tokens)
         i, wd = _bracket(self.nodes, batch) if pos is None else _spread(pos, tokens.ndim)
-        j, wf = _bracket(FRACTIONS, tokens / self.point_budget_tokens.reshape((-1,) + (1,) * (tokens.ndim - 1)))
+        j, wf = _fraction_bracket(tokens / self.point_budget_tokens.reshape((-1,) + (1,) * (tokens.ndim - 1)))
         f = FRACTIONS.size
         t, ij = self._flat(self.batch_s), self._base(self.batch_s.shape, tokens.ndim, 0) + i * f + j
         return ((1 - wd) * ((1 - wf) * t.take(ij) + wf * t.take(ij + 1))

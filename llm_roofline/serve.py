@@ -60,6 +60,7 @@ BENCHMARK_REQUESTS_PER_CLIENT = 10
 
 _GRID = ("prompt_len", "gen_len", "concurrency", "qps", "max_num_seqs", "max_num_batched_tokens", "prefix_hit_rate")
 _DISCRETE = ("chip", "tp", "pp", "ep", "dp")
+_DEGREES = _DISCRETE[1:]
 
 
 @dataclass
@@ -309,7 +310,7 @@ def _run(spec, jobs, ctx: dict, raise_errors: bool, only_fitting: bool = False, 
     for d, g in jobs:
         try:
             chip_obj = load_chip(d["chip"])
-            d = {**d, **{k: check_count(k, d[k]) for k in ("tp", "pp", "ep", "dp")}}
+            d = {**d, **{k: check_count(k, d[k]) for k in _DEGREES}}
             assumptions: list[str] = []
             dtypes = resolve_dtypes(chip_obj, Dtypes(*ctx["dtypes"]), assumptions)
             assumptions += filter(None, [spec.w8a8_fallback_note(dtypes, chip_obj.name)])
@@ -346,8 +347,9 @@ def serve_deployments(model, deployments: list[dict], only_fitting: bool = False
     DataFrame (as serve() returns for lists; as_columns: the dict of its columns instead), or the RooflineError
     it raised, or None (only_fitting) when no point of it has room for one sequence (found by the memory model
     alone: its steps are not evaluated). saturation_where(columns): the points of a deployment (a bool mask, read
-    from its columns but saturation_requests_per_s) whose saturation rate is computed, the others' left NaN (a
-    caller reading a few rows: the planner); None: every point's."""
+    from its grid and metric columns, saturation_requests_per_s aside, and its chip name, tp, pp, ep, dp: one value
+    each) whose saturation rate is computed, the others' left NaN (a caller reading a few rows: the planner); None:
+    every point's."""
     base = dict(chip=None, tp=1, pp=1, ep=1, dp=1)
     if not isinstance(deployments, (list, tuple)) or not all(isinstance(d, dict) for d in deployments):
         raise ScenarioError(f"deployments must be a list of dicts (chip, tp, pp, ep, dp, grid arguments), got "
@@ -378,7 +380,7 @@ def serve_deployments(model, deployments: list[dict], only_fitting: bool = False
         out.append(None)
     eff = kw.get("efficiency", DEFAULT_EFFICIENCY)
     where = None if saturation_where is None else (
-        lambda chip, d, g, cols: saturation_where(_columns(chip, d, cols, g, eff)))
+        lambda chip, d, g, cols: saturation_where({**g, **cols, "chip": chip.name, **{k: d[k] for k in _DEGREES}}))
     solved = iter(_run(spec, jobs, ctx, raise_errors=False, only_fitting=only_fitting, saturation_where=where)
                   if jobs else [])
     for i, r in enumerate(out):
@@ -451,7 +453,7 @@ def _single(spec, chip, d, cols, mesh, engine, sp, efficiency, assumptions, clos
         assumptions.append("warning: the closed-loop fixed point did not settle (C != throughput x e2e by more than "
                            "0.1 %): a prompt-bound load (almost no decode steps); treat these numbers as rough.")
     scenario = {k: float(a[0]) for k, a in mesh.items()}
-    scenario.update({k: d[k] for k in ("tp", "pp", "ep", "dp")}, **layout, load="closed loop" if closed else "open loop (Poisson)",
+    scenario.update({k: d[k] for k in _DEGREES}, **layout, load="closed loop" if closed else "open loop (Poisson)",
                     speculative=dict(k=sp.k, acceptance=sp.acceptance, tokens_per_step=sp.tokens_per_step,
                                      draft=None if sp.draft is None else str(getattr(sp.draft, "name", sp.draft))),
                     **engine)
