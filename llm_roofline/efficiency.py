@@ -429,7 +429,7 @@ class CalibratedModel:
         return parts
 
     def pricing_keys(self, ops: "list[Op]", chip: Chip, memo: dict) -> tuple:
-        """What for_op(op, chip) reads besides each op, as a key (roofline.stacked_efficiency reuses a stack under
+        """What for_op(op, chip) reads besides each op, as a key (roofline.efficiency_parts reuses its parts under
         it): the fit of the op's family (a prefill attention op's decode fit too: its decode-like points), whether a
         collective crosses the chip's scale-up domain and whether that domain is an NVLink switch (its step latency),
         the chip itself for a dequantizing GEMM (its peaks). memo: a dict kept with `ops` (their families, chip-free,

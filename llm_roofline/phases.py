@@ -14,7 +14,7 @@ import numpy as np
 
 from .ops import Op
 from .roofline import (TIME_FIELDS, Score, Times, add_times, bound_shares, op_blocks, ops_shape, score_stack,
-                       score_stacks, stack_t_s, stack_terms, stacked, sum_affine_steps, sum_affine_steps_t_s,
+                       stack_t_s, stack_terms, stacked, sum_affine_steps, sum_affine_steps_t_s,
                        sum_constant_steps_t_s, times_of, trapezoid_sum)
 from .sharding import Sharding
 from .units import remembered
@@ -247,15 +247,15 @@ def phase_t_s(ops: list[Op], chip: Chip, eff, time_factor, sums=PrefillSums, gri
     """run_phase(ops, chip, eff, ..., time_factor, sums, ..., grid).totals.times.t_s alone: the same blocks, scores
     and op-by-op sum, without the work totals and the other time fields (a serving step table and the planner need
     only the wall clock). memo: a dict kept with `ops` while they are scored on several chips (what does not
-    depend on the chip is stacked once there: roofline.stack_terms, roofline.stacked_efficiency)."""
+    depend on the chip is stacked once there: roofline.stack_terms, roofline.efficiency_parts)."""
     return phase_t_s_chips(ops, [chip], [eff], time_factor, sums, grid, memo)[0]
 
 
 def phase_t_s_chips(ops: list[Op], chips: list, effs: list, time_factor, sums=PrefillSums,
                     grid: tuple | None = None, memo: dict | None = None) -> list:
     """phase_t_s of `ops` on each chip (effs: its efficiency model), the same numbers: each block of ops is scored
-    on every chip at once (roofline.score_stacks, the chips' rows one after another) and summed over the phase's
-    steps in one pass; then each chip's rows are summed op by op."""
+    on every chip (roofline.score_stack; one step: stack_t_s) and summed over the phase's steps in one pass (the
+    chips' rows one after another); then each chip's rows are summed op by op."""
     shape = remembered(memo, "grid", ops_shape, ops) if grid is None else grid  # read once per graph with a memo
     totals = [0] * len(chips)
     for lo, hi in op_blocks(len(ops), shape):
@@ -267,7 +267,9 @@ def phase_t_s_chips(ops: list[Op], chips: list, effs: list, time_factor, sums=Pr
                 t_s = stack_t_s(block, chip, eff, g, shared)
                 totals[c] = _add_rows(totals[c], t_s * _per_op([op.count for op in block], t_s) * time_factor)
             continue
-        t_s = sums.t_s(score_stacks(block, chips, effs, g, shared))
+        scores = [score_stack(block, chip, eff, g, shared=shared) for chip, eff in zip(chips, effs)]
+        t_s = sums.t_s(scores[0] if len(chips) == 1 else Score(
+            *(np.concatenate([getattr(x, k) for x in scores]) for k in _TERMS), None, None))  # the chips' rows in turn
         rows = t_s * _per_op([op.count for op in block] * len(chips), t_s) * time_factor
         for c in range(len(chips)):
             totals[c] = _add_rows(totals[c], rows[c * len(block):(c + 1) * len(block)])
