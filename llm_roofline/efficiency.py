@@ -15,7 +15,7 @@ The model (per chip and op family; a few parameters, each with a physical meanin
     eff.overhead_s = overhead_s + overhead_per_kv_row_byte_s * R           fixed time per kernel
                      + overhead_per_output_elem_s * T*N + overhead_per_token_s * T (+ walked-row elements)
 
-and roofline.score (the only place a time is computed) turns them into a time::
+and roofline.py turns them into a time (compute_time_s, memory_time_s, link_time_s: the only formulas of a time)::
 
     t = max(flops / (peak * eff.compute), bytes / (hbm * eff.memory)) + eff.overhead_s
     collective: t = hops * (latency_s + eff.comm_hop_s) + link_bytes / (link_bytes_per_s * comm_max) + overhead_s
@@ -40,7 +40,8 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
                       experts: moe)                      kernels); without a fit: the chip's moe
     attention         attn.core, prefill                 causal FlashAttention (context_attention_perf)
     attention_decode  attn.core reading a KV cache       FlashAttention decode (generation_attention_perf),
-                      larger than its Q/O traffic        bf16 KV cache
+                      larger than its Q/O traffic (or   bf16 KV cache; judged point by point
+                      a 1-token query: decode_points)    (an op of a grid takes both families)
     attention_decode_fp8  the same, KV cache in <= 8 bits  the fp8 KV cache rows (dequantized in the inner loop)
     elementwise, activation, rope, norm, embedding       Vidur's PyTorch kernels (A100, H100 only)
     collective        kind='collective' inside the       vLLM custom all-reduce in a CUDA graph; all_gather,
@@ -519,8 +520,7 @@ def query_tiles(seqs, q, heads, group) -> tuple[np.ndarray, np.ndarray]:
     return b * h * np.ceil(q / Q_TILE), b * (h / g) * np.ceil(q * g / Q_TILE)
 
 
-def _decode_family(op: "Op") -> str:
-    """The decode-attention family of an attention op: its KV cache in <= 8 bits or not."""
+def _decode_family(op: "Op") -> str:  # the decode family of an attention op: its KV cache in <= 8 bits or not
     return "attention_decode_fp8" if 0 < getattr(op, "kv_bits", 0.0) <= KV8_BITS else "attention_decode"
 
 
