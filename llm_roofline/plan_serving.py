@@ -130,9 +130,11 @@ def _search(spec, deployments, grid, rank: "_Rank"):
     (_picks): (each one's columns with the planner's (_Rank.columns), notes of the shardings skipped, configurations
     searched: grid points scored or ruled out by memory, the deployments ruled out by memory)."""
     rows, notes, configurations, no_room = [], [], 0, 0
-    wanted = lambda cols: np.isin(np.arange(len(cols["qps"])), [i for i in _picks(rank.columns(cols), rank) if i is not None])
+
+    def read(cols):  # the points of a deployment whose saturation rate the plan reads
+        return np.isin(np.arange(len(cols["qps"])), [i for i in _picks(rank.columns(cols), rank) if i is not None])
     for dep, cols in zip(deployments, serve_deployments(spec, deployments, only_fitting=True, as_columns=True,
-                                                        saturation_where=wanted, **grid)):
+                                                        saturation_where=read, **grid)):
         if cols is None:  # no room for a sequence anywhere: ruled out by the memory model
             configurations += len(dep["qps"]) * len(grid["max_num_seqs"]) * len(grid["max_num_batched_tokens"])
             no_room += 1
@@ -170,8 +172,9 @@ class _Rank:
 
     def key(self, cols: dict) -> tuple:
         """The sort keys of the rows, most significant first: cost (or chips), chips, TPOT."""
-        usd = np.asarray(cols["usd_per_hour"], dtype=np.float64)
-        return ((usd, cols["chips"]) if self.rank_by == "usd_per_hour" else (cols["chips"],)) + (cols["tpot_s"],)
+        if self.rank_by == "usd_per_hour":  # every chip has a price
+            return np.asarray(cols["usd_per_hour"], dtype=np.float64), cols["chips"], cols["tpot_s"]
+        return cols["chips"], cols["tpot_s"]
 
 
 def _picks(cols: dict, rank: _Rank) -> tuple:

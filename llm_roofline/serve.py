@@ -206,17 +206,23 @@ def _solve(parts: "list[_Prepared]", *, engine: dict, sp: Speculative, closed: b
     bounds = np.cumsum([0] + sizes)
     out = [{k: v if v is None else v[lo:hi] for k, v in cols.items()} for lo, hi in zip(bounds[:-1], bounds[1:])]
     want = np.ones(tab.index.size, bool) if saturation_where is None else np.concatenate(
-        [np.broadcast_to(np.asarray(saturation_where(i, c), dtype=bool), (n,)) for i, (c, n) in enumerate(zip(out, sizes))])
-    sat = np.full(tab.index.size, np.nan)
-    if np.any(want):  # the largest open-loop rate, once per distinct (step configuration, capacity) wanted
-        keys, first, inv = np.unique(np.stack([tab.index[want], cap_safe[want]], -1), axis=0, return_index=True,
-                                     return_inverse=True)
-        at = np.flatnonzero(want)[first]
-        sat[want] = saturation_qps(tab.with_index(keys[:, 0].astype(np.intp)), wl.take(at), keys[:, 1],
-                                   e_spec)[inv.ravel()] * dp[want]
+        [np.broadcast_to(np.asarray(saturation_where(i, c), dtype=bool), (c["fits"].size,)) for i, c in enumerate(out)])
+    sat = _saturation_rps(tab, wl, cap_safe, want, e_spec) * dp
     for c, lo, hi in zip(out, bounds[:-1], bounds[1:]):
         c["saturation_requests_per_s"] = sat[lo:hi]
     return out
+
+
+def _saturation_rps(tab: StepTables, wl: Workload, capacity, want, tokens_per_step) -> np.ndarray:
+    """The largest open-loop rate per replica (queueing.saturation_qps) at the points `want` (NaN elsewhere), once per
+    distinct (step configuration, capacity) among them (the same step configuration has the same workload)."""
+    sat = np.full(tab.index.size, np.nan)
+    if np.any(want):
+        keys, first, inv = np.unique(np.stack([tab.index[want], capacity[want]], -1), axis=0, return_index=True,
+                                     return_inverse=True)
+        sat[want] = saturation_qps(tab.with_index(keys[:, 0].astype(np.intp)), wl.take(np.flatnonzero(want)[first]),
+                                   keys[:, 1], tokens_per_step)[inv.ravel()]
+    return sat
 
 
 # ------------------------------------------------------------------------------------------- public API
