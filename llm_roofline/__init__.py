@@ -22,7 +22,7 @@ from .version import __version__
 
 # public name -> module that defines it (imported on first access)
 _LAZY = {
-    "estimate": ".estimate", "sweep": ".estimate", "Estimate": ".estimate", "PhaseSummary": ".estimate",
+    "estimate": ".estimate", "sweep": ".sweep", "Estimate": ".estimate", "PhaseSummary": ".estimate",
     "MemorySummary": ".estimate",
     "plan": ".plan", "Plan": ".plan", "disaggregation": ".plan", "Disaggregation": ".plan",
     "serve": ".serve", "ServingEstimate": ".serve",

@@ -156,12 +156,18 @@ def _own_model(chip: Chip, own: dict[str, FamilyFit], asking: tuple = ()) -> Cal
         base = borrowed_base(base, fams)  # gemm_fp8_block -> gemm_fp8 -> gemm, as CalibratedModel.fit_for walks it
         if f not in fams and base in fams:
             sources[f] = BORROWED + base
-    lent = sorted({s[len(BORROWED):] for f, s in sources.items() if s.startswith(BORROWED) and f in fams})
-    label = f"calibrated ({chip.name} fit)"
-    if lent:
-        label += "; " + ", ".join(f for f in FAMILIES if sources.get(f, "").startswith(BORROWED) and f in fams) \
-            + " borrowed from " + ", ".join(lent)
-    return CalibratedModel(chip.name, label, MappingProxyType(fams), MappingProxyType(sources))
+    return CalibratedModel(chip.name, _own_label(chip.name, sources, fams), MappingProxyType(fams),
+                           MappingProxyType(sources))
+
+
+def _own_label(chip_name: str, sources: Mapping[str, str], fams, used=FAMILIES) -> str:
+    """'calibrated (<chip> fit)', with the families of `used` whose fit is borrowed and where from."""
+    borrowed = [f for f in FAMILIES if f in used and f in fams and sources.get(f, "").startswith(BORROWED)]
+    label = f"calibrated ({chip_name} fit)"
+    if borrowed:
+        label += f"; {', '.join(borrowed)} borrowed from " + ", ".join(sorted({sources[f][len(BORROWED):]
+                                                                               for f in borrowed}))
+    return label
 
 
 def resolve_efficiency(efficiency, chip: Chip):
@@ -213,12 +219,17 @@ def resolved_once(efficiency, chip: Chip):
         return efficiency
 
 
-def efficiency_label(efficiency) -> str:
-    """'ideal', 'calibrated (h100-sxm fit)', ...: the name reports print for an efficiency mode or model."""
+def efficiency_label(efficiency, families=None) -> str:
+    """'ideal', 'calibrated (h100-sxm fit)', ...: the name reports print for an efficiency mode or model. families:
+    the op families an estimate prices (efficiency.family_of), its borrowed fits alone named (a chip's own fits'
+    label names every family it borrows, e.g. mla_glue for a model without MLA); None: the chip's label."""
     if efficiency is None:
         return "ideal"
     if isinstance(efficiency, str):
         return efficiency
+    if families is not None and isinstance(efficiency, CalibratedModel) and efficiency.label == _own_label(
+            efficiency.chip, efficiency.sources, efficiency.families):  # a chip's own fits, as calibrated_model made them
+        return _own_label(efficiency.chip, efficiency.sources, efficiency.families, set(families))
     return getattr(efficiency, "label", type(efficiency).__name__)
 
 

@@ -201,7 +201,7 @@ def cmd_estimate(args) -> str:
 
 
 def cmd_sweep(args) -> str:
-    from .estimate import sweep
+    from .sweep import sweep
 
     if args.out:
         check_destination(args.out)  # before the work: a bad --out fails fast

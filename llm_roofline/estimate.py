@@ -7,7 +7,7 @@ throughput = batch * gen_len / e2e per replica (times dp replicas).
 The sum over decode steps is exact and costs O(1) per op: inside a stretch of context lengths where no
 sliding window is crossed, every op's FLOPs and bytes are affine in the context length, so its compute
 and memory times are affine, and roofline.sum_affine_steps sums max(affine, affine) in closed form.
-Everything is numpy-vectorized over the scenario grid, so `sweep` evaluates a whole grid in one pass
+Everything is numpy-vectorized over the scenario grid, so `sweep` (sweep.py) evaluates a whole grid in one pass
 (no Python loop over grid points or decode steps).
 """
 
@@ -19,8 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from .bounds import BOUNDS, check_amounts, check_count, check_grid_points
-from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency, resolved_once
+from .bounds import BOUNDS, check_amounts, check_count
+from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency
+from .efficiency import family_of
 from .errors import RooflineError, ScenarioError
 from .graph import Dtypes, Phase, build_ops, resolve_dtypes
 from .hardware import Chip, load_chip
@@ -233,6 +234,11 @@ class Evaluation:
         return self.prefill.totals.times.t_s
 
     @cached_property
+    def efficiency_text(self) -> str:  # efficiency_label, its borrowed fits those of the op families priced here
+        return efficiency_label(self.efficiency_model, {family_of(op) for p in (self.prefill, self.decode) if p
+                                                        for op in p.ops})
+
+    @cached_property
     def decode_s(self) -> np.ndarray:
         """All decode steps of a sequence (0 where gen_len = 1)."""
         return _decode_total_s(self.gen_len, self.ttft_s, self.decode and self.decode.totals.times.t_s)
@@ -282,8 +288,11 @@ def evaluate(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, 
     dec = _decode(spec, chip, sh, dt, eff, batch, prompt, np.maximum(gen, 2), attention) if np.any(gen > 1) else None
     mem = footprint(spec, usable_bytes(chip.hbm_bytes, gpu_memory_utilization), sh, dt, pre.ops,
                     batch, prompt + gen)
-    return Evaluation(spec, chip, sh, dt, eff, assumptions, batch, prompt, gen, pre, dec, mem,
-                      _warnings(spec, chip, sh, dt, prompt + gen))
+    r = Evaluation(spec, chip, sh, dt, eff, assumptions, batch, prompt, gen, pre, dec, mem,
+                   _warnings(spec, chip, sh, dt, prompt + gen))
+    if eff is not None:
+        assumptions.append(f"efficiency: {r.efficiency_text}.")
+    return r
 
 
 @dataclass(frozen=True)
@@ -401,10 +410,7 @@ def _inputs(model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtyp
                                        moe_tp, moe_ep, routing_skew)
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), assumptions := list(spec.assumptions))
     assumptions += filter(None, [spec.w8a8_fallback_note(dt, chip.name)])  # a W8A8 checkpoint run weight-only
-    eff = resolve_efficiency(efficiency, chip)
-    if eff is not None:
-        assumptions.append(f"efficiency: {efficiency_label(eff)}.")
-    return spec, chip, sh, dt, eff, assumptions, batch, prompt, gen
+    return spec, chip, sh, dt, resolve_efficiency(efficiency, chip), assumptions, batch, prompt, gen
 
 
 def _scenario(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_parallel, attention_dp, moe_tp, moe_ep,
@@ -541,7 +547,7 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
         prefill=_summary(r.prefill.totals, 1.0),
         decode=_summary(r.decode.totals, gen_len - 1.0) if gen_len > 1 else None, memory=memory,
         critical=critical_thresholds(spec, chip, dt.compute, bits, batch), assumptions=r.assumptions,
-        efficiency=efficiency_label(r.efficiency_model if r.efficiency_model is not None else efficiency),
+        efficiency=r.efficiency_text,
         _ops=OpTable(r, gen_len), ideal=ideal, warnings=r.warnings, uncertainty=uncertainty,
         efficiency_mode=efficiency_mode(efficiency))
 
@@ -562,89 +568,3 @@ def _memory_summary(r: Evaluation) -> MemorySummary:
         per_chip_activation_bytes=float(m.activation_workspace_bytes_per_chip), per_chip_bytes=per_chip,
         capacity_bytes=r.chip.hbm_bytes, fits=per_chip <= usable, max_batch=int(m.max_batch), usable_bytes=usable,
         gpu_memory_utilization=usable / r.chip.hbm_bytes)
-
-
-# ------------------------------------------------------------------------------------------- sweep
-_GRID_AXES = ("batch", "prompt_len", "gen_len")  # broadcast with numpy
-_DISCRETE_AXES = ("chip", "tp", "pp", "ep", "dp", "weight_dtype", "act_dtype", "kv_dtype", "efficiency", "attention",
-                  "sequence_parallel", "attention_dp", "moe_tp", "moe_ep", "routing_skew", "gpu_memory_utilization")
-
-
-def sweep(model, chip, **axes):
-    """Evaluate a grid of scenarios. Any argument of `estimate` may be a list (chip too).
-
-    batch, prompt_len and gen_len are evaluated in one vectorized pass (numpy broadcasting); the
-    discrete choices (chip, tp, pp, ep, dp, dtypes, ...) are looped over. One row per grid point with
-    the axes and the headline metrics, the efficiency mode (`efficiency`: calibrated by default, or ideal) and
-    the chip's fit behind it (`fit`), and tokens/s per user (1 / TPOT).
-    """
-    import itertools
-
-    unknown = set(axes) - set(_GRID_AXES) - set(_DISCRETE_AXES)
-    if unknown:
-        raise ScenarioError(f"unknown sweep axis {sorted(unknown)}; axes: {', '.join(_GRID_AXES + _DISCRETE_AXES)}")
-    defaults = dict(batch=1, prompt_len=2048, gen_len=256)
-    grid_vals = [np.atleast_1d(check_count(k, axes.get(k, defaults[k]))).astype(np.float64).ravel() for k in _GRID_AXES]
-    check_grid_points({**{k: len(v) for k, v in zip(_GRID_AXES, grid_vals)}, "chip": len(_as_list(chip)),
-                       **{k: len(_as_list(axes[k])) for k in _DISCRETE_AXES if k in axes}})
-    mesh = [m.ravel() for m in np.meshgrid(*grid_vals, indexing="ij")]
-    spec = load_model(model)
-    discrete = {k: _as_list(axes[k]) for k in _DISCRETE_AXES if k in axes and k != "chip"}
-    chips = _as_list(chip)
-    parts = []
-    for chip_name, combo in itertools.product(chips, itertools.product(*discrete.values())):
-        kw = dict(zip(discrete, combo))
-        chip_obj = load_chip(chip_name)
-        run_kw = {**kw, "efficiency": resolved_once(kw.get("efficiency", DEFAULT_EFFICIENCY), chip_obj)}
-        for lo in range(0, mesh[0].size, SWEEP_CHUNK_POINTS):  # bounded memory: one chunk of the grid at a time
-            part = [m[lo:lo + SWEEP_CHUNK_POINTS] for m in mesh]
-            parts.append(_sweep_columns(evaluate_headline(spec, chip_obj, batch=part[0], prompt_len=part[1],
-                                                          gen_len=part[2], **run_kw), kw, part))
-    return _sweep_frame(parts)
-
-
-SWEEP_CHUNK_POINTS = 50_000  # grid points evaluated at once (a few kB each while evaluating)
-
-
-def _sweep_columns(r: Headline, kw: dict, mesh) -> tuple[int, dict]:
-    """The sweep's columns for one evaluated chunk: its axes and the headline metrics; a value the whole chunk
-    shares (chip, discrete axes, efficiency) stays a scalar."""
-    m = r.memory
-    eff = r.efficiency_model
-    n = mesh[0].size
-    cols = {"chip": r.chip.name, **kw, "efficiency": efficiency_mode(kw.get("efficiency", DEFAULT_EFFICIENCY)),
-            "fit": efficiency_label(eff), "batch": mesh[0], "prompt_len": mesh[1], "gen_len": mesh[2],
-            "ttft_s": r.ttft_s, "tpot_s": r.tpot_s, "e2e_s": r.e2e_s,
-            "throughput_tokens_per_s": r.throughput_tokens_per_s,
-            "throughput_tokens_per_s_per_chip": r.throughput_tokens_per_s_per_chip,
-            "tokens_per_s_per_user": 1.0 / r.tpot_s,
-            "per_chip_bytes": m.bytes_per_chip, "capacity_bytes": r.chip.hbm_bytes, "usable_bytes": m.capacity_bytes,
-            "fits": m.bytes_per_chip <= m.capacity_bytes, "max_batch": m.max_batch}
-    return n, {k: v if np.ndim(v) == 0 and not isinstance(v, np.ndarray) else np.broadcast_to(v, (n,))
-               for k, v in cols.items()}
-
-
-def _sweep_frame(parts: list[tuple[int, dict]]):
-    """One DataFrame from the chunks' columns, built column by column: a metric's chunks are joined with numpy and
-    released at once (the peak is the frame plus one column); the values each chunk shares (chip, discrete axes,
-    efficiency) are repeated by pandas from scalars, without converting a million Python strings."""
-    import pandas as pd
-
-    index = pd.RangeIndex(sum(n for n, _ in parts))
-    columns = {}
-    for k in list(parts[0][1]):
-        values = [cols.pop(k) for _, cols in parts]
-        if all(isinstance(v, np.ndarray) for v in values):
-            col = np.concatenate(values)
-            columns[k] = col.astype(int) if k in ("batch", "prompt_len", "gen_len", "max_batch") else col
-        elif all(v is values[0] or (type(v) is type(values[0]) and v == values[0]) for v in values):
-            columns[k] = values[0]
-        else:  # differs between chunks (a list of chips, dtypes, ...): pandas joins the chunks' scalar columns
-            columns[k] = pd.concat([pd.DataFrame({k: v}, index=pd.RangeIndex(n)) for (n, _), v in zip(parts, values)],
-                                   ignore_index=True)[k].set_axis(index)
-        del values
-    return pd.DataFrame(columns, index=index, copy=False)
-
-
-def _as_list(v):
-    return list(np.ravel(v)) if isinstance(v, np.ndarray) else list(v) if isinstance(v, (list, tuple)) else [v]

@@ -33,7 +33,7 @@ from .errors import RooflineError, ScenarioError
 from .graph import Dtypes, Phase, build_ops, resolve_dtypes
 from .model.spec import Matrix, ModelSpec
 from .sharding import Sharding, kv_elems_per_token_per_chip, mixer_state_elems_per_chip
-from .units import array_key, dtype_bytes, memo_by_identity, remembered
+from .units import array_key, as_list, dtype_bytes, memo_by_identity, remembered
 
 if TYPE_CHECKING:
     from .hardware import Chip
@@ -236,12 +236,6 @@ def footprint(spec: ModelSpec, capacity_bytes: float, sharding: Sharding, dtypes
 
 
 # ---------------------------------------------------------------------------------- max batch (grid)
-def _as_list(v) -> list:
-    if v is None or isinstance(v, (str, int, float, np.integer, np.floating)):
-        return [v]
-    return list(v)
-
-
 def max_batch(model, chip, context_len, tp=1, pp=1, ep=1, weight_dtype=None, kv_dtype=None, act_dtype="bf16",
               gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION, gen_len: int = 1, attention: str = "fused",
               sequence_parallel: bool = False):
@@ -276,8 +270,8 @@ def max_batch(model, chip, context_len, tp=1, pp=1, ep=1, weight_dtype=None, kv_
     rows = [max_batch_row(spec, chip, ctx, tp=tp_, pp=pp_, ep=ep_, weight_dtype=wd, kv_dtype=kvd, act_dtype=act_dtype,
                           gpu_memory_utilization=gpu_memory_utilization, gen_len=gen_len, attention=attention,
                           sequence_parallel=sequence_parallel)
-            for tp_, pp_, ep_, wd, kvd in itertools.product(_as_list(tp), _as_list(pp), _as_list(ep),
-                                                            _as_list(weight_dtype), _as_list(kv_dtype))
+            for tp_, pp_, ep_, wd, kvd in itertools.product(as_list(tp), as_list(pp), as_list(ep),
+                                                            as_list(weight_dtype), as_list(kv_dtype))
             for ctx in contexts]
     return pd.DataFrame(rows)
 

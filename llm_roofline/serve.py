@@ -35,7 +35,7 @@ from .memory import GPU_MEMORY_UTILIZATION, PREFILL_CHUNK_TOKENS, memory_footpri
 from .model.hf import load_model
 from .queueing import (Engine, Speculative, StepTables, Workload, decode_nodes, saturation_qps, solve_closed, solve_open,
                        step_tables, workload_of)
-from .units import json_ready
+from .units import as_list, json_ready
 
 # Host overhead, fitted by `python benchmarks/validate_serving.py` (efficiency="calibrated", the calibration v2 chip
 # fits) on measured vLLM serving of Llama-3.1-70B (fp8, fp4) on B200, tp 1-8, concurrency <= 16 (72 rows; 48 rows at
@@ -226,10 +226,6 @@ def _saturation_rps(tab: StepTables, wl: Workload, capacity, want, tokens_per_st
 
 
 # ------------------------------------------------------------------------------------------- public API
-def _as_list(v):
-    return list(v) if isinstance(v, (list, tuple, np.ndarray)) else [v]
-
-
 def _check_grid(g: dict):
     for name in ("prompt_len", "gen_len", "max_num_seqs", "max_num_batched_tokens"):
         a = g[name]
@@ -274,7 +270,7 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
     spec, ctx, mesh = _setup(model, call)
     import itertools
 
-    jobs = [dict(zip(discrete, combo)) for combo in itertools.product(*(_as_list(v) for v in discrete.values()))]
+    jobs = [dict(zip(discrete, combo)) for combo in itertools.product(*(as_list(v) for v in discrete.values()))]
     frames = _run(spec, [(d, mesh) for d in jobs], ctx, raise_errors=True)
     if is_sweep:
         return _concat([_frame(chip_obj, d, cols, g, efficiency) for chip_obj, d, g, cols, _ in frames])

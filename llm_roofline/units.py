@@ -231,6 +231,14 @@ def records(df) -> list[dict]:
             for rec in df.to_dict(orient="records")]
 
 
+def as_list(v) -> list:
+    """An argument that may be one value or several, as a list: a list, tuple or range's items, an array's elements
+    (flattened), else [v] (a string, a number, None, a Chip: one value)."""
+    if isinstance(v, np.ndarray):
+        return list(np.ravel(v))
+    return list(v) if isinstance(v, (list, tuple, range)) else [v]
+
+
 def remembered(memo: dict | None, key, fn, *args):
     """fn(*args), kept in `memo` (a dict the caller keeps) under `key`; memo None: computed afresh."""
     if memo is None:

@@ -21,7 +21,7 @@ LAYERS = {
     "graph": 7, "uncertainty": 7,
     "memory": 8, "optable": 8, "phases": 8,
     "estimate": 9,
-    "serve": 10,
+    "serve": 10, "sweep": 10,
     "plan": 11, "disaggregate": 11, "plan_serving": 11,
     "calibrate": 12,
     "report": 13,

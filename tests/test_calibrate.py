@@ -235,6 +235,14 @@ def test_labels_say_where_the_numbers_come_from():
     assert calibrated_model("l40s").label == \
         f"calibrated (l40s fit); {memory}, collective, all_to_all, mla_glue borrowed from a100-80gb, h100-sxm"
     assert calibrated_model("a100-40gb").label == "family default: ampere from a100-80gb fit"
+    # an estimate names the borrowed fits of the op families it prices: Llama-3.1-8B (no MoE, no MLA) on one L40S
+    # has no collective, all-to-all or MLA module; on two it all-reduces (a100-80gb's fit)
+    est = lr.estimate("meta-llama/Llama-3.1-8B", "l40s", batch=1, prompt_len=512, gen_len=16)
+    assert est.efficiency == f"calibrated (l40s fit); {memory} borrowed from a100-80gb"
+    assert f"efficiency: calibrated (l40s fit); {memory} borrowed from a100-80gb." in est.assumptions
+    assert lr.estimate("meta-llama/Llama-3.1-8B", "l40s", batch=1, prompt_len=512, gen_len=16, tp=2).efficiency == \
+        f"calibrated (l40s fit); {memory}, collective borrowed from a100-80gb"
+    assert lr.estimate("meta-llama/Llama-3.1-8B", "h100-sxm", prompt_len=512).efficiency == "calibrated (h100-sxm fit)"
     assert calibrated_model("rtx-4090").label.startswith("family default: ada from l40s fit")
     assert calibrated_model("tpu-v5e").label == "tpu default (uncalibrated)"
     tpu = calibrated_model("tpu-v5p").fit_for("gemm")

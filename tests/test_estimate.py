@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import llm_roofline as lr
-from llm_roofline.estimate import estimate, evaluate, evaluate_headline, sweep
+from llm_roofline.estimate import estimate, evaluate, evaluate_headline
+from llm_roofline.sweep import sweep
 from llm_roofline.roofline import score_ops, sum_max_affine
 from llm_roofline.graph import Dtypes, Phase, build_ops
 from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec

@@ -70,7 +70,7 @@ def frontier_data(model, chip, *, prompt_lens: Sequence[int], gen_len: int = 256
     each curve holds the batch grid up to two points past its own largest batch that fits, and that batch.
     fits = batch <= max_batch (the estimate's memory limit, which reserves a full prefill-chunk workspace);
     fits_bytes = the sweep's per_chip_bytes <= capacity at that batch."""
-    from ..estimate import sweep
+    from ..sweep import sweep
 
     pp = int(kw.get("pp", 1))
     prompt_lens = sorted(int(p) for p in prompt_lens)

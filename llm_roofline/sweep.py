@@ -1,0 +1,95 @@
+"""sweep(): a grid of scenarios as one DataFrame, one row per point. batch, prompt_len and gen_len are evaluated
+in one vectorized pass (estimate.evaluate_headline, chunk by chunk so memory stays bounded); the discrete choices
+(chip, tp, pp, ep, dp, dtypes, efficiency, ...) are looped over."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .bounds import check_count, check_grid_points
+from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolved_once
+from .errors import ScenarioError
+from .estimate import Headline, evaluate_headline
+from .hardware import load_chip
+from .model.hf import load_model
+from .units import as_list
+
+_GRID_AXES = ("batch", "prompt_len", "gen_len")  # broadcast with numpy
+_DISCRETE_AXES = ("chip", "tp", "pp", "ep", "dp", "weight_dtype", "act_dtype", "kv_dtype", "efficiency", "attention",
+                  "sequence_parallel", "attention_dp", "moe_tp", "moe_ep", "routing_skew", "gpu_memory_utilization")
+
+
+def sweep(model, chip, **axes):
+    """Evaluate a grid of scenarios. Any argument of `estimate` may be a list (chip too).
+
+    batch, prompt_len and gen_len are evaluated in one vectorized pass (numpy broadcasting); the
+    discrete choices (chip, tp, pp, ep, dp, dtypes, ...) are looped over. One row per grid point with
+    the axes and the headline metrics, the efficiency mode (`efficiency`: calibrated by default, or ideal) and
+    the chip's fit behind it (`fit`), and tokens/s per user (1 / TPOT).
+    """
+    import itertools
+
+    unknown = set(axes) - set(_GRID_AXES) - set(_DISCRETE_AXES)
+    if unknown:
+        raise ScenarioError(f"unknown sweep axis {sorted(unknown)}; axes: {', '.join(_GRID_AXES + _DISCRETE_AXES)}")
+    defaults = dict(batch=1, prompt_len=2048, gen_len=256)
+    grid_vals = [np.atleast_1d(check_count(k, axes.get(k, defaults[k]))).astype(np.float64).ravel() for k in _GRID_AXES]
+    check_grid_points({**{k: len(v) for k, v in zip(_GRID_AXES, grid_vals)}, "chip": len(as_list(chip)),
+                       **{k: len(as_list(axes[k])) for k in _DISCRETE_AXES if k in axes}})
+    mesh = [m.ravel() for m in np.meshgrid(*grid_vals, indexing="ij")]
+    spec = load_model(model)
+    discrete = {k: as_list(axes[k]) for k in _DISCRETE_AXES if k in axes and k != "chip"}
+    chips = as_list(chip)
+    parts = []
+    for chip_name, combo in itertools.product(chips, itertools.product(*discrete.values())):
+        kw = dict(zip(discrete, combo))
+        chip_obj = load_chip(chip_name)
+        run_kw = {**kw, "efficiency": resolved_once(kw.get("efficiency", DEFAULT_EFFICIENCY), chip_obj)}
+        for lo in range(0, mesh[0].size, SWEEP_CHUNK_POINTS):  # bounded memory: one chunk of the grid at a time
+            part = [m[lo:lo + SWEEP_CHUNK_POINTS] for m in mesh]
+            parts.append(_sweep_columns(evaluate_headline(spec, chip_obj, batch=part[0], prompt_len=part[1],
+                                                          gen_len=part[2], **run_kw), kw, part))
+    return _sweep_frame(parts)
+
+
+SWEEP_CHUNK_POINTS = 50_000  # grid points evaluated at once (a few kB each while evaluating)
+
+
+def _sweep_columns(r: Headline, kw: dict, mesh) -> tuple[int, dict]:
+    """The sweep's columns for one evaluated chunk: its axes and the headline metrics; a value the whole chunk
+    shares (chip, discrete axes, efficiency) stays a scalar."""
+    m = r.memory
+    eff = r.efficiency_model
+    n = mesh[0].size
+    cols = {"chip": r.chip.name, **kw, "efficiency": efficiency_mode(kw.get("efficiency", DEFAULT_EFFICIENCY)),
+            "fit": efficiency_label(eff), "batch": mesh[0], "prompt_len": mesh[1], "gen_len": mesh[2],
+            "ttft_s": r.ttft_s, "tpot_s": r.tpot_s, "e2e_s": r.e2e_s,
+            "throughput_tokens_per_s": r.throughput_tokens_per_s,
+            "throughput_tokens_per_s_per_chip": r.throughput_tokens_per_s_per_chip,
+            "tokens_per_s_per_user": 1.0 / r.tpot_s,
+            "per_chip_bytes": m.bytes_per_chip, "capacity_bytes": r.chip.hbm_bytes, "usable_bytes": m.capacity_bytes,
+            "fits": m.bytes_per_chip <= m.capacity_bytes, "max_batch": m.max_batch}
+    return n, {k: v if np.ndim(v) == 0 and not isinstance(v, np.ndarray) else np.broadcast_to(v, (n,))
+               for k, v in cols.items()}
+
+
+def _sweep_frame(parts: list[tuple[int, dict]]):
+    """One DataFrame from the chunks' columns, built column by column: a metric's chunks are joined with numpy and
+    released at once (the peak is the frame plus one column); the values each chunk shares (chip, discrete axes,
+    efficiency) are repeated by pandas from scalars, without converting a million Python strings."""
+    import pandas as pd
+
+    index = pd.RangeIndex(sum(n for n, _ in parts))
+    columns = {}
+    for k in list(parts[0][1]):
+        values = [cols.pop(k) for _, cols in parts]
+        if all(isinstance(v, np.ndarray) for v in values):
+            col = np.concatenate(values)
+            columns[k] = col.astype(int) if k in ("batch", "prompt_len", "gen_len", "max_batch") else col
+        elif all(v is values[0] or (type(v) is type(values[0]) and v == values[0]) for v in values):
+            columns[k] = values[0]
+        else:  # differs between chunks (a list of chips, dtypes, ...): pandas joins the chunks' scalar columns
+            columns[k] = pd.concat([pd.DataFrame({k: v}, index=pd.RangeIndex(n)) for (n, _), v in zip(parts, values)],
+                                   ignore_index=True)[k].set_axis(index)
+        del values
+    return pd.DataFrame(columns, index=index, copy=False)
