@@ -110,6 +110,9 @@ CASES = [
     (["report", SMALL, "--chip", "h100", "--out", "/dev/full"], "exists and is not a folder"),
     (["report", SMALL, "--chip", "h100", "--out", "{tmp}/a_file"], "exists and is not a folder"),
     (["plot", "roofline", SMALL, "--chip", "h100", "--dpi", "0", "--out", "{tmp}/r.png"], "dpi must be an integer"),
+    # the memory chart built its footprint at prompt 0 and failed inside matplotlib (an internal error, exit 1)
+    (["plot", "memory", SMALL, "--chip", "h100", "--prompt", "0", "--out", "{tmp}/m.png"],
+     "prompt_len must be an integer in [1, 2,147,483,648], got 0"),
     (["plot", "roofline", SMALL, "--chip", "h100", "--out", "{tmp}/dir.toml"], "is a directory"),
     (["plot", "roofline", SMALL, "--chip", "h100", "--out", "{tmp}/link.csv"], "symbolic link"),
 ]

@@ -18,7 +18,9 @@ from typing import Sequence
 import numpy as np
 
 from ..files import ensure_dir, write_text
-from .chart_base import DPI, PlotResult, as_list, chips_per_replica
+from ..bounds import check_count
+from ..units import as_list
+from .chart_base import DPI, PlotResult, chips_per_replica
 from .plot_sweeps import render_frontier, render_memory
 
 SCENARIO_KEYS = ("tp", "pp", "ep", "dp", "weight_dtype", "act_dtype", "kv_dtype", "efficiency", "attention",
@@ -102,6 +104,7 @@ def memory_data(model, chip, *, prompt_len: int = 2048, gen_len: int = 256, batc
     from ..model.hf import load_model
 
     c = load_chip(chip)
+    prompt_len, gen_len = check_count("prompt_len", prompt_len), check_count("gen_len", gen_len)
     util = kw.get("gpu_memory_utilization", GPU_MEMORY_UTILIZATION)
     mem_kw = {k: v for k, v in kw.items() if k in MEMORY_KEYS}
     mem_kw["capacity_bytes"] = usable = usable_bytes(c.hbm_bytes, util)

@@ -58,10 +58,6 @@ def finish(res: PlotResult, path, dpi) -> PlotResult:
     return res
 
 
-def as_list(x) -> list:
-    return list(x) if isinstance(x, (list, tuple)) else [x]
-
-
 def subplots(plt, n, width_each=6.0, height=4.6, sharey=False, sharex=False):
     """One row of n panels (constrained layout); returns (figure, list of axes)."""
     fig, axes = plt.subplots(1, n, figsize=(width_each * n, height), squeeze=False, sharey=sharey, sharex=sharex,

@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
-from ..units import sig3
+from ..units import as_list, sig3
 from .categories import CATEGORIES, time_breakdown
-from .chart_base import (CATEGORY_COLORS, DPI, PlotResult, as_list, finish, log_axis, pyplot, scenario_line,
+from .chart_base import (CATEGORY_COLORS, DPI, PlotResult, finish, log_axis, pyplot, scenario_line,
                          subplots, suptitle, tokens_label, wrap)
 from .text import efficiency_phrase
 

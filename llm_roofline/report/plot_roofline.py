@@ -10,9 +10,9 @@ from typing import Any
 import numpy as np
 
 from ..roofline import bound_of, intensity_of
-from ..units import sig3
+from ..units import as_list, sig3
 from .categories import CATEGORIES, op_category, short_name
-from .chart_base import (CATEGORY_COLORS, DPI, PHASE_MARKERS, PlotResult, as_list, finish, log_axes, panel_title,
+from .chart_base import (CATEGORY_COLORS, DPI, PHASE_MARKERS, PlotResult, finish, log_axes, panel_title,
                          pyplot, scenario_line, subplots, suptitle, wrap)
 from .chart_labels import cluster_labels, place_labels
 
