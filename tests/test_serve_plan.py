@@ -48,6 +48,10 @@ def test_unreachable_targets_explain_the_largest_deployment():
     with pytest.raises(RooflineError, match="no deployment within max_chips meets the targets"):
         plan_serving(LLAMA70, ["h100-sxm"], 2048, 256, qps=10.0, tpot_s=0.001, max_chips=8, max_num_seqs=(64,),
                      max_num_batched_tokens=(2048,))
+    # a saturated largest deployment names its saturation rate (the plan computes that rate only for the rows it
+    # reads: here nothing is feasible, so the rows of most chips; 'above saturation nan' before they were read)
+    with pytest.raises(RooflineError, match=r"tp=4 x 1\): load 10 req/s per replica above saturation \d"):
+        plan_serving(LLAMA70, ["mi300x"], 2048, 256, qps=10.0, max_chips=4)
 
 
 def test_configurations_count_the_whole_search_grid(h100_plan):
