@@ -6,14 +6,14 @@ The model (per chip and op family; a few parameters, each with a physical meanin
 
     eff.compute    = compute_max * f(T, compute_tokens_half) * f(L, compute_keys_half) * f(X, compute_elems_half)
                      * f(N, compute_cols_half) * f(T*N, compute_outs_half) * f(D, compute_dim_half)
-                     * f(G, compute_group_half)
+                     * f(G, compute_group_half) * compute_wide_half / (compute_wide_half + D)
                      f(x, h) = x / (x + h)  (a factor is 1 when its h is 0 or x is unknown)
     eff.memory(T)  = memory_max * T / sqrt(T**2 + memory_tokens_half**2)   fraction of peak HBM bandwidth
     eff.comm       = comm_max                                              fraction of link bandwidth (beta)
     eff.comm_switch = comm_switch_max                                      the same when the switch reduces (NVLS)
     eff.comm_hop_s = comm_step_s + comm_step_per_doubling_s * log2(n)      latency per collective step (alpha)
     eff.overhead_s = overhead_s + overhead_per_kv_row_byte_s * R           fixed time per kernel
-                     + overhead_per_output_elem_s * T*N + overhead_per_token_s * T (+ walked-row elements)
+                     + overhead_per_output_elem_s * T*N + overhead_per_token_s * T (+ walked-row elements, D)
 
 and roofline.score (the only place a time is computed) turns them into a time::
 
@@ -92,9 +92,13 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   split-KV (flash-decoding) caps the CTAs one stream gets, so one sequence x one KV head cannot fill HBM; and
   overhead_per_kv_stream_s * S, the floor per stream (its CTAs, the split-KV combine). overhead_per_windowed_head_s * B*H: a sliding-window decode on FlashAttention-2 (vLLM's
   kernel on Ampere / Ada packs a GQA group into one tile only without a window) runs one tile per query head, as
-  MHA (~0 where the kernel packs it: FA3, FlashInfer). Memory efficiency and overheads never depend on the KV
-  length, so within a decode stretch every op's compute and memory times stay affine in the context length and
-  phases.py's closed-form decode sum stays exact.
+  MHA (~0 where the kernel packs it: FA3, FlashInfer). attention_decode_fp8 adds two head_dim terms (D = op.head_dim):
+  overhead_per_head_dim_s * D, the CTA's serial prologue / epilogue (Q tile in, O tile rescaled, converted and stored:
+  D wide), and the wide-head factor h / (h + D), h = compute_wide_half: the kernel rescales its O accumulator (query
+  tile x D) once per KV block and its KV block shrinks as D grows (shared memory holds block x D; FA3 fp8: 224 keys at
+  D = 128, 128 at 256), so its work per key grows as D * (1 + D / h). Memory efficiency and overheads never depend
+  on the KV length, so within a decode stretch every op's compute and memory times stay affine in the context length
+  and phases.py's closed-form decode sum stays exact.
 - Every efficiency is <= 1 and every overhead >= 0, so a calibrated time is never below the ideal roofline bound
   (tests check it with hypothesis). An op with tokens = 0 (unknown) gets the asymptotic efficiencies.
 - err_p10 / err_p90: the 10th / 90th percentile of measured / predicted time on held-out shapes; they make
@@ -173,22 +177,18 @@ class FamilyFit:
     overhead_per_output_elem_s: float = 0.0  # GEMM: epilogue time per output element (T * N), not overlapped, >= 0
     overhead_per_token_s: float = 0.0  # time per row T (fp8 GEMM: the activations' dynamic quantization; decode
     #   attention: per sequence), >= 0
-    overhead_per_walked_elem_s: float = 0.0  # moe: time per element (K + N per row) of the routed rows a fused
-    #   expert block passes over outside its GEMMs (sort, activation, top-k sum; with EP over tokens not
-    #   dispatched also the zero-filled rows of experts held on other chips), >= 0
+    overhead_per_walked_elem_s: float = 0.0  # moe: time per element (K + N per row) of the routed rows a fused expert
+    #   block passes over outside its GEMMs (sort, activation, top-k sum; EP: zero-filled rows of others' experts), >= 0
     err_p10: float = 1.0  # held-out measured / predicted, 10th percentile (uncertainty band), > 0
     err_p90: float = 1.0  # held-out measured / predicted, 90th percentile, > 0
     fitted_on: str = ""
     comm_switch_max: float = 1.0  # collective: fraction of link bandwidth when the switch reduces (NVLS), (0, 1]
-    comm_step_s: float = 0.0  # collective: latency per algorithm step beyond the link's latency_s (flag
-    #   barrier, kernel phase), >= 0
+    comm_step_s: float = 0.0  # collective: latency per algorithm step beyond the link's latency_s (flag barrier), >= 0
     comm_step_per_doubling_s: float = 0.0  # collective: growth of that step latency per doubling of the GPUs, >= 0
-    compute_k_split: float = 0.0  # GEMM: K per split of a split-K kernel: the output-parallelism factor counts
-    #   T * N * max(1, K / compute_k_split) work units (few output tiles split K over more CTAs, so a skinny GEMM's
-    #   serial K walk stops growing past it); 0: no split-K, >= 0
-    overhead_per_windowed_head_s: float = 0.0  # decode attention with a sliding window: time per query row x query
-    #   head (FlashAttention-2, vLLM's kernel on Ampere / Ada, packs a GQA group into one tile only without a
-    #   window: a windowed decode runs one tile per query head, as MHA; ~0 where the kernel packs it), >= 0
+    compute_k_split: float = 0.0  # GEMM: K per split of a split-K kernel: the output-parallelism factor counts T * N *
+    #   max(1, K / compute_k_split) work units (a skinny GEMM's serial K walk stops growing past it); 0: none, >= 0
+    overhead_per_windowed_head_s: float = 0.0  # decode attention with a sliding window: time per query row x query head
+    #   (FlashAttention-2 packs a GQA group into one tile only without a window; ~0 where the kernel packs it), >= 0
     overhead_per_head_tile_s: float = 0.0  # prefill attention: time per query tile of one query head (B*H*ceil(q/Q_TILE)
     #   tiles: kernels that give each query head its own tiles; a short sequence still fills a whole tile), >= 0
     overhead_per_group_tile_s: float = 0.0  # prefill attention: time per query tile of one GQA group (B*n_kv*
@@ -197,6 +197,8 @@ class FamilyFit:
     #   factor S / hypot(S, h) is 1/sqrt(2): split-KV caps the CTAs per stream, so few streams leave HBM idle, >= 0
     overhead_per_kv_stream_s: float = 0.0  # decode attention: time per KV stream (sequence x KV head: the split-KV
     #   kernel's CTAs and combine per stream), >= 0
+    compute_wide_half: float = 0.0  # fp8-KV decode: head_dim D at which the wide-head factor h / (h + D) is 1/2, >= 0
+    overhead_per_head_dim_s: float = 0.0  # fp8-KV decode: floor per unit of head_dim D (per kernel), >= 0
 
     def __post_init__(self):
         for name in ("compute_max", "memory_max", "comm_max", "comm_switch_max"):
@@ -222,6 +224,8 @@ class FamilyFit:
                         (outs, self.compute_outs_half)):
             if half > 0:
                 out = out * _saturation(x, half)
+        if self.compute_wide_half > 0:
+            out = out * _where(_float(dim) > 0, self.compute_wide_half / (self.compute_wide_half + _float(dim)), 1.0)
         return out
 
     def memory(self, tokens, streams=0.0) -> np.ndarray:
@@ -247,19 +251,14 @@ class FamilyFit:
         per kernel; windowed_heads: query rows x heads of a sliding-window decode (0 without a window); head_tiles,
         group_tiles: a prefill's query tiles (query_tiles); kv_streams: a decode's sequences x KV heads."""
         ovh = self.overhead_s + self.overhead_per_kv_row_byte_s * _float(kv_row_bytes)
-        if self.overhead_per_windowed_head_s:
-            ovh = ovh + self.overhead_per_windowed_head_s * _float(windowed_heads)
-        if self.overhead_per_kv_stream_s:
-            ovh = ovh + self.overhead_per_kv_stream_s * _float(kv_streams)
-        if self.overhead_per_head_tile_s or self.overhead_per_group_tile_s:
-            ovh = ovh + self.overhead_per_head_tile_s * _float(head_tiles) + \
-                self.overhead_per_group_tile_s * _float(group_tiles)
-        if self.overhead_per_output_elem_s:
-            ovh = ovh + self.overhead_per_output_elem_s * _float(out_elems)
-        if self.overhead_per_walked_elem_s:
-            ovh = ovh + self.overhead_per_walked_elem_s * _float(walked)
-        if self.overhead_per_token_s:
-            ovh = ovh + self.overhead_per_token_s * np.maximum(_float(tokens), 0.0)
+        tiles = self.overhead_per_head_tile_s or self.overhead_per_group_tile_s  # its two terms are added as one
+        for c, x in ((self.overhead_per_windowed_head_s, windowed_heads), (self.overhead_per_kv_stream_s, kv_streams),
+                     (tiles, None), (self.overhead_per_output_elem_s, out_elems),
+                     (self.overhead_per_walked_elem_s, walked), (self.overhead_per_token_s, tokens),
+                     (self.overhead_per_head_dim_s, dim)):  # (a count < 0, unknown: 0)
+            if c:
+                ovh = ovh + (c * np.maximum(_float(x), 0.0) if x is not None else self.overhead_per_head_tile_s *
+                             _float(head_tiles) + self.overhead_per_group_tile_s * _float(group_tiles))
         return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group, out_elems, depth),
                           memory=self.memory(tokens, kv_streams), comm=self.comm_max,
                           overhead_s=ovh * _float(kernels), label=label, comm_switch=self.comm_switch_max,
@@ -289,7 +288,8 @@ PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_hal
           "compute_outs_half", "overhead_per_kv_row_byte_s", "overhead_per_output_elem_s", "overhead_per_token_s",
           "overhead_per_walked_elem_s", "err_p10", "err_p90", "comm_switch_max", "comm_step_s",
           "comm_step_per_doubling_s", "compute_k_split", "overhead_per_windowed_head_s", "overhead_per_head_tile_s",
-          "overhead_per_group_tile_s", "memory_streams_half", "overhead_per_kv_stream_s")
+          "overhead_per_group_tile_s", "memory_streams_half", "overhead_per_kv_stream_s", "compute_wide_half",
+          "overhead_per_head_dim_s")
 # ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: seconds per kernel, row, byte or
 # element; the band: measured / predicted), so a hostile chip file cannot drive a time to overflow
 PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3, "comm": 1.0}

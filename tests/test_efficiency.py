@@ -179,6 +179,24 @@ def test_decode_kv_streams_by_hand():
     assert float(s.t_s) == pytest.approx(23.92e-6, rel=1e-9)
 
 
+def test_fp8_kv_decode_head_dim_terms_by_hand():
+    from llm_roofline.efficiency import CalibratedModel
+
+    # 8 heads, 2 KV heads, head_dim 256 (dqk = dv = 256), fp8 KV cache (K+V per token 2 * 2 * 256 = 1024 elements)
+    op = attention("attn.core", "dense", 1, batch=1, q_len=1, kv_len=4096, n_heads=8, n_kv_heads=2, qk_dim=256,
+                   v_dim=256, kv_elems_per_token=1024, kv_bytes_per_elem=1, act_bytes_per_elem=2)
+    assert family_of(op) == "attention_decode_fp8" and op.head_dim == 256.0
+    fit = FamilyFit(compute_max=0.5, compute_wide_half=128.0, overhead_s=10e-6, overhead_per_head_dim_s=2e-8)
+    eff = CalibratedModel("x", "t", {"attention_decode_fp8": fit}).for_op(op, lr.load_chip("h100-sxm"))
+    # wide-head factor 128 / (128 + 256) = 1/3: compute 0.5 / 3 = 1/6; floor 10 us + 2e-8 * 256 = 15.12 us
+    assert float(eff.compute) == pytest.approx(1 / 6, rel=1e-12)
+    assert float(eff.overhead_s) == pytest.approx(15.12e-6, rel=1e-12)
+    # head_dim 64: factor 128 / 192 = 2/3 (compute 1/3), floor 10 us + 2e-8 * 64 = 11.28 us
+    small = FamilyFit(compute_max=0.5, compute_wide_half=128.0, overhead_s=10e-6, overhead_per_head_dim_s=2e-8)
+    e64 = small.efficiency(1.0, dim=64.0)
+    assert (float(e64.compute), float(e64.overhead_s)) == (pytest.approx(1 / 3), pytest.approx(11.28e-6))
+
+
 def test_decode_kv_streams_of_a_grid_with_an_empty_batch_are_counted_point_by_point():
     # MLA decode (16 query heads on one latent KV head of 576 cached elements, dqk 192, dv 128), batches 0, 1, 4:
     # 0, 1, 4 streams; the empty point made the whole grid fall back to KV row bytes / ((dqk+dv) x e_kv) =
@@ -196,18 +214,19 @@ def test_decode_kv_streams_of_a_grid_with_an_empty_batch_are_counted_point_by_po
        cm=st.floats(0.05, 1.0), kh=st.floats(0, 5000), eh=st.floats(0, 1e8), mm=st.floats(0.05, 1.0),
        oh=st.floats(0, 1e-4), orow=st.floats(0, 1e-9), gh=st.floats(0, 100), owin=st.floats(0, 1e-7),
        window=st.sampled_from([None, 128, 4096]), sh=st.floats(0, 64), ost=st.floats(0, 1e-7),
-       otile=st.floats(0, 1e-7))
-def test_attention_never_below_ideal(batch, q, prefix, cm, kh, eh, mm, oh, orow, gh, owin, window, sh, ost, otile):
+       otile=st.floats(0, 1e-7), wide=st.one_of(st.just(0.0), st.floats(1.0, 1e4)), odim=st.floats(0, 1e-7))
+def test_attention_never_below_ideal(batch, q, prefix, cm, kh, eh, mm, oh, orow, gh, owin, window, sh, ost, otile,
+                                     wide, odim):
     fit = FamilyFit(compute_max=cm, compute_keys_half=kh, compute_elems_half=eh, memory_max=mm, overhead_s=oh,
                     overhead_per_kv_row_byte_s=orow, compute_group_half=gh, overhead_per_windowed_head_s=owin,
                     memory_streams_half=sh, overhead_per_kv_stream_s=ost, overhead_per_head_tile_s=otile,
-                    overhead_per_group_tile_s=otile)
+                    overhead_per_group_tile_s=otile, compute_wide_half=wide, overhead_per_head_dim_s=odim)
     op = attention("attn.core", "dense", 1, batch=batch, q_len=q, kv_len=q + prefix, n_heads=8, n_kv_heads=2,
                    qk_dim=64, v_dim=64, kv_elems_per_token=256, kv_bytes_per_elem=2, act_bytes_per_elem=2,
                    compute_dtype="fp16", window=window)
     shape = attention_shape(op, decode=family_of(op) == "attention_decode")
     cal = score(op.flops, op.hbm_bytes, peak_flops_per_s=100e12, hbm_bytes_per_s=1e12,
-                efficiency=fit.efficiency(0.0, group=op.q_per_kv, **shape))
+                efficiency=fit.efficiency(0.0, group=op.q_per_kv, dim=op.head_dim, **shape))
     ideal = score(op.flops, op.hbm_bytes, peak_flops_per_s=100e12, hbm_bytes_per_s=1e12)
     assert float(cal.t_s) >= float(ideal.t_s) * (1 - 1e-12)
 

@@ -194,7 +194,13 @@ _FREE = {
                          ("compute_max", 0.5), ("compute_keys_half", 64.0), ("compute_group_half", 8.0),
                          ("overhead_per_windowed_head_s", 1e-8), ("memory_streams_half", 1.0),
                          ("overhead_per_kv_stream_s", 1e-8)),
-    # (attention_decode_fp8, the KV cache in 8 bits or fewer: the same terms, _SAME_AS)
+    # the KV cache in 8 bits or fewer: the same terms plus two of the head_dim D (efficiency.py): a floor per unit of
+    # D (the CTA's Q / O tiles) and the wide-head factor h / (h + D) (O rescaled per KV block, blocks shrinking with D)
+    "attention_decode_fp8": (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11),
+                             ("compute_max", 0.5), ("compute_keys_half", 64.0), ("compute_group_half", 8.0),
+                             ("overhead_per_windowed_head_s", 1e-8), ("memory_streams_half", 1.0),
+                             ("overhead_per_kv_stream_s", 1e-8), ("compute_wide_half", 128.0),
+                             ("overhead_per_head_dim_s", 1e-8)),
     "memory": (("memory_max", 0.5), ("memory_tokens_half", 64.0), ("overhead_s", 2e-6)),
     # collectives: the bandwidth fraction of GPU-driven copies (one-shot, two-shot) and of the switch's own
     # reduction (NVLS), the latency per algorithm step and its growth per doubling of the GPUs (log2 n: it fits
@@ -268,7 +274,7 @@ def nelder_mead(f, x0, step=0.5, max_evals=3000, xtol=1e-7, ftol=1e-12):
     return pts[i], vals[i]
 
 
-_SAME_AS = {"moe_quant": "moe", "moe_fp8": "moe", "attention_decode_fp8": "attention_decode",
+_SAME_AS = {"moe_quant": "moe", "moe_fp8": "moe",
             **{f: "memory" for f in MEMORY_FAMILIES}}  # families fitted with another's free parameters
 
 
