@@ -6,7 +6,7 @@ The model (per chip and op family; a few parameters, each with a physical meanin
 
     eff.compute    = compute_max * f(T, compute_tokens_half) * f(L, compute_keys_half) * f(X, compute_elems_half)
                      * f(N, compute_cols_half) * f(T*N, compute_outs_half) * f(D, compute_dim_half)
-                     * f(G, compute_group_half) * compute_wide_half / (compute_wide_half + D)
+                     * f(G, compute_group_half)
                      f(x, h) = x / (x + h)  (a factor is 1 when its h is 0 or x is unknown)
     eff.memory(T)  = memory_max * T / sqrt(T**2 + memory_tokens_half**2)   fraction of peak HBM bandwidth
     eff.comm       = comm_max                                              fraction of link bandwidth (beta)
@@ -92,13 +92,12 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   split-KV (flash-decoding) caps the CTAs one stream gets, so one sequence x one KV head cannot fill HBM; and
   overhead_per_kv_stream_s * S, the floor per stream (its CTAs, the split-KV combine). overhead_per_windowed_head_s * B*H: a sliding-window decode on FlashAttention-2 (vLLM's
   kernel on Ampere / Ada packs a GQA group into one tile only without a window) runs one tile per query head, as
-  MHA (~0 where the kernel packs it: FA3, FlashInfer). attention_decode_fp8 adds two head_dim terms (D = op.head_dim):
-  overhead_per_head_dim_s * D, the CTA's serial prologue / epilogue (Q tile in, O tile rescaled, converted and stored:
-  D wide), and the wide-head factor h / (h + D), h = compute_wide_half: the kernel rescales its O accumulator (query
-  tile x D) once per KV block and its KV block shrinks as D grows (shared memory holds block x D; FA3 fp8: 224 keys at
-  D = 128, 128 at 256), so its work per key grows as D * (1 + D / h). Memory efficiency and overheads never depend
-  on the KV length, so within a decode stretch every op's compute and memory times stay affine in the context length
-  and phases.py's closed-form decode sum stays exact.
+  MHA (~0 where the kernel packs it: FA3, FlashInfer). attention_decode_fp8 adds overhead_per_head_dim_s * D (D =
+  op.head_dim: the CTA's serial prologue / epilogue, Q in and O out, D wide) and, past a sliding window of W keys
+  (op.kv_len > W), the memory factor W / (W + memory_window_half): the kernel reads whole KV blocks and a window
+  ending anywhere straddles one block more (~ a block of keys: FA3 fp8 224 at D = 128). Memory efficiency and
+  overheads never depend on the KV length but for that step at the window (a breakpoint: spec.context_breakpoints),
+  so within a decode stretch every op's compute and memory times stay affine and phases.py's decode sum stays exact.
 - Every efficiency is <= 1 and every overhead >= 0, so a calibrated time is never below the ideal roofline bound
   (tests check it with hypothesis). An op with tokens = 0 (unknown) gets the asymptotic efficiencies.
 - err_p10 / err_p90: the 10th / 90th percentile of measured / predicted time on held-out shapes; they make
@@ -197,8 +196,8 @@ class FamilyFit:
     #   factor S / hypot(S, h) is 1/sqrt(2): split-KV caps the CTAs per stream, so few streams leave HBM idle, >= 0
     overhead_per_kv_stream_s: float = 0.0  # decode attention: time per KV stream (sequence x KV head: the split-KV
     #   kernel's CTAs and combine per stream), >= 0
-    compute_wide_half: float = 0.0  # fp8-KV decode: head_dim D at which the wide-head factor h / (h + D) is 1/2, >= 0
     overhead_per_head_dim_s: float = 0.0  # fp8-KV decode: floor per unit of head_dim D (per kernel), >= 0
+    memory_window_half: float = 0.0  # fp8-KV decode past its window of W keys: whole KV blocks, W / (W + h), >= 0
 
     def __post_init__(self):
         for name in ("compute_max", "memory_max", "comm_max", "comm_switch_max"):
@@ -224,13 +223,11 @@ class FamilyFit:
                         (outs, self.compute_outs_half)):
             if half > 0:
                 out = out * _saturation(x, half)
-        if self.compute_wide_half > 0:
-            out = out * _where(_float(dim) > 0, self.compute_wide_half / (self.compute_wide_half + _float(dim)), 1.0)
         return out
 
-    def memory(self, tokens, streams=0.0) -> np.ndarray:
-        """memory_max * T / sqrt(T^2 + memory_tokens_half^2) (* S / hypot(S, memory_streams_half), decode attention's
-        KV streams S); T <= 0 (unknown): memory_max; 0 < T < 1 (a mean batch): one row; S <= 0 or h = 0: factor 1."""
+    def memory(self, tokens, streams=0.0, window_keys=0.0) -> np.ndarray:
+        """memory_max * T / sqrt(T^2 + memory_tokens_half^2) (* S / hypot(S, memory_streams_half), decode KV streams
+        S; * f(W, memory_window_half), W = window_keys); T <= 0: memory_max; 0 < T < 1: one row; S, W <= 0: factor 1."""
         t = _float(tokens)
         known = t > 0
         tt = _where(known, np.maximum(t, 1.0), 1.0)
@@ -239,17 +236,17 @@ class FamilyFit:
             s = _float(streams)
             ss = _where(s > 0, s, 1.0)
             out = out * _where(s > 0, ss / np.hypot(ss, self.memory_streams_half), 1.0)
-        return out
+        return out * _saturation(window_keys, self.memory_window_half) if self.memory_window_half else out
 
-    def efficiency(self, tokens=0.0, kernels=1.0, label: str = "calibrated", keys=0.0, elems=0.0,
-                   kv_row_bytes=0.0, cols=0.0, dim=0.0, out_elems=0.0, group=0.0, walked=0.0,
-                   chips=0.0, depth=0.0, windowed_heads=0.0, head_tiles=0.0, group_tiles=0.0,
-                   kv_streams=0.0) -> Efficiency:
+    def efficiency(self, tokens=0.0, kernels=1.0, label: str = "calibrated", keys=0.0, elems=0.0, kv_row_bytes=0.0,
+                   cols=0.0, dim=0.0, out_elems=0.0, group=0.0, walked=0.0, chips=0.0, depth=0.0, windowed_heads=0.0,
+                   head_tiles=0.0, group_tiles=0.0, kv_streams=0.0, window_keys=0.0) -> Efficiency:
         """The Efficiency at T = tokens (GEMM: also its output columns; attention: keys per query, Q+O
         elements, head_dim and, for decode, the KV bytes of one context position over the batch); overhead
         (overhead_s + overhead_per_kv_row_byte_s * kv_row_bytes + overhead_per_output_elem_s * out_elems) once
         per kernel; windowed_heads: query rows x heads of a sliding-window decode (0 without a window); head_tiles,
-        group_tiles: a prefill's query tiles (query_tiles); kv_streams: a decode's sequences x KV heads."""
+        group_tiles: a prefill's query tiles (query_tiles); kv_streams: a decode's sequences x KV heads; window_keys:
+        a decode's keys W past its sliding window (else 0)."""
         ovh = self.overhead_s + self.overhead_per_kv_row_byte_s * _float(kv_row_bytes)
         tiles = self.overhead_per_head_tile_s or self.overhead_per_group_tile_s  # its two terms are added as one
         for c, x in ((self.overhead_per_windowed_head_s, windowed_heads), (self.overhead_per_kv_stream_s, kv_streams),
@@ -260,7 +257,7 @@ class FamilyFit:
                 ovh = ovh + (c * np.maximum(_float(x), 0.0) if x is not None else self.overhead_per_head_tile_s *
                              _float(head_tiles) + self.overhead_per_group_tile_s * _float(group_tiles))
         return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group, out_elems, depth),
-                          memory=self.memory(tokens, kv_streams), comm=self.comm_max,
+                          memory=self.memory(tokens, kv_streams, window_keys), comm=self.comm_max,
                           overhead_s=ovh * _float(kernels), label=label, comm_switch=self.comm_switch_max,
                           comm_hop_s=self.step_s(chips))
 
@@ -288,8 +285,8 @@ PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_hal
           "compute_outs_half", "overhead_per_kv_row_byte_s", "overhead_per_output_elem_s", "overhead_per_token_s",
           "overhead_per_walked_elem_s", "err_p10", "err_p90", "comm_switch_max", "comm_step_s",
           "comm_step_per_doubling_s", "compute_k_split", "overhead_per_windowed_head_s", "overhead_per_head_tile_s",
-          "overhead_per_group_tile_s", "memory_streams_half", "overhead_per_kv_stream_s", "compute_wide_half",
-          "overhead_per_head_dim_s")
+          "overhead_per_group_tile_s", "memory_streams_half", "overhead_per_kv_stream_s",
+          "overhead_per_head_dim_s", "memory_window_half")
 # ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: seconds per kernel, row, byte or
 # element; the band: measured / predicted), so a hostile chip file cannot drive a time to overflow
 PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3, "comm": 1.0}
@@ -474,8 +471,9 @@ def attention_shape(op: "Op", decode: bool) -> dict:
     from its counts: act_bytes = B*q*H*(dqk+dv)*e (e = bytes of the compute dtype), flops = B*pairs*2H*(dqk+dv)
     and kv_bytes = B*kv*n_kv*(dqk+dv)*e_kv, so elems = act_bytes / e, keys = pairs / q = flops * e / (2 *
     act_bytes) and, for decode (pairs = kv), kv_row_bytes = kv_bytes / keys = B*n_kv*(dqk+dv)*e_kv.
-    Decode also returns windowed_heads = B*q*H = elems / (dqk+dv) for an op with a sliding window (else 0) and
-    kv_streams = B*n_kv (B = op.seqs, n_kv = H / op.q_per_kv; 0 where there is no sequence).
+    Decode also returns windowed_heads = B*q*H = elems / (dqk+dv) for an op with a sliding window (else 0),
+    kv_streams = B*n_kv (B = op.seqs, n_kv = H / op.q_per_kv; 0 where there is no sequence) and window_keys = keys
+    where the context is past the window (op.kv_len > op.window > 0; else 0: constant on each side of the window).
     Decode keys = pairs = min(kv, window) too: its only use is the compute factor f(keys, compute_keys_half),
     which makes the compute TIME flops / (peak * cm * keys / (keys + h)) = (flops + h * 2 * act / e) / (peak * cm)
     affine in the context (flops ~ pairs, act fixed), so the closed-form decode sum stays exact; kv_row_bytes is
@@ -487,8 +485,10 @@ def attention_shape(op: "Op", decode: bool) -> dict:
     if decode:
         row = _where(keys > 0, _float(op.kv_bytes) / _where(keys > 0, keys, 1.0), 0.0)
         heads = act / e / (2.0 * op.head_dim) if getattr(op, "window", 0.0) > 0 and op.head_dim > 0 else 0.0
+        w = getattr(op, "window", 0.0)
+        past = _where((_float(getattr(op, "kv_len", 0.0)) > w) & (w > 0), keys, 0.0)
         return {"keys": keys, "elems": act / e, "kv_row_bytes": row, "windowed_heads": heads,
-                "kv_streams": _kv_streams(op, act / e)}
+                "kv_streams": _kv_streams(op, act / e), "window_keys": past}
     b, t = _float(getattr(op, "seqs", 0.0)), _float(op.tokens)
     known = (b > 0) & (t > 0) & (op.head_dim > 0)
     tt = _where(known, t, 1.0)

@@ -167,16 +167,17 @@ fraction = st.floats(0.01, 1.0)
        chip=st.sampled_from(["h100-sxm", "a100-80gb", "tpu-v5e", "mi300x", "b200", "gb200"]),
        halves=st.lists(st.floats(0, 1e6), min_size=6, max_size=6), per=st.lists(st.floats(0, 1e-9), min_size=4, max_size=4),
        kv8=st.booleans(), cs=fraction, steps=st.lists(st.floats(0, 1e-4), min_size=2, max_size=2),
-       ks=st.floats(0, 1e5), wide=st.one_of(st.just(0.0), st.floats(1.0, 1e4)), odim=st.floats(0, 1e-6))
+       ks=st.floats(0, 1e5), wh=st.floats(0, 1e4), odim=st.floats(0, 1e-6),
+       win=st.sampled_from([None, 64]))
 def test_calibrated_never_below_ideal(m, k, n, v, chips, cm, ct, mm, mt, co, oh, chip, halves, per, kv8, cs, steps, ks,
-                                      wide, odim):
+                                      wh, odim, win):
     c = lr.load_chip(chip)
     p = FamilyFit(compute_max=cm, compute_tokens_half=ct, memory_max=mm, memory_tokens_half=mt, comm_max=co,
                   overhead_s=oh, compute_keys_half=halves[0], compute_elems_half=halves[1], compute_cols_half=halves[2],
                   compute_dim_half=halves[3], compute_group_half=halves[4], compute_outs_half=halves[5],
                   overhead_per_kv_row_byte_s=per[0], overhead_per_output_elem_s=per[1], overhead_per_token_s=per[2],
                   overhead_per_walked_elem_s=per[3], comm_switch_max=cs, comm_step_s=steps[0],
-                  comm_step_per_doubling_s=steps[1], compute_k_split=ks, compute_wide_half=wide,
+                  comm_step_per_doubling_s=steps[1], compute_k_split=ks, memory_window_half=wh,
                   overhead_per_head_dim_s=odim)
     models = [CalibratedModel(c.name, "random", {f: p for f in FAMILIES}), calibrated_model(c)]
     ops = [gemm("ffn.up", "dense", 1, tokens=m, k=k, n=n, bits_per_weight=16, act_bytes_per_elem=2),
@@ -191,7 +192,8 @@ def test_calibrated_never_below_ideal(m, k, n, v, chips, cm, ct, mm, mt, co, oh,
            attention("attn.core", "dense", 1, batch=1, q_len=m, kv_len=m, n_heads=8, n_kv_heads=2, qk_dim=128,
                      v_dim=128, kv_elems_per_token=512, kv_bytes_per_elem=2, act_bytes_per_elem=2),
            attention("attn.core", "dense", 1, batch=m, q_len=1, kv_len=k, n_heads=8, n_kv_heads=2, qk_dim=128,
-                     v_dim=128, kv_elems_per_token=512, kv_bytes_per_elem=1 if kv8 else 2, act_bytes_per_elem=2),
+                     v_dim=128, kv_elems_per_token=512, kv_bytes_per_elem=1 if kv8 else 2, act_bytes_per_elem=2,
+                     window=win),
            mla_glue("attn.mla_glue", "dense", 1, tokens=m, heads=8, width=576, act_bytes_per_elem=2),
            collective("comm.all_reduce.ffn", "dense", 1, kind="all_reduce", buffer_bytes=v, chips=chips,
                       tokens=m),

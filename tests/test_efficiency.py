@@ -186,15 +186,19 @@ def test_fp8_kv_decode_head_dim_terms_by_hand():
     op = attention("attn.core", "dense", 1, batch=1, q_len=1, kv_len=4096, n_heads=8, n_kv_heads=2, qk_dim=256,
                    v_dim=256, kv_elems_per_token=1024, kv_bytes_per_elem=1, act_bytes_per_elem=2)
     assert family_of(op) == "attention_decode_fp8" and op.head_dim == 256.0
-    fit = FamilyFit(compute_max=0.5, compute_wide_half=128.0, overhead_s=10e-6, overhead_per_head_dim_s=2e-8)
-    eff = CalibratedModel("x", "t", {"attention_decode_fp8": fit}).for_op(op, lr.load_chip("h100-sxm"))
-    # wide-head factor 128 / (128 + 256) = 1/3: compute 0.5 / 3 = 1/6; floor 10 us + 2e-8 * 256 = 15.12 us
-    assert float(eff.compute) == pytest.approx(1 / 6, rel=1e-12)
-    assert float(eff.overhead_s) == pytest.approx(15.12e-6, rel=1e-12)
-    # head_dim 64: factor 128 / 192 = 2/3 (compute 1/3), floor 10 us + 2e-8 * 64 = 11.28 us
-    small = FamilyFit(compute_max=0.5, compute_wide_half=128.0, overhead_s=10e-6, overhead_per_head_dim_s=2e-8)
-    e64 = small.efficiency(1.0, dim=64.0)
-    assert (float(e64.compute), float(e64.overhead_s)) == (pytest.approx(1 / 3), pytest.approx(11.28e-6))
+    fit = FamilyFit(memory_max=0.8, memory_window_half=200.0, overhead_s=10e-6, overhead_per_head_dim_s=2e-8)
+    model, chip = CalibratedModel("x", "t", {"attention_decode_fp8": fit}), lr.load_chip("h100-sxm")
+    eff = model.for_op(op, chip)
+    # floor 10 us + 2e-8 * 256 = 15.12 us; no window: memory 0.8
+    assert float(eff.overhead_s) == pytest.approx(15.12e-6, rel=1e-12) and float(eff.memory) == pytest.approx(0.8)
+
+    def windowed(kv):
+        return attention("attn.core", "dense", 1, batch=1, q_len=1, kv_len=kv, n_heads=8, n_kv_heads=2, qk_dim=256,
+                         v_dim=256, kv_elems_per_token=1024, kv_bytes_per_elem=1, act_bytes_per_elem=2, window=56)
+    # window 56, context 4096 (past it): 56 keys read as 56 + 200: memory 0.8 * 56 / 256 = 0.175; context 56 (the
+    # window from the first key: no block more) and 40 (inside it): 0.8
+    assert float(model.for_op(windowed(4096), chip).memory) == pytest.approx(0.175, rel=1e-12)
+    assert float(model.for_op(windowed(56), chip).memory) == float(model.for_op(windowed(40), chip).memory) == 0.8
 
 
 def test_decode_kv_streams_of_a_grid_with_an_empty_batch_are_counted_point_by_point():
@@ -214,13 +218,13 @@ def test_decode_kv_streams_of_a_grid_with_an_empty_batch_are_counted_point_by_po
        cm=st.floats(0.05, 1.0), kh=st.floats(0, 5000), eh=st.floats(0, 1e8), mm=st.floats(0.05, 1.0),
        oh=st.floats(0, 1e-4), orow=st.floats(0, 1e-9), gh=st.floats(0, 100), owin=st.floats(0, 1e-7),
        window=st.sampled_from([None, 128, 4096]), sh=st.floats(0, 64), ost=st.floats(0, 1e-7),
-       otile=st.floats(0, 1e-7), wide=st.one_of(st.just(0.0), st.floats(1.0, 1e4)), odim=st.floats(0, 1e-7))
+       otile=st.floats(0, 1e-7), wh=st.floats(0, 1e4), odim=st.floats(0, 1e-7))
 def test_attention_never_below_ideal(batch, q, prefix, cm, kh, eh, mm, oh, orow, gh, owin, window, sh, ost, otile,
-                                     wide, odim):
+                                     wh, odim):
     fit = FamilyFit(compute_max=cm, compute_keys_half=kh, compute_elems_half=eh, memory_max=mm, overhead_s=oh,
                     overhead_per_kv_row_byte_s=orow, compute_group_half=gh, overhead_per_windowed_head_s=owin,
                     memory_streams_half=sh, overhead_per_kv_stream_s=ost, overhead_per_head_tile_s=otile,
-                    overhead_per_group_tile_s=otile, compute_wide_half=wide, overhead_per_head_dim_s=odim)
+                    overhead_per_group_tile_s=otile, memory_window_half=wh, overhead_per_head_dim_s=odim)
     op = attention("attn.core", "dense", 1, batch=batch, q_len=q, kv_len=q + prefix, n_heads=8, n_kv_heads=2,
                    qk_dim=64, v_dim=64, kv_elems_per_token=256, kv_bytes_per_elem=2, act_bytes_per_elem=2,
                    compute_dtype="fp16", window=window)

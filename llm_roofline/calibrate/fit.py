@@ -60,6 +60,7 @@ class _Terms:
     head_tiles: np.ndarray | float = 0.0  # prefill: query tiles per query head (efficiency.query_tiles)
     group_tiles: np.ndarray | float = 0.0  # prefill: query tiles per GQA group
     kv_streams: np.ndarray | float = 0.0  # decode attention: sequences x KV heads
+    window_keys: np.ndarray | float = 0.0  # decode attention past its sliding window: its keys (the window)
 
     def time_s(self, p: FamilyFit) -> np.ndarray:
         """roofline.score with this family's efficiency: the calibrated (or, with IDEAL_FIT, ideal) time."""
@@ -67,7 +68,8 @@ class _Terms:
         eff = p.efficiency(tokens, self.kernels, keys=self.keys, elems=self.elems, kv_row_bytes=self.kv_row_bytes,
                            cols=self.cols, dim=self.dim, out_elems=self.out_elems, group=self.group,
                            walked=self.walked, chips=self.chips, depth=self.depth, windowed_heads=self.windowed_heads,
-                           head_tiles=self.head_tiles, group_tiles=self.group_tiles, kv_streams=self.kv_streams)
+                           head_tiles=self.head_tiles, group_tiles=self.group_tiles, kv_streams=self.kv_streams,
+                           window_keys=self.window_keys)
         if self.comm is not None:
             return score_collective(self.comm, eff).t_s
         return score(self.flops, self.bytes, peak_flops_per_s=self.peak, hbm_bytes_per_s=self.hbm,
@@ -87,7 +89,7 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     keys = df["keys"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "keys" in df else np.zeros(len(df))
     elems = df["elems"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "elems" in df else np.zeros(len(df))
     flops, nbytes = df["flops"].to_numpy(np.float64), df["bytes"].to_numpy(np.float64)
-    row = heads = streams = 0.0
+    row = heads = streams = past = 0.0
     cols = df["n"].to_numpy(np.float64) if fam in GEMM_FAMILIES else 0.0
     out = tokens * cols
     dim = df["head_dim"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "head_dim" in df else 0.0
@@ -101,9 +103,13 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
         if "window" in df:  # as efficiency.attention_shape: elems / (dqk + dv) where a window is set
             win = (df["window"].to_numpy(np.float64) > 0) & (dim > 0)
             heads = np.where(win, elems / (2.0 * np.maximum(dim, 1.0)), 0.0)
+            if "kv_len" in df:  # as efficiency.attention_shape: keys where the context is past the window
+                w = df["window"].to_numpy(np.float64)
+                past = np.where((w > 0) & (df["kv_len"].to_numpy(np.float64) > w), keys, 0.0)
     tiles = _prefill_tiles(tokens, keys, elems, dim, group) if fam == "attention" else (0.0, 0.0)
     return _Terms(fam, tokens, kernels, flops, nbytes, peak, chip.hbm_bytes_per_s, head_tiles=tiles[0],
-                  group_tiles=tiles[1], kv_streams=streams, keys=keys if fam in ATTENTION_FAMILIES else 0.0,
+                  group_tiles=tiles[1], kv_streams=streams, window_keys=past,
+                  keys=keys if fam in ATTENTION_FAMILIES else 0.0,
                   elems=elems, kv_row_bytes=row, cols=cols, dim=dim, out_elems=out, group=group, walked=walked, windowed_heads=heads,
                   depth=df["k"].to_numpy(np.float64) if fam in GEMM_FAMILIES else 0.0)
 
@@ -194,13 +200,13 @@ _FREE = {
                          ("compute_max", 0.5), ("compute_keys_half", 64.0), ("compute_group_half", 8.0),
                          ("overhead_per_windowed_head_s", 1e-8), ("memory_streams_half", 1.0),
                          ("overhead_per_kv_stream_s", 1e-8)),
-    # the KV cache in 8 bits or fewer: the same terms plus two of the head_dim D (efficiency.py): a floor per unit of
-    # D (the CTA's Q / O tiles) and the wide-head factor h / (h + D) (O rescaled per KV block, blocks shrinking with D)
+    # the KV cache in 8 bits or fewer: the same terms plus a floor per unit of head_dim (the CTA's Q / O tiles) and,
+    # past its sliding window, whole KV blocks read: h keys more than the window (window half; efficiency.py)
     "attention_decode_fp8": (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11),
                              ("compute_max", 0.5), ("compute_keys_half", 64.0), ("compute_group_half", 8.0),
                              ("overhead_per_windowed_head_s", 1e-8), ("memory_streams_half", 1.0),
-                             ("overhead_per_kv_stream_s", 1e-8), ("compute_wide_half", 128.0),
-                             ("overhead_per_head_dim_s", 1e-8)),
+                             ("overhead_per_kv_stream_s", 1e-8), ("overhead_per_head_dim_s", 1e-8),
+                             ("memory_window_half", 128.0)),
     "memory": (("memory_max", 0.5), ("memory_tokens_half", 64.0), ("overhead_s", 2e-6)),
     # collectives: the bandwidth fraction of GPU-driven copies (one-shot, two-shot) and of the switch's own
     # reduction (NVLS), the latency per algorithm step and its growth per doubling of the GPUs (log2 n: it fits
@@ -286,7 +292,7 @@ def _free(fam: str) -> tuple[tuple[str, float], ...]:
 # a parameter that prices only some rows (its _Terms input) stays 0 when no fitted row has that input: the rows
 # cannot tell its value (A100 has no sliding-window decode rows), and a simplex left free would wander
 _ONLY_WITH = {"overhead_per_windowed_head_s": "windowed_heads", "overhead_per_head_tile_s": "head_tiles",
-              "overhead_per_group_tile_s": "group_tiles"}
+              "overhead_per_group_tile_s": "group_tiles", "memory_window_half": "window_keys"}
 
 
 def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = IDEAL_FIT) -> FamilyFit:
