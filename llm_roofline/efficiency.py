@@ -94,10 +94,11 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   kernel on Ampere / Ada packs a GQA group into one tile only without a window) runs one tile per query head, as
   MHA (~0 where the kernel packs it: FA3, FlashInfer). attention_decode_fp8 adds overhead_per_head_dim_s * D (D =
   op.head_dim: the CTA's serial prologue / epilogue, Q in and O out, D wide) and, past a sliding window of W keys
-  (op.kv_len > W), the memory factor W / (W + memory_window_half): the kernel reads whole KV blocks and a window
-  ending anywhere straddles one block more (~ a block of keys: FA3 fp8 224 at D = 128). Memory efficiency and
-  overheads never depend on the KV length but for that step at the window (a breakpoint: spec.context_breakpoints),
-  so within a decode stretch every op's compute and memory times stay affine and phases.py's decode sum stays exact.
+  (op.kv_len > W), memory * W / (W + memory_window_half) and overhead_window_s per kernel: the kernel reads whole
+  KV blocks (FA3 fp8: 224 keys at D = 128) and a window ending anywhere straddles one more, walked serially and
+  masked (its bytes at large batch, its latency at small). Memory efficiency and overheads never depend on the KV
+  length but for that step at the window (a breakpoint: spec.context_breakpoints), so within a decode stretch every
+  op's compute and memory times stay affine and phases.py's closed-form decode sum stays exact.
 - Every efficiency is <= 1 and every overhead >= 0, so a calibrated time is never below the ideal roofline bound
   (tests check it with hypothesis). An op with tokens = 0 (unknown) gets the asymptotic efficiencies.
 - err_p10 / err_p90: the 10th / 90th percentile of measured / predicted time on held-out shapes; they make
@@ -198,6 +199,7 @@ class FamilyFit:
     #   kernel's CTAs and combine per stream), >= 0
     overhead_per_head_dim_s: float = 0.0  # fp8-KV decode: floor per unit of head_dim D (per kernel), >= 0
     memory_window_half: float = 0.0  # fp8-KV decode past its window of W keys: whole KV blocks, W / (W + h), >= 0
+    overhead_window_s: float = 0.0  # fp8-KV decode past its window: time per kernel (the masked block walked), >= 0
 
     def __post_init__(self):
         for name in ("compute_max", "memory_max", "comm_max", "comm_switch_max"):
@@ -229,9 +231,8 @@ class FamilyFit:
         """memory_max * T / sqrt(T^2 + memory_tokens_half^2) (* S / hypot(S, memory_streams_half), decode KV streams
         S; * f(W, memory_window_half), W = window_keys); T <= 0: memory_max; 0 < T < 1: one row; S, W <= 0: factor 1."""
         t = _float(tokens)
-        known = t > 0
-        tt = _where(known, np.maximum(t, 1.0), 1.0)
-        out = _where(known, self.memory_max * tt / np.hypot(tt, self.memory_tokens_half), self.memory_max)
+        tt = _where(t > 0, np.maximum(t, 1.0), 1.0)
+        out = _where(t > 0, self.memory_max * tt / np.hypot(tt, self.memory_tokens_half), self.memory_max)
         if self.memory_streams_half:
             s = _float(streams)
             ss = _where(s > 0, s, 1.0)
@@ -252,7 +253,7 @@ class FamilyFit:
         for c, x in ((self.overhead_per_windowed_head_s, windowed_heads), (self.overhead_per_kv_stream_s, kv_streams),
                      (tiles, None), (self.overhead_per_output_elem_s, out_elems),
                      (self.overhead_per_walked_elem_s, walked), (self.overhead_per_token_s, tokens),
-                     (self.overhead_per_head_dim_s, dim)):  # (a count < 0, unknown: 0)
+                     (self.overhead_per_head_dim_s, dim), (self.overhead_window_s, _float(window_keys) > 0)):
             if c:
                 ovh = ovh + (c * np.maximum(_float(x), 0.0) if x is not None else self.overhead_per_head_tile_s *
                              _float(head_tiles) + self.overhead_per_group_tile_s * _float(group_tiles))
@@ -286,7 +287,7 @@ PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_hal
           "overhead_per_walked_elem_s", "err_p10", "err_p90", "comm_switch_max", "comm_step_s",
           "comm_step_per_doubling_s", "compute_k_split", "overhead_per_windowed_head_s", "overhead_per_head_tile_s",
           "overhead_per_group_tile_s", "memory_streams_half", "overhead_per_kv_stream_s",
-          "overhead_per_head_dim_s", "memory_window_half")
+          "overhead_per_head_dim_s", "memory_window_half", "overhead_window_s")
 # ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: seconds per kernel, row, byte or
 # element; the band: measured / predicted), so a hostile chip file cannot drive a time to overflow
 PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3, "comm": 1.0}
@@ -458,8 +459,7 @@ class CalibratedModel:
 
 
 @lru_cache(maxsize=4096)
-def _efficiency_at(p: FamilyFit, tokens: float, label: str, cols: float = 0.0, walked: float = 0.0,
-                   depth: float = 0.0) -> Efficiency:
+def _efficiency_at(p: FamilyFit, tokens: float, label: str, cols: float = 0.0, walked=0.0, depth=0.0) -> Efficiency:
     """p.efficiency at a scalar token count (GEMM: and its output columns and walked elements), remembered: a fit
     and its Efficiency are immutable, and the ops of a step share a few shapes."""
     return p.efficiency(tokens, label=label, cols=cols, out_elems=tokens * cols, walked=walked, depth=depth)

@@ -64,7 +64,7 @@ def test_calibrated_decode_sum_is_exact_with_the_decode_compute_factors(window, 
 
     fit = FamilyFit(compute_max=cm, compute_keys_half=300.0, compute_group_half=8.0, memory_max=0.8,
                     overhead_s=5e-6, overhead_per_kv_row_byte_s=1e-11, overhead_per_windowed_head_s=1e-8,
-                    memory_window_half=100.0, overhead_per_head_dim_s=2e-8)
+                    memory_window_half=100.0, overhead_per_head_dim_s=2e-8, overhead_window_s=3e-6)
     model = CalibratedModel("h100-sxm", "test", {"attention_decode": fit})
     chip = lr.load_chip("h100")
     prompt, gen, batch = 30, 25, 64

@@ -41,7 +41,7 @@ def toml_block(result: FitResult, chip_note: str) -> str:
              "#     * B*H with a sliding window), compute = compute_max * f(L, compute_keys_half) * f(G, compute_group_half),",
              "#     memory = memory_max * S / hypot(S, memory_streams_half), S = B*n_kv KV streams; _fp8 also",
              "#     + overhead_per_head_dim_s * D (head_dim) and, past a sliding window of W keys, memory * W / (W +",
-             "#     memory_window_half) (whole KV blocks: the window straddles one more);",
+             "#     memory_window_half) + overhead_window_s (whole KV blocks: the window straddles one more);",
              "#   gemm_fp8: GEMMs computing in fp8/int8;",
              "#   collectives: hops * (latency_s + comm_step_s + comm_step_per_doubling_s * log2 n) + link_bytes /",
              "#     (link_bytes_per_s * comm_max; comm_switch_max for bytes the NVLink switch reduces) + overhead_s;",

@@ -201,12 +201,13 @@ _FREE = {
                          ("overhead_per_windowed_head_s", 1e-8), ("memory_streams_half", 1.0),
                          ("overhead_per_kv_stream_s", 1e-8)),
     # the KV cache in 8 bits or fewer: the same terms plus a floor per unit of head_dim (the CTA's Q / O tiles) and,
-    # past its sliding window, whole KV blocks read: h keys more than the window (window half; efficiency.py)
+    # past its sliding window, whole KV blocks read: h keys more than the window (window half) and a time per kernel
+    # (the straddled block walked serially and masked; efficiency.py)
     "attention_decode_fp8": (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11),
                              ("compute_max", 0.5), ("compute_keys_half", 64.0), ("compute_group_half", 8.0),
                              ("overhead_per_windowed_head_s", 1e-8), ("memory_streams_half", 1.0),
                              ("overhead_per_kv_stream_s", 1e-8), ("overhead_per_head_dim_s", 1e-8),
-                             ("memory_window_half", 128.0)),
+                             ("memory_window_half", 128.0), ("overhead_window_s", 1e-6)),
     "memory": (("memory_max", 0.5), ("memory_tokens_half", 64.0), ("overhead_s", 2e-6)),
     # collectives: the bandwidth fraction of GPU-driven copies (one-shot, two-shot) and of the switch's own
     # reduction (NVLS), the latency per algorithm step and its growth per doubling of the GPUs (log2 n: it fits
@@ -292,7 +293,8 @@ def _free(fam: str) -> tuple[tuple[str, float], ...]:
 # a parameter that prices only some rows (its _Terms input) stays 0 when no fitted row has that input: the rows
 # cannot tell its value (A100 has no sliding-window decode rows), and a simplex left free would wander
 _ONLY_WITH = {"overhead_per_windowed_head_s": "windowed_heads", "overhead_per_head_tile_s": "head_tiles",
-              "overhead_per_group_tile_s": "group_tiles", "memory_window_half": "window_keys"}
+              "overhead_per_group_tile_s": "group_tiles", "memory_window_half": "window_keys",
+             "overhead_window_s": "window_keys"}
 
 
 def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = IDEAL_FIT) -> FamilyFit:
