@@ -70,7 +70,9 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   quantization, a pass per row. T for an expert GEMM is its rows per touched expert; overhead_per_walked_elem_s (moe)
   prices the routed rows the fused block passes over outside its grouped GEMMs (op.walked_rows x (K + N): the
   sort, activation and top-k sum as separate passes; with expert parallelism over tokens every chip holds, all T*k
-  rows, vLLM's Triton fused MoE zero-filling those of other chips' experts; ~0 for kernels that fuse them). fp8 GEMMs (gemm_fp8) have their own fit of every parameter: other kernels, tiles and epilogues than bf16.
+  rows, vLLM's Triton fused MoE zero-filling those of other chips' experts; ~0 for kernels that fuse them). fp8 GEMMs
+  (gemm_fp8) have their own fit of every parameter, and past one M tile of compute_m_tile rows (a discrete fit: 0, 128
+  or 256) a factor T / (ceil(T / tile) * tile): vLLM picks a kernel sized to M up to a tile, whole tiles beyond it.
 - Weight-only quantized GEMMs (weights narrower than the compute dtype: int4/int8/fp8 weights, bf16 compute) run
   dequantizing kernels: the packed-weight read plus a dequant cost on the vector units, never the padded rows
   (dequant_efficiency).
@@ -131,13 +133,12 @@ if TYPE_CHECKING:
     from .ops import Op
 
 FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8",
-            "elementwise", "activation", "rope", "norm", "embedding", "collective", "moe_fp8",
-            "gemm_fp8_block", "all_to_all", "mla_glue")
+            "elementwise", "activation", "rope", "norm", "embedding", "collective", "moe_fp8", "gemm_fp8_block",
+            "all_to_all", "mla_glue")
 FP8_COMPUTE = ("fp8", "int8", "fp4", "int4")  # GEMMs computing in these run the 8-bit (and narrower) kernels
 # a family without its own fit borrows: family -> the family it falls back to (and says so)
 BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "moe_quant": "moe", "attention_decode_fp8": "attention_decode",
-           "attention_decode": "attention", "moe_fp8": "moe",
-           "gemm_fp8_block": "gemm_fp8", "all_to_all": "collective"}
+           "attention_decode": "attention", "moe_fp8": "moe", "gemm_fp8_block": "gemm_fp8", "all_to_all": "collective"}
 
 
 def borrowed_base(family: str, have) -> str:
@@ -200,6 +201,7 @@ class FamilyFit:
     overhead_per_head_dim_s: float = 0.0  # fp8-KV decode: floor per unit of head_dim D (per kernel), >= 0
     memory_window_half: float = 0.0  # fp8-KV decode past its window of W keys: whole KV blocks, W / (W + h), >= 0
     overhead_window_s: float = 0.0  # fp8-KV decode past its window: time per kernel (the masked block walked), >= 0
+    compute_m_tile: float = 0.0  # fp8 GEMM: T rows > one tile run ceil(T / tile) whole tiles (factor T / padded), >= 0
 
     def __post_init__(self):
         for name in ("compute_max", "memory_max", "comm_max", "comm_switch_max"):
@@ -225,6 +227,9 @@ class FamilyFit:
                         (outs, self.compute_outs_half)):
             if half > 0:
                 out = out * _saturation(x, half)
+        if self.compute_m_tile > 0:  # past one tile: whole tiles (a GEMM of fewer rows runs a kernel sized to it)
+            t, m = np.maximum(_float(tokens), 1.0), self.compute_m_tile
+            out = out * _where(t > m, t / (np.ceil(t / m) * m), 1.0)
         return out
 
     def memory(self, tokens, streams=0.0, window_keys=0.0) -> np.ndarray:
@@ -263,8 +268,7 @@ class FamilyFit:
                           comm_hop_s=self.step_s(chips))
 
     def step_s(self, chips) -> np.ndarray:
-        """Collective latency per step beyond the link's: comm_step_s + comm_step_per_doubling_s * log2(chips)
-        (chips <= 1, unknown: comm_step_s)."""
+        """Collective latency per step beyond the link's: comm_step_s + comm_step_per_doubling_s * log2(chips >= 1)."""
         if not self.comm_step_per_doubling_s:
             return self.comm_step_s
         return self.comm_step_s + self.comm_step_per_doubling_s * np.log2(np.maximum(_float(chips), 1.0))
@@ -276,9 +280,8 @@ class FamilyFit:
 def _saturation(x, half: float) -> np.ndarray:
     """x / (x + half), 1 where x <= 0 (unknown)."""
     x = _float(x)
-    known = x > 0
-    xx = _where(known, x, 1.0)
-    return _where(known, xx / (xx + half), 1.0)
+    xx = _where(x > 0, x, 1.0)
+    return _where(x > 0, xx / (xx + half), 1.0)
 
 
 PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_half", "comm_max", "overhead_s",
@@ -287,14 +290,14 @@ PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_hal
           "overhead_per_walked_elem_s", "err_p10", "err_p90", "comm_switch_max", "comm_step_s",
           "comm_step_per_doubling_s", "compute_k_split", "overhead_per_windowed_head_s", "overhead_per_head_tile_s",
           "overhead_per_group_tile_s", "memory_streams_half", "overhead_per_kv_stream_s",
-          "overhead_per_head_dim_s", "memory_window_half", "overhead_window_s")
+          "overhead_per_head_dim_s", "memory_window_half", "overhead_window_s",
+          "compute_m_tile")
 # ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: seconds per kernel, row, byte or
 # element; the band: measured / predicted), so a hostile chip file cannot drive a time to overflow
 PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3, "comm": 1.0}
 IDEAL_FIT = FamilyFit(fitted_on="ideal roofline")
-# TPU: not calibrated. compute 0.95: the book ("How to Scale Your Model", Part 1 footnote: "H100 and B200
-# usually only achieve 80-85% of the claimed peak FLOPs, while TPUs reach 95% in normal use"). memory and
-# links 0.9 and 1 us per (XLA-fused) op are ASSUMPTIONS, not measurements.
+# TPU: not calibrated. compute 0.95: the book ("How to Scale Your Model", Part 1 footnote: "H100 and B200 usually only
+# achieve 80-85% of the claimed peak FLOPs, while TPUs reach 95% in normal use"); memory, links 0.9, 1 us: ASSUMED.
 TPU_DEFAULT = FamilyFit(compute_max=0.95, memory_max=0.9, comm_max=0.9, overhead_s=1e-6,
                         fitted_on="tpu default (uncalibrated): compute 0.95 per the book's footnote; memory 0.9, "
                                   "links 0.9, overhead 1 us are assumptions")
@@ -460,8 +463,7 @@ class CalibratedModel:
 
 @lru_cache(maxsize=4096)
 def _efficiency_at(p: FamilyFit, tokens: float, label: str, cols: float = 0.0, walked=0.0, depth=0.0) -> Efficiency:
-    """p.efficiency at a scalar token count (GEMM: and its output columns and walked elements), remembered: a fit
-    and its Efficiency are immutable, and the ops of a step share a few shapes."""
+    """p.efficiency at a scalar token count (GEMM: and N, walked elements, K), remembered (immutable; shapes repeat)."""
     return p.efficiency(tokens, label=label, cols=cols, out_elems=tokens * cols, walked=walked, depth=depth)
 
 
@@ -498,8 +500,7 @@ def attention_shape(op: "Op", decode: bool) -> dict:
 
 
 def _kv_streams(op: "Op", elems) -> np.ndarray:
-    """B*n_kv of a decode op: B = op.seqs sequences, n_kv = H / op.q_per_kv KV heads, H = elems / (tokens * (dqk+dv));
-    0 where there is no sequence (or the op has no head_dim or GQA group)."""
+    """B*n_kv of a decode op: B = op.seqs, n_kv = H / op.q_per_kv, H = elems / (tokens * (dqk+dv)); 0: no sequence."""
     b, t, d, g = _float(getattr(op, "seqs", 0.0)), _float(op.tokens), 2.0 * op.head_dim, op.q_per_kv
     if d <= 0 or g <= 0:
         return 0.0
@@ -514,8 +515,7 @@ def query_tiles(seqs, q, heads, group) -> tuple[np.ndarray, np.ndarray]:
     """(head tiles, group tiles) of a prefill of B = seqs sequences of q query rows, H = heads, G = group: one
     query head's q rows fill ceil(q / Q_TILE) tiles (B*H*ceil(q/Q_TILE): a 16-token sequence still runs a whole
     tile); a kernel packing a GQA group's G heads into one tile fills B*(H/G)*ceil(q*G/Q_TILE). 0 where B = 0."""
-    b, q, h = _float(seqs), _float(q), _float(heads)
-    g = np.maximum(_float(group), 1.0)
+    b, q, h, g = _float(seqs), _float(q), _float(heads), np.maximum(_float(group), 1.0)
     return b * h * np.ceil(q / Q_TILE), b * (h / g) * np.ceil(q * g / Q_TILE)
 
 

@@ -249,6 +249,22 @@ def test_fp8_gemms_use_their_own_family_or_borrow_bf16(round_chip, attn_chip):
     assert calibrated_model("h100-sxm").sources["gemm_fp8"] == "h100-sxm fit"
 
 
+def test_fp8_gemm_rows_past_one_m_tile_run_whole_tiles():
+    from llm_roofline.efficiency import CalibratedModel
+
+    p = FamilyFit(compute_max=0.8, compute_m_tile=256.0)
+    # up to one tile the kernel is sized to M: 0.8 at M = 1, 200, 256; past it whole 256-row tiles: M = 257 runs 512
+    # rows (0.8 * 257 / 512 = 0.4015625), M = 512 two full tiles (0.8), M = 513 three (0.8 * 513 / 768 = 0.534375)
+    got = [float(p.compute(t)) for t in (1.0, 200.0, 256.0, 257.0, 512.0, 513.0)]
+    assert got == pytest.approx([0.8, 0.8, 0.8, 0.4015625, 0.8, 0.534375], rel=1e-12)
+    assert float(p.compute(0.0)) == 0.8  # tokens unknown: compute_max
+    # an fp8 GEMM op of 257 tokens through the calibrated model: the same factor
+    op = gemm("ffn.up", "dense", 1, tokens=257, k=4096, n=4096, bits_per_weight=8, act_bytes_per_elem=1,
+              compute_dtype="fp8")
+    eff = CalibratedModel("x", "t", {"gemm_fp8": p}).for_op(op, lr.load_chip("h100-sxm"))
+    assert float(eff.compute) == pytest.approx(0.4015625, rel=1e-12)
+
+
 def test_split_k_caps_a_skinny_gemms_serial_k_walk():
     # outs half 1000, K split in chunks of 2048: T*N = 100 outputs at K = 8192 count 100 * 8192 / 2048 = 400 work
     # units -> factor 400 / (400 + 1000) = 2/7; at K = 1024 (< one chunk) 100 / 1100 = 1/11; without split-K 1/11

@@ -226,6 +226,10 @@ _FREE = {
 # parallelism (outs) does
 _ALT_STARTS = {"gemm": ({"compute_tokens_half": 1.0, "compute_cols_half": 1.0, "compute_outs_half": 2e5},
                         {"compute_k_split": 1e9})}  # split-K off (K / 1e9 < 1): the former model's basin
+# a discrete parameter a family's fit picks from a few values (the rest fitted at each, the lowest loss kept): the
+# M tile of fp8 GEMMs past their first tile (efficiency.FamilyFit.compute_m_tile; 0: none, the smooth tokens factor
+# alone): Hopper's CUTLASS fp8 kernel for large M runs 128-row tiles in clusters of two
+_GRID = {"gemm_fp8": ("compute_m_tile", (0.0, 128.0, 256.0))}
 _FRACTIONS = ("compute_max", "memory_max", "comm_max", "comm_switch_max")
 LOSS_SCALE = 0.1  # pseudo-Huber scale of the log residual: quadratic below ~10 %, linear above
 
@@ -305,23 +309,24 @@ def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = 
                  and (n != "comm_switch_max" or _switch_reduced(terms)))
     names = [n for n, _ in free]
 
-    def unpack(x) -> FamilyFit:
-        return replace(base, **{n: _from_x(n, v) for n, v in zip(names, x)})  # _from_x keeps each in its range
+    grid_name, grid = _GRID.get(fam, ("", (None,)))
 
-    def objective(x):
-        return _loss(terms.time_s(unpack(x)), measured)
+    def unpack(x, g=None) -> FamilyFit:
+        b = base if g is None else replace(base, **{grid_name: g})
+        return replace(b, **{n: _from_x(n, v) for n, v in zip(names, x)})  # _from_x keeps each in its range
 
     found = []
-    for start in ({},) + _ALT_STARTS.get(fam, ()):
-        x = np.array([_to_x(n, start.get(n, v)) for n, v in free])
-        best = math.inf
-        for _ in range(4):  # restart from the best point until the loss stops improving
-            x, val = nelder_mead(objective, x)
-            if best - val < 1e-9:
-                break
-            best = val
-        found.append((val, len(found), x))
-    p = unpack(min(found, key=lambda f: f[:2])[2])
+    for g in grid:  # a discrete parameter: each value tried, the lowest loss kept (ties: the first)
+        for start in ({},) + _ALT_STARTS.get(fam, ()):
+            x = np.array([_to_x(n, start.get(n, v)) for n, v in free])
+            best = math.inf
+            for _ in range(4):  # restart from the best point until the loss stops improving
+                x, val = nelder_mead(lambda y: _loss(terms.time_s(unpack(y, g)), measured), x)
+                if best - val < 1e-9:
+                    break
+                best = val
+            found.append((val, len(found), x, g))
+    p = unpack(*min(found, key=lambda f: f[:2])[2:])
     if "comm_max" in names and "comm_switch_max" not in names:  # no switch-reduced row: as the copies (unmeasured)
         p = replace(p, comm_switch_max=p.comm_max)
     return p
