@@ -13,7 +13,7 @@ The model (per chip and op family; a few parameters, each with a physical meanin
     eff.comm_switch = comm_switch_max                                      the same when the switch reduces (NVLS)
     eff.comm_hop_s = comm_step_s + comm_step_per_doubling_s * log2(n)      latency per collective step (alpha)
     eff.overhead_s = overhead_s + overhead_per_kv_row_byte_s * R           fixed time per kernel
-                     + overhead_per_output_elem_s * T*N + overhead_per_token_s * T (+ walked-row elements, D)
+                     + overhead_per_output_elem_s * T*N + overhead_per_token_s * T (+ walked-row elements)
 
 and roofline.score (the only place a time is computed) turns them into a time::
 
@@ -94,8 +94,7 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   split-KV (flash-decoding) caps the CTAs one stream gets, so one sequence x one KV head cannot fill HBM; and
   overhead_per_kv_stream_s * S, the floor per stream (its CTAs, the split-KV combine). overhead_per_windowed_head_s * B*H: a sliding-window decode on FlashAttention-2 (vLLM's
   kernel on Ampere / Ada packs a GQA group into one tile only without a window) runs one tile per query head, as
-  MHA (~0 where the kernel packs it: FA3, FlashInfer). attention_decode_fp8 adds overhead_per_head_dim_s * D (D =
-  op.head_dim: the CTA's serial prologue / epilogue, Q in and O out, D wide) and, past a sliding window of W keys
+  MHA (~0 where the kernel packs it: FA3, FlashInfer). attention_decode_fp8 adds, past a sliding window of W keys
   (op.kv_len > W), memory * W / (W + memory_window_half) and overhead_window_s per kernel: the kernel reads whole
   KV blocks (FA3 fp8: 224 keys at D = 128) and a window ending anywhere straddles one more, walked serially and
   masked (its bytes at large batch, its latency at small). Memory efficiency and overheads never depend on the KV
@@ -198,7 +197,6 @@ class FamilyFit:
     #   factor S / hypot(S, h) is 1/sqrt(2): split-KV caps the CTAs per stream, so few streams leave HBM idle, >= 0
     overhead_per_kv_stream_s: float = 0.0  # decode attention: time per KV stream (sequence x KV head: the split-KV
     #   kernel's CTAs and combine per stream), >= 0
-    overhead_per_head_dim_s: float = 0.0  # fp8-KV decode: floor per unit of head_dim D (per kernel), >= 0
     memory_window_half: float = 0.0  # fp8-KV decode past its window of W keys: whole KV blocks, W / (W + h), >= 0
     overhead_window_s: float = 0.0  # fp8-KV decode past its window: time per kernel (the masked block walked), >= 0
     compute_m_tile: float = 0.0  # fp8 GEMM: T rows > one tile run ceil(T / tile) whole tiles (factor T / padded), >= 0
@@ -258,7 +256,7 @@ class FamilyFit:
         for c, x in ((self.overhead_per_windowed_head_s, windowed_heads), (self.overhead_per_kv_stream_s, kv_streams),
                      (tiles, None), (self.overhead_per_output_elem_s, out_elems),
                      (self.overhead_per_walked_elem_s, walked), (self.overhead_per_token_s, tokens),
-                     (self.overhead_per_head_dim_s, dim), (self.overhead_window_s, _float(window_keys) > 0)):
+                     (self.overhead_window_s, _float(window_keys) > 0)):
             if c:
                 ovh = ovh + (c * np.maximum(_float(x), 0.0) if x is not None else self.overhead_per_head_tile_s *
                              _float(head_tiles) + self.overhead_per_group_tile_s * _float(group_tiles))
@@ -290,7 +288,7 @@ PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_hal
           "overhead_per_walked_elem_s", "err_p10", "err_p90", "comm_switch_max", "comm_step_s",
           "comm_step_per_doubling_s", "compute_k_split", "overhead_per_windowed_head_s", "overhead_per_head_tile_s",
           "overhead_per_group_tile_s", "memory_streams_half", "overhead_per_kv_stream_s",
-          "overhead_per_head_dim_s", "memory_window_half", "overhead_window_s",
+          "memory_window_half", "overhead_window_s",
           "compute_m_tile")
 # ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: seconds per kernel, row, byte or
 # element; the band: measured / predicted), so a hostile chip file cannot drive a time to overflow

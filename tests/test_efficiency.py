@@ -179,30 +179,29 @@ def test_decode_kv_streams_by_hand():
     assert float(s.t_s) == pytest.approx(23.92e-6, rel=1e-9)
 
 
-def test_fp8_kv_decode_head_dim_and_window_terms_by_hand():
+def test_fp8_kv_decode_past_its_window_reads_whole_blocks_by_hand():
     from llm_roofline.efficiency import CalibratedModel
 
     # 8 heads, 2 KV heads, head_dim 256 (dqk = dv = 256), fp8 KV cache (K+V per token 2 * 2 * 256 = 1024 elements)
     op = attention("attn.core", "dense", 1, batch=1, q_len=1, kv_len=4096, n_heads=8, n_kv_heads=2, qk_dim=256,
                    v_dim=256, kv_elems_per_token=1024, kv_bytes_per_elem=1, act_bytes_per_elem=2)
     assert family_of(op) == "attention_decode_fp8" and op.head_dim == 256.0
-    fit = FamilyFit(memory_max=0.8, memory_window_half=200.0, overhead_s=10e-6, overhead_per_head_dim_s=2e-8,
-                    overhead_window_s=3e-6)
+    fit = FamilyFit(memory_max=0.8, memory_window_half=200.0, overhead_s=10e-6, overhead_window_s=3e-6)
     model, chip = CalibratedModel("x", "t", {"attention_decode_fp8": fit}), lr.load_chip("h100-sxm")
     eff = model.for_op(op, chip)
-    # floor 10 us + 2e-8 * 256 = 15.12 us; no window: memory 0.8
-    assert float(eff.overhead_s) == pytest.approx(15.12e-6, rel=1e-12) and float(eff.memory) == pytest.approx(0.8)
+    # no window: memory 0.8, floor 10 us
+    assert float(eff.overhead_s) == pytest.approx(10e-6, rel=1e-12) and float(eff.memory) == pytest.approx(0.8)
 
     def windowed(kv):
         return attention("attn.core", "dense", 1, batch=1, q_len=1, kv_len=kv, n_heads=8, n_kv_heads=2, qk_dim=256,
                          v_dim=256, kv_elems_per_token=1024, kv_bytes_per_elem=1, act_bytes_per_elem=2, window=56)
-    # window 56, context 4096 (past it): 56 keys read as 56 + 200: memory 0.8 * 56 / 256 = 0.175, overhead 15.12 us
-    # + 3 us = 18.12 us; context 56 (the window from the first key: no block more) and 40 (inside it): 0.8, 15.12 us
+    # window 56, context 4096 (past it): 56 keys read as 56 + 200: memory 0.8 * 56 / 256 = 0.175, overhead 10 us
+    # + 3 us = 13 us; context 56 (the window from the first key: no block more) and 40 (inside it): 0.8, 10 us
     past = model.for_op(windowed(4096), chip)
-    assert (float(past.memory), float(past.overhead_s)) == (pytest.approx(0.175, rel=1e-12), pytest.approx(18.12e-6))
+    assert (float(past.memory), float(past.overhead_s)) == (pytest.approx(0.175, rel=1e-12), pytest.approx(13e-6))
     for kv in (56, 40):
         e = model.for_op(windowed(kv), chip)
-        assert (float(e.memory), float(e.overhead_s)) == (0.8, pytest.approx(15.12e-6, rel=1e-12))
+        assert (float(e.memory), float(e.overhead_s)) == (0.8, pytest.approx(10e-6, rel=1e-12))
 
 
 def test_decode_kv_streams_of_a_grid_with_an_empty_batch_are_counted_point_by_point():
@@ -222,14 +221,13 @@ def test_decode_kv_streams_of_a_grid_with_an_empty_batch_are_counted_point_by_po
        cm=st.floats(0.05, 1.0), kh=st.floats(0, 5000), eh=st.floats(0, 1e8), mm=st.floats(0.05, 1.0),
        oh=st.floats(0, 1e-4), orow=st.floats(0, 1e-9), gh=st.floats(0, 100), owin=st.floats(0, 1e-7),
        window=st.sampled_from([None, 128, 4096]), sh=st.floats(0, 64), ost=st.floats(0, 1e-7),
-       otile=st.floats(0, 1e-7), wh=st.floats(0, 1e4), odim=st.floats(0, 1e-7), ow=st.floats(0, 1e-4))
+       otile=st.floats(0, 1e-7), wh=st.floats(0, 1e4), ow=st.floats(0, 1e-4))
 def test_attention_never_below_ideal(batch, q, prefix, cm, kh, eh, mm, oh, orow, gh, owin, window, sh, ost, otile,
-                                     wh, odim, ow):
+                                     wh, ow):
     fit = FamilyFit(compute_max=cm, compute_keys_half=kh, compute_elems_half=eh, memory_max=mm, overhead_s=oh,
                     overhead_per_kv_row_byte_s=orow, compute_group_half=gh, overhead_per_windowed_head_s=owin,
                     memory_streams_half=sh, overhead_per_kv_stream_s=ost, overhead_per_head_tile_s=otile,
-                    overhead_per_group_tile_s=otile, memory_window_half=wh, overhead_per_head_dim_s=odim,
-                    overhead_window_s=ow)
+                    overhead_per_group_tile_s=otile, memory_window_half=wh, overhead_window_s=ow)
     op = attention("attn.core", "dense", 1, batch=batch, q_len=q, kv_len=q + prefix, n_heads=8, n_kv_heads=2,
                    qk_dim=64, v_dim=64, kv_elems_per_token=256, kv_bytes_per_elem=2, act_bytes_per_elem=2,
                    compute_dtype="fp16", window=window)

@@ -200,14 +200,13 @@ _FREE = {
                          ("compute_max", 0.5), ("compute_keys_half", 64.0), ("compute_group_half", 8.0),
                          ("overhead_per_windowed_head_s", 1e-8), ("memory_streams_half", 1.0),
                          ("overhead_per_kv_stream_s", 1e-8)),
-    # the KV cache in 8 bits or fewer: the same terms plus a floor per unit of head_dim (the CTA's Q / O tiles) and,
-    # past its sliding window, whole KV blocks read: h keys more than the window (window half) and a time per kernel
-    # (the straddled block walked serially and masked; efficiency.py)
+    # the KV cache in 8 bits or fewer: the same terms plus, past its sliding window, whole KV blocks read: h keys more
+    # than the window (window half) and a time per kernel (the straddled block walked serially and masked)
     "attention_decode_fp8": (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11),
                              ("compute_max", 0.5), ("compute_keys_half", 64.0), ("compute_group_half", 8.0),
                              ("overhead_per_windowed_head_s", 1e-8), ("memory_streams_half", 1.0),
-                             ("overhead_per_kv_stream_s", 1e-8), ("overhead_per_head_dim_s", 1e-8),
-                             ("memory_window_half", 128.0), ("overhead_window_s", 1e-6)),
+                             ("overhead_per_kv_stream_s", 1e-8), ("memory_window_half", 128.0),
+                             ("overhead_window_s", 1e-6)),
     "memory": (("memory_max", 0.5), ("memory_tokens_half", 64.0), ("overhead_s", 2e-6)),
     # collectives: the bandwidth fraction of GPU-driven copies (one-shot, two-shot) and of the switch's own
     # reduction (NVLS), the latency per algorithm step and its growth per doubling of the GPUs (log2 n: it fits
