@@ -120,6 +120,8 @@ SHORT = {"compute_max": ("c", 1, ""), "compute_tokens_half": ("T½", 1, ""), "co
          "overhead_per_walked_elem_s": ("o/walk", 1e12, " ps"), "overhead_per_kv_row_byte_s": ("o/B", 1e12, " ps"),
          "overhead_per_kv_stream_s": ("o/S", 1e9, " ns"), "overhead_per_windowed_head_s": ("o/wh", 1e9, " ns"),
          "overhead_per_head_tile_s": ("o/ht", 1e9, " ns"), "overhead_per_group_tile_s": ("o/gt", 1e9, " ns"),
+         "memory_window_half": ("W½", 1, ""),
+         "overhead_window_s": ("o/win", 1e6, " µs"), "compute_m_tile": ("M_t", 1, ""),
          "err_p10": ("p10", 1, ""), "err_p90": ("p90", 1, "")}
 
 

@@ -71,7 +71,9 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   quantization, a pass per row. T for an expert GEMM is its rows per touched expert; overhead_per_walked_elem_s (moe)
   prices the routed rows the fused block passes over outside its grouped GEMMs (op.walked_rows x (K + N): the
   sort, activation and top-k sum as separate passes; with expert parallelism over tokens every chip holds, all T*k
-  rows, vLLM's Triton fused MoE zero-filling those of other chips' experts; ~0 for kernels that fuse them). fp8 GEMMs (gemm_fp8) have their own fit of every parameter: other kernels, tiles and epilogues than bf16.
+  rows, vLLM's Triton fused MoE zero-filling those of other chips' experts; ~0 for kernels that fuse them). fp8 GEMMs
+  (gemm_fp8) have their own fit of every parameter, and past one M tile of compute_m_tile rows (a discrete fit: 0, 128
+  or 256) a factor T / (ceil(T / tile) * tile): vLLM picks a kernel sized to M up to a tile, whole tiles beyond it.
 - Weight-only quantized GEMMs (weights narrower than the compute dtype: int4/int8/fp8 weights, bf16 compute) run
   dequantizing kernels: the packed-weight read plus a dequant cost on the vector units, never the padded rows
   (dequant_efficiency).
@@ -93,9 +95,12 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   split-KV (flash-decoding) caps the CTAs one stream gets, so one sequence x one KV head cannot fill HBM; and
   overhead_per_kv_stream_s * S, the floor per stream (its CTAs, the split-KV combine). overhead_per_windowed_head_s * B*H: a sliding-window decode on FlashAttention-2 (vLLM's
   kernel on Ampere / Ada packs a GQA group into one tile only without a window) runs one tile per query head, as
-  MHA (~0 where the kernel packs it: FA3, FlashInfer). Memory efficiency and overheads never depend on the KV
-  length, so within a decode stretch every op's compute and memory times stay affine in the context length and
-  phases.py's closed-form decode sum stays exact.
+  MHA (~0 where the kernel packs it: FA3, FlashInfer). attention_decode_fp8 adds, past a sliding window of W keys
+  (op.kv_len > W), memory * W / (W + memory_window_half) and overhead_window_s per kernel: the kernel reads whole
+  KV blocks (FA3 fp8: 224 keys at D = 128) and a window ending anywhere straddles one more, walked serially and
+  masked (its bytes at large batch, its latency at small). Memory efficiency and overheads never depend on the KV
+  length but for that step at the window (a breakpoint: spec.context_breakpoints), so within a decode stretch every
+  op's compute and memory times stay affine and phases.py's closed-form decode sum stays exact.
 - Every efficiency is <= 1 and every overhead >= 0, so a calibrated time is never below the ideal roofline bound
   (tests check it with hypothesis). An op with tokens = 0 (unknown) gets the asymptotic efficiencies.
 - err_p10 / err_p90: the 10th / 90th percentile of measured / predicted time on held-out shapes; they make
@@ -128,13 +133,12 @@ if TYPE_CHECKING:
     from .ops import Op
 
 FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8",
-            "elementwise", "activation", "rope", "norm", "embedding", "collective", "moe_fp8",
-            "gemm_fp8_block", "all_to_all", "mla_glue")
+            "elementwise", "activation", "rope", "norm", "embedding", "collective", "moe_fp8", "gemm_fp8_block",
+            "all_to_all", "mla_glue")
 FP8_COMPUTE = ("fp8", "int8", "fp4", "int4")  # GEMMs computing in these run the 8-bit (and narrower) kernels
 # a family without its own fit borrows: family -> the family it falls back to (and says so)
 BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "moe_quant": "moe", "attention_decode_fp8": "attention_decode",
-           "attention_decode": "attention", "moe_fp8": "moe",
-           "gemm_fp8_block": "gemm_fp8", "all_to_all": "collective"}
+           "attention_decode": "attention", "moe_fp8": "moe", "gemm_fp8_block": "gemm_fp8", "all_to_all": "collective"}
 
 
 def borrowed_base(family: str, have) -> str:
@@ -174,22 +178,18 @@ class FamilyFit:
     overhead_per_output_elem_s: float = 0.0  # GEMM: epilogue time per output element (T * N), not overlapped, >= 0
     overhead_per_token_s: float = 0.0  # time per row T (fp8 GEMM: the activations' dynamic quantization; decode
     #   attention: per sequence), >= 0
-    overhead_per_walked_elem_s: float = 0.0  # moe: time per element (K + N per row) of the routed rows a fused
-    #   expert block passes over outside its GEMMs (sort, activation, top-k sum; with EP over tokens not
-    #   dispatched also the zero-filled rows of experts held on other chips), >= 0
+    overhead_per_walked_elem_s: float = 0.0  # moe: time per element (K + N per row) of the routed rows a fused expert
+    #   block passes over outside its GEMMs (sort, activation, top-k sum; EP: zero-filled rows of others' experts), >= 0
     err_p10: float = 1.0  # held-out measured / predicted, 10th percentile (uncertainty band), > 0
     err_p90: float = 1.0  # held-out measured / predicted, 90th percentile, > 0
     fitted_on: str = ""
     comm_switch_max: float = 1.0  # collective: fraction of link bandwidth when the switch reduces (NVLS), (0, 1]
-    comm_step_s: float = 0.0  # collective: latency per algorithm step beyond the link's latency_s (flag
-    #   barrier, kernel phase), >= 0
+    comm_step_s: float = 0.0  # collective: latency per algorithm step beyond the link's latency_s (flag barrier), >= 0
     comm_step_per_doubling_s: float = 0.0  # collective: growth of that step latency per doubling of the GPUs, >= 0
-    compute_k_split: float = 0.0  # GEMM: K per split of a split-K kernel: the output-parallelism factor counts
-    #   T * N * max(1, K / compute_k_split) work units (few output tiles split K over more CTAs, so a skinny GEMM's
-    #   serial K walk stops growing past it); 0: no split-K, >= 0
-    overhead_per_windowed_head_s: float = 0.0  # decode attention with a sliding window: time per query row x query
-    #   head (FlashAttention-2, vLLM's kernel on Ampere / Ada, packs a GQA group into one tile only without a
-    #   window: a windowed decode runs one tile per query head, as MHA; ~0 where the kernel packs it), >= 0
+    compute_k_split: float = 0.0  # GEMM: K per split of a split-K kernel: the output-parallelism factor counts T * N *
+    #   max(1, K / compute_k_split) work units (a skinny GEMM's serial K walk stops growing past it); 0: none, >= 0
+    overhead_per_windowed_head_s: float = 0.0  # decode attention with a sliding window: time per query row x query head
+    #   (FlashAttention-2 packs a GQA group into one tile only without a window; ~0 where the kernel packs it), >= 0
     overhead_per_head_tile_s: float = 0.0  # prefill attention: time per query tile of one query head (B*H*ceil(q/Q_TILE)
     #   tiles: kernels that give each query head its own tiles; a short sequence still fills a whole tile), >= 0
     overhead_per_group_tile_s: float = 0.0  # prefill attention: time per query tile of one GQA group (B*n_kv*
@@ -198,6 +198,9 @@ class FamilyFit:
     #   factor S / hypot(S, h) is 1/sqrt(2): split-KV caps the CTAs per stream, so few streams leave HBM idle, >= 0
     overhead_per_kv_stream_s: float = 0.0  # decode attention: time per KV stream (sequence x KV head: the split-KV
     #   kernel's CTAs and combine per stream), >= 0
+    memory_window_half: float = 0.0  # fp8-KV decode past its window of W keys: whole KV blocks, W / (W + h), >= 0
+    overhead_window_s: float = 0.0  # fp8-KV decode past its window: time per kernel (the masked block walked), >= 0
+    compute_m_tile: float = 0.0  # fp8 GEMM: T rows > one tile run ceil(T / tile) whole tiles (factor T / padded), >= 0
 
     def __post_init__(self):
         for name in ("compute_max", "memory_max", "comm_max", "comm_switch_max"):
@@ -223,52 +226,48 @@ class FamilyFit:
                         (outs, self.compute_outs_half)):
             if half > 0:
                 out = out * _saturation(x, half)
+        if self.compute_m_tile > 0:  # past one tile: whole tiles (a GEMM of fewer rows runs a kernel sized to it)
+            t, m = np.maximum(_float(tokens), 1.0), self.compute_m_tile
+            out = out * _where(t > m, t / (np.ceil(t / m) * m), 1.0)
         return out
 
-    def memory(self, tokens, streams=0.0) -> np.ndarray:
-        """memory_max * T / sqrt(T^2 + memory_tokens_half^2) (* S / hypot(S, memory_streams_half), decode attention's
-        KV streams S); T <= 0 (unknown): memory_max; 0 < T < 1 (a mean batch): one row; S <= 0 or h = 0: factor 1."""
+    def memory(self, tokens, streams=0.0, window_keys=0.0) -> np.ndarray:
+        """memory_max * T / sqrt(T^2 + memory_tokens_half^2) (* S / hypot(S, memory_streams_half), decode KV streams
+        S; * f(W, memory_window_half), W = window_keys); T <= 0: memory_max; 0 < T < 1: one row; S, W <= 0: factor 1."""
         t = _float(tokens)
-        known = t > 0
-        tt = _where(known, np.maximum(t, 1.0), 1.0)
-        out = _where(known, self.memory_max * tt / np.hypot(tt, self.memory_tokens_half), self.memory_max)
+        tt = _where(t > 0, np.maximum(t, 1.0), 1.0)
+        out = _where(t > 0, self.memory_max * tt / np.hypot(tt, self.memory_tokens_half), self.memory_max)
         if self.memory_streams_half:
             s = _float(streams)
             ss = _where(s > 0, s, 1.0)
             out = out * _where(s > 0, ss / np.hypot(ss, self.memory_streams_half), 1.0)
-        return out
+        return out * _saturation(window_keys, self.memory_window_half) if self.memory_window_half else out
 
-    def efficiency(self, tokens=0.0, kernels=1.0, label: str = "calibrated", keys=0.0, elems=0.0,
-                   kv_row_bytes=0.0, cols=0.0, dim=0.0, out_elems=0.0, group=0.0, walked=0.0,
-                   chips=0.0, depth=0.0, windowed_heads=0.0, head_tiles=0.0, group_tiles=0.0,
-                   kv_streams=0.0) -> Efficiency:
+    def efficiency(self, tokens=0.0, kernels=1.0, label: str = "calibrated", keys=0.0, elems=0.0, kv_row_bytes=0.0,
+                   cols=0.0, dim=0.0, out_elems=0.0, group=0.0, walked=0.0, chips=0.0, depth=0.0, windowed_heads=0.0,
+                   head_tiles=0.0, group_tiles=0.0, kv_streams=0.0, window_keys=0.0) -> Efficiency:
         """The Efficiency at T = tokens (GEMM: also its output columns; attention: keys per query, Q+O
         elements, head_dim and, for decode, the KV bytes of one context position over the batch); overhead
         (overhead_s + overhead_per_kv_row_byte_s * kv_row_bytes + overhead_per_output_elem_s * out_elems) once
         per kernel; windowed_heads: query rows x heads of a sliding-window decode (0 without a window); head_tiles,
-        group_tiles: a prefill's query tiles (query_tiles); kv_streams: a decode's sequences x KV heads."""
+        group_tiles: a prefill's query tiles (query_tiles); kv_streams: a decode's sequences x KV heads; window_keys:
+        a decode's keys W past its sliding window (else 0)."""
         ovh = self.overhead_s + self.overhead_per_kv_row_byte_s * _float(kv_row_bytes)
-        if self.overhead_per_windowed_head_s:
-            ovh = ovh + self.overhead_per_windowed_head_s * _float(windowed_heads)
-        if self.overhead_per_kv_stream_s:
-            ovh = ovh + self.overhead_per_kv_stream_s * _float(kv_streams)
-        if self.overhead_per_head_tile_s or self.overhead_per_group_tile_s:
-            ovh = ovh + self.overhead_per_head_tile_s * _float(head_tiles) + \
-                self.overhead_per_group_tile_s * _float(group_tiles)
-        if self.overhead_per_output_elem_s:
-            ovh = ovh + self.overhead_per_output_elem_s * _float(out_elems)
-        if self.overhead_per_walked_elem_s:
-            ovh = ovh + self.overhead_per_walked_elem_s * _float(walked)
-        if self.overhead_per_token_s:
-            ovh = ovh + self.overhead_per_token_s * np.maximum(_float(tokens), 0.0)
+        tiles = self.overhead_per_head_tile_s or self.overhead_per_group_tile_s  # its two terms are added as one
+        for c, x in ((self.overhead_per_windowed_head_s, windowed_heads), (self.overhead_per_kv_stream_s, kv_streams),
+                     (tiles, None), (self.overhead_per_output_elem_s, out_elems),
+                     (self.overhead_per_walked_elem_s, walked), (self.overhead_per_token_s, tokens),
+                     (self.overhead_window_s, _float(window_keys) > 0)):
+            if c:
+                ovh = ovh + (c * np.maximum(_float(x), 0.0) if x is not None else self.overhead_per_head_tile_s *
+                             _float(head_tiles) + self.overhead_per_group_tile_s * _float(group_tiles))
         return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group, out_elems, depth),
-                          memory=self.memory(tokens, kv_streams), comm=self.comm_max,
+                          memory=self.memory(tokens, kv_streams, window_keys), comm=self.comm_max,
                           overhead_s=ovh * _float(kernels), label=label, comm_switch=self.comm_switch_max,
                           comm_hop_s=self.step_s(chips))
 
     def step_s(self, chips) -> np.ndarray:
-        """Collective latency per step beyond the link's: comm_step_s + comm_step_per_doubling_s * log2(chips)
-        (chips <= 1, unknown: comm_step_s)."""
+        """Collective latency per step beyond the link's: comm_step_s + comm_step_per_doubling_s * log2(chips >= 1)."""
         if not self.comm_step_per_doubling_s:
             return self.comm_step_s
         return self.comm_step_s + self.comm_step_per_doubling_s * np.log2(np.maximum(_float(chips), 1.0))
@@ -280,9 +279,8 @@ class FamilyFit:
 def _saturation(x, half: float) -> np.ndarray:
     """x / (x + half), 1 where x <= 0 (unknown)."""
     x = _float(x)
-    known = x > 0
-    xx = _where(known, x, 1.0)
-    return _where(known, xx / (xx + half), 1.0)
+    xx = _where(x > 0, x, 1.0)
+    return _where(x > 0, xx / (xx + half), 1.0)
 
 
 PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_half", "comm_max", "overhead_s",
@@ -290,14 +288,15 @@ PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_hal
           "compute_outs_half", "overhead_per_kv_row_byte_s", "overhead_per_output_elem_s", "overhead_per_token_s",
           "overhead_per_walked_elem_s", "err_p10", "err_p90", "comm_switch_max", "comm_step_s",
           "comm_step_per_doubling_s", "compute_k_split", "overhead_per_windowed_head_s", "overhead_per_head_tile_s",
-          "overhead_per_group_tile_s", "memory_streams_half", "overhead_per_kv_stream_s")
+          "overhead_per_group_tile_s", "memory_streams_half", "overhead_per_kv_stream_s",
+          "memory_window_half", "overhead_window_s",
+          "compute_m_tile")
 # ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: seconds per kernel, row, byte or
 # element; the band: measured / predicted), so a hostile chip file cannot drive a time to overflow
 PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3, "comm": 1.0}
 IDEAL_FIT = FamilyFit(fitted_on="ideal roofline")
-# TPU: not calibrated. compute 0.95: the book ("How to Scale Your Model", Part 1 footnote: "H100 and B200
-# usually only achieve 80-85% of the claimed peak FLOPs, while TPUs reach 95% in normal use"). memory and
-# links 0.9 and 1 us per (XLA-fused) op are ASSUMPTIONS, not measurements.
+# TPU: not calibrated. compute 0.95: the book ("How to Scale Your Model", Part 1 footnote: "H100 and B200 usually only
+# achieve 80-85% of the claimed peak FLOPs, while TPUs reach 95% in normal use"); memory, links 0.9, 1 us: ASSUMED.
 TPU_DEFAULT = FamilyFit(compute_max=0.95, memory_max=0.9, comm_max=0.9, overhead_s=1e-6,
                         fitted_on="tpu default (uncalibrated): compute 0.95 per the book's footnote; memory 0.9, "
                                   "links 0.9, overhead 1 us are assumptions")
@@ -462,10 +461,8 @@ class CalibratedModel:
 
 
 @lru_cache(maxsize=4096)
-def _efficiency_at(p: FamilyFit, tokens: float, label: str, cols: float = 0.0, walked: float = 0.0,
-                   depth: float = 0.0) -> Efficiency:
-    """p.efficiency at a scalar token count (GEMM: and its output columns and walked elements), remembered: a fit
-    and its Efficiency are immutable, and the ops of a step share a few shapes."""
+def _efficiency_at(p: FamilyFit, tokens: float, label: str, cols: float = 0.0, walked=0.0, depth=0.0) -> Efficiency:
+    """p.efficiency at a scalar token count (GEMM: and N, walked elements, K), remembered (immutable; shapes repeat)."""
     return p.efficiency(tokens, label=label, cols=cols, out_elems=tokens * cols, walked=walked, depth=depth)
 
 
@@ -475,8 +472,9 @@ def attention_shape(op: "Op", decode: bool) -> dict:
     from its counts: act_bytes = B*q*H*(dqk+dv)*e (e = bytes of the compute dtype), flops = B*pairs*2H*(dqk+dv)
     and kv_bytes = B*kv*n_kv*(dqk+dv)*e_kv, so elems = act_bytes / e, keys = pairs / q = flops * e / (2 *
     act_bytes) and, for decode (pairs = kv), kv_row_bytes = kv_bytes / keys = B*n_kv*(dqk+dv)*e_kv.
-    Decode also returns windowed_heads = B*q*H = elems / (dqk+dv) for an op with a sliding window (else 0) and
-    kv_streams = B*n_kv (B = op.seqs, n_kv = H / op.q_per_kv; 0 where there is no sequence).
+    Decode also returns windowed_heads = B*q*H = elems / (dqk+dv) for an op with a sliding window (else 0),
+    kv_streams = B*n_kv (B = op.seqs, n_kv = H / op.q_per_kv; 0 where there is no sequence) and window_keys = keys
+    where the context is past the window (op.kv_len > op.window > 0; else 0: constant on each side of the window).
     Decode keys = pairs = min(kv, window) too: its only use is the compute factor f(keys, compute_keys_half),
     which makes the compute TIME flops / (peak * cm * keys / (keys + h)) = (flops + h * 2 * act / e) / (peak * cm)
     affine in the context (flops ~ pairs, act fixed), so the closed-form decode sum stays exact; kv_row_bytes is
@@ -488,8 +486,10 @@ def attention_shape(op: "Op", decode: bool) -> dict:
     if decode:
         row = _where(keys > 0, _float(op.kv_bytes) / _where(keys > 0, keys, 1.0), 0.0)
         heads = act / e / (2.0 * op.head_dim) if getattr(op, "window", 0.0) > 0 and op.head_dim > 0 else 0.0
+        w = getattr(op, "window", 0.0)
+        past = _where((_float(getattr(op, "kv_len", 0.0)) > w) & (w > 0), keys, 0.0)
         return {"keys": keys, "elems": act / e, "kv_row_bytes": row, "windowed_heads": heads,
-                "kv_streams": _kv_streams(op, act / e)}
+                "kv_streams": _kv_streams(op, act / e), "window_keys": past}
     b, t = _float(getattr(op, "seqs", 0.0)), _float(op.tokens)
     known = (b > 0) & (t > 0) & (op.head_dim > 0)
     tt = _where(known, t, 1.0)
@@ -499,8 +499,7 @@ def attention_shape(op: "Op", decode: bool) -> dict:
 
 
 def _kv_streams(op: "Op", elems) -> np.ndarray:
-    """B*n_kv of a decode op: B = op.seqs sequences, n_kv = H / op.q_per_kv KV heads, H = elems / (tokens * (dqk+dv));
-    0 where there is no sequence (or the op has no head_dim or GQA group)."""
+    """B*n_kv of a decode op: B = op.seqs, n_kv = H / op.q_per_kv, H = elems / (tokens * (dqk+dv)); 0: no sequence."""
     b, t, d, g = _float(getattr(op, "seqs", 0.0)), _float(op.tokens), 2.0 * op.head_dim, op.q_per_kv
     if d <= 0 or g <= 0:
         return 0.0
@@ -515,8 +514,7 @@ def query_tiles(seqs, q, heads, group) -> tuple[np.ndarray, np.ndarray]:
     """(head tiles, group tiles) of a prefill of B = seqs sequences of q query rows, H = heads, G = group: one
     query head's q rows fill ceil(q / Q_TILE) tiles (B*H*ceil(q/Q_TILE): a 16-token sequence still runs a whole
     tile); a kernel packing a GQA group's G heads into one tile fills B*(H/G)*ceil(q*G/Q_TILE). 0 where B = 0."""
-    b, q, h = _float(seqs), _float(q), _float(heads)
-    g = np.maximum(_float(group), 1.0)
+    b, q, h, g = _float(seqs), _float(q), _float(heads), np.maximum(_float(group), 1.0)
     return b * h * np.ceil(q / Q_TILE), b * (h / g) * np.ceil(q * g / Q_TILE)
 
 

@@ -48,13 +48,15 @@ class Op:
     #   128x128 fp8: 16384), 0 = per-tensor / per-channel scales (efficiency.block_scaled: the gemm_fp8_block fit)
     window: float = 0.0  # attention: sliding-window length in tokens (0: full attention; DSA's top-k is not one)
     seqs: float | np.ndarray = 0.0  # attention: sequences B of the batch (tokens = B * q); 0: unknown
+    kv_len: float | np.ndarray = 0.0  # attention: context length of each sequence (cached + new tokens); 0: unknown
     # the arithmetic with its numbers (--explain), or a function that writes it: formatted when read (op.formula)
     text: "str | Callable[[], str]" = field(default="", repr=False, compare=False)
 
     def __init__(self, name, group, kind, count, flops, weight_bytes=ZERO, act_bytes=ZERO, kv_bytes=ZERO,
                  comm_bytes=ZERO, collective="", group_chips=1, tokens=ZERO, style="replicated", shards=1,
                  stored_bytes=0.0, compute_dtype="bf16", gemm_n=0.0, gemm_k=0.0, walked_rows=0.0, weight_bits=0.0,
-                 head_dim=0.0, kv_bits=0.0, q_per_kv=0.0, weight_block=0.0, window=0.0, seqs=0.0, text=""):
+                 head_dim=0.0, kv_bits=0.0, q_per_kv=0.0, weight_block=0.0, window=0.0, seqs=0.0, kv_len=0.0,
+                 text=""):
         """The fields in their order, with their defaults (tests/test_graph.py checks both against the dataclass's),
         set at once: the generated __init__ of a frozen dataclass sets them one by one (graphs build many ops)."""
         self.__dict__.update(
@@ -63,7 +65,7 @@ class Op:
             group_chips=group_chips, tokens=tokens, style=style, shards=shards, stored_bytes=stored_bytes,
             compute_dtype=compute_dtype, gemm_n=gemm_n, gemm_k=gemm_k, walked_rows=walked_rows, weight_bits=weight_bits,
             head_dim=head_dim, kv_bits=kv_bits, q_per_kv=q_per_kv, weight_block=weight_block, window=window, seqs=seqs,
-            text=text)
+            kv_len=kv_len, text=text)
 
     @property
     def formula(self) -> str:
@@ -171,7 +173,7 @@ def attention(name, group, count, *, batch, q_len, kv_len, n_heads, n_kv_heads, 
               compute_dtype=compute_dtype, text=formula, style=style, shards=shards,
               head_dim=(qk_dim + v_dim) / 2.0, kv_bits=8.0 * kv_bytes_per_elem,
               q_per_kv=n_heads / n_kv_heads if n_kv_heads > 0 else 0.0,
-              window=float(window) if window and window_label == "window" else 0.0, seqs=b)
+              window=float(window) if window and window_label == "window" else 0.0, seqs=b, kv_len=kv)
 
 
 def recurrent_scan(name, group, count, *, batch, q_len, n_heads, head_dim, state_dim, flops_per_state_elem,

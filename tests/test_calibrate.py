@@ -167,15 +167,18 @@ fraction = st.floats(0.01, 1.0)
        chip=st.sampled_from(["h100-sxm", "a100-80gb", "tpu-v5e", "mi300x", "b200", "gb200"]),
        halves=st.lists(st.floats(0, 1e6), min_size=6, max_size=6), per=st.lists(st.floats(0, 1e-9), min_size=4, max_size=4),
        kv8=st.booleans(), cs=fraction, steps=st.lists(st.floats(0, 1e-4), min_size=2, max_size=2),
-       ks=st.floats(0, 1e5))
-def test_calibrated_never_below_ideal(m, k, n, v, chips, cm, ct, mm, mt, co, oh, chip, halves, per, kv8, cs, steps, ks):
+       ks=st.floats(0, 1e5), wh=st.floats(0, 1e4),
+       win=st.sampled_from([None, 64]), ow=st.floats(0, 1e-4), mtile=st.sampled_from([0.0, 1.0, 128.0, 256.0]))
+def test_calibrated_never_below_ideal(m, k, n, v, chips, cm, ct, mm, mt, co, oh, chip, halves, per, kv8, cs, steps, ks,
+                                      wh, win, ow, mtile):
     c = lr.load_chip(chip)
     p = FamilyFit(compute_max=cm, compute_tokens_half=ct, memory_max=mm, memory_tokens_half=mt, comm_max=co,
                   overhead_s=oh, compute_keys_half=halves[0], compute_elems_half=halves[1], compute_cols_half=halves[2],
                   compute_dim_half=halves[3], compute_group_half=halves[4], compute_outs_half=halves[5],
                   overhead_per_kv_row_byte_s=per[0], overhead_per_output_elem_s=per[1], overhead_per_token_s=per[2],
                   overhead_per_walked_elem_s=per[3], comm_switch_max=cs, comm_step_s=steps[0],
-                  comm_step_per_doubling_s=steps[1], compute_k_split=ks)
+                  comm_step_per_doubling_s=steps[1], compute_k_split=ks, memory_window_half=wh,
+                  overhead_window_s=ow, compute_m_tile=mtile)
     models = [CalibratedModel(c.name, "random", {f: p for f in FAMILIES}), calibrated_model(c)]
     ops = [gemm("ffn.up", "dense", 1, tokens=m, k=k, n=n, bits_per_weight=16, act_bytes_per_elem=2),
            elementwise("ffn.act", "dense", 1, tokens=m, elems=m * n, flops_per_elem=5, reads=2, writes=1,
@@ -189,7 +192,8 @@ def test_calibrated_never_below_ideal(m, k, n, v, chips, cm, ct, mm, mt, co, oh,
            attention("attn.core", "dense", 1, batch=1, q_len=m, kv_len=m, n_heads=8, n_kv_heads=2, qk_dim=128,
                      v_dim=128, kv_elems_per_token=512, kv_bytes_per_elem=2, act_bytes_per_elem=2),
            attention("attn.core", "dense", 1, batch=m, q_len=1, kv_len=k, n_heads=8, n_kv_heads=2, qk_dim=128,
-                     v_dim=128, kv_elems_per_token=512, kv_bytes_per_elem=1 if kv8 else 2, act_bytes_per_elem=2),
+                     v_dim=128, kv_elems_per_token=512, kv_bytes_per_elem=1 if kv8 else 2, act_bytes_per_elem=2,
+                     window=win),
            mla_glue("attn.mla_glue", "dense", 1, tokens=m, heads=8, width=576, act_bytes_per_elem=2),
            collective("comm.all_reduce.ffn", "dense", 1, kind="all_reduce", buffer_bytes=v, chips=chips,
                       tokens=m),
@@ -287,6 +291,20 @@ def test_fit_recovers_known_parameters_and_is_deterministic(round_chip):
     assert g.overhead_s == pytest.approx(6e-6, rel=0.3)
     assert a.median_abs_err["gemm"] < 0.05
     assert a.fits["attention"].fitted_on.startswith("NOT MEASURED")
+
+
+def test_fp8_gemm_fit_picks_the_m_tile():
+    # fp8 GEMM rows timed by a known law with whole 256-row tiles past the first (M = 257 runs 512 rows): the fit
+    # tries the tiles 0, 128 and 256 and keeps 256, the law's (its loss is ~0 there, not at the others)
+    chip = lr.load_chip("h100-sxm")
+    truth = FamilyFit(compute_max=0.7, memory_max=0.8, overhead_s=5e-6, compute_m_tile=256.0)
+    m = np.repeat([16, 64, 129, 256, 257, 384, 512, 513, 1024, 1025, 2048, 2049], 3).astype(float)
+    k, n = np.tile([4096, 8192, 2048], 12).astype(float), np.tile([8192, 4096, 14336], 12).astype(float)
+    df = measurements.normalize(pd.DataFrame(dict(family="gemm", op="x", model="a", dtype="fp8", m=m, k=k, n=n,
+                                                  measured_s=1.0)))
+    df["measured_s"] = fitting.predict(df, chip, {"gemm_fp8": truth})
+    got = fitting.fit_family(fitting._terms(df, chip, "gemm_fp8"), df["measured_s"].to_numpy(), "gemm_fp8")
+    assert got.compute_m_tile == 256.0
 
 
 def test_csv_checks():

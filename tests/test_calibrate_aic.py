@@ -62,6 +62,21 @@ def test_attention_rows(rows):
     # decode's per-head term); bf16 KV 64*128*8*256*2 = 33,554,432 + Q/O 64*32*256*2 = 1,048,576 -> 34,603,008 B
     w = rows[(rows.op == "generation_attention") & (rows.m == 64) & (rows.window == 128) & (rows.kv_bits == 16)]
     assert sorted(w["keys"]) == [2, 128, 128] and set(w[w["keys"] == 128]["bytes"]) == {34_603_008}
+    # the context: isl + step = 1 + 1 = 2 (inside the window), 1 + 1023 = 1024 and 1 + 8191 = 8192 (past it)
+    assert sorted(w.kv_len) == [2, 1024, 8192]
+
+
+def test_windowed_decode_rows_past_the_window(rows):
+    from llm_roofline.calibrate.fit import _terms
+    from llm_roofline.hardware import load_chip
+
+    d = rows[(rows.fam == "attention_decode_fp8") & (rows.m == 64)].reset_index(drop=True)
+    t = _terms(d, load_chip("h100-sxm"), "attention_decode_fp8")
+    # window 128: the contexts 1024 and 8192 are past it (window_keys = its 128 keys), the context 2 is not (0),
+    # nor is any row without a window
+    past = dict(zip(zip(d.window, d.kv_len), t.window_keys))
+    assert (past[(128.0, 1024.0)], past[(128.0, 8192.0)], past[(128.0, 2.0)]) == (128.0, 128.0, 0.0)
+    assert all(v == 0.0 for (win, _), v in past.items() if win == 0)
 
 
 def test_prefill_rows_query_tiles(rows):

@@ -179,6 +179,31 @@ def test_decode_kv_streams_by_hand():
     assert float(s.t_s) == pytest.approx(23.92e-6, rel=1e-9)
 
 
+def test_fp8_kv_decode_past_its_window_reads_whole_blocks_by_hand():
+    from llm_roofline.efficiency import CalibratedModel
+
+    # 8 heads, 2 KV heads, head_dim 256 (dqk = dv = 256), fp8 KV cache (K+V per token 2 * 2 * 256 = 1024 elements)
+    op = attention("attn.core", "dense", 1, batch=1, q_len=1, kv_len=4096, n_heads=8, n_kv_heads=2, qk_dim=256,
+                   v_dim=256, kv_elems_per_token=1024, kv_bytes_per_elem=1, act_bytes_per_elem=2)
+    assert family_of(op) == "attention_decode_fp8" and op.head_dim == 256.0
+    fit = FamilyFit(memory_max=0.8, memory_window_half=200.0, overhead_s=10e-6, overhead_window_s=3e-6)
+    model, chip = CalibratedModel("x", "t", {"attention_decode_fp8": fit}), lr.load_chip("h100-sxm")
+    eff = model.for_op(op, chip)
+    # no window: memory 0.8, floor 10 us
+    assert float(eff.overhead_s) == pytest.approx(10e-6, rel=1e-12) and float(eff.memory) == pytest.approx(0.8)
+
+    def windowed(kv):
+        return attention("attn.core", "dense", 1, batch=1, q_len=1, kv_len=kv, n_heads=8, n_kv_heads=2, qk_dim=256,
+                         v_dim=256, kv_elems_per_token=1024, kv_bytes_per_elem=1, act_bytes_per_elem=2, window=56)
+    # window 56, context 4096 (past it): 56 keys read as 56 + 200: memory 0.8 * 56 / 256 = 0.175, overhead 10 us
+    # + 3 us = 13 us; context 56 (the window from the first key: no block more) and 40 (inside it): 0.8, 10 us
+    past = model.for_op(windowed(4096), chip)
+    assert (float(past.memory), float(past.overhead_s)) == (pytest.approx(0.175, rel=1e-12), pytest.approx(13e-6))
+    for kv in (56, 40):
+        e = model.for_op(windowed(kv), chip)
+        assert (float(e.memory), float(e.overhead_s)) == (0.8, pytest.approx(10e-6, rel=1e-12))
+
+
 def test_decode_kv_streams_of_a_grid_with_an_empty_batch_are_counted_point_by_point():
     # MLA decode (16 query heads on one latent KV head of 576 cached elements, dqk 192, dv 128), batches 0, 1, 4:
     # 0, 1, 4 streams; the empty point made the whole grid fall back to KV row bytes / ((dqk+dv) x e_kv) =
@@ -196,18 +221,19 @@ def test_decode_kv_streams_of_a_grid_with_an_empty_batch_are_counted_point_by_po
        cm=st.floats(0.05, 1.0), kh=st.floats(0, 5000), eh=st.floats(0, 1e8), mm=st.floats(0.05, 1.0),
        oh=st.floats(0, 1e-4), orow=st.floats(0, 1e-9), gh=st.floats(0, 100), owin=st.floats(0, 1e-7),
        window=st.sampled_from([None, 128, 4096]), sh=st.floats(0, 64), ost=st.floats(0, 1e-7),
-       otile=st.floats(0, 1e-7))
-def test_attention_never_below_ideal(batch, q, prefix, cm, kh, eh, mm, oh, orow, gh, owin, window, sh, ost, otile):
+       otile=st.floats(0, 1e-7), wh=st.floats(0, 1e4), ow=st.floats(0, 1e-4))
+def test_attention_never_below_ideal(batch, q, prefix, cm, kh, eh, mm, oh, orow, gh, owin, window, sh, ost, otile,
+                                     wh, ow):
     fit = FamilyFit(compute_max=cm, compute_keys_half=kh, compute_elems_half=eh, memory_max=mm, overhead_s=oh,
                     overhead_per_kv_row_byte_s=orow, compute_group_half=gh, overhead_per_windowed_head_s=owin,
                     memory_streams_half=sh, overhead_per_kv_stream_s=ost, overhead_per_head_tile_s=otile,
-                    overhead_per_group_tile_s=otile)
+                    overhead_per_group_tile_s=otile, memory_window_half=wh, overhead_window_s=ow)
     op = attention("attn.core", "dense", 1, batch=batch, q_len=q, kv_len=q + prefix, n_heads=8, n_kv_heads=2,
                    qk_dim=64, v_dim=64, kv_elems_per_token=256, kv_bytes_per_elem=2, act_bytes_per_elem=2,
                    compute_dtype="fp16", window=window)
     shape = attention_shape(op, decode=family_of(op) == "attention_decode")
     cal = score(op.flops, op.hbm_bytes, peak_flops_per_s=100e12, hbm_bytes_per_s=1e12,
-                efficiency=fit.efficiency(0.0, group=op.q_per_kv, **shape))
+                efficiency=fit.efficiency(0.0, group=op.q_per_kv, dim=op.head_dim, **shape))
     ideal = score(op.flops, op.hbm_bytes, peak_flops_per_s=100e12, hbm_bytes_per_s=1e12)
     assert float(cal.t_s) >= float(ideal.t_s) * (1 - 1e-12)
 
@@ -219,6 +245,22 @@ def test_fp8_gemms_use_their_own_family_or_borrow_bf16(round_chip, attn_chip):
     m = calibrated_model(round_chip)
     assert m.fit_for("gemm_fp8") is m.fit_for("gemm") and m.sources["gemm_fp8"] == "borrowed: gemm"
     assert calibrated_model("h100-sxm").sources["gemm_fp8"] == "h100-sxm fit"
+
+
+def test_fp8_gemm_rows_past_one_m_tile_run_whole_tiles():
+    from llm_roofline.efficiency import CalibratedModel
+
+    p = FamilyFit(compute_max=0.8, compute_m_tile=256.0)
+    # up to one tile the kernel is sized to M: 0.8 at M = 1, 200, 256; past it whole 256-row tiles: M = 257 runs 512
+    # rows (0.8 * 257 / 512 = 0.4015625), M = 512 two full tiles (0.8), M = 513 three (0.8 * 513 / 768 = 0.534375)
+    got = [float(p.compute(t)) for t in (1.0, 200.0, 256.0, 257.0, 512.0, 513.0)]
+    assert got == pytest.approx([0.8, 0.8, 0.8, 0.4015625, 0.8, 0.534375], rel=1e-12)
+    assert float(p.compute(0.0)) == 0.8  # tokens unknown: compute_max
+    # an fp8 GEMM op of 257 tokens through the calibrated model: the same factor
+    op = gemm("ffn.up", "dense", 1, tokens=257, k=4096, n=4096, bits_per_weight=8, act_bytes_per_elem=1,
+              compute_dtype="fp8")
+    eff = CalibratedModel("x", "t", {"gemm_fp8": p}).for_op(op, lr.load_chip("h100-sxm"))
+    assert float(eff.compute) == pytest.approx(0.4015625, rel=1e-12)
 
 
 def test_split_k_caps_a_skinny_gemms_serial_k_walk():

@@ -56,13 +56,16 @@ def _decode_step_by_step(spec, chip, batch, prompt, gen, model=None) -> float:
 
 
 @pytest.mark.parametrize("window", [None, 40])
-def test_calibrated_decode_sum_is_exact_with_the_decode_compute_factors(window):
+@pytest.mark.parametrize("cm", [0.02, 1.0])  # the attention compute-bound or memory-bound (its window step shows)
+def test_calibrated_decode_sum_is_exact_with_the_decode_compute_factors(window, cm):
     """A decode attention fit whose compute efficiency has a keys factor (cm * kv / (kv + h): compute time affine
-    in the context), a GQA group factor and a windowed-head floor: the closed-form sum still equals the steps."""
+    in the context), a GQA group factor, a windowed-head floor and the KV blocks read past the window (a step at the
+    window, crossed mid-generation): the closed-form sum still equals the steps."""
     from llm_roofline.efficiency import CalibratedModel, FamilyFit
 
-    fit = FamilyFit(compute_max=0.02, compute_keys_half=300.0, compute_group_half=8.0, memory_max=0.8,
-                    overhead_s=5e-6, overhead_per_kv_row_byte_s=1e-11, overhead_per_windowed_head_s=1e-8)
+    fit = FamilyFit(compute_max=cm, compute_keys_half=300.0, compute_group_half=8.0, memory_max=0.8,
+                    overhead_s=5e-6, overhead_per_kv_row_byte_s=1e-11, overhead_per_windowed_head_s=1e-8,
+                    memory_window_half=100.0, overhead_window_s=3e-6)
     model = CalibratedModel("h100-sxm", "test", {"attention_decode": fit})
     chip = lr.load_chip("h100")
     prompt, gen, batch = 30, 25, 64

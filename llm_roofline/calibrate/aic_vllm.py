@@ -25,7 +25,7 @@ kernel it has. Byte accounting (e = element bytes: bf16 2, fp8 1; outputs bf16):
                keys = (L+1)/2; sliding-window and fp8-KV rows, and head_dim 512, are left out; isl = 1 rows
                are decode rows of KV length 1 (vLLM's decode kernel runs a 1-token query)
       decode   q = 1, kv = min(isl + step, window or inf): flops = B * kv * 2H * 2d;
-               bytes = elems*2 + B*kv*n_kv*2d*e_kv; keys = kv; window = window_size (0: none)
+               bytes = elems*2 + B*kv*n_kv*2d*e_kv; keys = kv; window = window_size (0: none); kv_len = isl + step
     all_reduce bytes = message_size * 2 (the bf16 buffer each GPU holds), tp = num_gpus
     moe        T tokens, hidden h, intermediate i, top-k, E experts over moe_tp x moe_ep: pairs assignments on
                the measured GPU (rank 0: experts [0, E/ep)) over touched local experts, rows per expert m = pairs /
@@ -76,7 +76,8 @@ AIC_TABLES = ("gemm_perf", "context_attention_perf", "generation_attention_perf"
 AIC_OPS = {"gemm_bf16", "gemm_fp8", "gemm_fp8_block", "context_attention", "generation_attention",
            "custom_allreduce", "moe", "moe_nvfp4", "moe_w4a16_mxfp4", "moe_w4a8_mxfp4_mxfp8", "moe_int4_wo",
            "moe_fp8_block", "moe_a2a_dispatch", "moe_a2a_combine"}
-AIC_COLUMNS = (CSV_ORDER[:CSV_ORDER.index("flops")] + ("keys", "head_dim", "kv_bits", "q_per_kv", "walked", "window")
+AIC_COLUMNS = (CSV_ORDER[:CSV_ORDER.index("flops")] + ("keys", "head_dim", "kv_bits", "q_per_kv", "walked", "window",
+                                                                 "kv_len")
                + CSV_ORDER[CSV_ORDER.index("flops"):])
 # fp8_block: DeepSeek-style block-scaled fp8 (DeepGEMM, CUTLASS / FlashInfer blockwise; Triton on L40S), the
 # gemm_fp8_block family. Its rows carry a floor per kernel that no GPU work explains (H100: 55 us FlashInfer, 77 us
@@ -194,6 +195,7 @@ def generation_rows(df: "pd.DataFrame") -> dict:
     e_kv = df["kv_cache_dtype"].map(_KV_BYTES).to_numpy(np.float64)
     return dict(family="generation_attention", op="generation_attention", dtype="bf16", tp=1.0, m=b,
                 elems=elems, keys=kv, head_dim=d, kv_bits=8.0 * e_kv, q_per_kv=h / kvh, window=w,
+                kv_len=(df["isl"] + df["step"]).to_numpy(np.float64),
                 flops=b * kv * 2 * h * 2 * d,
                 bytes=elems * 2.0 + b * kv * kvh * 2 * d * e_kv,
                 model=_group(df), measured_s=df["latency"].to_numpy() * 1e-3)

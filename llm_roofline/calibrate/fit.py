@@ -60,6 +60,7 @@ class _Terms:
     head_tiles: np.ndarray | float = 0.0  # prefill: query tiles per query head (efficiency.query_tiles)
     group_tiles: np.ndarray | float = 0.0  # prefill: query tiles per GQA group
     kv_streams: np.ndarray | float = 0.0  # decode attention: sequences x KV heads
+    window_keys: np.ndarray | float = 0.0  # decode attention past its sliding window: its keys (the window)
 
     def time_s(self, p: FamilyFit) -> np.ndarray:
         """roofline.score with this family's efficiency: the calibrated (or, with IDEAL_FIT, ideal) time."""
@@ -67,7 +68,8 @@ class _Terms:
         eff = p.efficiency(tokens, self.kernels, keys=self.keys, elems=self.elems, kv_row_bytes=self.kv_row_bytes,
                            cols=self.cols, dim=self.dim, out_elems=self.out_elems, group=self.group,
                            walked=self.walked, chips=self.chips, depth=self.depth, windowed_heads=self.windowed_heads,
-                           head_tiles=self.head_tiles, group_tiles=self.group_tiles, kv_streams=self.kv_streams)
+                           head_tiles=self.head_tiles, group_tiles=self.group_tiles, kv_streams=self.kv_streams,
+                           window_keys=self.window_keys)
         if self.comm is not None:
             return score_collective(self.comm, eff).t_s
         return score(self.flops, self.bytes, peak_flops_per_s=self.peak, hbm_bytes_per_s=self.hbm,
@@ -87,7 +89,7 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     keys = df["keys"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "keys" in df else np.zeros(len(df))
     elems = df["elems"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "elems" in df else np.zeros(len(df))
     flops, nbytes = df["flops"].to_numpy(np.float64), df["bytes"].to_numpy(np.float64)
-    row = heads = streams = 0.0
+    row = heads = streams = past = 0.0
     cols = df["n"].to_numpy(np.float64) if fam in GEMM_FAMILIES else 0.0
     out = tokens * cols
     dim = df["head_dim"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "head_dim" in df else 0.0
@@ -101,9 +103,13 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
         if "window" in df:  # as efficiency.attention_shape: elems / (dqk + dv) where a window is set
             win = (df["window"].to_numpy(np.float64) > 0) & (dim > 0)
             heads = np.where(win, elems / (2.0 * np.maximum(dim, 1.0)), 0.0)
+            if "kv_len" in df:  # as efficiency.attention_shape: keys where the context is past the window
+                w = df["window"].to_numpy(np.float64)
+                past = np.where((w > 0) & (df["kv_len"].to_numpy(np.float64) > w), keys, 0.0)
     tiles = _prefill_tiles(tokens, keys, elems, dim, group) if fam == "attention" else (0.0, 0.0)
     return _Terms(fam, tokens, kernels, flops, nbytes, peak, chip.hbm_bytes_per_s, head_tiles=tiles[0],
-                  group_tiles=tiles[1], kv_streams=streams, keys=keys if fam in ATTENTION_FAMILIES else 0.0,
+                  group_tiles=tiles[1], kv_streams=streams, window_keys=past,
+                  keys=keys if fam in ATTENTION_FAMILIES else 0.0,
                   elems=elems, kv_row_bytes=row, cols=cols, dim=dim, out_elems=out, group=group, walked=walked, windowed_heads=heads,
                   depth=df["k"].to_numpy(np.float64) if fam in GEMM_FAMILIES else 0.0)
 
@@ -194,7 +200,13 @@ _FREE = {
                          ("compute_max", 0.5), ("compute_keys_half", 64.0), ("compute_group_half", 8.0),
                          ("overhead_per_windowed_head_s", 1e-8), ("memory_streams_half", 1.0),
                          ("overhead_per_kv_stream_s", 1e-8)),
-    # (attention_decode_fp8, the KV cache in 8 bits or fewer: the same terms, _SAME_AS)
+    # the KV cache in 8 bits or fewer: the same terms plus, past its sliding window, whole KV blocks read: h keys more
+    # than the window (window half) and a time per kernel (the straddled block walked serially and masked)
+    "attention_decode_fp8": (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11),
+                             ("compute_max", 0.5), ("compute_keys_half", 64.0), ("compute_group_half", 8.0),
+                             ("overhead_per_windowed_head_s", 1e-8), ("memory_streams_half", 1.0),
+                             ("overhead_per_kv_stream_s", 1e-8), ("memory_window_half", 128.0),
+                             ("overhead_window_s", 1e-6)),
     "memory": (("memory_max", 0.5), ("memory_tokens_half", 64.0), ("overhead_s", 2e-6)),
     # collectives: the bandwidth fraction of GPU-driven copies (one-shot, two-shot) and of the switch's own
     # reduction (NVLS), the latency per algorithm step and its growth per doubling of the GPUs (log2 n: it fits
@@ -213,6 +225,10 @@ _FREE = {
 # parallelism (outs) does
 _ALT_STARTS = {"gemm": ({"compute_tokens_half": 1.0, "compute_cols_half": 1.0, "compute_outs_half": 2e5},
                         {"compute_k_split": 1e9})}  # split-K off (K / 1e9 < 1): the former model's basin
+# a discrete parameter a family's fit picks from a few values (the rest fitted at each, the lowest loss kept): the
+# M tile of fp8 GEMMs past their first tile (efficiency.FamilyFit.compute_m_tile; 0: none, the smooth tokens factor
+# alone): Hopper's CUTLASS fp8 kernel for large M runs 128-row tiles in clusters of two
+_GRID = {"gemm_fp8": ("compute_m_tile", (0.0, 128.0, 256.0))}
 _FRACTIONS = ("compute_max", "memory_max", "comm_max", "comm_switch_max")
 LOSS_SCALE = 0.1  # pseudo-Huber scale of the log residual: quadratic below ~10 %, linear above
 
@@ -268,7 +284,7 @@ def nelder_mead(f, x0, step=0.5, max_evals=3000, xtol=1e-7, ftol=1e-12):
     return pts[i], vals[i]
 
 
-_SAME_AS = {"moe_quant": "moe", "moe_fp8": "moe", "attention_decode_fp8": "attention_decode",
+_SAME_AS = {"moe_quant": "moe", "moe_fp8": "moe",
             **{f: "memory" for f in MEMORY_FAMILIES}}  # families fitted with another's free parameters
 
 
@@ -280,7 +296,8 @@ def _free(fam: str) -> tuple[tuple[str, float], ...]:
 # a parameter that prices only some rows (its _Terms input) stays 0 when no fitted row has that input: the rows
 # cannot tell its value (A100 has no sliding-window decode rows), and a simplex left free would wander
 _ONLY_WITH = {"overhead_per_windowed_head_s": "windowed_heads", "overhead_per_head_tile_s": "head_tiles",
-              "overhead_per_group_tile_s": "group_tiles"}
+              "overhead_per_group_tile_s": "group_tiles", "memory_window_half": "window_keys",
+             "overhead_window_s": "window_keys"}
 
 
 def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = IDEAL_FIT) -> FamilyFit:
@@ -291,23 +308,24 @@ def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = 
                  and (n != "comm_switch_max" or _switch_reduced(terms)))
     names = [n for n, _ in free]
 
-    def unpack(x) -> FamilyFit:
-        return replace(base, **{n: _from_x(n, v) for n, v in zip(names, x)})  # _from_x keeps each in its range
+    grid_name, grid = _GRID.get(fam, ("", (None,)))
 
-    def objective(x):
-        return _loss(terms.time_s(unpack(x)), measured)
+    def unpack(x, g=None) -> FamilyFit:
+        b = base if g is None else replace(base, **{grid_name: g})
+        return replace(b, **{n: _from_x(n, v) for n, v in zip(names, x)})  # _from_x keeps each in its range
 
     found = []
-    for start in ({},) + _ALT_STARTS.get(fam, ()):
-        x = np.array([_to_x(n, start.get(n, v)) for n, v in free])
-        best = math.inf
-        for _ in range(4):  # restart from the best point until the loss stops improving
-            x, val = nelder_mead(objective, x)
-            if best - val < 1e-9:
-                break
-            best = val
-        found.append((val, len(found), x))
-    p = unpack(min(found, key=lambda f: f[:2])[2])
+    for g in grid:  # a discrete parameter: each value tried, the lowest loss kept (ties: the first)
+        for start in ({},) + _ALT_STARTS.get(fam, ()):
+            x = np.array([_to_x(n, start.get(n, v)) for n, v in free])
+            best = math.inf
+            for _ in range(4):  # restart from the best point until the loss stops improving
+                x, val = nelder_mead(lambda y: _loss(terms.time_s(unpack(y, g)), measured), x)
+                if best - val < 1e-9:
+                    break
+                best = val
+            found.append((val, len(found), x, g))
+    p = unpack(*min(found, key=lambda f: f[:2])[2:])
     if "comm_max" in names and "comm_switch_max" not in names:  # no switch-reduced row: as the copies (unmeasured)
         p = replace(p, comm_switch_max=p.comm_max)
     return p
