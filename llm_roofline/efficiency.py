@@ -15,7 +15,7 @@ The model (per chip and op family; a few parameters, each with a physical meanin
     eff.overhead_s = overhead_s + overhead_per_kv_row_byte_s * R           fixed time per kernel
                      + overhead_per_output_elem_s * T*N + overhead_per_token_s * T (+ walked-row elements)
 
-and roofline.py turns them into a time (compute_time_s, memory_time_s, link_time_s: the only formulas of a time)::
+and roofline.score (and stack_t_s, its per-op time alone for one-step blocks) turns them into a time::
 
     t = max(flops / (peak * eff.compute), bytes / (hbm * eff.memory)) + eff.overhead_s
     collective: t = hops * (latency_s + eff.comm_hop_s) + link_bytes / (link_bytes_per_s * comm_max) + overhead_s
@@ -429,7 +429,7 @@ class CalibratedModel:
         return parts
 
     def pricing_keys(self, ops: "list[Op]", chip: Chip, memo: dict) -> tuple:
-        """What for_op(op, chip) reads besides each op, as a key (roofline.efficiency_parts reuses its parts under
+        """What for_op(op, chip) reads besides each op, as a key (roofline.stacked_efficiency reuses a stack under
         it): the fit of the op's family (a prefill attention op's decode fit too: its decode-like points), whether a
         collective crosses the chip's scale-up domain and whether that domain is an NVLink switch (its step latency),
         the chip itself for a dequantizing GEMM (its peaks). memo: a dict kept with `ops` (their families, chip-free,

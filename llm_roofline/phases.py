@@ -6,6 +6,7 @@ time. Sums over ops run op by op, in the ops' order, so they do not depend on th
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -14,7 +15,7 @@ import numpy as np
 
 from .ops import Op
 from .roofline import (TIME_FIELDS, Score, Times, add_times, bound_shares, op_blocks, ops_shape, score_stack,
-                       stack_t_s, stack_terms, stacked, sum_affine_steps, sum_affine_steps_t_s,
+                       score_stacks, stack_t_s, stack_terms, stacked, sum_affine_steps, sum_affine_steps_t_s,
                        sum_constant_steps_t_s, times_of, trapezoid_sum)
 from .sharding import Sharding
 from .units import remembered
@@ -247,33 +248,35 @@ def phase_t_s(ops: list[Op], chip: Chip, eff, time_factor, sums=PrefillSums, gri
     """run_phase(ops, chip, eff, ..., time_factor, sums, ..., grid).totals.times.t_s alone: the same blocks, scores
     and op-by-op sum, without the work totals and the other time fields (a serving step table and the planner need
     only the wall clock). memo: a dict kept with `ops` while they are scored on several chips (what does not
-    depend on the chip is stacked once there: roofline.stack_terms, roofline.efficiency_parts)."""
+    depend on the chip is stacked once there: roofline.stack_terms, roofline.stacked_efficiency)."""
     return phase_t_s_chips(ops, [chip], [eff], time_factor, sums, grid, memo)[0]
 
 
 def phase_t_s_chips(ops: list[Op], chips: list, effs: list, time_factor, sums=PrefillSums,
                     grid: tuple | None = None, memo: dict | None = None) -> list:
     """phase_t_s of `ops` on each chip (effs: its efficiency model), the same numbers: each block of ops is scored
-    on every chip (roofline.score_stack; one step: stack_t_s) and summed over the phase's steps in one pass (the
-    chips' rows one after another); then each chip's rows are summed op by op."""
+    on every chip at once (roofline.score_stacks, the chips' rows one after another) and summed over the phase's
+    steps in one pass; then each chip's rows are summed op by op."""
     shape = remembered(memo, "grid", ops_shape, ops) if grid is None else grid  # read once per graph with a memo
     totals = [0] * len(chips)
     for lo, hi in op_blocks(len(ops), shape):
         block = ops[lo:hi]
         shared = None if memo is None else memo.setdefault((lo, hi), {})
         g = shape if hi - lo > 1 else _block_grid(block, shape, shared)
-        if sums is PrefillSums:  # one step: each op's own time, no stacked Score (roofline.stack_t_s)
+        if sums is PrefillSums and math.prod(g) >= LARGE_STEP_GRID:  # one step on a large grid: each op's own time,
+            # no stacked Score (roofline.stack_t_s); a small grid (the static planner's batches) scores every chip in one
             for c, (chip, eff) in enumerate(zip(chips, effs)):
                 t_s = stack_t_s(block, chip, eff, g, shared)
                 totals[c] = _add_rows(totals[c], t_s * _per_op([op.count for op in block], t_s) * time_factor)
             continue
-        scores = [score_stack(block, chip, eff, g, shared=shared) for chip, eff in zip(chips, effs)]
-        t_s = sums.t_s(scores[0] if len(chips) == 1 else Score(
-            *(np.concatenate([getattr(x, k) for x in scores]) for k in _TERMS), None, None))  # the chips' rows in turn
+        t_s = sums.t_s(score_stacks(block, chips, effs, g, shared))
         rows = t_s * _per_op([op.count for op in block] * len(chips), t_s) * time_factor
         for c in range(len(chips)):
             totals[c] = _add_rows(totals[c], rows[c * len(block):(c + 1) * len(block)])
     return totals
+
+
+LARGE_STEP_GRID = 256  # grid points from which a one-step block is scored op part by op part (stack_t_s)
 
 
 def _block_grid(block: list[Op], shape: tuple, shared: dict | None = None) -> tuple:

@@ -190,11 +190,13 @@ def score(
     """Score operators against a chip. Every argument broadcasts; nothing loops in Python."""
     flops, hbm_bytes = _arr(flops), _arr(hbm_bytes)
     eff = efficiency
-    t_compute = compute_time_s(flops, _arr(peak_flops_per_s), eff.compute)
-    t_memory = memory_time_s(hbm_bytes, _arr(hbm_bytes_per_s), eff.memory)
+    t_compute = flops / (_arr(peak_flops_per_s) * eff.compute)
+    t_memory = hbm_bytes / (_arr(hbm_bytes_per_s) * eff.memory)
     if _nonzero(comm_bytes) or _nonzero(comm_hops):
-        t_comm = link_time_s(_arr(comm_hops), _arr(link_latency_s), _arr(comm_bytes), _arr(link_bytes_per_s), eff,
-                             comm_switch)
+        frac = eff.comm if not _nonzero(comm_switch) else \
+            _arr(eff.comm) + _arr(comm_switch) * (_arr(eff.switch_fraction) - _arr(eff.comm))
+        t_comm = _arr(comm_hops) * (_arr(link_latency_s) + _arr(eff.comm_hop_s)) + \
+            _arr(comm_bytes) / (_arr(link_bytes_per_s) * frac)
     else:
         t_comm = np.zeros(())
     overhead = _arr(eff.overhead_s)
@@ -202,24 +204,6 @@ def score(
     return Score(t_compute, t_memory, t_comm, overhead, flops, hbm_bytes) if shape == () else \
         Score(*(x if np.shape(x) == shape else np.broadcast_to(x, shape) for x in (t_compute, t_memory, t_comm, overhead)),
               flops, hbm_bytes)
-
-
-def compute_time_s(flops, peak_flops_per_s, compute):
-    """FLOPs at a fraction `compute` of the peak FLOP/s."""
-    return flops / (peak_flops_per_s * compute)
-
-
-def memory_time_s(hbm_bytes, hbm_bytes_per_s, memory):
-    """HBM bytes at a fraction `memory` of the peak bandwidth."""
-    return hbm_bytes / (hbm_bytes_per_s * memory)
-
-
-def link_time_s(hops, latency_s, link_bytes, link_bytes_per_s, eff: Efficiency, switch=0.0):
-    """A collective's alpha-beta time: hops x (link latency + eff.comm_hop_s) + link bytes at the link fraction
-    (eff.comm; eff.switch_fraction for the share `switch` of bytes the switch reduces)."""
-    frac = eff.comm if not _nonzero(switch) else _arr(eff.comm) + _arr(switch) * (_arr(eff.switch_fraction)
-                                                                               - _arr(eff.comm))
-    return hops * (latency_s + _arr(eff.comm_hop_s)) + link_bytes / (link_bytes_per_s * frac)
 
 
 def attainable_flops_per_s(intensity, peak_flops_per_s, hbm_bytes_per_s):
@@ -299,51 +283,56 @@ def op_blocks(n_ops: int, shape: tuple) -> list[tuple[int, int]]:
 
 def score_stack(ops: "list[Op]", chip: "Chip", efficiency_model=None, grid: tuple | None = None,
                 terms: "StackTerms | None" = None, shared: dict | None = None) -> Score:
-    """Every op scored on `chip`: a Score whose arrays have one row per op, shape (len(ops), *grid), grid =
-    ops_shape(ops) unless given. Row j holds score_op(ops[j], chip, its efficiency) broadcast to the grid, to the bit:
-    collectives priced on the link they cross (comm terms only), other ops on peak FLOP/s and HBM (no comm term). Each
-    part of efficiency_parts (an op, or GEMMs priced together) is applied to its rows at its own shape. terms:
-    stack_terms(ops, chip, grid), when known. shared: a dict kept with `ops` while they are scored on several chips."""
+    """Every op scored on `chip` in one roofline.score: a Score whose arrays have one row per op, shape
+    (len(ops), *grid), grid = ops_shape(ops) unless given. Row j holds score_op(ops[j], chip, its efficiency) broadcast
+    to the grid: collectives priced on the link they cross (comm terms only), other ops on peak FLOP/s and HBM
+    (no comm term: no link bytes and no hops, at an infinite link). terms: stack_terms(ops, chip, grid), when known.
+    shared: a dict kept with `ops` while they are scored on several chips (stacked_efficiency)."""
     shape = (len(ops),) + (ops_shape(ops) if grid is None else grid)
     t = stack_terms(ops, chip, shape[1:], shared) if terms is None else terms
-    compute, memory, comm, overhead = np.zeros(shape), np.zeros(shape), np.zeros(shape), np.empty(shape)
-    for r, e, collective in _priced_rows(ops, chip, efficiency_model, shape[1:], shared, t.collective):
-        if collective:
-            comm[r] = link_time_s(t.comm_hops[r], t.link_latency_s[r], t.comm_bytes[r], t.link_bytes_per_s[r], e,
-                                  t.comm_switch[r])
-        else:
-            compute[r] = compute_time_s(t.flops[r], t.peak_flops_per_s[r], e.compute)
-            memory[r] = memory_time_s(t.hbm_bytes[r], t.hbm_bytes_per_s[r], e.memory)
-        overhead[r] = e.overhead_s
-    return Score(compute, memory, comm, overhead, t.flops, t.hbm_bytes)
+    eff = stacked_efficiency(ops, chip, efficiency_model, shape, t.collective, shared)
+    return score(t.flops, t.hbm_bytes, peak_flops_per_s=t.peak_flops_per_s, hbm_bytes_per_s=t.hbm_bytes_per_s,
+                 comm_bytes=t.comm_bytes, comm_hops=t.comm_hops, link_bytes_per_s=t.link_bytes_per_s,
+                 link_latency_s=t.link_latency_s, efficiency=eff, comm_switch=t.comm_switch)
 
 
-def stack_t_s(ops: "list[Op]", chip: "Chip", efficiency_model, grid: tuple, shared: dict | None = None) -> np.ndarray:
-    """score_stack(ops, chip, efficiency_model, grid, shared=shared).t_s (ops, *grid), bit for bit, written once per
-    row (a one-step phase's times: the serving step tables and the planners read nothing else)."""
-    t = stack_terms(ops, chip, grid, shared)
-    out = np.empty((len(ops),) + tuple(grid))
-    for r, e, collective in _priced_rows(ops, chip, efficiency_model, grid, shared, t.collective):
-        if collective:  # score's t_s: max(0, 0) + comm + overhead
-            out[r] = link_time_s(t.comm_hops[r], t.link_latency_s[r], t.comm_bytes[r], t.link_bytes_per_s[r], e,
-                                 t.comm_switch[r]) + e.overhead_s
-        else:  # max(compute, memory) + 0 + overhead
-            out[r] = np.maximum(compute_time_s(t.flops[r], t.peak_flops_per_s[r], e.compute),
-                                memory_time_s(t.hbm_bytes[r], t.hbm_bytes_per_s[r], e.memory)) + e.overhead_s
-    return out
+def score_stacks(ops: "list[Op]", chips: list, efficiency_models: list, grid: tuple,
+                 shared: dict | None = None) -> Score:
+    """score_stack of `ops` on each of `chips` (at its efficiency model), the chips' rows one after another (rows
+    c * len(ops) .. (c + 1) * len(ops) - 1: chip c) in ONE roofline.score: it is elementwise, so every row holds the
+    numbers score_stack gives for its chip. shared: see score_stack."""
+    if len(chips) == 1:
+        return score_stack(ops, chips[0], efficiency_models[0], grid, None, shared)
+    shape = (len(ops),) + tuple(grid)
+    terms = [stack_terms(ops, chip, grid, shared) for chip in chips]
+    effs = [stacked_efficiency(ops, chip, m, shape, t.collective, shared)
+            for chip, m, t in zip(chips, efficiency_models, terms)]
+
+    def joined(parts, full: bool = True):  # full: each part broadcast to (ops, *grid); else per-op (ops, 1, ...)
+        return np.concatenate([x if not full or np.shape(x) == shape else np.broadcast_to(x, shape) for x in parts])
+
+    t = StackTerms(*(joined([getattr(x, k) for x in terms], k in ("flops", "hbm_bytes", "comm_bytes", "comm_hops",
+                                                                  "comm_switch"))
+                     for k in StackTerms._fields[:-1]), terms[0].collective * len(chips))
+    eff = Efficiency(**{k: joined([getattr(e, k) for e in effs]) for k in ("compute", "memory", "comm", "overhead_s",
+                                                                          "comm_hop_s")},
+                     comm_switch=joined([e.switch_fraction for e in effs]))
+    return score(t.flops, t.hbm_bytes, peak_flops_per_s=t.peak_flops_per_s, hbm_bytes_per_s=t.hbm_bytes_per_s,
+                 comm_bytes=t.comm_bytes, comm_hops=t.comm_hops, link_bytes_per_s=t.link_bytes_per_s,
+                 link_latency_s=t.link_latency_s, efficiency=eff, comm_switch=t.comm_switch)
 
 
-def _priced_rows(ops, chip, efficiency_model, grid, shared, collective: tuple):
-    """(rows, Efficiency, whether they are collectives) of efficiency_parts: an op's row number, or a list of rows
-    (a part's collectives and other ops apart)."""
-    for rows, e in efficiency_parts(ops, chip, efficiency_model, grid, shared):
-        if len(rows) == 1:
-            yield rows[0], e, collective[rows[0]]
-            continue
-        for c in (False, True):
-            picked = [j for j in rows if collective[j] == c]
-            if picked:
-                yield picked, e, c
+def stacked_efficiency(ops: "list[Op]", chip: "Chip", efficiency_model, shape: tuple, collective: tuple,
+                       shared: dict | None = None) -> Efficiency:
+    """The ops' efficiencies stacked like their terms (shape (ops, *grid); a collective's comm, other ops' 1).
+    shared: a dict kept with `ops` (see efficiency_parts); the stack is kept there too, once per pricing key."""
+    if efficiency_model is None:
+        return IDEAL  # the same numbers for every op
+    key = _pricing_key(ops, chip, efficiency_model, shared)
+    if key is None:
+        return stacked_parts(efficiency_parts(ops, chip, efficiency_model, shape[1:]), shape, collective)
+    return remembered(shared.setdefault("efficiency", {}), key, lambda: stacked_parts(
+        efficiency_parts(ops, chip, efficiency_model, shape[1:], shared), shape, collective))
 
 
 def efficiency_parts(ops: "list[Op]", chip: "Chip", efficiency_model, grid: tuple, shared: dict | None = None) -> list:
@@ -352,16 +341,40 @@ def efficiency_parts(ops: "list[Op]", chip: "Chip", efficiency_model, grid: tupl
     .pricing_keys(ops, chip, shared) (what its for_op reads besides each op: the fit pricing it, the chip where that
     matters) gets one list per distinct key, reused on every chip whose keys are the same (chips borrowing one fit)."""
     if efficiency_model is None or isinstance(efficiency_model, Efficiency):
-        return [(list(range(len(ops))), efficiency_model or IDEAL)]
+        return [([j], efficiency_model or IDEAL) for j in range(len(ops))]
 
     def parts():
         if hasattr(efficiency_model, "for_ops"):
             return efficiency_model.for_ops(ops, chip, tuple(grid))
         return [([j], efficiency_model.for_op(op, chip)) for j, op in enumerate(ops)]
-    if shared is None or not hasattr(efficiency_model, "pricing_keys"):
-        return parts()
-    key = efficiency_model.pricing_keys(ops, chip, shared)
+    key = _pricing_key(ops, chip, efficiency_model, shared)
     return parts() if key is None else remembered(shared.setdefault("parts", {}), key, parts)
+
+
+def _pricing_key(ops, chip, efficiency_model, shared):
+    """The model's pricing key of `ops` on `chip` (its pricing_keys), None: no reuse (no memo, or no such method)."""
+    if shared is None or not hasattr(efficiency_model, "pricing_keys"):
+        return None
+    return efficiency_model.pricing_keys(ops, chip, shared)
+
+
+def stack_t_s(ops: "list[Op]", chip: "Chip", efficiency_model, grid: tuple, shared: dict | None = None) -> np.ndarray:
+    """score_stack(ops, chip, efficiency_model, grid, shared=shared).t_s (ops, *grid), bit for bit, without the
+    stacked Score: each part's Efficiency (efficiency_parts) is applied to its rows at its own shape, so no field is
+    broadcast to the grid and no op pays the terms it has none of (an op its link term, a collective its FLOPs)."""
+    t = stack_terms(ops, chip, grid, shared)
+    out = np.empty((len(ops),) + tuple(grid))
+    for rows, e in efficiency_parts(ops, chip, efficiency_model, grid, shared):
+        r = rows[0] if len(rows) == 1 else rows
+        if len(rows) == 1 and t.collective[r]:  # score's link term (its FLOP and HBM terms are 0 / peak = 0)
+            sw = t.comm_switch[r]
+            frac = e.comm if not _nonzero(sw) else _arr(e.comm) + sw * (_arr(e.switch_fraction) - _arr(e.comm))
+            out[r] = (t.comm_hops[r] * (t.link_latency_s[r] + e.comm_hop_s)
+                      + t.comm_bytes[r] / (t.link_bytes_per_s[r] * frac)) + e.overhead_s
+        else:  # score's FLOP and HBM terms (the link term of an op that is no collective is 0)
+            out[r] = np.maximum(t.flops[r] / (t.peak_flops_per_s[r] * e.compute),
+                                t.hbm_bytes[r] / (t.hbm_bytes_per_s[r] * e.memory)) + e.overhead_s
+    return out
 
 
 class StackTerms(NamedTuple):
@@ -522,6 +535,34 @@ def bound_shares(stacks) -> dict[str, np.ndarray]:
             for row in np.where(which == i, p.t_s, 0.0):
                 shares[b] = shares[b] + row
     return {b: np.float64(v) if isinstance(v, float) else v for b, v in shares.items()}
+
+
+def stacked_parts(parts: list, shape: tuple, collective: tuple) -> Efficiency:
+    """The Efficiency stacks (shape (ops, *grid)) of (rows, Efficiency) parts covering every op once: one op's
+    fields broadcast to the grid, a group's to (len(rows), *grid). A collective's comm terms; other ops' 1 (hop 0).
+    The one-number values of a field are written in one assignment, then its arrays row by row."""
+    n = shape[0]
+    scalars = [[0.0] * n for _ in range(6)]  # compute, memory, comm, overhead_s, comm_switch, comm_hop_s
+    arrays = []
+    for rows, e in parts:
+        at = rows[0] if len(rows) == 1 else rows
+        c = len(rows) == 1 and collective[at]  # a group holds no collective
+        for f, v in enumerate((e.compute, e.memory, e.comm if c else 1.0, e.overhead_s,
+                               e.switch_fraction if c else 1.0, e.comm_hop_s if c else 0.0)):
+            if getattr(v, "ndim", 0):
+                arrays.append((f, at, v))
+            else:
+                for r in rows:
+                    scalars[f][r] = v
+    fields = []
+    for values in scalars:
+        out = np.empty(shape)
+        out[...] = np.array(values, dtype=np.float64).reshape((n,) + (1,) * (len(shape) - 1))
+        fields.append(out)
+    for f, at, v in arrays:
+        fields[f][at] = v
+    return Efficiency(compute=fields[0], memory=fields[1], comm=fields[2], overhead_s=fields[3],
+                      comm_switch=fields[4], comm_hop_s=fields[5])
 
 
 def stacked(values: list, shape: tuple) -> np.ndarray:
