@@ -15,7 +15,7 @@ The model (per chip and op family; a few parameters, each with a physical meanin
     eff.overhead_s = overhead_s + overhead_per_kv_row_byte_s * R           fixed time per kernel
                      + overhead_per_output_elem_s * T*N + overhead_per_token_s * T (+ walked-row elements)
 
-and roofline.score (and stack_t_s, its per-op time alone for one-step blocks) turns them into a time::
+and roofline.py turns them into a time (compute_time_s, memory_time_s, link_time_s: the only formulas of a time)::
 
     t = max(flops / (peak * eff.compute), bytes / (hbm * eff.memory)) + eff.overhead_s
     collective: t = hops * (latency_s + eff.comm_hop_s) + link_bytes / (link_bytes_per_s * comm_max) + overhead_s

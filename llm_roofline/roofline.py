@@ -190,13 +190,11 @@ def score(
     """Score operators against a chip. Every argument broadcasts; nothing loops in Python."""
     flops, hbm_bytes = _arr(flops), _arr(hbm_bytes)
     eff = efficiency
-    t_compute = flops / (_arr(peak_flops_per_s) * eff.compute)
-    t_memory = hbm_bytes / (_arr(hbm_bytes_per_s) * eff.memory)
+    t_compute = compute_time_s(flops, _arr(peak_flops_per_s), eff.compute)
+    t_memory = memory_time_s(hbm_bytes, _arr(hbm_bytes_per_s), eff.memory)
     if _nonzero(comm_bytes) or _nonzero(comm_hops):
-        frac = eff.comm if not _nonzero(comm_switch) else \
-            _arr(eff.comm) + _arr(comm_switch) * (_arr(eff.switch_fraction) - _arr(eff.comm))
-        t_comm = _arr(comm_hops) * (_arr(link_latency_s) + _arr(eff.comm_hop_s)) + \
-            _arr(comm_bytes) / (_arr(link_bytes_per_s) * frac)
+        t_comm = link_time_s(_arr(comm_hops), _arr(link_latency_s), _arr(comm_bytes), _arr(link_bytes_per_s), eff,
+                             comm_switch)
     else:
         t_comm = np.zeros(())
     overhead = _arr(eff.overhead_s)
@@ -204,6 +202,24 @@ def score(
     return Score(t_compute, t_memory, t_comm, overhead, flops, hbm_bytes) if shape == () else \
         Score(*(x if np.shape(x) == shape else np.broadcast_to(x, shape) for x in (t_compute, t_memory, t_comm, overhead)),
               flops, hbm_bytes)
+
+
+def compute_time_s(flops, peak_flops_per_s, compute):
+    """FLOPs at a fraction `compute` of the peak FLOP/s (score and stack_t_s: the one formula)."""
+    return flops / (peak_flops_per_s * compute)
+
+
+def memory_time_s(hbm_bytes, hbm_bytes_per_s, memory):
+    """HBM bytes at a fraction `memory` of the peak bandwidth."""
+    return hbm_bytes / (hbm_bytes_per_s * memory)
+
+
+def link_time_s(hops, latency_s, link_bytes, link_bytes_per_s, eff: Efficiency, switch=0.0):
+    """A collective's alpha-beta time: hops x (link latency + eff.comm_hop_s) + link bytes at the link fraction
+    (eff.comm; eff.switch_fraction for the share `switch` of bytes the switch reduces)."""
+    frac = eff.comm if not _nonzero(switch) else _arr(eff.comm) + _arr(switch) * (_arr(eff.switch_fraction)
+                                                                               - _arr(eff.comm))
+    return hops * (latency_s + _arr(eff.comm_hop_s)) + link_bytes / (link_bytes_per_s * frac)
 
 
 def attainable_flops_per_s(intensity, peak_flops_per_s, hbm_bytes_per_s):
@@ -367,13 +383,11 @@ def stack_t_s(ops: "list[Op]", chip: "Chip", efficiency_model, grid: tuple, shar
     for rows, e in efficiency_parts(ops, chip, efficiency_model, grid, shared):
         r = rows[0] if len(rows) == 1 else rows
         if len(rows) == 1 and t.collective[r]:  # score's link term (its FLOP and HBM terms are 0 / peak = 0)
-            sw = t.comm_switch[r]
-            frac = e.comm if not _nonzero(sw) else _arr(e.comm) + sw * (_arr(e.switch_fraction) - _arr(e.comm))
-            out[r] = (t.comm_hops[r] * (t.link_latency_s[r] + e.comm_hop_s)
-                      + t.comm_bytes[r] / (t.link_bytes_per_s[r] * frac)) + e.overhead_s
+            out[r] = link_time_s(t.comm_hops[r], t.link_latency_s[r], t.comm_bytes[r], t.link_bytes_per_s[r], e,
+                                 t.comm_switch[r]) + e.overhead_s
         else:  # score's FLOP and HBM terms (the link term of an op that is no collective is 0)
-            out[r] = np.maximum(t.flops[r] / (t.peak_flops_per_s[r] * e.compute),
-                                t.hbm_bytes[r] / (t.hbm_bytes_per_s[r] * e.memory)) + e.overhead_s
+            out[r] = np.maximum(compute_time_s(t.flops[r], t.peak_flops_per_s[r], e.compute),
+                                memory_time_s(t.hbm_bytes[r], t.hbm_bytes_per_s[r], e.memory)) + e.overhead_s
     return out
 
 
