@@ -131,12 +131,12 @@ def _search(spec, deployments, grid, rank: "_Rank"):
     searched: grid points scored or ruled out by memory, the deployments ruled out by memory)."""
     rows, notes, configurations, no_room = [], [], 0, 0
 
-    def read(cols):  # the points of a deployment whose saturation rate the plan reads: its picks, or when nothing
-        # of it is feasible its rows of most chips (one of them is named when no deployment is: _choose)
+    def read(cols):  # the points of a deployment whose saturation rate the plan reads
         c = rank.columns(cols)
         best, fewer = _picks(c, rank)
-        rows = [i for i in (best, fewer) if i is not None] if best is not None else c["chips"] == np.max(c["chips"])
-        return np.isin(np.arange(len(cols["qps"])), rows) if best is not None else rows
+        if best is None:  # nothing of it feasible: its rows of most chips (_choose names one when no deployment is)
+            return c["chips"] == np.max(c["chips"])
+        return np.isin(np.arange(len(cols["qps"])), [i for i in (best, fewer) if i is not None])
     for dep, cols in zip(deployments, serve_deployments(spec, deployments, only_fitting=True, as_columns=True,
                                                         saturation_where=read, **grid)):
         if cols is None:  # no room for a sequence anywhere: ruled out by the memory model
