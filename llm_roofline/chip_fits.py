@@ -69,8 +69,8 @@ def calibrated_model(chip, _asking: tuple = ()) -> CalibratedModel:
         fams = {f: TPU_DEFAULT for f in FAMILIES}
         return CalibratedModel(chip.name, "tpu default (uncalibrated)", MappingProxyType(fams),
                                MappingProxyType({f: UNCALIBRATED for f in FAMILIES}))
-    if chip.family in FAMILY_DEFAULTS and _default_source(chip)[0] not in _asking + (chip.name,):
-        src_name, why = _default_source(chip)
+    src_name, why = _default_source(chip) if chip.family in FAMILY_DEFAULTS else (None, None)
+    if src_name is not None and src_name not in _asking + (chip.name,):
         src = calibrated_model(src_name, _asking + (chip.name,))
         if src.families:
             label = f"family default: {chip.family} from {src_name} fit" + (f" ({why})" if why else "")

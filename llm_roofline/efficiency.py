@@ -253,14 +253,12 @@ class FamilyFit:
         group_tiles: a prefill's query tiles (query_tiles); kv_streams: a decode's sequences x KV heads; window_keys:
         a decode's keys W past its sliding window (else 0)."""
         ovh = self.overhead_s + self.overhead_per_kv_row_byte_s * _float(kv_row_bytes)
-        tiles = self.overhead_per_head_tile_s or self.overhead_per_group_tile_s  # its two terms are added as one
         for c, x in ((self.overhead_per_windowed_head_s, windowed_heads), (self.overhead_per_kv_stream_s, kv_streams),
-                     (tiles, None), (self.overhead_per_output_elem_s, out_elems),
-                     (self.overhead_per_walked_elem_s, walked), (self.overhead_per_token_s, tokens),
-                     (self.overhead_window_s, _float(window_keys) > 0)):
+                     (self.overhead_per_head_tile_s, head_tiles), (self.overhead_per_group_tile_s, group_tiles),
+                     (self.overhead_per_output_elem_s, out_elems), (self.overhead_per_walked_elem_s, walked),
+                     (self.overhead_per_token_s, tokens), (self.overhead_window_s, _float(window_keys) > 0)):
             if c:
-                ovh = ovh + (c * np.maximum(_float(x), 0.0) if x is not None else self.overhead_per_head_tile_s *
-                             _float(head_tiles) + self.overhead_per_group_tile_s * _float(group_tiles))
+                ovh = ovh + c * np.maximum(_float(x), 0.0)
         return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group, out_elems, depth),
                           memory=self.memory(tokens, kv_streams, window_keys), comm=self.comm_max,
                           overhead_s=ovh * _float(kernels), label=label, comm_switch=self.comm_switch_max,

@@ -99,7 +99,8 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
         e = df["dtype"].map(dtype_bytes).to_numpy(np.float64)
         row = np.where(keys > 0, (nbytes - elems * e) / np.where(keys > 0, keys, 1.0), 0.0)
         kv_elem = 2.0 * dim * df["kv_bits"].to_numpy(np.float64) / 8.0 if "kv_bits" in df else 0.0
-        streams = np.where(kv_elem > 0, row / np.where(kv_elem > 0, kv_elem, 1.0), 0.0)  # B * n_kv
+        # B * n_kv (efficiency._kv_streams counts B * H / G: the same for the tables' rows, none of them MLA)
+        streams = np.where(kv_elem > 0, row / np.where(kv_elem > 0, kv_elem, 1.0), 0.0)
         if "window" in df:  # as efficiency.attention_shape: elems / (dqk + dv) where a window is set
             win = (df["window"].to_numpy(np.float64) > 0) & (dim > 0)
             heads = np.where(win, elems / (2.0 * np.maximum(dim, 1.0)), 0.0)
