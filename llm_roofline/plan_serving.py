@@ -101,7 +101,11 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
     serve_kw = dict(attention_dp=attention_dp, weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype,
                     efficiency=efficiency, gpu_memory_utilization=gpu_memory_utilization,
                     prefix_hit_rate=prefix_hit_rate, speculative=speculative)
+    _check_hit_rate(prefix_hit_rate)  # once here, not as a note of every deployment skipped
     shardings = [(chip, s) for chip in chip_list for s in _shardings(spec, chip, max_chips, attention_dp)]
+    if not shardings:
+        raise ScenarioError(f"attention_dp = {attention_dp} does not fit in max_chips = {max_chips}: a replica needs "
+                            "tp x pp x attention_dp chips")
     check_grid_points({"configurations": sum(max_chips // (tp * pp * attention_dp) for _, (tp, pp, _) in shardings)
                        * len(knobs[0]) * len(knobs[1])}, "serving plan")  # before the replica lists are made
     deployments = [dict(chip=chip, tp=tp, pp=pp, ep=ep,
@@ -120,9 +124,18 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
     return out
 
 
+def _check_hit_rate(prefix_hit_rate) -> None:
+    try:
+        ok = np.all((np.asarray(prefix_hit_rate, dtype=np.float64) >= 0) & (np.asarray(prefix_hit_rate) < 1))
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:  # NaN too
+        raise ScenarioError(f"prefix_hit_rate must be in [0, 1), got {prefix_hit_rate!r:.80}")
+
+
 def _knob(name: str, values) -> list[int]:
     """An engine knob's candidates: one count or a list of them, each checked (1 .. 2^24)."""
-    return [int(v) for v in np.atleast_1d(check_count(name, values, BOUNDS["max_batch"].max_value))]
+    return [int(v) for v in np.ravel(check_count(name, values, BOUNDS["max_batch"].max_value))]
 
 
 def _search(spec, deployments, grid, rank: "_Rank"):

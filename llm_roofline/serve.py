@@ -206,11 +206,20 @@ def _solve(parts: "list[_Prepared]", *, engine: dict, sp: Speculative, closed: b
     bounds = np.cumsum([0] + sizes)
     out = [{k: v if v is None else v[lo:hi] for k, v in cols.items()} for lo, hi in zip(bounds[:-1], bounds[1:])]
     want = np.ones(tab.index.size, bool) if saturation_where is None else np.concatenate(
-        [np.broadcast_to(np.asarray(saturation_where(i, c), dtype=bool), (c["fits"].size,)) for i, c in enumerate(out)])
+        [_mask(saturation_where(i, c), c["fits"].size) for i, c in enumerate(out)])
     sat = _saturation_rps(tab, wl, cap_safe, want, e_spec) * dp
     for c, lo, hi in zip(out, bounds[:-1], bounds[1:]):
         c["saturation_requests_per_s"] = sat[lo:hi]
     return out
+
+
+def _mask(x, n: int) -> np.ndarray:
+    """A saturation_where answer as a bool mask of a deployment's n points (one bool: all or none)."""
+    m = np.asarray(x)
+    if m.dtype != bool or m.shape not in ((), (n,)):
+        raise ScenarioError(f"saturation_where must give one bool or a bool mask of the deployment's {n} points, got "
+                            f"{x!r:.80}")
+    return np.broadcast_to(m, (n,))
 
 
 def _saturation_rps(tab: StepTables, wl: Workload, capacity, want, tokens_per_step) -> np.ndarray:
@@ -381,6 +390,8 @@ def serve_deployments(model, deployments: list[dict], only_fitting: bool = False
         jobs.append(({**base, **{k: v for k, v in dep.items() if k in base}}, mesh))
         out.append(None)
     eff = kw.get("efficiency", DEFAULT_EFFICIENCY)
+    if saturation_where is not None and not callable(saturation_where):
+        raise ScenarioError(f"saturation_where must be a function of a deployment's columns, got {saturation_where!r:.80}")
     where = None if saturation_where is None else (
         lambda chip, d, g, cols: saturation_where({**g, **cols, "chip": chip.name, **{k: d[k] for k in _DEGREES}}))
     solved = iter(_run(spec, jobs, ctx, raise_errors=False, only_fitting=only_fitting, saturation_where=where)

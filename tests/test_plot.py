@@ -308,3 +308,15 @@ def test_a_leader_clipping_a_label_corner_counts_as_through_it():
     assert _segment_hits_box((0, 0, 16, 16), (7.9, 8.05, 8.1, 8.2))
     assert not _segment_hits_box((0, 0, 16, 16), (9, 7, 10, 8))
     assert not _segment_hits_box((0, 0, 16, 16), (15.5, 15.5, 17, 17))
+
+
+@pytest.mark.parametrize("kw,said", [
+    (dict(batches=[1, float("nan")]), "batch must be an integer"),  # was numpy's "cannot convert float NaN"
+    (dict(batches=[10**20]), "batch must be an integer"),  # was silently batch -9223372036854775808
+    (dict(pp="x"), "pp must be an integer"),  # was int("x")'s ValueError
+])
+def test_memory_data_names_a_bad_batch_or_pp(kw, said):
+    from llm_roofline.report.build import memory_data
+
+    with pytest.raises(lr.RooflineError, match=said):
+        memory_data("meta-llama/Llama-3.2-1B", "h100-sxm", **kw)

@@ -99,3 +99,13 @@ def test_mixed_loops_unknown_arguments_and_bad_replica_counts_are_refused():
         assert isinstance(out, RooflineError) and "dp" in str(out)
         with pytest.raises(RooflineError, match="dp"):
             serve(MODEL, "h100-sxm", dp=dp, qps=1.0, prompt_len=512, gen_len=64)
+
+
+@pytest.mark.parametrize("where,said", [
+    (3, "saturation_where must be a function"),  # was TypeError: 'int' object is not callable
+    (lambda cols: [True, False, True], "a bool mask of the deployment's 2 points"),  # was numpy's broadcast error
+])
+def test_a_bad_saturation_where_is_named(where, said):
+    with pytest.raises(RooflineError, match=said):
+        serve_deployments(MODEL, [dict(chip="h100-sxm", tp=1, qps=[1.0, 2.0])], saturation_where=where,
+                          prompt_len=512, gen_len=64)

@@ -111,3 +111,13 @@ def test_no_sharding_with_room_for_a_sequence_says_so_without_scoring_them_all()
     # every sharding a second time to report the largest one's "KV cache: no room for one sequence")
     with pytest.raises(RooflineError, match="within 8 chips runs it; 4 have no room for one sequence's KV cache"):
         plan_serving("deepseek-ai/DeepSeek-V3", ["l40s"], 512, 64, qps=1.0, max_chips=8)
+
+
+@pytest.mark.parametrize("kw,said", [
+    (dict(prices=[1, 2]), "prices must be a mapping"),  # was AttributeError: 'list' object has no attribute 'items'
+    (dict(attention_dp=4, max_chips=2), "attention_dp = 4 does not fit in max_chips = 2"),  # was "... an empty list"
+    (dict(prefix_hit_rate=float("nan")), r"prefix_hit_rate must be in \[0, 1\), got nan"),  # was one note per sharding
+])
+def test_a_serving_plan_names_a_bad_argument_in_one_line(kw, said):
+    with pytest.raises(RooflineError, match=said):
+        plan_serving("meta-llama/Llama-3.1-8B", ["h100-sxm"], 512, 64, qps=1.0, **kw)

@@ -135,3 +135,17 @@ def test_closed_loop_benchmark_run_matches_the_simulation_within_15_percent(case
     for name, s, e, rel in zip(("ttft", "tpot"), sim[::2], est[::2], TOLERANCE[::2]):
         assert e == pytest.approx(s, rel=rel), f"{name} at C={concurrency}: model {e:.4g} s, simulation {s:.4g} s"
     assert sim[0] > 1.3 * steady[0]  # the burst is what the run adds to the steady state
+
+
+def test_the_fraction_bracket_is_np_interps_to_the_bit():
+    # queueing._fraction_bracket computes the fractional index on FRACTIONS (0, 1/16, ..., 1) as min(max(x, 0), 1) * 16
+    # instead of searching; it must give _bracket's (np.interp's) index and weight exactly: the edges, just beside
+    # each node, outside [0, 1], and random values
+    import numpy as np
+
+    from llm_roofline.queueing import FRACTIONS, _bracket, _fraction_bracket
+
+    x = np.concatenate([FRACTIONS, np.nextafter(FRACTIONS, 2.0), np.nextafter(FRACTIONS, -1.0), [-0.1, 1.3, 5e-324],
+                        np.random.default_rng(0).random(100_000) * 1.2 - 0.1])
+    (i, w), (j, v) = _bracket(FRACTIONS, x), _fraction_bracket(x)
+    assert np.array_equal(i, j) and np.array_equal(w, v)

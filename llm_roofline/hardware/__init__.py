@@ -480,6 +480,8 @@ class Price:
 def chip_prices(chips, overrides: dict | None = None) -> dict[str, Price]:
     """Price per chip-hour of each chip: the chip file's [price] (source and date), or an override (None: no price,
     the plan then ranks by chips)."""
+    if overrides is not None and not isinstance(overrides, Mapping):
+        raise ScenarioError(f"prices must be a mapping of chip -> USD per chip-hour, got {overrides!r:.80}")
     over = {}
     for key, usd in (overrides or {}).items():
         if usd is None:

@@ -109,14 +109,14 @@ def memory_data(model, chip, *, prompt_len: int = 2048, gen_len: int = 256, batc
     mem_kw = {k: v for k, v in kw.items() if k in MEMORY_KEYS}
     mem_kw["capacity_bytes"] = usable = usable_bytes(c.hbm_bytes, util)
     spec = load_model(model)
-    pp = int(kw.get("pp", 1))
+    pp = check_count("pp", kw.get("pp", 1))
     if batches is None:
         probe, _ = memory_footprint(spec, c, batch=pp, prompt_len=prompt_len, gen_len=gen_len, **mem_kw)
         mb = int(np.asarray(probe.max_batch))
         batches = batch_grid(pp, mb, lo=16, hi=2048)
         if mb > 0:
             batches = np.union1d(batches, [mb])
-    b = np.asarray(sorted({int(x) for x in batches}), dtype=np.float64)
+    b = np.unique(np.ravel(check_count("batch", batches)))
     m, _ = memory_footprint(spec, c, batch=b, prompt_len=prompt_len, gen_len=gen_len, **mem_kw)
 
     def arr(v):
