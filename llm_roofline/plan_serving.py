@@ -233,9 +233,14 @@ def _choose(spec, frames, rank: _Rank, notes, serve_kw) -> ServingPlan:
                        check=check, targets=targets, rank_by=rank.rank_by, notes=notes)
 
 
+def _at(cols: dict, at) -> dict:
+    """A deployment's columns at `at` (a row number: its values; a slice: its rows), a shared value as it is."""
+    return {k: v if np.ndim(v) == 0 else np.asarray(v)[at] for k, v in cols.items()}
+
+
 def _row(cols: dict, i: int, binds: str) -> dict:
-    """Row i of a deployment's columns (each value as a one-row array, a shared value as it is), with its binds."""
-    return {**{k: v if np.ndim(v) == 0 else np.asarray(v)[i:i + 1] for k, v in cols.items()}, "binds": binds}
+    """Row i of a deployment's columns as one-row columns, with its binds."""
+    return {**_at(cols, slice(i, i + 1)), "binds": binds}
 
 
 def _binds(pick: tuple, ttft_col, targets) -> str:
@@ -244,5 +249,4 @@ def _binds(pick: tuple, ttft_col, targets) -> str:
     if fewer is None:
         return "one replica: the load fits on a single replica"
     n = int(cols["replicas"][best]) - 1
-    row = {k: v if np.ndim(v) == 0 else np.asarray(v)[fewer] for k, v in cols.items()}
-    return f"{n} {'replica fails' if n == 1 else 'replicas fail'}: {_failure(row, ttft_col, targets)}"
+    return f"{n} {'replica fails' if n == 1 else 'replicas fail'}: {_failure(_at(cols, fewer), ttft_col, targets)}"
