@@ -23,7 +23,7 @@ from .bounds import BOUNDS, check_amounts, check_count
 from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency
 from .efficiency import family_of
 from .errors import RooflineError, ScenarioError
-from .graph import Dtypes, Phase, build_ops, resolve_dtypes
+from .graph import Dtypes, Phase, build_ops, handoff_ops, resolve_dtypes
 from .hardware import Chip, load_chip
 from .memory import GPU_MEMORY_UTILIZATION, Footprint, footprint, usable_bytes, weight_bytes
 from .model.hf import load_model
@@ -34,7 +34,7 @@ from .phases import (DecodeSums, PhaseResult, PhaseTotals, PrefillSums, decode_s
 from .roofline import TERMS, intensity_of
 from .sharding import Sharding, critical_thresholds
 from .uncertainty import uncertainty_of
-from .units import array_key, json_ready
+from .units import array_key, json_ready, remembered
 
 
 # ------------------------------------------------------------------------------------------- types
@@ -182,11 +182,12 @@ def _decode(spec, chip, sh, dt, eff, batch, prompt, gen, attention) -> PhaseResu
     return run_phase(ops, chip, eff, sh, 1.0, sums, gen - 1.0, grid)
 
 
-def _decode_ops(spec, sh, dt, batch, prompt, gen, attention) -> tuple[list, DecodeSums, tuple]:
-    """The decode ops (built at both ends of every segment), their DecodeSums and their step grid."""
+def _decode_ops(spec, sh, dt, batch, prompt, gen, attention, build=build_ops) -> tuple[list, DecodeSums, tuple]:
+    """The decode ops (built at both ends of every segment; build: graph.build_ops, or graph.handoff_ops), their
+    DecodeSums and their step grid."""
     segs = decode_segments(prompt, gen, spec.context_breakpoints())
     kv = np.stack([x for lo, hi, _ in segs for x in (lo, hi)])  # (2S, *grid): both ends of every segment
-    ops = build_ops(spec, Phase.decode(batch, kv), sh, dt, attention)
+    ops = build(spec, Phase.decode(batch, kv), sh, dt, attention)
     return ops, DecodeSums(segs), np.broadcast_shapes(kv.shape, np.shape(batch))
 
 
@@ -340,65 +341,104 @@ def evaluate_headlines(model, chips, *, efficiencies, batch=1, prompt_len=2048, 
     chips on which its graphs are the same (the same dtypes run there) are scored together (phases.phase_t_s_chips).
     Per chip its Headline, or the RooflineError its evaluation raised. graphs: a dict the caller keeps for ONE model
     over several calls (graph_memo): the graphs, their chip-free stacks and the footprint are made once there."""
+    return evaluate_pipelines(model, chips, efficiencies=efficiencies, batches=[batch], pps=[pp],
+                              prompt_len=prompt_len, gen_len=gen_len, tp=tp, ep=ep, dp=dp, weight_dtype=weight_dtype,
+                              act_dtype=act_dtype, kv_dtype=kv_dtype, attention=attention,
+                              sequence_parallel=sequence_parallel, attention_dp=attention_dp, moe_tp=moe_tp,
+                              moe_ep=moe_ep, routing_skew=routing_skew, gpu_memory_utilization=gpu_memory_utilization,
+                              graphs=graphs)[0]
+
+
+def evaluate_pipelines(model, chips, *, efficiencies, batches, pps, prompt_len=2048, gen_len=256, tp=1, ep=1, dp=1,
+                       weight_dtype=None, act_dtype="bf16", kv_dtype=None, attention="fused", sequence_parallel=False,
+                       attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0,
+                       gpu_memory_utilization=GPU_MEMORY_UTILIZATION, graphs: dict | None = None) -> list:
+    """evaluate_headlines of the shardings tp x pp x ep for each pp of `pps` at its batch grid of `batches`, whose
+    micro-batches batch / pp are the same: per pp, its list (per chip: a Headline or the error). A pipeline stage runs
+    the same ops at the same micro-batch whatever pp (graph.handoff_ops), so they are built and scored once; each pp
+    adds its hand-off between stages and its schedule, applied to the stage's sum (the static planner's shardings
+    that differ in pp alone)."""
     try:
         spec = load_model(model)
     except RooflineError as err:
-        return [err] * len(chips)
+        return [[err] * len(chips) for _ in pps]
     if len(chips) != len(efficiencies):
         raise ScenarioError(f"one efficiency per chip needed: {len(chips)} chips, {len(efficiencies)} efficiencies")
-    out, runs, scenario = [], {}, None
-    for chip, efficiency in zip(chips, efficiencies):
+    scenarios = []
+    for batch, pp in zip(batches, pps, strict=True):
+        try:
+            scenarios.append(_scenario(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_parallel, attention_dp,
+                                       moe_tp, moe_ep, routing_skew))
+        except RooflineError as err:
+            scenarios.append(err)
+    valid = [x for x in scenarios if not isinstance(x, RooflineError)]
+    if any(not np.array_equal(x[1] / x[0].pp, valid[0][1] / valid[0][0].pp) for x in valid):
+        raise ScenarioError("the batch grids of evaluate_pipelines must share their micro-batches batch / pp")
+    out, runs = [[None] * len(chips) for _ in pps], {}
+    for i, (chip, efficiency) in enumerate(zip(chips, efficiencies)):
         try:  # what _inputs checks, in its order; the chip-free part once
             chip = load_chip(chip)
-            if scenario is None:
-                try:
-                    scenario = _scenario(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_parallel, attention_dp,
-                                         moe_tp, moe_ep, routing_skew)
-                except RooflineError as err:
-                    scenario = err
-            if isinstance(scenario, RooflineError):
-                raise scenario
+            if not valid:
+                raise scenarios[0]
             dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
             eff = resolve_efficiency(efficiency, chip)
         except RooflineError as err:
-            out.append(err)
+            for row in out:
+                row[i] = err
             continue
-        runs.setdefault(dt, []).append((len(out), chip, eff))  # by the dtypes the chip runs
-        out.append(None)
+        runs.setdefault(dt, []).append((i, chip, eff))  # by the dtypes the chip runs
     for dt, members in runs.items():
         try:
-            heads = _headlines(spec, members, dt, scenario, attention, gpu_memory_utilization, graphs)
+            heads = _headlines(spec, members, dt, valid, attention, gpu_memory_utilization, graphs)
         except RooflineError as err:
-            heads = [err] * len(members)
-        for (i, _, _), h in zip(members, heads):
-            out[i] = h
+            heads = [[err] * len(members)] * len(valid)
+        for row, scenario in zip(out, scenarios):
+            for (i, _, _), h in zip(members, scenario if isinstance(scenario, RooflineError) else heads.pop(0)):
+                row[i] = h
     return out
 
 
-def _headlines(spec, members: list, dt: Dtypes, scenario: tuple, attention, gpu_memory_utilization,
-               graphs: dict | None) -> list[Headline]:
-    """The Headlines of the chips (members: (position, chip, efficiency model)) running one scenario in dtypes dt."""
-    sh, batch, prompt, gen = scenario
+def _headlines(spec, members: list, dt: Dtypes, scenarios: list, attention, gpu_memory_utilization,
+               graphs: dict | None) -> list[list[Headline]]:
+    """The Headlines of the chips (members: (position, chip, efficiency model)) running each of `scenarios` (those of
+    evaluate_pipelines: one stage, pp apart) in dtypes dt: per scenario, per chip."""
+    sh, batch, prompt, gen = scenarios[0]
     chips, effs = [m[1] for m in members], [m[2] for m in members]
-    key = () if graphs is None else (sh, dt, attention) + tuple(array_key(x) for x in (batch, prompt, gen))
-
+    stage, micro = replace(sh, pp=1), batch / sh.pp
+    key = () if graphs is None else (stage, dt, attention) + tuple(array_key(x) for x in (micro, prompt, gen))
     pre_ops, pre_memo = graph_memo(graphs, ("headline.prefill", id(spec)) + key, lambda: build_ops(
-        spec, Phase.prefill(batch, prompt), sh, dt, attention))
-    ttfts = phase_t_s_chips(pre_ops, chips, effs, _prefill_time_factor(sh), PrefillSums, _grid(batch, prompt),
-                            pre_memo)
-    decode_ts = [None] * len(chips)
+        spec, Phase.prefill(micro, prompt), stage, dt, attention))
+    pre_stage = phase_t_s_chips(pre_ops, chips, effs, 1.0, PrefillSums, _grid(micro, prompt), pre_memo)
+    dec_stage, decode = [None] * len(chips), None
     if np.any(gen > 1):
-        (ops, sums, grid), memo = graph_memo(graphs, ("headline.decode", id(spec)) + key, lambda: _decode_ops(
-            spec, sh, dt, batch, prompt, np.maximum(gen, 2), attention))
-        decode_ts = phase_t_s_chips(ops, chips, effs, 1.0, sums, grid, memo)
-    fp = (pre_memo or {}).get("footprint")  # without its capacity (each chip's, set below)
-    if fp is None:
-        fp = footprint(spec, 0.0, sh, dt, pre_ops, batch, prompt + gen)
-        if pre_memo is not None:
-            pre_memo["footprint"] = fp
-    return [Headline(ttft, _tpot_s(gen, ttft, dec), ttft + _decode_total_s(gen, ttft, dec),
-                     replace(fp, capacity_bytes=usable_bytes(chip.hbm_bytes, gpu_memory_utilization)), chip, sh, eff,
-                     batch, gen) for chip, eff, ttft, dec in zip(chips, effs, ttfts, decode_ts)]
+        decode, memo = graph_memo(graphs, ("headline.decode", id(spec)) + key, lambda: _decode_ops(
+            spec, stage, dt, micro, prompt, np.maximum(gen, 2), attention))
+        ops, sums, grid = decode
+        dec_stage = phase_t_s_chips(ops, chips, effs, 1.0, sums, grid, memo)
+    out = []
+    for sh, batch, prompt, gen in scenarios:
+        try:
+            pre, dec, hand = pre_stage, dec_stage, handoff_ops(spec, Phase.prefill(batch, prompt), sh, dt)
+            if hand:  # pp > 1: the stage's sums and the hand-off's, under the pipeline schedule
+                pre = [_prefill_time_factor(sh) * (t + h) for t, h in zip(pre, phase_t_s_chips(
+                    hand, chips, effs, 1.0, PrefillSums, _grid(batch, prompt)))]
+                if decode is not None:
+                    ops, sums, grid = _decode_ops(spec, sh, dt, batch, prompt, np.maximum(gen, 2), attention,
+                                                  handoff_ops)
+                    dec = [t + h for t, h in zip(dec, phase_t_s_chips(ops, chips, effs, 1.0, sums, grid))]
+        except RooflineError as err:  # this pp's hand-off (a link it cannot cross): its row alone
+            out.append([err] * len(chips))
+            continue
+        fp = _footprint(spec, sh, dt, pre_ops + hand, batch, prompt + gen, pre_memo)
+        out.append([Headline(ttft, _tpot_s(gen, ttft, d), ttft + _decode_total_s(gen, ttft, d),
+                             replace(fp, capacity_bytes=usable_bytes(chip.hbm_bytes, gpu_memory_utilization)), chip,
+                             sh, eff, batch, gen) for chip, eff, ttft, d in zip(chips, effs, pre, dec)])
+    return out
+
+
+def _footprint(spec, sh: Sharding, dt: Dtypes, prefill_ops: list, batch, context, memo: dict | None) -> Footprint:
+    """memory.footprint without its capacity (each chip's), kept in `memo` (the stage's graph memo) per pp."""
+    return remembered(memo, ("footprint", sh.pp), footprint, spec, 0.0, sh, dt, prefill_ops, batch, context)
 
 
 def _inputs(model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtype, act_dtype, kv_dtype, efficiency,

@@ -467,10 +467,8 @@ def _ffn_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
 def _mlp(c: _Ctx, group, n, prefix, f: FfnSpec, d_ff: int, family: str) -> list[Op]:
     """Dense MLP over every token of the stage, column-parallel up (+gate), row-parallel down, over the
     tp x attention_dp chips of the stage. Gated: three (d, F) matrices."""
-    d = c.spec.d_model
-    f_chip = split(d_ff, c.sh.ffn_chips, f"{prefix} intermediate size")
-    up = 2 if f.gated else 1
-    bias = f.bias and family == "ffn"
+    d, f_chip = c.spec.d_model, split(d_ff, c.sh.ffn_chips, f"{prefix} intermediate size")
+    up, bias = 2 if f.gated else 1, f.bias and family == "ffn"
     return [
         # (T, d) @ (d, 2F) -> up and gate, fused
         c.gemm(f"{prefix}.up_gate" if f.gated else f"{prefix}.up", group, n, family, k=d, n=up * f_chip,
@@ -544,9 +542,7 @@ def _block_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
     """A block of a recurrent / hybrid model: a token mixer (recurrent mixer, attention, or both in parallel) and / or
     an MLP, each behind its own norm and residual (Mamba-2 and Nemotron-H blocks hold one of them, Qwen3-Next both,
     Falcon-H1 attention + mixer in parallel, then the MLP)."""
-    n = g.count
-    ops = []
-    has_attention = g.attention.kind != "none"
+    n, ops, has_attention = g.count, [], g.attention.kind != "none"
     if g.mixer is not None or has_attention:
         ops.append(c.norm("norm.attn", g.name, n))
         # Falcon-H1: attention and the mixer read the same normed input; their outputs are summed (one all-reduce)
@@ -586,8 +582,7 @@ def _layer_ops(c: _Ctx, g: LayerGroup) -> list[Op]:
     if not g.is_plain:
         return _block_ops(c, g)
     n = g.count
-    ops = [c.norm("norm.attn", g.name, n)]
-    attn = _attention_ops(c, g)
+    ops, attn = [c.norm("norm.attn", g.name, n)], _attention_ops(c, g)
     if g.parallel_block:  # x + attn(norm(x)) + mlp(norm'(x)): one residual add, one all-reduce of the sum
         ffn = ([c.norm("norm.ffn", g.name, n)] if g.norms >= 2 else []) + _ffn_ops(c, g)
         return ops + attn + ffn + _ffn_out(c, g) + [c.residual(g.name, n, reads=3)]
@@ -616,8 +611,7 @@ def _model_ops_head(c: _Ctx) -> list[Op]:
 
 
 def _model_ops_tail(c: _Ctx) -> list[Op]:
-    spec, tp = c.spec, c.tp
-    ops = [c.norm("norm.final", "model", 1)]
+    spec, tp, ops = c.spec, c.tp, [c.norm("norm.final", "model", 1)]
     t_lm = c.b_attn if c.phase.lm_head_last_only else c.b_attn * c.q  # logits of the last position only in prefill
     if c.phase.has_chunk:  # the chunk's last position (its logit counts when the chunk ends the prompt)
         t_lm = t_lm + np.where(c.phase.chunk_tokens > 0, 1.0 / c.sh.sequence_groups, 0.0)
@@ -628,23 +622,29 @@ def _model_ops_tail(c: _Ctx) -> list[Op]:
                     act_bytes_per_elem=c.act_bytes, compute_dtype=c.compute_dtype,
                     n_stored=0.0 if spec.tie_embeddings else 1.0, **c.placed("vocab_out"),
                     formula_note=" (last position only)" if c.phase.lm_head_last_only else ""))
-    ops += c.collectives(collective_after("vocab_out", c.sh), "lm_head", "model", 1, tokens=t_lm,
-                         width=spec.vocab_size)
-    if c.sh.pp > 1:  # activations handed from stage to stage: (T_attn, d) per group, pp - 1 hops
-        ops += c.collectives("p2p", "stage", "model", c.sh.pp - 1, chips=c.sh.chips_per_replica)
-    return ops
+    return ops + c.collectives(collective_after("vocab_out", c.sh), "lm_head", "model", 1, tokens=t_lm,
+                               width=spec.vocab_size)
+
+
+def handoff_ops(spec: ModelSpec, phase: Phase, sharding: Sharding, dtypes: Dtypes | None = None,
+                attention: str = "fused") -> list[Op]:
+    """The activations handed from pipeline stage to stage: (T_attn, d) per group, pp - 1 hops (none at pp = 1). A
+    stage's ops are those of pp = 1 at the micro-batch batch / pp (no prompt chunk): build_ops = those + these."""
+    split(spec.n_layers, sharding.pp, "number of layers")  # layers over pipeline stages
+    if sharding.pp == 1:
+        return []
+    c = _Ctx(spec, phase, sharding, dtypes or Dtypes(), attention)
+    return c.collectives("p2p", "stage", "model", c.sh.pp - 1, chips=c.sh.chips_per_replica)
 
 
 def build_ops(spec: ModelSpec, phase: Phase, sharding: Sharding | None = None, dtypes: Dtypes | None = None,
               attention: str = "fused") -> list[Op]:
     """Every operator of one forward step of `phase`, per chip and per instance (one layer)."""
-    sh = sharding or Sharding()
-    dt = dtypes or Dtypes()
+    sh, dt = sharding or Sharding(), dtypes or Dtypes()
     if attention not in ATTENTION_MODES:
         raise ScenarioError(f"attention must be one of {', '.join(ATTENTION_MODES)}, got {attention!r}")
-    split(spec.n_layers, sh.pp, "number of layers")  # layers over pipeline stages
     c = _Ctx(spec, phase, sh, dt, attention)
     ops = _model_ops_head(c)
     for g in spec.layer_groups:
         ops += _layer_ops(c, g)
-    return ops + _model_ops_tail(c)
+    return ops + _model_ops_tail(c) + handoff_ops(spec, phase, sh, dt, attention)

@@ -30,7 +30,7 @@ import numpy as np
 
 from .bounds import check_count, check_range
 from .errors import RooflineError, ScenarioError
-from .graph import Dtypes, Phase, build_ops, resolve_dtypes
+from .graph import Dtypes, Phase, build_ops, handoff_ops, resolve_dtypes
 from .model.spec import Matrix, ModelSpec
 from .sharding import Sharding, kv_elems_per_token_per_chip, mixer_state_elems_per_chip
 from .units import array_key, as_list, dtype_bytes, memo_by_identity, remembered
@@ -309,9 +309,12 @@ def memory_footprint(spec: ModelSpec, chip: "Chip", *, batch, prompt_len, gen_le
     key = None if graphs is None else (sh, dt, attention, array_key(b), array_key(prompt_len), array_key(gen_len))
     cap = chip.hbm_bytes if capacity_bytes is None else capacity_bytes
     fp = graphs.get(key) if key is not None else None
-    if fp is None:
-        ops = build_ops(spec, Phase.prefill(b, np.float64(prompt_len)), sh, dt, attention)
-        fp = footprint(spec, cap, sh, dt, ops, b, np.float64(prompt_len + gen_len))
+    if fp is None:  # a pipeline stage's graph (graph.handoff_ops) is the same for every pp: built once per micro-batch
+        stage, prompt = replace(sh, pp=1), np.float64(prompt_len)
+        ops = remembered(graphs, ("memory.stage", stage, dt, attention, array_key(b / sh.pp), array_key(prompt)), build_ops, spec,
+                         Phase.prefill(b / sh.pp, prompt), stage, dt, attention)
+        fp = footprint(spec, cap, sh, dt, ops + handoff_ops(spec, Phase.prefill(b, prompt), sh, dt, attention), b,
+                       np.float64(prompt_len + gen_len))
         if key is not None:
             graphs[key] = fp  # the footprint on any chip but for its capacity
     return (fp if fp.capacity_bytes == cap else replace(fp, capacity_bytes=cap)), dt

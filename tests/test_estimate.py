@@ -349,3 +349,28 @@ def test_a_step_of_a_fraction_of_a_sequence_costs_no_more_than_one_sequence():
     for model, kw in (("meta-llama/Llama-3.1-8B", {}), ("Qwen/Qwen3-30B-A3B", dict(tp=2, ep=2))):
         t = step_time_s(model, "h100-sxm", decode_batch=np.array([1e-6, 1e-3, 0.5, 1.0]), decode_kv_len=1000.0, **kw)
         assert np.all(np.diff(t) >= 0) and np.all(np.isfinite(t)), (model, t)
+
+
+def test_pipelines_score_one_stage_for_every_pp_with_each_pps_numbers_and_errors():
+    # evaluate_pipelines (the static planner's scoring) against evaluate(), which builds every pp's own graph and
+    # applies the pipeline factor op by op: the same TTFT, TPOT and memory at every pp, to rounding
+    from llm_roofline.errors import ScenarioError, ShardingError
+    from llm_roofline.estimate import evaluate_pipelines
+
+    micro = np.array([1.0, 3.0, 16.0])
+    pps = [1, 2, 4, 10]  # 10 stages at tp 1: the hand-off spans 10 chips, not a whole number of 8-GPU domains
+    rows = evaluate_pipelines("meta-llama/Llama-3.1-70B", ["h100-sxm", "mi300x"],
+                              efficiencies=["calibrated", "ideal"], batches=[micro * pp for pp in pps], pps=pps,
+                              prompt_len=[512, 2048, 700], gen_len=[1, 64, 300])
+    for pp, row in zip(pps[:3], rows):
+        for chip, eff, h in zip(["h100-sxm", "mi300x"], ["calibrated", "ideal"], row):
+            r = evaluate("meta-llama/Llama-3.1-70B", chip, batch=micro * pp, prompt_len=[512, 2048, 700],
+                         gen_len=[1, 64, 300], pp=pp, efficiency=eff)
+            np.testing.assert_allclose(h.ttft_s, r.ttft_s, rtol=1e-13)
+            np.testing.assert_allclose(h.tpot_s, r.tpot_s, rtol=1e-13)  # nan at gen_len 1 in both
+            np.testing.assert_array_equal(h.memory.bytes_per_chip, r.memory.bytes_per_chip)
+            assert h.sharding.pp == pp and list(h.batch) == list(micro * pp)
+    assert all(isinstance(h, ShardingError) and "whole number of domains" in str(h) for h in rows[3])
+    with pytest.raises(ScenarioError, match="micro-batches"):
+        evaluate_pipelines("meta-llama/Llama-3.1-70B", ["h100-sxm"], efficiencies=["ideal"], batches=[[2], [2]],
+                           pps=[1, 2])

@@ -215,3 +215,42 @@ def test_routed_experts_have_no_separate_activation_op():
     assert {"ffn.experts.up_gate", "ffn.experts.down"} <= names and not any("experts.act" in n for n in names)
     dense = {op.name for op in build_ops(load_model("meta-llama/Llama-3.1-8B"), Phase.prefill(1, 128))}
     assert "ffn.act" in dense
+
+
+def _same_ops(a, b):
+    import dataclasses
+
+    assert [op.name for op in a] == [op.name for op in b]
+    for x, y in zip(a, b):
+        assert x.formula == y.formula
+        for f in (f for f in dataclasses.fields(x) if f.compare):
+            u, v = getattr(x, f.name), getattr(y, f.name)
+            assert np.array_equal(u, v) if isinstance(u, np.ndarray) or isinstance(v, np.ndarray) else u == v, \
+                (x.name, f.name)
+
+
+def test_a_pipeline_stage_is_the_pp_1_graph_at_the_micro_batch_plus_the_hand_off():
+    # estimate.evaluate_pipelines scores one stage for every pp: build_ops at pp and batch B must be build_ops at
+    # pp = 1 and batch B / pp, op for op and field for field, plus the hand-off (graph.handoff_ops)
+    from llm_roofline import load_model
+    from llm_roofline.graph import handoff_ops
+
+    l70 = load_model("meta-llama/Llama-3.1-70B")
+    for spec, sh in ((l70, Sharding(tp=2, pp=4)), (load_model("Qwen/Qwen3-30B-A3B"), Sharding(tp=2, pp=2, ep=2)),
+                     (load_model("google/gemma-2-9b"), Sharding(tp=1, pp=2))):
+        stage = Sharding(tp=sh.tp, pp=1, ep=sh.ep)
+        batch = np.array([4.0, 8.0, 24.0])
+        for phase, micro in ((Phase.prefill(batch, 1024.0), Phase.prefill(batch / sh.pp, 1024.0)),
+                             (Phase.decode(batch, np.array([[1100.0], [1300.0]])),
+                              Phase.decode(batch / sh.pp, np.array([[1100.0], [1300.0]])))):
+            full, hand = build_ops(spec, phase, sh), handoff_ops(spec, phase, sh)
+            _same_ops(full, build_ops(spec, micro, stage) + hand)
+            assert [op.name for op in hand] == ["comm.p2p.stage"] and hand[0].count == sh.pp - 1
+    # the hand-off of Llama-3.1-70B at tp 2, pp 4, batch 8, prompt 1024: micro-batch 8 / 4 = 2 sequences, (T, d) =
+    # (2 * 1024, 8192) bf16 activations = 2048 * 8192 * 2 = 33,554,432 bytes per hop, pp - 1 = 3 hops, over the
+    # replica's tp * pp = 8 chips; at pp = 1 there is none
+    (p2p,) = handoff_ops(l70, Phase.prefill(8.0, 1024.0), Sharding(tp=2, pp=4))
+    assert float(p2p.comm_bytes) == 33_554_432 and p2p.count == 3 and p2p.group_chips == 8
+    assert handoff_ops(l70, Phase.prefill(8.0, 1024.0), Sharding(tp=2)) == []
+    with pytest.raises(ValueError, match="number of layers"):  # 80 layers over 3 stages
+        handoff_ops(l70, Phase.prefill(9.0, 1024.0), Sharding(tp=2, pp=3))

@@ -153,22 +153,24 @@ def test_cli_infeasible_exits_0_and_prints_the_reason(capsys):
 
 
 # ------------------------------------------------------------------------------------------- planner rules
-def test_one_evaluate_call_per_sharding_scores_the_whole_batch_array(monkeypatch):
+def test_one_evaluate_call_per_pipeline_stage_scores_every_pp_and_the_whole_batch_array(monkeypatch):
     import importlib
 
     est_mod = importlib.import_module("llm_roofline.estimate")  # the attribute lr.estimate is the function
     calls = []
-    real = est_mod.evaluate_headlines  # evaluate()'s headline numbers alone, on several chips
+    real = est_mod.evaluate_pipelines  # evaluate()'s headline numbers alone, on several chips and pps
 
     def counting(*a, **kw):
-        calls.append((kw["tp"], kw["pp"], np.size(kw["batch"]), len(a[1])))
+        calls.append((kw["tp"], tuple(kw["pps"]), min(np.size(b) for b in kw["batches"]), len(a[1])))
         return real(*a, **kw)
 
-    monkeypatch.setattr(est_mod, "evaluate_headlines", counting)
+    monkeypatch.setattr(est_mod, "evaluate_pipelines", counting)
     p = plan(L8, ["h100-sxm", "h200"], prompt_len=1024, gen_len=128, max_chips=4, max_batch=512, efficiency="ideal")
     shardings = {(r.tp, r.pp) for r in p.candidates.itertuples()}
-    # per sharding: one grid call with every batch of both chips at once; the memory probe (max batch) scores nothing
-    assert len(calls) == len(shardings)
+    assert shardings == {(1, 1), (1, 2), (1, 4), (2, 1), (2, 2), (4, 1)}  # max_chips 4
+    # per tensor-parallel degree (one pipeline stage): one grid call with every pp and every batch of both chips at
+    # once; the memory probe (max batch) scores nothing
+    assert sorted((c[0], sorted(c[1])) for c in calls) == [(1, [1, 2, 4]), (2, [1, 2]), (4, [1])]
     assert min(c[2] for c in calls) >= 5 and all(c[3] == 2 for c in calls)
 
 

@@ -176,25 +176,28 @@ def _score_sharding(chip, choice: ShardingChoice, limits: Limits, price: Price, 
 
 
 def _score_all(spec, searched: list, limits: Limits, graphs: dict) -> dict:
-    """Every sharding evaluated on the chips where it fits, on the union of their batch grids, in one
-    evaluate_headlines call (its graphs built once, the chips scored together): {sharding: (grid, {chip: Headline or
-    RooflineError})}."""
-    from ..estimate import evaluate_headlines
+    """Every sharding evaluated on the chips where it fits, on the union of their batch grids: the shardings that
+    differ in pp alone in one evaluate_pipelines call (one pipeline stage at the union of their micro-batches, its
+    graphs built once, the chips scored together): {sharding: (grid, {chip: Headline or RooflineError})}."""
+    from ..estimate import evaluate_pipelines
 
-    fitting: dict = {}
+    stages: dict = {}  # (tp, ep) -> {pp: chips}, micro-batches
     models = {chip.name: resolved_once(limits.efficiency, chip) for chip, _, _, _ in searched}  # once per chip
     for chip, choices, _, mems in searched:
         for c, mem in zip(choices, mems):
             batches = _fitting_batches(c, mem, limits)
             if batches is not None:
-                grid, chips = fitting.setdefault(c, (batches, []))
-                fitting[c] = (np.union1d(grid, batches), chips + [chip])
+                pps, micro = stages.setdefault((c.tp, c.ep), ({}, batches / c.pp))
+                pps.setdefault(c.pp, []).append(chip)
+                stages[c.tp, c.ep] = (pps, np.union1d(micro, batches / c.pp))
     out = {}
-    for c, (grid, chips) in fitting.items():
-        heads = evaluate_headlines(spec, chips, efficiencies=[models[chip.name] for chip in chips],
-                                   batch=grid, prompt_len=limits.prompt_len, gen_len=limits.gen_len, graphs=graphs,
-                                   tp=c.tp, pp=c.pp, ep=c.ep, **limits.scenario)
-        out[c] = (grid, {chip.name: h for chip, h in zip(chips, heads)})
+    for (tp, ep), (pps, micro) in stages.items():
+        chips = list({chip.name: chip for members in pps.values() for chip in members}.values())
+        heads = evaluate_pipelines(spec, chips, efficiencies=[models[chip.name] for chip in chips],
+                                   batches=[micro * pp for pp in pps], pps=list(pps), prompt_len=limits.prompt_len,
+                                   gen_len=limits.gen_len, graphs=graphs, tp=tp, ep=ep, **limits.scenario)
+        for pp, row in zip(pps, heads):
+            out[ShardingChoice(tp, pp, ep)] = (micro * pp, {chip.name: h for chip, h in zip(chips, row)})
     return out
 
 
