@@ -364,8 +364,11 @@ def evaluate_pipelines(model, chips, *, efficiencies, batches, pps, prompt_len=2
         return [[err] * len(chips) for _ in pps]
     if len(chips) != len(efficiencies):
         raise ScenarioError(f"one efficiency per chip needed: {len(chips)} chips, {len(efficiencies)} efficiencies")
+    if not isinstance(batches, (list, tuple)) or not isinstance(pps, (list, tuple)) or len(batches) != len(pps):
+        raise ScenarioError(f"evaluate_pipelines takes a list of batch grids and a list of pps of the same length, "
+                            f"got {batches!r:.60} and {pps!r:.60}")
     scenarios = []
-    for batch, pp in zip(batches, pps, strict=True):
+    for batch, pp in zip(batches, pps):
         try:
             scenarios.append(_scenario(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_parallel, attention_dp,
                                        moe_tp, moe_ep, routing_skew))

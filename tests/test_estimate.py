@@ -371,6 +371,8 @@ def test_pipelines_score_one_stage_for_every_pp_with_each_pps_numbers_and_errors
             np.testing.assert_array_equal(h.memory.bytes_per_chip, r.memory.bytes_per_chip)
             assert h.sharding.pp == pp and list(h.batch) == list(micro * pp)
     assert all(isinstance(h, ShardingError) and "whole number of domains" in str(h) for h in rows[3])
+    with pytest.raises(ScenarioError, match="same length"):
+        evaluate_pipelines("meta-llama/Llama-3.1-70B", ["h100-sxm"], efficiencies=["ideal"], batches=[[2]], pps=[1, 2])
     with pytest.raises(ScenarioError, match="micro-batches"):
         evaluate_pipelines("meta-llama/Llama-3.1-70B", ["h100-sxm"], efficiencies=["ideal"], batches=[[2], [2]],
                            pps=[1, 2])
