@@ -22,6 +22,7 @@ parameters (only the dates in the notes change).
 from __future__ import annotations
 
 import argparse
+import datetime as _dt
 import sys
 import time
 from pathlib import Path
@@ -89,7 +90,7 @@ def note(chip, sources: list[str], points: int, date: str | None, glue: bool) ->
     fit (validate_mla.py)."""
     dtype = "fp16" if "fp16" in chip.dense_flops_per_s else "bf16"
     fp8 = f", fp8 {chip.peak_flops_per_s('fp8'):.4g}" if "fp8" in chip.dense_flops_per_s else ""
-    return ("; ".join(sources) + f"; {points} points; fitted {date or 'today'} against this file's {chip.name} peaks "
+    return ("; ".join(sources) + f"; {points} points; fitted {date or _dt.date.today().isoformat()} against this file's {chip.name} peaks "
             f"({dtype} {chip.peak_flops_per_s(dtype):.4g}{fp8} FLOP/s, HBM {chip.hbm_bytes_per_s:.4g} B/s, "
             f"{chip.scaleup.kind} {chip.scaleup.bytes_per_s:.4g} B/s); families not listed here are borrowed "
             "(chip_fits.calibrated_model says from where); multi-node collectives not calibrated"
@@ -114,6 +115,7 @@ SHORT = {"compute_max": ("c", 1, ""), "compute_tokens_half": ("T½", 1, ""), "co
          "compute_outs_half": ("X½(TN)", 1, ""), "compute_k_split": ("K_s", 1, ""), "compute_keys_half": ("L½", 1, ""),
          "compute_elems_half": ("X½", 1, ""), "compute_dim_half": ("D½", 1, ""), "compute_group_half": ("G½", 1, ""),
          "memory_max": ("m", 1, ""), "memory_tokens_half": ("T½m", 1, ""), "memory_streams_half": ("S½", 1, ""),
+         "memory_unsplit_half": ("S½mha", 1, ""), "overhead_unsplit_s": ("o_mha", 1e6, " µs"),
          "comm_max": ("comm", 1, ""), "comm_switch_max": ("sw", 1, ""), "overhead_s": ("o", 1e6, " µs"),
          "comm_step_s": ("s₀", 1e6, " µs"), "comm_step_per_doubling_s": ("s₂", 1e6, " µs"),
          "overhead_per_output_elem_s": ("o/out", 1e12, " ps"), "overhead_per_token_s": ("o/T", 1e9, " ns"),

@@ -5,8 +5,7 @@ read from the chip TOML's `[efficiency.*]` tables (fitted by the calibrate packa
 The model (per chip and op family; a few parameters, each with a physical meaning), T = op.tokens::
 
     eff.compute    = compute_max * f(T, compute_tokens_half) * f(L, compute_keys_half) * f(X, compute_elems_half)
-                     * f(N, compute_cols_half) * f(T*N, compute_outs_half) * f(D, compute_dim_half)
-                     * f(G, compute_group_half)
+                     * f(N, compute_cols_half) * f(T*N, compute_outs_half) * f(D, compute_dim_half) * f(G, ...)
                      f(x, h) = x / (x + h)  (a factor is 1 when its h is 0 or x is unknown)
     eff.memory(T)  = memory_max * T / sqrt(T**2 + memory_tokens_half**2)   fraction of peak HBM bandwidth
     eff.comm       = comm_max                                              fraction of link bandwidth (beta)
@@ -77,30 +76,32 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
 - Weight-only quantized GEMMs (weights narrower than the compute dtype: int4/int8/fp8 weights, bf16 compute) run
   dequantizing kernels: the packed-weight read plus a dequant cost on the vector units, never the padded rows
   (dequant_efficiency).
-- attention (prefill): L = keys per query (causal: (q+1)/2 + prefix) and X = Q+O elements B*q*H*(dqk+dv), both read
-  back from the op's counts (attention_shape), and D = op.head_dim: short sequences waste FlashAttention's diagonal
-  tiles, few heads x sequences leave SMs idle, small heads spend more of each tile on the softmax (exp, max, rescale
-  per score: work per score fixed, matmul work per score ~ D), and G = op.q_per_kv: MHA (G = 1) loads K/V tiles once
-  per query head, GQA kernels share them over the group. Plus a time per query tile (query_tiles: a tile is
-  Q_TILE = 128 query rows; a 16-token sequence still runs a whole one): overhead_per_head_tile_s * B*H*ceil(q/128)
-  for kernels that tile each query head (TRT-LLM on Blackwell) and overhead_per_group_tile_s * B*n_kv*ceil(q*G/128)
-  for kernels packing a GQA group into one tile (FlashAttention-3); the fit picks the mix. attention_decode (attention_decode_fp8 for 8-bit KV caches):
-  the KV stream at memory_max plus a floor overhead_per_token_s per sequence (T = B for decode: block-table walk,
-  split-KV combine) and overhead_s + overhead_per_kv_row_byte_s * R, R = KV bytes of one context position over the
+- attention (prefill): L = keys per query (causal: (q+1)/2 + prefix) and X = Q+O elements B*q*H*(dqk+dv), both read back
+  from the op's counts (attention_shape), and D = op.head_dim: short sequences waste FlashAttention's diagonal tiles,
+  few heads x sequences leave SMs idle, small heads spend more of each tile on the softmax (exp, max, rescale per score:
+  work per score fixed, matmul work per score ~ D), and G = op.q_per_kv: MHA (G = 1) loads K/V tiles once per query
+  head, GQA kernels share them over the group. Plus a time per query tile (query_tiles: a tile is Q_TILE = 128 query
+  rows; a 16-token sequence still runs a whole one): overhead_per_head_tile_s * B*H*ceil(q/128) for kernels that tile
+  each query head (TRT-LLM on Blackwell) and overhead_per_group_tile_s * B*n_kv*ceil(q*G/128) for kernels packing a GQA
+  group into one tile (FlashAttention-3); the fit picks the mix. attention_decode (attention_decode_fp8 for 8-bit KV
+  caches): the KV stream at memory_max plus a floor overhead_per_token_s per sequence (T = B for decode: block-table
+  walk, split-KV combine) and overhead_s + overhead_per_kv_row_byte_s * R, R = KV bytes of one context position over the
   batch (B*n_kv*(dqk+dv)*e_kv: grows with batch x KV heads). Its compute term (overlapping the stream: the roofline's
-  max) is compute_max * f(L, compute_keys_half) * f(G, compute_group_half), L = keys = min(kv, window): the GQA
-  group padded to the kernel's query tile (G query rows per K/V tile) and a per-query-head cost worth
-  compute_keys_half keys (Q load, softmax, O store); flops / f(L, h) = flops * (L + h) / L, so the compute TIME is
-  affine in the context. Memory efficiency memory_max * S / hypot(S, memory_streams_half), S = B*n_kv KV streams:
-  split-KV (flash-decoding) caps the CTAs one stream gets, so one sequence x one KV head cannot fill HBM; and
-  overhead_per_kv_stream_s * S, the floor per stream (its CTAs, the split-KV combine). overhead_per_windowed_head_s * B*H: a sliding-window decode on FlashAttention-2 (vLLM's
-  kernel on Ampere / Ada packs a GQA group into one tile only without a window) runs one tile per query head, as
-  MHA (~0 where the kernel packs it: FA3, FlashInfer). attention_decode_fp8 adds, past a sliding window of W keys
-  (op.kv_len > W), memory * W / (W + memory_window_half) and overhead_window_s per kernel: the kernel reads whole
-  KV blocks (FA3 fp8: 224 keys at D = 128) and a window ending anywhere straddles one more, walked serially and
-  masked (its bytes at large batch, its latency at small). Memory efficiency and overheads never depend on the KV
-  length but for that step at the window (a breakpoint: spec.context_breakpoints), so within a decode stretch every
-  op's compute and memory times stay affine and phases.py's closed-form decode sum stays exact.
+  max) is compute_max * f(L, compute_keys_half) * f(G, compute_group_half), L = keys = min(kv, window): the GQA group
+  padded to the kernel's query tile (G query rows per K/V tile) and a per-query-head cost worth compute_keys_half keys
+  (Q load, softmax, O store); flops / f(L, h) = flops * (L + h) / L, so the compute TIME is affine in the context.
+  Memory efficiency memory_max * S / hypot(S, memory_streams_half), S = B*n_kv KV streams: split-KV (flash-decoding)
+  caps the CTAs one stream gets, so one sequence x one KV head cannot fill HBM (MHA, G = 1: memory_unsplit_half and
+  floor overhead_unsplit_s where set: FlashAttention-2 gives an MHA stream one CTA walking all its keys, ~23 ns a key,
+  and no split-KV combine); and overhead_per_kv_stream_s * S, the floor per stream (its CTAs, the split-KV combine).
+  overhead_per_windowed_head_s * B*H: a sliding-window decode on FlashAttention-2 (vLLM's kernel on Ampere / Ada packs a
+  GQA group into one tile only without a window) runs one tile per query head, as MHA (~0 where the kernel packs it:
+  FA3, FlashInfer). attention_decode_fp8 adds, past a sliding window of W keys (op.kv_len > W), memory * W / (W +
+  memory_window_half) and overhead_window_s per kernel: the kernel reads whole KV blocks (FA3 fp8: 224 keys at D = 128)
+  and a window ending anywhere straddles one more, walked serially and masked (its bytes at large batch, its latency at
+  small). Memory efficiency and overheads never depend on the KV length but for that step at the window (a breakpoint:
+  spec.context_breakpoints), so within a decode stretch every op's compute and memory times stay affine and phases.py's
+  closed-form decode sum stays exact.
 - Every efficiency is <= 1 and every overhead >= 0, so a calibrated time is never below the ideal roofline bound
   (tests check it with hypothesis). An op with tokens = 0 (unknown) gets the asymptotic efficiencies.
 - err_p10 / err_p90: the 10th / 90th percentile of measured / predicted time on held-out shapes; they make
@@ -108,11 +109,10 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
 
 chip_fits.py picks the fits: chips with their own tables borrow the families they lack from their family default
 chip (labelled in `CalibratedModel.label`, per family in `.sources`); chips without tables borrow everything
-(chip_fits.FAMILY_DEFAULTS): Hopper
--> h100-sxm, Ampere -> a100-80gb, Blackwell -> b200, Ada -> l40s, CDNA3 / Volta -> the nearest GPU fit (not measured),
-TPU -> TPU_DEFAULT (uncalibrated: compute 0.95 per the book's footnote, memory and links 0.9, 1 us per op). A family
-missing everywhere falls back along BORROWS (gemm_fp8 and moe -> gemm, attention_decode -> attention -> gemm's
-fractions; moe_quant, moe_fp8 -> the chip's own moe fit).
+(chip_fits.FAMILY_DEFAULTS): Hopper -> h100-sxm, Ampere -> a100-80gb, Blackwell -> b200, Ada -> l40s, CDNA3 / Volta
+-> the nearest GPU fit (not measured), TPU -> TPU_DEFAULT (uncalibrated: compute 0.95 per the book's footnote,
+memory and links 0.9, 1 us per op). A family missing everywhere falls back along BORROWS (gemm_fp8 and moe -> gemm,
+attention_decode -> attention -> gemm's fractions; moe_quant, moe_fp8 -> the chip's own moe fit).
 """
 
 from __future__ import annotations
@@ -196,6 +196,9 @@ class FamilyFit:
     #   ceil(q*G/Q_TILE): kernels that pack the group's query heads into one tile, FlashAttention-3), >= 0
     memory_streams_half: float = 0.0  # decode attention: KV streams S (sequences x KV heads) at which the stream
     #   factor S / hypot(S, h) is 1/sqrt(2): split-KV caps the CTAs per stream, so few streams leave HBM idle, >= 0
+    memory_unsplit_half: float = 0.0  # the same for a decode with one query head per KV head (G = 1, MHA), where
+    #   the kernel may not split the KV (FlashAttention-2: one CTA walks a stream's keys); 0: memory_streams_half
+    overhead_unsplit_s: float = 0.0  # decode attention, G = 1 (MHA): its overhead_s (no split-KV combine); 0: overhead_s
     overhead_per_kv_stream_s: float = 0.0  # decode attention: time per KV stream (sequence x KV head: the split-KV
     #   kernel's CTAs and combine per stream), >= 0
     memory_window_half: float = 0.0  # fp8-KV decode past its window of W keys: whole KV blocks, W / (W + h), >= 0
@@ -231,16 +234,18 @@ class FamilyFit:
             out = out * _where(t > m, t / (np.ceil(t / m) * m), 1.0)
         return out
 
-    def memory(self, tokens, streams=0.0, window_keys=0.0) -> np.ndarray:
-        """memory_max * T / sqrt(T^2 + memory_tokens_half^2) (* S / hypot(S, memory_streams_half), decode KV streams
-        S; * f(W, memory_window_half), W = window_keys); T <= 0: memory_max; 0 < T < 1: one row; S, W <= 0: factor 1."""
+    def memory(self, tokens, streams=0.0, window_keys=0.0, group=0.0) -> np.ndarray:
+        """memory_max * T / sqrt(T^2 + memory_tokens_half^2) (* S / hypot(S, h), decode KV streams S, h =
+        memory_unsplit_half where G = group = 1 and it is set, else memory_streams_half; * f(W, memory_window_half),
+        W = window_keys); T <= 0: memory_max; 0 < T < 1: one row; S, W <= 0: factor 1."""
         t = _float(tokens)
         tt = _where(t > 0, np.maximum(t, 1.0), 1.0)
         out = _where(t > 0, self.memory_max * tt / np.hypot(tt, self.memory_tokens_half), self.memory_max)
-        if self.memory_streams_half:
-            s = _float(streams)
+        if self.memory_streams_half or self.memory_unsplit_half:
+            s, h = _float(streams), self.memory_streams_half
             ss = _where(s > 0, s, 1.0)
-            out = out * _where(s > 0, ss / np.hypot(ss, self.memory_streams_half), 1.0)
+            h = _where(_float(group) == 1.0, self.memory_unsplit_half, h) if self.memory_unsplit_half else h
+            out = out * _where(s > 0, ss / np.hypot(ss, h), 1.0)
         return out * _saturation(window_keys, self.memory_window_half) if self.memory_window_half else out
 
     def efficiency(self, tokens=0.0, kernels=1.0, label: str = "calibrated", keys=0.0, elems=0.0, kv_row_bytes=0.0,
@@ -252,7 +257,8 @@ class FamilyFit:
         per kernel; windowed_heads: query rows x heads of a sliding-window decode (0 without a window); head_tiles,
         group_tiles: a prefill's query tiles (query_tiles); kv_streams: a decode's sequences x KV heads; window_keys:
         a decode's keys W past its sliding window (else 0)."""
-        ovh = self.overhead_s + self.overhead_per_kv_row_byte_s * _float(kv_row_bytes)
+        ovh = (_where(_float(group) == 1.0, self.overhead_unsplit_s, self.overhead_s) if self.overhead_unsplit_s
+               else self.overhead_s) + self.overhead_per_kv_row_byte_s * _float(kv_row_bytes)
         for c, x in ((self.overhead_per_windowed_head_s, windowed_heads), (self.overhead_per_kv_stream_s, kv_streams),
                      (self.overhead_per_head_tile_s, head_tiles), (self.overhead_per_group_tile_s, group_tiles),
                      (self.overhead_per_output_elem_s, out_elems), (self.overhead_per_walked_elem_s, walked),
@@ -260,7 +266,7 @@ class FamilyFit:
             if c:
                 ovh = ovh + c * np.maximum(_float(x), 0.0)
         return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group, out_elems, depth),
-                          memory=self.memory(tokens, kv_streams, window_keys), comm=self.comm_max,
+                          memory=self.memory(tokens, kv_streams, window_keys, group), comm=self.comm_max,
                           overhead_s=ovh * _float(kernels), label=label, comm_switch=self.comm_switch_max,
                           comm_hop_s=self.step_s(chips))
 
@@ -276,8 +282,7 @@ class FamilyFit:
 
 def _saturation(x, half: float) -> np.ndarray:
     """x / (x + half), 1 where x <= 0 (unknown)."""
-    x = _float(x)
-    xx = _where(x > 0, x, 1.0)
+    xx = _where((x := _float(x)) > 0, x, 1.0)
     return _where(x > 0, xx / (xx + half), 1.0)
 
 
@@ -286,9 +291,8 @@ PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_hal
           "compute_outs_half", "overhead_per_kv_row_byte_s", "overhead_per_output_elem_s", "overhead_per_token_s",
           "overhead_per_walked_elem_s", "err_p10", "err_p90", "comm_switch_max", "comm_step_s",
           "comm_step_per_doubling_s", "compute_k_split", "overhead_per_windowed_head_s", "overhead_per_head_tile_s",
-          "overhead_per_group_tile_s", "memory_streams_half", "overhead_per_kv_stream_s",
-          "memory_window_half", "overhead_window_s",
-          "compute_m_tile")
+          "overhead_per_group_tile_s", "memory_streams_half", "overhead_per_kv_stream_s", "memory_window_half",
+          "overhead_window_s", "compute_m_tile", "memory_unsplit_half", "overhead_unsplit_s")
 # ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: seconds per kernel, row, byte or
 # element; the band: measured / predicted), so a hostile chip file cannot drive a time to overflow
 PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3, "comm": 1.0}

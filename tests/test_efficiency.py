@@ -1,5 +1,6 @@
 """The per-family efficiency model (llm_roofline/efficiency.py) with fixed parameters: hand arithmetic only."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -179,6 +180,31 @@ def test_decode_kv_streams_by_hand():
     assert float(s.t_s) == pytest.approx(23.92e-6, rel=1e-9)
 
 
+def test_an_mha_decode_streams_and_floors_as_its_own_unsplit_kernel_by_hand():
+    # FlashAttention-2 (vLLM on A100 / L40S) gives an MHA decode stream (one query head per KV head) one CTA walking all
+    # its keys, with no split-KV combine: its own stream half and floor, where memory_unsplit_half is set
+    fit = FamilyFit(memory_max=0.8, memory_streams_half=6.0, memory_unsplit_half=64.0, overhead_s=10e-6,
+                    overhead_unsplit_s=7e-6)
+    gqa, mha = _attn(4, 1, 4096), attention("attn.core", "dense", 1, batch=4, q_len=1, kv_len=4096, n_heads=2,
+                                             n_kv_heads=2, qk_dim=64, v_dim=64, kv_elems_per_token=256,
+                                             kv_bytes_per_elem=2, act_bytes_per_elem=2)
+    assert (gqa.q_per_kv, mha.q_per_kv) == (4.0, 1.0)
+    e_gqa, e_mha = (fit.efficiency(op.tokens, dim=op.head_dim, group=op.q_per_kv, **attention_shape(op, decode=True))
+                    for op in (gqa, mha))
+    # both: 4 sequences x 2 KV heads = 8 streams. GQA: 0.8 * 8 / hypot(8, 6) = 0.64, floor 10 us; MHA: 0.8 * 8 /
+    # hypot(8, 64) = 0.8 * 8 / 64.498 = 0.099228, floor 7 us
+    assert (float(e_gqa.memory), float(e_gqa.overhead_s)) == (pytest.approx(0.64, rel=1e-12), pytest.approx(10e-6))
+    assert float(e_mha.memory) == pytest.approx(0.8 * 8 / 64.49806198, rel=1e-9)
+    assert float(e_mha.overhead_s) == pytest.approx(7e-6, rel=1e-12)
+    # unset (0): an MHA decode is priced as any other, each term on its own
+    e = replace(fit, memory_unsplit_half=0.0, overhead_unsplit_s=0.0).efficiency(
+        mha.tokens, dim=mha.head_dim, group=mha.q_per_kv, **attention_shape(mha, decode=True))
+    assert (float(e.memory), float(e.overhead_s)) == (pytest.approx(0.64, rel=1e-12), pytest.approx(10e-6))
+    e = replace(fit, memory_unsplit_half=0.0).efficiency(mha.tokens, dim=mha.head_dim, group=mha.q_per_kv,
+                                                         **attention_shape(mha, decode=True))
+    assert (float(e.memory), float(e.overhead_s)) == (pytest.approx(0.64, rel=1e-12), pytest.approx(7e-6))
+
+
 def test_fp8_kv_decode_past_its_window_reads_whole_blocks_by_hand():
     from llm_roofline.efficiency import CalibratedModel
 
@@ -221,14 +247,15 @@ def test_decode_kv_streams_of_a_grid_with_an_empty_batch_are_counted_point_by_po
        cm=st.floats(0.05, 1.0), kh=st.floats(0, 5000), eh=st.floats(0, 1e8), mm=st.floats(0.05, 1.0),
        oh=st.floats(0, 1e-4), orow=st.floats(0, 1e-9), gh=st.floats(0, 100), owin=st.floats(0, 1e-7),
        window=st.sampled_from([None, 128, 4096]), sh=st.floats(0, 64), ost=st.floats(0, 1e-7),
-       otile=st.floats(0, 1e-7), wh=st.floats(0, 1e4), ow=st.floats(0, 1e-4))
+       otile=st.floats(0, 1e-7), wh=st.floats(0, 1e4), ow=st.floats(0, 1e-4), kv_heads=st.sampled_from([2, 8]))
 def test_attention_never_below_ideal(batch, q, prefix, cm, kh, eh, mm, oh, orow, gh, owin, window, sh, ost, otile,
-                                     wh, ow):
+                                     wh, ow, kv_heads):
     fit = FamilyFit(compute_max=cm, compute_keys_half=kh, compute_elems_half=eh, memory_max=mm, overhead_s=oh,
                     overhead_per_kv_row_byte_s=orow, compute_group_half=gh, overhead_per_windowed_head_s=owin,
                     memory_streams_half=sh, overhead_per_kv_stream_s=ost, overhead_per_head_tile_s=otile,
-                    overhead_per_group_tile_s=otile, memory_window_half=wh, overhead_window_s=ow)
-    op = attention("attn.core", "dense", 1, batch=batch, q_len=q, kv_len=q + prefix, n_heads=8, n_kv_heads=2,
+                    overhead_per_group_tile_s=otile, memory_window_half=wh, overhead_window_s=ow,
+                    memory_unsplit_half=sh * 10, overhead_unsplit_s=oh / 2)  # kv_heads 8 of 8 heads: MHA
+    op = attention("attn.core", "dense", 1, batch=batch, q_len=q, kv_len=q + prefix, n_heads=8, n_kv_heads=kv_heads,
                    qk_dim=64, v_dim=64, kv_elems_per_token=256, kv_bytes_per_elem=2, act_bytes_per_elem=2,
                    compute_dtype="fp16", window=window)
     shape = attention_shape(op, decode=family_of(op) == "attention_decode")

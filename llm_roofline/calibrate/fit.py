@@ -62,6 +62,11 @@ class _Terms:
     kv_streams: np.ndarray | float = 0.0  # decode attention: sequences x KV heads
     window_keys: np.ndarray | float = 0.0  # decode attention past its sliding window: its keys (the window)
 
+    @property
+    def unsplit_streams(self):
+        """kv_streams of the rows with one query head per KV head (MHA: memory_unsplit_half prices them), else 0."""
+        return np.where(np.asarray(self.group) == 1.0, self.kv_streams, 0.0)
+
     def time_s(self, p: FamilyFit) -> np.ndarray:
         """roofline.score with this family's efficiency: the calibrated (or, with IDEAL_FIT, ideal) time."""
         tokens = 0.0 if self.fam == "attention" else self.tokens  # decode: tokens = sequences (a floor per sequence)
@@ -197,17 +202,21 @@ _FREE = {
     # (overlapping the stream: roofline max) pays the GQA group padded to the kernel's query tile (group half)
     # and a per-query-head cost worth compute_keys_half keys (Q load, softmax, O store, split-KV combine); few KV
     # streams (sequences x KV heads) stream below the bandwidth (streams half: split-KV caps a stream's CTAs)
+    # (streams of one query head per KV head, MHA, their own half and floor: FlashAttention-2 does not split them, one
+    # CTA walks a stream's keys, A100 and L40S ~20-23 ns a key up to ~64 streams, and there is no combine kernel)
     "attention_decode": (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11),
                          ("compute_max", 0.5), ("compute_keys_half", 64.0), ("compute_group_half", 8.0),
                          ("overhead_per_windowed_head_s", 1e-8), ("memory_streams_half", 1.0),
-                         ("overhead_per_kv_stream_s", 1e-8)),
+                         ("overhead_per_kv_stream_s", 1e-8), ("memory_unsplit_half", 1.0),
+                         ("overhead_unsplit_s", 1e-5)),
     # the KV cache in 8 bits or fewer: the same terms plus, past its sliding window, whole KV blocks read: h keys more
     # than the window (window half) and a time per kernel (the straddled block walked serially and masked)
     "attention_decode_fp8": (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11),
                              ("compute_max", 0.5), ("compute_keys_half", 64.0), ("compute_group_half", 8.0),
                              ("overhead_per_windowed_head_s", 1e-8), ("memory_streams_half", 1.0),
                              ("overhead_per_kv_stream_s", 1e-8), ("memory_window_half", 128.0),
-                             ("overhead_window_s", 1e-6)),
+                             ("overhead_window_s", 1e-6), ("memory_unsplit_half", 1.0),
+                             ("overhead_unsplit_s", 1e-5)),
     "memory": (("memory_max", 0.5), ("memory_tokens_half", 64.0), ("overhead_s", 2e-6)),
     # collectives: the bandwidth fraction of GPU-driven copies (one-shot, two-shot) and of the switch's own
     # reduction (NVLS), the latency per algorithm step and its growth per doubling of the GPUs (log2 n: it fits
@@ -298,7 +307,8 @@ def _free(fam: str) -> tuple[tuple[str, float], ...]:
 # cannot tell its value (A100 has no sliding-window decode rows), and a simplex left free would wander
 _ONLY_WITH = {"overhead_per_windowed_head_s": "windowed_heads", "overhead_per_head_tile_s": "head_tiles",
               "overhead_per_group_tile_s": "group_tiles", "memory_window_half": "window_keys",
-             "overhead_window_s": "window_keys"}
+             "overhead_window_s": "window_keys", "memory_unsplit_half": "unsplit_streams",
+             "overhead_unsplit_s": "unsplit_streams"}
 
 
 def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = IDEAL_FIT) -> FamilyFit:
