@@ -32,8 +32,8 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
     moe               expert GEMMs (style 'expert')      vLLM fused-MoE block (moe_perf, bf16, balanced)
     moe_quant         expert GEMMs with fp4 weights      the fp4 fused-MoE rows of the kernel vLLM runs by default
                       (MXFP4 / NVFP4 + block scales)     (GPT-OSS mxfp4: TRT-LLM on Blackwell, OAI Triton on
-                                                         Hopper, Marlin on Ada; nvfp4: TRT-LLM / CUTLASS on
-                                                         Blackwell; balanced): same terms as moe, packed weights
+                                                         Hopper, Marlin on Ada; nvfp4: TRT-LLM on Blackwell;
+                                                         balanced): same terms as moe, packed weights
                                                          per touched expert, FLOPs at the op's compute dtype
                                                          peak; without a fit: the chip's moe
     moe_int4          expert GEMMs with int4 weights     the int4 weight-only rows (int4_wo: vLLM's Marlin MoE,
