@@ -13,7 +13,7 @@ from typing import Any, Mapping
 import numpy as np
 
 from .efficiency import (BORROWED, BORROWS, FAMILIES, OWN_BF16_FALLBACK, PARAMS, TPU_DEFAULT, UNCALIBRATED,
-                         CalibratedModel, FamilyFit, attention_from_gemm, borrowed_base)
+                         CalibratedModel, FamilyFit, borrowed_base)
 from .errors import ChipError, RooflineError, ScenarioError
 from .hardware import Chip, load_chip
 from .roofline import Efficiency
@@ -28,6 +28,10 @@ FAMILY_DEFAULTS = {
     "volta": ("a100-80gb", "nearest GPU fit; Volta kernels not measured"),
 }
 
+
+def attention_from_gemm(g: FamilyFit) -> FamilyFit:
+    return FamilyFit(compute_max=g.compute_max, memory_max=g.memory_max, overhead_s=g.overhead_s,
+                     fitted_on="NOT MEASURED: gemm's compute_max, memory_max and overhead_s, constant in tokens")
 
 
 def fits_from_table(table: Mapping[str, Any], where: str = "") -> dict[str, FamilyFit]:

@@ -29,10 +29,14 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
                       Qwen3 fp8 checkpoints)               whose kernel time shows above the host floor; without a
                                                            fit: the chip's gemm_fp8
     moe               expert GEMMs (style 'expert')      vLLM fused-MoE block (moe_perf, bf16, balanced)
-    moe_quant         expert GEMMs with 4-bit weights    the 4-bit fused-MoE rows (nvfp4, w4a16_mxfp4,
-                      (fp4 / int4 + block scales)        w4a8_mxfp4_mxfp8, int4_wo; balanced): same terms as moe,
-                                                         packed weights per touched expert, FLOPs at the
-                                                         op's compute dtype peak; without a fit: the chip's moe
+    moe_quant         expert GEMMs with fp4 weights      the fp4 fused-MoE rows of vLLM's default kernel (GPT-OSS
+                      (MXFP4 / NVFP4 + block scales)     mxfp4: TRT-LLM on Blackwell, OAI Triton on Hopper, Marlin
+                                                         on Ada; nvfp4: TRT-LLM; balanced): moe's terms, packed
+                                                         weights per touched expert, FLOPs at the op's compute
+                                                         dtype peak; without a fit: the chip's moe
+    moe_int4          expert GEMMs with int4 weights     the int4 weight-only rows (int4_wo: vLLM's Marlin MoE,
+                      (AWQ / GPTQ / compressed-tensors)  AWQ / GPTQ checkpoints): the same terms; without a fit:
+                                                         the chip's moe_quant, else moe
     moe_fp8           expert GEMMs with 8-bit weights    the block-scaled fp8 fused-MoE rows (fp8_block: 128 x 128
                       (fp8 / int8 + scales), computing   weight scales, DeepSeek-V3 / Qwen3 FP8 checkpoints): same
                       in 8 bits (W8A8; weight-only 8-bit  terms as moe, FLOPs at the fp8 peak (vLLM's W8A8
@@ -112,7 +116,8 @@ chip (labelled in `CalibratedModel.label`, per family in `.sources`); chips with
 (chip_fits.FAMILY_DEFAULTS): Hopper -> h100-sxm, Ampere -> a100-80gb, Blackwell -> b200, Ada -> l40s, CDNA3 / Volta
 -> the nearest GPU fit (not measured), TPU -> TPU_DEFAULT (uncalibrated: compute 0.95 per the book's footnote,
 memory and links 0.9, 1 us per op). A family missing everywhere falls back along BORROWS (gemm_fp8 and moe -> gemm,
-attention_decode -> attention -> gemm's fractions; moe_quant, moe_fp8 -> the chip's own moe fit).
+attention_decode -> attention -> gemm's fractions; moe_quant, moe_fp8 -> the chip's own moe fit; moe_int4 ->
+moe_quant -> moe).
 """
 
 from __future__ import annotations
@@ -132,13 +137,13 @@ from .units import DTYPE_BITS, f64 as _float
 if TYPE_CHECKING:
     from .ops import Op
 
-FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8",
-            "elementwise", "activation", "rope", "norm", "embedding", "collective", "moe_fp8", "gemm_fp8_block",
-            "all_to_all", "mla_glue")
+FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8", "elementwise",
+            "activation", "rope", "norm", "embedding", "collective", "moe_fp8", "gemm_fp8_block", "all_to_all", "mla_glue",
+            "moe_int4")
 FP8_COMPUTE = ("fp8", "int8", "fp4", "int4")  # GEMMs computing in these run the 8-bit (and narrower) kernels
 # a family without its own fit borrows: family -> the family it falls back to (and says so)
-BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "moe_quant": "moe", "attention_decode_fp8": "attention_decode",
-           "attention_decode": "attention", "moe_fp8": "moe", "gemm_fp8_block": "gemm_fp8", "all_to_all": "collective"}
+BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "moe_quant": "moe", "attention_decode_fp8": "attention_decode", "moe_int4":
+           "moe_quant", "attention_decode": "attention", "moe_fp8": "moe", "gemm_fp8_block": "gemm_fp8", "all_to_all": "collective"}
 
 
 def borrowed_base(family: str, have) -> str:
@@ -149,10 +154,10 @@ def borrowed_base(family: str, have) -> str:
 
 
 # without an own fit these use the chip's own bf16 fit (BORROWS), not another chip's fit of the 8-bit family
-OWN_BF16_FALLBACK = ("gemm_fp8", "attention_decode_fp8", "moe_quant", "moe_fp8", "gemm_fp8_block")
+OWN_BF16_FALLBACK = ("gemm_fp8", "attention_decode_fp8", "moe_quant", "moe_fp8", "gemm_fp8_block", "moe_int4")
 GEMM_FAMILIES = ("gemm", "gemm_fp8", "gemm_fp8_block")  # dense GEMMs: bf16, fp8 per-tensor, fp8 block-scaled
 ATTENTION_FAMILIES = ("attention", "attention_decode", "attention_decode_fp8")  # prefill; decode: bf16, 8-bit KV
-MOE_FAMILIES = ("moe", "moe_quant", "moe_fp8")  # fused-MoE blocks: bf16, 4-bit and 8-bit experts
+MOE_FAMILIES = ("moe", "moe_quant", "moe_fp8", "moe_int4")  # fused-MoE blocks: bf16, fp4, 8-bit, int4 experts
 COLLECTIVE_FAMILIES = ("collective", "all_to_all")  # priced by alpha-beta terms (roofline.score_collective)
 KV8_BITS = 8.0  # a KV cache stored in this many bits or fewer (fp8, int8) decodes with the attention_decode_fp8 fit
 
@@ -196,8 +201,7 @@ class FamilyFit:
     #   ceil(q*G/Q_TILE): kernels that pack the group's query heads into one tile, FlashAttention-3), >= 0
     memory_streams_half: float = 0.0  # decode attention: KV streams S (sequences x KV heads) at which the stream
     #   factor S / hypot(S, h) is 1/sqrt(2): split-KV caps the CTAs per stream, so few streams leave HBM idle, >= 0
-    memory_unsplit_half: float = 0.0  # the same for a decode with one query head per KV head (G = 1, MHA), where
-    #   the kernel may not split the KV (FlashAttention-2: one CTA walks a stream's keys); 0: memory_streams_half
+    memory_unsplit_half: float = 0.0  # the same for G = 1 (MHA), whose KV FlashAttention-2 does not split; 0: the above
     overhead_unsplit_s: float = 0.0  # decode attention, G = 1 (MHA): its overhead_s (no split-KV combine); 0: overhead_s
     overhead_per_kv_stream_s: float = 0.0  # decode attention: time per KV stream (sequence x KV head: the split-KV
     #   kernel's CTAs and combine per stream), >= 0
@@ -307,7 +311,7 @@ def family_of(op: "Op") -> str:
     """The efficiency family of an estimator op (see the module docstring)."""
     if op.kind == "gemm":
         if op.style == "expert" and quantized_experts(op):
-            return "moe_quant"
+            return "moe_int4" if getattr(op, "weight_dtype", "") == "int4" else "moe_quant"
         if op.style == "expert" and eight_bit_experts(op):
             return "moe_fp8"
         if op.compute_dtype in FP8_COMPUTE:
@@ -566,7 +570,8 @@ def weight_only_quantized(op: "Op") -> bool:
 
 def quantized_experts(op: "Op") -> bool:
     """Whether an expert GEMM's weights are 4-bit (fp4 / int4 + block scales: < QUANT_EXPERT_BITS bits): the 4-bit
-    fused-MoE kernels (moe_quant) price it; 8-bit experts have their own fit (moe_fp8, eight_bit_experts)."""
+    fused-MoE kernels price it (moe_quant; int4 weights, op.weight_dtype: vLLM's Marlin MoE, moe_int4); 8-bit
+    experts have their own fit (moe_fp8, eight_bit_experts)."""
     return 0 < getattr(op, "weight_bits", 0.0) < QUANT_EXPERT_BITS
 
 
@@ -614,11 +619,6 @@ def dequant_efficiency(p: FamilyFit, op: "Op", chip: Chip, label: str) -> Effici
 
 def _crosses_domain(op: "Op", chip: Chip) -> bool:
     return int(op.group_chips) > chip.scaleup.domain_size
-
-
-def attention_from_gemm(g: FamilyFit) -> FamilyFit:
-    return FamilyFit(compute_max=g.compute_max, memory_max=g.memory_max, overhead_s=g.overhead_s,
-                     fitted_on="NOT MEASURED: gemm's compute_max, memory_max and overhead_s, constant in tokens")
 
 
 BORROWED = "borrowed: "  # sources[family] of a fit taken from another chip (or another family)

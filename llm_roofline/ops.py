@@ -49,6 +49,8 @@ class Op:
     window: float = 0.0  # attention: sliding-window length in tokens (0: full attention; DSA's top-k is not one)
     seqs: float | np.ndarray = 0.0  # attention: sequences B of the batch (tokens = B * q); 0: unknown
     kv_len: float | np.ndarray = 0.0  # attention: context length of each sequence (cached + new tokens); 0: unknown
+    weight_dtype: str = ""  # GEMM: element dtype of the stored weights ('int4', 'fp4', ...; '': unknown): int4 experts
+    #   run vLLM's Marlin MoE kernel, fp4 ones other kernels (efficiency.family_of: moe_int4 | moe_quant)
     # the arithmetic with its numbers (--explain), or a function that writes it: formatted when read (op.formula)
     text: "str | Callable[[], str]" = field(default="", repr=False, compare=False)
 
@@ -56,7 +58,7 @@ class Op:
                  comm_bytes=ZERO, collective="", group_chips=1, tokens=ZERO, style="replicated", shards=1,
                  stored_bytes=0.0, compute_dtype="bf16", gemm_n=0.0, gemm_k=0.0, walked_rows=0.0, weight_bits=0.0,
                  head_dim=0.0, kv_bits=0.0, q_per_kv=0.0, weight_block=0.0, window=0.0, seqs=0.0, kv_len=0.0,
-                 text=""):
+                 weight_dtype="", text=""):
         """The fields in their order, with their defaults (tests/test_graph.py checks both against the dataclass's),
         set at once: the generated __init__ of a frozen dataclass sets them one by one (graphs build many ops)."""
         self.__dict__.update(
@@ -65,7 +67,7 @@ class Op:
             group_chips=group_chips, tokens=tokens, style=style, shards=shards, stored_bytes=stored_bytes,
             compute_dtype=compute_dtype, gemm_n=gemm_n, gemm_k=gemm_k, walked_rows=walked_rows, weight_bits=weight_bits,
             head_dim=head_dim, kv_bits=kv_bits, q_per_kv=q_per_kv, weight_block=weight_block, window=window, seqs=seqs,
-            kv_len=kv_len, text=text)
+            kv_len=kv_len, weight_dtype=weight_dtype, text=text)
 
     @property
     def formula(self) -> str:
@@ -86,7 +88,7 @@ class Op:
 
 def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_elem, n_matrices=1.0,
          bias=False, matrices_read=None, n_stored=1.0, rows_per_matrix=None, compute_dtype="bf16", formula_note="",
-         style="replicated", shards=1, walked_rows=0.0, weight_block=0.0) -> Op:
+         style="replicated", shards=1, walked_rows=0.0, weight_block=0.0, weight_dtype="") -> Op:
     """y[T, n] = x[T, k] @ W[k, n] (+ b), for n_matrices weight matrices (MoE: top-k experts' work).
 
     FLOPs = 2*T*k*n per matrix. Weights read: matrices_read (default n_matrices) * k*n*bits/8, + bias.
@@ -97,6 +99,7 @@ def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_ele
     sum; with expert parallelism over tokens not dispatched also the rows of experts held on other chips, zero-
     filled: sharding.walked_rows): efficiency.py prices them in calibrated mode; no FLOPs, no bytes counted here.
     weight_block: weights per scale of a block-scaled 8-bit format (Op.weight_block; 0: none).
+    weight_dtype: element dtype of the stored weights (Op.weight_dtype; '': unknown).
     """
     t = f64(tokens)
     m_read = n_matrices if matrices_read is None else matrices_read
@@ -109,7 +112,7 @@ def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_ele
     return Op(name, group, "gemm", count, flops, f64(weight_bytes), act,
               tokens=rows, compute_dtype=compute_dtype, text=formula, stored_bytes=float(stored), style=style,
               shards=shards, gemm_n=float(n), gemm_k=float(k), weight_bits=float(bits_per_weight),
-              walked_rows=walked_rows, weight_block=float(weight_block))
+              walked_rows=walked_rows, weight_block=float(weight_block), weight_dtype=weight_dtype)
 
 
 def causal_pairs(q_len, kv_len, window=None):

@@ -118,8 +118,10 @@ class WeightFormat:
         return float(self.group_size) if self.dtype == "fp8" and self.group_size else 0.0
 
     def gemm_storage(self, k_in: float) -> dict:
-        """The storage fields of ops.gemm for a matrix with input dimension k_in: bits per weight, scale block."""
-        return {"bits_per_weight": self.bits_per_weight(k_in), "weight_block": self.scale_block}
+        """The storage fields of ops.gemm for a matrix with input dimension k_in: bits per weight, scale block,
+        element dtype."""
+        return {"bits_per_weight": self.bits_per_weight(k_in), "weight_block": self.scale_block,
+                "weight_dtype": self.dtype}
 
     @property
     def label(self) -> str:

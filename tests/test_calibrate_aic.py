@@ -170,6 +170,32 @@ def test_four_bit_moe_rows_are_the_moe_quant_family_with_packed_weight_bytes():
     assert m[m.op == "moe_nvfp4"].iloc[0]["dtype"] == "fp4"  # w4a4: the fp4 peak
 
 
+def test_four_bit_moe_rows_keep_the_kernels_vllm_runs_by_default_int4_apart():
+    import pandas as pd
+
+    row = dict(num_tokens=4, hidden_size=2880, inter_size=2880, topk=4, num_experts=128, moe_tp_size=2,
+               moe_ep_size=1, distribution="balanced", latency=0.05)
+    kernels = (("int4_wo", "vllm_compressedtensorswna16marlinmoe_marlin_marlinexperts"),
+               ("w4a16_mxfp4", "vllm_gptossmxfp4moe_triton_oaitritonmxfp4expertsmonolithic"),
+               ("w4a16_mxfp4", "vllm_compressedtensorsw4a4mxfp4moe_marlin_marlinexperts_situ_as_silu"),
+               ("w4a8_mxfp4_mxfp8", "vllm_mxfp4moe_flashinfer_trtllm_mxfp4_mxfp8_trtllmmxfp4expertsmodular"),
+               ("nvfp4", "vllm_compressedtensorsw4a4nvfp4moe_flashinfer_cutlass_flashinferexperts"),
+               ("nvfp4", "vllm_compressedtensorsw4a4nvfp4moe_flashinfer_trtllm_trtllmnvfp4expertsmonolithic"))
+    df = pd.DataFrame([dict(row, moe_dtype=d, kernel_source=k, num_tokens=4 + j) for j, (d, k) in enumerate(kernels)])
+    m = measurements.normalize(pd.DataFrame(aic_vllm.moe_rows(df)).assign(gpu="h100"))
+    # GPT-OSS's default kernel (OAI Triton on Hopper) and nvfp4's (TRT-LLM) are kept; compressed-tensors MXFP4's
+    # Marlin, the MXFP8-activation kernel (an environment variable's) and nvfp4's FlashInfer CUTLASS (after TRT-LLM
+    # in vLLM's order) are left out; int4 weight-only Marlin is its own family
+    assert sorted(zip(m.fam, m.op)) == [("moe_int4", "moe_int4_wo"), ("moe_quant", "moe_nvfp4"),
+                                        ("moe_quant", "moe_w4a16_mxfp4")]
+    q = m[m.fam == "moe_int4"].iloc[0]
+    # 4 tokens x top-4 = 16 assignments on 16 experts, 1 row each; int4 weights, a bf16 scale per 128: 4.125 bits;
+    # i/tp = 1440: 16 * 3 * 2880 * 1440 * 4.125 / 8 = 102,643,200 B + activations 16 * (2*2880 + 3*1440) * 2
+    # = 322,560 B; one model shape measured, so its shape group names the sharding too
+    assert (q.m, q["bytes"], q["dtype"], q.model) == (1.0, 102_965_760, "bf16", "h2880_i2880_k4_e128_tp2_ep1")
+    assert m[m.fam == "moe_quant"].iloc[0].model == "h2880_i2880_k4_e128"
+
+
 def test_moe_all_to_all_rows_keep_the_faster_deepep_kernel_with_k_copies_of_bytes(rows):
     a = rows[rows.family == "all_to_all"].set_index(["op", "m"])
     # per (phase, tokens) the faster of DeepEP low-latency and high-throughput; v2 rows left out: 2 phases x

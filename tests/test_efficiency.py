@@ -14,6 +14,7 @@ from llm_roofline.efficiency import (BORROWED_FAMILY_BAND, UNCALIBRATED_BAND, Fa
 from llm_roofline.uncertainty import phase_band
 from llm_roofline.ops import attention, elementwise, gemm
 from llm_roofline.roofline import score
+from llm_roofline.units import weight_format
 from test_calibrate import ROUND_CHIP as _round_chip_text
 
 # test_calibrate's round chip (100 TFLOP/s fp16, 10 TFLOP/s fp32 = the 'vector' peak, 1 TB/s HBM) with its gemm fit
@@ -449,6 +450,42 @@ def test_a_chip_without_a_quantized_moe_fit_borrows_its_bf16_moe_fit_and_says_so
     # the bf16 moe fit: memory 35,389,440 / (1e12 * 0.4) = 88.4736 us, compute 265,420,800 / 50e12 = 5.3084 us,
     # + 20 us
     assert float(_t(_experts(4.25), chip).t_s) == pytest.approx(108.4736e-6, rel=1e-6)
+
+
+def _int4_experts():
+    # the same expert GEMM with GPTQ / AWQ int4 weights as the model reader stores them: int4 in groups of 128 with a
+    # 16-bit scale and a 4-bit zero point, 4 + 20/128 = 4.15625 bits (units.weight_format)
+    return gemm("ffn.experts.up_gate", "moe", 1, tokens=2, k=2880, n=5760, act_bytes_per_elem=2, n_matrices=4,
+                matrices_read=4, style="expert", **weight_format("int4").gemm_storage(2880))
+
+
+def test_int4_experts_use_the_moe_int4_fit_by_hand(tmp_path):
+    p = tmp_path / "round-gpu.toml"
+    p.write_text(ROUND_CHIP + _MOE_FITS + "\n[efficiency.moe_int4]\ncompute_max = 0.25\nmemory_max = 0.5\n"
+                 "overhead_s = 30e-6\n")
+    chip = lr.load_chip(str(p))
+    op = _int4_experts()
+    assert (op.weight_dtype, op.weight_bits) == ("int4", 4.15625)
+    # int4 experts run vLLM's Marlin MoE kernel (moe_int4); fp4 experts of about the same width the fp4 kernels
+    assert family_of(op) == "moe_int4" and family_of(_experts(4.25)) == "moe_quant"
+    # weights 4 * 2880*5760 * 4.15625/8 = 34,473,600 B + activations 138,240 B = 34,611,840 B
+    # -> memory 34,611,840 / (1e12 * 0.5) = 69.22368 us; flops 265,420,800 / (100e12 * 0.25) = 10.616832 us;
+    # t = 69.22368 + 30 = 99.22368 us
+    assert float(_t(op, chip).t_s) == pytest.approx(99.22368e-6, rel=1e-6)
+    assert calibrated_model(chip).sources["moe_int4"] == "round-gpu fit"
+
+
+def test_a_chip_without_an_int4_moe_fit_borrows_its_fp4_moe_fit_then_its_bf16_one(tmp_path):
+    p = tmp_path / "round-gpu.toml"
+    p.write_text(ROUND_CHIP + _MOE_FITS)
+    m = calibrated_model(lr.load_chip(str(p)))
+    assert m.sources["moe_int4"] == "borrowed: moe_quant" and m.fit_for("moe_int4") is m.fit_for("moe_quant")
+    # moe_quant: memory 34,611,840 / 0.8e12 = 43.2648 us, compute 265,420,800 / (100e12 * 0.5 * 2/(2+2))
+    # = 10.616832 us; + 10 us = 53.2648 us
+    assert float(_t(_int4_experts(), lr.load_chip(str(p))).t_s) == pytest.approx(53.2648e-6, rel=1e-6)
+    p.write_text(ROUND_CHIP + _MOE_FITS[:_MOE_FITS.index("[efficiency.moe_quant]")])
+    m = calibrated_model(lr.load_chip(str(p)))
+    assert m.sources["moe_int4"] == "borrowed: moe" and m.fit_for("moe_int4") is m.fit_for("moe")
 
 
 def test_eight_bit_experts_use_the_moe_fp8_fit_by_hand(tmp_path):

@@ -74,7 +74,7 @@ AIC_SOURCE = "AIConfigurator vLLM kernel tables (aiconfigurator-core 0.12.0, vLL
 AIC_TABLES = ("gemm_perf", "context_attention_perf", "generation_attention_perf", "custom_allreduce_perf", "moe_perf",
               "moe_a2a_perf")
 AIC_OPS = {"gemm_bf16", "gemm_fp8", "gemm_fp8_block", "context_attention", "generation_attention",
-           "custom_allreduce", "moe", "moe_nvfp4", "moe_w4a16_mxfp4", "moe_w4a8_mxfp4_mxfp8", "moe_int4_wo",
+           "custom_allreduce", "moe", "moe_nvfp4", "moe_w4a16_mxfp4", "moe_int4_wo",
            "moe_fp8_block", "moe_a2a_dispatch", "moe_a2a_combine"}
 AIC_COLUMNS = (CSV_ORDER[:CSV_ORDER.index("flops")] + ("keys", "head_dim", "kv_bits", "q_per_kv", "walked", "window",
                                                                  "kv_len")
@@ -222,13 +222,23 @@ def a2a_rows(df: "pd.DataFrame") -> dict:
                 measured_s=df["latency"].to_numpy() * 1e-6)  # this table's latency is in us (transmit_us)
 
 
-# 4-bit fused-MoE kernels (moe_quant family): moe_dtype -> (compute dtype: the peak its FLOPs run at, bits per stored
-# weight element with its block scales). nvfp4: fp4 weights, one fp8 scale per 16, fp4 activations (w4a4);
-# w4a16_mxfp4: MXFP4 weights (one 8-bit scale per 32) dequantized to bf16 (gpt-oss; Blackwell: TRT-LLM kernel,
-# Hopper and L40S: Marlin); w4a8_mxfp4_mxfp8: MXFP4 weights, MXFP8 activations; int4_wo: int4 weights, a bf16
-# scale per group of 128 (Marlin), bf16 compute. 8-bit experts: _MOE_FP8.
-_MOE_QUANT = {"nvfp4": ("fp4", 4.5), "w4a16_mxfp4": ("bf16", 4.25), "w4a8_mxfp4_mxfp8": ("fp8", 4.25),
-              "int4_wo": ("bf16", 4.125)}
+# 4-bit fused-MoE kernels: moe_dtype -> (family, compute dtype: the peak its FLOPs run at, bits per stored weight
+# element with its block scales). nvfp4: fp4 weights, one fp8 scale per 16, fp4 activations (w4a4; vLLM's nvfp4
+# oracle on Blackwell: FlashInfer TRT-LLM, its monolithic kernel where it supports the config, else the modular one);
+# w4a16_mxfp4: MXFP4 weights (one 8-bit scale per 32) dequantized to bf16, GPT-OSS (vLLM's gpt_oss_mxfp4 oracle:
+# FlashInfer TRT-LLM mxfp4_bf16 on Blackwell, OAI Triton on Hopper, Marlin on Ada); int4_wo: int4 weights, a bf16
+# scale per group of 128, bf16 compute: vLLM's Marlin MoE, what AWQ / GPTQ / compressed-tensors int4 checkpoints
+# run on every GPU (the moe_int4 family: a kernel of its own, the op tells it by its weight dtype). 8-bit: _MOE_FP8.
+_MOE_QUANT = {"nvfp4": ("moe_quant", "fp4", 4.5), "w4a16_mxfp4": ("moe_quant", "bf16", 4.25),
+              "int4_wo": ("moe_int4", "bf16", 4.125)}
+# 4-bit rows left out: kernels vLLM does not run by default for the checkpoints the estimator reads.
+# w4a8_mxfp4_mxfp8 (FlashInfer TRT-LLM, MXFP8 activations): GPT-OSS runs it only when VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8
+# is set (its default on Blackwell is the bf16-activation kernel). kernel_source 'compressedtensorsw4a4mxfp4': the
+# Marlin kernel of compressed-tensors MXFP4 checkpoints, which the estimator reads as the same format as GPT-OSS's
+# (fp4, 32-element blocks) and prices with the GPT-OSS kernel's fit (OAI Triton on Hopper, TRT-LLM on Blackwell).
+# 'nvfp4moe_flashinfer_cutlass': FlashInfer's CUTLASS nvfp4 kernel, after TRT-LLM in the oracle's order (measured for
+# one shape only, 6144 x 3072 top-4 of 128, at ~2x the time the TRT-LLM kernels' fit gives it)
+_MOE_QUANT_LEFT_OUT = ("compressedtensorsw4a4mxfp4", "nvfp4moe_flashinfer_cutlass")
 
 
 # (hidden, inter, top-k, experts) groups whose rows are measured up to 1.35x (top-6) and 1.6x (top-22) faster than
@@ -250,8 +260,8 @@ _MOE_FP8 = {"fp8_block": ("fp8", 8.0 + 32.0 / (128 * 128))}
 
 
 def moe_rows(df: "pd.DataFrame") -> dict:
-    """The bf16 fused-MoE rows (family moe), the 4-bit ones (moe_quant: _MOE_QUANT) and the 8-bit ones (moe_fp8:
-    _MOE_FP8)."""
+    """The bf16 fused-MoE rows (family moe), the 4-bit ones (moe_quant and moe_int4: _MOE_QUANT, without
+    _MOE_QUANT_LEFT_OUT) and the 8-bit ones (moe_fp8: _MOE_FP8)."""
     import pandas as pd
 
     parts = [_moe_rows(df[df["moe_dtype"] == "bfloat16"], "moe", "bf16", 16.0)]
@@ -259,10 +269,11 @@ def moe_rows(df: "pd.DataFrame") -> dict:
         sub = df[df["moe_dtype"] == dt]
         if len(sub):
             parts.append(_moe_rows(sub, "moe_fp8", compute, bits, dt))
-    for dt, (compute, bits) in _MOE_QUANT.items():
-        sub = df[df["moe_dtype"] == dt]
+    default = ~df["kernel_source"].astype(str).str.contains("|".join(_MOE_QUANT_LEFT_OUT))
+    for dt, (family, compute, bits) in _MOE_QUANT.items():
+        sub = df[(df["moe_dtype"] == dt) & default]
         if len(sub):
-            parts.append(_moe_rows(sub, "moe_quant", compute, bits, dt))
+            parts.append(_moe_rows(sub, family, compute, bits, dt))
     frames = [pd.DataFrame(p) for p in parts if len(p["measured_s"])] or [pd.DataFrame(parts[0])]  # none: no rows
     return pd.concat(frames, ignore_index=True).to_dict("series")
 
@@ -285,8 +296,14 @@ def _moe_rows(df: "pd.DataFrame", family: str, compute: str, bits: float, tag: s
     nbytes = touched * 3.0 * h * i_loc * bits / 8.0 + pairs * (2.0 * h + 3.0 * i_loc) * 2.0
     return dict(family=family, op="moe" + (f"_{tag}" if tag else ""), dtype=compute, tp=1.0, m=pairs / touched,
                 kernels=2.0, walked=walked, flops=6.0 * pairs * h * i_loc, bytes=nbytes,
-                model=[f"h{a:g}_i{b:g}_k{c:g}_e{d:g}" for a, b, c, d in zip(h, i, k, e)],
-                measured_s=df["latency"].to_numpy() * 1e-3)
+                model=_moe_groups(h, i, k, e, tp, ep, family), measured_s=df["latency"].to_numpy() * 1e-3)
+
+
+def _moe_groups(h, i, k, e, tp, ep, family: str) -> list[str]:
+    """The shape group of each row: (hidden, intermediate, top-k, experts); moe_int4 (one model shape measured,
+    Kimi-K2's) also by its sharding (tp, ep: the kernel's own shape, i/tp and E/ep), so that held-out folds exist."""
+    names = [f"h{a:g}_i{b:g}_k{c:g}_e{d:g}" for a, b, c, d in zip(h, i, k, e)]
+    return [f"{n}_tp{a:g}_ep{b:g}" for n, a, b in zip(names, tp, ep)] if family == "moe_int4" else names
 
 
 def balanced_routing(t, k, e, ep):

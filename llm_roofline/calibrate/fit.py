@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
+from ..chip_fits import attention_from_gemm
 from ..collectives import CollectiveTerms, collective_terms
 from ..efficiency import (ATTENTION_FAMILIES, COLLECTIVE_FAMILIES, FAMILIES, GEMM_FAMILIES, IDEAL_FIT, MOE_FAMILIES,
-                          PARAM_CEILING, PARAMS, CalibratedModel, FamilyFit, attention_from_gemm, query_tiles)
+                          PARAM_CEILING, PARAMS, CalibratedModel, FamilyFit, query_tiles)
 from ..hardware import Chip, load_chip
 from ..roofline import score, score_collective
 from ..units import dtype_bytes
@@ -294,7 +295,7 @@ def nelder_mead(f, x0, step=0.5, max_evals=3000, xtol=1e-7, ftol=1e-12):
     return pts[i], vals[i]
 
 
-_SAME_AS = {"moe_quant": "moe", "moe_fp8": "moe",
+_SAME_AS = {"moe_quant": "moe", "moe_fp8": "moe", "moe_int4": "moe",
             **{f: "memory" for f in MEMORY_FAMILIES}}  # families fitted with another's free parameters
 
 

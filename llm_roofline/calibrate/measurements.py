@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 # CSV `family` values -> model family (efficiency.FAMILIES)
 CSV_FAMILIES = {
-    "gemm": "gemm", "moe": "moe", "moe_quant": "moe_quant", "moe_fp8": "moe_fp8", "attention": "attention", "context_attention": "attention",
+    "gemm": "gemm", "moe": "moe", "moe_quant": "moe_quant", "moe_fp8": "moe_fp8", "moe_int4": "moe_int4", "attention": "attention", "context_attention": "attention",
     "attention_decode": "attention_decode", "generation_attention": "attention_decode", "elementwise": "elementwise", "add": "elementwise",
     "residual": "elementwise", "activation": "activation", "act": "activation", "rope": "rope", "norm": "norm",
     "embedding": "embedding", "emb": "embedding", "all_reduce": "collective", "all_gather": "collective",
