@@ -404,39 +404,56 @@ def evaluate_pipelines(model, chips, *, efficiencies, batches, pps, prompt_len=2
 def _headlines(spec, members: list, dt: Dtypes, scenarios: list, attention, gpu_memory_utilization,
                graphs: dict | None) -> list[list[Headline]]:
     """The Headlines of the chips (members: (position, chip, efficiency model)) running each of `scenarios` (those of
-    evaluate_pipelines: one stage, pp apart) in dtypes dt: per scenario, per chip."""
-    sh, batch, prompt, gen = scenarios[0]
+    evaluate_pipelines: one stage, pp apart) in dtypes dt: per scenario, per chip (or the error of its hand-off, for
+    every chip: a link it cannot cross). The hand-offs are scored first: a stage no pp can hand on is not scored."""
     chips, effs = [m[1] for m in members], [m[2] for m in members]
+    hands = [_handoff_t_s(spec, chips, effs, dt, scenario, attention) for scenario in scenarios]
+    if all(isinstance(h, RooflineError) for h in hands):
+        return [[h] * len(chips) for h in hands]
+    sh, batch, prompt, gen = scenarios[0]
     stage, micro = replace(sh, pp=1), batch / sh.pp
     key = () if graphs is None else (stage, dt, attention) + tuple(array_key(x) for x in (micro, prompt, gen))
     pre_ops, pre_memo = graph_memo(graphs, ("headline.prefill", id(spec)) + key, lambda: build_ops(
         spec, Phase.prefill(micro, prompt), stage, dt, attention))
     pre_stage = phase_t_s_chips(pre_ops, chips, effs, 1.0, PrefillSums, _grid(micro, prompt), pre_memo)
-    dec_stage, decode = [None] * len(chips), None
+    dec_stage = [None] * len(chips)
     if np.any(gen > 1):
-        decode, memo = graph_memo(graphs, ("headline.decode", id(spec)) + key, lambda: _decode_ops(
+        (ops, sums, grid), memo = graph_memo(graphs, ("headline.decode", id(spec)) + key, lambda: _decode_ops(
             spec, stage, dt, micro, prompt, np.maximum(gen, 2), attention))
-        ops, sums, grid = decode
         dec_stage = phase_t_s_chips(ops, chips, effs, 1.0, sums, grid, memo)
     out = []
-    for sh, batch, prompt, gen in scenarios:
-        try:
-            pre, dec, hand = pre_stage, dec_stage, handoff_ops(spec, Phase.prefill(batch, prompt), sh, dt)
-            if hand:  # pp > 1: the stage's sums and the hand-off's, under the pipeline schedule
-                pre = [_prefill_time_factor(sh) * (t + h) for t, h in zip(pre, phase_t_s_chips(
-                    hand, chips, effs, 1.0, PrefillSums, _grid(batch, prompt)))]
-                if decode is not None:
-                    ops, sums, grid = _decode_ops(spec, sh, dt, batch, prompt, np.maximum(gen, 2), attention,
-                                                  handoff_ops)
-                    dec = [t + h for t, h in zip(dec, phase_t_s_chips(ops, chips, effs, 1.0, sums, grid))]
-        except RooflineError as err:  # this pp's hand-off (a link it cannot cross): its row alone
-            out.append([err] * len(chips))
+    for (sh, batch, prompt, gen), hand in zip(scenarios, hands):
+        if isinstance(hand, RooflineError):
+            out.append([hand] * len(chips))
             continue
-        fp = _footprint(spec, sh, dt, pre_ops + hand, batch, prompt + gen, pre_memo)
+        ops, pre_hand, dec_hand = hand
+        pre, dec = pre_stage, dec_stage
+        if ops:  # pp > 1: the stage's sums and the hand-off's, under the pipeline schedule
+            pre = [_prefill_time_factor(sh) * (t + h) for t, h in zip(pre, pre_hand)]
+            dec = dec if dec_hand is None else [t + h for t, h in zip(dec, dec_hand)]
+        fp = _footprint(spec, sh, dt, pre_ops + ops, batch, prompt + gen, pre_memo)
         out.append([Headline(ttft, _tpot_s(gen, ttft, d), ttft + _decode_total_s(gen, ttft, d),
                              replace(fp, capacity_bytes=usable_bytes(chip.hbm_bytes, gpu_memory_utilization)), chip,
                              sh, eff, batch, gen) for chip, eff, ttft, d in zip(chips, effs, pre, dec)])
     return out
+
+
+def _handoff_t_s(spec, chips, effs, dt: Dtypes, scenario: tuple, attention):
+    """(the prefill hand-off ops, their prefill and decode sums per chip; None: no decode) of one scenario's pp, or the
+    RooflineError scoring them raised (a link the hand-off cannot cross). pp = 1: no ops, nothing scored."""
+    sh, batch, prompt, gen = scenario
+    try:
+        ops = handoff_ops(spec, Phase.prefill(batch, prompt), sh, dt)
+        if not ops:
+            return ops, None, None
+        pre = phase_t_s_chips(ops, chips, effs, 1.0, PrefillSums, _grid(batch, prompt))
+        dec = None
+        if np.any(gen > 1):
+            d_ops, sums, grid = _decode_ops(spec, sh, dt, batch, prompt, np.maximum(gen, 2), attention, handoff_ops)
+            dec = phase_t_s_chips(d_ops, chips, effs, 1.0, sums, grid)
+    except RooflineError as err:
+        return err
+    return ops, pre, dec
 
 
 def _footprint(spec, sh: Sharding, dt: Dtypes, prefill_ops: list, batch, context, memo: dict | None) -> Footprint:

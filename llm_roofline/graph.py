@@ -643,8 +643,8 @@ def build_ops(spec: ModelSpec, phase: Phase, sharding: Sharding | None = None, d
     sh, dt = sharding or Sharding(), dtypes or Dtypes()
     if attention not in ATTENTION_MODES:
         raise ScenarioError(f"attention must be one of {', '.join(ATTENTION_MODES)}, got {attention!r}")
-    c = _Ctx(spec, phase, sh, dt, attention)
+    hand, c = handoff_ops(spec, phase, sh, dt, attention), _Ctx(spec, phase, sh, dt, attention)  # pp checked first
     ops = _model_ops_head(c)
     for g in spec.layer_groups:
         ops += _layer_ops(c, g)
-    return ops + _model_ops_tail(c) + handoff_ops(spec, phase, sh, dt, attention)
+    return ops + _model_ops_tail(c) + hand

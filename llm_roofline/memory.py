@@ -311,10 +311,10 @@ def memory_footprint(spec: ModelSpec, chip: "Chip", *, batch, prompt_len, gen_le
     fp = graphs.get(key) if key is not None else None
     if fp is None:  # a pipeline stage's graph (graph.handoff_ops) is the same for every pp: built once per micro-batch
         stage, prompt = replace(sh, pp=1), np.float64(prompt_len)
-        ops = remembered(graphs, ("memory.stage", stage, dt, attention, array_key(b / sh.pp), array_key(prompt)), build_ops, spec,
-                         Phase.prefill(b / sh.pp, prompt), stage, dt, attention)
-        fp = footprint(spec, cap, sh, dt, ops + handoff_ops(spec, Phase.prefill(b, prompt), sh, dt, attention), b,
-                       np.float64(prompt_len + gen_len))
+        hand = handoff_ops(spec, Phase.prefill(b, prompt), sh, dt, attention)  # pp checked before the stage is built
+        ops = remembered(graphs, ("memory.stage", stage, dt, attention, array_key(b / sh.pp), array_key(prompt)),
+                         build_ops, spec, Phase.prefill(b / sh.pp, prompt), stage, dt, attention)
+        fp = footprint(spec, cap, sh, dt, ops + hand, b, np.float64(prompt_len + gen_len))
         if key is not None:
             graphs[key] = fp  # the footprint on any chip but for its capacity
     return (fp if fp.capacity_bytes == cap else replace(fp, capacity_bytes=cap)), dt
