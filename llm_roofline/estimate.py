@@ -375,7 +375,7 @@ def evaluate_pipelines(model, chips, *, efficiencies, batches, pps, prompt_len=2
         except RooflineError as err:
             scenarios.append(err)
     valid = [x for x in scenarios if not isinstance(x, RooflineError)]
-    if any(not np.array_equal(x[1] / x[0].pp, valid[0][1] / valid[0][0].pp) for x in valid):
+    if len(valid) > 1 and any(not np.array_equal(x[1] / x[0].pp, valid[0][1] / valid[0][0].pp) for x in valid):
         raise ScenarioError("the batch grids of evaluate_pipelines must share their micro-batches batch / pp")
     out, runs = [[None] * len(chips) for _ in pps], {}
     for i, (chip, efficiency) in enumerate(zip(chips, efficiencies)):
@@ -411,7 +411,7 @@ def _headlines(spec, members: list, dt: Dtypes, scenarios: list, attention, gpu_
     if all(isinstance(h, RooflineError) for h in hands):
         return [[h] * len(chips) for h in hands]
     sh, batch, prompt, gen = scenarios[0]
-    stage, micro = replace(sh, pp=1), batch / sh.pp
+    stage, micro = (sh, batch) if sh.pp == 1 else (replace(sh, pp=1), batch / sh.pp)
     key = () if graphs is None else (stage, dt, attention) + tuple(array_key(x) for x in (micro, prompt, gen))
     pre_ops, pre_memo = graph_memo(graphs, ("headline.prefill", id(spec)) + key, lambda: build_ops(
         spec, Phase.prefill(micro, prompt), stage, dt, attention))
