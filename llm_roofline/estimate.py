@@ -396,7 +396,8 @@ def evaluate_pipelines(model, chips, *, efficiencies, batches, pps, prompt_len=2
         except RooflineError as err:
             heads = [[err] * len(members)] * len(valid)
         for row, scenario in zip(out, scenarios):
-            for (i, _, _), h in zip(members, scenario if isinstance(scenario, RooflineError) else heads.pop(0)):
+            bad = isinstance(scenario, RooflineError)
+            for (i, _, _), h in zip(members, [scenario] * len(members) if bad else heads.pop(0)):
                 row[i] = h
     return out
 
@@ -443,7 +444,7 @@ def _handoff_t_s(spec, chips, effs, dt: Dtypes, scenario: tuple, attention):
     RooflineError scoring them raised (a link the hand-off cannot cross). pp = 1: no ops, nothing scored."""
     sh, batch, prompt, gen = scenario
     try:
-        ops = handoff_ops(spec, Phase.prefill(batch, prompt), sh, dt)
+        ops = handoff_ops(spec, Phase.prefill(batch, prompt), sh, dt, attention)
         if not ops:
             return ops, None, None
         pre = phase_t_s_chips(ops, chips, effs, 1.0, PrefillSums, _grid(batch, prompt))

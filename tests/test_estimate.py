@@ -371,6 +371,12 @@ def test_pipelines_score_one_stage_for_every_pp_with_each_pps_numbers_and_errors
             np.testing.assert_array_equal(h.memory.bytes_per_chip, r.memory.bytes_per_chip)
             assert h.sharding.pp == pp and list(h.batch) == list(micro * pp)
     assert all(isinstance(h, ShardingError) and "whole number of domains" in str(h) for h in rows[3])
+    # a pp whose batch grid is refused (3 sequences in 2 micro-batches) gets its error on every chip; the others
+    # their numbers (it raised a TypeError)
+    rows = evaluate_pipelines("meta-llama/Llama-3.1-70B", ["h100-sxm", "h200"], efficiencies=["ideal"] * 2,
+                              batches=[[3.0], [3.0]], pps=[1, 2], tp=2)
+    assert all(isinstance(h, ScenarioError) and "multiple of pp" in str(h) for h in rows[1])
+    assert [h.sharding.pp for h in rows[0]] == [1, 1]
     with pytest.raises(ScenarioError, match="same length"):
         evaluate_pipelines("meta-llama/Llama-3.1-70B", ["h100-sxm"], efficiencies=["ideal"], batches=[[2]], pps=[1, 2])
     with pytest.raises(ScenarioError, match="micro-batches"):
