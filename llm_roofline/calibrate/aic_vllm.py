@@ -159,7 +159,7 @@ def _windowed(df: "pd.DataFrame") -> "pd.DataFrame":
 
 def context_rows(df: "pd.DataFrame") -> dict:
     """Prefill rows (isl > 1) plus the 1-token rows as decode rows of KV length 1 (vLLM runs a 1-token query with
-    its decode kernel: kernel_source trtllmdecode on B200; efficiency.is_decode_attention agrees)."""
+    its decode kernel: kernel_source trtllmdecode on B200; attention_shapes.is_decode_attention agrees)."""
     import pandas as pd
 
     df = _windowed(df)

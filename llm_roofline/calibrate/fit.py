@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
+from ..attention_shapes import query_tiles
 from ..chip_fits import attention_from_gemm
 from ..collectives import CollectiveTerms, collective_terms
 from ..efficiency import (ATTENTION_FAMILIES, COLLECTIVE_FAMILIES, FAMILIES, GEMM_FAMILIES, IDEAL_FIT, MOE_FAMILIES,
-                          PARAM_CEILING, PARAMS, CalibratedModel, FamilyFit, query_tiles)
+                          PARAM_CEILING, PARAMS, CalibratedModel, FamilyFit)
 from ..hardware import Chip, load_chip
 from ..roofline import score, score_collective
 from ..units import dtype_bytes
@@ -47,7 +48,7 @@ class _Terms:
     peak: np.ndarray | None = None
     hbm: float = 1.0
     comm: CollectiveTerms | None = None
-    keys: np.ndarray | float = 0.0  # attention: mean keys per query (decode: the KV length, efficiency.attention_shape)
+    keys: np.ndarray | float = 0.0  # attention: mean keys per query (decode: the KV length; attention_shapes)
     elems: np.ndarray | float = 0.0  # attention: Q+O elements
     kv_row_bytes: np.ndarray | float = 0.0  # decode attention: (bytes - Q+O bytes) / keys
     cols: np.ndarray | float = 0.0  # GEMM: output columns n
@@ -58,7 +59,7 @@ class _Terms:
     chips: np.ndarray | float = 0.0  # collectives: GPUs in the group
     depth: np.ndarray | float = 0.0  # GEMM: inner dimension k (split-K)
     windowed_heads: np.ndarray | float = 0.0  # decode attention with a sliding window: query rows x heads
-    head_tiles: np.ndarray | float = 0.0  # prefill: query tiles per query head (efficiency.query_tiles)
+    head_tiles: np.ndarray | float = 0.0  # prefill: query tiles per query head (attention_shapes.query_tiles)
     group_tiles: np.ndarray | float = 0.0  # prefill: query tiles per GQA group
     kv_streams: np.ndarray | float = 0.0  # decode attention: sequences x KV heads
     window_keys: np.ndarray | float = 0.0  # decode attention past its sliding window: its keys (the window)
@@ -101,16 +102,16 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     dim = df["head_dim"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "head_dim" in df else 0.0
     group = df["q_per_kv"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "q_per_kv" in df else 0.0
     walked = df["walked"].to_numpy(np.float64) / kernels if fam in MOE_FAMILIES and "walked" in df else 0.0
-    if fam in DECODE:  # KV bytes per context position over the batch, as efficiency.attention_shape
+    if fam in DECODE:  # KV bytes per context position over the batch, as attention_shapes.attention_shape
         e = df["dtype"].map(dtype_bytes).to_numpy(np.float64)
         row = np.where(keys > 0, (nbytes - elems * e) / np.where(keys > 0, keys, 1.0), 0.0)
         kv_elem = 2.0 * dim * df["kv_bits"].to_numpy(np.float64) / 8.0 if "kv_bits" in df else 0.0
-        # B * n_kv (efficiency._kv_streams counts B * H / G: the same for the tables' rows, none of them MLA)
+        # B * n_kv (attention_shapes._kv_streams counts B * H / G: the same for the tables' rows, none of them MLA)
         streams = np.where(kv_elem > 0, row / np.where(kv_elem > 0, kv_elem, 1.0), 0.0)
-        if "window" in df:  # as efficiency.attention_shape: elems / (dqk + dv) where a window is set
+        if "window" in df:  # as attention_shapes.attention_shape: elems / (dqk + dv) where a window is set
             win = (df["window"].to_numpy(np.float64) > 0) & (dim > 0)
             heads = np.where(win, elems / (2.0 * np.maximum(dim, 1.0)), 0.0)
-            if "kv_len" in df:  # as efficiency.attention_shape: keys where the context is past the window
+            if "kv_len" in df:  # as attention_shapes.attention_shape: keys where the context is past the window
                 w = df["window"].to_numpy(np.float64)
                 past = np.where((w > 0) & (df["kv_len"].to_numpy(np.float64) > w), keys, 0.0)
     tiles = _prefill_tiles(tokens, keys, elems, dim, group) if fam == "attention" else (0.0, 0.0)
@@ -122,7 +123,7 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
 
 
 def _prefill_tiles(tokens, keys, elems, dim, group):
-    """efficiency.query_tiles of prefill rows without a cached prefix (keys = (q + 1) / 2): q = 2 * keys - 1,
+    """attention_shapes.query_tiles of prefill rows without a cached prefix (keys = (q + 1) / 2): q = 2 * keys - 1,
     B = tokens / q, H = elems / (tokens * 2 * head_dim); no tiles where a row lacks keys, head_dim or tokens."""
     dim = np.broadcast_to(np.asarray(dim, dtype=np.float64), np.shape(tokens))
     ok = (keys > 0.5) & (tokens > 0) & (dim > 0)

@@ -14,7 +14,8 @@ import numpy as np
 from ..errors import ChipError, RooflineError
 from ..files import write_text
 from ..hardware import Chip, load_chip
-from ..efficiency import ATTENTION_FAMILIES, COLLECTIVE_FAMILIES, FP8_COMPUTE, GEMM_FAMILIES, KV8_BITS
+from ..attention_shapes import KV8_BITS
+from ..efficiency import ATTENTION_FAMILIES, COLLECTIVE_FAMILIES, FP8_COMPUTE, GEMM_FAMILIES
 from ..units import dtype_bytes
 
 if TYPE_CHECKING:

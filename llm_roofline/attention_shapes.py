@@ -1,0 +1,91 @@
+"""What the efficiency model reads back from a fused attention op (efficiency.py prices with it; calibrate/fit.py
+computes the same quantities from the measured tables' columns): keys per query, Q+O elements, the KV bytes of one
+context position, KV streams, a sliding window's rows and keys, a prefill's query tiles; whether a point of an
+op's grid is decode-like, and which decode family (bf16 or 8-bit KV cache) prices it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .roofline import where as _where
+from .units import DTYPE_BITS, f64 as _float
+
+if TYPE_CHECKING:
+    from .ops import Op
+
+KV8_BITS = 8.0  # a KV cache stored in this many bits or fewer (fp8, int8) decodes with the attention_decode_fp8 fit
+
+
+def attention_shape(op: "Op", decode: bool) -> dict:
+    """keys (mean keys per query), elems (Q+O elements) and kv_row_bytes of a fused attention op, read back
+    from its counts: act_bytes = B*q*H*(dqk+dv)*e (e = bytes of the compute dtype), flops = B*pairs*2H*(dqk+dv)
+    and kv_bytes = B*kv*n_kv*(dqk+dv)*e_kv, so elems = act_bytes / e, keys = pairs / q = flops * e / (2 *
+    act_bytes) and, for decode (pairs = kv), kv_row_bytes = kv_bytes / keys = B*n_kv*(dqk+dv)*e_kv.
+    Decode also returns windowed_heads = B*q*H = elems / (dqk+dv) for an op with a sliding window (else 0),
+    kv_streams = B*n_kv (B = op.seqs, n_kv = H / op.q_per_kv; 0 where there is no sequence) and window_keys = keys
+    where the context is past the window (op.kv_len > op.window > 0; else 0: constant on each side of the window).
+    Decode keys = pairs = min(kv, window) too: its only use is the compute factor f(keys, compute_keys_half),
+    which makes the compute TIME flops / (peak * cm * keys / (keys + h)) = (flops + h * 2 * act / e) / (peak * cm)
+    affine in the context (flops ~ pairs, act fixed), so the closed-form decode sum stays exact; kv_row_bytes is
+    fixed within a decode stretch (the floor grows with batch x KV heads). Prefill also returns its query tiles
+    (query_tiles: B = op.seqs, q = tokens / B, H = elems / (tokens * (dqk+dv)); 0 when op.seqs is unknown)."""
+    e = DTYPE_BITS.get(op.compute_dtype, 16) / 8
+    act = _float(op.act_bytes)
+    keys = _where(act > 0, _float(op.flops) * e / (2.0 * _where(act > 0, act, 1.0)), 0.0)  # no division by 0
+    if decode:
+        row = _where(keys > 0, _float(op.kv_bytes) / _where(keys > 0, keys, 1.0), 0.0)
+        heads = act / e / (2.0 * op.head_dim) if getattr(op, "window", 0.0) > 0 and op.head_dim > 0 else 0.0
+        w = getattr(op, "window", 0.0)
+        past = _where((_float(getattr(op, "kv_len", 0.0)) > w) & (w > 0), keys, 0.0)
+        return {"keys": keys, "elems": act / e, "kv_row_bytes": row, "windowed_heads": heads,
+                "kv_streams": _kv_streams(op, act / e), "window_keys": past}
+    b, t = _float(getattr(op, "seqs", 0.0)), _float(op.tokens)
+    known = (b > 0) & (t > 0) & (op.head_dim > 0)
+    tt = _where(known, t, 1.0)
+    h = _where(known, act / e / (2.0 * max(op.head_dim, 1e-9)) / tt, 0.0)  # query heads: (B*q*H) / (B*q)
+    head_tiles, group_tiles = query_tiles(_where(known, b, 0.0), tt / _where(known, b, 1.0), h, op.q_per_kv)
+    return {"keys": keys, "elems": act / e, "head_tiles": head_tiles, "group_tiles": group_tiles}
+
+
+def _kv_streams(op: "Op", elems) -> np.ndarray:
+    """B*n_kv of a decode op: B = op.seqs, n_kv = H / op.q_per_kv, H = elems / (tokens * (dqk+dv)); 0: no sequence."""
+    b, t, d, g = _float(getattr(op, "seqs", 0.0)), _float(op.tokens), 2.0 * op.head_dim, op.q_per_kv
+    if d <= 0 or g <= 0:
+        return 0.0
+    known = (b > 0) & (t > 0)
+    return _where(known, b * (elems / (_where(known, t, 1.0) * d)) / g, 0.0)
+
+
+Q_TILE = 128.0  # query rows per tile of the FlashAttention-style prefill kernels (FA2 / FA3 / TRT-LLM, head_dim <= 128)
+
+
+def query_tiles(seqs, q, heads, group) -> tuple[np.ndarray, np.ndarray]:
+    """(head tiles, group tiles) of a prefill of B = seqs sequences of q query rows, H = heads, G = group: one
+    query head's q rows fill ceil(q / Q_TILE) tiles (B*H*ceil(q/Q_TILE): a 16-token sequence still runs a whole
+    tile); a kernel packing a GQA group's G heads into one tile fills B*(H/G)*ceil(q*G/Q_TILE). 0 where B = 0."""
+    b, q, h, g = _float(seqs), _float(q), _float(heads), np.maximum(_float(group), 1.0)
+    return b * h * np.ceil(q / Q_TILE), b * (h / g) * np.ceil(q * g / Q_TILE)
+
+
+def _decode_family(op: "Op") -> str:  # the decode family of an attention op: its KV cache in <= 8 bits or not
+    return "attention_decode_fp8" if 0 < getattr(op, "kv_bits", 0.0) <= KV8_BITS else "attention_decode"
+
+
+def decode_points(op: "Op"):
+    """Where an attention op is decode-like (a bool, or a bool array over its grid): it streams a KV cache larger than
+    its Q/O traffic (decode, or a short chunk after a long prefix), kv_bytes > act_bytes. A decode step reads kv_len *
+    n_kv*(dqk+dv) cache elements per sequence against H*(dqk+dv) Q/O elements, so it is decode once kv_len > H / n_kv
+    (the GQA group; MLA: ~70 tokens); prefill without a prefix reads about 1/G of its Q/O bytes. A query of one token
+    per sequence (tokens = seqs) is a decode too: vLLM runs it with its decode kernel (B200: TRT-LLM decode for the
+    1-token rows of the prefill table), whatever the KV length."""
+    kv, act = _float(op.kv_bytes), _float(op.act_bytes)
+    b = _float(getattr(op, "seqs", 0.0))
+    return (kv > act) | ((b > 0) & (_float(op.tokens) == b))
+
+
+def is_decode_attention(op: "Op") -> bool:
+    """Whether every point of an attention op's grid is decode-like (decode_points): family_of's family (and band) of
+    the op; one decode-like at some points only is priced point by point (CalibratedModel.for_op)."""
+    return bool(np.all(dec := decode_points(op))) and np.size(dec) > 0
