@@ -392,12 +392,12 @@ def evaluate_pipelines(model, chips, *, efficiencies, batches, pps, prompt_len=2
         runs.setdefault(dt, []).append((i, chip, eff))  # by the dtypes the chip runs
     for dt, members in runs.items():
         try:
-            heads = _headlines(spec, members, dt, valid, attention, gpu_memory_utilization, graphs)
+            heads = iter(_headlines(spec, members, dt, valid, attention, gpu_memory_utilization, graphs))
         except RooflineError as err:
-            heads = [[err] * len(members)] * len(valid)
-        for row, scenario in zip(out, scenarios):
-            bad = isinstance(scenario, RooflineError)
-            for (i, _, _), h in zip(members, [scenario] * len(members) if bad else heads.pop(0)):
+            heads = iter([[err] * len(members)] * len(valid))
+        for row, scenario in zip(out, scenarios):  # a refused scenario's error, else the next valid one's headlines
+            got = [scenario] * len(members) if isinstance(scenario, RooflineError) else next(heads)
+            for (i, _, _), h in zip(members, got):
                 row[i] = h
     return out
 
@@ -412,7 +412,7 @@ def _headlines(spec, members: list, dt: Dtypes, scenarios: list, attention, gpu_
     if all(isinstance(h, RooflineError) for h in hands):
         return [[h] * len(chips) for h in hands]
     sh, batch, prompt, gen = scenarios[0]
-    stage, micro = (sh, batch) if sh.pp == 1 else (replace(sh, pp=1), batch / sh.pp)
+    stage, micro = sh.stage, batch / sh.pp
     key = () if graphs is None else (stage, dt, attention) + tuple(array_key(x) for x in (micro, prompt, gen))
     pre_ops, pre_memo = graph_memo(graphs, ("headline.prefill", id(spec)) + key, lambda: build_ops(
         spec, Phase.prefill(micro, prompt), stage, dt, attention))

@@ -310,7 +310,7 @@ def memory_footprint(spec: ModelSpec, chip: "Chip", *, batch, prompt_len, gen_le
     cap = chip.hbm_bytes if capacity_bytes is None else capacity_bytes
     fp = graphs.get(key) if key is not None else None
     if fp is None:  # a pipeline stage's graph (graph.handoff_ops) is the same for every pp: built once per micro-batch
-        stage, prompt = replace(sh, pp=1), np.float64(prompt_len)
+        stage, prompt = sh.stage, np.float64(prompt_len)
         hand = handoff_ops(spec, Phase.prefill(b, prompt), sh, dt, attention)  # pp checked before the stage is built
         ops = remembered(graphs, ("memory.stage", stage, dt, attention, array_key(b / sh.pp), array_key(prompt)),
                          build_ops, spec, Phase.prefill(b / sh.pp, prompt), stage, dt, attention)

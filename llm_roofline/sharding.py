@@ -20,7 +20,7 @@ into the collectives around an op (collective_before, collective_after).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -92,6 +92,12 @@ class Sharding:
     def sequence_groups(self) -> int:
         """Groups the batch is split into: pipeline micro-batches x attention groups."""
         return self.pp * self.attention_dp
+
+    @property
+    def stage(self) -> "Sharding":
+        """One pipeline stage of it: the same with pp = 1 (a stage's ops are those of pp = 1 at the micro-batch
+        batch / pp: graph.handoff_ops)."""
+        return self if self.pp == 1 else replace(self, pp=1)
 
 
 def _check_degree(name: str, v) -> int:

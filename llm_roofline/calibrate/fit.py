@@ -171,6 +171,11 @@ def _logit(p):
 
 
 # free parameters per family, their starting values and their transforms (unbounded -> valid range)
+# decode attention's terms (the _FREE comment at "attention_decode" says what each prices) and MHA's own half and floor
+_DECODE = (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11), ("compute_max", 0.5),
+           ("compute_keys_half", 64.0), ("compute_group_half", 8.0), ("overhead_per_windowed_head_s", 1e-8),
+           ("memory_streams_half", 1.0), ("overhead_per_kv_stream_s", 1e-8))
+_UNSPLIT = (("memory_unsplit_half", 1.0), ("overhead_unsplit_s", 1e-5))
 _FREE = {
     # GEMMs: M and N padded to the kernel's tiles (tokens and cols halves) and too few output tiles to fill the
     # SMs, each walking all of K (outs half: output elements T * N)
@@ -190,9 +195,9 @@ _FREE = {
     # the fused-MoE expert block (two grouped GEMMs, kernels = 2), T = rows per touched expert
     "moe": (("compute_max", 0.6), ("compute_tokens_half", 64.0), ("memory_max", 0.7), ("overhead_s", 1e-5),
             ("overhead_per_walked_elem_s", 1e-12)),
-    # (moe_quant, 4-bit experts: the packed weights, block scales included, streamed per touched expert, the FLOPs
-    # at the kernel's compute dtype peak, fp4 / fp8 for w4a8 / bf16 for w4a16; moe_fp8, block-scaled 8-bit experts:
-    # the same mechanism, _SAME_AS)
+    # (moe_quant, fp4 experts, and moe_int4, int4 experts: the packed weights, block scales included, streamed per
+    # touched expert, the FLOPs at the kernel's compute dtype peak, fp4 for nvfp4 / bf16 for w4a16 and int4; moe_fp8,
+    # block-scaled 8-bit experts: the same mechanism, _SAME_AS)
     # causal FlashAttention prefill: compute-bound; short sequences waste the diagonal tiles (keys half),
     # few heads x sequences leave SMs idle (elems half); a time per query tile (a short sequence fills a whole
     # 128-row tile): per query head or per GQA group, as the kernel tiles them (the fit picks the mix)
@@ -206,19 +211,10 @@ _FREE = {
     # streams (sequences x KV heads) stream below the bandwidth (streams half: split-KV caps a stream's CTAs)
     # (streams of one query head per KV head, MHA, their own half and floor: FlashAttention-2 does not split them, one
     # CTA walks a stream's keys, A100 and L40S ~20-23 ns a key up to ~64 streams, and there is no combine kernel)
-    "attention_decode": (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11),
-                         ("compute_max", 0.5), ("compute_keys_half", 64.0), ("compute_group_half", 8.0),
-                         ("overhead_per_windowed_head_s", 1e-8), ("memory_streams_half", 1.0),
-                         ("overhead_per_kv_stream_s", 1e-8), ("memory_unsplit_half", 1.0),
-                         ("overhead_unsplit_s", 1e-5)),
+    "attention_decode": _DECODE + _UNSPLIT,
     # the KV cache in 8 bits or fewer: the same terms plus, past its sliding window, whole KV blocks read: h keys more
     # than the window (window half) and a time per kernel (the straddled block walked serially and masked)
-    "attention_decode_fp8": (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11),
-                             ("compute_max", 0.5), ("compute_keys_half", 64.0), ("compute_group_half", 8.0),
-                             ("overhead_per_windowed_head_s", 1e-8), ("memory_streams_half", 1.0),
-                             ("overhead_per_kv_stream_s", 1e-8), ("memory_window_half", 128.0),
-                             ("overhead_window_s", 1e-6), ("memory_unsplit_half", 1.0),
-                             ("overhead_unsplit_s", 1e-5)),
+    "attention_decode_fp8": _DECODE + (("memory_window_half", 128.0), ("overhead_window_s", 1e-6)) + _UNSPLIT,
     "memory": (("memory_max", 0.5), ("memory_tokens_half", 64.0), ("overhead_s", 2e-6)),
     # collectives: the bandwidth fraction of GPU-driven copies (one-shot, two-shot) and of the switch's own
     # reduction (NVLS), the latency per algorithm step and its growth per doubling of the GPUs (log2 n: it fits
