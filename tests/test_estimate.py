@@ -358,11 +358,13 @@ def test_pipelines_score_one_stage_for_every_pp_with_each_pps_numbers_and_errors
     from llm_roofline.estimate import evaluate_pipelines
 
     micro = np.array([1.0, 3.0, 16.0])
-    pps = [1, 2, 4, 10]  # 10 stages at tp 1: the hand-off spans 10 chips, not a whole number of 8-GPU domains
+    # the stage is derived from the first scenario: a pp > 1 first. 10 stages at tp 1: the hand-off spans 10 chips,
+    # not a whole number of 8-GPU domains
+    pps = [2, 1, 4, 10]
     rows = evaluate_pipelines("meta-llama/Llama-3.1-70B", ["h100-sxm", "mi300x"],
                               efficiencies=["calibrated", "ideal"], batches=[micro * pp for pp in pps], pps=pps,
                               prompt_len=[512, 2048, 700], gen_len=[1, 64, 300])
-    for pp, row in zip(pps[:3], rows):
+    for pp, row in zip(pps[:3], rows):  # 2, 1, 4
         for chip, eff, h in zip(["h100-sxm", "mi300x"], ["calibrated", "ideal"], row):
             r = evaluate("meta-llama/Llama-3.1-70B", chip, batch=micro * pp, prompt_len=[512, 2048, 700],
                          gen_len=[1, 64, 300], pp=pp, efficiency=eff)
