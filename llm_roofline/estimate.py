@@ -352,12 +352,14 @@ def evaluate_headlines(model, chips, *, efficiencies, batch=1, prompt_len=2048, 
 def evaluate_pipelines(model, chips, *, efficiencies, batches, pps, prompt_len=2048, gen_len=256, tp=1, ep=1, dp=1,
                        weight_dtype=None, act_dtype="bf16", kv_dtype=None, attention="fused", sequence_parallel=False,
                        attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0,
-                       gpu_memory_utilization=GPU_MEMORY_UTILIZATION, graphs: dict | None = None) -> list:
+                       gpu_memory_utilization=GPU_MEMORY_UTILIZATION, graphs: dict | None = None,
+                       kept: dict | None = None) -> list:
     """evaluate_headlines of the shardings tp x pp x ep for each pp of `pps` at its batch grid of `batches`, whose
     micro-batches batch / pp are the same: per pp, its list (per chip: a Headline or the error). A pipeline stage runs
     the same ops at the same micro-batch whatever pp (graph.handoff_ops), so they are built and scored once; each pp
     adds its hand-off between stages and its schedule, applied to the stage's sum (the static planner's shardings
-    that differ in pp alone)."""
+    that differ in pp alone). kept: a dict kept over calls at the same micro-batches (shardings that differ in ep):
+    the stage ops' times are kept there, an op scored once (phases.phase_t_s_chips)."""
     try:
         spec = load_model(model)
     except RooflineError as err:
@@ -392,7 +394,7 @@ def evaluate_pipelines(model, chips, *, efficiencies, batches, pps, prompt_len=2
         runs.setdefault(dt, []).append((i, chip, eff))  # by the dtypes the chip runs
     for dt, members in runs.items():
         try:
-            heads = iter(_headlines(spec, members, dt, valid, attention, gpu_memory_utilization, graphs))
+            heads = iter(_headlines(spec, members, dt, valid, attention, gpu_memory_utilization, graphs, kept))
         except RooflineError as err:
             heads = iter([[err] * len(members)] * len(valid))
         for row, scenario in zip(out, scenarios):  # a refused scenario's error, else the next valid one's headlines
@@ -403,7 +405,7 @@ def evaluate_pipelines(model, chips, *, efficiencies, batches, pps, prompt_len=2
 
 
 def _headlines(spec, members: list, dt: Dtypes, scenarios: list, attention, gpu_memory_utilization,
-               graphs: dict | None) -> list[list[Headline]]:
+               graphs: dict | None, kept: dict | None = None) -> list[list[Headline]]:
     """The Headlines of the chips (members: (position, chip, efficiency model)) running each of `scenarios` (those of
     evaluate_pipelines: one stage, pp apart) in dtypes dt: per scenario, per chip (or the error of its hand-off, for
     every chip: a link it cannot cross). The hand-offs are scored first: a stage no pp can hand on is not scored."""
@@ -416,12 +418,12 @@ def _headlines(spec, members: list, dt: Dtypes, scenarios: list, attention, gpu_
     key = () if graphs is None else (stage, dt, attention) + tuple(array_key(x) for x in (micro, prompt, gen))
     pre_ops, pre_memo = graph_memo(graphs, ("headline.prefill", id(spec)) + key, lambda: build_ops(
         spec, Phase.prefill(micro, prompt), stage, dt, attention))
-    pre_stage = phase_t_s_chips(pre_ops, chips, effs, 1.0, PrefillSums, _grid(micro, prompt), pre_memo)
+    pre_stage = phase_t_s_chips(pre_ops, chips, effs, 1.0, PrefillSums, _grid(micro, prompt), pre_memo, kept)
     dec_stage = [None] * len(chips)
     if np.any(gen > 1):
         (ops, sums, grid), memo = graph_memo(graphs, ("headline.decode", id(spec)) + key, lambda: _decode_ops(
             spec, stage, dt, micro, prompt, np.maximum(gen, 2), attention))
-        dec_stage = phase_t_s_chips(ops, chips, effs, 1.0, sums, grid, memo)
+        dec_stage = phase_t_s_chips(ops, chips, effs, 1.0, sums, grid, memo, kept)
     out = []
     for (sh, batch, prompt, gen), hand in zip(scenarios, hands):
         if isinstance(hand, RooflineError):

@@ -8,7 +8,8 @@ chip for one instance of the op (one layer): weights read, activations read + wr
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import itemgetter
 from typing import Callable
 
 import numpy as np
@@ -76,6 +77,11 @@ class Op:
     def __getstate__(self):  # pickled and copied with its formula written out (a function may not pickle)
         return {**self.__dict__, "text": self.formula}
 
+    def value_key(self) -> tuple:
+        """Every field a score reads (all but count and text) as a dict key, arrays by shape and bytes: two ops of
+        the same key score the same on any chip (phases.phase_t_s_chips reuses one's times for the other)."""
+        return tuple((v.shape, v.tobytes()) if type(v) is np.ndarray else v for v in _scored_fields(self.__dict__))
+
     @property
     def hbm_bytes(self) -> np.ndarray:
         """Weights + activations + KV cache (scalar zeros skipped: one pass fewer over the grid)."""
@@ -84,6 +90,9 @@ class Op:
             if getattr(part, "ndim", 0) or part:
                 total = total + part
         return total
+
+
+_scored_fields = itemgetter(*(f.name for f in fields(Op) if f.name not in ("count", "text")))  # Op.value_key's
 
 
 def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_elem, n_matrices=1.0,

@@ -18,7 +18,7 @@ from .roofline import (TIME_FIELDS, Score, Times, add_times, bound_shares, op_bl
                        score_stacks, stack_t_s, stack_terms, stacked, sum_affine_steps, sum_affine_steps_t_s,
                        sum_constant_steps_t_s, times_of, trapezoid_sum)
 from .sharding import Sharding
-from .units import remembered
+from .units import array_key, remembered
 
 if TYPE_CHECKING:
     from .hardware import Chip
@@ -112,6 +112,8 @@ def decode_segments(prompt, gen, breakpoints):
 class PrefillSums:
     """One forward step: the ops' own work and times."""
 
+    key = ("prefill",)  # what the sums depend on (phase_t_s_chips keeps op times under it)
+
     @staticmethod
     def work(work: dict) -> dict:
         return work
@@ -131,6 +133,11 @@ class DecodeSums:
 
     def __init__(self, segs):
         self.segs = segs
+
+    @cached_property
+    def key(self) -> tuple:
+        """The segments' ends and step counts, as a dict key (phase_t_s_chips keeps op times under it)."""
+        return tuple(array_key(x) for seg in self.segs for x in seg)
 
     def work(self, work: dict) -> dict:
         sums = {f: 0.0 for f in WORK_FIELDS}
@@ -253,27 +260,58 @@ def phase_t_s(ops: list[Op], chip: Chip, eff, time_factor, sums=PrefillSums, gri
 
 
 def phase_t_s_chips(ops: list[Op], chips: list, effs: list, time_factor, sums=PrefillSums,
-                    grid: tuple | None = None, memo: dict | None = None) -> list:
+                    grid: tuple | None = None, memo: dict | None = None, kept: dict | None = None) -> list:
     """phase_t_s of `ops` on each chip (effs: its efficiency model), the same numbers: each block of ops is scored
     on every chip at once (roofline.score_stacks, the chips' rows one after another) and summed over the phase's
-    steps in one pass; then each chip's rows are summed op by op."""
+    steps in one pass; then each chip's rows are summed op by op. kept: a dict kept over several calls whose graphs
+    are built on one grid (the static planner's shardings): each op's times are kept there under its Op.value_key,
+    so an op that scored before (shardings that differ in ep alone share all but their expert ops) is not scored
+    again."""
     shape = remembered(memo, "grid", ops_shape, ops) if grid is None else grid  # read once per graph with a memo
+    if kept is not None:
+        return _kept_t_s_chips(ops, chips, effs, time_factor, sums, shape, kept)
     totals = [0] * len(chips)
+    for block, per_chip in _op_t_s(ops, chips, effs, sums, shape, memo):
+        counts = [op.count for op in block]
+        for c, t_s in enumerate(per_chip):
+            totals[c] = _add_rows(totals[c], t_s * _per_op(counts, t_s) * time_factor)
+    return totals
+
+
+def _op_t_s(ops: list[Op], chips: list, effs: list, sums, shape: tuple, memo: dict | None, own_grid: bool = True):
+    """(block, each chip's times of its ops summed over the phase's steps (ops, *grid), chip after chip) for the
+    blocks of roofline.op_blocks. own_grid: a block of one op is scored on its own grid (1 on the axes it is constant
+    on), else on the phase's."""
     for lo, hi in op_blocks(len(ops), shape):
         block = ops[lo:hi]
         shared = None if memo is None else memo.setdefault((lo, hi), {})
-        g = shape if hi - lo > 1 else _block_grid(block, shape, shared)
+        g = shape if hi - lo > 1 or not own_grid else _block_grid(block, shape, shared)
         if sums is PrefillSums and math.prod(g) >= LARGE_STEP_GRID:  # one step on a large grid: each op's own time,
-            # no stacked Score (roofline.stack_t_s); a small grid (the static planner's batches) scores every chip in one
-            for c, (chip, eff) in enumerate(zip(chips, effs)):
-                t_s = stack_t_s(block, chip, eff, g, shared)
-                totals[c] = _add_rows(totals[c], t_s * _per_op([op.count for op in block], t_s) * time_factor)
+            # no stacked Score (roofline.stack_t_s), a chip at a time; a small grid (the static planner's batches)
+            # scores every chip in one
+            yield block, (stack_t_s(block, chip, eff, g, shared) for chip, eff in zip(chips, effs))
             continue
         t_s = sums.t_s(score_stacks(block, chips, effs, g, shared))
-        rows = t_s * _per_op([op.count for op in block] * len(chips), t_s) * time_factor
-        for c in range(len(chips)):
-            totals[c] = _add_rows(totals[c], rows[c * len(block):(c + 1) * len(block)])
-    return totals
+        yield block, (t_s[c * len(block):(c + 1) * len(block)] for c in range(len(chips)))
+
+
+def _kept_t_s_chips(ops: list[Op], chips: list, effs: list, time_factor, sums, shape: tuple, kept: dict) -> list:
+    """phase_t_s_chips of `ops`, each op's times per chip kept in `kept` under its value key (per chips, efficiency
+    models, sums and grid): the ops not seen before are scored together, then every op's times are summed in the
+    ops' order."""
+    key = (sums.key, shape, tuple(map(id, chips)), tuple(map(id, effs)))
+    table = kept.setdefault(key, (chips, effs, {}))[2]  # the chips and models held: their ids stay theirs
+    keys = [op.value_key() for op in ops]
+    fresh = {k: op for k, op in zip(keys, ops) if k not in table}
+    if fresh:
+        names = iter(fresh)
+        for block, per_chip in _op_t_s(list(fresh.values()), chips, effs, sums, shape, {}, own_grid=False):
+            per_chip = np.stack(list(per_chip), axis=1)  # (ops, chips, *grid)
+            for j in range(len(block)):
+                table[next(names)] = per_chip[j]
+    rows = np.stack([table[k] for k in keys])  # (ops, chips, *grid)
+    total = _add_rows(0, rows * _per_op([op.count for op in ops], rows) * time_factor)
+    return list(total)
 
 
 LARGE_STEP_GRID = 256  # grid points from which a one-step block is scored op part by op part (stack_t_s)

@@ -351,6 +351,30 @@ def test_a_step_of_a_fraction_of_a_sequence_costs_no_more_than_one_sequence():
         assert np.all(np.diff(t) >= 0) and np.all(np.isfinite(t)), (model, t)
 
 
+def test_pipelines_of_several_eps_score_an_op_once_with_the_numbers_of_fresh_calls():
+    # the static planner's shardings of one tp share `kept` (each op's times, under its value key): each ep's
+    # headlines must equal a call of its own bit for bit (an expert GEMM's tokens per expert differ with ep; a key
+    # without them would hand ep 8 the times of ep 1), and the ops ep 1 and ep 8 share are scored once
+    from llm_roofline.chip_fits import resolved_once
+    from llm_roofline.estimate import evaluate_pipelines
+
+    micro = np.array([1.0, 8.0, 64.0])
+    models = [resolved_once("calibrated", lr.load_chip("h100-sxm")), resolved_once("ideal", lr.load_chip("mi300x"))]
+    kept, kw = {}, dict(efficiencies=models, batches=[micro], pps=[1], prompt_len=1024, gen_len=64, tp=8)
+    for ep in (1, 8, 2):
+        fresh = evaluate_pipelines("mistralai/Mixtral-8x7B-v0.1", ["h100-sxm", "mi300x"], ep=ep, **kw)[0]
+        shared = evaluate_pipelines("mistralai/Mixtral-8x7B-v0.1", ["h100-sxm", "mi300x"], ep=ep, kept=kept, **kw)[0]
+        for a, b in zip(fresh, shared):
+            assert a.sharding.ep == b.sharding.ep == ep
+            np.testing.assert_array_equal(a.ttft_s, b.ttft_s)
+            np.testing.assert_array_equal(a.tpot_s, b.tpot_s)
+    tables = [t for _, _, t in kept.values()]  # one per phase (prefill, decode) on these chips
+    assert len(tables) == 2
+    ops = build_ops(lr.load_model("mistralai/Mixtral-8x7B-v0.1"), Phase.prefill(micro, np.full(3, 1024.0)),
+                    Sharding(tp=8), Dtypes(act="bf16"), "fused")
+    assert len(ops) < len(tables[0]) < 3 * len(ops)  # more than one graph's ops, fewer than three graphs'
+
+
 def test_pipelines_score_one_stage_for_every_pp_with_each_pps_numbers_and_errors():
     # evaluate_pipelines (the static planner's scoring) against evaluate(), which builds every pp's own graph and
     # applies the pipeline factor op by op: the same TTFT, TPOT and memory at every pp, to rounding

@@ -254,3 +254,22 @@ def test_a_pipeline_stage_is_the_pp_1_graph_at_the_micro_batch_plus_the_hand_off
     assert handoff_ops(l70, Phase.prefill(8.0, 1024.0), Sharding(tp=2)) == []
     with pytest.raises(ValueError, match="number of layers"):  # 80 layers over 3 stages
         handoff_ops(l70, Phase.prefill(9.0, 1024.0), Sharding(tp=2, pp=3))
+
+
+def test_an_ops_value_key_holds_every_field_a_score_reads_and_not_count_or_text():
+    # phases.phase_t_s_chips keeps op times under Op.value_key: ops equal but for count and formula share it; a
+    # difference in any other field, or in an array's shape alone, gives another key
+    import dataclasses
+
+    from llm_roofline.ops import Op
+
+    op = gemm("ffn.up", "dense", 1, tokens=np.array([3.0, 5.0]), k=4096, n=1024, bits_per_weight=4,
+              act_bytes_per_elem=2)
+    assert dataclasses.replace(op, count=61, text="other").value_key() == op.value_key()
+    for f in dataclasses.fields(Op):
+        if f.name in ("count", "text"):
+            continue
+        v = getattr(op, f.name)
+        other = v + "x" if isinstance(v, str) else v + 1  # numbers and arrays: + 1
+        assert dataclasses.replace(op, **{f.name: other}).value_key() != op.value_key(), f.name
+    assert dataclasses.replace(op, tokens=op.tokens.reshape(2, 1)).value_key() != op.value_key()
