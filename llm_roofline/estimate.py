@@ -22,19 +22,19 @@ import numpy as np
 from .bounds import BOUNDS, check_amounts, check_count
 from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency
 from .efficiency import family_of
-from .errors import RooflineError, ScenarioError
-from .graph import Dtypes, Phase, build_ops, handoff_ops, resolve_dtypes
+from .errors import ScenarioError
+from .graph import Dtypes, Phase, build_ops, resolve_dtypes
 from .hardware import Chip, load_chip
 from .memory import GPU_MEMORY_UTILIZATION, Footprint, footprint, usable_bytes, weight_bytes
 from .model.hf import load_model
 from .model.spec import ModelSpec
 from .optable import OpTable
 from .phases import (DecodeSums, PhaseResult, PhaseTotals, PrefillSums, decode_segments, graph_memo, phase_t_s,
-                     phase_t_s_chips, run_phase)
+                     run_phase)
 from .roofline import TERMS, intensity_of
 from .sharding import Sharding, critical_thresholds
 from .uncertainty import uncertainty_of
-from .units import array_key, json_ready, remembered
+from .units import array_key, json_ready
 
 
 # ------------------------------------------------------------------------------------------- types
@@ -164,25 +164,25 @@ def _repriced(r: Evaluation, eff) -> Evaluation:
 
 def _prefill(spec, chip, sh, dt, eff, batch, prompt, attention) -> PhaseResult:
     ops = build_ops(spec, Phase.prefill(batch, prompt), sh, dt, attention)
-    return run_phase(ops, chip, eff, sh, _prefill_time_factor(sh), PrefillSums, np.float64(1.0), _grid(batch, prompt))
+    return run_phase(ops, chip, eff, sh, prefill_time_factor(sh), PrefillSums, np.float64(1.0), scenario_grid(batch, prompt))
 
 
-def _prefill_time_factor(sh: Sharding) -> float:
+def prefill_time_factor(sh: Sharding) -> float:
     """Pipeline: the prefill finishes after (2pp - 1) stage slots of one micro-batch."""
     return (2 * sh.pp - 1) / sh.pp
 
 
-def _grid(batch, prompt) -> tuple:
+def scenario_grid(batch, prompt) -> tuple:
     return np.broadcast_shapes(np.shape(batch), np.shape(prompt))
 
 
 def _decode(spec, chip, sh, dt, eff, batch, prompt, gen, attention) -> PhaseResult:
     # pipeline: a decode step for all micro-batches takes one micro-batch's trip through all stages
-    ops, sums, grid = _decode_ops(spec, sh, dt, batch, prompt, gen, attention)
+    ops, sums, grid = decode_ops(spec, sh, dt, batch, prompt, gen, attention)
     return run_phase(ops, chip, eff, sh, 1.0, sums, gen - 1.0, grid)
 
 
-def _decode_ops(spec, sh, dt, batch, prompt, gen, attention, build=build_ops) -> tuple[list, DecodeSums, tuple]:
+def decode_ops(spec, sh, dt, batch, prompt, gen, attention, build=build_ops) -> tuple[list, DecodeSums, tuple]:
     """The decode ops (built at both ends of every segment; build: graph.build_ops, or graph.handoff_ops), their
     DecodeSums and their step grid."""
     segs = decode_segments(prompt, gen, spec.context_breakpoints())
@@ -242,12 +242,12 @@ class Evaluation:
     @cached_property
     def decode_s(self) -> np.ndarray:
         """All decode steps of a sequence (0 where gen_len = 1)."""
-        return _decode_total_s(self.gen_len, self.ttft_s, self.decode and self.decode.totals.times.t_s)
+        return decode_total_of(self.gen_len, self.ttft_s, self.decode and self.decode.totals.times.t_s)
 
     @cached_property
     def tpot_s(self) -> np.ndarray:
         """Mean decode step (nan where gen_len = 1)."""
-        return _tpot_s(self.gen_len, self.ttft_s, self.decode and self.decode.totals.times.t_s)
+        return tpot_of(self.gen_len, self.ttft_s, self.decode and self.decode.totals.times.t_s)
 
     @cached_property
     def e2e_s(self) -> np.ndarray:
@@ -262,14 +262,14 @@ class Evaluation:
         return self.batch * self.gen_len / self.e2e_s / self.sharding.chips_per_replica
 
 
-def _decode_total_s(gen, ttft, decode_t):
+def decode_total_of(gen, ttft, decode_t):
     """All decode steps of a sequence from the decode phase's summed time (None: no point decodes)."""
     if decode_t is None:
         return np.zeros(np.shape(ttft))
     return np.where(gen > 1, decode_t, 0.0)
 
 
-def _tpot_s(gen, ttft, decode_t):
+def tpot_of(gen, ttft, decode_t):
     """Mean decode step (nan where gen_len = 1) from the decode phase's summed time (None: no point decodes)."""
     if decode_t is None:
         return np.full(np.shape(ttft), np.nan)
@@ -296,187 +296,19 @@ def evaluate(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, 
     return r
 
 
-@dataclass(frozen=True)
-class Headline:
-    """evaluate()'s TTFT, TPOT, end-to-end time and memory footprint alone (evaluate_headline), with what names
-    them (chip, sharding, efficiency model) and the grid's batch and gen_len for the throughputs."""
-
-    ttft_s: np.ndarray
-    tpot_s: np.ndarray
-    e2e_s: np.ndarray
-    memory: Footprint
-    chip: Chip
-    sharding: Sharding
-    efficiency_model: Any
-    batch: np.ndarray
-    gen_len: np.ndarray
-
-    # the same formulas as Evaluation's (they read sharding, batch, gen_len and e2e_s)
-    throughput_tokens_per_s = Evaluation.throughput_tokens_per_s
-    throughput_tokens_per_s_per_chip = Evaluation.throughput_tokens_per_s_per_chip
-
-
-def evaluate_headline(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=1, dp=1,
-                      weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency=DEFAULT_EFFICIENCY,
-                      attention="fused", sequence_parallel=False, attention_dp=1, moe_tp=None, moe_ep=None,
-                      routing_skew=1.0, gpu_memory_utilization=GPU_MEMORY_UTILIZATION,
-                      graphs: dict | None = None) -> Headline:
-    """evaluate(...)'s ttft_s, tpot_s, e2e_s and memory, the same numbers without the work totals, the other time
-    fields and the per-op results (the static planner's scoring). graphs: see evaluate_headlines."""
-    r = evaluate_headlines(model, [chip], efficiencies=[efficiency], batch=batch, prompt_len=prompt_len,
-                           gen_len=gen_len, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype, act_dtype=act_dtype,
-                           kv_dtype=kv_dtype, attention=attention, sequence_parallel=sequence_parallel,
-                           attention_dp=attention_dp, moe_tp=moe_tp, moe_ep=moe_ep, routing_skew=routing_skew,
-                           gpu_memory_utilization=gpu_memory_utilization, graphs=graphs)[0]
-    if isinstance(r, RooflineError):
-        raise r
-    return r
-
-
-def evaluate_headlines(model, chips, *, efficiencies, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=1,
-                       dp=1, weight_dtype=None, act_dtype="bf16", kv_dtype=None, attention="fused",
-                       sequence_parallel=False, attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0,
-                       gpu_memory_utilization=GPU_MEMORY_UTILIZATION, graphs: dict | None = None) -> list:
-    """evaluate_headline of one scenario grid on each of `chips` (efficiencies: one per chip), the same numbers: the
-    chips on which its graphs are the same (the same dtypes run there) are scored together (phases.phase_t_s_chips).
-    Per chip its Headline, or the RooflineError its evaluation raised. graphs: a dict the caller keeps for ONE model
-    over several calls (graph_memo): the graphs, their chip-free stacks and the footprint are made once there."""
-    return evaluate_pipelines(model, chips, efficiencies=efficiencies, batches=[batch], pps=[pp],
-                              prompt_len=prompt_len, gen_len=gen_len, tp=tp, ep=ep, dp=dp, weight_dtype=weight_dtype,
-                              act_dtype=act_dtype, kv_dtype=kv_dtype, attention=attention,
-                              sequence_parallel=sequence_parallel, attention_dp=attention_dp, moe_tp=moe_tp,
-                              moe_ep=moe_ep, routing_skew=routing_skew, gpu_memory_utilization=gpu_memory_utilization,
-                              graphs=graphs)[0]
-
-
-def evaluate_pipelines(model, chips, *, efficiencies, batches, pps, prompt_len=2048, gen_len=256, tp=1, ep=1, dp=1,
-                       weight_dtype=None, act_dtype="bf16", kv_dtype=None, attention="fused", sequence_parallel=False,
-                       attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0,
-                       gpu_memory_utilization=GPU_MEMORY_UTILIZATION, graphs: dict | None = None,
-                       kept: dict | None = None) -> list:
-    """evaluate_headlines of the shardings tp x pp x ep for each pp of `pps` at its batch grid of `batches`, whose
-    micro-batches batch / pp are the same: per pp, its list (per chip: a Headline or the error). A pipeline stage runs
-    the same ops at the same micro-batch whatever pp (graph.handoff_ops), so they are built and scored once; each pp
-    adds its hand-off between stages and its schedule, applied to the stage's sum (the static planner's shardings
-    that differ in pp alone). kept: a dict kept over calls at the same micro-batches (shardings that differ in ep):
-    the stage ops' times are kept there, an op scored once (phases.phase_t_s_chips)."""
-    try:
-        spec = load_model(model)
-    except RooflineError as err:
-        return [[err] * len(chips) for _ in pps]
-    if len(chips) != len(efficiencies):
-        raise ScenarioError(f"one efficiency per chip needed: {len(chips)} chips, {len(efficiencies)} efficiencies")
-    if not isinstance(batches, (list, tuple)) or not isinstance(pps, (list, tuple)) or len(batches) != len(pps):
-        raise ScenarioError(f"evaluate_pipelines takes a list of batch grids and a list of pps of the same length, "
-                            f"got {batches!r:.60} and {pps!r:.60}")
-    scenarios = []
-    for batch, pp in zip(batches, pps):
-        try:
-            scenarios.append(_scenario(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_parallel, attention_dp,
-                                       moe_tp, moe_ep, routing_skew))
-        except RooflineError as err:
-            scenarios.append(err)
-    valid = [x for x in scenarios if not isinstance(x, RooflineError)]
-    if len(valid) > 1 and any(not np.array_equal(x[1] / x[0].pp, valid[0][1] / valid[0][0].pp) for x in valid):
-        raise ScenarioError("the batch grids of evaluate_pipelines must share their micro-batches batch / pp")
-    out, runs = [[None] * len(chips) for _ in pps], {}
-    for i, (chip, efficiency) in enumerate(zip(chips, efficiencies)):
-        try:  # what _inputs checks, in its order; the chip-free part once
-            chip = load_chip(chip)
-            if not valid:
-                raise scenarios[0]
-            dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
-            eff = resolve_efficiency(efficiency, chip)
-        except RooflineError as err:
-            for row in out:
-                row[i] = err
-            continue
-        runs.setdefault(dt, []).append((i, chip, eff))  # by the dtypes the chip runs
-    for dt, members in runs.items():
-        try:
-            heads = iter(_headlines(spec, members, dt, valid, attention, gpu_memory_utilization, graphs, kept))
-        except RooflineError as err:
-            heads = iter([[err] * len(members)] * len(valid))
-        for row, scenario in zip(out, scenarios):  # a refused scenario's error, else the next valid one's headlines
-            got = [scenario] * len(members) if isinstance(scenario, RooflineError) else next(heads)
-            for (i, _, _), h in zip(members, got):
-                row[i] = h
-    return out
-
-
-def _headlines(spec, members: list, dt: Dtypes, scenarios: list, attention, gpu_memory_utilization,
-               graphs: dict | None, kept: dict | None = None) -> list[list[Headline]]:
-    """The Headlines of the chips (members: (position, chip, efficiency model)) running each of `scenarios` (those of
-    evaluate_pipelines: one stage, pp apart) in dtypes dt: per scenario, per chip (or the error of its hand-off, for
-    every chip: a link it cannot cross). The hand-offs are scored first: a stage no pp can hand on is not scored."""
-    chips, effs = [m[1] for m in members], [m[2] for m in members]
-    hands = [_handoff_t_s(spec, chips, effs, dt, scenario, attention) for scenario in scenarios]
-    if all(isinstance(h, RooflineError) for h in hands):
-        return [[h] * len(chips) for h in hands]
-    sh, batch, prompt, gen = scenarios[0]
-    stage, micro = sh.stage, batch / sh.pp
-    key = () if graphs is None else (stage, dt, attention) + tuple(array_key(x) for x in (micro, prompt, gen))
-    pre_ops, pre_memo = graph_memo(graphs, ("headline.prefill", id(spec)) + key, lambda: build_ops(
-        spec, Phase.prefill(micro, prompt), stage, dt, attention))
-    pre_stage = phase_t_s_chips(pre_ops, chips, effs, 1.0, PrefillSums, _grid(micro, prompt), pre_memo, kept)
-    dec_stage = [None] * len(chips)
-    if np.any(gen > 1):
-        (ops, sums, grid), memo = graph_memo(graphs, ("headline.decode", id(spec)) + key, lambda: _decode_ops(
-            spec, stage, dt, micro, prompt, np.maximum(gen, 2), attention))
-        dec_stage = phase_t_s_chips(ops, chips, effs, 1.0, sums, grid, memo, kept)
-    out = []
-    for (sh, batch, prompt, gen), hand in zip(scenarios, hands):
-        if isinstance(hand, RooflineError):
-            out.append([hand] * len(chips))
-            continue
-        ops, pre_hand, dec_hand = hand
-        pre, dec = pre_stage, dec_stage
-        if ops:  # pp > 1: the stage's sums and the hand-off's, under the pipeline schedule
-            pre = [_prefill_time_factor(sh) * (t + h) for t, h in zip(pre, pre_hand)]
-            dec = dec if dec_hand is None else [t + h for t, h in zip(dec, dec_hand)]
-        fp = _footprint(spec, sh, dt, pre_ops + ops, batch, prompt + gen, pre_memo)
-        out.append([Headline(ttft, _tpot_s(gen, ttft, d), ttft + _decode_total_s(gen, ttft, d),
-                             replace(fp, capacity_bytes=usable_bytes(chip.hbm_bytes, gpu_memory_utilization)), chip,
-                             sh, eff, batch, gen) for chip, eff, ttft, d in zip(chips, effs, pre, dec)])
-    return out
-
-
-def _handoff_t_s(spec, chips, effs, dt: Dtypes, scenario: tuple, attention):
-    """(the prefill hand-off ops, their prefill and decode sums per chip; None: no decode) of one scenario's pp, or the
-    RooflineError scoring them raised (a link the hand-off cannot cross). pp = 1: no ops, nothing scored."""
-    sh, batch, prompt, gen = scenario
-    try:
-        ops = handoff_ops(spec, Phase.prefill(batch, prompt), sh, dt, attention)
-        if not ops:
-            return ops, None, None
-        pre = phase_t_s_chips(ops, chips, effs, 1.0, PrefillSums, _grid(batch, prompt))
-        dec = None
-        if np.any(gen > 1):
-            d_ops, sums, grid = _decode_ops(spec, sh, dt, batch, prompt, np.maximum(gen, 2), attention, handoff_ops)
-            dec = phase_t_s_chips(d_ops, chips, effs, 1.0, sums, grid)
-    except RooflineError as err:
-        return err
-    return ops, pre, dec
-
-
-def _footprint(spec, sh: Sharding, dt: Dtypes, prefill_ops: list, batch, context, memo: dict | None) -> Footprint:
-    """memory.footprint without its capacity (each chip's), kept in `memo` (the stage's graph memo) per pp."""
-    return remembered(memo, ("footprint", sh.pp), footprint, spec, 0.0, sh, dt, prefill_ops, batch, context)
-
-
 def _inputs(model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtype, act_dtype, kv_dtype, efficiency,
             sequence_parallel, attention_dp, moe_tp, moe_ep, routing_skew) -> tuple:
     """evaluate()'s arguments checked and resolved: (spec, chip, sharding, dtypes, efficiency model, assumptions,
     batch, prompt, gen as float64 arrays)."""
     spec, chip = load_model(model), load_chip(chip)
-    sh, batch, prompt, gen = _scenario(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_parallel, attention_dp,
+    sh, batch, prompt, gen = scenario_arrays(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_parallel, attention_dp,
                                        moe_tp, moe_ep, routing_skew)
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), assumptions := list(spec.assumptions))
     assumptions += filter(None, [spec.w8a8_fallback_note(dt, chip.name)])  # a W8A8 checkpoint run weight-only
     return spec, chip, sh, dt, resolve_efficiency(efficiency, chip), assumptions, batch, prompt, gen
 
 
-def _scenario(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_parallel, attention_dp, moe_tp, moe_ep,
+def scenario_arrays(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_parallel, attention_dp, moe_tp, moe_ep,
               routing_skew) -> tuple:
     """The chip-free part of _inputs: (sharding, batch, prompt, gen as float64 arrays), checked."""
     batch, prompt_len, gen_len, tp, pp, ep, dp, attention_dp = (check_count(n, v) for n, v in zip(

@@ -296,9 +296,18 @@ def _op_t_s(ops: list[Op], chips: list, effs: list, sums, shape: tuple, memo: di
 
 
 def _kept_t_s_chips(ops: list[Op], chips: list, effs: list, time_factor, sums, shape: tuple, kept: dict) -> list:
-    """phase_t_s_chips of `ops`, each op's times per chip kept in `kept` under its value key (per chips, efficiency
-    models, sums and grid): the ops not seen before are scored together, then every op's times are summed in the
-    ops' order."""
+    """phase_t_s_chips of `ops` from each op's times kept in `kept` (keep_t_s_chips scores those not there yet),
+    summed in the ops' order."""
+    table, keys = keep_t_s_chips(ops, chips, effs, sums, shape, kept)
+    rows = np.stack([table[k] for k in keys])  # (ops, chips, *grid)
+    total = _add_rows(0, rows * _per_op([op.count for op in ops], rows) * time_factor)
+    return list(total)
+
+
+def keep_t_s_chips(ops: list[Op], chips: list, effs: list, sums, shape: tuple, kept: dict) -> tuple:
+    """Each op's times summed over the phase's steps, per chip (chips, *grid), kept in `kept` under its
+    Op.value_key, per chips, efficiency models, sums and grid: the ops not there yet are scored together. Returns
+    (the table of those chips, models, sums and grid, the ops' keys)."""
     key = (sums.key, shape, tuple(map(id, chips)), tuple(map(id, effs)))
     table = kept.setdefault(key, (chips, effs, {}))[2]  # the chips and models held: their ids stay theirs
     keys = [op.value_key() for op in ops]
@@ -309,9 +318,7 @@ def _kept_t_s_chips(ops: list[Op], chips: list, effs: list, time_factor, sums, s
             per_chip = np.stack(list(per_chip), axis=1)  # (ops, chips, *grid)
             for j in range(len(block)):
                 table[next(names)] = per_chip[j]
-    rows = np.stack([table[k] for k in keys])  # (ops, chips, *grid)
-    total = _add_rows(0, rows * _per_op([op.count for op in ops], rows) * time_factor)
-    return list(total)
+    return table, keys
 
 
 LARGE_STEP_GRID = 256  # grid points from which a one-step block is scored op part by op part (stack_t_s)

@@ -1,5 +1,5 @@
 """sweep(): a grid of scenarios as one DataFrame, one row per point. batch, prompt_len and gen_len are evaluated
-in one vectorized pass (estimate.evaluate_headline, chunk by chunk so memory stays bounded); the discrete choices
+in one vectorized pass (headlines.evaluate_headline, chunk by chunk so memory stays bounded); the discrete choices
 (chip, tp, pp, ep, dp, dtypes, efficiency, ...) are looped over."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 from .bounds import check_count, check_grid_points
 from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolved_once
 from .errors import ScenarioError
-from .estimate import Headline, evaluate_headline
+from .headlines import Headline, evaluate_headline
 from .hardware import load_chip
 from .model.hf import load_model
 from .units import as_list

@@ -20,12 +20,12 @@ LAYERS = {
     "sharding": 7, "efficiency": 7, "chip_fits": 8,
     "graph": 8, "uncertainty": 8,
     "memory": 9, "optable": 9, "phases": 9,
-    "estimate": 10,
-    "serve": 11, "sweep": 11,
-    "plan": 12, "disaggregate": 12, "plan_serving": 12,
-    "calibrate": 13,
-    "report": 14,
-    "commands": 15, "cli": 16, "__init__": 17, "__main__": 17,
+    "estimate": 10, "headlines": 11,
+    "serve": 12, "sweep": 12,
+    "plan": 13, "disaggregate": 13, "plan_serving": 13,
+    "calibrate": 14,
+    "report": 15,
+    "commands": 16, "cli": 17, "__init__": 18, "__main__": 18,
 }
 
 

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import llm_roofline as lr
-from llm_roofline.estimate import estimate, evaluate, evaluate_headline
+from llm_roofline.estimate import estimate, evaluate
+from llm_roofline.headlines import evaluate_headline
 from llm_roofline.sweep import sweep
 from llm_roofline.roofline import score_ops, sum_max_affine
 from llm_roofline.graph import Dtypes, Phase, build_ops
@@ -331,7 +332,8 @@ def test_step_time_and_headlines_refuse_bad_sizes_with_the_projects_error():
     # the memoized step path keyed on decode_batch before checking it (a bare ValueError for 'x'); one efficiency
     # per chip, or the extra chips were dropped silently
     from llm_roofline.errors import ScenarioError
-    from llm_roofline.estimate import evaluate_headlines, step_time_s
+    from llm_roofline.estimate import step_time_s
+    from llm_roofline.headlines import evaluate_headlines
 
     for graphs in (None, {}):
         with pytest.raises(ScenarioError, match="decode_batch"):
@@ -351,35 +353,46 @@ def test_a_step_of_a_fraction_of_a_sequence_costs_no_more_than_one_sequence():
         assert np.all(np.diff(t) >= 0) and np.all(np.isfinite(t)), (model, t)
 
 
-def test_pipelines_of_several_eps_score_an_op_once_with_the_numbers_of_fresh_calls():
-    # the static planner's shardings of one tp share `kept` (each op's times, under its value key): each ep's
-    # headlines must equal a call of its own bit for bit (an expert GEMM's tokens per expert differ with ep; a key
-    # without them would hand ep 8 the times of ep 1), and the ops ep 1 and ep 8 share are scored once
-    from llm_roofline.chip_fits import resolved_once
-    from llm_roofline.estimate import evaluate_pipelines
+def test_pipelines_of_several_eps_score_an_op_once_with_the_numbers_of_fresh_calls(monkeypatch):
+    # the static planner's shardings of one tp in one call: each (ep, pp)'s headlines must equal a call of its own
+    # bit for bit (the stages share each op's times under its value key: an expert GEMM's tokens per expert differ
+    # with ep, and a key without them would hand ep 8 the times of ep 1), and the ops the stages share are scored once
+    import importlib
 
-    micro = np.array([1.0, 8.0, 64.0])
-    models = [resolved_once("calibrated", lr.load_chip("h100-sxm")), resolved_once("ideal", lr.load_chip("mi300x"))]
-    kept, kw = {}, dict(efficiencies=models, batches=[micro], pps=[1], prompt_len=1024, gen_len=64, tp=8)
-    for ep in (1, 8, 2):
-        fresh = evaluate_pipelines("mistralai/Mixtral-8x7B-v0.1", ["h100-sxm", "mi300x"], ep=ep, **kw)[0]
-        shared = evaluate_pipelines("mistralai/Mixtral-8x7B-v0.1", ["h100-sxm", "mi300x"], ep=ep, kept=kept, **kw)[0]
-        for a, b in zip(fresh, shared):
-            assert a.sharding.ep == b.sharding.ep == ep
+    from llm_roofline.headlines import evaluate_pipelines
+
+    phases = importlib.import_module("llm_roofline.phases")
+    scored, real = [], phases._op_t_s
+
+    def counting(ops, *a, **kw):  # the ops each call scores
+        scored.append(len(ops))
+        return real(ops, *a, **kw)
+
+    monkeypatch.setattr(phases, "_op_t_s", counting)
+    micro, eps, pps = np.array([1.0, 8.0, 64.0]), [1, 8, 2, 8], [1, 1, 1, 2]
+    kw = dict(efficiencies=["calibrated", "ideal"], prompt_len=1024, gen_len=64, tp=8)
+    rows = evaluate_pipelines("mistralai/Mixtral-8x7B-v0.1", ["h100-sxm", "mi300x"], batches=[micro * p for p in pps],
+                              pps=pps, eps=eps, **kw)
+    together, scored[:] = sum(scored), []
+    for ep, pp, row in zip(eps, pps, rows):
+        fresh = evaluate_pipelines("mistralai/Mixtral-8x7B-v0.1", ["h100-sxm", "mi300x"], batches=[micro * pp],
+                                   pps=[pp], ep=ep, **kw)[0]
+        for a, b in zip(fresh, row):
+            assert (a.sharding.ep, a.sharding.pp) == (b.sharding.ep, b.sharding.pp) == (ep, pp)
             np.testing.assert_array_equal(a.ttft_s, b.ttft_s)
             np.testing.assert_array_equal(a.tpot_s, b.tpot_s)
-    tables = [t for _, _, t in kept.values()]  # one per phase (prefill, decode) on these chips
-    assert len(tables) == 2
     ops = build_ops(lr.load_model("mistralai/Mixtral-8x7B-v0.1"), Phase.prefill(micro, np.full(3, 1024.0)),
                     Sharding(tp=8), Dtypes(act="bf16"), "fused")
-    assert len(ops) < len(tables[0]) < 3 * len(ops)  # more than one graph's ops, fewer than three graphs'
+    # separately: 4 scenarios x (prefill + decode) x all their ops (+ the pp 2 hand-off); together: the ep 1 stage's
+    # ops once, the other two stages' expert ops only (the hand-off as before)
+    assert sum(scored) > 8 * len(ops) and together < 3 * len(ops)
 
 
 def test_pipelines_score_one_stage_for_every_pp_with_each_pps_numbers_and_errors():
     # evaluate_pipelines (the static planner's scoring) against evaluate(), which builds every pp's own graph and
     # applies the pipeline factor op by op: the same TTFT, TPOT and memory at every pp, to rounding
     from llm_roofline.errors import ScenarioError, ShardingError
-    from llm_roofline.estimate import evaluate_pipelines
+    from llm_roofline.headlines import evaluate_pipelines
 
     micro = np.array([1.0, 3.0, 16.0])
     # the stage is derived from the first scenario: a pp > 1 first. 10 stages at tp 1: the hand-off spans 10 chips,

@@ -230,7 +230,7 @@ def _same_ops(a, b):
 
 
 def test_a_pipeline_stage_is_the_pp_1_graph_at_the_micro_batch_plus_the_hand_off():
-    # estimate.evaluate_pipelines scores one stage for every pp: build_ops at pp and batch B must be build_ops at
+    # headlines.evaluate_pipelines scores one stage for every pp: build_ops at pp and batch B must be build_ops at
     # pp = 1 and batch B / pp, op for op and field for field, plus the hand-off (graph.handoff_ops)
     from llm_roofline import load_model
     from llm_roofline.graph import handoff_ops

@@ -156,7 +156,7 @@ def test_cli_infeasible_exits_0_and_prints_the_reason(capsys):
 def test_one_evaluate_call_per_pipeline_stage_scores_every_pp_and_the_whole_batch_array(monkeypatch):
     import importlib
 
-    est_mod = importlib.import_module("llm_roofline.estimate")  # the attribute lr.estimate is the function
+    est_mod = importlib.import_module("llm_roofline.headlines")
     calls = []
     real = est_mod.evaluate_pipelines  # evaluate()'s headline numbers alone, on several chips and pps
 

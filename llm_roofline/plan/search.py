@@ -176,33 +176,29 @@ def _score_sharding(chip, choice: ShardingChoice, limits: Limits, price: Price, 
 
 
 def _score_all(spec, searched: list, limits: Limits, graphs: dict) -> dict:
-    """Every sharding evaluated on the chips where it fits: the shardings that differ in pp alone in one
-    evaluate_pipelines call (one pipeline stage, its graphs built once, the chips scored together), those of one tp
-    at the union of their micro-batches; when they differ in ep too, an op already scored for one stage is not scored
-    again for the next (all but the expert ops: evaluate_pipelines' kept): {sharding: (grid, {chip: Headline or
-    RooflineError})}."""
-    from ..estimate import evaluate_pipelines
+    """Every sharding evaluated on the chips where it fits: those of one tp in one evaluate_pipelines call, at the
+    union of their micro-batches (one pipeline stage per ep built once for every pp, the chips scored together, an
+    op that several eps' stages share scored once): {sharding: (grid, {chip: Headline or RooflineError})}."""
+    from ..headlines import evaluate_pipelines
 
-    stages: dict = {}  # tp -> {ep: {pp: chips}}
+    stages: dict = {}  # tp -> {(ep, pp): chips}
     micro: dict = {}  # tp -> its shardings' micro-batches
     models = {chip.name: resolved_once(limits.efficiency, chip) for chip, _, _, _ in searched}  # once per chip
     for chip, choices, _, mems in searched:
         for c, mem in zip(choices, mems):
             batches = _fitting_batches(c, mem, limits)
             if batches is not None:
-                stages.setdefault(c.tp, {}).setdefault(c.ep, {}).setdefault(c.pp, []).append(chip)
+                stages.setdefault(c.tp, {}).setdefault((c.ep, c.pp), []).append(chip)
                 micro[c.tp] = np.union1d(micro.get(c.tp, ()), batches / c.pp)
     out = {}
-    for tp, eps in stages.items():
-        kept = {} if len(eps) > 1 else None
-        for ep, pps in eps.items():
-            chips = list({chip.name: chip for members in pps.values() for chip in members}.values())
-            heads = evaluate_pipelines(spec, chips, efficiencies=[models[chip.name] for chip in chips],
-                                       batches=[micro[tp] * pp for pp in pps], pps=list(pps),
-                                       prompt_len=limits.prompt_len, gen_len=limits.gen_len, graphs=graphs, kept=kept,
-                                       tp=tp, ep=ep, **limits.scenario)
-            for pp, row in zip(pps, heads):
-                out[ShardingChoice(tp, pp, ep)] = (micro[tp] * pp, {chip.name: h for chip, h in zip(chips, row)})
+    for tp, shardings in stages.items():
+        chips = list({chip.name: chip for members in shardings.values() for chip in members}.values())
+        heads = evaluate_pipelines(spec, chips, efficiencies=[models[chip.name] for chip in chips],
+                                   batches=[micro[tp] * pp for _, pp in shardings], pps=[pp for _, pp in shardings],
+                                   eps=[ep for ep, _ in shardings], prompt_len=limits.prompt_len,
+                                   gen_len=limits.gen_len, graphs=graphs, tp=tp, **limits.scenario)
+        for (ep, pp), row in zip(shardings, heads):
+            out[ShardingChoice(tp, pp, ep)] = (micro[tp] * pp, {chip.name: h for chip, h in zip(chips, row)})
     return out
 
 
