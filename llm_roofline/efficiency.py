@@ -124,7 +124,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
@@ -132,7 +132,7 @@ import numpy as np
 from .errors import ChipError
 from .hardware import Chip
 from .roofline import Efficiency, stacked, where as _where
-from .units import DTYPE_BITS, f64 as _float
+from .units import DTYPE_BITS, f64 as _float, least as _least
 from .attention_shapes import _decode_family, attention_shape, decode_points, is_decode_attention
 
 if TYPE_CHECKING:
@@ -225,14 +225,13 @@ class FamilyFit:
         f(x, h) = x / (x + h); a factor whose x <= 0 (unknown) or h = 0 is 1. GEMM: outs counts
         T * N * max(1, K / compute_k_split) when compute_k_split > 0 and depth K is known (split-K)."""
         out = np.float64(self.compute_max)
-        if self.compute_k_split > 0 and self.compute_outs_half > 0:
-            outs = _float(outs) * np.maximum(1.0, _float(depth) / max(self.compute_k_split, 1.0))  # >= 1 element
-        for x, half in ((tokens, self.compute_tokens_half), (keys, self.compute_keys_half),
-                        (elems, self.compute_elems_half), (cols, self.compute_cols_half),
-                        (dim, self.compute_dim_half), (group, self.compute_group_half),
-                        (outs, self.compute_outs_half)):
-            if half > 0:
-                out = out * _saturation(x, half)
+        halves = self._set_terms[0]
+        if halves:
+            if self.compute_k_split > 0 and self.compute_outs_half > 0:
+                outs = _float(outs) * np.maximum(1.0, _float(depth) / max(self.compute_k_split, 1.0))  # >= 1 element
+            xs = (tokens, keys, elems, cols, dim, group, outs)
+            for i, half in halves:
+                out = out * _saturation(xs[i], half)
         if self.compute_m_tile > 0:  # past one tile: whole tiles (a GEMM of fewer rows runs a kernel sized to it)
             t, m = np.maximum(_float(tokens), 1.0), self.compute_m_tile
             out = out * _where(t > m, t / (np.ceil(t / m) * m), 1.0)
@@ -243,13 +242,19 @@ class FamilyFit:
         memory_unsplit_half where G = group = 1 and it is set, else memory_streams_half; * f(W, memory_window_half),
         W = window_keys); T <= 0: memory_max; 0 < T < 1: one row; S, W <= 0: factor 1."""
         t = _float(tokens)
-        tt = _where(t > 0, np.maximum(t, 1.0), 1.0)
-        out = _where(t > 0, self.memory_max * tt / np.hypot(tt, self.memory_tokens_half), self.memory_max)
+        if _least(t) >= 1.0:  # every T a row or more (the common case: the same numbers, fewer passes)
+            out = self.memory_max * t / np.hypot(t, self.memory_tokens_half)
+        else:
+            tt = _where(t > 0, np.maximum(t, 1.0), 1.0)
+            out = _where(t > 0, self.memory_max * tt / np.hypot(tt, self.memory_tokens_half), self.memory_max)
         if self.memory_streams_half or self.memory_unsplit_half:
             s, h = _float(streams), self.memory_streams_half
-            ss = _where(s > 0, s, 1.0)
             h = _where(_float(group) == 1.0, self.memory_unsplit_half, h) if self.memory_unsplit_half else h
-            out = out * _where(s > 0, ss / np.hypot(ss, h), 1.0)
+            if _least(s) > 0:  # streams known everywhere: the same numbers, fewer passes
+                out = out * (s / np.hypot(s, h))
+            else:
+                ss = _where(s > 0, s, 1.0)
+                out = out * _where(s > 0, ss / np.hypot(ss, h), 1.0)
         return out * _saturation(window_keys, self.memory_window_half) if self.memory_window_half else out
 
     def efficiency(self, tokens=0.0, kernels=1.0, label: str = "calibrated", keys=0.0, elems=0.0, kv_row_bytes=0.0,
@@ -263,16 +268,28 @@ class FamilyFit:
         a decode's keys W past its sliding window (else 0)."""
         ovh = (_where(_float(group) == 1.0, self.overhead_unsplit_s, self.overhead_s) if self.overhead_unsplit_s
                else self.overhead_s) + self.overhead_per_kv_row_byte_s * _float(kv_row_bytes)
-        for c, x in ((self.overhead_per_windowed_head_s, windowed_heads), (self.overhead_per_kv_stream_s, kv_streams),
-                     (self.overhead_per_head_tile_s, head_tiles), (self.overhead_per_group_tile_s, group_tiles),
-                     (self.overhead_per_output_elem_s, out_elems), (self.overhead_per_walked_elem_s, walked),
-                     (self.overhead_per_token_s, tokens), (self.overhead_window_s, _float(window_keys) > 0)):
-            if c:
+        coefs = self._set_terms[1]
+        if coefs:
+            xs = (windowed_heads, kv_streams, head_tiles, group_tiles, out_elems, walked, tokens, window_keys)
+            for i, c in coefs:
+                x = _float(xs[i]) > 0 if i == _WINDOW_TERM else xs[i]  # past the window: once per kernel
                 ovh = ovh + c * np.maximum(_float(x), 0.0)
         return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group, out_elems, depth),
                           memory=self.memory(tokens, kv_streams, window_keys, group), comm=self.comm_max,
                           overhead_s=ovh * _float(kernels), label=label, comm_switch=self.comm_switch_max,
                           comm_hop_s=self.step_s(chips))
+
+    @cached_property
+    def _set_terms(self) -> tuple:
+        """(the compute factors, the overhead terms) whose parameter is set, as (position, parameter): compute()'s
+        and efficiency()'s argument order. A factor of h = 0 is 1 and a term of coefficient 0 adds 0, so only these
+        are computed (kept: the fit is immutable)."""
+        halves = (self.compute_tokens_half, self.compute_keys_half, self.compute_elems_half, self.compute_cols_half,
+                  self.compute_dim_half, self.compute_group_half, self.compute_outs_half)
+        coefs = (self.overhead_per_windowed_head_s, self.overhead_per_kv_stream_s, self.overhead_per_head_tile_s,
+                 self.overhead_per_group_tile_s, self.overhead_per_output_elem_s, self.overhead_per_walked_elem_s,
+                 self.overhead_per_token_s, self.overhead_window_s)
+        return tuple((i, h) for i, h in enumerate(halves) if h > 0), tuple((i, c) for i, c in enumerate(coefs) if c)
 
     def step_s(self, chips) -> np.ndarray:
         """Collective latency per step beyond the link's: comm_step_s + comm_step_per_doubling_s * log2(chips >= 1)."""
@@ -284,10 +301,16 @@ class FamilyFit:
         return {k: getattr(self, k) for k in PARAMS}
 
 
+_WINDOW_TERM = 7  # FamilyFit._set_terms: overhead_window_s, once per kernel past the window
+
+
 def _saturation(x, half: float) -> np.ndarray:
     """x / (x + half), 1 where x <= 0 (unknown)."""
-    xx = _where((x := _float(x)) > 0, x, 1.0)
+    if _least(x := _float(x)) > 0:  # known everywhere: the same numbers, fewer passes
+        return x / (x + half)
+    xx = _where(x > 0, x, 1.0)
     return _where(x > 0, xx / (xx + half), 1.0)
+
 
 
 PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_half", "comm_max", "overhead_s",
@@ -369,7 +392,10 @@ class CalibratedModel:
         return self.band(family_of(op))
 
     def for_op(self, op: "Op", chip: Chip) -> Efficiency:
-        fam = family_of(op)
+        return self._priced(op, chip, family_of(op))
+
+    def _priced(self, op: "Op", chip: Chip, fam: str) -> Efficiency:
+        """for_op of an op of family `fam` (family_of(op), read once by for_ops)."""
         if fam in COLLECTIVE_FAMILIES and _crosses_domain(op, chip):
             return Efficiency(label=self.label + "; multi-node collective: ideal (not calibrated)")
         p = self.fit_for(fam)
@@ -415,10 +441,10 @@ class CalibratedModel:
             return [([j], self.for_op(op, chip)) for j, op in enumerate(ops)]
         parts, groups = [], {}
         for j, op in enumerate(ops):
-            fam = family_of(op) if op.kind == "gemm" else None
-            if fam is None or (fam == "gemm" and weight_only_quantized(op)) or not (
+            fam = family_of(op)
+            if op.kind != "gemm" or (fam == "gemm" and weight_only_quantized(op)) or not (
                     getattr(op.tokens, "ndim", 0) or getattr(op.walked_rows, "ndim", 0)):
-                parts.append(([j], self.for_op(op, chip)))
+                parts.append(([j], self._priced(op, chip, fam)))
             else:
                 groups.setdefault(fam, []).append(j)
         for fam, rows in groups.items():

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from .collectives import CollectiveTerms, collective_terms
-from .units import remembered
+from .units import least, remembered
 
 if TYPE_CHECKING:
     from .hardware import Chip
@@ -430,6 +430,9 @@ def _local_stacks(ops: "list[Op]", shape: tuple) -> tuple:
 def _link_stacks(ops: "list[Op]", collective: tuple, chip: "Chip", shape: tuple) -> tuple:
     """(link bytes, hops, link bandwidth, latency, switch-reduced) of the collectives; other ops none, at an infinite
     link."""
+    if not any(collective):  # no link term anywhere: one column of each (the same numbers, broadcast where used)
+        zeros = _per_op([0.0] * len(ops), shape)
+        return zeros, zeros, _per_op([np.inf] * len(ops), shape), zeros, zeros
     terms = iter([collective_terms(op.collective, op.comm_bytes, op.group_chips, chip)
                   for op, c in zip(ops, collective) if c])
     rows = [(t.link_bytes, t.hops, t.link_bytes_per_s, t.latency_s, t.switch_reduced) if c
@@ -482,9 +485,12 @@ def sum_max_affine(a0, a1, b0, b1, n):
     """Sum over j = 0..n-1 of max(a_j, b_j) where a_j, b_j run linearly from (a0, b0) at j = 0 to
     (a1, b1) at j = n-1. Exact: sum(b) + sum of the positive part of the linear difference."""
     n = np.asarray(n, dtype=np.float64)
-    a1, b1 = np.where(n > 1, a1, a0), np.where(n > 1, b1, b0)  # one point: the start values
     d0 = a0 - b0
-    slope = np.where(n > 1, ((a1 - b1) - d0) / np.maximum(n - 1, 1), 0.0)
+    if least(n) > 1:  # every stretch of two steps or more (the same numbers, fewer passes)
+        slope = ((a1 - b1) - d0) / np.maximum(n - 1, 1)
+    else:
+        a1, b1 = np.where(n > 1, a1, a0), np.where(n > 1, b1, b0)  # one point: the start values
+        slope = np.where(n > 1, ((a1 - b1) - d0) / np.maximum(n - 1, 1), 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         root = np.where(slope != 0, -d0 / np.where(slope != 0, slope, 1.0), 0.0)
     # slope > 0: positive for j > root; slope < 0: positive for j < root
@@ -554,7 +560,8 @@ def bound_shares(stacks) -> dict[str, np.ndarray]:
 def stacked_parts(parts: list, shape: tuple, collective: tuple) -> Efficiency:
     """The Efficiency stacks (shape (ops, *grid)) of (rows, Efficiency) parts covering every op once: one op's
     fields broadcast to the grid, a group's to (len(rows), *grid). A collective's comm terms; other ops' 1 (hop 0).
-    The one-number values of a field are written in one assignment, then its arrays row by row."""
+    The one-number values of a field are written in one assignment, then its arrays row by row; a field with no
+    array stays a column (ops, 1, ...)."""
     n = shape[0]
     scalars = [[0.0] * n for _ in range(6)]  # compute, memory, comm, overhead_s, comm_switch, comm_hop_s
     arrays = []
@@ -569,10 +576,15 @@ def stacked_parts(parts: list, shape: tuple, collective: tuple) -> Efficiency:
                 for r in rows:
                     scalars[f][r] = v
     fields = []
-    for values in scalars:
-        out = np.empty(shape)
-        out[...] = np.array(values, dtype=np.float64).reshape((n,) + (1,) * (len(shape) - 1))
-        fields.append(out)
+    with_arrays = {f for f, _, _ in arrays}
+    for f, values in enumerate(scalars):
+        col = np.array(values, dtype=np.float64).reshape((n,) + (1,) * (len(shape) - 1))
+        if f in with_arrays:  # the grid's shape, its arrays written next
+            out = np.empty(shape)
+            out[...] = col
+            fields.append(out)
+        else:  # one number per op: a column, broadcast where it is used
+            fields.append(col)
     for f, at, v in arrays:
         fields[f][at] = v
     return Efficiency(compute=fields[0], memory=fields[1], comm=fields[2], overhead_s=fields[3],

@@ -69,13 +69,13 @@ def _sweep_columns(r: Headline, kw: dict, mesh) -> tuple[int, dict]:
             "tokens_per_s_per_user": 1.0 / r.tpot_s,
             "per_chip_bytes": m.bytes_per_chip, "capacity_bytes": r.chip.hbm_bytes, "usable_bytes": m.capacity_bytes,
             "fits": m.bytes_per_chip <= m.capacity_bytes, "max_batch": m.max_batch}
-    return n, {k: v if np.ndim(v) == 0 and not isinstance(v, np.ndarray) else np.broadcast_to(v, (n,))
-               for k, v in cols.items()}
+    return n, {k: v if (np.ndim(v) == 0 and not isinstance(v, np.ndarray)) or np.shape(v) == (n,)
+               else np.broadcast_to(v, (n,)) for k, v in cols.items()}
 
 
 def _sweep_frame(parts: list[tuple[int, dict]]):
     """One DataFrame from the chunks' columns, built column by column: a metric's chunks are joined with numpy and
-    released at once (the peak is the frame plus one column); the values each chunk shares (chip, discrete axes,
+    released at once (the peak is the frame plus one column; one chunk's own arrays are taken as they are); the values each chunk shares (chip, discrete axes,
     efficiency) are repeated by pandas from scalars, without converting a million Python strings."""
     import pandas as pd
 
@@ -84,7 +84,7 @@ def _sweep_frame(parts: list[tuple[int, dict]]):
     for k in list(parts[0][1]):
         values = [cols.pop(k) for _, cols in parts]
         if all(isinstance(v, np.ndarray) for v in values):
-            col = np.concatenate(values)
+            col = np.concatenate(values) if len(values) > 1 or not values[0].flags.writeable else values[0]
             columns[k] = col.astype(int) if k in ("batch", "prompt_len", "gen_len", "max_batch") else col
         elif all(v is values[0] or (type(v) is type(values[0]) and v == values[0]) for v in values):
             columns[k] = values[0]

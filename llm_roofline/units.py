@@ -50,6 +50,14 @@ def canonical_dtype(name: str) -> str:
     return key
 
 
+def least(x) -> float:
+    """The smallest element of a float64 array (NaN if any is or it is empty), or the number itself: a formula that
+    guards x <= 0 points (np.where) takes its plain form when there is none (the same numbers, fewer passes)."""
+    if type(x) is np.ndarray:
+        return x.min() if x.size else np.nan
+    return x
+
+
 def f64(x):
     """x as float64: a numpy float64 scalar for a scalar or a 0-d array (its arithmetic is cheaper than a 0-d
     array's, the values the same), else a float64 array."""

@@ -244,6 +244,38 @@ def test_decode_kv_streams_of_a_grid_with_an_empty_batch_are_counted_point_by_po
     assert np.array_equal(attention_shape(op, decode=True)["kv_streams"], [0.0, 1.0, 4.0])
 
 
+def test_the_plain_formulas_of_a_grid_with_no_empty_point_agree_with_the_guarded_ones_to_the_bit():
+    # efficiency.py and attention_shapes.py guard points of 0 tokens, sequences or streams (np.where) and take the
+    # plain form when a grid has none (units.least): every fit of a calibrated chip, pricing a GEMM, elementwise and
+    # decode / prefill attention ops on [1, 3, 200.5] (plain) and on [0, 1, 3, 200.5] (guarded), must give the
+    # same numbers at the three shared points
+    chip = lr.load_chip("h100-sxm")
+    model = calibrated_model(chip)
+    plain, guarded = np.array([1.0, 3.0, 200.5]), np.array([0.0, 1.0, 3.0, 200.5])
+
+    def ops(b):
+        return [gemm("ffn.up", "dense", 1, tokens=b, k=4096, n=1024, bits_per_weight=16, act_bytes_per_elem=2),
+                elementwise("residual", "dense", 1, tokens=b, elems=4096, flops_per_elem=1, reads=2, writes=1,
+                            act_bytes_per_elem=2),
+                attention("attn.core", "dense", 1, batch=b, q_len=1, kv_len=4096, n_heads=32, n_kv_heads=8,
+                          qk_dim=128, v_dim=128, kv_elems_per_token=2048, kv_bytes_per_elem=2, act_bytes_per_elem=2),
+                attention("attn.core", "dense", 1, batch=b, q_len=512, kv_len=512, n_heads=32, n_kv_heads=32,
+                          qk_dim=128, v_dim=128, kv_elems_per_token=8192, kv_bytes_per_elem=2, act_bytes_per_elem=2)]
+    for a, b in zip(ops(plain), ops(guarded)):
+        for fam in sorted(set(model.families)):
+            p = model.fit_for(fam)
+            kw = {}
+            if a.kind == "attention":
+                kw = {k: v for k, v in attention_shape(a, decode=fam.startswith("attention_decode")).items()}
+            ea = p.efficiency(a.tokens, label="x", dim=a.head_dim, group=a.q_per_kv, cols=a.gemm_n, **kw)
+            kw = {k: v for k, v in attention_shape(b, decode=fam.startswith("attention_decode")).items()} \
+                if b.kind == "attention" else {}
+            eb = p.efficiency(b.tokens, label="x", dim=b.head_dim, group=b.q_per_kv, cols=b.gemm_n, **kw)
+            for k in ("compute", "memory", "overhead_s"):
+                x, y = np.broadcast_to(getattr(ea, k), (3,)), np.broadcast_to(getattr(eb, k), (4,))[1:]
+                assert np.array_equal(x, y), (a.name, fam, k, x, y)
+
+
 @settings(max_examples=60, deadline=None)
 @given(batch=st.integers(1, 64), q=st.integers(1, 4096), prefix=st.integers(0, 8192),
        cm=st.floats(0.05, 1.0), kh=st.floats(0, 5000), eh=st.floats(0, 1e8), mm=st.floats(0.05, 1.0),

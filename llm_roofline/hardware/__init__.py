@@ -416,9 +416,19 @@ def _user(folder: str, stamp: tuple) -> dict[str, Chip]:
 def _catalog() -> dict[str, Chip]:
     """The shipped chips and the user's (user_chips_dir()); a user file with a shipped chip's name wins (a
     calibrated copy written by `calibrate --write`). Read again only when the user folder changes."""
+    return _catalog_names()[0]
+
+
+def _catalog_names() -> tuple[dict[str, Chip], dict[str, str]]:
+    """(_catalog(), its _names()), made again only when the user folder changes (its files' names and times)."""
     folder = user_chips_dir()
-    stamp = tuple((p.name, p.stat().st_mtime_ns) for p in _toml_files(folder))
-    return {**_shipped(), **(_user(str(folder), stamp) if stamp else {})}
+    return _merged(str(folder), tuple((p.name, p.stat().st_mtime_ns) for p in _toml_files(folder)))
+
+
+@lru_cache(maxsize=8)
+def _merged(folder: str, stamp: tuple) -> tuple[dict[str, Chip], dict[str, str]]:
+    catalog = {**_shipped(), **(_user(folder, stamp) if stamp else {})}
+    return catalog, _names(catalog)
 
 
 def _names(catalog: dict[str, Chip] | None = None) -> dict[str, str]:
@@ -450,9 +460,8 @@ def load_chip(name_or_path: "str | Path | Chip") -> Chip:
     p = Path(text).expanduser()
     if text.endswith(".toml") or ((os.sep in text or "/" in text) and _stat(p) is not None) or _is_file(p):
         return _load_file(p)
-    catalog = _catalog()
+    catalog, names = _catalog_names()
     key = text.lower()
-    names = _names(catalog)
     if key not in names:
         raise ChipError(f"unknown chip {text!r}.{closest(key, names)} (`llm-roofline chips` lists them; "
                         f"a path to a .toml file works too, or put one in {user_chips_dir()})")
