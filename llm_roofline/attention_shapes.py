@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .roofline import where as _where
-from .units import DTYPE_BITS, f64 as _float, least as _least
+from .units import DTYPE_BITS, everywhere, f64 as _float
 
 if TYPE_CHECKING:
     from .ops import Op
@@ -42,11 +42,11 @@ def attention_shape(op: "Op", decode: bool) -> dict:
         return {"keys": keys, "elems": act / e, "kv_row_bytes": row, "windowed_heads": heads,
                 "kv_streams": _kv_streams(op, act / e), "window_keys": past}
     b, t = _float(getattr(op, "seqs", 0.0)), _float(op.tokens)
-    if op.head_dim > 0 and _least(b) > 0 and _least(t) > 0:  # known everywhere: the same numbers, fewer passes
+    known = (b > 0) & (t > 0) & (op.head_dim > 0)
+    if everywhere(known):
         h = act / e / (2.0 * max(op.head_dim, 1e-9)) / t
         head_tiles, group_tiles = query_tiles(b, t / b, h, op.q_per_kv)
         return {"keys": keys, "elems": act / e, "head_tiles": head_tiles, "group_tiles": group_tiles}
-    known = (b > 0) & (t > 0) & (op.head_dim > 0)
     tt = _where(known, t, 1.0)
     h = _where(known, act / e / (2.0 * max(op.head_dim, 1e-9)) / tt, 0.0)  # query heads: (B*q*H) / (B*q)
     head_tiles, group_tiles = query_tiles(_where(known, b, 0.0), tt / _where(known, b, 1.0), h, op.q_per_kv)
@@ -58,17 +58,18 @@ def _kv_streams(op: "Op", elems) -> np.ndarray:
     b, t, d, g = _float(getattr(op, "seqs", 0.0)), _float(op.tokens), 2.0 * op.head_dim, op.q_per_kv
     if d <= 0 or g <= 0:
         return 0.0
-    if _least(b) > 0 and _least(t) > 0:  # known everywhere: the same numbers, fewer passes
-        return b * (elems / (t * d)) / g
     known = (b > 0) & (t > 0)
+    if everywhere(known):
+        return b * (elems / (t * d)) / g
     return _where(known, b * (elems / (_where(known, t, 1.0) * d)) / g, 0.0)
 
 
 def _positive_ratio(num, k: float, den):
     """num / (k * den) where den > 0, else 0 (no division by 0)."""
-    if _least(den) > 0:  # everywhere: the same numbers, fewer passes
+    known = den > 0
+    if everywhere(known):
         return num / (k * den)
-    return _where(den > 0, num / (k * _where(den > 0, den, 1.0)), 0.0)
+    return _where(known, num / (k * _where(known, den, 1.0)), 0.0)
 
 
 Q_TILE = 128.0  # query rows per tile of the FlashAttention-style prefill kernels (FA2 / FA3 / TRT-LLM, head_dim <= 128)

@@ -132,7 +132,7 @@ import numpy as np
 from .errors import ChipError
 from .hardware import Chip
 from .roofline import Efficiency, stacked, where as _where
-from .units import DTYPE_BITS, f64 as _float, least as _least
+from .units import DTYPE_BITS, everywhere, f64 as _float
 from .attention_shapes import _decode_family, attention_shape, decode_points, is_decode_attention
 
 if TYPE_CHECKING:
@@ -242,19 +242,21 @@ class FamilyFit:
         memory_unsplit_half where G = group = 1 and it is set, else memory_streams_half; * f(W, memory_window_half),
         W = window_keys); T <= 0: memory_max; 0 < T < 1: one row; S, W <= 0: factor 1."""
         t = _float(tokens)
-        if _least(t) >= 1.0:  # every T a row or more (the common case: the same numbers, fewer passes)
+        if everywhere(t >= 1.0):  # every T a row or more (the common case)
             out = self.memory_max * t / np.hypot(t, self.memory_tokens_half)
         else:
-            tt = _where(t > 0, np.maximum(t, 1.0), 1.0)
-            out = _where(t > 0, self.memory_max * tt / np.hypot(tt, self.memory_tokens_half), self.memory_max)
+            known = t > 0
+            tt = _where(known, np.maximum(t, 1.0), 1.0)
+            out = _where(known, self.memory_max * tt / np.hypot(tt, self.memory_tokens_half), self.memory_max)
         if self.memory_streams_half or self.memory_unsplit_half:
             s, h = _float(streams), self.memory_streams_half
             h = _where(_float(group) == 1.0, self.memory_unsplit_half, h) if self.memory_unsplit_half else h
-            if _least(s) > 0:  # streams known everywhere: the same numbers, fewer passes
+            known = s > 0
+            if everywhere(known):
                 out = out * (s / np.hypot(s, h))
             else:
-                ss = _where(s > 0, s, 1.0)
-                out = out * _where(s > 0, ss / np.hypot(ss, h), 1.0)
+                ss = _where(known, s, 1.0)
+                out = out * _where(known, ss / np.hypot(ss, h), 1.0)
         return out * _saturation(window_keys, self.memory_window_half) if self.memory_window_half else out
 
     def efficiency(self, tokens=0.0, kernels=1.0, label: str = "calibrated", keys=0.0, elems=0.0, kv_row_bytes=0.0,
@@ -306,10 +308,11 @@ _WINDOW_TERM = 7  # FamilyFit._set_terms: overhead_window_s, once per kernel pas
 
 def _saturation(x, half: float) -> np.ndarray:
     """x / (x + half), 1 where x <= 0 (unknown)."""
-    if _least(x := _float(x)) > 0:  # known everywhere: the same numbers, fewer passes
+    known = (x := _float(x)) > 0
+    if everywhere(known):
         return x / (x + half)
-    xx = _where(x > 0, x, 1.0)
-    return _where(x > 0, xx / (xx + half), 1.0)
+    xx = _where(known, x, 1.0)
+    return _where(known, xx / (xx + half), 1.0)
 
 
 

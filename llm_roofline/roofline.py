@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from .collectives import CollectiveTerms, collective_terms
-from .units import least, remembered
+from .units import everywhere, remembered
 
 if TYPE_CHECKING:
     from .hardware import Chip
@@ -486,11 +486,12 @@ def sum_max_affine(a0, a1, b0, b1, n):
     (a1, b1) at j = n-1. Exact: sum(b) + sum of the positive part of the linear difference."""
     n = np.asarray(n, dtype=np.float64)
     d0 = a0 - b0
-    if least(n) > 1:  # every stretch of two steps or more (the same numbers, fewer passes)
+    steps = n > 1
+    if everywhere(steps):  # every stretch of two steps or more
         slope = ((a1 - b1) - d0) / np.maximum(n - 1, 1)
     else:
-        a1, b1 = np.where(n > 1, a1, a0), np.where(n > 1, b1, b0)  # one point: the start values
-        slope = np.where(n > 1, ((a1 - b1) - d0) / np.maximum(n - 1, 1), 0.0)
+        a1, b1 = np.where(steps, a1, a0), np.where(steps, b1, b0)  # one point: the start values
+        slope = np.where(steps, ((a1 - b1) - d0) / np.maximum(n - 1, 1), 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         root = np.where(slope != 0, -d0 / np.where(slope != 0, slope, 1.0), 0.0)
     # slope > 0: positive for j > root; slope < 0: positive for j < root

@@ -50,12 +50,11 @@ def canonical_dtype(name: str) -> str:
     return key
 
 
-def least(x) -> float:
-    """The smallest element of a float64 array (NaN if any is or it is empty), or the number itself: a formula that
-    guards x <= 0 points (np.where) takes its plain form when there is none (the same numbers, fewer passes)."""
-    if type(x) is np.ndarray:
-        return x.min() if x.size else np.nan
-    return x
+def everywhere(mask) -> bool:
+    """Whether a condition (a bool, or a bool array over a grid) holds at every point: a formula that guards some
+    points (np.where on the mask it computed once) takes its plain form when it holds everywhere (the same numbers,
+    fewer passes)."""
+    return bool(mask.all()) if type(mask) is np.ndarray else bool(mask)
 
 
 def f64(x):

@@ -246,7 +246,7 @@ def test_decode_kv_streams_of_a_grid_with_an_empty_batch_are_counted_point_by_po
 
 def test_the_plain_formulas_of_a_grid_with_no_empty_point_agree_with_the_guarded_ones_to_the_bit():
     # efficiency.py and attention_shapes.py guard points of 0 tokens, sequences or streams (np.where) and take the
-    # plain form when a grid has none (units.least): every fit of a calibrated chip, pricing a GEMM, elementwise and
+    # plain form when a grid has none (units.everywhere): every fit of a calibrated chip, pricing a GEMM, elementwise and
     # decode / prefill attention ops on [1, 3, 200.5] (plain) and on [0, 1, 3, 200.5] (guarded), must give the
     # same numbers at the three shared points
     chip = lr.load_chip("h100-sxm")
