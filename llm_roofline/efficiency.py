@@ -315,7 +315,6 @@ def _saturation(x, half: float) -> np.ndarray:
     return _where(known, xx / (xx + half), 1.0)
 
 
-
 PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_half", "comm_max", "overhead_s",
           "compute_keys_half", "compute_elems_half", "compute_cols_half", "compute_dim_half", "compute_group_half",
           "compute_outs_half", "overhead_per_kv_row_byte_s", "overhead_per_output_elem_s", "overhead_per_token_s",

@@ -58,6 +58,10 @@ class Sharding:
     def __post_init__(self):
         for name in ("tp", "pp", "ep", "dp", "attention_dp"):
             _check_degree(name, getattr(self, name))
+        sp = self.sequence_parallel
+        if not isinstance(sp, (bool, np.bool_)) and not (isinstance(sp, (int, np.integer)) and sp in (0, 1)):
+            raise ShardingError(f"sequence_parallel must be True or False, got {sp!r:.60}")
+        object.__setattr__(self, "sequence_parallel", bool(sp))
         ep = _check_degree("moe_ep", self.moe_ep) if self.moe_ep is not None else self.ep
         if self.moe_ep is not None and self.ep not in (1, ep):
             raise ShardingError(f"ep={self.ep} and moe_ep={self.moe_ep} disagree; give one of them")

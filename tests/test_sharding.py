@@ -65,6 +65,20 @@ def test_divisibility_errors_are_clear():
         Sharding(tp=0)
 
 
+def test_sequence_parallel_is_a_flag_and_anything_else_is_refused_in_one_line():
+    # fuzz seed 79 found a sweep with sequence_parallel=[0, [True]] crash with a TypeError (a list in the Sharding,
+    # hashed by the static planner's and the sweep's stage grouping): a flag, 0 / 1 (as bool) or one line
+    from llm_roofline.errors import RooflineError, ShardingError
+
+    assert Sharding(sequence_parallel=1).sequence_parallel is True and Sharding(sequence_parallel=0) == Sharding()
+    for bad in ([True], "yes", 2, None, 0.5):
+        with pytest.raises(ShardingError, match="sequence_parallel must be True or False"):
+            Sharding(sequence_parallel=bad)
+    with pytest.raises(RooflineError, match="sequence_parallel"):
+        lr.sweep("meta-llama/Llama-3.2-1B", "h100", batch=4, prompt_len=256, gen_len=1, efficiency="ideal",
+                 sequence_parallel=[0, [True]])
+
+
 def test_kv_heads_fewer_than_tp_are_replicated_in_memory_and_bytes():
     # Llama-3.1-70B has 8 KV heads; at tp=16 every KV head lives on 2 chips:
     # per chip 1 head: 80 layers * 1 * 256 elems * 2 bytes = 40,960 B/token (vs 327,680 / 16 = 20,480 unreplicated)
