@@ -15,7 +15,7 @@ import numpy as np
 
 from .ops import Op
 from .roofline import (TIME_FIELDS, Score, Times, add_times, bound_shares, op_blocks, ops_shape, score_stack,
-                       score_stacks, stack_t_s, stack_terms, stacked, sum_affine_steps, sum_affine_steps_t_s,
+                       stack_t_s, stack_terms, stacked, sum_affine_steps, sum_affine_steps_t_s,
                        sum_constant_steps_t_s, times_of, trapezoid_sum)
 from .sharding import Sharding
 from .units import array_key, remembered
@@ -262,8 +262,8 @@ def phase_t_s(ops: list[Op], chip: Chip, eff, time_factor, sums=PrefillSums, gri
 def phase_t_s_chips(ops: list[Op], chips: list, effs: list, time_factor, sums=PrefillSums,
                     grid: tuple | None = None, memo: dict | None = None, kept: dict | None = None) -> list:
     """phase_t_s of `ops` on each chip (effs: its efficiency model), the same numbers: each block of ops is scored
-    on every chip at once (roofline.score_stacks, the chips' rows one after another) and summed over the phase's
-    steps in one pass; then each chip's rows are summed op by op. kept: a dict kept over several calls whose graphs
+    on each chip in one stacked pass (what does not depend on the chip made once: memo) and summed over the phase's
+    steps; then each chip's rows are summed op by op. kept: a dict kept over several calls whose graphs
     are built on one grid (the static planner's shardings): each op's times are kept there under its Op.value_key,
     so an op that scored before (shardings that differ in ep alone share all but their expert ops) is not scored
     again."""
@@ -287,12 +287,10 @@ def _op_t_s(ops: list[Op], chips: list, effs: list, sums, shape: tuple, memo: di
         shared = None if memo is None else memo.setdefault((lo, hi), {})
         g = shape if hi - lo > 1 or not own_grid else _block_grid(block, shape, shared)
         if sums is PrefillSums and math.prod(g) >= LARGE_STEP_GRID:  # one step on a large grid: each op's own time,
-            # no stacked Score (roofline.stack_t_s), a chip at a time; a small grid (the static planner's batches)
-            # scores every chip in one
+            # no stacked Score (roofline.stack_t_s); a small grid (the static planner's batches) a stacked Score
             yield block, (stack_t_s(block, chip, eff, g, shared) for chip, eff in zip(chips, effs))
             continue
-        t_s = sums.t_s(score_stacks(block, chips, effs, g, shared))
-        yield block, (t_s[c * len(block):(c + 1) * len(block)] for c in range(len(chips)))
+        yield block, (sums.t_s(score_stack(block, chip, eff, g, None, shared)) for chip, eff in zip(chips, effs))
 
 
 def _kept_t_s_chips(ops: list[Op], chips: list, effs: list, time_factor, sums, shape: tuple, kept: dict) -> list:

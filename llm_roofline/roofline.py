@@ -312,32 +312,6 @@ def score_stack(ops: "list[Op]", chip: "Chip", efficiency_model=None, grid: tupl
                  link_latency_s=t.link_latency_s, efficiency=eff, comm_switch=t.comm_switch)
 
 
-def score_stacks(ops: "list[Op]", chips: list, efficiency_models: list, grid: tuple,
-                 shared: dict | None = None) -> Score:
-    """score_stack of `ops` on each of `chips` (at its efficiency model), the chips' rows one after another (rows
-    c * len(ops) .. (c + 1) * len(ops) - 1: chip c) in ONE roofline.score: it is elementwise, so every row holds the
-    numbers score_stack gives for its chip. shared: see score_stack."""
-    if len(chips) == 1:
-        return score_stack(ops, chips[0], efficiency_models[0], grid, None, shared)
-    shape = (len(ops),) + tuple(grid)
-    terms = [stack_terms(ops, chip, grid, shared) for chip in chips]
-    effs = [stacked_efficiency(ops, chip, m, shape, t.collective, shared)
-            for chip, m, t in zip(chips, efficiency_models, terms)]
-
-    def joined(parts, full: bool = True):  # full: each part broadcast to (ops, *grid); else per-op (ops, 1, ...)
-        return np.concatenate([x if not full or np.shape(x) == shape else np.broadcast_to(x, shape) for x in parts])
-
-    t = StackTerms(*(joined([getattr(x, k) for x in terms], k in ("flops", "hbm_bytes", "comm_bytes", "comm_hops",
-                                                                  "comm_switch"))
-                     for k in StackTerms._fields[:-1]), terms[0].collective * len(chips))
-    eff = Efficiency(**{k: joined([getattr(e, k) for e in effs]) for k in ("compute", "memory", "comm", "overhead_s",
-                                                                          "comm_hop_s")},
-                     comm_switch=joined([e.switch_fraction for e in effs]))
-    return score(t.flops, t.hbm_bytes, peak_flops_per_s=t.peak_flops_per_s, hbm_bytes_per_s=t.hbm_bytes_per_s,
-                 comm_bytes=t.comm_bytes, comm_hops=t.comm_hops, link_bytes_per_s=t.link_bytes_per_s,
-                 link_latency_s=t.link_latency_s, efficiency=eff, comm_switch=t.comm_switch)
-
-
 def stacked_efficiency(ops: "list[Op]", chip: "Chip", efficiency_model, shape: tuple, collective: tuple,
                        shared: dict | None = None) -> Efficiency:
     """The ops' efficiencies stacked like their terms (shape (ops, *grid); a collective's comm, other ops' 1).
