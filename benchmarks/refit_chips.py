@@ -112,7 +112,8 @@ def differences(chip_name: str, fits) -> list[str]:
 
 # CALIBRATION.md's short names of the parameters, and the unit each is shown in (scale, suffix)
 SHORT = {"compute_max": ("c", 1, ""), "compute_tokens_half": ("T½", 1, ""), "compute_cols_half": ("N½", 1, ""),
-         "compute_outs_half": ("X½(TN)", 1, ""), "compute_k_split": ("K_s", 1, ""), "compute_keys_half": ("L½", 1, ""),
+         "compute_outs_half": ("X½(TN)", 1, ""), "compute_k_split": ("K_s", 1, ""), "compute_depth_half": ("K½", 1, ""),
+         "compute_keys_half": ("L½", 1, ""),
          "compute_elems_half": ("X½", 1, ""), "compute_dim_half": ("D½", 1, ""), "compute_group_half": ("G½", 1, ""),
          "memory_max": ("m", 1, ""), "memory_tokens_half": ("T½m", 1, ""), "memory_streams_half": ("S½", 1, ""),
          "memory_unsplit_half": ("S½mha", 1, ""), "overhead_unsplit_s": ("o_mha", 1e6, " µs"),

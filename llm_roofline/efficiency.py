@@ -5,7 +5,8 @@ read from the chip TOML's `[efficiency.*]` tables (fitted by the calibrate packa
 The model (per chip and op family; a few parameters, each with a physical meaning), T = op.tokens::
 
     eff.compute    = compute_max * f(T, compute_tokens_half) * f(L, compute_keys_half) * f(X, compute_elems_half)
-                     * f(N, compute_cols_half) * f(T*N, compute_outs_half) * f(D, compute_dim_half) * f(G, ...)
+                     * f(N, compute_cols_half) * f(T*N, compute_outs_half) * f(K, compute_depth_half)
+                     * f(D, compute_dim_half) * f(G, ...)
                      f(x, h) = x / (x + h)  (a factor is 1 when its h is 0 or x is unknown)
     eff.memory(T)  = memory_max * T / sqrt(T**2 + memory_tokens_half**2)   fraction of peak HBM bandwidth
     eff.comm       = comm_max                                              fraction of link bandwidth (beta)
@@ -68,7 +69,9 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   columns of one kernel: narrow outputs fill few tiles and SMs; fp8 kernels use wider tiles than bf16 ones);
   compute_outs_half: output parallelism (T*N output elements: few output tiles leave SMs idle while each CTA walks all
   of K, so skinny GEMMs take time ~ K; the fit picks it or the tile factors; with compute_k_split K_s > 0 it counts
-  T*N*max(1, K/K_s) work units: split-K kernels walk at most K_s of K per CTA); memory_max: weight streaming at small T;
+  T*N*max(1, K/K_s) work units: split-K kernels walk at most K_s of K per CTA); compute_depth_half (bf16 gemm): each
+  output tile's pipeline fill and epilogue amortized over its K loop, so the FLOP rate grows with K at the same M and N
+  (A100: 36 TFLOP/s at K <= 1k, 227 at K > 16k for N <= 1k); memory_max: weight streaming at small T;
   overhead_s the launch/latency floor (moe: per grouped GEMM, two per block); overhead_per_output_elem_s the epilogue
   (writing C, not overlapped with the main loop); overhead_per_token_s (gemm_fp8) the activations' dynamic fp8
   quantization, a pass per row. T for an expert GEMM is its rows per touched expert; overhead_per_walked_elem_s (moe)
@@ -208,6 +211,8 @@ class FamilyFit:
     memory_window_half: float = 0.0  # fp8-KV decode past its window of W keys: whole KV blocks, W / (W + h), >= 0
     overhead_window_s: float = 0.0  # fp8-KV decode past its window: time per kernel (the masked block walked), >= 0
     compute_m_tile: float = 0.0  # fp8 GEMM: T rows > one tile run ceil(T / tile) whole tiles (factor T / padded), >= 0
+    compute_depth_half: float = 0.0  # GEMM: inner dimension K at which the depth factor is 1/2 (each output tile's
+    #   pipeline fill and epilogue amortized over its K loop), >= 0
 
     def __post_init__(self):
         for name in ("compute_max", "memory_max", "comm_max", "comm_switch_max"):
@@ -221,7 +226,8 @@ class FamilyFit:
 
     def compute(self, tokens, keys=0.0, elems=0.0, cols=0.0, dim=0.0, group=0.0, outs=0.0, depth=0.0) -> np.ndarray:
         """compute_max * f(T, compute_tokens_half) * f(keys, compute_keys_half) * f(elems, compute_elems_half)
-        * f(cols, compute_cols_half) * f(dim, compute_dim_half) * f(group, compute_group_half),
+        * f(cols, compute_cols_half) * f(dim, compute_dim_half) * f(group, compute_group_half) * f(outs, ...)
+        * f(depth, compute_depth_half),
         f(x, h) = x / (x + h); a factor whose x <= 0 (unknown) or h = 0 is 1. GEMM: outs counts
         T * N * max(1, K / compute_k_split) when compute_k_split > 0 and depth K is known (split-K)."""
         out = np.float64(self.compute_max)
@@ -229,7 +235,7 @@ class FamilyFit:
         if halves:
             if self.compute_k_split > 0 and self.compute_outs_half > 0:
                 outs = _float(outs) * np.maximum(1.0, _float(depth) / max(self.compute_k_split, 1.0))  # >= 1 element
-            xs = (tokens, keys, elems, cols, dim, group, outs)
+            xs = (tokens, keys, elems, cols, dim, group, outs, depth)
             for i, half in halves:
                 out = out * _saturation(xs[i], half)
         if self.compute_m_tile > 0:  # past one tile: whole tiles (a GEMM of fewer rows runs a kernel sized to it)
@@ -287,7 +293,7 @@ class FamilyFit:
         and efficiency()'s argument order. A factor of h = 0 is 1 and a term of coefficient 0 adds 0, so only these
         are computed (kept: the fit is immutable)."""
         halves = (self.compute_tokens_half, self.compute_keys_half, self.compute_elems_half, self.compute_cols_half,
-                  self.compute_dim_half, self.compute_group_half, self.compute_outs_half)
+                  self.compute_dim_half, self.compute_group_half, self.compute_outs_half, self.compute_depth_half)
         coefs = (self.overhead_per_windowed_head_s, self.overhead_per_kv_stream_s, self.overhead_per_head_tile_s,
                  self.overhead_per_group_tile_s, self.overhead_per_output_elem_s, self.overhead_per_walked_elem_s,
                  self.overhead_per_token_s, self.overhead_window_s)
@@ -321,7 +327,7 @@ PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_hal
           "overhead_per_walked_elem_s", "err_p10", "err_p90", "comm_switch_max", "comm_step_s",
           "comm_step_per_doubling_s", "compute_k_split", "overhead_per_windowed_head_s", "overhead_per_head_tile_s",
           "overhead_per_group_tile_s", "memory_streams_half", "overhead_per_kv_stream_s", "memory_window_half",
-          "overhead_window_s", "compute_m_tile", "memory_unsplit_half", "overhead_unsplit_s")
+          "overhead_window_s", "compute_m_tile", "memory_unsplit_half", "overhead_unsplit_s", "compute_depth_half")
 # ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: seconds per kernel, row, byte or
 # element; the band: measured / predicted), so a hostile chip file cannot drive a time to overflow
 PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3, "comm": 1.0}

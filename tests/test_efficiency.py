@@ -338,6 +338,24 @@ def test_split_k_caps_a_skinny_gemms_serial_k_walk():
     assert float(CalibratedModel("x", "t", {"gemm": p}).for_op(op, lr.load_chip("h100-sxm")).compute) == pytest.approx(2 / 7)
 
 
+def test_a_gemms_compute_efficiency_grows_with_its_depth_by_hand():
+    # depth half 64: each output tile's fill and epilogue worth 64 steps of K. compute_max 0.8 at K = 192:
+    # 0.8 * 192 / (192 + 64) = 0.6; at K = 8192: 0.8 * 8192 / 8256 = 0.79380; unknown K (0): 0.8
+    p = FamilyFit(compute_max=0.8, compute_depth_half=64.0)
+    assert float(p.compute(1.0, depth=192.0)) == pytest.approx(0.6)
+    assert float(p.compute(1.0, depth=8192.0)) == pytest.approx(0.8 * 8192 / 8256)
+    assert float(p.compute(1.0)) == pytest.approx(0.8)
+    # the op's K reaches it (for_op and for_ops: a GEMM over a grid of tokens priced with its family's others)
+    from llm_roofline.efficiency import CalibratedModel
+
+    model, chip = CalibratedModel("x", "t", {"gemm": p}), lr.load_chip("h100-sxm")
+    op = gemm("attn.o_proj", "dense", 1, tokens=np.array([1.0, 8.0]), k=192, n=4096, bits_per_weight=16,
+              act_bytes_per_elem=2)
+    assert np.allclose(model.for_op(op, chip).compute, 0.6)
+    (rows, eff), = model.for_ops([op, op], chip, (2,))
+    assert rows == [0, 1] and np.allclose(eff.compute, 0.6)
+
+
 def test_block_scaled_fp8_gemms_route_to_their_family(round_chip):
     from llm_roofline.units import weight_format
 

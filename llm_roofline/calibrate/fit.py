@@ -178,10 +178,11 @@ _DECODE = (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte
 _UNSPLIT = (("memory_unsplit_half", 1.0), ("overhead_unsplit_s", 1e-5))
 _FREE = {
     # GEMMs: M and N padded to the kernel's tiles (tokens and cols halves) and too few output tiles to fill the
-    # SMs, each walking all of K (outs half: output elements T * N)
+    # SMs, each walking all of K (outs half: output elements T * N); each tile's pipeline fill and epilogue amortized
+    # over its K loop (depth half)
     "gemm": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("compute_cols_half", 128.0),
              ("compute_outs_half", 1e4), ("memory_max", 0.8), ("overhead_s", 5e-6), ("overhead_per_output_elem_s", 1e-13),
-             ("compute_k_split", 2048.0)),
+             ("compute_k_split", 2048.0), ("compute_depth_half", 64.0)),
     # fp8: wide tiles (cols half) and no outs factor (it fits no better held out), plus the activations'
     # dynamic quantization per row
     "gemm_fp8": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("compute_cols_half", 128.0),
