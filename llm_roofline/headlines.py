@@ -1,6 +1,7 @@
 """TTFT, TPOT, end-to-end time and memory alone (evaluate()'s headline numbers, without the work totals, the other
-time fields and the per-op results): what `sweep` and the static planner score, on several chips and pipeline
-depths at once (evaluate_pipelines: one pipeline stage built and scored for every pp)."""
+time fields and the per-op results): what `sweep` and the static planner score, on several chips and shardings at
+once (evaluate_pipelines: one pipeline stage built and scored for every pp, and an op that the stages of several eps
+share scored once)."""
 
 from __future__ import annotations
 
