@@ -93,7 +93,8 @@ def main() -> None:
           f"decode step {s.get('decode_latency', float('nan')) * 1e3:.2f} ms")
     for eff, t in results.items():
         ratio = per_point / t
-        print(f"lr.sweep ({eff}) is {ratio:.1f}x faster per point (target >= 20x: {'met' if ratio >= 20 else 'missed'})")
+        verdict = "met" if ratio >= 20 else "missed"
+        print(f"lr.sweep ({eff}) is {ratio:.1f}x faster per point (target >= 20x: {verdict})")
 
 
 if __name__ == "__main__":

@@ -90,7 +90,8 @@ def note(chip, sources: list[str], points: int, date: str | None, glue: bool) ->
     fit (validate_mla.py)."""
     dtype = "fp16" if "fp16" in chip.dense_flops_per_s else "bf16"
     fp8 = f", fp8 {chip.peak_flops_per_s('fp8'):.4g}" if "fp8" in chip.dense_flops_per_s else ""
-    return ("; ".join(sources) + f"; {points} points; fitted {date or _dt.date.today().isoformat()} against this file's {chip.name} peaks "
+    fitted = date or _dt.date.today().isoformat()
+    return ("; ".join(sources) + f"; {points} points; fitted {fitted} against this file's {chip.name} peaks "
             f"({dtype} {chip.peak_flops_per_s(dtype):.4g}{fp8} FLOP/s, HBM {chip.hbm_bytes_per_s:.4g} B/s, "
             f"{chip.scaleup.kind} {chip.scaleup.bytes_per_s:.4g} B/s); families not listed here are borrowed "
             "(chip_fits.calibrated_model says from where); multi-node collectives not calibrated"

@@ -83,7 +83,8 @@ def query_tiles(seqs, q, heads, group) -> tuple[np.ndarray, np.ndarray]:
     return b * h * np.ceil(q / Q_TILE), b * (h / g) * np.ceil(q * g / Q_TILE)
 
 
-def _decode_family(op: "Op") -> str:  # the decode family of an attention op: its KV cache in <= 8 bits or not
+def decode_family(op: "Op") -> str:
+    """The decode family of an attention op: its KV cache in <= 8 bits (attention_decode_fp8) or not."""
     return "attention_decode_fp8" if 0 < getattr(op, "kv_bits", 0.0) <= KV8_BITS else "attention_decode"
 
 

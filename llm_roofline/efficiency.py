@@ -136,18 +136,19 @@ from .errors import ChipError
 from .hardware import Chip
 from .roofline import Efficiency, stacked, where as _where
 from .units import DTYPE_BITS, everywhere, f64 as _float
-from .attention_shapes import _decode_family, attention_shape, decode_points, is_decode_attention
+from .attention_shapes import decode_family, attention_shape, decode_points, is_decode_attention
 
 if TYPE_CHECKING:
     from .ops import Op
 
-FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8", "elementwise",
-            "activation", "rope", "norm", "embedding", "collective", "moe_fp8", "gemm_fp8_block", "all_to_all", "mla_glue",
-            "moe_int4")
+FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8",
+            "elementwise", "activation", "rope", "norm", "embedding", "collective", "moe_fp8", "gemm_fp8_block",
+            "all_to_all", "mla_glue", "moe_int4")
 FP8_COMPUTE = ("fp8", "int8", "fp4", "int4")  # GEMMs computing in these run the 8-bit (and narrower) kernels
 # a family without its own fit borrows: family -> the family it falls back to (and says so)
-BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "moe_quant": "moe", "attention_decode_fp8": "attention_decode", "moe_int4":
-           "moe_quant", "attention_decode": "attention", "moe_fp8": "moe", "gemm_fp8_block": "gemm_fp8", "all_to_all": "collective"}
+BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "moe_quant": "moe", "attention_decode_fp8": "attention_decode",
+           "moe_int4": "moe_quant", "attention_decode": "attention", "moe_fp8": "moe", "gemm_fp8_block": "gemm_fp8",
+           "all_to_all": "collective"}
 
 
 def borrowed_base(family: str, have) -> str:
@@ -278,10 +279,10 @@ class FamilyFit:
                else self.overhead_s) + self.overhead_per_kv_row_byte_s * _float(kv_row_bytes)
         coefs = self._set_terms[1]
         if coefs:
-            xs = (windowed_heads, kv_streams, head_tiles, group_tiles, out_elems, walked, tokens, window_keys)
+            xs = (windowed_heads, kv_streams, head_tiles, group_tiles, out_elems, walked, tokens,
+                  _float(window_keys) > 0)  # past the window: once per kernel
             for i, c in coefs:
-                x = _float(xs[i]) > 0 if i == _WINDOW_TERM else xs[i]  # past the window: once per kernel
-                ovh = ovh + c * np.maximum(_float(x), 0.0)
+                ovh = ovh + c * np.maximum(_float(xs[i]), 0.0)
         return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group, out_elems, depth),
                           memory=self.memory(tokens, kv_streams, window_keys, group), comm=self.comm_max,
                           overhead_s=ovh * _float(kernels), label=label, comm_switch=self.comm_switch_max,
@@ -307,9 +308,6 @@ class FamilyFit:
 
     def params(self) -> dict[str, float]:
         return {k: getattr(self, k) for k in PARAMS}
-
-
-_WINDOW_TERM = 7  # FamilyFit._set_terms: overhead_window_s, once per kernel past the window
 
 
 def _saturation(x, half: float) -> np.ndarray:
@@ -349,7 +347,7 @@ def family_of(op: "Op") -> str:
             return "gemm_fp8_block" if block_scaled(op) else "gemm_fp8"
         return "moe" if op.style == "expert" else "gemm"
     if op.kind == "attention":
-        return _decode_family(op) if is_decode_attention(op) else "attention"
+        return decode_family(op) if is_decode_attention(op) else "attention"
     if op.kind == "collective" and op.collective == "all_to_all":
         return "all_to_all"
     if op.kind in ("norm", "embedding", "collective"):
@@ -415,7 +413,7 @@ class CalibratedModel:
         if op.kind == "attention":
             dec = decode_points(op) if fam == "attention" else True
             if getattr(dec, "ndim", 0) and np.any(dec):  # decode-like at some points only: each priced by its family
-                d, pre = self._attention(op, self.fit_for(_decode_family(op)), True), self._attention(op, p, False)
+                d, pre = self._attention(op, self.fit_for(decode_family(op)), True), self._attention(op, p, False)
                 return Efficiency(*(np.where(dec, getattr(d, k), getattr(pre, k)) for k in ("compute", "memory")),
                                   overhead_s=np.where(dec, d.overhead_s, pre.overhead_s), label=self.label)
             return self._attention(op, p, decode=fam != "attention")
@@ -479,7 +477,7 @@ class CalibratedModel:
         shapes = memo.get("families")
         if shapes is None:  # the distinct families, the chips of each collective, whether any GEMM dequantizes
             fams = [family_of(op) for op in ops]
-            mixed = [_decode_family(op) for op, f in zip(ops, fams) if f == "attention"]  # decode-like points: for_op
+            mixed = [decode_family(op) for op, f in zip(ops, fams) if f == "attention"]  # decode-like points: for_op
             shapes = memo["families"] = (tuple(dict.fromkeys(fams + mixed)),
                                          tuple(int(op.group_chips) for op, f in zip(ops, fams)
                                                if f in COLLECTIVE_FAMILIES),

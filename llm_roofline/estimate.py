@@ -164,7 +164,8 @@ def _repriced(r: Evaluation, eff) -> Evaluation:
 
 def _prefill(spec, chip, sh, dt, eff, batch, prompt, attention) -> PhaseResult:
     ops = build_ops(spec, Phase.prefill(batch, prompt), sh, dt, attention)
-    return run_phase(ops, chip, eff, sh, prefill_time_factor(sh), PrefillSums, np.float64(1.0), scenario_grid(batch, prompt))
+    return run_phase(ops, chip, eff, sh, prefill_time_factor(sh), PrefillSums, np.float64(1.0),
+                     scenario_grid(batch, prompt))
 
 
 def prefill_time_factor(sh: Sharding) -> float:
@@ -173,6 +174,7 @@ def prefill_time_factor(sh: Sharding) -> float:
 
 
 def scenario_grid(batch, prompt) -> tuple:
+    """The shape a phase of the scenario runs on: batch and prompt broadcast."""
     return np.broadcast_shapes(np.shape(batch), np.shape(prompt))
 
 
@@ -301,15 +303,15 @@ def _inputs(model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtyp
     """evaluate()'s arguments checked and resolved: (spec, chip, sharding, dtypes, efficiency model, assumptions,
     batch, prompt, gen as float64 arrays)."""
     spec, chip = load_model(model), load_chip(chip)
-    sh, batch, prompt, gen = scenario_arrays(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_parallel, attention_dp,
-                                       moe_tp, moe_ep, routing_skew)
+    sh, batch, prompt, gen = scenario_arrays(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_parallel,
+                                             attention_dp, moe_tp, moe_ep, routing_skew)
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), assumptions := list(spec.assumptions))
     assumptions += filter(None, [spec.w8a8_fallback_note(dt, chip.name)])  # a W8A8 checkpoint run weight-only
     return spec, chip, sh, dt, resolve_efficiency(efficiency, chip), assumptions, batch, prompt, gen
 
 
 def scenario_arrays(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_parallel, attention_dp, moe_tp, moe_ep,
-              routing_skew) -> tuple:
+                    routing_skew) -> tuple:
     """The chip-free part of _inputs: (sharding, batch, prompt, gen as float64 arrays), checked."""
     batch, prompt_len, gen_len, tp, pp, ep, dp, attention_dp = (check_count(n, v) for n, v in zip(
         ("batch", "prompt_len", "gen_len", "tp", "pp", "ep", "dp", "attention_dp"),

@@ -406,6 +406,7 @@ def _link_stacks(ops: "list[Op]", collective: tuple, chip: "Chip", shape: tuple)
     link."""
     if not any(collective):  # no link term anywhere: one column of each (the same numbers, broadcast where used)
         zeros = _per_op([0.0] * len(ops), shape)
+        zeros.flags.writeable = False  # shared by three fields
         return zeros, zeros, _per_op([np.inf] * len(ops), shape), zeros, zeros
     terms = iter([collective_terms(op.collective, op.comm_bytes, op.group_chips, chip)
                   for op, c in zip(ops, collective) if c])

@@ -75,7 +75,8 @@ def _sweep_columns(r: Headline, kw: dict, mesh) -> tuple[int, dict]:
 
 def _sweep_frame(parts: list[tuple[int, dict]]):
     """One DataFrame from the chunks' columns, built column by column: a metric's chunks are joined with numpy and
-    released at once (the peak is the frame plus one column; one chunk's own arrays are taken as they are); the values each chunk shares (chip, discrete axes,
+    released at once (the peak is the frame plus one column; one chunk's own arrays are taken as they are); the
+    values each chunk shares (chip, discrete axes,
     efficiency) are repeated by pandas from scalars, without converting a million Python strings."""
     import pandas as pd
 

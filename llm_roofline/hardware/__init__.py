@@ -413,25 +413,25 @@ def _user(folder: str, stamp: tuple) -> dict[str, Chip]:
     return {chip.name: chip for chip in map(_load_file, _toml_files(Path(folder)))}
 
 
-def _catalog() -> dict[str, Chip]:
+def _catalog() -> Mapping[str, Chip]:
     """The shipped chips and the user's (user_chips_dir()); a user file with a shipped chip's name wins (a
     calibrated copy written by `calibrate --write`). Read again only when the user folder changes."""
     return _catalog_names()[0]
 
 
-def _catalog_names() -> tuple[dict[str, Chip], dict[str, str]]:
+def _catalog_names() -> tuple[Mapping[str, Chip], Mapping[str, str]]:
     """(_catalog(), its _names()), made again only when the user folder changes (its files' names and times)."""
     folder = user_chips_dir()
     return _merged(str(folder), tuple((p.name, p.stat().st_mtime_ns) for p in _toml_files(folder)))
 
 
 @lru_cache(maxsize=8)
-def _merged(folder: str, stamp: tuple) -> tuple[dict[str, Chip], dict[str, str]]:
+def _merged(folder: str, stamp: tuple) -> tuple[Mapping[str, Chip], Mapping[str, str]]:
     catalog = {**_shipped(), **(_user(folder, stamp) if stamp else {})}
-    return catalog, _names(catalog)
+    return MappingProxyType(catalog), MappingProxyType(_names(catalog))  # kept: read-only
 
 
-def _names(catalog: dict[str, Chip] | None = None) -> dict[str, str]:
+def _names(catalog: Mapping[str, Chip] | None = None) -> dict[str, str]:
     """Every accepted name and alias -> canonical name (of `catalog`, default the current one)."""
     names = {}
     for chip in (_catalog() if catalog is None else catalog).values():
