@@ -6,6 +6,7 @@ share scored once)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ from .memory import GPU_MEMORY_UTILIZATION, Footprint, footprint, usable_bytes
 from .model.hf import load_model
 from .phases import PrefillSums, graph_memo, keep_t_s_chips, phase_t_s_chips
 from .sharding import Sharding
-from .units import array_key, remembered
+from .units import array_key, remembered, sub_memo
 
 
 @dataclass(frozen=True)
@@ -161,12 +162,14 @@ def _stage_graphs(spec, scenario: tuple, dt: Dtypes, attention, graphs: dict | N
     sh, batch, prompt, gen = scenario
     stage, micro = sh.stage, batch / sh.pp
     key = () if graphs is None else (stage, dt, attention) + tuple(array_key(x) for x in (micro, prompt, gen))
+    at = (id(spec), dt, attention) + key[3:]  # the graph's parts: each stage's built once for the eps that share it
     pre = graph_memo(graphs, ("headline.prefill", id(spec)) + key, lambda: build_ops(
-        spec, Phase.prefill(micro, prompt), stage, dt, attention))
+        spec, Phase.prefill(micro, prompt), stage, dt, attention, sub_memo(graphs, ("headline.prefill.parts",) + at)))
     if not np.any(gen > 1):
         return pre, None
     return pre, graph_memo(graphs, ("headline.decode", id(spec)) + key, lambda: decode_ops(
-        spec, stage, dt, micro, prompt, np.maximum(gen, 2), attention))
+        spec, stage, dt, micro, prompt, np.maximum(gen, 2), attention,
+        partial(build_ops, parts=sub_memo(graphs, ("headline.decode.parts",) + at))))
 
 
 def _keep_stages(spec, members: list, dt: Dtypes, firsts: list, attention, graphs: dict, kept: dict) -> None:

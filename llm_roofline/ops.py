@@ -79,8 +79,13 @@ class Op:
 
     def value_key(self) -> tuple:
         """Every field a score reads (all but count and text) as a dict key, arrays by shape and bytes: two ops of
-        the same key score the same on any chip (phases.phase_t_s_chips reuses one's times for the other)."""
-        return tuple((v.shape, v.tobytes()) if type(v) is np.ndarray else v for v in _scored_fields(self.__dict__))
+        the same key score the same on any chip (phases.phase_t_s_chips reuses one's times for the other). Kept on
+        the op once made (an op is not changed once built; a graph kept over several calls is keyed again)."""
+        key = self.__dict__.get("_value_key")
+        if key is None:
+            key = self.__dict__["_value_key"] = tuple((v.shape, v.tobytes()) if type(v) is np.ndarray else v
+                                                      for v in _scored_fields(self.__dict__))
+        return key
 
     @property
     def hbm_bytes(self) -> np.ndarray:

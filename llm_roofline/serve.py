@@ -304,7 +304,7 @@ def _setup(model, call: dict):
     mesh = dict(zip(axes, (m.ravel() for m in np.meshgrid(*axes.values(), indexing="ij"))))
     _check_grid(mesh)
     spec = load_model(model)
-    # serving layouts (graph.py, sharding.py): data-parallel attention groups, MoE tp x ep, routing skew
+    # serving layouts (graph/, sharding.py): data-parallel attention groups, MoE tp x ep, routing skew
     layout = {k: call[k] for k in ("attention_dp", "moe_tp", "moe_ep", "routing_skew")}
     ctx = dict(dtypes=(call["weight_dtype"], call["act_dtype"], call["kv_dtype"]), efficiency=call["efficiency"],
                attention=call["attention"], engine=engine, sp=sp, workload=call["workload"], closed=closed,

@@ -98,6 +98,15 @@ class Sharding:
         return self.pp * self.attention_dp
 
     @property
+    def without_experts(self) -> "Sharding":
+        """The same with no expert parallelism (ep = 1: every FFN chip slices every expert, no routing skew): all an op
+        outside the routed experts reads of it (graph.build_ops keeps such ops once for the shardings that differ in
+        their expert degrees alone)."""
+        if self.moe_ep == 1 and self.routing_skew == 1.0:
+            return self
+        return replace(self, ep=1, moe_ep=None, moe_tp=None, routing_skew=1.0)
+
+    @property
     def stage(self) -> "Sharding":
         """One pipeline stage of it: the same with pp = 1 (a stage's ops are those of pp = 1 at the micro-batch
         batch / pp: graph.handoff_ops)."""

@@ -257,6 +257,11 @@ def remembered(memo: dict | None, key, fn, *args):
     return memo[key]
 
 
+def sub_memo(memo: dict | None, key) -> dict | None:
+    """A dict kept in `memo` under `key`, for a memo of its own (graph.build_ops' parts); None without a memo."""
+    return None if memo is None else memo.setdefault(key, {})
+
+
 def joined_columns(parts: list[dict], sizes: list[int]) -> dict[str, np.ndarray]:
     """The columns of several parts (dicts of the same keys, part i of sizes[i] rows: each value an array or list of
     its rows, or one value they share) joined: each key's parts concatenated, a shared value repeated."""

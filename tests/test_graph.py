@@ -1,5 +1,7 @@
 """Operator graph: byte accounting and the seeds' attention rules, with hand arithmetic in comments."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -273,3 +275,45 @@ def test_an_ops_value_key_holds_every_field_a_score_reads_and_not_count_or_text(
         other = v + "x" if isinstance(v, str) else v + 1  # numbers and arrays: + 1
         assert dataclasses.replace(op, **{f.name: other}).value_key() != op.value_key(), f.name
     assert dataclasses.replace(op, tokens=op.tokens.reshape(2, 1)).value_key() != op.value_key()
+
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "configs"
+
+
+@pytest.mark.parametrize("model", ["deepseek-ai/DeepSeek-V3", "Qwen/Qwen3-30B-A3B", "openai/gpt-oss-20b",
+                                   "meta-llama/Llama-3.1-8B", "jamba_v0_1", "qwen3_next_80b_a3b", "llama4_scout",
+                                   "deepseek_v4_flash_reap160", "zamba2_2_7b", "command_r_v01"])
+def test_graph_parts_kept_over_several_shardings_are_the_ops_built_afresh(model):
+    # build_ops(parts=...) keeps each part of a graph (head, tail, a layer group or half of one) for the shardings
+    # that read the same of it (graph.Ctx.kept: all but the routed experts' parts for shardings apart in ep alone).
+    # Over shardings apart in tp, ep, moe_ep, attention_dp, sequence parallelism and routing skew, in any order, the
+    # kept graph must be the graph built afresh, op for op and field for field (dense, MoE with dense layers,
+    # sliding + MoE, hybrid Mamba / DeltaNet + MoE, DeepSeek-V4's hyper-connections, Zamba2's shared block,
+    # Command-R's parallel block)
+    from llm_roofline import load_model
+
+    spec = load_model(FIXTURES / f"{model}.json" if "/" not in model else model)
+    shardings = [Sharding(tp=2, ep=2), Sharding(tp=2), Sharding(tp=4, ep=4), Sharding(tp=4, ep=2, routing_skew=1.5),
+                 Sharding(tp=4), Sharding(tp=2, attention_dp=2, moe_ep=4), Sharding(tp=2, attention_dp=2),
+                 Sharding(tp=4, ep=4, sequence_parallel=True), Sharding(tp=4, sequence_parallel=True), Sharding()]
+    batch = np.array([1.0, 8.0])
+    for phase in (Phase.prefill(batch, 512.0), Phase.decode(batch, np.array([[600.0], [900.0]]))):
+        parts, built = {}, 0
+        for sh in shardings:
+            try:
+                fresh = build_ops(spec, phase, sh)
+            except ValueError:  # a degree the model does not divide
+                continue
+            _same_ops(build_ops(spec, phase, sh, parts=parts), fresh)
+            built += 1
+        assert built >= 4, model
+
+
+def test_what_a_graph_keeps_is_shared_by_the_shardings_that_read_the_same():
+    # what is kept is shared: DeepSeek-V3's attention ops at ep 1 and ep 8 (tp 8) are the same objects, its experts not
+    from llm_roofline import load_model
+
+    ds, parts, phase = load_model("deepseek-ai/DeepSeek-V3"), {}, Phase.prefill(np.array([1.0, 8.0]), 512.0)
+    one, eight = (by_name(build_ops(ds, phase, Sharding(tp=8, ep=e), parts=parts)) for e in (1, 8))
+    assert one["attn.core"] is eight["attn.core"] and one["ffn.experts.down"] is not eight["ffn.experts.down"]
+    assert Sharding(tp=8, ep=8, routing_skew=2.0).without_experts == Sharding(tp=8)

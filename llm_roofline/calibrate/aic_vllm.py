@@ -41,7 +41,7 @@ kernel it has. Byte accounting (e = element bytes: bf16 2, fp8 1; outputs bf16):
                them: ~0). Left out: shape groups measured faster than streaming their touched experts' weights
                at peak HBM bandwidth (_NOT_AS_NAMED)
     all_to_all T = num_tokens on each rank, h = hidden_size, k = topk: bytes = T * k * h * 2 (each rank's send buffer
-               of k routed bf16 copies per token: what the estimator's all_to_all op carries, graph._dispatch_combine;
+               of k routed bf16 copies per token: what the estimator's all_to_all op carries, graph.layers._dispatch_combine;
                DeepEP low-latency sends exactly that, one copy per (token, expert); the high-throughput kernels send
                a token once per destination rank, fewer bytes, which the fitted comm_max absorbs), tp = ep_size.
                Both phases at 2 bytes per element: the collector's comm_dtype is 'default' (bf16 hidden states, no

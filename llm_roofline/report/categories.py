@@ -7,7 +7,7 @@ CATEGORIES = ("attention", "projections", "MLP/experts", "LM head", "communicati
 
 
 def op_category(name: str, kind: str | None = None) -> str:
-    """Map an op name (graph.py's dotted names) to a time-breakdown category.
+    """Map an op name (the graph's dotted names) to a time-breakdown category.
 
     attention: the attention core and the per-head work around it (rope, qk-norm, KV-cache write);
     projections: every attention projection (qkv, o, MLA's q/kv down- and up-projections);

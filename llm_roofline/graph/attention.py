@@ -1,0 +1,196 @@
+"""The attention side of a layer: projections (MHA / GQA / MLA), RoPE, the KV-cache write, the attention core
+(and a mixed step's prompt chunk), DeepSeek sparse attention's indexer, DeepSeek-V4's shared-KV attention with its
+compressed branch. Shapes: T = tokens this step on the chip, d = d_model, H/KV = heads per chip, hd = head dim."""
+
+from __future__ import annotations
+
+from ..model.spec import LayerGroup
+from ..ops import Op, attention, causal_pairs, kv_write, mla_glue
+from ..sharding import kv_elems_per_token_per_chip, kv_heads_per_chip, split
+from .context import Ctx
+
+def attention_ops(c: Ctx, g: LayerGroup) -> list[Op]:
+    a, n, d, tp = g.attention, g.count, c.spec.d_model, c.tp
+    heads = split(a.n_heads, tp, "attention heads")  # column-parallel: heads split over tp
+    if a.kv_shared:
+        return _shared_kv_attention_ops(c, g, heads)
+    ops = c.before_column("attn", g.name, n)
+    if a.kind == "mla":
+        ops += _mla_projections(c, g, heads)
+        rope_dim, kv_rope_heads = a.qk_rope_head_dim, 1
+    else:
+        kvh = kv_heads_per_chip(a, tp)
+        # (T, d) @ (d, H*hd + KV*hd + KV*vd) -> fused q, k, v
+        q_width = heads * a.head_dim * (2 if a.output_gate else 1)  # Qwen3-Next: q_proj also yields the output gate
+        v_width = 0 if a.value_is_key else kvh * a.v_head_dim  # Gemma-4 attention_k_eq_v: V = K, no v_proj
+        ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=a.input_width or d,
+                          n=q_width + kvh * a.head_dim + v_width,
+                          style="column", bias=a.qkv_bias))
+        rope_dim, kv_rope_heads = a.head_dim, kvh
+    if a.qk_norm:
+        ops.append(c.pointwise("attn.qk_norm", g.name, n, rows=c.T_attn, width=(heads + kv_rope_heads) * a.head_dim,
+                               flops_per_elem=4, reads=1, style="column", weight_bytes=2 * a.head_dim * c.native_bytes,
+                               kind="norm"))
+    if a.rope:  # rotate q (H heads) and k (KV heads) in place: ~3 FLOP/elem (two multiplies, one add)
+        ops.append(c.pointwise("attn.rope", g.name, n, rows=c.T_attn, width=(heads + kv_rope_heads) * rope_dim,
+                               flops_per_elem=3, reads=1, style="column"))
+    ops.append(kv_write("attn.kv_write", g.name, n, tokens=c.T_attn,
+                        kv_elems_per_token=kv_elems_per_token_per_chip(a, tp),
+                        act_bytes_per_elem=c.act_bytes, kv_bytes_per_elem=c.kv_bytes,
+                        **c.placed("replicated" if a.kind == "mla" else "column")))
+    if a.index_topk and a.index_n_heads:  # GLM-5 'shared' layers reuse the previous layer's top-k
+        ops += _dsa_indexer_ops(c, g)
+    ops += _attention_cores(c, g, heads)
+    if a.output_gate:  # o * sigmoid(gate) over (T, H*vd): sigmoid ~4 FLOP + 1 multiply
+        ops.append(c.pointwise("attn.output_gate", g.name, n, rows=c.T_attn, width=heads * a.v_head_dim,
+                               flops_per_elem=5, reads=2, style="column"))
+    # row-parallel: (T, H*vd) @ (H*vd, d) -> partial sums of (T, d)
+    ops.append(c.gemm("attn.o_proj", g.name, n, "attn", k=heads * a.v_head_dim, n=d, style="row", bias=a.o_bias))
+    return ops
+
+
+def _mla_projections(c: Ctx, g: LayerGroup, heads: int) -> list[Op]:
+    """DeepSeek MLA. The down-projections from d (q_a, kv_a) are replicated on every chip (as in vLLM);
+    q_b and kv_b are column-parallel over heads. kv_b is materialized over the whole context for
+    prefill ((b*kv, r) @ (r, H*(nope+v)) -> K_nope, V) and absorbed into the query and output for decode
+    (the same weights applied to the T new tokens only); attn.mla_glue: the module's small kernels (ops.mla_glue)."""
+    a, n, d, absorbed = g.attention, g.count, c.spec.d_model, c.phase.mla_absorbed
+    ops, latent_out = [], a.kv_lora_rank + a.qk_rope_head_dim
+    if a.q_lora_rank:
+        ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=a.q_lora_rank + latent_out, style="replicated"))
+        ops.append(c.gemm("attn.q_b_proj", g.name, n, "attn", k=a.q_lora_rank, n=heads * a.head_dim, style="column"))
+    else:
+        ops.append(c.gemm("attn.q_proj", g.name, n, "attn", k=d, n=heads * a.head_dim, style="column"))
+        ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=latent_out, style="replicated"))
+    ops.append(c.gemm("attn.kv_b_proj", g.name, n, "attn", k=a.kv_lora_rank,
+                      n=heads * (a.qk_nope_head_dim + a.v_head_dim),
+                      style="column", tokens=c.T_attn if absorbed else c.b_attn * c.phase.kv_len,
+                      formula_note=" (absorbed into q and o)" if absorbed else " (materialized over the context)"))
+    ops.append(mla_glue("attn.mla_glue", g.name, n, tokens=c.T_attn, heads=heads, act_bytes_per_elem=c.act_bytes,
+                        width=latent_out if absorbed else a.head_dim, **c.placed("column")))
+    return ops
+
+
+def _attention_cores(c: Ctx, g: LayerGroup, heads: int) -> list[Op]:
+    """The phase's attention core, plus the prompt chunk's own core in a mixed (chunked-prefill) step."""
+    return [_attention_core(c, g, heads, "attn.core" + suffix, batch, q_len, kv_len, causal)
+            for suffix, batch, q_len, kv_len, causal in _core_parts(c)]
+
+
+def _attention_core(c: Ctx, g: LayerGroup, heads: int, name, batch, q_len, kv_len, causal) -> Op:
+    a = g.attention
+    window = a.index_topk or a.sliding_window  # DSA: each query attends to its index_topk selected keys
+    common = dict(batch=batch, q_len=q_len, kv_len=kv_len, causal=causal, window=window,
+                  window_label="top-k" if a.index_topk else "window",
+                  fused=c.fused, act_bytes_per_elem=c.act_bytes, compute_dtype=c.compute_dtype, **c.placed("column"))
+    if a.kind != "mla":
+        return attention(name, g.name, g.count, n_heads=heads, n_kv_heads=kv_heads_per_chip(a, c.tp),
+                         qk_dim=a.head_dim, v_dim=a.v_head_dim, kv_elems_per_token=kv_elems_per_token_per_chip(a, c.tp),
+                         kv_bytes_per_elem=c.kv_bytes, **common)
+    if c.phase.mla_absorbed:  # scores against the latent (r + rope) and values from the latent (r); KV = latent cache
+        return attention(name, g.name, g.count, n_heads=heads, n_kv_heads=1,
+                         qk_dim=a.kv_lora_rank + a.qk_rope_head_dim, v_dim=a.kv_lora_rank,
+                         kv_elems_per_token=a.kv_lora_rank + a.qk_rope_head_dim, kv_bytes_per_elem=c.kv_bytes,
+                         **common)
+    # materialized K, V per head, written by kv_b_proj in the activation dtype
+    return attention(name, g.name, g.count, n_heads=heads, n_kv_heads=heads, qk_dim=a.head_dim,
+                     v_dim=a.v_head_dim, kv_elems_per_token=heads * (a.head_dim + a.v_head_dim),
+                     kv_bytes_per_elem=c.act_bytes, **common)
+
+
+def _dsa_indexer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
+    """DeepSeek sparse attention's lightning indexer (replicated on every tp chip): q from the query latent
+    ((T, r_q) @ (r_q, Hi*di)), one shared key and per-head weights from x ((T, d) @ (d, di + Hi)); scores of
+    every query against every cached index key (Hi heads of di, no values), written out and read back by the
+    top-k selection of index_topk keys per query."""
+    a, n, d = g.attention, g.count, c.spec.d_model
+    ih, idim = a.index_n_heads, a.index_head_dim
+    ops = [c.gemm("attn.indexer.q_proj", g.name, n, "attn", k=a.q_lora_rank or d, n=ih * idim, style="replicated"),
+           c.gemm("attn.indexer.k_proj", g.name, n, "attn", k=d, n=idim + ih, style="replicated")]
+    for suffix, batch, q_len, kv_len, causal in _core_parts(c):
+        ops.append(attention(f"attn.indexer.score{suffix}", g.name, n, batch=batch, q_len=q_len, kv_len=kv_len,
+                             n_heads=ih, n_kv_heads=1, qk_dim=idim, v_dim=0, kv_elems_per_token=idim,
+                             kv_bytes_per_elem=c.kv_bytes, act_bytes_per_elem=c.act_bytes, causal=causal,
+                             fused=True, compute_dtype=c.compute_dtype, **c.placed("replicated")))
+        keys_per_query = causal_pairs(q_len, kv_len) / q_len if causal else kv_len  # (B*q, keys) scores
+        ops.append(c.pointwise(f"attn.indexer.topk{suffix}", g.name, n, rows=batch * q_len, width=keys_per_query,
+                               flops_per_elem=1, reads=1, style="replicated"))
+    return ops
+
+
+# ----------------------------------------------------------------------------------- DeepSeek-V4
+def _shared_kv_attention_ops(c: Ctx, g: LayerGroup, heads: int) -> list[Op]:
+    """DeepSeek-V4: q_a (d -> r_q) and kv (d -> hd) replicated, q_b column-parallel; one cached hd vector per token is
+    key and value (replicated); queries attend to the last sliding_window tokens and the compressed entries (HCA: all,
+    CSA: the indexer's top-k); grouped o_a (o_groups blocks -> o_lora_rank) column-parallel, o_b row-parallel."""
+    a, n, d, hd = g.attention, g.count, c.spec.d_model, g.attention.head_dim
+    groups = split(a.o_groups, c.tp, "output-projection groups (o_groups)")
+    ops = c.before_column("attn", g.name, n)
+    ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=a.q_lora_rank + hd, style="replicated"))
+    ops.append(c.gemm("attn.q_b_proj", g.name, n, "attn", k=a.q_lora_rank, n=heads * hd, style="column"))
+    # RMSNorm of q per head (no weights) and of kv; RoPE on the rope slice of q, kv and (inverse) of the output
+    ops.append(c.pointwise("attn.qk_norm", g.name, n, rows=c.T_attn, width=(heads + 1) * hd, flops_per_elem=4, reads=1,
+                           style="column", kind="norm"))
+    ops.append(c.pointwise("attn.rope", g.name, n, rows=c.T_attn, width=(2 * heads + 1) * a.qk_rope_head_dim,
+                           flops_per_elem=3, reads=1, style="column"))
+    ops.append(kv_write("attn.kv_write", g.name, n, tokens=c.T_attn, kv_elems_per_token=hd,
+                        act_bytes_per_elem=c.act_bytes,
+                        kv_bytes_per_elem=c.kv_bytes, **c.placed("replicated")))
+    if a.compressor:
+        ops += _compressor_ops(c, g)
+    ops += _attention_cores(c, g, heads)  # the sliding window over the uncompressed tokens
+    if a.compressor:
+        ops += _compressed_cores(c, g, heads)
+    # block-diagonal: (T, g_chip, H*hd/g) @ (g_chip, H*hd/g, r_o) -> (T, g_chip*r_o); then (T, g_chip*r_o) @ (., d)
+    ops.append(c.gemm("attn.o_a_proj", g.name, n, "attn", k=a.n_heads * hd // a.o_groups, n=a.o_lora_rank,
+                      n_matrices=groups, n_stored=groups, style="column"))
+    ops.append(c.gemm("attn.o_b_proj", g.name, n, "attn", k=groups * a.o_lora_rank, n=d, style="row"))
+    return ops
+
+
+def _compressor_ops(c: Ctx, g: LayerGroup) -> list[Op]:
+    """The compressed branch (replicated, like the KV head): kv and gate of every token (CSA: two series, plus the
+    indexer's and its head weights), buffered (one write, one read) and pooled per `rate` tokens (~6 FLOP per element),
+    one hd entry (+ index key) cached per `rate` tokens; CSA's indexer scores every entry and keeps the top-k."""
+    a, n, d, cp = g.attention, g.count, c.spec.d_model, g.attention.compressor
+    hd, ih, idim = a.head_dim, cp.index_n_heads, cp.index_head_dim
+    proj = 2 * cp.series * hd + (4 * idim + ih if cp.index_topk else 0)
+    ops = [c.gemm("attn.compressor.kv_gate", g.name, n, "attn", k=d, n=proj, style="replicated"),
+           c.pointwise("attn.compressor.pool", g.name, n, rows=c.T_attn, width=proj // 2, flops_per_elem=6, reads=2,
+                       style="replicated"),
+           kv_write("attn.compressor.kv_write", g.name, n, tokens=c.T_attn / cp.rate,
+                    kv_elems_per_token=hd + (idim if cp.index_topk else 0), act_bytes_per_elem=c.act_bytes,
+                    kv_bytes_per_elem=c.kv_bytes, **c.placed("replicated"))]
+    if not cp.index_topk:
+        return ops
+    ops.append(c.gemm("attn.indexer.q_proj", g.name, n, "attn", k=a.q_lora_rank, n=ih * idim, style="replicated"))
+    for suffix, batch, q_len, kv_len, causal in _core_parts(c):
+        ops.append(attention(f"attn.indexer.score{suffix}", g.name, n, batch=batch, q_len=q_len, kv_len=kv_len,
+                             n_heads=ih, n_kv_heads=1, qk_dim=idim, v_dim=0, kv_elems_per_token=idim,
+                             kv_bytes_per_elem=c.kv_bytes, act_bytes_per_elem=c.act_bytes, causal=causal, fused=True,
+                             compute_dtype=c.compute_dtype, compress_rate=cp.rate, **c.placed("replicated")))
+        entries_per_query = (causal_pairs(q_len, kv_len) / q_len if causal else kv_len) / cp.rate
+        ops.append(c.pointwise(f"attn.indexer.topk{suffix}", g.name, n, rows=batch * q_len, width=entries_per_query,
+                               flops_per_elem=1, reads=1, style="replicated"))
+    return ops
+
+
+def _core_parts(c: Ctx) -> list[tuple]:
+    """(suffix, sequences, new tokens, context, causal) of the phase's attention, and of a mixed step's prompt chunk."""
+    parts = [("", c.b_attn, c.q, c.phase.kv_len, c.phase.causal)]
+    if c.phase.has_chunk:  # one request's chunk (spread over the sequence groups): causal over its prefix + itself
+        parts.append((".chunk", 1.0 / c.sh.sequence_groups, c.phase.chunk_tokens, c.phase.chunk_kv_len, True))
+    return parts
+
+
+def _compressed_cores(c: Ctx, g: LayerGroup, heads: int) -> list[Op]:
+    """The chip's heads over the compressed entries (one hd key = value each): a query at position p sees p / rate of
+    them (HCA), at most index_topk (CSA: a window of index_topk x rate tokens)."""
+    a, cp = g.attention, g.attention.compressor
+    window = cp.index_topk * cp.rate or None
+    return [attention(f"attn.core.compressed{suffix}", g.name, g.count, batch=batch, q_len=q_len, kv_len=kv_len,
+                      n_heads=heads, n_kv_heads=1, qk_dim=a.head_dim, v_dim=a.head_dim, kv_elems_per_token=a.head_dim,
+                      kv_bytes_per_elem=c.kv_bytes, act_bytes_per_elem=c.act_bytes, causal=causal, window=window,
+                      window_label="top-k x rate", fused=c.fused, compute_dtype=c.compute_dtype,
+                      compress_rate=cp.rate, **c.placed("column"))
+            for suffix, batch, q_len, kv_len, causal in _core_parts(c)]

@@ -1,0 +1,342 @@
+"""The layers around attention (recurrent mixers, the FFN: dense MLP or routed experts with their dispatch, DeepSeek-V4
+hyper-connections, hybrid and shared blocks), the model's head and tail, and build_ops over them."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from ..errors import ScenarioError
+from ..model.spec import FfnSpec, LayerGroup, ModelSpec
+from ..ops import (Op, causal_conv1d, collective, embedding, expected_distinct_experts, gemm, recurrent_scan,
+                   rows_per_expert)
+from ..sharding import (Sharding, collective_after, collective_before, expert_layout, mixer_dims_per_chip, split,
+                        walked_rows)
+from ..units import dtype_bytes
+from .attention import attention_ops
+from .context import ATTENTION_MODES, Ctx, Dtypes, Phase
+
+def _hyper_layer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
+    """DeepSeek-V4 block over hc_mult residual streams (T, hc, d). Before attention and the MoE: the streams RMS-normed,
+    projected to (2+hc) x hc mixing weights ((T, hc*d) @ (hc*d, (2+hc)*hc); Sinkhorn on (hc, hc) negligible), collapsed
+    to (T, d); after: post * y + comb^T @ streams (2*hc + 2 FLOP per stream element) in place of the residual add."""
+    n, width = g.count, g.hc_mult * c.spec.d_model
+    ops = []
+    for part in ("attn", "ffn"):
+        ops += [c.pointwise(f"hc.{part}.norm", g.name, n, rows=c.T_attn, width=width, flops_per_elem=4, reads=1,
+                            style="sequence", kind="norm"),
+                c.gemm(f"hc.{part}.mix_proj", g.name, n, "hc", k=width, n=(2 + g.hc_mult) * g.hc_mult,
+                       style="replicated"),
+                c.pointwise(f"hc.{part}.collapse", g.name, n, rows=c.T_attn, width=width, flops_per_elem=2, reads=1,
+                            style="sequence"),
+                c.norm(f"norm.{part}", g.name, n)]
+        ops += (attention_ops(c, g) + c.after_row("attn", g.name, n) if part == "attn"
+                else _ffn_ops(c, g) + _ffn_out(c, g))
+        ops.append(c.pointwise(f"hc.{part}.expand_mix", g.name, n, rows=c.T_attn, width=width,
+                               flops_per_elem=2 * g.hc_mult + 2, reads=2, style="sequence"))
+    return ops
+
+
+# --------------------------------------------------------------------------------------------- mixers
+SCAN_FLOPS_PER_STATE_ELEM = {
+    "mamba1": 7,  # dA = exp(dt*A) (2); h = dA*h (1) + B*(dt*x) (2); y = C h (2)
+    "mamba2": 5,  # S = exp(dt*A)*S (1) + dt*x B^T (2: multiply, add); y = S C (2)
+    "gated_deltanet": 7,  # S k (2); S = a*S (1) + beta*(v - S k) k^T (2); o = S q (2)
+    "lightning": 5,  # S = lambda*S (1) + k^T v (2); o = q S (2)
+}
+
+
+def _mixer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
+    """A recurrent mixer (Mamba-1 / Mamba-2 / Gated DeltaNet), heads column-parallel over tp: in_proj (z, conv
+    channels, per-head gates), causal conv1d, (Mamba-1: x_proj, dt_proj), the scan over a fixed-size state, the output
+    gate (with an RMSNorm except Mamba-1), row-parallel out_proj."""
+    m, n, d = g.mixer, g.count, c.spec.d_model
+    heads, conv, gates = mixer_dims_per_chip(m, c.tp)
+    inner = heads * m.head_dim
+    ops = c.before_column("mixer", g.name, n)
+    # (T, d) @ (d, z + x,B,C (or q,k,v) + gates): one chip's heads
+    ops.append(c.gemm("mixer.in_proj", g.name, n, "attn", k=d, n=inner + conv + gates, style="column",
+                      bias=m.proj_bias))
+    seqs = c.b_attn + (1.0 / c.sh.sequence_groups if c.phase.has_chunk else 0.0)  # sequences whose state moves
+    conv_w = (conv * m.conv_kernel + (conv if m.conv_bias else 0)) * c.native_bytes
+    if m.conv_kernel:  # lightning attention has none
+        ops.append(causal_conv1d("mixer.conv1d", g.name, n, batch=seqs, q_len=c.T_attn / seqs, channels=conv,
+                                 kernel=m.conv_kernel, act_bytes_per_elem=c.act_bytes, state_bytes_per_elem=c.kv_bytes,
+                                 weight_bytes=conv_w, **c.placed("column")))
+    scan_in = conv + gates
+    if m.kind == "mamba1":
+        ops += _mamba1_projections(c, g, inner)
+        scan_in = conv + inner + 2 * m.state_dim  # x, dt per channel, B and C
+    if m.state_dim:  # LFM2's short conv carries no state beyond the conv window
+        ops += _mixer_scans(c, g, heads, scan_in, inner)
+    # output gate y * silu(z) (lightning: sigmoid; LFM2: C * conv(B * x)), normed except in Mamba-1 and LFM2; the chip's
+    # per-head A (dt_bias, D) and the norm weights ride with it (mamba2's and lightning's norm span the chip's channels;
+    # gated DeltaNet's and Jamba's are replicated)
+    norm_w = inner if m.kind in ("mamba2", "lightning") and m.rms_norm else m.norm_params()
+    small_w = (m.per_head_params() * heads // m.n_heads + norm_w) * c.native_bytes
+    ops.append(c.pointwise("mixer.gate_norm" if m.gate_normed else "mixer.gate", g.name, n, rows=c.T_attn,
+                           width=inner, flops_per_elem=5, reads=2, style="column", weight_bytes=small_w,
+                           stored_bytes=small_w, kind="norm" if m.gate_normed else "elementwise"))
+    # row-parallel: (T, H*hd) @ (H*hd, d) -> partial sums of (T, d)
+    ops.append(c.gemm("mixer.out_proj", g.name, n, "attn", k=inner, n=d, style="row", bias=m.proj_bias))
+    return ops
+
+
+def _mamba1_projections(c: Ctx, g: LayerGroup, inner: int) -> list[Op]:
+    """Mamba-1: x_proj (T, inner) @ (inner, dt_rank + 2*ds) row-parallel over the chip's channels (partial sums
+    all-reduced over tp), then dt_proj (T, dt_rank) @ (dt_rank, inner) back onto the chip's channels."""
+    m, n = g.mixer, g.count
+    out = m.dt_rank + 2 * m.state_dim
+    ops = [c.gemm("mixer.x_proj", g.name, n, "attn", k=inner, n=out, style="row")]
+    ops += c.collectives(collective_after("row", c.sh) if c.tp > 1 else None, "mixer_x_proj", g.name, n, width=out)
+    ops.append(c.gemm("mixer.dt_proj", g.name, n, "attn", k=m.dt_rank, n=inner, style="column", bias=True))
+    return ops
+
+
+def _mixer_scans(c: Ctx, g: LayerGroup, heads: int, in_elems: int, out_elems: int) -> list[Op]:
+    """The step's scan, plus the prompt chunk's own in a mixed (chunked-prefill) step."""
+    m = g.mixer
+    state_bytes = dtype_bytes(m.state_dtype) if m.state_dtype else c.kv_bytes
+    parts = [("mixer.scan", c.b_attn, c.q)]
+    if c.phase.has_chunk:
+        parts.append(("mixer.scan.chunk", 1.0 / c.sh.sequence_groups, c.phase.chunk_tokens))
+    return [recurrent_scan(name, g.name, g.count, batch=batch, q_len=q_len, n_heads=heads, head_dim=m.head_dim,
+                           state_dim=m.state_dim, flops_per_state_elem=SCAN_FLOPS_PER_STATE_ELEM[m.kind],
+                           chunk_tokens=0 if m.kind == "mamba1" else m.chunk_size, state_bytes_per_elem=state_bytes,
+                           act_in_elems_per_token=in_elems,
+                           act_out_elems_per_token=out_elems, act_bytes_per_elem=c.act_bytes,
+                           compute_dtype=c.compute_dtype, **c.placed("column"))
+            for name, batch, q_len in parts]
+
+
+# --------------------------------------------------------------------------------------------- FFN
+def _ffn_ops(c: Ctx, g: LayerGroup) -> list[Op]:
+    f, n, d = g.ffn, g.count, c.spec.d_model
+    if f.kind == "dense":
+        return _ffn_in(c, g, dense=True) + _mlp(c, g.name, n, "ffn", f, f.d_ff, "ffn")
+    ops = _ffn_in(c, g, dense=False)
+    # router: (T_attn, d) @ (d, E) on each attention group's own tokens
+    ops.append(c.gemm("ffn.router", g.name, n, "router", k=d, n=f.n_experts, style="replicated", bias=f.router_bias))
+    local_experts, d_slice = expert_layout(f.n_experts, f.d_expert, c.sh)
+    ep, skew = c.sh.moe_ep, c.sh.routing_skew
+    touched = expected_distinct_experts(f.n_experts, f.top_k, c.T) / ep  # experts read on this chip
+    assign = f.top_k / ep * skew  # expert assignments per token on the busiest chip (skew 1: balanced)
+    up = 2 if f.gated else 1
+    experts = dict(style="expert", n_matrices=assign, matrices_read=touched, n_stored=local_experts, bias=f.bias,
+                   rows_per_matrix=rows_per_expert(c.T * f.top_k * skew, touched * ep),
+                   walked_rows=walked_rows(c.sh, c.adp, c.T * f.top_k, c.T * assign))
+    ops.append(c.gemm("ffn.experts.up_gate" if f.gated else "ffn.experts.up", g.name, n, "experts", k=d,
+                      n=up * d_slice, **experts))
+    # no expert activation op: the fused-MoE block's fits price that pass (walked_rows); or GEMM1's epilogue runs it
+    ops.append(c.gemm("ffn.experts.down", g.name, n, "experts", k=d_slice, n=d, **experts))
+    if f.d_shared:
+        ops += _mlp(c, g.name, n, "ffn.shared", f, f.d_shared, "shared")
+    return ops
+
+
+def _mlp(c: Ctx, group, n, prefix, f: FfnSpec, d_ff: int, family: str) -> list[Op]:
+    """Dense MLP over every token of the stage, column-parallel up (+gate), row-parallel down, over the
+    tp x attention_dp chips of the stage. Gated: three (d, F) matrices."""
+    d, f_chip = c.spec.d_model, split(d_ff, c.sh.ffn_chips, f"{prefix} intermediate size")
+    up, bias = 2 if f.gated else 1, f.bias and family == "ffn"
+    return [
+        # (T, d) @ (d, 2F) -> up and gate, fused
+        c.gemm(f"{prefix}.up_gate" if f.gated else f"{prefix}.up", group, n, family, k=d, n=up * f_chip,
+               style="ffn_column", bias=bias),
+        _activation(c, f"{prefix}.act", group, n, c.T, f_chip, f.gated, "ffn_column"),
+        # (T, F) @ (F, d) -> partial sums of (T, d)
+        c.gemm(f"{prefix}.down", group, n, family, k=f_chip, n=d, style="ffn_row", bias=bias),
+    ]
+
+
+def _activation(c: Ctx, name, group, n, rows, width, gated, style) -> Op:
+    """act(up) * gate for gated MLPs (reads 2, writes 1, ~5 FLOP/elem), act(up) otherwise (~4); (rows, width)."""
+    return c.pointwise(name, group, n, rows=rows, width=width, flops_per_elem=5 if gated else 4,
+                       reads=2 if gated else 1, style=style)
+
+
+def _ffn_in(c: Ctx, g: LayerGroup, dense: bool) -> list[Op]:
+    """What brings the tokens to the FFN. One attention group (attention_dp = 1): the sequence-parallel
+    all-gather, if any. Several: a dense MLP needs every token of the stage on every chip (all-gather of
+    (T, d) across the attention groups, one per tp rank); routed experts get theirs by the dispatch
+    all-to-all (_ffn_out)."""
+    if g.parallel_block:
+        return []
+    if c.adp == 1:
+        return c.before_column("ffn", g.name, g.count)
+    if not dense:
+        return []
+    return c.collectives("all_gather", "ffn_in", g.name, g.count, tokens=c.T, chips=c.adp, instances=c.tp)
+
+
+def _ffn_out(c: Ctx, g: LayerGroup) -> list[Op]:
+    """What returns the FFN's output to the residual stream of each attention group."""
+    f, n = g.ffn, g.count
+    if c.adp == 1:
+        if f.kind == "moe" and c.sh.moe_ep > 1 and collective_before("column", c.sh):
+            # expert parallelism with sequence-parallel tokens: all-to-all dispatch of each token's k copies to
+            # the chips that hold its experts, and the combine back ((T/tp * k, d) per chip)
+            return _dispatch_combine(c, g, c.T / c.tp)
+        # every chip already holds all T tokens: dispatch is local, the combine is the ordinary all-reduce
+        return c.after_row("ffn", g.name, n)
+    if f.kind == "moe":  # each chip sends its share of its group's tokens, T/(tp x attention_dp)
+        ops = _dispatch_combine(c, g, c.T / c.sh.ffn_chips)
+    else:  # partial sums of (T, d) over all chips of the stage, scattered back by rows
+        ops = c.collectives("reduce_scatter", "ffn_out", g.name, n, tokens=c.T, chips=c.sh.ffn_chips, instances=1)
+    if c.tp > 1:  # the tp chips of a group each hold 1/tp of its rows: gather them back
+        ops += c.collectives("all_gather", "ffn_rows", g.name, n)
+    return ops
+
+
+def _dispatch_combine(c: Ctx, g: LayerGroup, tokens_per_chip) -> list[Op]:
+    """All-to-all dispatch of each token's top-k copies to the moe_ep chips holding its experts, and the
+    combine back; each chip sends (tokens_per_chip * k, d), the busiest receives routing_skew times the mean.
+    Experts sliced over moe_tp > 1 chips also need their rows gathered before and reduced after."""
+    f, n = g.ffn, g.count
+    rows = tokens_per_chip * f.top_k * c.sh.routing_skew
+    ops = [collective(f"comm.all_to_all.{what}", g.name, n, kind="all_to_all",
+                      buffer_bytes=rows * c.spec.d_model * c.act_bytes, chips=c.sh.moe_ep, tokens=c.T)
+           for what in ("dispatch", "combine")]
+    if c.sh.moe_tp > 1 and c.adp > 1:
+        slice_rows = c.T * f.top_k * c.sh.routing_skew / c.sh.moe_ep  # rows one expert group computes
+        gather = c.collectives("all_gather", "experts_in", g.name, n, tokens=slice_rows, chips=c.sh.moe_tp,
+                               instances=c.sh.moe_ep)
+        scatter = c.collectives("reduce_scatter", "experts_out", g.name, n, tokens=slice_rows, chips=c.sh.moe_tp,
+                                instances=c.sh.moe_ep)
+        ops = ops[:1] + gather + scatter + ops[1:]
+    return ops
+
+
+# ------------------------------------------------------------------------------------------- layer
+def _block_ops(c: Ctx, g: LayerGroup) -> list[Op]:
+    """A block of a recurrent / hybrid model: a token mixer (recurrent mixer, attention, or both in parallel) and / or
+    an MLP, each behind its own norm and residual (Mamba-2 and Nemotron-H blocks hold one of them, Qwen3-Next both,
+    Falcon-H1 attention + mixer in parallel, then the MLP)."""
+    n, ops, has_attention = g.count, [], g.attention.kind != "none"
+    if g.mixer is not None or has_attention:
+        ops.append(c.norm("norm.attn", g.name, n))
+        # Falcon-H1: attention and the mixer read the same normed input; their outputs are summed (one all-reduce)
+        ops += (attention_ops(c, g) if has_attention else []) + (_mixer_ops(c, g) if g.mixer is not None else [])
+        ops += c.after_row("attn", g.name, n)
+        ops.append(c.residual(g.name, n, reads=3 if has_attention and g.mixer is not None else 2))
+    if g.ffn.kind != "none":
+        ops.append(c.norm("norm.ffn", g.name, n))
+        ops += _ffn_ops(c, g)
+        ops += _ffn_out(c, g) + [c.residual(g.name, n)]
+    return ops
+
+
+def _shared_block_ops(c: Ctx, g: LayerGroup) -> list[Op]:
+    """A Zamba2 shared transformer block, run at each of its g.count layers: the hidden state concatenated with the
+    embeddings (T, 2d), RMSNorm, attention from 2d (o_proj back to d), RMSNorm, gated MLP; then that layer's own
+    matrices (LoRA adapters added to q/k/v or gate_up, and the linear projection), its output added to the input of
+    the layer's Mamba block. Every run reads the block's weights; the checkpoint stores g.shared_copies of them, so each
+    run's ops carry that share of the stored bytes (memory.py sums op.stored_bytes x count)."""
+    n, w = g.count, g.attention.input_width
+    norm_w = w * c.native_bytes
+    ops = [c.pointwise(name, g.name, n, rows=c.T_attn, width=w, flops_per_elem=f, reads=1, style="sequence", **kw)
+           for name, f, kw in (("shared.concat", 0, {}), ("norm.attn", 4, dict(weight_bytes=norm_w, stored_bytes=norm_w,
+                                                                               kind="norm")))]
+    ops += attention_ops(c, g) + c.after_row("attn", g.name, n) + [c.norm("norm.ffn", g.name, n)]
+    ops = [replace(op, stored_bytes=op.stored_bytes * g.shared_copies / n) for op in ops + _ffn_ops(c, g)]
+    ops += [c.gemm(m.name, g.name, n, m.family, k=m.k, n=m.n, n_matrices=m.count, n_stored=m.count, style="replicated")
+            for m in g.per_layer]
+    return ops + _ffn_out(c, g) + [c.residual(g.name, n)]
+
+
+def _layer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
+    """A layer group's ops, each part kept for the shardings that read the same of it (Ctx.kept): a plain layer in
+    two halves, so that of a routed-expert layer only the FFN half is built again for another expert sharding."""
+    experts = g.ffn.kind == "moe"
+    if g.shared_copies:
+        return c.kept(_shared_block_ops, g, experts)
+    if g.hc_mult:
+        return c.kept(_hyper_layer_ops, g, experts)
+    if not g.is_plain:
+        return c.kept(_block_ops, g, experts)
+    if g.parallel_block:
+        return c.kept(_parallel_block_ops, g, experts)
+    return c.kept(_attention_half, g) + c.kept(_ffn_half, g, experts)
+
+
+def _parallel_block_ops(c: Ctx, g: LayerGroup) -> list[Op]:
+    """x + attn(norm(x)) + mlp(norm'(x)): one residual add, one all-reduce of the sum."""
+    n = g.count
+    ffn = ([c.norm("norm.ffn", g.name, n)] if g.norms >= 2 else []) + _ffn_ops(c, g)
+    return [c.norm("norm.attn", g.name, n)] + attention_ops(c, g) + ffn + _ffn_out(c, g) + [
+        c.residual(g.name, n, reads=3)]
+
+
+def _attention_half(c: Ctx, g: LayerGroup) -> list[Op]:
+    """norm, attention, (norm,) the row-parallel output's collective, residual add."""
+    n = g.count
+    ops = [c.norm("norm.attn", g.name, n)] + attention_ops(c, g)
+    if g.norms >= 4:
+        ops.append(c.norm("norm.attn_out", g.name, n))
+    return ops + c.after_row("attn", g.name, n) + [c.residual(g.name, n)]
+
+
+def _ffn_half(c: Ctx, g: LayerGroup) -> list[Op]:
+    """norm, the FFN (what brings its tokens, the MLP or the experts, what returns them), (norm,) residual add."""
+    n = g.count
+    ops = [c.norm("norm.ffn", g.name, n)] + _ffn_ops(c, g)
+    if g.norms >= 4:
+        ops.append(c.norm("norm.ffn_out", g.name, n))
+    return ops + _ffn_out(c, g) + [c.residual(g.name, n)]
+
+
+def _model_ops_head(c: Ctx) -> list[Op]:
+    """Embedding gather (vocab-parallel over each attention group's tp chips: each chip reads its share of the
+    rows, then an all-reduce)."""
+    spec = c.spec
+    op = embedding("embed", "model", tokens=c.T_attn, d_model=spec.d_model,
+                   table_rows=spec.vocab_size + spec.learned_positions,
+                   weight_bytes_per_elem=dtype_bytes(spec.weight_format_for("embed", c.dt.weight).dtype),
+                   act_bytes_per_elem=c.act_bytes, lookups=2 if spec.learned_positions else 1, vocab_split=c.tp,
+                   **c.placed("vocab_in"))
+    return [op] + c.collectives(collective_after("vocab_in", c.sh), "embed", "model", 1)
+
+
+def _model_ops_tail(c: Ctx) -> list[Op]:
+    spec, tp, ops = c.spec, c.tp, [c.norm("norm.final", "model", 1)]
+    t_lm = c.b_attn if c.phase.lm_head_last_only else c.b_attn * c.q  # logits of the last position only in prefill
+    if c.phase.has_chunk:  # the chunk's last position (its logit counts when the chunk ends the prompt)
+        t_lm = t_lm + np.where(c.phase.chunk_tokens > 0, 1.0 / c.sh.sequence_groups, 0.0)
+    fmt_family = "embed" if spec.tie_embeddings else "lm_head"
+    # vocab-parallel columns (the vocabulary is not padded here)
+    ops.append(gemm("lm_head", "model", 1, tokens=t_lm, k=spec.d_model, n=spec.vocab_size / tp,
+                    bits_per_weight=spec.weight_format_for(fmt_family, c.dt.weight).bits_per_weight(spec.d_model),
+                    act_bytes_per_elem=c.act_bytes, compute_dtype=c.compute_dtype,
+                    n_stored=0.0 if spec.tie_embeddings else 1.0, **c.placed("vocab_out"),
+                    formula_note=" (last position only)" if c.phase.lm_head_last_only else ""))
+    return ops + c.collectives(collective_after("vocab_out", c.sh), "lm_head", "model", 1, tokens=t_lm,
+                               width=spec.vocab_size)
+
+
+def handoff_ops(spec: ModelSpec, phase: Phase, sharding: Sharding, dtypes: Dtypes | None = None,
+                attention: str = "fused") -> list[Op]:
+    """The activations handed from pipeline stage to stage: (T_attn, d) per group, pp - 1 hops (none at pp = 1). A
+    stage's ops are those of pp = 1 at the micro-batch batch / pp (no prompt chunk): build_ops = those + these."""
+    split(spec.n_layers, sharding.pp, "number of layers")  # layers over pipeline stages
+    if sharding.pp == 1:
+        return []
+    c = Ctx(spec, phase, sharding, dtypes or Dtypes(), attention)
+    return c.collectives("p2p", "stage", "model", c.sh.pp - 1, chips=c.sh.chips_per_replica)
+
+
+def build_ops(spec: ModelSpec, phase: Phase, sharding: Sharding | None = None, dtypes: Dtypes | None = None,
+              attention: str = "fused", parts: dict | None = None) -> list[Op]:
+    """Every operator of one forward step of `phase`, per chip and per instance (one layer). parts: a dict the caller
+    keeps over several builds of ONE model, phase (the same values), dtypes and attention mode whose shardings
+    differ: each part of the graph is built there once for the shardings it reads the same of (Ctx.kept; the
+    static planner's shardings of one tp that differ in ep share all but their expert halves)."""
+    sh, dt = sharding or Sharding(), dtypes or Dtypes()
+    if attention not in ATTENTION_MODES:
+        raise ScenarioError(f"attention must be one of {', '.join(ATTENTION_MODES)}, got {attention!r}")
+    hand = handoff_ops(spec, phase, sh, dt, attention)  # pp checked before the stage is built
+    c = Ctx(spec, phase, sh, dt, attention, parts)
+    ops = list(c.kept(_model_ops_head))  # a copy: kept lists are shared
+    for g in spec.layer_groups:
+        ops += _layer_ops(c, g)
+    return ops + c.kept(_model_ops_tail) + hand
