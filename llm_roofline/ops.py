@@ -78,9 +78,10 @@ class Op:
         return {**self.__dict__, "text": self.formula}
 
     def value_key(self) -> tuple:
-        """Every field a score reads (all but count and text) as a dict key, arrays by shape and bytes: two ops of
-        the same key score the same on any chip (phases.phase_t_s_chips reuses one's times for the other). Kept on
-        the op once made (an op is not changed once built; a graph kept over several calls is keyed again)."""
+        """Every field a score reads (all but count, text and group: the layer group only places the op) as a dict
+        key, arrays by shape and bytes: two ops of the same key score the same on any chip (phases.phase_t_s_chips
+        reuses one's times for the other: a dense layer's attention and a MoE layer's are one). Kept on the op once
+        made (an op is not changed once built)."""
         key = self.__dict__.get("_value_key")
         if key is None:
             key = self.__dict__["_value_key"] = tuple((v.shape, v.tobytes()) if type(v) is np.ndarray else v
@@ -97,7 +98,7 @@ class Op:
         return total
 
 
-_scored_fields = itemgetter(*(f.name for f in fields(Op) if f.name not in ("count", "text")))  # Op.value_key's
+_scored_fields = itemgetter(*(f.name for f in fields(Op) if f.name not in ("count", "text", "group")))  # value_key's
 
 
 def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_elem, n_matrices=1.0,

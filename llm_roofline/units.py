@@ -265,8 +265,16 @@ def sub_memo(memo: dict | None, key) -> dict | None:
 def joined_columns(parts: list[dict], sizes: list[int]) -> dict[str, np.ndarray]:
     """The columns of several parts (dicts of the same keys, part i of sizes[i] rows: each value an array or list of
     its rows, or one value they share) joined: each key's parts concatenated, a shared value repeated."""
-    return {k: np.concatenate([np.full(n, p[k], dtype=object if isinstance(p[k], str) else None) if np.ndim(p[k]) == 0
-                               else np.asarray(p[k]) for p, n in zip(parts, sizes)]) for k in parts[0]}
+    out = {}
+    for k in parts[0]:
+        values = [p[k] for p in parts]
+        kind = object if any(isinstance(v, str) for v in values) else None  # text stays Python str
+        if not any(isinstance(v, (np.ndarray, list, tuple)) for v in values):  # one value a part: repeated at once
+            out[k] = np.repeat(np.array(values, dtype=kind), sizes)
+        else:
+            out[k] = np.concatenate([np.full(n, v, dtype=kind) if np.ndim(v) == 0 else np.asarray(v)
+                                     for v, n in zip(values, sizes)])
+    return out
 
 
 def array_key(x) -> tuple:

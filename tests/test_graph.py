@@ -259,17 +259,17 @@ def test_a_pipeline_stage_is_the_pp_1_graph_at_the_micro_batch_plus_the_hand_off
 
 
 def test_an_ops_value_key_holds_every_field_a_score_reads_and_not_count_or_text():
-    # phases.phase_t_s_chips keeps op times under Op.value_key: ops equal but for count and formula share it; a
-    # difference in any other field, or in an array's shape alone, gives another key
+    # phases.phase_t_s_chips keeps op times under Op.value_key: ops equal but for count, formula and layer group
+    # (no score reads it) share it; a difference in any other field, or in an array's shape alone, gives another key
     import dataclasses
 
     from llm_roofline.ops import Op
 
     op = gemm("ffn.up", "dense", 1, tokens=np.array([3.0, 5.0]), k=4096, n=1024, bits_per_weight=4,
               act_bytes_per_elem=2)
-    assert dataclasses.replace(op, count=61, text="other").value_key() == op.value_key()
+    assert dataclasses.replace(op, count=61, text="other", group="moe").value_key() == op.value_key()
     for f in dataclasses.fields(Op):
-        if f.name in ("count", "text"):
+        if f.name in ("count", "text", "group"):
             continue
         v = getattr(op, f.name)
         other = v + "x" if isinstance(v, str) else v + 1  # numbers and arrays: + 1

@@ -115,9 +115,7 @@ def _ffn_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     f, n, d = g.ffn, g.count, c.spec.d_model
     if f.kind == "dense":
         return _ffn_in(c, g, dense=True) + _mlp(c, g.name, n, "ffn", f, f.d_ff, "ffn")
-    ops = _ffn_in(c, g, dense=False)
-    # router: (T_attn, d) @ (d, E) on each attention group's own tokens
-    ops.append(c.gemm("ffn.router", g.name, n, "router", k=d, n=f.n_experts, style="replicated", bias=f.router_bias))
+    ops = list(c.kept(_moe_router, g))  # a copy: the router and the shared experts are the same for every ep
     local_experts, d_slice = expert_layout(f.n_experts, f.d_expert, c.sh)
     ep, skew = c.sh.moe_ep, c.sh.routing_skew
     touched = expected_distinct_experts(f.n_experts, f.top_k, c.T) / ep  # experts read on this chip
@@ -130,9 +128,20 @@ def _ffn_ops(c: Ctx, g: LayerGroup) -> list[Op]:
                       n=up * d_slice, **experts))
     # no expert activation op: the fused-MoE block's fits price that pass (walked_rows); or GEMM1's epilogue runs it
     ops.append(c.gemm("ffn.experts.down", g.name, n, "experts", k=d_slice, n=d, **experts))
-    if f.d_shared:
-        ops += _mlp(c, g.name, n, "ffn.shared", f, f.d_shared, "shared")
-    return ops
+    return ops + (c.kept(_shared_experts, g) if f.d_shared else [])
+
+
+def _moe_router(c: Ctx, g: LayerGroup) -> list[Op]:
+    """What brings the tokens to a routed-expert FFN, and the router: (T_attn, d) @ (d, E) on each attention group's
+    own tokens."""
+    f = g.ffn
+    return _ffn_in(c, g, dense=False) + [c.gemm("ffn.router", g.name, g.count, "router", k=c.spec.d_model,
+                                                n=f.n_experts, style="replicated", bias=f.router_bias)]
+
+
+def _shared_experts(c: Ctx, g: LayerGroup) -> list[Op]:
+    """The always-active shared experts of a routed-expert FFN: a dense MLP over the stage's chips."""
+    return _mlp(c, g.name, g.count, "ffn.shared", g.ffn, g.ffn.d_shared, "shared")
 
 
 def _mlp(c: Ctx, group, n, prefix, f: FfnSpec, d_ff: int, family: str) -> list[Op]:

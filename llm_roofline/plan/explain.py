@@ -40,10 +40,10 @@ def explain(spec, chips, targets, candidates, feasible, best_per_chip, search_lo
         lines.append(f"Best: {feasible.iloc[0]['chip']} " + describe(feasible.iloc[0]))
     else:
         lines.append("No configuration meets every constraint.")
+    row_of = {name: i for i, name in enumerate(best_per_chip["chip"])}  # one row per chip
     for chip in chips:
-        sub = best_per_chip[best_per_chip["chip"] == chip.name] if len(best_per_chip) else best_per_chip
-        if len(sub):
-            lines.append(f"  {chip.name}: " + describe(sub.iloc[0]))
+        if chip.name in row_of:  # the chip's best row
+            lines.append(f"  {chip.name}: " + describe(best_per_chip.iloc[row_of[chip.name]]))
         else:
             lines.append(f"  {chip.name}: no configuration — " + _why_not(spec, chip, targets, candidates,
                                                                           search_logs[chip.name], total_weight_bytes))

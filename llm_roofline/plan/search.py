@@ -319,19 +319,18 @@ def _binding(df) -> list[str]:
 
 
 def _pareto(df, by: str):
-    """Configurations not dominated in (tpot_s, by): sorted by TPOT, each cheaper than every faster one."""
+    """Configurations not dominated in (tpot_s, by): sorted by TPOT (TTFT where there is none), then by `by`, each
+    cheaper than every faster one (a missing `by` counts as infinite)."""
     if len(df) == 0:
         return df
-    d = df.copy()
-    d["_c"] = d[by].astype(float).fillna(np.inf)
-    d["_t"] = d["tpot_s"].astype(float).fillna(d["ttft_s"].astype(float))
-    d = d.sort_values(["_t", "_c"], kind="stable")
-    keep, best = [], np.inf
-    for i, c in zip(d.index, d["_c"]):
-        if c < best:
-            keep.append(i)
-            best = c
-    return d.loc[keep].drop(columns=["_c", "_t"]).reset_index(drop=True)
+    cost = df[by].to_numpy(dtype=np.float64)
+    cost = np.where(np.isnan(cost), np.inf, cost)
+    tpot = df["tpot_s"].to_numpy(dtype=np.float64)
+    tpot = np.where(np.isnan(tpot), df["ttft_s"].to_numpy(dtype=np.float64), tpot)
+    order = np.lexsort((cost, tpot))  # stable: ties keep the ranking's order
+    ranked = cost[order]
+    cheapest_before = np.minimum.accumulate(np.concatenate(([np.inf], ranked[:-1])))
+    return df.iloc[order[ranked < cheapest_before]].reset_index(drop=True)
 
 
 def _targets(limits: Limits, chip_list) -> dict[str, Any]:
