@@ -153,7 +153,7 @@ def _all_reduce_direct(v: np.ndarray, n: int, link: "Link", head: str) -> Collec
     coef = np.array([a[2](n) for a in algos])[pick]
     hops = np.array([float(a[1]) for a in algos])[pick]
     switch = np.array([1.0 if a[3] else 0.0 for a in algos])[pick]
-    names = [algos[i][0] for i in np.unique(pick)]  # the algorithms picked anywhere, in ALL_REDUCE_ALGOS order
+    names = [a[0] for i, a in enumerate(algos) if np.any(pick == i)]  # those picked anywhere, in ALL_REDUCE_ALGOS order
     text = (f"{link.kind} switch, per buffer the fastest ideal of "
             + ", ".join(f"{a[0]} ({a[1]} step(s), {a[2](n):.4g} V)" for a in algos)
             + f" -> {'/'.join(names)} at {link.bytes_per_s:.4g} B/s per GPU one way, {link.latency_s:.3g} s per step")

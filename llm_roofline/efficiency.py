@@ -413,7 +413,10 @@ class CalibratedModel:
         if op.kind == "attention":
             dec = decode_points(op) if fam == "attention" else True
             if getattr(dec, "ndim", 0) and np.any(dec):  # decode-like at some points only: each priced by its family
-                d, pre = self._attention(op, self.fit_for(decode_family(op)), True), self._attention(op, p, False)
+                d = self._attention(op, self.fit_for(decode_family(op)), True)
+                if np.all(dec):  # at every point: the decode fit's numbers (np.where would pick them everywhere)
+                    return d
+                pre = self._attention(op, p, False)
                 return Efficiency(*(np.where(dec, getattr(d, k), getattr(pre, k)) for k in ("compute", "memory")),
                                   overhead_s=np.where(dec, d.overhead_s, pre.overhead_s), label=self.label)
             return self._attention(op, p, decode=fam != "attention")

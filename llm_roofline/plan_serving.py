@@ -149,7 +149,9 @@ def _search(spec, deployments, grid, rank: "_Rank"):
         best, fewer = _picks(c, rank)
         if best is None:  # nothing of it feasible: its rows of most chips (_choose names one when no deployment is)
             return c["chips"] == np.max(c["chips"])
-        return np.isin(np.arange(len(cols["qps"])), [i for i in (best, fewer) if i is not None])
+        # its best row's (the table shows it), and one replica fewer's where that row fails by saturating (_binds)
+        named = fewer is not None and c["fits"][fewer] and c["saturated"][fewer]
+        return np.isin(np.arange(len(cols["qps"])), [best, fewer] if named else [best])
     for dep, cols in zip(deployments, serve_deployments(spec, deployments, only_fitting=True, as_columns=True,
                                                         saturation_where=read, **grid)):
         if cols is None:  # no room for a sequence anywhere: ruled out by the memory model

@@ -109,8 +109,10 @@ class Workload:
         return np.maximum(self.prompt_tokens - self.cached_tokens, 1.0)
 
     def mean(self, x) -> np.ndarray:
-        """(n, k) -> (n,): request-weighted mean over the classes."""
-        return np.sum(self.weight * x, axis=-1)
+        """(n, k) -> (n,): request-weighted mean over the classes (one class: its weighted value, the same number
+        as the sum over one element, without the reduction: the passes of a solve take many means)."""
+        weighted = self.weight * x
+        return weighted[..., 0] if weighted.shape[-1] == 1 else np.sum(weighted, axis=-1)
 
     def take(self, idx) -> "Workload":
         """The classes of the grid points `idx`."""

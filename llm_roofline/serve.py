@@ -35,7 +35,7 @@ from .memory import GPU_MEMORY_UTILIZATION, PREFILL_CHUNK_TOKENS, memory_footpri
 from .model.hf import load_model
 from .queueing import (Engine, Speculative, StepTables, Workload, decode_nodes, saturation_qps, solve_closed, solve_open,
                        step_tables, workload_of)
-from .units import as_list, json_ready
+from .units import as_list, json_ready, unique_rows
 
 # Host overhead, fitted by `python benchmarks/validate_serving.py` (efficiency="calibrated", the calibration v2 chip
 # fits) on measured vLLM serving of Llama-3.1-70B (fp8, fp4) on B200, tp 1-8, concurrency <= 16 (72 rows; 48 rows at
@@ -153,8 +153,8 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
              graphs: dict | None = None) -> _Prepared | None:
     """The step tables and KV capacity of one chip and sharding over the grid `g` (arrays (n,)); None (only_fitting)
     when no point has room for one sequence's KV cache (the memory model, asked first): the steps are then not
-    evaluated. graphs: a dict kept over the deployments of one call (estimate.graph_memo: a step's graph is built
-    once for all chips)."""
+    evaluated. efficiency: the chip's model as chip_fits.resolved_once gives it. graphs: a dict kept over the
+    deployments of one call (estimate.graph_memo: a step's graph is built once for all chips)."""
     wl = workload_of(g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], workload)
     cap, kv_seq, free, kv_seqs = _capacity(spec, chip, wl, g["max_num_batched_tokens"], g["max_num_seqs"],
                                            dict(tp=tp, pp=pp, ep=ep, **layout), dtypes,
@@ -162,9 +162,9 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
     if only_fitting and not np.any(cap >= 1):
         return None
     kw = dict(tp=tp, pp=pp, ep=ep, weight_dtype=dtypes.weight, act_dtype=dtypes.act, kv_dtype=dtypes.kv,
-              efficiency=resolved_once(efficiency, chip), attention=attention, graphs=graphs, **layout)  # once
+              efficiency=efficiency, attention=attention, graphs=graphs, **layout)
     keys = np.stack([g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], g["max_num_batched_tokens"]], axis=-1)
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)  # step costs do not depend on the load
+    uniq, _, inv = unique_rows(keys)  # step costs do not depend on the load
     wl_u = workload_of(uniq[:, 0], uniq[:, 1], uniq[:, 2], workload)
     eng = Engine(max_num_batched_tokens=uniq[:, 3], gpu_memory_utilization=engine["gpu_memory_utilization"],
                  scheduling=engine["scheduling"], step_overhead_s=engine["step_overhead_s"],
@@ -227,8 +227,7 @@ def _saturation_rps(tab: StepTables, wl: Workload, capacity, want, tokens_per_st
     distinct (step configuration, capacity) among them (the same step configuration has the same workload)."""
     sat = np.full(tab.index.size, np.nan)
     if np.any(want):
-        keys, first, inv = np.unique(np.stack([tab.index[want], capacity[want]], -1), axis=0, return_index=True,
-                                     return_inverse=True)
+        keys, first, inv = unique_rows(np.stack([tab.index[want], capacity[want]], -1))
         sat[want] = saturation_qps(tab.with_index(keys[:, 0].astype(np.intp)), wl.take(np.flatnonzero(want)[first]),
                                    keys[:, 1], tokens_per_step)[inv.ravel()]
     return sat
@@ -318,15 +317,17 @@ def _run(spec, jobs, ctx: dict, raise_errors: bool, only_fitting: bool = False, 
     job where nothing fits (only_fitting). saturation_where(chip, d, g, cols): the points of a job whose saturation
     rate is wanted (_solve; None: all)."""
     preps, graphs = [], {}  # graphs: each step's graph, built once for every chip (estimate.graph_memo)
+    models = {}  # each chip's efficiency model, resolved once for all its jobs
     for d, g in jobs:
         try:
             chip_obj = load_chip(d["chip"])
+            _, model = models.setdefault(id(chip_obj), (chip_obj, resolved_once(ctx["efficiency"], chip_obj)))
             d = {**d, **{k: check_count(k, d[k]) for k in _DEGREES}}
             assumptions: list[str] = []
             dtypes = resolve_dtypes(chip_obj, Dtypes(*ctx["dtypes"]), assumptions)
             assumptions += filter(None, [spec.w8a8_fallback_note(dtypes, chip_obj.name)])
             prep = _prepare(spec, chip_obj, g, tp=d["tp"], pp=d["pp"], ep=d["ep"], dp=d["dp"], dtypes=dtypes,
-                            efficiency=ctx["efficiency"], attention=ctx["attention"], engine=ctx["engine"], sp=ctx["sp"],
+                            efficiency=model, attention=ctx["attention"], engine=ctx["engine"], sp=ctx["sp"],
                             workload=ctx["workload"], closed=ctx["closed"], layout=ctx["layout"],
                             only_fitting=only_fitting, graphs=graphs)
         except RooflineError as e:

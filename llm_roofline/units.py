@@ -277,6 +277,19 @@ def joined_columns(parts: list[dict], sizes: list[int]) -> dict[str, np.ndarray]
     return out
 
 
+def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """np.unique(rows, axis=0, return_index=True, return_inverse=True) of a 2-d float array without NaNs, the same
+    three arrays (the distinct rows in lexicographic order, each one's first row, every row's distinct row), by one
+    stable lexsort (np.unique with an axis sorts a structured view: ~10x slower on the serving planner's small grids)."""
+    order = np.lexsort(rows.T[::-1])  # by the first column, then the next, ...; stable: equal rows keep their order
+    ranked = rows[order]
+    new = np.ones(len(rows), bool)
+    new[1:] = np.any(ranked[1:] != ranked[:-1], axis=1)
+    inverse = np.empty(len(rows), np.intp)
+    inverse[order] = np.cumsum(new) - 1
+    return ranked[new], order[new], inverse
+
+
 def array_key(x) -> tuple:
     """A float64 array (or number) as a dict key: its shape and bytes."""
     a = np.asarray(x, dtype=np.float64)

@@ -121,3 +121,17 @@ def test_no_sharding_with_room_for_a_sequence_says_so_without_scoring_them_all()
 def test_a_serving_plan_names_a_bad_argument_in_one_line(kw, said):
     with pytest.raises(RooflineError, match=said):
         plan_serving("meta-llama/Llama-3.1-8B", ["h100-sxm"], 512, 64, qps=1.0, **kw)
+
+
+def test_a_row_whose_fewer_replicas_saturate_names_that_rate():
+    # the plan computes saturation rates only where it reads them: each best row, and its one-replica-fewer row
+    # where that row fails by saturating (_binds names the rate); every such reason names a number below the load
+    import re
+
+    p = plan_serving("meta-llama/Llama-3.1-8B", ["h100-sxm"], 1024, 128, qps=40.0, max_num_seqs=(64,),
+                     max_num_batched_tokens=(2048,))
+    named = [re.fullmatch(r"\d+ replicas? fails?: load ([\d.]+) req/s per replica above saturation ([\d.]+)", b)
+             for b in p.table["binds"]]
+    named = [m for m in named if m]
+    assert len(named) >= 3
+    assert all(float(m.group(2)) < float(m.group(1)) for m in named)

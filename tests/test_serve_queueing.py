@@ -149,3 +149,18 @@ def test_the_fraction_bracket_is_np_interps_to_the_bit():
                         np.random.default_rng(0).random(100_000) * 1.2 - 0.1])
     (i, w), (j, v) = _bracket(FRACTIONS, x), _fraction_bracket(x)
     assert np.array_equal(i, j) and np.array_equal(w, v)
+
+
+def test_unique_rows_is_np_uniques_rows_with_first_and_inverse():
+    # units.unique_rows (a stable lexsort) stands in for np.unique(axis=0, return_index, return_inverse) in the serving
+    # path. By hand: rows (2, 1), (1, 5), (2, 1), (1, 0) sort to (1, 0) < (1, 5) < (2, 1); first seen at rows 3, 1, 0;
+    # each row's distinct row: 2, 1, 2, 0
+    from llm_roofline.units import unique_rows
+
+    uniq, first, inverse = unique_rows(np.array([[2.0, 1.0], [1.0, 5.0], [2.0, 1.0], [1.0, 0.0]]))
+    assert uniq.tolist() == [[1.0, 0.0], [1.0, 5.0], [2.0, 1.0]]
+    assert first.tolist() == [3, 1, 0] and inverse.tolist() == [2, 1, 2, 0]
+    rows = np.random.default_rng(1).integers(0, 4, size=(500, 3)).astype(np.float64) / 3.0  # many repeats
+    (uniq, first, inverse), (u, f, i) = unique_rows(rows), np.unique(rows, axis=0, return_index=True,
+                                                                     return_inverse=True)
+    assert np.array_equal(uniq, u) and np.array_equal(first, f) and np.array_equal(inverse, np.ravel(i))
