@@ -10,6 +10,9 @@ For every operator (all arguments broadcast as numpy arrays, float64):
     t_upper_s   = t_compute_s + t_memory_s + t_comm_s + eff.overhead_s      # no overlap
     t_s         = max(t_compute_s, t_memory_s) + t_comm_s + eff.overhead_s  # headline: collectives serial
     bound       = the largest of the three terms
+    (eff.overhead_s is the kernel's launch cost: 0 where the op moves no byte, HBM or link, as no kernel runs there:
+    a continuous-batching step's decode attention with no sequence decoding, its prompt-chunk attention without a
+    chunk; launched_overhead_s)
     intensity   = flops / hbm_bytes                                          # FLOP per HBM byte
 
 The seeds ("How to Scale Your Model", Part 1): T_lower = max(T_math, T_comms), T_upper = T_math + T_comms,
@@ -197,11 +200,22 @@ def score(
                              comm_switch)
     else:
         t_comm = np.zeros(())
-    overhead = _arr(eff.overhead_s)
+    overhead = launched_overhead_s(_arr(eff.overhead_s), hbm_bytes, comm_bytes)
     shape = _shape(t_compute, t_memory, t_comm, overhead)
     return Score(t_compute, t_memory, t_comm, overhead, flops, hbm_bytes) if shape == () else \
         Score(*(x if np.shape(x) == shape else np.broadcast_to(x, shape) for x in (t_compute, t_memory, t_comm, overhead)),
               flops, hbm_bytes)
+
+
+def launched_overhead_s(overhead_s, hbm_bytes, comm_bytes=0.0):
+    """overhead_s where the op moves bytes (HBM or link), 0 where it moves none: an op with nothing to do at a point
+    launches no kernel there (score and stack_t_s: the one rule)."""
+    if not _nonzero(overhead_s):
+        return overhead_s
+    idle = (hbm_bytes <= 0) & (comm_bytes <= 0) if _nonzero(comm_bytes) else hbm_bytes <= 0
+    if not _nonzero(idle):  # the common case: work at every point
+        return overhead_s
+    return np.where(idle, 0.0, overhead_s)
 
 
 def compute_time_s(flops, peak_flops_per_s, compute):
@@ -358,10 +372,11 @@ def stack_t_s(ops: "list[Op]", chip: "Chip", efficiency_model, grid: tuple, shar
         r = rows[0] if len(rows) == 1 else rows
         if len(rows) == 1 and t.collective[r]:  # score's link term (its FLOP and HBM terms are 0 / peak = 0)
             out[r] = link_time_s(t.comm_hops[r], t.link_latency_s[r], t.comm_bytes[r], t.link_bytes_per_s[r], e,
-                                 t.comm_switch[r]) + e.overhead_s
+                                 t.comm_switch[r]) + launched_overhead_s(e.overhead_s, 0.0, t.comm_bytes[r])
         else:  # score's FLOP and HBM terms (the link term of an op that is no collective is 0)
             out[r] = np.maximum(compute_time_s(t.flops[r], t.peak_flops_per_s[r], e.compute),
-                                memory_time_s(t.hbm_bytes[r], t.hbm_bytes_per_s[r], e.memory)) + e.overhead_s
+                                memory_time_s(t.hbm_bytes[r], t.hbm_bytes_per_s[r], e.memory)) + launched_overhead_s(
+                e.overhead_s, t.hbm_bytes[r])
     return out
 
 

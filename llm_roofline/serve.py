@@ -44,13 +44,16 @@ from .units import as_list, json_ready, unique_rows
 # cannot be told from the per-step cost, and a free fit extrapolates milliseconds per step at 64 sequences); per
 # request: API server, tokenizer, first-token delivery; per layer of a step carrying prompt tokens: such steps run
 # beyond the CUDA-graph capture sizes, so every layer's kernels are launched from the host (NVIDIA AIConfigurator
-# models the same mechanism as a prefill dispatch overhead of ~0.8 ms per layer). Held-out median error: TTFT 9.8 %,
-# TPOT 9.1 % (concurrency 32-64); gpt-oss-120b (refit on all 120 Llama rows) TTFT 19.1 %, TPOT 27 % (kernel
-# floors that vLLM's CUDA graphs fuse or overlap, under the Llama-fitted per-step overhead).
-HOST_STEP_OVERHEAD_S = 0.595e-3
+# models the same mechanism as a prefill dispatch overhead of ~0.8 ms per layer). Refit 2026-11-26 once an empty
+# attention core (a decode-only step's prompt chunk, a prompt-only step's decodes) stopped paying a kernel launch
+# (roofline.launched_overhead_s; it had added ~0.9 ms to every decode step of Llama-3.1-70B, which the per-step and
+# per-request constants carried: 0.595 and 7.0 ms before). Held-out median error: TTFT 10.1 %, TPOT 8.3 %
+# (concurrency 32-64); gpt-oss-120b (refit on all 120 Llama rows) TTFT 19.4 %, TPOT 35 % (kernel floors that vLLM's
+# CUDA graphs fuse or overlap, under the Llama-fitted per-step overhead).
+HOST_STEP_OVERHEAD_S = 0.351e-3
 HOST_SEQ_OVERHEAD_S = 0.0
-HOST_REQUEST_OVERHEAD_S = 7.0e-3
-HOST_PROMPT_LAYER_OVERHEAD_S = 0.859e-3
+HOST_REQUEST_OVERHEAD_S = 2.9e-3
+HOST_PROMPT_LAYER_OVERHEAD_S = 0.853e-3
 
 # Closed-loop benchmark clients (genai-perf / aiperf `--concurrency C --request-count 10C`, the recipe of NVIDIA
 # AIConfigurator's evaluation harness; `vllm bench serve --max-concurrency C` with a fixed number of prompts) start
