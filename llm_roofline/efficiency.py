@@ -414,7 +414,8 @@ class CalibratedModel:
             dec = decode_points(op) if fam == "attention" else True
             if getattr(dec, "ndim", 0) and np.any(dec):  # decode-like at some points only: each priced by its family
                 d = self._attention(op, self.fit_for(decode_family(op)), True)
-                if np.all(dec):  # at every point: the decode fit's numbers (np.where would pick them everywhere)
+                if np.all(dec | (_float(op.hbm_bytes) <= 0)):  # wherever it has work: the decode fit's numbers (an
+                    # op with none launches no kernel there: roofline.launched_overhead_s; its time is 0 at any fit)
                     return d
                 pre = self._attention(op, p, False)
                 return Efficiency(*(np.where(dec, getattr(d, k), getattr(pre, k)) for k in ("compute", "memory")),

@@ -35,7 +35,7 @@ from .memory import GPU_MEMORY_UTILIZATION, PREFILL_CHUNK_TOKENS, memory_footpri
 from .model.hf import load_model
 from .queueing import (Engine, Speculative, StepTables, Workload, decode_nodes, saturation_qps, solve_closed, solve_open,
                        step_tables, workload_of)
-from .units import as_list, json_ready, unique_rows
+from .units import as_list, json_ready, remembered, unique_rows
 
 # Host overhead, fitted by `python benchmarks/validate_serving.py` (efficiency="calibrated", the calibration v2 chip
 # fits) on measured vLLM serving of Llama-3.1-70B (fp8, fp4) on B200, tp 1-8, concurrency <= 16 (72 rows; 48 rows at
@@ -284,7 +284,8 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
     jobs = [dict(zip(discrete, combo)) for combo in itertools.product(*(as_list(v) for v in discrete.values()))]
     frames = _run(spec, [(d, mesh) for d in jobs], ctx, raise_errors=True)
     if is_sweep:
-        return _concat([_frame(chip_obj, d, cols, g, efficiency) for chip_obj, d, g, cols, _ in frames])
+        labels: dict = {}  # each chip's fit label, once
+        return _concat([_frame(chip_obj, d, cols, g, efficiency, labels) for chip_obj, d, g, cols, _ in frames])
     chip_obj, d, _, cols, assumptions = frames[0]
     return _single(spec, chip_obj, d, cols, mesh, ctx["engine"], ctx["sp"], efficiency, assumptions, ctx["closed"],
                    ctx["layout"])
@@ -400,11 +401,12 @@ def serve_deployments(model, deployments: list[dict], only_fitting: bool = False
         lambda chip, d, g, cols: saturation_where({**g, **cols, "chip": chip.name, **{k: d[k] for k in _DEGREES}}))
     solved = iter(_run(spec, jobs, ctx, raise_errors=False, only_fitting=only_fitting, saturation_where=where)
                   if jobs else [])
+    labels: dict = {}  # each chip's fit label, once
     for i, r in enumerate(out):
         if r is None:
             r = next(solved)
             out[i] = r if r is None or isinstance(r, RooflineError) else (_columns if as_columns else _frame)(
-                r[0], r[1], r[3], r[2], eff)
+                r[0], r[1], r[3], r[2], eff, labels)
     return out
 
 
@@ -435,17 +437,18 @@ def _numbers(name: str, value) -> np.ndarray:
         raise ScenarioError(f"{name} must be a number or a list of numbers, got {value!r}") from None
 
 
-def _frame(chip_obj, d: dict, cols: dict, mesh: dict, efficiency):
+def _frame(chip_obj, d: dict, cols: dict, mesh: dict, efficiency, labels: dict | None = None):
     """One deployment's sweep rows: its discrete choices, the grid and every metric."""
     import pandas as pd
 
-    return pd.DataFrame(_columns(chip_obj, d, cols, mesh, efficiency))
+    return pd.DataFrame(_columns(chip_obj, d, cols, mesh, efficiency, labels))
 
 
-def _columns(chip_obj, d: dict, cols: dict, mesh: dict, efficiency) -> dict:
-    """The columns of _frame: a list of chip names, the efficiency mode and fit (one string each), arrays."""
+def _columns(chip_obj, d: dict, cols: dict, mesh: dict, efficiency, labels: dict | None = None) -> dict:
+    """The columns of _frame: a list of chip names, the efficiency mode and fit (one string each), arrays. labels: a
+    dict kept over one call's deployments (each chip's fit label made once)."""
     n = next(iter(mesh.values())).size
-    fit = efficiency_label(resolve_efficiency(efficiency, chip_obj))
+    fit = remembered(labels, id(chip_obj), lambda: efficiency_label(resolve_efficiency(efficiency, chip_obj)))
     return {"chip": [chip_obj.name] * n, "efficiency": efficiency_mode(efficiency), "fit": fit,
             **{k: np.full(n, v) for k, v in d.items() if k != "chip"}, **mesh, **cols,
             "tokens_per_s_per_user": 1.0 / cols["tpot_s"]}

@@ -62,6 +62,8 @@ def f64(x):
     array's, the values the same), else a float64 array."""
     if type(x) is np.float64 or (type(x) is np.ndarray and x.dtype == np.float64 and x.ndim):
         return x
+    if type(x) is float or type(x) is int:  # a Python number: the same float64 without an array made first
+        return np.float64(x)
     x = np.asarray(x, dtype=np.float64)
     return x[()] if x.ndim == 0 else x
 
