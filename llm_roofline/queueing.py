@@ -406,7 +406,8 @@ def _pass(tab: StepTables, wl: Workload, rate, tau, share, dec_steps, closed: bo
     joined by the prompts that arrive during its landing step (open loop, length-biased) or that end in the
     same step (closed loop). A backlog beyond the budget waits as M/D/1 on tokens (Pollaczek-Khinchine),
     weighted by the share of the budget one prompt takes."""
-    others = share * rate * dec_steps * tau  # (n,) others decoding (Little on the decode station)
+    share_rate = share * rate  # (n,) the others' request rate (once: every term below starts with it)
+    others = share_rate * dec_steps * tau  # (n,) others decoding (Little on the decode station)
     d = 1.0 + others
     at_d, at_o = _bracket(tab.nodes, d), _bracket(tab.nodes, others)  # each batch bracketed once for every table
     decode_s = tab.at(tab.decode_s, d, at_d)
@@ -415,10 +416,10 @@ def _pass(tab: StepTables, wl: Workload, rate, tau, share, dec_steps, closed: bo
     chunk = new / n_own
     chunk_mean = wl.mean(chunk)
     room = tab.room_tokens(d)
-    mu = share * rate * tau
+    mu = share_rate * tau
     beta = np.minimum(np.where(mu > 1e-12, mu / -np.expm1(-np.maximum(mu, 1e-12)), 1.0),
                       np.maximum(room / chunk_mean, 1.0))
-    mixed_per_s = share * rate * wl.mean(n_own) / beta  # steps carrying others' prompt tokens
+    mixed_per_s = share_rate * wl.mean(n_own) / beta  # steps carrying others' prompt tokens
     mixed_s = tab.batched(d, beta * chunk_mean, at_d)
     u = np.minimum(mixed_per_s * mixed_s, 0.999)
     tau_new = 1.0 / (mixed_per_s + (1.0 - u) / decode_s)
@@ -427,14 +428,14 @@ def _pass(tab: StepTables, wl: Workload, rate, tau, share, dec_steps, closed: bo
     own_s = tab.at(tab.own_s, others[:, None], at_o)
     room_o = tab.room_tokens(others)
     landing_s = mixed_per_s * mixed_s ** 2 + (1.0 - u) * decode_s  # length-biased step: E[t^2] / E[t]
-    joining = share * rate * (tau_new if closed else landing_s)  # (n,) prompts sharing the own step
+    joining = share_rate * (tau_new if closed else landing_s)  # (n,) prompts sharing the own step
     residual = (0.0 if closed else 1.0) * (1.0 - np.exp(-others) * (1.0 - u)) * landing_s  # full landing step
     full_s = tab.batched(others, room_o, at_o)
-    backlog = share * rate * full_s * wl.mean(new) / room_o
+    backlog = share_rate * full_s * wl.mean(new) / room_o
     # a closed loop cannot overrun its budget: at most its C - 1 other prompts are ahead of a request
     load = np.minimum(backlog, 0.999) if closed else backlog
     ok = load < 1.0
-    backlog_s = np.where(ok, share * rate * full_s ** 2 * wl.mean(new ** 2) / room_o ** 2
+    backlog_s = np.where(ok, share_rate * full_s ** 2 * wl.mean(new ** 2) / room_o ** 2
                          / (2.0 * np.where(ok, 1.0 - load, 1.0)) * np.minimum(1.0, wl.mean(new) / room_o), np.inf)
     if closed:
         backlog_s = np.minimum(backlog_s, share / np.maximum(1.0 - share, 1e-12) * full_s * wl.mean(new) / room_o)
