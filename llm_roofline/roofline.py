@@ -212,10 +212,10 @@ def launched_overhead_s(overhead_s, hbm_bytes, comm_bytes=0.0):
     launches no kernel there (score and stack_t_s: the one rule)."""
     if not _nonzero(overhead_s):
         return overhead_s
-    idle = (hbm_bytes <= 0) & (comm_bytes <= 0) if _nonzero(comm_bytes) else hbm_bytes <= 0
-    if not _nonzero(idle):  # the common case: work at every point
-        return overhead_s
-    return np.where(idle, 0.0, overhead_s)
+    moved = hbm_bytes + comm_bytes if _nonzero(comm_bytes) else hbm_bytes  # bytes: >= 0, so > 0 where either is
+    if (moved > 0) if isinstance(moved, (float, int, np.floating)) else moved.min() > 0:  # the common case: work
+        return overhead_s  # at every point (one pass, no mask)
+    return np.where(moved > 0, overhead_s, 0.0)
 
 
 def compute_time_s(flops, peak_flops_per_s, compute):
