@@ -139,12 +139,13 @@ def _knob(name: str, values) -> list[int]:
 
 
 def _search(spec, deployments, grid, rank: "_Rank"):
-    """Every deployment scored in one serve_deployments call, the saturation rate only where the plan reads it
-    (_picks): (each one's columns with the planner's (_Rank.columns), notes of the shardings skipped, configurations
+    """Every deployment scored in one serve_deployments call, the saturation rate (and the TTFT p90 when the plan
+    ranks by the mean) only where the plan reads it (_picks): (each one's columns with the planner's (_Rank.columns), notes of the shardings skipped, configurations
     searched: grid points scored or ruled out by memory, the deployments ruled out by memory)."""
     rows, notes, configurations, no_room = [], [], 0, 0
+    p90_late = rank.ttft_col == "ttft_s"  # ranked by the mean TTFT: the p90 is read in the rows shown alone
 
-    def read(cols):  # the points of a deployment whose saturation rate the plan reads
+    def read(cols):  # the points of a deployment whose saturation rate (and p90: p90_late) the plan reads
         c = rank.columns(cols)
         best, fewer = _picks(c, rank)
         if best is None:  # nothing of it feasible: its rows of most chips (_choose names one when no deployment is)
@@ -153,7 +154,8 @@ def _search(spec, deployments, grid, rank: "_Rank"):
         named = fewer is not None and c["fits"][fewer] and c["saturated"][fewer]
         return np.isin(np.arange(len(cols["qps"])), [best, fewer] if named else [best])
     for dep, cols in zip(deployments, serve_deployments(spec, deployments, only_fitting=True, as_columns=True,
-                                                        saturation_where=read, **grid)):
+                                                        saturation_where=read, p90_where_saturation=p90_late,
+                                                        **grid)):
         if cols is None:  # no room for a sequence anywhere: ruled out by the memory model
             configurations += len(dep["qps"]) * len(grid["max_num_seqs"]) * len(grid["max_num_batched_tokens"])
             no_room += 1

@@ -30,7 +30,7 @@ Pure numpy over a grid (n points, k request classes, m decode-batch nodes); no r
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any, Callable
 
@@ -353,6 +353,9 @@ class Steady:
     queue_s: np.ndarray  # mean wait before the own prompt's step (slot, backlog, running step)
     saturated: np.ndarray  # bool: the prompt budget, the slots or the KV cache cannot keep up
     converged: np.ndarray  # bool: the fixed point holds (closed loop: C = X * e2e within 0.1 %)
+    # a solve that left the p90 out (with_p90=False; ttft_p90_s NaN): mask -> ttft_p90_s at the points it marks, the
+    # same numbers as a solve with it, NaN elsewhere (a caller that reads the p90 at a few points: the planner)
+    ttft_p90_at: "Callable[[np.ndarray], np.ndarray] | None" = field(default=None, repr=False, compare=False)
 
 
 _J = np.arange(8.0)  # prompts joining the own step (Poisson), for the p90
@@ -473,10 +476,12 @@ def _first_wave_s(tab, wl, clients, others):
 
 
 def _steady(tab, wl, load, capacity, closed, tokens_per_step, request_overhead_s, rounds=np.inf,
-            saturated_only: bool = False):
+            saturated_only: bool = False, with_p90: bool = True):
     """Damped fixed point of _pass: open loop at `load` requests/s, closed loop with `load` clients (each sending
     `rounds` requests, all starting together: the first wave's queue is averaged over the rounds). saturated_only
-    (open loop): only Steady.saturated, an array (n,) (no p90 and no Erlang C: saturation_qps asks for no more)."""
+    (open loop): only Steady.saturated, an array (n,) (no p90 and no Erlang C: saturation_qps asks for no more).
+    with_p90 False: the p90 is left out, Steady.ttft_p90_at gives it at the points a caller reads (the last pass again
+    at those points: every equation is per point)."""
     load = np.asarray(load, dtype=np.float64)
     dec_steps = wl.mean(np.maximum(wl.gen_tokens - 1.0, 0.0)) / tokens_per_step  # (n,) decode steps per request
     c = np.minimum(load, capacity) if closed else None  # running clients; the rest wait for a slot
@@ -488,7 +493,8 @@ def _steady(tab, wl, load, capacity, closed, tokens_per_step, request_overhead_s
         tau = 0.5 * tau + 0.5 * p.tau_s
         if closed:
             rate = 0.5 * rate + 0.5 * c / (wl.mean(p.ttft_s) + dec_steps * tau)
-    p = _pass(tab, wl, rate, tau, share, dec_steps, closed, request_overhead_s, with_p90=not saturated_only)
+    p = _pass(tab, wl, rate, tau, share, dec_steps, closed, request_overhead_s,
+              with_p90=with_p90 and not saturated_only)
     ttft = wl.mean(p.ttft_s)
     with np.errstate(invalid="ignore"):  # inf - inf where the backlog is saturated
         hold_s = ttft - request_overhead_s - p.queue_s + dec_steps * tau  # a request holds a slot (and its KV)
@@ -510,9 +516,20 @@ def _steady(tab, wl, load, capacity, closed, tokens_per_step, request_overhead_s
     converged = np.abs(rate * e2e - load) <= 1e-3 * load if closed else np.ones(load.shape, bool)
     # closed loop: the synchronized first wave, one round in `rounds` (a transient: the rate stays the steady one)
     wave_s = _first_wave_s(tab, wl, c, p.others) / rounds if closed else 0.0
-    p90 = np.maximum(p.p90_s, ttft + wave_s) if closed else p.p90_s  # the burst lifts the mean; p90 >= mean
-    return Steady(rate, ttft + wave_s + slot_wait, p90 + slot_p90, tau / tokens_per_step, e2e + wave_s, running,
-                  1.0 + p.others, p.u, p.queue_s + wave_s + slot_wait, saturated, converged)
+
+    def p90_of(pass_p90, at=slice(None)):  # the last pass's p90 at the points `at` -> the Steady's there
+        return (np.maximum(pass_p90, (ttft + wave_s)[at]) if closed else pass_p90) + slot_p90[at]  # the burst lifts
+        # the mean; p90 >= mean
+
+    def p90_at(mask):
+        at, out = np.flatnonzero(mask), np.full(load.shape, np.nan)
+        again = _pass(tab.with_index(tab.index[at]), wl.take(at), rate[at], tau[at], share[at] if closed else share,
+                      dec_steps[at], closed, request_overhead_s, with_p90=True)
+        out[at] = p90_of(again.p90_s, at)
+        return out
+    p90 = p90_of(p.p90_s) if with_p90 else np.full(load.shape, np.nan)
+    return Steady(rate, ttft + wave_s + slot_wait, p90, tau / tokens_per_step, e2e + wave_s, running, 1.0 + p.others,
+                  p.u, p.queue_s + wave_s + slot_wait, saturated, converged, None if with_p90 else p90_at)
 
 
 def _erlang_c(servers, offered):
@@ -524,9 +541,10 @@ def _erlang_c(servers, offered):
     return servers * b / (servers - offered * (1.0 - b))
 
 
-def solve_open(tab: StepTables, wl: Workload, qps, capacity, tokens_per_step=1.0, request_overhead_s=0.0) -> Steady:
-    """Poisson arrivals at `qps` requests/s per replica (n,)."""
-    return _steady(tab, wl, qps, capacity, False, tokens_per_step, request_overhead_s)
+def solve_open(tab: StepTables, wl: Workload, qps, capacity, tokens_per_step=1.0, request_overhead_s=0.0,
+               with_p90: bool = True) -> Steady:
+    """Poisson arrivals at `qps` requests/s per replica (n,). with_p90: see _steady."""
+    return _steady(tab, wl, qps, capacity, False, tokens_per_step, request_overhead_s, with_p90=with_p90)
 
 
 def saturation_qps(tab: StepTables, wl: Workload, capacity, tokens_per_step=1.0, rounds: int = 3) -> np.ndarray:
@@ -554,9 +572,11 @@ def saturation_qps(tab: StepTables, wl: Workload, capacity, tokens_per_step=1.0,
 
 
 def solve_closed(tab: StepTables, wl: Workload, concurrency, capacity, tokens_per_step=1.0,
-                 request_overhead_s=0.0, requests_per_client=np.inf) -> Steady:
+                 request_overhead_s=0.0, requests_per_client=np.inf, with_p90: bool = True) -> Steady:
     """C clients per replica (n,), each sending its next request when the previous one ends (no think time),
-    `requests_per_client` requests each, all clients starting together (np.inf: the steady state alone)."""
+    `requests_per_client` requests each, all clients starting together (np.inf: the steady state alone). with_p90:
+    see _steady."""
     if not requests_per_client >= 1.0:
         raise ScenarioError(f"requests_per_client must be >= 1, got {requests_per_client!r}")
-    return _steady(tab, wl, concurrency, capacity, True, tokens_per_step, request_overhead_s, requests_per_client)
+    return _steady(tab, wl, concurrency, capacity, True, tokens_per_step, request_overhead_s, requests_per_client,
+                   with_p90=with_p90)

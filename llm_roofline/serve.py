@@ -181,11 +181,11 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
 
 
 def _solve(parts: "list[_Prepared]", *, engine: dict, sp: Speculative, closed: bool,
-           saturation_where=None) -> list[dict[str, np.ndarray]]:
+           saturation_where=None, p90_where_saturation: bool = False) -> list[dict[str, np.ndarray]]:
     """Every metric of every part's grid, from ONE queueing solve over all their points (the equations are
     per point; the parts' step tables are stacked): a dict of arrays (n,) per part. saturation_where(i, cols): the
     points of part i (a bool mask, from its other metrics) whose saturation rate is computed (the others' is NaN;
-    None: every point's)."""
+    None: every point's); p90_where_saturation: the TTFT p90 too (saturation_where then reads no p90)."""
     sizes = [p.load.size for p in parts]
     tab = StepTables.concat([p.tab for p in parts])
     wl = Workload.concat([p.wl for p in parts])
@@ -194,8 +194,10 @@ def _solve(parts: "list[_Prepared]", *, engine: dict, sp: Speculative, closed: b
     cap, dp = cat["cap"], cat["dp"]
     cap_safe = np.maximum(cap, 1.0)
     e_spec, r_over = sp.tokens_per_step, engine["request_overhead_s"]
-    st = (solve_closed(tab, wl, cat["load"], cap_safe, e_spec, r_over, engine["requests_per_client"]) if closed
-          else solve_open(tab, wl, cat["load"], cap_safe, e_spec, r_over))
+    late_p90 = p90_where_saturation and saturation_where is not None
+    st = (solve_closed(tab, wl, cat["load"], cap_safe, e_spec, r_over, engine["requests_per_client"],
+                       with_p90=not late_p90) if closed
+          else solve_open(tab, wl, cat["load"], cap_safe, e_spec, r_over, with_p90=not late_p90))
     gen = wl.mean(wl.gen_tokens)
     tpot_s = np.where(gen > 1.0, st.tpot_s, np.nan)  # one generated token: no decode step
     cols = dict(ttft_s=st.ttft_s, ttft_p90_s=st.ttft_p90_s, tpot_s=tpot_s, e2e_s=st.e2e_s,
@@ -211,8 +213,11 @@ def _solve(parts: "list[_Prepared]", *, engine: dict, sp: Speculative, closed: b
     want = np.ones(tab.index.size, bool) if saturation_where is None else np.concatenate(
         [_mask(saturation_where(i, c), c["fits"].size) for i, c in enumerate(out)])
     sat = _saturation_rps(tab, wl, cap_safe, want, e_spec) * dp
+    p90 = st.ttft_p90_at(want) if late_p90 else None
     for c, lo, hi in zip(out, bounds[:-1], bounds[1:]):
         c["saturation_requests_per_s"] = sat[lo:hi]
+        if late_p90:
+            c["ttft_p90_s"] = p90[lo:hi]
     return out
 
 
@@ -315,11 +320,12 @@ def _setup(model, call: dict):
     return spec, ctx, mesh
 
 
-def _run(spec, jobs, ctx: dict, raise_errors: bool, only_fitting: bool = False, saturation_where=None) -> list:
+def _run(spec, jobs, ctx: dict, raise_errors: bool, only_fitting: bool = False, saturation_where=None,
+         p90_where_saturation: bool = False) -> list:
     """Every job (its discrete choices d: chip, tp, pp, ep, dp; its grid g) prepared, then solved together: one
     (chip, d, g, cols, assumptions) per job, or the RooflineError a job raised (raise_errors=False), or None for a
     job where nothing fits (only_fitting). saturation_where(chip, d, g, cols): the points of a job whose saturation
-    rate is wanted (_solve; None: all)."""
+    rate is wanted (_solve; None: all), and its TTFT p90 where p90_where_saturation."""
     preps, graphs = [], {}  # graphs: each step's graph, built once for every chip (estimate.graph_memo)
     models = {}  # each chip's efficiency model, resolved once for all its jobs
     for d, g in jobs:
@@ -350,13 +356,14 @@ def _run(spec, jobs, ctx: dict, raise_errors: bool, only_fitting: bool = False, 
         where = None if saturation_where is None else (
             lambda i, c, members=members: saturation_where(members[i][0], members[i][1], members[i][2], c))
         for p, c in zip(members, _solve([m[3] for m in members], engine=ctx["engine"], sp=ctx["sp"],
-                                        closed=ctx["closed"], saturation_where=where)):
+                                        closed=ctx["closed"], saturation_where=where,
+                                        p90_where_saturation=p90_where_saturation)):
             cols[id(p)] = c
     return [p if p is None or isinstance(p, RooflineError) else (p[0], p[1], p[2], cols[id(p)], p[4]) for p in preps]
 
 
 def serve_deployments(model, deployments: list[dict], only_fitting: bool = False, as_columns: bool = False,
-                      saturation_where=None, **kw) -> list:
+                      saturation_where=None, p90_where_saturation: bool = False, **kw) -> list:
     """serve() sweeps of several deployments solved together (one queueing pass over all their points, which is
     what makes the planner fast). deployments: dicts of chip, tp, pp, ep, dp and any grid argument of serve()
     overriding `kw` (e.g. its own list of qps); kw: serve()'s other arguments. Returns per deployment its
@@ -365,7 +372,8 @@ def serve_deployments(model, deployments: list[dict], only_fitting: bool = False
     alone: its steps are not evaluated). saturation_where(columns): the points of a deployment (a bool mask, read
     from its grid and metric columns, saturation_requests_per_s aside, and its chip name, tp, pp, ep, dp: one value
     each) whose saturation rate is computed, the others' left NaN (a caller reading a few rows: the planner); None:
-    every point's."""
+    every point's. p90_where_saturation: the TTFT p90 (ttft_p90_s) too, for a caller whose saturation_where does not
+    read it."""
     base = dict(chip=None, tp=1, pp=1, ep=1, dp=1)
     if not isinstance(deployments, (list, tuple)) or not all(isinstance(d, dict) for d in deployments):
         raise ScenarioError(f"deployments must be a list of dicts (chip, tp, pp, ep, dp, grid arguments), got "
@@ -399,7 +407,8 @@ def serve_deployments(model, deployments: list[dict], only_fitting: bool = False
         raise ScenarioError(f"saturation_where must be a function of a deployment's columns, got {saturation_where!r:.80}")
     where = None if saturation_where is None else (
         lambda chip, d, g, cols: saturation_where({**g, **cols, "chip": chip.name, **{k: d[k] for k in _DEGREES}}))
-    solved = iter(_run(spec, jobs, ctx, raise_errors=False, only_fitting=only_fitting, saturation_where=where)
+    solved = iter(_run(spec, jobs, ctx, raise_errors=False, only_fitting=only_fitting, saturation_where=where,
+                       p90_where_saturation=p90_where_saturation)
                   if jobs else [])
     labels: dict = {}  # each chip's fit label, once
     for i, r in enumerate(out):

@@ -64,6 +64,26 @@ def test_saturation_where_computes_the_saturation_rate_at_the_points_asked_only(
                                       pd.DataFrame(a).drop(columns="saturation_requests_per_s"))
 
 
+@pytest.mark.parametrize("load", ["qps", "concurrency"])
+def test_p90_where_saturation_computes_the_ttft_p90_at_the_same_points_only(load):
+    # the p90 the full sweep gives, bit for bit, where saturation_where asks (the last queueing pass again at those
+    # points: every equation is per point), NaN elsewhere; every other column unchanged (open and closed loops)
+    import numpy as np
+
+    kw = dict(prompt_len=[512, 4096], gen_len=64, max_num_seqs=[64, 256])
+    deps = [dict(chip="h100-sxm", tp=1, **{load: [0.5, 4.0]}), dict(chip="a100-80gb", tp=2, **{load: [1.0]})]
+    where = lambda c: c["prompt_len"] > 1000  # noqa: E731
+    full = serve_deployments(MODEL, deps, as_columns=True, saturation_where=where, **kw)
+    some = serve_deployments(MODEL, deps, as_columns=True, saturation_where=where, p90_where_saturation=True, **kw)
+    for a, b in zip(full, some):
+        asked = np.asarray(a["prompt_len"]) > 1000
+        assert asked.any() and not asked.all() and np.isfinite(a["ttft_p90_s"]).all()
+        np.testing.assert_array_equal(b["ttft_p90_s"][asked], a["ttft_p90_s"][asked])
+        assert np.isnan(b["ttft_p90_s"][~asked]).all()
+        pd.testing.assert_frame_equal(pd.DataFrame(b).drop(columns="ttft_p90_s"),
+                                      pd.DataFrame(a).drop(columns="ttft_p90_s"))
+
+
 @pytest.mark.parametrize("bad", [dict(tp=[1, 2]), dict(chip=["h100-sxm", "a100-80gb"]), dict(dp=(1, 2))])
 def test_a_deployment_with_a_list_of_chips_or_degrees_is_refused(bad):
     # serve() sweeps lists; serve_deployments takes one deployment per chip and sharding: tp=[1, 2] ended in
