@@ -4,12 +4,14 @@
 
 A configuration is one point of a planner's search grid, scored with every metric the planner ranks by:
   serving planner (plan_serving, `llm-roofline plan ... --qps Q`): chip x (tp, pp, ep) x replicas x engine knobs
-      (max_num_seqs x max_num_batched_tokens): every point gets its steady state under the load (TTFT mean and
-      p90, TPOT, saturation rate, KV capacity);
+      (max_num_seqs x max_num_batched_tokens): every point gets its steady state under the load (TTFT, TPOT,
+      whether it saturates, KV capacity; the saturation rate and the TTFT p90 at the rows the plan shows, or the
+      p90 everywhere when it ranks by it);
   static planner (plan, `--static`): chip x (tp, pp, ep) x batch, each with TTFT, TPOT, memory, replicas and cost
       (the rows of Plan.candidates).
-Time is CPU time of the planner call (time.process_time, min of repeats), so other processes on the machine do
-not inflate it; the whole CLI process (imports, loading, printing) is timed once as wall clock for reference.
+Time is CPU time of the planner call (time.process_time, min of 7 repeats: on a shared machine a neighbour's load
+slows every run now and then, and 3 repeats were sometimes all slowed), so other processes on the machine inflate it
+as little as they can; the whole CLI process (imports, loading, printing) is timed once as wall clock for reference.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ README = ("plan meta-llama/Llama-3.1-70B --chips h100-sxm,h200,mi300x --prompt 2
 TARGET_PER_S = 20_000
 
 
-def cpu_time(fn, repeats: int = 3) -> float:
+def cpu_time(fn, repeats: int = 7) -> float:
     return best_seconds(fn, repeats, warm_up=True)  # warm-up: model and chip files, calibration fits, imports
 
 
