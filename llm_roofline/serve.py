@@ -49,7 +49,7 @@ from .units import as_list, json_ready, remembered, unique_rows
 # (roofline.launched_overhead_s; it had added ~0.9 ms to every decode step of Llama-3.1-70B, which the per-step and
 # per-request constants carried: 0.595 and 7.0 ms before). Held-out median error: TTFT 10.1 %, TPOT 8.3 %
 # (concurrency 32-64); gpt-oss-120b (refit on all 120 Llama rows) TTFT 19.4 %, TPOT 35 % (kernel floors that vLLM's
-# CUDA graphs fuse or overlap, under the Llama-fitted per-step overhead).
+# CUDA graphs fuse or overlap, under the Llama-fitted per-step overhead; with these constants TTFT 18 %, TPOT 12 %).
 HOST_STEP_OVERHEAD_S = 0.351e-3
 HOST_SEQ_OVERHEAD_S = 0.0
 HOST_REQUEST_OVERHEAD_S = 2.9e-3
