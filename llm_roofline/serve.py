@@ -403,6 +403,8 @@ def serve_deployments(model, deployments: list[dict], only_fitting: bool = False
         jobs.append(({**base, **{k: v for k, v in dep.items() if k in base}}, mesh))
         out.append(None)
     eff = kw.get("efficiency", DEFAULT_EFFICIENCY)
+    if not isinstance(p90_where_saturation, (bool, np.bool_)):
+        raise ScenarioError(f"p90_where_saturation must be True or False, got {p90_where_saturation!r:.60}")
     if saturation_where is not None and not callable(saturation_where):
         raise ScenarioError(f"saturation_where must be a function of a deployment's columns, got {saturation_where!r:.80}")
     where = None if saturation_where is None else (

@@ -129,3 +129,14 @@ def test_a_bad_saturation_where_is_named(where, said):
     with pytest.raises(RooflineError, match=said):
         serve_deployments(MODEL, [dict(chip="h100-sxm", tp=1, qps=[1.0, 2.0])], saturation_where=where,
                           prompt_len=512, gen_len=64)
+
+
+def test_a_bad_p90_where_saturation_and_a_bad_parts_memo_are_named():
+    # a hostile flag or memo is a RooflineError naming it (was: a flag taken as truthy; parts="x": numpy's TypeError)
+    import llm_roofline as lr
+    from llm_roofline.graph import Phase
+
+    with pytest.raises(RooflineError, match="p90_where_saturation must be True or False"):
+        serve_deployments(MODEL, [dict(chip="h100-sxm", tp=1, qps=[1.0])], p90_where_saturation="yes")
+    with pytest.raises(RooflineError, match="parts must be a dict"):
+        lr.build_ops(lr.load_model(MODEL), Phase.prefill(1.0, 128.0), parts="x")

@@ -343,6 +343,8 @@ def build_ops(spec: ModelSpec, phase: Phase, sharding: Sharding | None = None, d
     sh, dt = sharding or Sharding(), dtypes or Dtypes()
     if attention not in ATTENTION_MODES:
         raise ScenarioError(f"attention must be one of {', '.join(ATTENTION_MODES)}, got {attention!r}")
+    if parts is not None and not isinstance(parts, dict):
+        raise ScenarioError(f"parts must be a dict the caller keeps (or None), got {parts!r:.60}")
     hand = handoff_ops(spec, phase, sh, dt, attention)  # pp checked before the stage is built
     c = Ctx(spec, phase, sh, dt, attention, parts)
     ops = list(c.kept(_model_ops_head))  # a copy: kept lists are shared
