@@ -74,8 +74,8 @@ class Op:
     def formula(self) -> str:
         return self.text if isinstance(self.text, str) else self.text()
 
-    def __getstate__(self):  # pickled and copied with its formula written out (a function may not pickle)
-        return {**self.__dict__, "text": self.formula}
+    def __getstate__(self):  # pickled and copied with its formula written out (a function may not pickle), its fields
+        return {**{k: v for k, v in self.__dict__.items() if k != "_value_key"}, "text": self.formula}  # alone
 
     def value_key(self) -> tuple:
         """Every field a score reads (all but count, text and group: the layer group only places the op) as a dict
