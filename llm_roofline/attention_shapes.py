@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .roofline import where as _where
-from .units import DTYPE_BITS, everywhere, f64 as _float
+from .units import DTYPE_BITS, everywhere, f64 as _float, where_positive
 
 if TYPE_CHECKING:
     from .ops import Op
@@ -36,8 +36,8 @@ def attention_shape(op: "Op", decode: bool) -> dict:
     keys = _positive_ratio(_float(op.flops) * e, 2.0, act)  # no division by 0
     if decode:
         row = _positive_ratio(_float(op.kv_bytes), 1.0, keys)
-        heads = act / e / (2.0 * op.head_dim) if getattr(op, "window", 0.0) > 0 and op.head_dim > 0 else 0.0
         w = getattr(op, "window", 0.0)
+        heads = act / e / (2.0 * op.head_dim) if w > 0 and op.head_dim > 0 else 0.0
         past = _where((_float(getattr(op, "kv_len", 0.0)) > w) & (w > 0), keys, 0.0) if w > 0 else 0.0
         return {"keys": keys, "elems": act / e, "kv_row_bytes": row, "windowed_heads": heads,
                 "kv_streams": _kv_streams(op, act / e), "window_keys": past}
@@ -66,10 +66,7 @@ def _kv_streams(op: "Op", elems) -> np.ndarray:
 
 def _positive_ratio(num, k: float, den):
     """num / (k * den) where den > 0, else 0 (no division by 0)."""
-    known = den > 0
-    if everywhere(known):
-        return num / (k * den)
-    return _where(known, num / (k * _where(known, den, 1.0)), 0.0)
+    return where_positive(den, lambda d: num / (k * d), 0.0)
 
 
 Q_TILE = 128.0  # query rows per tile of the FlashAttention-style prefill kernels (FA2 / FA3 / TRT-LLM, head_dim <= 128)

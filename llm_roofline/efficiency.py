@@ -135,7 +135,7 @@ import numpy as np
 from .errors import ChipError
 from .hardware import Chip
 from .roofline import Efficiency, stacked, where as _where
-from .units import DTYPE_BITS, everywhere, f64 as _float
+from .units import DTYPE_BITS, everywhere, f64 as _float, where_positive
 from .attention_shapes import decode_family, attention_shape, decode_points, is_decode_attention
 
 if TYPE_CHECKING:
@@ -258,12 +258,7 @@ class FamilyFit:
         if self.memory_streams_half or self.memory_unsplit_half:
             s, h = _float(streams), self.memory_streams_half
             h = _where(_float(group) == 1.0, self.memory_unsplit_half, h) if self.memory_unsplit_half else h
-            known = s > 0
-            if everywhere(known):
-                out = out * (s / np.hypot(s, h))
-            else:
-                ss = _where(known, s, 1.0)
-                out = out * _where(known, ss / np.hypot(ss, h), 1.0)
+            out = out * where_positive(s, lambda v: v / np.hypot(v, h), 1.0)
         return out * _saturation(window_keys, self.memory_window_half) if self.memory_window_half else out
 
     def efficiency(self, tokens=0.0, kernels=1.0, label: str = "calibrated", keys=0.0, elems=0.0, kv_row_bytes=0.0,
@@ -312,11 +307,7 @@ class FamilyFit:
 
 def _saturation(x, half: float) -> np.ndarray:
     """x / (x + half), 1 where x <= 0 (unknown)."""
-    known = (x := _float(x)) > 0
-    if everywhere(known):
-        return x / (x + half)
-    xx = _where(known, x, 1.0)
-    return _where(known, xx / (xx + half), 1.0)
+    return where_positive(_float(x), lambda v: v / (v + half), 1.0)
 
 
 PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_half", "comm_max", "overhead_s",

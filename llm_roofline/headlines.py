@@ -161,8 +161,9 @@ def _stage_graphs(spec, scenario: tuple, dt: Dtypes, attention, graphs: dict | N
     (phases.graph_memo, kept in `graphs`): ((ops, memo), ((ops, sums, grid), memo) or None without a decode)."""
     sh, batch, prompt, gen = scenario
     stage, micro = sh.stage, batch / sh.pp
-    key = () if graphs is None else (stage, dt, attention) + tuple(array_key(x) for x in (micro, prompt, gen))
-    at = (id(spec), dt, attention) + key[3:]  # the graph's parts: each stage's built once for the eps that share it
+    arrays = () if graphs is None else tuple(array_key(x) for x in (micro, prompt, gen))  # keys kept in `graphs`
+    key = (stage, dt, attention) + arrays
+    at = (id(spec), dt, attention) + arrays  # the graph's parts: each stage's built once for the eps that share it
     pre = graph_memo(graphs, ("headline.prefill", id(spec)) + key, lambda: build_ops(
         spec, Phase.prefill(micro, prompt), stage, dt, attention, sub_memo(graphs, ("headline.prefill.parts",) + at)))
     if not np.any(gen > 1):

@@ -331,7 +331,9 @@ def _run(spec, jobs, ctx: dict, raise_errors: bool, only_fitting: bool = False, 
     for d, g in jobs:
         try:
             chip_obj = load_chip(d["chip"])
-            _, model = models.setdefault(id(chip_obj), (chip_obj, resolved_once(ctx["efficiency"], chip_obj)))
+            if id(chip_obj) not in models:  # the chip held beside its model: its id stays its own
+                models[id(chip_obj)] = (chip_obj, resolved_once(ctx["efficiency"], chip_obj))
+            model = models[id(chip_obj)][1]
             d = {**d, **{k: check_count(k, d[k]) for k in _DEGREES}}
             assumptions: list[str] = []
             dtypes = resolve_dtypes(chip_obj, Dtypes(*ctx["dtypes"]), assumptions)

@@ -57,6 +57,17 @@ def everywhere(mask) -> bool:
     return bool(mask.all()) if type(mask) is np.ndarray else bool(mask)
 
 
+def where_positive(x, fn, default):
+    """fn(x) where x > 0 and `default` where not (fn is given 1 there, so it never divides by 0 or takes a log of
+    it); fn(x) at once where x > 0 everywhere (everywhere), `default` for a scalar x <= 0."""
+    known = x > 0
+    if everywhere(known):
+        return fn(x)
+    if type(known) is not np.ndarray:
+        return default
+    return np.where(known, fn(np.where(known, x, 1.0)), default)
+
+
 def f64(x):
     """x as float64: a numpy float64 scalar for a scalar or a 0-d array (its arithmetic is cheaper than a 0-d
     array's, the values the same), else a float64 array."""

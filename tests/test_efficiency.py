@@ -609,3 +609,14 @@ def test_an_attention_grid_is_priced_point_by_point(attn_chip):
     op = _attn(np.array([1.0, 4.0]), np.array([1024.0, 1.0]), np.array([1024.0, 4096.0]))
     assert family_of(op) == "attention"  # the op's family (and band): decode only where every point is
     assert _t(op, attn_chip).t_s == pytest.approx([52.1901e-6, 20.7008e-6], rel=1e-5)
+
+
+def test_where_positive_guards_the_points_that_are_not_positive_by_hand():
+    # fn(x) where x > 0, the default elsewhere, and fn never given a non-positive x (1 / 0 raises here)
+    from llm_roofline.units import where_positive
+
+    with np.errstate(divide="raise"):
+        assert list(where_positive(np.array([0.0, 2.0, -1.0]), lambda v: 1.0 / v, 7.0)) == [7.0, 0.5, 7.0]
+        assert list(where_positive(np.array([4.0, 0.5]), lambda v: 1.0 / v, 7.0)) == [0.25, 2.0]
+        assert where_positive(np.float64(0.0), lambda v: 1.0 / v, 7.0) == 7.0
+        assert where_positive(4.0, lambda v: 1.0 / v, 7.0) == 0.25

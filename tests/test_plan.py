@@ -337,3 +337,23 @@ def test_a_chip_scored_beside_others_gets_the_rows_it_gets_alone():
     assert len(mine) == len(alone) > 0 and (mine["tp"] > 1).any()
     for col in ("ttft_s", "tpot_s"):
         np.testing.assert_allclose(mine[col].to_numpy(float), alone[col].to_numpy(float), rtol=1e-12)
+
+
+def test_the_pareto_front_and_the_joined_columns_by_hand():
+    # _pareto: sorted by TPOT (TTFT where there is none: gen_len 1), then cost (a missing price: infinite), each row
+    # cheaper than every faster one. (TPOT, cost): r0 (0.02, 5), r1 (0.01, 9), r2 (0.03, 4), r3 (0.02, none),
+    # r4 (none, TTFT 0.015, 3), r5 (0.01, 9) -> order r1, r5, r4, r0, r3, r2: r1 (9 < inf), r5 no (9 = 9, the
+    # earlier row stays), r4 (3 < 9), r0 no (5), r3 no (inf), r2 no (4 > 3): the front is r1, r4
+    import pandas as pd
+
+    from llm_roofline.plan.search import _pareto
+    from llm_roofline.units import joined_columns
+
+    nan = float("nan")
+    df = pd.DataFrame(dict(tpot_s=[0.02, 0.01, 0.03, 0.02, nan, 0.01], ttft_s=[0.1, 0.1, 0.1, 0.1, 0.015, 0.1],
+                           cost=[5.0, 9.0, 4.0, nan, 3.0, 9.0], row=range(6)))
+    assert list(_pareto(df, "cost")["row"]) == [1, 4]
+    # joined_columns: arrays and lists joined, one value a part repeated over its rows, text kept as Python str
+    cols = joined_columns([dict(chip="a", x=np.array([1.0, 2.0]), n=3), dict(chip="b", x=[3.0], n=4.5)], [2, 1])
+    assert cols["chip"].dtype == object and list(cols["chip"]) == ["a", "a", "b"] and type(cols["chip"][0]) is str
+    assert list(cols["x"]) == [1.0, 2.0, 3.0] and list(cols["n"]) == [3.0, 3.0, 4.5]
