@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property, lru_cache, wraps
 from typing import Any, Callable
 
 import numpy as np
@@ -475,6 +475,17 @@ def _first_wave_s(tab, wl, clients, others):
     return np.maximum(clients - 1.0, 0.0) / 2.0 * wl.mean(wl.new_prompt_tokens) * full_s / room
 
 
+def _saturating(f):
+    """f with numpy's overflow, invalid and divide warnings off: a saturated point runs to inf or NaN by design
+    (Steady.saturated flags it, and serve's error names it in one line), not a fault to print."""
+    @wraps(f)
+    def quiet(*args, **kwargs):
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            return f(*args, **kwargs)
+    return quiet
+
+
+@_saturating
 def _steady(tab, wl, load, capacity, closed, tokens_per_step, request_overhead_s, rounds=np.inf,
             saturated_only: bool = False, with_p90: bool = True):
     """Damped fixed point of _pass: open loop at `load` requests/s, closed loop with `load` clients (each sending
@@ -521,6 +532,7 @@ def _steady(tab, wl, load, capacity, closed, tokens_per_step, request_overhead_s
         return (np.maximum(pass_p90, (ttft + wave_s)[at]) if closed else pass_p90) + slot_p90[at]  # the burst lifts
         # the mean; p90 >= mean
 
+    @_saturating
     def p90_at(mask):
         at, out = np.flatnonzero(mask), np.full(load.shape, np.nan)
         again = _pass(tab.with_index(tab.index[at]), wl.take(at), rate[at], tau[at], share[at] if closed else share,

@@ -199,6 +199,8 @@ def test_help_documents_exit_codes_and_bounds(capsys):
     ["memory", M, "--chip", "h100", "--tp", "3"],
     ["plot", "memory", M, "--chip", "h100", "--dpi", "100000", "--out", "x.png"],
     ["sweep", M, "--chip", "h100", "--out", "/dev/full"],
+    # a load no deployment serves: the queueing solve runs the saturated point to inf (numpy printed 3 warnings)
+    ["serve", M, "--chip", "h100", "--qps", "1e300"],
 ])
 def test_hostile_subprocess_has_no_traceback(argv):
     env = dict(os.environ, PYTHONPATH=str(REPO))
