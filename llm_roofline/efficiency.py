@@ -80,6 +80,8 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   rows, vLLM's Triton fused MoE zero-filling those of other chips' experts; ~0 for kernels that fuse them). fp8 GEMMs
   (gemm_fp8) have their own fit of every parameter, and past one M tile of compute_m_tile rows (a discrete fit: 0, 128
   or 256) a factor T / (ceil(T / tile) * tile): vLLM picks a kernel sized to M up to a tile, whole tiles beyond it.
+- MoE: compute_m_block_rule pads each expert's T rows to the kernel's M blocks (m_block_padding); compute_width_half:
+  f(i / tp, h) (op.expert_width): narrow experts (high moe_tp) spread each tile's fixed work over fewer multiply-adds.
 - Weight-only quantized GEMMs (weights narrower than the compute dtype: int4/int8/fp8 weights, bf16 compute) run
   dequantizing kernels: the packed-weight read plus a dequant cost on the vector units, never the padded rows
   (dequant_efficiency).
@@ -214,6 +216,9 @@ class FamilyFit:
     compute_m_tile: float = 0.0  # fp8 GEMM: T rows > one tile run ceil(T / tile) whole tiles (factor T / padded), >= 0
     compute_depth_half: float = 0.0  # GEMM: inner dimension K at which the depth factor is 1/2 (each output tile's
     #   pipeline fill and epilogue amortized over its K loop), >= 0
+    compute_width_half: float = 0.0  # expert GEMM: intermediate size per chip at which the width factor is 1/2, >= 0
+    compute_m_block_rule: float = 0.0  # expert GEMM: how the kernel sizes its M blocks to the routed rows per local
+    #   expert (M_BLOCK_RULES: 1 vLLM's Marlin MoE, 2 OpenAI triton_kernels; m_block_padding); 0: none
 
     def __post_init__(self):
         for name in ("compute_max", "memory_max", "comm_max", "comm_switch_max"):
@@ -225,10 +230,11 @@ class FamilyFit:
             if isinstance(v, bool) or not (isinstance(v, (int, float)) and math.isfinite(v) and 0 <= v <= top):
                 raise ChipError(f"efficiency {name} must be a number in [0, {top:g}], got {v!r}")
 
-    def compute(self, tokens, keys=0.0, elems=0.0, cols=0.0, dim=0.0, group=0.0, outs=0.0, depth=0.0) -> np.ndarray:
+    def compute(self, tokens, keys=0.0, elems=0.0, cols=0.0, dim=0.0, group=0.0, outs=0.0, depth=0.0, width=0.0,
+                block_rows=0.0) -> np.ndarray:
         """compute_max * f(T, compute_tokens_half) * f(keys, compute_keys_half) * f(elems, compute_elems_half)
         * f(cols, compute_cols_half) * f(dim, compute_dim_half) * f(group, compute_group_half) * f(outs, ...)
-        * f(depth, compute_depth_half),
+        * f(depth, compute_depth_half) * f(width, compute_width_half) (* m_block_padding where compute_m_block_rule),
         f(x, h) = x / (x + h); a factor whose x <= 0 (unknown) or h = 0 is 1. GEMM: outs counts
         T * N * max(1, K / compute_k_split) when compute_k_split > 0 and depth K is known (split-K)."""
         out = np.float64(self.compute_max)
@@ -236,12 +242,14 @@ class FamilyFit:
         if halves:
             if self.compute_k_split > 0 and self.compute_outs_half > 0:
                 outs = _float(outs) * np.maximum(1.0, _float(depth) / max(self.compute_k_split, 1.0))  # >= 1 element
-            xs = (tokens, keys, elems, cols, dim, group, outs, depth)
+            xs = (tokens, keys, elems, cols, dim, group, outs, depth, width)
             for i, half in halves:
                 out = out * _saturation(xs[i], half)
         if self.compute_m_tile > 0:  # past one tile: whole tiles (a GEMM of fewer rows runs a kernel sized to it)
             t, m = np.maximum(_float(tokens), 1.0), self.compute_m_tile
             out = out * _where(t > m, t / (np.ceil(t / m) * m), 1.0)
+        if self.compute_m_block_rule > 0:
+            out = out * m_block_padding(tokens, block_rows, self.compute_m_block_rule)
         return out
 
     def memory(self, tokens, streams=0.0, window_keys=0.0, group=0.0) -> np.ndarray:
@@ -263,13 +271,14 @@ class FamilyFit:
 
     def efficiency(self, tokens=0.0, kernels=1.0, label: str = "calibrated", keys=0.0, elems=0.0, kv_row_bytes=0.0,
                    cols=0.0, dim=0.0, out_elems=0.0, group=0.0, walked=0.0, chips=0.0, depth=0.0, windowed_heads=0.0,
-                   head_tiles=0.0, group_tiles=0.0, kv_streams=0.0, window_keys=0.0) -> Efficiency:
+                   head_tiles=0.0, group_tiles=0.0, kv_streams=0.0, window_keys=0.0, width=0.0,
+                   block_rows=0.0) -> Efficiency:
         """The Efficiency at T = tokens (GEMM: also its output columns; attention: keys per query, Q+O
         elements, head_dim and, for decode, the KV bytes of one context position over the batch); overhead
         (overhead_s + overhead_per_kv_row_byte_s * kv_row_bytes + overhead_per_output_elem_s * out_elems) once
         per kernel; windowed_heads: query rows x heads of a sliding-window decode (0 without a window); head_tiles,
         group_tiles: a prefill's query tiles (query_tiles); kv_streams: a decode's sequences x KV heads; window_keys:
-        a decode's keys W past its sliding window (else 0)."""
+        a decode's keys W past its sliding window (else 0); width, block_rows: compute()'s (expert GEMMs)."""
         ovh = (_where(_float(group) == 1.0, self.overhead_unsplit_s, self.overhead_s) if self.overhead_unsplit_s
                else self.overhead_s) + self.overhead_per_kv_row_byte_s * _float(kv_row_bytes)
         coefs = self._set_terms[1]
@@ -278,7 +287,8 @@ class FamilyFit:
                   _float(window_keys) > 0)  # past the window: once per kernel
             for i, c in coefs:
                 ovh = ovh + c * np.maximum(_float(xs[i]), 0.0)
-        return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group, out_elems, depth),
+        return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group, out_elems, depth, width,
+                                               block_rows),
                           memory=self.memory(tokens, kv_streams, window_keys, group), comm=self.comm_max,
                           overhead_s=ovh * _float(kernels), label=label, comm_switch=self.comm_switch_max,
                           comm_hop_s=self.step_s(chips))
@@ -289,7 +299,8 @@ class FamilyFit:
         and efficiency()'s argument order. A factor of h = 0 is 1 and a term of coefficient 0 adds 0, so only these
         are computed (kept: the fit is immutable)."""
         halves = (self.compute_tokens_half, self.compute_keys_half, self.compute_elems_half, self.compute_cols_half,
-                  self.compute_dim_half, self.compute_group_half, self.compute_outs_half, self.compute_depth_half)
+                  self.compute_dim_half, self.compute_group_half, self.compute_outs_half, self.compute_depth_half,
+                  self.compute_width_half)
         coefs = (self.overhead_per_windowed_head_s, self.overhead_per_kv_stream_s, self.overhead_per_head_tile_s,
                  self.overhead_per_group_tile_s, self.overhead_per_output_elem_s, self.overhead_per_walked_elem_s,
                  self.overhead_per_token_s, self.overhead_window_s)
@@ -305,6 +316,28 @@ class FamilyFit:
         return {k: getattr(self, k) for k in PARAMS}
 
 
+# fused-MoE kernels' M blocks, sized to the routed rows per local expert R: rule -> (block sizes, whether one fits R).
+# 1: vLLM's fused_marlin_moe (int4): the smallest of 8 ... 64 with R / block < 0.9, else 64. 2: OpenAI triton_kernels'
+# matmul_ogs (GPT-OSS MXFP4 on Hopper): the next power of two of floor(R), 16 to 128.
+M_BLOCK_RULES = {1: ((8.0, 16.0, 32.0, 48.0, 64.0), lambda r, b: r < 0.9 * b),
+                 2: ((16.0, 32.0, 64.0, 128.0), lambda r, b: np.floor(r) <= b)}
+
+
+def m_block_padding(tokens, block_rows, rule: float) -> np.ndarray:
+    """T / (ceil(T / b) * b): an expert's T rows in whole blocks, b the smallest of the rule's sizes that fits R =
+    block_rows, else the largest (M_BLOCK_RULES). 1 where T or R is unknown (<= 0) or the rule is none of them."""
+    if int(rule) not in M_BLOCK_RULES:
+        return np.float64(1.0)
+    sizes, fits = M_BLOCK_RULES[int(rule)]
+    r, t = np.asarray(_float(block_rows)), np.asarray(_float(tokens))
+    block = np.full(r.shape, sizes[-1])
+    for size in reversed(sizes[:-1]):  # the smallest block that fits wins
+        block = np.where(fits(r, size), size, block)
+    known = (t > 0) & (r > 0)
+    tt = np.where(known, t, 1.0)
+    return np.where(known, tt / (np.ceil(tt / block) * block), 1.0)[()]  # 0-d: a scalar
+
+
 def _saturation(x, half: float) -> np.ndarray:
     """x / (x + half), 1 where x <= 0 (unknown)."""
     return where_positive(_float(x), lambda v: v / (v + half), 1.0)
@@ -316,7 +349,8 @@ PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_hal
           "overhead_per_walked_elem_s", "err_p10", "err_p90", "comm_switch_max", "comm_step_s",
           "comm_step_per_doubling_s", "compute_k_split", "overhead_per_windowed_head_s", "overhead_per_head_tile_s",
           "overhead_per_group_tile_s", "memory_streams_half", "overhead_per_kv_stream_s", "memory_window_half",
-          "overhead_window_s", "compute_m_tile", "memory_unsplit_half", "overhead_unsplit_s", "compute_depth_half")
+          "overhead_window_s", "compute_m_tile", "memory_unsplit_half", "overhead_unsplit_s", "compute_depth_half",
+          "compute_width_half", "compute_m_block_rule")
 # ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: seconds per kernel, row, byte or
 # element; the band: measured / predicted), so a hostile chip file cannot drive a time to overflow
 PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3, "comm": 1.0}
@@ -415,10 +449,11 @@ class CalibratedModel:
         if op.kind == "gemm":  # a GEMM's efficiency also depends on its own output columns (T * N: its epilogue)
             n = op.gemm_n
             walked = op.walked_rows * (op.gemm_k + n) if fam in MOE_FAMILIES else 0.0
+            blocks = _block_rows(op.walked_rows, op.local_experts) if fam in MOE_FAMILIES else 0.0
             if getattr(op.tokens, "ndim", 0) or getattr(walked, "ndim", 0):
                 return p.efficiency(op.tokens, label=self.label, cols=n, out_elems=_float(op.tokens) * n, walked=walked,
-                                    depth=op.gemm_k)
-            return _efficiency_at(p, op.tokens, self.label, n, float(walked), op.gemm_k)
+                                    depth=op.gemm_k, width=op.expert_width, block_rows=blocks)
+            return _efficiency_at(p, op.tokens, self.label, n, float(walked), op.gemm_k, op.expert_width, float(blocks))
         if fam in COLLECTIVE_FAMILIES:  # the direct kernels' step latency grows with the GPUs of the group; rings
             # (PCIe switch, xGMI / NVLink-bridge mesh) are NCCL's pipelined steps, priced at the link's latency_s alone
             return _collective_efficiency(p, int(op.group_chips), self.label, chip.scaleup.nvlink_switch)
@@ -456,9 +491,14 @@ class CalibratedModel:
             n = np.array([op.gemm_n for op in sub], dtype=np.float64).reshape(col)
             k = np.array([op.gemm_k for op in sub], dtype=np.float64).reshape(col)
             tok = stacked([op.tokens for op in sub], shape)
-            walked = stacked([op.walked_rows for op in sub], shape) * (k + n) if fam in MOE_FAMILIES else 0.0
+            walked = blocks = width = 0.0
+            if fam in MOE_FAMILIES:
+                routed = stacked([op.walked_rows for op in sub], shape)
+                walked = routed * (k + n)
+                width = np.array([op.expert_width for op in sub], dtype=np.float64).reshape(col)
+                blocks = _block_rows(routed, np.array([op.local_experts for op in sub], dtype=np.float64).reshape(col))
             parts.append((rows, self.fit_for(fam).efficiency(tok, label=self.label, cols=n, out_elems=tok * n,
-                                                             walked=walked, depth=k)))
+                                                             walked=walked, depth=k, width=width, block_rows=blocks)))
         return parts
 
     def pricing_keys(self, ops: "list[Op]", chip: Chip, memo: dict) -> tuple:
@@ -494,9 +534,16 @@ class CalibratedModel:
 
 
 @lru_cache(maxsize=4096)
-def _efficiency_at(p: FamilyFit, tokens: float, label: str, cols: float = 0.0, walked=0.0, depth=0.0) -> Efficiency:
-    """p.efficiency at a scalar token count (GEMM: and N, walked elements, K), remembered (immutable; shapes repeat)."""
-    return p.efficiency(tokens, label=label, cols=cols, out_elems=tokens * cols, walked=walked, depth=depth)
+def _efficiency_at(p: FamilyFit, tokens: float, label: str, cols: float = 0.0, walked=0.0, depth=0.0, width=0.0,
+                   block_rows=0.0) -> Efficiency:
+    """p.efficiency at a scalar token count (GEMM: N, walked elements, K, expert width, rows per local expert), kept."""
+    return p.efficiency(tokens, label=label, cols=cols, out_elems=tokens * cols, walked=walked, depth=depth,
+                        width=width, block_rows=block_rows)
+
+
+def _block_rows(routed, local_experts):
+    """Routed rows per local expert (what a fused MoE kernel sizes its M blocks to); 0 (unknown) without experts."""
+    return where_positive(_float(local_experts), lambda e: routed / e, 0.0)
 
 
 # =============================================================================== weight-only quantization

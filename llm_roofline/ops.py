@@ -52,6 +52,10 @@ class Op:
     kv_len: float | np.ndarray = 0.0  # attention: context length of each sequence (cached + new tokens); 0: unknown
     weight_dtype: str = ""  # GEMM: element dtype of the stored weights ('int4', 'fp4', ...; '': unknown): int4 experts
     #   run vLLM's Marlin MoE kernel, fp4 ones other kernels (efficiency.family_of: moe_int4 | moe_quant)
+    expert_width: float = 0.0  # expert GEMM: the expert's intermediate size per chip (i / tp: the up projection's
+    #   N per matrix of a gated pair, the down projection's K); 0: not an expert GEMM
+    local_experts: float = 0.0  # expert GEMM: experts resident on the chip (the fused block sorts its routed rows
+    #   into blocks per local expert); 0: not an expert GEMM
     # the arithmetic with its numbers (--explain), or a function that writes it: formatted when read (op.formula)
     text: "str | Callable[[], str]" = field(default="", repr=False, compare=False)
 
@@ -59,7 +63,7 @@ class Op:
                  comm_bytes=ZERO, collective="", group_chips=1, tokens=ZERO, style="replicated", shards=1,
                  stored_bytes=0.0, compute_dtype="bf16", gemm_n=0.0, gemm_k=0.0, walked_rows=0.0, weight_bits=0.0,
                  head_dim=0.0, kv_bits=0.0, q_per_kv=0.0, weight_block=0.0, window=0.0, seqs=0.0, kv_len=0.0,
-                 weight_dtype="", text=""):
+                 weight_dtype="", expert_width=0.0, local_experts=0.0, text=""):
         """The fields in their order, with their defaults (tests/test_graph.py checks both against the dataclass's),
         set at once: the generated __init__ of a frozen dataclass sets them one by one (graphs build many ops)."""
         self.__dict__.update(
@@ -68,7 +72,7 @@ class Op:
             group_chips=group_chips, tokens=tokens, style=style, shards=shards, stored_bytes=stored_bytes,
             compute_dtype=compute_dtype, gemm_n=gemm_n, gemm_k=gemm_k, walked_rows=walked_rows, weight_bits=weight_bits,
             head_dim=head_dim, kv_bits=kv_bits, q_per_kv=q_per_kv, weight_block=weight_block, window=window, seqs=seqs,
-            kv_len=kv_len, weight_dtype=weight_dtype, text=text)
+            kv_len=kv_len, weight_dtype=weight_dtype, expert_width=expert_width, local_experts=local_experts, text=text)
 
     @property
     def formula(self) -> str:
@@ -103,7 +107,7 @@ _scored_fields = itemgetter(*(f.name for f in fields(Op) if f.name not in ("coun
 
 def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_elem, n_matrices=1.0,
          bias=False, matrices_read=None, n_stored=1.0, rows_per_matrix=None, compute_dtype="bf16", formula_note="",
-         style="replicated", shards=1, walked_rows=0.0, weight_block=0.0, weight_dtype="") -> Op:
+         style="replicated", shards=1, walked_rows=0.0, weight_block=0.0, weight_dtype="", expert_width=0.0) -> Op:
     """y[T, n] = x[T, k] @ W[k, n] (+ b), for n_matrices weight matrices (MoE: top-k experts' work).
 
     FLOPs = 2*T*k*n per matrix. Weights read: matrices_read (default n_matrices) * k*n*bits/8, + bias.
@@ -115,6 +119,8 @@ def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_ele
     filled: sharding.walked_rows): efficiency.py prices them in calibrated mode; no FLOPs, no bytes counted here.
     weight_block: weights per scale of a block-scaled 8-bit format (Op.weight_block; 0: none).
     weight_dtype: element dtype of the stored weights (Op.weight_dtype; '': unknown).
+    expert_width: an expert GEMM's intermediate size per chip (Op.expert_width; 0: not an expert GEMM, then
+    Op.local_experts is 0 too, else n_stored).
     """
     t = f64(tokens)
     m_read = n_matrices if matrices_read is None else matrices_read
@@ -127,7 +133,8 @@ def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_ele
     return Op(name, group, "gemm", count, flops, f64(weight_bytes), act,
               tokens=rows, compute_dtype=compute_dtype, text=formula, stored_bytes=float(stored), style=style,
               shards=shards, gemm_n=float(n), gemm_k=float(k), weight_bits=float(bits_per_weight),
-              walked_rows=walked_rows, weight_block=float(weight_block), weight_dtype=weight_dtype)
+              walked_rows=walked_rows, weight_block=float(weight_block), weight_dtype=weight_dtype,
+              expert_width=float(expert_width), local_experts=float(n_stored) if expert_width else 0.0)
 
 
 def causal_pairs(q_len, kv_len, window=None):

@@ -193,6 +193,9 @@ def test_four_bit_moe_rows_keep_the_kernels_vllm_runs_by_default_int4_apart():
     # i/tp = 1440: 16 * 3 * 2880 * 1440 * 4.125 / 8 = 102,643,200 B + activations 16 * (2*2880 + 3*1440) * 2
     # = 322,560 B; one model shape measured, so its shape group names the sharding too
     assert (q.m, q["bytes"], q["dtype"], q.model) == (1.0, 102_965_760, "bf16", "h2880_i2880_k4_e128_tp2_ep1")
+    # the block's shape for the Marlin M blocks and the width factor: k = hidden 2880, n = i / tp = 1440, the 4 tokens'
+    # 16 routed rows over the 128 experts held at ep 1
+    assert (q.k, q.n, q.routed, q.experts) == (2880, 1440, 16, 128)
     assert m[m.fam == "moe_quant"].iloc[0].model == "h2880_i2880_k4_e128"
 
 

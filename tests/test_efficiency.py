@@ -620,3 +620,56 @@ def test_where_positive_guards_the_points_that_are_not_positive_by_hand():
         assert list(where_positive(np.array([4.0, 0.5]), lambda v: 1.0 / v, 7.0)) == [0.25, 2.0]
         assert where_positive(np.float64(0.0), lambda v: 1.0 / v, 7.0) == 7.0
         assert where_positive(4.0, lambda v: 1.0 / v, 7.0) == 0.25
+
+
+# ------------------------------------------------------------------------------ Marlin MoE blocks, expert width
+def test_moe_kernels_pad_each_experts_rows_to_the_block_their_rule_picks():
+    from llm_roofline.efficiency import m_block_padding
+
+    # rule 1, vLLM's fused_marlin_moe: block = the smallest of 8, 16, 32, 48, 64 with R / block < 0.9, R = tokens x
+    # top-k / local experts, else 64; an expert's T rows run ceil(T / block) blocks. Kimi-K2 int4 (top-8 of 384) on
+    # H100: at ep 16 (24 local experts) 128 tokens give R = 42.7 (block 48) and 160 give R = 53.3 (block 64), where the
+    # measured block time steps from 400 to 524 us; at T = 160 * 8 / 384 = 3.33 rows that is 3.33 / 64
+    assert m_block_padding(128 * 8 / 384, 128 * 8 / 24, 1) == pytest.approx((128 * 8 / 384) / 48)
+    assert m_block_padding(160 * 8 / 384, 160 * 8 / 24, 1) == pytest.approx((160 * 8 / 384) / 64)
+    # tp 1, ep 1: R = T; T = 16 -> 16 / 0.9 = 17.8 > 16, so block 32: 0.5; T = 85.3 -> two blocks of 64: 85.3 / 128;
+    # T = 341.3 -> six: 341.3 / 384; T = 1 -> block 8: 1 / 8
+    t = np.array([16.0, 4096 * 8 / 384, 16384 * 8 / 384, 1.0])
+    assert np.allclose(m_block_padding(t, t, 1), [0.5, (4096 * 8 / 384) / 128, (16384 * 8 / 384) / 384, 0.125])
+    # rule 2, OpenAI triton_kernels (GPT-OSS, top-4 of 32 on H100): block = next power of two of floor(R) in 16 ... 128.
+    # 128 tokens: R = 16 -> 16; 160: R = 20 -> 32 (measured 222 -> 233 us); 1,536: R = 192 -> two blocks of 128
+    # (763 us against 397 at 768 tokens); T = 1 -> 16: 1 / 16
+    t = np.array([128, 160, 1536, 8]) * 4 / 32
+    assert np.allclose(m_block_padding(t, t, 2), [1.0, 20 / 32, 192 / 256, 1 / 16])
+    # unknown rows (0) or no rule: factor 1
+    assert m_block_padding(5.0, 0.0, 1) == 1.0 and m_block_padding(0.0, 5.0, 2) == 1.0
+    assert m_block_padding(5.0, 5.0, 0) == 1.0
+
+
+def _kimi_like_int4_up(tokens, rows, walked):
+    # an int4 expert up_gate of i / tp = 1440 (n = 2 * 1440), 16 local experts, 4 read
+    return gemm("ffn.experts.up_gate", "moe", 1, tokens=tokens, k=2880, n=2880, act_bytes_per_elem=2, n_matrices=4,
+                matrices_read=4, n_stored=16, rows_per_matrix=rows, walked_rows=walked, style="expert",
+                expert_width=1440, **weight_format("int4").gemm_storage(2880))
+
+
+def test_int4_experts_pay_marlin_blocks_and_the_width_factor_by_hand(tmp_path):
+    p = tmp_path / "round-gpu.toml"
+    p.write_text(ROUND_CHIP + _MOE_FITS + "\n[efficiency.moe_int4]\ncompute_max = 0.4\nmemory_max = 0.5\n"
+                 "compute_m_block_rule = 1\ncompute_width_half = 160\n")
+    chip = lr.load_chip(str(p))
+    op = _kimi_like_int4_up(64, 20, 256)
+    assert (op.expert_width, op.local_experts) == (1440, 16)
+    # routed rows per local expert 256 / 16 = 16 -> block 32 (16 >= 0.9 * 16); 20 rows in one block: 20 / 32 = 0.625;
+    # width 1440 / (1440 + 160) = 0.9: compute 0.4 * 0.625 * 0.9 = 0.225 of 100 TFLOP/s;
+    # flops 2 * 64 * 2880 * 2880 * 4 = 4,246,732,800 -> 188.74368 us; memory: weights 4 * 2880 * 2880 * 4.15625 / 8
+    # = 17,236,800 B + activations 64 * 5760 * 2 * 4 = 2,949,120 B at 0.5 TB/s = 40.37184 us; compute-bound
+    assert float(_t(op, chip).t_s) == pytest.approx(188.74368e-6, rel=1e-9)
+    # the same op over a grid (for_ops: the GEMMs of a family stacked) at 20 and 70 rows per expert (block 64 from
+    # R = 1024 / 16 = 64: 70 rows are two blocks, 70 / 128)
+    grid = _kimi_like_int4_up(np.array([64.0, 224.0]), np.array([20.0, 70.0]), np.array([256.0, 1024.0]))
+    (rows, eff), = calibrated_model(chip).for_ops([grid], chip, (2,))
+    assert np.allclose(eff.compute, [0.225, 0.4 * 70 / 128 * 0.9])
+    # a non-expert GEMM carries neither feature
+    dense = gemm("ffn.up", "dense", 1, tokens=4, k=8, n=8, bits_per_weight=16, act_bytes_per_elem=2)
+    assert (dense.expert_width, dense.local_experts) == (0.0, 0.0)

@@ -63,6 +63,8 @@ class _Terms:
     group_tiles: np.ndarray | float = 0.0  # prefill: query tiles per GQA group
     kv_streams: np.ndarray | float = 0.0  # decode attention: sequences x KV heads
     window_keys: np.ndarray | float = 0.0  # decode attention past its sliding window: its keys (the window)
+    width: np.ndarray | float = 0.0  # moe: the expert's intermediate size per GPU (n)
+    block_rows: np.ndarray | float = 0.0  # moe: routed rows per local expert (routed / experts; 0: unknown)
 
     @property
     def unsplit_streams(self):
@@ -76,7 +78,7 @@ class _Terms:
                            cols=self.cols, dim=self.dim, out_elems=self.out_elems, group=self.group,
                            walked=self.walked, chips=self.chips, depth=self.depth, windowed_heads=self.windowed_heads,
                            head_tiles=self.head_tiles, group_tiles=self.group_tiles, kv_streams=self.kv_streams,
-                           window_keys=self.window_keys)
+                           window_keys=self.window_keys, width=self.width, block_rows=self.block_rows)
         if self.comm is not None:
             return score_collective(self.comm, eff).t_s
         return score(self.flops, self.bytes, peak_flops_per_s=self.peak, hbm_bytes_per_s=self.hbm,
@@ -102,6 +104,12 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     dim = df["head_dim"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "head_dim" in df else 0.0
     group = df["q_per_kv"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "q_per_kv" in df else 0.0
     walked = df["walked"].to_numpy(np.float64) / kernels if fam in MOE_FAMILIES and "walked" in df else 0.0
+    width = blocks = 0.0
+    if fam in MOE_FAMILIES:
+        width = df["n"].fillna(0.0).to_numpy(np.float64)
+        if "routed" in df and "experts" in df:
+            e = df["experts"].to_numpy(np.float64)
+            blocks = np.where(e > 0, df["routed"].to_numpy(np.float64) / np.where(e > 0, e, 1.0), 0.0)
     if fam in DECODE:  # KV bytes per context position over the batch, as attention_shapes.attention_shape
         e = df["dtype"].map(dtype_bytes).to_numpy(np.float64)
         row = np.where(keys > 0, (nbytes - elems * e) / np.where(keys > 0, keys, 1.0), 0.0)
@@ -118,7 +126,8 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     return _Terms(fam, tokens, kernels, flops, nbytes, peak, chip.hbm_bytes_per_s, head_tiles=tiles[0],
                   group_tiles=tiles[1], kv_streams=streams, window_keys=past,
                   keys=keys if fam in ATTENTION_FAMILIES else 0.0,
-                  elems=elems, kv_row_bytes=row, cols=cols, dim=dim, out_elems=out, group=group, walked=walked, windowed_heads=heads,
+                  elems=elems, kv_row_bytes=row, cols=cols, dim=dim, out_elems=out, group=group, walked=walked,
+                  windowed_heads=heads, width=width, block_rows=blocks,
                   depth=df["k"].to_numpy(np.float64) if fam in GEMM_FAMILIES else 0.0)
 
 
@@ -193,12 +202,14 @@ _FREE = {
     # overhead_s is gemm_fp8's (_base)
     "gemm_fp8_block": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("compute_cols_half", 128.0),
                        ("memory_max", 0.8), ("overhead_per_output_elem_s", 1e-13), ("overhead_per_token_s", 1e-9)),
-    # the fused-MoE expert block (two grouped GEMMs, kernels = 2), T = rows per touched expert
+    # the fused-MoE expert block (two grouped GEMMs, kernels = 2), T = rows per touched expert; the width factor
+    # of narrow experts (i / tp: high moe_tp)
     "moe": (("compute_max", 0.6), ("compute_tokens_half", 64.0), ("memory_max", 0.7), ("overhead_s", 1e-5),
-            ("overhead_per_walked_elem_s", 1e-12)),
+            ("overhead_per_walked_elem_s", 1e-12), ("compute_width_half", 64.0)),
     # (moe_quant, fp4 experts, and moe_int4, int4 experts: the packed weights, block scales included, streamed per
     # touched expert, the FLOPs at the kernel's compute dtype peak, fp4 for nvfp4 / bf16 for w4a16 and int4; moe_fp8,
-    # block-scaled 8-bit experts: the same mechanism, _SAME_AS)
+    # block-scaled 8-bit experts: the same mechanism, _SAME_AS; the 4-bit kernels also each expert's rows in whole M
+    # blocks, _GRID)
     # causal FlashAttention prefill: compute-bound; short sequences waste the diagonal tiles (keys half),
     # few heads x sequences leave SMs idle (elems half); a time per query tile (a short sequence fills a whole
     # 128-row tile): per query head or per GQA group, as the kernel tiles them (the fit picks the mix)
@@ -236,8 +247,10 @@ _ALT_STARTS = {"gemm": ({"compute_tokens_half": 1.0, "compute_cols_half": 1.0, "
                         {"compute_k_split": 1e9})}  # split-K off (K / 1e9 < 1): the former model's basin
 # a discrete parameter a family's fit picks from a few values (the rest fitted at each, the lowest loss kept): the
 # M tile of fp8 GEMMs past their first tile (efficiency.FamilyFit.compute_m_tile; 0: none, the smooth tokens factor
-# alone): Hopper's CUTLASS fp8 kernel for large M runs 128-row tiles in clusters of two
-_GRID = {"gemm_fp8": ("compute_m_tile", (0.0, 128.0, 256.0))}
+# alone): Hopper's CUTLASS fp8 kernel for large M runs 128-row tiles in clusters of two; the M block rule of the 4-bit
+# fused-MoE kernels (efficiency.M_BLOCK_RULES: none, Marlin's, triton_kernels'): the rows show which the kernel runs
+_GRID = {"gemm_fp8": ("compute_m_tile", (0.0, 128.0, 256.0)),
+         **{f: ("compute_m_block_rule", (0.0, 1.0, 2.0)) for f in ("moe_int4", "moe_quant")}}
 _FRACTIONS = ("compute_max", "memory_max", "comm_max", "comm_switch_max")
 LOSS_SCALE = 0.1  # pseudo-Huber scale of the log residual: quadratic below ~10 %, linear above
 
@@ -307,7 +320,7 @@ def _free(fam: str) -> tuple[tuple[str, float], ...]:
 _ONLY_WITH = {"overhead_per_windowed_head_s": "windowed_heads", "overhead_per_head_tile_s": "head_tiles",
               "overhead_per_group_tile_s": "group_tiles", "memory_window_half": "window_keys",
              "overhead_window_s": "window_keys", "memory_unsplit_half": "unsplit_streams",
-             "overhead_unsplit_s": "unsplit_streams"}
+             "overhead_unsplit_s": "unsplit_streams", "compute_width_half": "width"}
 
 
 def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = IDEAL_FIT) -> FamilyFit:
