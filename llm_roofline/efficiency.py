@@ -217,8 +217,7 @@ class FamilyFit:
     compute_depth_half: float = 0.0  # GEMM: inner dimension K at which the depth factor is 1/2 (each output tile's
     #   pipeline fill and epilogue amortized over its K loop), >= 0
     compute_width_half: float = 0.0  # expert GEMM: intermediate size per chip at which the width factor is 1/2, >= 0
-    compute_m_block_rule: float = 0.0  # expert GEMM: how the kernel sizes its M blocks to the routed rows per local
-    #   expert (M_BLOCK_RULES: 1 vLLM's Marlin MoE, 2 OpenAI triton_kernels; m_block_padding); 0: none
+    compute_m_block_rule: float = 0.0  # expert GEMM: its kernel's M block rule (M_BLOCK_RULES); 0: none
 
     def __post_init__(self):
         for name in ("compute_max", "memory_max", "comm_max", "comm_switch_max"):
@@ -229,6 +228,8 @@ class FamilyFit:
             v, top = getattr(self, name), PARAM_CEILING[name.split("_")[0]]
             if isinstance(v, bool) or not (isinstance(v, (int, float)) and math.isfinite(v) and 0 <= v <= top):
                 raise ChipError(f"efficiency {name} must be a number in [0, {top:g}], got {v!r}")
+        if self.compute_m_block_rule and self.compute_m_block_rule not in M_BLOCK_RULES:  # a kernel's rule, or 0
+            raise ChipError(f"efficiency compute_m_block_rule must be 0, 1 or 2, got {self.compute_m_block_rule!r}")
 
     def compute(self, tokens, keys=0.0, elems=0.0, cols=0.0, dim=0.0, group=0.0, outs=0.0, depth=0.0, width=0.0,
                 block_rows=0.0) -> np.ndarray:
@@ -316,19 +317,18 @@ class FamilyFit:
         return {k: getattr(self, k) for k in PARAMS}
 
 
-# fused-MoE kernels' M blocks, sized to the routed rows per local expert R: rule -> (block sizes, whether one fits R).
-# 1: vLLM's fused_marlin_moe (int4): the smallest of 8 ... 64 with R / block < 0.9, else 64. 2: OpenAI triton_kernels'
-# matmul_ogs (GPT-OSS MXFP4 on Hopper): the next power of two of floor(R), 16 to 128.
+# fused-MoE kernels' M blocks from the routed rows per local expert R: rule -> (sizes, whether one fits R). 1: vLLM's
+# fused_marlin_moe (int4): R / block < 0.9. 2: OpenAI triton_kernels (GPT-OSS on Hopper): next power of two of floor(R)
 M_BLOCK_RULES = {1: ((8.0, 16.0, 32.0, 48.0, 64.0), lambda r, b: r < 0.9 * b),
                  2: ((16.0, 32.0, 64.0, 128.0), lambda r, b: np.floor(r) <= b)}
 
 
 def m_block_padding(tokens, block_rows, rule: float) -> np.ndarray:
-    """T / (ceil(T / b) * b): an expert's T rows in whole blocks, b the smallest of the rule's sizes that fits R =
-    block_rows, else the largest (M_BLOCK_RULES). 1 where T or R is unknown (<= 0) or the rule is none of them."""
-    if int(rule) not in M_BLOCK_RULES:
+    """T / (ceil(T / b) * b): an expert's T rows in whole blocks, b the smallest of the rule's sizes (M_BLOCK_RULES)
+    that fits R = block_rows, else the largest; 1 where T or R is unknown (<= 0) or the rule is none of them."""
+    sizes, fits = M_BLOCK_RULES.get(rule, ((), None))
+    if not sizes:
         return np.float64(1.0)
-    sizes, fits = M_BLOCK_RULES[int(rule)]
     r, t = np.asarray(_float(block_rows)), np.asarray(_float(tokens))
     block = np.full(r.shape, sizes[-1])
     for size in reversed(sizes[:-1]):  # the smallest block that fits wins

@@ -673,3 +673,11 @@ def test_int4_experts_pay_marlin_blocks_and_the_width_factor_by_hand(tmp_path):
     # a non-expert GEMM carries neither feature
     dense = gemm("ffn.up", "dense", 1, tokens=4, k=8, n=8, bits_per_weight=16, act_bytes_per_elem=2)
     assert (dense.expert_width, dense.local_experts) == (0.0, 0.0)
+
+
+def test_a_chip_file_names_an_unknown_m_block_rule(tmp_path):
+    p = tmp_path / "round-gpu.toml"
+    for bad in ("1.5", "3", "-1"):
+        p.write_text(ROUND_CHIP + "\n[efficiency.moe_int4]\ncompute_max = 0.4\ncompute_m_block_rule = " + bad + "\n")
+        with pytest.raises(lr.ChipError, match="compute_m_block_rule"):
+            calibrated_model(lr.load_chip(str(p)))
