@@ -449,7 +449,7 @@ class CalibratedModel:
         if op.kind == "gemm":  # a GEMM's efficiency also depends on its own output columns (T * N: its epilogue)
             n = op.gemm_n
             walked = op.walked_rows * (op.gemm_k + n) if fam in MOE_FAMILIES else 0.0
-            blocks = _block_rows(op.walked_rows, op.local_experts) if fam in MOE_FAMILIES else 0.0
+            blocks = block_rows_per_expert(op.walked_rows, op.local_experts) if fam in MOE_FAMILIES else 0.0
             if getattr(op.tokens, "ndim", 0) or getattr(walked, "ndim", 0):
                 return p.efficiency(op.tokens, label=self.label, cols=n, out_elems=_float(op.tokens) * n, walked=walked,
                                     depth=op.gemm_k, width=op.expert_width, block_rows=blocks)
@@ -488,15 +488,13 @@ class CalibratedModel:
             inner = np.broadcast_shapes(*(np.shape(x) for op in sub for x in (op.tokens, op.walked_rows)))
             shape = (len(rows),) + (1,) * (len(grid) - len(inner)) + inner  # the grid axes the GEMMs vary on
             col = (len(rows),) + (1,) * len(grid)
-            n = np.array([op.gemm_n for op in sub], dtype=np.float64).reshape(col)
-            k = np.array([op.gemm_k for op in sub], dtype=np.float64).reshape(col)
-            tok = stacked([op.tokens for op in sub], shape)
+            per_op = lambda f: np.array([getattr(op, f) for op in sub], dtype=np.float64).reshape(col)  # noqa: E731
+            n, k, tok = per_op("gemm_n"), per_op("gemm_k"), stacked([op.tokens for op in sub], shape)
             walked = blocks = width = 0.0
             if fam in MOE_FAMILIES:
                 routed = stacked([op.walked_rows for op in sub], shape)
-                walked = routed * (k + n)
-                width = np.array([op.expert_width for op in sub], dtype=np.float64).reshape(col)
-                blocks = _block_rows(routed, np.array([op.local_experts for op in sub], dtype=np.float64).reshape(col))
+                walked, width = routed * (k + n), per_op("expert_width")
+                blocks = block_rows_per_expert(routed, per_op("local_experts"))
             parts.append((rows, self.fit_for(fam).efficiency(tok, label=self.label, cols=n, out_elems=tok * n,
                                                              walked=walked, depth=k, width=width, block_rows=blocks)))
         return parts
@@ -541,8 +539,8 @@ def _efficiency_at(p: FamilyFit, tokens: float, label: str, cols: float = 0.0, w
                         width=width, block_rows=block_rows)
 
 
-def _block_rows(routed, local_experts):
-    """Routed rows per local expert (what a fused MoE kernel sizes its M blocks to); 0 (unknown) without experts."""
+def block_rows_per_expert(routed, local_experts):
+    """Routed rows per local expert (what fused MoE kernels size their M blocks to); 0: unknown."""
     return where_positive(_float(local_experts), lambda e: routed / e, 0.0)
 
 

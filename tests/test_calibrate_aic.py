@@ -69,6 +69,7 @@ def test_attention_rows(rows):
 def test_windowed_decode_rows_past_the_window(rows):
     from llm_roofline.calibrate.fit import _terms
     from llm_roofline.hardware import load_chip
+    from llm_roofline.hardware import load_chip
 
     d = rows[(rows.fam == "attention_decode_fp8") & (rows.m == 64)].reset_index(drop=True)
     t = _terms(d, load_chip("h100-sxm"), "attention_decode_fp8")
@@ -81,6 +82,7 @@ def test_windowed_decode_rows_past_the_window(rows):
 
 def test_prefill_rows_query_tiles(rows):
     from llm_roofline.calibrate.fit import _terms
+    from llm_roofline.hardware import load_chip
     from llm_roofline.hardware import load_chip
 
     c = rows[rows.op == "context_attention"].reset_index(drop=True)
@@ -196,6 +198,12 @@ def test_four_bit_moe_rows_keep_the_kernels_vllm_runs_by_default_int4_apart():
     # the block's shape for the Marlin M blocks and the width factor: k = hidden 2880, n = i / tp = 1440, the 4 tokens'
     # 16 routed rows over the 128 experts held at ep 1
     assert (q.k, q.n, q.routed, q.experts) == (2880, 1440, 16, 128)
+    # the fit reads them as the estimator's ops carry them: width 1440, 16 / 128 = 0.125 routed rows per local expert
+    from llm_roofline.calibrate.fit import _terms
+    from llm_roofline.hardware import load_chip
+
+    terms = _terms(m[m.fam == "moe_int4"], load_chip("h100-sxm"), "moe_int4")
+    assert (float(terms.width[0]), float(terms.block_rows[0])) == (1440.0, 0.125)
     assert m[m.fam == "moe_quant"].iloc[0].model == "h2880_i2880_k4_e128"
 
 

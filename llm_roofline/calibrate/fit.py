@@ -21,7 +21,7 @@ from ..attention_shapes import query_tiles
 from ..chip_fits import attention_from_gemm
 from ..collectives import CollectiveTerms, collective_terms
 from ..efficiency import (ATTENTION_FAMILIES, COLLECTIVE_FAMILIES, FAMILIES, GEMM_FAMILIES, IDEAL_FIT, MOE_FAMILIES,
-                          PARAM_CEILING, PARAMS, CalibratedModel, FamilyFit)
+                          PARAM_CEILING, PARAMS, CalibratedModel, FamilyFit, block_rows_per_expert)
 from ..hardware import Chip, load_chip
 from ..roofline import score, score_collective
 from ..units import dtype_bytes
@@ -105,11 +105,9 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     group = df["q_per_kv"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "q_per_kv" in df else 0.0
     walked = df["walked"].to_numpy(np.float64) / kernels if fam in MOE_FAMILIES and "walked" in df else 0.0
     width = blocks = 0.0
-    if fam in MOE_FAMILIES:
+    if fam in MOE_FAMILIES:  # normalize fills the optional columns (0: unknown)
         width = df["n"].fillna(0.0).to_numpy(np.float64)
-        if "routed" in df and "experts" in df:
-            e = df["experts"].to_numpy(np.float64)
-            blocks = np.where(e > 0, df["routed"].to_numpy(np.float64) / np.where(e > 0, e, 1.0), 0.0)
+        blocks = block_rows_per_expert(df["routed"].to_numpy(np.float64), df["experts"].to_numpy(np.float64))
     if fam in DECODE:  # KV bytes per context position over the batch, as attention_shapes.attention_shape
         e = df["dtype"].map(dtype_bytes).to_numpy(np.float64)
         row = np.where(keys > 0, (nbytes - elems * e) / np.where(keys > 0, keys, 1.0), 0.0)
