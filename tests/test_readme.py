@@ -34,9 +34,12 @@ def test_the_readme_shows_commands_and_python():
 
 @pytest.fixture
 def in_a_fresh_folder(tmp_path, monkeypatch):
-    # a user's clone: the repo's benchmarks/data is there; outputs land in a scratch folder
+    # a user's clone: the repo's benchmarks/data is there; outputs land in a scratch folder, and so does the user
+    # chip folder: a README `calibrate --write` must not turn the shipped h100-sxm into the sample's fit for the
+    # tests that run after this one
     (tmp_path / "benchmarks").symlink_to(REPO / "benchmarks")
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LLM_ROOFLINE_CHIPS", str(tmp_path / "chips"))
     return tmp_path
 
 

@@ -1,0 +1,273 @@
+"""Kernels timed on a GPU by a framework the fits never saw (PyTorch: cuBLAS GEMMs, SDPA attention), against the
+shipped fits: an out-of-framework check of the calibrated model. Maintainers run it where they have a GPU.
+
+    python3 benchmarks/gpu_check.py measure OUT.csv     # on the GPU: PyTorch with CUDA; writes the measured CSV
+    python3 benchmarks/gpu_check.py compare OUT.csv [--chip h100-sxm]   # anywhere: ideal / calibrated error
+
+`measure` writes rows in the measured-timings schema (calibrate/measurements.py), so `llm-roofline calibrate`
+reads them too. Each kernel is timed as the median of 5 replays of a CUDA graph of a few dozen launches; inputs
+rotate over enough copies to overflow L2 (the weights and KV of a real step come from HBM). Families:
+
+    gemm            F.linear (cuBLAS, bf16) and torch._scaled_mm (cuBLASLt, fp8 e4m3 per-tensor scales, bf16 out)
+                    on LLM projection shapes (n, k) at M = 1 ... 8192 tokens
+    attention       causal SDPA prefill of B sequences of L tokens, GQA (flash = FlashAttention-2; cudnn)
+    attention_decode  SDPA of a 1-token query over an L-token bf16 KV cache (flash; cudnn; efficient)
+    elementwise     a bf16 residual add x + y
+
+The kernels differ from vLLM's, whose tables the fits saw: cuBLAS bf16 is what vLLM runs for unquantized
+linears (the same library); its fp8 linears run CUTLASS, its attention FlashAttention-3 on Hopper, which is
+faster than PyTorch's FlashAttention-2: a calibrated estimate faster than SDPA prefill is expected there. The rows
+are never fitted (the fits use only the measured tables named in CALIBRATION.md); `compare` prints the error per
+family, op and size bucket. benchmarks/data/gpu_check_<gpu>.csv holds the rows measured so far.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import math
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+# (n, k) per GPU: Llama-3.1-8B tp1 (qkv, o, gate_up, down, lm_head), Llama-3.1-70B tp8 (qkv, o, gate_up, down),
+# Qwen2.5-7B tp1 (qkv, gate_up, down)
+GEMM_SHAPES = ((6144, 4096), (4096, 4096), (28672, 4096), (4096, 14336), (128256, 4096),
+               (1280, 8192), (8192, 1024), (7168, 8192), (8192, 3584),
+               (4608, 3584), (37888, 3584), (3584, 18944))
+GEMM_TOKENS = (1, 8, 32, 128, 512, 2048, 8192)
+# (query heads, KV heads, head_dim) per GPU: Llama-3.1-8B, 70B tp8, 70B tp1, Qwen2.5-7B, gpt-oss (d 64),
+# Llama-2-7B (MHA), Gemma-2-9B tp2 (d 256)
+HEADS = ((32, 8, 128), (8, 1, 128), (64, 8, 128), (28, 4, 128), (64, 8, 64), (32, 32, 128), (8, 4, 256))
+PREFILL = ((1, 256), (1, 1024), (1, 4096), (1, 16384), (4, 1024))  # (sequences, tokens each)
+DECODE = ((1, 512), (1, 4096), (1, 32768), (16, 512), (16, 4096), (16, 32768), (64, 4096), (64, 32768))
+ADD_ELEMS = (2**16, 2**20, 2**24, 2**27)
+KV_CAP_BYTES = 16e9  # decode points whose KV cache is larger are skipped
+GPU_CHIPS = {"H100": "h100-sxm", "H200": "h200", "B200": "b200", "GB200": "gb200", "A100": "a100-80gb",
+             "L40S": "l40s"}
+
+
+# ============================================================================ measuring (needs torch + CUDA)
+def _timer(torch, l2_bytes: int):
+    """time_s(make_inputs, run, read_bytes): median seconds of one `run(*inputs)` over CUDA-graph replays, inputs
+    rotated over enough copies that they do not stay in L2."""
+
+    def time_s(make, run, read_bytes: float) -> float:
+        copies = max(1, min(32, math.ceil(3 * l2_bytes / max(read_bytes, 1.0))))
+        sets = [make() for _ in range(copies)]
+        for s in sets:
+            run(*s)  # warm-up: kernel selection, workspaces
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for s in sets:
+            run(*s)
+        end.record()
+        torch.cuda.synchronize()
+        per_call = start.elapsed_time(end) / 1e3 / copies
+        reps = max(1, min(64, round(4e-3 / max(per_call * copies, 1e-7))))
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for s in sets:
+                run(*s)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(reps):
+                for s in sets:
+                    run(*s)
+        graph.replay()
+        times = []
+        for _ in range(5):
+            start.record()
+            graph.replay()
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end) / 1e3 / (reps * copies))
+        del graph, sets
+        return sorted(times)[2]
+
+    return time_s
+
+
+def _gemm_rows(torch, time_s, gpu: str, log) -> list[dict]:
+    F = torch.nn.functional
+    rows = []
+    one = torch.ones((), device="cuda", dtype=torch.float32)
+    for n, k in GEMM_SHAPES:
+        for m in GEMM_TOKENS:
+            for dtype, e in (("bf16", 2.0), ("fp8", 1.0)):
+                def make(m=m, n=n, k=k, dtype=dtype):
+                    x = torch.randn(m, k, device="cuda", dtype=torch.bfloat16)
+                    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16) * 0.05
+                    if dtype == "fp8":
+                        return x.to(torch.float8_e4m3fn), w.to(torch.float8_e4m3fn)
+                    return x, w
+
+                if dtype == "bf16":
+                    def run(x, w):
+                        return F.linear(x, w)
+                else:
+                    def run(x, w):
+                        return torch._scaled_mm(x, w.t(), scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+                rows.append(_row(log, dict(gpu=gpu, model=f"n{n}_k{k}", family="gemm", op=f"torch_gemm_{dtype}",
+                                           dtype=dtype, tp=1, m=m, k=k, n=n, flops=2.0 * m * k * n,
+                                           bytes=(m * k + k * n) * e + m * n * 2.0),
+                                 lambda: time_s(make, run, (m * k + k * n) * e)))
+    return rows
+
+
+def _attention_rows(torch, time_s, gpu: str, log, names=("flash",)) -> list[dict]:
+    """SDPA rows of the backends `names` (flash first: a backend whose graph capture fails runs later)."""
+    F = torch.nn.functional
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backends = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+                "efficient": SDPBackend.EFFICIENT_ATTENTION}
+    rows = []
+    for h, kvh, d in HEADS:
+        group = f"h{h}_kv{kvh}_d{d}"
+        for b, L in PREFILL:
+            elems = b * L * h * 2 * d
+            kv_bytes = b * L * kvh * 2 * d * 2.0
+            for name in [x for x in names if x != "efficient"]:
+                def make(b=b, L=L):  # (B, L, heads, d) storage as a serving engine lays tokens out, viewed (B, heads, L, d)
+                    return tuple(torch.randn(b, L, x, d, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+                                 for x in (h, kvh, kvh))
+
+                def run(q, k_, v, name=name):
+                    with sdpa_kernel(backends[name]):
+                        return F.scaled_dot_product_attention(q, k_, v, is_causal=True, enable_gqa=kvh != h)
+                rows.append(_row(log, dict(gpu=gpu, model=group, family="attention", op=f"sdpa_{name}_prefill",
+                                           dtype="bf16", tp=1, m=b * L, elems=elems, keys=(L + 1) / 2, head_dim=d,
+                                           kv_bits=16, q_per_kv=h / kvh, flops=b * L * (L + 1) / 2 * 2 * h * 2 * d,
+                                           bytes=elems * 2.0 + kv_bytes),
+                                 lambda: time_s(make, run, elems * 2.0 + kv_bytes)))
+        for b, L in DECODE:
+            kv_bytes = b * L * kvh * 2 * d * 2.0
+            if kv_bytes > KV_CAP_BYTES:
+                continue
+            elems = b * h * 2 * d
+            for name in names:
+                def make_decode(b=b, L=L):
+                    q = torch.randn(b, 1, h, d, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+                    return (q, *(torch.randn(b, L, kvh, d, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
+                                 for _ in range(2)))
+
+                def run_decode(q, k_, v, name=name):
+                    with sdpa_kernel(backends[name]):
+                        return F.scaled_dot_product_attention(q, k_, v, enable_gqa=kvh != h)
+                rows.append(_row(log, dict(gpu=gpu, model=group, family="attention_decode", op=f"sdpa_{name}_decode",
+                                           dtype="bf16", tp=1, m=b, elems=elems, keys=L, head_dim=d, kv_bits=16,
+                                           q_per_kv=h / kvh, window=0, kv_len=L, flops=b * L * 2 * h * 2 * d,
+                                           bytes=elems * 2.0 + kv_bytes),
+                                 lambda: time_s(make_decode, run_decode, kv_bytes)))
+    return rows
+
+
+def _add_rows(torch, time_s, gpu: str, log) -> list[dict]:
+    rows = []
+    for n in ADD_ELEMS:
+        def make(n=n):
+            return tuple(torch.randn(n, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+
+        rows.append(_row(log, dict(gpu=gpu, model="", family="elementwise", op="torch_add", dtype="bf16", tp=1,
+                                   m=n / 4096, elems=n, bytes=3.0 * n * 2), lambda: time_s(make, torch.add, 4.0 * n)))
+    return rows
+
+
+def _row(log, row: dict, timed) -> dict | None:
+    """The row with measured_s, or None (logged) where the kernel refuses the shape."""
+    try:
+        row["measured_s"] = timed()
+    except (RuntimeError, ValueError, TypeError) as e:  # a backend that does not take the shape, or OOM
+        log(f"  skipped {row['op']} {row.get('model')} m={row.get('m')} keys={row.get('keys')}: "
+            f"{str(e).splitlines()[0][:120]}")
+        return None
+    return row
+
+
+def measure(out: Path) -> int:
+    import pandas as pd
+    import torch
+
+    if not torch.cuda.is_available():
+        print("measure needs a CUDA GPU (torch.cuda.is_available() is False)", file=sys.stderr)
+        return 2
+    props = torch.cuda.get_device_properties(0)
+    gpu = next((c for key, c in GPU_CHIPS.items() if key in props.name), props.name)
+    print(f"{props.name} -> {gpu}; torch {torch.__version__}, {props.multi_processor_count} SMs, "
+          f"L2 {props.L2_cache_size / 2**20:.0f} MiB", flush=True)
+    torch.manual_seed(0)
+    time_s = _timer(torch, props.L2_cache_size)
+    t0 = time.time()
+
+    def log(msg):
+        print(f"[{time.time() - t0:6.1f} s] {msg}", flush=True)
+
+    rows = []
+    other_attention = functools.partial(_attention_rows, names=("cudnn", "efficient"))
+    for name, part in (("add", _add_rows), ("gemm", _gemm_rows), ("attention (flash)", _attention_rows),
+                       ("attention (cudnn, efficient)", other_attention)):
+        log(f"{name} ...")
+        rows += [r for r in part(torch, time_s, gpu, log) if r is not None]
+        pd.DataFrame(rows).to_csv(out, index=False, float_format="%.10g")  # what is done so far survives a timeout
+        torch.cuda.empty_cache()
+    log(f"{len(rows)} rows -> {out}")
+    return 0
+
+
+# ============================================================================ comparing (no GPU)
+def compare(path: Path, chip_name: str | None) -> int:
+    import numpy as np
+    import pandas as pd
+
+    from llm_roofline.calibrate import fit as fitting
+    from llm_roofline.calibrate.measurements import read_measurements
+    from llm_roofline.chip_fits import calibrated_model
+    from llm_roofline.hardware import load_chip
+
+    df = read_measurements(path)
+    chip_name = chip_name or df["gpu"].iloc[0]
+    chip = load_chip(chip_name)
+    model = calibrated_model(chip)
+    meas = df["measured_s"].to_numpy()
+    pred = {"ideal": fitting.predict(df, chip), "calibrated": fitting.predict(df, chip, model)}
+    err = {k: fitting.abs_pct_errors(v, meas) for k, v in pred.items()}
+    ratio = pred["calibrated"] / meas
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from validate import bucket
+
+    df["bucket"] = bucket(df)
+    out = []
+    for keys, sel in df.groupby(["fam", "op", "bucket"], sort=False).groups.items():
+        i = df.index.get_indexer(sel)
+        out.append(dict(family=keys[0], op=keys[1], bucket=keys[2], n=len(i),
+                        **{f"{k} med %": np.median(e[i]) for k, e in err.items()},
+                        **{f"{k} p90 %": np.percentile(e[i], 90) for k, e in err.items()},
+                        **{"calibrated / measured (median)": np.median(ratio[i])}))
+    from tabulate import tabulate
+
+    print(f"{path}: {len(df)} rows, predicted with {chip.name}'s shipped fits ({model.label})")
+    print(tabulate(pd.DataFrame(out), headers="keys", showindex=False, floatfmt=".2f"))
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("measure", help="time the kernels on this machine's GPU (PyTorch with CUDA)")
+    m.add_argument("out", type=Path)
+    c = sub.add_parser("compare", help="error of the ideal and calibrated estimates of a measured CSV")
+    c.add_argument("csv", type=Path)
+    c.add_argument("--chip", default=None, help="chip file to predict with (default: the rows' gpu column)")
+    a = ap.parse_args(argv)
+    return measure(a.out) if a.cmd == "measure" else compare(a.csv, a.chip)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
