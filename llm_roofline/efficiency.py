@@ -257,8 +257,9 @@ class FamilyFit:
         """memory_max * T / sqrt(T^2 + memory_tokens_half^2) (* S / hypot(S, h), decode KV streams S, h =
         memory_unsplit_half where G = group = 1 and it is set, else memory_streams_half; * f(W, memory_window_half),
         W = window_keys); T <= 0: memory_max; 0 < T < 1: one row; S, W <= 0: factor 1."""
-        t = _float(tokens)
-        if everywhere(t >= 1.0):  # every T a row or more (the common case)
+        if not self.memory_tokens_half:  # T / hypot(T, 0) = 1 at every T: memory_max, one number
+            out = np.float64(self.memory_max)
+        elif everywhere((t := _float(tokens)) >= 1.0):  # every T a row or more (the common case)
             out = self.memory_max * t / np.hypot(t, self.memory_tokens_half)
         else:
             known = t > 0
@@ -281,10 +282,10 @@ class FamilyFit:
         group_tiles: a prefill's query tiles (query_tiles); kv_streams: a decode's sequences x KV heads; window_keys:
         a decode's keys W past its sliding window (else 0); width, block_rows: compute()'s (expert GEMMs)."""
         ovh = (_where(_float(group) == 1.0, self.overhead_unsplit_s, self.overhead_s) if self.overhead_unsplit_s
-               else self.overhead_s) + self.overhead_per_kv_row_byte_s * _float(kv_row_bytes)
+               else self.overhead_s)
         coefs = self._set_terms[1]
-        if coefs:
-            xs = (windowed_heads, kv_streams, head_tiles, group_tiles, out_elems, walked, tokens,
+        if coefs:  # the terms whose coefficient is set
+            xs = (kv_row_bytes, windowed_heads, kv_streams, head_tiles, group_tiles, out_elems, walked, tokens,
                   _float(window_keys) > 0)  # past the window: once per kernel
             for i, c in coefs:
                 ovh = ovh + c * np.maximum(_float(xs[i]), 0.0)
@@ -302,9 +303,9 @@ class FamilyFit:
         halves = (self.compute_tokens_half, self.compute_keys_half, self.compute_elems_half, self.compute_cols_half,
                   self.compute_dim_half, self.compute_group_half, self.compute_outs_half, self.compute_depth_half,
                   self.compute_width_half)
-        coefs = (self.overhead_per_windowed_head_s, self.overhead_per_kv_stream_s, self.overhead_per_head_tile_s,
-                 self.overhead_per_group_tile_s, self.overhead_per_output_elem_s, self.overhead_per_walked_elem_s,
-                 self.overhead_per_token_s, self.overhead_window_s)
+        coefs = (self.overhead_per_kv_row_byte_s, self.overhead_per_windowed_head_s, self.overhead_per_kv_stream_s,
+                 self.overhead_per_head_tile_s, self.overhead_per_group_tile_s, self.overhead_per_output_elem_s,
+                 self.overhead_per_walked_elem_s, self.overhead_per_token_s, self.overhead_window_s)
         return tuple((i, h) for i, h in enumerate(halves) if h > 0), tuple((i, c) for i, c in enumerate(coefs) if c)
 
     def step_s(self, chips) -> np.ndarray:
@@ -485,7 +486,8 @@ class CalibratedModel:
                 groups.setdefault(fam, []).append(j)
         for fam, rows in groups.items():
             sub = [ops[j] for j in rows]
-            inner = np.broadcast_shapes(*(np.shape(x) for op in sub for x in (op.tokens, op.walked_rows)))
+            shapes = {getattr(x, "shape", ()) for op in sub for x in (op.tokens, op.walked_rows)} - {()}
+            inner = shapes.pop() if len(shapes) == 1 else np.broadcast_shapes(*shapes)  # one grid: its shape
             shape = (len(rows),) + (1,) * (len(grid) - len(inner)) + inner  # the grid axes the GEMMs vary on
             col = (len(rows),) + (1,) * len(grid)
             per_op = lambda f: np.array([getattr(op, f) for op in sub], dtype=np.float64).reshape(col)  # noqa: E731

@@ -557,12 +557,15 @@ def stacked_parts(parts: list, shape: tuple, collective: tuple) -> Efficiency:
     scalars = [[0.0] * n for _ in range(6)]  # compute, memory, comm, overhead_s, comm_switch, comm_hop_s
     arrays = []
     for rows, e in parts:
-        at = rows[0] if len(rows) == 1 else rows
-        c = len(rows) == 1 and collective[at]  # a group holds no collective
+        single = len(rows) == 1
+        at = rows[0] if single else rows
+        c = single and collective[at]  # a group holds no collective
         for f, v in enumerate((e.compute, e.memory, e.comm if c else 1.0, e.overhead_s,
                                e.switch_fraction if c else 1.0, e.comm_hop_s if c else 0.0)):
-            if getattr(v, "ndim", 0):
+            if type(v) is np.ndarray and v.ndim:
                 arrays.append((f, at, v))
+            elif single:
+                scalars[f][at] = v
             else:
                 for r in rows:
                     scalars[f][r] = v
