@@ -112,6 +112,14 @@ def test_memory_family_saturates_in_tokens(round_chip):
     assert float(s0.t_s) == pytest.approx(7.5536e-6, rel=1e-5)
 
 
+def test_a_memory_fit_without_a_tokens_half_is_its_asymptote_exactly():
+    # memory_tokens_half 0: T / hypot(T, 0) = 1 at every T, so the fraction is memory_max itself, one number (a GEMM's
+    # and an attention fit's). 0.7488 * 25 / 25 rounds to 0.7488000000000001: the product is not divided back exactly
+    p = FamilyFit(memory_max=0.7488)
+    m = p.memory(np.array([0.0, 0.5, 1.0, 25.0, 45.0, 4096.0]))
+    assert np.ndim(m) == 0 and m == 0.7488
+    assert p.efficiency(np.array([25.0, 45.0])).memory == 0.7488
+
 def test_collective_alpha_beta(round_chip):
     m = calibrated_model(round_chip)
     op = collective("comm.all_reduce.ffn", "dense", 1, kind="all_reduce", buffer_bytes=8e6, chips=8)
