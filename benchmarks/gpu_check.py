@@ -193,10 +193,13 @@ def _row(log, row: dict, timed) -> dict | None:
 
 def measure(out: Path) -> int:
     import pandas as pd
-    import torch
-
-    if not torch.cuda.is_available():
-        print("measure needs a CUDA GPU (torch.cuda.is_available() is False)", file=sys.stderr)
+    try:
+        import torch
+    except ImportError:
+        torch = None
+    if torch is None or not torch.cuda.is_available():
+        print("measure needs PyTorch with a CUDA GPU (none here: run it on a GPU machine, then `compare` anywhere)",
+              file=sys.stderr)
         return 2
     props = torch.cuda.get_device_properties(0)
     gpu = next((c for key, c in GPU_CHIPS.items() if key in props.name), props.name)
@@ -266,7 +269,13 @@ def main(argv=None) -> int:
     c.add_argument("csv", type=Path)
     c.add_argument("--chip", default=None, help="chip file to predict with (default: the rows' gpu column)")
     a = ap.parse_args(argv)
-    return measure(a.out) if a.cmd == "measure" else compare(a.csv, a.chip)
+    from llm_roofline.errors import RooflineError
+
+    try:
+        return measure(a.out) if a.cmd == "measure" else compare(a.csv, a.chip)
+    except RooflineError as e:  # a missing or malformed CSV, an unknown chip: one line
+        print(f"gpu_check: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
