@@ -193,6 +193,8 @@ def _row(log, row: dict, timed) -> dict | None:
 
 def measure(out: Path) -> int:
     import pandas as pd
+
+    from llm_roofline.files import write_text
     try:
         import torch
     except ImportError:
@@ -201,6 +203,7 @@ def measure(out: Path) -> int:
         print("measure needs PyTorch with a CUDA GPU (none here: run it on a GPU machine, then `compare` anywhere)",
               file=sys.stderr)
         return 2
+    write_text(out, "")  # an unwritable path fails here, in one line, not after the kernels are timed
     props = torch.cuda.get_device_properties(0)
     gpu = next((c for key, c in GPU_CHIPS.items() if key in props.name), props.name)
     print(f"{props.name} -> {gpu}; torch {torch.__version__}, {props.multi_processor_count} SMs, "
@@ -218,7 +221,8 @@ def measure(out: Path) -> int:
                        ("attention (cudnn, efficient)", other_attention)):
         log(f"{name} ...")
         rows += [r for r in part(torch, time_s, gpu, log) if r is not None]
-        pd.DataFrame(rows).to_csv(out, index=False, float_format="%.10g")  # what is done so far survives a timeout
+        write_text(out, pd.DataFrame(rows).to_csv(index=False, float_format="%.10g"))  # what is done so far
+        #   survives a timeout
         torch.cuda.empty_cache()
     log(f"{len(rows)} rows -> {out}")
     return 0
@@ -232,11 +236,15 @@ def compare(path: Path, chip_name: str | None) -> int:
     from llm_roofline.calibrate import fit as fitting
     from llm_roofline.calibrate.measurements import read_measurements
     from llm_roofline.chip_fits import calibrated_model
+    from llm_roofline.errors import RooflineError
     from llm_roofline.hardware import load_chip
 
     df = read_measurements(path)
-    chip_name = chip_name or df["gpu"].iloc[0]
-    chip = load_chip(chip_name)
+    gpus = sorted(set(df["gpu"]) - {""})
+    if df.empty or not (chip_name or len(gpus) == 1):
+        raise RooflineError(f"{path}: no rows" if df.empty else f"{path}: the rows name GPUs {gpus or 'none'}; "
+                            "pass --chip for the chip file to price them with")
+    chip = load_chip(chip_name or gpus[0])
     model = calibrated_model(chip)
     meas = df["measured_s"].to_numpy()
     pred = {"ideal": fitting.predict(df, chip), "calibrated": fitting.predict(df, chip, model)}
@@ -252,7 +260,7 @@ def compare(path: Path, chip_name: str | None) -> int:
         out.append(dict(family=keys[0], op=keys[1], bucket=keys[2], n=len(i),
                         **{f"{k} med %": np.median(e[i]) for k, e in err.items()},
                         **{f"{k} p90 %": np.percentile(e[i], 90) for k, e in err.items()},
-                        **{"calibrated / measured (median)": np.median(ratio[i])}))
+                        calibrated_over_measured_median=np.median(ratio[i])))
     from tabulate import tabulate
 
     print(f"{path}: {len(df)} rows, predicted with {chip.name}'s shipped fits ({model.label})")
