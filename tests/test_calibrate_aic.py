@@ -69,7 +69,6 @@ def test_attention_rows(rows):
 def test_windowed_decode_rows_past_the_window(rows):
     from llm_roofline.calibrate.fit import _terms
     from llm_roofline.hardware import load_chip
-    from llm_roofline.hardware import load_chip
 
     d = rows[(rows.fam == "attention_decode_fp8") & (rows.m == 64)].reset_index(drop=True)
     t = _terms(d, load_chip("h100-sxm"), "attention_decode_fp8")
@@ -82,7 +81,6 @@ def test_windowed_decode_rows_past_the_window(rows):
 
 def test_prefill_rows_query_tiles(rows):
     from llm_roofline.calibrate.fit import _terms
-    from llm_roofline.hardware import load_chip
     from llm_roofline.hardware import load_chip
 
     c = rows[rows.op == "context_attention"].reset_index(drop=True)
