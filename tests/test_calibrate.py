@@ -301,18 +301,36 @@ def test_fit_recovers_known_parameters_and_is_deterministic(round_chip):
     assert a.fits["attention"].fitted_on.startswith("NOT MEASURED")
 
 
-def test_fp8_gemm_fit_picks_the_m_tile():
-    # fp8 GEMM rows timed by a known law with whole 256-row tiles past the first (M = 257 runs 512 rows): the fit
-    # tries the tiles 0, 128 and 256 and keeps 256, the law's (its loss is ~0 there, not at the others)
-    chip = lr.load_chip("h100-sxm")
-    truth = FamilyFit(compute_max=0.7, memory_max=0.8, overhead_s=5e-6, compute_m_tile=256.0)
-    m = np.repeat([16, 64, 129, 256, 257, 384, 512, 513, 1024, 1025, 2048, 2049], 3).astype(float)
-    k, n = np.tile([4096, 8192, 2048], 12).astype(float), np.tile([8192, 4096, 14336], 12).astype(float)
-    df = measurements.normalize(pd.DataFrame(dict(family="gemm", op="x", model="a", dtype="fp8", m=m, k=k, n=n,
+def _fp8_rows_timed_by(chip, m_tile: float, m: list[int]) -> pd.DataFrame:
+    """fp8 GEMM rows (3 shapes at each M) timed by a known law with whole m_tile-row tiles past the first."""
+    truth = FamilyFit(compute_max=0.7, memory_max=0.8, overhead_s=5e-6, compute_m_tile=m_tile)
+    mm = np.repeat(m, 3).astype(float)
+    k, n = np.tile([4096, 8192, 2048], len(m)).astype(float), np.tile([8192, 4096, 14336], len(m)).astype(float)
+    df = measurements.normalize(pd.DataFrame(dict(family="gemm", op="x", model="a", dtype="fp8", m=mm, k=k, n=n,
                                                   measured_s=1.0)))
     df["measured_s"] = fitting.predict(df, chip, {"gemm_fp8": truth})
+    return df
+
+
+def test_fp8_gemm_fit_picks_the_m_tile():
+    # a law with whole 256-row tiles past the first (M = 257 runs 512 rows): the fit tries the tiles 0, 128 and
+    # 256 and keeps 256, the law's (its loss is ~0 there, not at the others)
+    chip = lr.load_chip("h100-sxm")
+    df = _fp8_rows_timed_by(chip, 256.0, [16, 64, 129, 256, 257, 384, 512, 513, 1024, 1025, 2048, 2049])
     got = fitting.fit_family(fitting._terms(df, chip, "gemm_fp8"), df["measured_s"].to_numpy(), "gemm_fp8")
     assert got.compute_m_tile == 256.0
+
+
+def test_a_hopper_fp8_gemm_fit_keeps_the_sm90_kernels_256_row_tile():
+    # rows timed by a law with 128-row tiles: elsewhere the fit finds 128 (the law's); on a Hopper GPU it keeps 256,
+    # the M rows of vLLM's SM90 CUTLASS fp8 kernel past 128 (TileShape 128 x 128 x 128 in ClusterShape 2 x 1 x 1),
+    # which the rows of H100 and H200 hardly tell from 128 (fit._KERNEL_GRID)
+    chip = lr.load_chip("h100-sxm")
+    df = _fp8_rows_timed_by(chip, 128.0, [16, 64, 128, 129, 256, 257, 384, 385, 512, 513, 1024, 1025])
+    terms, meas = fitting._terms(df, chip, "gemm_fp8"), df["measured_s"].to_numpy()
+    assert fitting.fit_family(terms, meas, "gemm_fp8", chip_family="blackwell").compute_m_tile == 128.0
+    assert fitting.fit_family(terms, meas, "gemm_fp8", chip_family="hopper").compute_m_tile == 256.0
+    assert fitting.fit(df, chip, date="x").fits["gemm_fp8"].compute_m_tile == 256.0  # h100-sxm: family hopper
 
 
 def test_csv_checks():
