@@ -84,7 +84,7 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   f(i / tp, h) (op.expert_width): narrow experts (high moe_tp) spread each tile's fixed work over fewer multiply-adds.
 - Weight-only quantized GEMMs (weights narrower than the compute dtype: int4/int8/fp8 weights, bf16 compute) run
   dequantizing kernels: the packed-weight read plus a dequant cost on the vector units, never the padded rows
-  (dequant_efficiency).
+  (dequant.py).
 - attention (prefill): L = keys per query (causal: (q+1)/2 + prefix) and X = Q+O elements B*q*H*(dqk+dv), both read back
   from the op's counts (attention_shape), and D = op.head_dim: short sequences waste FlashAttention's diagonal tiles,
   few heads x sequences leave SMs idle, small heads spend more of each tile on the softmax (exp, max, rescale per score:
@@ -137,8 +137,9 @@ import numpy as np
 from .errors import ChipError
 from .hardware import Chip
 from .roofline import Efficiency, stacked, where as _where
-from .units import DTYPE_BITS, everywhere, f64 as _float, where_positive
+from .units import everywhere, f64 as _float, where_positive
 from .attention_shapes import decode_family, attention_shape, decode_points, is_decode_attention
+from .dequant import dequant_efficiency, weight_only_quantized
 
 if TYPE_CHECKING:
     from .ops import Op
@@ -546,28 +547,6 @@ def block_rows_per_expert(routed, local_experts):
     return where_positive(_float(local_experts), lambda e: routed / e, 0.0)
 
 
-# =============================================================================== weight-only quantization
-# Dequantizing GEMM kernels (Marlin, Machete, AWQ/GPTQ, fp8-weight / bf16-compute) stream the packed weights and
-# expand them to the compute dtype in registers; at small batch their time is the packed-weight read (Marlin:
-# near-ideal 4x over fp16 up to batch 16-32, Frantar et al. 2024, arXiv 2408.11743). They never pay the bf16
-# GEMM's padded-rows term (compute_tokens_half: an M-tile of ~64-160 rows at batch 1), which would make an
-# int4 matrix-vector product compute-bound. Their compute term is the tensor-core FLOPs at compute_max plus
-# the dequantization on the vector units: DEQUANT_FLOP_PER_WEIGHT operations per weight element (unpack
-# shift/mask, int->float convert, scale multiply, zero-point subtract: an ASSUMPTION, not measured).
-DEQUANT_FLOP_PER_WEIGHT = 4.0
-_NARROW_FRACTION = 0.75  # weights narrower than 3/4 of the compute dtype count as weight-only quantized
-
-
-def weight_bits_of(op: "Op") -> float:
-    """Bits per stored weight element of a GEMM op, as ops.gemm records them (block scales included); 0: unknown."""
-    return float(getattr(op, "weight_bits", 0.0) or 0.0)
-
-
-def weight_only_quantized(op: "Op") -> bool:
-    """Whether a GEMM's weights are stored narrower than its compute dtype (int4/int8/fp8 weights, bf16 compute)."""
-    return op.compute_dtype in DTYPE_BITS and 0 < weight_bits_of(op) < _NARROW_FRACTION * DTYPE_BITS[op.compute_dtype]
-
-
 def quantized_experts(op: "Op") -> bool:
     """Whether an expert GEMM's weights are 4-bit (fp4 / int4 + block scales: < QUANT_EXPERT_BITS bits): the 4-bit
     fused-MoE kernels price it (moe_quant; int4 weights, op.weight_dtype: vLLM's Marlin MoE, moe_int4); 8-bit
@@ -601,20 +580,6 @@ def eight_bit_experts(op: "Op") -> bool:
     without fp8 units, a weight dtype override: weight-only, Marlin-style) run the bf16 kernel path: family moe."""
     return QUANT_EXPERT_BITS <= getattr(op, "weight_bits", 0.0) < EIGHT_BIT_EXPERT_BITS and \
         op.compute_dtype in FP8_COMPUTE
-
-
-def dequant_efficiency(p: FamilyFit, op: "Op", chip: Chip, label: str) -> Efficiency:
-    """A dequantizing GEMM: memory at the GEMM's memory efficiency (tokens as for any GEMM), compute at
-    compute_max * 2T / (2T + DEQUANT_FLOP_PER_WEIGHT * peak_matrix / peak_vector): the FLOP time of the
-    tensor cores plus DEQUANT_FLOP_PER_WEIGHT vector operations per weight element (k * n = flops / 2T),
-    never the padded rows."""
-    t = _float(op.tokens)
-    ratio = chip.peak_flops_per_s(op.compute_dtype) / chip.peak_flops_per_s("vector")
-    tt = _where(t > 0, t, np.inf)  # tokens unknown: no dequant share (compute_max)
-    compute = p.compute_max * 2.0 * tt / (2.0 * tt + DEQUANT_FLOP_PER_WEIGHT * ratio)
-    return Efficiency(compute=_where(t > 0, compute, p.compute_max), memory=p.memory(op.tokens),
-                      comm=p.comm_max, overhead_s=p.overhead_s,
-                      label=label + "; weight-only quantized GEMM: packed-weight read + dequant")
 
 
 def _crosses_domain(op: "Op", chip: Chip) -> bool:

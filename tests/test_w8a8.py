@@ -3,7 +3,8 @@
 import pytest
 
 import llm_roofline as lr
-from llm_roofline.efficiency import family_of, weight_only_quantized
+from llm_roofline.dequant import weight_only_quantized
+from llm_roofline.efficiency import family_of
 from llm_roofline.errors import ModelConfigError
 from llm_roofline.graph import Dtypes, Phase, build_ops, resolve_dtypes
 from llm_roofline.model.hf import load_model
