@@ -675,6 +675,36 @@ def test_int4_experts_pay_marlin_blocks_and_the_width_factor_by_hand(tmp_path):
     assert (dense.expert_width, dense.local_experts) == (0.0, 0.0)
 
 
+def test_few_touched_experts_leave_the_grouped_gemms_idle_by_hand(tmp_path):
+    p = tmp_path / "round-gpu.toml"
+    p.write_text(ROUND_CHIP + _MOE_FITS + "\n[efficiency.moe_int4]\ncompute_max = 0.4\nmemory_max = 0.5\n"
+                 "parallel_groups_half = 12\n")
+    chip = lr.load_chip(str(p))
+    op = _kimi_like_int4_up(64, 20, 256)  # 4 of its 16 local experts read
+    assert op.touched_experts == 4.0
+    # 4 touched experts of 20 rows, one M block each, at a half of 12 CTA groups: 4 / (4 + 12) = 0.25 on both: compute
+    # 0.4 * 0.25 = 0.1 of 100 TFLOP/s,
+    # memory 0.5 * 0.25 = 0.125 of 1 TB/s; flops 4,246,732,800 -> 424.67328 us (memory: 20,185,920 B -> 161.48736 us)
+    eff = calibrated_model(chip).for_op(op, chip)
+    assert (float(eff.compute), float(eff.memory)) == pytest.approx((0.1, 0.125), rel=1e-12)
+    assert float(_t(op, chip).t_s) == pytest.approx(424.67328e-6, rel=1e-9)
+    # over a grid (for_ops stacks the family's GEMMs) the touched experts vary with the tokens: 4 and 12 -> 12 / 24
+    grid = replace(_kimi_like_int4_up(np.array([64.0, 224.0]), np.array([20.0, 70.0]), np.array([256.0, 1024.0])),
+                   touched_experts=np.array([4.0, 12.0]))
+    (rows, eff), = calibrated_model(chip).for_ops([grid], chip, (2,))
+    assert np.allclose(eff.compute, [0.1, 0.2]) and np.allclose(eff.memory, [0.125, 0.25])
+    # a prefill's rows fill more M blocks (128 rows where the fit has no block rule): 4 experts x ceil(300 / 128) = 12
+    # groups -> 12 / 24 = 0.5: 0.4 * 0.5 = 0.2; with triton_kernels' rule (R = 2048 rows per local expert: 128-row
+    # blocks) the same groups times its padding 300 / 384: 0.15625; with Marlin's (64-row blocks at R >= 57.6)
+    # 4 x ceil(300 / 64) = 20 groups -> 20 / 32 = 0.625, padding 300 / 320 = 0.9375: 0.4 * 0.625 * 0.9375 = 0.234375
+    wide = dict(experts=4.0, block_rows=2048.0)
+    for rule, want in ((0.0, 0.2), (2.0, 0.15625), (1.0, 0.234375)):
+        p = FamilyFit(compute_max=0.4, parallel_groups_half=12.0, compute_m_block_rule=rule)
+        assert float(p.efficiency(300.0, **wide).compute) == pytest.approx(want, rel=1e-12)
+    # touched experts unknown (0): the factor is 1
+    assert float(FamilyFit(compute_max=0.4, parallel_groups_half=12.0).efficiency(20.0).compute) == 0.4
+
+
 def test_a_chip_file_names_an_unknown_m_block_rule(tmp_path):
     p = tmp_path / "round-gpu.toml"
     for bad in ("1.5", "3", "-1"):

@@ -65,6 +65,7 @@ class _Terms:
     window_keys: np.ndarray | float = 0.0  # decode attention past its sliding window: its keys (the window)
     width: np.ndarray | float = 0.0  # moe: the expert's intermediate size per GPU (n)
     block_rows: np.ndarray | float = 0.0  # moe: routed rows per local expert (routed / experts; 0: unknown)
+    experts: np.ndarray | float = 0.0  # moe: touched local experts (0: unknown)
 
     @property
     def unsplit_streams(self):
@@ -78,7 +79,8 @@ class _Terms:
                            cols=self.cols, dim=self.dim, out_elems=self.out_elems, group=self.group,
                            walked=self.walked, chips=self.chips, depth=self.depth, windowed_heads=self.windowed_heads,
                            head_tiles=self.head_tiles, group_tiles=self.group_tiles, kv_streams=self.kv_streams,
-                           window_keys=self.window_keys, width=self.width, block_rows=self.block_rows)
+                           window_keys=self.window_keys, width=self.width, block_rows=self.block_rows,
+                           experts=self.experts)
         if self.comm is not None:
             return score_collective(self.comm, eff).t_s
         return score(self.flops, self.bytes, peak_flops_per_s=self.peak, hbm_bytes_per_s=self.hbm,
@@ -104,9 +106,9 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     dim = df["head_dim"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "head_dim" in df else 0.0
     group = df["q_per_kv"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "q_per_kv" in df else 0.0
     walked = df["walked"].to_numpy(np.float64) / kernels if fam in MOE_FAMILIES and "walked" in df else 0.0
-    width = blocks = 0.0
+    width = blocks = touched = 0.0
     if fam in MOE_FAMILIES:  # normalize fills the optional columns (0: unknown)
-        width = df["n"].fillna(0.0).to_numpy(np.float64)
+        width, touched = (df[c].fillna(0.0).to_numpy(np.float64) for c in ("n", "touched"))
         blocks = block_rows_per_expert(df["routed"].to_numpy(np.float64), df["experts"].to_numpy(np.float64))
     if fam in DECODE:  # KV bytes per context position over the batch, as attention_shapes.attention_shape
         e = df["dtype"].map(dtype_bytes).to_numpy(np.float64)
@@ -125,7 +127,7 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
                   group_tiles=tiles[1], kv_streams=streams, window_keys=past,
                   keys=keys if fam in ATTENTION_FAMILIES else 0.0,
                   elems=elems, kv_row_bytes=row, cols=cols, dim=dim, out_elems=out, group=group, walked=walked,
-                  windowed_heads=heads, width=width, block_rows=blocks,
+                  windowed_heads=heads, width=width, block_rows=blocks, experts=touched,
                   depth=df["k"].to_numpy(np.float64) if fam in GEMM_FAMILIES else 0.0)
 
 
@@ -179,6 +181,8 @@ def _logit(p):
 
 # free parameters per family, their starting values and their transforms (unbounded -> valid range)
 # decode attention's terms (the _FREE comment at "attention_decode" says what each prices) and MHA's own half and floor
+_MOE = (("compute_max", 0.6), ("compute_tokens_half", 64.0), ("memory_max", 0.7), ("overhead_s", 1e-5),
+        ("overhead_per_walked_elem_s", 1e-12), ("compute_width_half", 64.0))
 _DECODE = (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11), ("compute_max", 0.5),
            ("compute_keys_half", 64.0), ("compute_group_half", 8.0), ("overhead_per_windowed_head_s", 1e-8),
            ("memory_streams_half", 1.0), ("overhead_per_kv_stream_s", 1e-8))
@@ -201,13 +205,15 @@ _FREE = {
     "gemm_fp8_block": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("compute_cols_half", 128.0),
                        ("memory_max", 0.8), ("overhead_per_output_elem_s", 1e-13), ("overhead_per_token_s", 1e-9)),
     # the fused-MoE expert block (two grouped GEMMs, kernels = 2), T = rows per touched expert; the width factor
-    # of narrow experts (i / tp: high moe_tp)
-    "moe": (("compute_max", 0.6), ("compute_tokens_half", 64.0), ("memory_max", 0.7), ("overhead_s", 1e-5),
-            ("overhead_per_walked_elem_s", 1e-12), ("compute_width_half", 64.0)),
-    # (moe_quant, fp4 experts, and moe_int4, int4 experts: the packed weights, block scales included, streamed per
-    # touched expert, the FLOPs at the kernel's compute dtype peak, fp4 for nvfp4 / bf16 for w4a16 and int4; moe_fp8,
-    # block-scaled 8-bit experts: the same mechanism, _SAME_AS; the 4-bit kernels also each expert's rows in whole M
-    # blocks, _GRID)
+    # of narrow experts (i / tp: high moe_tp). moe_fp8 (block-scaled 8-bit experts) and moe_int4 (int4 experts): the
+    # same terms (_SAME_AS), the packed weights, block scales included, streamed per touched expert, the FLOPs at the
+    # kernel's compute dtype peak (int4: bf16); the 4-bit kernels also each expert's rows in whole M blocks (_GRID)
+    "moe": _MOE,
+    # fp4 experts (FLOPs at the fp4 peak for nvfp4, bf16 for w4a16): also few CTA groups, touched experts x M blocks
+    # (parallel_groups_half). Free for this family alone: its rows fit a half of ~5 groups on H100 / H200 (OAI Triton
+    # mxfp4); bf16, fp8 and int4 rows fit one below one expert (0-0.9), which only moved the other terms (held-out
+    # medians -1.6 to +2.2 points; B200 bf16 7.9 -> 9.2 %)
+    "moe_quant": _MOE + (("parallel_groups_half", 4.0),),
     # causal FlashAttention prefill: compute-bound; short sequences waste the diagonal tiles (keys half),
     # few heads x sequences leave SMs idle (elems half); a time per query tile (a short sequence fills a whole
     # 128-row tile): per query head or per GQA group, as the kernel tiles them (the fit picks the mix)
@@ -310,7 +316,7 @@ def nelder_mead(f, x0, step=0.5, max_evals=3000, xtol=1e-7, ftol=1e-12):
     return pts[i], vals[i]
 
 
-_SAME_AS = {"moe_quant": "moe", "moe_fp8": "moe", "moe_int4": "moe",
+_SAME_AS = {"moe_fp8": "moe", "moe_int4": "moe",
             **{f: "memory" for f in MEMORY_FAMILIES}}  # families fitted with another's free parameters
 
 
@@ -324,7 +330,7 @@ def _free(fam: str) -> tuple[tuple[str, float], ...]:
 _ONLY_WITH = {"overhead_per_windowed_head_s": "windowed_heads", "overhead_per_head_tile_s": "head_tiles",
               "overhead_per_group_tile_s": "group_tiles", "memory_window_half": "window_keys",
              "overhead_window_s": "window_keys", "memory_unsplit_half": "unsplit_streams",
-             "overhead_unsplit_s": "unsplit_streams", "compute_width_half": "width"}
+             "overhead_unsplit_s": "unsplit_streams", "compute_width_half": "width", "parallel_groups_half": "experts"}
 
 
 def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = IDEAL_FIT,
