@@ -40,7 +40,7 @@ kernel it has. Byte accounting (e = element bytes: bf16 2, fp8 1; outputs bf16):
                two GEMMs), priced by the fitted overhead_per_walked_elem_s (FlashInfer's Blackwell kernels fuse
                them: ~0); k = h, n = i/tp (the expert's width), routed = T*k rows, experts = E/ep local experts
                (the rows per local expert 4-bit MoE kernels size their M blocks to: efficiency.m_block_padding),
-               touched = the touched local experts (a CTA group each in the grouped GEMMs: parallel_groups_half).
+               touched = the touched local experts (with their M blocks, the grouped GEMMs' CTA groups: cta_groups).
                Left out: shape groups measured faster than streaming their touched experts' weights at peak HBM
                bandwidth (_NOT_AS_NAMED)
     all_to_all T = num_tokens on each rank, h = hidden_size, k = topk: bytes = T * k * h * 2 (each rank's send buffer

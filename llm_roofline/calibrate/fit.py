@@ -211,7 +211,7 @@ _FREE = {
     "moe": _MOE,
     # fp4 experts (FLOPs at the fp4 peak for nvfp4, bf16 for w4a16): also few CTA groups, touched experts x M blocks
     # (parallel_groups_half). Free for this family alone: its rows fit a half of ~5 groups on H100 / H200 (OAI Triton
-    # mxfp4); bf16, fp8 and int4 rows fit one below one expert (0-0.9), which only moved the other terms (held-out
+    # mxfp4); bf16, fp8 and int4 rows fit one below one group (0-0.9), which only moved the other terms (held-out
     # medians -1.6 to +2.2 points; B200 bf16 7.9 -> 9.2 %)
     "moe_quant": _MOE + (("parallel_groups_half", 4.0),),
     # causal FlashAttention prefill: compute-bound; short sequences waste the diagonal tiles (keys half),
