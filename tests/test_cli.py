@@ -3,6 +3,7 @@
 import csv
 import io
 import json
+import re
 
 import pytest
 
@@ -74,6 +75,16 @@ def test_help_teaches(capsys):
     assert e.value.code == 0
     out = capsys.readouterr().out
     assert "--tp" in out and "example" in out and "--kv-dtype" in out
+
+
+def test_calibrate_help_names_every_csv_column(capsys):
+    # a user writing a CSV learns every column the fit reads (the optional shape columns too: MoE's touched)
+    from llm_roofline.calibrate.measurements import MEASURED_COLUMNS
+
+    with pytest.raises(SystemExit) as e:
+        main(["calibrate", "--help"])
+    words = set(re.findall(r"[a-z_0-9]+", capsys.readouterr().out))
+    assert e.value.code == 0 and [c for c in MEASURED_COLUMNS if c not in words] == []
 
 
 def test_estimate_is_compact_by_default_and_warns_first(capsys):
