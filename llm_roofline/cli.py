@@ -284,7 +284,7 @@ def _build_parser() -> argparse.ArgumentParser:
                                    "CSV columns: family, op, model, gpu, dtype, tp, m, k, n, elems, flops, bytes, "
                                    "kernels, nodes, measured_s; optional shape columns sharpen the fit: attention "
                                    "keys, head_dim, q_per_kv, kv_bits, window, kv_len; fused MoE walked, routed, "
-                                   "experts, touched (each explained in llm_roofline/calibrate/measurements.py). "
+                                   "experts, ep (each explained in llm_roofline/calibrate/measurements.py). "
                                    "--convert-vidur turns Vidur kernel profiles (microsoft/vidur, "
                                    "data/profiling: compute/ and network/) into such a CSV instead of fitting. "
                                    "--write stores a copy of the chip file with the fitted tables in the user chip "

@@ -82,10 +82,9 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   or 256) a factor T / (ceil(T / tile) * tile): vLLM picks a kernel sized to M up to a tile, whole tiles beyond it.
 - MoE: compute_m_block_rule pads each expert's T rows to the kernel's M blocks (m_block_padding); compute_width_half:
   f(i / tp, h) (op.expert_width): narrow experts (high moe_tp) spread each tile's fixed work over fewer multiply-adds;
-  parallel_groups_half (fitted for moe_quant): f(G, h) on compute and memory, G = cta_groups: the touched experts
-  (op.touched_experts) times each one's M blocks; the grouped GEMMs run a CTA group per (expert, M block), so a decode
-  step touching few experts leaves SMs idle (H100 GPT-OSS mxfp4, 1 token: one expert's 13 MB in 68 us, four experts'
-  53 MB in 63 us), while a prefill fills them with M blocks.
+  overhead_ep_s (fitted for moe_quant): a floor per kernel where the routed experts are split over chips
+  (op.expert_chips > 1): the expert-parallel path's own work (H100 GPT-OSS mxfp4, 1 token: 68 us at ep 4-128, 63 us
+  at ep 1 reading 4x the weights).
 - Weight-only quantized GEMMs (weights narrower than the compute dtype: int4/int8/fp8 weights, bf16 compute) run
   dequantizing kernels: the packed-weight read plus a dequant cost on the vector units, never the padded rows
   (dequant.py).
@@ -223,8 +222,8 @@ class FamilyFit:
     #   pipeline fill and epilogue amortized over its K loop), >= 0
     compute_width_half: float = 0.0  # expert GEMM: intermediate size per chip at which the width factor is 1/2, >= 0
     compute_m_block_rule: float = 0.0  # expert GEMM: its kernel's M block rule (M_BLOCK_RULES); 0: none
-    parallel_groups_half: float = 0.0  # expert GEMM: CTA groups (touched experts x M blocks: cta_groups) at which
-    #   the parallelism factor (compute and memory) is 1/2, >= 0
+    overhead_ep_s: float = 0.0  # expert GEMM with its experts split over chips (expert_chips > 1): time per kernel on
+    #   top of overhead_s (the expert-parallel path's own work), >= 0
 
     def __post_init__(self):
         for name in ("compute_max", "memory_max", "comm_max", "comm_switch_max"):
@@ -281,27 +280,25 @@ class FamilyFit:
     def efficiency(self, tokens=0.0, kernels=1.0, label: str = "calibrated", keys=0.0, elems=0.0, kv_row_bytes=0.0,
                    cols=0.0, dim=0.0, out_elems=0.0, group=0.0, walked=0.0, chips=0.0, depth=0.0, windowed_heads=0.0,
                    head_tiles=0.0, group_tiles=0.0, kv_streams=0.0, window_keys=0.0, width=0.0,
-                   block_rows=0.0, experts=0.0) -> Efficiency:
+                   block_rows=0.0, expert_chips=0.0) -> Efficiency:
         """The Efficiency at T = tokens (GEMM: also its output columns; attention: keys per query, Q+O
         elements, head_dim and, for decode, the KV bytes of one context position over the batch); overhead
         (overhead_s + overhead_per_kv_row_byte_s * kv_row_bytes + overhead_per_output_elem_s * out_elems) once
         per kernel; windowed_heads: query rows x heads of a sliding-window decode (0 without a window); head_tiles,
         group_tiles: a prefill's query tiles (query_tiles); kv_streams: a decode's sequences x KV heads; window_keys:
-        a decode's keys W past its sliding window (else 0); width, block_rows: compute()'s (expert GEMMs); experts:
-        an expert GEMM's touched experts (compute and memory * f(cta_groups, parallel_groups_half))."""
+        a decode's keys W past its sliding window (else 0); width, block_rows: compute()'s (expert GEMMs); expert_chips:
+        an expert GEMM's moe_ep (> 1: overhead_ep_s per kernel)."""
         ovh = (_where(_float(group) == 1.0, self.overhead_unsplit_s, self.overhead_s) if self.overhead_unsplit_s
                else self.overhead_s)
         coefs = self._set_terms[1]
         if coefs:  # the terms whose coefficient is set
             xs = (kv_row_bytes, windowed_heads, kv_streams, head_tiles, group_tiles, out_elems, walked, tokens,
-                  _float(window_keys) > 0)  # past the window: once per kernel
+                  _float(window_keys) > 0, _float(expert_chips) > 1)  # past the window, under EP: once per kernel
             for i, c in coefs:
                 ovh = ovh + c * np.maximum(_float(xs[i]), 0.0)
-        par = _saturation(cta_groups(experts, tokens, block_rows, self.compute_m_block_rule),
-                          self.parallel_groups_half) if self.parallel_groups_half else 1.0
         return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group, out_elems, depth, width,
-                                               block_rows) * par,
-                          memory=self.memory(tokens, kv_streams, window_keys, group) * par, comm=self.comm_max,
+                                               block_rows),
+                          memory=self.memory(tokens, kv_streams, window_keys, group), comm=self.comm_max,
                           overhead_s=ovh * _float(kernels), label=label, comm_switch=self.comm_switch_max,
                           comm_hop_s=self.step_s(chips))
 
@@ -315,7 +312,7 @@ class FamilyFit:
                   self.compute_width_half)
         coefs = (self.overhead_per_kv_row_byte_s, self.overhead_per_windowed_head_s, self.overhead_per_kv_stream_s,
                  self.overhead_per_head_tile_s, self.overhead_per_group_tile_s, self.overhead_per_output_elem_s,
-                 self.overhead_per_walked_elem_s, self.overhead_per_token_s, self.overhead_window_s)
+                 self.overhead_per_walked_elem_s, self.overhead_per_token_s, self.overhead_window_s, self.overhead_ep_s)
         return tuple((i, h) for i, h in enumerate(halves) if h > 0), tuple((i, c) for i, c in enumerate(coefs) if c)
 
     def step_s(self, chips) -> np.ndarray:
@@ -332,36 +329,21 @@ class FamilyFit:
 # fused_marlin_moe (int4): R / block < 0.9. 2: OpenAI triton_kernels (GPT-OSS on Hopper): next power of two of floor(R)
 M_BLOCK_RULES = {1: ((8.0, 16.0, 32.0, 48.0, 64.0), lambda r, b: r < 0.9 * b),
                  2: ((16.0, 32.0, 64.0, 128.0), lambda r, b: np.floor(r) <= b)}
-UNRULED_M_BLOCK = 128.0  # rows of an M block where the fit has no rule (cta_groups only): ASSUMED, a 128-row tile
-
-
-def m_block_size(block_rows, rule: float) -> np.ndarray:
-    """The M block b of the rule's kernel (M_BLOCK_RULES): the smallest of its sizes that fits R = block_rows, else
-    the largest (R unknown, <= 0: the largest); UNRULED_M_BLOCK where the rule is none of them."""
-    sizes, fits = M_BLOCK_RULES.get(rule, ((UNRULED_M_BLOCK,), None))
-    r = np.asarray(_float(block_rows))
-    block = np.full(r.shape, sizes[-1])
-    for size in reversed(sizes[:-1]):  # the smallest block that fits wins
-        block = np.where(fits(r, size), size, block)
-    return block[()]  # 0-d: a scalar
 
 
 def m_block_padding(tokens, block_rows, rule: float) -> np.ndarray:
-    """T / (ceil(T / b) * b): an expert's T rows in whole blocks of b = m_block_size; 1 where T or R is unknown
-    (<= 0) or the rule is none of M_BLOCK_RULES."""
-    if rule not in M_BLOCK_RULES:
+    """T / (ceil(T / b) * b): an expert's T rows in whole blocks, b the smallest of the rule's sizes (M_BLOCK_RULES)
+    that fits R = block_rows, else the largest; 1 where T or R is unknown (<= 0) or the rule is none of them."""
+    sizes, fits = M_BLOCK_RULES.get(rule, ((), None))
+    if not sizes:
         return np.float64(1.0)
     r, t = np.asarray(_float(block_rows)), np.asarray(_float(tokens))
-    block = m_block_size(r, rule)
+    block = np.full(r.shape, sizes[-1])
+    for size in reversed(sizes[:-1]):  # the smallest block that fits wins
+        block = np.where(fits(r, size), size, block)
     known = (t > 0) & (r > 0)
     tt = np.where(known, t, 1.0)
     return np.where(known, tt / (np.ceil(tt / block) * block), 1.0)[()]  # 0-d: a scalar
-
-
-def cta_groups(experts, tokens, block_rows, rule: float):
-    """E * ceil(T / b): the touched experts times each one's M blocks (m_block_size), the fused block's parallel
-    work units (a CTA group each, over the N tiles); T < 1 counts one block; 0 where E is unknown (<= 0)."""
-    return _float(experts) * np.ceil(np.maximum(_float(tokens), 1.0) / m_block_size(block_rows, rule))
 
 
 def _saturation(x, half: float) -> np.ndarray:
@@ -376,10 +358,10 @@ PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_hal
           "comm_step_per_doubling_s", "compute_k_split", "overhead_per_windowed_head_s", "overhead_per_head_tile_s",
           "overhead_per_group_tile_s", "memory_streams_half", "overhead_per_kv_stream_s", "memory_window_half",
           "overhead_window_s", "compute_m_tile", "memory_unsplit_half", "overhead_unsplit_s", "compute_depth_half",
-          "compute_width_half", "compute_m_block_rule", "parallel_groups_half")
+          "compute_width_half", "compute_m_block_rule", "overhead_ep_s")
 # ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: seconds per kernel, row, byte or
 # element; the band: measured / predicted), so a hostile chip file cannot drive a time to overflow
-PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3, "comm": 1.0, "parallel": 1e15}
+PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3, "comm": 1.0}
 IDEAL_FIT = FamilyFit(fitted_on="ideal roofline")
 # TPU: not calibrated. compute 0.95: the book ("How to Scale Your Model", Part 1 footnote: "H100 and B200 usually only
 # achieve 80-85% of the claimed peak FLOPs, while TPUs reach 95% in normal use"); memory, links 0.9, 1 us: ASSUMED.
@@ -476,12 +458,12 @@ class CalibratedModel:
             n = op.gemm_n
             walked = op.walked_rows * (op.gemm_k + n) if fam in MOE_FAMILIES else 0.0
             blocks = block_rows_per_expert(op.walked_rows, op.local_experts) if fam in MOE_FAMILIES else 0.0
-            if getattr(op.tokens, "ndim", 0) or getattr(walked, "ndim", 0) or getattr(op.touched_experts, "ndim", 0):
+            if getattr(op.tokens, "ndim", 0) or getattr(walked, "ndim", 0):
                 return p.efficiency(op.tokens, label=self.label, cols=n, out_elems=_float(op.tokens) * n, walked=walked,
                                     depth=op.gemm_k, width=op.expert_width, block_rows=blocks,
-                                    experts=op.touched_experts)
+                                    expert_chips=op.expert_chips)
             return _efficiency_at(p, op.tokens, self.label, n, float(walked), op.gemm_k, op.expert_width, float(blocks),
-                                  float(op.touched_experts))
+                                  op.expert_chips)
         if fam in COLLECTIVE_FAMILIES:  # the direct kernels' step latency grows with the GPUs of the group; rings
             # (PCIe switch, xGMI / NVLink-bridge mesh) are NCCL's pipelined steps, priced at the link's latency_s alone
             return _collective_efficiency(p, int(op.group_chips), self.label, chip.scaleup.nvlink_switch)
@@ -513,22 +495,20 @@ class CalibratedModel:
                 groups.setdefault(fam, []).append(j)
         for fam, rows in groups.items():
             sub = [ops[j] for j in rows]
-            shapes = {getattr(x, "shape", ()) for op in sub
-                      for x in (op.tokens, op.walked_rows, op.touched_experts)} - {()}
+            shapes = {getattr(x, "shape", ()) for op in sub for x in (op.tokens, op.walked_rows)} - {()}
             inner = shapes.pop() if len(shapes) == 1 else np.broadcast_shapes(*shapes)  # one grid: its shape
             shape = (len(rows),) + (1,) * (len(grid) - len(inner)) + inner  # the grid axes the GEMMs vary on
             col = (len(rows),) + (1,) * len(grid)
             per_op = lambda f: np.array([getattr(op, f) for op in sub], dtype=np.float64).reshape(col)  # noqa: E731
             n, k, tok = per_op("gemm_n"), per_op("gemm_k"), stacked([op.tokens for op in sub], shape)
-            walked = blocks = width = touched = 0.0
+            walked = blocks = width = ep = 0.0
             if fam in MOE_FAMILIES:
-                routed, touched = (stacked([getattr(op, f) for op in sub], shape) for f in ("walked_rows",
-                                                                                            "touched_experts"))
-                walked, width = routed * (k + n), per_op("expert_width")
+                routed = stacked([op.walked_rows for op in sub], shape)
+                walked, width, ep = routed * (k + n), per_op("expert_width"), per_op("expert_chips")
                 blocks = block_rows_per_expert(routed, per_op("local_experts"))
             parts.append((rows, self.fit_for(fam).efficiency(tok, label=self.label, cols=n, out_elems=tok * n,
                                                              walked=walked, depth=k, width=width, block_rows=blocks,
-                                                             experts=touched)))
+                                                             expert_chips=ep)))
         return parts
 
     def pricing_keys(self, ops: "list[Op]", chip: Chip, memo: dict) -> tuple:
@@ -565,11 +545,11 @@ class CalibratedModel:
 
 @lru_cache(maxsize=4096)
 def _efficiency_at(p: FamilyFit, tokens: float, label: str, cols: float = 0.0, walked=0.0, depth=0.0, width=0.0,
-                   block_rows=0.0, experts=0.0) -> Efficiency:
+                   block_rows=0.0, expert_chips=0.0) -> Efficiency:
     """p.efficiency at a scalar token count (GEMM: N, walked elements, K; expert width, rows per local expert,
-    touched experts), kept."""
+    moe_ep), kept."""
     return p.efficiency(tokens, label=label, cols=cols, out_elems=tokens * cols, walked=walked, depth=depth,
-                        width=width, block_rows=block_rows, experts=experts)
+                        width=width, block_rows=block_rows, expert_chips=expert_chips)
 
 
 def block_rows_per_expert(routed, local_experts):

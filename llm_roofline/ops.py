@@ -56,8 +56,8 @@ class Op:
     #   N per matrix of a gated pair, the down projection's K); 0: not an expert GEMM
     local_experts: float = 0.0  # expert GEMM: experts resident on the chip (the fused block sorts its routed rows
     #   into blocks per local expert); 0: not an expert GEMM
-    touched_experts: float | np.ndarray = 0.0  # expert GEMM: local experts that receive rows (the fused block's
-    #   grouped GEMMs run a CTA group per touched expert); 0: not an expert GEMM
+    expert_chips: float = 0.0  # expert GEMM: chips the routed experts are split over (moe_ep; > 1: the fused block
+    #   runs the expert-parallel path); 0: not an expert GEMM
     # the arithmetic with its numbers (--explain), or a function that writes it: formatted when read (op.formula)
     text: "str | Callable[[], str]" = field(default="", repr=False, compare=False)
 
@@ -65,7 +65,7 @@ class Op:
                  comm_bytes=ZERO, collective="", group_chips=1, tokens=ZERO, style="replicated", shards=1,
                  stored_bytes=0.0, compute_dtype="bf16", gemm_n=0.0, gemm_k=0.0, walked_rows=0.0, weight_bits=0.0,
                  head_dim=0.0, kv_bits=0.0, q_per_kv=0.0, weight_block=0.0, window=0.0, seqs=0.0, kv_len=0.0,
-                 weight_dtype="", expert_width=0.0, local_experts=0.0, touched_experts=0.0, text=""):
+                 weight_dtype="", expert_width=0.0, local_experts=0.0, expert_chips=0.0, text=""):
         """The fields in their order, with their defaults (tests/test_graph.py checks both against the dataclass's),
         set at once: the generated __init__ of a frozen dataclass sets them one by one (graphs build many ops)."""
         self.__dict__.update(
@@ -75,7 +75,7 @@ class Op:
             compute_dtype=compute_dtype, gemm_n=gemm_n, gemm_k=gemm_k, walked_rows=walked_rows, weight_bits=weight_bits,
             head_dim=head_dim, kv_bits=kv_bits, q_per_kv=q_per_kv, weight_block=weight_block, window=window, seqs=seqs,
             kv_len=kv_len, weight_dtype=weight_dtype, expert_width=expert_width, local_experts=local_experts,
-            touched_experts=touched_experts, text=text)
+            expert_chips=expert_chips, text=text)
 
     @property
     def formula(self) -> str:
@@ -110,7 +110,8 @@ _scored_fields = itemgetter(*(f.name for f in fields(Op) if f.name not in ("coun
 
 def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_elem, n_matrices=1.0,
          bias=False, matrices_read=None, n_stored=1.0, rows_per_matrix=None, compute_dtype="bf16", formula_note="",
-         style="replicated", shards=1, walked_rows=0.0, weight_block=0.0, weight_dtype="", expert_width=0.0) -> Op:
+         style="replicated", shards=1, walked_rows=0.0, weight_block=0.0, weight_dtype="", expert_width=0.0,
+         expert_chips=1.0) -> Op:
     """y[T, n] = x[T, k] @ W[k, n] (+ b), for n_matrices weight matrices (MoE: top-k experts' work).
 
     FLOPs = 2*T*k*n per matrix. Weights read: matrices_read (default n_matrices) * k*n*bits/8, + bias.
@@ -123,7 +124,7 @@ def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_ele
     weight_block: weights per scale of a block-scaled 8-bit format (Op.weight_block; 0: none).
     weight_dtype: element dtype of the stored weights (Op.weight_dtype; '': unknown).
     expert_width: an expert GEMM's intermediate size per chip (Op.expert_width; 0: not an expert GEMM, then
-    Op.local_experts and Op.touched_experts are 0 too, else n_stored and matrices_read).
+    Op.local_experts and Op.expert_chips are 0 too, else n_stored and expert_chips, the moe_ep).
     """
     t = f64(tokens)
     m_read = n_matrices if matrices_read is None else matrices_read
@@ -138,7 +139,7 @@ def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_ele
               shards=shards, gemm_n=float(n), gemm_k=float(k), weight_bits=float(bits_per_weight),
               walked_rows=walked_rows, weight_block=float(weight_block), weight_dtype=weight_dtype,
               expert_width=float(expert_width), local_experts=float(n_stored) if expert_width else 0.0,
-              touched_experts=f64(m_read) if expert_width else 0.0)
+              expert_chips=float(expert_chips) if expert_width else 0.0)
 
 
 def causal_pairs(q_len, kv_len, window=None):

@@ -333,22 +333,23 @@ def test_a_hopper_fp8_gemm_fit_keeps_the_sm90_kernels_256_row_tile():
     assert fitting.fit(df, chip, date="x").fits["gemm_fp8"].compute_m_tile == 256.0  # h100-sxm: family hopper
 
 
-def test_fp4_moe_fit_finds_the_cta_groups_half():
-    # fp4 fused-MoE rows (w4a16: 4.25 bits a weight, bf16 FLOPs) timed by a law whose compute and memory fall to
-    # E / (E + 6) at E touched experts (h = 2048, i = 768): the fit recovers the half (the law's loss is ~0 there);
-    # the bf16 family keeps it at 0 (not free: its rows fit a half below one expert, fit._FREE)
+def test_fp4_moe_fit_finds_the_expert_parallel_floor():
+    # fp4 fused-MoE rows (w4a16: 4.25 bits a weight, bf16 FLOPs; h = 2048, i = 768) at ep 1, 4 and 16, timed by a law
+    # with a floor of 10 us per kernel and 18 us more under expert parallelism: the fit recovers both (the law's loss
+    # is ~0 there); the bf16 family keeps it at 0 (not free: its rows fit ~4 us, fit._FREE)
     chip = lr.load_chip("h100-sxm")
-    truth = FamilyFit(compute_max=0.6, memory_max=0.8, overhead_s=1e-5, parallel_groups_half=6.0)
-    e, m = (x.ravel().astype(float) for x in np.meshgrid([1, 2, 4, 8, 16, 32, 64], [1, 4, 64, 512]))
+    truth = FamilyFit(compute_max=0.6, memory_max=0.8, overhead_s=1e-5, overhead_ep_s=1.8e-5)
+    e, m, ep = (x.ravel().astype(float) for x in np.meshgrid([1, 4, 16], [1, 4, 64, 512], [1, 4, 16]))
     h, n = 2048.0, 768.0
     df = measurements.normalize(pd.DataFrame(dict(
-        family="moe_quant", op="x", model="a", dtype="bf16", m=m, k=h, n=n, routed=m * e, experts=64.0, touched=e,
+        family="moe_quant", op="x", model="a", dtype="bf16", m=m, k=h, n=n, routed=m * e, experts=64.0 / ep, ep=ep,
         kernels=2.0, flops=6.0 * m * e * h * n, bytes=(e * 3 * h * n * 4.25 / 8 + m * e * (2 * h + 3 * n) * 2.0),
         measured_s=1.0)))
     df["measured_s"] = fitting.predict(df, chip, {"moe_quant": truth})
     terms, measured = fitting._terms(df, chip, "moe_quant"), df["measured_s"].to_numpy()
-    assert fitting.fit_family(terms, measured, "moe_quant").parallel_groups_half == pytest.approx(6.0, rel=0.02)
-    assert fitting.fit_family(terms, measured, "moe").parallel_groups_half == 0.0
+    got = fitting.fit_family(terms, measured, "moe_quant")
+    assert (got.overhead_s, got.overhead_ep_s) == (pytest.approx(1e-5, rel=0.02), pytest.approx(1.8e-5, rel=0.02))
+    assert fitting.fit_family(terms, measured, "moe").overhead_ep_s == 0.0
 
 
 def test_csv_checks():

@@ -130,7 +130,7 @@ def test_moe_block_rows(rows):
     # 1 row each; flops 6 * 2 * 4096 * 14336 = 704,643,072; bytes (2 * 3*4096*14336 + 2 * (2*4096 + 3*14336)) * 2
     # = (352,321,536 + 102,400) * 2 = 704,847,872; latency 0.258741 ms; no expert parallelism: the block's
     # passes outside the GEMMs walk its 2 rows: 2 * ((4096 + 2*14336) + (14336 + 4096)) = 102,400 elements
-    assert (one.m, one.flops, one["bytes"], one.walked, one.touched) == (1.0, 704_643_072, 704_847_872, 102_400, 2)
+    assert (one.m, one.flops, one["bytes"], one.walked, one.ep) == (1.0, 704_643_072, 704_847_872, 102_400, 1)
     assert one.measured_s == pytest.approx(0.258741e-3, rel=1e-5)
     # 256 tokens: 512 assignments over all 8 experts -> 64 rows per expert
     assert 64.0 in set(m.m)
@@ -168,6 +168,9 @@ def test_four_bit_moe_rows_are_the_moe_quant_family_with_packed_weight_bytes():
     # 16 * 3 * 2880 * 2880 * 4.25 / 8 = 211,507,200 B + activations 16 * (2*2880 + 3*2880) * 2 = 460,800 B
     assert (q.m, q["bytes"], q["dtype"]) == (1.0, 211_968_000, "bf16")
     assert m[m.op == "moe_nvfp4"].iloc[0]["dtype"] == "fp4"  # w4a4: the fp4 peak
+    # the same block at moe_ep 4: 32 experts held, the expert-parallel path (column ep)
+    ep4 = measurements.normalize(pd.DataFrame(aic_vllm.moe_rows(df.assign(moe_ep_size=4))).assign(gpu="b200"))
+    assert set(zip(ep4.experts, ep4.ep)) == {(32.0, 4.0)}
 
 
 def test_four_bit_moe_rows_keep_the_kernels_vllm_runs_by_default_int4_apart():
@@ -195,13 +198,13 @@ def test_four_bit_moe_rows_keep_the_kernels_vllm_runs_by_default_int4_apart():
     assert (q.m, q["bytes"], q["dtype"], q.model) == (1.0, 102_965_760, "bf16", "h2880_i2880_k4_e128_tp2_ep1")
     # the block's shape for the Marlin M blocks and the width factor: k = hidden 2880, n = i / tp = 1440, the 4 tokens'
     # 16 routed rows over the 128 experts held at ep 1
-    assert (q.k, q.n, q.routed, q.experts, q.touched) == (2880, 1440, 16, 128, 16)
+    assert (q.k, q.n, q.routed, q.experts, q.ep) == (2880, 1440, 16, 128, 1)
     # the fit reads them as the estimator's ops carry them: width 1440, 16 / 128 = 0.125 routed rows per local expert
     from llm_roofline.calibrate.fit import _terms
     from llm_roofline.hardware import load_chip
 
     terms = _terms(m[m.fam == "moe_int4"], load_chip("h100-sxm"), "moe_int4")
-    assert (float(terms.width[0]), float(terms.block_rows[0]), float(terms.experts[0])) == (1440.0, 0.125, 16.0)
+    assert (float(terms.width[0]), float(terms.block_rows[0]), float(terms.expert_chips[0])) == (1440.0, 0.125, 1.0)
     assert m[m.fam == "moe_quant"].iloc[0].model == "h2880_i2880_k4_e128"
 
 

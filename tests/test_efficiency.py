@@ -646,11 +646,11 @@ def test_moe_kernels_pad_each_experts_rows_to_the_block_their_rule_picks():
     assert m_block_padding(5.0, 5.0, 0) == 1.0
 
 
-def _kimi_like_int4_up(tokens, rows, walked):
+def _kimi_like_int4_up(tokens, rows, walked, expert_chips=1):
     # an int4 expert up_gate of i / tp = 1440 (n = 2 * 1440), 16 local experts, 4 read
     return gemm("ffn.experts.up_gate", "moe", 1, tokens=tokens, k=2880, n=2880, act_bytes_per_elem=2, n_matrices=4,
                 matrices_read=4, n_stored=16, rows_per_matrix=rows, walked_rows=walked, style="expert",
-                expert_width=1440, **weight_format("int4").gemm_storage(2880))
+                expert_width=1440, expert_chips=expert_chips, **weight_format("int4").gemm_storage(2880))
 
 
 def test_int4_experts_pay_marlin_blocks_and_the_width_factor_by_hand(tmp_path):
@@ -670,39 +670,30 @@ def test_int4_experts_pay_marlin_blocks_and_the_width_factor_by_hand(tmp_path):
     grid = _kimi_like_int4_up(np.array([64.0, 224.0]), np.array([20.0, 70.0]), np.array([256.0, 1024.0]))
     (rows, eff), = calibrated_model(chip).for_ops([grid], chip, (2,))
     assert np.allclose(eff.compute, [0.225, 0.4 * 70 / 128 * 0.9])
-    # a non-expert GEMM carries neither feature
+    # a non-expert GEMM carries none of the features
     dense = gemm("ffn.up", "dense", 1, tokens=4, k=8, n=8, bits_per_weight=16, act_bytes_per_elem=2)
-    assert (dense.expert_width, dense.local_experts) == (0.0, 0.0)
+    assert (dense.expert_width, dense.local_experts, dense.expert_chips) == (0.0, 0.0, 0.0)
 
 
-def test_few_touched_experts_leave_the_grouped_gemms_idle_by_hand(tmp_path):
+def test_fp4_experts_split_over_chips_pay_the_expert_parallel_floor_by_hand(tmp_path):
     p = tmp_path / "round-gpu.toml"
     p.write_text(ROUND_CHIP + _MOE_FITS + "\n[efficiency.moe_int4]\ncompute_max = 0.4\nmemory_max = 0.5\n"
-                 "parallel_groups_half = 12\n")
+                 "overhead_s = 10e-6\noverhead_ep_s = 17e-6\n")
     chip = lr.load_chip(str(p))
-    op = _kimi_like_int4_up(64, 20, 256)  # 4 of its 16 local experts read
-    assert op.touched_experts == 4.0
-    # 4 touched experts of 20 rows, one M block each, at a half of 12 CTA groups: 4 / (4 + 12) = 0.25 on both: compute
-    # 0.4 * 0.25 = 0.1 of 100 TFLOP/s,
-    # memory 0.5 * 0.25 = 0.125 of 1 TB/s; flops 4,246,732,800 -> 424.67328 us (memory: 20,185,920 B -> 161.48736 us)
-    eff = calibrated_model(chip).for_op(op, chip)
-    assert (float(eff.compute), float(eff.memory)) == pytest.approx((0.1, 0.125), rel=1e-12)
-    assert float(_t(op, chip).t_s) == pytest.approx(424.67328e-6, rel=1e-9)
-    # over a grid (for_ops stacks the family's GEMMs) the touched experts vary with the tokens: 4 and 12 -> 12 / 24
-    grid = replace(_kimi_like_int4_up(np.array([64.0, 224.0]), np.array([20.0, 70.0]), np.array([256.0, 1024.0])),
-                   touched_experts=np.array([4.0, 12.0]))
-    (rows, eff), = calibrated_model(chip).for_ops([grid], chip, (2,))
-    assert np.allclose(eff.compute, [0.1, 0.2]) and np.allclose(eff.memory, [0.125, 0.25])
-    # a prefill's rows fill more M blocks (128 rows where the fit has no block rule): 4 experts x ceil(300 / 128) = 12
-    # groups -> 12 / 24 = 0.5: 0.4 * 0.5 = 0.2; with triton_kernels' rule (R = 2048 rows per local expert: 128-row
-    # blocks) the same groups times its padding 300 / 384: 0.15625; with Marlin's (64-row blocks at R >= 57.6)
-    # 4 x ceil(300 / 64) = 20 groups -> 20 / 32 = 0.625, padding 300 / 320 = 0.9375: 0.4 * 0.625 * 0.9375 = 0.234375
-    wide = dict(experts=4.0, block_rows=2048.0)
-    for rule, want in ((0.0, 0.2), (2.0, 0.15625), (1.0, 0.234375)):
-        p = FamilyFit(compute_max=0.4, parallel_groups_half=12.0, compute_m_block_rule=rule)
-        assert float(p.efficiency(300.0, **wide).compute) == pytest.approx(want, rel=1e-12)
-    # touched experts unknown (0): the factor is 1
-    assert float(FamilyFit(compute_max=0.4, parallel_groups_half=12.0).efficiency(20.0).compute) == 0.4
+    one, split = _kimi_like_int4_up(64, 20, 256), _kimi_like_int4_up(64, 20, 256, expert_chips=4)
+    assert (one.expert_chips, split.expert_chips) == (1.0, 4.0)
+    # compute-bound at 0.4 of 100 TFLOP/s: 4,246,732,800 FLOPs -> 106.16832 us; one kernel's floor 10 us, under expert
+    # parallelism (4 chips) 10 + 17 = 27 us: 116.16832 and 133.16832 us
+    assert float(_t(one, chip).t_s) == pytest.approx(116.16832e-6, rel=1e-9)
+    assert float(_t(split, chip).t_s) == pytest.approx(133.16832e-6, rel=1e-9)
+    # over a grid (for_ops stacks the family's GEMMs: ep 1 and 4 side by side)
+    grid = _kimi_like_int4_up(np.array([64.0, 224.0]), np.array([20.0, 70.0]), np.array([256.0, 1024.0]))
+    parts = calibrated_model(chip).for_ops([grid, replace(grid, expert_chips=4.0)], chip, (2,))
+    (rows, eff), = parts
+    assert rows == [0, 1] and np.allclose(np.broadcast_to(eff.overhead_s, (2, 2)), [[10e-6] * 2, [27e-6] * 2])
+    # moe_ep unknown (0) or 1: no floor of its own
+    for ep in (0.0, 1.0):
+        assert FamilyFit(overhead_s=10e-6, overhead_ep_s=17e-6).efficiency(20.0, expert_chips=ep).overhead_s == 10e-6
 
 
 def test_a_chip_file_names_an_unknown_m_block_rule(tmp_path):

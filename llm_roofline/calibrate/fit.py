@@ -65,7 +65,12 @@ class _Terms:
     window_keys: np.ndarray | float = 0.0  # decode attention past its sliding window: its keys (the window)
     width: np.ndarray | float = 0.0  # moe: the expert's intermediate size per GPU (n)
     block_rows: np.ndarray | float = 0.0  # moe: routed rows per local expert (routed / experts; 0: unknown)
-    experts: np.ndarray | float = 0.0  # moe: touched local experts (0: unknown)
+    expert_chips: np.ndarray | float = 0.0  # moe: chips the routed experts are split over (moe_ep; 0: unknown)
+
+    @property
+    def expert_parallel(self):
+        """1 for the rows run under expert parallelism (expert_chips > 1: overhead_ep_s prices them), else 0."""
+        return (np.asarray(self.expert_chips) > 1.0).astype(np.float64)
 
     @property
     def unsplit_streams(self):
@@ -80,7 +85,7 @@ class _Terms:
                            walked=self.walked, chips=self.chips, depth=self.depth, windowed_heads=self.windowed_heads,
                            head_tiles=self.head_tiles, group_tiles=self.group_tiles, kv_streams=self.kv_streams,
                            window_keys=self.window_keys, width=self.width, block_rows=self.block_rows,
-                           experts=self.experts)
+                           expert_chips=self.expert_chips)
         if self.comm is not None:
             return score_collective(self.comm, eff).t_s
         return score(self.flops, self.bytes, peak_flops_per_s=self.peak, hbm_bytes_per_s=self.hbm,
@@ -106,9 +111,9 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     dim = df["head_dim"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "head_dim" in df else 0.0
     group = df["q_per_kv"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "q_per_kv" in df else 0.0
     walked = df["walked"].to_numpy(np.float64) / kernels if fam in MOE_FAMILIES and "walked" in df else 0.0
-    width = blocks = touched = 0.0
+    width = blocks = ep = 0.0
     if fam in MOE_FAMILIES:  # normalize fills the optional columns (0: unknown)
-        width, touched = (df[c].fillna(0.0).to_numpy(np.float64) for c in ("n", "touched"))
+        width, ep = (df[c].fillna(0.0).to_numpy(np.float64) for c in ("n", "ep"))
         blocks = block_rows_per_expert(df["routed"].to_numpy(np.float64), df["experts"].to_numpy(np.float64))
     if fam in DECODE:  # KV bytes per context position over the batch, as attention_shapes.attention_shape
         e = df["dtype"].map(dtype_bytes).to_numpy(np.float64)
@@ -127,7 +132,7 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
                   group_tiles=tiles[1], kv_streams=streams, window_keys=past,
                   keys=keys if fam in ATTENTION_FAMILIES else 0.0,
                   elems=elems, kv_row_bytes=row, cols=cols, dim=dim, out_elems=out, group=group, walked=walked,
-                  windowed_heads=heads, width=width, block_rows=blocks, experts=touched,
+                  windowed_heads=heads, width=width, block_rows=blocks, expert_chips=ep,
                   depth=df["k"].to_numpy(np.float64) if fam in GEMM_FAMILIES else 0.0)
 
 
@@ -209,11 +214,11 @@ _FREE = {
     # same terms (_SAME_AS), the packed weights, block scales included, streamed per touched expert, the FLOPs at the
     # kernel's compute dtype peak (int4: bf16); the 4-bit kernels also each expert's rows in whole M blocks (_GRID)
     "moe": _MOE,
-    # fp4 experts (FLOPs at the fp4 peak for nvfp4, bf16 for w4a16): also few CTA groups, touched experts x M blocks
-    # (parallel_groups_half). Free for this family alone: its rows fit a half of ~5 groups on H100 / H200 (OAI Triton
-    # mxfp4); bf16, fp8 and int4 rows fit one below one group (0-0.9), which only moved the other terms (held-out
-    # medians -1.6 to +2.2 points; B200 bf16 7.9 -> 9.2 %)
-    "moe_quant": _MOE + (("parallel_groups_half", 4.0),),
+    # fp4 experts (FLOPs at the fp4 peak for nvfp4, bf16 for w4a16): also a floor per kernel under expert
+    # parallelism (overhead_ep_s). Free for this family alone: its rows fit ~18 us per kernel on H100 / H200 (OAI
+    # Triton mxfp4: 1 token takes 68 us at ep 4-128 against 63 us at ep 1 reading 4x the weights); bf16 rows fit 4.5 us
+    # on H100 (held-out 5.9 / 23.4 -> 5.8 / 23.3 %: not worth a parameter)
+    "moe_quant": _MOE + (("overhead_ep_s", 1e-5),),
     # causal FlashAttention prefill: compute-bound; short sequences waste the diagonal tiles (keys half),
     # few heads x sequences leave SMs idle (elems half); a time per query tile (a short sequence fills a whole
     # 128-row tile): per query head or per GQA group, as the kernel tiles them (the fit picks the mix)
@@ -330,7 +335,7 @@ def _free(fam: str) -> tuple[tuple[str, float], ...]:
 _ONLY_WITH = {"overhead_per_windowed_head_s": "windowed_heads", "overhead_per_head_tile_s": "head_tiles",
               "overhead_per_group_tile_s": "group_tiles", "memory_window_half": "window_keys",
              "overhead_window_s": "window_keys", "memory_unsplit_half": "unsplit_streams",
-             "overhead_unsplit_s": "unsplit_streams", "compute_width_half": "width", "parallel_groups_half": "experts"}
+             "overhead_unsplit_s": "unsplit_streams", "compute_width_half": "width", "overhead_ep_s": "expert_parallel"}
 
 
 def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = IDEAL_FIT,
