@@ -120,6 +120,7 @@ def test_a_memory_fit_without_a_tokens_half_is_its_asymptote_exactly():
     assert np.ndim(m) == 0 and m == 0.7488
     assert p.efficiency(np.array([25.0, 45.0])).memory == 0.7488
 
+
 def test_collective_alpha_beta(round_chip):
     m = calibrated_model(round_chip)
     op = collective("comm.all_reduce.ffn", "dense", 1, kind="all_reduce", buffer_bytes=8e6, chips=8)

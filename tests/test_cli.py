@@ -78,7 +78,7 @@ def test_help_teaches(capsys):
 
 
 def test_calibrate_help_names_every_csv_column(capsys):
-    # a user writing a CSV learns every column the fit reads (the optional shape columns too: MoE's touched)
+    # a user writing a CSV learns every column the fit reads (the optional shape columns too: MoE's ep)
     from llm_roofline.calibrate.measurements import MEASURED_COLUMNS
 
     with pytest.raises(SystemExit) as e:

@@ -675,7 +675,8 @@ def test_int4_experts_pay_marlin_blocks_and_the_width_factor_by_hand(tmp_path):
     assert (dense.expert_width, dense.local_experts, dense.expert_chips) == (0.0, 0.0, 0.0)
 
 
-def test_fp4_experts_split_over_chips_pay_the_expert_parallel_floor_by_hand(tmp_path):
+def test_experts_split_over_chips_pay_the_expert_parallel_floor_by_hand(tmp_path):
+    # fitted for fp4 experts (fit._FREE); any MoE fit that carries overhead_ep_s prices it, here an int4 one
     p = tmp_path / "round-gpu.toml"
     p.write_text(ROUND_CHIP + _MOE_FITS + "\n[efficiency.moe_int4]\ncompute_max = 0.4\nmemory_max = 0.5\n"
                  "overhead_s = 10e-6\noverhead_ep_s = 17e-6\n")
