@@ -77,7 +77,9 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   quantization, a pass per row. T for an expert GEMM is its rows per touched expert; overhead_per_walked_elem_s (moe)
   prices the routed rows the fused block passes over outside its grouped GEMMs (op.walked_rows x (K + N): the
   sort, activation and top-k sum as separate passes; with expert parallelism over tokens every chip holds, all T*k
-  rows, vLLM's Triton fused MoE zero-filling those of other chips' experts; ~0 for kernels that fuse them). fp8 GEMMs
+  rows, vLLM's Triton fused MoE zero-filling those of other chips' experts; ~0 for kernels that fuse them), and
+  overhead_per_token_elem_s its passes once per token whatever the top-k (op.token_elems = tokens x d_model: the input
+  gathered and quantized, the top-k outputs combined; B200 fp8 experts ~3 ps an element per GEMM). fp8 GEMMs
   (gemm_fp8) have their own fit of every parameter, and past one M tile of compute_m_tile rows (a discrete fit: 0, 128
   or 256) a factor T / (ceil(T / tile) * tile): vLLM picks a kernel sized to M up to a tile, whole tiles beyond it.
 - MoE: compute_m_block_rule pads each expert's T rows to the kernel's M blocks (m_block_padding); compute_width_half:
@@ -224,6 +226,8 @@ class FamilyFit:
     compute_m_block_rule: float = 0.0  # expert GEMM: its kernel's M block rule (M_BLOCK_RULES); 0: none
     overhead_ep_s: float = 0.0  # expert GEMM with its experts split over chips (expert_chips > 1): time per kernel on
     #   top of overhead_s (the expert-parallel path's own work), >= 0
+    overhead_per_token_elem_s: float = 0.0  # moe: time per hidden-vector element its fused block passes once per token
+    #   (op.token_elems: input gathered and quantized, top-k outputs combined), >= 0
 
     def __post_init__(self):
         for name in ("compute_max", "memory_max", "comm_max", "comm_switch_max"):
@@ -280,20 +284,21 @@ class FamilyFit:
     def efficiency(self, tokens=0.0, kernels=1.0, label: str = "calibrated", keys=0.0, elems=0.0, kv_row_bytes=0.0,
                    cols=0.0, dim=0.0, out_elems=0.0, group=0.0, walked=0.0, chips=0.0, depth=0.0, windowed_heads=0.0,
                    head_tiles=0.0, group_tiles=0.0, kv_streams=0.0, window_keys=0.0, width=0.0,
-                   block_rows=0.0, expert_chips=0.0) -> Efficiency:
+                   block_rows=0.0, expert_chips=0.0, token_elems=0.0) -> Efficiency:
         """The Efficiency at T = tokens (GEMM: also its output columns; attention: keys per query, Q+O
         elements, head_dim and, for decode, the KV bytes of one context position over the batch); overhead
         (overhead_s + overhead_per_kv_row_byte_s * kv_row_bytes + overhead_per_output_elem_s * out_elems) once
         per kernel; windowed_heads: query rows x heads of a sliding-window decode (0 without a window); head_tiles,
         group_tiles: a prefill's query tiles (query_tiles); kv_streams: a decode's sequences x KV heads; window_keys:
         a decode's keys W past its sliding window (else 0); width, block_rows: compute()'s (expert GEMMs); expert_chips:
-        an expert GEMM's moe_ep (> 1: overhead_ep_s per kernel)."""
+        an expert GEMM's moe_ep (> 1: overhead_ep_s per kernel); token_elems: its op.token_elems."""
         ovh = (_where(_float(group) == 1.0, self.overhead_unsplit_s, self.overhead_s) if self.overhead_unsplit_s
                else self.overhead_s)
         coefs = self._set_terms[1]
         if coefs:  # the terms whose coefficient is set
             xs = (kv_row_bytes, windowed_heads, kv_streams, head_tiles, group_tiles, out_elems, walked, tokens,
-                  _float(window_keys) > 0, _float(expert_chips) > 1)  # past the window, under EP: once per kernel
+                  _float(window_keys) > 0, _float(expert_chips) > 1,  # past the window, under EP: once per kernel
+                  token_elems)
             for i, c in coefs:
                 ovh = ovh + c * np.maximum(_float(xs[i]), 0.0)
         return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group, out_elems, depth, width,
@@ -312,7 +317,8 @@ class FamilyFit:
                   self.compute_width_half)
         coefs = (self.overhead_per_kv_row_byte_s, self.overhead_per_windowed_head_s, self.overhead_per_kv_stream_s,
                  self.overhead_per_head_tile_s, self.overhead_per_group_tile_s, self.overhead_per_output_elem_s,
-                 self.overhead_per_walked_elem_s, self.overhead_per_token_s, self.overhead_window_s, self.overhead_ep_s)
+                 self.overhead_per_walked_elem_s, self.overhead_per_token_s, self.overhead_window_s, self.overhead_ep_s,
+                 self.overhead_per_token_elem_s)
         return tuple((i, h) for i, h in enumerate(halves) if h > 0), tuple((i, c) for i, c in enumerate(coefs) if c)
 
     def step_s(self, chips) -> np.ndarray:
@@ -358,7 +364,7 @@ PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_hal
           "comm_step_per_doubling_s", "compute_k_split", "overhead_per_windowed_head_s", "overhead_per_head_tile_s",
           "overhead_per_group_tile_s", "memory_streams_half", "overhead_per_kv_stream_s", "memory_window_half",
           "overhead_window_s", "compute_m_tile", "memory_unsplit_half", "overhead_unsplit_s", "compute_depth_half",
-          "compute_width_half", "compute_m_block_rule", "overhead_ep_s")
+          "compute_width_half", "compute_m_block_rule", "overhead_ep_s", "overhead_per_token_elem_s")
 # ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: seconds per kernel, row, byte or
 # element; the band: measured / predicted), so a hostile chip file cannot drive a time to overflow
 PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3, "comm": 1.0}
@@ -458,12 +464,13 @@ class CalibratedModel:
             n = op.gemm_n
             walked = op.walked_rows * (op.gemm_k + n) if fam in MOE_FAMILIES else 0.0
             blocks = block_rows_per_expert(op.walked_rows, op.local_experts) if fam in MOE_FAMILIES else 0.0
-            if getattr(op.tokens, "ndim", 0) or getattr(walked, "ndim", 0):
+            per_token = op.token_elems if fam in MOE_FAMILIES else 0.0
+            if getattr(op.tokens, "ndim", 0) or getattr(walked, "ndim", 0) or getattr(per_token, "ndim", 0):
                 return p.efficiency(op.tokens, label=self.label, cols=n, out_elems=_float(op.tokens) * n, walked=walked,
                                     depth=op.gemm_k, width=op.expert_width, block_rows=blocks,
-                                    expert_chips=op.expert_chips)
+                                    expert_chips=op.expert_chips, token_elems=per_token)
             return _efficiency_at(p, op.tokens, self.label, n, float(walked), op.gemm_k, op.expert_width, float(blocks),
-                                  op.expert_chips)
+                                  op.expert_chips, float(per_token))
         if fam in COLLECTIVE_FAMILIES:  # the direct kernels' step latency grows with the GPUs of the group; rings
             # (PCIe switch, xGMI / NVLink-bridge mesh) are NCCL's pipelined steps, priced at the link's latency_s alone
             return _collective_efficiency(p, int(op.group_chips), self.label, chip.scaleup.nvlink_switch)
@@ -488,27 +495,28 @@ class CalibratedModel:
         parts, groups = [], {}
         for j, op in enumerate(ops):
             fam = family_of(op)
-            if op.kind != "gemm" or (fam == "gemm" and weight_only_quantized(op)) or not (
-                    getattr(op.tokens, "ndim", 0) or getattr(op.walked_rows, "ndim", 0)):
+            if op.kind != "gemm" or (fam == "gemm" and weight_only_quantized(op)) or not any(
+                    getattr(x, "ndim", 0) for x in (op.tokens, op.walked_rows, op.token_elems)):
                 parts.append(([j], self._priced(op, chip, fam)))
             else:
                 groups.setdefault(fam, []).append(j)
         for fam, rows in groups.items():
             sub = [ops[j] for j in rows]
-            shapes = {getattr(x, "shape", ()) for op in sub for x in (op.tokens, op.walked_rows)} - {()}
+            shapes = {getattr(x, "shape", ()) for op in sub for x in (op.tokens, op.walked_rows, op.token_elems)} - {()}
             inner = shapes.pop() if len(shapes) == 1 else np.broadcast_shapes(*shapes)  # one grid: its shape
             shape = (len(rows),) + (1,) * (len(grid) - len(inner)) + inner  # the grid axes the GEMMs vary on
             col = (len(rows),) + (1,) * len(grid)
             per_op = lambda f: np.array([getattr(op, f) for op in sub], dtype=np.float64).reshape(col)  # noqa: E731
             n, k, tok = per_op("gemm_n"), per_op("gemm_k"), stacked([op.tokens for op in sub], shape)
-            walked = blocks = width = ep = 0.0
+            walked = blocks = width = ep = per_token = 0.0
             if fam in MOE_FAMILIES:
-                routed = stacked([op.walked_rows for op in sub], shape)
+                routed, per_token = (stacked([getattr(op, f) for op in sub], shape)
+                                     for f in ("walked_rows", "token_elems"))
                 walked, width, ep = routed * (k + n), per_op("expert_width"), per_op("expert_chips")
                 blocks = block_rows_per_expert(routed, per_op("local_experts"))
             parts.append((rows, self.fit_for(fam).efficiency(tok, label=self.label, cols=n, out_elems=tok * n,
                                                              walked=walked, depth=k, width=width, block_rows=blocks,
-                                                             expert_chips=ep)))
+                                                             expert_chips=ep, token_elems=per_token)))
         return parts
 
     def pricing_keys(self, ops: "list[Op]", chip: Chip, memo: dict) -> tuple:
@@ -545,11 +553,11 @@ class CalibratedModel:
 
 @lru_cache(maxsize=4096)
 def _efficiency_at(p: FamilyFit, tokens: float, label: str, cols: float = 0.0, walked=0.0, depth=0.0, width=0.0,
-                   block_rows=0.0, expert_chips=0.0) -> Efficiency:
+                   block_rows=0.0, expert_chips=0.0, token_elems=0.0) -> Efficiency:
     """p.efficiency at a scalar token count (GEMM: N, walked elements, K; expert width, rows per local expert,
-    moe_ep), kept."""
+    moe_ep, per-token elements), kept."""
     return p.efficiency(tokens, label=label, cols=cols, out_elems=tokens * cols, walked=walked, depth=depth,
-                        width=width, block_rows=block_rows, expert_chips=expert_chips)
+                        width=width, block_rows=block_rows, expert_chips=expert_chips, token_elems=token_elems)
 
 
 def block_rows_per_expert(routed, local_experts):

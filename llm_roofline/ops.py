@@ -41,6 +41,8 @@ class Op:
     gemm_n: float = 0.0  # GEMM: output columns of one kernel (n per chip): tile padding in N, tiles per wave
     gemm_k: float = 0.0  # GEMM: inner dimension of one kernel (k per chip)
     walked_rows: float | np.ndarray = 0.0  # expert GEMM: routed rows its fused block passes over outside the GEMMs
+    token_elems: float | np.ndarray = 0.0  # expert GEMM: hidden-vector elements its fused block passes once per token,
+    #   whatever the top-k (tokens x d_model: the up GEMM's input gathered and quantized, the down's outputs combined)
     weight_bits: float = 0.0  # GEMM: bits per stored weight element (weight-only quantization)
     head_dim: float = 0.0  # attention: (dqk + dv) / 2
     kv_bits: float = 0.0  # attention: bits per cached K/V element (8: an fp8 / int8 KV cache)
@@ -63,19 +65,19 @@ class Op:
 
     def __init__(self, name, group, kind, count, flops, weight_bytes=ZERO, act_bytes=ZERO, kv_bytes=ZERO,
                  comm_bytes=ZERO, collective="", group_chips=1, tokens=ZERO, style="replicated", shards=1,
-                 stored_bytes=0.0, compute_dtype="bf16", gemm_n=0.0, gemm_k=0.0, walked_rows=0.0, weight_bits=0.0,
-                 head_dim=0.0, kv_bits=0.0, q_per_kv=0.0, weight_block=0.0, window=0.0, seqs=0.0, kv_len=0.0,
-                 weight_dtype="", expert_width=0.0, local_experts=0.0, expert_chips=0.0, text=""):
+                 stored_bytes=0.0, compute_dtype="bf16", gemm_n=0.0, gemm_k=0.0, walked_rows=0.0, token_elems=0.0,
+                 weight_bits=0.0, head_dim=0.0, kv_bits=0.0, q_per_kv=0.0, weight_block=0.0, window=0.0, seqs=0.0,
+                 kv_len=0.0, weight_dtype="", expert_width=0.0, local_experts=0.0, expert_chips=0.0, text=""):
         """The fields in their order, with their defaults (tests/test_graph.py checks both against the dataclass's),
         set at once: the generated __init__ of a frozen dataclass sets them one by one (graphs build many ops)."""
         self.__dict__.update(
             name=name, group=group, kind=kind, count=count, flops=flops, weight_bytes=weight_bytes,
             act_bytes=act_bytes, kv_bytes=kv_bytes, comm_bytes=comm_bytes, collective=collective,
             group_chips=group_chips, tokens=tokens, style=style, shards=shards, stored_bytes=stored_bytes,
-            compute_dtype=compute_dtype, gemm_n=gemm_n, gemm_k=gemm_k, walked_rows=walked_rows, weight_bits=weight_bits,
-            head_dim=head_dim, kv_bits=kv_bits, q_per_kv=q_per_kv, weight_block=weight_block, window=window, seqs=seqs,
-            kv_len=kv_len, weight_dtype=weight_dtype, expert_width=expert_width, local_experts=local_experts,
-            expert_chips=expert_chips, text=text)
+            compute_dtype=compute_dtype, gemm_n=gemm_n, gemm_k=gemm_k, walked_rows=walked_rows, token_elems=token_elems,
+            weight_bits=weight_bits, head_dim=head_dim, kv_bits=kv_bits, q_per_kv=q_per_kv, weight_block=weight_block,
+            window=window, seqs=seqs, kv_len=kv_len, weight_dtype=weight_dtype, expert_width=expert_width,
+            local_experts=local_experts, expert_chips=expert_chips, text=text)
 
     @property
     def formula(self) -> str:
@@ -110,8 +112,8 @@ _scored_fields = itemgetter(*(f.name for f in fields(Op) if f.name not in ("coun
 
 def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_elem, n_matrices=1.0,
          bias=False, matrices_read=None, n_stored=1.0, rows_per_matrix=None, compute_dtype="bf16", formula_note="",
-         style="replicated", shards=1, walked_rows=0.0, weight_block=0.0, weight_dtype="", expert_width=0.0,
-         expert_chips=1.0) -> Op:
+         style="replicated", shards=1, walked_rows=0.0, token_elems=0.0, weight_block=0.0, weight_dtype="",
+         expert_width=0.0, expert_chips=1.0) -> Op:
     """y[T, n] = x[T, k] @ W[k, n] (+ b), for n_matrices weight matrices (MoE: top-k experts' work).
 
     FLOPs = 2*T*k*n per matrix. Weights read: matrices_read (default n_matrices) * k*n*bits/8, + bias.
@@ -121,6 +123,7 @@ def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_ele
     walked_rows: routed rows a fused expert block passes over outside its grouped GEMMs (sort, activation, top-k
     sum; with expert parallelism over tokens not dispatched also the rows of experts held on other chips, zero-
     filled: sharding.walked_rows): efficiency.py prices them in calibrated mode; no FLOPs, no bytes counted here.
+    token_elems: the hidden-vector elements that block passes once per token (Op.token_elems), priced the same way.
     weight_block: weights per scale of a block-scaled 8-bit format (Op.weight_block; 0: none).
     weight_dtype: element dtype of the stored weights (Op.weight_dtype; '': unknown).
     expert_width: an expert GEMM's intermediate size per chip (Op.expert_width; 0: not an expert GEMM, then
@@ -137,8 +140,9 @@ def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_ele
     return Op(name, group, "gemm", count, flops, f64(weight_bytes), act,
               tokens=rows, compute_dtype=compute_dtype, text=formula, stored_bytes=float(stored), style=style,
               shards=shards, gemm_n=float(n), gemm_k=float(k), weight_bits=float(bits_per_weight),
-              walked_rows=walked_rows, weight_block=float(weight_block), weight_dtype=weight_dtype,
-              expert_width=float(expert_width), local_experts=float(n_stored) if expert_width else 0.0,
+              walked_rows=walked_rows, token_elems=token_elems, weight_block=float(weight_block),
+              weight_dtype=weight_dtype, expert_width=float(expert_width),
+              local_experts=float(n_stored) if expert_width else 0.0,
               expert_chips=float(expert_chips) if expert_width else 0.0)
 
 

@@ -353,6 +353,33 @@ def test_fp4_moe_fit_finds_the_expert_parallel_floor():
     assert fitting.fit_family(terms, measured, "moe").overhead_ep_s == 0.0
 
 
+def test_fp8_moe_fit_finds_the_per_token_pass():
+    # fp8 fused-MoE rows of two shapes (h 2048 top-8, h 5120 top-1: the per-token pass tells them apart from the
+    # walked rows, which grow with top-k) at 1 to 4096 tokens, ep 1 and 64, timed by a law with 0.5 ps per walked
+    # element and 5 ps per element of the tokens' hidden vectors (token_elems = 2 x tokens x h, both GEMMs'): the fit
+    # recovers both
+    chip = lr.load_chip("h100-sxm")
+    truth = FamilyFit(compute_max=0.4, memory_max=0.8, overhead_s=1.5e-5, overhead_per_walked_elem_s=5e-13,
+                      overhead_per_token_elem_s=5e-12)
+    t, ep, shape = (x.ravel().astype(float) for x in np.meshgrid([1, 16, 256, 4096], [1, 64], [0, 1]))
+    h, i, k, e = (np.where(shape == 0, a, b) for a, b in ((2048.0, 5120.0), (768.0, 8192.0), (8.0, 1.0),
+                                                             (128.0, 128.0)))
+    pairs = np.maximum(t * k / ep, 1.0)
+    touched = np.minimum(e / ep, pairs)
+    df = measurements.normalize(pd.DataFrame(dict(
+        family="moe_fp8", op="x", model=np.where(shape == 0, "a", "b"), dtype="fp8", m=pairs / touched, k=h, n=i,
+        routed=t * k, experts=e / ep, ep=ep, kernels=2.0, walked=t * k * (2 * h + 3 * i), token_elems=2 * t * h,
+        flops=6.0 * pairs * h * i, bytes=touched * 3 * h * i + pairs * (2 * h + 3 * i) * 2.0, measured_s=1.0)))
+    df["measured_s"] = fitting.predict(df, chip, {"moe_fp8": truth})
+    terms, measured = fitting._terms(df, chip, "moe_fp8"), df["measured_s"].to_numpy()
+    got = fitting.fit_family(terms, measured, "moe_fp8")
+    assert got.overhead_per_token_elem_s == pytest.approx(5e-12, rel=0.05)
+    assert got.overhead_per_walked_elem_s == pytest.approx(5e-13, rel=0.05)
+    # rows without the column: nothing prices the term, so it stays 0 (fit._ONLY_WITH)
+    blind = fitting._terms(df.assign(token_elems=0.0), chip, "moe_fp8")
+    assert fitting.fit_family(blind, measured, "moe_fp8").overhead_per_token_elem_s == 0.0
+
+
 def test_csv_checks():
     with pytest.raises(RooflineError, match="missing column"):
         measurements.normalize(pd.DataFrame(dict(family=["gemm"], op=["x"])))
@@ -482,6 +509,33 @@ def test_expert_parallel_kernels_walk_the_routed_rows_of_other_chips():
     model = CalibratedModel("x", "t", {"moe": FamilyFit(overhead_s=1e-6, overhead_per_walked_elem_s=1e-9)})
     eff = model.for_op(up, lr.load_chip("h100-sxm"))
     assert float(eff.overhead_s) == pytest.approx(33.768e-6)
+
+
+def test_a_fused_moe_block_passes_each_token_once_whatever_its_top_k():
+    """The block's per-token passes (input gathered and quantized, top-k outputs combined) cover each token's d-wide
+    hidden vector once: op.token_elems = the tokens its walked rows come from (walked / top-k) x d_model, on each
+    of its two GEMM ops."""
+    attn = AttentionSpec("gqa", 4, 4, 64, 64)
+    ffn = dict(n_experts=8, d_expert=128)
+    for top_k in (1, 2):
+        spec = ModelSpec("moe-tok", 256, 1000, (LayerGroup("moe", 2, attn, FfnSpec("moe", 0, True, "silu",
+                                                                                     top_k=top_k, **ffn)),))
+        for sh, tokens in ((Sharding(tp=4, moe_ep=4), 32), (Sharding(tp=4), 32),
+                           (Sharding(tp=1, attention_dp=4, moe_ep=4), 8)):  # dispatched: 32 / ep 4 tokens' rows
+            ops = {o.name: o for o in build_ops(spec, Phase.decode(32, 100), sh)}
+            for name in ("ffn.experts.up_gate", "ffn.experts.down"):
+                assert float(ops[name].token_elems) == pytest.approx(tokens * 256), (top_k, sh, name)
+    assert float(ops["attn.qkv_proj"].token_elems) == 0.0
+    # priced by a hand fit: 1 us per grouped GEMM + 5 ps per element: 32 tokens x d 256 = 8,192 -> 1.04096 us
+    up = {o.name: o for o in build_ops(spec, Phase.decode(32, 100), Sharding(tp=4))}["ffn.experts.up_gate"]
+    model = CalibratedModel("x", "t", {"moe": FamilyFit(overhead_s=1e-6, overhead_per_token_elem_s=5e-12)})
+    chip = lr.load_chip("h100-sxm")
+    assert float(model.for_op(up, chip).overhead_s) == pytest.approx(1.04096e-6, rel=1e-12)
+    # over a grid of batches (array tokens: for_ops stacks the family's GEMMs) the same per point: 8 and 32 tokens
+    grid = {o.name: o for o in build_ops(spec, Phase.decode(np.array([8.0, 32.0]), 100), Sharding(tp=4))}
+    (rows, eff), = [part for part in model.for_ops([grid["ffn.experts.up_gate"], grid["ffn.experts.down"]], chip, (2,))]
+    assert rows == [0, 1]
+    np.testing.assert_allclose(np.broadcast_to(eff.overhead_s, (2, 2)), [[1.01024e-6, 1.04096e-6]] * 2, rtol=1e-12)
 
 
 def test_a_chip_borrows_what_its_source_borrows():

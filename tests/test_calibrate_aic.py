@@ -129,8 +129,10 @@ def test_moe_block_rows(rows):
     # 1 token, top-2 of 8 experts (Mixtral shape h = 4096, i = 14336): 2 assignments on 2 touched experts,
     # 1 row each; flops 6 * 2 * 4096 * 14336 = 704,643,072; bytes (2 * 3*4096*14336 + 2 * (2*4096 + 3*14336)) * 2
     # = (352,321,536 + 102,400) * 2 = 704,847,872; latency 0.258741 ms; no expert parallelism: the block's
-    # passes outside the GEMMs walk its 2 rows: 2 * ((4096 + 2*14336) + (14336 + 4096)) = 102,400 elements
+    # passes outside the GEMMs walk its 2 rows: 2 * ((4096 + 2*14336) + (14336 + 4096)) = 102,400 elements; its
+    # per-token passes the token's hidden vector once on each GEMM's side, whatever the top-k: 2 * 1 * 4096 = 8,192
     assert (one.m, one.flops, one["bytes"], one.walked, one.ep) == (1.0, 704_643_072, 704_847_872, 102_400, 1)
+    assert one.token_elems == 8192
     assert one.measured_s == pytest.approx(0.258741e-3, rel=1e-5)
     # 256 tokens: 512 assignments over all 8 experts -> 64 rows per expert
     assert 64.0 in set(m.m)

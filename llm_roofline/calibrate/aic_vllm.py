@@ -40,7 +40,9 @@ kernel it has. Byte accounting (e = element bytes: bf16 2, fp8 1; outputs bf16):
                two GEMMs), priced by the fitted overhead_per_walked_elem_s (FlashInfer's Blackwell kernels fuse
                them: ~0); k = h, n = i/tp (the expert's width), routed = T*k rows, experts = E/ep local experts
                (the rows per local expert 4-bit MoE kernels size their M blocks to: efficiency.m_block_padding),
-               ep = moe_ep (above 1 the expert-parallel path: overhead_ep_s).
+               ep = moe_ep (above 1 the expert-parallel path: overhead_ep_s), token_elems = 2*T*h: each token's
+               hidden vector passed once by each GEMM's side of the block whatever the top-k (input gathered and
+               quantized, outputs combined: overhead_per_token_elem_s).
                Left out: shape groups measured faster than streaming their touched experts' weights at peak HBM
                bandwidth (_NOT_AS_NAMED)
     all_to_all T = num_tokens on each rank, h = hidden_size, k = topk: bytes = T * k * h * 2 (each rank's send buffer
@@ -80,7 +82,7 @@ AIC_OPS = {"gemm_bf16", "gemm_fp8", "gemm_fp8_block", "context_attention", "gene
            "custom_allreduce", "moe", "moe_nvfp4", "moe_w4a16_mxfp4", "moe_int4_wo",
            "moe_fp8_block", "moe_a2a_dispatch", "moe_a2a_combine"}
 AIC_COLUMNS = (CSV_ORDER[:CSV_ORDER.index("flops")] + ("keys", "head_dim", "kv_bits", "q_per_kv", "walked", "routed",
-                                                                 "experts", "ep", "window", "kv_len")
+                                                                 "experts", "ep", "token_elems", "window", "kv_len")
                + CSV_ORDER[CSV_ORDER.index("flops"):])
 # fp8_block: DeepSeek-style block-scaled fp8 (DeepGEMM, CUTLASS / FlashInfer blockwise; Triton on L40S), the
 # gemm_fp8_block family. Its rows carry a floor per kernel that no GPU work explains (H100: 55 us FlashInfer, 77 us
@@ -298,7 +300,7 @@ def _moe_rows(df: "pd.DataFrame", family: str, compute: str, bits: float, tag: s
     # weights at `bits` per element (block scales included), activations in and out bf16
     nbytes = touched * 3.0 * h * i_loc * bits / 8.0 + pairs * (2.0 * h + 3.0 * i_loc) * 2.0
     return dict(family=family, op="moe" + (f"_{tag}" if tag else ""), dtype=compute, tp=1.0, m=pairs / touched,
-                k=h, n=i_loc, routed=t * k, experts=e / ep, ep=ep, kernels=2.0, walked=walked,
+                k=h, n=i_loc, routed=t * k, experts=e / ep, ep=ep, kernels=2.0, walked=walked, token_elems=2.0 * t * h,
                 flops=6.0 * pairs * h * i_loc, bytes=nbytes,
                 model=_moe_groups(h, i, k, e, tp, ep, family), measured_s=df["latency"].to_numpy() * 1e-3)
 

@@ -31,7 +31,7 @@ def toml_block(result: FitResult, chip_note: str) -> str:
              "#     * f(T * N * max(1, K / compute_k_split), compute_outs_half) (split-K; no K term when compute_k_split is 0),",
              "#     overhead + overhead_per_output_elem_s * T * N (+ overhead_per_token_s * T: fp8 activation quantization);",
              "#   moe: T = rows per touched expert, also f(I, compute_width_half) (I = i / tp), overhead +",
-             "#     overhead_per_walked_elem_s * walked-row elements;",
+             "#     overhead_per_walked_elem_s * walked-row elements + overhead_per_token_elem_s * tokens x hidden;",
              "#   moe_quant: the same for expert GEMMs with fp4 weights (MXFP4 / NVFP4 + block scales), overhead +",
              "#     overhead_ep_s where the experts are split over chips (moe_ep > 1);",
              "#   moe_int4: the same for expert GEMMs with int4 weights (AWQ / GPTQ: vLLM's Marlin MoE kernel);",

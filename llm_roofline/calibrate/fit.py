@@ -56,6 +56,7 @@ class _Terms:
     out_elems: np.ndarray | float = 0.0  # GEMM: output elements m * n
     group: np.ndarray | float = 0.0  # attention: query heads per K/V head
     walked: np.ndarray | float = 0.0  # moe: walked-row elements per kernel
+    token_elems: np.ndarray | float = 0.0  # moe: hidden-vector elements passed once per token, per kernel
     chips: np.ndarray | float = 0.0  # collectives: GPUs in the group
     depth: np.ndarray | float = 0.0  # GEMM: inner dimension k (split-K)
     windowed_heads: np.ndarray | float = 0.0  # decode attention with a sliding window: query rows x heads
@@ -85,7 +86,7 @@ class _Terms:
                            walked=self.walked, chips=self.chips, depth=self.depth, windowed_heads=self.windowed_heads,
                            head_tiles=self.head_tiles, group_tiles=self.group_tiles, kv_streams=self.kv_streams,
                            window_keys=self.window_keys, width=self.width, block_rows=self.block_rows,
-                           expert_chips=self.expert_chips)
+                           expert_chips=self.expert_chips, token_elems=self.token_elems)
         if self.comm is not None:
             return score_collective(self.comm, eff).t_s
         return score(self.flops, self.bytes, peak_flops_per_s=self.peak, hbm_bytes_per_s=self.hbm,
@@ -111,9 +112,10 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     dim = df["head_dim"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "head_dim" in df else 0.0
     group = df["q_per_kv"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "q_per_kv" in df else 0.0
     walked = df["walked"].to_numpy(np.float64) / kernels if fam in MOE_FAMILIES and "walked" in df else 0.0
-    width = blocks = ep = 0.0
+    width = blocks = ep = per_token = 0.0
     if fam in MOE_FAMILIES:  # normalize fills the optional columns (0: unknown)
-        width, ep = (df[c].fillna(0.0).to_numpy(np.float64) for c in ("n", "ep"))
+        width, ep, per_token = (df[c].fillna(0.0).to_numpy(np.float64) for c in ("n", "ep", "token_elems"))
+        per_token = per_token / kernels
         blocks = block_rows_per_expert(df["routed"].to_numpy(np.float64), df["experts"].to_numpy(np.float64))
     if fam in DECODE:  # KV bytes per context position over the batch, as attention_shapes.attention_shape
         e = df["dtype"].map(dtype_bytes).to_numpy(np.float64)
@@ -132,7 +134,7 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
                   group_tiles=tiles[1], kv_streams=streams, window_keys=past,
                   keys=keys if fam in ATTENTION_FAMILIES else 0.0,
                   elems=elems, kv_row_bytes=row, cols=cols, dim=dim, out_elems=out, group=group, walked=walked,
-                  windowed_heads=heads, width=width, block_rows=blocks, expert_chips=ep,
+                  windowed_heads=heads, width=width, block_rows=blocks, expert_chips=ep, token_elems=per_token,
                   depth=df["k"].to_numpy(np.float64) if fam in GEMM_FAMILIES else 0.0)
 
 
@@ -210,15 +212,20 @@ _FREE = {
     "gemm_fp8_block": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("compute_cols_half", 128.0),
                        ("memory_max", 0.8), ("overhead_per_output_elem_s", 1e-13), ("overhead_per_token_s", 1e-9)),
     # the fused-MoE expert block (two grouped GEMMs, kernels = 2), T = rows per touched expert; the width factor
-    # of narrow experts (i / tp: high moe_tp). moe_fp8 (block-scaled 8-bit experts) and moe_int4 (int4 experts): the
-    # same terms (_SAME_AS), the packed weights, block scales included, streamed per touched expert, the FLOPs at the
+    # of narrow experts (i / tp: high moe_tp); the passes over each token's hidden vector, once whatever its top-k
+    # (overhead_per_token_elem_s: B200 fp8 experts at ep 128-256, where the GEMMs are small, take ~5 ps per token per
+    # element of h for top-1 as for top-10). moe_fp8 (block-scaled 8-bit experts): the same terms (_SAME_AS); it and
+    # moe_int4 (int4 experts) stream the packed weights, block scales included, per touched expert, the FLOPs at the
     # kernel's compute dtype peak (int4: bf16); the 4-bit kernels also each expert's rows in whole M blocks (_GRID)
-    "moe": _MOE,
+    "moe": _MOE + (("overhead_per_token_elem_s", 1e-12),),
+    # int4: one model shape measured (Kimi-K2, top-8), whose routed rows are 8x its tokens everywhere: the rows cannot
+    # tell a pass per token from one per routed row, so the walked rows alone
+    "moe_int4": _MOE,
     # fp4 experts (FLOPs at the fp4 peak for nvfp4, bf16 for w4a16): also a floor per kernel under expert
     # parallelism (overhead_ep_s). Free for this family alone: its rows fit ~18 us per kernel on H100 / H200 (OAI
     # Triton mxfp4: 1 token takes 68 us at ep 4-128 against 63 us at ep 1 reading 4x the weights); bf16 rows fit 4.5 us
     # on H100 (held-out 5.9 / 23.4 -> 5.8 / 23.3 %: not worth a parameter)
-    "moe_quant": _MOE + (("overhead_ep_s", 1e-5),),
+    "moe_quant": _MOE + (("overhead_per_token_elem_s", 1e-12), ("overhead_ep_s", 1e-5)),
     # causal FlashAttention prefill: compute-bound; short sequences waste the diagonal tiles (keys half),
     # few heads x sequences leave SMs idle (elems half); a time per query tile (a short sequence fills a whole
     # 128-row tile): per query head or per GQA group, as the kernel tiles them (the fit picks the mix)
@@ -321,7 +328,7 @@ def nelder_mead(f, x0, step=0.5, max_evals=3000, xtol=1e-7, ftol=1e-12):
     return pts[i], vals[i]
 
 
-_SAME_AS = {"moe_fp8": "moe", "moe_int4": "moe",
+_SAME_AS = {"moe_fp8": "moe",
             **{f: "memory" for f in MEMORY_FAMILIES}}  # families fitted with another's free parameters
 
 
@@ -335,7 +342,8 @@ def _free(fam: str) -> tuple[tuple[str, float], ...]:
 _ONLY_WITH = {"overhead_per_windowed_head_s": "windowed_heads", "overhead_per_head_tile_s": "head_tiles",
               "overhead_per_group_tile_s": "group_tiles", "memory_window_half": "window_keys",
              "overhead_window_s": "window_keys", "memory_unsplit_half": "unsplit_streams",
-             "overhead_unsplit_s": "unsplit_streams", "compute_width_half": "width", "overhead_ep_s": "expert_parallel"}
+             "overhead_unsplit_s": "unsplit_streams", "compute_width_half": "width", "overhead_ep_s": "expert_parallel",
+             "overhead_per_token_elem_s": "token_elems"}
 
 
 def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = IDEAL_FIT,

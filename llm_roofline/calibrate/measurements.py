@@ -55,6 +55,9 @@ MEASURED_COLUMNS = {
     "routed": "optional, moe only: routed rows the fused block receives (tokens x top-k on this GPU's input); with "
               "`experts`, the rows per local expert a kernel sizes its M blocks to (vLLM's Marlin MoE)",
     "experts": "optional, moe only: experts resident on the GPU (E / ep)",
+    "token_elems": "optional, moe only: hidden-vector elements (tokens x hidden, summed over the block's kernels: "
+                   "2 x tokens x hidden for up and down) the fused block passes once per token whatever the top-k "
+                   "(input gathered and quantized, outputs combined)",
     "ep": "optional, moe only: chips the routed experts are split over (moe_ep; above 1 the block runs the expert-"
           "parallel path, with a floor of its own)",
     "window": "optional, decode attention only: sliding-window length in tokens (0 or empty: full attention)",
@@ -104,8 +107,8 @@ def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
     if bad:
         raise RooflineError(f"{where}: unknown family {bad}; known: {', '.join(CSV_FAMILIES)}")
     df["fam"] = df["family"].map(CSV_FAMILIES)
-    for c in ("tp", "m", "k", "n", "elems", "keys", "head_dim", "kv_bits", "q_per_kv", "walked", "routed", "experts",
-              "ep", "window", "kv_len", "flops", "bytes", "kernels", "nodes", "measured_s"):
+    for c in ("tp", "m", "k", "n", "elems", "keys", "head_dim", "kv_bits", "q_per_kv", "walked", "token_elems",
+              "routed", "experts", "ep", "window", "kv_len", "flops", "bytes", "kernels", "nodes", "measured_s"):
         num = _numeric(df[c]) if c in df.columns else np.nan
         if c in df.columns and (text := df[c][num.isna() & df[c].notna() & (df[c].astype(str).str.strip() != "")]).size:
             raise RooflineError(f"{where}: column {c} must be numeric, got {str(text.iloc[0])[:30]!r}")
@@ -133,8 +136,8 @@ def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
         raise RooflineError(f"{where}: attention rows need flops")
     df["m"] = df["m"].fillna(0.0)  # tokens unknown: the asymptotic efficiencies
     df["elems"] = df["elems"].where(att, np.nan)
-    shape = ["elems", "keys", "head_dim", "kv_bits", "q_per_kv", "walked", "routed", "experts", "ep", "window",
-             "kv_len"]
+    shape = ["elems", "keys", "head_dim", "kv_bits", "q_per_kv", "walked", "token_elems", "routed", "experts", "ep",
+             "window", "kv_len"]
     df[shape] = df[shape].fillna(0.0)  # unknown: those factors are 1
     sizes = shape + ["tp", "m", "k", "n", "flops", "bytes", "kernels", "nodes"]
     bad = [c for c in sizes if not (np.isfinite(df[c].fillna(0.0)) & (df[c].fillna(0.0) >= 0)).all()]
