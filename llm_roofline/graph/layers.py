@@ -121,7 +121,7 @@ def _ffn_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     touched = expected_distinct_experts(f.n_experts, f.top_k, c.T) / ep  # experts read on this chip
     assign = f.top_k / ep * skew  # expert assignments per token on the busiest chip (skew 1: balanced)
     up = 2 if f.gated else 1
-    walked = walked_rows(c.sh, c.adp, c.T * f.top_k, c.T * assign)  # the tokens it comes from: walked / top_k
+    walked = walked_rows(c.sh, c.adp, c.T * f.top_k, c.T * assign)  # routed rows; their tokens: walked / top_k
     experts = dict(style="expert", n_matrices=assign, matrices_read=touched, n_stored=local_experts, bias=f.bias,
                    rows_per_matrix=rows_per_expert(c.T * f.top_k * skew, touched * ep), walked_rows=walked,
                    token_elems=walked / f.top_k * d, expert_width=d_slice, expert_chips=ep)
