@@ -79,7 +79,9 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   sort, activation and top-k sum as separate passes; with expert parallelism over tokens every chip holds, all T*k
   rows, vLLM's Triton fused MoE zero-filling those of other chips' experts; ~0 for kernels that fuse them), and
   overhead_per_token_elem_s its passes once per token whatever the top-k (op.token_elems = tokens x d_model: the input
-  gathered and quantized, the top-k outputs combined; B200 fp8 experts ~3 ps an element per GEMM). fp8 GEMMs
+  gathered and quantized, the top-k outputs combined; B200 fp8 experts ~3 ps an element per GEMM); moe_fp8 also
+  overhead_per_depth_s per element of each GEMM's K (block-scaled fp8 walks K in 128-wide blocks, each rescaled
+  into the fp32 sums: a serial floor that grows with K, 19-21 us for one token at h 2048, 36-46 us at h 7168). fp8 GEMMs
   (gemm_fp8) have their own fit of every parameter, and past one M tile of compute_m_tile rows (a discrete fit: 0, 128
   or 256) a factor T / (ceil(T / tile) * tile): vLLM picks a kernel sized to M up to a tile, whole tiles beyond it.
 - MoE: compute_m_block_rule pads each expert's T rows to the kernel's M blocks (m_block_padding); compute_width_half:
@@ -228,6 +230,7 @@ class FamilyFit:
     #   top of overhead_s (the expert-parallel path's own work), >= 0
     overhead_per_token_elem_s: float = 0.0  # moe: time per hidden-vector element its fused block passes once per token
     #   (op.token_elems: input gathered and quantized, top-k outputs combined), >= 0
+    overhead_per_depth_s: float = 0.0  # time per element of K of a kernel (its CTAs' serial walk of K), >= 0
 
     def __post_init__(self):
         for name in ("compute_max", "memory_max", "comm_max", "comm_switch_max"):
@@ -298,7 +301,7 @@ class FamilyFit:
         if coefs:  # the terms whose coefficient is set
             xs = (kv_row_bytes, windowed_heads, kv_streams, head_tiles, group_tiles, out_elems, walked, tokens,
                   _float(window_keys) > 0, _float(expert_chips) > 1,  # past the window, under EP: once per kernel
-                  token_elems)
+                  token_elems, depth)
             for i, c in coefs:
                 ovh = ovh + c * np.maximum(_float(xs[i]), 0.0)
         return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group, out_elems, depth, width,
@@ -318,7 +321,7 @@ class FamilyFit:
         coefs = (self.overhead_per_kv_row_byte_s, self.overhead_per_windowed_head_s, self.overhead_per_kv_stream_s,
                  self.overhead_per_head_tile_s, self.overhead_per_group_tile_s, self.overhead_per_output_elem_s,
                  self.overhead_per_walked_elem_s, self.overhead_per_token_s, self.overhead_window_s, self.overhead_ep_s,
-                 self.overhead_per_token_elem_s)
+                 self.overhead_per_token_elem_s, self.overhead_per_depth_s)
         return tuple((i, h) for i, h in enumerate(halves) if h > 0), tuple((i, c) for i, c in enumerate(coefs) if c)
 
     def step_s(self, chips) -> np.ndarray:
@@ -364,7 +367,8 @@ PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_hal
           "comm_step_per_doubling_s", "compute_k_split", "overhead_per_windowed_head_s", "overhead_per_head_tile_s",
           "overhead_per_group_tile_s", "memory_streams_half", "overhead_per_kv_stream_s", "memory_window_half",
           "overhead_window_s", "compute_m_tile", "memory_unsplit_half", "overhead_unsplit_s", "compute_depth_half",
-          "compute_width_half", "compute_m_block_rule", "overhead_ep_s", "overhead_per_token_elem_s")
+          "compute_width_half", "compute_m_block_rule", "overhead_ep_s", "overhead_per_token_elem_s",
+          "overhead_per_depth_s")
 # ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: seconds per kernel, row, byte or
 # element; the band: measured / predicted), so a hostile chip file cannot drive a time to overflow
 PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3, "comm": 1.0}

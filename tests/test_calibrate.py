@@ -356,11 +356,11 @@ def test_fp4_moe_fit_finds_the_expert_parallel_floor():
 def test_fp8_moe_fit_finds_the_per_token_pass():
     # fp8 fused-MoE rows of two shapes (h 2048 top-8, h 5120 top-1: the per-token pass tells them apart from the
     # walked rows, which grow with top-k) at 1 to 4096 tokens, ep 1 and 64, timed by a law with 0.5 ps per walked
-    # element and 5 ps per element of the tokens' hidden vectors (token_elems = 2 x tokens x h, both GEMMs'): the fit
-    # recovers both
+    # element and 5 ps per element of the tokens' hidden vectors (token_elems = 2 x tokens x h, both GEMMs'), and
+    # 1.5 ns per element of K: the fit recovers each
     chip = lr.load_chip("h100-sxm")
     truth = FamilyFit(compute_max=0.4, memory_max=0.8, overhead_s=1.5e-5, overhead_per_walked_elem_s=5e-13,
-                      overhead_per_token_elem_s=5e-12)
+                      overhead_per_token_elem_s=5e-12, overhead_per_depth_s=1.5e-9)
     t, ep, shape = (x.ravel().astype(float) for x in np.meshgrid([1, 16, 256, 4096], [1, 64], [0, 1]))
     h, i, k, e = (np.where(shape == 0, a, b) for a, b in ((2048.0, 5120.0), (768.0, 8192.0), (8.0, 1.0),
                                                              (128.0, 128.0)))
@@ -375,9 +375,35 @@ def test_fp8_moe_fit_finds_the_per_token_pass():
     got = fitting.fit_family(terms, measured, "moe_fp8")
     assert got.overhead_per_token_elem_s == pytest.approx(5e-12, rel=0.05)
     assert got.overhead_per_walked_elem_s == pytest.approx(5e-13, rel=0.05)
+    # and the floor per element of K (the two shapes' K: (2048 + 768) / 2 and (5120 + 8192) / 2) beside overhead_s
+    assert got.overhead_per_depth_s == pytest.approx(1.5e-9, rel=0.05)
+    assert got.overhead_s == pytest.approx(1.5e-5, rel=0.05)
     # rows without the column: nothing prices the term, so it stays 0 (fit._ONLY_WITH)
     blind = fitting._terms(df.assign(token_elems=0.0), chip, "moe_fp8")
     assert fitting.fit_family(blind, measured, "moe_fp8").overhead_per_token_elem_s == 0.0
+
+
+def test_block_scaled_fp8_experts_pay_a_floor_per_element_of_k_by_hand():
+    """moe_fp8's overhead_per_depth_s: each GEMM's CTAs walk its K serially (128-wide scaled blocks), a floor per
+    element of K on top of overhead_s; the up GEMM's K is d_model, the down's the expert's width."""
+    model = CalibratedModel("x", "t", {"moe_fp8": FamilyFit(overhead_s=10e-6, overhead_per_depth_s=1.5e-9)})
+    chip = lr.load_chip("b200")
+    experts = dict(tokens=1, act_bytes_per_elem=2, n_matrices=8, matrices_read=8, n_stored=128, rows_per_matrix=1,
+                   style="expert", expert_width=768, bits_per_weight=8, compute_dtype="fp8")
+    up = gemm("ffn.experts.up_gate", "moe", 1, k=2048, n=1536, **experts)
+    down = gemm("ffn.experts.down", "moe", 1, k=768, n=2048, **experts)
+    assert {family_of(up), family_of(down)} == {"moe_fp8"}
+    # 10 us + 1.5 ns x 2048 = 13.072 us; 10 us + 1.5 ns x 768 = 11.152 us
+    assert float(model.for_op(up, chip).overhead_s) == pytest.approx(13.072e-6, rel=1e-12)
+    assert float(model.for_op(down, chip).overhead_s) == pytest.approx(11.152e-6, rel=1e-12)
+    # a dense GEMM at the same fit's family would not pay it: the term is the expert fit's alone (fit._FREE)
+    assert "overhead_per_depth_s" in dict(fitting._free("moe_fp8")) and \
+        "overhead_per_depth_s" not in dict(fitting._free("moe"))
+    # the rows' K: the block's two GEMMs averaged, (h + i / tp) / 2
+    df = measurements.normalize(pd.DataFrame(dict(family=["moe_fp8"], op=["x"], dtype=["fp8"], m=[1.0], k=[2048.0],
+                                                  n=[768.0], kernels=[2.0], flops=[1e9], bytes=[1e8],
+                                                  measured_s=[1e-4])))
+    assert float(fitting._terms(df, chip, "moe_fp8").depth[0]) == 1408.0  # (2048 + 768) / 2
 
 
 def test_csv_checks():

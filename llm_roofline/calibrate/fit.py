@@ -135,7 +135,14 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
                   keys=keys if fam in ATTENTION_FAMILIES else 0.0,
                   elems=elems, kv_row_bytes=row, cols=cols, dim=dim, out_elems=out, group=group, walked=walked,
                   windowed_heads=heads, width=width, block_rows=blocks, expert_chips=ep, token_elems=per_token,
-                  depth=df["k"].to_numpy(np.float64) if fam in GEMM_FAMILIES else 0.0)
+                  depth=_depth(df, fam))
+
+
+def _depth(df: "pd.DataFrame", fam: str):
+    """K of the rows' kernels: a GEMM's k; a fused-MoE block's two GEMMs (up K = h, down K = i / tp) on average."""
+    if fam in GEMM_FAMILIES:
+        return df["k"].to_numpy(np.float64)
+    return (df["k"].to_numpy(np.float64) + df["n"].to_numpy(np.float64)) / 2.0 if fam in MOE_FAMILIES else 0.0
 
 
 def _prefill_tiles(tokens, keys, elems, dim, group):
@@ -214,10 +221,14 @@ _FREE = {
     # the fused-MoE expert block (two grouped GEMMs, kernels = 2), T = rows per touched expert; the width factor
     # of narrow experts (i / tp: high moe_tp); the passes over each token's hidden vector, once whatever its top-k
     # (overhead_per_token_elem_s: B200 fp8 experts at ep 128-256, where the GEMMs are small, take ~5 ps per token per
-    # element of h for top-1 as for top-10). moe_fp8 (block-scaled 8-bit experts): the same terms (_SAME_AS); it and
-    # moe_int4 (int4 experts) stream the packed weights, block scales included, per touched expert, the FLOPs at the
+    # element of h for top-1 as for top-10). moe_fp8 (block-scaled 8-bit experts) and moe_int4 (int4 experts): these
+    # terms (below), streaming the packed weights, block scales included, per touched expert, the FLOPs at the
     # kernel's compute dtype peak (int4: bf16); the 4-bit kernels also each expert's rows in whole M blocks (_GRID)
     "moe": _MOE + (("overhead_per_token_elem_s", 1e-12),),
+    # block-scaled 8-bit experts: also a floor per element of K (overhead_per_depth_s): the kernels walk K in 128-wide
+    # blocks, each rescaled into the fp32 sums, serially in a CTA; one token on B200 takes 19-21 us at h 2048 and
+    # 36-46 us at h 7168 (held out p90 B200 24.7 -> 23.0 %, GB200 25.8 -> 24.2 %; bf16 and fp4 rows gain nothing)
+    "moe_fp8": _MOE + (("overhead_per_token_elem_s", 1e-12), ("overhead_per_depth_s", 1e-9)),
     # int4: one model shape measured (Kimi-K2, top-8), whose routed rows are 8x its tokens everywhere: the rows cannot
     # tell a pass per token from one per routed row, so the walked rows alone
     "moe_int4": _MOE,
@@ -328,8 +339,7 @@ def nelder_mead(f, x0, step=0.5, max_evals=3000, xtol=1e-7, ftol=1e-12):
     return pts[i], vals[i]
 
 
-_SAME_AS = {"moe_fp8": "moe",
-            **{f: "memory" for f in MEMORY_FAMILIES}}  # families fitted with another's free parameters
+_SAME_AS = {f: "memory" for f in MEMORY_FAMILIES}  # families fitted with another's free parameters
 
 
 def _free(fam: str) -> tuple[tuple[str, float], ...]:
