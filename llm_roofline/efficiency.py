@@ -465,16 +465,13 @@ class CalibratedModel:
                                   overhead_s=np.where(dec, d.overhead_s, pre.overhead_s), label=self.label)
             return self._attention(op, p, decode=fam != "attention")
         if op.kind == "gemm":  # a GEMM's efficiency also depends on its own output columns (T * N: its epilogue)
-            n = op.gemm_n
-            walked = op.walked_rows * (op.gemm_k + n) if fam in MOE_FAMILIES else 0.0
-            blocks = block_rows_per_expert(op.walked_rows, op.local_experts) if fam in MOE_FAMILIES else 0.0
-            per_token = op.token_elems if fam in MOE_FAMILIES else 0.0
-            if getattr(op.tokens, "ndim", 0) or getattr(walked, "ndim", 0) or getattr(per_token, "ndim", 0):
-                return p.efficiency(op.tokens, label=self.label, cols=n, out_elems=_float(op.tokens) * n, walked=walked,
-                                    depth=op.gemm_k, width=op.expert_width, block_rows=blocks,
-                                    expert_chips=op.expert_chips, token_elems=per_token)
-            return _efficiency_at(p, op.tokens, self.label, n, float(walked), op.gemm_k, op.expert_width, float(blocks),
-                                  op.expert_chips, float(per_token))
+            n, k = op.gemm_n, op.gemm_k
+            moe = _expert_inputs(op.walked_rows, op.token_elems, k, n, op.expert_width, op.local_experts,
+                                 op.expert_chips) if fam in MOE_FAMILIES else {}
+            if any(getattr(x, "ndim", 0) for x in (op.tokens, *moe.values())):
+                return p.efficiency(op.tokens, label=self.label, cols=n, out_elems=_float(op.tokens) * n, depth=k,
+                                    **moe)
+            return _efficiency_at(p, op.tokens, self.label, n, k, **{f: float(v) for f, v in moe.items()})
         if fam in COLLECTIVE_FAMILIES:  # the direct kernels' step latency grows with the GPUs of the group; rings
             # (PCIe switch, xGMI / NVLink-bridge mesh) are NCCL's pipelined steps, priced at the link's latency_s alone
             return _collective_efficiency(p, int(op.group_chips), self.label, chip.scaleup.nvlink_switch)
@@ -512,15 +509,12 @@ class CalibratedModel:
             col = (len(rows),) + (1,) * len(grid)
             per_op = lambda f: np.array([getattr(op, f) for op in sub], dtype=np.float64).reshape(col)  # noqa: E731
             n, k, tok = per_op("gemm_n"), per_op("gemm_k"), stacked([op.tokens for op in sub], shape)
-            walked = blocks = width = ep = per_token = 0.0
+            moe = {}
             if fam in MOE_FAMILIES:
-                routed, per_token = (stacked([getattr(op, f) for op in sub], shape)
-                                     for f in ("walked_rows", "token_elems"))
-                walked, width, ep = routed * (k + n), per_op("expert_width"), per_op("expert_chips")
-                blocks = block_rows_per_expert(routed, per_op("local_experts"))
+                grids = (stacked([getattr(op, f) for op in sub], shape) for f in ("walked_rows", "token_elems"))
+                moe = _expert_inputs(*grids, k, n, *map(per_op, ("expert_width", "local_experts", "expert_chips")))
             parts.append((rows, self.fit_for(fam).efficiency(tok, label=self.label, cols=n, out_elems=tok * n,
-                                                             walked=walked, depth=k, width=width, block_rows=blocks,
-                                                             expert_chips=ep, token_elems=per_token)))
+                                                             depth=k, **moe)))
         return parts
 
     def pricing_keys(self, ops: "list[Op]", chip: Chip, memo: dict) -> tuple:
@@ -556,12 +550,17 @@ class CalibratedModel:
 
 
 @lru_cache(maxsize=4096)
-def _efficiency_at(p: FamilyFit, tokens: float, label: str, cols: float = 0.0, walked=0.0, depth=0.0, width=0.0,
-                   block_rows=0.0, expert_chips=0.0, token_elems=0.0) -> Efficiency:
-    """p.efficiency at a scalar token count (GEMM: N, walked elements, K; expert width, rows per local expert,
-    moe_ep, per-token elements), kept."""
-    return p.efficiency(tokens, label=label, cols=cols, out_elems=tokens * cols, walked=walked, depth=depth,
-                        width=width, block_rows=block_rows, expert_chips=expert_chips, token_elems=token_elems)
+def _efficiency_at(p: FamilyFit, tokens: float, label: str, cols: float = 0.0, depth: float = 0.0,
+                   **expert) -> Efficiency:
+    """p.efficiency at a scalar token count (GEMM: N and K; expert GEMMs: _expert_inputs, as floats), kept."""
+    return p.efficiency(tokens, label=label, cols=cols, out_elems=tokens * cols, depth=depth, **expert)
+
+
+def _expert_inputs(routed, token_elems, k, n, width, local_experts, expert_chips) -> dict:
+    """An expert GEMM's fused-block inputs of FamilyFit.efficiency: the walked elements (routed rows x (K + N)), the
+    rows per local expert, the expert's width, moe_ep and the per-token elements."""
+    return dict(walked=routed * (k + n), block_rows=block_rows_per_expert(routed, local_experts), width=width,
+                expert_chips=expert_chips, token_elems=token_elems)
 
 
 def block_rows_per_expert(routed, local_experts):
