@@ -29,8 +29,9 @@ def attention_shape(op: "Op", decode: bool) -> dict:
     Decode keys = pairs = min(kv, window) too: its only use is the compute factor f(keys, compute_keys_half),
     which makes the compute TIME flops / (peak * cm * keys / (keys + h)) = (flops + h * 2 * act / e) / (peak * cm)
     affine in the context (flops ~ pairs, act fixed), so the closed-form decode sum stays exact; kv_row_bytes is
-    fixed within a decode stretch (the floor grows with batch x KV heads). Prefill also returns its query tiles
-    (query_tiles: B = op.seqs, q = tokens / B, H = elems / (tokens * (dqk+dv)); 0 when op.seqs is unknown)."""
+    fixed within a decode stretch (the floor grows with batch x KV heads); split_kv and regrouped: decode_kernels.
+    Prefill also returns its query tiles (query_tiles: B = op.seqs, q = tokens / B, H = elems / (tokens * (dqk+dv));
+    0 when op.seqs is unknown)."""
     e = DTYPE_BITS.get(op.compute_dtype, 16) / 8
     act = _float(op.act_bytes)
     keys = _positive_ratio(_float(op.flops) * e, 2.0, act)  # no division by 0
@@ -39,8 +40,11 @@ def attention_shape(op: "Op", decode: bool) -> dict:
         w = getattr(op, "window", 0.0)
         heads = act / e / (2.0 * op.head_dim) if w > 0 and op.head_dim > 0 else 0.0
         past = _where((_float(getattr(op, "kv_len", 0.0)) > w) & (w > 0), keys, 0.0) if w > 0 else 0.0
+        streams = _kv_streams(op, act / e)
+        split, regrouped = decode_kernels(_float(getattr(op, "seqs", 0.0)), _float(op.tokens), streams, keys,
+                                          op.head_dim, op.q_per_kv, w)
         return {"keys": keys, "elems": act / e, "kv_row_bytes": row, "windowed_heads": heads,
-                "kv_streams": _kv_streams(op, act / e), "window_keys": past}
+                "kv_streams": streams, "window_keys": past, "split_kv": split, "regrouped": regrouped}
     b, t = _float(getattr(op, "seqs", 0.0)), _float(op.tokens)
     known = (b > 0) & (t > 0) & (op.head_dim > 0)
     if everywhere(known):
@@ -51,6 +55,40 @@ def attention_shape(op: "Op", decode: bool) -> dict:
     h = _where(known, act / e / (2.0 * max(op.head_dim, 1e-9)) / tt, 0.0)  # query heads: (B*q*H) / (B*q)
     head_tiles, group_tiles = query_tiles(_where(known, b, 0.0), tt / _where(known, b, 1.0), h, op.q_per_kv)
     return {"keys": keys, "elems": act / e, "head_tiles": head_tiles, "group_tiles": group_tiles}
+
+
+KV_BLOCKS = (64, 128, 256)  # every value kv_block_keys takes
+
+
+def kv_block_keys(head_dim) -> np.ndarray:
+    """Keys per KV block of FlashAttention-2's split-KV decode kernel (flash_fwd_launch_template.h, kBlockN of
+    run_mha_fwd_splitkv_dispatch: 256 keys for head_dim <= 64, 128 up to 128, 64 beyond): a decode over at most one
+    block is never split, so it launches no combine kernel. Each is a decode breakpoint (KV_BLOCKS,
+    estimate.decode_ops)."""
+    if np.ndim(head_dim) == 0:  # the usual case: one op's head_dim
+        return 256.0 if head_dim <= 64 else 128.0 if head_dim <= 128 else 64.0
+    d = _float(head_dim)
+    return np.where(d <= 64, 256.0, np.where(d <= 128, 128.0, 64.0))
+
+
+def decode_kernels(seqs, tokens, streams, keys, head_dim, group, window) -> tuple[np.ndarray, np.ndarray]:
+    """(split_kv, regrouped), each 1 or 0, of a decode-like attention of B = seqs sequences, `tokens` query rows,
+    S = streams (B x n_kv) KV streams, keys per query, G = group query heads per KV head and a sliding window (0: none).
+    G = 1 (MHA) is neither: one CTA walks a stream's keys, as FlashAttention-2 runs it. split_kv: the keys span more
+    than one KV block (kv_block_keys), so the kernel may split them and combine the splits. regrouped: with one query
+    row per sequence and no window, FlashAttention-2 folds a KV head's G query heads into its query tile
+    (mha_varlen_fwd, seqlenq_ngroups_swapped) by reshaping Q (B, 1, n_kv*G, d) to (B*G, n_kv, d) and O back: a view
+    where B = 1 or n_kv = 1, else a copy kernel each way."""
+    if all(np.ndim(x) == 0 for x in (seqs, tokens, streams, keys, head_dim, group, window)):  # one op: plain floats
+        gqa = group > 1.0
+        split = gqa and keys > kv_block_keys(head_dim)
+        regrouped = gqa and window <= 0 and seqs >= 2.0 and streams >= 2.0 * seqs and tokens == seqs
+        return float(split), float(regrouped)
+    gqa = _float(group) > 1.0
+    split = gqa & (_float(keys) > kv_block_keys(head_dim))
+    b, s = _float(seqs), _float(streams)
+    regrouped = gqa & (window <= 0) & (b >= 2.0) & (s >= 2.0 * b) & (_float(tokens) == b)
+    return split.astype(np.float64), regrouped.astype(np.float64)
 
 
 def _kv_streams(op: "Op", elems) -> np.ndarray:

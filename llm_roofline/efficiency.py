@@ -115,9 +115,11 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   FA3, FlashInfer). attention_decode_fp8 adds, past a sliding window of W keys (op.kv_len > W), memory * W / (W +
   memory_window_half) and overhead_window_s per kernel: the kernel reads whole KV blocks (FA3 fp8: 224 keys at D = 128)
   and a window ending anywhere straddles one more, walked serially and masked (its bytes at large batch, its latency at
-  small). Memory efficiency and overheads never depend on the KV length but for that step at the window (a breakpoint:
-  spec.context_breakpoints), so within a decode stretch every op's compute and memory times stay affine and phases.py's
-  closed-form decode sum stays exact.
+  small). FlashAttention-2 (vLLM on Ampere / Ada, G > 1; attention_shapes.decode_kernels): overhead_split_s past one
+  KV block (its combine kernel) and overhead_regroup_s where B >= 2 and n_kv >= 2 (Q and O copied to fold each GQA
+  group into one tile). Memory efficiency and overheads never depend on the KV length but for these steps at the window
+  and at a KV block (breakpoints: spec.context_breakpoints, attention_shapes.KV_BLOCKS), so within a decode stretch
+  every op's compute and memory times stay affine and phases.py's closed-form decode sum stays exact.
 - Every efficiency is <= 1 and every overhead >= 0, so a calibrated time is never below the ideal roofline bound
   (tests check it with hypothesis). An op with tokens = 0 (unknown) gets the asymptotic efficiencies.
 - err_p10 / err_p90: the 10th / 90th percentile of measured / predicted time on held-out shapes; they make
@@ -231,6 +233,10 @@ class FamilyFit:
     overhead_per_token_elem_s: float = 0.0  # moe: time per hidden-vector element its fused block passes once per token
     #   (op.token_elems: input gathered and quantized, top-k outputs combined), >= 0
     overhead_per_depth_s: float = 0.0  # time per element of K of a kernel (its CTAs' serial walk of K), >= 0
+    overhead_split_s: float = 0.0  # decode attention, G > 1: the split-KV combine kernel, where the keys span more than
+    #   one KV block (attention_shapes.kv_block_keys; FlashAttention-2 splits nothing shorter), >= 0
+    overhead_regroup_s: float = 0.0  # decode attention, G > 1, no window: the copies of Q in and O out that fold a KV
+    #   head's G query heads into its query tile (FlashAttention-2), where B >= 2 and n_kv >= 2 (else a view), >= 0
 
     def __post_init__(self):
         for name in ("compute_max", "memory_max", "comm_max", "comm_switch_max"):
@@ -287,21 +293,22 @@ class FamilyFit:
     def efficiency(self, tokens=0.0, kernels=1.0, label: str = "calibrated", keys=0.0, elems=0.0, kv_row_bytes=0.0,
                    cols=0.0, dim=0.0, out_elems=0.0, group=0.0, walked=0.0, chips=0.0, depth=0.0, windowed_heads=0.0,
                    head_tiles=0.0, group_tiles=0.0, kv_streams=0.0, window_keys=0.0, width=0.0,
-                   block_rows=0.0, expert_chips=0.0, token_elems=0.0) -> Efficiency:
+                   block_rows=0.0, expert_chips=0.0, token_elems=0.0, split_kv=0.0, regrouped=0.0) -> Efficiency:
         """The Efficiency at T = tokens (GEMM: also its output columns; attention: keys per query, Q+O
         elements, head_dim and, for decode, the KV bytes of one context position over the batch); overhead
         (overhead_s + overhead_per_kv_row_byte_s * kv_row_bytes + overhead_per_output_elem_s * out_elems) once
         per kernel; windowed_heads: query rows x heads of a sliding-window decode (0 without a window); head_tiles,
         group_tiles: a prefill's query tiles (query_tiles); kv_streams: a decode's sequences x KV heads; window_keys:
         a decode's keys W past its sliding window (else 0); width, block_rows: compute()'s (expert GEMMs); expert_chips:
-        an expert GEMM's moe_ep (> 1: overhead_ep_s per kernel); token_elems: its op.token_elems."""
+        an expert GEMM's moe_ep (> 1: overhead_ep_s per kernel); token_elems: its op.token_elems; split_kv, regrouped:
+        1 where a decode pays overhead_split_s, overhead_regroup_s (attention_shapes.attention_shape), else 0."""
         ovh = (_where(_float(group) == 1.0, self.overhead_unsplit_s, self.overhead_s) if self.overhead_unsplit_s
                else self.overhead_s)
         coefs = self._set_terms[1]
         if coefs:  # the terms whose coefficient is set
             xs = (kv_row_bytes, windowed_heads, kv_streams, head_tiles, group_tiles, out_elems, walked, tokens,
                   _float(window_keys) > 0, _float(expert_chips) > 1,  # past the window, under EP: once per kernel
-                  token_elems, depth)
+                  token_elems, depth, split_kv, regrouped)
             for i, c in coefs:
                 ovh = ovh + c * np.maximum(_float(xs[i]), 0.0)
         return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group, out_elems, depth, width,
@@ -321,7 +328,8 @@ class FamilyFit:
         coefs = (self.overhead_per_kv_row_byte_s, self.overhead_per_windowed_head_s, self.overhead_per_kv_stream_s,
                  self.overhead_per_head_tile_s, self.overhead_per_group_tile_s, self.overhead_per_output_elem_s,
                  self.overhead_per_walked_elem_s, self.overhead_per_token_s, self.overhead_window_s, self.overhead_ep_s,
-                 self.overhead_per_token_elem_s, self.overhead_per_depth_s)
+                 self.overhead_per_token_elem_s, self.overhead_per_depth_s, self.overhead_split_s,
+                 self.overhead_regroup_s)
         return tuple((i, h) for i, h in enumerate(halves) if h > 0), tuple((i, c) for i, c in enumerate(coefs) if c)
 
     def step_s(self, chips) -> np.ndarray:
@@ -368,7 +376,7 @@ PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_hal
           "overhead_per_group_tile_s", "memory_streams_half", "overhead_per_kv_stream_s", "memory_window_half",
           "overhead_window_s", "compute_m_tile", "memory_unsplit_half", "overhead_unsplit_s", "compute_depth_half",
           "compute_width_half", "compute_m_block_rule", "overhead_ep_s", "overhead_per_token_elem_s",
-          "overhead_per_depth_s")
+          "overhead_per_depth_s", "overhead_split_s", "overhead_regroup_s")
 # ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: seconds per kernel, row, byte or
 # element; the band: measured / predicted), so a hostile chip file cannot drive a time to overflow
 PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3, "comm": 1.0}

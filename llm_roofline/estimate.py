@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from .attention_shapes import KV_BLOCKS
 from .bounds import BOUNDS, check_amounts, check_count
 from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency
 from .efficiency import family_of
@@ -186,8 +187,9 @@ def _decode(spec, chip, sh, dt, eff, batch, prompt, gen, attention) -> PhaseResu
 
 def decode_ops(spec, sh, dt, batch, prompt, gen, attention, build=build_ops) -> tuple[list, DecodeSums, tuple]:
     """The decode ops (built at both ends of every segment; build: graph.build_ops, or graph.handoff_ops), their
-    DecodeSums and their step grid."""
-    segs = decode_segments(prompt, gen, spec.context_breakpoints())
+    DecodeSums and their step grid. Segments end at the model's context breakpoints (spec.context_breakpoints) and
+    at the decode kernels' KV blocks (attention_shapes.KV_BLOCKS: past one block, a combine kernel)."""
+    segs = decode_segments(prompt, gen, spec.context_breakpoints() + list(KV_BLOCKS))  # the model's, the kernels
     kv = np.stack([x for lo, hi, _ in segs for x in (lo, hi)])  # (2S, *grid): both ends of every segment
     ops = build(spec, Phase.decode(batch, kv), sh, dt, attention)
     return ops, DecodeSums(segs), np.broadcast_shapes(kv.shape, np.shape(batch))

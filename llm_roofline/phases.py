@@ -95,11 +95,14 @@ class PhaseResult:
 
 def decode_segments(prompt, gen, breakpoints):
     """Stretches [lo, hi] of decode context lengths (prompt+1 .. prompt+gen-1) split at the context lengths where
-    an op stops growing linearly (sliding windows, DSA top-k), inside which every op is affine in the context
-    length. Returns (lo, hi, n) arrays per segment."""
+    an op stops growing linearly (sliding windows, DSA top-k, KV blocks), inside which every op is affine in the context
+    length; a breakpoint outside every point's stretch (w < min(first) or w >= max(last)) cuts nothing and is dropped.
+    Returns (lo, hi, n) arrays per segment."""
     first = prompt + 1.0
     last = prompt + gen - 1.0
-    cuts = [-np.inf] + sorted(float(w) for w in breakpoints) + [np.inf]
+    lowest, highest = (float(x) if np.ndim(x) == 0 else float(f(x)) for x, f in ((first, np.min), (last, np.max)))
+    crossed = sorted(float(w) for w in set(breakpoints) if lowest <= w < highest)
+    cuts = [-np.inf] + crossed + [np.inf]
     segs = []
     for c_lo, c_hi in zip(cuts[:-1], cuts[1:]):
         lo = np.maximum(first, c_lo + 1)

@@ -383,6 +383,35 @@ def test_fp8_moe_fit_finds_the_per_token_pass():
     assert fitting.fit_family(blind, measured, "moe_fp8").overhead_per_token_elem_s == 0.0
 
 
+def test_decode_fit_finds_the_flash_attention_2_combine_and_regroup_floors():
+    # bf16 decode rows (head_dim 128; B 1 / 2 / 8 sequences, 1 / 2 / 8 KV heads, G 1 / 4, 64 to 2048 keys) timed by a
+    # law with a 12 us floor, 5 us more past one KV block of 128 keys (G > 1) and 5.5 us more where B >= 2 and
+    # n_kv >= 2 (G > 1): the fit recovers each (A100's own fit: ~12.2 / 5.4 / 5.5 us)
+    chip = lr.load_chip("a100")
+    truth = FamilyFit(memory_max=0.8, overhead_s=12e-6, overhead_split_s=5e-6, overhead_regroup_s=5.5e-6)
+    b, kvh, g, kv = (x.ravel().astype(float) for x in np.meshgrid([1, 2, 8], [1, 2, 8], [1, 4], [64, 128, 256, 2048]))
+    d, heads = 128.0, kvh * g
+    elems = b * heads * 2 * d  # Q + O
+    df = measurements.normalize(pd.DataFrame(dict(
+        family="generation_attention", op="x", dtype="bf16", m=b, keys=kv, kv_len=kv, head_dim=d, q_per_kv=g,
+        kv_bits=16.0, elems=elems, flops=b * kv * 2 * heads * 2 * d, bytes=elems * 2 + kv * b * kvh * 2 * d * 2,
+        measured_s=1.0)))
+    df["measured_s"] = fitting.predict(df, chip, {"attention_decode": truth})
+    terms = fitting._terms(df, chip, "attention_decode")
+    # the rows' indicators, by hand: split where G = 4 and keys 256 or 2048 (3 x 3 x 2 = 18 rows); regrouped where
+    # G = 4, B in (2, 8), n_kv in (2, 8) (2 x 2 x 4 = 16 rows)
+    assert (terms.split_kv.sum(), terms.regrouped.sum()) == (18.0, 16.0)
+    got = fitting.fit_family(terms, df["measured_s"].to_numpy(), "attention_decode", chip_family=chip.family)
+    assert (got.overhead_s, got.overhead_split_s, got.overhead_regroup_s) == (
+        pytest.approx(12e-6, rel=0.05), pytest.approx(5e-6, rel=0.05), pytest.approx(5.5e-6, rel=0.05))
+    # a Hopper or Blackwell chip's decode kernel has neither floor (FlashAttention-3, TRT-LLM): not fitted there
+    other = fitting.fit_family(terms, df["measured_s"].to_numpy(), "attention_decode", chip_family="blackwell")
+    assert (other.overhead_split_s, other.overhead_regroup_s) == (0.0, 0.0)
+    # a floor per kernel the fit drives to nothing (L40S's fp8-KV rows: 1e-37 s) is stored as 0, like overhead_s
+    tiny = fitting._rounded(FamilyFit(overhead_split_s=9.667e-38, overhead_regroup_s=3.69512e-6))
+    assert (tiny.overhead_split_s, tiny.overhead_regroup_s) == (0.0, 3.695e-6)
+
+
 def test_block_scaled_fp8_experts_pay_a_floor_per_element_of_k_by_hand():
     """moe_fp8's overhead_per_depth_s: each GEMM's CTAs walk its K serially (128-wide scaled blocks), a floor per
     element of K on top of overhead_s; the up GEMM's K is d_model, the down's the expert's width."""

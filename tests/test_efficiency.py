@@ -207,6 +207,37 @@ def test_an_mha_decode_streams_and_floors_as_its_own_unsplit_kernel_by_hand():
     assert (float(e.memory), float(e.overhead_s)) == (pytest.approx(0.64, rel=1e-12), pytest.approx(7e-6))
 
 
+def test_a_flash_attention_2_decode_pays_its_combine_past_one_kv_block_and_its_regroup_copies_by_hand():
+    # A100 (vLLM's FlashAttention-2, head_dim 128): a GQA decode over <= 128 keys measures ~12.5 us, over 256 keys
+    # ~18 us (split-KV: a combine kernel); with B >= 2 and n_kv >= 2, ~18.3 us already at one block (Q and O copied to
+    # fold each KV head's G query heads into its tile). Floors here: 10 us + 4 us (split) + 5 us (regroup)
+    from llm_roofline.attention_shapes import decode_kernels, kv_block_keys
+
+    assert [float(kv_block_keys(d)) for d in (64, 80, 128, 192, 576)] == [256.0, 128.0, 128.0, 64.0, 64.0]
+    fit = FamilyFit(memory_max=0.8, overhead_s=10e-6, overhead_split_s=4e-6, overhead_regroup_s=5e-6)
+
+    def floor_us(batch, kv, n_heads=8, n_kv=2, window=None):
+        op = attention("attn.core", "dense", 1, batch=batch, q_len=1, kv_len=kv, n_heads=n_heads, n_kv_heads=n_kv,
+                       qk_dim=128, v_dim=128, kv_elems_per_token=2 * 128 * n_kv, kv_bytes_per_elem=2,
+                       act_bytes_per_elem=2, window=window)
+        eff = fit.efficiency(op.tokens, dim=op.head_dim, group=op.q_per_kv, **attention_shape(op, decode=True))
+        return round(float(eff.overhead_s) * 1e6, 9)
+
+    assert floor_us(1, 128) == 10.0  # one sequence, one block: neither
+    assert floor_us(1, 129) == 14.0  # past the block: + the combine
+    assert floor_us(2, 128) == 15.0  # 2 sequences x 2 KV heads: + the two copies
+    assert floor_us(2, 4096) == 19.0  # both
+    assert floor_us(8, 4096, n_heads=8, n_kv=1) == 14.0  # one KV head: the reshape is a view
+    assert floor_us(8, 100, window=64) == 10.0  # a window: keys = 64, one block; no regrouping with a window
+    assert floor_us(8, 4096, n_heads=2, n_kv=2) == 10.0  # MHA (G = 1): neither
+    # the same indicators as arrays over a grid: B = (1, 2, 4), streams B x n_kv, keys (128, 129, 300), head_dim 64
+    b = np.array([1.0, 2.0, 4.0])
+    split, regrouped = decode_kernels(b, b, np.array([2.0, 4.0, 4.0]), np.array([128.0, 257.0, 300.0]), 64.0, 4.0, 0.0)
+    assert split.tolist() == [0.0, 1.0, 1.0] and regrouped.tolist() == [0.0, 1.0, 0.0]  # 4 x 1 KV head: a view
+    # a chunk of 16 query rows per sequence (a prefill's decode-like points) is not regrouped: FA2 swaps 1-row queries
+    assert decode_kernels(2.0, 32.0, 4.0, 300.0, 128.0, 4.0, 0.0) == (1.0, 0.0)
+
+
 def test_fp8_kv_decode_past_its_window_reads_whole_blocks_by_hand():
     from llm_roofline.efficiency import CalibratedModel
 

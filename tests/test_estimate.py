@@ -75,6 +75,32 @@ def test_calibrated_decode_sum_is_exact_with_the_decode_compute_factors(window, 
     assert est.e2e_s - est.ttft_s == pytest.approx(steps, rel=1e-12)
 
 
+def test_calibrated_decode_sum_is_exact_across_a_kv_block_and_drops_breakpoints_it_does_not_cross():
+    """FlashAttention-2's combine kernel starts past one KV block (head_dim 64: 256 keys; kv_block_keys): a step in
+    the decode floor at context 256, crossed mid-generation (201..299), so the sum splits there and still equals the
+    steps; a cut no step crosses adds no segment."""
+    from llm_roofline.efficiency import CalibratedModel, FamilyFit
+    from llm_roofline.attention_shapes import KV_BLOCKS
+    from llm_roofline.phases import decode_segments
+
+    spec = dense()
+    assert spec.context_breakpoints() == []  # the model's own: none; the kernels' (64, 128, 256) come with decode_ops
+    fit = FamilyFit(memory_max=0.8, overhead_s=10e-6, overhead_split_s=5e-6, overhead_regroup_s=3e-6)
+    model = CalibratedModel("a100-80gb", "test", {"attention_decode": fit})
+    chip = lr.load_chip("a100")
+    prompt, gen, batch = 200, 100, 4
+    est = estimate(spec, chip, batch=batch, prompt_len=prompt, gen_len=gen, efficiency=model)
+    steps = _decode_step_by_step(spec, chip, batch, prompt, gen, model)
+    assert est.e2e_s - est.ttft_s == pytest.approx(steps, rel=1e-12)
+    # contexts 201..299: 64 and 128 are below every step, so one cut (256) and two segments: 201..256 (56 steps) and
+    # 257..299 (43 steps)
+    segs = decode_segments(prompt, gen, KV_BLOCKS)
+    assert [(float(lo), float(hi), float(n)) for lo, hi, n in segs] == [(201, 256, 56), (257, 299, 43)]
+    # over a grid, a cut is kept where any point crosses it: prompts 200 and 1000 -> 256 cut, empty for 1000
+    segs = decode_segments(np.array([200.0, 1000.0]), gen, [256, 4096])
+    assert len(segs) == 2 and [float(n) for n in segs[0][2]] == [56.0, 0.0]
+
+
 def test_phase_semantics_gen_len_one_is_prefill_only():
     est = estimate(dense(), "h100", batch=2, prompt_len=64, gen_len=1, efficiency="ideal")
     assert est.tpot_s is None and est.decode is None

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
-from ..attention_shapes import query_tiles
+from ..attention_shapes import decode_kernels, query_tiles
 from ..chip_fits import attention_from_gemm
 from ..collectives import CollectiveTerms, collective_terms
 from ..efficiency import (ATTENTION_FAMILIES, COLLECTIVE_FAMILIES, FAMILIES, GEMM_FAMILIES, IDEAL_FIT, MOE_FAMILIES,
@@ -67,6 +67,8 @@ class _Terms:
     width: np.ndarray | float = 0.0  # moe: the expert's intermediate size per GPU (n)
     block_rows: np.ndarray | float = 0.0  # moe: routed rows per local expert (routed / experts; 0: unknown)
     expert_chips: np.ndarray | float = 0.0  # moe: chips the routed experts are split over (moe_ep; 0: unknown)
+    split_kv: np.ndarray | float = 0.0  # decode attention: 1 where it may split its keys (decode_kernels)
+    regrouped: np.ndarray | float = 0.0  # decode attention: 1 where FlashAttention-2 copies Q and O to fold a GQA group
 
     @property
     def expert_parallel(self):
@@ -86,7 +88,8 @@ class _Terms:
                            walked=self.walked, chips=self.chips, depth=self.depth, windowed_heads=self.windowed_heads,
                            head_tiles=self.head_tiles, group_tiles=self.group_tiles, kv_streams=self.kv_streams,
                            window_keys=self.window_keys, width=self.width, block_rows=self.block_rows,
-                           expert_chips=self.expert_chips, token_elems=self.token_elems)
+                           expert_chips=self.expert_chips, token_elems=self.token_elems, split_kv=self.split_kv,
+                           regrouped=self.regrouped)
         if self.comm is not None:
             return score_collective(self.comm, eff).t_s
         return score(self.flops, self.bytes, peak_flops_per_s=self.peak, hbm_bytes_per_s=self.hbm,
@@ -106,7 +109,7 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     keys = df["keys"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "keys" in df else np.zeros(len(df))
     elems = df["elems"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "elems" in df else np.zeros(len(df))
     flops, nbytes = df["flops"].to_numpy(np.float64), df["bytes"].to_numpy(np.float64)
-    row = heads = streams = past = 0.0
+    row = heads = streams = past = split = regrouped = 0.0
     cols = df["n"].to_numpy(np.float64) if fam in GEMM_FAMILIES else 0.0
     out = tokens * cols
     dim = df["head_dim"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "head_dim" in df else 0.0
@@ -129,13 +132,15 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
             if "kv_len" in df:  # as attention_shapes.attention_shape: keys where the context is past the window
                 w = df["window"].to_numpy(np.float64)
                 past = np.where((w > 0) & (df["kv_len"].to_numpy(np.float64) > w), keys, 0.0)
+        window = df["window"].to_numpy(np.float64) if "window" in df else 0.0
+        split, regrouped = decode_kernels(tokens, tokens, streams, keys, dim, group, window)  # B sequences, 1 row each
     tiles = _prefill_tiles(tokens, keys, elems, dim, group) if fam == "attention" else (0.0, 0.0)
     return _Terms(fam, tokens, kernels, flops, nbytes, peak, chip.hbm_bytes_per_s, head_tiles=tiles[0],
                   group_tiles=tiles[1], kv_streams=streams, window_keys=past,
                   keys=keys if fam in ATTENTION_FAMILIES else 0.0,
                   elems=elems, kv_row_bytes=row, cols=cols, dim=dim, out_elems=out, group=group, walked=walked,
                   windowed_heads=heads, width=width, block_rows=blocks, expert_chips=ep, token_elems=per_token,
-                  depth=_depth(df, fam))
+                  depth=_depth(df, fam), split_kv=split, regrouped=regrouped)
 
 
 def _depth(df: "pd.DataFrame", fam: str):
@@ -201,6 +206,9 @@ _DECODE = (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte
            ("compute_keys_half", 64.0), ("compute_group_half", 8.0), ("overhead_per_windowed_head_s", 1e-8),
            ("memory_streams_half", 1.0), ("overhead_per_kv_stream_s", 1e-8))
 _UNSPLIT = (("memory_unsplit_half", 1.0), ("overhead_unsplit_s", 1e-5))
+# FlashAttention-2's decode floors (attention_shapes.decode_kernels): its split-KV combine, past one KV block, and the
+# Q / O copies that fold a GQA group into a query tile (A100 held out: median 8.9 -> 4.1 %, p90 37 -> 17 %)
+_FA2 = (("overhead_split_s", 3e-6), ("overhead_regroup_s", 3e-6))
 _FREE = {
     # GEMMs: M and N padded to the kernel's tiles (tokens and cols halves) and too few output tiles to fill the
     # SMs, each walking all of K (outs half: output elements T * N); each tile's pipeline fill and epilogue amortized
@@ -250,10 +258,10 @@ _FREE = {
     # streams (sequences x KV heads) stream below the bandwidth (streams half: split-KV caps a stream's CTAs)
     # (streams of one query head per KV head, MHA, their own half and floor: FlashAttention-2 does not split them, one
     # CTA walks a stream's keys, A100 and L40S ~20-23 ns a key up to ~64 streams, and there is no combine kernel)
-    "attention_decode": _DECODE + _UNSPLIT,
+    "attention_decode": _DECODE + _UNSPLIT + _FA2,
     # the KV cache in 8 bits or fewer: the same terms plus, past its sliding window, whole KV blocks read: h keys more
     # than the window (window half) and a time per kernel (the straddled block walked serially and masked)
-    "attention_decode_fp8": _DECODE + (("memory_window_half", 128.0), ("overhead_window_s", 1e-6)) + _UNSPLIT,
+    "attention_decode_fp8": _DECODE + (("memory_window_half", 128.0), ("overhead_window_s", 1e-6)) + _UNSPLIT + _FA2,
     "memory": (("memory_max", 0.5), ("memory_tokens_half", 64.0), ("overhead_s", 2e-6)),
     # collectives: the bandwidth fraction of GPU-driven copies (one-shot, two-shot) and of the switch's own
     # reduction (NVLS), the latency per algorithm step and its growth per doubling of the GPUs (log2 n: it fits
@@ -284,6 +292,10 @@ _GRID = {"gemm_fp8": ("compute_m_tile", (0.0, 128.0, 256.0)),
 # hardly tell 128 from 256: in-sample loss H100 0.6305 / 0.6210, H200 0.6724 / 0.6786; H200 held out 128: median
 # 8.5 %, p90 25.3 %; 256: 8.4 %, 24.2 %.)
 _KERNEL_GRID = {("gemm_fp8", "hopper"): (256.0,)}
+# parameters free only on the chip families whose kernel has the mechanism: vLLM decodes with FlashAttention-2 on
+# Ampere and Ada alone (Hopper: FlashAttention-3, which packs the GQA group inside its kernel; Blackwell: TRT-LLM's
+# decode); left free on B200 they pick up noise (held-out median 4.9 -> 5.3 %, p90 15.4 -> 16.3 %)
+_KERNEL_ONLY = {n: ("ampere", "ada") for n, _ in _FA2}
 _FRACTIONS = ("compute_max", "memory_max", "comm_max", "comm_switch_max")
 LOSS_SCALE = 0.1  # pseudo-Huber scale of the log residual: quadratic below ~10 %, linear above
 
@@ -353,17 +365,20 @@ _ONLY_WITH = {"overhead_per_windowed_head_s": "windowed_heads", "overhead_per_he
               "overhead_per_group_tile_s": "group_tiles", "memory_window_half": "window_keys",
              "overhead_window_s": "window_keys", "memory_unsplit_half": "unsplit_streams",
              "overhead_unsplit_s": "unsplit_streams", "compute_width_half": "width", "overhead_ep_s": "expert_parallel",
-             "overhead_per_token_elem_s": "token_elems"}
+             "overhead_per_token_elem_s": "token_elems", "overhead_split_s": "split_kv",
+             "overhead_regroup_s": "regrouped"}
 
 
 def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = IDEAL_FIT,
                chip_family: str = "") -> FamilyFit:
     """Fit one family's free parameters (the others stay at base's values: ideal by default; _ONLY_WITH ones without
-    rows to price stay 0; comm_switch_max only where some row's bytes are reduced in the switch); the discrete one
+    rows to price stay 0; comm_switch_max only where some row's bytes are reduced in the switch; _KERNEL_ONLY ones
+    only on their chip families, or where it is not given); the discrete one
     (_GRID) among the values the chip family's kernel allows (_KERNEL_GRID)."""
     free = tuple((n, v) for n, v in _free(fam)
                  if (n not in _ONLY_WITH or np.any(np.asarray(getattr(terms, _ONLY_WITH[n])) > 0))
-                 and (n != "comm_switch_max" or _switch_reduced(terms)))
+                 and (n != "comm_switch_max" or _switch_reduced(terms))
+                 and (not chip_family or chip_family in _KERNEL_ONLY.get(n, (chip_family,))))
     names = [n for n, _ in free]
 
     grid_name, grid = _GRID.get(fam, ("", (None,)))
@@ -407,10 +422,11 @@ def ratio_band(ratio) -> dict[str, float]:
 
 
 def _rounded(p: FamilyFit) -> FamilyFit:
-    """Four significant digits (what the chip TOML stores); overheads below 1 ns, per-unit overheads below
-    1e-20 s and half-saturation scales below 0.01 are zero."""
+    """Four significant digits (what the chip TOML stores); overheads per kernel or step below 1 ns, per-unit
+    overheads below 1e-20 s and half-saturation scales below 0.01 are zero."""
     def r(k, v):
-        if (k in ("overhead_s", "comm_step_s", "comm_step_per_doubling_s") and v < 1e-9) or \
+        per_kernel = k.startswith(("overhead_", "comm_step")) and k.endswith("_s") and not k.startswith("overhead_per_")
+        if (per_kernel and v < 1e-9) or \
                 (k.endswith("_half") and v < 1e-2) or \
                 (k.startswith("overhead_per_") and v < 1e-20):
             return 0.0
