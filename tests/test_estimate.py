@@ -96,7 +96,8 @@ def test_calibrated_decode_sum_is_exact_across_a_kv_block_and_drops_breakpoints_
     # 257..299 (43 steps)
     segs = decode_segments(prompt, gen, KV_BLOCKS)
     assert [(float(lo), float(hi), float(n)) for lo, hi, n in segs] == [(201, 256, 56), (257, 299, 43)]
-    # over a grid, a cut is kept where any point crosses it: prompts 200 and 1000 -> 256 cut, empty for 1000
+    # over a grid, a cut inside the grid's whole span (201..1099) is kept: 256 (crossed by prompt 200; an empty
+    # segment for 1000), not 4096
     segs = decode_segments(np.array([200.0, 1000.0]), gen, [256, 4096])
     assert len(segs) == 2 and [float(n) for n in segs[0][2]] == [56.0, 0.0]
 
