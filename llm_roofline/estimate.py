@@ -22,7 +22,7 @@ import numpy as np
 from .attention_shapes import KV_BLOCKS
 from .bounds import BOUNDS, check_amounts, check_count
 from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency
-from .efficiency import family_of
+from .efficiency import ATTENTION_FAMILIES, family_of
 from .errors import ScenarioError
 from .graph import Dtypes, Phase, build_ops, resolve_dtypes
 from .hardware import Chip, load_chip
@@ -181,15 +181,27 @@ def scenario_grid(batch, prompt) -> tuple:
 
 def _decode(spec, chip, sh, dt, eff, batch, prompt, gen, attention) -> PhaseResult:
     # pipeline: a decode step for all micro-batches takes one micro-batch's trip through all stages
-    ops, sums, grid = decode_ops(spec, sh, dt, batch, prompt, gen, attention)
+    ops, sums, grid = decode_ops(spec, sh, dt, batch, prompt, gen, attention, kernel_steps=kernel_breakpoints(eff))
     return run_phase(ops, chip, eff, sh, 1.0, sums, gen - 1.0, grid)
 
 
-def decode_ops(spec, sh, dt, batch, prompt, gen, attention, build=build_ops) -> tuple[list, DecodeSums, tuple]:
+DECODE_FAMILIES = ATTENTION_FAMILIES[1:]  # bf16 and 8-bit KV decode
+
+
+def kernel_breakpoints(eff) -> tuple:
+    """The context lengths where a decode priced under `eff` steps besides the model's own: the KV blocks
+    (attention_shapes.KV_BLOCKS) where a decode fit prices FlashAttention-2's combine past one block
+    (overhead_split_s); none for the ideal roofline, a uniform Efficiency or fits without that term."""
+    fit_for = getattr(eff, "fit_for", None)
+    return KV_BLOCKS if fit_for and any(fit_for(f).overhead_split_s > 0 for f in DECODE_FAMILIES) else ()
+
+
+def decode_ops(spec, sh, dt, batch, prompt, gen, attention, build=build_ops,
+               kernel_steps=KV_BLOCKS) -> tuple[list, DecodeSums, tuple]:
     """The decode ops (built at both ends of every segment; build: graph.build_ops, or graph.handoff_ops), their
     DecodeSums and their step grid. Segments end at the model's context breakpoints (spec.context_breakpoints) and
-    at the decode kernels' KV blocks (attention_shapes.KV_BLOCKS: past one block, a combine kernel)."""
-    segs = decode_segments(prompt, gen, spec.context_breakpoints() + list(KV_BLOCKS))  # the model's, the kernels
+    at kernel_steps (kernel_breakpoints; by default the KV blocks, exact under any efficiency model)."""
+    segs = decode_segments(prompt, gen, spec.context_breakpoints() + list(kernel_steps))
     kv = np.stack([x for lo, hi, _ in segs for x in (lo, hi)])  # (2S, *grid): both ends of every segment
     ops = build(spec, Phase.decode(batch, kv), sh, dt, attention)
     return ops, DecodeSums(segs), np.broadcast_shapes(kv.shape, np.shape(batch))

@@ -92,6 +92,13 @@ def test_calibrated_decode_sum_is_exact_across_a_kv_block_and_drops_breakpoints_
     est = estimate(spec, chip, batch=batch, prompt_len=prompt, gen_len=gen, efficiency=model)
     steps = _decode_step_by_step(spec, chip, batch, prompt, gen, model)
     assert est.e2e_s - est.ttft_s == pytest.approx(steps, rel=1e-12)
+    # the KV blocks cut the decode only under a model that prices the combine: this one and A100's shipped fits (FA2),
+    # not H100's (FA3) nor the ideal roofline, whose decode has no step there
+    from llm_roofline.chip_fits import calibrated_model
+    from llm_roofline.estimate import kernel_breakpoints
+
+    assert kernel_breakpoints(model) == kernel_breakpoints(calibrated_model(chip)) == KV_BLOCKS
+    assert kernel_breakpoints(calibrated_model(lr.load_chip("h100-sxm"))) == kernel_breakpoints(None) == ()
     # contexts 201..299: 64 and 128 are below every step, so one cut (256) and two segments: 201..256 (56 steps) and
     # 257..299 (43 steps)
     segs = decode_segments(prompt, gen, KV_BLOCKS)
