@@ -277,9 +277,13 @@ _FREE = {
 }
 # further starting points (overrides of _FREE's values) a family's fit also tries, keeping the lowest loss: the
 # GEMM loss has a basin where the tile factors (tokens, cols) carry the shortfall and one where the output
-# parallelism (outs) does
+# parallelism (outs) does, and one with split-K off (K / 1e9 < 1: the former model's basin); decode, with 15 free
+# parameters, one where the GQA group half is near A100's (the default start ends with G half 0 on A100's generation
+# table: in sample p90 19.2 % against 13.7 %; held out 4.1 / 17.3 -> 3.7 / 14.6 %; the other chips within 0.7 point)
 _ALT_STARTS = {"gemm": ({"compute_tokens_half": 1.0, "compute_cols_half": 1.0, "compute_outs_half": 2e5},
-                        {"compute_k_split": 1e9})}  # split-K off (K / 1e9 < 1): the former model's basin
+                        {"compute_k_split": 1e9}),
+               **{f: ({"compute_group_half": 64.0, "compute_keys_half": 300.0, "memory_streams_half": 3.0},)
+                  for f in DECODE}}
 # a discrete parameter a family's fit picks from a few values (the rest fitted at each, the lowest loss kept): the
 # M tile of fp8 GEMMs past their first tile (efficiency.FamilyFit.compute_m_tile; 0: none, the smooth tokens factor
 # alone): Hopper's CUTLASS fp8 kernel for large M runs 128-row tiles in clusters of two; the M block rule of the 4-bit
