@@ -64,7 +64,7 @@ def kv_block_keys(head_dim) -> np.ndarray:
     """Keys per KV block of FlashAttention-2's split-KV decode kernel (flash_fwd_launch_template.h, kBlockN of
     run_mha_fwd_splitkv_dispatch: 256 keys for head_dim <= 64, 128 up to 128, 64 beyond): a decode over at most one
     block is never split, so it launches no combine kernel. Each is a decode breakpoint (KV_BLOCKS,
-    estimate.decode_ops)."""
+    estimate.kernel_breakpoints)."""
     if np.ndim(head_dim) == 0:  # the usual case: one op's head_dim
         return 256.0 if head_dim <= 64 else 128.0 if head_dim <= 128 else 64.0
     d = _float(head_dim)

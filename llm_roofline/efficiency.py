@@ -174,6 +174,7 @@ def borrowed_base(family: str, have) -> str:
 OWN_BF16_FALLBACK = ("gemm_fp8", "attention_decode_fp8", "moe_quant", "moe_fp8", "gemm_fp8_block", "moe_int4")
 GEMM_FAMILIES = ("gemm", "gemm_fp8", "gemm_fp8_block")  # dense GEMMs: bf16, fp8 per-tensor, fp8 block-scaled
 ATTENTION_FAMILIES = ("attention", "attention_decode", "attention_decode_fp8")  # prefill; decode: bf16, 8-bit KV
+DECODE_FAMILIES = ATTENTION_FAMILIES[1:]
 MOE_FAMILIES = ("moe", "moe_quant", "moe_fp8", "moe_int4")  # fused-MoE blocks: bf16, fp4, 8-bit, int4 experts
 COLLECTIVE_FAMILIES = ("collective", "all_to_all")  # priced by alpha-beta terms (roofline.score_collective)
 

@@ -22,7 +22,7 @@ import numpy as np
 from .attention_shapes import KV_BLOCKS
 from .bounds import BOUNDS, check_amounts, check_count
 from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency
-from .efficiency import ATTENTION_FAMILIES, family_of
+from .efficiency import DECODE_FAMILIES, family_of
 from .errors import ScenarioError
 from .graph import Dtypes, Phase, build_ops, resolve_dtypes
 from .hardware import Chip, load_chip
@@ -183,9 +183,6 @@ def _decode(spec, chip, sh, dt, eff, batch, prompt, gen, attention) -> PhaseResu
     # pipeline: a decode step for all micro-batches takes one micro-batch's trip through all stages
     ops, sums, grid = decode_ops(spec, sh, dt, batch, prompt, gen, attention, kernel_steps=kernel_breakpoints(eff))
     return run_phase(ops, chip, eff, sh, 1.0, sums, gen - 1.0, grid)
-
-
-DECODE_FAMILIES = ATTENTION_FAMILIES[1:]  # bf16 and 8-bit KV decode
 
 
 def kernel_breakpoints(eff) -> tuple:

@@ -101,8 +101,8 @@ def decode_segments(prompt, gen, breakpoints):
     first = prompt + 1.0
     last = prompt + gen - 1.0
     lowest, highest = (float(x) if np.ndim(x) == 0 else float(f(x)) for x, f in ((first, np.min), (last, np.max)))
-    crossed = sorted(float(w) for w in set(breakpoints) if lowest <= w < highest)
-    cuts = [-np.inf] + crossed + [np.inf]
+    inside = sorted(float(w) for w in set(breakpoints) if lowest <= w < highest)
+    cuts = [-np.inf] + inside + [np.inf]
     segs = []
     for c_lo, c_hi in zip(cuts[:-1], cuts[1:]):
         lo = np.maximum(first, c_lo + 1)

@@ -20,8 +20,8 @@ import numpy as np
 from ..attention_shapes import decode_kernels, query_tiles
 from ..chip_fits import attention_from_gemm
 from ..collectives import CollectiveTerms, collective_terms
-from ..efficiency import (ATTENTION_FAMILIES, COLLECTIVE_FAMILIES, FAMILIES, GEMM_FAMILIES, IDEAL_FIT, MOE_FAMILIES,
-                          PARAM_CEILING, PARAMS, CalibratedModel, FamilyFit, block_rows_per_expert)
+from ..efficiency import (ATTENTION_FAMILIES, COLLECTIVE_FAMILIES, DECODE_FAMILIES, FAMILIES, GEMM_FAMILIES, IDEAL_FIT,
+                          MOE_FAMILIES, PARAM_CEILING, PARAMS, CalibratedModel, FamilyFit, block_rows_per_expert)
 from ..hardware import Chip, load_chip
 from ..roofline import score, score_collective
 from ..units import dtype_bytes
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     import pandas as pd
 
 MEMORY_FAMILIES = ("elementwise", "activation", "rope", "norm", "embedding")
-DECODE = ATTENTION_FAMILIES[1:]
 
 
 # =============================================================================== prediction
@@ -120,7 +119,7 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
         width, ep, per_token = (df[c].fillna(0.0).to_numpy(np.float64) for c in ("n", "ep", "token_elems"))
         per_token = per_token / kernels
         blocks = block_rows_per_expert(df["routed"].to_numpy(np.float64), df["experts"].to_numpy(np.float64))
-    if fam in DECODE:  # KV bytes per context position over the batch, as attention_shapes.attention_shape
+    if fam in DECODE_FAMILIES:  # KV bytes per context position over the batch, as attention_shapes.attention_shape
         e = df["dtype"].map(dtype_bytes).to_numpy(np.float64)
         row = np.where(keys > 0, (nbytes - elems * e) / np.where(keys > 0, keys, 1.0), 0.0)
         kv_elem = 2.0 * dim * df["kv_bits"].to_numpy(np.float64) / 8.0 if "kv_bits" in df else 0.0
@@ -283,7 +282,7 @@ _FREE = {
 _ALT_STARTS = {"gemm": ({"compute_tokens_half": 1.0, "compute_cols_half": 1.0, "compute_outs_half": 2e5},
                         {"compute_k_split": 1e9}),
                **{f: ({"compute_group_half": 64.0, "compute_keys_half": 300.0, "memory_streams_half": 3.0},)
-                  for f in DECODE}}
+                  for f in DECODE_FAMILIES}}
 # a discrete parameter a family's fit picks from a few values (the rest fitted at each, the lowest loss kept): the
 # M tile of fp8 GEMMs past their first tile (efficiency.FamilyFit.compute_m_tile; 0: none, the smooth tokens factor
 # alone): Hopper's CUTLASS fp8 kernel for large M runs 128-row tiles in clusters of two; the M block rule of the 4-bit
