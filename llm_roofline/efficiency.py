@@ -144,7 +144,7 @@ from typing import TYPE_CHECKING, Mapping
 import numpy as np
 
 from .errors import ChipError
-from .hardware import Chip
+from .hardware import CHIP_RANGES, Chip
 from .roofline import Efficiency, stacked, where as _where
 from .units import everywhere, f64 as _float, where_positive
 from .attention_shapes import decode_family, attention_shape, decode_points, is_decode_attention
@@ -245,7 +245,7 @@ class FamilyFit:
             if isinstance(v, bool) or not (isinstance(v, (int, float)) and 0 < v <= 1):
                 raise ChipError(f"efficiency {name} must be in (0, 1], got {v!r}")
         for name in (k for k in PARAMS if not k.endswith("_max")):  # halves, overheads, band: finite, >= 0, capped
-            v, top = getattr(self, name), PARAM_CEILING[name.split("_")[0]]
+            v, top = getattr(self, name), PARAM_TOP[name]
             if isinstance(v, bool) or not (isinstance(v, (int, float)) and math.isfinite(v) and 0 <= v <= top):
                 raise ChipError(f"efficiency {name} must be a number in [0, {top:g}], got {v!r}")
         if self.compute_m_block_rule and self.compute_m_block_rule not in M_BLOCK_RULES:  # a kernel's rule, or 0
@@ -381,6 +381,9 @@ PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_hal
 # ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: seconds per kernel, row, byte or
 # element; the band: measured / predicted), so a hostile chip file cannot drive a time to overflow
 PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3, "comm": 1.0}
+# each parameter's: its kind's, or the chip file's range where tighter (CHIP_RANGES: every fit must load back)
+PARAM_TOP = {n: min(PARAM_CEILING[n.split("_")[0]], CHIP_RANGES.get(f"efficiency.{n}", (0, math.inf))[1])
+             for n in PARAMS}
 IDEAL_FIT = FamilyFit(fitted_on="ideal roofline")
 # TPU: not calibrated. compute 0.95: the book ("How to Scale Your Model", Part 1 footnote: "H100 and B200 usually only
 # achieve 80-85% of the claimed peak FLOPs, while TPUs reach 95% in normal use"); memory, links 0.9, 1 us: ASSUMED.

@@ -70,6 +70,21 @@ def test_write_goes_to_the_user_chip_directory(monkeypatch, tmp_path):
     tomllib.loads(text)
 
 
+def test_a_fit_of_absurd_rows_still_writes_a_chip_file_that_loads(monkeypatch, tmp_path):
+    # MoE rows whose walked and per-token elements (1e308) no kernel has: the simplex drives compute_tokens_half to
+    # its ceiling, which was 1e15 while a chip file holds at most 1e9 tokens (CHIP_RANGES), so the file --write
+    # produced failed to load; every parameter is now capped at the chip file's range
+    monkeypatch.setenv(CHIPS_ENV, str(tmp_path / "chips"))
+    csv = tmp_path / "absurd.csv"
+    csv.write_text("family,op,model,gpu,dtype,tp,m,k,n,flops,bytes,kernels,nodes,measured_s,routed,experts,ep,"
+                   "token_elems,walked\n"
+                   "moe,x,a,,bf16,1,4,2048,768,1e9,1e8,2,1,1e-4,32,128,1e308,1e308,1e308\n"
+                   "moe,x,b,,bf16,1,8,2048,768,2e9,1e8,2,1,2e-4,64,128,2,1e308,1e3\n")
+    c = calibrate(str(csv), "a100-80gb", write=True, date="d")
+    assert c.result.fits["moe"].compute_tokens_half <= 1e9
+    assert lr.load_chip(c.written).calibration["moe"]["compute_tokens_half"] <= 1e9
+
+
 def test_write_refuses_the_package_directory(monkeypatch):
     monkeypatch.chdir(ROOT)
     with pytest.raises(RooflineError, match="inside the installed package"):

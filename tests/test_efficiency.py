@@ -601,7 +601,11 @@ def test_fit_parameters_beyond_their_ceiling_are_refused():
                     ("comm_step_per_doubling_s", -1e-6), ("comm_switch_max", 1.5), ("comm_switch_max", 0.0)):
         with pytest.raises(ChipError, match=name):
             FamilyFit(**{name: v})
-    FamilyFit(overhead_s=1.0, compute_tokens_half=1e15, memory_tokens_half=1e15, err_p90=1e3)  # the ceilings
+    FamilyFit(overhead_s=1.0, compute_tokens_half=1e9, memory_tokens_half=1e9, err_p90=1e3, compute_keys_half=1e15)
+    # the ceilings: the tokens halves at the chip file's range (CHIP_RANGES: 1e9 tokens), so a fit always loads back
+    for name in ("compute_tokens_half", "memory_tokens_half"):
+        with pytest.raises(ChipError, match=rf"{name} must be a number in \[0, 1e\+09\]"):
+            FamilyFit(**{name: 2e9})
 
 
 def test_mla_decode_streams_are_sequences_times_its_one_latent_head():

@@ -21,7 +21,7 @@ from ..attention_shapes import decode_kernels, query_tiles
 from ..chip_fits import attention_from_gemm
 from ..collectives import CollectiveTerms, collective_terms
 from ..efficiency import (ATTENTION_FAMILIES, COLLECTIVE_FAMILIES, DECODE_FAMILIES, FAMILIES, GEMM_FAMILIES, IDEAL_FIT,
-                          MOE_FAMILIES, PARAM_CEILING, PARAMS, CalibratedModel, FamilyFit, block_rows_per_expert)
+                          MOE_FAMILIES, PARAM_TOP, PARAMS, CalibratedModel, FamilyFit, block_rows_per_expert)
 from ..hardware import Chip, load_chip
 from ..roofline import score, score_collective
 from ..units import dtype_bytes
@@ -310,7 +310,7 @@ def _to_x(name, v):
 def _from_x(name, x):
     if name in _FRACTIONS:
         return _sigmoid(x)
-    return min(math.exp(min(max(x, -700.0), 50.0)), PARAM_CEILING[name.split("_")[0]])  # a simplex gone far: capped
+    return min(math.exp(min(max(x, -700.0), 50.0)), PARAM_TOP[name])  # a simplex gone far: capped
 
 
 def _loss(pred, measured):
