@@ -65,10 +65,8 @@ def kv_block_keys(head_dim) -> np.ndarray:
     run_mha_fwd_splitkv_dispatch: 256 keys for head_dim <= 64, 128 up to 128, 64 beyond): a decode over at most one
     block is never split, so it launches no combine kernel. Each is a decode breakpoint (KV_BLOCKS,
     estimate.kernel_breakpoints)."""
-    if np.ndim(head_dim) == 0:  # the usual case: one op's head_dim
-        return 256.0 if head_dim <= 64 else 128.0 if head_dim <= 128 else 64.0
     d = _float(head_dim)
-    return np.where(d <= 64, 256.0, np.where(d <= 128, 128.0, 64.0))
+    return np.where(d <= 64, 256.0, np.where(d <= 128, 128.0, 64.0))[()]
 
 
 def decode_kernels(seqs, tokens, streams, keys, head_dim, group, window) -> tuple[np.ndarray, np.ndarray]:
@@ -79,16 +77,11 @@ def decode_kernels(seqs, tokens, streams, keys, head_dim, group, window) -> tupl
     row per sequence and no window, FlashAttention-2 folds a KV head's G query heads into its query tile
     (mha_varlen_fwd, seqlenq_ngroups_swapped) by reshaping Q (B, 1, n_kv*G, d) to (B*G, n_kv, d) and O back: a view
     where B = 1 or n_kv = 1, else a copy kernel each way."""
-    if all(np.ndim(x) == 0 for x in (seqs, tokens, streams, keys, head_dim, group, window)):  # one op: plain floats
-        gqa = group > 1.0
-        split = gqa and keys > kv_block_keys(head_dim)
-        regrouped = gqa and window <= 0 and seqs >= 2.0 and streams >= 2.0 * seqs and tokens == seqs
-        return float(split), float(regrouped)
     gqa = _float(group) > 1.0
     split = gqa & (_float(keys) > kv_block_keys(head_dim))
     b, s = _float(seqs), _float(streams)
-    regrouped = gqa & (window <= 0) & (b >= 2.0) & (s >= 2.0 * b) & (_float(tokens) == b)
-    return split.astype(np.float64), regrouped.astype(np.float64)
+    regrouped = gqa & (_float(window) <= 0) & (b >= 2.0) & (s >= 2.0 * b) & (_float(tokens) == b)
+    return split.astype(np.float64)[()], regrouped.astype(np.float64)[()]
 
 
 def _kv_streams(op: "Op", elems) -> np.ndarray:

@@ -100,7 +100,7 @@ def decode_segments(prompt, gen, breakpoints):
     Returns (lo, hi, n) arrays per segment."""
     first = prompt + 1.0
     last = prompt + gen - 1.0
-    lowest, highest = (float(x) if np.ndim(x) == 0 else float(f(x)) for x, f in ((first, np.min), (last, np.max)))
+    lowest, highest = float(np.min(first)), float(np.max(last))
     inside = sorted(float(w) for w in set(breakpoints) if lowest <= w < highest)
     cuts = [-np.inf] + inside + [np.inf]
     segs = []

@@ -125,14 +125,12 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
         kv_elem = 2.0 * dim * df["kv_bits"].to_numpy(np.float64) / 8.0 if "kv_bits" in df else 0.0
         # B * n_kv (attention_shapes._kv_streams counts B * H / G: the same for the tables' rows, none of them MLA)
         streams = np.where(kv_elem > 0, row / np.where(kv_elem > 0, kv_elem, 1.0), 0.0)
-        if "window" in df:  # as attention_shapes.attention_shape: elems / (dqk + dv) where a window is set
-            win = (df["window"].to_numpy(np.float64) > 0) & (dim > 0)
-            heads = np.where(win, elems / (2.0 * np.maximum(dim, 1.0)), 0.0)
-            if "kv_len" in df:  # as attention_shapes.attention_shape: keys where the context is past the window
-                w = df["window"].to_numpy(np.float64)
-                past = np.where((w > 0) & (df["kv_len"].to_numpy(np.float64) > w), keys, 0.0)
-        window = df["window"].to_numpy(np.float64) if "window" in df else 0.0
-        split, regrouped = decode_kernels(tokens, tokens, streams, keys, dim, group, window)  # B sequences, 1 row each
+        w = df["window"].to_numpy(np.float64) if "window" in df else np.zeros(len(df))
+        # as attention_shapes.attention_shape: elems / (dqk + dv) where a window is set; keys past the window
+        heads = np.where((w > 0) & (dim > 0), elems / (2.0 * np.maximum(dim, 1.0)), 0.0)
+        if "kv_len" in df:
+            past = np.where((w > 0) & (df["kv_len"].to_numpy(np.float64) > w), keys, 0.0)
+        split, regrouped = decode_kernels(tokens, tokens, streams, keys, dim, group, w)  # B sequences, 1 row each
     tiles = _prefill_tiles(tokens, keys, elems, dim, group) if fam == "attention" else (0.0, 0.0)
     return _Terms(fam, tokens, kernels, flops, nbytes, peak, chip.hbm_bytes_per_s, head_tiles=tiles[0],
                   group_tiles=tiles[1], kv_streams=streams, window_keys=past,
@@ -378,10 +376,7 @@ def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = 
     rows to price stay 0; comm_switch_max only where some row's bytes are reduced in the switch; _KERNEL_ONLY ones
     only on their chip families, or where it is not given); the discrete one
     (_GRID) among the values the chip family's kernel allows (_KERNEL_GRID)."""
-    free = tuple((n, v) for n, v in _free(fam)
-                 if (n not in _ONLY_WITH or np.any(np.asarray(getattr(terms, _ONLY_WITH[n])) > 0))
-                 and (n != "comm_switch_max" or _switch_reduced(terms))
-                 and (not chip_family or chip_family in _KERNEL_ONLY.get(n, (chip_family,))))
+    free = tuple((n, v) for n, v in _free(fam) if _identified(n, terms, chip_family))
     names = [n for n, _ in free]
 
     grid_name, grid = _GRID.get(fam, ("", (None,)))
@@ -406,6 +401,16 @@ def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = 
     if "comm_max" in names and "comm_switch_max" not in names:  # no switch-reduced row: as the copies (unmeasured)
         p = replace(p, comm_switch_max=p.comm_max)
     return p
+
+
+def _identified(name: str, terms: _Terms, chip_family: str) -> bool:
+    """Whether the rows can tell parameter `name`: some row prices it (_ONLY_WITH), some row's bytes are reduced in
+    the switch (comm_switch_max), and the chip family's kernel has its mechanism (_KERNEL_ONLY; any where not given)."""
+    if name in _ONLY_WITH and not np.any(np.asarray(getattr(terms, _ONLY_WITH[name])) > 0):
+        return False
+    if name == "comm_switch_max" and not _switch_reduced(terms):
+        return False
+    return not chip_family or name not in _KERNEL_ONLY or chip_family in _KERNEL_ONLY[name]
 
 
 def _switch_reduced(terms: _Terms) -> bool:
