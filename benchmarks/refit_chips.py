@@ -1,11 +1,11 @@
 """Refit the shipped chip files' [efficiency.*] tables from the shared measurements (maintainer step).
 
-    python3 benchmarks/refit_chips.py [--data ../shared/calibration] [--write] [--date YYYY-MM-DD]
+    python3 benchmarks/refit_chips.py [--data ../shared/calibration] [--chips b200,gb200] [--write] [--date YYYY-MM-DD]
     python3 benchmarks/refit_chips.py --table      # the shipped parameters as CALIBRATION.md's table
 
 Sources (both under --data):
 - aic-vllm/<system>/  NVIDIA AIConfigurator's vLLM kernel tables (calibrate/aic_vllm.py): gemm (bf16),
-  gemm_fp8, gemm_fp8_block (block-scaled fp8, kernel-time rows), moe (fused-MoE block), attention (causal prefill), attention_decode (bf16 KV),
+  gemm_fp8, gemm_fp8_block (block-scaled fp8, kernel-time rows), gemm_fp4 (NVFP4, b200 / gb200), moe (fused-MoE block), attention (causal prefill), attention_decode (bf16 KV),
   attention_decode_fp8 (fp8 KV) and collective (vLLM custom all-reduce, CUDA graph) for every system with a
   chip file (a100-80gb, h100-sxm, h200, b200, gb200, l40s), all_to_all (MoE dispatch / combine, DeepEP) where
   measured (h100-sxm, h200, b200, gb200);
@@ -89,10 +89,10 @@ def note(chip, sources: list[str], points: int, date: str | None, glue: bool) ->
     """The [efficiency] header: sources, points, date, the peaks fitted against; glue: the chip has its own mla_glue
     fit (validate_mla.py)."""
     dtype = "fp16" if "fp16" in chip.dense_flops_per_s else "bf16"
-    fp8 = f", fp8 {chip.peak_flops_per_s('fp8'):.4g}" if "fp8" in chip.dense_flops_per_s else ""
+    low = "".join(f", {d} {chip.peak_flops_per_s(d):.4g}" for d in ("fp8", "fp4") if d in chip.dense_flops_per_s)
     fitted = date or _dt.date.today().isoformat()
     return ("; ".join(sources) + f"; {points} points; fitted {fitted} against this file's {chip.name} peaks "
-            f"({dtype} {chip.peak_flops_per_s(dtype):.4g}{fp8} FLOP/s, HBM {chip.hbm_bytes_per_s:.4g} B/s, "
+            f"({dtype} {chip.peak_flops_per_s(dtype):.4g}{low} FLOP/s, HBM {chip.hbm_bytes_per_s:.4g} B/s, "
             f"{chip.scaleup.kind} {chip.scaleup.bytes_per_s:.4g} B/s); families not listed here are borrowed "
             "(chip_fits.calibrated_model says from where); multi-node collectives not calibrated"
             + ("; mla_glue fitted by benchmarks/validate_mla.py" if glue else ""))
@@ -158,6 +158,7 @@ def main(argv=None) -> int:
     ap.add_argument("--data", default=str(DEFAULT_DATA), help="shared calibration directory (default: %(default)s)")
     ap.add_argument("--write", action="store_true", help="rewrite the chip files' [efficiency.*] tables in place")
     ap.add_argument("--date", default=None, help="date in the fitted_on notes (default: today)")
+    ap.add_argument("--chips", default=None, help="comma-separated chip names to refit (default: every chip with data)")
     ap.add_argument("--table", action="store_true",
                     help="print the shipped chip files' parameters as CALIBRATION.md's Markdown table and exit")
     args = ap.parse_args(argv)
@@ -167,9 +168,17 @@ def main(argv=None) -> int:
     if args.table:
         print(parameter_table([c for _, c in chips_with_data(data)]))
         return 0
+    chosen = chips_with_data(data)
+    if args.chips is not None:
+        wanted = [c.strip() for c in args.chips.split(",") if c.strip()]
+        unknown = sorted(set(wanted) - {c for _, c in chosen})
+        if unknown or not wanted:
+            ap.error(f"--chips: no data or chip file for {', '.join(unknown) or '(none given)'}; "
+                     f"choose from {', '.join(c for _, c in chosen)}")
+        chosen = [(s, c) for s, c in chosen if c in wanted]
     vidur_rows = normalize(vidur.convert_vidur(data / "vidur")) if (data / "vidur").is_dir() else None
     ok = True
-    for system, chip_name in chips_with_data(data):
+    for system, chip_name in chosen:
         chip, res, chip_note = refit_chip(data, system, chip_name, args.date, vidur_rows)
         diff = differences(chip_name, res.fits)
         ok &= not diff
