@@ -25,6 +25,8 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
 
     gemm              kind='gemm', bf16/fp16 compute     vLLM GEMMs (aic-vllm gemm_perf, bfloat16)
     gemm_fp8          kind='gemm', fp8/int8 compute      vLLM CUTLASS fp8 GEMMs (gemm_perf, fp8 per-tensor)
+    gemm_fp4          kind='gemm', fp4 compute (NVFP4)   vLLM's NVFP4 GEMMs (gemm_perf nvfp4, W4A4: FlashInfer CuTe
+                                                         DSL on Blackwell); without a fit: the chip's gemm_fp8
     gemm_fp8_block    the same with block-scaled weights  vLLM block-scaled fp8 GEMMs (gemm_perf fp8_block: DeepGEMM,
                       (op.weight_block > 0: DeepSeek-V3,   CUTLASS/FlashInfer blockwise; Triton on L40S), the rows
                       Qwen3 fp8 checkpoints)               whose kernel time shows above the host floor; without a
@@ -81,9 +83,9 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   overhead_per_token_elem_s its passes once per token whatever the top-k (op.token_elems = tokens x d_model: the input
   gathered and quantized, the top-k outputs combined; B200 fp8 experts ~3 ps an element per GEMM); moe_fp8 also
   overhead_per_depth_s per element of each GEMM's K (block-scaled fp8 walks K in 128-wide blocks, each rescaled
-  into the fp32 sums: a serial floor that grows with K, 19-21 us for one token at h 2048, 36-46 us at h 7168). fp8 GEMMs
-  (gemm_fp8) have their own fit of every parameter, and past one M tile of compute_m_tile rows (a discrete fit: 0, 128
-  or 256) a factor T / (ceil(T / tile) * tile): vLLM picks a kernel sized to M up to a tile, whole tiles beyond it.
+  into the fp32 sums: a serial floor that grows with K, 19-21 us for one token at h 2048, 36-46 us at h 7168). fp8 and
+  fp4 GEMMs (gemm_fp8; gemm_fp4 also the outs factor) have their own fit of every parameter, and past one M tile of
+  compute_m_tile rows (0, 128 or 256) a factor T / (ceil(T / tile) * tile): a kernel sized to M up to a tile.
 - MoE: compute_m_block_rule pads each expert's T rows to the kernel's M blocks (m_block_padding); compute_width_half:
   f(i / tp, h) (op.expert_width): narrow experts (high moe_tp) spread each tile's fixed work over fewer multiply-adds;
   overhead_ep_s (fitted for moe_quant): a floor per kernel where the routed experts are split over chips
@@ -129,9 +131,8 @@ chip_fits.py picks the fits: chips with their own tables borrow the families the
 chip (labelled in `CalibratedModel.label`, per family in `.sources`); chips without tables borrow everything
 (chip_fits.FAMILY_DEFAULTS): Hopper -> h100-sxm, Ampere -> a100-80gb, Blackwell -> b200, Ada -> l40s, CDNA3 / Volta
 -> the nearest GPU fit (not measured), TPU -> TPU_DEFAULT (uncalibrated: compute 0.95 per the book's footnote,
-memory and links 0.9, 1 us per op). A family missing everywhere falls back along BORROWS (gemm_fp8 and moe -> gemm,
-attention_decode -> attention -> gemm's fractions; moe_quant, moe_fp8 -> the chip's own moe fit; moe_int4 ->
-moe_quant -> moe).
+memory and links 0.9, 1 us per op). A family missing everywhere falls back along BORROWS (gemm_fp4 -> gemm_fp8 ->
+gemm, moe -> gemm, attention_decode -> attention -> gemm's fractions; moe_quant, moe_fp8 -> moe; moe_int4 -> moe_quant).
 """
 
 from __future__ import annotations
@@ -155,12 +156,12 @@ if TYPE_CHECKING:
 
 FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8",
             "elementwise", "activation", "rope", "norm", "embedding", "collective", "moe_fp8", "gemm_fp8_block",
-            "all_to_all", "mla_glue", "moe_int4")
+            "all_to_all", "mla_glue", "moe_int4", "gemm_fp4")
 FP8_COMPUTE = ("fp8", "int8", "fp4", "int4")  # GEMMs computing in these run the 8-bit (and narrower) kernels
 # a family without its own fit borrows: family -> the family it falls back to (and says so)
 BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "moe_quant": "moe", "attention_decode_fp8": "attention_decode",
            "moe_int4": "moe_quant", "attention_decode": "attention", "moe_fp8": "moe", "gemm_fp8_block": "gemm_fp8",
-           "all_to_all": "collective"}
+           "all_to_all": "collective", "gemm_fp4": "gemm_fp8"}
 
 
 def borrowed_base(family: str, have) -> str:
@@ -171,8 +172,9 @@ def borrowed_base(family: str, have) -> str:
 
 
 # without an own fit these use the chip's own bf16 fit (BORROWS), not another chip's fit of the 8-bit family
-OWN_BF16_FALLBACK = ("gemm_fp8", "attention_decode_fp8", "moe_quant", "moe_fp8", "gemm_fp8_block", "moe_int4")
-GEMM_FAMILIES = ("gemm", "gemm_fp8", "gemm_fp8_block")  # dense GEMMs: bf16, fp8 per-tensor, fp8 block-scaled
+OWN_BF16_FALLBACK = ("gemm_fp8", "attention_decode_fp8", "moe_quant", "moe_fp8", "gemm_fp8_block", "moe_int4",
+                     "gemm_fp4")
+GEMM_FAMILIES = ("gemm", "gemm_fp8", "gemm_fp8_block", "gemm_fp4")  # dense: bf16, fp8 per-tensor / block-scaled, fp4
 ATTENTION_FAMILIES = ("attention", "attention_decode", "attention_decode_fp8")  # prefill; decode: bf16, 8-bit KV
 DECODE_FAMILIES = ATTENTION_FAMILIES[1:]
 MOE_FAMILIES = ("moe", "moe_quant", "moe_fp8", "moe_int4")  # fused-MoE blocks: bf16, fp4, 8-bit, int4 experts
@@ -399,7 +401,7 @@ def family_of(op: "Op") -> str:
         if op.style == "expert" and eight_bit_experts(op):
             return "moe_fp8"
         if op.compute_dtype in FP8_COMPUTE:
-            return "gemm_fp8_block" if block_scaled(op) else "gemm_fp8"
+            return "gemm_fp4" if op.compute_dtype == "fp4" else "gemm_fp8_block" if block_scaled(op) else "gemm_fp8"
         return "moe" if op.style == "expert" else "gemm"
     if op.kind == "attention":
         return decode_family(op) if is_decode_attention(op) else "attention"

@@ -50,6 +50,9 @@ from .units import as_list, json_ready, remembered, unique_rows
 # per-request constants carried: 0.595 and 7.0 ms before). Held-out median error: TTFT 10.1 %, TPOT 8.3 %
 # (concurrency 32-64); gpt-oss-120b (refit on all 120 Llama rows) TTFT 19.4 %, TPOT 35 % (kernel floors that vLLM's
 # CUDA graphs fuse or overlap, under the Llama-fitted per-step overhead; with these constants TTFT 18 %, TPOT 12 %).
+# Kept when NVFP4 GEMMs got their own fit (gemm_fp4): the refit (0.858 ms per step, 6.6 ms per request) takes the gap
+# between Llama's fp4 serving steps and the NVFP4 kernel tables (0.4-2.5 ms; its fp8 steps match) as host time, and
+# would double gpt-oss-120b's TPOT error (12 -> 23 %); README "Serving under load".
 HOST_STEP_OVERHEAD_S = 0.351e-3
 HOST_SEQ_OVERHEAD_S = 0.0
 HOST_REQUEST_OVERHEAD_S = 2.9e-3

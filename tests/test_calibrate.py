@@ -322,6 +322,23 @@ def test_fp8_gemm_fit_picks_the_m_tile():
     assert got.compute_m_tile == 256.0
 
 
+def test_fp4_gemm_fit_finds_the_output_parallelism_of_skinny_gemms():
+    # NVFP4 GEMMs (fp4 rows: family gemm_fp4) timed by a law whose few output tiles leave SMs idle: compute efficiency
+    # 0.7 * T*N / (T*N + 2e5), so a 1 x 128 output runs at 0.7 * 128 / 200,128 = 0.045 % of the fp4 peak. The fit
+    # finds that factor (fp8 GEMMs have no such term) and prices the rows as the law does
+    chip = lr.load_chip("b200")
+    truth = FamilyFit(compute_max=0.7, memory_max=0.8, overhead_s=5e-6, compute_outs_half=2e5)
+    m, n, k = (a.ravel().astype(float) for a in np.meshgrid([1, 8, 64, 512, 4096], [128, 1024, 8192, 28672],
+                                                             [1024, 8192, 32768]))
+    df = measurements.normalize(pd.DataFrame(dict(family="gemm", op="x", model="a", dtype="fp4", m=m, k=k, n=n,
+                                                  measured_s=1.0)))
+    assert set(df.fam) == {"gemm_fp4"}
+    df["measured_s"] = fitting.predict(df, chip, {"gemm_fp4": truth})
+    got = fitting.fit_family(fitting._terms(df, chip, "gemm_fp4"), df["measured_s"].to_numpy(), "gemm_fp4")
+    assert got.compute_outs_half == pytest.approx(2e5, rel=0.05)
+    assert fitting.predict(df, chip, {"gemm_fp4": got}) == pytest.approx(df["measured_s"].to_numpy(), rel=0.02)
+
+
 def test_a_hopper_fp8_gemm_fit_keeps_the_sm90_kernels_256_row_tile():
     # rows timed by a law with 128-row tiles: elsewhere the fit finds 128 (the law's); on a Hopper GPU it keeps 256,
     # the M rows of vLLM's SM90 CUTLASS fp8 kernel past 128 (TileShape 128 x 128 x 128 in ClusterShape 2 x 1 x 1),

@@ -45,6 +45,21 @@ def test_fp8_block_rows_keep_the_kernel_time_above_the_floor():
     assert (b["bytes"].iloc[0], b.flops.iloc[0], b.dtype.iloc[0]) == (99_336, 8_388_608, "fp8")
 
 
+def test_nvfp4_gemm_rows_are_the_fp4_family_at_four_and_a_half_bits():
+    import pandas as pd
+
+    # vLLM's NVFP4 linear (W4A4): weights and activations 4 bits + one fp8 scale per 16 elements = 4.5 bits
+    # (0.5625 bytes), output bf16. m = 2, n = 64, k = 128: bytes (2*128 + 128*64) * 0.5625 + 2*64*2
+    # = 8,448 * 0.5625 + 256 = 4,752 + 256 = 5,008; flops 2*2*64*128 = 32,768; latency 0.008 ms
+    t = pd.DataFrame({"gemm_dtype": ["nvfp4", "fp8"], "kernel_source": ["F", "P"], "m": [2, 2], "n": [64, 64],
+                      "k": [128, 128], "latency": [0.008, 0.007]})
+    r = measurements.normalize(pd.DataFrame(aic_vllm.gemm_rows(t)).assign(gpu="b200")).set_index("op")
+    f = r.loc["gemm_nvfp4"]
+    assert (f.fam, f["dtype"], f["bytes"], f.flops, f.measured_s) == ("gemm_fp4", "fp4", 5_008, 32_768,
+                                                                    pytest.approx(8e-6))
+    assert r.loc["gemm_fp8"].fam == "gemm_fp8"  # the per-tensor fp8 row keeps its family
+
+
 def test_attention_rows(rows):
     c = rows[(rows.op == "context_attention") & (rows.m == 1024)]
     c = c[c.elems == 1024 * 32 * 256].iloc[0]  # batch 1, isl 1024, 32 heads

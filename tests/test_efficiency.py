@@ -405,6 +405,28 @@ def test_block_scaled_fp8_gemms_route_to_their_family(round_chip):
     assert m.fit_for("gemm_fp8_block") is m.fit_for("gemm") and m.sources["gemm_fp8_block"] == "borrowed: gemm"
 
 
+def test_fp4_gemms_route_to_their_family_and_borrow_the_chips_fp8_fit(round_chip):
+    # NVFP4 weights (4 bits + one fp8 scale per 16: 4.5 bits) computing in fp4 (W4A4): the gemm_fp4 fit, with or
+    # without a scale block; fp4 experts stay with the 4-bit fused-MoE kernels (moe_quant); fp8 with gemm_fp8
+    kw = dict(tokens=8, k=8192, n=8192, act_bytes_per_elem=0.5, bits_per_weight=4.5, weight_dtype="fp4")
+    assert family_of(gemm("attn.o_proj", "dense", 1, compute_dtype="fp4", **kw)) == "gemm_fp4"
+    assert family_of(gemm("attn.o_proj", "dense", 1, compute_dtype="fp4", weight_block=16, **kw)) == "gemm_fp4"
+    assert family_of(gemm("ffn.experts.up", "moe", 1, compute_dtype="fp4", style="expert", **kw)) == "moe_quant"
+    assert family_of(gemm("attn.o_proj", "dense", 1, compute_dtype="fp8", tokens=8, k=8192, n=8192,
+                            bits_per_weight=8, act_bytes_per_elem=1)) == "gemm_fp8"
+    # a chip with no fp4 fit prices them with its own fp8 fit (as before gemm_fp4 existed), and says so; without
+    # that either, its bf16 one
+    h100 = calibrated_model("h100-sxm")
+    assert h100.fit_for("gemm_fp4") is h100.fit_for("gemm_fp8") and h100.sources["gemm_fp4"] == "borrowed: gemm_fp8"
+    m = calibrated_model(round_chip)
+    assert m.fit_for("gemm_fp4") is m.fit_for("gemm") and m.sources["gemm_fp4"] == "borrowed: gemm"
+    # the Blackwell chips measured NVFP4 GEMMs (aic-vllm gemm_perf nvfp4) and carry their own fit; B300, without
+    # measurements, takes B200's
+    for chip in ("b200", "gb200"):
+        assert calibrated_model(chip).sources["gemm_fp4"] == f"{chip} fit"
+    assert calibrated_model("b300").sources["gemm_fp4"] == "borrowed: b200"
+
+
 def test_deepseek_v3_block_fp8_checkpoint_marks_its_gemms():
     from llm_roofline.graph import Dtypes, Phase, build_ops
     from llm_roofline.model.hf import load_model

@@ -6,7 +6,8 @@ Each row of those tables is one kernel call (one layer, one GPU) of vLLM's own k
 replay after warm-ups with locked clocks; `latency` is in milliseconds. Tables converted (others are ignored):
 
     gemm_perf                  Y[m,n] = X[m,k] W[k,n], gemm_dtype bfloat16 | fp8 (per-tensor) | fp8_block (the
-                               gemm_fp8_block family: its kernel-time rows, see _block_kernel_time)
+                               gemm_fp8_block family: its kernel-time rows, see _block_kernel_time) | nvfp4
+                               (B200 / GB200; the gemm_fp4 family)
     context_attention_perf     causal FlashAttention prefill, batch_size sequences of isl tokens, no prefix
     generation_attention_perf  one decode step, KV length isl + step (isl = 1)
     custom_allreduce_perf      vLLM's custom NVLink all-reduce of message_size bf16 elements (CUDA-graph rows)
@@ -16,7 +17,8 @@ replay after warm-ups with locked clocks; `latency` is in milliseconds. Tables c
     moe_a2a_perf               MoE expert-parallel dispatch / combine of one layer (DeepEP, ep_size GPUs of one node)
 
 Several kernels (kernel_source) measured the same shape: the fastest one is kept, as vLLM picks the best
-kernel it has. Byte accounting (e = element bytes: bf16 2, fp8 1; outputs bf16):
+kernel it has. Byte accounting (e = element bytes: bf16 2, fp8 1, nvfp4 4.5 / 8 (4 bits + an fp8 scale per 16);
+outputs bf16):
 
     gemm       flops 2mkn; bytes (m*k + k*n) * e_in + m*n * 2; fp8_block adds the fp32 scales, one per 1x128
                activation group and one per 128x128 weight block: (m*k/128 + k*n/16384) * 4
@@ -78,7 +80,7 @@ SYSTEMS = {"a100_sxm": "a100-80gb", "h100_sxm": "h100-sxm", "h200_sxm": "h200", 
 AIC_SOURCE = "AIConfigurator vLLM kernel tables (aiconfigurator-core 0.12.0, vLLM 0.24.0; a100 0.14.0) {gpus}"
 AIC_TABLES = ("gemm_perf", "context_attention_perf", "generation_attention_perf", "custom_allreduce_perf", "moe_perf",
               "moe_a2a_perf")
-AIC_OPS = {"gemm_bf16", "gemm_fp8", "gemm_fp8_block", "context_attention", "generation_attention",
+AIC_OPS = {"gemm_bf16", "gemm_fp8", "gemm_fp8_block", "gemm_nvfp4", "context_attention", "generation_attention",
            "custom_allreduce", "moe", "moe_nvfp4", "moe_w4a16_mxfp4", "moe_int4_wo",
            "moe_fp8_block", "moe_a2a_dispatch", "moe_a2a_combine"}
 AIC_COLUMNS = (CSV_ORDER[:CSV_ORDER.index("flops")] + ("keys", "head_dim", "kv_bits", "q_per_kv", "walked", "routed",
@@ -92,7 +94,8 @@ AIC_COLUMNS = (CSV_ORDER[:CSV_ORDER.index("flops")] + ("keys", "head_dim", "kv_b
 # (the same work without block scales) takes >= BLOCK_FLOOR_MARGIN x the floor of the block kernel that ran them
 # (its smallest time on that GPU): their time is the kernel's own, which the estimator prices (the floor, host-side
 # or a per-call setup of this vLLM version, is not modelled)
-_GEMM_DTYPES = {"bfloat16": ("bf16", 2.0), "fp8": ("fp8", 1.0), "fp8_block": ("fp8", 1.0)}
+# nvfp4 (W4A4, FlashInfer's CuTe DSL kernel on Blackwell): weights and activations 4 bits + one fp8 scale per 16
+_GEMM_DTYPES = {"bfloat16": ("bf16", 2.0), "fp8": ("fp8", 1.0), "fp8_block": ("fp8", 1.0), "nvfp4": ("fp4", 4.5 / 8)}
 BLOCK_FLOOR_MARGIN = 2.0
 FP8_BLOCK = (128.0, 128.0 * 128.0)  # activation scale group (1 x 128), weight scale block (128 x 128)
 _KV_BYTES = {"bfloat16": 2.0, "fp8": 1.0}

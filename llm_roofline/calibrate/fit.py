@@ -218,6 +218,12 @@ _FREE = {
     "gemm_fp8": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("compute_cols_half", 128.0),
                  ("memory_max", 0.8), ("overhead_s", 5e-6), ("overhead_per_output_elem_s", 1e-13),
                  ("overhead_per_token_s", 1e-9)),
+    # NVFP4 (W4A4, FlashInfer's CuTe DSL kernel on Blackwell): gemm_fp8's terms plus gemm's output parallelism (outs
+    # half): its skinny GEMMs (N <= 2k, K >= 4k) take time ~ K, 0.57-0.92x predicted without it (B200 held out 8.4 /
+    # 25.7 -> 6.3 / 18.9 %, GB200 8.9 / 26.4 -> 6.7 / 20.3 %; split-K and the depth factor add <= 0.2 point)
+    "gemm_fp4": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("compute_cols_half", 128.0),
+                 ("compute_outs_half", 1e4), ("memory_max", 0.8), ("overhead_s", 5e-6),
+                 ("overhead_per_output_elem_s", 1e-13), ("overhead_per_token_s", 1e-9)),
     # block-scaled fp8 (DeepSeek 128x128 weight blocks, 1x128 activation groups): gemm_fp8's terms, fitted on the
     # kernel-time rows (calibrate/aic_vllm.py): other kernels (DeepGEMM, CUTLASS / FlashInfer blockwise, Triton);
     # overhead_s is gemm_fp8's (_base)
@@ -273,19 +279,19 @@ _FREE = {
     "mla_glue": (("overhead_s", 5e-5), ("overhead_per_token_s", 1e-10)),
 }
 # further starting points (overrides of _FREE's values) a family's fit also tries, keeping the lowest loss: the
-# GEMM loss has a basin where the tile factors (tokens, cols) carry the shortfall and one where the output
-# parallelism (outs) does, and one with split-K off (K / 1e9 < 1: the former model's basin); decode, with 15 free
+# GEMM loss (bf16, and fp4 with its outs factor) has a basin where the tile factors (tokens, cols) carry the shortfall
+# and one where the output parallelism (outs) does, and one with split-K off (K / 1e9 < 1: the former model's basin); decode, with 15 free
 # parameters, one where the GQA group half is near A100's (the default start ends with G half 0 on A100's generation
 # table: in sample p90 19.2 % against 13.7 %; held out 4.1 / 17.3 -> 3.7 / 14.6 %; the other chips within 0.7 point)
-_ALT_STARTS = {"gemm": ({"compute_tokens_half": 1.0, "compute_cols_half": 1.0, "compute_outs_half": 2e5},
-                        {"compute_k_split": 1e9}),
+_OUTS_START = {"compute_tokens_half": 1.0, "compute_cols_half": 1.0, "compute_outs_half": 2e5}
+_ALT_STARTS = {"gemm": (_OUTS_START, {"compute_k_split": 1e9}), "gemm_fp4": (_OUTS_START,),
                **{f: ({"compute_group_half": 64.0, "compute_keys_half": 300.0, "memory_streams_half": 3.0},)
                   for f in DECODE_FAMILIES}}
 # a discrete parameter a family's fit picks from a few values (the rest fitted at each, the lowest loss kept): the
 # M tile of fp8 GEMMs past their first tile (efficiency.FamilyFit.compute_m_tile; 0: none, the smooth tokens factor
 # alone): Hopper's CUTLASS fp8 kernel for large M runs 128-row tiles in clusters of two; the M block rule of the 4-bit
 # fused-MoE kernels (efficiency.M_BLOCK_RULES: none, Marlin's, triton_kernels'): the rows show which the kernel runs
-_GRID = {"gemm_fp8": ("compute_m_tile", (0.0, 128.0, 256.0)),
+_GRID = {**{f: ("compute_m_tile", (0.0, 128.0, 256.0)) for f in ("gemm_fp8", "gemm_fp4")},
          **{f: ("compute_m_block_rule", (0.0, 1.0, 2.0)) for f in ("moe_int4", "moe_quant")}}
 # where the kernel's source fixes the discrete value, (family, chip family) -> the values left: vLLM's SM90 CUTLASS fp8
 # GEMM for M > 128 (csrc/quantization/cutlass_w8a8/c3x/scaled_mm_sm90_fp8_dispatch.cuh, sm90_fp8_config_default)

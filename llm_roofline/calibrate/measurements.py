@@ -34,7 +34,8 @@ CSV_FAMILIES = {
 MEASURED_COLUMNS = {
     "family": "gemm | elementwise | activation | rope | norm | embedding | attention (prefill, causal) | "
               "attention_decode | all_reduce | all_gather | reduce_scatter | all_to_all | p2p "
-              "(gemm rows with an 8-bit dtype fit the gemm_fp8 family; all_to_all rows the all_to_all family) | "
+              "(gemm rows with an 8-bit dtype fit the gemm_fp8 family, fp4 ones gemm_fp4; all_to_all rows the all_to_all "
+              "family) | "
               "gemm_fp8_block (block-scaled fp8 weights)",
     "op": "op name (e.g. attn_pre_proj, mlp_act, all_reduce)",
     "model": "model the op came from (leave-one-model-out cross-validation); empty for collectives",
@@ -121,6 +122,7 @@ def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
     except RooflineError as e:
         raise RooflineError(f"{where}: {e}") from None
     df.loc[(df["fam"] == "gemm") & df["dtype"].isin(FP8_COMPUTE), "fam"] = "gemm_fp8"
+    df.loc[(df["fam"] == "gemm_fp8") & (df["dtype"] == "fp4"), "fam"] = "gemm_fp4"  # efficiency.family_of's split
     g = df["fam"].isin(GEMM_FAMILIES)
     if (g & df[["m", "k", "n"]].isna().any(axis=1)).any():
         raise RooflineError(f"{where}: gemm rows need m, k and n")
