@@ -18,8 +18,8 @@ Size buckets: GEMM / MoE / memory-bound families by tokens M (<= 64, <= 1k, > 1k
 projection shapes n, k >= 1024 (a subset across M); prefill by sequence length; decode by KV bytes; all-reduce
 by message bytes.
 
-Sources: aic-vllm/<system>/ of h100-sxm, h200, b200, gb200, a100-80gb and l40s (gemm, gemm_fp8, moe = fused-MoE
-block, attention = causal prefill, attention_decode (bf16 KV) and attention_decode_fp8 (fp8 KV), collective =
+Sources: aic-vllm/<system>/ of h100-sxm, h200, b200, gb200, a100-80gb and l40s (gemm, gemm_fp8, gemm_fp4 = NVFP4
+on b200 / gb200, moe = fused-MoE block, attention = causal prefill, attention_decode (bf16 KV) and attention_decode_fp8 (fp8 KV), collective =
 vLLM custom all-reduce in a CUDA graph, all_to_all = MoE dispatch / combine, DeepEP low-latency or
 high-throughput, tokens per rank M) and vidur/ (memory-bound families of a100 and h100; Vidur's NCCL
 all-reduce and GEMMs are left out here: the shipped fits use the vLLM kernels). --summary adds the family x GPU
