@@ -280,8 +280,8 @@ _FREE = {
 }
 # further starting points (overrides of _FREE's values) a family's fit also tries, keeping the lowest loss: the
 # GEMM loss (bf16, and fp4 with its outs factor) has a basin where the tile factors (tokens, cols) carry the shortfall
-# and one where the output parallelism (outs) does, and one with split-K off (K / 1e9 < 1: the former model's basin); decode, with 15 free
-# parameters, one where the GQA group half is near A100's (the default start ends with G half 0 on A100's generation
+# and one where the output parallelism (outs) does, and (bf16) one with split-K off (K / 1e9 < 1: the former model's
+# basin); decode, with 15 free parameters, one where the GQA group half is near A100's (the default start ends with G half 0 on A100's generation
 # table: in sample p90 19.2 % against 13.7 %; held out 4.1 / 17.3 -> 3.7 / 14.6 %; the other chips within 0.7 point)
 _OUTS_START = {"compute_tokens_half": 1.0, "compute_cols_half": 1.0, "compute_outs_half": 2e5}
 _ALT_STARTS = {"gemm": (_OUTS_START, {"compute_k_split": 1e9}), "gemm_fp4": (_OUTS_START,),
