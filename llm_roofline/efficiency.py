@@ -157,7 +157,7 @@ if TYPE_CHECKING:
 FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8",
             "elementwise", "activation", "rope", "norm", "embedding", "collective", "moe_fp8", "gemm_fp8_block",
             "all_to_all", "mla_glue", "moe_int4", "gemm_fp4")
-FP8_COMPUTE = ("fp8", "int8", "fp4", "int4")  # GEMMs computing in these run the 8-bit (and narrower) kernels
+FP8_COMPUTE = {"fp8": "gemm_fp8", "int8": "gemm_fp8", "fp4": "gemm_fp4", "int4": "gemm_fp8"}  # dtype -> dense family
 # a family without its own fit borrows: family -> the family it falls back to (and says so)
 BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "moe_quant": "moe", "attention_decode_fp8": "attention_decode",
            "moe_int4": "moe_quant", "attention_decode": "attention", "moe_fp8": "moe", "gemm_fp8_block": "gemm_fp8",
@@ -400,8 +400,8 @@ def family_of(op: "Op") -> str:
             return "moe_int4" if getattr(op, "weight_dtype", "") == "int4" else "moe_quant"
         if op.style == "expert" and eight_bit_experts(op):
             return "moe_fp8"
-        if op.compute_dtype in FP8_COMPUTE:
-            return "gemm_fp4" if op.compute_dtype == "fp4" else "gemm_fp8_block" if block_scaled(op) else "gemm_fp8"
+        if fam := FP8_COMPUTE.get(op.compute_dtype):  # the 8-bit and narrower kernels (NVFP4: its own)
+            return "gemm_fp8_block" if fam == "gemm_fp8" and block_scaled(op) else fam
         return "moe" if op.style == "expert" else "gemm"
     if op.kind == "attention":
         return decode_family(op) if is_decode_attention(op) else "attention"

@@ -206,6 +206,8 @@ _UNSPLIT = (("memory_unsplit_half", 1.0), ("overhead_unsplit_s", 1e-5))
 # FlashAttention-2's decode floors (attention_shapes.decode_kernels): its split-KV combine, past one KV block, and the
 # Q / O copies that fold a GQA group into a query tile (A100 held out: median 8.9 -> 4.1 %, p90 37 -> 17 %)
 _FA2 = (("overhead_split_s", 3e-6), ("overhead_regroup_s", 3e-6))
+_FP8_GEMM = (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("compute_cols_half", 128.0), ("memory_max", 0.8),
+             ("overhead_s", 5e-6), ("overhead_per_output_elem_s", 1e-13), ("overhead_per_token_s", 1e-9))
 _FREE = {
     # GEMMs: M and N padded to the kernel's tiles (tokens and cols halves) and too few output tiles to fill the
     # SMs, each walking all of K (outs half: output elements T * N); each tile's pipeline fill and epilogue amortized
@@ -215,15 +217,11 @@ _FREE = {
              ("compute_k_split", 2048.0), ("compute_depth_half", 64.0)),
     # fp8: wide tiles (cols half) and no outs factor (it fits no better held out), plus the activations'
     # dynamic quantization per row
-    "gemm_fp8": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("compute_cols_half", 128.0),
-                 ("memory_max", 0.8), ("overhead_s", 5e-6), ("overhead_per_output_elem_s", 1e-13),
-                 ("overhead_per_token_s", 1e-9)),
+    "gemm_fp8": _FP8_GEMM,
     # NVFP4 (W4A4, FlashInfer's CuTe DSL kernel on Blackwell): gemm_fp8's terms plus gemm's output parallelism (outs
     # half): its skinny GEMMs (N <= 2k, K >= 4k) take time ~ K, 0.57-0.92x predicted without it (B200 held out 8.4 /
     # 25.7 -> 6.3 / 18.9 %, GB200 8.9 / 26.4 -> 6.7 / 20.3 %; split-K and the depth factor add <= 0.2 point)
-    "gemm_fp4": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("compute_cols_half", 128.0),
-                 ("compute_outs_half", 1e4), ("memory_max", 0.8), ("overhead_s", 5e-6),
-                 ("overhead_per_output_elem_s", 1e-13), ("overhead_per_token_s", 1e-9)),
+    "gemm_fp4": _FP8_GEMM[:3] + (("compute_outs_half", 1e4),) + _FP8_GEMM[3:],  # outs after the tile factors, as gemm
     # block-scaled fp8 (DeepSeek 128x128 weight blocks, 1x128 activation groups): gemm_fp8's terms, fitted on the
     # kernel-time rows (calibrate/aic_vllm.py): other kernels (DeepGEMM, CUTLASS / FlashInfer blockwise, Triton);
     # overhead_s is gemm_fp8's (_base)
@@ -281,8 +279,9 @@ _FREE = {
 # further starting points (overrides of _FREE's values) a family's fit also tries, keeping the lowest loss: the
 # GEMM loss (bf16, and fp4 with its outs factor) has a basin where the tile factors (tokens, cols) carry the shortfall
 # and one where the output parallelism (outs) does, and (bf16) one with split-K off (K / 1e9 < 1: the former model's
-# basin); decode, with 15 free parameters, one where the GQA group half is near A100's (the default start ends with G half 0 on A100's generation
-# table: in sample p90 19.2 % against 13.7 %; held out 4.1 / 17.3 -> 3.7 / 14.6 %; the other chips within 0.7 point)
+# basin); decode, with 15 free parameters, one where the GQA group half is near A100's (the default start ends with
+# G half 0 on A100's generation table: in sample p90 19.2 % against 13.7 %; held out 4.1 / 17.3 -> 3.7 / 14.6 %; the
+# other chips within 0.7 point)
 _OUTS_START = {"compute_tokens_half": 1.0, "compute_cols_half": 1.0, "compute_outs_half": 2e5}
 _ALT_STARTS = {"gemm": (_OUTS_START, {"compute_k_split": 1e9}), "gemm_fp4": (_OUTS_START,),
                **{f: ({"compute_group_half": 64.0, "compute_keys_half": 300.0, "memory_streams_half": 3.0},)

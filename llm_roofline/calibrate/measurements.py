@@ -34,9 +34,8 @@ CSV_FAMILIES = {
 MEASURED_COLUMNS = {
     "family": "gemm | elementwise | activation | rope | norm | embedding | attention (prefill, causal) | "
               "attention_decode | all_reduce | all_gather | reduce_scatter | all_to_all | p2p "
-              "(gemm rows with an 8-bit dtype fit the gemm_fp8 family, fp4 ones gemm_fp4; all_to_all rows the all_to_all "
-              "family) | "
-              "gemm_fp8_block (block-scaled fp8 weights)",
+              "(gemm rows with an 8-bit dtype fit the gemm_fp8 family, fp4 ones gemm_fp4; all_to_all rows the "
+              "all_to_all family) | gemm_fp8_block (block-scaled fp8 weights)",
     "op": "op name (e.g. attn_pre_proj, mlp_act, all_reduce)",
     "model": "model the op came from (leave-one-model-out cross-validation); empty for collectives",
     "gpu": "optional: the GPU the row was measured on (e.g. a100, h100); `calibrate --chip` keeps the rows "
@@ -121,8 +120,8 @@ def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
         eb = df["dtype"].map(dtype_bytes)
     except RooflineError as e:
         raise RooflineError(f"{where}: {e}") from None
-    df.loc[(df["fam"] == "gemm") & df["dtype"].isin(FP8_COMPUTE), "fam"] = "gemm_fp8"
-    df.loc[(df["fam"] == "gemm_fp8") & (df["dtype"] == "fp4"), "fam"] = "gemm_fp4"  # efficiency.family_of's split
+    narrow = (df["fam"] == "gemm") & df["dtype"].isin(list(FP8_COMPUTE))  # efficiency.family_of's families
+    df.loc[narrow, "fam"] = df.loc[narrow, "dtype"].map(FP8_COMPUTE)
     g = df["fam"].isin(GEMM_FAMILIES)
     if (g & df[["m", "k", "n"]].isna().any(axis=1)).any():
         raise RooflineError(f"{where}: gemm rows need m, k and n")
