@@ -459,6 +459,12 @@ def test_csv_checks():
         measurements.normalize(pd.DataFrame(dict(family=["matmul"], op=["x"], dtype=["fp16"], measured_s=[1.0])))
     with pytest.raises(RooflineError, match="m, k and n"):
         measurements.normalize(pd.DataFrame(dict(family=["gemm"], op=["x"], dtype=["fp16"], m=[1], measured_s=[1.0])))
+    # a finite but absurd time (1e308 s) overflowed measured / predicted: the fit then failed on a nan band, after
+    # numpy's warnings; an hour is the most a kernel timing may say
+    for t in (1e308, 3600.5):
+        with pytest.raises(RooflineError, match="above 3600 s"):
+            measurements.normalize(pd.DataFrame(dict(family=["gemm"], op=["x"], dtype=["fp16"], m=[1], k=[2], n=[2],
+                                                     measured_s=[t])))
     # GEMM bytes default to (k*n + m*k + m*n) * 2 for fp16: (4*8 + 2*4 + 2*8) * 2 = 112; flops 2*2*4*8 = 128
     df = measurements.normalize(pd.DataFrame(dict(family=["gemm"], op=["x"], dtype=["fp16"], m=[2], k=[4], n=[8],
                                          measured_s=[1e-6])))

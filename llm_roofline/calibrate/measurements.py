@@ -68,9 +68,11 @@ MEASURED_COLUMNS = {
     "bytes": "HBM bytes moved (GEMM default (k*n + m*k + m*n) * dtype bytes); collectives: the buffer size",
     "kernels": "optional, default 1: kernel launches the measured time spans (overhead_s counts once each)",
     "nodes": "optional, default 1: nodes a collective spans; rows with nodes > 1 are not fitted (multi-node)",
-    "measured_s": "measured kernel time in seconds (median)",
+    "measured_s": "measured kernel time in seconds (median; > 0 and at most 3600)",
 }
 REQUIRED_COLUMNS = ("family", "op", "dtype", "measured_s")
+# a measured time above an hour is no kernel timing (1e308 s overflowed measured / predicted into a nan band)
+MAX_MEASURED_S = 3600.0
 CSV_ORDER = ("gpu", "model", "family", "op", "dtype", "tp", "m", "k", "n", "elems", "flops", "bytes", "kernels",
              "nodes", "measured_s")  # the column order converters write (attention sources add "keys")  # the column order converters write
 
@@ -146,9 +148,10 @@ def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
         raise RooflineError(f"{where}: column(s) {', '.join(bad)} must be finite and >= 0")
     if (df["kernels"] <= 0).any():  # the overheads are counted per kernel: a time over no kernel prices none
         raise RooflineError(f"{where}: column kernels must be > 0 (kernel launches the measured time spans)")
-    ok = np.isfinite(df["measured_s"]) & (df["measured_s"] > 0)
+    ok = np.isfinite(df["measured_s"]) & (df["measured_s"] > 0) & (df["measured_s"] <= MAX_MEASURED_S)
     if not ok.all():
-        raise RooflineError(f"{where}: {int((~ok).sum())} row(s) with a missing or non-positive measured_s")
+        raise RooflineError(f"{where}: {int((~ok).sum())} row(s) with a missing or non-positive measured_s, or one "
+                            f"above {MAX_MEASURED_S:g} s (a kernel timing, in seconds)")
     return df.reset_index(drop=True)
 
 
