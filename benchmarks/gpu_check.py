@@ -1,7 +1,7 @@
 """Kernels timed on a GPU by a framework the fits never saw (PyTorch: cuBLAS GEMMs, SDPA attention), against the
 shipped fits: an out-of-framework check of the calibrated model. Maintainers run it where they have a GPU.
 
-    python3 benchmarks/gpu_check.py measure OUT.csv     # on the GPU: PyTorch with CUDA; writes the measured CSV
+    python3 benchmarks/gpu_check.py measure OUT.csv [--parts gemm,attention]   # on the GPU (PyTorch with CUDA)
     python3 benchmarks/gpu_check.py compare OUT.csv [--chip h100-sxm]   # anywhere: ideal / calibrated error
 
 `measure` writes rows in the measured-timings schema (calibrate/measurements.py), so `llm-roofline calibrate`
@@ -10,6 +10,10 @@ rotate over enough copies to overflow L2 (the weights and KV of a real step come
 
     gemm            F.linear (cuBLAS, bf16) and torch._scaled_mm (cuBLASLt, fp8 e4m3 per-tensor scales, bf16 out)
                     on LLM projection shapes (n, k) at M = 1 ... 8192 tokens
+    weight_only     tinygemm int4 (torch._weight_int4pack_mm, group 128) and int8 (torch._weight_int8pack_mm)
+                    weight-only GEMMs, bf16 activations, same shapes: written to OUT_weight_only.csv, beside OUT
+                    (the measured-timings schema has no weight width; `compare` prices that file as `estimate`
+                    prices a weight-only GEMM)
     attention       causal SDPA prefill of B sequences of L tokens, GQA (flash = FlashAttention-2; cudnn)
     attention_decode  SDPA of a 1-token query over an L-token bf16 KV cache (flash; cudnn; efficient)
     elementwise     a bf16 residual add x + y
@@ -18,7 +22,8 @@ The kernels differ from vLLM's, whose tables the fits saw: cuBLAS bf16 is what v
 linears (the same library); its fp8 linears run CUTLASS, its attention FlashAttention-3 on Hopper, which is
 faster than PyTorch's FlashAttention-2: a calibrated estimate faster than SDPA prefill is expected there. The rows
 are never fitted (the fits use only the measured tables named in CALIBRATION.md); `compare` prints the error per
-family, op and size bucket. benchmarks/data/gpu_check_<gpu>.csv holds the rows measured so far.
+family, op and size bucket. benchmarks/data/gpu_check_<gpu>.csv (and _weight_only.csv) hold the rows measured so
+far.
 """
 
 from __future__ import annotations
@@ -121,6 +126,35 @@ def _gemm_rows(torch, time_s, gpu: str, log) -> list[dict]:
     return rows
 
 
+def _weight_only_rows(torch, time_s, gpu: str, log) -> list[dict]:
+    """Weight-only quantized GEMMs, bf16 activations: tinygemm int4 (torch._weight_int4pack_mm: 4-bit weights, a bf16
+    scale and zero per 128 weights along K: 4.25 bits) and int8 (torch._weight_int8pack_mm, a bf16 scale per column).
+    A kernel this PyTorch lacks on CUDA is skipped (logged)."""
+    rows = []
+    for n, k in GEMM_SHAPES:
+        for m in GEMM_TOKENS:
+            def make4(m=m, n=n, k=k):
+                q = torch.randint(0, 16, (n, k), device="cuda", dtype=torch.int32)
+                packed = torch._convert_weight_to_int4pack((q[:, ::2] << 4 | q[:, 1::2]).to(torch.uint8), 8)
+                scales = torch.rand(k // 128, n, 2, device="cuda", dtype=torch.bfloat16) * 0.01
+                return torch.randn(m, k, device="cuda", dtype=torch.bfloat16), packed, scales
+
+            def make8(m=m, n=n, k=k):
+                w = torch.randint(-128, 128, (n, k), device="cuda", dtype=torch.int8)
+                scales = torch.rand(n, device="cuda", dtype=torch.bfloat16) * 0.01
+                return torch.randn(m, k, device="cuda", dtype=torch.bfloat16), w, scales
+
+            for name, bits, make, run in (
+                    ("w4a16", 4.25, make4, lambda x, w, s: torch._weight_int4pack_mm(x, w, 128, s)),
+                    ("w8a16", 8.0 + 16.0 / k, make8, lambda x, w, s: torch._weight_int8pack_mm(x, w, s))):
+                weight_bytes = k * n * bits / 8
+                rows.append(_row(log, dict(gpu=gpu, model=f"n{n}_k{k}", family="gemm", op=f"torch_gemm_{name}",
+                                           dtype="bf16", tp=1, m=m, k=k, n=n, flops=2.0 * m * k * n,
+                                           weight_bits=bits, bytes=weight_bytes + (m * k + m * n) * 2.0),
+                                 lambda: time_s(make, run, weight_bytes + m * k * 2.0)))
+    return rows
+
+
 def _attention_rows(torch, time_s, gpu: str, log, names=("flash",)) -> list[dict]:
     """SDPA rows of the backends `names` (flash first: a backend whose graph capture fails runs later)."""
     F = torch.nn.functional
@@ -184,14 +218,26 @@ def _row(log, row: dict, timed) -> dict | None:
     """The row with measured_s, or None (logged) where the kernel refuses the shape."""
     try:
         row["measured_s"] = timed()
-    except (RuntimeError, ValueError, TypeError) as e:  # a backend that does not take the shape, or OOM
+    except (RuntimeError, ValueError, TypeError, AttributeError) as e:  # a backend that does not take the shape,
+        #   OOM, or a kernel this PyTorch lacks
         log(f"  skipped {row['op']} {row.get('model')} m={row.get('m')} keys={row.get('keys')}: "
             f"{str(e).splitlines()[0][:120]}")
         return None
     return row
 
 
-def measure(out: Path) -> int:
+PARTS = {"add": _add_rows, "gemm": _gemm_rows, "weight_only": _weight_only_rows, "attention": _attention_rows,
+         "attention_other": functools.partial(_attention_rows, names=("cudnn", "efficient"))}  # flash first: a
+#   backend whose graph capture fails runs later
+
+
+def weight_only_path(out: Path) -> Path:
+    """Where `measure` writes the weight-only rows: beside OUT, not in it (the measured-timings schema has no weight
+    width: `llm-roofline calibrate` would fit them as bf16 GEMMs)."""
+    return out.with_name(f"{out.stem}_weight_only{out.suffix}")
+
+
+def measure(out: Path, parts=None) -> int:
     import pandas as pd
 
     from llm_roofline.files import write_text
@@ -203,7 +249,9 @@ def measure(out: Path) -> int:
         print("measure needs PyTorch with a CUDA GPU (none here: run it on a GPU machine, then `compare` anywhere)",
               file=sys.stderr)
         return 2
-    write_text(out, "")  # an unwritable path fails here, in one line, not after the kernels are timed
+    parts = list(PARTS) if parts is None else list(dict.fromkeys(parts))
+    for path in (out, weight_only_path(out)) if "weight_only" in parts else (out,):
+        write_text(path, "")  # an unwritable path fails here, in one line, not after the kernels are timed
     props = torch.cuda.get_device_properties(0)
     gpu = next((c for key, c in GPU_CHIPS.items() if key in props.name), props.name)
     print(f"{props.name} -> {gpu}; torch {torch.__version__}, {props.multi_processor_count} SMs, "
@@ -215,20 +263,37 @@ def measure(out: Path) -> int:
     def log(msg):
         print(f"[{time.time() - t0:6.1f} s] {msg}", flush=True)
 
-    rows = []
-    other_attention = functools.partial(_attention_rows, names=("cudnn", "efficient"))
-    for name, part in (("add", _add_rows), ("gemm", _gemm_rows), ("attention (flash)", _attention_rows),
-                       ("attention (cudnn, efficient)", other_attention)):
+    rows = {out: [], weight_only_path(out): []}
+    for name in parts:  # in the order asked
+        part = PARTS[name]
         log(f"{name} ...")
-        rows += [r for r in part(torch, time_s, gpu, log) if r is not None]
-        write_text(out, pd.DataFrame(rows).to_csv(index=False, float_format="%.10g"))  # what is done so far
-        #   survives a timeout
+        path = weight_only_path(out) if name == "weight_only" else out
+        rows[path] += [r for r in part(torch, time_s, gpu, log) if r is not None]
+        write_text(path, pd.DataFrame(rows[path]).to_csv(index=False, float_format="%.10g"))  # what is done so
+        #   far survives a timeout
         torch.cuda.empty_cache()
-    log(f"{len(rows)} rows -> {out}")
+    for path, done in rows.items():
+        if done:
+            log(f"{len(done)} rows -> {path}")
     return 0
 
 
 # ============================================================================ comparing (no GPU)
+def _weight_only_s(df, chip, model):
+    """Seconds of weight-only GEMM rows (m, k, n, weight_bits; bf16 activations) as `estimate` prices them: one
+    ops.gemm each, scored ideal (model None) or at the calibrated model's efficiency."""
+    import numpy as np
+
+    from llm_roofline import ops
+    from llm_roofline.roofline import efficiency_of, score_op
+
+    out = []
+    for m, k, n, bits in df[["m", "k", "n", "weight_bits"]].itertuples(index=False):
+        op = ops.gemm("gemm", "gpu_check", 1, tokens=m, k=k, n=n, bits_per_weight=bits, act_bytes_per_elem=2.0)
+        out.append(float(score_op(op, chip, efficiency_of(op, chip, model)).t_s))
+    return np.array(out)
+
+
 def compare(path: Path, chip_name: str | None) -> int:
     import numpy as np
     import pandas as pd
@@ -247,7 +312,10 @@ def compare(path: Path, chip_name: str | None) -> int:
     chip = load_chip(chip_name or gpus[0])
     model = calibrated_model(chip)
     meas = df["measured_s"].to_numpy()
-    pred = {"ideal": fitting.predict(df, chip), "calibrated": fitting.predict(df, chip, model)}
+    if "weight_bits" in df.columns:  # weight-only rows: priced as the estimator prices such a GEMM (dequant.py)
+        pred = {"ideal": _weight_only_s(df, chip, None), "calibrated": _weight_only_s(df, chip, model)}
+    else:
+        pred = {"ideal": fitting.predict(df, chip), "calibrated": fitting.predict(df, chip, model)}
     err = {k: fitting.abs_pct_errors(v, meas) for k, v in pred.items()}
     ratio = pred["calibrated"] / meas
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -268,11 +336,23 @@ def compare(path: Path, chip_name: str | None) -> int:
     return 0
 
 
+def _parts(value: str) -> list[str]:
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    unknown = sorted(set(names) - set(PARTS))
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown part(s) {', '.join(unknown) or '(none given)'}; "
+                                         f"choose from {', '.join(PARTS)}")
+    return names
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("measure", help="time the kernels on this machine's GPU (PyTorch with CUDA)")
     m.add_argument("out", type=Path)
+    m.add_argument("--parts", default=",".join(PARTS), type=lambda v: _parts(v),
+                   help=f"comma-separated kernels to time, of {', '.join(PARTS)} (default: all; weight_only rows go "
+                        "to OUT_weight_only.csv)")
     c = sub.add_parser("compare", help="error of the ideal and calibrated estimates of a measured CSV")
     c.add_argument("csv", type=Path)
     c.add_argument("--chip", default=None, help="chip file to predict with (default: the rows' gpu column)")
@@ -280,7 +360,7 @@ def main(argv=None) -> int:
     from llm_roofline.errors import RooflineError
 
     try:
-        return measure(a.out) if a.cmd == "measure" else compare(a.csv, a.chip)
+        return measure(a.out, a.parts) if a.cmd == "measure" else compare(a.csv, a.chip)
     except RooflineError as e:  # a missing or malformed CSV, an unknown chip: one line
         print(f"gpu_check: {e}", file=sys.stderr)
         return 2
