@@ -757,3 +757,24 @@ def test_calibrated_int4_matrix_vector_products_beat_measured_bf16_and_a_batch_o
         ideal, estimate = score_op(op, chip).t_s, score_op(op, chip, model.for_op(op, chip)).t_s
         assert ideal <= estimate <= r.measured_s, (r.n, r.k)
         assert 2 * estimate <= r.measured_s_bf16, (r.n, r.k)
+
+
+def test_calibrated_llama_8b_step_matches_its_layer_timed_on_an_h100():
+    """Llama-3.1-8B's layer kernels timed back to back on a lent H100 (benchmarks/data/gpu_sustained_h100-sxm.csv,
+    run 2, benchmarks/gpu_sustained.py, PyTorch 2.11 eager: cuBLAS GEMMs, SDPA, SiLU, adds; 2026-11-26), against the
+    calibrated estimate of the whole model (32 such layers; embedding, final norm and a 1-row LM head add < 1 %).
+    By hand: weights per layer 6144*4096 + 4096*4096 + 28672*4096 + 4096*14336 = 218,103,808.
+    Prefill of 4096 tokens: 2 * 4096 * 218.1M + 4 * 32 heads * 128 * (4096 * 4097 / 2) pairs = 1.9242e12 FLOP per
+    layer; the first window (1980 MHz, after 2 s idle: the burst the kernel tables measure) ran 655 TFLOP/s, so
+    32 layers take 94.0 ms. Decode of 64 sequences over 4096 cached tokens: 2 * 218.1M weight bytes + 2 * 2 * 64 * 8
+    * 4096 * 128 KV bytes = 1.50995e9 B per layer at 2.76 TB/s (held, 1980 MHz): 32 layers take 17.5 ms."""
+    rows = pd.read_csv(Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "gpu_sustained_h100-sxm.csv")
+    rows = rows[rows["run"] == 2]
+    prefill = rows[rows["phase"] == "llama8b_layer_prefill_4096"]["rate"].iloc[0] * 1e12  # FLOP/s, burst
+    decode = rows[rows["phase"] == "llama8b_layer_decode_b64_kv4096"]["rate"].iloc[-1] * 1e12  # B/s, held
+    ttft_s, tpot_s = 32 * 1.9242e12 / prefill, 32 * 1.50995e9 / decode
+    assert 0.090 < ttft_s < 0.098 and 0.017 < tpot_s < 0.018  # the figures above
+    est = estimate("meta-llama/Llama-3.1-8B", "h100-sxm", batch=1, prompt_len=4096, gen_len=16)
+    assert abs(est.ttft_s / ttft_s - 1) <= 0.05
+    est = estimate("meta-llama/Llama-3.1-8B", "h100-sxm", batch=64, prompt_len=4096, gen_len=16)
+    assert abs(est.tpot_s / tpot_s - 1) <= 0.08
