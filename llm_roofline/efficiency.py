@@ -435,31 +435,18 @@ class CalibratedModel:
         return fit
 
     def __post_init__(self):
-        object.__setattr__(self, "_bands", {})  # family -> band: the model is immutable
+        object.__setattr__(self, "bands", {})  # family -> (p10, p90), filled by uncertainty.family_band
         # key -> (tokens array, chip, Efficiency): the ops of a graph share one tokens array, so consecutive ops of a
         # family (dequantizing GEMMs: and chip, compute dtype) ask for the same one (held: its id is not reused)
         object.__setattr__(self, "_by_tokens", {})
         object.__setattr__(self, "_fits", {})  # family -> the fit pricing it (fit_for, remembered)
-
-    def band(self, family: str) -> tuple[float, float]:
-        """(p10, p90) of measured / calibrated time for one family (see band_of)."""
-        band = self._bands.get(family)
-        if band is None:
-            band = self._bands[family] = band_of(self.fit_for(family), self.sources.get(family, UNCALIBRATED))
-        return band
-
-    def op_band(self, op: "Op", chip: Chip) -> tuple[float, float]:
-        """The band of the family that prices `op` (multi-node collectives are not calibrated)."""
-        if op.kind == "collective" and _crosses_domain(op, chip):
-            return UNCALIBRATED_BAND
-        return self.band(family_of(op))
 
     def for_op(self, op: "Op", chip: Chip) -> Efficiency:
         return self._priced(op, chip, family_of(op))
 
     def _priced(self, op: "Op", chip: Chip, fam: str) -> Efficiency:
         """for_op of an op of family `fam` (family_of(op), read once by for_ops)."""
-        if fam in COLLECTIVE_FAMILIES and _crosses_domain(op, chip):
+        if fam in COLLECTIVE_FAMILIES and crosses_domain(op, chip):
             return Efficiency(label=self.label + "; multi-node collective: ideal (not calibrated)")
         p = self.fit_for(fam)
         if fam == "gemm" and weight_only_quantized(op):  # it reads the tokens, the chip's peaks and the dtype
@@ -617,34 +604,9 @@ def eight_bit_experts(op: "Op") -> bool:
         op.compute_dtype in FP8_COMPUTE
 
 
-def _crosses_domain(op: "Op", chip: Chip) -> bool:
+def crosses_domain(op: "Op", chip: Chip) -> bool:
     return int(op.group_chips) > chip.scaleup.domain_size
 
 
 BORROWED = "borrowed: "  # sources[family] of a fit taken from another chip (or another family)
 UNCALIBRATED = "uncalibrated"
-
-
-# =============================================================================== uncertainty band
-# A family's band is (err_p10, err_p90): the 10th / 90th percentile of measured / calibrated time on shapes held
-# out of its fit (benchmarks/refit_chips.py: grouped 5-fold; `calibrate` stores in-sample percentiles). Borrowed
-# fits are wider: from another chip of the family default, the band is stretched by BORROWED_CHIP_WIDEN (the
-# leave-one-GPU-out error of benchmarks/validate.py: held-out p90 ~ 1.3x the own-chip one); from another
-# family (attention borrowing gemm) or without any fit the band is an ASSUMPTION that covers the errors
-# measured before the families were calibrated (attention 63 % too fast, all-reduce 3x too slow).
-BORROWED_CHIP_WIDEN = (0.85, 1.25)  # multiplies (p10, p90) of a fit borrowed from another chip
-BORROWED_FAMILY_BAND = (0.7, 2.5)  # a family priced with another family's fit (attention <- gemm)
-UNCALIBRATED_BAND = (0.7, 2.0)  # no fit at all (ideal efficiencies, TPU defaults, multi-node collectives)
-
-
-def band_of(p: FamilyFit, src: str) -> tuple[float, float]:
-    """(p10, p90) multipliers of a family's calibrated time, from its fit and where the fit comes from
-    (CalibratedModel.sources: '<chip> fit', 'borrowed: <chip>', 'borrowed: <family>', 'uncalibrated')."""
-    if src in ("", UNCALIBRATED) or p is IDEAL_FIT or p is TPU_DEFAULT:
-        return UNCALIBRATED_BAND
-    if src.startswith(BORROWED) and src[len(BORROWED):] in FAMILIES or p.fitted_on.startswith("NOT MEASURED"):
-        return BORROWED_FAMILY_BAND
-    lo, hi = min(p.err_p10, 1.0), max(p.err_p90, 1.0)
-    if src.startswith(BORROWED):
-        lo, hi = lo * BORROWED_CHIP_WIDEN[0], hi * BORROWED_CHIP_WIDEN[1]
-    return lo, hi

@@ -22,7 +22,7 @@ import numpy as np
 from .attention_shapes import KV_BLOCKS
 from .bounds import BOUNDS, check_amounts, check_count
 from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency
-from .efficiency import DECODE_FAMILIES, family_of
+from .efficiency import DECODE_FAMILIES, CalibratedModel, family_of
 from .errors import ScenarioError
 from .graph import Dtypes, Phase, build_ops, resolve_dtypes
 from .hardware import Chip, load_chip
@@ -445,7 +445,7 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
         ideal = _headline(_repriced(r, None), gen_len)
     head = _headline(r, gen_len)
     uncertainty = None  # calibrated: each phase's op times (all instances) weight their families' bands
-    if hasattr(r.efficiency_model, "op_band"):
+    if isinstance(r.efficiency_model, CalibratedModel):
         phases = {name: ph.op_times() for name, ph in (("prefill", r.prefill), ("decode", r.decode if gen_len > 1 else None)) if ph}
         uncertainty = uncertainty_of(r.efficiency_model, phases, head, chip)
     bits = spec.weight_format_for("ffn", dt.weight).bits_per_weight(spec.d_model)

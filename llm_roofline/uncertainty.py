@@ -1,12 +1,54 @@
-"""The uncertainty band of a calibrated estimate: each op's family band (efficiency.band_of: the held-out error of
-its fit, wider where borrowed) weighted by the op's share of its phase, carried to the headline numbers."""
+"""The uncertainty band of a calibrated estimate: each op's family band (band_of: the held-out error of its fit,
+wider where borrowed) weighted by the op's share of its phase, carried to the headline numbers."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .efficiency import (BORROWED, FAMILIES, IDEAL_FIT, TPU_DEFAULT, UNCALIBRATED, CalibratedModel, FamilyFit,
+                         crosses_domain, family_of)
+
 if TYPE_CHECKING:
     from .hardware import Chip
+    from .ops import Op
+
+# A family's band is (err_p10, err_p90): the 10th / 90th percentile of measured / calibrated time on shapes held
+# out of its fit (benchmarks/refit_chips.py: grouped 5-fold; `calibrate` stores in-sample percentiles). Borrowed
+# fits are wider: from another chip of the family default, the band is stretched by BORROWED_CHIP_WIDEN (the
+# leave-one-GPU-out error of benchmarks/validate.py: held-out p90 ~ 1.3x the own-chip one); from another
+# family (attention borrowing gemm) or without any fit the band is an ASSUMPTION that covers the errors
+# measured before the families were calibrated (attention 63 % too fast, all-reduce 3x too slow).
+BORROWED_CHIP_WIDEN = (0.85, 1.25)  # multiplies (p10, p90) of a fit borrowed from another chip
+BORROWED_FAMILY_BAND = (0.7, 2.5)  # a family priced with another family's fit (attention <- gemm)
+UNCALIBRATED_BAND = (0.7, 2.0)  # no fit at all (ideal efficiencies, TPU defaults, multi-node collectives)
+
+
+def band_of(p: FamilyFit, src: str) -> tuple[float, float]:
+    """(p10, p90) multipliers of a family's calibrated time, from its fit and where the fit comes from
+    (CalibratedModel.sources: '<chip> fit', 'borrowed: <chip>', 'borrowed: <family>', 'uncalibrated')."""
+    if src in ("", UNCALIBRATED) or p is IDEAL_FIT or p is TPU_DEFAULT:
+        return UNCALIBRATED_BAND
+    if src.startswith(BORROWED) and src[len(BORROWED):] in FAMILIES or p.fitted_on.startswith("NOT MEASURED"):
+        return BORROWED_FAMILY_BAND
+    lo, hi = min(p.err_p10, 1.0), max(p.err_p90, 1.0)
+    if src.startswith(BORROWED):
+        lo, hi = lo * BORROWED_CHIP_WIDEN[0], hi * BORROWED_CHIP_WIDEN[1]
+    return lo, hi
+
+
+def family_band(model: CalibratedModel, family: str) -> tuple[float, float]:
+    """(p10, p90) of measured / calibrated time for one family of a model (band_of; remembered in model.bands)."""
+    band = model.bands.get(family)
+    if band is None:
+        band = model.bands[family] = band_of(model.fit_for(family), model.sources.get(family, UNCALIBRATED))
+    return band
+
+
+def op_band(model: CalibratedModel, op: "Op", chip: Chip) -> tuple[float, float]:
+    """The band of the family that prices `op` (multi-node collectives are not calibrated)."""
+    if op.kind == "collective" and crosses_domain(op, chip):
+        return UNCALIBRATED_BAND
+    return family_band(model, family_of(op))
 
 
 def phase_band(model, op_times, chip: Chip) -> tuple[float, float]:
@@ -17,7 +59,7 @@ def phase_band(model, op_times, chip: Chip) -> tuple[float, float]:
         return 1.0, 1.0
     lo = hi = 0.0
     for op, t in op_times:
-        b = model.op_band(op, chip)
+        b = op_band(model, op, chip)
         lo, hi = lo + t / total * b[0], hi + t / total * b[1]
     return lo, hi
 

@@ -11,7 +11,8 @@ import llm_roofline as lr
 from llm_roofline.chip_fits import calibrated_model
 from llm_roofline.attention_shapes import attention_shape
 from llm_roofline.dequant import weight_bits_of, weight_only_quantized
-from llm_roofline.efficiency import BORROWED_FAMILY_BAND, UNCALIBRATED_BAND, FamilyFit, band_of, family_of
+from llm_roofline.efficiency import FamilyFit, family_of
+from llm_roofline.uncertainty import BORROWED_FAMILY_BAND, UNCALIBRATED_BAND, band_of
 from llm_roofline.uncertainty import phase_band
 from llm_roofline.ops import attention, elementwise, gemm
 from llm_roofline.roofline import score
