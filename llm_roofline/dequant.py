@@ -25,6 +25,12 @@ if TYPE_CHECKING:
 # shift/mask, int->float convert, scale multiply, zero-point subtract: an ASSUMPTION, not measured).
 DEQUANT_FLOP_PER_WEIGHT = 4.0
 _NARROW_FRACTION = 0.75  # weights narrower than 3/4 of the compute dtype count as weight-only quantized
+# Which kernel: vLLM's mixed-precision linears try Machete before Marlin (model_executor/kernels/linear
+# _POSSIBLE_KERNELS); Machete (CUTLASS, wgmma) builds and runs on compute capability 9.0 only (Hopper), where its
+# tensor-core ceiling is the bf16 GEMM's. Every other NVIDIA chip runs Marlin, whose mma.sync tensor path reaches
+# what vLLM's Marlin MoE kernels reach in the chip's moe_int4 fit: 0.146 of B200's bf16 peak (~330 TFLOP/s), 0.31
+# of H100's, 0.69 of L40S's (where mma.sync is the peak). marlin_compute_max returns that ceiling.
+MACHETE_FAMILIES = ("hopper",)
 
 
 def weight_bits_of(op: "Op") -> float:
@@ -37,15 +43,28 @@ def weight_only_quantized(op: "Op") -> bool:
     return op.compute_dtype in DTYPE_BITS and 0 < weight_bits_of(op) < _NARROW_FRACTION * DTYPE_BITS[op.compute_dtype]
 
 
-def dequant_efficiency(p, op: "Op", chip: Chip, label: str) -> Efficiency:
+def marlin_compute_max(chip: Chip, marlin, measured_on: "Chip | None") -> float:
+    """The tensor-core ceiling (fraction of the chip's bf16 peak) of the dequantizing kernel vLLM runs on `chip`:
+    1 (no ceiling beyond the GEMM fit's) on Hopper (Machete) and off NVIDIA; else the compute_max of `marlin`, the
+    chip's moe_int4 fit (Marlin), when it was measured on a chip of the same family (`measured_on`, None: not
+    measured on a chip, e.g. borrowed from another family)."""
+    if chip.vendor != "nvidia" or chip.family in MACHETE_FAMILIES or marlin is None or measured_on is None \
+            or measured_on.family != chip.family:
+        return 1.0
+    return float(marlin.compute_max)
+
+
+def dequant_efficiency(p, op: "Op", chip: Chip, label: str, compute_cap: float = 1.0) -> Efficiency:
     """A dequantizing GEMM at p, the chip's gemm fit (efficiency.FamilyFit): memory at the GEMM's memory efficiency
-    (tokens as for any GEMM), compute at compute_max * 2T / (2T + DEQUANT_FLOP_PER_WEIGHT * peak_matrix /
-    peak_vector): the FLOP time of the tensor cores plus DEQUANT_FLOP_PER_WEIGHT vector operations per weight element
+    (tokens as for any GEMM), compute at 2T / (2T / min(compute_max, compute_cap) + DEQUANT_FLOP_PER_WEIGHT *
+    (peak_matrix / peak_vector) / compute_max): the FLOP time of the tensor cores at the dequantizing kernel's
+    ceiling (compute_cap: marlin_compute_max) plus DEQUANT_FLOP_PER_WEIGHT vector operations per weight element
     (k * n = flops / 2T), never the padded rows."""
     t = _float(op.tokens)
     ratio = chip.peak_flops_per_s(op.compute_dtype) / chip.peak_flops_per_s("vector")
-    tt = _where(t > 0, t, np.inf)  # tokens unknown: no dequant share (compute_max)
-    compute = p.compute_max * 2.0 * tt / (2.0 * tt + DEQUANT_FLOP_PER_WEIGHT * ratio)
-    return Efficiency(compute=_where(t > 0, compute, p.compute_max), memory=p.memory(op.tokens),
+    tt = _where(t > 0, t, np.inf)  # tokens unknown: no dequant share (the ceiling)
+    top = min(p.compute_max, compute_cap)  # the tensor cores' share; the vector units' at the GEMM fit's
+    compute = 2.0 * tt / (2.0 * tt / top + DEQUANT_FLOP_PER_WEIGHT * ratio / p.compute_max)
+    return Efficiency(compute=_where(t > 0, compute, top), memory=p.memory(op.tokens),
                       comm=p.comm_max, overhead_s=p.overhead_s,
                       label=label + "; weight-only quantized GEMM: packed-weight read + dequant")

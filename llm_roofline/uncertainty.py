@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import numpy as np
+
+from .dequant import weight_only_quantized
 from .efficiency import (BORROWED, FAMILIES, IDEAL_FIT, TPU_DEFAULT, UNCALIBRATED, CalibratedModel, FamilyFit,
                          crosses_domain, family_of)
+from .roofline import score_op
 
 if TYPE_CHECKING:
     from .hardware import Chip
@@ -45,10 +49,17 @@ def family_band(model: CalibratedModel, family: str) -> tuple[float, float]:
 
 
 def op_band(model: CalibratedModel, op: "Op", chip: Chip) -> tuple[float, float]:
-    """The band of the family that prices `op` (multi-node collectives are not calibrated)."""
+    """The band of the family that prices `op` (multi-node collectives are not calibrated; a weight-only GEMM
+    whose tensor-core ceiling comes from the Marlin MoE fit, dequant.marlin_compute_max, is priced by another
+    family's measurements where it is compute-bound: no dense Marlin GEMM was timed)."""
     if op.kind == "collective" and crosses_domain(op, chip):
         return UNCALIBRATED_BAND
-    return family_band(model, family_of(op))
+    family = family_of(op)
+    if family == "gemm" and weight_only_quantized(op) and model.dequant_cap(chip) < model.fit_for(family).compute_max:
+        s = score_op(op, chip, model.for_op(op, chip))
+        if np.any(s.t_compute_s > s.t_memory_s):  # compute-bound somewhere: at the borrowed ceiling
+            return BORROWED_FAMILY_BAND
+    return family_band(model, family)
 
 
 def phase_band(model, op_times, chip: Chip) -> tuple[float, float]:

@@ -10,12 +10,12 @@ from hypothesis import given, settings, strategies as st
 import llm_roofline as lr
 from llm_roofline.chip_fits import calibrated_model
 from llm_roofline.attention_shapes import attention_shape
-from llm_roofline.dequant import weight_bits_of, weight_only_quantized
+from llm_roofline.dequant import marlin_compute_max, weight_bits_of, weight_only_quantized
 from llm_roofline.efficiency import FamilyFit, family_of
-from llm_roofline.uncertainty import BORROWED_FAMILY_BAND, UNCALIBRATED_BAND, band_of
+from llm_roofline.uncertainty import BORROWED_FAMILY_BAND, UNCALIBRATED_BAND, band_of, family_band, op_band
 from llm_roofline.uncertainty import phase_band
 from llm_roofline.ops import attention, elementwise, gemm
-from llm_roofline.roofline import score
+from llm_roofline.roofline import score, score_op
 from llm_roofline.units import weight_format
 from test_calibrate import ROUND_CHIP as _round_chip_text
 
@@ -76,6 +76,40 @@ def test_llama8b_h100_weight_only_decode_is_faster_by_the_weight_bytes():
     assert 1.7 < gemm_mem[None] / gemm_mem["int8"] < 2.05
     assert 2.6 < gemm_mem[None] / gemm_mem["int4"] < 4.05
     assert runs["int4"].tpot_s < runs["int8"].tpot_s < runs[None].tpot_s
+
+
+def test_dequantizing_kernel_is_marlin_off_hopper_where_a_chip_of_the_family_measured_it():
+    # vLLM's mixed-precision linears: Machete on compute capability 9.0 (Hopper), Marlin on every other NVIDIA GPU
+    marlin = FamilyFit(compute_max=0.15)
+    b200, b300, h100, a100, mi300x = (lr.load_chip(c) for c in ("b200", "b300", "h100-sxm", "a100-80gb", "mi300x"))
+    assert marlin_compute_max(b200, marlin, b200) == 0.15  # its own Marlin MoE rows
+    assert marlin_compute_max(b300, marlin, b200) == 0.15  # borrowed from a Blackwell sibling
+    assert marlin_compute_max(h100, marlin, h100) == 1.0  # Machete: the bf16 GEMM fit's ceiling
+    assert marlin_compute_max(a100, marlin, h100) == 1.0  # measured on another architecture: not Ampere's Marlin
+    assert marlin_compute_max(mi300x, marlin, h100) == 1.0  # not NVIDIA's kernels
+    assert marlin_compute_max(b200, None, None) == marlin_compute_max(b200, marlin, None) == 1.0  # nothing measured
+
+
+def test_b200_int4_prefill_gemm_runs_at_marlins_ceiling_and_h100_at_its_gemm_fit():
+    op = gemm("ffn.up", "dense", 1, tokens=2048, k=8192, n=28672, bits_per_weight=4.25, act_bytes_per_elem=2)
+    one = gemm("ffn.up", "dense", 1, tokens=1, k=8192, n=28672, bits_per_weight=4.25, act_bytes_per_elem=2)
+    b200 = lr.load_chip("b200")
+    model = calibrated_model(b200)
+    s = score_op(op, b200, model.for_op(op, b200))
+    # shipped b200.toml: moe_int4 (vLLM's Marlin MoE) compute_max 0.1462, gemm compute_max 0.7289; bf16 peak
+    # 2.25e15, fp32 vector 75e12. Tensor cores: 2*2048*8192*28672 = 9.6197e11 FLOP at 0.1462 * 2.25e15 = 3.2895e14
+    # -> 2.9244 ms; dequant: 4 * 8192*28672 = 9.3953e8 vector ops at 0.7289 * 75e12 = 5.4668e13 -> 17.19 us.
+    # Before (the bf16 GEMM fit's ceiling, 0.7289): 9.6197e11 / 1.6400e15 + 17.19 us = 0.604 ms
+    assert float(s.t_compute_s) == pytest.approx(2.9416e-3, rel=1e-3)
+    assert s.bound == "compute" and op_band(model, op, b200) == BORROWED_FAMILY_BAND  # no dense Marlin GEMM timed
+    # one row: packed weights 8192*28672*4.25/8 = 124.8 MB are the time; the ceiling does not bind, the GEMM band
+    s1 = score_op(one, b200, model.for_op(one, b200))
+    assert s1.bound == "memory" and op_band(model, one, b200) == family_band(model, "gemm")
+    h100 = lr.load_chip("h100-sxm")  # Machete: an int4 GEMM of 2048 rows prices within 5 % of the bf16 one
+    bf16 = gemm("ffn.up", "dense", 1, tokens=2048, k=8192, n=28672, bits_per_weight=16, act_bytes_per_elem=2)
+    h = calibrated_model(h100)
+    t4, t16 = (float(score_op(o, h100, h.for_op(o, h100)).t_s) for o in (op, bf16))
+    assert abs(t4 / t16 - 1) < 0.05
 
 
 # ------------------------------------------------------------------------------ attention families
