@@ -26,11 +26,13 @@ if TYPE_CHECKING:
 DEQUANT_FLOP_PER_WEIGHT = 4.0
 _NARROW_FRACTION = 0.75  # weights narrower than 3/4 of the compute dtype count as weight-only quantized
 # Which kernel: vLLM's mixed-precision linears try Machete before Marlin (model_executor/kernels/linear
-# _POSSIBLE_KERNELS); Machete (CUTLASS, wgmma) builds and runs on compute capability 9.0 only (Hopper), where its
-# tensor-core ceiling is the bf16 GEMM's. Every other NVIDIA chip runs Marlin, whose mma.sync tensor path reaches
-# what vLLM's Marlin MoE kernels reach in the chip's moe_int4 fit: 0.146 of B200's bf16 peak (~330 TFLOP/s), 0.31
-# of H100's, 0.69 of L40S's (where mma.sync is the peak). marlin_compute_max returns that ceiling.
+# _POSSIBLE_KERNELS); Machete (CUTLASS, wgmma) builds and runs on compute capability 9.0 only (Hopper) and takes
+# integer weights (uint4 / uint8 types), where its tensor-core ceiling is the bf16 GEMM's. Everything else runs
+# Marlin (fp8 / fp4 weights with 16-bit activations: MarlinFP8, MarlinNvFp4 / MxFp4 on Hopper too), whose mma.sync
+# tensor path reaches what vLLM's Marlin MoE kernels reach in the chip's moe_int4 fit: 0.146 of B200's bf16 peak
+# (~330 TFLOP/s), 0.31 of H100's, 0.69 of L40S's (where mma.sync is the peak). marlin_compute_max returns it.
 MACHETE_FAMILIES = ("hopper",)
+MARLIN_ONLY_WEIGHTS = ("fp8", "fp4")  # float weight dtypes Machete does not take
 
 
 def weight_bits_of(op: "Op") -> float:
@@ -43,12 +45,13 @@ def weight_only_quantized(op: "Op") -> bool:
     return op.compute_dtype in DTYPE_BITS and 0 < weight_bits_of(op) < _NARROW_FRACTION * DTYPE_BITS[op.compute_dtype]
 
 
-def marlin_compute_max(chip: Chip, marlin, measured_on: "Chip | None") -> float:
-    """The tensor-core ceiling (fraction of the chip's bf16 peak) of the dequantizing kernel vLLM runs on `chip`:
-    1 (no ceiling beyond the GEMM fit's) on Hopper (Machete) and off NVIDIA; else the compute_max of `marlin`, the
-    chip's moe_int4 fit (Marlin), when it was measured on a chip of the same family (`measured_on`, None: not
-    measured on a chip, e.g. borrowed from another family)."""
-    if chip.vendor != "nvidia" or chip.family in MACHETE_FAMILIES or marlin is None or measured_on is None \
+def marlin_compute_max(chip: Chip, marlin, measured_on: "Chip | None", weight_dtype: str = "") -> float:
+    """The tensor-core ceiling (fraction of the chip's bf16 peak) of the dequantizing kernel vLLM runs on `chip` for
+    `weight_dtype` weights: 1 (no ceiling beyond the GEMM fit's) off NVIDIA and for Machete (Hopper, integer or
+    unknown weights); else the compute_max of `marlin`, the chip's moe_int4 fit (Marlin), when it was measured on a
+    chip of the same family (`measured_on`, None: not measured on a chip, e.g. borrowed from another family)."""
+    machete = chip.family in MACHETE_FAMILIES and weight_dtype not in MARLIN_ONLY_WEIGHTS
+    if chip.vendor != "nvidia" or machete or marlin is None or measured_on is None \
             or measured_on.family != chip.family:
         return 1.0
     return float(marlin.compute_max)

@@ -93,7 +93,8 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   at ep 1 reading 4x the weights).
 - Weight-only quantized GEMMs (weights narrower than the compute dtype: int4/int8/fp8 weights, bf16 compute) run
   dequantizing kernels: the packed-weight read plus a dequant cost on the vector units, never the padded rows;
-  off Hopper their tensor cores run at Marlin's ceiling, the chip's moe_int4 fit (dequant.py, dequant_cap).
+  where vLLM runs Marlin (off Hopper; fp8 / fp4 weights on Hopper too) their tensor cores run at its ceiling, the
+  chip's moe_int4 fit (dequant.py, dequant_cap).
 - attention (prefill): L = keys per query (causal: (q+1)/2 + prefix) and X = Q+O elements B*q*H*(dqk+dv), both read back
   from the op's counts (attention_shape), and D = op.head_dim: short sequences waste FlashAttention's diagonal tiles,
   few heads x sequences leave SMs idle, small heads spend more of each tile on the softmax (exp, max, rescale per score:
@@ -440,19 +441,19 @@ class CalibratedModel:
         # family (dequantizing GEMMs: and chip, compute dtype) ask for the same one (held: its id is not reused)
         object.__setattr__(self, "_by_tokens", {})
         object.__setattr__(self, "_fits", {})  # family -> the fit pricing it (fit_for, remembered)
-        object.__setattr__(self, "_caps", {})  # chip name -> its dequantizing kernel's ceiling (dequant_cap)
+        object.__setattr__(self, "_caps", {})  # (chip name, weight dtype) -> the dequantizing kernel's ceiling
 
-    def dequant_cap(self, chip: Chip) -> float:
-        """The tensor-core ceiling of `chip`'s dequantizing GEMM kernel (dequant.marlin_compute_max under this model's
-        moe_int4 fit; 1: none), remembered per chip name."""
-        cap = self._caps.get(chip.name)
+    def dequant_cap(self, chip: Chip, weight_dtype: str = "") -> float:
+        """The tensor-core ceiling of `chip`'s dequantizing GEMM kernel for `weight_dtype` weights
+        (dequant.marlin_compute_max under this model's moe_int4 fit; 1: none), remembered per chip and dtype."""
+        cap = self._caps.get((chip.name, weight_dtype))
         if cap is None:
             src = self.sources.get("moe_int4", UNCALIBRATED)
             donor = src[len(BORROWED):] if src.startswith(BORROWED) else chip.name
             measured = src != UNCALIBRATED and donor not in FAMILIES
-            cap = self._caps[chip.name] = marlin_compute_max(
+            cap = self._caps[(chip.name, weight_dtype)] = marlin_compute_max(
                 chip, self.families.get("moe_int4"), (chip if donor == chip.name else load_chip(donor)) if measured
-                else None)
+                else None, weight_dtype)
         return cap
 
     def for_op(self, op: "Op", chip: Chip) -> Efficiency:
@@ -464,10 +465,10 @@ class CalibratedModel:
             return Efficiency(label=self.label + "; multi-node collective: ideal (not calibrated)")
         p = self.fit_for(fam)
         if fam == "gemm" and weight_only_quantized(op):  # it reads the tokens, the chip's peaks and the dtype
-            cap = self.dequant_cap(chip)
+            cap = self.dequant_cap(chip, op.weight_dtype)
             if not getattr(op.tokens, "ndim", 0):
                 return dequant_efficiency(p, op, chip, self.label, cap)
-            return self._shared(("dequant", op.compute_dtype), op.tokens, chip,
+            return self._shared(("dequant", op.compute_dtype, cap), op.tokens, chip,
                                 lambda: dequant_efficiency(p, op, chip, self.label, cap))
         if op.kind == "attention":
             dec = decode_points(op) if fam == "attention" else True

@@ -55,7 +55,8 @@ def op_band(model: CalibratedModel, op: "Op", chip: Chip) -> tuple[float, float]
     if op.kind == "collective" and crosses_domain(op, chip):
         return UNCALIBRATED_BAND
     family = family_of(op)
-    if family == "gemm" and weight_only_quantized(op) and model.dequant_cap(chip) < model.fit_for(family).compute_max:
+    if family == "gemm" and weight_only_quantized(op) and \
+            model.dequant_cap(chip, op.weight_dtype) < model.fit_for(family).compute_max:
         s = score_op(op, chip, model.for_op(op, chip))
         if np.any(s.t_compute_s > s.t_memory_s):  # compute-bound somewhere: at the borrowed ceiling
             return BORROWED_FAMILY_BAND

@@ -84,7 +84,10 @@ def test_dequantizing_kernel_is_marlin_off_hopper_where_a_chip_of_the_family_mea
     b200, b300, h100, a100, mi300x = (lr.load_chip(c) for c in ("b200", "b300", "h100-sxm", "a100-80gb", "mi300x"))
     assert marlin_compute_max(b200, marlin, b200) == 0.15  # its own Marlin MoE rows
     assert marlin_compute_max(b300, marlin, b200) == 0.15  # borrowed from a Blackwell sibling
-    assert marlin_compute_max(h100, marlin, h100) == 1.0  # Machete: the bf16 GEMM fit's ceiling
+    assert marlin_compute_max(h100, marlin, h100) == marlin_compute_max(h100, marlin, h100, "int4") == 1.0  # Machete:
+    #   integer weights at the bf16 GEMM fit's ceiling
+    assert marlin_compute_max(h100, marlin, h100, "fp4") == marlin_compute_max(h100, marlin, h100, "fp8") == 0.15
+    #   float weights with 16-bit activations: MarlinNvFp4 / MarlinFP8 on Hopper too
     assert marlin_compute_max(a100, marlin, h100) == 1.0  # measured on another architecture: not Ampere's Marlin
     assert marlin_compute_max(mi300x, marlin, h100) == 1.0  # not NVIDIA's kernels
     assert marlin_compute_max(b200, None, None) == marlin_compute_max(b200, marlin, None) == 1.0  # nothing measured
