@@ -438,7 +438,8 @@ class CalibratedModel:
     def __post_init__(self):
         object.__setattr__(self, "bands", {})  # family -> (p10, p90), filled by uncertainty.family_band
         # key -> (tokens array, chip, Efficiency): the ops of a graph share one tokens array, so consecutive ops of a
-        # family (dequantizing GEMMs: and chip, compute dtype) ask for the same one (held: its id is not reused)
+        # family (dequantizing GEMMs: and chip, compute dtype, ceiling) ask for the same one (held: its id is not
+        # reused)
         object.__setattr__(self, "_by_tokens", {})
         object.__setattr__(self, "_fits", {})  # family -> the fit pricing it (fit_for, remembered)
         object.__setattr__(self, "_caps", {})  # (chip name, weight dtype) -> the dequantizing kernel's ceiling
