@@ -22,6 +22,7 @@ import numpy as np
 from .attention_shapes import KV_BLOCKS
 from .bounds import BOUNDS, check_amounts, check_count
 from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency
+from .dequant import weight_only_quantized
 from .efficiency import DECODE_FAMILIES, CalibratedModel, family_of
 from .errors import ScenarioError
 from .graph import Dtypes, Phase, build_ops, resolve_dtypes
@@ -306,7 +307,20 @@ def evaluate(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, 
                    _warnings(spec, chip, sh, dt, prompt + gen))
     if eff is not None:
         assumptions.append(f"efficiency: {r.efficiency_text}.")
+    if isinstance(eff, CalibratedModel):
+        assumptions += filter(None, [_marlin_note(eff, chip, [op for ph in (pre, dec) if ph for op in ph.ops])])
     return r
+
+
+def _marlin_note(model: CalibratedModel, chip: Chip, ops) -> str:
+    """The assumption behind weight-only GEMMs priced at Marlin's tensor-core ceiling (dequant.marlin_compute_max),
+    or ''."""
+    caps = sorted({model.dequant_cap(chip, op.weight_dtype) for op in ops
+                   if op.kind == "gemm" and weight_only_quantized(op) and family_of(op) == "gemm"})
+    if not caps or caps[0] >= model.fit_for("gemm").compute_max:
+        return ""
+    return (f"weight-only GEMMs: vLLM runs Marlin (mma.sync) for them on {chip.name}; its tensor cores are priced at "
+            f"{caps[0]:.3g} of the bf16 peak, the moe_int4 fit (vLLM's Marlin MoE): no dense Marlin GEMM was timed.")
 
 
 def _inputs(model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtype, act_dtype, kv_dtype, efficiency,

@@ -113,6 +113,12 @@ def test_b200_int4_prefill_gemm_runs_at_marlins_ceiling_and_h100_at_its_gemm_fit
     h = calibrated_model(h100)
     t4, t16 = (float(score_op(o, h100, h.for_op(o, h100)).t_s) for o in (op, bf16))
     assert abs(t4 / t16 - 1) < 0.05
+    # the estimate says so where it applies (and nowhere else)
+    said = {(c, wd): any("Marlin" in a for a in lr.estimate("meta-llama/Llama-3.2-1B", c, weight_dtype=wd,
+                                                             prompt_len=256, gen_len=4).assumptions)
+            for c, wd in (("b200", "int4"), ("b200", None), ("h100-sxm", "int4"), ("h100-sxm", "fp4"))}
+    assert said == {("b200", "int4"): True, ("b200", None): False, ("h100-sxm", "int4"): False,
+                    ("h100-sxm", "fp4"): True}
 
 
 # ------------------------------------------------------------------------------ attention families
