@@ -69,6 +69,7 @@ def _llama_layer(torch, tokens: int, seqs: int):
 
 
 def run(out: Path, gemm_s: float, copy_s: float, layer_s: float) -> int:
+    import pandas as pd
     import torch
 
     if not torch.cuda.is_available():
@@ -107,13 +108,13 @@ def run(out: Path, gemm_s: float, copy_s: float, layer_s: float) -> int:
             rows.append(dict(phase=name, t_s=round(time.time() - began, 2), calls=per_window,
                              rate=work * per_window / s / scale, unit=unit, **sensors()))
             per_window = max(1, round(per_window * 0.5 / s))  # windows of ~0.5 s
-        first, last = rows[[r["phase"] for r in rows].index(name)], rows[-1]
+        mine = [r for r in rows if r["phase"] == name]
+        first, last = mine[0], mine[-1]
         print(f"[{time.time() - t0:5.1f} s] {name}: first window {first['rate']:.3g} {unit}, last {last['rate']:.3g} "
               f"{unit} ({last['rate'] / first['rate']:.3f}x) {last.get('sm_mhz', '')} MHz "
               f"{last.get('power_w', 0):.0f} W {last.get('temp_c', '')} C", flush=True)
-    import pandas as pd
-
-    out.write_text(pd.DataFrame(rows).to_csv(index=False, float_format="%.6g"))
+        out.write_text(pd.DataFrame(rows).to_csv(index=False, float_format="%.6g"))  # each phase kept: a timeout
+        #   loses only the phase it stopped
     return 0
 
 
