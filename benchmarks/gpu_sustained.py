@@ -109,6 +109,8 @@ def run(out: Path, gemm_s: float, copy_s: float, layer_s: float) -> int:
                              rate=work * per_window / s / scale, unit=unit, **sensors()))
             per_window = max(1, round(per_window * 0.5 / s))  # windows of ~0.5 s
         mine = [r for r in rows if r["phase"] == name]
+        if not mine:  # no window finished within the phase's seconds
+            continue
         first, last = mine[0], mine[-1]
         print(f"[{time.time() - t0:5.1f} s] {name}: first window {first['rate']:.3g} {unit}, last {last['rate']:.3g} "
               f"{unit} ({last['rate'] / first['rate']:.3f}x) {last.get('sm_mhz', '')} MHz "
