@@ -40,9 +40,14 @@ def weight_bits_of(op: "Op") -> float:
     return float(getattr(op, "weight_bits", 0.0) or 0.0)
 
 
+def narrower_weights(bits: float, compute_dtype: str) -> bool:
+    """Whether weights of `bits` per element are stored narrower than `compute_dtype` (weight-only quantization)."""
+    return compute_dtype in DTYPE_BITS and 0 < bits < _NARROW_FRACTION * DTYPE_BITS[compute_dtype]
+
+
 def weight_only_quantized(op: "Op") -> bool:
     """Whether a GEMM's weights are stored narrower than its compute dtype (int4/int8/fp8 weights, bf16 compute)."""
-    return op.compute_dtype in DTYPE_BITS and 0 < weight_bits_of(op) < _NARROW_FRACTION * DTYPE_BITS[op.compute_dtype]
+    return narrower_weights(weight_bits_of(op), op.compute_dtype)
 
 
 def marlin_compute_max(chip: Chip, marlin, measured_on: "Chip | None", weight_dtype: str = "") -> float:

@@ -22,7 +22,7 @@ import numpy as np
 from .attention_shapes import KV_BLOCKS
 from .bounds import BOUNDS, check_amounts, check_count
 from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency
-from .dequant import weight_only_quantized
+from .dequant import narrower_weights, weight_only_quantized
 from .efficiency import DECODE_FAMILIES, CalibratedModel, family_of
 from .errors import ScenarioError
 from .graph import Dtypes, Phase, build_ops, resolve_dtypes
@@ -468,10 +468,23 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
         throughput_tokens_per_s_per_chip=float(r.throughput_tokens_per_s_per_chip),
         prefill=_summary(r.prefill.totals, 1.0),
         decode=_summary(r.decode.totals, gen_len - 1.0) if gen_len > 1 else None, memory=memory,
-        critical=critical_thresholds(spec, chip, dt.compute, bits, batch), assumptions=r.assumptions,
+        critical=_critical(r, spec, chip, dt, bits, batch), assumptions=r.assumptions,
         efficiency=r.efficiency_text,
         _ops=OpTable(r, gen_len), ideal=ideal, warnings=r.warnings, uncertainty=uncertainty,
         efficiency_mode=efficiency_mode(efficiency))
+
+
+def _critical(r: Evaluation, spec, chip: Chip, dt, bits: float, batch) -> dict[str, float]:
+    """The seeds' thresholds (sharding.critical_thresholds), plus marlin_batch_tokens where the FFN's weight-only
+    GEMMs run at a dequantizing kernel's lower tensor ceiling (efficiency.CalibratedModel.dequant_cap): the tokens
+    per step at which they turn compute-bound at that ceiling and the GEMM fit's memory efficiency."""
+    out = critical_thresholds(spec, chip, dt.compute, bits, batch)
+    model = r.efficiency_model
+    if isinstance(model, CalibratedModel) and narrower_weights(bits, spec.compute_dtype_for("ffn", dt)):
+        cap, p = model.dequant_cap(chip, spec.weight_format_for("ffn", dt.weight).dtype), model.fit_for("gemm")
+        if cap < p.compute_max:
+            out["marlin_batch_tokens"] = out["batch_tokens"] * cap / p.memory_max
+    return out
 
 
 def _headline(r: Evaluation, gen_len) -> dict[str, float | None]:

@@ -119,6 +119,14 @@ def test_b200_int4_prefill_gemm_runs_at_marlins_ceiling_and_h100_at_its_gemm_fit
             for c, wd in (("b200", "int4"), ("b200", None), ("h100-sxm", "int4"), ("h100-sxm", "fp4"))}
     assert said == {("b200", "int4"): True, ("b200", None): False, ("h100-sxm", "int4"): False,
                     ("h100-sxm", "fp4"): True}
+    # and so does its critical batch: B200 2.25e15 / 8e12 = 281.25 FLOP/B; int4 g128 with 16-bit scales and 4-bit
+    # zeros: 4 + 20/128 = 4.15625 bits -> 281.25 * 4.15625 / 16 = 73.06 tokens; at Marlin's ceiling 0.1462 and the
+    # b200 gemm fit's memory_max 0.722: 73.06 * 0.1462 / 0.722 = 14.79 tokens
+    crit = {c: lr.estimate("meta-llama/Llama-3.2-1B", c, weight_dtype="int4", prompt_len=256, gen_len=4).critical
+            for c in ("b200", "h100-sxm")}
+    assert crit["b200"]["batch_tokens"] == pytest.approx(73.06, rel=1e-3)
+    assert crit["b200"]["marlin_batch_tokens"] == pytest.approx(14.79, rel=1e-3)
+    assert "marlin_batch_tokens" not in crit["h100-sxm"]
 
 
 # ------------------------------------------------------------------------------ attention families

@@ -53,6 +53,8 @@ CRITICAL_TEXT = {
                                  "peak FLOP/s ÷ HBM bytes/s: an op below it is memory-bound"),
     "batch_tokens": ("critical batch", "tokens/step",
                      "tokens per step at which weight-bound matmuls turn compute-bound"),
+    "marlin_batch_tokens": ("critical batch, calibrated", "tokens/step",
+                            "the same at the weight-only kernel's tensor ceiling (Marlin: the chip's moe_int4 fit)"),
     "tp_limit_throughput": ("TP limit (throughput)", "chips",
                             "Y < F·W/C: past this tensor-parallel degree the MLP's collectives outlast its FLOPs"),
     "tp_limit_latency": ("TP limit (decode, this batch)", "chips",

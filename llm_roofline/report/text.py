@@ -82,8 +82,10 @@ def headline(est, width: int | None = None, warn: bool = True) -> list[str]:
                    f"+ activations {_gb(m.per_chip_activation_bytes)} = {_gb(m.per_chip_bytes)} of "
                    f"{memory_phrase(m)}: {'fits' if m.fits else 'does NOT fit'}; max batch {m.max_batch}", width)
     c = est.critical
+    marlin = (f" (~{sig3(c['marlin_batch_tokens'])} at the weight-only kernel's tensor ceiling, calibrated)"
+              if "marlin_batch_tokens" in c else "")
     lines += _wrap(f"critical intensity {sig3(c['intensity_flops_per_byte'])} FLOP/B: matmuls turn compute-bound "
-                   f"above ~{sig3(c['batch_tokens'])} tokens per step", width)
+                   f"above ~{sig3(c['batch_tokens'])} tokens per step{marlin}", width)
     return lines
 
 
