@@ -482,8 +482,10 @@ def _critical(r: Evaluation, spec, chip: Chip, dt, bits: float, batch) -> dict[s
     model = r.efficiency_model
     if isinstance(model, CalibratedModel) and narrower_weights(bits, spec.compute_dtype_for("ffn", dt)):
         cap, p = model.dequant_cap(chip, spec.weight_format_for("ffn", dt.weight).dtype), model.fit_for("gemm")
-        if cap < p.compute_max:
-            out["marlin_batch_tokens"] = out["batch_tokens"] * cap / p.memory_max
+        if cap < p.compute_max:  # listed right after the ideal critical batch
+            items = list(out.items())
+            items.insert(2, ("marlin_batch_tokens", out["batch_tokens"] * cap / p.memory_max))
+            out = dict(items)
     return out
 
 
