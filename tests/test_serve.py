@@ -195,6 +195,12 @@ def test_knee_is_the_maximum_power_point(tmp_path):
     r = plot_serving(LLAMA, "h100-sxm", tmp_path / "serving.png", concurrency=[1, 8, 64], prompt_len=1024, gen_len=64)
     assert (tmp_path / "serving.png").stat().st_size > 0 and list(r.data["load"]) == [1, 8, 64]
     r.close()
+    # the title names a weight dtype override and fits the figure: wrapped, no line wider than the 11-inch figure
+    #   holds at 10 pt (chart_base.suptitle: 11 * 72 / 6.2 = 127 characters)
+    r = plot_serving(LLAMA, "b200", concurrency=[1, 8], prompt_len=1024, gen_len=64, weight_dtype="int4")
+    title = r.figure._suptitle.get_text()
+    assert "weights int4" in title and "borrowed from" in title and max(map(len, title.split("\n"))) <= 127
+    r.close()
 
 
 def test_a_benchmark_run_adds_its_first_burst_once_per_run():
