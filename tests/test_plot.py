@@ -320,3 +320,17 @@ def test_memory_data_names_a_bad_batch_or_pp(kw, said):
 
     with pytest.raises(lr.RooflineError, match=said):
         memory_data("meta-llama/Llama-3.2-1B", "h100-sxm", **kw)
+
+
+def test_sweep_charts_name_the_dtype_overrides_in_their_titles():
+    # a frontier or memory chart of int4 weights and an fp8 KV cache says so (they named only the model before)
+    spec = tiny()
+    kw = dict(gen_len=8, batches=[1, 4], weight_dtype="int4", kv_dtype="fp8")
+    for res in (plot.plot_frontier(spec, [H100], prompt_lens=[64], **kw),
+                plot.plot_memory(spec, [H100], prompt_len=64, **kw)):
+        title = res.figure._suptitle.get_text().replace("\n", " ")
+        res.close()
+        assert "weights int4" in title and "KV fp8" in title
+    res = plot.plot_memory(spec, [H100], prompt_len=64, gen_len=8, batches=[1])
+    assert "weights" not in res.figure._suptitle.get_text()  # no override: nothing claimed
+    res.close()

@@ -20,7 +20,7 @@ import numpy as np
 from ..files import ensure_dir, write_text
 from ..bounds import check_count
 from ..units import as_list
-from .chart_base import DPI, PlotResult, chips_per_replica
+from .chart_base import DPI, PlotResult, chips_per_replica, dtype_phrase
 from .plot_sweeps import render_frontier, render_memory
 
 SCENARIO_KEYS = ("tp", "pp", "ep", "dp", "weight_dtype", "act_dtype", "kv_dtype", "efficiency", "attention",
@@ -142,7 +142,7 @@ def plot_frontier(model, chips, *, prompt_lens: Sequence[int] | None = None, pro
         prompt_lens = default_contexts(prompt_len, spec.max_context, gen_len)
     curves = {load_chip(c).name: frontier_data(spec, c, prompt_lens=prompt_lens, gen_len=gen_len, batches=batches,
                                                **kw) for c in as_list(chips)}
-    return render_frontier(curves, model_name=spec.name, gen_len=gen_len, pp=int(kw.get("pp", 1)),
+    return render_frontier(curves, model_name=spec.name + dtype_phrase(kw), gen_len=gen_len, pp=int(kw.get("pp", 1)),
                            chips_per_replica=chips_per_replica(kw), path=path, dpi=dpi)
 
 
@@ -156,7 +156,7 @@ def plot_memory(model, chips, *, prompt_len: int = 2048, gen_len: int = 256, bat
     for chip in as_list(chips):
         d = memory_data(spec, chip, prompt_len=prompt_len, gen_len=gen_len, batches=batches, **kw)
         data[d["chip"]] = d
-    return render_memory(data, model_name=spec.name, prompt_len=prompt_len, gen_len=gen_len,
+    return render_memory(data, model_name=spec.name + dtype_phrase(kw), prompt_len=prompt_len, gen_len=gen_len,
                          chips_per_replica=chips_per_replica(kw), path=path, dpi=dpi)
 
 

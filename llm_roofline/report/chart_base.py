@@ -86,6 +86,13 @@ def chips_per_replica(scenario_kw) -> int:
     return int(scenario_kw.get("tp", 1)) * int(scenario_kw.get("pp", 1))
 
 
+def dtype_phrase(kw) -> str:
+    """', weights int4, KV fp8': the dtype overrides among a chart's scenario arguments ('' when none), for its title
+    (a chart of int4 weights must say so)."""
+    return "".join(f", {label} {kw[k]}" for k, label in (("weight_dtype", "weights"), ("act_dtype", "act"),
+                                                          ("kv_dtype", "KV")) if kw.get(k))
+
+
 def suptitle(fig, text: str, fontsize: float = 10) -> None:
     """A figure title wrapped to the figure's width (a narrow single-panel figure would clip it)."""
     width_chars = int(fig.get_figwidth() * 72 / (0.62 * fontsize))

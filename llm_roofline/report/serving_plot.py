@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..serve import serve
-from .chart_base import PlotResult, finish as _finish, pyplot as _plt, suptitle
+from .chart_base import PlotResult, dtype_phrase, finish as _finish, pyplot as _plt, suptitle
 
 
 def knee_index(requests_per_s, e2e_s) -> int:
@@ -44,10 +44,8 @@ def plot_serving(model, chip, path=None, *, concurrency=None, qps=None, dpi: int
     name = getattr(model, "name", model)
     from ..chip_fits import efficiency_text
 
-    dtypes = "".join(f", {label} {kw[k]}" for k, label in (("weight_dtype", "weights"), ("act_dtype", "act"),
-                                                            ("kv_dtype", "KV")) if kw.get(k))
     suptitle(fig, f"{name} on {df['chip'].iloc[0]}: continuous batching, prompt {kw.get('prompt_len', 2048)}, "
-                  f"gen {kw.get('gen_len', 256)}{dtypes}; efficiency "
+                  f"gen {kw.get('gen_len', 256)}{dtype_phrase(kw)}; efficiency "
                   f"{efficiency_text(df['efficiency'].iloc[0], df['fit'].iloc[0])}")
     fig.tight_layout()
     data = dict(load=load, ttft_s=df["ttft_s"].to_numpy(), ttft_p90_s=df["ttft_p90_s"].to_numpy(),
