@@ -148,7 +148,8 @@ class WeightFormat:
         if not self.scale_bits:
             return self.dtype
         g = f"g{self.group_size}" if self.group_size else "per-channel"
-        return f"{self.dtype} ({g}, {self.scale_bits}-bit scales)"
+        zeros = f", {self.zero_bits}-bit zeros" if self.zero_bits else ""
+        return f"{self.dtype} ({g}, {self.scale_bits}-bit scales{zeros})"
 
 
 def weight_format(dtype: str, group_size: int | None = None) -> WeightFormat:

@@ -124,6 +124,7 @@ def test_b200_int4_prefill_gemm_runs_at_marlins_ceiling_and_h100_at_its_gemm_fit
     # b200 gemm fit's memory_max 0.722: 73.06 * 0.1462 / 0.722 = 14.79 tokens
     crit = {c: lr.estimate("meta-llama/Llama-3.2-1B", c, weight_dtype="int4", prompt_len=256, gen_len=4).critical
             for c in ("b200", "h100-sxm")}
+    assert weight_format("int4").label == "int4 (g128, 16-bit scales, 4-bit zeros)"  # the label says all 4.15625
     assert crit["b200"]["batch_tokens"] == pytest.approx(73.06, rel=1e-3)
     assert crit["b200"]["marlin_batch_tokens"] == pytest.approx(14.79, rel=1e-3)
     assert "marlin_batch_tokens" not in crit["h100-sxm"]

@@ -502,8 +502,9 @@ class ModelSpec:
         return self.compute_dtype_for(self.quantized_families[0], dt) if self.quantized_families else dt.compute
 
     def weight_label(self, dt: Any) -> str:
-        """'bf16', 'int4 (g128, 16-bit scales)', 'bf16; experts fp4 (g32, 8-bit scales)' for partial quantization,
-        with ', W8A8: fp8 GEMMs' where the quantized matrices compute in the checkpoint's activation dtype."""
+        """'bf16', 'int4 (g128, 16-bit scales, 4-bit zeros)', 'bf16; experts fp4 (g32, 8-bit scales)' for partial
+        quantization, with ', W8A8: fp8 GEMMs' where the quantized matrices compute in the checkpoint's activation
+        dtype."""
         act = self.gemm_compute_dtype(dt)
         w8a8 = f", W8A8: {act} GEMMs" if act != dt.compute else ""
         if dt.weight or self.quantization is None or "ffn" in self.quantized_families:
