@@ -289,11 +289,11 @@ def _weight_only_s(df, chip, model):
     from llm_roofline.errors import RooflineError
     from llm_roofline.roofline import efficiency_of, score_op
 
-    bits = pd.to_numeric(df["weight_bits"], errors="coerce")
-    if not (bits > 0).all() or not (bits < 16).all():  # nan and text fail both
+    widths = pd.to_numeric(df["weight_bits"], errors="coerce")
+    if not (widths > 0).all() or not (widths < 16).all():  # nan and text fail both
         raise RooflineError("weight_bits must be a number of bits per stored weight in (0, 16) on every row")
     out = []
-    for m, k, n, bits in zip(df["m"], df["k"], df["n"], bits):
+    for m, k, n, bits in zip(df["m"], df["k"], df["n"], widths):
         op = ops.gemm("gemm", "gpu_check", 1, tokens=m, k=k, n=n, bits_per_weight=bits, act_bytes_per_elem=2.0)
         out.append(float(score_op(op, chip, efficiency_of(op, chip, model)).t_s))
     return np.array(out)

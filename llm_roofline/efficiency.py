@@ -445,16 +445,18 @@ class CalibratedModel:
         object.__setattr__(self, "_caps", {})  # (chip name, weight dtype) -> the dequantizing kernel's ceiling
 
     def dequant_cap(self, chip: Chip, weight_dtype: str = "") -> float:
-        """The tensor-core ceiling of `chip`'s dequantizing GEMM kernel for `weight_dtype` weights
-        (dequant.marlin_compute_max under this model's moe_int4 fit; 1: none), remembered per chip and dtype."""
+        """The tensor-core ceiling of `chip`'s dequantizing GEMM kernel for `weight_dtype` weights where it is below
+        the gemm fit's (dequant.marlin_compute_max under this model's moe_int4 fit; 1: none that binds), remembered
+        per chip and dtype."""
         cap = self._caps.get((chip.name, weight_dtype))
         if cap is None:
             src = self.sources.get("moe_int4", UNCALIBRATED)
             donor = src[len(BORROWED):] if src.startswith(BORROWED) else chip.name
             measured = src != UNCALIBRATED and donor not in FAMILIES
-            cap = self._caps[(chip.name, weight_dtype)] = marlin_compute_max(
-                chip, self.families.get("moe_int4"), (chip if donor == chip.name else load_chip(donor)) if measured
-                else None, weight_dtype)
+            cap = marlin_compute_max(chip, self.families.get("moe_int4"),
+                                     (chip if donor == chip.name else load_chip(donor)) if measured else None,
+                                     weight_dtype)
+            cap = self._caps[(chip.name, weight_dtype)] = cap if cap < self.fit_for("gemm").compute_max else 1.0
         return cap
 
     def for_op(self, op: "Op", chip: Chip) -> Efficiency:
@@ -465,7 +467,7 @@ class CalibratedModel:
         if fam in COLLECTIVE_FAMILIES and crosses_domain(op, chip):
             return Efficiency(label=self.label + "; multi-node collective: ideal (not calibrated)")
         p = self.fit_for(fam)
-        if fam == "gemm" and weight_only_quantized(op):  # it reads the tokens, the chip's peaks and the dtype
+        if dequantizing(op, fam):  # it reads the tokens, the chip's peaks and the dtype
             cap = self.dequant_cap(chip, op.weight_dtype)
             if not getattr(op.tokens, "ndim", 0):
                 return dequant_efficiency(p, op, chip, self.label, cap)
@@ -514,7 +516,7 @@ class CalibratedModel:
         parts, groups = [], {}
         for j, op in enumerate(ops):
             fam = family_of(op)
-            if op.kind != "gemm" or (fam == "gemm" and weight_only_quantized(op)) or not any(
+            if op.kind != "gemm" or dequantizing(op, fam) or not any(
                     getattr(x, "ndim", 0) for x in (op.tokens, op.walked_rows, op.token_elems)):
                 parts.append(([j], self._priced(op, chip, fam)))
             else:
@@ -550,7 +552,7 @@ class CalibratedModel:
             shapes = memo["families"] = (tuple(dict.fromkeys(fams + mixed)),
                                          tuple(int(op.group_chips) for op, f in zip(ops, fams)
                                                if f in COLLECTIVE_FAMILIES),
-                                         any(f == "gemm" and weight_only_quantized(op) for op, f in zip(ops, fams)))
+                                         any(dequantizing(op, f) for op, f in zip(ops, fams)))
         families, collective_chips, dequant = shapes
         domain, fits = chip.scaleup.domain_size, tuple(self.fit_for(f) for f in families)
         key = (tuple(map(id, fits)), tuple(n > domain for n in collective_chips),
@@ -619,6 +621,12 @@ def eight_bit_experts(op: "Op") -> bool:
     without fp8 units, a weight dtype override: weight-only, Marlin-style) run the bf16 kernel path: family moe."""
     return QUANT_EXPERT_BITS <= getattr(op, "weight_bits", 0.0) < EIGHT_BIT_EXPERT_BITS and \
         op.compute_dtype in FP8_COMPUTE
+
+
+def dequantizing(op: "Op", fam: str = "") -> bool:
+    """Whether `op` is a dense GEMM that runs a dequantizing kernel: weight-only quantized, in the gemm family
+    (fam: family_of(op), when the caller has it)."""
+    return (fam or family_of(op)) == "gemm" and weight_only_quantized(op)
 
 
 def crosses_domain(op: "Op", chip: Chip) -> bool:

@@ -22,8 +22,8 @@ import numpy as np
 from .attention_shapes import KV_BLOCKS
 from .bounds import BOUNDS, check_amounts, check_count
 from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency
-from .dequant import narrower_weights, weight_only_quantized
-from .efficiency import DECODE_FAMILIES, CalibratedModel, family_of
+from .dequant import narrower_weights
+from .efficiency import DECODE_FAMILIES, CalibratedModel, dequantizing, family_of
 from .errors import ScenarioError
 from .graph import Dtypes, Phase, build_ops, resolve_dtypes
 from .hardware import Chip, load_chip
@@ -315,12 +315,12 @@ def evaluate(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, 
 def _marlin_note(model: CalibratedModel, chip: Chip, ops) -> str:
     """The assumption behind weight-only GEMMs priced at Marlin's tensor-core ceiling (dequant.marlin_compute_max),
     or ''."""
-    caps = sorted({model.dequant_cap(chip, op.weight_dtype) for op in ops
-                   if op.kind == "gemm" and weight_only_quantized(op) and family_of(op) == "gemm"})
-    if not caps or caps[0] >= model.fit_for("gemm").compute_max:
+    cap = min((model.dequant_cap(chip, op.weight_dtype) for op in ops if op.kind == "gemm" and dequantizing(op)),
+              default=1.0)
+    if cap >= 1.0:
         return ""
     return (f"weight-only GEMMs: vLLM runs Marlin (mma.sync) for them on {chip.name}; its tensor cores are priced at "
-            f"{caps[0]:.3g} of the bf16 peak, the moe_int4 fit (vLLM's Marlin MoE): no dense Marlin GEMM was timed.")
+            f"{cap:.3g} of the bf16 peak, the moe_int4 fit (vLLM's Marlin MoE): no dense Marlin GEMM was timed.")
 
 
 def _inputs(model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtype, act_dtype, kv_dtype, efficiency,
@@ -481,10 +481,11 @@ def _critical(r: Evaluation, spec, chip: Chip, dt, bits: float, batch) -> dict[s
     out = critical_thresholds(spec, chip, dt.compute, bits, batch)
     model = r.efficiency_model
     if isinstance(model, CalibratedModel) and narrower_weights(bits, spec.compute_dtype_for("ffn", dt)):
-        cap, p = model.dequant_cap(chip, spec.weight_format_for("ffn", dt.weight).dtype), model.fit_for("gemm")
-        if cap < p.compute_max:  # listed right after the ideal critical batch
+        cap = model.dequant_cap(chip, spec.weight_format_for("ffn", dt.weight).dtype)
+        if cap < 1.0:  # listed right after the ideal critical batch
             items = list(out.items())
-            items.insert(2, ("marlin_batch_tokens", out["batch_tokens"] * cap / p.memory_max))
+            items.insert(list(out).index("batch_tokens") + 1,
+                         ("marlin_batch_tokens", out["batch_tokens"] * cap / model.fit_for("gemm").memory_max))
             out = dict(items)
     return out
 

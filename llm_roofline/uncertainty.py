@@ -7,9 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .dequant import weight_only_quantized
 from .efficiency import (BORROWED, FAMILIES, IDEAL_FIT, TPU_DEFAULT, UNCALIBRATED, CalibratedModel, FamilyFit,
-                         crosses_domain, family_of)
+                         crosses_domain, dequantizing, family_of)
 from .roofline import score_op
 
 if TYPE_CHECKING:
@@ -55,8 +54,7 @@ def op_band(model: CalibratedModel, op: "Op", chip: Chip) -> tuple[float, float]
     if op.kind == "collective" and crosses_domain(op, chip):
         return UNCALIBRATED_BAND
     family = family_of(op)
-    if family == "gemm" and weight_only_quantized(op) and \
-            model.dequant_cap(chip, op.weight_dtype) < model.fit_for(family).compute_max:
+    if dequantizing(op, family) and model.dequant_cap(chip, op.weight_dtype) < 1.0:
         s = score_op(op, chip, model.for_op(op, chip))
         if np.any(s.t_compute_s > s.t_memory_s):  # compute-bound somewhere: at the borrowed ceiling
             return BORROWED_FAMILY_BAND

@@ -74,7 +74,7 @@ REQUIRED_COLUMNS = ("family", "op", "dtype", "measured_s")
 # a measured time above an hour is no kernel timing (1e308 s overflowed measured / predicted into a nan band)
 MAX_MEASURED_S = 3600.0
 CSV_ORDER = ("gpu", "model", "family", "op", "dtype", "tp", "m", "k", "n", "elems", "flops", "bytes", "kernels",
-             "nodes", "measured_s")  # the column order converters write (attention sources add "keys")  # the column order converters write
+             "nodes", "measured_s")  # the column order converters write (attention sources add "keys")
 
 
 def read_measurements(path) -> "pd.DataFrame":
