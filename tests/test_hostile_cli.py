@@ -107,6 +107,9 @@ CASES = [
     (["estimate", M, "--chip", "{tmp}/dir.toml"], "is a directory"),
     (["estimate", M, "--chip", "{tmp}/fifo.toml"], "not a regular file"),
     (["estimate", M, "--chip", "{tmp}/none.toml"], "does not exist"),
+    # a folder given as the measured CSV was reported as missing
+    (["calibrate", "{tmp}/dir.toml", "--chip", "h100"], "dir.toml is a directory"),
+    (["calibrate", "{tmp}/none.csv", "--chip", "h100"], "none.csv does not exist"),
     (["report", SMALL, "--chip", "h100", "--out", "/dev/full"], "exists and is not a folder"),
     (["report", SMALL, "--chip", "h100", "--out", "{tmp}/a_file"], "exists and is not a folder"),
     (["plot", "roofline", SMALL, "--chip", "h100", "--dpi", "0", "--out", "{tmp}/r.png"], "dpi must be an integer"),

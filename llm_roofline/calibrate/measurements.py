@@ -83,7 +83,9 @@ def read_measurements(path) -> "pd.DataFrame":
 
     p = Path(path)
     if not p.is_file():
-        raise RooflineError(f"measured CSV {path} does not exist")
+        raise RooflineError(f"measured CSV {path} " + ("is a directory" if p.is_dir() else
+                                                      "exists and is not a regular file" if p.exists() else
+                                                      "does not exist"))
     try:
         df = pd.read_csv(p, keep_default_na=True, dtype={"model": str, "gpu": str, "op": str, "family": str})
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as e:
