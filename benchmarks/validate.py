@@ -51,7 +51,7 @@ VIDUR_GPUS = {"a100-80gb": "a100", "h100-sxm": "h100"}
 LOGO_DONOR = {"h100-sxm": "h200", "h200": "h100-sxm", "b200": "gb200", "gb200": "b200", "a100-80gb": "h100-sxm",
               "l40s": "a100-80gb"}
 LOGO_FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8",
-                 "moe_fp8", "gemm_fp8_block", "all_to_all", "moe_int4", "gemm_fp4")
+                 "moe_fp8", "gemm_fp8_block", "all_to_all", "moe_int4", "gemm_fp4", "moe_fp4")
 TARGETS = {"median": 10.0, "p90": 25.0, "logo_median": 15.0}
 LLM_SHAPES = "n,k>=1k"
 BUCKET_ORDER = ("M<=64", "M<=1k", "M>1k", LLM_SHAPES, "L<=1k", "L<=8k", "L>8k", "<=1MB", "<=100MB", ">100MB", "<=64KiB", "<=8MiB",
@@ -168,7 +168,8 @@ SUMMARY_ROWS = (("gemm", LLM_SHAPES, "GEMM bf16, n,k ≥ 1024"), ("gemm", "all",
                 ("attention", "all", "prefill attention"),
                 ("attention_decode", "all", "decode attention, bf16 KV"),
                 ("attention_decode_fp8", "all", "decode attention, fp8 KV"), ("moe", "all", "MoE block"),
-                ("moe_quant", "all", "MoE block, fp4 experts"), ("moe_int4", "all", "MoE block, int4 experts"),
+                ("moe_quant", "all", "MoE block, fp4 experts (W4A16)"),
+                ("moe_fp4", "all", "MoE block, NVFP4 experts (W4A4)"), ("moe_int4", "all", "MoE block, int4 experts"),
                 ("moe_fp8", "all", "MoE block, fp8 experts"),
                 ("collective", "all", "all-reduce"), ("all_to_all", "all", "MoE all-to-all"))
 

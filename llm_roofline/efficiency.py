@@ -32,11 +32,14 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
                       Qwen3 fp8 checkpoints)               whose kernel time shows above the host floor; without a
                                                            fit: the chip's gemm_fp8
     moe               expert GEMMs (style 'expert')      vLLM fused-MoE block (moe_perf, bf16, balanced)
-    moe_quant         expert GEMMs with fp4 weights      the fp4 fused-MoE rows of vLLM's default kernel (GPT-OSS
-                      (MXFP4 / NVFP4 + block scales)     mxfp4: TRT-LLM on Blackwell, OAI Triton on Hopper, Marlin
-                                                         on Ada; nvfp4: TRT-LLM; balanced): moe's terms, packed
-                                                         weights per touched expert, FLOPs at the op's compute
-                                                         dtype peak; without a fit: the chip's moe
+    moe_quant         expert GEMMs with fp4 weights      the weight-only fp4 fused-MoE rows of vLLM's default kernel
+                      (MXFP4 / NVFP4 + block scales)     (w4a16_mxfp4, GPT-OSS: TRT-LLM on Blackwell, OAI Triton on
+                      computing in bf16 (W4A16)          Hopper, Marlin on Ada; balanced): moe's terms, packed
+                                                         weights per touched expert, FLOPs at the bf16 peak;
+                                                         without a fit: the chip's moe
+    moe_fp4           expert GEMMs with fp4 weights      the nvfp4 fused-MoE rows (TRT-LLM on Blackwell, balanced):
+                      computing in fp4 (W4A4)            moe_quant's terms, FLOPs at the fp4 peak; without a fit:
+                                                         the chip's moe_quant
     moe_int4          expert GEMMs with int4 weights     the int4 weight-only rows (int4_wo: vLLM's Marlin MoE,
                       (AWQ / GPTQ / compressed-tensors)  AWQ / GPTQ checkpoints): the same terms; without a fit:
                                                          the chip's moe_quant, else moe
@@ -88,7 +91,7 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   compute_m_tile rows (0, 128 or 256) a factor T / (ceil(T / tile) * tile): a kernel sized to M up to a tile.
 - MoE: compute_m_block_rule pads each expert's T rows to the kernel's M blocks (m_block_padding); compute_width_half:
   f(i / tp, h) (op.expert_width): narrow experts (high moe_tp) spread each tile's fixed work over fewer multiply-adds;
-  overhead_ep_s (fitted for moe_quant): a floor per kernel where the routed experts are split over chips
+  overhead_ep_s (fitted for moe_quant, moe_fp4): a floor per kernel where the routed experts are split over chips
   (op.expert_chips > 1): the expert-parallel path's own work (H100 GPT-OSS mxfp4, 1 token: 68 us at ep 4-128, 63 us
   at ep 1 reading 4x the weights).
 - Weight-only quantized GEMMs (weights narrower than the compute dtype: int4/int8/fp8 weights, bf16 compute) run
@@ -133,7 +136,8 @@ chip (labelled in `CalibratedModel.label`, per family in `.sources`); chips with
 (chip_fits.FAMILY_DEFAULTS): Hopper -> h100-sxm, Ampere -> a100-80gb, Blackwell -> b200, Ada -> l40s, CDNA3 / Volta
 -> the nearest GPU fit (not measured), TPU -> TPU_DEFAULT (uncalibrated: compute 0.95 per the book's footnote,
 memory and links 0.9, 1 us per op). A family missing everywhere falls back along BORROWS (gemm_fp4 -> gemm_fp8 ->
-gemm, moe -> gemm, attention_decode -> attention -> gemm's fractions; moe_quant, moe_fp8 -> moe; moe_int4 -> moe_quant).
+gemm, moe -> gemm, attention_decode -> attention -> gemm's fractions; moe_quant, moe_fp8 -> moe; moe_int4, moe_fp4 ->
+moe_quant).
 """
 
 from __future__ import annotations
@@ -157,12 +161,12 @@ if TYPE_CHECKING:
 
 FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_decode", "attention_decode_fp8",
             "elementwise", "activation", "rope", "norm", "embedding", "collective", "moe_fp8", "gemm_fp8_block",
-            "all_to_all", "mla_glue", "moe_int4", "gemm_fp4")
+            "all_to_all", "mla_glue", "moe_int4", "gemm_fp4", "moe_fp4")
 FP8_COMPUTE = {"fp8": "gemm_fp8", "int8": "gemm_fp8", "fp4": "gemm_fp4", "int4": "gemm_fp8"}  # dtype -> dense family
 # a family without its own fit borrows: family -> the family it falls back to (and says so)
 BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "moe_quant": "moe", "attention_decode_fp8": "attention_decode",
            "moe_int4": "moe_quant", "attention_decode": "attention", "moe_fp8": "moe", "gemm_fp8_block": "gemm_fp8",
-           "all_to_all": "collective", "gemm_fp4": "gemm_fp8"}
+           "all_to_all": "collective", "gemm_fp4": "gemm_fp8", "moe_fp4": "moe_quant"}
 
 
 def borrowed_base(family: str, have) -> str:
@@ -174,11 +178,11 @@ def borrowed_base(family: str, have) -> str:
 
 # without an own fit these use the chip's own bf16 fit (BORROWS), not another chip's fit of the 8-bit family
 OWN_BF16_FALLBACK = ("gemm_fp8", "attention_decode_fp8", "moe_quant", "moe_fp8", "gemm_fp8_block", "moe_int4",
-                     "gemm_fp4")
+                     "gemm_fp4", "moe_fp4")
 GEMM_FAMILIES = ("gemm", "gemm_fp8", "gemm_fp8_block", "gemm_fp4")  # dense: bf16, fp8 per-tensor / block-scaled, fp4
 ATTENTION_FAMILIES = ("attention", "attention_decode", "attention_decode_fp8")  # prefill; decode: bf16, 8-bit KV
 DECODE_FAMILIES = ATTENTION_FAMILIES[1:]
-MOE_FAMILIES = ("moe", "moe_quant", "moe_fp8", "moe_int4")  # fused-MoE blocks: bf16, fp4, 8-bit, int4 experts
+MOE_FAMILIES = ("moe", "moe_quant", "moe_fp8", "moe_int4", "moe_fp4")  # fused MoE: bf16, fp4 W4A16, 8-bit, int4, W4A4
 COLLECTIVE_FAMILIES = ("collective", "all_to_all")  # priced by alpha-beta terms (roofline.score_collective)
 
 
@@ -398,7 +402,9 @@ def family_of(op: "Op") -> str:
     """The efficiency family of an estimator op (see the module docstring)."""
     if op.kind == "gemm":
         if op.style == "expert" and quantized_experts(op):
-            return "moe_int4" if getattr(op, "weight_dtype", "") == "int4" else "moe_quant"
+            if getattr(op, "weight_dtype", "") == "int4":
+                return "moe_int4"
+            return "moe_fp4" if op.compute_dtype == "fp4" else "moe_quant"
         if op.style == "expert" and eight_bit_experts(op):
             return "moe_fp8"
         if fam := FP8_COMPUTE.get(op.compute_dtype):  # the 8-bit and narrower kernels (NVFP4: its own)
@@ -590,8 +596,8 @@ def block_rows_per_expert(routed, local_experts):
 
 def quantized_experts(op: "Op") -> bool:
     """Whether an expert GEMM's weights are 4-bit (fp4 / int4 + block scales: < QUANT_EXPERT_BITS bits): the 4-bit
-    fused-MoE kernels price it (moe_quant; int4 weights, op.weight_dtype: vLLM's Marlin MoE, moe_int4); 8-bit
-    experts have their own fit (moe_fp8, eight_bit_experts)."""
+    fused-MoE kernels price it (moe_quant, computing in fp4: moe_fp4; int4 weights, op.weight_dtype: vLLM's Marlin
+    MoE, moe_int4); 8-bit experts have their own fit (moe_fp8, eight_bit_experts)."""
     return 0 < getattr(op, "weight_bits", 0.0) < QUANT_EXPERT_BITS
 
 

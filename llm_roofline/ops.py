@@ -53,7 +53,7 @@ class Op:
     seqs: float | np.ndarray = 0.0  # attention: sequences B of the batch (tokens = B * q); 0: unknown
     kv_len: float | np.ndarray = 0.0  # attention: context length of each sequence (cached + new tokens); 0: unknown
     weight_dtype: str = ""  # GEMM: element dtype of the stored weights ('int4', 'fp4', ...; '': unknown): int4 experts
-    #   run vLLM's Marlin MoE kernel, fp4 ones other kernels (efficiency.family_of: moe_int4 | moe_quant)
+    #   run vLLM's Marlin MoE kernel, fp4 ones other kernels (efficiency.family_of: moe_int4 | moe_quant | moe_fp4)
     expert_width: float = 0.0  # expert GEMM: the expert's intermediate size per chip (i / tp: the up projection's
     #   N per matrix of a gated pair, the down projection's K); 0: not an expert GEMM
     local_experts: float = 0.0  # expert GEMM: experts resident on the chip (the fused block sorts its routed rows

@@ -167,14 +167,17 @@ def test_balanced_routing_counts_the_collectors_pattern_on_rank_0():
     assert list(pairs) == [1, 1, 160, 20, 2] and list(touched) == [1, 1, 128, 16, 2]
 
 
-def test_four_bit_moe_rows_are_the_moe_quant_family_with_packed_weight_bytes():
+def test_four_bit_moe_rows_are_their_compute_dtypes_family_with_packed_weight_bytes():
     import pandas as pd
 
     row = dict(num_tokens=4, hidden_size=2880, inter_size=2880, topk=4, num_experts=128, moe_tp_size=1,
                moe_ep_size=1, distribution="balanced", kernel_source="k", latency=0.0723)
     df = pd.DataFrame([dict(row, moe_dtype=d) for d in ("bfloat16", "w4a16_mxfp4", "nvfp4", "fp8", "fp8_block")])
     m = measurements.normalize(pd.DataFrame(aic_vllm.moe_rows(df)).assign(gpu="b200"))
-    assert sorted(m.fam) == ["moe", "moe_fp8", "moe_quant", "moe_quant"]  # per-tensor fp8 experts are left out
+    # per-tensor fp8 experts are left out; MXFP4 weights computing in bf16 (W4A16) and NVFP4 computing in fp4 (W4A4)
+    # are two kernels with two fits
+    assert sorted(zip(m.fam, m.op)) == [("moe", "moe"), ("moe_fp4", "moe_nvfp4"), ("moe_fp8", "moe_fp8_block"),
+                                        ("moe_quant", "moe_w4a16_mxfp4")]
     f8 = m[m.fam == "moe_fp8"].iloc[0]
     # block-scaled fp8: 16 * 3 * 2880 * 2880 * (8 + 32/16384) / 8 = 398,131,200 * 1.000244140625 = 398,228,400 B
     # + activations 460,800 B; FLOPs at the fp8 peak (W8A8 kernels; the estimator's experts of such checkpoints
@@ -206,7 +209,7 @@ def test_four_bit_moe_rows_keep_the_kernels_vllm_runs_by_default_int4_apart():
     # GPT-OSS's default kernel (OAI Triton on Hopper) and nvfp4's (TRT-LLM) are kept; compressed-tensors MXFP4's
     # Marlin, the MXFP8-activation kernel (an environment variable's) and nvfp4's FlashInfer CUTLASS (after TRT-LLM
     # in vLLM's order) are left out; int4 weight-only Marlin is its own family
-    assert sorted(zip(m.fam, m.op)) == [("moe_int4", "moe_int4_wo"), ("moe_quant", "moe_nvfp4"),
+    assert sorted(zip(m.fam, m.op)) == [("moe_fp4", "moe_nvfp4"), ("moe_int4", "moe_int4_wo"),
                                         ("moe_quant", "moe_w4a16_mxfp4")]
     q = m[m.fam == "moe_int4"].iloc[0]
     # 4 tokens x top-4 = 16 assignments on 16 experts, 1 row each; int4 weights, a bf16 scale per 128: 4.125 bits;

@@ -462,11 +462,11 @@ def test_block_scaled_fp8_gemms_route_to_their_family(round_chip):
 
 def test_fp4_gemms_route_to_their_family_and_borrow_the_chips_fp8_fit(round_chip):
     # NVFP4 weights (4 bits + one fp8 scale per 16: 4.5 bits) computing in fp4 (W4A4): the gemm_fp4 fit, with or
-    # without a scale block; fp4 experts stay with the 4-bit fused-MoE kernels (moe_quant); fp8 with gemm_fp8
+    # without a scale block; fp4 experts computing in fp4 take the W4A4 fused-MoE kernels' fit (moe_fp4); fp8 gemm_fp8
     kw = dict(tokens=8, k=8192, n=8192, act_bytes_per_elem=0.5, bits_per_weight=4.5, weight_dtype="fp4")
     assert family_of(gemm("attn.o_proj", "dense", 1, compute_dtype="fp4", **kw)) == "gemm_fp4"
     assert family_of(gemm("attn.o_proj", "dense", 1, compute_dtype="fp4", weight_block=16, **kw)) == "gemm_fp4"
-    assert family_of(gemm("ffn.experts.up", "moe", 1, compute_dtype="fp4", style="expert", **kw)) == "moe_quant"
+    assert family_of(gemm("ffn.experts.up", "moe", 1, compute_dtype="fp4", style="expert", **kw)) == "moe_fp4"
     assert family_of(gemm("attn.o_proj", "dense", 1, compute_dtype="fp8", tokens=8, k=8192, n=8192,
                             bits_per_weight=8, act_bytes_per_elem=1)) == "gemm_fp8"
     # a chip with no fp4 fit prices them with its own fp8 fit (as before gemm_fp4 existed), and says so; without
@@ -609,6 +609,33 @@ def test_a_chip_without_a_quantized_moe_fit_borrows_its_bf16_moe_fit_and_says_so
     # the bf16 moe fit: memory 35,389,440 / (1e12 * 0.4) = 88.4736 us, compute 265,420,800 / 50e12 = 5.3084 us,
     # + 20 us
     assert float(_t(_experts(4.25), chip).t_s) == pytest.approx(108.4736e-6, rel=1e-6)
+
+
+def test_fp4_experts_computing_in_fp4_use_the_moe_fp4_fit_by_hand(tmp_path):
+    # NVFP4 experts (W4A4: TRT-LLM's nvfp4 kernel) and MXFP4 experts computing in bf16 (W4A16: GPT-OSS's) are two
+    # kernels: the first is priced by its own fit at the fp4 peak, the second by moe_quant's at the bf16 peak
+    p = tmp_path / "round-gpu.toml"
+    p.write_text(ROUND_CHIP + _MOE_FITS + "\n[efficiency.moe_fp4]\ncompute_max = 0.25\nmemory_max = 0.5\n"
+                 "overhead_s = 4e-6\n")
+    chip = lr.load_chip(str(p))
+    w4a4, w4a16 = _experts(4.5, "fp4"), _experts(4.25)
+    assert (family_of(w4a4), family_of(w4a16)) == ("moe_fp4", "moe_quant")
+    # weights 4 * 2880*5760 * 4.5/8 = 37,324,800 B + activations 138,240 B = 37,463,040 B -> memory
+    # 37,463,040 / (1e12 * 0.5) = 74.92608 us; flops 265,420,800 / (100e12 * 0.25) = 10.616832 us; + 4 us
+    # = 78.92608 us (_t prices at one peak, 100 TFLOP/s: the fit alone differs)
+    assert float(_t(w4a4, chip).t_s) == pytest.approx(78.92608e-6, rel=1e-6)
+    assert float(_t(w4a16, chip).t_s) == pytest.approx(54.2368e-6, rel=1e-6)  # moe_quant: as in the test above
+    m = calibrated_model(chip)
+    assert m.sources["moe_fp4"] == "round-gpu fit"
+    # without it: the chip's moe_quant (W4A16) fit, and the source says so; a Hopper chip (no fp4 units, no nvfp4
+    # rows) has none; the Blackwell chips measured the nvfp4 kernel; B300, unmeasured, takes B200's
+    p.write_text(ROUND_CHIP + _MOE_FITS)
+    m = calibrated_model(lr.load_chip(str(p)))
+    assert m.sources["moe_fp4"] == "borrowed: moe_quant" and m.fit_for("moe_fp4") is m.fit_for("moe_quant")
+    assert calibrated_model("h100-sxm").sources["moe_fp4"] == "borrowed: moe_quant"
+    for name in ("b200", "gb200"):
+        assert calibrated_model(name).sources["moe_fp4"] == f"{name} fit"
+    assert calibrated_model("b300").sources["moe_fp4"] == "borrowed: b200"
 
 
 def _int4_experts():

@@ -231,13 +231,14 @@ def a2a_rows(df: "pd.DataFrame") -> dict:
 
 
 # 4-bit fused-MoE kernels: moe_dtype -> (family, compute dtype: the peak its FLOPs run at, bits per stored weight
-# element with its block scales). nvfp4: fp4 weights, one fp8 scale per 16, fp4 activations (w4a4; vLLM's nvfp4
-# oracle on Blackwell: FlashInfer TRT-LLM, its monolithic kernel where it supports the config, else the modular one);
+# element with its block scales). nvfp4: fp4 weights, one fp8 scale per 16, fp4 activations (w4a4, the moe_fp4
+# family; vLLM's nvfp4 oracle on Blackwell: FlashInfer TRT-LLM, its monolithic kernel where it supports the config,
+# else the modular one);
 # w4a16_mxfp4: MXFP4 weights (one 8-bit scale per 32) dequantized to bf16, GPT-OSS (vLLM's gpt_oss_mxfp4 oracle:
 # FlashInfer TRT-LLM mxfp4_bf16 on Blackwell, OAI Triton on Hopper, Marlin on Ada); int4_wo: int4 weights, a bf16
 # scale per group of 128, bf16 compute: vLLM's Marlin MoE, what AWQ / GPTQ / compressed-tensors int4 checkpoints
 # run on every GPU (the moe_int4 family: a kernel of its own, the op tells it by its weight dtype). 8-bit: _MOE_FP8.
-_MOE_QUANT = {"nvfp4": ("moe_quant", "fp4", 4.5), "w4a16_mxfp4": ("moe_quant", "bf16", 4.25),
+_MOE_QUANT = {"nvfp4": ("moe_fp4", "fp4", 4.5), "w4a16_mxfp4": ("moe_quant", "bf16", 4.25),
               "int4_wo": ("moe_int4", "bf16", 4.125)}
 # 4-bit rows left out: kernels vLLM does not run by default for the checkpoints the estimator reads.
 # w4a8_mxfp4_mxfp8 (FlashInfer TRT-LLM, MXFP8 activations): GPT-OSS runs it only when VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8
@@ -268,7 +269,7 @@ _MOE_FP8 = {"fp8_block": ("fp8", 8.0 + 32.0 / (128 * 128))}
 
 
 def moe_rows(df: "pd.DataFrame") -> dict:
-    """The bf16 fused-MoE rows (family moe), the 4-bit ones (moe_quant and moe_int4: _MOE_QUANT, without
+    """The bf16 fused-MoE rows (family moe), the 4-bit ones (moe_quant, moe_fp4 and moe_int4: _MOE_QUANT, without
     _MOE_QUANT_LEFT_OUT) and the 8-bit ones (moe_fp8: _MOE_FP8)."""
     import pandas as pd
 

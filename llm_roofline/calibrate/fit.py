@@ -241,11 +241,12 @@ _FREE = {
     # int4: one model shape measured (Kimi-K2, top-8), whose routed rows are 8x its tokens everywhere: the rows cannot
     # tell a pass per token from one per routed row, so the walked rows alone
     "moe_int4": _MOE,
-    # fp4 experts (FLOPs at the fp4 peak for nvfp4, bf16 for w4a16): also a floor per kernel under expert
+    # fp4 experts (w4a16: FLOPs at the bf16 peak; moe_fp4, nvfp4 W4A4: at the fp4 peak): also a floor per kernel under expert
     # parallelism (overhead_ep_s). Free for this family alone: its rows fit ~18 us per kernel on H100 / H200 (OAI
     # Triton mxfp4: 1 token takes 68 us at ep 4-128 against 63 us at ep 1 reading 4x the weights); bf16 rows fit 4.5 us
     # on H100 (held-out 5.9 / 23.4 -> 5.8 / 23.3 %: not worth a parameter)
     "moe_quant": _MOE + (("overhead_per_token_elem_s", 1e-12), ("overhead_ep_s", 1e-5)),
+    "moe_fp4": _MOE + (("overhead_per_token_elem_s", 1e-12), ("overhead_ep_s", 1e-5)),
     # causal FlashAttention prefill: compute-bound; short sequences waste the diagonal tiles (keys half),
     # few heads x sequences leave SMs idle (elems half); a time per query tile (a short sequence fills a whole
     # 128-row tile): per query head or per GQA group, as the kernel tiles them (the fit picks the mix)
@@ -291,7 +292,7 @@ _ALT_STARTS = {"gemm": (_OUTS_START, {"compute_k_split": 1e9}), "gemm_fp4": (_OU
 # alone): Hopper's CUTLASS fp8 kernel for large M runs 128-row tiles in clusters of two; the M block rule of the 4-bit
 # fused-MoE kernels (efficiency.M_BLOCK_RULES: none, Marlin's, triton_kernels'): the rows show which the kernel runs
 _GRID = {**{f: ("compute_m_tile", (0.0, 128.0, 256.0)) for f in ("gemm_fp8", "gemm_fp4")},
-         **{f: ("compute_m_block_rule", (0.0, 1.0, 2.0)) for f in ("moe_int4", "moe_quant")}}
+         **{f: ("compute_m_block_rule", (0.0, 1.0, 2.0)) for f in ("moe_int4", "moe_quant", "moe_fp4")}}
 # where the kernel's source fixes the discrete value, (family, chip family) -> the values left: vLLM's SM90 CUTLASS fp8
 # GEMM for M > 128 (csrc/quantization/cutlass_w8a8/c3x/scaled_mm_sm90_fp8_dispatch.cuh, sm90_fp8_config_default)
 # runs TileShape 128 x 128 x 128 in ClusterShape 2 x 1 x 1: 256 rows per cluster on every Hopper GPU. (The rows alone

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
 # CSV `family` values -> model family (efficiency.FAMILIES)
 CSV_FAMILIES = {
-    "gemm": "gemm", "moe": "moe", "moe_quant": "moe_quant", "moe_fp8": "moe_fp8", "moe_int4": "moe_int4", "attention": "attention", "context_attention": "attention",
+    "gemm": "gemm", "moe": "moe", "moe_quant": "moe_quant", "moe_fp4": "moe_fp4", "moe_fp8": "moe_fp8", "moe_int4": "moe_int4", "attention": "attention", "context_attention": "attention",
     "attention_decode": "attention_decode", "generation_attention": "attention_decode", "elementwise": "elementwise", "add": "elementwise",
     "residual": "elementwise", "activation": "activation", "act": "activation", "rope": "rope", "norm": "norm",
     "embedding": "embedding", "emb": "embedding", "all_reduce": "collective", "all_gather": "collective",
@@ -126,6 +126,7 @@ def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
         raise RooflineError(f"{where}: {e}") from None
     narrow = (df["fam"] == "gemm") & df["dtype"].isin(list(FP8_COMPUTE))  # efficiency.family_of's families
     df.loc[narrow, "fam"] = df.loc[narrow, "dtype"].map(FP8_COMPUTE)
+    df.loc[(df["fam"] == "moe_quant") & (df["dtype"] == "fp4"), "fam"] = "moe_fp4"  # fp4 experts computing in fp4
     g = df["fam"].isin(GEMM_FAMILIES)
     if (g & df[["m", "k", "n"]].isna().any(axis=1)).any():
         raise RooflineError(f"{where}: gemm rows need m, k and n")
