@@ -1,6 +1,7 @@
 """Refit the shipped chip files' [efficiency.*] tables from the shared measurements (maintainer step).
 
-    python3 benchmarks/refit_chips.py [--data ../shared/calibration] [--chips b200,gb200] [--write] [--date YYYY-MM-DD]
+    python3 benchmarks/refit_chips.py [--data ../shared/calibration] [--chips b200,gb200] [--families moe_quant,moe_fp4]
+                                      [--write] [--date YYYY-MM-DD]
     python3 benchmarks/refit_chips.py --table      # the shipped parameters as CALIBRATION.md's table
 
 Sources (both under --data):
@@ -16,13 +17,15 @@ Every family's err_p10 / err_p90 (the uncertainty band) are held-out: grouped 5-
 shape groups (calibrate/crossval.py). Without --write it reports the fitted parameters and whether they differ
 from the chip file (exit 1 when one does); with --write it rewrites the [efficiency.*] tables of the chip
 files in this checkout in place (every other byte stays). Deterministic: the same data give the same
-parameters (only the dates in the notes change).
+parameters (only the dates in the notes change). --families refits those families alone and keeps every other
+table of the chip file as shipped (after a change to one family's model, the others cannot move).
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import re
 import sys
 import time
 from pathlib import Path
@@ -60,26 +63,39 @@ def fit_source(rows, chip, source: str, date: str):
     return with_bands(res.fits, bands, CV_NOTE), dict(res.points), dict(res.median_abs_err)
 
 
-def refit_chip(data: Path, system: str, chip_name: str, date: str | None, vidur_rows=None):
-    """The merged FitResult of one chip: aic-vllm families, plus Vidur's memory-bound ones where measured."""
+def shipped_points(p) -> int:
+    """The rows a shipped family fit was fitted on, as its fitted_on note says ('4077 points (moe)'); 0 if none."""
+    m = re.search(r"(\d+) points", p.fitted_on)
+    return int(m.group(1)) if m else 0
+
+
+def refit_chip(data: Path, system: str, chip_name: str, date: str | None, vidur_rows=None,
+               families: tuple[str, ...] | None = None):
+    """The merged FitResult of one chip: aic-vllm families, plus Vidur's memory-bound ones where measured; with
+    `families`, those alone, every other own fit of the chip file kept as shipped."""
     chip = load_chip(str(CHIPS_DIR / f"{chip_name}.toml"))
     t0 = time.perf_counter()
     aic = normalize(aic_vllm.convert_aic(data / "aic-vllm" / system))
     aic = single_node(aic).reset_index(drop=True)
-    fits, points, med = fit_source(aic, chip, aic_vllm.source_text([system]), date)
+    if families is not None:
+        aic = aic[aic["fam"].isin(families)].reset_index(drop=True)
+    fits, points, med = fit_source(aic, chip, aic_vllm.source_text([system]), date) if len(aic) else ({}, {}, {})
     sources = [aic_vllm.source_text([system])]
     if vidur_rows is not None and chip_name in VIDUR_GPUS:
         g = VIDUR_GPUS[chip_name]
-        v = vidur_rows[(vidur_rows["gpu"] == g) & vidur_rows["fam"].isin(MEMORY_FAMILIES)].reset_index(drop=True)
-        vf, vp, vm = fit_source(v, chip, vidur.source_text([g]), date)
-        for f in MEMORY_FAMILIES:
-            if f in vf:
-                fits[f], points[f], med[f] = vf[f], vp[f], vm[f]
+        memory = [f for f in MEMORY_FAMILIES if families is None or f in families]
+        v = vidur_rows[(vidur_rows["gpu"] == g) & vidur_rows["fam"].isin(memory)].reset_index(drop=True)
+        if len(v):
+            vf, vp, vm = fit_source(v, chip, vidur.source_text([g]), date)
+            for f in memory:
+                if f in vf:
+                    fits[f], points[f], med[f] = vf[f], vp[f], vm[f]
         sources.append(vidur.source_text([g]) + " (memory-bound families; " + vidur.sku_note([g]) + ")")
     shipped = calibrated_model(chip)
-    for f in KEPT_FAMILIES:  # fitted elsewhere, on top of the others: kept as shipped (refit them after this)
-        if shipped.sources.get(f, "").endswith(" fit"):
-            fits[f], points[f] = shipped.families[f], 0
+    kept = [f for f, src in shipped.sources.items() if src.endswith(" fit")
+            and (f in KEPT_FAMILIES or families is not None and f not in families)]
+    for f in kept:  # fitted elsewhere (KEPT_FAMILIES: refit them after this) or not asked for: kept as shipped
+        fits[f], points[f] = shipped.families[f], (0 if f in KEPT_FAMILIES else shipped_points(shipped.families[f]))
     res = FitResult(chip.name, MappingProxyType(fits), MappingProxyType(points), MappingProxyType(med),
                     time.perf_counter() - t0)
     return chip, res, note(chip, sources, sum(points.values()), date, "mla_glue" in fits)
@@ -159,6 +175,9 @@ def main(argv=None) -> int:
     ap.add_argument("--write", action="store_true", help="rewrite the chip files' [efficiency.*] tables in place")
     ap.add_argument("--date", default=None, help="date in the fitted_on notes (default: today)")
     ap.add_argument("--chips", default=None, help="comma-separated chip names to refit (default: every chip with data)")
+    ap.add_argument("--families", default=None,
+                    help="comma-separated families to refit, every other table of the chip file kept as shipped "
+                         "(default: all)")
     ap.add_argument("--table", action="store_true",
                     help="print the shipped chip files' parameters as CALIBRATION.md's Markdown table and exit")
     args = ap.parse_args(argv)
@@ -176,10 +195,18 @@ def main(argv=None) -> int:
             ap.error(f"--chips: no data or chip file for {', '.join(unknown) or '(none given)'}; "
                      f"choose from {', '.join(c for _, c in chosen)}")
         chosen = [(s, c) for s, c in chosen if c in wanted]
+    families = None
+    if args.families is not None:
+        from llm_roofline.efficiency import FAMILIES
+
+        families = tuple(f.strip() for f in args.families.split(",") if f.strip())
+        unknown = sorted(set(families) - set(FAMILIES))
+        if unknown or not families:
+            ap.error(f"--families: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(FAMILIES)}")
     vidur_rows = normalize(vidur.convert_vidur(data / "vidur")) if (data / "vidur").is_dir() else None
     ok = True
     for system, chip_name in chosen:
-        chip, res, chip_note = refit_chip(data, system, chip_name, args.date, vidur_rows)
+        chip, res, chip_note = refit_chip(data, system, chip_name, args.date, vidur_rows, families)
         diff = differences(chip_name, res.fits)
         ok &= not diff
         print(f"{chip_name} ({system}): {sum(res.points.values())} rows, fit + 5-fold held-out bands "
