@@ -192,6 +192,26 @@ def summary(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def fallback_line(data: Path, chip_name: str, fits) -> str | None:
+    """The bf16 MoE rows of a kernel vLLM falls back to (aic_vllm.moe_rows fallback: FlashInfer CUTLASS on
+    Blackwell), left out of the tables, priced by the chip's moe fit (which never saw them); None without such rows."""
+    system = {c: s for s, c in aic_vllm.SYSTEMS.items()}[chip_name]
+    path = data / "aic-vllm" / system / "moe_perf.csv.gz"
+    if "moe" not in fits or not path.is_file():
+        return None
+    raw = pd.read_csv(path)
+    rows = pd.DataFrame(aic_vllm.moe_rows(raw, fallback=True))
+    if rows.empty:
+        return None
+    rows = normalize(rows.assign(gpu=chip_name))
+    ratio = fitting.predict(rows, load_chip(str(CHIPS_DIR / f"{chip_name}.toml")), {"moe": fits["moe"]}) / \
+        rows["measured_s"].to_numpy()
+    err = np.abs(ratio - 1) * 100
+    return (f"{chip_name}: {len(rows)} bf16 MoE rows of the fallback kernel (FlashInfer CUTLASS; left out of the "
+            f"tables), priced by the moe fit: median {np.median(err):.1f} %, p90 {np.percentile(err, 90):.0f} %, "
+            f"predicted / measured median {np.median(ratio):.2f}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=str(DEFAULT_DATA), help="shared calibration directory (default: %(default)s)")
@@ -226,6 +246,9 @@ def main(argv=None) -> int:
     if args.summary:
         print(summary(result))
         print()
+    for c in chips:
+        if (line := fallback_line(data, c, full[c].fits)) is not None:
+            print(line)
     print("LOGO donors: " + ", ".join(f"{c} <- {LOGO_DONOR[c]}" for c in chips))
     print(f"a second fit of {chips[0]} gave {'identical' if same else 'DIFFERENT'} parameters")
     miss = acceptance(result)

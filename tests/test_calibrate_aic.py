@@ -193,6 +193,23 @@ def test_four_bit_moe_rows_are_their_compute_dtypes_family_with_packed_weight_by
     assert set(zip(ep4.experts, ep4.ep)) == {(32.0, 4.0)}
 
 
+def test_blackwell_bf16_moe_rows_of_the_cutlass_fallback_are_left_out_of_the_moe_family():
+    import pandas as pd
+
+    # vLLM's unquantized MoE on Blackwell: FlashInfer TRT-LLM's bf16 kernel, FlashInfer CUTLASS where it falls back;
+    # the moe family is the first kernel's, the second's rows come back apart (validate.py prices them)
+    row = dict(num_tokens=4, topk=4, num_experts=128, moe_tp_size=1, moe_ep_size=1, distribution="balanced",
+               moe_dtype="bfloat16", latency=0.05)
+    df = pd.DataFrame([dict(row, hidden_size=2880, inter_size=2880,
+                            kernel_source="vllm_unquantizedfusedmoe_flashinfer_trtllm_trtllmbf16experts"),
+                       dict(row, hidden_size=2816, inter_size=704,
+                            kernel_source="vllm_unquantizedfusedmoe_flashinfer_cutlass_flashinferexperts")])
+    m = measurements.normalize(pd.DataFrame(aic_vllm.moe_rows(df)).assign(gpu="b200"))
+    assert (list(m.fam), list(m.k), list(m.n)) == (["moe"], [2880], [2880])
+    f = measurements.normalize(pd.DataFrame(aic_vllm.moe_rows(df, fallback=True)).assign(gpu="b200"))
+    assert (list(f.fam), list(f.k), list(f.n), list(f.op)) == (["moe"], [2816], [704], ["moe_fallback"])
+
+
 def test_four_bit_moe_rows_keep_the_kernels_vllm_runs_by_default_int4_apart():
     import pandas as pd
 
