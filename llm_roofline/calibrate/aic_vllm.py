@@ -268,12 +268,12 @@ _NOT_AS_NAMED = ((2048, 5120, 22, 512), (2688, 1856, 6, 128), (7168, 2048, 8, 25
 _MOE_FP8 = {"fp8_block": ("fp8", 8.0 + 32.0 / (128 * 128))}
 
 
-# bf16 fused-MoE rows left out: vLLM's unquantized oracle on Blackwell runs FlashInfer TRT-LLM's bf16 MoE and falls back
-# to FlashInfer CUTLASS where that kernel does not take the config. The collector ran two shape groups on CUTLASS (h 2816
-# i 704 top-8 of 128, h 6144 i 3072 top-4 of 128: 648 rows per GPU, 1.3-2x the time the other groups' fit gives them,
-# 55 us for one token at i / tp 96 where TRT-LLM groups take 21-29 us). Which configs fall back is not in the rows (not
-# i / tp: 1856, 464 and 192 ran TRT-LLM), so the moe fit is TRT-LLM's; validate.py prices these rows with it
-# (moe_rows(..., fallback=True))
+# bf16 fused-MoE rows left out: vLLM's unquantized oracle on Blackwell runs FlashInfer TRT-LLM's bf16 MoE and falls
+# back to FlashInfer CUTLASS where that kernel does not take the config. The collector ran two shape groups on CUTLASS
+# (h 2816 i 704 top-8 of 128, h 6144 i 3072 top-4 of 128: 648 rows per GPU, 1.3-2x the time the other groups' fit
+# gives them, 55 us for one token at i / tp 96 where TRT-LLM groups take 21-29 us). Which configs fall back is not in
+# the rows (not i / tp: 1856, 464 and 192 ran TRT-LLM), so the moe fit is TRT-LLM's; validate.py prices these rows
+# with it (moe_rows(..., fallback=True))
 _MOE_BF16_FALLBACK = "unquantizedfusedmoe_flashinfer_cutlass"
 
 

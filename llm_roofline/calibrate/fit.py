@@ -241,8 +241,8 @@ _FREE = {
     # int4: one model shape measured (Kimi-K2, top-8), whose routed rows are 8x its tokens everywhere: the rows cannot
     # tell a pass per token from one per routed row, so the walked rows alone
     "moe_int4": _MOE,
-    # fp4 experts (w4a16: FLOPs at the bf16 peak; moe_fp4, nvfp4 W4A4: at the fp4 peak): also a floor per kernel under expert
-    # parallelism (overhead_ep_s). Free for this family alone: its rows fit ~18 us per kernel on H100 / H200 (OAI
+    # fp4 experts (w4a16: FLOPs at the bf16 peak; moe_fp4, nvfp4 W4A4: at the fp4 peak): also a floor per kernel
+    # under expert parallelism (overhead_ep_s). Free for this family alone: its rows fit ~18 us per kernel on H100 / H200 (OAI
     # Triton mxfp4: 1 token takes 68 us at ep 4-128 against 63 us at ep 1 reading 4x the weights); bf16 rows fit 4.5 us
     # on H100 (held-out 5.9 / 23.4 -> 5.8 / 23.3 %: not worth a parameter)
     "moe_quant": _MOE + (("overhead_per_token_elem_s", 1e-12), ("overhead_ep_s", 1e-5)),
