@@ -298,3 +298,28 @@ def test_an_unreadable_table_is_one_error_naming_it(tmp_path, text):
     p.write_bytes(gzip.compress(text.encode()))
     with pytest.raises(RooflineError, match="not a readable gemm_perf table"):
         convert_table(p, "h100-sxm")
+
+
+def test_a_refit_of_some_families_keeps_every_other_table_as_shipped(tmp_path):
+    # benchmarks/refit_chips.py --families collective on this extract's 12 all-reduce rows: the collective fit is
+    # new, every other own fit of the shipped h100-sxm file is kept as is, its point count read back from its
+    # fitted_on note (gemm: '35742 points (gemm_bf16)', the full table's rows, not the extract's 7)
+    import importlib.util
+    import shutil
+
+    from llm_roofline.chip_fits import calibrated_model
+    from llm_roofline.hardware import load_chip
+
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "refit_chips.py"
+    spec = importlib.util.spec_from_file_location("refit_chips", script)
+    refit_chips = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(refit_chips)
+
+    shutil.copytree(FIXTURE, tmp_path / "aic-vllm" / "h100_sxm")
+    chip, res, note = refit_chips.refit_chip(tmp_path, "h100_sxm", "h100-sxm", "d", None, ("collective",))
+    shipped = calibrated_model(load_chip("h100-sxm"))
+    kept = {f for f, src in shipped.sources.items() if src.endswith(" fit")} - {"collective"}
+    assert kept and all(res.fits[f] == shipped.families[f] for f in kept)  # every parameter and note
+    assert (res.points["gemm"], res.points["collective"]) == (35_742, 12)
+    assert res.fits["collective"] != shipped.families["collective"]
+    assert f"{sum(res.points.values())} points" in note
