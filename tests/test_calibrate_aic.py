@@ -188,6 +188,10 @@ def test_four_bit_moe_rows_are_their_compute_dtypes_family_with_packed_weight_by
     # 16 * 3 * 2880 * 2880 * 4.25 / 8 = 211,507,200 B + activations 16 * (2*2880 + 3*2880) * 2 = 460,800 B
     assert (q.m, q["bytes"], q["dtype"]) == (1.0, 211_968_000, "bf16")
     assert m[m.op == "moe_nvfp4"].iloc[0]["dtype"] == "fp4"  # w4a4: the fp4 peak
+    # a user's measured CSV says moe_quant for both: its dtype column (the compute dtype) splits them the same way
+    user = measurements.normalize(pd.DataFrame(dict(family="moe_quant", op="x", model="a", dtype=["fp4", "bf16"],
+                                                    m=1.0, k=2880, n=2880, bytes=1e6, measured_s=1e-5)))
+    assert list(user.fam) == ["moe_fp4", "moe_quant"]
     # the same block at moe_ep 4: 32 experts held, the expert-parallel path (column ep)
     ep4 = measurements.normalize(pd.DataFrame(aic_vllm.moe_rows(df.assign(moe_ep_size=4))).assign(gpu="b200"))
     assert set(zip(ep4.experts, ep4.ep)) == {(32.0, 4.0)}
