@@ -355,7 +355,7 @@ def main(argv=None) -> int:
     sub = ap.add_subparsers(dest="cmd", required=True)
     m = sub.add_parser("measure", help="time the kernels on this machine's GPU (PyTorch with CUDA)")
     m.add_argument("out", type=Path)
-    m.add_argument("--parts", default=",".join(PARTS), type=lambda v: _parts(v),
+    m.add_argument("--parts", default=",".join(PARTS), type=_parts,
                    help=f"comma-separated kernels to time, of {', '.join(PARTS)} (default: all; weight_only rows go "
                         "to OUT_weight_only.csv)")
     c = sub.add_parser("compare", help="error of the ideal and calibrated estimates of a measured CSV")

@@ -163,6 +163,7 @@ FAMILIES = ("gemm", "gemm_fp8", "moe", "moe_quant", "attention", "attention_deco
             "elementwise", "activation", "rope", "norm", "embedding", "collective", "moe_fp8", "gemm_fp8_block",
             "all_to_all", "mla_glue", "moe_int4", "gemm_fp4", "moe_fp4")
 FP8_COMPUTE = {"fp8": "gemm_fp8", "int8": "gemm_fp8", "fp4": "gemm_fp4", "int4": "gemm_fp8"}  # dtype -> dense family
+FP4_EXPERTS = {"fp4": "moe_fp4"}  # fp4 experts' compute dtype -> family (W4A4; else moe_quant: W4A16, bf16 compute)
 # a family without its own fit borrows: family -> the family it falls back to (and says so)
 BORROWS = {"gemm_fp8": "gemm", "moe": "gemm", "moe_quant": "moe", "attention_decode_fp8": "attention_decode",
            "moe_int4": "moe_quant", "attention_decode": "attention", "moe_fp8": "moe", "gemm_fp8_block": "gemm_fp8",
@@ -404,7 +405,7 @@ def family_of(op: "Op") -> str:
         if op.style == "expert" and quantized_experts(op):
             if getattr(op, "weight_dtype", "") == "int4":
                 return "moe_int4"
-            return "moe_fp4" if op.compute_dtype == "fp4" else "moe_quant"
+            return FP4_EXPERTS.get(op.compute_dtype, "moe_quant")
         if op.style == "expert" and eight_bit_experts(op):
             return "moe_fp8"
         if fam := FP8_COMPUTE.get(op.compute_dtype):  # the 8-bit and narrower kernels (NVFP4: its own)

@@ -199,6 +199,8 @@ def _logit(p):
 # decode attention's terms (the _FREE comment at "attention_decode" says what each prices) and MHA's own half and floor
 _MOE = (("compute_max", 0.6), ("compute_tokens_half", 64.0), ("memory_max", 0.7), ("overhead_s", 1e-5),
         ("overhead_per_walked_elem_s", 1e-12), ("compute_width_half", 64.0))
+# fp4 experts, W4A16 (moe_quant) and W4A4 (moe_fp4): also each token's pass and the expert-parallel floor (_FREE)
+_MOE_FP4 = _MOE + (("overhead_per_token_elem_s", 1e-12), ("overhead_ep_s", 1e-5))
 _DECODE = (("memory_max", 0.8), ("overhead_s", 1e-5), ("overhead_per_kv_row_byte_s", 1e-11), ("compute_max", 0.5),
            ("compute_keys_half", 64.0), ("compute_group_half", 8.0), ("overhead_per_windowed_head_s", 1e-8),
            ("memory_streams_half", 1.0), ("overhead_per_kv_stream_s", 1e-8))
@@ -245,8 +247,8 @@ _FREE = {
     # under expert parallelism (overhead_ep_s). Free for this family alone: its rows fit ~18 us per kernel on H100 / H200 (OAI
     # Triton mxfp4: 1 token takes 68 us at ep 4-128 against 63 us at ep 1 reading 4x the weights); bf16 rows fit 4.5 us
     # on H100 (held-out 5.9 / 23.4 -> 5.8 / 23.3 %: not worth a parameter)
-    "moe_quant": _MOE + (("overhead_per_token_elem_s", 1e-12), ("overhead_ep_s", 1e-5)),
-    "moe_fp4": _MOE + (("overhead_per_token_elem_s", 1e-12), ("overhead_ep_s", 1e-5)),
+    "moe_quant": _MOE_FP4,
+    "moe_fp4": _MOE_FP4,
     # causal FlashAttention prefill: compute-bound; short sequences waste the diagonal tiles (keys half),
     # few heads x sequences leave SMs idle (elems half); a time per query tile (a short sequence fills a whole
     # 128-row tile): per query head or per GQA group, as the kernel tiles them (the fit picks the mix)

@@ -15,7 +15,7 @@ from ..errors import ChipError, RooflineError
 from ..files import write_text
 from ..hardware import Chip, load_chip
 from ..attention_shapes import KV8_BITS
-from ..efficiency import ATTENTION_FAMILIES, COLLECTIVE_FAMILIES, FP8_COMPUTE, GEMM_FAMILIES
+from ..efficiency import ATTENTION_FAMILIES, COLLECTIVE_FAMILIES, FP4_EXPERTS, FP8_COMPUTE, GEMM_FAMILIES
 from ..units import dtype_bytes
 
 if TYPE_CHECKING:
@@ -126,7 +126,8 @@ def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
         raise RooflineError(f"{where}: {e}") from None
     narrow = (df["fam"] == "gemm") & df["dtype"].isin(list(FP8_COMPUTE))  # efficiency.family_of's families
     df.loc[narrow, "fam"] = df.loc[narrow, "dtype"].map(FP8_COMPUTE)
-    df.loc[(df["fam"] == "moe_quant") & (df["dtype"] == "fp4"), "fam"] = "moe_fp4"  # fp4 experts computing in fp4
+    fp4 = (df["fam"] == "moe_quant") & df["dtype"].isin(list(FP4_EXPERTS))  # fp4 experts computing in fp4
+    df.loc[fp4, "fam"] = df.loc[fp4, "dtype"].map(FP4_EXPERTS)
     g = df["fam"].isin(GEMM_FAMILIES)
     if (g & df[["m", "k", "n"]].isna().any(axis=1)).any():
         raise RooflineError(f"{where}: gemm rows need m, k and n")
