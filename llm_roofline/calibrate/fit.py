@@ -319,6 +319,14 @@ def _from_x(name, x):
     return min(math.exp(min(max(x, -700.0), 50.0)), PARAM_TOP[name])  # a simplex gone far: capped
 
 
+def _trial(base: FamilyFit, params: dict) -> FamilyFit:
+    """base with these parameters, not validated: a fit's trial point (in range by construction: _from_x, the grid;
+    FamilyFit.__post_init__ took a third of each evaluation). fit_family validates the fit it returns."""
+    new = object.__new__(FamilyFit)
+    new.__dict__.update({k: v for k, v in base.__dict__.items() if k != "_set_terms"}, **params)
+    return new
+
+
 def _loss(pred, measured):
     r = np.log(pred / measured) / LOSS_SCALE
     return float(np.mean(np.sqrt(1.0 + r * r) - 1.0))
@@ -391,8 +399,8 @@ def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = 
     grid = _KERNEL_GRID.get((fam, chip_family), grid)
 
     def unpack(x, g=None) -> FamilyFit:
-        b = base if g is None else replace(base, **{grid_name: g})
-        return replace(b, **{n: _from_x(n, v) for n, v in zip(names, x)})  # _from_x keeps each in its range
+        b = base if g is None else _trial(base, {grid_name: g})
+        return _trial(b, {n: _from_x(n, v) for n, v in zip(names, x)})  # _from_x keeps each in its range
 
     found = []
     for g in grid:  # a discrete parameter: each value tried, the lowest loss kept (ties: the first)
@@ -405,7 +413,7 @@ def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = 
                     break
                 best = val
             found.append((val, len(found), x, g))
-    p = unpack(*min(found, key=lambda f: f[:2])[2:])
+    p = replace(unpack(*min(found, key=lambda f: f[:2])[2:]))  # validated
     if "comm_max" in names and "comm_switch_max" not in names:  # no switch-reduced row: as the copies (unmeasured)
         p = replace(p, comm_switch_max=p.comm_max)
     return p
