@@ -39,7 +39,7 @@ from llm_roofline.calibrate.chipfile import write_chip_toml  # noqa: E402
 from llm_roofline.calibrate.crossval import held_out_bands, held_out_predictions, with_bands  # noqa: E402
 from llm_roofline.calibrate.fit import MEMORY_FAMILIES, FitResult, fit  # noqa: E402
 from llm_roofline.calibrate.measurements import normalize, single_node  # noqa: E402
-from llm_roofline.chip_fits import calibrated_model  # noqa: E402
+from llm_roofline.chip_fits import calibrated_model, measured_fits  # noqa: E402
 from llm_roofline.hardware import load_chip  # noqa: E402
 
 DEFAULT_DATA = ROOT.parent / "shared" / "calibration"
@@ -91,11 +91,10 @@ def refit_chip(data: Path, system: str, chip_name: str, date: str | None, vidur_
                 if f in vf:
                     fits[f], points[f], med[f] = vf[f], vp[f], vm[f]
         sources.append(vidur.source_text([g]) + " (memory-bound families; " + vidur.sku_note([g]) + ")")
-    shipped = calibrated_model(chip)
-    kept = [f for f, src in shipped.sources.items() if src.endswith(" fit")
-            and (f in KEPT_FAMILIES or families is not None and f not in families)]
+    shipped = measured_fits(chip)
+    kept = [f for f in shipped if f in KEPT_FAMILIES or families is not None and f not in families]
     for f in kept:  # fitted elsewhere (KEPT_FAMILIES: refit them after this) or not asked for: kept as shipped
-        fits[f], points[f] = shipped.families[f], (0 if f in KEPT_FAMILIES else shipped_points(shipped.families[f]))
+        fits[f], points[f] = shipped[f], (0 if f in KEPT_FAMILIES else shipped_points(shipped[f]))
     res = FitResult(chip.name, MappingProxyType(fits), MappingProxyType(points), MappingProxyType(med),
                     time.perf_counter() - t0)
     return chip, res, note(chip, sources, sum(points.values()), date, "mla_glue" in fits)

@@ -12,8 +12,8 @@ from typing import Any, Mapping
 
 import numpy as np
 
-from .efficiency import (BORROWED, BORROWS, FAMILIES, OWN_BF16_FALLBACK, PARAMS, TPU_DEFAULT, UNCALIBRATED,
-                         CalibratedModel, FamilyFit, borrowed_base)
+from .efficiency import (BORROWED, BORROWS, FAMILIES, NOT_MEASURED, OWN_BF16_FALLBACK, PARAMS, TPU_DEFAULT,
+                         UNCALIBRATED, CalibratedModel, FamilyFit, borrowed_base)
 from .errors import ChipError, RooflineError, ScenarioError
 from .hardware import Chip, load_chip
 from .roofline import Efficiency
@@ -31,7 +31,13 @@ FAMILY_DEFAULTS = {
 
 def attention_from_gemm(g: FamilyFit) -> FamilyFit:
     return FamilyFit(compute_max=g.compute_max, memory_max=g.memory_max, overhead_s=g.overhead_s,
-                     fitted_on="NOT MEASURED: gemm's compute_max, memory_max and overhead_s, constant in tokens")
+                     fitted_on=f"{NOT_MEASURED}: gemm's compute_max, memory_max and overhead_s, constant in tokens")
+
+
+def measured_fits(chip) -> dict[str, FamilyFit]:
+    """The fits of `chip`'s own file fitted on measurements (a derived one, NOT_MEASURED, left out): what a
+    calibration of other families keeps."""
+    return {f: p for f, p in _chip_fits(load_chip(chip)).items() if not p.fitted_on.startswith(NOT_MEASURED)}
 
 
 def fits_from_table(table: Mapping[str, Any], where: str = "") -> dict[str, FamilyFit]:

@@ -642,3 +642,4 @@ def crosses_domain(op: "Op", chip: Chip) -> bool:
 
 BORROWED = "borrowed: "  # sources[family] of a fit taken from another chip (or another family)
 UNCALIBRATED = "uncalibrated"
+NOT_MEASURED = "NOT MEASURED"  # how the note of a fit derived from another family's (no rows of its own) begins

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .efficiency import (BORROWED, FAMILIES, IDEAL_FIT, TPU_DEFAULT, UNCALIBRATED, CalibratedModel, FamilyFit,
-                         crosses_domain, dequantizing, family_of)
+from .efficiency import (BORROWED, FAMILIES, IDEAL_FIT, NOT_MEASURED, TPU_DEFAULT, UNCALIBRATED, CalibratedModel,
+                         FamilyFit, crosses_domain, dequantizing, family_of)
 from .roofline import score_op
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ def band_of(p: FamilyFit, src: str) -> tuple[float, float]:
     (CalibratedModel.sources: '<chip> fit', 'borrowed: <chip>', 'borrowed: <family>', 'uncalibrated')."""
     if src in ("", UNCALIBRATED) or p is IDEAL_FIT or p is TPU_DEFAULT:
         return UNCALIBRATED_BAND
-    if src.startswith(BORROWED) and src[len(BORROWED):] in FAMILIES or p.fitted_on.startswith("NOT MEASURED"):
+    if src.startswith(BORROWED) and src[len(BORROWED):] in FAMILIES or p.fitted_on.startswith(NOT_MEASURED):
         return BORROWED_FAMILY_BAND
     lo, hi = min(p.err_p10, 1.0), max(p.err_p90, 1.0)
     if src.startswith(BORROWED):

@@ -25,13 +25,15 @@ report/calibration.py, and only cli.py prints.
 from __future__ import annotations
 
 import datetime as _dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from ..chip_fits import calibrated_model
+from ..chip_fits import calibrated_model, measured_fits
 from ..efficiency import FAMILIES
-from ..errors import RooflineError
+from ..errors import OutputError, RooflineError
+from ..files import check_destination
 from ..hardware import Chip, load_chip
 from . import fit as fitting
 from . import aic_vllm, vidur
@@ -73,6 +75,7 @@ class Calibration:
     chip_path: str  # the chip file the fit started from
     target: str  # where write=True writes (or wrote) the chip file
     written: str | None = None  # the chip file written (calibrate(write=True))
+    kept: tuple[str, ...] = ()  # families not in the rows whose fits the chip file has: written as they were
 
     @property
     def had_calibration(self) -> bool:
@@ -88,6 +91,9 @@ def calibrate(measured, chip, *, write: bool = False, gpu: str | None = None, so
     write=True writes a copy of the chip file with the fitted [efficiency.*] tables to
     `chips_dir/<chip>.toml` (default: user_chips_dir(), never the installed package)."""
     chip = load_chip(chip)
+    target = (Path(chips_dir) if chips_dir is not None else user_chips_dir()) / f"{chip.name}.toml"
+    if write:  # before the fit (minutes on the AIC tables): a destination it cannot write fails fast
+        _check_target(chip, target)
     frame = hasattr(measured, "columns")
     where = "<frame>" if frame else str(measured)
     if frame:
@@ -105,40 +111,55 @@ def calibrate(measured, chip, *, write: bool = False, gpu: str | None = None, so
             Path(where).name + (f" ({'/'.join(gpus)})" if gpus else "")
     date = date or _dt.date.today().isoformat()
     res = fitting.fit(used, chip, source=source, date=date)
+    # the chip file's fits of the families these rows do not measure are kept as they are (a measured attention fit
+    # too, over the one fit() derives from gemm): calibrating some families never drops the others'
+    kept = {f: p for f, p in measured_fits(chip).items() if f not in res.points}
+    res = replace(res, fits=MappingProxyType({f: p for f, p in res.fits.items() if f not in kept}))
     before = calibrated_model(chip)
     preds = {"ideal": predict(used, chip)}
     if before.families:
         preds["before"] = predict(used, chip, before)
     preds["after"] = predict(used, chip, res.fits)
     sku = vidur.sku_note(gpus)
-    note = chip_note(chip, source, res.points, date, sku)
-    target = (Path(chips_dir) if chips_dir is not None else user_chips_dir()) / f"{chip.name}.toml"
-    written = _write(chip, res, note, target) if write else None
+    note = chip_note(chip, source, res.points, date, sku, tuple(kept))
+    written = None
+    if write:
+        write_chip_toml(chip.path, replace(res, fits=MappingProxyType({**res.fits, **kept})), note, target)
+        written = str(target)
     return Calibration(chip.name, where, source, date, gpus, len(used), len(rows) - len(used),
                        before.label, res, error_rows(used, preds, by=("fam",)),
-                       note, sku, chip.path, str(target), written)
+                       note, sku, chip.path, str(target), written, tuple(f for f in FAMILIES if f in kept))
 
 
-def chip_note(chip: Chip, source: str, points, date: str, sku: str = "") -> str:
+def chip_note(chip: Chip, source: str, points, date: str, sku: str = "", kept: tuple[str, ...] = ()) -> str:
     """The [efficiency] fitted_on text: source, points (per family), date, the chip-file peaks the fractions
-    refer to, and the families not measured (chip_fits.calibrated_model borrows them)."""
+    refer to, the families kept from the chip file (their own notes say where from) and those not measured
+    (chip_fits.calibrated_model borrows them)."""
     dtype = "fp16" if "fp16" in chip.dense_flops_per_s else "bf16"
-    missing = [f for f in FAMILIES if f not in points]
+    missing = [f for f in FAMILIES if f not in points and f not in kept]
     return (f"{source}; {sum(points.values())} points; fitted {date} against this file's {chip.name} peaks "
             f"({dtype} {chip.peak_flops_per_s(dtype):.4g} FLOP/s, HBM {chip.hbm_bytes_per_s:.4g} B/s, "
             f"{chip.scaleup.kind} {chip.scaleup.bytes_per_s:.4g} B/s)" + (f"; {sku}" if sku else "")
+            + (f"; kept from the chip file: {', '.join(kept)}" if kept else "")
             + (f"; not measured (borrowed): {', '.join(missing)}" if missing else "")
             + "; multi-node collectives not calibrated")
 
 
-def _write(chip: Chip, res: FitResult, note: str, dest: Path) -> str:
+def _check_target(chip: Chip, dest: Path) -> None:
+    """A RooflineError unless the fit of `chip` can be written to dest: a chip file to start from, dest outside the
+    installed package, the nearest existing folder above it a folder, and a file that may be written there."""
     if not chip.path:
         raise RooflineError(f"chip {chip.name} has no file to start from")
     if dest.resolve().is_relative_to(_PACKAGE_DIR):
         raise RooflineError(f"refusing to write {dest} inside the installed package; set {CHIPS_ENV} to a "
                             "directory of your own")
-    write_chip_toml(chip.path, res, note, dest)
-    return str(dest)
+    above = dest.parent
+    while not above.exists() and above != above.parent:
+        above = above.parent
+    if not above.is_dir():
+        raise OutputError(f"cannot write {dest}: {above} is not a folder")
+    if above == dest.parent:
+        check_destination(dest)
 
 
 def convert_vidur(src, out=None) -> "pd.DataFrame":

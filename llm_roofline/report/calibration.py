@@ -28,7 +28,7 @@ def calibration_dict(c: Calibration) -> dict:
     return dict(chip=c.chip, source=c.source, before=c.before_label,
                 errors=c.errors, params={f: p.params() for f, p in c.result.fits.items()},
                 points=dict(c.result.points), fit_seconds=c.result.seconds,
-                left_out_multi_node=c.left_out_multi_node, written=c.written)
+                left_out_multi_node=c.left_out_multi_node, written=c.written, kept=list(c.kept))
 
 
 def parameter_lines(c: Calibration) -> list[str]:
@@ -64,6 +64,8 @@ def _outcome(c: Calibration) -> list[str]:
     out = [f"wrote {c.written}: {c.chip_path} with the fitted [efficiency.*] tables (load it by path, or by name "
            "from the user chip directory)" if c.written
            else f"not written (pass --write to write the chip file with these tables to {c.target})"]
+    if c.kept:
+        out.append(f"kept as the chip file has them (not in these rows): {', '.join(c.kept)}")
     if c.sku_note:
         out.append(c.sku_note + f"; fitted against {c.chip}.")
     return out
