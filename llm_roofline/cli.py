@@ -290,7 +290,8 @@ def _build_parser() -> argparse.ArgumentParser:
                                    "data/profiling: compute/ and network/) into such a CSV instead of fitting. "
                                    "--write stores a copy of the chip file with the fitted tables in the user chip "
                                    "directory: $LLM_ROOFLINE_CHIPS if set, else ~/.config/llm-roofline/chips "
-                                   "($XDG_CONFIG_HOME; %APPDATA%/llm-roofline/chips on Windows); the installed "
+                                   "($XDG_CONFIG_HOME; %APPDATA%/llm-roofline/chips on Windows); the families "
+                                   "the rows do not measure keep the fits the chip file has; the installed "
                                    "chip files are never changed.",
                        epilog="examples (from a clone of the repository):\n"
                               "  llm-roofline calibrate benchmarks/data/measured_h100_sample.csv --chip h100-sxm\n"
@@ -305,8 +306,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--gpu", default=None, help="use the rows with this gpu value instead (e.g. a100)")
     p.add_argument("--source", default=None, help="text for the fitted_on notes (default: from the CSV)")
     p.add_argument("--write", action="store_true",
-                   help="write the chip file with the fitted [efficiency.*] tables (the rest byte-identical) to "
-                        "the user chip directory as <chip>.toml")
+                   help="write the chip file with the fitted [efficiency.*] tables (its other fits and every "
+                        "other byte kept) to the user chip directory as <chip>.toml; checked before the fit")
     p.add_argument("--convert-vidur", nargs=2, metavar=("VIDUR_DIR", "OUT_CSV"), default=None,
                    help="convert Vidur profiles (a directory with compute/ and network/) to a measured CSV; no fit")
     _add_format(p)
