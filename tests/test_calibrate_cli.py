@@ -12,7 +12,6 @@ import pytest
 import llm_roofline as lr
 from llm_roofline.calibrate import CHIPS_ENV, Calibration, calibrate, user_chips_dir
 from llm_roofline.cli import main
-from llm_roofline.efficiency import FAMILIES
 from llm_roofline.errors import OutputError, RooflineError
 
 ROOT = Path(__file__).resolve().parents[1]
