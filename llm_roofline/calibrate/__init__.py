@@ -89,7 +89,8 @@ def calibrate(measured, chip, *, write: bool = False, gpu: str | None = None, so
     MEASURED_COLUMNS) whose gpu names the chip (or is `gpu`). Multi-node collectives are left out.
 
     write=True writes a copy of the chip file with the fitted [efficiency.*] tables to
-    `chips_dir/<chip>.toml` (default: user_chips_dir(), never the installed package)."""
+    `chips_dir/<chip>.toml` (default: user_chips_dir(), never the installed package), checked before the fit; the
+    families the rows do not measure keep the chip file's own fits there (Calibration.kept names them)."""
     chip = load_chip(chip)
     target = (Path(chips_dir) if chips_dir is not None else user_chips_dir()) / f"{chip.name}.toml"
     if write:  # before the fit (minutes on the AIC tables): a destination it cannot write fails fast
@@ -147,7 +148,7 @@ def chip_note(chip: Chip, source: str, points, date: str, sku: str = "", kept: t
 
 def _check_target(chip: Chip, dest: Path) -> None:
     """A RooflineError unless the fit of `chip` can be written to dest: a chip file to start from, dest outside the
-    installed package, the nearest existing folder above it a folder, and a file that may be written there."""
+    installed package, the nearest path above it that exists a folder, and a file that may be written there."""
     if not chip.path:
         raise RooflineError(f"chip {chip.name} has no file to start from")
     if dest.resolve().is_relative_to(_PACKAGE_DIR):
