@@ -34,7 +34,7 @@ from .optable import OpTable
 from .phases import (DecodeSums, PhaseResult, PhaseTotals, PrefillSums, decode_segments, graph_memo, phase_t_s,
                      run_phase)
 from .roofline import TERMS, intensity_of
-from .sharding import Sharding, critical_thresholds
+from .sharding import Sharding, critical_thresholds, stage_divisor, stage_note
 from .uncertainty import uncertainty_of
 from .units import array_key, json_ready
 
@@ -166,13 +166,23 @@ def _repriced(r: Evaluation, eff) -> Evaluation:
 
 def _prefill(spec, chip, sh, dt, eff, batch, prompt, attention) -> PhaseResult:
     ops = build_ops(spec, Phase.prefill(batch, prompt), sh, dt, attention)
-    return run_phase(ops, chip, eff, sh, prefill_time_factor(sh), PrefillSums, np.float64(1.0),
+    return run_phase(ops, chip, eff, sh, prefill_time_factor(sh, spec.n_layers), PrefillSums, np.float64(1.0),
                      scenario_grid(batch, prompt))
 
 
-def prefill_time_factor(sh: Sharding) -> float:
-    """Pipeline: the prefill finishes after (2pp - 1) stage slots of one micro-batch."""
-    return (2 * sh.pp - 1) / sh.pp
+def prefill_time_factor(sh: Sharding, n_layers: int) -> float:
+    """Pipeline: the first micro-batch crosses every stage and each of the other pp - 1 follows one fullest stage
+    later: (d + pp - 1) / d of one micro-batch's pass through all layers, d = sharding.stage_divisor ((2pp - 1) / pp
+    where the layers divide evenly; 61 layers over 2 stages, 31 + 30: 92 / 61)."""
+    d = stage_divisor(n_layers, sh.pp)
+    return (d + sh.pp - 1) / d
+
+
+def step_time_factor(sh: Sharding, n_layers: int) -> float:
+    """Pipeline: a decode (or serving) step passes its pp micro-batches through the fullest stage, pp / d of one
+    micro-batch's pass through all layers (d = sharding.stage_divisor): 1 where the layers divide evenly, 62 / 61
+    for 61 layers over 2 stages."""
+    return sh.pp / stage_divisor(n_layers, sh.pp)
 
 
 def scenario_grid(batch, prompt) -> tuple:
@@ -183,7 +193,7 @@ def scenario_grid(batch, prompt) -> tuple:
 def _decode(spec, chip, sh, dt, eff, batch, prompt, gen, attention) -> PhaseResult:
     # pipeline: a decode step for all micro-batches takes one micro-batch's trip through all stages
     ops, sums, grid = decode_ops(spec, sh, dt, batch, prompt, gen, attention, kernel_steps=kernel_breakpoints(eff))
-    return run_phase(ops, chip, eff, sh, 1.0, sums, gen - 1.0, grid)
+    return run_phase(ops, chip, eff, sh, step_time_factor(sh, spec.n_layers), sums, gen - 1.0, grid)
 
 
 def kernel_breakpoints(eff) -> tuple:
@@ -331,7 +341,8 @@ def _inputs(model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtyp
     sh, batch, prompt, gen = scenario_arrays(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_parallel,
                                              attention_dp, moe_tp, moe_ep, routing_skew)
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), assumptions := list(spec.assumptions))
-    assumptions += filter(None, [spec.w8a8_fallback_note(dt, chip.name)])  # a W8A8 checkpoint run weight-only
+    assumptions += filter(None, [spec.w8a8_fallback_note(dt, chip.name),  # a W8A8 checkpoint run weight-only
+                                 stage_note(spec.n_layers, sh.pp)])
     return spec, chip, sh, dt, resolve_efficiency(efficiency, chip), assumptions, batch, prompt, gen
 
 
@@ -375,10 +386,10 @@ def evaluate_step(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, c
     `decode_kv_len`) while a prompt chunk of `chunk_tokens` tokens (attending to `chunk_kv_len`: its cached
     prefix + the chunk) is prefilled alongside (graph.Phase.mixed). Every argument may be an array; the
     result's times are the step's wall clock (one pass of the micro-batches through the pipeline)."""
-    ops, chip, eff, sh = _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep,
-                                   weight_dtype, act_dtype, kv_dtype, efficiency, attention, attention_dp, moe_tp,
-                                   moe_ep, routing_skew)
-    return run_phase(ops, chip, eff, sh, 1.0, PrefillSums, np.float64(1.0)).totals
+    ops, chip, eff, sh, factor = _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp,
+                                           pp, ep, weight_dtype, act_dtype, kv_dtype, efficiency, attention,
+                                           attention_dp, moe_tp, moe_ep, routing_skew)
+    return run_phase(ops, chip, eff, sh, factor, PrefillSums, np.float64(1.0)).totals
 
 
 def step_time_s(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chunk_kv_len=0, tp=1, pp=1, ep=1,
@@ -388,31 +399,33 @@ def step_time_s(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chu
     """evaluate_step(...).times.t_s, without the step's work totals and other time fields (serving step tables).
     graphs: a dict the caller keeps while it scores the same steps on several chips (see graph_memo)."""
     if graphs is None:
-        ops, chip, eff, _ = _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep,
-                                      weight_dtype, act_dtype, kv_dtype, efficiency, attention, attention_dp, moe_tp,
-                                      moe_ep, routing_skew)
-        return phase_t_s(ops, chip, eff, 1.0)
+        ops, chip, eff, _, factor = _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len,
+                                              tp, pp, ep, weight_dtype, act_dtype, kv_dtype, efficiency, attention,
+                                              attention_dp, moe_tp, moe_ep, routing_skew)
+        return phase_t_s(ops, chip, eff, factor)
     spec, chip = load_model(model), load_chip(chip)
     amounts = _step_amounts(decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len)  # checked before keying on them
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
     key = ("step", id(spec), dt, tp, pp, ep, attention, attention_dp, moe_tp, moe_ep, routing_skew) + tuple(
         array_key(x) for x in amounts)
-    (ops, _, _, _), memo = graph_memo(graphs, key, lambda: _step_ops(
+    (ops, _, _, _, factor), memo = graph_memo(graphs, key, lambda: _step_ops(
         spec, chip, *amounts, tp, pp, ep, weight_dtype, act_dtype, kv_dtype, None, attention, attention_dp, moe_tp,
         moe_ep, routing_skew))
-    return phase_t_s(ops, chip, resolve_efficiency(efficiency, chip), 1.0, memo=memo)
+    return phase_t_s(ops, chip, resolve_efficiency(efficiency, chip), factor, memo=memo)
 
 
 def _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep, weight_dtype,
               act_dtype, kv_dtype, efficiency, attention, attention_dp, moe_tp, moe_ep, routing_skew):
-    """The ops of one mixed step (arguments checked), its chip, efficiency model and sharding."""
+    """The ops of one mixed step (arguments checked), its chip, efficiency model, sharding and time factor (a
+    pipeline's fullest stage: step_time_factor)."""
     spec, chip = load_model(model), load_chip(chip)
     decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len = _step_amounts(decode_batch, decode_kv_len, chunk_tokens,
                                                                            chunk_kv_len)
     sh = Sharding(tp, pp, ep, 1, False, attention_dp, moe_tp, moe_ep, routing_skew)
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
     phase = Phase.mixed(decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len)
-    return build_ops(spec, phase, sh, dt, attention), chip, resolve_efficiency(efficiency, chip), sh
+    return (build_ops(spec, phase, sh, dt, attention), chip, resolve_efficiency(efficiency, chip), sh,
+            step_time_factor(sh, spec.n_layers))
 
 
 def _step_amounts(decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len) -> tuple:

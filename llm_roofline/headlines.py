@@ -14,6 +14,7 @@ import numpy as np
 from .chip_fits import DEFAULT_EFFICIENCY, resolve_efficiency
 from .errors import RooflineError, ScenarioError
 from .estimate import (Evaluation, decode_ops, decode_total_of, prefill_time_factor, scenario_arrays, scenario_grid,
+                       step_time_factor,
                        tpot_of)
 from .graph import Dtypes, Phase, build_ops, handoff_ops, resolve_dtypes
 from .hardware import Chip, load_chip
@@ -212,8 +213,9 @@ def _headlines(spec, members: list, dt: Dtypes, scenarios: list, attention, gpu_
         ops, pre_hand, dec_hand = hand
         pre, dec = pre_stage, dec_stage
         if ops:  # pp > 1: the stage's sums and the hand-off's, under the pipeline schedule
-            pre = [prefill_time_factor(sh) * (t + h) for t, h in zip(pre, pre_hand)]
-            dec = dec if dec_hand is None else [t + h for t, h in zip(dec, dec_hand)]
+            pre = [prefill_time_factor(sh, spec.n_layers) * (t + h) for t, h in zip(pre, pre_hand)]
+            dec = dec if dec_hand is None else [step_time_factor(sh, spec.n_layers) * (t + h)
+                                                for t, h in zip(dec, dec_hand)]
         fp = _footprint(spec, sh, dt, pre_ops + ops, batch, prompt + gen, pre_memo)
         out.append([Headline(ttft, tpot_of(gen, ttft, d), ttft + decode_total_of(gen, ttft, d),
                              replace(fp, capacity_bytes=usable_bytes(chip.hbm_bytes, gpu_memory_utilization)), chip,

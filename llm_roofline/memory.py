@@ -32,7 +32,7 @@ from .bounds import check_count, check_range
 from .errors import RooflineError, ScenarioError
 from .graph import Dtypes, Phase, build_ops, handoff_ops, resolve_dtypes
 from .model.spec import Matrix, ModelSpec
-from .sharding import Sharding, kv_elems_per_token_per_chip, mixer_state_elems_per_chip
+from .sharding import Sharding, kv_elems_per_token_per_chip, mixer_state_elems_per_chip, stage_divisor
 from .units import array_key, as_list, dtype_bytes, memo_by_identity, remembered, sub_memo
 
 if TYPE_CHECKING:
@@ -97,13 +97,15 @@ def _weight_bytes(spec: ModelSpec, weight_dtype: str | None) -> float:
     return sum(weight_bytes_by_family(spec, weight_dtype).values())
 
 
-def weight_bytes_per_chip(ops: "list[Op]", pp: int = 1) -> float:
-    """Weights resident on the fullest chip: the layers' shards (op.stored_bytes, per instance) spread over pp
-    stages; with pp = 1 the one chip also holds embedding and LM head, with pp > 1 they sit on the first and
-    last stage, so the fullest chip holds the larger of the two."""
+def weight_bytes_per_chip(ops: "list[Op]", pp: int = 1, n_layers: int = 1) -> float:
+    """Weights resident on the fullest chip: the layers' shards (op.stored_bytes, per instance) of the fullest of pp
+    stages (sharding.stage_divisor); with pp = 1 the one chip also holds embedding and LM head, with pp > 1 they
+    sit on the first and last stage, so the fullest chip holds the larger of the two."""
     layer_bytes = sum(op.stored_bytes * op.count for op in ops if op.group != "model")
     model_bytes = [op.stored_bytes for op in ops if op.group == "model" and op.stored_bytes]
-    return layer_bytes / pp + (sum(model_bytes) if pp == 1 else max(model_bytes, default=0.0))
+    if pp == 1:
+        return layer_bytes + sum(model_bytes)
+    return layer_bytes / stage_divisor(n_layers, pp) + max(model_bytes, default=0.0)
 
 
 # ---------------------------------------------------------------------------------- KV cache
@@ -227,8 +229,8 @@ def footprint(spec: ModelSpec, capacity_bytes: float, sharding: Sharding, dtypes
     tp, pp = sharding.tp, sharding.pp
     kv_replica_per_seq = cache_bytes_per_sequence(spec, context_len, dtypes.kv, tp)  # KV + recurrent state
     return Footprint(
-        weight_bytes_per_chip=weight_bytes_per_chip(prefill_ops, pp),
-        kv_bytes_per_sequence_per_chip=np.asarray(kv_replica_per_seq) / tp / pp,
+        weight_bytes_per_chip=weight_bytes_per_chip(prefill_ops, pp, spec.n_layers),
+        kv_bytes_per_sequence_per_chip=np.asarray(kv_replica_per_seq) / tp / stage_divisor(spec.n_layers, pp),
         activation_workspace_bytes_per_chip=activation_workspace_bytes(prefill_ops, spec.d_model,
                                                                        dtype_bytes(dtypes.act)),
         kv_cache_bytes=np.asarray(kv_replica_per_seq) * batch, batch=np.asarray(batch, dtype=np.float64),

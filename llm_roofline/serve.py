@@ -35,6 +35,7 @@ from .memory import GPU_MEMORY_UTILIZATION, PREFILL_CHUNK_TOKENS, memory_footpri
 from .model.hf import load_model
 from .queueing import (Engine, Speculative, StepTables, Workload, decode_nodes, saturation_qps, solve_closed, solve_open,
                        step_tables, workload_of)
+from .sharding import stage_divisor, stage_note
 from .units import as_list, json_ready, remembered, unique_rows
 
 # Host overhead, fitted by `python benchmarks/validate_serving.py` (efficiency="calibrated", the calibration v2 chip
@@ -175,7 +176,8 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
     eng = Engine(max_num_batched_tokens=uniq[:, 3], gpu_memory_utilization=engine["gpu_memory_utilization"],
                  scheduling=engine["scheduling"], step_overhead_s=engine["step_overhead_s"],
                  seq_overhead_s=engine["seq_overhead_s"],
-                 prompt_step_overhead_s=engine["prompt_layer_overhead_s"] * spec.n_layers / pp)
+                 prompt_step_overhead_s=engine["prompt_layer_overhead_s"] * spec.n_layers / stage_divisor(spec.n_layers,
+                                                                                                          pp))
     nodes = decode_nodes(np.max(g["max_num_seqs"]))
     draft = _draft_fn(spec, chip, kw, sp, float(np.mean(wl_u.decode_kv_tokens)))
     tab = step_tables(_step_fn(spec, chip, kw), wl_u, eng, sp, nodes, draft).with_index(inv.ravel())
@@ -340,7 +342,8 @@ def _run(spec, jobs, ctx: dict, raise_errors: bool, only_fitting: bool = False, 
             d = {**d, **{k: check_count(k, d[k]) for k in _DEGREES}}
             assumptions: list[str] = []
             dtypes = resolve_dtypes(chip_obj, Dtypes(*ctx["dtypes"]), assumptions)
-            assumptions += filter(None, [spec.w8a8_fallback_note(dtypes, chip_obj.name)])
+            assumptions += filter(None, [spec.w8a8_fallback_note(dtypes, chip_obj.name),
+                                         stage_note(spec.n_layers, d["pp"])])
             prep = _prepare(spec, chip_obj, g, tp=d["tp"], pp=d["pp"], ep=d["ep"], dp=d["dp"], dtypes=dtypes,
                             efficiency=model, attention=ctx["attention"], engine=ctx["engine"], sp=ctx["sp"],
                             workload=ctx["workload"], closed=ctx["closed"], layout=ctx["layout"],

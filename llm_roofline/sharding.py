@@ -120,6 +120,31 @@ def _check_degree(name: str, v) -> int:
     return v
 
 
+def stage_layers(n_layers: int, pp: int) -> int:
+    """Layers of the fullest pipeline stage, ceil(n_layers / pp): vLLM splits layers that do not divide evenly
+    (distributed.utils.get_pp_indices: the remainder one each to the stages before the last; DeepSeek-V3's 61 over 2
+    stages: 31 + 30). A ShardingError where a stage would hold no layer."""
+    if pp > n_layers:
+        raise ShardingError(f"pp = {pp} exceeds the number of layers ({n_layers}): a pipeline stage would hold none")
+    return -(-n_layers // pp)
+
+
+def stage_divisor(n_layers: int, pp: int) -> float:
+    """n_layers / stage_layers: what the whole model's layer weights or KV cache divide by to be the fullest stage's
+    (per chip), and the stages' count in fullest-stage passes; pp itself where the layers divide evenly."""
+    return n_layers / stage_layers(n_layers, pp)
+
+
+def stage_note(n_layers: int, pp: int) -> str:
+    """The assumption behind an uneven pipeline split ('' where the layers divide evenly)."""
+    most = stage_layers(n_layers, pp)
+    if most * pp == n_layers:
+        return ""
+    parts = [n_layers // pp + (1 if i < n_layers % pp else 0) for i in range(pp)]  # the sizes, not their order
+    return (f"pp = {pp} splits the {n_layers} layers {' + '.join(map(str, parts))} (as vLLM does): a stage of {most} "
+            "layers sets the pace and the memory per chip.")
+
+
 def split(total: int, parts: int, what: str) -> int:
     """total / parts when it divides; a ShardingError naming both numbers otherwise (never rounded)."""
     if parts == 1:

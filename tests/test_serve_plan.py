@@ -107,9 +107,9 @@ def test_the_binding_reason_reads_the_fewer_replicas_row_of_lowest_ttft():
 
 def test_no_sharding_with_room_for_a_sequence_says_so_without_scoring_them_all():
     # DeepSeek-V3's ~690 GB of fp8 weights on at most 8 L40S (48 GB each, 8 x 48 x 0.9 = 346 GB usable): no sharding
-    # holds them: tp 1, 2, 4, 8 at pp 1 have no room (pp 2 does not divide 61 layers); the plan says that (it scored
-    # every sharding a second time to report the largest one's "KV cache: no room for one sequence")
-    with pytest.raises(RooflineError, match="within 8 chips runs it; 4 have no room for one sequence's KV cache"):
+    # holds them: tp 1, 2, 4, 8 at pp 1 and tp 1, 2, 4 at pp 2 (61 layers: 31 + 30) have no room; the plan says that
+    # (it scored every sharding a second time to report the largest one's "KV cache: no room for one sequence")
+    with pytest.raises(RooflineError, match="within 8 chips runs it; 7 have no room for one sequence's KV cache"):
         plan_serving("deepseek-ai/DeepSeek-V3", ["l40s"], 512, 64, qps=1.0, max_chips=8)
 
 

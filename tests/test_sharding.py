@@ -6,7 +6,8 @@ from hypothesis import given, settings, strategies as st
 import llm_roofline as lr
 from llm_roofline.graph import Phase, build_ops
 from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
-from llm_roofline.sharding import Sharding
+from llm_roofline.estimate import prefill_time_factor, step_time_factor
+from llm_roofline.sharding import Sharding, stage_layers, stage_note
 
 
 def spec_for(h, kv, hd, d, f, layers=2, vocab=512):
@@ -57,8 +58,8 @@ def test_divisibility_errors_are_clear():
         lr.estimate("meta-llama/Llama-3.1-70B", "h100", tp=3, efficiency="ideal")
     with pytest.raises(lr.ShardingError, match="routed experts"):
         lr.estimate("mistralai/Mixtral-8x7B-v0.1", "h100", tp=16, ep=16, efficiency="ideal")
-    with pytest.raises(lr.ShardingError, match="number of layers = 32 is not divisible by 3"):
-        lr.estimate("meta-llama/Llama-3.1-8B", "h100", pp=3, batch=3, efficiency="ideal")
+    with pytest.raises(lr.ShardingError, match=r"pp = 33 exceeds the number of layers \(32\)"):
+        lr.estimate("meta-llama/Llama-3.1-8B", "h100", pp=33, batch=33, efficiency="ideal")
     with pytest.raises(lr.ShardingError, match=r"moe_ep=3 must divide the 4 chips an FFN layer spans \(tp=4"):
         lr.estimate("mistralai/Mixtral-8x7B-v0.1", "h100", tp=4, ep=3, efficiency="ideal")
     with pytest.raises(ValueError, match="tp must be a positive integer"):
@@ -132,3 +133,31 @@ def test_cli_sharding_flags_show_comm_rows(capsys):
     assert main(["estimate", "meta-llama/Llama-3.1-70B", "--chip", "h100", "--tp", "3"]) == 2
     err = capsys.readouterr().err
     assert "not divisible" in err and "Traceback" not in err
+
+
+def test_layers_that_do_not_divide_are_split_as_vllm_splits_them_and_the_fullest_stage_sets_the_pace():
+    # vLLM (distributed.utils.get_pp_indices) gives the remainder one layer each to the stages before the last:
+    # DeepSeek-V3's 61 layers over 2 stages 31 + 30. Before, any pp that did not divide the layers was refused.
+    assert (stage_layers(61, 2), stage_layers(80, 3), stage_layers(80, 4)) == (31, 27, 20)
+    assert "61 layers 31 + 30" in stage_note(61, 2) and "80 layers 27 + 27 + 26" in stage_note(80, 3)
+    assert stage_note(80, 4) == ""
+    # prefill: the first micro-batch crosses all 61 layers, the second follows one 31-layer stage later: 61 + 31 = 92
+    # layer passes of one micro-batch's 61; a decode step runs both micro-batches through the 31-layer stage: 62 / 61
+    assert prefill_time_factor(Sharding(pp=2), 61) == pytest.approx(92 / 61, rel=1e-15)
+    assert step_time_factor(Sharding(pp=2), 61) == pytest.approx(62 / 61, rel=1e-15)
+    # layers that divide: the factors as before, exactly ((2pp - 1) / pp and 1)
+    assert prefill_time_factor(Sharding(pp=4), 80) == 7 / 4 and step_time_factor(Sharding(pp=4), 80) == 1.0
+    # Llama-3.1-8B (32 layers) at pp 3: 11 + 11 + 10. Weights of the fullest chip: 11 layers of 218,112,000 bf16
+    # parameters (q, o 4096^2; k, v 4096 x 1024; gate, up, down 4096 x 14336; two norms of 4096) = 11 x 436,224,000
+    # bytes, plus the larger of embedding and LM head (128,256 x 4096 x 2 = 1,050,673,152 bytes each)
+    e3 = lr.estimate("meta-llama/Llama-3.1-8B", "h100", pp=3, batch=3, gen_len=64, efficiency="ideal")
+    assert e3.memory.per_chip_weight_bytes == pytest.approx(11 * 436_224_000 + 1_050_673_152, rel=1e-12)
+    assert any("32 layers 11 + 11 + 10" in a for a in e3.assumptions)
+    # times: a stage is the pp = 1 graph at the micro-batch (1 sequence) plus the 2 hand-offs; TTFT: the first
+    # micro-batch crosses 32 layers and each of the other two follows one 11-layer stage later, 32 + 2 x 11 = 54 layer
+    # passes of 32; a decode step: 3 micro-batches through the 11-layer stage, 33 of 32
+    e1 = lr.estimate("meta-llama/Llama-3.1-8B", "h100", batch=1, gen_len=64, efficiency="ideal")
+    hand = e3.ops[e3.ops.name == "comm.p2p.stage"].set_index("phase")
+    hand_s = hand["t_s"] * hand["count"]
+    assert e3.ttft_s == pytest.approx(54 / 32 * (e1.ttft_s + hand_s["prefill"]), rel=1e-9)
+    assert e3.tpot_s == pytest.approx(33 / 32 * (e1.tpot_s + hand_s["decode"]), rel=1e-9)

@@ -15,6 +15,7 @@ from ..graph import Dtypes
 from ..chip_fits import DEFAULT_EFFICIENCY
 from ..memory import GPU_MEMORY_UTILIZATION, kv_cache_bytes, usable_bytes
 from ..roofline import score_collective
+from ..sharding import stage_divisor
 from .candidates import ShardingChoice, sharding_candidates
 from .explain import fmt_gb
 
@@ -127,10 +128,11 @@ def _as_choice(spec, sharding) -> ShardingChoice:
     return ShardingChoice(int(tp), int(pp), int(rest[0]) if rest else (int(tp) if spec.is_moe else 1))
 
 
-def _steady_prefill_s(ttft_s, pp):
-    """One prefill batch in steady state: micro-batches stream through the stages, one finishing per stage
-    slot, so a batch of pp micro-batches takes TTFT x pp / (2pp - 1) (TTFT includes the pipeline fill)."""
-    return ttft_s * pp / (2 * pp - 1)
+def _steady_prefill_s(ttft_s, pp, n_layers):
+    """One prefill batch in steady state: micro-batches stream through the stages, one finishing per fullest-stage
+    slot, so a batch of pp micro-batches takes TTFT x pp / (d + pp - 1) (TTFT includes the pipeline fill:
+    estimate.prefill_time_factor, d = sharding.stage_divisor; pp / (2pp - 1) where the layers divide evenly)."""
+    return ttft_s * pp / (stage_divisor(n_layers, pp) + pp - 1)
 
 
 def _prefill_ttft_s(st: _Setting, choice: ShardingChoice, batch: int, efficiency):
@@ -160,7 +162,7 @@ def best_prefill(st: _Setting, options, prefill_batch: int | None, efficiency) -
                                    st.scenario["act_dtype"], choice.chips, st.kv_link)
         if st.ttft_s is not None and ttft_s + transfer_s > st.ttft_s:
             continue
-        prefill_s = _steady_prefill_s(ttft_s, choice.pp)
+        prefill_s = _steady_prefill_s(ttft_s, choice.pp, st.spec.n_layers)
         rate = batch / prefill_s / choice.chips
         if best is None or rate > best.requests_per_s_per_chip:
             best = PrefillSide(choice, batch, prefill_s, rate, ttft_s + transfer_s, transfer_s)
@@ -237,7 +239,7 @@ def _colocated(st: _Setting, pre: PrefillSide, dec: DecodeSide, decode_batch: in
     pp = dec.sharding.pp
     batch = pre.batch if pre.batch % pp == 0 else pp
     ttft_s, _ = _prefill_ttft_s(st, dec.sharding, batch, efficiency)
-    prefill_per_request_s = _steady_prefill_s(ttft_s, pp) / batch
+    prefill_per_request_s = _steady_prefill_s(ttft_s, pp, st.spec.n_layers) / batch
     rps_per_chip = 1.0 / ((prefill_per_request_s + dec.decode_s / decode_batch) * dec.sharding.chips)
     tpot_s = (dec.decode_s + decode_batch * prefill_per_request_s) / (st.gen_len - 1)
     return dict(batch=batch, requests_per_s_per_chip=rps_per_chip, tpot_s=tpot_s)
