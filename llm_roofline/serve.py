@@ -180,7 +180,8 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
                                                                                                           pp))
     nodes = decode_nodes(np.max(g["max_num_seqs"]))
     draft = _draft_fn(spec, chip, kw, sp, float(np.mean(wl_u.decode_kv_tokens)))
-    tab = step_tables(_step_fn(spec, chip, kw), wl_u, eng, sp, nodes, draft).with_index(inv.ravel())
+    tab = step_tables(_step_fn(spec, chip, kw), wl_u, eng, sp, nodes, draft,
+                      stage_divisor(spec.n_layers, pp) - 1.0).with_index(inv.ravel())
     load = (g["concurrency"] if closed else g["qps"]) / dp
     return _Prepared(tab, wl, cap, kv_seq, free, kv_seqs, load, dp, g["max_num_seqs"], layout["attention_dp"])
 
