@@ -212,7 +212,9 @@ def cmd_sweep(args) -> str:
                **_layout_kwargs(args))
     written = write_text(args.out, df.to_csv(index=False)) if args.out else None
     rows = df.to_dict(orient="records")
-    display = [("chip", "chip", None), ("tp", "tp", None), ("batch", "batch", None), ("prompt", "prompt_len", None),
+    degrees = [(k, k, None) for k in ("pp", "ep", "dp") if k in df and (df[k] != 1).any()]  # shown where not all 1
+    display = [("chip", "chip", None), ("tp", "tp", None), *degrees, ("batch", "batch", None),
+               ("prompt", "prompt_len", None),
                ("gen", "gen_len", None), ("TTFT", "ttft_s", fmt_seconds), ("TPOT", "tpot_s", fmt_seconds),
                ("e2e", "e2e_s", fmt_seconds), ("tok/s", "throughput_tokens_per_s", sig3),
                ("per chip", "throughput_tokens_per_s_per_chip", sig3),

@@ -331,7 +331,7 @@ def _max_batch_row(spec, chip, usable_bytes, context, gen_len, tp, pp, ep, weigh
                               graphs=graphs)
     mb = float(fp.max_batch)
     mb_int = int(mb) if math.isfinite(mb) else 0
-    return {"weight_dtype": dt.weight or spec.weight_dtype, "kv_dtype": dt.kv,
+    return {"weight_dtype": spec.weight_storage_label(dt), "kv_dtype": dt.kv,  # a checkpoint's own quantization too
             "weight_bytes_per_chip": fp.weight_bytes_per_chip,
             "kv_bytes_per_sequence_per_chip": float(fp.kv_bytes_per_sequence_per_chip),
             "activation_workspace_bytes_per_chip": float(fp.activation_workspace_bytes_per_chip),

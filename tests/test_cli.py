@@ -215,3 +215,13 @@ def test_catalog_tables_fit_a_terminal(capsys):
     for command in ("chips", "models"):  # every format of both catalogs renders
         for fmt in ("markdown", "csv"):
             assert run(capsys, command, "--format", fmt)[0] == 0
+
+
+def test_a_sweep_over_pipeline_stages_shows_which_row_is_which(capsys):
+    # the table showed tp alone: a sweep over pp gave rows that looked the same but for their numbers
+    assert main(["sweep", "meta-llama/Llama-3.1-8B", "--chip", "h100", "--pp", "1,2", "--batch", "2"]) == 0
+    head, _, *rows = capsys.readouterr().out.splitlines()
+    assert head.split()[:3] == ["chip", "tp", "pp"]
+    assert [r.split()[2] for r in rows[:2]] == ["1", "2"]
+    assert main(["sweep", "meta-llama/Llama-3.1-8B", "--chip", "h100", "--batch", "2"]) == 0
+    assert capsys.readouterr().out.split()[:3] == ["chip", "tp", "batch"]  # pp, ep, dp all 1: not shown

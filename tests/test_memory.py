@@ -142,3 +142,18 @@ def test_max_batch_checks_its_sizes(bad, said):
 
     with pytest.raises(RooflineError, match=said):
         max_batch("meta-llama/Llama-3.1-8B", "h100-sxm", **bad)
+
+
+def test_the_memory_table_names_a_checkpoints_own_weight_format():
+    # DeepSeek-V3 ships fp8 weights in 128 x 128 blocks (quantization_config weight_block_size: 16,384 weights per
+    # fp32 scale) and torch_dtype bf16: its rows said 'bf16' beside fp8 bytes (85 GB per chip at tp 8 ~ 671 G x 1 B /
+    # 8); gpt-oss-120b keeps attention in bf16 and stores its experts in MXFP4 (32 weights per 8-bit scale)
+    from llm_roofline.memory import max_batch
+
+    ds = max_batch("deepseek-ai/DeepSeek-V3", "h200", 8192, tp=8)
+    assert list(ds["weight_dtype"]) == ["fp8 (g16384, 32-bit scales)"]
+    assert 80e9 < float(ds["weight_bytes_per_chip"].iloc[0]) < 90e9
+    oss = max_batch("openai/gpt-oss-120b", "h200", 8192)
+    assert list(oss["weight_dtype"]) == ["bf16; experts fp4 (g32, 8-bit scales)"]
+    assert list(max_batch("meta-llama/Llama-3.1-8B", "h200", 8192, weight_dtype="int4")["weight_dtype"]) == [
+        "int4 (g128, 16-bit scales, 4-bit zeros)"]

@@ -502,14 +502,17 @@ class ModelSpec:
         return self.compute_dtype_for(self.quantized_families[0], dt) if self.quantized_families else dt.compute
 
     def weight_label(self, dt: Any) -> str:
-        """'bf16', 'int4 (g128, 16-bit scales, 4-bit zeros)', 'bf16; experts fp4 (g32, 8-bit scales)' for partial
-        quantization, with ', W8A8: fp8 GEMMs' where the quantized matrices compute in the checkpoint's activation
-        dtype."""
+        """weight_storage_label, with ', W8A8: fp8 GEMMs' where the quantized matrices compute in the checkpoint's
+        activation dtype."""
         act = self.gemm_compute_dtype(dt)
-        w8a8 = f", W8A8: {act} GEMMs" if act != dt.compute else ""
+        return self.weight_storage_label(dt) + (f", W8A8: {act} GEMMs" if act != dt.compute else "")
+
+    def weight_storage_label(self, dt: Any) -> str:
+        """How the weights are stored: 'bf16', 'int4 (g128, 16-bit scales, 4-bit zeros)', 'bf16; experts fp4 (g32,
+        8-bit scales)' for partial quantization."""
         if dt.weight or self.quantization is None or "ffn" in self.quantized_families:
-            return self.weight_format_for("ffn", dt.weight).label + w8a8
-        return f"{self.weight_dtype}; {', '.join(self.quantized_families)} {self.quantization.label}{w8a8}"
+            return self.weight_format_for("ffn", dt.weight).label
+        return f"{self.weight_dtype}; {', '.join(self.quantized_families)} {self.quantization.label}"
 
     def w8a8_fallback_note(self, dt: Any, chip_name: str) -> str | None:
         """The assumption line of a W8A8 checkpoint on a chip without its activation dtype's matrix units."""
