@@ -357,3 +357,14 @@ def test_the_pareto_front_and_the_joined_columns_by_hand():
     cols = joined_columns([dict(chip="a", x=np.array([1.0, 2.0]), n=3), dict(chip="b", x=[3.0], n=4.5)], [2, 1])
     assert cols["chip"].dtype == object and list(cols["chip"]) == ["a", "a", "b"] and type(cols["chip"][0]) is str
     assert list(cols["x"]) == [1.0, 2.0, 3.0] and list(cols["n"]) == [3.0, 3.0, 4.5]
+
+
+def test_the_static_planner_tries_pipeline_stages_that_split_the_layers_unevenly():
+    # DeepSeek-V3's 61 layers are prime: its divisors within 16 chips give pp 1 alone, so the static planner never
+    # tried pp 2 (31 + 30, as vLLM splits them); powers of two join the divisors: pp 1, 2, 4, 8, 16
+    from llm_roofline.hardware import load_chip
+    from llm_roofline.plan.candidates import sharding_candidates
+
+    choices, _ = sharding_candidates(lr.load_model("deepseek-ai/DeepSeek-V3"), load_chip("h200"), 16)
+    assert sorted({c.pp for c in choices}) == [1, 2, 4, 8, 16]
+    assert {(c.tp, c.pp) for c in choices} >= {(8, 2), (4, 4), (1, 16)}

@@ -55,7 +55,8 @@ def sharding_candidates(spec, chip, max_chips: int, tp=None, pp=None,
     """(tp, pp, ep) choices the model allows on `chip` within max_chips, and why others were skipped.
 
     Candidates: tp up to max_chips (heads, KV heads, d_ff, vocabulary-free checks via the graph builder),
-    pp a divisor of the layer count, ep a divisor of tp that divides the experts (MoE only). The graph builder
+    pp a divisor of the layer count or a power of two (layers it does not divide split as vLLM splits them:
+    sharding.stage_layers), ep a divisor of tp that divides the experts (MoE only). The graph builder
     decides divisibility (ShardingError: skipped, never rounded), remembered per model (_divisibility: it does
     not depend on the chip)."""
     from ..graph import Phase, build_ops
@@ -63,7 +64,8 @@ def sharding_candidates(spec, chip, max_chips: int, tp=None, pp=None,
 
     checked = _divisibility(spec)
     tps = sorted(set(tp)) if tp else list(range(1, max_chips + 1))
-    pps = sorted(set(pp)) if pp else _divisors(spec.n_layers, max_chips)
+    pps = sorted(set(pp)) if pp else sorted(set(_divisors(spec.n_layers, max_chips)) | {  # and uneven splits by 2^k
+        2 ** i for i in range(1, max_chips.bit_length()) if 2 ** i <= min(max_chips, spec.n_layers)})
     skipped: list[str] = []
     out = []
     for t in tps:
