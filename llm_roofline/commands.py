@@ -214,8 +214,8 @@ def cmd_sweep(args) -> str:
     rows = df.to_dict(orient="records")
     degrees = [(k, k, None) for k in ("pp", "ep", "dp") if k in df and (df[k] != 1).any()]  # shown where not all 1
     display = [("chip", "chip", None), ("tp", "tp", None), *degrees, ("batch", "batch", None),
-               ("prompt", "prompt_len", None),
-               ("gen", "gen_len", None), ("TTFT", "ttft_s", fmt_seconds), ("TPOT", "tpot_s", fmt_seconds),
+               ("prompt", "prompt_len", None), ("gen", "gen_len", None), ("TTFT", "ttft_s", fmt_seconds),
+               ("TPOT", "tpot_s", fmt_seconds),
                ("e2e", "e2e_s", fmt_seconds), ("tok/s", "throughput_tokens_per_s", sig3),
                ("per chip", "throughput_tokens_per_s_per_chip", sig3),
                ("per user", "tokens_per_s_per_user", sig3),

@@ -14,8 +14,7 @@ import numpy as np
 from .chip_fits import DEFAULT_EFFICIENCY, resolve_efficiency
 from .errors import RooflineError, ScenarioError
 from .estimate import (Evaluation, decode_ops, decode_total_of, prefill_time_factor, scenario_arrays, scenario_grid,
-                       step_time_factor,
-                       tpot_of)
+                       step_time_factor, tpot_of)
 from .graph import Dtypes, Phase, build_ops, handoff_ops, resolve_dtypes
 from .hardware import Chip, load_chip
 from .memory import GPU_MEMORY_UTILIZATION, Footprint, footprint, usable_bytes

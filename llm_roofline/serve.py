@@ -173,15 +173,14 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
     keys = np.stack([g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], g["max_num_batched_tokens"]], axis=-1)
     uniq, _, inv = unique_rows(keys)  # step costs do not depend on the load
     wl_u = workload_of(uniq[:, 0], uniq[:, 1], uniq[:, 2], workload)
+    stages = stage_divisor(spec.n_layers, pp)  # the fullest stage's layers: n_layers / stages
     eng = Engine(max_num_batched_tokens=uniq[:, 3], gpu_memory_utilization=engine["gpu_memory_utilization"],
                  scheduling=engine["scheduling"], step_overhead_s=engine["step_overhead_s"],
                  seq_overhead_s=engine["seq_overhead_s"],
-                 prompt_step_overhead_s=engine["prompt_layer_overhead_s"] * spec.n_layers / stage_divisor(spec.n_layers,
-                                                                                                          pp))
+                 prompt_step_overhead_s=engine["prompt_layer_overhead_s"] * spec.n_layers / stages)
     nodes = decode_nodes(np.max(g["max_num_seqs"]))
     draft = _draft_fn(spec, chip, kw, sp, float(np.mean(wl_u.decode_kv_tokens)))
-    tab = step_tables(_step_fn(spec, chip, kw), wl_u, eng, sp, nodes, draft,
-                      stage_divisor(spec.n_layers, pp) - 1.0).with_index(inv.ravel())
+    tab = step_tables(_step_fn(spec, chip, kw), wl_u, eng, sp, nodes, draft, stages - 1.0).with_index(inv.ravel())
     load = (g["concurrency"] if closed else g["qps"]) / dp
     return _Prepared(tab, wl, cap, kv_seq, free, kv_seqs, load, dp, g["max_num_seqs"], layout["attention_dp"])
 
