@@ -25,7 +25,7 @@ from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, re
 from .dequant import narrower_weights
 from .efficiency import DECODE_FAMILIES, CalibratedModel, dequantizing, family_of
 from .errors import ScenarioError
-from .graph import Dtypes, Phase, build_ops, resolve_dtypes
+from .graph import Dtypes, Phase, build_ops, handoff_ops, resolve_dtypes
 from .hardware import Chip, load_chip
 from .memory import GPU_MEMORY_UTILIZATION, Footprint, footprint, usable_bytes, weight_bytes
 from .model.hf import load_model
@@ -412,6 +412,30 @@ def step_time_s(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chu
         spec, chip, *amounts, tp, pp, ep, weight_dtype, act_dtype, kv_dtype, None, attention, attention_dp, moe_tp,
         moe_ep, routing_skew))
     return phase_t_s(ops, chip, resolve_efficiency(efficiency, chip), factor, memo=memo)
+
+
+def pass_time_s(model, chip, *, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp=1, pp=1, ep=1,
+                weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency=DEFAULT_EFFICIENCY,
+                attention="fused", attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0,
+                graphs: dict | None = None) -> np.ndarray:
+    """What a prompt waits for one of its chunk steps under a pipeline: the chunk rides whole in one micro-batch,
+    beside decode_batch / pp decode rows, and crosses every stage (all layers: the pp = 1 step at those sizes) with
+    its pp - 1 hand-offs, before the prompt's next chunk is scheduled (vLLM does not pipeline one request's chunks:
+    vllm-project/vllm#41682). step_time_s where pp = 1."""
+    kw = dict(decode_kv_len=decode_kv_len, chunk_tokens=chunk_tokens, chunk_kv_len=chunk_kv_len, tp=tp, ep=ep,
+              weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
+              attention=attention, attention_dp=attention_dp, moe_tp=moe_tp, moe_ep=moe_ep, routing_skew=routing_skew,
+              graphs=graphs)
+    layers = step_time_s(model, chip, decode_batch=np.asarray(decode_batch) / check_count("pp", pp), pp=1, **kw)
+    if pp == 1:
+        return layers
+    spec, chip = load_model(model), load_chip(chip)
+    sh = Sharding(tp, pp, ep, 1, False, attention_dp, moe_tp, moe_ep, routing_skew)
+    dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
+    # the hand-offs carry the micro-batch's tokens: a step of pp chunks (chunk_tokens x pp) puts one in each
+    hand = handoff_ops(spec, Phase.mixed(decode_batch, decode_kv_len, np.asarray(chunk_tokens) * pp, chunk_kv_len), sh,
+                       dt, attention)
+    return layers + phase_t_s(hand, chip, resolve_efficiency(efficiency, chip), 1.0)
 
 
 def _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep, weight_dtype,

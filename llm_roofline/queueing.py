@@ -9,11 +9,10 @@ Per replica, per request class j (weights w_j, E[.] the weighted mean), at reque
 decoding (Little: L = X * (G - 1) / E_spec * tau) and a decoding request seeing d = 1 + L rows:
 
     own prefill      n_j = ceil(P'_j / room) chunk steps of P'_j / n_j tokens (P' = prompt not in the prefix
-                     cache, room = budget - d rows); S_j = (n_j + fill) * own step, its last step shared with the
-                     prompts that joined it (gated batch service: prompts arriving during a step run together next
-                     step); fill: a pipeline's d - 1 steps (pp - 1 where pp divides the layers: each chunk rides in
-                     one micro-batch and the last crosses every stage after the others; a step is one stage slot
-                     per micro-batch)
+                     cache, room = budget - d rows); S_j = n_j * own step, its last step shared with the prompts
+                     that joined it (gated batch service: prompts arriving during a step run together next step);
+                     under a pipeline an own step is one micro-batch's pass through every stage, not a step's
+                     time (step_tables' own_step_s)
     prompts per step beta = mu / (1 - exp(-mu)), mu = X tau (Poisson arrivals in one step, given >= 1)
     decode step      tau = 1 / (m + (1 - u) / D(d)),  m = X E[n] / beta steps/s with prompt tokens,
                      u = m * F(d, beta c): their time share; TPOT = tau / E_spec
@@ -212,19 +211,11 @@ class StepTables:
     rows_per_seq: float  # decode rows of one sequence per step (k + 1 with speculation)
     decodes_in_prefill_steps: bool  # False: prefill_first (decodes wait while prompts run)
     index: np.ndarray  # (n,) configuration of every grid point
-    # (u,) own-chunk steps a prompt's pipeline fill adds: its chunks ride in one micro-batch each, and the last crosses
-    # every stage after the others, d - 1 more (d = sharding.stage_divisor; pp - 1 where the layers divide; 0: no pp)
-    fill_steps: np.ndarray | float = 0.0
 
     @cached_property
     def point_budget_tokens(self) -> np.ndarray:
         """budget_tokens of every grid point (n,), gathered once (the passes of a solve read it many times)."""
         return self.budget_tokens[self.index]
-
-    @cached_property
-    def point_fill_steps(self) -> np.ndarray:
-        """fill_steps of every grid point (n,)."""
-        return np.broadcast_to(self.fill_steps, self.budget_tokens.shape)[self.index]
 
     def _base(self, table_shape: tuple, ndim: int, middle: int) -> np.ndarray:
         """Flat offset, in a C-ordered table of `table_shape` (u, ...), of each grid point's row and of each of the
@@ -273,8 +264,7 @@ class StepTables:
     def with_index(self, index: np.ndarray) -> "StepTables":
         """The same tables read by other grid points."""
         return StepTables(self.nodes, self.decode_s, self.own_s, self.chunks, self.batch_s, self.budget_tokens,
-                          self.rows_per_seq, self.decodes_in_prefill_steps, np.asarray(index, dtype=np.intp),
-                          self.fill_steps)
+                          self.rows_per_seq, self.decodes_in_prefill_steps, np.asarray(index, dtype=np.intp))
 
     @staticmethod
     def concat(parts: "list[StepTables]") -> "StepTables":
@@ -289,8 +279,7 @@ class StepTables:
         return StepTables(first.nodes, *(np.concatenate([getattr(p, f) for p in parts])
                                          for f in ("decode_s", "own_s", "chunks", "batch_s", "budget_tokens")),
                           first.rows_per_seq, first.decodes_in_prefill_steps,
-                          np.concatenate([p.index + o for p, o in zip(parts, offsets)]),
-                          np.concatenate([np.broadcast_to(p.fill_steps, p.budget_tokens.shape) for p in parts]))
+                          np.concatenate([p.index + o for p, o in zip(parts, offsets)]))
 
     def room_tokens(self, batch) -> np.ndarray:
         """Budget left for prompt tokens beside `batch` decoding sequences (n, ...)."""
@@ -310,14 +299,15 @@ def _joined(parts: tuple, widths: tuple) -> np.ndarray:
 
 
 def step_tables(step_s: StepFn, wl: Workload, engine: Engine, spec: Speculative, nodes: np.ndarray,
-                draft_s: StepFn | None = None, fill_steps: float = 0.0) -> StepTables:
+                draft_s: StepFn | None = None, own_step_s: StepFn | None = None) -> StepTables:
     """Tabulate the engine's steps for every point of `wl` at the decode batches `nodes` (m,).
 
     Decode rows: d (k + 1) with speculation (the verify step approximated as k + 1 decode rows per sequence,
     which reads each KV cache k + 1 times: conservative). Chunks: the budget left beside the decode rows,
     equal chunks (a prompt of P' tokens in n = ceil(P' / room) steps of P' / n); prefill_first runs prompts
     without decodes and needs each prompt to fit the budget. Batched steps: prompt tokens at the workload's
-    mean chunk context (cached prefix + half the prompt + half the chunk). fill_steps: StepTables.fill_steps."""
+    mean chunk context (cached prefix + half the prompt + half the chunk). own_step_s: the time a prompt waits for one
+    of its own chunk steps where that is not a step's time (a pipeline: serve._own_step_fn); default step_s."""
     chunked = engine.scheduling == "chunked"
     rows = nodes * (spec.k + 1) if chunked else 0.0 * nodes  # (m,) decode rows in a step with prompt tokens
     kv_dec = wl.decode_kv_tokens[:, None]  # (n, 1)
@@ -342,12 +332,13 @@ def step_tables(step_s: StepFn, wl: Workload, engine: Engine, spec: Speculative,
     decode = t[:, 0] + draft + host  # (n, m)
     host = (engine.step_overhead_s + engine.prompt_step_overhead_s
             + engine.seq_overhead_s * nodes * chunked)  # steps with prompt tokens (and decodes beside them)
-    own = t[:, 1:1 + k] + draft + host  # (n, k, m)
+    own_t = t[:, 1:1 + k] if own_step_s is None else own_step_s(rows, kv_dec[..., None], chunk, kv_own)
+    own = own_t + draft + host  # (n, k, m)
     batch = np.swapaxes(t[:, 1 + k:], 1, 2) + (draft + host)[:, None]  # (n, m, f)
     shape = new.shape[:-1] + nodes.shape
     return StepTables(nodes, np.broadcast_to(decode, shape[:1] + nodes.shape), np.broadcast_to(own, shape),
                       np.broadcast_to(chunks, shape), np.broadcast_to(batch, shape[:1] + nodes.shape + x.shape[1:]),
-                      budget, float(spec.k + 1), chunked, np.arange(budget.size), float(fill_steps))
+                      budget, float(spec.k + 1), chunked, np.arange(budget.size))
 
 
 # ------------------------------------------------------------------------------------------- steady state
@@ -461,8 +452,7 @@ def _pass(tab: StepTables, wl: Workload, rate, tau, share, dec_steps, closed: bo
         x_own = chunk[shape]
         x_all = np.minimum(x_own + j * chunk_mean[:, None][shape], room_o[:, None][shape])
         o = others[:, None][shape]
-        steps = n_own + tab.point_fill_steps[:, None]  # its chunk steps, plus a pipeline's fill
-        return steps[shape] * own_s[shape] + tab.batched(o, x_all, at_o) - tab.batched(o, x_own, at_o)
+        return n_own[shape] * own_s[shape] + tab.batched(o, x_all, at_o) - tab.batched(o, x_own, at_o)
 
     wait = request_overhead_s + backlog_s + residual / 2.0  # (n,)
     ttft = wait[:, None] + service(joining[:, None])

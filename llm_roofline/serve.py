@@ -28,7 +28,7 @@ import numpy as np
 from .bounds import check_count
 from .errors import RooflineError, ScenarioError
 from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency, resolved_once
-from .estimate import step_time_s
+from .estimate import pass_time_s, step_time_s
 from .graph import Dtypes, resolve_dtypes
 from .hardware import load_chip
 from .memory import GPU_MEMORY_UTILIZATION, PREFILL_CHUNK_TOKENS, memory_footprint
@@ -113,6 +113,16 @@ def _step_fn(spec, chip, kw):
     return step_s
 
 
+def _own_step_fn(spec, chip, kw, stages: float, stage_prompt_overhead_s: float):
+    """(decode_rows, decode_kv_len, chunk_tokens, chunk_kv_len) -> seconds a prompt waits for one of its chunk steps
+    under a pipeline, before the host time every step carries (step_tables adds it): estimate.pass_time_s, and every
+    stage's prompt-step host time that the pass meets, not one stage's (stages - 1 more)."""
+    def own_s(rows, kv_d, chunk, kv_c):
+        return (pass_time_s(spec, chip, decode_batch=rows, decode_kv_len=kv_d, chunk_tokens=chunk, chunk_kv_len=kv_c,
+                            **kw) + (stages - 1.0) * stage_prompt_overhead_s)
+    return own_s
+
+
 def _draft_fn(spec, chip, kw, sp: Speculative, kv_tokens):
     """Draft cost of one step at decode batches `nodes`: k steps of the draft model, or for MTP heads
     (draft=None) k decode steps of one layer of the model (1/n_layers of a step: an approximation)."""
@@ -180,7 +190,8 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
                  prompt_step_overhead_s=engine["prompt_layer_overhead_s"] * spec.n_layers / stages)
     nodes = decode_nodes(np.max(g["max_num_seqs"]))
     draft = _draft_fn(spec, chip, kw, sp, float(np.mean(wl_u.decode_kv_tokens)))
-    tab = step_tables(_step_fn(spec, chip, kw), wl_u, eng, sp, nodes, draft, stages - 1.0).with_index(inv.ravel())
+    own = None if pp == 1 else _own_step_fn(spec, chip, kw, stages, eng.prompt_step_overhead_s)
+    tab = step_tables(_step_fn(spec, chip, kw), wl_u, eng, sp, nodes, draft, own).with_index(inv.ravel())
     load = (g["concurrency"] if closed else g["qps"]) / dp
     return _Prepared(tab, wl, cap, kv_seq, free, kv_seqs, load, dp, g["max_num_seqs"], layout["attention_dp"])
 
