@@ -118,14 +118,20 @@ def decode_family(op: "Op") -> str:
 
 def decode_points(op: "Op"):
     """Where an attention op is decode-like (a bool, or a bool array over its grid): it streams a KV cache larger than
-    its Q/O traffic (decode, or a short chunk after a long prefix), kv_bytes > act_bytes. A decode step reads kv_len *
-    n_kv*(dqk+dv) cache elements per sequence against H*(dqk+dv) Q/O elements, so it is decode once kv_len > H / n_kv
-    (the GQA group; MLA: ~70 tokens); prefill without a prefix reads about 1/G of its Q/O bytes. A query of one token
-    per sequence (tokens = seqs) is a decode too: vLLM runs it with its decode kernel (B200: TRT-LLM decode for the
-    1-token rows of the prefill table), whatever the KV length."""
+    its Q/O traffic, kv_bytes > act_bytes, with too few query rows to fill one query tile of a prefill kernel, q x G
+    <= Q_TILE (q query tokens per sequence, G the GQA group: a decode, or a short chunk after a long prefix). A decode
+    step reads kv_len * n_kv*(dqk+dv) cache elements per sequence against H*(dqk+dv) Q/O elements, so it is decode
+    once kv_len > H / n_kv (the GQA group; MLA: ~70 tokens); prefill without a prefix reads about 1/G of its Q/O
+    bytes. A longer chunk after a long prefix (chunked prefill of a long prompt) fills its tiles and runs the prefill
+    kernel: its queries are many, whatever the prefix (it was priced with the decode fit, whose compute side the
+    one-token rows set: Llama-2-7B, a 12,000-token prompt served in 8192-token chunks, TTFT 4.3 s against 0.33 s).
+    A query of one token per sequence (tokens = seqs) is a decode too: vLLM runs it with its decode kernel (B200:
+    TRT-LLM decode for the 1-token rows of the prefill table), whatever the KV length."""
     kv, act = _float(op.kv_bytes), _float(op.act_bytes)
-    b = _float(getattr(op, "seqs", 0.0))
-    return (kv > act) | ((b > 0) & (_float(op.tokens) == b))
+    b, t = _float(getattr(op, "seqs", 0.0)), _float(op.tokens)
+    rows = t / np.where(b > 0, b, 1.0) * np.maximum(_float(getattr(op, "q_per_kv", 0.0)), 1.0)  # per KV head
+    short = (b <= 0) | (rows <= Q_TILE)  # unknown sequences: by bytes alone
+    return ((kv > act) & short) | ((b > 0) & (t == b))
 
 
 def is_decode_attention(op: "Op") -> bool:

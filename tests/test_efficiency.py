@@ -190,6 +190,20 @@ def test_a_one_token_query_is_a_decode():
     assert family_of(_attn(4, 1, 1)) == "attention_decode" and family_of(_attn(4, 2, 2)) == "attention"
 
 
+def test_a_chunk_after_a_long_prefix_is_a_prefill_when_its_queries_fill_a_tile():
+    # G = 8 / 2 = 4 query heads per KV head; Q_TILE 128 query rows; K+V 512 B per token, Q+O 2048 B per query.
+    # A 16-token chunk after 100,000 tokens: KV 100,016 * 512 B = 51.2 MB > Q+O 16 * 2048 B = 32.8 kB, and 16 * 4 = 64
+    # rows per KV head fill half a tile: decode-like (it streams the cache). A 4000-token chunk: after 8000 tokens KV
+    # 12,000 * 512 B = 6.1 MB < Q+O 4000 * 2048 B = 8.2 MB, a prefill; after 60,000 tokens KV 32.8 MB > 8.2 MB, and it
+    # was a decode, priced with the decode fit (whose compute side one-token rows set), though its 4000 * 4 = 16,000
+    # rows per KV head fill 125 tiles: the prefill kernel runs it
+    assert family_of(_attn(1, 16, 100_016)) == "attention_decode"
+    assert family_of(_attn(1, 4000, 12_000)) == "attention"
+    assert family_of(_attn(1, 4000, 64_000)) == "attention"
+    assert family_of(_attn(1, 32, 100_032)) == "attention_decode"  # 32 * 4 = 128 rows: one tile, still decode-like
+    assert family_of(_attn(1, 33, 100_033)) == "attention"  # 132 rows: two tiles
+
+
 def test_prefill_query_tiles_by_hand():
     fit = FamilyFit(overhead_s=2e-6, overhead_per_head_tile_s=1e-8, overhead_per_group_tile_s=3e-8)
     op = _attn(16, 200, 200)  # 16 sequences of 200 tokens, 8 heads, 2 KV heads (G = 4)

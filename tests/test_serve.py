@@ -232,3 +232,14 @@ def test_a_prompt_crosses_every_pipeline_stage_with_each_of_its_chunks(prompt):
     runs = {pp: lr.serve("meta-llama/Llama-3.1-70B", "h100-sxm", pp=pp, **kw) for pp in (1, 2)}
     service = {pp: r.ttft_s - r.queue_s for pp, r in runs.items()}
     assert service[2] == pytest.approx(service[1], rel=0.02)
+
+
+def test_a_long_prompt_served_in_chunks_costs_about_its_one_shot_prefill():
+    # Llama-2-7B (MHA: one query head per KV head) at 0.01 req/s, a 12,000-token prompt in two chunks of the
+    # 8192-token budget: the second attends to a prefix longer than itself, so its KV bytes exceed its Q/O bytes, and
+    # it was priced with the decode fit (one-token rows): TTFT 4.28 s against estimate's one-shot prefill 325 ms.
+    # Chunked, the same layers run in two steps (weights read twice, the second chunk's attention over the first):
+    # between the one-shot prefill and 1.5x it
+    one_shot = lr.estimate("meta-llama/Llama-2-7b-hf", "h100-sxm", prompt_len=12_000, gen_len=64).ttft_s
+    served = lr.serve("meta-llama/Llama-2-7b-hf", "h100-sxm", prompt_len=12_000, gen_len=64, qps=0.01)
+    assert one_shot <= served.ttft_s - served.queue_s <= 1.5 * one_shot
