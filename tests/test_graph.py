@@ -185,6 +185,27 @@ def test_mixed_step_is_a_decode_step_plus_a_prefill_chunk():
     assert float(mixed.times.t_s) > float(decode.times.t_s)
 
 
+def test_an_mla_mixed_step_materializes_its_chunk_as_a_prefill_does():
+    # DeepSeek-V3 (MLA): decodes run absorbed (scores against the 576-wide latent), prompt tokens run vLLM's prefill
+    # path: K, V materialized from the cached latents by kv_b_proj over the chunk's context, scores per head over 192
+    # dims. Its FLOPs are then the prefill chunk's plus the decode step's, as for Llama above. Before, the chunk ran
+    # absorbed too: a 120,000-token prompt served in chunks cost 1.76x its one-shot prefill on 8 H200 (1.14x now)
+    from llm_roofline.estimate import evaluate_step
+    from llm_roofline.model.hf import load_model
+
+    spec = load_model("deepseek-ai/DeepSeek-V3")
+    mixed = evaluate_step(spec, "h200", decode_batch=6, decode_kv_len=300, chunk_tokens=64, chunk_kv_len=192,
+                          efficiency="ideal")
+    pre_ops = build_ops(spec, Phase.prefill(1, 64, cached_len=128))
+    dec_ops = build_ops(spec, Phase.decode(6, 300))
+    flops = lambda ops: sum(float(o.flops) * o.count * o.shards for o in ops)  # noqa: E731
+    assert float(mixed.flops) == pytest.approx(flops(pre_ops) + flops(dec_ops), rel=1e-12)
+    ops = {o.name: o for o in build_ops(spec, Phase.mixed(6, 300, 64, 192)) if o.group == "moe"}
+    # kv_b: (r 512) -> 128 heads x (nope 128 + v 128) = 32,768, over the 192 positions of the chunk's context
+    assert float(ops["attn.kv_b_proj.chunk"].flops) == 2 * 192 * 512 * 32_768
+    assert ops["attn.core.chunk"].q_per_kv == 1.0 and ops["attn.core"].q_per_kv == 128.0
+
+
 def test_an_ops_formula_is_written_when_read_and_pickles_as_text():
     # build_ops leaves each formula to a function (issue 17: most estimates never show one); op.formula writes it,
     # and a pickled or copied op carries the text

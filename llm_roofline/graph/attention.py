@@ -62,22 +62,29 @@ def _mla_projections(c: Ctx, g: LayerGroup, heads: int) -> list[Op]:
     else:
         ops.append(c.gemm("attn.q_proj", g.name, n, "attn", k=d, n=heads * a.head_dim, style="column"))
         ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=latent_out, style="replicated"))
-    ops.append(c.gemm("attn.kv_b_proj", g.name, n, "attn", k=a.kv_lora_rank,
-                      n=heads * (a.qk_nope_head_dim + a.v_head_dim),
-                      style="column", tokens=c.T_attn if absorbed else c.b_attn * c.phase.kv_len,
+    kv_b = dict(k=a.kv_lora_rank, n=heads * (a.qk_nope_head_dim + a.v_head_dim), style="column")
+    chunk = absorbed and c.phase.has_chunk  # a mixed step: its prompt chunk materialized, as a prefill is
+    ops.append(c.gemm("attn.kv_b_proj", g.name, n, "attn", **kv_b,
+                      tokens=(c.b_attn * c.q if chunk else c.T_attn) if absorbed else c.b_attn * c.phase.kv_len,
                       formula_note=" (absorbed into q and o)" if absorbed else " (materialized over the context)"))
+    if chunk:  # K, V of the chunk's whole context (prefix + chunk) from its cached latents
+        ops.append(c.gemm("attn.kv_b_proj.chunk", g.name, n, "attn", **kv_b,
+                          tokens=c.phase.chunk_kv_len / c.sh.sequence_groups,
+                          formula_note=" (materialized over the chunk's context)"))
     ops.append(mla_glue("attn.mla_glue", g.name, n, tokens=c.T_attn, heads=heads, act_bytes_per_elem=c.act_bytes,
                         width=latent_out if absorbed else a.head_dim, **c.placed("column")))
     return ops
 
 
 def _attention_cores(c: Ctx, g: LayerGroup, heads: int) -> list[Op]:
-    """The phase's attention core, plus the prompt chunk's own core in a mixed (chunked-prefill) step."""
-    return [_attention_core(c, g, heads, "attn.core" + suffix, batch, q_len, kv_len, causal)
+    """The phase's attention core, plus the prompt chunk's own core in a mixed (chunked-prefill) step (MLA: the chunk
+    materialized, as a prefill; vLLM runs prompt tokens through its MLA prefill path, decodes absorbed)."""
+    return [_attention_core(c, g, heads, "attn.core" + suffix, batch, q_len, kv_len, causal,
+                            c.phase.mla_absorbed and not suffix)
             for suffix, batch, q_len, kv_len, causal in _core_parts(c)]
 
 
-def _attention_core(c: Ctx, g: LayerGroup, heads: int, name, batch, q_len, kv_len, causal) -> Op:
+def _attention_core(c: Ctx, g: LayerGroup, heads: int, name, batch, q_len, kv_len, causal, absorbed: bool) -> Op:
     a = g.attention
     window = a.index_topk or a.sliding_window  # DSA: each query attends to its index_topk selected keys
     common = dict(batch=batch, q_len=q_len, kv_len=kv_len, causal=causal, window=window,
@@ -87,7 +94,7 @@ def _attention_core(c: Ctx, g: LayerGroup, heads: int, name, batch, q_len, kv_le
         return attention(name, g.name, g.count, n_heads=heads, n_kv_heads=kv_heads_per_chip(a, c.tp),
                          qk_dim=a.head_dim, v_dim=a.v_head_dim, kv_elems_per_token=kv_elems_per_token_per_chip(a, c.tp),
                          kv_bytes_per_elem=c.kv_bytes, **common)
-    if c.phase.mla_absorbed:  # scores against the latent (r + rope) and values from the latent (r); KV = latent cache
+    if absorbed:  # scores against the latent (r + rope) and values from the latent (r); KV = latent cache
         return attention(name, g.name, g.count, n_heads=heads, n_kv_heads=1,
                          qk_dim=a.kv_lora_rank + a.qk_rope_head_dim, v_dim=a.kv_lora_rank,
                          kv_elems_per_token=a.kv_lora_rank + a.qk_rope_head_dim, kv_bytes_per_elem=c.kv_bytes,

@@ -51,7 +51,8 @@ class Phase:
         """A continuous-batching step: `decode_batch` sequences decode one token each while one request's
         prompt chunk of `chunk_tokens` tokens (attending to `chunk_kv_len`: its cached prefix + the chunk) is
         prefilled in the same step; the chunk's last position gets a logit (it may finish the prompt).
-        MLA runs both parts absorbed (an approximation for the chunk, which engines may materialize)."""
+        MLA runs the decodes absorbed and materializes the chunk's K, V over its context, as a prefill (graph.attention:
+        vLLM's MLA prefill path)."""
         f = np.float64
         return Phase("mixed", np.asarray(decode_batch, dtype=f), f(1.0), np.asarray(decode_kv_len, dtype=f), True,
                      lm_head_last_only=False, mla_absorbed=True, has_chunk=True,
