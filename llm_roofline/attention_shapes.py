@@ -123,8 +123,7 @@ def decode_points(op: "Op"):
     step reads kv_len * n_kv*(dqk+dv) cache elements per sequence against H*(dqk+dv) Q/O elements, so it is decode
     once kv_len > H / n_kv (the GQA group; MLA: ~70 tokens); prefill without a prefix reads about 1/G of its Q/O
     bytes. A longer chunk after a long prefix (chunked prefill of a long prompt) fills its tiles and runs the prefill
-    kernel: its queries are many, whatever the prefix (it was priced with the decode fit, whose compute side the
-    one-token rows set: Llama-2-7B, a 12,000-token prompt served in 8192-token chunks, TTFT 4.3 s against 0.33 s).
+    kernel, whatever the prefix: the decode fit's compute side, set by one-token rows, does not describe it.
     A query of one token per sequence (tokens = seqs) is a decode too: vLLM runs it with its decode kernel (B200:
     TRT-LLM decode for the 1-token rows of the prefill table), whatever the KV length."""
     kv, act = _float(op.kv_bytes), _float(op.act_bytes)
