@@ -299,15 +299,17 @@ def _joined(parts: tuple, widths: tuple) -> np.ndarray:
 
 
 def step_tables(step_s: StepFn, wl: Workload, engine: Engine, spec: Speculative, nodes: np.ndarray,
-                draft_s: StepFn | None = None, own_step_s: StepFn | None = None) -> StepTables:
+                draft_s: StepFn | None = None, own_step_s: StepFn | None = None,
+                decode_step_s: StepFn | None = None) -> StepTables:
     """Tabulate the engine's steps for every point of `wl` at the decode batches `nodes` (m,).
 
     Decode rows: d (k + 1) with speculation (the verify step approximated as k + 1 decode rows per sequence,
     which reads each KV cache k + 1 times: conservative). Chunks: the budget left beside the decode rows,
     equal chunks (a prompt of P' tokens in n = ceil(P' / room) steps of P' / n); prefill_first runs prompts
     without decodes and needs each prompt to fit the budget. Batched steps: prompt tokens at the workload's
-    mean chunk context (cached prefix + half the prompt + half the chunk). own_step_s: the time a prompt waits for one
-    of its own chunk steps where that is not a step's time (a pipeline: serve._own_step_fn); default step_s."""
+    mean chunk context (cached prefix + half the prompt + half the chunk). own_step_s, decode_step_s: the time a prompt
+    waits for one of its own chunk steps, a decoding sequence for its next token, where that is not a step's time (a
+    pipeline: serve._own_step_fn, serve._decode_step_fn); default step_s."""
     chunked = engine.scheduling == "chunked"
     rows = nodes * (spec.k + 1) if chunked else 0.0 * nodes  # (m,) decode rows in a step with prompt tokens
     kv_dec = wl.decode_kv_tokens[:, None]  # (n, 1)
@@ -326,10 +328,12 @@ def step_tables(step_s: StepFn, wl: Workload, engine: Engine, spec: Speculative,
     # every step in one call, on (n, 1 + k + f, m): the decode-only step (a decode-only step with no sequence is never
     # taken, a decoder sees d >= 1: node 0 is scored at one row), each class's own chunk, the batched prompt tokens
     k, f = new.shape[1], x.shape[1]
-    t = step_s(_joined((np.maximum(nodes, 1.0) * (spec.k + 1), rows, rows), (1, k, f)), kv_dec[..., None],
+    dec_rows = np.maximum(nodes, 1.0) * (spec.k + 1)
+    t = step_s(_joined((dec_rows, rows, rows), (1, k, f)), kv_dec[..., None],
                _joined((0.0, chunk, x[..., None]), (1, k, f)), _joined((0.0, kv_own, kv_x[..., None]), (1, k, f)))
     host = engine.step_overhead_s + engine.seq_overhead_s * nodes  # (m,)
-    decode = t[:, 0] + draft + host  # (n, m)
+    dec_t = t[:, 0] if decode_step_s is None else decode_step_s(dec_rows, kv_dec, 0.0, 0.0)
+    decode = dec_t + draft + host  # (n, m)
     host = (engine.step_overhead_s + engine.prompt_step_overhead_s
             + engine.seq_overhead_s * nodes * chunked)  # steps with prompt tokens (and decodes beside them)
     own_t = t[:, 1:1 + k] if own_step_s is None else own_step_s(rows, kv_dec[..., None], chunk, kv_own)

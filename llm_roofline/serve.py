@@ -123,6 +123,18 @@ def _own_step_fn(spec, chip, kw, stages: float, stage_prompt_overhead_s: float):
     return own_s
 
 
+def _decode_step_fn(spec, chip, kw, pp: int, stages: float):
+    """(decode_rows, decode_kv_len, chunk_tokens, chunk_kv_len) -> seconds a decoding sequence waits for its next token
+    under a pipeline: its micro-batch's pass through every stage (estimate.pass_time_s), the m = min(pp, d) micro-
+    batches that d rows fill (d / m rows each) taking turns at the fullest stage, max(m / stages, 1) passes: a step's
+    time where d >= pp, one pass for a lone sequence (not a step of half a sequence per micro-batch)."""
+    def dec_s(rows, kv_d, chunk, kv_c):
+        m = np.clip(rows, 1.0, pp)
+        return pass_time_s(spec, chip, decode_batch=rows / m * pp, decode_kv_len=kv_d, chunk_tokens=chunk,
+                           chunk_kv_len=kv_c, **kw) * np.maximum(m / stages, 1.0)
+    return dec_s
+
+
 def _draft_fn(spec, chip, kw, sp: Speculative, kv_tokens):
     """Draft cost of one step at decode batches `nodes`: k steps of the draft model, or for MTP heads
     (draft=None) k decode steps of one layer of the model (1/n_layers of a step: an approximation)."""
@@ -190,8 +202,9 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
                  prompt_step_overhead_s=engine["prompt_layer_overhead_s"] * spec.n_layers / stages)
     nodes = decode_nodes(np.max(g["max_num_seqs"]))
     draft = _draft_fn(spec, chip, kw, sp, float(np.mean(wl_u.decode_kv_tokens)))
-    own = None if pp == 1 else _own_step_fn(spec, chip, kw, stages, eng.prompt_step_overhead_s)
-    tab = step_tables(_step_fn(spec, chip, kw), wl_u, eng, sp, nodes, draft, own).with_index(inv.ravel())
+    own, dec = (None, None) if pp == 1 else (_own_step_fn(spec, chip, kw, stages, eng.prompt_step_overhead_s),
+                                             _decode_step_fn(spec, chip, kw, pp, stages))
+    tab = step_tables(_step_fn(spec, chip, kw), wl_u, eng, sp, nodes, draft, own, dec).with_index(inv.ravel())
     load = (g["concurrency"] if closed else g["qps"]) / dp
     return _Prepared(tab, wl, cap, kv_seq, free, kv_seqs, load, dp, g["max_num_seqs"], layout["attention_dp"])
 
