@@ -44,6 +44,27 @@ def check_destination(path) -> Path:
     return p
 
 
+def check_writable_later(path) -> Path:
+    """path as a Path if write_* can write it there once ensure_dir has made its folder: the nearest existing folder
+    above it takes a new file (a temporary one, made and removed) and, where its own folder exists, it passes
+    check_destination; an OutputError otherwise. For work that takes long before it writes (a fit)."""
+    p = Path(path)
+    try:
+        above = p.parent
+        while not above.exists() and above != above.parent:
+            above = above.parent
+        if not above.is_dir():
+            raise OutputError(f"cannot write {p}: {above} is not a folder")
+    except OSError as e:
+        raise _output_error(p, e) from None
+    if above == p.parent:
+        check_destination(p)
+    tmp, f = _open_temp(above / p.name)
+    f.close()
+    _remove_quietly(tmp)
+    return p
+
+
 def ensure_dir(path) -> Path:
     """Create folder path (and its parents) if missing; an OutputError if that fails or path is not a folder."""
     p = Path(path)

@@ -128,6 +128,9 @@ def test_write_refuses_a_destination_it_cannot_write_before_fitting(monkeypatch,
     assert main(["calibrate", SAMPLE, "--chip", "h100-sxm", "--write"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is not a folder" in err
+    # a folder name longer than a file system takes (255 bytes): an OutputError, not the OSError of the lookup
+    with pytest.raises(OutputError, match="File name too long"):
+        calibrate(SAMPLE, "h100-sxm", write=True, chips_dir=tmp_path / ("x" * 300))
     # without --write nothing is checked: the fit runs (and here fails)
     with pytest.raises(AssertionError, match="fitted before"):
         calibrate(SAMPLE, "h100-sxm")

@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING
 
 from ..chip_fits import calibrated_model, measured_fits
 from ..efficiency import FAMILIES
-from ..errors import OutputError, RooflineError
-from ..files import check_destination
+from ..errors import RooflineError
+from ..files import check_writable_later
 from ..hardware import Chip, load_chip
 from . import fit as fitting
 from . import aic_vllm, vidur
@@ -148,19 +148,13 @@ def chip_note(chip: Chip, source: str, points, date: str, sku: str = "", kept: t
 
 def _check_target(chip: Chip, dest: Path) -> None:
     """A RooflineError unless the fit of `chip` can be written to dest: a chip file to start from, dest outside the
-    installed package, the nearest path above it that exists a folder, and a file that may be written there."""
+    installed package, and a file that may be written there (files.check_writable_later)."""
     if not chip.path:
         raise RooflineError(f"chip {chip.name} has no file to start from")
     if dest.resolve().is_relative_to(_PACKAGE_DIR):
         raise RooflineError(f"refusing to write {dest} inside the installed package; set {CHIPS_ENV} to a "
                             "directory of your own")
-    above = dest.parent
-    while not above.exists() and above != above.parent:
-        above = above.parent
-    if not above.is_dir():
-        raise OutputError(f"cannot write {dest}: {above} is not a folder")
-    if above == dest.parent:
-        check_destination(dest)
+    check_writable_later(dest)
 
 
 def convert_vidur(src, out=None) -> "pd.DataFrame":
