@@ -204,9 +204,8 @@ def fallback_line(data: Path, chip_name: str, fits) -> str | None:
     if rows.empty:
         return None
     rows = normalize(rows.assign(gpu=chip_name))
-    ratio = fitting.predict(rows, load_chip(str(CHIPS_DIR / f"{chip_name}.toml")), {"moe": fits["moe"]}) / \
-        rows["measured_s"].to_numpy()
-    err = np.abs(ratio - 1) * 100
+    pred = fitting.predict(rows, load_chip(str(CHIPS_DIR / f"{chip_name}.toml")), {"moe": fits["moe"]})
+    ratio, err = pred / rows["measured_s"].to_numpy(), fitting.abs_pct_errors(pred, rows["measured_s"])
     return (f"{chip_name}: {len(rows)} bf16 MoE rows of the fallback kernel (FlashInfer CUTLASS; left out of the "
             f"tables), priced by the moe fit: median {np.median(err):.1f} %, p90 {np.percentile(err, 90):.0f} %, "
             f"predicted / measured median {np.median(ratio):.2f}")

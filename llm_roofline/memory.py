@@ -97,12 +97,14 @@ def _weight_bytes(spec: ModelSpec, weight_dtype: str | None) -> float:
     return sum(weight_bytes_by_family(spec, weight_dtype).values())
 
 
-def weight_bytes_per_chip(ops: "list[Op]", pp: int = 1, n_layers: int = 1) -> float:
+def weight_bytes_per_chip(ops: "list[Op]", pp: int = 1, n_layers: int | None = None) -> float:
     """Weights resident on the fullest chip: the layers' shards (op.stored_bytes, per instance) of the fullest of pp
     stages (sharding.stage_divisor); with pp = 1 the one chip also holds embedding and LM head, with pp > 1 they
     sit on the first and last stage, so the fullest chip holds the larger of the two."""
     layer_bytes = sum(op.stored_bytes * op.count for op in ops if op.group != "model")
     model_bytes = [op.stored_bytes for op in ops if op.group == "model" and op.stored_bytes]
+    if pp > 1 and n_layers is None:
+        raise TypeError("weight_bytes_per_chip needs n_layers (the model's) with pp > 1")
     if pp == 1:
         return layer_bytes + sum(model_bytes)
     return layer_bytes / stage_divisor(n_layers, pp) + max(model_bytes, default=0.0)

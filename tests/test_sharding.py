@@ -145,6 +145,11 @@ def test_layers_that_do_not_divide_are_split_as_vllm_splits_them_and_the_fullest
     # layer passes of one micro-batch's 61; a decode step runs both micro-batches through the 31-layer stage: 62 / 61
     assert prefill_time_factor(Sharding(pp=2), 61) == pytest.approx(92 / 61, rel=1e-15)
     assert step_time_factor(Sharding(pp=2), 61) == pytest.approx(62 / 61, rel=1e-15)
+    # the disaggregated planner's steady prefill: pp micro-batches a step's 62/61 passes, of TTFT's 92/61: 62/92
+    from llm_roofline.plan.disaggregate import _steady_prefill_s
+
+    assert _steady_prefill_s(1.0, 2, 61) == pytest.approx(62 / 92, rel=1e-15)
+    assert _steady_prefill_s(1.0, 2, 80) == pytest.approx(2 / 3, rel=1e-15)
     # layers that divide: the factors as before, exactly ((2pp - 1) / pp and 1)
     assert prefill_time_factor(Sharding(pp=4), 80) == 7 / 4 and step_time_factor(Sharding(pp=4), 80) == 1.0
     # Llama-3.1-8B (32 layers) at pp 3: 11 + 11 + 10. Weights of the fullest chip: 11 layers of 218,112,000 bf16

@@ -15,7 +15,7 @@ from ..graph import Dtypes
 from ..chip_fits import DEFAULT_EFFICIENCY
 from ..memory import GPU_MEMORY_UTILIZATION, kv_cache_bytes, usable_bytes
 from ..roofline import score_collective
-from ..sharding import stage_divisor
+from ..sharding import Sharding
 from .candidates import ShardingChoice, sharding_candidates
 from .explain import fmt_gb
 
@@ -130,9 +130,12 @@ def _as_choice(spec, sharding) -> ShardingChoice:
 
 def _steady_prefill_s(ttft_s, pp, n_layers):
     """One prefill batch in steady state: micro-batches stream through the stages, one finishing per fullest-stage
-    slot, so a batch of pp micro-batches takes TTFT x pp / (d + pp - 1) (TTFT includes the pipeline fill:
-    estimate.prefill_time_factor, d = sharding.stage_divisor; pp / (2pp - 1) where the layers divide evenly)."""
-    return ttft_s * pp / (stage_divisor(n_layers, pp) + pp - 1)
+    slot, so a batch of pp micro-batches takes a step's pp / d passes, not TTFT's (d + pp - 1) / d (its pipeline
+    fill): TTFT x estimate.step_time_factor / estimate.prefill_time_factor (pp / (2pp - 1) where the layers divide)."""
+    from ..estimate import prefill_time_factor, step_time_factor
+
+    sh = Sharding(pp=pp)
+    return ttft_s * step_time_factor(sh, n_layers) / prefill_time_factor(sh, n_layers)
 
 
 def _prefill_ttft_s(st: _Setting, choice: ShardingChoice, batch: int, efficiency):
