@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Mapping
 
@@ -322,9 +322,12 @@ def _from_x(name, x):
 def _trial(base: FamilyFit, params: dict) -> FamilyFit:
     """base with these parameters, not validated: a fit's trial point (in range by construction: _from_x, the grid;
     FamilyFit.__post_init__ took a third of each evaluation). fit_family validates the fit it returns."""
-    new = object.__new__(FamilyFit)
-    new.__dict__.update({k: v for k, v in base.__dict__.items() if k != "_set_terms"}, **params)
+    new = object.__new__(FamilyFit)  # its fields alone: a cached property of base (its set terms) is not new's
+    new.__dict__.update({k: v for k, v in base.__dict__.items() if k in _FIT_FIELDS}, **params)
     return new
+
+
+_FIT_FIELDS = frozenset(f.name for f in fields(FamilyFit))
 
 
 def _loss(pred, measured):
