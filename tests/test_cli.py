@@ -110,6 +110,26 @@ def test_plot_serving_writes_the_latency_throughput_chart(capsys, tmp_path):
     assert code == 0 and (tmp_path / "s.png").stat().st_size > 10_000 and out.strip() == f"wrote {tmp_path / 's.png'}"
 
 
+def test_plot_serving_names_the_sharding_and_says_in_one_line_when_nothing_can_be_drawn(capsys, tmp_path):
+    from llm_roofline.errors import ScenarioError
+    from llm_roofline.report.serving_plot import plot_serving
+
+    # the title names tp and pp (two charts of one model told apart by nothing else before)
+    res = plot_serving("meta-llama/Llama-3.2-1B", "h100", concurrency=[1, 2], prompt_len=256, gen_len=32, tp=2, pp=2,
+                       efficiency="ideal")
+    assert "on h100-sxm (tp2 pp2): continuous batching" in res.figure._suptitle.get_text()
+    res.close()
+    # Llama-3.1-70B's 141 GB of bf16 weights on one 80 GB H100: no point to draw; it was an internal error (argmax of
+    # an empty sequence), exit 1
+    code, out, err = run(capsys, "plot", "serving", "meta-llama/Llama-3.1-70B", "--chip", "h100", "--prompt", "256",
+                         "--gen", "32", "--out", str(tmp_path / "s"))
+    assert code == 2 and err.count("\n") == 1 and "no room for the KV cache of one sequence" in err
+    assert not (tmp_path / "s.png").exists()
+    # every load above what one H100 serves (Llama-3.2-1B: far below 1e6 requests/s)
+    with pytest.raises(ScenarioError, match="every qps saturates it"):
+        plot_serving("meta-llama/Llama-3.2-1B", "h100", qps=[1e6, 2e6], prompt_len=256, gen_len=32)
+
+
 @pytest.mark.parametrize("name_or_path, shown", [("acme/Tiny-1B", "acme/Tiny-1B"), (None, "cfg"),
                                                  ("/home/me/checkpoints/run3", "cfg"), ("./out", "cfg")])
 def test_a_model_from_a_directory_is_named_by_its_config(capsys, tmp_path, name_or_path, shown):

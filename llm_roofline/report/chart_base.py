@@ -70,8 +70,12 @@ def panel_title(est, width: int = 60) -> str:
     from .text import efficiency_phrase
 
     s = est.scenario
-    par = f"tp{s['tp']}" + "".join(f" {k}{s[k]}" for k in ("pp", "ep", "dp") if s[k] > 1)
-    return f"{est.chip} ×{s['chips']} ({par})\n" + wrap(efficiency_phrase(est), width)
+    return f"{est.chip} ×{s['chips']} ({parallel_text(s)})\n" + wrap(efficiency_phrase(est), width)
+
+
+def parallel_text(s) -> str:
+    """'tp4 pp2': the degrees of a scenario mapping (tp always; pp, ep, dp where above 1; absent: 1)."""
+    return f"tp{s.get('tp', 1)}" + "".join(f" {k}{s[k]}" for k in ("pp", "ep", "dp") if s.get(k, 1) > 1)
 
 
 def scenario_line(est) -> str:

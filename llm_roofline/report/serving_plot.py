@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ScenarioError
 from ..serve import serve
-from .chart_base import PlotResult, dtype_phrase, finish as _finish, pyplot as _plt, suptitle
+from .chart_base import PlotResult, dtype_phrase, finish as _finish, parallel_text, pyplot as _plt, suptitle
 
 
 def knee_index(requests_per_s, e2e_s) -> int:
@@ -24,6 +25,10 @@ def plot_serving(model, chip, path=None, *, concurrency=None, qps=None, dpi: int
     """Sweep the load (a list of concurrencies or of QPS values; other serve() arguments in kw) and draw it."""
     load_name = "concurrency" if concurrency is not None else "qps"
     df = serve(model, chip, **{load_name: list(concurrency if concurrency is not None else qps)}, **kw)
+    if df["saturated"].all():  # nothing to draw: say why, as serve() does for one point
+        why = ("no room for the KV cache of one sequence within gpu_memory_utilization x HBM" if not df["fits"].any()
+               else f"every {load_name} saturates it (at most {df['saturation_requests_per_s'].max():.3g} requests/s)")
+        raise ScenarioError(f"{getattr(model, 'name', model)} on {df['chip'].iloc[0]} ({parallel_text(kw)}): {why}")
     df = df[~df["saturated"]].reset_index(drop=True)
     load = df[load_name].to_numpy()
     k = knee_index(df["requests_per_s"], df["e2e_s"])
@@ -44,7 +49,8 @@ def plot_serving(model, chip, path=None, *, concurrency=None, qps=None, dpi: int
     name = getattr(model, "name", model)
     from ..chip_fits import efficiency_text
 
-    suptitle(fig, f"{name} on {df['chip'].iloc[0]}: continuous batching, prompt {kw.get('prompt_len', 2048)}, "
+    suptitle(fig, f"{name} on {df['chip'].iloc[0]} ({parallel_text(kw)}): continuous batching, prompt "
+                  f"{kw.get('prompt_len', 2048)}, "
                   f"gen {kw.get('gen_len', 256)}{dtype_phrase(kw)}; efficiency "
                   f"{efficiency_text(df['efficiency'].iloc[0], df['fit'].iloc[0])}")
     fig.tight_layout()
