@@ -17,12 +17,14 @@ rotate over enough copies to overflow L2 (the weights and KV of a real step come
     attention       causal SDPA prefill of B sequences of L tokens, GQA (flash = FlashAttention-2; cudnn)
     attention_decode  SDPA of a 1-token query over an L-token bf16 KV cache (flash; cudnn; efficient)
     elementwise     a bf16 residual add x + y
+    moe             a bf16 MoE block: routed rows gathered, two grouped GEMMs (torch._grouped_mm) with SiLU-and-mul,
+                    weighted sum per token; balanced routing as the collector's
 
 The kernels differ from vLLM's, whose tables the fits saw: cuBLAS bf16 is what vLLM runs for unquantized
 linears (the same library); its fp8 linears run CUTLASS, its attention FlashAttention-3 on Hopper, which is
 faster than PyTorch's FlashAttention-2: a calibrated estimate faster than SDPA prefill is expected there. The rows
 are never fitted (the fits use only the measured tables named in CALIBRATION.md); `compare` prints the error per
-family, op and size bucket. benchmarks/data/gpu_check_<gpu>.csv (and _weight_only.csv) hold the rows measured so
+family, op and size bucket. benchmarks/data/gpu_check_<gpu>.csv (and _weight_only.csv, _moe.csv) hold the rows measured so
 far.
 """
 
@@ -50,6 +52,11 @@ HEADS = ((32, 8, 128), (8, 1, 128), (64, 8, 128), (28, 4, 128), (64, 8, 64), (32
 PREFILL = ((1, 256), (1, 1024), (1, 4096), (1, 16384), (4, 1024))  # (sequences, tokens each)
 DECODE = ((1, 512), (1, 4096), (1, 32768), (16, 512), (16, 4096), (16, 32768), (64, 4096), (64, 32768))
 ADD_ELEMS = (2**16, 2**20, 2**24, 2**27)
+# MoE blocks (hidden h, expert intermediate i per GPU, top-k, experts E): Mixtral-8x7B, Qwen3-30B-A3B, Qwen3-235B-A22B,
+# gpt-oss-120b, DeepSeek-V3 at tp 8 (i = 2048 / 8)
+MOE_SHAPES = ((4096, 14336, 2, 8), (2048, 768, 8, 128), (4096, 1536, 8, 128), (2880, 2880, 4, 128),
+              (7168, 256, 8, 256))
+MOE_TOKENS = (1, 8, 64, 256, 1024, 4096, 16384)
 KV_CAP_BYTES = 16e9  # decode points whose KV cache is larger are skipped
 GPU_CHIPS = {"H100": "h100-sxm", "H200": "h200", "B200": "b200", "GB200": "gb200", "A100": "a100-80gb",
              "L40S": "l40s"}
@@ -203,6 +210,83 @@ def _attention_rows(torch, time_s, gpu: str, log, names=("flash",)) -> list[dict
     return rows
 
 
+def balanced_experts(t: int, k: int, e: int):
+    """(t, k) expert of each token's j-th slot under AIConfigurator's balanced routing (aic_vllm.balanced_routing:
+    stride s = ceil(E / k), token i takes (i + j*s) mod E when T >= s, else (floor(i*s / T) + j*s) mod E)."""
+    import numpy as np
+
+    s = -(-e // k)
+    i = np.arange(t)[:, None]
+    first = i if t >= s else (i * s) // t
+    return (first + np.arange(k)[None, :] * s) % e
+
+
+def _moe_rows(torch, time_s, gpu: str, log) -> list[dict]:
+    """A bf16 MoE block in PyTorch: the routed rows gathered in expert order, two grouped GEMMs
+    (torch._grouped_mm, CUTLASS on Hopper) with SiLU-and-mul between, the outputs weighted and summed per token.
+    vLLM's own bf16 block on Hopper is a Triton fused-MoE kernel; the fits saw that one alone. Balanced routing as
+    the collector's (balanced_experts), so the rows carry the same pairs, touched experts and byte counts as
+    aic_vllm.moe_rows gives its own."""
+    import numpy as np
+
+    F = torch.nn.functional
+    rows = []
+    for h, i, k, e in MOE_SHAPES:
+        for t in MOE_TOKENS:
+            experts = balanced_experts(t, k, e)
+            load = np.bincount(experts.ravel(), minlength=e)
+            pairs, touched = float(t * k), float(np.count_nonzero(load))
+            order = np.argsort(experts.ravel(), kind="stable")
+
+            def make(t=t, h=h, i=i, e=e, order=order, load=load):
+                x = torch.randn(t, h, device="cuda", dtype=torch.bfloat16)
+                # (E, N, K) storage viewed (E, K, N): each expert's weight K-major, as a linear layer holds it
+                w1 = (torch.randn(e, 2 * i, h, device="cuda", dtype=torch.bfloat16) * 0.02).transpose(1, 2)
+                w2 = (torch.randn(e, h, i, device="cuda", dtype=torch.bfloat16) * 0.02).transpose(1, 2)
+                token_of = torch.as_tensor(order // k, device="cuda")
+                offs = torch.as_tensor(np.cumsum(load), device="cuda", dtype=torch.int32)
+                gate = torch.rand(len(order), 1, device="cuda", dtype=torch.bfloat16)
+                return x, w1, w2, token_of, offs, gate
+
+            def run(x, w1, w2, token_of, offs, gate, i=i):
+                g = torch._grouped_mm(x.index_select(0, token_of), w1, offs=offs)  # (pairs, 2i)
+                y = torch._grouped_mm(F.silu(g[:, :i]) * g[:, i:], w2, offs=offs)  # (pairs, h)
+                return torch.zeros_like(x).index_add_(0, token_of, y * gate)
+
+            weight_bytes = touched * 3.0 * h * i * 2.0
+            rows.append(_row(log, dict(gpu=gpu, model=f"h{h}_i{i}_k{k}_e{e}", family="moe", op="torch_grouped_mm_moe",
+                                       dtype="bf16", tp=1, m=pairs / touched, k=h, n=i, routed=pairs, experts=e, ep=1,
+                                       kernels=2, walked=pairs * (2.0 * h + 3.0 * i), token_elems=2.0 * t * h,
+                                       flops=6.0 * pairs * h * i,
+                                       bytes=weight_bytes + pairs * (2.0 * h + 3.0 * i) * 2.0),
+                             lambda: _check_moe(torch, make, run, log, every=t == 8) or
+                             time_s(make, run, weight_bytes + t * h * 2.0)))
+    return rows
+
+
+def _check_moe(torch, make, run, log, every: bool) -> None:
+    """Where `every`: the grouped block against a per-expert loop in float32 on fresh inputs (relative Frobenius error
+    logged; bf16 operands land near 1e-2 at most; 8 tokens leave experts empty where E > 8k): a wrong layout of the
+    grouped GEMM's operands stops the run here, not silently."""
+    if not every:
+        return None
+    F = torch.nn.functional
+    x, w1, w2, token_of, offs, gate = make()
+    got = run(x, w1, w2, token_of, offs, gate).float()
+    a = x.float().index_select(0, token_of)
+    ref_rows, start = [], 0
+    for j, end in enumerate(offs.tolist()):
+        g = a[start:end] @ w1[j].float()
+        half = g.shape[1] // 2
+        ref_rows.append((F.silu(g[:, :half]) * g[:, half:]) @ w2[j].float())
+        start = end
+    ref = torch.zeros_like(got).index_add_(0, token_of, torch.cat(ref_rows) * gate.float())
+    err = float((got - ref).norm() / ref.norm())
+    log(f"  moe block vs per-expert float32 loop: relative error {err:.2e}")
+    if not err < 2e-2:
+        raise SystemExit(f"gpu_check: the grouped MoE block is wrong (relative error {err:.2e}); no rows written")
+
+
 def _add_rows(torch, time_s, gpu: str, log) -> list[dict]:
     rows = []
     for n in ADD_ELEMS:
@@ -227,6 +311,7 @@ def _row(log, row: dict, timed) -> dict | None:
 
 
 PARTS = {"add": _add_rows, "gemm": _gemm_rows, "weight_only": _weight_only_rows, "attention": _attention_rows,
+         "moe": _moe_rows,
          "attention_other": functools.partial(_attention_rows, names=("cudnn", "efficient"))}  # flash first: a
 #   backend whose graph capture fails runs later
 
