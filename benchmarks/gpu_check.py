@@ -210,24 +210,15 @@ def _attention_rows(torch, time_s, gpu: str, log, names=("flash",)) -> list[dict
     return rows
 
 
-def balanced_experts(t: int, k: int, e: int):
-    """(t, k) expert of each token's j-th slot under AIConfigurator's balanced routing (aic_vllm.balanced_routing:
-    stride s = ceil(E / k), token i takes (i + j*s) mod E when T >= s, else (floor(i*s / T) + j*s) mod E)."""
-    import numpy as np
-
-    s = -(-e // k)
-    i = np.arange(t)[:, None]
-    first = i if t >= s else (i * s) // t
-    return (first + np.arange(k)[None, :] * s) % e
-
-
 def _moe_rows(torch, time_s, gpu: str, log) -> list[dict]:
     """A bf16 MoE block in PyTorch: the routed rows gathered in expert order, two grouped GEMMs
     (torch._grouped_mm, CUTLASS on Hopper) with SiLU-and-mul between, the outputs weighted and summed per token.
     vLLM's own bf16 block on Hopper is a Triton fused-MoE kernel; the fits saw that one alone. Balanced routing as
-    the collector's (balanced_experts), so the rows carry the same pairs, touched experts and byte counts as
+    the collector's (aic_vllm.balanced_experts), so the rows carry the same pairs, touched experts and byte counts as
     aic_vllm.moe_rows gives its own."""
     import numpy as np
+
+    from llm_roofline.calibrate.aic_vllm import balanced_experts
 
     F = torch.nn.functional
     rows = []

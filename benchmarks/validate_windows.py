@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from llm_roofline import ops  # noqa: E402
-from llm_roofline.calibrate.aic_vllm import SYSTEMS  # noqa: E402
+from llm_roofline.calibrate.aic_vllm import SYSTEMS, _fastest  # noqa: E402
 from llm_roofline.calibrate.fit import abs_pct_errors  # noqa: E402
 from llm_roofline.chip_fits import calibrated_model  # noqa: E402
 from llm_roofline.hardware import load_chip  # noqa: E402
@@ -54,7 +54,7 @@ def evaluate(data: Path, chip_name: str) -> pd.DataFrame:
     if "window_size" not in df:
         return pd.DataFrame()
     df = df[(df["kv_cache_dtype"] == "bfloat16") & (df["head_dim"] != 512) & (df["isl"] > 1)]
-    df = df.sort_values("latency", kind="stable").drop_duplicates(SHAPE)
+    df = _fastest(df, SHAPE)
     windowed = df[df["window_size"] > 0]
     shapes = windowed[SHAPE[:-1]].drop_duplicates()
     df = pd.concat([windowed, df[df["window_size"] == 0].merge(shapes, on=SHAPE[:-1])], ignore_index=True)

@@ -330,6 +330,14 @@ def _moe_groups(h, i, k, e, tp, ep, family: str) -> list[str]:
     return [f"{n}_tp{a:g}_ep{b:g}" for n, a, b in zip(names, tp, ep)] if family == "moe_int4" else names
 
 
+def balanced_experts(t: int, k: int, e: int) -> np.ndarray:
+    """(t, k): the expert of each token's j-th slot under AIConfigurator's balanced routing (balanced_routing)."""
+    s = -(-e // k)
+    i = np.arange(t)[:, None]
+    first = i if t >= s else (i * s) // t
+    return (first + np.arange(k)[None, :] * s) % e
+
+
 def balanced_routing(t, k, e, ep):
     """(assignments, touched experts) on the measured GPU (rank 0, experts [0, E/ep)) under AIConfigurator's
     balanced routing (collector helper balanced_logits): with stride s = ceil(E/k), token i takes experts
@@ -340,10 +348,7 @@ def balanced_routing(t, k, e, ep):
     pairs, touched = np.zeros(len(shapes)), np.zeros(len(shapes))
     for j, (tt, kk, ee, pp) in enumerate(shapes.astype(np.int64)):
         if (tt, ee, kk) not in loads:
-            s = -(-ee // kk)
-            i, slot = np.arange(tt)[:, None], np.arange(kk)[None, :] * s
-            first = i if tt >= s else (i * s) // tt
-            loads[tt, ee, kk] = np.bincount(((first + slot) % ee).ravel(), minlength=ee)
+            loads[tt, ee, kk] = np.bincount(balanced_experts(tt, kk, ee).ravel(), minlength=ee)
         local = loads[tt, ee, kk][:ee // pp]
         pairs[j], touched[j] = local.sum(), np.count_nonzero(local)
     return pairs, np.maximum(touched, 1e-9)
