@@ -34,7 +34,7 @@ from .optable import OpTable
 from .phases import (DecodeSums, PhaseResult, PhaseTotals, PrefillSums, decode_segments, graph_memo, phase_t_s,
                      run_phase)
 from .roofline import TERMS, intensity_of
-from .sharding import Sharding, critical_thresholds, stage_divisor, stage_note
+from .sharding import Sharding, critical_thresholds, micro_batch_note, micro_batches, stage_divisor, stage_note
 from .uncertainty import uncertainty_of
 from .units import array_key, json_ready
 
@@ -166,23 +166,27 @@ def _repriced(r: Evaluation, eff) -> Evaluation:
 
 def _prefill(spec, chip, sh, dt, eff, batch, prompt, attention) -> PhaseResult:
     ops = build_ops(spec, Phase.prefill(batch, prompt), sh, dt, attention)
-    return run_phase(ops, chip, eff, sh, prefill_time_factor(sh, spec.n_layers), PrefillSums, np.float64(1.0),
-                     scenario_grid(batch, prompt))
+    return run_phase(ops, chip, eff, sh, prefill_time_factor(sh, spec.n_layers, batch), PrefillSums, np.float64(1.0),
+                     scenario_grid(batch, prompt), micro=micro_batches(sh.pp, batch))
 
 
-def prefill_time_factor(sh: Sharding, n_layers: int) -> float:
-    """Pipeline: the first micro-batch crosses every stage and each of the other pp - 1 follows one fullest stage
-    later: (d + pp - 1) / d of one micro-batch's pass through all layers, d = sharding.stage_divisor ((2pp - 1) / pp
-    where the layers divide evenly; 61 layers over 2 stages, 31 + 30: 92 / 61)."""
+def prefill_time_factor(sh: Sharding, n_layers: int, batch=None):
+    """Pipeline: the first micro-batch crosses every stage and each of the other m - 1 follows one fullest stage
+    later: (d + m - 1) / d of one micro-batch's pass through all layers, d = sharding.stage_divisor and m the
+    micro-batches of `batch` (sharding.micro_batches; None: pp). (2pp - 1) / pp where the layers divide evenly; 61
+    layers over 2 stages, 31 + 30: 92 / 61; one prompt: 1, a pass with its hand-offs."""
     d = stage_divisor(n_layers, sh.pp)
-    return (d + sh.pp - 1) / d
+    m = sh.pp if batch is None else micro_batches(sh.pp, batch)
+    return (d + m - 1) / d
 
 
-def step_time_factor(sh: Sharding, n_layers: int) -> float:
-    """Pipeline: a decode (or serving) step passes its pp micro-batches through the fullest stage, pp / d of one
-    micro-batch's pass through all layers (d = sharding.stage_divisor): 1 where the layers divide evenly, 62 / 61
-    for 61 layers over 2 stages."""
-    return sh.pp / stage_divisor(n_layers, sh.pp)
+def step_time_factor(sh: Sharding, n_layers: int, batch=None):
+    """Pipeline: a decode (or serving) step passes its m micro-batches (of `batch`, sharding.micro_batches; None: pp)
+    through the fullest stage, and each micro-batch crosses every stage before its next token: max(d, m) / d of
+    one micro-batch's pass through all layers (d = sharding.stage_divisor). pp / d at m = pp: 1 where the layers
+    divide evenly, 62 / 61 for 61 layers over 2 stages; a batch below pp: one pass."""
+    d = stage_divisor(n_layers, sh.pp)
+    return np.maximum(d, sh.pp if batch is None else micro_batches(sh.pp, batch)) / d
 
 
 def scenario_grid(batch, prompt) -> tuple:
@@ -193,7 +197,8 @@ def scenario_grid(batch, prompt) -> tuple:
 def _decode(spec, chip, sh, dt, eff, batch, prompt, gen, attention) -> PhaseResult:
     # pipeline: a decode step for all micro-batches takes one micro-batch's trip through all stages
     ops, sums, grid = decode_ops(spec, sh, dt, batch, prompt, gen, attention, kernel_steps=kernel_breakpoints(eff))
-    return run_phase(ops, chip, eff, sh, step_time_factor(sh, spec.n_layers), sums, gen - 1.0, grid)
+    return run_phase(ops, chip, eff, sh, step_time_factor(sh, spec.n_layers, batch), sums, gen - 1.0, grid,
+                     micro=micro_batches(sh.pp, batch))
 
 
 def kernel_breakpoints(eff) -> tuple:
@@ -342,7 +347,7 @@ def _inputs(model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtyp
                                              attention_dp, moe_tp, moe_ep, routing_skew)
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), assumptions := list(spec.assumptions))
     assumptions += filter(None, [spec.w8a8_fallback_note(dt, chip.name),  # a W8A8 checkpoint run weight-only
-                                 stage_note(spec.n_layers, sh.pp)])
+                                 stage_note(spec.n_layers, sh.pp), micro_batch_note(sh.pp, batch)])
     return spec, chip, sh, dt, resolve_efficiency(efficiency, chip), assumptions, batch, prompt, gen
 
 
@@ -356,9 +361,11 @@ def scenario_arrays(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_paralle
         batch, prompt_len, gen_len = np.broadcast_arrays(batch, prompt_len, gen_len)
     batch, prompt, gen = (np.asarray(x, dtype=np.float64) for x in (batch, prompt_len, gen_len))
     sh = Sharding(tp, pp, ep, dp, sequence_parallel, attention_dp, moe_tp, moe_ep, routing_skew)
-    if np.any(np.mod(batch, sh.sequence_groups)):
+    below = (batch < sh.pp) & (sh.attention_dp == 1)  # one micro-batch per sequence (sharding.micro_batches)
+    if np.any((np.mod(batch, sh.sequence_groups) != 0) & ~below):
         raise ScenarioError(f"batch must be a multiple of pp x attention_dp = {sh.sequence_groups} (the batch is split "
-                            "into pp micro-batches and attention_dp attention groups)")
+                            "into pp micro-batches and attention_dp attention groups)"
+                            + (f", or below pp = {sh.pp} (a micro-batch per sequence)" if sh.attention_dp == 1 else ""))
     return sh, batch, prompt, gen
 
 

@@ -20,7 +20,7 @@ from .hardware import Chip, load_chip
 from .memory import GPU_MEMORY_UTILIZATION, Footprint, footprint, usable_bytes
 from .model.hf import load_model
 from .phases import PrefillSums, graph_memo, keep_t_s_chips, phase_t_s_chips
-from .sharding import Sharding
+from .sharding import Sharding, micro_batches
 from .units import array_key, remembered, sub_memo
 
 
@@ -105,7 +105,7 @@ def evaluate_pipelines(model, chips, *, efficiencies, batches, pps, eps=None, pr
         except RooflineError as err:
             scenarios.append(err)
     valid = [x for x in scenarios if not isinstance(x, RooflineError)]
-    if len(valid) > 1 and any(not np.array_equal(x[1] / x[0].pp, valid[0][1] / valid[0][0].pp) for x in valid):
+    if len(valid) > 1 and any(not np.array_equal(_micro(x), _micro(valid[0])) for x in valid):
         raise ScenarioError("the batch grids of evaluate_pipelines must share their micro-batches batch / pp")
     out, runs = [[None] * len(chips) for _ in pps], {}
     for i, (chip, efficiency) in enumerate(zip(chips, efficiencies)):
@@ -156,11 +156,17 @@ def _stages_headlines(spec, members: list, dt: Dtypes, scenarios: list, attentio
     return out
 
 
+def _micro(scenario: tuple):
+    """Sequences per micro-batch of a checked scenario (sh, batch, prompt, gen): batch / sharding.micro_batches."""
+    sh, batch = scenario[:2]
+    return batch / micro_batches(sh.pp, batch)
+
+
 def _stage_graphs(spec, scenario: tuple, dt: Dtypes, attention, graphs: dict | None) -> tuple:
     """The prefill and decode graphs of a scenario's pipeline stage at its micro-batches, each with its memo
     (phases.graph_memo, kept in `graphs`): ((ops, memo), ((ops, sums, grid), memo) or None without a decode)."""
     sh, batch, prompt, gen = scenario
-    stage, micro = sh.stage, batch / sh.pp
+    stage, micro = sh.stage, _micro(scenario)
     arrays = () if graphs is None else tuple(array_key(x) for x in (micro, prompt, gen))  # keys kept in `graphs`
     key = (stage, dt, attention) + arrays
     at = (id(spec), dt, attention) + arrays  # the graph's parts: each stage's built once for the eps that share it
@@ -180,7 +186,7 @@ def _keep_stages(spec, members: list, dt: Dtypes, firsts: list, attention, graph
     built = [_stage_graphs(spec, x, dt, attention, graphs) for x in firsts]
     sh, batch, prompt, _ = firsts[0]
     keep_t_s_chips([op for (ops, _), _ in built for op in ops], chips, effs, PrefillSums,
-                   scenario_grid(batch / sh.pp, prompt), kept)
+                   scenario_grid(_micro(firsts[0]), prompt), kept)
     if built[0][1] is not None:
         (_, sums, grid), _ = built[0][1]
         keep_t_s_chips([op for _, ((ops, _, _), _) in built for op in ops], chips, effs, sums, grid, kept)
@@ -198,7 +204,7 @@ def _headlines(spec, members: list, dt: Dtypes, scenarios: list, attention, gpu_
         return [[h] * len(chips) for h in hands]
     sh, batch, prompt, gen = scenarios[0]
     (pre_ops, pre_memo), dec = _stage_graphs(spec, scenarios[0], dt, attention, graphs)
-    pre_stage = phase_t_s_chips(pre_ops, chips, effs, 1.0, PrefillSums, scenario_grid(batch / sh.pp, prompt),
+    pre_stage = phase_t_s_chips(pre_ops, chips, effs, 1.0, PrefillSums, scenario_grid(_micro(scenarios[0]), prompt),
                                 pre_memo, kept)
     dec_stage = [None] * len(chips)
     if dec is not None:
@@ -212,8 +218,8 @@ def _headlines(spec, members: list, dt: Dtypes, scenarios: list, attention, gpu_
         ops, pre_hand, dec_hand = hand
         pre, dec = pre_stage, dec_stage
         if ops:  # pp > 1: the stage's sums and the hand-off's, under the pipeline schedule
-            pre = [prefill_time_factor(sh, spec.n_layers) * (t + h) for t, h in zip(pre, pre_hand)]
-            dec = dec if dec_hand is None else [step_time_factor(sh, spec.n_layers) * (t + h)
+            pre = [prefill_time_factor(sh, spec.n_layers, batch) * (t + h) for t, h in zip(pre, pre_hand)]
+            dec = dec if dec_hand is None else [step_time_factor(sh, spec.n_layers, batch) * (t + h)
                                                 for t, h in zip(dec, dec_hand)]
         fp = _footprint(spec, sh, dt, pre_ops + ops, batch, prompt + gen, pre_memo)
         out.append([Headline(ttft, tpot_of(gen, ttft, d), ttft + decode_total_of(gen, ttft, d),

@@ -32,7 +32,8 @@ from .bounds import check_count, check_range
 from .errors import RooflineError, ScenarioError
 from .graph import Dtypes, Phase, build_ops, handoff_ops, resolve_dtypes
 from .model.spec import Matrix, ModelSpec
-from .sharding import Sharding, kv_elems_per_token_per_chip, mixer_state_elems_per_chip, stage_divisor
+from .sharding import (Sharding, kv_elems_per_token_per_chip, micro_batches, mixer_state_elems_per_chip,
+                       stage_divisor)
 from .units import array_key, as_list, dtype_bytes, memo_by_identity, remembered, sub_memo
 
 if TYPE_CHECKING:
@@ -316,8 +317,9 @@ def memory_footprint(spec: ModelSpec, chip: "Chip", *, batch, prompt_len, gen_le
     if fp is None:  # a pipeline stage's graph (graph.handoff_ops) is the same for every pp: built once per micro-batch
         stage, prompt = sh.stage, np.float64(prompt_len)
         hand = handoff_ops(spec, Phase.prefill(b, prompt), sh, dt, attention)  # pp checked before the stage is built
-        at = (dt, attention, array_key(b / sh.pp), array_key(prompt))  # parts: a stage's, once for the eps sharing it
-        ops = remembered(graphs, ("memory.stage", stage) + at, build_ops, spec, Phase.prefill(b / sh.pp, prompt), stage,
+        micro = b / micro_batches(sh.pp, b)  # sequences per micro-batch
+        at = (dt, attention, array_key(micro), array_key(prompt))  # parts: a stage's, once for the eps sharing it
+        ops = remembered(graphs, ("memory.stage", stage) + at, build_ops, spec, Phase.prefill(micro, prompt), stage,
                          dt, attention, sub_memo(graphs, ("memory.parts",) + at))
         fp = footprint(spec, cap, sh, dt, ops + hand, b, np.float64(prompt_len + gen_len))
         if key is not None:

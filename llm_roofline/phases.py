@@ -177,11 +177,12 @@ def _end(x: np.ndarray, row: int) -> np.ndarray:
     return x[:, row] if x.shape[1] > 1 else x[:, 0]
 
 
-def _work_totals(blocks: list[OpBlock], sh: Sharding) -> dict:
-    """Replica totals of the work: per-chip numbers * shards * count * micro-batches (a replicated op counts its
-    FLOPs once; every chip of the tensor-parallel group moves its own HBM bytes). Summed op by op."""
+def _work_totals(blocks: list[OpBlock], sh: Sharding, micro=None) -> dict:
+    """Replica totals of the work: per-chip numbers * shards * count * micro-batches (micro; None: pp) (a replicated
+    op counts its FLOPs once; every chip of the tensor-parallel group moves its own HBM bytes). Summed op by op."""
     tot = dict.fromkeys(_WORK_TOTALS, 0.0)
-    mb = sh.pp  # micro-batches
+    micro = sh.pp if micro is None else micro  # micro-batches: a number, or one per grid point (scaled at the end)
+    mb = micro if np.ndim(micro) == 0 else 1.0
     for b in blocks:
         w, ops = b.work, b.ops
         flops = w["flops"] * _per_op([op.count * op.shards * mb for op in ops], w["flops"])
@@ -196,7 +197,7 @@ def _work_totals(blocks: list[OpBlock], sh: Sharding) -> dict:
                                  ("comm_bytes", comm * mb, None), ("attention_flops", flops, attn),
                                  ("kv_read_bytes", w["kv_bytes"] * traffic, attn), ("mlp_flops", flops, mlp)):
             tot[key] = _add_rows(tot[key], rows, which)
-    return tot
+    return tot if np.ndim(micro) == 0 else {k: v * micro for k, v in tot.items()}
 
 
 def _phase_totals(blocks: list[OpBlock], work: dict, time_factor) -> PhaseTotals:
@@ -235,10 +236,11 @@ def _sum_blocks(blocks: list[Times], key: str):
 
 
 def run_phase(ops: list[Op], chip: Chip, eff, sh: Sharding, time_factor, sums, steps, grid: tuple | None = None,
-              like: PhaseResult | None = None) -> PhaseResult:
+              like: PhaseResult | None = None, micro=None) -> PhaseResult:
     """The ops scored on `chip` at `eff` and summed over the phase's steps (sums: PrefillSums or DecodeSums).
     grid: the shape every op's arrays broadcast to (the phase's), None: read from the ops. like: the same ops already
-    run at another efficiency: their work sums are reused (work does not depend on it)."""
+    run at another efficiency: their work sums are reused (work does not depend on it). micro: the micro-batches the
+    ops' work is counted for (sharding.micro_batches; None: pp)."""
     if like is not None:
         blocks = [replace(b, score=score, times=sums.times(score))
                   for b in like.blocks for score in [score_stack(b.ops, chip, eff, b.grid, b.terms)]]
@@ -249,8 +251,8 @@ def run_phase(ops: list[Op], chip: Chip, eff, sh: Sharding, time_factor, sums, s
     for block, g, terms, score in _scored_blocks(ops, chip, eff, shape):
         work = {f: stacked([getattr(op, f) for op in block], (len(block),) + g) for f in WORK_FIELDS}
         blocks.append(OpBlock(block, score, sums.work(work), sums.times(score), g, terms))
-    return PhaseResult(blocks, _phase_totals(blocks, _work_totals(blocks, sh), time_factor), steps, time_factor, sums,
-                       shape)
+    return PhaseResult(blocks, _phase_totals(blocks, _work_totals(blocks, sh, micro), time_factor), steps, time_factor,
+                       sums, shape)
 
 
 def phase_t_s(ops: list[Op], chip: Chip, eff, time_factor, sums=PrefillSums, grid: tuple | None = None,

@@ -135,6 +135,25 @@ def stage_divisor(n_layers: int, pp: int) -> float:
     return n_layers / stage_layers(n_layers, pp)
 
 
+def micro_batches(pp: int, batch):
+    """Micro-batches a pipeline runs a static batch of whole sequences in: pp (of batch / pp sequences each, batch
+    a multiple of pp), or, for a batch below pp, one per sequence (vLLM schedules each request into one virtual
+    engine; the stages without one idle). 1 without a pipeline."""
+    b = np.asarray(batch, dtype=np.float64)
+    return np.where(b >= pp, float(pp), np.maximum(b, 1.0))[()]
+
+
+def micro_batch_note(pp: int, batch) -> str:
+    """The assumption behind a batch below pp ('' where none is)."""
+    b = np.asarray(batch, dtype=np.float64)
+    if pp == 1 or not np.any(b < pp):
+        return ""
+    few = ", ".join(f"{x:g}" for x in np.unique(b[b < pp]))
+    return (f"batch {few} below pp = {pp}: one micro-batch per sequence (vLLM puts each request in one virtual "
+            "engine); a prompt or token crosses the stages in turn, so a decode step takes a whole pass through the "
+            f"model and each stage idles (pp - batch) / pp of it.")
+
+
 def stage_note(n_layers: int, pp: int) -> str:
     """The assumption behind an uneven pipeline split ('' where the layers divide evenly)."""
     most = stage_layers(n_layers, pp)

@@ -1,5 +1,6 @@
 """Sharding in the graph and the estimate: conservation of work, divisibility, KV replication, pp, dp."""
 
+import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
@@ -105,6 +106,33 @@ def test_pipeline_and_data_parallel_semantics():
     assert pp.prefill.flops == pytest.approx(base.prefill.flops, rel=1e-12)
     with pytest.raises(ValueError, match="multiple of pp"):
         lr.estimate("meta-llama/Llama-3.1-8B", "h100", batch=3, pp=2, efficiency="ideal")
+
+
+def test_a_batch_below_pp_runs_one_micro_batch_per_sequence():
+    """A batch below pp (single-stream latency on a pipeline) runs one micro-batch per sequence, as vLLM schedules
+    each request into one virtual engine. By hand, Llama-3.1-8B (32 layers) over pp = 4 stages of 8: two prompts are
+    two micro-batches of one; the first crosses the 4 stages (one pass), the second follows one stage later, so
+    TTFT is (4 + 2 - 1) / 4 = 5 / 4 of one prompt's. A decode token of either crosses all 4 stages before its
+    next, so TPOT is one pass, the same as for one sequence. The work is the batch's: the FLOPs of batch 2 at pp 1,
+    and twice one micro-batch's weight reads. The sweep's fast path gives the same numbers."""
+    from llm_roofline.headlines import evaluate_headline
+
+    kw = dict(prompt_len=1024, gen_len=8, efficiency="ideal")
+    one, two = (lr.estimate("meta-llama/Llama-3.1-8B", "h100", batch=b, pp=4, **kw) for b in (1, 2))
+    flat = lr.estimate("meta-llama/Llama-3.1-8B", "h100", batch=2, pp=1, **kw)
+    assert two.ttft_s == pytest.approx(5 / 4 * one.ttft_s, rel=1e-12)
+    assert two.tpot_s == pytest.approx(one.tpot_s, rel=1e-12)
+    assert two.prefill.flops == pytest.approx(flat.prefill.flops, rel=1e-12)
+    assert two.decode.weight_bytes == pytest.approx(2 * one.decode.weight_bytes, rel=1e-12)
+    solo = lr.estimate("meta-llama/Llama-3.1-8B", "h100", batch=1, pp=1, **kw)
+    assert solo.ttft_s < one.ttft_s < 1.01 * solo.ttft_s  # one prompt's pass plus its 3 hand-offs
+    assert any("below pp = 4" in a for a in one.assumptions)
+    h = evaluate_headline("meta-llama/Llama-3.1-8B", "h100", batch=np.array([1.0, 2.0, 4.0, 8.0]), pp=4, **kw)
+    for j, b in enumerate((1, 2, 4, 8)):
+        r = lr.estimate("meta-llama/Llama-3.1-8B", "h100", batch=b, pp=4, **kw)
+        assert h.ttft_s[j] == pytest.approx(r.ttft_s, rel=1e-12) and h.tpot_s[j] == pytest.approx(r.tpot_s, rel=1e-12)
+    with pytest.raises(ValueError, match="multiple of pp x attention_dp = 4"):  # 5 = 4 + 1: not whole micro-batches
+        lr.estimate("meta-llama/Llama-3.1-8B", "h100", batch=5, pp=4, **kw)
 
 
 def test_sequence_parallel_uses_reduce_scatter_and_all_gather():

@@ -11,7 +11,8 @@ import numpy as np
 from ..errors import ScenarioError
 from ..model.spec import W8A8_DTYPES, LayerGroup, ModelSpec
 from ..ops import Op, collective, elementwise, gemm
-from ..sharding import Sharding, collective_after, collective_before, sequence_parallel_on, shard_count
+from ..sharding import (Sharding, collective_after, collective_before, micro_batches, sequence_parallel_on,
+                        shard_count)
 from ..units import canonical_dtype, dtype_bytes, remembered
 
 if TYPE_CHECKING:
@@ -94,7 +95,9 @@ class Ctx:
     def __init__(self, spec: ModelSpec, phase: Phase, sh: Sharding, dt: Dtypes, attention_mode: str,
                  parts: dict | None = None):
         self.spec, self.phase, self.sh, self.dt = spec, phase, sh, dt
-        self.b = phase.batch / sh.pp  # micro-batch: pipeline stages work on batch/pp sequences each
+        # micro-batch: pipeline stages work on batch / pp sequences each (a batch below pp: one sequence each); a
+        # continuous-batching step spreads its mean rows over the pp micro-batches
+        self.b = phase.batch / (sh.pp if phase.has_chunk else micro_batches(sh.pp, phase.batch))
         self.q = phase.q_len
         self.chunk = phase.chunk_tokens / sh.pp if phase.has_chunk else None  # prompt-chunk tokens per micro-batch
         self.T = self.b * self.q + (self.chunk if phase.has_chunk else 0.0)  # (T,) tokens this step, whole stage
