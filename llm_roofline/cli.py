@@ -61,7 +61,9 @@ def _add_model_chip(p):
 def _add_scenario(p, lists=False, layouts=()):
     kind = str if lists else int
     g = p.add_argument_group("sharding and precision")
-    for flag, what in (("tp", "tensor-parallel degree"), ("pp", "pipeline stages; a static batch runs as pp micro-batches (a multiple of pp) or, below pp, one per sequence"),
+    for flag, what in (("tp", "tensor-parallel degree"),
+                       ("pp", "pipeline stages; a static batch runs as pp micro-batches (a multiple of pp) or, below "
+                              "pp, one per sequence"),
                        ("ep", "expert-parallel degree (divides tp x attention_dp)"), ("dp", "data-parallel replicas")):
         g.add_argument(f"--{flag}", type=kind, default="1" if lists else 1, help=f"{what} (default: 1)")
     g.add_argument("--sequence-parallel", action="store_true",

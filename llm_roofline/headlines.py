@@ -184,9 +184,8 @@ def _keep_stages(spec, members: list, dt: Dtypes, firsts: list, attention, graph
     (phases.keep_t_s_chips): the prefill ops of all stages together, then their decode ops."""
     chips, effs = [m[1] for m in members], [m[2] for m in members]
     built = [_stage_graphs(spec, x, dt, attention, graphs) for x in firsts]
-    sh, batch, prompt, _ = firsts[0]
     keep_t_s_chips([op for (ops, _), _ in built for op in ops], chips, effs, PrefillSums,
-                   scenario_grid(_micro(firsts[0]), prompt), kept)
+                   scenario_grid(_micro(firsts[0]), firsts[0][2]), kept)
     if built[0][1] is not None:
         (_, sums, grid), _ = built[0][1]
         keep_t_s_chips([op for _, ((ops, _, _), _) in built for op in ops], chips, effs, sums, grid, kept)
