@@ -243,6 +243,23 @@ def test_frontier_monotone_and_memory_limit(tmp_path):
     assert curves[64]["tpot_s"][i] == pytest.approx(e.tpot_s, rel=1e-9)
 
 
+def test_a_pipelined_frontier_starts_at_one_sequence():
+    """The frontier's batch grid under pp = 4 starts at one sequence (a batch below pp runs a micro-batch per
+    sequence): 1, 2, then 4 x the powers of two up to max(lo = 16, 2^ceil(log2(2 x 10))) = 32; pp = 1 keeps the
+    powers of two from 1 to 32. Along the pp = 4 curve, batches 1
+    and 2 each take a whole pass per token (equal TPOT), and batch 2 carries twice the tokens per chip within its
+    TTFT's 5/4 of one prompt's."""
+    from llm_roofline.report.build import batch_grid, frontier_data
+
+    assert batch_grid(4, 10, lo=16).tolist() == [1, 2, 4, 8, 16, 32, 64, 128]
+    assert batch_grid(1, 10, lo=16).tolist() == [1, 2, 4, 8, 16, 32]
+    c = frontier_data("meta-llama/Llama-3.1-8B", "h100-sxm", prompt_lens=[512], gen_len=8, pp=4,
+                      efficiency="ideal")[512]
+    assert c["batch"][:3].tolist() == [1, 2, 4]
+    assert c["tpot_s"][1] == pytest.approx(c["tpot_s"][0], rel=1e-12)
+    assert c["ttft_s"][1] == pytest.approx(5 / 4 * c["ttft_s"][0], rel=1e-12)
+
+
 def test_memory_stack_by_hand(tmp_path):
     spec = tiny()
     small = replace(V5E, hbm_bytes=40e6)

@@ -51,9 +51,11 @@ def context_estimates(model, chip, *, batch: int, gen_len: int, prompt_lens: Seq
 
 # ------------------------------------------------------------------------------------ batch sweeps
 def batch_grid(pp: int, upper: float, lo: int = 64, hi: int = 4096) -> np.ndarray:
-    """pp x powers of two, from pp up to at least `lo` and past `upper` (2x), at most `hi`."""
+    """pp x powers of two, from pp up to at least `lo` and past `upper` (2x), at most `hi`; below pp, the powers of
+    two from 1 (a batch below pp runs a micro-batch per sequence: sharding.micro_batches)."""
     top = min(hi, max(lo, 2 ** math.ceil(math.log2(max(upper, 1) * 2))))
-    return pp * 2 ** np.arange(int(math.log2(top)) + 1)
+    below = [2 ** k for k in range(int(math.log2(pp)) + 1) if 2 ** k < pp]
+    return np.array(below + list(pp * 2 ** np.arange(int(math.log2(top)) + 1)))
 
 
 def default_contexts(prompt_len: int, max_context: int | None = None, gen_len: int = 0) -> list[int]:

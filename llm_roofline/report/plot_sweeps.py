@@ -43,7 +43,7 @@ def _frontier_panel(ax, cmap, chip_name, curves, pp, chips_per_replica) -> None:
     # batch labels along the first curve
     first = next(iter(curves.values()))
     for b, xv, yv in zip(first["batch"], first["throughput_tokens_per_s_per_chip"], first["tpot_s"] * 1e3):
-        if b in (pp, 8 * pp, 64 * pp, 512 * pp):
+        if b in (1, pp, 8 * pp, 64 * pp, 512 * pp):
             ax.annotate(f"{b}", (xv, yv), xytext=(4, -10), textcoords="offset points", fontsize=7, color="0.3")
     ax.set_xscale("log")
     ax.set_yscale("log")
