@@ -19,6 +19,8 @@ rotate over enough copies to overflow L2 (the weights and KV of a real step come
     elementwise     a bf16 residual add x + y
     moe             a bf16 MoE block: routed rows gathered, two grouped GEMMs (torch._grouped_mm) with SiLU-and-mul,
                     weighted sum per token; balanced routing as the collector's
+    memory          RMSNorm, SiLU-and-mul and NeoX rotary as fused Triton kernels (gpu_kernels.py), embedding gather;
+                    written to OUT as the other parts (the Vidur schema of the memory-bound families)
 
 The kernels differ from vLLM's, whose tables the fits saw: cuBLAS bf16 is what vLLM runs for unquantized
 linears (the same library); its fp8 linears run CUTLASS, its attention FlashAttention-3 on Hopper, which is
@@ -57,6 +59,10 @@ ADD_ELEMS = (2**16, 2**20, 2**24, 2**27)
 MOE_SHAPES = ((4096, 14336, 2, 8), (2048, 768, 8, 128), (4096, 1536, 8, 128), (2880, 2880, 4, 128),
               (7168, 256, 8, 256))
 MOE_TOKENS = (1, 8, 64, 256, 1024, 4096, 16384)
+# memory-bound kernels (name, hidden d, MLP width F per GPU, query heads H, KV heads, head_dim) per GPU:
+# Llama-3.1-8B tp 1, Llama-3.1-70B tp 8
+MEMORY_SHAPES = (("llama8b_tp1", 4096, 14336, 32, 8, 128), ("llama70b_tp8", 8192, 3584, 8, 1, 128))
+MEMORY_TOKENS = (1, 16, 128, 1024, 4096, 16384)
 KV_CAP_BYTES = 16e9  # decode points whose KV cache is larger are skipped
 GPU_CHIPS = {"H100": "h100-sxm", "H200": "h200", "B200": "b200", "GB200": "gb200", "A100": "a100-80gb",
              "L40S": "l40s"}
@@ -289,6 +295,77 @@ def _add_rows(torch, time_s, gpu: str, log) -> list[dict]:
     return rows
 
 
+def _memory_rows(torch, time_s, gpu: str, log) -> list[dict]:
+    """Memory-bound families with fused Triton kernels of vLLM's shape (gpu_kernels.py: RMSNorm, SiLU-and-mul,
+    NeoX rotary in place) plus PyTorch's embedding gather, on MEMORY_SHAPES at MEMORY_TOKENS, counted as
+    calibrate/vidur.py counts its rows (bf16: e = 2): norm (2 M d + d) e, activation 3 M F e, rope (2 qk + M hd) e
+    + 8 M with qk = M (H + KV) hd (two launches: q, then k), embedding 2 M d e + 8 M. Each kernel is checked against
+    a float32 PyTorch reference on fresh inputs first (a wrong kernel stops the run)."""
+    import gpu_kernels as K
+
+    F = torch.nn.functional
+    dev, bf16 = "cuda", torch.bfloat16
+    _check_memory_kernels(torch, K, log)
+    rows = []
+    for name, d, f, h, kv, hd in MEMORY_SHAPES:
+        table = torch.randn(128256, d, device=dev, dtype=bf16)  # one vocabulary table (0.5-2 GB): its rows are
+        #   gathered at random, so none stays in L2
+        for m in MEMORY_TOKENS:
+            base = dict(gpu=gpu, model=name, dtype="bf16", tp=1, m=m)
+            cos_sin = lambda: tuple(torch.rand(8192, hd // 2, device=dev) for _ in range(2))  # noqa: E731
+            qk = m * (h + kv) * hd
+            cases = (
+                ("norm", "triton_rms_norm", m * d, 4.0 * m * d, (2.0 * m * d + d) * 2, 1,
+                 lambda m=m, d=d: (torch.randn(m, d, device=dev, dtype=bf16), torch.rand(d, device=dev, dtype=bf16)),
+                 K.rms_norm, m * d * 2.0),
+                ("activation", "triton_silu_and_mul", m * f, 5.0 * m * f, 3.0 * m * f * 2, 1,
+                 lambda m=m, f=f: (torch.randn(m, 2 * f, device=dev, dtype=bf16),), K.silu_and_mul, 2.0 * m * f * 2),
+                ("rope", "triton_rope_neox", qk, 3.0 * qk, (2.0 * qk + m * hd) * 2 + 8.0 * m, 2,
+                 lambda m=m, h=h, kv=kv, hd=hd: (torch.randn(m, h, hd, device=dev, dtype=bf16),
+                                                 torch.randn(m, kv, hd, device=dev, dtype=bf16),
+                                                 torch.randint(0, 8192, (m,), device=dev), *cos_sin()),
+                 K.rope, qk * 2.0),
+                ("embedding", "torch_embedding", m * d, 0.0, 2.0 * m * d * 2 + 8.0 * m, 1,
+                 lambda m=m, table=table: (torch.randint(0, 128256, (m,), device=dev), table), F.embedding,
+                 m * d * 2.0),
+            )
+            for family, op, elems, flops, nbytes, kernels, make, run, read in cases:
+                rows.append(_row(log, dict(base, family=family, op=op, elems=elems, flops=flops, bytes=nbytes,
+                                           kernels=kernels),
+                                 lambda make=make, run=run, read=read: time_s(make, run, read)))
+    return rows
+
+
+def _check_memory_kernels(torch, K, log) -> None:
+    """Each Triton kernel against float32 PyTorch on fresh inputs (relative error logged; bf16 outputs land near
+    4e-3): a wrong kernel stops the run here."""
+    F = torch.nn.functional
+    dev = "cuda"
+    x = torch.randn(37, 4096, device=dev, dtype=torch.bfloat16)
+    w = torch.rand(4096, device=dev, dtype=torch.bfloat16)
+    xf = x.float()
+    checks = [("rms_norm", K.rms_norm(x, w), xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * w.float())]
+    g = torch.randn(37, 2 * 3584, device=dev, dtype=torch.bfloat16)
+    checks.append(("silu_and_mul", K.silu_and_mul(g), F.silu(g[:, :3584].float()) * g[:, 3584:].float()))
+    q, k = (torch.randn(37, n, 128, device=dev, dtype=torch.bfloat16) for n in (32, 8))
+    pos = torch.randint(0, 8192, (37,), device=dev)
+    cos, sin = (torch.rand(8192, 64, device=dev) for _ in range(2))
+
+    def ref(t):
+        c, s = cos[pos][:, None, :], sin[pos][:, None, :]
+        a, b = t.float()[..., :64], t.float()[..., 64:]
+        return torch.cat([a * c - b * s, b * c + a * s], dim=-1)
+
+    want_q, want_k = ref(q), ref(k)
+    K.rope(q, k, pos, cos, sin)
+    checks += [("rope q", q, want_q), ("rope k", k, want_k)]
+    for name, got, want in checks:
+        err = float((got.float() - want).norm() / want.norm())
+        log(f"  {name} vs float32 PyTorch: relative error {err:.2e}")
+        if not err < 1e-2:
+            raise SystemExit(f"gpu_check: the Triton {name} kernel is wrong (relative error {err:.2e}); no rows written")
+
+
 def _row(log, row: dict, timed) -> dict | None:
     """The row with measured_s, or None (logged) where the kernel refuses the shape."""
     try:
@@ -302,7 +379,7 @@ def _row(log, row: dict, timed) -> dict | None:
 
 
 PARTS = {"add": _add_rows, "gemm": _gemm_rows, "weight_only": _weight_only_rows, "attention": _attention_rows,
-         "moe": _moe_rows,
+         "moe": _moe_rows, "memory": _memory_rows,
          "attention_other": functools.partial(_attention_rows, names=("cudnn", "efficient"))}  # flash first: a
 #   backend whose graph capture fails runs later
 

@@ -755,6 +755,26 @@ def test_calibrated_moe_block_streams_its_experts_near_a_pytorch_grouped_block()
             >= small["bytes"].to_numpy() / 3.35e12).all()
 
 
+def test_a_borrowed_memory_bound_fit_moves_with_the_borrowers_bandwidth():
+    """The same fused kernels timed on a lent H100 and H200 (benchmarks/data/gpu_check_{h100-sxm,h200}_memory.csv,
+    2026-11-26, gpu_check.py part memory: Triton SiLU-and-mul, PyTorch's add), never fitted. h200 borrows every
+    memory-bound fit from h100-sxm, so its estimate of a bandwidth-bound kernel is the H100's scaled by the peaks,
+    3.35 / 4.8 = 0.698. By hand from the rows: SiLU-and-mul over 4096 x 14336 and the 2^27-element add run at
+    2.9 / 4.1 and 3.05 / 4.34 TB/s, measured H200 / H100 time 0.70-0.71. So the borrowed fit's calibrated /
+    measured ratio on the H200 is the H100's own within 5 % on every such row (activation and add from 4096 rows):
+    the borrowing transfers, whatever the fit's level (the Vidur-fitted activation prices these fused kernels
+    1.5x slow on both)."""
+    data = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
+    ratios = []
+    for chip in ("h100-sxm", "h200"):
+        rows = measurements.read_measurements(data / f"gpu_check_{chip}_memory.csv")
+        rows = rows[rows.fam.isin(["activation", "elementwise"]) & (rows.m >= 4096)].reset_index(drop=True)
+        ratios.append(fitting.predict(rows, chip, calibrated_model(chip)) / rows["measured_s"].to_numpy())
+    assert len(ratios[0]) == 6  # 2 shapes x 3 token counts of SiLU-and-mul, 2 adds
+    assert np.all(np.abs(ratios[1] / ratios[0] - 1) <= 0.05), np.round(ratios[1] / ratios[0], 3)
+    assert calibrated_model("h200").sources["activation"] == "borrowed: h100-sxm"
+
+
 def test_calibrated_int4_matrix_vector_products_beat_measured_bf16_and_a_batch_one_int4_kernel():
     """Weight-only int4 at batch 1 against kernels measured on a lent H100 (benchmarks/data/gpu_check_h100-sxm*.csv,
     PyTorch 2.11, 2026-11-26; benchmarks/gpu_check.py): tinygemm (torch._weight_int4pack_mm, 4 bits plus a bf16
