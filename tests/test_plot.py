@@ -258,6 +258,14 @@ def test_a_pipelined_frontier_starts_at_one_sequence():
     assert c["batch"][:3].tolist() == [1, 2, 4]
     assert c["tpot_s"][1] == pytest.approx(c["tpot_s"][0], rel=1e-12)
     assert c["ttft_s"][1] == pytest.approx(5 / 4 * c["ttft_s"][0], rel=1e-12)
+    # the panels name the sharding, not only the chip count (two charts of 8 chips could be tp 8 or tp 4 pp 2)
+    res = plot.plot_frontier("meta-llama/Llama-3.1-8B", ["h100-sxm"], prompt_lens=[512], gen_len=8, pp=4, tp=2,
+                             efficiency="ideal")
+    res.close()
+    assert res.figure.axes[0].get_title().startswith("h100-sxm ×8 (tp2 pp4)")
+    res = plot.plot_memory("meta-llama/Llama-3.1-8B", ["h100-sxm"], prompt_len=512, gen_len=8, tp=2)
+    res.close()
+    assert res.figure.axes[0].get_title().startswith("h100-sxm ×2 (tp2), context")
 
 
 def test_memory_stack_by_hand(tmp_path):

@@ -20,7 +20,7 @@ import numpy as np
 from ..files import ensure_dir, write_text
 from ..bounds import check_count
 from ..units import as_list
-from .chart_base import DPI, PlotResult, chips_per_replica, dtype_phrase
+from .chart_base import DPI, PlotResult, dtype_phrase, replica_text
 from .plot_sweeps import render_frontier, render_memory
 
 SCENARIO_KEYS = ("tp", "pp", "ep", "dp", "weight_dtype", "act_dtype", "kv_dtype", "efficiency", "attention",
@@ -145,7 +145,7 @@ def plot_frontier(model, chips, *, prompt_lens: Sequence[int] | None = None, pro
     curves = {load_chip(c).name: frontier_data(spec, c, prompt_lens=prompt_lens, gen_len=gen_len, batches=batches,
                                                **kw) for c in as_list(chips)}
     return render_frontier(curves, model_name=spec.name + dtype_phrase(kw), gen_len=gen_len, pp=int(kw.get("pp", 1)),
-                           chips_per_replica=chips_per_replica(kw), path=path, dpi=dpi)
+                           replica=replica_text(kw), path=path, dpi=dpi)
 
 
 def plot_memory(model, chips, *, prompt_len: int = 2048, gen_len: int = 256, batches=None, path=None,
@@ -159,7 +159,7 @@ def plot_memory(model, chips, *, prompt_len: int = 2048, gen_len: int = 256, bat
         d = memory_data(spec, chip, prompt_len=prompt_len, gen_len=gen_len, batches=batches, **kw)
         data[d["chip"]] = d
     return render_memory(data, model_name=spec.name + dtype_phrase(kw), prompt_len=prompt_len, gen_len=gen_len,
-                         chips_per_replica=chips_per_replica(kw), path=path, dpi=dpi)
+                         replica=replica_text(kw), path=path, dpi=dpi)
 
 
 # ------------------------------------------------------------------------------------ the report folder

@@ -86,8 +86,9 @@ def scenario_line(est) -> str:
             f"efficiency {est.efficiency_mode}")
 
 
-def chips_per_replica(scenario_kw) -> int:
-    return int(scenario_kw.get("tp", 1)) * int(scenario_kw.get("pp", 1))
+def replica_text(scenario_kw) -> str:
+    """'×8 (tp4 pp2)': the chips of one replica and their degrees, for a panel title of a chart over a batch grid."""
+    return f"×{int(scenario_kw.get('tp', 1)) * int(scenario_kw.get('pp', 1))} ({parallel_text(scenario_kw)})"
 
 
 def dtype_phrase(kw) -> str:

@@ -34,7 +34,7 @@ def _frontier_curve(ax, prompt_len, curve, color) -> None:
                     ha="right")
 
 
-def _frontier_panel(ax, cmap, chip_name, curves, pp, chips_per_replica) -> None:
+def _frontier_panel(ax, cmap, chip_name, curves, pp, replica) -> None:
     for i, (p, c) in enumerate(curves.items()):
         _frontier_curve(ax, p, c, cmap(0.85 * i / max(len(curves) - 1, 1)))
     if all(c["max_batch"] == 0 for c in curves.values()):
@@ -51,7 +51,7 @@ def _frontier_panel(ax, cmap, chip_name, curves, pp, chips_per_replica) -> None:
     log_axes(ax)
     ax.set_xlabel("output tokens/s per chip (batch·gen / e2e)")
     ax.grid(True, which="both", alpha=0.2)
-    ax.set_title(f"{chip_name} ×{chips_per_replica}\n{wrap(efficiency_text(first['efficiency'], first['fit']), 56)}",
+    ax.set_title(f"{chip_name} {replica}\n{wrap(efficiency_text(first['efficiency'], first['fit']), 56)}",
                  fontsize=10)
 
 
@@ -69,7 +69,7 @@ def _frontier_legend(fig, axes) -> None:
 
 
 def render_frontier(curves_by_chip: dict[str, dict], *, model_name: str, gen_len: int, pp: int = 1,
-                    chips_per_replica: int = 1, path=None, dpi: int = DPI) -> PlotResult:
+                    replica: str = "×1 (tp1)", path=None, dpi: int = DPI) -> PlotResult:
     """Latency–throughput frontier: TPOT (ms) vs output tokens/s per chip, one panel per chip, one curve per
     prompt length. curves_by_chip: {chip name: build.frontier_data(...)}. Filled points fit in HBM; hollow
     grey points do not; a star marks the largest batch that fits."""
@@ -77,7 +77,7 @@ def render_frontier(curves_by_chip: dict[str, dict], *, model_name: str, gen_len
     fig, axes = subplots(plt, len(curves_by_chip), width_each=6.0, height=4.8, sharey=True)
     cmap = plt.get_cmap("viridis")
     for ax, (chip_name, curves) in zip(axes, curves_by_chip.items()):
-        _frontier_panel(ax, cmap, chip_name, curves, pp, chips_per_replica)
+        _frontier_panel(ax, cmap, chip_name, curves, pp, replica)
     axes[0].set_ylabel("TPOT, mean decode step (ms)")
     _frontier_legend(fig, axes)
     first = next(iter(curves_by_chip.values()))
@@ -88,7 +88,7 @@ def render_frontier(curves_by_chip: dict[str, dict], *, model_name: str, gen_len
 
 
 # ------------------------------------------------------------------------------------ memory
-def _memory_panel(ax, d, chips_per_replica) -> None:
+def _memory_panel(ax, d, replica) -> None:
     """Stacked per-chip bytes of one chip over the batch grid, the capacity line, the max-batch star."""
     x = np.arange(len(d["batch"]))
     fits = (d["per_chip_bytes"] <= d["usable_bytes"]) & (d["batch"] <= d["max_batch"])
@@ -110,19 +110,19 @@ def _memory_panel(ax, d, chips_per_replica) -> None:
     ax.set_xlabel(f"batch (sequences per replica; ★ = max batch {d['max_batch']})" if d["max_batch"] else
                   "batch (sequences per replica; none fits)")
     ax.set_ylim(0, max(float(bottom.max()), d["capacity_bytes"] / 1e9) * 1.08)
-    ax.set_title(f"{d['chip']} ×{chips_per_replica}, context {tokens_label(d['context'])}", fontsize=10)
+    ax.set_title(f"{d['chip']} {replica}, context {tokens_label(d['context'])}", fontsize=10)
     ax.grid(True, axis="y", alpha=0.25)
 
 
 def render_memory(memory_by_chip: dict[str, dict], *, model_name: str, prompt_len: int, gen_len: int,
-                  chips_per_replica: int = 1, path=None, dpi: int = DPI) -> PlotResult:
+                  replica: str = "×1 (tp1)", path=None, dpi: int = DPI) -> PlotResult:
     """Stacked bars of per-chip memory (weights, KV cache, activations) vs batch, against HBM capacity
     (dashed line), one panel per chip; bars past the largest batch that fits (or over capacity) are hatched.
     memory_by_chip: {chip name: build.memory_data(...)}."""
     plt = pyplot()
     fig, axes = subplots(plt, len(memory_by_chip), width_each=6.0, height=4.6)
     for ax, d in zip(axes, memory_by_chip.values()):
-        _memory_panel(ax, d, chips_per_replica)
+        _memory_panel(ax, d, replica)
     axes[0].set_ylabel("memory per chip (GB)")
     for ax in axes:
         ax.legend(loc="upper left", fontsize=8)
