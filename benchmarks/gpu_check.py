@@ -299,7 +299,7 @@ def _memory_rows(torch, time_s, gpu: str, log) -> list[dict]:
     """Memory-bound families with fused Triton kernels of vLLM's shape (gpu_kernels.py: RMSNorm, SiLU-and-mul,
     NeoX rotary in place) plus PyTorch's embedding gather, on MEMORY_SHAPES at MEMORY_TOKENS, counted as
     calibrate/vidur.py counts its rows (bf16: e = 2): norm (2 M d + d) e, activation 3 M F e, rope (2 qk + M hd) e
-    + 8 M with qk = M (H + KV) hd (two launches: q, then k), embedding 2 M d e + 8 M. Each kernel is checked against
+    + 8 M with qk = M (H + KV) hd (one launch rotates a token's q and k heads), embedding 2 M d e + 8 M. Each kernel is checked against
     a float32 PyTorch reference on fresh inputs first (a wrong kernel stops the run)."""
     import gpu_kernels as K
 
@@ -320,7 +320,7 @@ def _memory_rows(torch, time_s, gpu: str, log) -> list[dict]:
                  K.rms_norm, m * d * 2.0),
                 ("activation", "triton_silu_and_mul", m * f, 5.0 * m * f, 3.0 * m * f * 2, 1,
                  lambda m=m, f=f: (torch.randn(m, 2 * f, device=dev, dtype=bf16),), K.silu_and_mul, 2.0 * m * f * 2),
-                ("rope", "triton_rope_neox", qk, 3.0 * qk, (2.0 * qk + m * hd) * 2 + 8.0 * m, 2,
+                ("rope", "triton_rope_neox", qk, 3.0 * qk, (2.0 * qk + m * hd) * 2 + 8.0 * m, 1,
                  lambda m=m, h=h, kv=kv, hd=hd: (torch.randn(m, h, hd, device=dev, dtype=bf16),
                                                  torch.randn(m, kv, hd, device=dev, dtype=bf16),
                                                  torch.randint(0, 8192, (m,), device=dev), *cos_sin()),

@@ -30,20 +30,30 @@ def _silu_and_mul(x_ptr, y_ptr, f, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def _rope(x_ptr, pos_ptr, cos_ptr, sin_ptr, heads, half, BLOCK: tl.constexpr):
-    """x: (tokens, heads, 2 * half) rotated in place, NeoX style (first half with second half)."""
+def _rotate(base, c, s, heads, half, H_BLOCK: tl.constexpr, BLOCK: tl.constexpr):
+    """Rotate the `heads` heads at `base` (heads x 2 * half, contiguous) in place, NeoX style, by cos c / sin s."""
+    h = tl.arange(0, H_BLOCK)[:, None]
+    cols = tl.arange(0, BLOCK)[None, :]
+    mask = (h < heads) & (cols < half)
+    offs = h * 2 * half + cols
+    a = tl.load(base + offs, mask=mask, other=0.0).to(tl.float32)
+    b = tl.load(base + offs + half, mask=mask, other=0.0).to(tl.float32)
+    tl.store(base + offs, (a * c - b * s).to(base.dtype.element_ty), mask=mask)
+    tl.store(base + offs + half, (b * c + a * s).to(base.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _rope(q_ptr, k_ptr, pos_ptr, cos_ptr, sin_ptr, q_heads, k_heads, half, QH: tl.constexpr, KH: tl.constexpr,
+          BLOCK: tl.constexpr):
+    """One token's q (q_heads x 2 * half) and k (k_heads x 2 * half) rotated in place in one program (as vLLM's
+    rotary kernel does a token's heads in one block): cos and sin read once per token."""
     token = tl.program_id(0)
-    head = tl.program_id(1)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < half
+    cols = tl.arange(0, BLOCK)[None, :]
     p = tl.load(pos_ptr + token)
-    c = tl.load(cos_ptr + p * half + cols, mask=mask, other=0.0).to(tl.float32)
-    s = tl.load(sin_ptr + p * half + cols, mask=mask, other=0.0).to(tl.float32)
-    base = x_ptr + (token * heads + head) * 2 * half
-    a = tl.load(base + cols, mask=mask, other=0.0).to(tl.float32)
-    b = tl.load(base + half + cols, mask=mask, other=0.0).to(tl.float32)
-    tl.store(base + cols, (a * c - b * s).to(x_ptr.dtype.element_ty), mask=mask)
-    tl.store(base + half + cols, (b * c + a * s).to(x_ptr.dtype.element_ty), mask=mask)
+    c = tl.load(cos_ptr + p * half + cols, mask=cols < half, other=0.0).to(tl.float32)
+    s = tl.load(sin_ptr + p * half + cols, mask=cols < half, other=0.0).to(tl.float32)
+    _rotate(q_ptr + token * q_heads * 2 * half, c, s, q_heads, half, QH, BLOCK)
+    _rotate(k_ptr + token * k_heads * 2 * half, c, s, k_heads, half, KH, BLOCK)
 
 
 def rms_norm(x, w, eps: float = 1e-6):
@@ -60,8 +70,10 @@ def silu_and_mul(x, block: int = 1024):
 
 
 def rope(q, k, pos, cos, sin):
-    """q (tokens, H, hd), k (tokens, KV, hd) rotated in place; cos, sin (max_pos, hd / 2) float32; pos (tokens,)."""
+    """q (tokens, H, hd), k (tokens, KV, hd) rotated in place in one launch; cos, sin (max_pos, hd / 2) float32;
+    pos (tokens,)."""
     half = q.shape[2] // 2
-    for x in (q, k):
-        _rope[(x.shape[0], x.shape[1])](x, pos, cos, sin, x.shape[1], half, BLOCK=triton.next_power_of_2(half))
+    heads_block = [max(2, triton.next_power_of_2(x.shape[1])) for x in (q, k)]  # masked past the heads
+    _rope[(q.shape[0],)](q, k, pos, cos, sin, q.shape[1], k.shape[1], half, QH=heads_block[0], KH=heads_block[1],
+                         BLOCK=triton.next_power_of_2(half))
     return q, k
