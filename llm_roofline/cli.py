@@ -307,6 +307,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chip", help="chip to fit (name, alias or .toml); rows whose gpu names it are used")
     p.add_argument("--gpu", default=None, help="use the rows with this gpu value instead (e.g. a100)")
     p.add_argument("--source", default=None, help="text for the fitted_on notes (default: from the CSV)")
+    p.add_argument("--families", default=None,
+                   help="comma-separated op families to fit (e.g. norm,activation; default: every family the rows "
+                        "hold); the chip file's other fits are kept")
     p.add_argument("--write", action="store_true",
                    help="write the chip file with the fitted [efficiency.*] tables (its other fits and every "
                         "other byte kept) to the user chip directory as <chip>.toml; checked before the fit")

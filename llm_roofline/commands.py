@@ -614,5 +614,6 @@ def cmd_calibrate(args) -> str:
         return conversion_summary(convert_vidur(src, out), out)
     if not args.measured or not args.chip:
         raise RooflineError("calibrate needs a measured CSV and --chip (or --convert-vidur VIDUR_DIR OUT.csv)")
-    c = calibrate(args.measured, args.chip, write=args.write, gpu=args.gpu, source=args.source)
+    families = None if args.families is None else [f for f in args.families.split(",") if f.strip()]
+    c = calibrate(args.measured, args.chip, write=args.write, gpu=args.gpu, source=args.source, families=families)
     return calibration_report(c, args.format)

@@ -86,6 +86,24 @@ def test_a_chip_without_an_attention_fit_gets_the_one_derived_from_gemm(monkeypa
     assert "attention_decode" not in eff and "not measured (borrowed): gemm_fp8," in eff["fitted_on"]
 
 
+def test_families_fits_the_named_families_alone_and_keeps_the_rest(monkeypatch, tmp_path, capsys):
+    """--families norm,activation on the memory-bound rows timed on a lent H100 (benchmarks/data/
+    gpu_check_h100-sxm_memory.csv: fused RMSNorm at 2.82-2.98 TB/s from 1,024 tokens, 0.84-0.89 of the 3.35 TB/s
+    peak): those two families are fitted (memory_max in 0.8-0.95), the rope rows in the same file are not, and the
+    written chip file keeps h100-sxm's own rope fit (Vidur's, memory_max 0.5111). A name that is no family, and a
+    family without rows, are one-line errors."""
+    monkeypatch.setenv(CHIPS_ENV, str(tmp_path))
+    csv = ROOT / "benchmarks" / "data" / "gpu_check_h100-sxm_memory.csv"
+    c = calibrate(csv, "h100-sxm", families=["norm", "activation"], write=True)
+    assert set(c.result.points) == {"norm", "activation"} and c.rows == 24  # 2 shapes x 6 token counts each
+    assert 0.8 <= c.result.fits["norm"].memory_max <= 0.95
+    written = lr.load_chip(str(tmp_path / "h100-sxm.toml")).calibration
+    assert written["rope"]["memory_max"] == pytest.approx(0.5111)
+    for bad, said in (("nrm", "unknown families ['nrm']"), ("gemm", "no rows of gemm")):
+        assert main(["calibrate", str(csv), "--chip", "h100-sxm", "--families", bad]) == 2
+        assert said in capsys.readouterr().err
+
+
 def test_a_fit_of_absurd_rows_still_writes_a_chip_file_that_loads(monkeypatch, tmp_path):
     # MoE rows whose walked and per-token elements (1e308) no kernel has: the simplex drives compute_tokens_half to
     # its ceiling, which was 1e15 while a chip file holds at most 1e9 tokens (CHIP_RANGES), so the file --write

@@ -40,8 +40,8 @@ from . import aic_vllm, vidur
 from ..hardware import CHIPS_ENV, user_chips_dir
 from .chipfile import write_chip_toml
 from .fit import FitResult, error_rows, predict
-from .measurements import MEASURED_COLUMNS, normalize, read_measurements, rows_for_chip, single_node, \
-    write_measurements
+from .measurements import MEASURED_COLUMNS, normalize, read_measurements, rows_for_chip, rows_of_families, \
+    single_node, write_measurements
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -84,9 +84,10 @@ class Calibration:
 
 
 def calibrate(measured, chip, *, write: bool = False, gpu: str | None = None, source: str | None = None,
-              date: str | None = None, chips_dir=None) -> Calibration:
+              date: str | None = None, chips_dir=None, families=None) -> Calibration:
     """Fit `chip` (name, alias, .toml path or Chip) to the measured timings (a CSV path or a DataFrame in
-    MEASURED_COLUMNS) whose gpu names the chip (or is `gpu`). Multi-node collectives are left out.
+    MEASURED_COLUMNS) whose gpu names the chip (or is `gpu`), of the model families in `families` alone where given
+    (measurements.rows_of_families; the others keep the chip file's fits). Multi-node collectives are left out.
 
     write=True writes a copy of the chip file with the fitted [efficiency.*] tables to
     `chips_dir/<chip>.toml` (default: user_chips_dir(), never the installed package), checked before the fit; the
@@ -103,7 +104,7 @@ def calibrate(measured, chip, *, write: bool = False, gpu: str | None = None, so
         df = normalize(aic_vllm.convert_aic(measured), where)
     else:
         df = read_measurements(measured)
-    rows = rows_for_chip(df, chip, gpu)
+    rows = rows_of_families(rows_for_chip(df, chip, gpu), families)
     used = single_node(rows).reset_index(drop=True)
     gpus = tuple(sorted(set(used["gpu"]) - {""}))
     if source is None:

@@ -15,7 +15,7 @@ from ..errors import ChipError, RooflineError
 from ..files import write_text
 from ..hardware import Chip, load_chip
 from ..attention_shapes import KV8_BITS
-from ..efficiency import ATTENTION_FAMILIES, COLLECTIVE_FAMILIES, FP4_EXPERTS, FP8_COMPUTE, GEMM_FAMILIES
+from ..efficiency import ATTENTION_FAMILIES, COLLECTIVE_FAMILIES, FAMILIES, FP4_EXPERTS, FP8_COMPUTE, GEMM_FAMILIES
 from ..units import dtype_bytes
 
 if TYPE_CHECKING:
@@ -186,6 +186,22 @@ def rows_for_chip(df: "pd.DataFrame", chip: Chip, gpu: str | None = None) -> "pd
         raise RooflineError(f"no rows for chip {chip.name} (gpu values: {', '.join(sorted(set(df['gpu'])))}); "
                             "pass --gpu to choose")
     return out
+
+
+def rows_of_families(df: "pd.DataFrame", families) -> "pd.DataFrame":
+    """The rows of the model families named in `families` (efficiency.FAMILIES; None: every row). A RooflineError
+    for a name that is no family or a family without rows here."""
+    if families is None:
+        return df
+    names = [f.strip() for f in ([families] if isinstance(families, str) else families)]
+    unknown = [f for f in names if f not in FAMILIES]
+    if unknown or not names:
+        raise RooflineError(f"unknown families {unknown or '(none given)'}; families: {', '.join(FAMILIES)}")
+    absent = [f for f in names if not (df["fam"] == f).any()]
+    if absent:
+        raise RooflineError(f"no rows of {', '.join(absent)} among these (families here: "
+                            f"{', '.join(f for f in FAMILIES if (df['fam'] == f).any())})")
+    return df[df["fam"].isin(names)].reset_index(drop=True)
 
 
 def single_node(df: "pd.DataFrame") -> "pd.DataFrame":
