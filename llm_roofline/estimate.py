@@ -34,7 +34,8 @@ from .optable import OpTable
 from .phases import (DecodeSums, PhaseResult, PhaseTotals, PrefillSums, decode_segments, graph_memo, phase_t_s,
                      run_phase)
 from .roofline import TERMS, intensity_of
-from .sharding import Sharding, critical_thresholds, micro_batch_note, micro_batches, stage_divisor, stage_note
+from .sharding import (Sharding, critical_thresholds, micro_batch_note, micro_batches, stage_divisor, stage_note,
+                       whole_micro_batches)
 from .uncertainty import uncertainty_of
 from .units import array_key, json_ready
 
@@ -361,8 +362,7 @@ def scenario_arrays(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_paralle
         batch, prompt_len, gen_len = np.broadcast_arrays(batch, prompt_len, gen_len)
     batch, prompt, gen = (np.asarray(x, dtype=np.float64) for x in (batch, prompt_len, gen_len))
     sh = Sharding(tp, pp, ep, dp, sequence_parallel, attention_dp, moe_tp, moe_ep, routing_skew)
-    below = (batch < sh.pp) & (sh.attention_dp == 1)  # one micro-batch per sequence (sharding.micro_batches)
-    if np.any((np.mod(batch, sh.sequence_groups) != 0) & ~below):
+    if not np.all(whole_micro_batches(batch, sh.pp, sh.attention_dp)):
         raise ScenarioError(f"batch must be a multiple of pp x attention_dp = {sh.sequence_groups} (the batch is split "
                             "into pp micro-batches and attention_dp attention groups)"
                             + (f", or below pp = {sh.pp} (a micro-batch per sequence)" if sh.attention_dp == 1 else ""))

@@ -143,6 +143,13 @@ def micro_batches(pp: int, batch):
     return np.where(b >= pp, float(pp), np.maximum(b, 1.0))[()]
 
 
+def whole_micro_batches(batch, pp: int, attention_dp: int = 1) -> np.ndarray:
+    """Whether each batch runs as whole micro-batches and attention groups: a multiple of pp x attention_dp, or, with
+    attention_dp 1, below pp (one micro-batch per sequence: micro_batches)."""
+    b = np.asarray(batch, dtype=np.float64)
+    return (np.mod(b, pp * attention_dp) == 0) | ((b < pp) & (attention_dp == 1))
+
+
 def micro_batch_note(pp: int, batch) -> str:
     """The assumption behind a batch below pp ('' where none is)."""
     b = np.asarray(batch, dtype=np.float64)

@@ -12,6 +12,7 @@ from .errors import ScenarioError
 from .headlines import Headline, evaluate_headline
 from .hardware import load_chip
 from .model.hf import load_model
+from .sharding import whole_micro_batches
 from .units import as_list
 
 _GRID_AXES = ("batch", "prompt_len", "gen_len")  # broadcast with numpy
@@ -25,7 +26,9 @@ def sweep(model, chip, **axes):
     batch, prompt_len and gen_len are evaluated in one vectorized pass (numpy broadcasting); the
     discrete choices (chip, tp, pp, ep, dp, dtypes, ...) are looped over. One row per grid point with
     the axes and the headline metrics, the efficiency mode (`efficiency`: calibrated by default, or ideal) and
-    the chip's fit behind it (`fit`), and tokens/s per user (1 / TPOT).
+    the chip's fit behind it (`fit`), and tokens/s per user (1 / TPOT). A batch that is no whole number of a
+    sharding's micro-batches (3 at pp 2: sharding.whole_micro_batches) is left out of that sharding's rows and named
+    in the frame's attrs["skipped"]; a grid with no such point left raises the estimate's error.
     """
     import itertools
 
@@ -40,16 +43,28 @@ def sweep(model, chip, **axes):
     spec = load_model(model)
     discrete = {k: as_list(axes[k]) for k in _DISCRETE_AXES if k in axes and k != "chip"}
     chips = as_list(chip)
-    parts = []
+    parts, skipped, first_refused = [], {}, None
     for chip_name, combo in itertools.product(chips, itertools.product(*discrete.values())):
         kw = dict(zip(discrete, combo))
         chip_obj = load_chip(chip_name)
         run_kw = {**kw, "efficiency": resolved_once(kw.get("efficiency", DEFAULT_EFFICIENCY), chip_obj)}
-        for lo in range(0, mesh[0].size, SWEEP_CHUNK_POINTS):  # bounded memory: one chunk of the grid at a time
-            part = [m[lo:lo + SWEEP_CHUNK_POINTS] for m in mesh]
+        pp, adp = (check_count(k, kw.get(k, 1)) for k in ("pp", "attention_dp"))
+        whole = whole_micro_batches(mesh[0], pp, adp)
+        if not whole.all():
+            key = f"pp {pp}" + (f" x attention_dp {adp}" if adp > 1 else "")
+            skipped[key] = sorted(set(skipped.get(key, ())) | set(mesh[0][~whole].astype(int).tolist()))
+            first_refused = first_refused or (chip_obj, {**run_kw, "batch": mesh[0][~whole][:1]})
+        points = [m[whole] for m in mesh] if not whole.all() else mesh
+        for lo in range(0, points[0].size, SWEEP_CHUNK_POINTS):  # bounded memory: one chunk of the grid at a time
+            part = [m[lo:lo + SWEEP_CHUNK_POINTS] for m in points]
             parts.append(_sweep_columns(evaluate_headline(spec, chip_obj, batch=part[0], prompt_len=part[1],
                                                           gen_len=part[2], **run_kw), kw, part))
-    return _sweep_frame(parts)
+    if not parts:  # every point refused: the estimate's own error says why
+        evaluate_headline(spec, first_refused[0], **first_refused[1])
+        raise ScenarioError("no point of the grid to evaluate")  # not reached: the line above raises
+    df = _sweep_frame(parts)
+    df.attrs["skipped"] = [f"{k}: batch {', '.join(map(str, v))}" for k, v in skipped.items()]
+    return df
 
 
 SWEEP_CHUNK_POINTS = 50_000  # grid points evaluated at once (a few kB each while evaluating)

@@ -135,6 +135,26 @@ def test_a_batch_below_pp_runs_one_micro_batch_per_sequence():
         lr.estimate("meta-llama/Llama-3.1-8B", "h100", batch=5, pp=4, **kw)
 
 
+def test_a_sweep_leaves_out_the_batches_a_pipeline_cannot_split_and_says_so(capsys):
+    """sweep(pp=[1, 2], batch=[1, 2, 3]): pp 1 runs all three; pp 2 runs batch 1 (below pp) and 2 (one micro-batch
+    each), not 3 (a micro-batch and a half): 5 rows, the sixth named in attrs['skipped'] and under the CLI table.
+    A grid where no point splits raises the estimate's own error."""
+    df = lr.sweep("meta-llama/Llama-3.1-8B", "h100", batch=[1, 2, 3], pp=[1, 2], prompt_len=512, gen_len=8,
+                  efficiency="ideal")
+    assert sorted(zip(df.pp, df.batch)) == [(1, 1), (1, 2), (1, 3), (2, 1), (2, 2)]
+    assert df.attrs["skipped"] == ["pp 2: batch 3"]
+    one = lr.estimate("meta-llama/Llama-3.1-8B", "h100", batch=1, pp=2, prompt_len=512, gen_len=8, efficiency="ideal")
+    assert df[(df.pp == 2) & (df.batch == 1)].ttft_s.iloc[0] == pytest.approx(one.ttft_s, rel=1e-12)
+    with pytest.raises(lr.ScenarioError, match="multiple of pp x attention_dp = 2"):
+        lr.sweep("meta-llama/Llama-3.1-8B", "h100", batch=[3, 5], pp=2, efficiency="ideal")
+    from llm_roofline.cli import main
+
+    assert main(["sweep", "meta-llama/Llama-3.1-8B", "--chip", "h100", "--pp", "1,2", "--batch", "1,2,3",
+                 "--prompt", "512", "--gen", "8", "--efficiency", "ideal"]) == 0
+    assert "left out (a batch must be a multiple of pp x attention_dp, or below pp): pp 2: batch 3." in \
+        capsys.readouterr().out
+
+
 def test_sequence_parallel_uses_reduce_scatter_and_all_gather():
     e = lr.estimate("meta-llama/Llama-3.1-8B", "h100", batch=4, prompt_len=1024, gen_len=8, tp=4,
                     sequence_parallel=True, efficiency="ideal")
