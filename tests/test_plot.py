@@ -359,3 +359,9 @@ def test_sweep_charts_name_the_dtype_overrides_in_their_titles():
     res = plot.plot_memory(spec, [H100], prompt_len=64, gen_len=8, batches=[1])
     assert "weights" not in res.figure._suptitle.get_text()  # no override: nothing claimed
     res.close()
+    # bf16 activations are the default the CLI always passes, not an override (it read 'act bf16' over a W8A8
+    # checkpoint's fp8 GEMMs); fp16 ones are named
+    for act, said in (("bf16", False), ("fp16", True)):
+        res = plot.plot_memory(spec, [H100], prompt_len=64, gen_len=8, batches=[1], act_dtype=act)
+        assert ("act " in res.figure._suptitle.get_text()) == said
+        res.close()

@@ -86,6 +86,9 @@ def scenario_line(est) -> str:
             f"efficiency {est.efficiency_mode}")
 
 
+DEFAULT_ACT_DTYPE = "bf16"  # estimate()'s act_dtype default
+
+
 def replica_text(scenario_kw) -> str:
     """'×8 (tp4 pp2)': the chips of one replica and their degrees, for a panel title of a chart over a batch grid."""
     return f"×{int(scenario_kw.get('tp', 1)) * int(scenario_kw.get('pp', 1))} ({parallel_text(scenario_kw)})"
@@ -93,9 +96,11 @@ def replica_text(scenario_kw) -> str:
 
 def dtype_phrase(kw) -> str:
     """', weights int4, KV fp8': the dtype overrides among a chart's scenario arguments ('' when none), for its title
-    (a chart of int4 weights must say so)."""
+    (a chart of int4 weights must say so). Activations in bf16 are the default, not an override: the CLI passes them
+    always, and 'act bf16' over a W8A8 checkpoint's fp8 GEMMs read as if they computed in bf16."""
     return "".join(f", {label} {kw[k]}" for k, label in (("weight_dtype", "weights"), ("act_dtype", "act"),
-                                                          ("kv_dtype", "KV")) if kw.get(k))
+                                                          ("kv_dtype", "KV"))
+                   if kw.get(k) and not (k == "act_dtype" and str(kw[k]).lower() == DEFAULT_ACT_DTYPE))
 
 
 def suptitle(fig, text: str, fontsize: float = 10) -> None:
