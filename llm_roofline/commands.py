@@ -224,8 +224,7 @@ def cmd_sweep(args) -> str:
     if args.format in ("table", "markdown"):
         out += "\n\n" + _efficiency_note(df) + "\ntok/s of the deployment, per chip, and per user (1 / TPOT)."
         if df.attrs.get("skipped"):
-            out += ("\nleft out (a batch must be a multiple of pp x attention_dp, or below pp): "
-                    + "; ".join(df.attrs["skipped"]) + ".")
+            out += "\nleft out: " + "; ".join(df.attrs["skipped"]) + "."
     if written:
         out += f"\n\nwrote {len(df)} rows to {written}"
     return out

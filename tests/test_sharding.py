@@ -135,10 +135,10 @@ def test_a_batch_below_pp_runs_one_micro_batch_per_sequence():
         lr.estimate("meta-llama/Llama-3.1-8B", "h100", batch=5, pp=4, **kw)
 
 
-def test_a_sweep_leaves_out_the_batches_a_pipeline_cannot_split_and_says_so(capsys):
+def test_a_sweep_leaves_out_what_the_estimate_refuses_and_says_so(capsys):
     """sweep(pp=[1, 2], batch=[1, 2, 3]): pp 1 runs all three; pp 2 runs batch 1 (below pp) and 2 (one micro-batch
     each), not 3 (a micro-batch and a half): 5 rows, the sixth named in attrs['skipped'] and under the CLI table.
-    A grid where no point splits raises the estimate's own error."""
+    A grid where no point splits raises the estimate's own error. So does a sharding the estimate refuses."""
     df = lr.sweep("meta-llama/Llama-3.1-8B", "h100", batch=[1, 2, 3], pp=[1, 2], prompt_len=512, gen_len=8,
                   efficiency="ideal")
     assert sorted(zip(df.pp, df.batch)) == [(1, 1), (1, 2), (1, 3), (2, 1), (2, 2)]
@@ -151,8 +151,12 @@ def test_a_sweep_leaves_out_the_batches_a_pipeline_cannot_split_and_says_so(caps
 
     assert main(["sweep", "meta-llama/Llama-3.1-8B", "--chip", "h100", "--pp", "1,2", "--batch", "1,2,3",
                  "--prompt", "512", "--gen", "8", "--efficiency", "ideal"]) == 0
-    assert "left out (a batch must be a multiple of pp x attention_dp, or below pp): pp 2: batch 3." in \
-        capsys.readouterr().out
+    assert "left out: pp 2: batch 3." in capsys.readouterr().out
+    # a combination the estimate refuses (tp 3 of 32 heads) is left out with its reason, the others kept
+    df = lr.sweep("meta-llama/Llama-3.1-8B", "h100", tp=[1, 3], prompt_len=512, gen_len=8, efficiency="ideal")
+    assert list(df.tp) == [1] and df.attrs["skipped"] == ["tp 3: attention heads = 32 is not divisible by 3"]
+    with pytest.raises(lr.ShardingError, match="not divisible by 3"):  # nothing left: the first error
+        lr.sweep("meta-llama/Llama-3.1-8B", "h100", tp=[3, 5], efficiency="ideal")
 
 
 def test_sequence_parallel_uses_reduce_scatter_and_all_gather():
