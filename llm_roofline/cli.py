@@ -149,7 +149,9 @@ def _build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("sweep", help="evaluate a grid of scenarios (vectorized) and print or save it",
                        description="Any of --batch/--prompt/--gen/--tp/--pp/--ep/--dp takes a comma-separated list; "
-                                   "--chip takes a comma-separated list of chips. One row per grid point.",
+                                   "--chip takes a comma-separated list of chips. One row per grid point; a point "
+                                   "the estimate refuses (tp 3 of 32 heads, batch 3 at pp 2) is left out and named "
+                                   "under the table.",
                        epilog="example:\n  llm-roofline sweep meta-llama/Llama-3.1-8B --chip h100,mi300x "
                               "--batch 1,8,64,256 --prompt 512,8192 --out sweep.csv",
                        formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -82,7 +82,8 @@ _SHARDING_AXES = ("tp", "pp", "ep", "dp", "sequence_parallel", "attention_dp", "
 def _check_choices(kw: dict) -> None:
     """One combination's discrete choices checked on their own, before any model or chip sees them: its sharding's
     degrees and flags (Sharding), its dtypes (Dtypes). What fails here is a malformed value, not a combination."""
-    Sharding(**{k: kw[k] for k in _SHARDING_AXES if k in kw})
+    counts = {k: check_count(k, kw[k]) for k in ("tp", "pp", "ep", "dp", "attention_dp") if k in kw}  # as estimate
+    Sharding(**{**{k: kw[k] for k in _SHARDING_AXES if k in kw}, **counts})
     Dtypes(kw.get("weight_dtype"), kw.get("act_dtype", "bf16"), kw.get("kv_dtype"))
 
 
