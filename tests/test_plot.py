@@ -266,6 +266,10 @@ def test_a_pipelined_frontier_starts_at_one_sequence():
     res = plot.plot_memory("meta-llama/Llama-3.1-8B", ["h100-sxm"], prompt_len=512, gen_len=8, tp=2)
     res.close()
     assert res.figure.axes[0].get_title().startswith("h100-sxm ×2 (tp2), context")
+    # attention data-parallel groups are chips of the replica too: tp 1 x 8 groups = 8 chips
+    from llm_roofline.report.chart_base import replica_text
+
+    assert replica_text(dict(tp=1, attention_dp=8, ep=8)) == "×8 (tp1 ep8 adp8)"
 
 
 def test_memory_stack_by_hand(tmp_path):

@@ -74,8 +74,11 @@ def panel_title(est, width: int = 60) -> str:
 
 
 def parallel_text(s) -> str:
-    """'tp4 pp2': the degrees of a scenario mapping (tp always; pp, ep, dp where above 1; absent: 1)."""
-    return f"tp{s.get('tp', 1)}" + "".join(f" {k}{s[k]}" for k in ("pp", "ep", "dp") if s.get(k, 1) > 1)
+    """'tp4 pp2': the degrees of a scenario mapping (tp always; pp, ep, dp and attention_dp as 'adp' where above 1;
+    absent: 1)."""
+    return f"tp{s.get('tp', 1)}" + "".join(f" {label}{s[k]}" for k, label in (("pp", "pp"), ("ep", "ep"), ("dp", "dp"),
+                                                                             ("attention_dp", "adp"))
+                                           if (s.get(k) or 1) > 1)
 
 
 def scenario_line(est) -> str:
@@ -90,8 +93,12 @@ DEFAULT_ACT_DTYPE = "bf16"  # estimate()'s act_dtype default
 
 
 def replica_text(scenario_kw) -> str:
-    """'×8 (tp4 pp2)': the chips of one replica and their degrees, for a panel title of a chart over a batch grid."""
-    return f"×{int(scenario_kw.get('tp', 1)) * int(scenario_kw.get('pp', 1))} ({parallel_text(scenario_kw)})"
+    """'×8 (tp4 pp2)': the chips of one replica (tp x attention_dp x pp) and their degrees, for a panel title of a
+    chart over a batch grid."""
+    chips = 1
+    for k in ("tp", "attention_dp", "pp"):
+        chips *= int(scenario_kw.get(k) or 1)
+    return f"×{chips} ({parallel_text(scenario_kw)})"
 
 
 def dtype_phrase(kw) -> str:
