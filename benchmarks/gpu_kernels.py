@@ -43,17 +43,18 @@ def _rotate(base, c, s, heads, half, H_BLOCK: tl.constexpr, BLOCK: tl.constexpr)
 
 
 @triton.jit
-def _rope(q_ptr, k_ptr, pos_ptr, cos_ptr, sin_ptr, q_heads, k_heads, half, QH: tl.constexpr, KH: tl.constexpr,
-          BLOCK: tl.constexpr):
+def _rope(q_ptr, k_ptr, pos_ptr, cos_ptr, sin_ptr, q_heads, k_heads, half, q_stride, k_stride, QH: tl.constexpr,
+          KH: tl.constexpr, BLOCK: tl.constexpr):
     """One token's q (q_heads x 2 * half) and k (k_heads x 2 * half) rotated in place in one program (as vLLM's
-    rotary kernel does a token's heads in one block): cos and sin read once per token."""
+    rotary kernel does a token's heads in one block): cos and sin read once per token. q_stride, k_stride: elements
+    from one token's heads to the next's (views into a fused qkv output)."""
     token = tl.program_id(0)
     cols = tl.arange(0, BLOCK)[None, :]
     p = tl.load(pos_ptr + token)
     c = tl.load(cos_ptr + p * half + cols, mask=cols < half, other=0.0).to(tl.float32)
     s = tl.load(sin_ptr + p * half + cols, mask=cols < half, other=0.0).to(tl.float32)
-    _rotate(q_ptr + token * q_heads * 2 * half, c, s, q_heads, half, QH, BLOCK)
-    _rotate(k_ptr + token * k_heads * 2 * half, c, s, k_heads, half, KH, BLOCK)
+    _rotate(q_ptr + token * q_stride, c, s, q_heads, half, QH, BLOCK)
+    _rotate(k_ptr + token * k_stride, c, s, k_heads, half, KH, BLOCK)
 
 
 def rms_norm(x, w, eps: float = 1e-6):
@@ -70,10 +71,10 @@ def silu_and_mul(x, block: int = 1024):
 
 
 def rope(q, k, pos, cos, sin):
-    """q (tokens, H, hd), k (tokens, KV, hd) rotated in place in one launch; cos, sin (max_pos, hd / 2) float32;
-    pos (tokens,)."""
+    """q (tokens, H, hd), k (tokens, KV, hd) rotated in place in one launch (each token's heads contiguous; tokens
+    may be strided, as views into a fused qkv output); cos, sin (max_pos, hd / 2) float32; pos (tokens,)."""
     half = q.shape[2] // 2
     heads_block = [max(2, triton.next_power_of_2(x.shape[1])) for x in (q, k)]  # masked past the heads
-    _rope[(q.shape[0],)](q, k, pos, cos, sin, q.shape[1], k.shape[1], half, QH=heads_block[0], KH=heads_block[1],
-                         BLOCK=triton.next_power_of_2(half))
+    _rope[(q.shape[0],)](q, k, pos, cos, sin, q.shape[1], k.shape[1], half, q.stride(0), k.stride(0),
+                         QH=heads_block[0], KH=heads_block[1], BLOCK=triton.next_power_of_2(half))
     return q, k

@@ -823,6 +823,25 @@ def test_calibrated_llama_8b_step_matches_its_layer_timed_on_an_h200():
     _check_llama_layer(rows, "h200", (0.090, 0.094), (0.0122, 0.0126), 0.12)
 
 
+@pytest.mark.parametrize("chip", ["h100-sxm", "h200"])
+def test_calibrated_tpot_matches_a_whole_decode_step_timed_on_the_gpu(chip):
+    """Whole Llama-3.1-8B decode steps timed on a lent H100 and H200 (benchmarks/data/gpu_decode_step_<chip>.csv,
+    2026-11-26, benchmarks/gpu_decode_step.py: 32 layers of their own weights, cuBLAS GEMMs, PyTorch's SDPA, fused
+    Triton RMSNorm / rotary / SiLU-and-mul, the LM head, one CUDA graph) at batch 1, 8, 64 over 2,048 cached tokens
+    and 1, 4 over 32,768. By hand, the ideal batch-1 step over 2,048 tokens on the H100 reads the 7,504,924,672
+    non-embedding weights (2 B each) and 2049 x 32 layers x 8 heads x 128 x 2 x 2 B of KV: 15.278 GB at 3.35 TB/s =
+    4.561 ms; the step took 6.52 ms. The calibrated TPOT (one decode step: gen_len 2) lies within 12 % of every
+    measured step (1.03-1.06x on the H100, 1.06-1.10x on the H200, where the memory-bound fits are Vidur's slower
+    kernels', CALIBRATION.md)."""
+    rows = pd.read_csv(Path(__file__).resolve().parents[1] / "benchmarks" / "data" / f"gpu_decode_step_{chip}.csv")
+    assert len(rows) == 5
+    for r in rows.itertuples():
+        est = estimate("meta-llama/Llama-3.1-8B", chip, batch=int(r.batch), prompt_len=int(r.kv), gen_len=2)
+        assert 1 / 1.12 <= est.tpot_s / r.measured_s <= 1.12, (r.batch, r.kv, est.tpot_s / r.measured_s)
+        if chip == "h100-sxm" and r.batch == 1 and r.kv == 2048:
+            assert est.ideal["tpot_s"] == pytest.approx(4.561e-3, rel=0.005)
+
+
 def _check_llama_layer(rows, chip: str, ttft_range, tpot_range, tpot_tol: float) -> None:
     """The whole-model estimate against 32 timed layers: TTFT (batch 1, 4096-token prompt) within 5 % of the burst
     prefill rate (the first window), TPOT (64 sequences over 4096-token caches) within tpot_tol of the held decode

@@ -1,0 +1,115 @@
+"""One whole decode step of Llama-3.1-8B timed on a GPU, against the calibrated TPOT: an out-of-framework check of
+the estimate's composition (every op of a step, not one family). Maintainers run it where they have a GPU.
+
+    python3 benchmarks/gpu_decode_step.py OUT.csv [--batches 1,8,64] [--kv 2048]
+
+The step, in one CUDA graph, median of 20 replays: the embedding gather; per layer (32, each with its own bf16
+weights) a fused RMSNorm, the qkv GEMM (cuBLAS), rotary of q and k (gpu_kernels.py, Triton), the new key and value
+written into a contiguous cache, SDPA of the 1-token query over kv + 1 keys (PyTorch picks the backend), o_proj, a
+residual add, RMSNorm, gate_up, SiLU-and-mul (Triton), down, a residual add; the final RMSNorm and the LM head over
+128,256 tokens. What a serving engine adds beyond this (sampling, the scheduler, a paged cache) is not in it, so the
+estimate, which prices vLLM's kernels and not its host, is compared to it directly. Random weights (0.02 scale)
+and inputs; the rotary and norm kernels checked against PyTorch by `gpu_check.py measure --parts memory`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+MODEL = "meta-llama/Llama-3.1-8B"
+H, HQ, HKV, D, F, LAYERS, VOCAB = 4096, 32, 8, 128, 14336, 32, 128256
+
+
+def _step(torch, K, batch: int, kv: int):
+    """(run, nothing): one decode step of `batch` sequences whose caches hold `kv` tokens; the new token goes to
+    position kv."""
+    Fn = torch.nn.functional
+    dev, bf16 = "cuda", torch.bfloat16
+
+    def w(*shape):
+        return torch.randn(*shape, device=dev, dtype=bf16) * 0.02
+
+    layers = [dict(n1=1 + w(H), qkv=w((HQ + 2 * HKV) * D, H), o=w(H, HQ * D), n2=1 + w(H), gu=w(2 * F, H),
+                   down=w(H, F), k=w(batch, HKV, kv + 1, D), v=w(batch, HKV, kv + 1, D)) for _ in range(LAYERS)]
+    emb, norm, head = w(VOCAB, H), 1 + w(H), w(VOCAB, H)
+    ids = torch.randint(0, VOCAB, (batch,), device=dev)
+    pos = torch.full((batch,), kv, device=dev, dtype=torch.int64)
+    cos, sin = (torch.rand(kv + 1, D // 2, device=dev) for _ in range(2))
+
+    def run():
+        x = Fn.embedding(ids, emb)
+        for L in layers:
+            qkv = Fn.linear(K.rms_norm(x, L["n1"]), L["qkv"])
+            q, k, v = qkv.split((HQ * D, HKV * D, HKV * D), dim=-1)
+            K.rope(q.view(batch, HQ, D), k.view(batch, HKV, D), pos, cos, sin)
+            L["k"][:, :, kv] = k.view(batch, HKV, D)
+            L["v"][:, :, kv] = v.view(batch, HKV, D)
+            att = Fn.scaled_dot_product_attention(q.view(batch, HQ, 1, D), L["k"], L["v"], enable_gqa=True)
+            x = x + Fn.linear(att.reshape(batch, HQ * D), L["o"])
+            x = x + Fn.linear(K.silu_and_mul(Fn.linear(K.rms_norm(x, L["n2"]), L["gu"])), L["down"])
+        return Fn.linear(K.rms_norm(x, norm), head)
+
+    return run
+
+
+def measure(out: Path, batches: list[int], kv: int) -> int:
+    import pandas as pd
+    import torch
+
+    import gpu_kernels as K
+
+    if not torch.cuda.is_available():
+        print("gpu_decode_step needs PyTorch with a CUDA GPU", file=sys.stderr)
+        return 2
+    out.write_text("")  # an unwritable path fails before any timing
+    from llm_roofline import estimate
+
+    rows = []
+    for b in batches:
+        run = _step(torch, K, b, kv)
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(2):
+                run()  # warm-up: Triton compiles, cuBLAS picks its kernels
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            run()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        times = []
+        for _ in range(20):
+            start.record()
+            graph.replay()
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) / 1e3)
+        measured = sorted(times)[len(times) // 2]
+        est = estimate(MODEL, "h100-sxm" if "H100" in torch.cuda.get_device_name() else "h200", batch=b,
+                       prompt_len=kv, gen_len=2)  # one decode step, the new token at position kv
+        rows.append(dict(gpu=torch.cuda.get_device_name(), batch=b, kv=kv, measured_s=measured,
+                         calibrated_s=est.tpot_s, ideal_s=est.ideal["tpot_s"]))
+        print(f"batch {b:4d} kv {kv}: measured {measured * 1e3:.3f} ms, calibrated {est.tpot_s * 1e3:.3f} ms "
+              f"({est.tpot_s / measured:.3f}x), ideal {est.ideal['tpot_s'] * 1e3:.3f} ms", flush=True)
+        del graph, run
+        torch.cuda.empty_cache()
+        out.write_text(pd.DataFrame(rows).to_csv(index=False, float_format="%.6g"))
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--batches", default="1,8,64", help="comma-separated batch sizes (default: %(default)s)")
+    ap.add_argument("--kv", type=int, default=2048, help="tokens in each cache before the step (default: %(default)s)")
+    a = ap.parse_args(argv)
+    return measure(a.out, [int(x) for x in a.batches.split(",") if x.strip()], a.kv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
