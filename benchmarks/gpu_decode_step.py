@@ -2,6 +2,7 @@
 the estimate's composition (every op of a step, not one family). Maintainers run it where they have a GPU.
 
     python3 benchmarks/gpu_decode_step.py OUT.csv [--batches 1,8,64] [--kv 2048]
+    python3 benchmarks/gpu_decode_step.py OUT.csv --prefill 2048,8192     # one prompt's prefill (TTFT) instead
 
 The step, in one CUDA graph, median of 20 replays: the embedding gather; per layer (32, each with its own bf16
 weights) a fused RMSNorm, the qkv GEMM (cuBLAS), rotary of q and k (gpu_kernels.py, Triton), the new key and value
@@ -57,6 +58,90 @@ def _step(torch, K, batch: int, kv: int):
     return run
 
 
+def _prefill(torch, K, tokens: int):
+    """run: the prefill of one prompt of `tokens` tokens through the same layers (causal attention with cuDNN's
+    kernel where PyTorch has it, else FlashAttention-2; the LM head on the last position)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    Fn = torch.nn.functional
+    dev, bf16 = "cuda", torch.bfloat16
+
+    def w(*shape):
+        return torch.randn(*shape, device=dev, dtype=bf16) * 0.02
+
+    layers = [dict(n1=1 + w(H), qkv=w((HQ + 2 * HKV) * D, H), o=w(H, HQ * D), n2=1 + w(H), gu=w(2 * F, H),
+                   down=w(H, F)) for _ in range(LAYERS)]
+    emb, norm, head = w(VOCAB, H), 1 + w(H), w(VOCAB, H)
+    ids = torch.randint(0, VOCAB, (tokens,), device=dev)
+    pos = torch.arange(tokens, device=dev)
+    cos, sin = (torch.rand(tokens, D // 2, device=dev) for _ in range(2))
+    backends = [b for b in (getattr(SDPBackend, "CUDNN_ATTENTION", None), SDPBackend.FLASH_ATTENTION) if b is not None]
+
+    def run():
+        x = Fn.embedding(ids, emb)
+        for L in layers:
+            qkv = Fn.linear(K.rms_norm(x, L["n1"]), L["qkv"])
+            q, k, v = qkv.split((HQ * D, HKV * D, HKV * D), dim=-1)
+            K.rope(q.view(tokens, HQ, D), k.view(tokens, HKV, D), pos, cos, sin)
+            q, k, v = (t.view(1, tokens, -1, D).transpose(1, 2) for t in (q, k, v))
+            with sdpa_kernel(backends):
+                att = Fn.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+            x = x + Fn.linear(att.transpose(1, 2).reshape(tokens, HQ * D), L["o"])
+            x = x + Fn.linear(K.silu_and_mul(Fn.linear(K.rms_norm(x, L["n2"]), L["gu"])), L["down"])
+        return Fn.linear(K.rms_norm(x[-1:], norm), head)
+
+    return run
+
+
+def _graph_median_s(torch, run, replays: int = 20) -> float:
+    """Median seconds of one `run` captured in a CUDA graph (warmed up first on a side stream)."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(2):
+            run()  # warm-up: Triton compiles, cuBLAS picks its kernels
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        run()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    times = []
+    for _ in range(replays):
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) / 1e3)
+    del graph
+    return sorted(times)[len(times) // 2]
+
+
+def measure_prefill(out: Path, prompts: list[int]) -> int:
+    """TTFT of one prompt of each length: the measured prefill against the calibrated estimate (batch 1)."""
+    import pandas as pd
+    import torch
+
+    import gpu_kernels as K
+    from llm_roofline import estimate
+
+    if not torch.cuda.is_available():
+        print("gpu_decode_step needs PyTorch with a CUDA GPU", file=sys.stderr)
+        return 2
+    out.write_text("")  # an unwritable path fails before any timing
+    rows = []
+    for p in prompts:
+        measured = _graph_median_s(torch, _prefill(torch, K, p), replays=10)
+        est = estimate(MODEL, "h100-sxm" if "H100" in torch.cuda.get_device_name() else "h200", batch=1,
+                       prompt_len=p, gen_len=1)
+        rows.append(dict(gpu=torch.cuda.get_device_name(), phase="prefill", batch=1, kv=p, measured_s=measured,
+                         calibrated_s=est.ttft_s, ideal_s=est.ideal["ttft_s"]))
+        print(f"prefill {p:6d}: measured {measured * 1e3:.2f} ms, calibrated {est.ttft_s * 1e3:.2f} ms "
+              f"({est.ttft_s / measured:.3f}x), ideal {est.ideal['ttft_s'] * 1e3:.2f} ms", flush=True)
+        torch.cuda.empty_cache()
+        out.write_text(pd.DataFrame(rows).to_csv(index=False, float_format="%.6g"))
+    return 0
+
+
 def measure(out: Path, batches: list[int], kv: int) -> int:
     import pandas as pd
     import torch
@@ -71,32 +156,13 @@ def measure(out: Path, batches: list[int], kv: int) -> int:
 
     rows = []
     for b in batches:
-        run = _step(torch, K, b, kv)
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(2):
-                run()  # warm-up: Triton compiles, cuBLAS picks its kernels
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            run()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        times = []
-        for _ in range(20):
-            start.record()
-            graph.replay()
-            end.record()
-            end.synchronize()
-            times.append(start.elapsed_time(end) / 1e3)
-        measured = sorted(times)[len(times) // 2]
+        measured = _graph_median_s(torch, _step(torch, K, b, kv))
         est = estimate(MODEL, "h100-sxm" if "H100" in torch.cuda.get_device_name() else "h200", batch=b,
                        prompt_len=kv, gen_len=2)  # one decode step, the new token at position kv
         rows.append(dict(gpu=torch.cuda.get_device_name(), batch=b, kv=kv, measured_s=measured,
                          calibrated_s=est.tpot_s, ideal_s=est.ideal["tpot_s"]))
         print(f"batch {b:4d} kv {kv}: measured {measured * 1e3:.3f} ms, calibrated {est.tpot_s * 1e3:.3f} ms "
               f"({est.tpot_s / measured:.3f}x), ideal {est.ideal['tpot_s'] * 1e3:.3f} ms", flush=True)
-        del graph, run
         torch.cuda.empty_cache()
         out.write_text(pd.DataFrame(rows).to_csv(index=False, float_format="%.6g"))
     return 0
@@ -107,7 +173,11 @@ def main(argv=None) -> int:
     ap.add_argument("out", type=Path)
     ap.add_argument("--batches", default="1,8,64", help="comma-separated batch sizes (default: %(default)s)")
     ap.add_argument("--kv", type=int, default=2048, help="tokens in each cache before the step (default: %(default)s)")
+    ap.add_argument("--prefill", default=None, help="comma-separated prompt lengths: time one prompt's prefill each "
+                                                    "instead of decode steps")
     a = ap.parse_args(argv)
+    if a.prefill:
+        return measure_prefill(a.out, [int(x) for x in a.prefill.split(",") if x.strip()])
     return measure(a.out, [int(x) for x in a.batches.split(",") if x.strip()], a.kv)
 
 

@@ -842,6 +842,24 @@ def test_calibrated_tpot_matches_a_whole_decode_step_timed_on_the_gpu(chip):
             assert est.ideal["tpot_s"] == pytest.approx(4.561e-3, rel=0.005)
 
 
+def test_calibrated_ttft_matches_a_whole_prefill_timed_on_an_h100():
+    """One Llama-3.1-8B prompt's whole prefill timed on a lent H100 (benchmarks/data/gpu_prefill_h100-sxm.csv,
+    2026-11-26, `gpu_decode_step.py --prefill`: the layers of the decode-step test with cuDNN's causal attention, the
+    LM head on the last position; one CUDA graph, median of 10 back-to-back replays) at 2,048, 8,192 and 16,384
+    tokens. By hand at 2,048: 2 x 2048 x 6,979,588,096 layer weights + 4 x 32 heads x 128 x (2048 x 2049 / 2) x 32
+    layers + 2 x 525,336,576 (the LM head, one position) = 2.8588e13 + 1.1001e12 + 1.05e9 = 2.969e13 FLOP, 30.0 ms
+    at 989 TFLOP/s; the ideal bound adds the memory-bound ops' times (34.2 ms). The prefill took 48.7 ms. The
+    calibrated TTFT is 0.93-0.95x the measured prefills (replays of 0.2-0.5 s run partly at the power-capped clock,
+    CALIBRATION.md 'Sustained load'): within 12 %."""
+    rows = pd.read_csv(Path(__file__).resolve().parents[1] / "benchmarks" / "data" / "gpu_prefill_h100-sxm.csv")
+    assert list(rows["kv"]) == [2048, 8192, 16384]
+    for r in rows.itertuples():
+        est = estimate("meta-llama/Llama-3.1-8B", "h100-sxm", batch=1, prompt_len=int(r.kv), gen_len=1)
+        assert 1 / 1.12 <= est.ttft_s / r.measured_s <= 1.12, (r.kv, est.ttft_s / r.measured_s)
+    est = estimate("meta-llama/Llama-3.1-8B", "h100-sxm", batch=1, prompt_len=2048, gen_len=1)
+    assert 30.0e-3 <= est.ideal["ttft_s"] <= 1.2 * 30.0e-3  # the compute floor, plus at most 20 % of small ops
+
+
 def _check_llama_layer(rows, chip: str, ttft_range, tpot_range, tpot_tol: float) -> None:
     """The whole-model estimate against 32 timed layers: TTFT (batch 1, 4096-token prompt) within 5 % of the burst
     prefill rate (the first window), TPOT (64 sequences over 4096-token caches) within tpot_tol of the held decode
