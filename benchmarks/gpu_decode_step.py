@@ -26,36 +26,50 @@ MODEL = "meta-llama/Llama-3.1-8B"
 H, HQ, HKV, D, F, LAYERS, VOCAB = 4096, 32, 8, 128, 14336, 32, 128256
 
 
-def _step(torch, K, batch: int, kv: int):
-    """(run, nothing): one decode step of `batch` sequences whose caches hold `kv` tokens; the new token goes to
-    position kv."""
+def _model(torch, K, ids, pos, attend, last_only: bool):
+    """run: Llama-3.1-8B over the tokens `ids` at positions `pos` (random bf16 weights, 32 layers of their own), with
+    attend(layer, q, k, v) -> (rows, HQ * D) for each layer's attention; the LM head over the last row or all."""
     Fn = torch.nn.functional
-    dev, bf16 = "cuda", torch.bfloat16
 
     def w(*shape):
-        return torch.randn(*shape, device=dev, dtype=bf16) * 0.02
+        return torch.randn(*shape, device=ids.device, dtype=torch.bfloat16) * 0.02
 
     layers = [dict(n1=1 + w(H), qkv=w((HQ + 2 * HKV) * D, H), o=w(H, HQ * D), n2=1 + w(H), gu=w(2 * F, H),
-                   down=w(H, F), k=w(batch, HKV, kv + 1, D), v=w(batch, HKV, kv + 1, D)) for _ in range(LAYERS)]
+                   down=w(H, F)) for _ in range(LAYERS)]
     emb, norm, head = w(VOCAB, H), 1 + w(H), w(VOCAB, H)
-    ids = torch.randint(0, VOCAB, (batch,), device=dev)
-    pos = torch.full((batch,), kv, device=dev, dtype=torch.int64)
-    cos, sin = (torch.rand(kv + 1, D // 2, device=dev) for _ in range(2))
+    cos, sin = (torch.rand(int(pos.max()) + 1, D // 2, device=ids.device) for _ in range(2))
+    rows = len(ids)
 
     def run():
         x = Fn.embedding(ids, emb)
-        for L in layers:
+        for i, L in enumerate(layers):
             qkv = Fn.linear(K.rms_norm(x, L["n1"]), L["qkv"])
             q, k, v = qkv.split((HQ * D, HKV * D, HKV * D), dim=-1)
-            K.rope(q.view(batch, HQ, D), k.view(batch, HKV, D), pos, cos, sin)
-            L["k"][:, :, kv] = k.view(batch, HKV, D)
-            L["v"][:, :, kv] = v.view(batch, HKV, D)
-            att = Fn.scaled_dot_product_attention(q.view(batch, HQ, 1, D), L["k"], L["v"], enable_gqa=True)
-            x = x + Fn.linear(att.reshape(batch, HQ * D), L["o"])
+            K.rope(q.view(rows, HQ, D), k.view(rows, HKV, D), pos, cos, sin)
+            x = x + Fn.linear(attend(i, q, k, v), L["o"])
             x = x + Fn.linear(K.silu_and_mul(Fn.linear(K.rms_norm(x, L["n2"]), L["gu"])), L["down"])
-        return Fn.linear(K.rms_norm(x, norm), head)
+        return Fn.linear(K.rms_norm(x[-1:] if last_only else x, norm), head)
 
     return run
+
+
+def _step(torch, K, batch: int, kv: int):
+    """run: one decode step of `batch` sequences whose caches (contiguous, one per layer) hold `kv` tokens; the new
+    token's key and value are written at position kv and its query attends to all kv + 1."""
+    Fn = torch.nn.functional
+    dev = "cuda"
+    ids = torch.randint(0, VOCAB, (batch,), device=dev)
+    pos = torch.full((batch,), kv, device=dev, dtype=torch.int64)
+    caches = [[torch.randn(batch, HKV, kv + 1, D, device=dev, dtype=torch.bfloat16) * 0.02 for _ in range(2)]
+              for _ in range(LAYERS)]
+
+    def attend(i, q, k, v):
+        kc, vc = caches[i]
+        kc[:, :, kv] = k.view(batch, HKV, D)
+        vc[:, :, kv] = v.view(batch, HKV, D)
+        return Fn.scaled_dot_product_attention(q.view(batch, HQ, 1, D), kc, vc, enable_gqa=True).reshape(batch, -1)
+
+    return _model(torch, K, ids, pos, attend, last_only=False)
 
 
 def _prefill(torch, K, tokens: int):
@@ -64,33 +78,17 @@ def _prefill(torch, K, tokens: int):
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     Fn = torch.nn.functional
-    dev, bf16 = "cuda", torch.bfloat16
-
-    def w(*shape):
-        return torch.randn(*shape, device=dev, dtype=bf16) * 0.02
-
-    layers = [dict(n1=1 + w(H), qkv=w((HQ + 2 * HKV) * D, H), o=w(H, HQ * D), n2=1 + w(H), gu=w(2 * F, H),
-                   down=w(H, F)) for _ in range(LAYERS)]
-    emb, norm, head = w(VOCAB, H), 1 + w(H), w(VOCAB, H)
-    ids = torch.randint(0, VOCAB, (tokens,), device=dev)
-    pos = torch.arange(tokens, device=dev)
-    cos, sin = (torch.rand(tokens, D // 2, device=dev) for _ in range(2))
+    dev = "cuda"
     backends = [b for b in (getattr(SDPBackend, "CUDNN_ATTENTION", None), SDPBackend.FLASH_ATTENTION) if b is not None]
 
-    def run():
-        x = Fn.embedding(ids, emb)
-        for L in layers:
-            qkv = Fn.linear(K.rms_norm(x, L["n1"]), L["qkv"])
-            q, k, v = qkv.split((HQ * D, HKV * D, HKV * D), dim=-1)
-            K.rope(q.view(tokens, HQ, D), k.view(tokens, HKV, D), pos, cos, sin)
-            q, k, v = (t.view(1, tokens, -1, D).transpose(1, 2) for t in (q, k, v))
-            with sdpa_kernel(backends):
-                att = Fn.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-            x = x + Fn.linear(att.transpose(1, 2).reshape(tokens, HQ * D), L["o"])
-            x = x + Fn.linear(K.silu_and_mul(Fn.linear(K.rms_norm(x, L["n2"]), L["gu"])), L["down"])
-        return Fn.linear(K.rms_norm(x[-1:], norm), head)
+    def attend(i, q, k, v):
+        q, k, v = (t.view(1, tokens, -1, D).transpose(1, 2) for t in (q, k, v))
+        with sdpa_kernel(backends):
+            att = Fn.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        return att.transpose(1, 2).reshape(tokens, HQ * D)
 
-    return run
+    return _model(torch, K, torch.randint(0, VOCAB, (tokens,), device=dev), torch.arange(tokens, device=dev), attend,
+                  last_only=True)
 
 
 def _graph_median_s(torch, run, replays: int = 20) -> float:
@@ -116,8 +114,9 @@ def _graph_median_s(torch, run, replays: int = 20) -> float:
     return sorted(times)[len(times) // 2]
 
 
-def measure_prefill(out: Path, prompts: list[int]) -> int:
-    """TTFT of one prompt of each length: the measured prefill against the calibrated estimate (batch 1)."""
+def measure(out: Path, batches: list[int], kv: int, prompts: list[int] | None = None) -> int:
+    """Decode steps of each batch over `kv` cached tokens (TPOT of one decode step: gen_len 2), or, with `prompts`,
+    one prompt's prefill of each length (TTFT, batch 1), each against the calibrated and ideal estimates."""
     import pandas as pd
     import torch
 
@@ -128,41 +127,19 @@ def measure_prefill(out: Path, prompts: list[int]) -> int:
         print("gpu_decode_step needs PyTorch with a CUDA GPU", file=sys.stderr)
         return 2
     out.write_text("")  # an unwritable path fails before any timing
+    gpu = torch.cuda.get_device_name()
+    chip = "h100-sxm" if "H100" in gpu else "h200"
+    cases = ([("prefill", 1, p, lambda p=p: _prefill(torch, K, p), "ttft_s", 10) for p in prompts] if prompts else
+             [("decode", b, kv, lambda b=b: _step(torch, K, b, kv), "tpot_s", 20) for b in batches])
     rows = []
-    for p in prompts:
-        measured = _graph_median_s(torch, _prefill(torch, K, p), replays=10)
-        est = estimate(MODEL, "h100-sxm" if "H100" in torch.cuda.get_device_name() else "h200", batch=1,
-                       prompt_len=p, gen_len=1)
-        rows.append(dict(gpu=torch.cuda.get_device_name(), phase="prefill", batch=1, kv=p, measured_s=measured,
-                         calibrated_s=est.ttft_s, ideal_s=est.ideal["ttft_s"]))
-        print(f"prefill {p:6d}: measured {measured * 1e3:.2f} ms, calibrated {est.ttft_s * 1e3:.2f} ms "
-              f"({est.ttft_s / measured:.3f}x), ideal {est.ideal['ttft_s'] * 1e3:.2f} ms", flush=True)
-        torch.cuda.empty_cache()
-        out.write_text(pd.DataFrame(rows).to_csv(index=False, float_format="%.6g"))
-    return 0
-
-
-def measure(out: Path, batches: list[int], kv: int) -> int:
-    import pandas as pd
-    import torch
-
-    import gpu_kernels as K
-
-    if not torch.cuda.is_available():
-        print("gpu_decode_step needs PyTorch with a CUDA GPU", file=sys.stderr)
-        return 2
-    out.write_text("")  # an unwritable path fails before any timing
-    from llm_roofline import estimate
-
-    rows = []
-    for b in batches:
-        measured = _graph_median_s(torch, _step(torch, K, b, kv))
-        est = estimate(MODEL, "h100-sxm" if "H100" in torch.cuda.get_device_name() else "h200", batch=b,
-                       prompt_len=kv, gen_len=2)  # one decode step, the new token at position kv
-        rows.append(dict(gpu=torch.cuda.get_device_name(), batch=b, kv=kv, measured_s=measured,
-                         calibrated_s=est.tpot_s, ideal_s=est.ideal["tpot_s"]))
-        print(f"batch {b:4d} kv {kv}: measured {measured * 1e3:.3f} ms, calibrated {est.tpot_s * 1e3:.3f} ms "
-              f"({est.tpot_s / measured:.3f}x), ideal {est.ideal['tpot_s'] * 1e3:.3f} ms", flush=True)
+    for phase, b, tokens, make, metric, replays in cases:
+        measured = _graph_median_s(torch, make(), replays)
+        est = estimate(MODEL, chip, batch=b, prompt_len=tokens, gen_len=1 if phase == "prefill" else 2)
+        calibrated, ideal = getattr(est, metric), est.ideal[metric]
+        rows.append(dict(gpu=gpu, phase=phase, batch=b, kv=tokens, measured_s=measured, calibrated_s=calibrated,
+                         ideal_s=ideal))
+        print(f"{phase} batch {b:3d} tokens {tokens:6d}: measured {measured * 1e3:.3f} ms, calibrated "
+              f"{calibrated * 1e3:.3f} ms ({calibrated / measured:.3f}x), ideal {ideal * 1e3:.3f} ms", flush=True)
         torch.cuda.empty_cache()
         out.write_text(pd.DataFrame(rows).to_csv(index=False, float_format="%.6g"))
     return 0
@@ -176,9 +153,8 @@ def main(argv=None) -> int:
     ap.add_argument("--prefill", default=None, help="comma-separated prompt lengths: time one prompt's prefill each "
                                                     "instead of decode steps")
     a = ap.parse_args(argv)
-    if a.prefill:
-        return measure_prefill(a.out, [int(x) for x in a.prefill.split(",") if x.strip()])
-    return measure(a.out, [int(x) for x in a.batches.split(",") if x.strip()], a.kv)
+    prompts = [int(x) for x in a.prefill.split(",") if x.strip()] if a.prefill else None
+    return measure(a.out, [int(x) for x in a.batches.split(",") if x.strip()], a.kv, prompts)
 
 
 if __name__ == "__main__":
