@@ -8,7 +8,7 @@ import numpy as np
 
 from .bounds import check_count, check_grid_points
 from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolved_once
-from .errors import RooflineError, ScenarioError
+from .errors import ScenarioError, ShardingError
 from .headlines import Headline, evaluate_headline
 from .hardware import load_chip
 from .model.hf import load_model
@@ -28,9 +28,10 @@ def sweep(model, chip, **axes):
     discrete choices (chip, tp, pp, ep, dp, dtypes, ...) are looped over. One row per grid point with
     the axes and the headline metrics, the efficiency mode (`efficiency`: calibrated by default, or ideal) and
     the chip's fit behind it (`fit`), and tokens/s per user (1 / TPOT). A batch that is no whole number of a
-    sharding's micro-batches (3 at pp 2: sharding.whole_micro_batches), and a combination of the discrete choices
-    the estimate refuses (pp 70 of 61 layers, tp 3 of 32 heads), are left out and named with the reason in the
-    frame's attrs["skipped"]; a grid with no point left raises the estimate's first error.
+    sharding's micro-batches (3 at pp 2: sharding.whole_micro_batches), and a sharding the model does not divide
+    into (a ShardingError: pp 70 of 61 layers, tp 3 of 32 heads), are left out and named with the reason in the
+    frame's attrs["skipped"]; a grid with no point left raises the first refusal. Every other error (a malformed
+    value, an unknown efficiency) is raised.
     """
     import itertools
 
@@ -45,31 +46,32 @@ def sweep(model, chip, **axes):
     spec = load_model(model)
     discrete = {k: as_list(axes[k]) for k in _DISCRETE_AXES if k in axes and k != "chip"}
     chips = as_list(chip)
-    parts, batches_left, refused, first_error = [], {}, {}, None
+    parts, batches_left, refused, first_error, refused_batch = [], {}, {}, None, None
     for chip_name, combo in itertools.product(chips, itertools.product(*discrete.values())):
         kw = dict(zip(discrete, combo))
         chip_obj = load_chip(chip_name)
-        _check_choices(kw)  # a malformed value is the user's mistake: raised, never left out
-        pp, adp = (check_count(k, kw.get(k, 1)) for k in ("pp", "attention_dp"))
-        whole = whole_micro_batches(mesh[0], pp, adp)
+        sh = _checked_sharding(kw)  # a malformed value is the user's mistake: raised, never left out
+        run_kw = {**kw, "efficiency": resolved_once(kw.get("efficiency", DEFAULT_EFFICIENCY), chip_obj)}
+        whole = whole_micro_batches(mesh[0], sh.pp, sh.attention_dp)
         if not whole.all():
-            key = f"pp {pp}" + (f" x attention_dp {adp}" if adp > 1 else "")
+            key = f"pp {sh.pp}" + (f" x attention_dp {sh.attention_dp}" if sh.attention_dp > 1 else "")
             batches_left[key] = sorted(set(batches_left.get(key, ())) | set(mesh[0][~whole].astype(int).tolist()))
-        points = [m[whole] for m in mesh] if not whole.all() else mesh
+            refused_batch = refused_batch or (chip_obj, {**run_kw, "batch": mesh[0][~whole][:1]})
+        points = [m[whole] for m in mesh]
         try:
-            run_kw = {**kw, "efficiency": resolved_once(kw.get("efficiency", DEFAULT_EFFICIENCY), chip_obj)}
-            if not whole.any():  # the estimate's own refusal of these batches
-                evaluate_headline(spec, chip_obj, batch=mesh[0][:1], **run_kw)
             for lo in range(0, points[0].size, SWEEP_CHUNK_POINTS):  # bounded memory: one chunk of the grid at a time
                 part = [m[lo:lo + SWEEP_CHUNK_POINTS] for m in points]
                 parts.append(_sweep_columns(evaluate_headline(spec, chip_obj, batch=part[0], prompt_len=part[1],
                                                               gen_len=part[2], **run_kw), kw, part))
-        except RooflineError as e:  # a combination the model or chip refuses: left out, named with its reason
+        except ShardingError as e:  # a sharding this model does not divide into: left out, named with its reason
             first_error = first_error or e
             varying = {k: v for k, v in kw.items() if len(discrete[k]) > 1}
             refused.setdefault(str(e), []).append(_combo_text(chip_name if len(chips) > 1 else "", varying))
-    if not parts:
-        raise first_error
+    if not parts:  # nothing left: the first refusal, the sharding's or the estimate's of the batches
+        if first_error is not None:
+            raise first_error
+        evaluate_headline(spec, refused_batch[0], **refused_batch[1])
+        raise ScenarioError("no point of the grid to evaluate")  # not reached: the line above raises
     df = _sweep_frame(parts)
     df.attrs["skipped"] = ([f"{k}: batch {', '.join(map(str, v))}" for k, v in batches_left.items()]
                            + [f"{', '.join(combos)}: {why}" for why, combos in refused.items()])
@@ -79,12 +81,12 @@ def sweep(model, chip, **axes):
 _SHARDING_AXES = ("tp", "pp", "ep", "dp", "sequence_parallel", "attention_dp", "moe_tp", "moe_ep", "routing_skew")
 
 
-def _check_choices(kw: dict) -> None:
-    """One combination's discrete choices checked on their own, before any model or chip sees them: its sharding's
-    degrees and flags (Sharding), its dtypes (Dtypes). What fails here is a malformed value, not a combination."""
-    counts = {k: check_count(k, kw[k]) for k in ("tp", "pp", "ep", "dp", "attention_dp") if k in kw}  # as estimate
-    Sharding(**{**{k: kw[k] for k in _SHARDING_AXES if k in kw}, **counts})
+def _checked_sharding(kw: dict) -> Sharding:
+    """One combination's sharding, its degrees read as estimate() reads them, and its dtypes checked, before any
+    model or chip sees them: what fails here is a malformed value, not a combination."""
+    counts = {k: check_count(k, kw[k]) for k in ("tp", "pp", "ep", "dp", "attention_dp") if k in kw}
     Dtypes(kw.get("weight_dtype"), kw.get("act_dtype", "bf16"), kw.get("kv_dtype"))
+    return Sharding(**{**{k: kw[k] for k in _SHARDING_AXES if k in kw}, **counts})
 
 
 def _combo_text(chip_name: str, varying: dict) -> str:

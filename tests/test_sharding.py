@@ -157,6 +157,12 @@ def test_a_sweep_leaves_out_what_the_estimate_refuses_and_says_so(capsys):
     assert list(df.tp) == [1] and df.attrs["skipped"] == ["tp 3: attention heads = 32 is not divisible by 3"]
     with pytest.raises(lr.ShardingError, match="not divisible by 3"):  # nothing left: the first error
         lr.sweep("meta-llama/Llama-3.1-8B", "h100", tp=[3, 5], efficiency="ideal")
+    # a sharding that refuses every batch is named once, by its batches; a malformed value is raised, not left out
+    df = lr.sweep("meta-llama/Llama-3.1-8B", "h100", batch=[3], pp=[1, 2], prompt_len=512, gen_len=8,
+                  efficiency="ideal")
+    assert list(df.pp) == [1] and df.attrs["skipped"] == ["pp 2: batch 3"]
+    with pytest.raises(lr.ScenarioError, match="efficiency must be 'ideal' or 'calibrated'"):
+        lr.sweep("meta-llama/Llama-3.1-8B", "h100", efficiency=["ideal", "bogus"])
     # degrees are read as estimate() reads them (numpy integers, whole floats), before anything is left out
     df = lr.sweep("meta-llama/Llama-3.1-8B", "h100", tp=[np.int64(2)], pp=[2.0], batch=2, efficiency="ideal")
     assert list(df.tp) == [2] and list(df.pp) == [2]
