@@ -28,14 +28,14 @@ import numpy as np
 from .bounds import check_count
 from .errors import RooflineError, ScenarioError
 from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency, resolved_once
-from .estimate import pass_time_s, step_time_s
+from .estimate import pass_time_s, step_time_factor, step_time_s
 from .graph import Dtypes, resolve_dtypes
 from .hardware import load_chip
 from .memory import GPU_MEMORY_UTILIZATION, PREFILL_CHUNK_TOKENS, memory_footprint
 from .model.hf import load_model
 from .queueing import (Engine, Speculative, StepTables, Workload, decode_nodes, saturation_qps, solve_closed, solve_open,
                        step_tables, workload_of)
-from .sharding import stage_divisor, stage_note
+from .sharding import Sharding, micro_batches, stage_divisor, stage_note
 from .units import as_list, json_ready, remembered, unique_rows
 
 # Host overhead, fitted by `python benchmarks/validate_serving.py` (efficiency="calibrated", the calibration v2 chip
@@ -123,15 +123,16 @@ def _own_step_fn(spec, chip, kw, stages: float, stage_prompt_overhead_s: float):
     return own_s
 
 
-def _decode_step_fn(spec, chip, kw, pp: int, stages: float):
+def _decode_step_fn(spec, chip, kw, pp: int):
     """(decode_rows, decode_kv_len, chunk_tokens, chunk_kv_len) -> seconds a decoding sequence waits for its next token
-    under a pipeline: its micro-batch's pass through every stage (estimate.pass_time_s), the m = min(pp, d) micro-
-    batches that d rows fill (d / m rows each) taking turns at the fullest stage, max(m / stages, 1) passes: a step's
-    time where d >= pp, one pass for a lone sequence (not a step of half a sequence per micro-batch)."""
+    under a pipeline: its micro-batch's pass through every stage (estimate.pass_time_s), the m micro-batches that d
+    rows fill (sharding.micro_batches: d / m rows each) taking turns at the fullest stage (estimate.step_time_factor):
+    a step's time where d >= pp, one pass for a lone sequence (not a step of half a sequence per micro-batch)."""
+    sh = Sharding(pp=pp)
+
     def dec_s(rows, kv_d, chunk, kv_c):
-        m = np.clip(rows, 1.0, pp)
-        return pass_time_s(spec, chip, decode_batch=rows / m * pp, decode_kv_len=kv_d, chunk_tokens=chunk,
-                           chunk_kv_len=kv_c, **kw) * np.maximum(m / stages, 1.0)
+        return pass_time_s(spec, chip, decode_batch=rows / micro_batches(pp, rows) * pp, decode_kv_len=kv_d,
+                           chunk_tokens=chunk, chunk_kv_len=kv_c, **kw) * step_time_factor(sh, spec.n_layers, rows)
     return dec_s
 
 
@@ -203,7 +204,7 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
     nodes = decode_nodes(np.max(g["max_num_seqs"]))
     draft = _draft_fn(spec, chip, kw, sp, float(np.mean(wl_u.decode_kv_tokens)))
     own, dec = (None, None) if pp == 1 else (_own_step_fn(spec, chip, kw, stages, eng.prompt_step_overhead_s),
-                                             _decode_step_fn(spec, chip, kw, pp, stages))
+                                             _decode_step_fn(spec, chip, kw, pp))
     tab = step_tables(_step_fn(spec, chip, kw), wl_u, eng, sp, nodes, draft, own, dec).with_index(inv.ravel())
     load = (g["concurrency"] if closed else g["qps"]) / dp
     return _Prepared(tab, wl, cap, kv_seq, free, kv_seqs, load, dp, g["max_num_seqs"], layout["attention_dp"])
