@@ -118,15 +118,21 @@ def measure(out: Path, batches: list[int], kv: int, prompts: list[int] | None = 
     """Decode steps of each batch over `kv` cached tokens (TPOT of one decode step: gen_len 2), or, with `prompts`,
     one prompt's prefill of each length (TTFT, batch 1), each against the calibrated and ideal estimates."""
     import pandas as pd
-    import torch
 
-    import gpu_kernels as K
     from llm_roofline import estimate
+    from llm_roofline.files import write_text
 
-    if not torch.cuda.is_available():
-        print("gpu_decode_step needs PyTorch with a CUDA GPU", file=sys.stderr)
+    try:
+        import torch
+
+        import gpu_kernels as K  # Triton
+    except ImportError as e:
+        torch, K = None, e
+    if torch is None or not torch.cuda.is_available():
+        print(f"gpu_decode_step needs PyTorch with a CUDA GPU and Triton ({K if torch is None else 'no GPU here'})",
+              file=sys.stderr)
         return 2
-    out.write_text("")  # an unwritable path fails before any timing
+    write_text(out, "")  # an unwritable path fails in one line before any timing
     gpu = torch.cuda.get_device_name()
     chip = "h100-sxm" if "H100" in gpu else "h200"
     cases = ([("prefill", 1, p, lambda p=p: _prefill(torch, K, p), "ttft_s", 10) for p in prompts] if prompts else
@@ -141,20 +147,36 @@ def measure(out: Path, batches: list[int], kv: int, prompts: list[int] | None = 
         print(f"{phase} batch {b:3d} tokens {tokens:6d}: measured {measured * 1e3:.3f} ms, calibrated "
               f"{calibrated * 1e3:.3f} ms ({calibrated / measured:.3f}x), ideal {ideal * 1e3:.3f} ms", flush=True)
         torch.cuda.empty_cache()
-        out.write_text(pd.DataFrame(rows).to_csv(index=False, float_format="%.6g"))
+        write_text(out, pd.DataFrame(rows).to_csv(index=False, float_format="%.6g"))
     return 0
+
+
+def _counts(value: str) -> list[int]:
+    try:
+        out = [int(x) for x in value.split(",") if x.strip()]
+    except ValueError:
+        out = []
+    if not out or min(out) < 1 or max(out) > 1_000_000:
+        raise argparse.ArgumentTypeError(f"expected comma-separated whole numbers in [1, 1,000,000], got {value!r}")
+    return out
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
-    ap.add_argument("--batches", default="1,8,64", help="comma-separated batch sizes (default: %(default)s)")
-    ap.add_argument("--kv", type=int, default=2048, help="tokens in each cache before the step (default: %(default)s)")
-    ap.add_argument("--prefill", default=None, help="comma-separated prompt lengths: time one prompt's prefill each "
-                                                    "instead of decode steps")
+    ap.add_argument("--batches", default="1,8,64", type=_counts, help="comma-separated batch sizes (default: 1,8,64)")
+    ap.add_argument("--kv", type=lambda v: _counts(v)[0], default=2048,
+                    help="tokens in each cache before the step (default: %(default)s)")
+    ap.add_argument("--prefill", default=None, type=_counts,
+                    help="comma-separated prompt lengths: time one prompt's prefill each instead of decode steps")
     a = ap.parse_args(argv)
-    prompts = [int(x) for x in a.prefill.split(",") if x.strip()] if a.prefill else None
-    return measure(a.out, [int(x) for x in a.batches.split(",") if x.strip()], a.kv, prompts)
+    from llm_roofline.errors import RooflineError
+
+    try:
+        return measure(a.out, a.batches, a.kv, a.prefill)
+    except RooflineError as e:  # an unwritable OUT: one line
+        print(f"gpu_decode_step: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":
