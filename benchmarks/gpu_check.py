@@ -366,7 +366,8 @@ def _check_memory_kernels(torch, K, log) -> None:
         err = float((got.float() - want).norm() / want.norm())
         log(f"  {name} vs float32 PyTorch: relative error {err:.2e}")
         if not err < 1e-2:
-            raise SystemExit(f"gpu_check: the Triton {name} kernel is wrong (relative error {err:.2e}); no rows written")
+            raise SystemExit(f"gpu_check: the Triton {name} kernel is wrong (relative error {err:.2e}); "
+                             "no rows written")
 
 
 def _row(log, row: dict, timed) -> dict | None:

@@ -61,7 +61,8 @@ def evaluate(data: Path, chip_name: str) -> pd.DataFrame:
     meas = df["latency"].to_numpy(np.float64) * 1e-3
     est = estimate_s(df, load_chip(chip_name))
     w, L = df["window_size"].to_numpy(), df["isl"].to_numpy()
-    return pd.DataFrame({"gpu": chip_name, "window": w, "cut": np.where(w == 0, "-", np.where(L > w, "L > w", "L <= w")),
+    cut = np.where(w == 0, "-", np.where(L > w, "L > w", "L <= w"))
+    return pd.DataFrame({"gpu": chip_name, "window": w, "cut": cut,
                          "ratio": est / meas, "err": abs_pct_errors(est, meas)})
 
 
