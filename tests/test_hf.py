@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 
 from llm_roofline import cli
 from llm_roofline.errors import ModelConfigError, UnsupportedArchitectureError
-from llm_roofline.model.hf import list_models, load_model
+from llm_roofline.model.hf import list_models, load_model, spec_from_config
 from llm_roofline.memory import kv_bytes_per_token
 
 REPO = Path(__file__).resolve().parents[1]
@@ -53,6 +53,9 @@ PUBLISHED_TOTAL = {
     "facebook/opt-6.7b": (6.7e9, "OPT paper arXiv 2205.01068 Table 1 '6.7B'"),
     "openai/gpt-oss-20b": (20.91e9, "gpt-oss model card arXiv 2508.10925 Table 1: 20.91B"),
     "openai/gpt-oss-120b": (116.83e9, "gpt-oss model card arXiv 2508.10925 Table 1: 116.83B"),
+    # MiniMax-M2 card '230 billion total parameters' is rounded; the hub's safetensors count, 228,703,644,928, less
+    # the fp8 checkpoint's scale tensors and routing-bias buffers (13,895,936: SOURCE.md) is the exact figure.
+    "MiniMaxAI/MiniMax-M2.5": (228_703_644_928 - 13_895_936, "Hub count less fp8 scales (SOURCE.md)"),
 }
 
 # id -> (published active, counts the input embedding table?). The vendors differ: Mistral and Qwen count
@@ -85,6 +88,45 @@ def test_params_active_within_1pct_of_published(ident):
     m = load_model(ident)
     active = m.params_active - (0 if with_embedding else m.vocab_size * m.d_model)
     assert active == pytest.approx(published, rel=0.01)
+
+
+def test_minimax_m2_counts_by_hand():
+    # modeling_minimax_m2.py, per layer: q 3072·6144 = 18,874,368, k and v 3072·1024 = 3,145,728 each, o 6144·3072 =
+    # 18,874,368 -> 44,040,192; q_norm / k_norm over all heads' elements 48·128 + 8·128 = 7,168 (not 2·128);
+    # 2 norms 6,144; router 256·3072 = 786,432 + its e_score_correction_bias 256; 256 experts of 3·3072·1536 =
+    # 14,155,776 -> 3,623,878,656. Per layer 3,668,718,848 · 62 = 227,460,568,576, + embedding and LM head
+    # 2·200,064·3072 = 1,229,193,216 + final norm 3072 = 228,689,764,864.
+    layer = 44_040_192 + 7_168 + 6_144 + 786_432 + 256 + 256 * 14_155_776
+    total = 62 * layer + 2 * 200_064 * 3072 + 3072
+    m = load_model("MiniMaxAI/MiniMax-M2.5")
+    assert m.params_total == total == 228_689_764_864  # = the hub count less its fp8 scales (SOURCE.md)
+    active = 62 * (layer - 248 * 14_155_776) + 2 * 200_064 * 3072 + 3072  # 8 of 256 experts
+    assert m.params_active == active == 11_030_553_088
+    assert kv_bytes_per_token(m) == 62 * 2 * 8 * 128 * 2  # 253,952 B in bf16: K and V, 8 KV heads of 128
+
+
+def test_minimax_m2_qk_norm_spans_the_tp_shards():
+    # vLLM's MiniMaxText01RMSNormTP.forward_qk: the q (and k) mean square runs over all heads, so under tp each
+    # layer all-reduces two fp32 sums per token: 8 B x 16 decode rows = 128 B over 2 chips; none at tp 1, and none
+    # for per-head norms (Qwen3). The norm's weights per chip: (48 + 8) / 2 heads x 128 x 2 B = 7,168 B.
+    from llm_roofline.graph import Phase, build_ops
+    from llm_roofline.sharding import Sharding
+    m = load_model("MiniMaxAI/MiniMax-M2.5")
+    ops = build_ops(m, Phase.decode(16, 1000), Sharding(tp=2))
+    reduce = [o for o in ops if o.name == "comm.all_reduce.qk_norm"]
+    assert len(reduce) == 1 and float(reduce[0].comm_bytes) == 16 * 8 and reduce[0].group_chips == 2
+    norm = next(o for o in ops if o.name == "attn.qk_norm")
+    assert float(norm.weight_bytes) == 28 * 128 * 2
+    assert not [o for o in build_ops(m, Phase.decode(16, 1000)) if o.name == "comm.all_reduce.qk_norm"]
+    qwen = build_ops(load_model("Qwen/Qwen3-8B"), Phase.decode(16, 1000), Sharding(tp=2))
+    assert not [o for o in qwen if o.name == "comm.all_reduce.qk_norm"]
+
+
+def test_minimax_m2_lightning_layers_are_refused_and_mtp_is_named():
+    cfg = json.loads((REPO / "model_configs" / "MiniMaxAI" / "MiniMax-M2.5" / "config.json").read_text())
+    assert any("num_mtp_modules=3" in a for a in load_model("MiniMaxAI/MiniMax-M2.5").assumptions)
+    with pytest.raises(UnsupportedArchitectureError, match="attn_type_list"):
+        spec_from_config({**cfg, "attn_type_list": [0] + [1] * 61})
 
 
 def test_qwen3_moe_active_matches_the_cards_truncated_figure():

@@ -28,9 +28,7 @@ def attention_ops(c: Ctx, g: LayerGroup) -> list[Op]:
                           style="column", bias=a.qkv_bias))
         rope_dim, kv_rope_heads = a.head_dim, kvh
     if a.qk_norm:
-        ops.append(c.pointwise("attn.qk_norm", g.name, n, rows=c.T_attn, width=(heads + kv_rope_heads) * a.head_dim,
-                               flops_per_elem=4, reads=1, style="column", weight_bytes=2 * a.head_dim * c.native_bytes,
-                               kind="norm"))
+        ops += _qk_norm_ops(c, g, heads, kv_rope_heads)
     if a.rope:  # rotate q (H heads) and k (KV heads) in place: ~3 FLOP/elem (two multiplies, one add)
         ops.append(c.pointwise("attn.rope", g.name, n, rows=c.T_attn, width=(heads + kv_rope_heads) * rope_dim,
                                flops_per_elem=3, reads=1, style="column"))
@@ -46,6 +44,20 @@ def attention_ops(c: Ctx, g: LayerGroup) -> list[Op]:
                                flops_per_elem=5, reads=2, style="column"))
     # row-parallel: (T, H*vd) @ (H*vd, d) -> partial sums of (T, d)
     ops.append(c.gemm("attn.o_proj", g.name, n, "attn", k=heads * a.v_head_dim, n=d, style="row", bias=a.o_bias))
+    return ops
+
+
+def _qk_norm_ops(c: Ctx, g: LayerGroup, heads: int, kv_heads: int) -> list[Op]:
+    """RMSNorm of q and k: per head (head_dim weights each), or over all heads' elements (MiniMax-M2), whose
+    mean square spans the tp shards: one all-reduce of each token's two fp32 sums of squares (vLLM's
+    MiniMaxText01RMSNormTP.forward_qk)."""
+    a, n = g.attention, g.count
+    width = (heads + kv_heads) * a.head_dim
+    weights = width if a.qk_norm_across_heads else 2 * a.head_dim
+    ops = [c.pointwise("attn.qk_norm", g.name, n, rows=c.T_attn, width=width, flops_per_elem=4, reads=1,
+                       style="column", weight_bytes=weights * c.native_bytes, kind="norm")]
+    if a.qk_norm_across_heads and c.tp > 1:
+        ops += c.collectives("all_reduce", "qk_norm", g.name, n, width=2, elem_bytes=4)
     return ops
 
 

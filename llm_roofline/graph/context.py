@@ -153,14 +153,14 @@ class Ctx:
                               flops_per_elem=reads - 1, reads=reads, style="sequence")
 
     def collectives(self, kind: str | None, name: str, group, count, tokens=None, width=None, chips=None,
-                    instances=None) -> list[Op]:
-        """The collective `kind` (None: nothing) on the (tokens, width) activations, over `chips` chips
-        (default: the tp group of an attention group), run as `instances` parallel collectives (default:
-        one per attention group)."""
+                    instances=None, elem_bytes=None) -> list[Op]:
+        """The collective `kind` (None: nothing) on the (tokens, width) activations (elements of elem_bytes,
+        default the activations'), over `chips` chips (default: the tp group of an attention group), run as
+        `instances` parallel collectives (default: one per attention group)."""
         if kind is None:
             return []
         t = self.T_attn if tokens is None else tokens
-        buf = t * (self.spec.d_model if width is None else width) * self.act_bytes
+        buf = t * (self.spec.d_model if width is None else width) * (self.act_bytes if elem_bytes is None else elem_bytes)
         return [collective(f"comm.{kind}.{name}", group, count, kind=kind, buffer_bytes=buf,
                            chips=self.tp if chips is None else chips, tokens=t,
                            shards=self.adp if instances is None else instances)]

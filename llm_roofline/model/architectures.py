@@ -27,6 +27,7 @@ class Architecture:
     o_bias: bool | str = "attention_bias"
     mlp_bias: bool | str = "mlp_bias"
     qk_norm: bool | str = False  # per-head q/k norms with weights (an L2 norm without weights is not one)
+    qk_norm_across_heads: bool = False  # the q/k norm is one RMSNorm over all heads' elements (MiniMax-M2)
     sinks: bool = False
     router_bias: bool | str = False
     shared_gate: bool = False  # sigmoid gate Linear(d_model, 1) on the shared expert
@@ -136,6 +137,12 @@ ARCHITECTURES: dict[str, Architecture] = {
     # layer MoE (num_local_experts of intermediate_size).
     "minimax": replace(_LLAMA, expert_keys=("intermediate_size",),
                        defaults={"tie_word_embeddings": False, "block_size": 256}),
+    # MiniMax-M2 / M2.5 (configuration_minimax_m2.py, modeling_minimax_m2.py): GQA, every layer MoE (num_local_experts
+    # of intermediate_size, sigmoid router with e_score_correction_bias), q_norm / k_norm one RMSNorm over all heads'
+    # elements (n_heads·head_dim and n_kv·head_dim weights: qk_norm_type "per_layer"); partial RoPE (rotary_dim).
+    "minimax_m2": replace(_LLAMA, qk_norm=True, qk_norm_across_heads=True, router_bias="use_routing_bias",
+                          expert_keys=("intermediate_size",),
+                          defaults={"tie_word_embeddings": False, "head_dim": 128, "use_routing_bias": True}),
     # LFM2 (configuration_lfm2.py): short-conv or attention (q/k norms) then a gated MLP; tied embeddings
     # (tie_embedding in Liquid's own configs); the final norm is embedding_norm.
     "lfm2": replace(_LLAMA, qk_norm=True, defaults={"tie_word_embeddings": True, "conv_L_cache": 3}),

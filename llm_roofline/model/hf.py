@@ -282,11 +282,30 @@ def _norm_kind(r: ConfigReader, arch: Architecture, model_type: str) -> str:
     return "rmsnorm"
 
 
+def _note_minimax_m2(r: ConfigReader) -> None:
+    """MiniMax-M2's own keys: every layer softmax attention (attn_type_list 1; a 0, MiniMax-Text-01's lightning
+    attention, is refused: modeling_minimax_m2 builds none), partial RoPE, and its MTP modules."""
+    kinds = r.int_list("attn_type_list")
+    if kinds and any(k != 1 for k in kinds):
+        raise UnsupportedArchitectureError("attn_type_list has entries other than 1 (softmax attention) in a "
+                                           "minimax_m2 config: its lightning-attention layers are not modelled")
+    rotary = r.count("rotary_dim")
+    if rotary:
+        r.assume(f"rotary_dim={rotary}: RoPE's elementwise pass is counted over whole heads (a small upper bound).")
+    mtp = r.count("num_mtp_modules") if r.boolean("use_mtp") else 0
+    r.used.update(("mtp_transformer_layers", "qk_norm_type", "scoring_func"))
+    if mtp:
+        r.assume(f"num_mtp_modules={mtp}: the multi-token-prediction modules are not part of plain inference and are "
+                 "not counted.")
+
+
 def _note_unmodelled(r: ConfigReader, arch: Architecture, model_type: str) -> None:
     mtp = r.count("num_nextn_predict_layers")
     if mtp:
         r.assume(f"num_nextn_predict_layers={mtp}: the multi-token-prediction module (DeepSeek-V3: 14B parameters "
                  "of the 685B on the hub) is not part of plain inference and is not counted.")
+    if model_type == "minimax_m2":
+        _note_minimax_m2(r)
     if model_type == "phi" and r.flag("qk_layernorm"):
         r.assume("Phi qk_layernorm: q/k LayerNorm weights counted, their biases (2·head_dim per layer) are not.")
     if model_type == "llama4_text" and r.get("use_qk_norm"):

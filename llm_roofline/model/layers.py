@@ -23,7 +23,8 @@ def attention_spec(r: ConfigReader, arch: Architecture, d_model: int, window: in
     indexer: whether a DSA layer runs its own indexer (GLM-5 'shared' layers reuse the previous layer's top-k)."""
     n_heads = r.dim(*HEADS_KEYS)
     common = dict(sliding_window=window, qkv_bias=r.flag(arch.qkv_bias), o_bias=r.flag(arch.o_bias),
-                  rope=rope, qk_norm=r.flag(arch.qk_norm), sinks=arch.sinks)
+                  rope=rope, qk_norm=r.flag(arch.qk_norm), sinks=arch.sinks,
+                  qk_norm_across_heads=arch.qk_norm_across_heads)
     if r.stated("kv_lora_rank"):
         return _mla(r, n_heads, common, indexer)
     n_kv = n_kv or _kv_heads(r, n_heads)

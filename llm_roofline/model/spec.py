@@ -96,6 +96,7 @@ class AttentionSpec:
     o_bias: bool = False
     rope: bool = True  # rotary embedding applied to q and k
     qk_norm: bool = False  # per-head RMSNorm on q and k (Qwen3, Gemma-3)
+    qk_norm_across_heads: bool = False  # one RMSNorm over all q heads' elements, one over k's (MiniMax-M2)
     sinks: bool = False  # learned per-head attention sink logits (gpt-oss)
     # MLA (DeepSeek-V2/V3)
     q_lora_rank: int | None = None
@@ -185,11 +186,15 @@ class AttentionSpec:
                 Matrix("attn.indexer.k_proj", d_model, self.index_head_dim),
                 Matrix("attn.indexer.weights_proj", d_model, self.index_n_heads)]
 
+    def qk_norm_weights(self) -> int:
+        """The q and k norms' weights: head_dim each (per-head norms), or one per element of all heads (MiniMax-M2)."""
+        if not self.qk_norm:
+            return 0
+        return (self.n_heads + self.n_kv_heads) * self.head_dim if self.qk_norm_across_heads else 2 * self.head_dim
+
     def extra_params(self) -> int:
         """Parameters outside the matrices: q/k norms, MLA latent norms, attention sinks, the DSA key LayerNorm."""
-        p = 0
-        if self.qk_norm:
-            p += 2 * self.head_dim
+        p = self.qk_norm_weights()
         if self.kind == "mla":
             p += (self.q_lora_rank or 0) + self.kv_lora_rank
         if self.sinks:
