@@ -12,14 +12,17 @@ AIConfigurator's evaluation harness), so the first round arrives as one burst.
 Fit: the host overheads (per step, per request, per layer of a step carrying prompt tokens; argument "request": the
 per-layer one held at 0; argument "seq": also per decoding sequence per step, else held at 0) and nothing else.
 Split 1 (by load): fit on Llama-3.1-70B at concurrency <= 16, held out: its concurrency 32 and 64.
-Split 2 (by model): fit on all Llama-3.1-70B rows, held out: every gpt-oss-120b row.
+Split 2 (by model): fit on all Llama-3.1-70B rows, held out: every gpt-oss-120b row, and MiniMax-M2.5's rows on B200
+and B300 without expert or attention data parallelism (tp 1-8, fp8 and nvfp4; its fp8 rows run the checkpoint as
+published, 128 x 128 block-scaled fp8 weights and activations, model_configs/MiniMaxAI/MiniMax-M2.5).
 Fit = minimize the median |log error| of TPOT (step, sequence) and TTFT (request, layer), coordinate-wise.
 
-    python benchmarks/validate_serving.py [efficiency] [requests_per_client] [layer|request] [seq]
+    python benchmarks/validate_serving.py [ideal|calibrated] [requests_per_client] [layer|request] [seq]
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -61,32 +64,43 @@ if not DATA.exists():
     DATA = Path("/work/shared/calibration/aic-vllm/serving_vllm_blackwell.csv")
 MODEL = "meta-llama/Llama-3.1-70B"
 HELD_OUT_MODEL = "openai/gpt-oss-120b"
-# shipped configs resolve from the installed package; this one is read from this checkout's folder
-MODEL_PATHS = {HELD_OUT_MODEL: str(Path(__file__).resolve().parents[1] / "model_configs" / "openai" / "gpt-oss-120b")}
+MINIMAX = "MiniMaxAI/MiniMax-M2.5"
+CONFIGS = Path(__file__).resolve().parents[1] / "model_configs"
+# shipped configs resolve from the installed package; these are read from this checkout's folder
+MODEL_PATHS = {m: str(CONFIGS / m) for m in (HELD_OUT_MODEL, MINIMAX)}
+CHIPS = {"b200_sxm": "b200", "b300_sxm": "b300"}
 FIT_MAX_CONCURRENCY = 16
-EFFICIENCY = sys.argv[1] if len(sys.argv) > 1 else "calibrated"
-ROUNDS = float(sys.argv[2]) if len(sys.argv) > 2 else serve_module.BENCHMARK_REQUESTS_PER_CLIENT
-FIT_LAYER = (sys.argv[3] if len(sys.argv) > 3 else "layer") == "layer"  # "request": the per-request overhead only
+# Set by main() from the command line (module defaults for importers).
+EFFICIENCY = "calibrated"
+ROUNDS = float(serve_module.BENCHMARK_REQUESTS_PER_CLIENT)
+FIT_LAYER = True  # False ("request"): the per-request overhead only
 # "seq" also fits the per-decoding-sequence cost. Off by default: at concurrency <= 16 it is collinear with the per-step
 # cost, and the free fit (57 us per sequence after the calibration v2 refit) extrapolates to 3.6 ms per step at 64
 # sequences, where vLLM's per-sequence host work (batched sampling, detokenization) is microseconds
-FIT_SEQ = "seq" in sys.argv[3:]
+FIT_SEQ = False
 
 
-def load_rows(model: str = MODEL) -> pd.DataFrame:
+def load_rows(model: str = MODEL, systems: tuple[str, ...] = ("b200_sxm",)) -> pd.DataFrame:
+    """Aggregated-serving rows of one model on these systems, pp 1, neither attention data nor expert parallelism."""
     d = pd.read_csv(DATA)
-    d = d[(d.model_path == model) & (d.system == "b200_sxm") & (d["mode"] == "agg") & (d.pp_size == 1)
-          & (d.attention_dp_size == 1)]
+    d = d[(d.model_path == model) & d.system.isin(systems) & (d["mode"] == "agg") & (d.pp_size == 1)
+          & (d.attention_dp_size == 1) & (d.moe_ep_size == 1)]
     return d.rename(columns={"batch_size": "concurrency", "tp_size": "tp"}).astype({"tp": int, "concurrency": int})
+
+
+def _dtypes(model: str, precision: str) -> dict:
+    """The rows' precision as serve() arguments: fp4 (and Llama's / gpt-oss's fp8) override weights and compute;
+    MiniMax-M2.5's fp8 is its published checkpoint (block-scaled fp8 weights, fp8 activations), read from its config."""
+    return {} if model == MINIMAX and precision == "fp8" else dict(weight_dtype=precision, act_dtype=precision)
 
 
 def predict(rows: pd.DataFrame, step_s: float, seq_s: float, request_s: float, layer_s: float = 0.0) -> pd.DataFrame:
     """Model TTFT and TPOT for every row (one vectorized serve() call per model x tp x precision)."""
     out = []
-    for (model, tp, prec), grp in rows.groupby(["model_path", "tp", "precision"]):
-        df = serve(MODEL_PATHS.get(model, model), "b200", prompt_len=sorted(grp.isl.unique().astype(int)),
+    for (model, system, tp, prec), grp in rows.groupby(["model_path", "system", "tp", "precision"]):
+        df = serve(MODEL_PATHS.get(model, model), CHIPS[system], prompt_len=sorted(grp.isl.unique().astype(int)),
                    gen_len=sorted(grp.osl.unique().astype(int)), concurrency=sorted(grp.concurrency.unique()),
-                   tp=int(tp), weight_dtype=prec, act_dtype=prec, kv_dtype="fp8", efficiency=EFFICIENCY,
+                   tp=int(tp), **_dtypes(model, prec), kv_dtype="fp8", efficiency=EFFICIENCY,
                    step_overhead_s=step_s, seq_overhead_s=seq_s, request_overhead_s=request_s,
                    prompt_layer_overhead_s=layer_s, requests_per_client=ROUNDS)
         df = df.rename(columns={"prompt_len": "isl", "gen_len": "osl"}).astype({"isl": int, "osl": int,
@@ -97,10 +111,12 @@ def predict(rows: pd.DataFrame, step_s: float, seq_s: float, request_s: float, l
 
 
 def errors(m: pd.DataFrame) -> dict[str, float]:
-    ttft = np.abs(m.ttft_s * 1e3 / m.silicon_ttft_ms - 1)
-    tpot = np.abs(m.tpot_s * 1e3 / m.silicon_tpot_ms - 1)
+    """Median and p90 absolute relative error of TTFT and TPOT, and the median ratio predicted / measured."""
+    ttft_ratio, tpot_ratio = m.ttft_s * 1e3 / m.silicon_ttft_ms, m.tpot_s * 1e3 / m.silicon_tpot_ms
+    ttft, tpot = np.abs(ttft_ratio - 1), np.abs(tpot_ratio - 1)
     return dict(n=len(m), ttft_median=float(np.median(ttft)), ttft_p90=float(np.quantile(ttft, 0.9)),
-                tpot_median=float(np.median(tpot)), tpot_p90=float(np.quantile(tpot, 0.9)))
+                tpot_median=float(np.median(tpot)), tpot_p90=float(np.quantile(tpot, 0.9)),
+                ttft_ratio=float(np.median(ttft_ratio)), tpot_ratio=float(np.median(tpot_ratio)))
 
 
 def _golden(f, lo, hi, iters=18):
@@ -145,7 +161,26 @@ def _show(host) -> str:
             f"per request {host[2] * 1e3:.1f} ms, per layer of a step with prompt tokens {host[3] * 1e3:.3f} ms")
 
 
-def main() -> None:
+def _options(argv) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 epilog="Reads " + str(DATA) + "; takes about two minutes.")
+    ap.add_argument("efficiency", nargs="?", default="calibrated", choices=("calibrated", "ideal"),
+                    help="kernel efficiency of the step costs (default: %(default)s)")
+    ap.add_argument("rounds", nargs="?", type=float, default=float(serve_module.BENCHMARK_REQUESTS_PER_CLIENT),
+                    help="requests per client of the benchmark run (default: %(default)g)")
+    ap.add_argument("fit", nargs="?", default="layer", choices=("layer", "request"),
+                    help="fit the per-layer cost of a prompt step too (layer, default) or hold it at 0 (request)")
+    ap.add_argument("seq", nargs="?", choices=("seq",), help="also fit the per-decoding-sequence cost")
+    o = ap.parse_args(argv)
+    if not 0 < o.rounds <= 1000:
+        ap.error(f"rounds must be in (0, 1000], got {o.rounds:g}")
+    return o
+
+
+def main(argv=None) -> None:
+    global EFFICIENCY, ROUNDS, FIT_LAYER, FIT_SEQ
+    o = _options(argv)
+    EFFICIENCY, ROUNDS, FIT_LAYER, FIT_SEQ = o.efficiency, o.rounds, o.fit == "layer", o.seq == "seq"
     rows = load_rows()
     train = rows[rows.concurrency <= FIT_MAX_CONCURRENCY]
     test = rows[rows.concurrency > FIT_MAX_CONCURRENCY]
@@ -173,6 +208,10 @@ def main() -> None:
     print(f"held out {HELD_OUT_MODEL} ({len(oss)} rows, nvfp4, tp 1-8, concurrency 4-128): {errors(oss)}")
     for key, grp in oss.groupby(["isl", "osl"]):
         print(f"  {HELD_OUT_MODEL} {key}: {errors(grp)}")
+    mm = predict(load_rows(MINIMAX, tuple(CHIPS)), *host_all)
+    print(f"held out {MINIMAX} ({len(mm)} rows, B200 and B300, fp8 block-scaled and nvfp4, tp 1-8, no ep): {errors(mm)}")
+    for key, grp in mm.groupby(["system", "precision", "tp"]):
+        print(f"  {MINIMAX} {key}: {errors(grp)}")
 
 
 if __name__ == "__main__":

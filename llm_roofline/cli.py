@@ -177,8 +177,12 @@ def _build_parser() -> argparse.ArgumentParser:
     load.add_argument("--concurrency", help="clients in a closed loop (each sends when its previous request ends)")
     load.add_argument("--qps", help="Poisson arrivals, requests per second")
     g = p.add_argument_group("engine")
-    g.add_argument("--max-num-seqs", default="256", help="running sequences at most (default: %(default)s)")
-    g.add_argument("--max-num-batched-tokens", default="8192", help="tokens per step (default: %(default)s)")
+    g.add_argument("--max-num-seqs", default=None,
+                   help="running sequences at most (default: vLLM's for the chip: 1024 on a device of >= 70 GiB "
+                        "but the A100, else 256)")
+    g.add_argument("--max-num-batched-tokens", default=None,
+                   help="tokens per step (default: vLLM's for the chip: 8192 on a device of >= 70 GiB but the "
+                        "A100, else 2048)")
     g.add_argument("--scheduling", default="chunked", choices=["chunked", "prefill_first"],
                    help="chunked prefill beside decodes, or prompts alone first (default: %(default)s)")
     g.add_argument("--prefix-hit-rate", type=float, default=0.0, help="share of prompt tokens in the prefix cache")

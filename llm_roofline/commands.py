@@ -284,14 +284,22 @@ def cmd_serve(args) -> str:
         from .chip_fits import efficiency_text
 
         out += "\n\n" + "\n".join(_prose([
-            f"{res.model} on {res.chip}, efficiency {efficiency_text(res.efficiency_mode, res.efficiency)}; running "
-            f"batch capped at {res.max_running:.0f} by {res.limit}; p90: of TTFT; batch: running sequences; KV: of "
-            "the KV capacity; max req/s: saturation; per user: tok/s per user = 1 / TPOT."]))
+            f"{res.model} on {res.chip}, efficiency {efficiency_text(res.efficiency_mode, res.efficiency)}; engine "
+            f"max_num_seqs {res.scenario['max_num_seqs']:.0f}, max_num_batched_tokens "
+            f"{res.scenario['max_num_batched_tokens']:.0f}{_knob_source(args)}; running batch capped at "
+            f"{res.max_running:.0f} by {res.limit}; p90: of TTFT; batch: running sequences; KV: of the KV capacity; "
+            "max req/s: saturation; per user: tok/s per user = 1 / TPOT."]))
     elif args.format in ("table", "markdown"):
         out += "\n\n" + "\n".join([_efficiency_note(res)] + _prose([
             "p90: of TTFT; batch: running sequences; KV: of the KV capacity; max req/s: saturation; per user: tok/s "
             "per user = 1 / TPOT."]))
     return out
+
+
+def _knob_source(args) -> str:
+    """' (vLLM's defaults on this chip)' when neither engine knob was given, ' (the other: vLLM's default)' for one."""
+    given = [args.max_num_seqs is not None, args.max_num_batched_tokens is not None]
+    return "" if all(given) else " (vLLM's defaults on this chip)" if not any(given) else " (the one not given: vLLM's)"
 
 
 def _efficiency_note(df) -> str:

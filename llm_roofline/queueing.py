@@ -45,6 +45,22 @@ _ITERATIONS = 40  # damped fixed-point iterations (40 vs 80: < 0.3 % apart); a f
 
 
 # ------------------------------------------------------------------------------------------- inputs
+# vLLM's engine defaults for an OpenAI API server (vllm/engine/arg_utils.py EngineArgs.get_batch_defaults, V1):
+# (max_num_seqs, max_num_batched_tokens) on a device of >= 70 GiB that is not an A100, and on the others.
+LARGE_DEVICE_DEFAULTS, SMALL_DEVICE_DEFAULTS = (1024, 8192), (256, 2048)
+TPU_BATCHED_TOKENS = {"tpu-v6e": 1024, "tpu-v5e": 512, "tpu-v5p": 256}  # the same function's TPU branch
+
+
+def vllm_batch_defaults(chip) -> tuple[int, int]:
+    """(max_num_seqs, max_num_batched_tokens) that vLLM picks when neither is given: 1024 and 8192 on a device of
+    >= 70 GiB that is not an A100 (H100, H200, B200, MI300X), else 256 and 2048 (A100, L40S, RTX 4090); its TPU branch
+    sets the batched tokens alone; max_num_seqs is then capped by the batched tokens."""
+    large = chip.hbm_bytes >= 70 * 2**30 and not chip.name.startswith("a100")
+    seqs, tokens = LARGE_DEVICE_DEFAULTS if large else SMALL_DEVICE_DEFAULTS
+    tokens = TPU_BATCHED_TOKENS.get(chip.name, tokens)
+    return min(seqs, tokens), tokens
+
+
 @dataclass(frozen=True)
 class Engine:
     """The knobs of a continuous-batching engine (vLLM names)."""

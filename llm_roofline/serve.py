@@ -34,7 +34,7 @@ from .hardware import load_chip
 from .memory import GPU_MEMORY_UTILIZATION, PREFILL_CHUNK_TOKENS, memory_footprint
 from .model.hf import load_model
 from .queueing import (Engine, Speculative, StepTables, Workload, decode_nodes, saturation_qps, solve_closed, solve_open,
-                       step_tables, workload_of)
+                       step_tables, vllm_batch_defaults, workload_of)
 from .sharding import Sharding, micro_batches, stage_divisor, stage_note
 from .units import as_list, json_ready, remembered, unique_rows
 
@@ -273,21 +273,39 @@ def _saturation_rps(tab: StepTables, wl: Workload, capacity, want, tokens_per_st
 
 # ------------------------------------------------------------------------------------------- public API
 def _check_grid(g: dict):
+    """The grid's values; an engine knob left out (None: the chip's default, _engine_knobs) is checked per chip."""
     for name in ("prompt_len", "gen_len", "max_num_seqs", "max_num_batched_tokens"):
-        a = g[name]
-        if np.any(a < 1) or np.any(a != np.floor(a)):
+        a = g.get(name)
+        if a is not None and (np.any(a < 1) or np.any(a != np.floor(a))):
             raise ScenarioError(f"{name} must be a positive integer, got {a.tolist()!r}")
-    if np.any(g["max_num_batched_tokens"] < g["max_num_seqs"]):
-        raise ScenarioError("max_num_batched_tokens must be >= max_num_seqs (every running sequence decodes a token "
-                            "per step), as vLLM requires")
+    if "max_num_seqs" in g and "max_num_batched_tokens" in g:
+        _check_knobs(g["max_num_seqs"], g["max_num_batched_tokens"])
     for name in ("concurrency", "qps"):
         if g.get(name) is not None and (np.any(~np.isfinite(g[name])) or np.any(g[name] <= 0)):
             raise ScenarioError(f"{name} must be positive, got {g[name].tolist()!r}")
 
 
+def _check_knobs(seqs, tokens):
+    if np.any(tokens < seqs):
+        raise ScenarioError("max_num_batched_tokens must be >= max_num_seqs (every running sequence decodes a token "
+                            f"per step), as vLLM requires; got {np.max(seqs):.0f} sequences and {np.min(tokens):.0f} "
+                            "tokens")
+
+
+def _engine_knobs(g: dict, chip) -> dict:
+    """The grid with the engine knobs left out set as vLLM sets them on this chip (queueing.vllm_batch_defaults:
+    max_num_seqs capped by the batched tokens when it is the one left out)."""
+    seqs, tokens = vllm_batch_defaults(chip)
+    n = next(iter(g.values())).size
+    t = g.get("max_num_batched_tokens", np.full(n, float(tokens)))
+    s = g.get("max_num_seqs", np.minimum(float(seqs), t))
+    _check_knobs(s, t)
+    return {**g, "max_num_seqs": s, "max_num_batched_tokens": t}
+
+
 def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None, tp=1, pp=1, ep=1, dp=1,
-          weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency=DEFAULT_EFFICIENCY, max_num_seqs=256,
-          max_num_batched_tokens=8192, prefix_hit_rate=0.0, speculative=None, workload=None, scheduling="chunked",
+          weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency=DEFAULT_EFFICIENCY, max_num_seqs=None,
+          max_num_batched_tokens=None, prefix_hit_rate=0.0, speculative=None, workload=None, scheduling="chunked",
           gpu_memory_utilization=GPU_MEMORY_UTILIZATION, step_overhead_s=None, seq_overhead_s=None,
           request_overhead_s=None, prompt_layer_overhead_s=None, requests_per_client=BENCHMARK_REQUESTS_PER_CLIENT,
           attention="fused", attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0):
@@ -295,6 +313,8 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
     arrivals at `qps` requests/s (exactly one of them). Any of the grid arguments (prompt_len, gen_len,
     concurrency or qps, max_num_seqs, max_num_batched_tokens, prefix_hit_rate) and chip, tp, pp, ep, dp may be
     a list: the result is then a DataFrame with one row per point (saturated points flagged, not raised).
+    max_num_seqs / max_num_batched_tokens None: vLLM's defaults on the chip (queueing.vllm_batch_defaults: 1024 and
+    8192 on a device of >= 70 GiB but the A100, else 256 and 2048).
 
     workload: a list of (prompt_len, gen_len[, weight]) request classes, replacing prompt_len and gen_len.
     speculative: dict(k=draft tokens, acceptance=per-token probability, draft=None (MTP heads) or a model).
@@ -321,8 +341,8 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
     if is_sweep:
         labels: dict = {}  # each chip's fit label, once
         return _concat([_frame(chip_obj, d, cols, g, efficiency, labels) for chip_obj, d, g, cols, _ in frames])
-    chip_obj, d, _, cols, assumptions = frames[0]
-    return _single(spec, chip_obj, d, cols, mesh, ctx["engine"], ctx["sp"], efficiency, assumptions, ctx["closed"],
+    chip_obj, d, g, cols, assumptions = frames[0]
+    return _single(spec, chip_obj, d, cols, g, ctx["engine"], ctx["sp"], efficiency, assumptions, ctx["closed"],
                    ctx["layout"])
 
 
@@ -365,6 +385,7 @@ def _run(spec, jobs, ctx: dict, raise_errors: bool, only_fitting: bool = False, 
                 models[id(chip_obj)] = (chip_obj, resolved_once(ctx["efficiency"], chip_obj))
             model = models[id(chip_obj)][1]
             d = {**d, **{k: check_count(k, d[k]) for k in _DEGREES}}
+            g = _engine_knobs(g, chip_obj)
             assumptions: list[str] = []
             dtypes = resolve_dtypes(chip_obj, Dtypes(*ctx["dtypes"]), assumptions)
             assumptions += filter(None, [spec.w8a8_fallback_note(dtypes, chip_obj.name),

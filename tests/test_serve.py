@@ -8,7 +8,8 @@ import pytest
 import llm_roofline as lr
 from llm_roofline.errors import RooflineError
 from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
-from llm_roofline.queueing import Engine, Speculative, decode_nodes, solve_closed, step_tables, workload_of
+from llm_roofline.queueing import (Engine, Speculative, decode_nodes, solve_closed, step_tables, vllm_batch_defaults,
+                                   workload_of)
 from llm_roofline.serve import serve
 
 PURE = dict(efficiency="ideal", step_overhead_s=0.0, seq_overhead_s=0.0, request_overhead_s=0.0,
@@ -88,6 +89,44 @@ def test_kv_capacity_by_hand():
     assert s.max_running == 10 and s.limit == "max_num_seqs"
     # 4 clients hold ~4 sequences (less the moments a prompt waits for its step): 4 x 35,200 / 667,920 = 21.1 %
     assert s.kv_cache_utilization == pytest.approx(4 * 35_200 / 667_920, rel=1e-2)
+
+
+@pytest.mark.parametrize("chip, expected", [
+    # vLLM's EngineArgs.get_batch_defaults (OpenAI API server): >= 70 GiB (75,161,927,680 B) and not an A100 ->
+    # 1024 sequences, 8192 tokens; else 256 and 2048; TPUs set the tokens (v5e 512, v5p 256) and cap the sequences.
+    ("h100-sxm", (1024, 8192)),  # 80e9 B
+    ("b200", (1024, 8192)),
+    ("a100-80gb", (256, 2048)),  # excluded by name (vLLM PR #17885)
+    ("l40s", (256, 2048)),  # 48e9 B
+    ("tpu-v5e", (256, 512)),
+    ("tpu-v5p", (256, 256)),  # 95e9 B: 1024 sequences capped by its 256 tokens
+])
+def test_engine_defaults_are_vllms_per_device(chip, expected):
+    assert vllm_batch_defaults(lr.load_chip(chip)) == expected
+
+
+def test_serve_defaults_follow_the_chip_and_the_knob_given():
+    kw = dict(prompt_len=1024, gen_len=128, **PURE)
+    h100 = serve(tiny(), "h100-sxm", concurrency=[8], **kw)
+    assert h100.max_num_seqs.tolist() == [1024] and h100.max_num_batched_tokens.tolist() == [8192]
+    a100 = serve(tiny(), "a100-80gb", concurrency=8, **kw)
+    assert a100.scenario["max_num_seqs"] == 256 and a100.scenario["max_num_batched_tokens"] == 2048
+    # only the tokens given: vLLM caps its default sequences by them; only the sequences given: checked against the
+    # chip's default tokens
+    given = serve(tiny(), "h100-sxm", concurrency=[8], max_num_batched_tokens=512, **kw)
+    assert given.max_num_seqs.tolist() == [512]
+    with pytest.raises(RooflineError, match="max_num_batched_tokens must be >= max_num_seqs"):
+        serve(tiny(), "a100-80gb", concurrency=8, max_num_seqs=4096, **kw)
+
+
+def test_512_clients_run_at_once_on_a_large_device():
+    # B200's default 1024 sequences admit all 512 clients: no client waits a whole request for a slot. With the old
+    # fixed 256, half of them queued behind ~256 x (1024 + 128) tokens of work.
+    kw = dict(prompt_len=1024, gen_len=128, concurrency=[512], **PURE)
+    default = serve(tiny(), "b200", **kw)
+    capped = serve(tiny(), "b200", max_num_seqs=256, **kw)
+    assert default.max_running.iloc[0] >= 512 > capped.max_running.iloc[0]
+    assert default.ttft_s.iloc[0] < capped.ttft_s.iloc[0] / 2
 
 
 def toy_step_s(rows, kv_d=0.0, chunk=0.0, kv_c=0.0):
