@@ -12,9 +12,10 @@ AIConfigurator's evaluation harness), so the first round arrives as one burst.
 Fit: the host overheads (per step, per request, per layer of a step carrying prompt tokens; argument "request": the
 per-layer one held at 0; argument "seq": also per decoding sequence per step, else held at 0) and nothing else.
 Split 1 (by load): fit on Llama-3.1-70B at concurrency <= 16, held out: its concurrency 32 and 64.
-Split 2 (by model): fit on all Llama-3.1-70B rows, held out: every gpt-oss-120b row, and MiniMax-M2.5's rows on B200
-and B300 without expert or attention data parallelism (tp 1-8, fp8 and nvfp4; its fp8 rows run the checkpoint as
-published, 128 x 128 block-scaled fp8 weights and activations, model_configs/MiniMaxAI/MiniMax-M2.5).
+Split 2 (by model): fit on all Llama-3.1-70B rows, held out: every gpt-oss-120b row, and MiniMax-M2.5's and
+Kimi-K2.5's rows on B200 and B300 without expert or attention data parallelism (MiniMax tp 1-8, fp8 and nvfp4; Kimi
+tp 4-8, int4 and nvfp4). MiniMax's fp8 rows and Kimi's int4 rows run the checkpoints as published (128 x 128
+block-scaled fp8 weights and activations; int4 routed experts, bf16 MLA), model_configs/.
 Fit = minimize the median |log error| of TPOT (step, sequence) and TTFT (request, layer), coordinate-wise.
 
     python benchmarks/validate_serving.py [ideal|calibrated] [requests_per_client] [layer|request] [seq]
@@ -64,10 +65,11 @@ if not DATA.exists():
     DATA = Path("/work/shared/calibration/aic-vllm/serving_vllm_blackwell.csv")
 MODEL = "meta-llama/Llama-3.1-70B"
 HELD_OUT_MODEL = "openai/gpt-oss-120b"
-MINIMAX = "MiniMaxAI/MiniMax-M2.5"
+MINIMAX, KIMI = "MiniMaxAI/MiniMax-M2.5", "moonshotai/Kimi-K2.5"
+CHECKPOINT_PRECISION = {MINIMAX: "fp8", KIMI: "int4"}  # the rows that run the published checkpoint as it is
 CONFIGS = Path(__file__).resolve().parents[1] / "model_configs"
 # shipped configs resolve from the installed package; these are read from this checkout's folder
-MODEL_PATHS = {m: str(CONFIGS / m) for m in (HELD_OUT_MODEL, MINIMAX)}
+MODEL_PATHS = {m: str(CONFIGS / m) for m in (HELD_OUT_MODEL, MINIMAX, KIMI)}
 CHIPS = {"b200_sxm": "b200", "b300_sxm": "b300"}
 FIT_MAX_CONCURRENCY = 16
 # Set by main() from the command line (module defaults for importers).
@@ -90,8 +92,11 @@ def load_rows(model: str = MODEL, systems: tuple[str, ...] = ("b200_sxm",)) -> p
 
 def _dtypes(model: str, precision: str) -> dict:
     """The rows' precision as serve() arguments: fp4 (and Llama's / gpt-oss's fp8) override weights and compute;
-    MiniMax-M2.5's fp8 is its published checkpoint (block-scaled fp8 weights, fp8 activations), read from its config."""
-    return {} if model == MINIMAX and precision == "fp8" else dict(weight_dtype=precision, act_dtype=precision)
+    MiniMax-M2.5's fp8 and Kimi-K2.5's int4 are their published checkpoints (block-scaled fp8 weights and
+    activations; int4 experts with bf16 attention), read from their configs."""
+    if CHECKPOINT_PRECISION.get(model) == precision:
+        return {}
+    return dict(weight_dtype=precision, act_dtype=precision)
 
 
 def predict(rows: pd.DataFrame, step_s: float, seq_s: float, request_s: float, layer_s: float = 0.0) -> pd.DataFrame:
@@ -212,6 +217,10 @@ def main(argv=None) -> None:
     print(f"held out {MINIMAX} ({len(mm)} rows, B200 and B300, fp8 block-scaled and nvfp4, tp 1-8, no ep): {errors(mm)}")
     for key, grp in mm.groupby(["system", "precision", "tp"]):
         print(f"  {MINIMAX} {key}: {errors(grp)}")
+    kimi = predict(load_rows(KIMI, tuple(CHIPS)), *host_all)
+    print(f"held out {KIMI} ({len(kimi)} rows, B200 and B300, int4 experts and nvfp4, tp 4-8, no ep): {errors(kimi)}")
+    for key, grp in kimi.groupby(["system", "precision", "tp"]):
+        print(f"  {KIMI} {key}: {errors(grp)}")
 
 
 if __name__ == "__main__":

@@ -56,6 +56,8 @@ PUBLISHED_TOTAL = {
     # MiniMax-M2 card '230 billion total parameters' is rounded; the hub's safetensors count, 228,703,644,928, less
     # the fp8 checkpoint's scale tensors and routing-bias buffers (13,895,936: SOURCE.md) is the exact figure.
     "MiniMaxAI/MiniMax-M2.5": (228_703_644_928 - 13_895_936, "Hub count less fp8 scales (SOURCE.md)"),
+    # Kimi-K2.5: the card's '1T' is rounded; the text model's count from the checkpoint's tensor shapes (SOURCE.md).
+    "moonshotai/Kimi-K2.5": (1_026_408_232_448, "checkpoint tensor table, text model"),
 }
 
 # id -> (published active, counts the input embedding table?). The vendors differ: Mistral and Qwen count
@@ -69,6 +71,7 @@ PUBLISHED_ACTIVE = {
     "deepseek-ai/DeepSeek-V3": (36.6e9, False),
     "openai/gpt-oss-20b": (3.61e9, False),  # gpt-oss model card Table 1: 3.61B active (embedding excluded)
     "openai/gpt-oss-120b": (5.13e9, False),  # gpt-oss model card Table 1: 5.13B active (embedding excluded)
+    "moonshotai/Kimi-K2.5": (32.86e9, True),  # NVIDIA's Kimi K2.5 blog: 'Active parameters 32.86B'
 }
 
 
@@ -127,6 +130,26 @@ def test_minimax_m2_lightning_layers_are_refused_and_mtp_is_named():
     assert any("num_mtp_modules=3" in a for a in load_model("MiniMaxAI/MiniMax-M2.5").assumptions)
     with pytest.raises(UnsupportedArchitectureError, match="attn_type_list"):
         spec_from_config({**cfg, "attn_type_list": [0] + [1] * 61})
+
+
+def test_kimi_k25_by_hand_from_its_tensor_table():
+    # Per layer MLA: q_a 1536·7168 + q_b 12288·1536 + kv_a 576·7168 + kv_b 16384·512 + o 7168·8192 = 101,122,048,
+    # + q_a / kv_a norms 1536 + 512 and 2 norms 2·7168 -> 101,138,432 (x 61). Layer 0: dense 3·18432·7168 =
+    # 396,361,728. Layers 1-60: 385 experts (384 routed + 1 shared) of 3·2048·7168 = 44,040,192, router 384·7168 +
+    # its bias 384. Embedding + LM head 2·163840·7168; final norm 7168.
+    expert = 3 * 2048 * 7168
+    moe = 385 * expert + 384 * 7168 + 384
+    total = 61 * 101_138_432 + 396_361_728 + 60 * moe + 2 * 163840 * 7168 + 7168
+    m = load_model("moonshotai/Kimi-K2.5")
+    assert m.params_total == total == 1_026_408_232_448
+    assert m.params_active == total - 60 * 376 * expert == 32_861_500_928  # 8 of 384 routed experts: NVIDIA's 32.86B
+    # routed experts in int4, groups of 32, symmetric (no zero points): 4 + 16/32 = 4.5 bits; the checkpoint's
+    # packed weights and bf16 scales: 3 x (7168·2048·4/8 + 7168·64·2) B per expert = 24,772,608 B
+    fmt = m.weight_format_for("experts", None)
+    assert fmt.bits_per_weight(7168) == 4.5 and 3 * 7168 * 2048 * 4.5 / 8 == 24_772_608
+    assert fmt.zero_bits == 0
+    # MoonViT (vt_* keys): 27 x (4·1152² + 2·1152·4304) = 411,070,464 parameters, named and not counted
+    assert any("27 layers of width 1152: about 0.41B" in a for a in m.assumptions)
 
 
 def test_qwen3_moe_active_matches_the_cards_truncated_figure():

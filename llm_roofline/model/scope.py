@@ -66,18 +66,26 @@ def _tower_note(key: str, tower) -> str:
     """'vision_config (not counted)', with the size of a plain ViT's matrices when the config gives its dims."""
     if key not in _TOWER_KEYS or not isinstance(tower, dict):
         return f"{key} not counted"
-    try:  # Qwen2-VL: embed_dim is the ViT's width (its hidden_size is the LLM's), the MLP mlp_ratio x embed_dim
-        layers = as_int(tower.get("num_hidden_layers", tower.get("depth")), f"{key}.num_hidden_layers")
-        width = as_int(tower.get("embed_dim", tower.get("hidden_size")), f"{key}.hidden_size")
+    # Qwen2-VL: embed_dim is the ViT's width (its hidden_size is the LLM's), the MLP mlp_ratio x embed_dim; Kimi-K2.5's
+    # MoonViT: vt_num_hidden_layers, vt_hidden_size, vt_intermediate_size
+    try:
+        layers = as_int(_first(tower, "num_hidden_layers", "depth", "vt_num_hidden_layers"), f"{key}.num_hidden_layers")
+        width = as_int(_first(tower, "embed_dim", "hidden_size", "vt_hidden_size"), f"{key}.hidden_size")
         ratio = tower.get("mlp_ratio", 4)
         if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 64:
             raise ModelConfigError(f"{key}.mlp_ratio must be a number in (0, 64]")
-        mlp = as_int(tower.get("intermediate_size", int(ratio * width)), f"{key}.intermediate_size")
+        mlp = _first(tower, "intermediate_size", "vt_intermediate_size")
+        mlp = as_int(int(ratio * width) if mlp is None else mlp, f"{key}.intermediate_size")
     except ModelConfigError:
         return f"{key} not counted (its size is not in the config)"
     params = layers * (4 * width * width + 2 * width * mlp)  # q, k, v, o + MLP in and out, per layer
     return (f"{key} not counted ({layers} layers of width {width}: about {params / 1e9:.2f}B parameters in its "
             "attention and MLP matrices)")
+
+
+def _first(d: dict, *keys: str):
+    """The value of the first of `keys` that d states (not null), else None."""
+    return next((d[k] for k in keys if d.get(k) is not None), None)
 
 
 def reject_unsupported(cfg: dict) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 from ..errors import ModelConfigError, RooflineError
@@ -210,7 +211,9 @@ def _compressed_tensors_format(r: ConfigReader, q: dict) -> WeightFormat | None:
     where = "quantization_config.config_groups.*.weights"
     group = _group_of(block, f"{where}.block_structure") if block else \
         _group_of(weights.get("group_size"), f"{where}.group_size")
-    return weight_format(dtype, group)
+    fmt = weight_format(dtype, group)
+    # symmetric int4 stores no zero points (Kimi-K2.5: weight_packed, weight_scale, weight_shape per matrix)
+    return replace(fmt, zero_bits=0) if weights.get("symmetric") is True else fmt
 
 
 def _modelopt_format(r: ConfigReader, q: dict) -> WeightFormat | None:
