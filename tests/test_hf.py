@@ -150,6 +150,7 @@ def test_kimi_k25_by_hand_from_its_tensor_table():
     assert fmt.zero_bits == 0
     # MoonViT (vt_* keys): 27 x (4·1152² + 2·1152·4304) = 411,070,464 parameters, named and not counted
     assert any("27 layers of width 1152: about 0.41B" in a for a in m.assumptions)
+    assert not any("not one the parser knows" in a for a in m.assumptions)  # text_config model_type kimi_k2
 
 
 def test_qwen3_moe_active_matches_the_cards_truncated_figure():

@@ -44,11 +44,10 @@ def test_compressed_tensors_w8a8_and_weight_only_configs():
     # int4 weights with 8-bit activations (W4A8) are not modelled as such: weight-only, said so
     w4a8 = load_model(_llama(**_ct({"num_bits": 4, "type": "int", "group_size": 128}, {"num_bits": 8, "type": "int"})))
     assert w4a8.activation_quant is None and any("int4 weights" in a and "weight-only" in a for a in w4a8.assumptions)
-    # NVFP4 (llm-compressor): fp4 weights in groups of 16 with fp4 activations (W4A4) loads, priced weight-only
+    # NVFP4 (llm-compressor): fp4 weights in groups of 16 with fp4 activations: W4A4 (vLLM's FP4 GEMMs on Blackwell)
     nvfp4 = load_model(_llama(**_ct({"num_bits": 4, "type": "float", "group_size": 16},
                                     {"num_bits": 4, "type": "float", "dynamic": "local"})))
-    assert nvfp4.activation_quant is None and any("fp4 (input_activations float4)" in a and "weight-only" in a
-                                                  for a in nvfp4.assumptions)
+    assert nvfp4.activation_quant == "fp4" and any("W4A4" in a for a in nvfp4.assumptions)
 
 
 def test_fp8_without_an_activation_scheme_is_weight_only_and_modelopt_fp8_is_w8a8():
@@ -60,6 +59,39 @@ def test_fp8_without_an_activation_scheme_is_weight_only_and_modelopt_fp8_is_w8a
     nested = load_model(_llama(quant_method="modelopt", quantization={"quant_algo": "W8A8_SQ_PER_CHANNEL"}))
     assert (nested.quantization.dtype, nested.activation_quant) == ("int8", "int8")
     assert load_model(_llama(quant_method="gptq", bits=8, group_size=128)).activation_quant is None
+
+
+def _nvfp4_deepseek():
+    """DeepSeek-V3 as NVIDIA's ModelOpt NVFP4 checkpoints quantize it (nvidia/DeepSeek-V3-0324-NVFP4
+    hf_quant_config: quant_algo NVFP4, group_size 16, every layer's self_attn* and mlp.gate, lm_head and the
+    embedding excluded)."""
+    import json
+    from llm_roofline.model.hf import spec_from_config
+
+    from pathlib import Path
+    cfg = json.loads((Path(__file__).resolve().parents[1] / "model_configs" / "deepseek-ai" / "DeepSeek-V3" /
+                      "config.json").read_text())
+    cfg["quantization_config"] = {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16,
+                                  "exclude_modules": ["lm_head", "model.embed_tokens", "model.layers.0.self_attn*",
+                                                      "model.layers.3.mlp.gate", "model.layers.61*"]}
+    return spec_from_config(cfg, "DeepSeek-V3-NVFP4")
+
+
+def test_modelopt_nvfp4_is_w4a4_on_its_mlp_matrices():
+    spec = _nvfp4_deepseek()
+    # 4 bits + one fp8 scale per 16 weights = 4.5 bits; attention and router excluded (self_attn*, mlp.gate)
+    assert spec.activation_quant == "fp4" and spec.quantization.bits_per_weight(7168) == 4.5
+    assert set(spec.quantized_families) == {"ffn", "experts", "shared"}
+    b200 = {o.name: o for o in build_ops(spec, Phase.decode(8, 1000), Sharding(tp=8),
+                                          resolve_dtypes(lr.load_chip("b200"), Dtypes(), []))}
+    assert (b200["ffn.experts.up_gate"].compute_dtype, family_of(b200["ffn.experts.up_gate"])) == ("fp4", "moe_fp4")
+    assert b200["attn.o_proj"].compute_dtype == "bf16" and b200["ffn.router"].compute_dtype == "bf16"
+    h100 = {o.name: o for o in build_ops(spec, Phase.decode(8, 1000), Sharding(tp=8),
+                                          resolve_dtypes(lr.load_chip("h100-sxm"), Dtypes(), []))}
+    up = h100["ffn.experts.up_gate"]  # Hopper: no fp4 units, the experts dequantize (Marlin)
+    assert up.compute_dtype == "bf16" and weight_only_quantized(up)
+    e = lr.estimate(spec, "b200", tp=8, batch=1, prompt_len=128, gen_len=2)
+    assert e.scenario["weight_dtype"] == "bf16; ffn, experts, shared fp4 (g16, 8-bit scales), W4A4: fp4 GEMMs"
 
 
 @pytest.mark.parametrize("q, match", [

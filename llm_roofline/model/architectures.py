@@ -66,6 +66,8 @@ ARCHITECTURES: dict[str, Architecture] = {
     # DeepSeek-V3's router stores e_score_correction_bias (n_routed_experts), a per-expert bias of the routing
     # scores (used for top-k selection): a router bias of the same size.
     "deepseek_v3": replace(_LLAMA, router_bias=True),
+    # Kimi-K2 / K2.5's text tower (text_config model_type kimi_k2, architectures DeepseekV3ForCausalLM): DeepSeek-V3's.
+    "kimi_k2": replace(_LLAMA, router_bias=True),
     # GLM-4.5 (modeling_glm4_moe.py): q/k/v bias = attention_bias, o_proj without; optional per-head q/k norms;
     # DeepSeek-style router with e_score_correction_bias, n_shared_experts, first_k_dense_replace.
     "glm4_moe": replace(_LLAMA, o_bias=False, qk_norm="use_qk_norm", router_bias=True),

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ModelConfigError
-from ..units import WeightFormat, canonical_dtype, weight_format
+from ..units import DTYPE_BITS, WeightFormat, canonical_dtype, weight_format
 
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla", "none")  # none: a block without softmax attention (a mixer or MLP block)
 FFN_KINDS = ("dense", "moe", "none")  # none: a block without MLP (Mamba blocks, Nemotron-H mixer blocks)
@@ -394,7 +394,8 @@ class LayerGroup:
         return [Matrix(f"hc.{part}.mix_proj", hc * d_model, (2 + hc) * hc, family="hc")
                 for part in ("attn", "ffn")] if hc else []
 
-W8A8_DTYPES = ("fp8", "int8")  # activation dtypes a checkpoint may quantize its GEMM inputs to (activation_quant)
+# activation dtypes a checkpoint may quantize its GEMM inputs to (activation_quant): W8A8, and W4A4 for NVFP4
+W8A8_DTYPES = ("fp8", "int8", "fp4")
 
 
 @dataclass(frozen=True)
@@ -416,7 +417,7 @@ class ModelSpec:
     source: str = ""
     assumptions: tuple[str, ...] = field(default_factory=tuple)
     head_params: int = 0  # parameters outside the blocks and embeddings (DeepSeek-V4's final hyper-connection head)
-    activation_quant: str | None = None  # 'fp8' | 'int8': the checkpoint quantizes its quantized GEMMs' inputs (W8A8)
+    activation_quant: str | None = None  # 'fp8' | 'int8' | 'fp4': the quantized GEMMs' inputs too (W8A8, W4A4)
 
     # ------------------------------------------------------------------ structure
     @property
@@ -510,12 +511,12 @@ class ModelSpec:
         """weight_storage_label, with ', W8A8: fp8 GEMMs' where the quantized matrices compute in the checkpoint's
         activation dtype."""
         act = self.gemm_compute_dtype(dt)
-        return self.weight_storage_label(dt) + (f", W8A8: {act} GEMMs" if act != dt.compute else "")
+        return self.weight_storage_label(dt) + (f", {_wa(act)}: {act} GEMMs" if act != dt.compute else "")
 
     def weight_storage_label(self, dt: Any) -> str:
         """How the weights are stored: 'bf16', 'int4 (g128, 16-bit scales, 4-bit zeros)', 'bf16; experts fp4 (g32,
         8-bit scales)' for partial quantization."""
-        if dt.weight or self.quantization is None or "ffn" in self.quantized_families:
+        if dt.weight or self.quantization is None or {"attn", "ffn"} <= set(self.quantized_families):
             return self.weight_format_for("ffn", dt.weight).label
         return f"{self.weight_dtype}; {', '.join(self.quantized_families)} {self.quantization.label}"
 
@@ -524,8 +525,13 @@ class ModelSpec:
         act = self.activation_quant
         if act is None or dt.weight is not None or act in dt.quant_compute:
             return None
-        return (f"{chip_name} has no {act} matrix units: the checkpoint's W8A8 GEMMs run weight-only ({act} weights "
-                f"dequantized to {dt.compute}, as vLLM's Marlin fallback), priced as dequantizing GEMMs.")
+        return (f"{chip_name} has no {act} matrix units: the checkpoint's {_wa(act)} GEMMs run weight-only ({act} "
+                f"weights dequantized to {dt.compute}, as vLLM's Marlin fallback), priced as dequantizing GEMMs.")
+
+
+def _wa(act: str) -> str:
+    """'W8A8' / 'W4A4': the quantized GEMMs' weight and activation bits."""
+    return f"W{DTYPE_BITS[act]}A{DTYPE_BITS[act]}"
 
 
 def _compressed_topk_tokens(a: AttentionSpec) -> int | None:

@@ -59,11 +59,12 @@ def quantization(r: ConfigReader, config: dict) -> tuple[WeightFormat | None, tu
 
 
 def activation_quant(r: ConfigReader, config: dict, fmt: WeightFormat | None) -> str | None:
-    """The dtype the checkpoint quantizes its GEMMs' input activations to ('fp8' | 'int8'; None: weight-only or no
-    quantization_config), read beside the 8-bit weight format `fmt` quantization() found: quant_method fp8 /
-    fbgemm_fp8 with an activation_scheme (static or dynamic), compressed-tensors input_activations {num_bits: 8,
-    type: float | int}, ModelOpt quant_algo FP8* / W8A8*. vLLM runs such checkpoints W8A8 (the activations
-    quantized per token or per 128-element group, 8-bit GEMMs) where the chip has 8-bit matrix units."""
+    """The dtype the checkpoint quantizes its GEMMs' input activations to ('fp8' | 'int8' | 'fp4'; None: weight-only
+    or no quantization_config), read beside the weight format `fmt` quantization() found, and kept where it is the
+    weights' own dtype: quant_method fp8 / fbgemm_fp8 with an activation_scheme (static or dynamic), compressed-tensors
+    input_activations {num_bits: 8 or 4, type: float | int}, ModelOpt quant_algo FP8* / W8A8* / NVFP4. vLLM runs such
+    checkpoints W8A8 (W4A4 for NVFP4: the activations quantized per token, per 128-element group or per 16) where the
+    chip has matrix units of that dtype."""
     q, method = _qconfig(r, config)
     if q is None or fmt is None:
         return None
@@ -79,16 +80,18 @@ def activation_quant(r: ConfigReader, config: dict, fmt: WeightFormat | None) ->
         act, what = _modelopt_activations(q)
     else:
         return None
-    if act is not None and (DTYPE_BITS[fmt.dtype] != 8 or act != fmt.dtype):
+    if act is not None and act != fmt.dtype:
         r.assume(f"Activations quantized to {act} ({what}) with {fmt.dtype} weights: not modelled as such; priced as "
                  "weight-only quantized GEMMs.")
         return None
     if act is None:
         r.assume(f"quantization_config ({method}, {what}): weight-only; the GEMMs dequantize into the compute dtype.")
         return None
+    bits = DTYPE_BITS[act]
     r.assume(f"Checkpoint quantizes the activations to {act} ({method}, {what}): its quantized GEMMs compute in {act} "
-             "where the chip has it (W8A8, as vLLM runs it: a per-token quantization pass, then an 8-bit GEMM), "
-             "else dequantize into the compute dtype; activations between ops and the KV cache keep their dtypes.")
+             f"where the chip has it (W{bits}A{bits}, as vLLM runs it: a per-token quantization pass, then a "
+             f"{bits}-bit GEMM), else dequantize into the compute dtype; activations between ops and the KV cache "
+             "keep their dtypes.")
     return act
 
 
@@ -116,7 +119,7 @@ def _compressed_tensors_activations(q: dict) -> tuple[str | None, str]:
     if not isinstance(bits, int) or isinstance(bits, bool):
         raise ModelConfigError(f"compressed-tensors input_activations.num_bits must be an integer, got {bits!r:.40}")
     act = {("float", 8): "fp8", ("int", 8): "int8", ("float", 4): "fp4", ("int", 4): "int4"}.get((kind, bits))
-    if act is None:  # 4-bit activations (NVFP4 W4A4) are read, then priced weight-only by activation_quant
+    if act is None:  # float4 with float4 weights runs W4A4 (NVFP4); int4 activations are priced weight-only
         raise ModelConfigError(f"compressed-tensors input_activations {str(kind)[:20]}{str(bits)[:20]} are not "
                                "modelled; int and float of 4 or 8 bits are")
     return act, f"input_activations {kind}{bits}"
@@ -132,7 +135,7 @@ def _modelopt_activations(q: dict) -> tuple[str | None, str]:
     if not isinstance(algo, str):
         raise ModelConfigError(f"ModelOpt quant_algo must be a string, got {type(algo).__name__}")
     algo = algo.upper()
-    act = "fp8" if algo.startswith("FP8") else "int8" if algo.startswith("W8A8") else None
+    act = "fp8" if algo.startswith("FP8") else "int8" if algo.startswith("W8A8") else "fp4" if algo == "NVFP4" else None
     return act, f"quant_algo {algo[:40]}"
 
 
@@ -217,13 +220,17 @@ def _compressed_tensors_format(r: ConfigReader, q: dict) -> WeightFormat | None:
 
 
 def _modelopt_format(r: ConfigReader, q: dict) -> WeightFormat | None:
-    """ModelOpt (NVIDIA TensorRT Model Optimizer) 8-bit checkpoints: quant_algo FP8* (fp8 weights, per-tensor or
-    per-channel scales) and W8A8* (int8 SmoothQuant); other algorithms are not modelled."""
+    """ModelOpt (NVIDIA TensorRT Model Optimizer) checkpoints: quant_algo FP8* (fp8 weights, per-tensor or
+    per-channel scales), W8A8* (int8 SmoothQuant) and NVFP4 (fp4 weights in groups of group_size, 16, each with an
+    fp8 scale: 4.5 bits); other algorithms are not modelled."""
     act, what = _modelopt_activations(q)
     if act is None:
         r.assume(f"ModelOpt {what} is not modelled: weights taken in the checkpoint's dtype (override with "
                  "weight_dtype).")
         return None
+    if act == "fp4":
+        inner = q.get("quantization") if isinstance(q.get("quantization"), dict) else q
+        return weight_format("fp4", _group_of(inner.get("group_size", 16), "quantization_config.group_size"))
     return weight_format(act)
 
 
