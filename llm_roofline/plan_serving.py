@@ -73,7 +73,7 @@ def _failure(row, ttft_col: str, targets: dict) -> str:
 
 def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s: float = DEFAULT_TTFT_S,
                  tpot_s: float = DEFAULT_TPOT_S, ttft_percentile: str = "mean", max_chips: int = 64,
-                 max_num_seqs=(64, 256), max_num_batched_tokens=(2048, 8192), weight_dtype=None, act_dtype="bf16",
+                 max_num_seqs=(64, 256, 1024), max_num_batched_tokens=(2048, 8192), weight_dtype=None, act_dtype="bf16",
                  kv_dtype=None, efficiency=DEFAULT_EFFICIENCY, prefix_hit_rate=0.0, speculative=None,
                  prices: dict | None = None, attention_dp: int = 1,
                  gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION) -> ServingPlan:

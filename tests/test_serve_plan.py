@@ -69,8 +69,9 @@ def test_configurations_count_the_whole_search_grid(h100_plan):
     (dict(prices={"h100-sxm": -3}), "price for h100-sxm must be a positive number"),
     (dict(prices={"h100": "x"}), "price for h100 must be a positive number"),
     # 1,000,000 chips: tp 1, 2, 4, 8 x pp 1, 2 give 1e6 x (1 + 1/2 + 1/2 + 1/4 + 1/4 + 1/8 + 1/8 + 1/16) = 2,812,500
-    # replica counts x 2 x 2 knobs = 11,250,000 points, refused before the lists are made (1e8 ran out of memory)
-    (dict(max_chips=1_000_000), "serving plan of 11,250,000 grid points"),
+    # replica counts x 3 max_num_seqs (64, 256, 1024) x 2 max_num_batched_tokens = 16,875,000 points, refused before
+    # the lists are made (1e8 ran out of memory)
+    (dict(max_chips=1_000_000), "serving plan of 16,875,000 grid points"),
 ])
 def test_bad_arguments_are_one_error_naming_them(bad, said):
     # each was a TypeError, a negative $/h, a silently ignored price, or a kilobytes-long or reasonless message
