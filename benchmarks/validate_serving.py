@@ -4,7 +4,8 @@ Data: ../shared/calibration/aic-vllm/serving_vllm_blackwell.csv (NVIDIA AIConfig
 on B200/B300/GB200; closed-loop clients: batch_size = concurrency; measured mean TTFT and TPOT). Rows used:
 Llama-3.1-70B on B200 (fp8, fp4) and gpt-oss-120b on B200 (nvfp4; model_configs/openai/gpt-oss-120b),
 MiniMax-M2.5 and Kimi-K2.5 on B200 and B300 (model_configs/); aggregated serving, pp = 1, attention_dp = 1, no
-expert parallelism.
+expert parallelism (MiniMax's and Kimi's rows with expert and attention-data parallelism within one node are
+reported apart).
 
 Mapping: precision fp8 -> weights and compute fp8, fp4 -> weights and compute fp4 (every matrix, as the rows'
 gemm_quant_mode and moe_quant_mode name them), but MiniMax-M2.5's fp8 and Kimi-K2.5's int4 rows, which run the
@@ -91,12 +92,17 @@ FIT_LAYER = True  # False ("request"): the per-request overhead only
 FIT_SEQ = False
 
 
-def load_rows(model: str = MODEL, systems: tuple[str, ...] = ("b200_sxm",)) -> pd.DataFrame:
-    """Aggregated-serving rows of one model on these systems, pp 1, neither attention data nor expert parallelism."""
+def load_rows(model: str = MODEL, systems: tuple[str, ...] = ("b200_sxm",), layouts: bool = False) -> pd.DataFrame:
+    """Aggregated-serving rows of one model on these systems, pp 1; layouts: also the rows with attention data and
+    expert parallelism within one 8-GPU node (tp x attention_dp <= 8 chips; moe_tp x moe_ep spans them), else none."""
     d = pd.read_csv(DATA)
+    one_node = d.tp_size * d.attention_dp_size <= 8
+    plain = (d.attention_dp_size == 1) & (d.moe_ep_size == 1)
     d = d[(d.model_path == model) & d.system.isin(systems) & (d["mode"] == "agg") & (d.pp_size == 1)
-          & (d.attention_dp_size == 1) & (d.moe_ep_size == 1)]
-    return d.rename(columns={"batch_size": "concurrency", "tp_size": "tp"}).astype({"tp": int, "concurrency": int})
+          & (one_node if layouts else plain)]
+    d = d.rename(columns={"batch_size": "concurrency", "tp_size": "tp", "attention_dp_size": "adp",
+                          "moe_tp_size": "moe_tp", "moe_ep_size": "moe_ep"})
+    return d.astype({"tp": int, "concurrency": int, "adp": int, "moe_tp": int, "moe_ep": int})
 
 
 def _dtypes(model: str, precision: str) -> dict:
@@ -111,10 +117,12 @@ def _dtypes(model: str, precision: str) -> dict:
 def predict(rows: pd.DataFrame, step_s: float, seq_s: float, request_s: float, layer_s: float = 0.0) -> pd.DataFrame:
     """Model TTFT and TPOT for every row (one vectorized serve() call per model x tp x precision)."""
     out = []
-    for (model, system, tp, prec), grp in rows.groupby(["model_path", "system", "tp", "precision"]):
+    for (model, system, tp, adp, moe_tp, moe_ep, prec), grp in rows.groupby(
+            ["model_path", "system", "tp", "adp", "moe_tp", "moe_ep", "precision"]):
         df = serve(MODEL_PATHS.get(model, model), CHIPS[system], prompt_len=sorted(grp.isl.unique().astype(int)),
                    gen_len=sorted(grp.osl.unique().astype(int)), concurrency=sorted(grp.concurrency.unique()),
-                   tp=int(tp), **_dtypes(model, prec), kv_dtype="fp8", efficiency=EFFICIENCY,
+                   tp=int(tp), attention_dp=int(adp), moe_tp=int(moe_tp), moe_ep=int(moe_ep),
+                   **_dtypes(model, prec), kv_dtype="fp8", efficiency=EFFICIENCY,
                    step_overhead_s=step_s, seq_overhead_s=seq_s, request_overhead_s=request_s,
                    prompt_layer_overhead_s=layer_s, requests_per_client=ROUNDS)
         df = df.rename(columns={"prompt_len": "isl", "gen_len": "osl"}).astype({"isl": int, "osl": int,
@@ -230,6 +238,12 @@ def main(argv=None) -> None:
     print(f"held out {KIMI} ({len(kimi)} rows, B200 and B300, int4 experts and NVFP4, tp 4-8): {errors(kimi)}")
     for key, grp in kimi.groupby(["system", "precision", "tp"]):
         print(f"  {KIMI} {key}: {errors(grp)}")
+    for model in (MINIMAX, KIMI):  # expert parallelism and attention data parallelism within one node
+        rows = load_rows(model, tuple(CHIPS), layouts=True)
+        lay = predict(rows[(rows.adp > 1) | (rows.moe_ep > 1)], *host_all)
+        print(f"held out {model}, ep / attention-dp layouts ({len(lay)} rows): {errors(lay)}")
+        for key, grp in lay.groupby(["system", "precision", "tp", "adp", "moe_tp", "moe_ep"]):
+            print(f"  {model} (system, precision, tp, adp, moe_tp, moe_ep) {key}: {errors(grp)}")
 
 
 if __name__ == "__main__":
