@@ -247,8 +247,12 @@ def cmd_serve(args) -> str:
     from .serve import serve
 
     def nums(text, kind):
-        vals = [kind(v) for v in str(text).split(",") if v.strip()] if text is not None else None
-        return vals if vals is None or len(vals) > 1 else vals[0]
+        if text is None:
+            return None
+        vals = [kind(v) for v in str(text).split(",") if v.strip()]
+        if not vals:  # '' or ',': no number at all
+            raise ValueError(text)
+        return vals if len(vals) > 1 else vals[0]
 
     try:
         load = dict(concurrency=nums(args.concurrency, float), qps=nums(args.qps, float))

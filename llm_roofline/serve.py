@@ -285,11 +285,11 @@ def _check_grid(g: dict):
             raise ScenarioError(f"{name} must be positive, got {g[name].tolist()!r}")
 
 
-def _check_knobs(seqs, tokens):
+def _check_knobs(seqs, tokens, default_of: str = ""):
     if np.any(tokens < seqs):
         raise ScenarioError("max_num_batched_tokens must be >= max_num_seqs (every running sequence decodes a token "
                             f"per step), as vLLM requires; got {np.max(seqs):.0f} sequences and {np.min(tokens):.0f} "
-                            "tokens")
+                            f"tokens{default_of}")
 
 
 def _engine_knobs(g: dict, chip) -> dict:
@@ -299,7 +299,8 @@ def _engine_knobs(g: dict, chip) -> dict:
     n = next(iter(g.values())).size
     t = g.get("max_num_batched_tokens", np.full(n, float(tokens)))
     s = g.get("max_num_seqs", np.minimum(float(seqs), t))
-    _check_knobs(s, t)
+    _check_knobs(s, t, "" if "max_num_batched_tokens" in g else f" (vLLM's default on {chip.name}: give "
+                 "max_num_batched_tokens too)")
     return {**g, "max_num_seqs": s, "max_num_batched_tokens": t}
 
 

@@ -99,6 +99,11 @@ CASES = [
     (["plan", M, "--chips", "h100", "--prompt", "128", "--gen", "8", "--max-chips", "0"], "--max-chips must be an"),
     (["memory", M, "--chip", "h100", "--gpu-memory-utilization", "0"], "gpu_memory_utilization must be a number in (0, 1]"),
     (["memory", M, "--chip", "h100", "--gen", "-5"], "--gen must be an integer in [1,"),
+    # an empty number list was an internal error (IndexError); a knob above the chip's default token budget says so
+    (["serve", M, "--chip", "h100", "--concurrency", ","], "take numbers"),
+    (["serve", M, "--chip", "h100", "--concurrency", "8", "--max-num-seqs", ""], "take numbers"),
+    (["serve", M, "--chip", "a100", "--concurrency", "8", "--max-num-seqs", "4096"],
+     "vLLM's default on a100-80gb: give max_num_batched_tokens too"),
     # --- unknown names, bad formats, bad files
     (["estimate", M, "--chip", "h1"], "unknown chip 'h1'"),
     (["estimate", "meta-llama/Llama-9", "--chip", "h100"], "unknown model 'meta-llama/Llama-9'"),
