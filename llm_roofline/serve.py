@@ -157,9 +157,10 @@ def _capacity(spec, chip, wl: Workload, eng_budget, max_seqs, sh, dtypes, util, 
     workspace = fp.activation_workspace_bytes_per_chip * eng_budget / PREFILL_CHUNK_TOKENS
     free = util * chip.hbm_bytes - fp.weight_bytes_per_chip - workspace
     kv_seq = np.asarray(fp.kv_bytes_per_sequence_per_chip, dtype=np.float64)
-    # each of the attention_dp groups caches its own sequences
+    # each of the attention_dp groups caches its own sequences and schedules up to max_num_seqs of them (a vLLM
+    # data-parallel rank has its own scheduler)
     kv_seqs = np.floor(np.maximum(free, 0.0) / np.where(kv_seq > 0, kv_seq, np.inf)) * adp
-    return np.minimum(max_seqs, kv_seqs), kv_seq, free, kv_seqs
+    return np.minimum(max_seqs * adp, kv_seqs), kv_seq, free, kv_seqs
 
 
 @dataclass
@@ -201,7 +202,7 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
                  scheduling=engine["scheduling"], step_overhead_s=engine["step_overhead_s"],
                  seq_overhead_s=engine["seq_overhead_s"],
                  prompt_step_overhead_s=engine["prompt_layer_overhead_s"] * spec.n_layers / stages)
-    nodes = decode_nodes(np.max(g["max_num_seqs"]))
+    nodes = decode_nodes(np.max(g["max_num_seqs"]) * layout["attention_dp"])
     draft = _draft_fn(spec, chip, kw, sp, float(np.mean(wl_u.decode_kv_tokens)))
     own, dec = (None, None) if pp == 1 else (_own_step_fn(spec, chip, kw, stages, eng.prompt_step_overhead_s),
                                              _decode_step_fn(spec, chip, kw, pp))
@@ -235,7 +236,8 @@ def _solve(parts: "list[_Prepared]", *, engine: dict, sp: Speculative, closed: b
                 running_batch=st.running_batch,
                 kv_cache_utilization=st.running_batch / cat["attention_dp"] * cat["kv_seq"] / np.maximum(cat["free"], 1.0),
                 decode_batch=st.decode_batch, prefill_utilization=st.prefill_utilization, queue_s=st.queue_s,
-                max_running=cap, limit=np.where(cat["max_num_seqs"] <= cat["kv_seqs"], "max_num_seqs", "kv_cache"),
+                max_running=cap,
+                limit=np.where(cat["max_num_seqs"] * cat["attention_dp"] <= cat["kv_seqs"], "max_num_seqs", "kv_cache"),
                 saturation_requests_per_s=None, saturated=st.saturated | (cap < 1), fits=cap >= 1,
                 converged=st.converged)  # saturation: below, at the points wanted
     bounds = np.cumsum([0] + sizes)
