@@ -130,6 +130,9 @@ def test_minimax_m2_lightning_layers_are_refused_and_mtp_is_named():
     assert any("num_mtp_modules=3" in a for a in load_model("MiniMaxAI/MiniMax-M2.5").assumptions)
     with pytest.raises(UnsupportedArchitectureError, match="attn_type_list"):
         spec_from_config({**cfg, "attn_type_list": [0] + [1] * 61})
+    for bad, said in (([1] * 3, "one entry per layer"), ("abc", "a list of integers"), ([1.5] * 62, "an integer")):
+        with pytest.raises(ModelConfigError, match=said):  # a short list was read as if whole
+            spec_from_config({**cfg, "attn_type_list": bad})
 
 
 def test_kimi_k25_by_hand_from_its_tensor_table():

@@ -92,6 +92,8 @@ def test_modelopt_nvfp4_is_w4a4_on_its_mlp_matrices():
     assert up.compute_dtype == "bf16" and weight_only_quantized(up)
     e = lr.estimate(spec, "b200", tp=8, batch=1, prompt_len=128, gen_len=2)
     assert e.scenario["weight_dtype"] == "bf16; ffn, experts, shared fp4 (g16, 8-bit scales), W4A4: fp4 GEMMs"
+    # NVFP4's group is 16 by definition: a group_size of 0 (per-channel elsewhere) does not become MXFP4's 32
+    assert load_model(_llama(quant_method="modelopt", quant_algo="NVFP4", group_size=0)).quantization.group_size == 16
 
 
 @pytest.mark.parametrize("q, match", [

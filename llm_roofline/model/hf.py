@@ -285,7 +285,7 @@ def _norm_kind(r: ConfigReader, arch: Architecture, model_type: str) -> str:
 def _note_minimax_m2(r: ConfigReader) -> None:
     """MiniMax-M2's own keys: every layer softmax attention (attn_type_list 1; a 0, MiniMax-Text-01's lightning
     attention, is refused: modeling_minimax_m2 builds none), partial RoPE, and its MTP modules."""
-    kinds = r.int_list("attn_type_list")
+    kinds = r.int_list("attn_type_list", length=r.count("num_hidden_layers") or None)
     if kinds and any(k != 1 for k in kinds):
         raise UnsupportedArchitectureError("attn_type_list has entries other than 1 (softmax attention) in a "
                                            "minimax_m2 config: its lightning-attention layers are not modelled")

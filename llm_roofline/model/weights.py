@@ -230,7 +230,8 @@ def _modelopt_format(r: ConfigReader, q: dict) -> WeightFormat | None:
         return None
     if act == "fp4":
         inner = q.get("quantization") if isinstance(q.get("quantization"), dict) else q
-        return weight_format("fp4", _group_of(inner.get("group_size", 16), "quantization_config.group_size"))
+        # NVFP4's group is 16 by definition (an absent, 0 or -1 group_size: that)
+        return weight_format("fp4", _group_of(inner.get("group_size"), "quantization_config.group_size") or 16)
     return weight_format(act)
 
 
