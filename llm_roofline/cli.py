@@ -178,8 +178,8 @@ def _build_parser() -> argparse.ArgumentParser:
     load.add_argument("--qps", help="Poisson arrivals, requests per second")
     g = p.add_argument_group("engine")
     g.add_argument("--max-num-seqs", default=None,
-                   help="running sequences at most (default: vLLM's for the chip: 1024 on a device of >= 70 GiB "
-                        "but the A100, else 256)")
+                   help="running sequences at most, per attention group under --attention-dp (default: vLLM's for "
+                        "the chip: 1024 on a device of >= 70 GiB but the A100, else 256)")
     g.add_argument("--max-num-batched-tokens", default=None,
                    help="tokens per step (default: vLLM's for the chip: 8192 on a device of >= 70 GiB but the "
                         "A100, else 2048)")

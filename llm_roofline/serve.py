@@ -317,7 +317,8 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
     concurrency or qps, max_num_seqs, max_num_batched_tokens, prefix_hit_rate) and chip, tp, pp, ep, dp may be
     a list: the result is then a DataFrame with one row per point (saturated points flagged, not raised).
     max_num_seqs / max_num_batched_tokens None: vLLM's defaults on the chip (queueing.vllm_batch_defaults: 1024 and
-    8192 on a device of >= 70 GiB but the A100, else 256 and 2048).
+    8192 on a device of >= 70 GiB but the A100, else 256 and 2048); max_num_seqs is per attention group (attention_dp:
+    each of vLLM's data-parallel ranks schedules its own).
 
     workload: a list of (prompt_len, gen_len[, weight]) request classes, replacing prompt_len and gen_len.
     speculative: dict(k=draft tokens, acceptance=per-token probability, draft=None (MTP heads) or a model).
