@@ -100,13 +100,8 @@ class Ctx:
         self.b = phase.batch / (sh.pp if phase.has_chunk else micro_batches(sh.pp, phase.batch))
         self.q = phase.q_len
         self.chunk = phase.chunk_tokens / sh.pp if phase.has_chunk else None  # prompt-chunk tokens per micro-batch
+        self.T = self.b * self.q + (self.chunk if phase.has_chunk else 0.0)  # (T,) tokens this step, whole stage
         self.adp = sh.attention_dp  # attention groups: each holds 1/adp of the sequences and their KV cache
-        # a mixed step's prompt chunk runs on every attention group: one group prefills it, and vLLM pads each
-        # data-parallel rank's step to the largest rank's tokens (GPUModelRunner.get_dp_padding: the ranks share the
-        # experts' collectives and one CUDA-graph size), so every group and the experts see its tokens; spread over the
-        # pp micro-batches: chunk_seqs sequences per group and micro-batch
-        self.chunk_seqs = 1.0 / sh.pp if phase.has_chunk else 0.0
-        self.T = self.b * self.q + (self.chunk * self.adp if phase.has_chunk else 0.0)  # (T,) tokens, whole stage
         self.b_attn = self.b / self.adp if self.adp > 1 else self.b  # sequences of one attention group
         self.T_attn = self.T / self.adp if self.adp > 1 else self.T  # (T_attn,) tokens one attention group holds
         self.act_bytes = dtype_bytes(dt.act)  # per activation element
