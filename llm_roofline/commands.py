@@ -301,7 +301,7 @@ def cmd_serve(args) -> str:
 
 
 def _knob_source(args) -> str:
-    """' (vLLM's defaults on this chip)' when neither engine knob was given, ' (the other: vLLM's default)' for one."""
+    """' (vLLM's defaults on this chip)' when neither engine knob was given, ' (the one not given: vLLM's)' for one."""
     given = [args.max_num_seqs is not None, args.max_num_batched_tokens is not None]
     return "" if all(given) else " (vLLM's defaults on this chip)" if not any(given) else " (the one not given: vLLM's)"
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import ScenarioError
-from ..model.spec import W8A8_DTYPES, LayerGroup, ModelSpec
+from ..model.spec import QUANT_ACT_DTYPES, LayerGroup, ModelSpec
 from ..ops import Op, collective, elementwise, gemm
 from ..sharding import (Sharding, collective_after, collective_before, micro_batches, sequence_parallel_on,
                         shard_count)
@@ -68,7 +68,7 @@ class Dtypes:
     act: str = "bf16"
     kv: str | None = None  # None: same as act
     compute: str | None = None  # None: act dtype (int8/fp8 weights are dequantized into it)
-    quant_compute: tuple[str, ...] = ()  # the chip's W8A8 dtypes (resolve_dtypes; ModelSpec.compute_dtype_for)
+    quant_compute: tuple[str, ...] = ()  # the chip's W8A8 / W4A4 dtypes (resolve_dtypes; ModelSpec.compute_dtype_for)
 
     def __post_init__(self):
         object.__setattr__(self, "act", canonical_dtype(self.act))
@@ -78,10 +78,11 @@ class Dtypes:
 
 
 def resolve_dtypes(chip: "Chip", dt: Dtypes, assumptions: list[str]) -> Dtypes:
-    """The dtypes as they run on `chip`, with its 8-bit matrix dtypes (quant_compute): bf16 compute falls back to fp16
-    on chips without bf16 matrix units (activations and KV cache follow; noted in `assumptions`); else an error."""
+    """The dtypes as they run on `chip`, with its 8- and 4-bit matrix dtypes (quant_compute): bf16 compute falls back
+    to fp16 on chips without bf16 matrix units (activations and KV cache follow; noted in `assumptions`); else an
+    error."""
     if dt.compute in chip.dense_flops_per_s:
-        return replace(dt, quant_compute=tuple(d for d in W8A8_DTYPES if d in chip.dense_flops_per_s))
+        return replace(dt, quant_compute=tuple(d for d in QUANT_ACT_DTYPES if d in chip.dense_flops_per_s))
     if dt.compute == "bf16" and "fp16" in chip.dense_flops_per_s:
         assumptions.append(f"{chip.name} has no bf16 matrix units; compute and activations run in fp16 at its fp16 "
                            "peak" + (", and so does the KV cache." if dt.kv == dt.act else "."))
@@ -160,7 +161,8 @@ class Ctx:
         if kind is None:
             return []
         t = self.T_attn if tokens is None else tokens
-        buf = t * (self.spec.d_model if width is None else width) * (self.act_bytes if elem_bytes is None else elem_bytes)
+        elem = self.act_bytes if elem_bytes is None else elem_bytes
+        buf = t * (self.spec.d_model if width is None else width) * elem
         return [collective(f"comm.{kind}.{name}", group, count, kind=kind, buffer_bytes=buf,
                            chips=self.tp if chips is None else chips, tokens=t,
                            shards=self.adp if instances is None else instances)]

@@ -395,7 +395,7 @@ class LayerGroup:
                 for part in ("attn", "ffn")] if hc else []
 
 # activation dtypes a checkpoint may quantize its GEMM inputs to (activation_quant): W8A8, and W4A4 for NVFP4
-W8A8_DTYPES = ("fp8", "int8", "fp4")
+QUANT_ACT_DTYPES = ("fp8", "int8", "fp4")
 
 
 @dataclass(frozen=True)
@@ -492,10 +492,10 @@ class ModelSpec:
 
     def compute_dtype_for(self, family: str, dt: Any) -> str:
         """The dtype a GEMM of matrix `family` computes in, under dt (graph.Dtypes: weight override, compute dtype,
-        the chip's 8-bit matrix dtypes quant_compute): the checkpoint's activation quantization (W8A8: fp8 / int8)
-        for the matrices its quantization_config quantizes, when the weights are the checkpoint's own and the chip
-        has that dtype; else dt.compute (8-bit weights then dequantize into it). LM head, router, embeddings,
-        modules_to_not_convert and families with a format of their own (expert_dtype) keep dt.compute."""
+        the chip's 8- and 4-bit matrix dtypes quant_compute): the checkpoint's activation quantization (W8A8: fp8 /
+        int8; W4A4: fp4) for the matrices its quantization_config quantizes, when the weights are the checkpoint's own
+        and the chip has that dtype; else dt.compute (quantized weights then dequantize into it). LM head, router,
+        embeddings, modules_to_not_convert and families with a format of their own (expert_dtype) keep dt.compute."""
         act = self.activation_quant
         if (act is None or dt.weight is not None or act not in dt.quant_compute
                 or family not in self.quantized_families or family in dict(self.family_formats)):
