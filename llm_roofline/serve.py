@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from .bounds import check_count
+from .bounds import BOUNDS, check_count
 from .errors import RooflineError, ScenarioError
 from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency, resolved_once
 from .estimate import pass_time_s, step_time_factor, step_time_s
@@ -276,10 +276,13 @@ def _saturation_rps(tab: StepTables, wl: Workload, capacity, want, tokens_per_st
 # ------------------------------------------------------------------------------------------- public API
 def _check_grid(g: dict):
     """The grid's values; an engine knob left out (None: the chip's default, _engine_knobs) is checked per chip."""
-    for name in ("prompt_len", "gen_len", "max_num_seqs", "max_num_batched_tokens"):
-        a = g.get(name)
-        if a is not None and (np.any(a < 1) or np.any(a != np.floor(a))):
+    for name in ("prompt_len", "gen_len"):
+        a = g[name]
+        if np.any(a < 1) or np.any(a != np.floor(a)):
             raise ScenarioError(f"{name} must be a positive integer, got {a.tolist()!r}")
+    for name in ("max_num_seqs", "max_num_batched_tokens"):  # a step's rows: at most a batch's bound
+        if name in g:
+            check_count(name, g[name], BOUNDS["batch"].max_value)
     if "max_num_seqs" in g and "max_num_batched_tokens" in g:
         _check_knobs(g["max_num_seqs"], g["max_num_batched_tokens"])
     for name in ("concurrency", "qps"):

@@ -104,6 +104,11 @@ CASES = [
     (["serve", M, "--chip", "h100", "--concurrency", "8", "--max-num-seqs", ""], "take numbers"),
     (["serve", M, "--chip", "a100", "--concurrency", "8", "--max-num-seqs", "4096"],
      "vLLM's default on a100-80gb: give max_num_batched_tokens too"),
+    # a huge knob was refused as an internal "decode_batch must be ..." after the step tables were sized
+    (["serve", M, "--chip", "h100", "--concurrency", "8", "--max-num-seqs", str(10**15)],
+     "max_num_seqs must be an integer in [1, 16,777,216], got 1000000000000000"),
+    (["serve", M, "--chip", "h100", "--concurrency", "8", "--max-num-batched-tokens", str(10**8)],
+     "max_num_batched_tokens must be an integer in [1, 16,777,216]"),
     # --- unknown names, bad formats, bad files
     (["estimate", M, "--chip", "h1"], "unknown chip 'h1'"),
     (["estimate", "meta-llama/Llama-9", "--chip", "h100"], "unknown model 'meta-llama/Llama-9'"),
