@@ -25,10 +25,11 @@ def plot_serving(model, chip, path=None, *, concurrency=None, qps=None, dpi: int
     """Sweep the load (a list of concurrencies or of QPS values; other serve() arguments in kw) and draw it."""
     load_name = "concurrency" if concurrency is not None else "qps"
     df = serve(model, chip, **{load_name: list(concurrency if concurrency is not None else qps)}, **kw)
+    where = f"{getattr(model, 'name', model)} on {df['chip'].iloc[0]} ({parallel_text(kw)})"
     if df["saturated"].all():  # nothing to draw: say why, as serve() does for one point
         why = ("no room for the KV cache of one sequence within gpu_memory_utilization x HBM" if not df["fits"].any()
                else f"every {load_name} saturates it (at most {df['saturation_requests_per_s'].max():.3g} requests/s)")
-        raise ScenarioError(f"{getattr(model, 'name', model)} on {df['chip'].iloc[0]} ({parallel_text(kw)}): {why}")
+        raise ScenarioError(f"{where}: {why}")
     df = df[~df["saturated"]].reset_index(drop=True)
     load = df[load_name].to_numpy()
     k = knee_index(df["requests_per_s"], df["e2e_s"])
@@ -46,11 +47,11 @@ def plot_serving(model, chip, path=None, *, concurrency=None, qps=None, dpi: int
     ax2.plot(df["tpot_s"].iloc[k] * 1e3, tok[k], "r*", ms=14, label="knee (max throughput / latency)")
     ax2.set(xlabel="TPOT (ms)", ylabel="output tokens/s", title="throughput vs TPOT")
     ax2.legend(fontsize=8)
-    name = getattr(model, "name", model)
     from ..chip_fits import efficiency_text
 
-    suptitle(fig, f"{name} on {df['chip'].iloc[0]} ({parallel_text(kw)}): continuous batching, prompt "
-                  f"{kw.get('prompt_len', 2048)}, "
+    # the engine knobs the curve ran with (vLLM's defaults on the chip where not given: serve())
+    engine = f"max_num_seqs {df['max_num_seqs'].iloc[0]:.0f}, {df['max_num_batched_tokens'].iloc[0]:.0f} tokens/step"
+    suptitle(fig, f"{where}: continuous batching ({engine}), prompt {kw.get('prompt_len', 2048)}, "
                   f"gen {kw.get('gen_len', 256)}{dtype_phrase(kw)}; efficiency "
                   f"{efficiency_text(df['efficiency'].iloc[0], df['fit'].iloc[0])}")
     fig.tight_layout()
