@@ -115,7 +115,7 @@ def _dtypes(model: str, precision: str) -> dict:
 
 
 def predict(rows: pd.DataFrame, step_s: float, seq_s: float, request_s: float, layer_s: float = 0.0) -> pd.DataFrame:
-    """Model TTFT and TPOT for every row (one vectorized serve() call per model x tp x precision)."""
+    """Model TTFT and TPOT for every row (one vectorized serve() call per model x system x layout x precision)."""
     out = []
     for (model, system, tp, adp, moe_tp, moe_ep, prec), grp in rows.groupby(
             ["model_path", "system", "tp", "adp", "moe_tp", "moe_ep", "precision"]):
@@ -226,25 +226,22 @@ def main(argv=None) -> None:
     other = load_rows(HELD_OUT_MODEL)
     host_all = fit(rows)
     print(f"split by model: fitted on all {len(rows)} Llama-3.1-70B rows: {_show(host_all)}")
-    oss = predict(other, *host_all)
-    print(f"held out {HELD_OUT_MODEL} ({len(oss)} rows, nvfp4, tp 1-8, concurrency 4-128): {errors(oss)}")
-    for key, grp in oss.groupby(["isl", "osl"]):
-        print(f"  {HELD_OUT_MODEL} {key}: {errors(grp)}")
-    mm = predict(load_rows(MINIMAX, tuple(CHIPS)), *host_all)
-    print(f"held out {MINIMAX} ({len(mm)} rows, B200 and B300, fp8 block-scaled and NVFP4, tp 1-8): {errors(mm)}")
-    for key, grp in mm.groupby(["system", "precision", "tp"]):
-        print(f"  {MINIMAX} {key}: {errors(grp)}")
-    kimi = predict(load_rows(KIMI, tuple(CHIPS)), *host_all)
-    print(f"held out {KIMI} ({len(kimi)} rows, B200 and B300, int4 experts and NVFP4, tp 4-8): {errors(kimi)}")
-    for key, grp in kimi.groupby(["system", "precision", "tp"]):
-        print(f"  {KIMI} {key}: {errors(grp)}")
+    _held_out(f"{HELD_OUT_MODEL} (nvfp4, tp 1-8, concurrency 4-128)", predict(other, *host_all), ["isl", "osl"])
+    _held_out(f"{MINIMAX} (B200 and B300, fp8 block-scaled and NVFP4, tp 1-8)",
+              predict(load_rows(MINIMAX, tuple(CHIPS)), *host_all), ["system", "precision", "tp"])
+    _held_out(f"{KIMI} (B200 and B300, int4 experts and NVFP4, tp 4-8)",
+              predict(load_rows(KIMI, tuple(CHIPS)), *host_all), ["system", "precision", "tp"])
     for model in (MINIMAX, KIMI):  # expert parallelism and attention data parallelism within one node
-        rows = load_rows(model, tuple(CHIPS), layouts=True)
-        lay = predict(rows[(rows.adp > 1) | (rows.moe_ep > 1)], *host_all)
-        print(f"held out {model}, ep / attention-dp layouts ({len(lay)} rows): {errors(lay)}")
-        for key, grp in lay.groupby(["system", "precision", "tp", "adp", "moe_tp", "moe_ep"]):
-            print(f"  {model} (system, precision, tp, adp, moe_tp, moe_ep) {key}: {errors(grp)}")
+        laid = load_rows(model, tuple(CHIPS), layouts=True)
+        _held_out(f"{model}, ep / attention-dp layouts", predict(laid[(laid.adp > 1) | (laid.moe_ep > 1)], *host_all),
+                  ["system", "precision", "tp", "adp", "moe_tp", "moe_ep"])
 
+
+def _held_out(title: str, m: pd.DataFrame, by: list[str]) -> None:
+    """Print a held-out set's errors, then its groups' (keyed by the columns `by`)."""
+    print(f"held out {title}, {len(m)} rows: {errors(m)}")
+    for key, grp in m.groupby(by):
+        print(f"  ({', '.join(by)}) {key}: {errors(grp)}")
 
 if __name__ == "__main__":
     main()
