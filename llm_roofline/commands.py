@@ -288,22 +288,28 @@ def cmd_serve(args) -> str:
         from .chip_fits import efficiency_text
 
         out += "\n\n" + "\n".join(_prose([
-            f"{res.model} on {res.chip}, efficiency {efficiency_text(res.efficiency_mode, res.efficiency)}; engine "
-            f"max_num_seqs {res.scenario['max_num_seqs']:.0f}, max_num_batched_tokens "
-            f"{res.scenario['max_num_batched_tokens']:.0f}{_knob_source(args)}; running batch capped at "
-            f"{res.max_running:.0f} by {res.limit}; p90: of TTFT; batch: running sequences; KV: of the KV capacity; "
-            "max req/s: saturation; per user: tok/s per user = 1 / TPOT."]))
+            f"{res.model} on {res.chip}, efficiency {efficiency_text(res.efficiency_mode, res.efficiency)}; "
+            f"{_engine_text([res.chip], [res.scenario['max_num_seqs']], [res.scenario['max_num_batched_tokens']], args)}"
+            f"; running batch capped at {res.max_running:.0f} by {res.limit}; p90: of TTFT; batch: running sequences; "
+            "KV: of the KV capacity; max req/s: saturation; per user: tok/s per user = 1 / TPOT."]))
     elif args.format in ("table", "markdown"):
         out += "\n\n" + "\n".join([_efficiency_note(res)] + _prose([
-            "p90: of TTFT; batch: running sequences; KV: of the KV capacity; max req/s: saturation; per user: tok/s "
-            "per user = 1 / TPOT."]))
+            _engine_text(res["chip"], res["max_num_seqs"], res["max_num_batched_tokens"], args) + "; p90: of TTFT; "
+            "batch: running sequences; KV: of the KV capacity; max req/s: saturation; per user: tok/s per user = "
+            "1 / TPOT."]))
     return out
 
 
-def _knob_source(args) -> str:
-    """' (vLLM's defaults on this chip)' when neither engine knob was given, ' (the one not given: vLLM's)' for one."""
+def _engine_text(chips, seqs, tokens, args) -> str:
+    """'engine max_num_seqs 1024, max_num_batched_tokens 8192 (vLLM's defaults on this chip)': the engine knobs a
+    serve table ran with (each chip's pairs where there are several) and where they came from."""
     given = [args.max_num_seqs is not None, args.max_num_batched_tokens is not None]
-    return "" if all(given) else " (vLLM's defaults on this chip)" if not any(given) else " (the one not given: vLLM's)"
+    source = "" if all(given) else " (vLLM's defaults on the chip)" if not any(given) else " (the one not given: vLLM's)"
+    pairs = list(dict.fromkeys((c, float(s), float(t)) for c, s, t in zip(chips, seqs, tokens)))
+    if len(pairs) == 1:
+        return f"engine max_num_seqs {pairs[0][1]:.0f}, max_num_batched_tokens {pairs[0][2]:.0f}{source}"
+    return (f"engine max_num_seqs / max_num_batched_tokens{source}: "
+            + ", ".join(f"{c} {s:.0f} / {t:.0f}" for c, s, t in pairs))
 
 
 def _efficiency_note(df) -> str:

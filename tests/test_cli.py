@@ -222,6 +222,18 @@ def test_serve_table_fits_a_terminal(capsys):
         assert code == 0 and max(map(len, out.splitlines())) <= 100, max(out.splitlines(), key=len)
 
 
+def test_serve_says_which_engine_knobs_it_ran(capsys):
+    # vLLM's defaults (EngineArgs.get_batch_defaults): an A100 gets 256 sequences and 2048 tokens per step; a sweep
+    # table said nothing of them, one point only of its cap
+    code, out, _ = run(capsys, "serve", "meta-llama/Llama-3.2-1B", "--chip", "a100", "--concurrency", "1,8",
+                       "--prompt", "256", "--gen", "16")
+    flat = " ".join(out.split())
+    assert code == 0 and "engine max_num_seqs 256, max_num_batched_tokens 2048 (vLLM's defaults on the chip)" in flat
+    code, out, _ = run(capsys, "serve", "meta-llama/Llama-3.2-1B", "--chip", "a100", "--concurrency", "8",
+                       "--prompt", "256", "--gen", "16", "--max-num-batched-tokens", "4096")
+    assert "engine max_num_seqs 256, max_num_batched_tokens 4096 (the one not given: vLLM's)" in " ".join(out.split())
+
+
 def test_catalog_tables_fit_a_terminal(capsys):
     # `chips` was 282 columns wide (every alias of a100-80gb) and `models` 155 (an unwrapped footer): both <= 100;
     # aliases beyond two are counted in the table ("+3") and listed in full by --format json
