@@ -260,12 +260,13 @@ class FamilyFit:
             raise ChipError(f"efficiency compute_m_block_rule must be 0, 1 or 2, got {self.compute_m_block_rule!r}")
 
     def compute(self, tokens, keys=0.0, elems=0.0, cols=0.0, dim=0.0, group=0.0, outs=0.0, depth=0.0, width=0.0,
-                block_rows=0.0) -> np.ndarray:
+                block_rows=0.0, spread=0.0) -> np.ndarray:
         """compute_max * f(T, compute_tokens_half) * f(keys, compute_keys_half) * f(elems, compute_elems_half)
         * f(cols, compute_cols_half) * f(dim, compute_dim_half) * f(group, compute_group_half) * f(outs, ...)
         * f(depth, compute_depth_half) * f(width, compute_width_half) (* m_block_padding where compute_m_block_rule),
         f(x, h) = x / (x + h); a factor whose x <= 0 (unknown) or h = 0 is 1. GEMM: outs counts
-        T * N * max(1, K / compute_k_split) when compute_k_split > 0 and depth K is known (split-K)."""
+        T * N * max(1, K / compute_k_split) when compute_k_split > 0 and depth K is known (split-K). spread: see
+        m_block_padding."""
         out = np.float64(self.compute_max)
         halves = self._set_terms[0]
         if halves:
@@ -278,7 +279,7 @@ class FamilyFit:
             t, m = np.maximum(_float(tokens), 1.0), self.compute_m_tile
             out = out * _where(t > m, t / (np.ceil(t / m) * m), 1.0)
         if self.compute_m_block_rule > 0:
-            out = out * m_block_padding(tokens, block_rows, self.compute_m_block_rule)
+            out = out * m_block_padding(tokens, block_rows, self.compute_m_block_rule, spread)
         return out
 
     def memory(self, tokens, streams=0.0, window_keys=0.0, group=0.0) -> np.ndarray:
@@ -302,14 +303,15 @@ class FamilyFit:
     def efficiency(self, tokens=0.0, kernels=1.0, label: str = "calibrated", keys=0.0, elems=0.0, kv_row_bytes=0.0,
                    cols=0.0, dim=0.0, out_elems=0.0, group=0.0, walked=0.0, chips=0.0, depth=0.0, windowed_heads=0.0,
                    head_tiles=0.0, group_tiles=0.0, kv_streams=0.0, window_keys=0.0, width=0.0,
-                   block_rows=0.0, expert_chips=0.0, token_elems=0.0, split_kv=0.0, regrouped=0.0) -> Efficiency:
+                   block_rows=0.0, expert_chips=0.0, token_elems=0.0, split_kv=0.0, regrouped=0.0,
+                   spread=0.0) -> Efficiency:
         """The Efficiency at T = tokens (GEMM: also its output columns; attention: keys per query, Q+O
         elements, head_dim and, for decode, the KV bytes of one context position over the batch); overhead
         (overhead_s + overhead_per_kv_row_byte_s * kv_row_bytes + overhead_per_output_elem_s * out_elems) once
         per kernel; windowed_heads: query rows x heads of a sliding-window decode (0 without a window); head_tiles,
         group_tiles: a prefill's query tiles (query_tiles); kv_streams: a decode's sequences x KV heads; window_keys:
-        a decode's keys W past its sliding window (else 0); width, block_rows: compute()'s (expert GEMMs); expert_chips:
-        an expert GEMM's moe_ep (> 1: overhead_ep_s per kernel); token_elems: its op.token_elems; split_kv, regrouped:
+        a decode's keys W past its sliding window (else 0); width, block_rows, spread: compute()'s (expert GEMMs);
+        expert_chips: an expert GEMM's moe_ep (> 1: overhead_ep_s per kernel); token_elems: its op.token_elems; split_kv, regrouped:
         1 where a decode pays overhead_split_s, overhead_regroup_s (attention_shapes.attention_shape), else 0."""
         ovh = (_where(_float(group) == 1.0, self.overhead_unsplit_s, self.overhead_s) if self.overhead_unsplit_s
                else self.overhead_s)
@@ -321,7 +323,7 @@ class FamilyFit:
             for i, c in coefs:
                 ovh = ovh + c * np.maximum(_float(xs[i]), 0.0)
         return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group, out_elems, depth, width,
-                                               block_rows),
+                                               block_rows, spread),
                           memory=self.memory(tokens, kv_streams, window_keys, group), comm=self.comm_max,
                           overhead_s=ovh * _float(kernels), label=label, comm_switch=self.comm_switch_max,
                           comm_hop_s=self.step_s(chips))
@@ -357,9 +359,11 @@ M_BLOCK_RULES = {1: ((8.0, 16.0, 32.0, 48.0, 64.0), lambda r, b: r < 0.9 * b),
                  2: ((16.0, 32.0, 64.0, 128.0), lambda r, b: np.floor(r) <= b)}
 
 
-def m_block_padding(tokens, block_rows, rule: float) -> np.ndarray:
-    """T / (ceil(T / b) * b): an expert's T rows in whole blocks, b the smallest of the rule's sizes (M_BLOCK_RULES)
-    that fits R = block_rows, else the largest; 1 where T or R is unknown (<= 0) or the rule is none of them."""
+def m_block_padding(tokens, block_rows, rule: float, spread=0.0) -> np.ndarray:
+    """T / (blocks * b): an expert's T rows in whole blocks of b rows, b the smallest of the rule's sizes
+    (M_BLOCK_RULES) that fits R = block_rows, else the largest; 1 where T or R is unknown (<= 0) or the rule is none of
+    them. blocks = ceil(T / b) where every expert has T rows (spread 0: the collector's balanced routing); where they
+    vary about T (spread 1: real routing) the last block is half full on average: max(1, T / b + 1/2), smooth in T."""
     sizes, fits = M_BLOCK_RULES.get(rule, ((), None))
     if not sizes:
         return np.float64(1.0)
@@ -369,7 +373,8 @@ def m_block_padding(tokens, block_rows, rule: float) -> np.ndarray:
         block = np.where(fits(r, size), size, block)
     known = (t > 0) & (r > 0)
     tt = np.where(known, t, 1.0)
-    return np.where(known, tt / (np.ceil(tt / block) * block), 1.0)[()]  # 0-d: a scalar
+    blocks = np.where(_float(spread) > 0, np.maximum(1.0, tt / block + 0.5), np.ceil(tt / block))
+    return np.where(known, tt / (blocks * block), 1.0)[()]  # 0-d: a scalar
 
 
 def _saturation(x, half: float) -> np.ndarray:
@@ -585,9 +590,9 @@ def _efficiency_at(p: FamilyFit, tokens: float, label: str, cols: float = 0.0, d
 
 def _expert_inputs(routed, token_elems, k, n, width, local_experts, expert_chips) -> dict:
     """An expert GEMM's fused-block inputs of FamilyFit.efficiency: the walked elements (routed rows x (K + N)), the
-    rows per local expert, the expert's width, moe_ep and the per-token elements."""
+    rows per local expert, the expert's width, moe_ep, the per-token elements and spread (routing is uneven)."""
     return dict(walked=routed * (k + n), block_rows=block_rows_per_expert(routed, local_experts), width=width,
-                expert_chips=expert_chips, token_elems=token_elems)
+                expert_chips=expert_chips, token_elems=token_elems, spread=1.0)
 
 
 def block_rows_per_expert(routed, local_experts):

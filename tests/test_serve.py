@@ -76,6 +76,17 @@ def test_latency_grows_and_throughput_saturates_with_concurrency():
     assert np.allclose(full.requests_per_s, full.saturation_requests_per_s, rtol=0.02)
 
 
+def test_a_moe_with_m_blocked_experts_gains_throughput_with_every_client():
+    # Kimi-K2.5's int4 experts run vLLM's fused_marlin_moe, whose M blocks (64 rows once R >= 43.2) an expert's rows fill
+    # whole. Priced at exactly the mean rows, a step's cost jumps where the mean crosses a block (3,072 prompt tokens
+    # + 128 decodes: 66.7 rows, 2 blocks against 1 at 64) and the closed loop lost throughput as clients were added
+    # (5.53, 5.45, 5.62 req/s at 128, 192, 256 clients); a model's routing spreads the rows about the mean, so the
+    # expected blocks grow smoothly (efficiency.m_block_padding) and so does the throughput
+    df = serve("moonshotai/Kimi-K2.5", "b200", tp=8, prompt_len=2048, gen_len=256, concurrency=[128, 192, 256, 320],
+               efficiency="calibrated")
+    assert np.all(np.diff(df.requests_per_s) > 0) and np.all(np.diff(df.tpot_s) > 0)
+
+
 def test_kv_capacity_by_hand():
     # A 1 MB chip at gpu_memory_utilization 0.9: 900,000 B - 2,704 B weights - workspace of a 2048-token step.
     # Workspace: the largest op's activations (SiLU*up reads 2 (T, 16) and writes 1: 3 x 16 x 2 B = 96 B per token)

@@ -301,9 +301,10 @@ def moe_rows(df: "pd.DataFrame", fallback: bool = False) -> dict:
     return pd.concat(frames, ignore_index=True).to_dict("series")
 
 
-def _moe_rows(df: "pd.DataFrame", family: str, compute: str, bits: float, tag: str = "") -> dict:
-    # balanced routing; a system measured with skewed routing only (a100_sxm, vLLM 0.14) -> its mildest skew
-    dist = "balanced" if (df["distribution"] == "balanced").any() else "power_law_1.01"
+def _moe_rows(df: "pd.DataFrame", family: str, compute: str, bits: float, tag: str = "", dist: str = "") -> dict:
+    # balanced routing; a system measured with skewed routing only (a100_sxm, vLLM 0.14) -> its mildest skew; dist:
+    # the rows of that routing instead (benchmarks/validate_moe_skew.py)
+    dist = dist or ("balanced" if (df["distribution"] == "balanced").any() else "power_law_1.01")
     named = df[["hidden_size", "inter_size", "topk", "num_experts"]].apply(tuple, axis=1)
     df = df[(df["distribution"] == dist) & ~named.isin(_NOT_AS_NAMED)]
     df = _fastest(df, ["num_tokens", "hidden_size", "inter_size", "topk", "num_experts", "moe_tp_size", "moe_ep_size"])

@@ -68,6 +68,7 @@ class _Terms:
     expert_chips: np.ndarray | float = 0.0  # moe: chips the routed experts are split over (moe_ep; 0: unknown)
     split_kv: np.ndarray | float = 0.0  # decode attention: 1 where it may split its keys (decode_kernels)
     regrouped: np.ndarray | float = 0.0  # decode attention: 1 where FlashAttention-2 copies Q and O to fold a GQA group
+    spread: np.ndarray | float = 0.0  # moe: 1 where the experts' rows vary (skewed routing: m_block_padding), 0: balanced
 
     @property
     def expert_parallel(self):
@@ -88,7 +89,7 @@ class _Terms:
                            head_tiles=self.head_tiles, group_tiles=self.group_tiles, kv_streams=self.kv_streams,
                            window_keys=self.window_keys, width=self.width, block_rows=self.block_rows,
                            expert_chips=self.expert_chips, token_elems=self.token_elems, split_kv=self.split_kv,
-                           regrouped=self.regrouped)
+                           regrouped=self.regrouped, spread=self.spread)
         if self.comm is not None:
             return score_collective(self.comm, eff).t_s
         return score(self.flops, self.bytes, peak_flops_per_s=self.peak, hbm_bytes_per_s=self.hbm,
