@@ -311,8 +311,8 @@ class FamilyFit:
         per kernel; windowed_heads: query rows x heads of a sliding-window decode (0 without a window); head_tiles,
         group_tiles: a prefill's query tiles (query_tiles); kv_streams: a decode's sequences x KV heads; window_keys:
         a decode's keys W past its sliding window (else 0); width, block_rows, spread: compute()'s (expert GEMMs);
-        expert_chips: an expert GEMM's moe_ep (> 1: overhead_ep_s per kernel); token_elems: its op.token_elems; split_kv, regrouped:
-        1 where a decode pays overhead_split_s, overhead_regroup_s (attention_shapes.attention_shape), else 0."""
+        expert_chips: an expert GEMM's moe_ep (> 1: overhead_ep_s per kernel); token_elems: its op.token_elems;
+        split_kv, regrouped: 1 where a decode pays overhead_split_s, overhead_regroup_s (attention_shape), else 0."""
         ovh = (_where(_float(group) == 1.0, self.overhead_unsplit_s, self.overhead_s) if self.overhead_unsplit_s
                else self.overhead_s)
         coefs = self._set_terms[1]
@@ -590,7 +590,7 @@ def _efficiency_at(p: FamilyFit, tokens: float, label: str, cols: float = 0.0, d
 
 def _expert_inputs(routed, token_elems, k, n, width, local_experts, expert_chips) -> dict:
     """An expert GEMM's fused-block inputs of FamilyFit.efficiency: the walked elements (routed rows x (K + N)), the
-    rows per local expert, the expert's width, moe_ep, the per-token elements and spread (routing is uneven)."""
+    rows per local expert, the expert's width, moe_ep, the per-token elements, spread 1 (a model's routing: random)."""
     return dict(walked=routed * (k + n), block_rows=block_rows_per_expert(routed, local_experts), width=width,
                 expert_chips=expert_chips, token_elems=token_elems, spread=1.0)
 
