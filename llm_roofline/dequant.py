@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import numpy as np
-
 from .roofline import Efficiency, where as _where
 from .units import DTYPE_BITS, f64 as _float
 
@@ -70,7 +68,7 @@ def dequant_efficiency(p, op: "Op", chip: Chip, label: str, compute_cap: float =
     (k * n = flops / 2T), never the padded rows."""
     t = _float(op.tokens)
     ratio = chip.peak_flops_per_s(op.compute_dtype) / chip.peak_flops_per_s("vector")
-    tt = _where(t > 0, t, np.inf)  # tokens unknown: no dequant share (the ceiling)
+    tt = _where(t > 0, t, 1.0)  # tokens unknown (<= 0): the ceiling, below (no 0 / 0)
     top = min(p.compute_max, compute_cap)  # the tensor cores' share; the vector units' at the GEMM fit's
     compute = 2.0 * tt / (2.0 * tt / top + DEQUANT_FLOP_PER_WEIGHT * ratio / p.compute_max)
     return Efficiency(compute=_where(t > 0, compute, top), memory=p.memory(op.tokens),

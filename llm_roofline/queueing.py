@@ -22,7 +22,8 @@ decoding (Little: L = X * (G - 1) / E_spec * tau) and a decoding request seeing 
                      prompt takes; p90 via the exponential tail P(W > t) = rho exp(-t rho / E[W]) (open loop)
     slots (open)     M/D/c with c = running capacity: Erlang C times 1/2 (Allen-Cunneen, deterministic hold)
     closed loop      C clients: Schweitzer's approximate MVA (the others are (C - 1) / C of the population),
-                     X = C / E[e2e] (Little), no residual (a client's next prompt arrives as a step ends),
+                     X = C / E[e2e] (Little) at most the prompt rate the prompt steps can serve (a prompt-bound
+                     engine: the others wait), no residual (a client's next prompt arrives as a step ends),
                      clients beyond the running capacity wait (C - B) / X for a slot
 
 tests/test_serve_queueing.py checks these against a discrete-event simulation of the scheduler (15 %).
@@ -422,6 +423,9 @@ class _Pass:
     u: np.ndarray
     backlog: np.ndarray  # utilization of the prompt budget
     queue_s: np.ndarray
+    # the others' prompts' demand on the engine: the larger of the prompt steps' time share (u before its cap) and the
+    # backlog; the closed loop's rate is held to the share * rate / prompt_load they allow
+    prompt_load: np.ndarray = None
 
 
 def _pass(tab: StepTables, wl: Workload, rate, tau, share, dec_steps, closed: bool, request_overhead_s,
@@ -448,7 +452,8 @@ def _pass(tab: StepTables, wl: Workload, rate, tau, share, dec_steps, closed: bo
                       np.maximum(room / chunk_mean, 1.0))
     mixed_per_s = share_rate * wl.mean(n_own) / beta  # steps carrying others' prompt tokens
     mixed_s = tab.batched(d, beta * chunk_mean, at_d)
-    u = np.minimum(mixed_per_s * mixed_s, 0.999)
+    busy = mixed_per_s * mixed_s
+    u = np.minimum(busy, 0.999)
     tau_new = 1.0 / (mixed_per_s + (1.0 - u) / decode_s)
     if not with_ttft:  # open loop: the fixed point needs tau only
         return _Pass(tau_new, None, None, others, u, None, None)
@@ -476,8 +481,9 @@ def _pass(tab: StepTables, wl: Workload, rate, tau, share, dec_steps, closed: bo
 
     wait = request_overhead_s + backlog_s + residual / 2.0  # (n,)
     ttft = wait[:, None] + service(joining[:, None])
+    prompt_load = np.maximum(busy, backlog)
     if not with_p90:
-        return _Pass(tau_new, ttft, None, others, u, backlog, wait - request_overhead_s)
+        return _Pass(tau_new, ttft, None, others, u, backlog, wait - request_overhead_s, prompt_load)
     jw = _poisson_pmf(joining, _J)  # (n, J)
     values = service(_J[None, None, :])[..., None] + request_overhead_s  # (n, k, J, 1)
     values = values + residual[..., None, None, None] * _R  # (n, k, J, R)
@@ -487,7 +493,7 @@ def _pass(tab: StepTables, wl: Workload, rate, tau, share, dec_steps, closed: bo
     # backlog has no exponential tail (bounded by C - 1 prompts): its mean is added instead
     tail = backlog_s if closed else _wait_tail_p90_s(backlog_s, np.minimum(backlog, 1.0))
     p90 = _weighted_p90(values, weights) + tail
-    return _Pass(tau_new, ttft, p90, others, u, backlog, wait - request_overhead_s)
+    return _Pass(tau_new, ttft, p90, others, u, backlog, wait - request_overhead_s, prompt_load)
 
 
 def _first_wave_s(tab, wl, clients, others):
@@ -526,8 +532,9 @@ def _steady(tab, wl, load, capacity, closed, tokens_per_step, request_overhead_s
     for _ in range(_ITERATIONS):
         p = _pass(tab, wl, rate, tau, share, dec_steps, closed, request_overhead_s, with_ttft=closed)
         tau = 0.5 * tau + 0.5 * p.tau_s
-        if closed:
-            rate = 0.5 * rate + 0.5 * c / (wl.mean(p.ttft_s) + dec_steps * tau)
+        if closed:  # Little, within the prompts per second the engine's prompt steps can serve
+            cap = np.where(p.prompt_load > 0, share * rate / np.where(p.prompt_load > 0, p.prompt_load, 1.0), np.inf)
+            rate = 0.5 * rate + 0.5 * np.minimum(c / (wl.mean(p.ttft_s) + dec_steps * tau), cap)
     p = _pass(tab, wl, rate, tau, share, dec_steps, closed, request_overhead_s,
               with_p90=with_p90 and not saturated_only)
     ttft = wl.mean(p.ttft_s)
