@@ -230,6 +230,12 @@ class StepTables:
     index: np.ndarray  # (n,) configuration of every grid point
 
     @cached_property
+    def prefill_s(self) -> np.ndarray:
+        """(u, k, m) a class-k prompt's chunk steps in all (chunks x own_s), interpolated as one table: the product of
+        two interpolations dips between nodes where the chunk count steps (one full-budget step against two halves)."""
+        return self.chunks * self.own_s
+
+    @cached_property
     def point_budget_tokens(self) -> np.ndarray:
         """budget_tokens of every grid point (n,), gathered once (the passes of a solve read it many times)."""
         return self.budget_tokens[self.index]
@@ -457,7 +463,7 @@ def _pass(tab: StepTables, wl: Workload, rate, tau, share, dec_steps, closed: bo
     tau_new = 1.0 / (mixed_per_s + (1.0 - u) / decode_s)
     if not with_ttft:  # open loop: the fixed point needs tau only
         return _Pass(tau_new, None, None, others, u, None, None)
-    own_s = tab.at(tab.own_s, others[:, None], at_o)
+    prefill_s = tab.at(tab.prefill_s, others[:, None], at_o)  # (n, k) the own prompt's chunk steps
     room_o = tab.room_tokens(others)
     landing_s = mixed_per_s * mixed_s ** 2 + (1.0 - u) * decode_s  # length-biased step: E[t^2] / E[t]
     joining = share_rate * (tau_new if closed else landing_s)  # (n,) prompts sharing the own step
@@ -477,7 +483,7 @@ def _pass(tab: StepTables, wl: Workload, rate, tau, share, dec_steps, closed: bo
         x_own = chunk[shape]
         x_all = np.minimum(x_own + j * chunk_mean[:, None][shape], room_o[:, None][shape])
         o = others[:, None][shape]
-        return n_own[shape] * own_s[shape] + tab.batched(o, x_all, at_o) - tab.batched(o, x_own, at_o)
+        return prefill_s[shape] + tab.batched(o, x_all, at_o) - tab.batched(o, x_own, at_o)
 
     wait = request_overhead_s + backlog_s + residual / 2.0  # (n,)
     ttft = wait[:, None] + service(joining[:, None])
@@ -528,7 +534,7 @@ def _steady(tab, wl, load, capacity, closed, tokens_per_step, request_overhead_s
     c = np.minimum(load, capacity) if closed else None  # running clients; the rest wait for a slot
     share = (c - 1.0) / c if closed else 1.0  # Schweitzer: the others are (C - 1) / C of the clients
     tau = tab.at(tab.decode_s, np.ones_like(load))
-    rate = c / (wl.mean(tab.at(tab.chunks * tab.own_s, 0.0)) + dec_steps * tau) if closed else load
+    rate = c / (wl.mean(tab.at(tab.prefill_s, 0.0)) + dec_steps * tau) if closed else load
     for _ in range(_ITERATIONS):
         p = _pass(tab, wl, rate, tau, share, dec_steps, closed, request_overhead_s, with_ttft=closed)
         tau = 0.5 * tau + 0.5 * p.tau_s
