@@ -431,7 +431,7 @@ class _Pass:
     queue_s: np.ndarray
     # the others' prompts' demand on the engine: the larger of the prompt steps' time share (u before its cap) and the
     # backlog; the closed loop's rate is held to the share * rate / prompt_load they allow
-    prompt_load: np.ndarray = None
+    prompt_load: np.ndarray | None = None
 
 
 def _pass(tab: StepTables, wl: Workload, rate, tau, share, dec_steps, closed: bool, request_overhead_s,
@@ -539,7 +539,8 @@ def _steady(tab, wl, load, capacity, closed, tokens_per_step, request_overhead_s
         p = _pass(tab, wl, rate, tau, share, dec_steps, closed, request_overhead_s, with_ttft=closed)
         tau = 0.5 * tau + 0.5 * p.tau_s
         if closed:  # Little, within the prompts per second the engine's prompt steps can serve
-            cap = np.where(p.prompt_load > 0, share * rate / np.where(p.prompt_load > 0, p.prompt_load, 1.0), np.inf)
+            demand = p.prompt_load
+            cap = np.where(demand > 0, share * rate / np.where(demand > 0, demand, 1.0), np.inf)
             rate = 0.5 * rate + 0.5 * np.minimum(c / (wl.mean(p.ttft_s) + dec_steps * tau), cap)
     p = _pass(tab, wl, rate, tau, share, dec_steps, closed, request_overhead_s,
               with_p90=with_p90 and not saturated_only)
