@@ -511,7 +511,8 @@ class ModelSpec:
         """weight_storage_label, with ', W8A8: fp8 GEMMs' where the quantized matrices compute in the checkpoint's
         activation dtype."""
         act = self.gemm_compute_dtype(dt)
-        return self.weight_storage_label(dt) + (f", {_wa(act)}: {act} GEMMs" if act != dt.compute else "")
+        quantized = f", {quant_gemm_label(act)}: {act} GEMMs" if act != dt.compute else ""
+        return self.weight_storage_label(dt) + quantized
 
     def weight_storage_label(self, dt: Any) -> str:
         """How the weights are stored: 'bf16', 'int4 (g128, 16-bit scales, 4-bit zeros)', 'bf16; experts fp4 (g32,
@@ -525,11 +526,12 @@ class ModelSpec:
         act = self.activation_quant
         if act is None or dt.weight is not None or act in dt.quant_compute:
             return None
-        return (f"{chip_name} has no {act} matrix units: the checkpoint's {_wa(act)} GEMMs run weight-only ({act} "
-                f"weights dequantized to {dt.compute}, as vLLM's Marlin fallback), priced as dequantizing GEMMs.")
+        return (f"{chip_name} has no {act} matrix units: the checkpoint's {quant_gemm_label(act)} GEMMs run "
+                f"weight-only ({act} weights dequantized to {dt.compute}, as vLLM's Marlin fallback), priced as "
+                "dequantizing GEMMs.")
 
 
-def _wa(act: str) -> str:
+def quant_gemm_label(act: str) -> str:
     """'W8A8' / 'W4A4': the quantized GEMMs' weight and activation bits."""
     return f"W{DTYPE_BITS[act]}A{DTYPE_BITS[act]}"
 

@@ -10,7 +10,7 @@ from ..errors import ModelConfigError, RooflineError
 from ..units import DTYPE_BITS, WeightFormat, canonical_dtype, weight_format
 from .architectures import BOUNDS
 from .reader import ConfigReader, as_int
-from .spec import ModelSpec
+from .spec import ModelSpec, quant_gemm_label
 
 _MAX_GROUP = BOUNDS["quant_group"]
 
@@ -88,11 +88,10 @@ def activation_quant(r: ConfigReader, config: dict, fmt: WeightFormat | None) ->
         r.assume(f"quantization_config ({method}, {what}): weight-only; the GEMMs dequantize into the compute dtype.")
         return None
     bits = DTYPE_BITS[act]
-    article = "an" if bits == 8 else "a"
     r.assume(f"Checkpoint quantizes the activations to {act} ({method}, {what}): its quantized GEMMs compute in {act} "
-             f"where the chip has it (W{bits}A{bits}, as vLLM runs it: a per-token quantization pass, then {article} "
-             f"{bits}-bit GEMM), else dequantize into the compute dtype; activations between ops and the KV cache keep "
-             "their dtypes.")
+             f"where the chip has it ({quant_gemm_label(act)}, as vLLM runs it: a per-token quantization pass, then "
+             f"{'an' if bits == 8 else 'a'} {bits}-bit GEMM), else dequantize into the compute dtype; activations "
+             "between ops and the KV cache keep their dtypes.")
     return act
 
 
