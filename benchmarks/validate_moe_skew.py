@@ -50,9 +50,15 @@ def main(argv=None) -> int:
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--chips", default="b200,gb200,h100-sxm,h200")
     args = ap.parse_args(argv)
+    chips = args.chips.split(",")
+    if set(chips) - set(aic_vllm.SYSTEMS.values()):
+        ap.error(f"unknown chips {sorted(set(chips) - set(aic_vllm.SYSTEMS.values()))}; measured: "
+                 f"{', '.join(aic_vllm.SYSTEMS.values())}")
+    if not (args.data / "aic-vllm").is_dir():
+        ap.error(f"no aic-vllm folder under {args.data} (give the shared calibration directory with --data)")
     print("| GPU | family | rows | spread 0: ratio, med / p90 % | spread 1: ratio, med / p90 % |")
     print("|---|---|---:|---|---|")
-    for name in args.chips.split(","):
+    for name in chips:
         chip, rows = load_chip(name), skewed_rows(args.data, name)
         model = calibrated_model(chip)
         for fam in sorted(set(rows["fam"])) if len(rows) else []:
