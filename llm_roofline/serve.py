@@ -39,25 +39,22 @@ from .sharding import Sharding, micro_batches, stage_divisor, stage_note
 from .units import as_list, json_ready, remembered, unique_rows
 
 # Host overhead, fitted by `python benchmarks/validate_serving.py` (efficiency="calibrated", the calibration v2 chip
-# fits) on measured vLLM serving of Llama-3.1-70B (fp8, fp4) on B200, tp 1-8, concurrency <= 16 (72 rows; 48 rows at
-# concurrency 32-64 and 84 rows of gpt-oss-120b held out), benchmark runs of 10 requests per client. Per step:
-# scheduler and launch; per decoding sequence per step: sampler, detokenizer (held at 0: at concurrency <= 16 it
-# cannot be told from the per-step cost, and a free fit extrapolates milliseconds per step at 64 sequences); per
-# request: API server, tokenizer, first-token delivery; per layer of a step carrying prompt tokens: such steps run
-# beyond the CUDA-graph capture sizes, so every layer's kernels are launched from the host (NVIDIA AIConfigurator
-# models the same mechanism as a prefill dispatch overhead of ~0.8 ms per layer). Refit 2026-11-26 once an empty
-# attention core (a decode-only step's prompt chunk, a prompt-only step's decodes) stopped paying a kernel launch
-# (roofline.launched_overhead_s; it had added ~0.9 ms to every decode step of Llama-3.1-70B, which the per-step and
-# per-request constants carried: 0.595 and 7.0 ms before). Held-out median error: TTFT 10.1 %, TPOT 8.3 %
-# (concurrency 32-64); gpt-oss-120b (refit on all 120 Llama rows) TTFT 19.4 %, TPOT 35 % (kernel floors that vLLM's
-# CUDA graphs fuse or overlap, under the Llama-fitted per-step overhead; with these constants TTFT 18 %, TPOT 12 %).
-# Kept when NVFP4 GEMMs got their own fit (gemm_fp4): the refit (0.858 ms per step, 6.6 ms per request) takes the gap
-# between Llama's fp4 serving steps and the NVFP4 kernel tables (0.4-2.5 ms; its fp8 steps match) as host time, and
-# would double gpt-oss-120b's TPOT error (12 -> 23 %); README "Serving under load".
-HOST_STEP_OVERHEAD_S = 0.351e-3
+# fits) on measured vLLM serving of Llama-3.1-70B in fp8 on B200, tp 1-8, concurrency <= 16 (36 rows; its 24 rows at
+# concurrency 32-64, its 60 fp4 rows and 84 rows of gpt-oss-120b held out), benchmark runs of 10 requests per client.
+# Only the fp8 rows: their steps match the kernel tables (within +-0.4 ms at 4-8 clients), while the fp4 rows run
+# 0.4-2.5 ms per step above the NVFP4 tables, shrinking with tp as the weight bytes per GPU do (a slower fp4 kernel in
+# those runs), which a fit on them took as host time on every step (0.351 ms before, 0.858 in a refit on all rows).
+# Per step (scheduler, launch) and per request (API server, tokenizer, first-token delivery) the fit finds 0 within
+# its resolution (1.7 us, 51 us): vLLM's V1 engine overlaps a decode step's host work with the GPU. Per decoding
+# sequence per step: held at 0 (at concurrency <= 16 it cannot be told from the per-step cost). Per layer of a step
+# carrying prompt tokens: such steps run beyond the CUDA-graph capture sizes, so every layer's kernels are launched
+# from the host (NVIDIA AIConfigurator models the same mechanism as a prefill dispatch overhead of ~0.8 ms per layer).
+# Held-out median error: Llama fp8 at concurrency 32-64 TTFT 9.7 %, TPOT 7.0 %; Llama fp4 TTFT 11.3 %, TPOT 9.0 %;
+# README "Serving under load".
+HOST_STEP_OVERHEAD_S = 0.0
 HOST_SEQ_OVERHEAD_S = 0.0
-HOST_REQUEST_OVERHEAD_S = 2.9e-3
-HOST_PROMPT_LAYER_OVERHEAD_S = 0.853e-3
+HOST_REQUEST_OVERHEAD_S = 0.0
+HOST_PROMPT_LAYER_OVERHEAD_S = 0.876e-3
 
 # Closed-loop benchmark clients (genai-perf / aiperf `--concurrency C --request-count 10C`, the recipe of NVIDIA
 # AIConfigurator's evaluation harness; `vllm bench serve --max-concurrency C` with a fixed number of prompts) start
