@@ -3,7 +3,8 @@
     python benchmarks/bench_serve.py
 
 Grid: Llama-3.1-8B on h100-sxm, calibrated efficiency, 4 prompt lengths x 5 generation lengths x 500
-concurrencies (closed loop) = 10,000 points, and the same with 500 QPS values (open loop).
+concurrencies (closed loop) = 10,000 points, and the same with 500 QPS values (open loop); each with and without
+the uncertainty band (serve(uncertainty=...)).
 """
 
 from __future__ import annotations
@@ -37,8 +38,9 @@ def main() -> None:
     serve("meta-llama/Llama-3.1-8B", "h100-sxm", prompt_len=[512, 1024], concurrency=[1, 2])  # warm-up (imports)
     for name, load in (("closed loop", dict(concurrency=list(range(1, 501)))),
                        ("open loop", dict(qps=list(np.linspace(0.05, 25.0, 500))))):
-        s, n = timed(**load)
-        print(f"{name}: {n} points in {s:.3f} s (best of 3), {n / s:,.0f} points/s")
+        for band in (True, False):  # the p10 / p90 columns: two more queueing solves
+            s, n = timed(**load, uncertainty=band)
+            print(f"{name}, uncertainty={band}: {n} points in {s:.3f} s (best of 3), {n / s:,.0f} points/s")
 
 
 if __name__ == "__main__":

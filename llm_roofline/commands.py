@@ -11,6 +11,7 @@ from .errors import ModelConfigError, RooflineError
 from .memory import GPU_MEMORY_UTILIZATION
 from .files import check_destination, figure_path, write_text
 from .report.table import render
+from .report.text import serving_band_text
 from .units import eng, fmt_seconds, sig3
 
 
@@ -291,7 +292,8 @@ def cmd_serve(args) -> str:
             f"{res.model} on {res.chip}, efficiency {efficiency_text(res.efficiency_mode, res.efficiency)}; "
             f"{_engine_text([res.chip], [res.scenario['max_num_seqs']], [res.scenario['max_num_batched_tokens']], args)}"
             f"; running batch capped at {res.max_running:.0f} by {res.limit}; p90: of TTFT; batch: running sequences; "
-            "KV: of the KV capacity; max req/s: saturation; per user: tok/s per user = 1 / TPOT."]))
+            "KV: of the KV capacity; max req/s: saturation; per user: tok/s per user = 1 / TPOT."]
+            + ([serving_band_text(res.uncertainty)] if res.uncertainty else [])))
     elif args.format in ("table", "markdown"):
         out += "\n\n" + "\n".join([_efficiency_note(res)] + _prose([
             _engine_text(res["chip"], res["max_num_seqs"], res["max_num_batched_tokens"], args) + "; p90: of TTFT; "

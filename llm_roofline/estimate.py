@@ -32,11 +32,11 @@ from .model.hf import load_model
 from .model.spec import ModelSpec
 from .optable import OpTable
 from .phases import (DecodeSums, PhaseResult, PhaseTotals, PrefillSums, decode_segments, graph_memo, phase_t_s,
-                     run_phase)
-from .roofline import TERMS, intensity_of
+                     run_phase, total_of)
+from .roofline import TERMS, intensity_of, score_op
 from .sharding import (Sharding, critical_thresholds, micro_batch_note, micro_batches, stage_divisor, stage_note,
                        whole_micro_batches)
-from .uncertainty import uncertainty_of
+from .uncertainty import phase_band, uncertainty_of
 from .units import array_key, json_ready
 
 
@@ -419,6 +419,21 @@ def step_time_s(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chu
         spec, chip, *amounts, tp, pp, ep, weight_dtype, act_dtype, kv_dtype, None, attention, attention_dp, moe_tp,
         moe_ep, routing_skew))
     return phase_t_s(ops, chip, resolve_efficiency(efficiency, chip), factor, memo=memo)
+
+
+def step_band(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chunk_kv_len=0, tp=1, pp=1, ep=1,
+              weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency=DEFAULT_EFFICIENCY, attention="fused",
+              attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0) -> tuple[float, float] | None:
+    """(p10, p90) multipliers of one step's calibrated kernel time, scalar sizes: its ops' family bands weighted by
+    their share of the step (uncertainty.phase_band, as est.uncertainty weighs a phase); None where the efficiency is
+    not a calibrated model (ideal, a custom Efficiency: no measured error to carry)."""
+    ops, chip, eff, _, _ = _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep,
+                                     weight_dtype, act_dtype, kv_dtype, efficiency, attention, attention_dp, moe_tp,
+                                     moe_ep, routing_skew)
+    if not isinstance(eff, CalibratedModel):
+        return None
+    return phase_band(eff, [(op, total_of(score_op(op, chip, eff.for_op(op, chip)).t_s) * op.count) for op in ops],
+                      chip)
 
 
 def pass_time_s(model, chip, *, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp=1, pp=1, ep=1,

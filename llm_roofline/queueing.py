@@ -323,7 +323,7 @@ def _joined(parts: tuple, widths: tuple) -> np.ndarray:
 
 def step_tables(step_s: StepFn, wl: Workload, engine: Engine, spec: Speculative, nodes: np.ndarray,
                 draft_s: StepFn | None = None, own_step_s: StepFn | None = None,
-                decode_step_s: StepFn | None = None) -> StepTables:
+                decode_step_s: StepFn | None = None, kernel_scale: tuple[float, float] = (1.0, 1.0)) -> StepTables:
     """Tabulate the engine's steps for every point of `wl` at the decode batches `nodes` (m,).
 
     Decode rows: d (k + 1) with speculation (the verify step approximated as k + 1 decode rows per sequence,
@@ -332,7 +332,9 @@ def step_tables(step_s: StepFn, wl: Workload, engine: Engine, spec: Speculative,
     without decodes and needs each prompt to fit the budget. Batched steps: prompt tokens at the workload's
     mean chunk context (cached prefix + half the prompt + half the chunk). own_step_s, decode_step_s: the time a prompt
     waits for one of its own chunk steps, a decoding sequence for its next token, where that is not a step's time (a
-    pipeline: serve._own_step_fn, serve._decode_step_fn); default step_s."""
+    pipeline: serve._own_step_fn, serve._decode_step_fn); default step_s. kernel_scale (prompt, decode): multiplies the
+    kernels' time of the steps carrying prompt tokens and of the decode-only steps (and the draft's), not the host's
+    (an uncertainty band's tables: serve's `uncertainty`)."""
     chunked = engine.scheduling == "chunked"
     rows = nodes * (spec.k + 1) if chunked else 0.0 * nodes  # (m,) decode rows in a step with prompt tokens
     kv_dec = wl.decode_kv_tokens[:, None]  # (n, 1)
@@ -354,14 +356,16 @@ def step_tables(step_s: StepFn, wl: Workload, engine: Engine, spec: Speculative,
     dec_rows = np.maximum(nodes, 1.0) * (spec.k + 1)
     t = step_s(_joined((dec_rows, rows, rows), (1, k, f)), kv_dec[..., None],
                _joined((0.0, chunk, x[..., None]), (1, k, f)), _joined((0.0, kv_own, kv_x[..., None]), (1, k, f)))
+    pre, dec = kernel_scale
+    draft = draft * dec
     host = engine.step_overhead_s + engine.seq_overhead_s * nodes  # (m,)
     dec_t = t[:, 0] if decode_step_s is None else decode_step_s(dec_rows, kv_dec, 0.0, 0.0)
-    decode = dec_t + draft + host  # (n, m)
+    decode = dec_t * dec + draft + host  # (n, m)
     host = (engine.step_overhead_s + engine.prompt_step_overhead_s
             + engine.seq_overhead_s * nodes * chunked)  # steps with prompt tokens (and decodes beside them)
     own_t = t[:, 1:1 + k] if own_step_s is None else own_step_s(rows, kv_dec[..., None], chunk, kv_own)
-    own = own_t + draft + host  # (n, k, m)
-    batch = np.swapaxes(t[:, 1 + k:], 1, 2) + (draft + host)[:, None]  # (n, m, f)
+    own = own_t * pre + draft + host  # (n, k, m)
+    batch = np.swapaxes(t[:, 1 + k:], 1, 2) * pre + (draft + host)[:, None]  # (n, m, f)
     shape = new.shape[:-1] + nodes.shape
     return StepTables(nodes, np.broadcast_to(decode, shape[:1] + nodes.shape), np.broadcast_to(own, shape),
                       np.broadcast_to(chunks, shape), np.broadcast_to(batch, shape[:1] + nodes.shape + x.shape[1:]),

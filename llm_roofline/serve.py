@@ -20,7 +20,7 @@ at the mean context, which is the mean of estimate's steps while every op stays 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -28,7 +28,7 @@ import numpy as np
 from .bounds import BOUNDS, check_count
 from .errors import RooflineError, ScenarioError
 from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency, resolved_once
-from .estimate import pass_time_s, step_time_factor, step_time_s
+from .estimate import pass_time_s, step_band, step_time_factor, step_time_s
 from .graph import Dtypes, resolve_dtypes
 from .hardware import load_chip
 from .memory import GPU_MEMORY_UTILIZATION, PREFILL_CHUNK_TOKENS, memory_footprint
@@ -91,6 +91,9 @@ class ServingEstimate:
     saturation_requests_per_s: float  # the largest Poisson rate served without saturating (open-loop model)
     assumptions: list[str] = field(default_factory=list)
     efficiency_mode: str = "calibrated"  # 'ideal' | 'calibrated' | 'custom'; `efficiency` names the chip's fit
+    # calibrated: p10 / p90 of the headline numbers with every kernel at its fits' p10 / p90 (held-out) error, through
+    # the same queue (_band); None in ideal mode or with a custom efficiency
+    uncertainty: dict[str, Any] | None = None
 
     @property
     def tokens_per_s_per_user(self) -> float | None:
@@ -174,6 +177,8 @@ class _Prepared:
     dp: int
     max_num_seqs: np.ndarray
     attention_dp: int
+    rescaled: Any = None  # (prompt, decode) kernel-time multipliers -> the tables with them (step_tables kernel_scale)
+    step_kw: dict = field(default_factory=dict)  # the deployment's step_time_s arguments (model and chip included)
 
 
 def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency, attention, engine: dict,
@@ -203,9 +208,27 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
     draft = _draft_fn(spec, chip, kw, sp, float(np.mean(wl_u.decode_kv_tokens)))
     own, dec = (None, None) if pp == 1 else (_own_step_fn(spec, chip, kw, stages, eng.prompt_step_overhead_s),
                                              _decode_step_fn(spec, chip, kw, pp))
-    tab = step_tables(_step_fn(spec, chip, kw), wl_u, eng, sp, nodes, draft, own, dec).with_index(inv.ravel())
+    fns = [None if f is None else _remembered(f) for f in (_step_fn(spec, chip, kw), draft, own, dec)]
+
+    def rescaled(scale=(1.0, 1.0)) -> StepTables:
+        return step_tables(fns[0], wl_u, eng, sp, nodes, *fns[1:], kernel_scale=scale).with_index(inv.ravel())
+
     load = (g["concurrency"] if closed else g["qps"]) / dp
-    return _Prepared(tab, wl, cap, kv_seq, free, kv_seqs, load, dp, g["max_num_seqs"], layout["attention_dp"])
+    return _Prepared(rescaled(), wl, cap, kv_seq, free, kv_seqs, load, dp, g["max_num_seqs"], layout["attention_dp"],
+                     rescaled, {**{k: v for k, v in kw.items() if k != "graphs"}, "model": spec, "chip": chip})
+
+
+def _remembered(fn):
+    """fn with its calls remembered by the arguments' values: a band's rescaled tables ask for the same step costs."""
+    seen: list = []
+
+    def call(*args):
+        for a, out in seen:
+            if all(np.array_equal(x, y) for x, y in zip(a, args)):
+                return out
+        seen.append((args, fn(*args)))
+        return seen[-1][1]
+    return call
 
 
 def _solve(parts: "list[_Prepared]", *, engine: dict, sp: Speculative, closed: bool,
@@ -311,7 +334,7 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
           max_num_batched_tokens=None, prefix_hit_rate=0.0, speculative=None, workload=None, scheduling="chunked",
           gpu_memory_utilization=GPU_MEMORY_UTILIZATION, step_overhead_s=None, seq_overhead_s=None,
           request_overhead_s=None, prompt_layer_overhead_s=None, requests_per_client=BENCHMARK_REQUESTS_PER_CLIENT,
-          attention="fused", attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0):
+          attention="fused", attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0, uncertainty=True):
     """Steady state of a continuous-batching engine under a closed loop of `concurrency` clients or Poisson
     arrivals at `qps` requests/s (exactly one of them). Any of the grid arguments (prompt_len, gen_len,
     concurrency or qps, max_num_seqs, max_num_batched_tokens, prefix_hit_rate) and chip, tp, pp, ep, dp may be
@@ -326,7 +349,10 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
     and per request (before its first token); prompt_layer_overhead_s: host time per layer (on each pipeline
     stage) of a step carrying prompt tokens; None uses the fitted HOST_*_S.
     requests_per_client (closed loop): requests each benchmark client sends, all clients starting together, so
-    the first of these rounds arrives as one burst; float("inf") gives the steady state alone."""
+    the first of these rounds arrives as one burst; float("inf") gives the steady state alone.
+    uncertainty (calibrated efficiency): the p10 / p90 of TTFT, TPOT, e2e and throughput with every kernel at its
+    fits' held-out error, through the same queue (.uncertainty; a sweep's <name>_p10 / <name>_p90 columns); False
+    leaves them out (a sweep then runs ~2.5x faster: two queueing solves fewer)."""
     call = dict(prompt_len=prompt_len, gen_len=gen_len, concurrency=concurrency, qps=qps, weight_dtype=weight_dtype,
                 act_dtype=act_dtype, kv_dtype=kv_dtype, efficiency=efficiency, max_num_seqs=max_num_seqs,
                 max_num_batched_tokens=max_num_batched_tokens, prefix_hit_rate=prefix_hit_rate, speculative=speculative,
@@ -341,7 +367,9 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
     import itertools
 
     jobs = [dict(zip(discrete, combo)) for combo in itertools.product(*(as_list(v) for v in discrete.values()))]
-    frames = _run(spec, [(d, mesh) for d in jobs], ctx, raise_errors=True)
+    if not isinstance(uncertainty, bool):
+        raise ScenarioError(f"uncertainty must be True or False, got {uncertainty!r:.80}")
+    frames = _run(spec, [(d, mesh) for d in jobs], ctx, raise_errors=True, band=uncertainty)
     if is_sweep:
         labels: dict = {}  # each chip's fit label, once
         return _concat([_frame(chip_obj, d, cols, g, efficiency, labels) for chip_obj, d, g, cols, _ in frames])
@@ -375,11 +403,12 @@ def _setup(model, call: dict):
 
 
 def _run(spec, jobs, ctx: dict, raise_errors: bool, only_fitting: bool = False, saturation_where=None,
-         p90_where_saturation: bool = False) -> list:
+         p90_where_saturation: bool = False, band: bool = False) -> list:
     """Every job (its discrete choices d: chip, tp, pp, ep, dp; its grid g) prepared, then solved together: one
     (chip, d, g, cols, assumptions) per job, or the RooflineError a job raised (raise_errors=False), or None for a
     job where nothing fits (only_fitting). saturation_where(chip, d, g, cols): the points of a job whose saturation
-    rate is wanted (_solve; None: all), and its TTFT p90 where p90_where_saturation."""
+    rate is wanted (_solve; None: all), and its TTFT p90 where p90_where_saturation. band: cols also carry
+    "uncertainty" (_band)."""
     preps, graphs = [], {}  # graphs: each step's graph, built once for every chip (estimate.graph_memo)
     models = {}  # each chip's efficiency model, resolved once for all its jobs
     for d, g in jobs:
@@ -417,7 +446,49 @@ def _run(spec, jobs, ctx: dict, raise_errors: bool, only_fitting: bool = False, 
                                         closed=ctx["closed"], saturation_where=where,
                                         p90_where_saturation=p90_where_saturation)):
             cols[id(p)] = c
+            if band:
+                c["uncertainty"] = _band(p[3], c, ctx)
     return [p if p is None or isinstance(p, RooflineError) else (p[0], p[1], p[2], cols[id(p)], p[4]) for p in preps]
+
+
+BAND_COLUMNS = ("ttft_s", "tpot_s", "e2e_s", "requests_per_s", "output_tokens_per_s")  # with a p10 / p90 (_band)
+
+
+def _band(prep: _Prepared, cols: dict, ctx: dict) -> dict | None:
+    """p10 / p90 (arrays over the grid) of the headline numbers: every kernel of a step carrying prompt tokens and
+    of a decode-only step at its fits' p10 (then p90) multiplier (estimate.step_band: the ops' family bands weighted
+    by their share of a full prompt chunk's step and of a decode step at the first point's decode batch; one pair
+    per deployment), solved through the same queue, so a load near saturation widens its TTFT band; throughput's p10
+    comes from the slow kernels. None where the efficiency is not a calibrated model."""
+    wl, budget = prep.wl, float(np.ravel(prep.tab.point_budget_tokens)[0])
+    new, cached = float(wl.mean(wl.new_prompt_tokens)[0]), float(wl.mean(wl.cached_tokens)[0])
+    chunk = max(min(new, budget), 1.0)
+    pre = step_band(decode_batch=0.0, decode_kv_len=0.0, chunk_tokens=chunk, chunk_kv_len=cached + chunk,
+                    **prep.step_kw)
+    dec = step_band(decode_batch=max(float(np.nan_to_num(cols["decode_batch"][0])), 1.0),
+                    decode_kv_len=float(wl.decode_kv_tokens[0]), **prep.step_kw)
+    if pre is None or dec is None:
+        return None
+    lo, hi = (_solve([replace(prep, tab=prep.rescaled((pre[i], dec[i])))], engine=ctx["engine"], sp=ctx["sp"],
+                     closed=ctx["closed"], saturation_where=lambda i, c: False)[0] for i in (0, 1))  # no saturation rate
+    rates = ("requests_per_s", "output_tokens_per_s")  # their p10 comes from the slow kernels
+    out = {k: (hi[k], lo[k]) if k in rates else (lo[k], hi[k]) for k in BAND_COLUMNS}
+    out["multipliers"] = {"prefill": [float(pre[0]), float(pre[1])], "decode": [float(dec[0]), float(dec[1])]}
+    return out
+
+
+def _band_at(band: dict | None, i: int = 0) -> dict | None:
+    """ServingEstimate.uncertainty: the band of grid point i as {name: {"p10", "p90"}} and "multipliers"."""
+    if band is None:
+        return None
+    return {**{k: {"p10": float(band[k][0][i]), "p90": float(band[k][1][i])} for k in BAND_COLUMNS},
+            "multipliers": band["multipliers"]}
+
+
+def _band_columns(band: dict | None, n: int) -> dict:
+    """A sweep's band columns (<name>_p10 / <name>_p90 for the BAND_COLUMNS; NaN where no band)."""
+    nan = (np.full(n, np.nan),) * 2
+    return {f"{k}_{q}": (band[k] if band else nan)[j] for k in BAND_COLUMNS for j, q in enumerate(("p10", "p90"))}
 
 
 def serve_deployments(model, deployments: list[dict], only_fitting: bool = False, as_columns: bool = False,
@@ -431,7 +502,7 @@ def serve_deployments(model, deployments: list[dict], only_fitting: bool = False
     from its grid and metric columns, saturation_requests_per_s aside, and its chip name, tp, pp, ep, dp: one value
     each) whose saturation rate is computed, the others' left NaN (a caller reading a few rows: the planner); None:
     every point's. p90_where_saturation: the TTFT p90 (ttft_p90_s) too, for a caller whose saturation_where does not
-    read it."""
+    read it. No uncertainty band (serve(uncertainty=False)'s columns): a planner ranks nominal numbers."""
     base = dict(chip=None, tp=1, pp=1, ep=1, dp=1)
     if not isinstance(deployments, (list, tuple)) or not all(isinstance(d, dict) for d in deployments):
         raise ScenarioError(f"deployments must be a list of dicts (chip, tp, pp, ep, dp, grid arguments), got "
@@ -519,7 +590,9 @@ def _columns(chip_obj, d: dict, cols: dict, mesh: dict, efficiency, labels: dict
     n = next(iter(mesh.values())).size
     fit = remembered(labels, id(chip_obj), lambda: efficiency_label(resolve_efficiency(efficiency, chip_obj)))
     return {"chip": [chip_obj.name] * n, "efficiency": efficiency_mode(efficiency), "fit": fit,
-            **{k: np.full(n, v) for k, v in d.items() if k != "chip"}, **mesh, **cols,
+            **{k: np.full(n, v) for k, v in d.items() if k != "chip"}, **mesh,
+            **{k: v for k, v in cols.items() if k != "uncertainty"},
+            **(_band_columns(cols["uncertainty"], n) if "uncertainty" in cols else {}),
             "tokens_per_s_per_user": 1.0 / cols["tpot_s"]}
 
 
@@ -553,4 +626,4 @@ def _single(spec, chip, d, cols, mesh, engine, sp, efficiency, assumptions, clos
                                         "queue_s", "max_running", "saturation_requests_per_s")}
     return ServingEstimate(model=spec.name, chip=chip.name, scenario=scenario, efficiency=label, limit=str(v["limit"]),
                            assumptions=list(spec.assumptions) + assumptions, efficiency_mode=efficiency_mode(efficiency),
-                           **fields)
+                           uncertainty=_band_at(cols.get("uncertainty")), **fields)

@@ -222,6 +222,25 @@ def test_serve_table_fits_a_terminal(capsys):
         assert code == 0 and max(map(len, out.splitlines())) <= 100, max(out.splitlines(), key=len)
 
 
+def test_serve_prints_the_band_it_returns(capsys):
+    # one calibrated point: the p10-p90 line under the table carries the numbers of --format json's uncertainty
+    # (ms, as fmt_seconds writes them); ideal has no band and says nothing
+    argv = ["serve", "meta-llama/Llama-3.2-1B", "--chip", "h100", "--concurrency", "8", "--prompt", "512",
+            "--gen", "64"]
+    code, out, _ = run(capsys, *argv)
+    code_j, js, _ = run(capsys, *argv, "--format", "json")
+    u = json.loads(js)["uncertainty"]
+    flat = " ".join(out.split())
+    assert code == code_j == 0 and "p10–p90 with every kernel at its fits' held-out p10 / p90 error" in flat
+    assert f"TPOT {u['tpot_s']['p10'] * 1e3:.3g} ms–{u['tpot_s']['p90'] * 1e3:.3g} ms" in flat
+    code, out, _ = run(capsys, *argv, "--efficiency", "ideal")
+    assert code == 0 and "p10–p90" not in out
+    # one generated token: no TPOT, so none in the band either (its NaN had read as 'saturated')
+    code, out, _ = run(capsys, *argv[:-1], "1")
+    band = " ".join(out.split()).split("p10–p90")[1]
+    assert code == 0 and "TTFT" in band and "TPOT" not in band and "saturated" not in band
+
+
 def test_serve_says_which_engine_knobs_it_ran(capsys):
     # vLLM's defaults (EngineArgs.get_batch_defaults): an A100 gets 256 sequences and 2048 tokens per step; a sweep
     # table said nothing of them, one point only of its cap

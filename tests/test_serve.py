@@ -67,6 +67,61 @@ def test_shipped_host_overheads_price_measured_fp8_decode_steps():
     assert float(np.median(errs)) <= 0.05
 
 
+def _uniform_band_model(chip: str, p10: float, p90: float):
+    """The chip's calibrated model with every fit's held-out band set to (p10, p90): a step's band is then exactly
+    that, whatever its ops' shares (uncertainty.phase_band weighs equal bands)."""
+    from llm_roofline.chip_fits import calibrated_model
+    from llm_roofline.efficiency import CalibratedModel
+
+    m = calibrated_model(chip)
+    fits = {f: dataclasses.replace(p, err_p10=p10, err_p90=p90) for f, p in m.families.items()}
+    return CalibratedModel(m.chip, m.label, fits, dict(m.sources))
+
+
+def test_serving_band_scales_the_kernels_through_the_queue():
+    # Llama-3.1-8B bf16 on one H100 (every family the chip's own fit), every band (0.8, 1.25). One client: TPOT is a
+    # decode step's kernels (no per-step host time here): p10 / p90 = 0.8 / 1.25 x TPOT. TTFT is the prompt step's
+    # kernels + 50 ms per request + 32 layers x 0.5 ms = 66 ms of host time, which the band leaves alone.
+    model = _uniform_band_model("h100-sxm", 0.8, 1.25)
+    host = dict(step_overhead_s=0.0, seq_overhead_s=0.0, request_overhead_s=0.05, prompt_layer_overhead_s=5e-4)
+    s = serve(LLAMA, "h100-sxm", prompt_len=1024, gen_len=64, concurrency=1, efficiency=model, **host)
+    u = s.uncertainty
+    assert np.allclose([u["multipliers"]["prefill"], u["multipliers"]["decode"]], [[0.8, 1.25]] * 2, rtol=1e-12)
+    assert u["tpot_s"]["p10"] == pytest.approx(0.8 * s.tpot_s, rel=1e-9)
+    assert u["tpot_s"]["p90"] == pytest.approx(1.25 * s.tpot_s, rel=1e-9)
+    assert u["ttft_s"]["p90"] == pytest.approx(0.066 + 1.25 * (s.ttft_s - 0.066), rel=1e-9)
+    assert u["requests_per_s"]["p10"] < s.requests_per_s < u["requests_per_s"]["p90"]  # a closed loop slows down
+    assert serve(LLAMA, "h100-sxm", prompt_len=1024, gen_len=64, concurrency=1, efficiency="ideal").uncertainty is None
+
+
+def test_serving_band_saturates_where_slower_kernels_cannot_keep_up():
+    # Poisson load at 90 % of the saturation rate: 25 % slower kernels saturate the engine (p90 TTFT infinite), 20 %
+    # faster ones leave it below the nominal TTFT
+    model = _uniform_band_model("h100-sxm", 0.8, 1.25)
+    sat = serve(LLAMA, "h100-sxm", prompt_len=1024, gen_len=256, qps=1.0, efficiency=model).saturation_requests_per_s
+    s = serve(LLAMA, "h100-sxm", prompt_len=1024, gen_len=256, qps=0.9 * sat, efficiency=model)
+    assert s.uncertainty["ttft_s"]["p90"] == float("inf")
+    assert s.uncertainty["ttft_s"]["p10"] < s.ttft_s
+    assert s.to_dict()["uncertainty"]["ttft_s"]["p90"] == "inf"  # JSON has no infinity
+
+
+def test_serving_band_columns_of_a_sweep():
+    # every point of a sweep carries the band (the deployment's multipliers, band (0.8, 1.25)): TPOT at one client
+    # 0.8 / 1.25 x; uncertainty=False leaves the columns out; anything but a bool is refused
+    model = _uniform_band_model("h100-sxm", 0.8, 1.25)
+    df = serve(LLAMA, "h100-sxm", prompt_len=[512, 2048], gen_len=64, concurrency=[1, 16], efficiency=model)
+    one = df[df.concurrency == 1]
+    assert np.allclose(one.tpot_s_p10, 0.8 * one.tpot_s, rtol=1e-9)
+    assert np.allclose(one.tpot_s_p90, 1.25 * one.tpot_s, rtol=1e-9)
+    assert (df.ttft_s_p10 < df.ttft_s).all() and (df.ttft_s < df.ttft_s_p90).all()
+    assert (df.output_tokens_per_s_p10 < df.output_tokens_per_s).all()
+    bare = serve(LLAMA, "h100-sxm", prompt_len=[512, 2048], gen_len=64, concurrency=[1, 16], uncertainty=False)
+    assert "ttft_s_p10" not in bare and np.allclose(bare.ttft_s, serve(LLAMA, "h100-sxm", prompt_len=[512, 2048],
+                                                                         gen_len=64, concurrency=[1, 16]).ttft_s)
+    with pytest.raises(RooflineError, match="uncertainty must be True or False"):
+        serve(LLAMA, "h100-sxm", concurrency=1, uncertainty="yes")
+
+
 def test_host_overheads_add_to_the_concurrency_one_latencies():
     # host: 1 ms per step, 0.1 ms per decoding sequence per step, 50 ms per request, 0.5 ms per layer of a step
     # carrying prompt tokens (Llama-3.1-8B: 32 layers -> 16 ms on the prompt's step, none on decode steps).

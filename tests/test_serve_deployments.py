@@ -14,7 +14,7 @@ def test_solved_together_equals_separate_sweeps():
     deps = [dict(chip="h100-sxm", tp=1, qps=[0.5, 2.0, 8.0]), dict(chip="a100-80gb", tp=2, pp=2, qps=[1.0, 30.0])]
     together = serve_deployments(MODEL, deps, **kw)
     for dep, got in zip(deps, together):
-        alone = serve(MODEL, **{**kw, **dep, "chip": [dep["chip"]]})
+        alone = serve(MODEL, **{**kw, **dep, "chip": [dep["chip"]]}, uncertainty=False)
         pd.testing.assert_frame_equal(got, alone, check_exact=False, rtol=1e-12)
 
 
@@ -41,7 +41,7 @@ def test_as_columns_holds_the_columns_of_each_deployments_own_serve_sweep():
     kw = dict(prompt_len=512, gen_len=64, max_num_seqs=[64, 256])
     deps = [dict(chip="h100-sxm", tp=1, qps=[0.5, 4.0]), dict(chip="a100-80gb", tp=2, qps=[1.0])]
     for dep, cols in zip(deps, serve_deployments(MODEL, deps, as_columns=True, **kw)):
-        alone = serve(MODEL, **{**kw, **dep, "chip": [dep["chip"]]})
+        alone = serve(MODEL, **{**kw, **dep, "chip": [dep["chip"]]}, uncertainty=False)
         assert isinstance(cols, dict) and list(cols) == list(alone.columns)
         pd.testing.assert_frame_equal(pd.DataFrame(cols), alone, check_exact=False, rtol=1e-12)
 

@@ -164,3 +164,18 @@ def test_unique_rows_is_np_uniques_rows_with_first_and_inverse():
     (uniq, first, inverse), (u, f, i) = unique_rows(rows), np.unique(rows, axis=0, return_index=True,
                                                                      return_inverse=True)
     assert np.array_equal(uniq, u) and np.array_equal(first, f) and np.array_equal(inverse, np.ravel(i))
+
+
+def test_kernel_scale_multiplies_the_kernels_not_the_host():
+    # CASE's tables with prompt steps' kernels x 2 and decode-only steps' x 3: a decode-only step of 1 row is
+    # max(10 ms, 1 x 2e-5 s) = 10 ms of kernels -> 30 ms + the 2 ms host; a 1000-token prompt step beside 1 decode
+    # row is 1001 x 2e-5 = 20.02 ms -> 40.04 ms + 2 ms
+    wl = workload_of(np.array([1000.0]), np.array([100.0]), np.array([0.0]))
+    eng = Engine(max_num_seqs=64, max_num_batched_tokens=2048, step_overhead_s=HOST_S, request_overhead_s=0.0)
+    nodes = np.array([1.0, 64.0])
+    base = step_tables(toy_step_s, wl, eng, Speculative(), nodes)
+    tab = step_tables(toy_step_s, wl, eng, Speculative(), nodes, kernel_scale=(2.0, 3.0))
+    assert base.decode_s[0, 0] == pytest.approx(0.010 + 0.002, rel=1e-12)
+    assert tab.decode_s[0, 0] == pytest.approx(0.030 + 0.002, rel=1e-12)
+    assert tab.own_s[0, 0, 0] == pytest.approx(2 * 1001 * 2e-5 + 0.002, rel=1e-12)
+    assert np.allclose(tab.batch_s - HOST_S, 2.0 * (base.batch_s - HOST_S), rtol=1e-12)

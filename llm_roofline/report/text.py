@@ -34,6 +34,25 @@ def _band(est):
     return text
 
 
+def band_span(u: dict, key: str, fmt) -> str:
+    """'322 ms–433 ms' (or '424 ms–saturated'): the p10-p90 of one ServingEstimate.uncertainty entry; '' where the
+    number itself is undefined (NaN: no TPOT with one generated token)."""
+    lo, hi = u[key]["p10"], u[key]["p90"]
+    if math.isnan(lo) or math.isnan(hi):
+        return ""
+    return f"{fmt(lo)}–{fmt(hi) if hi < math.inf else 'saturated'}"
+
+
+def serving_band_text(u: dict) -> str:
+    """The line under a served point: p10-p90 of TTFT, TPOT (where there is one) and, where it moves (a closed loop),
+    throughput."""
+    tpot, tok = band_span(u, "tpot_s", fmt_seconds), u["output_tokens_per_s"]
+    parts = [f"TTFT {band_span(u, 'ttft_s', fmt_seconds)}"] + ([f"TPOT {tpot}"] if tpot else []) + (
+        [f"{band_span(u, 'output_tokens_per_s', sig3)} tok/s"] if tok["p10"] != tok["p90"] else [])
+    return (f"p10–p90 with every kernel at its fits' held-out p10 / p90 error, through the same queue: "
+            f"{', '.join(parts)} (the serving model's own error is not in it: README 'Serving under load').")
+
+
 def efficiency_phrase(est) -> str:
     """The mode and the chip's fit: 'calibrated (h100-sxm fit)', 'calibrated: tpu default (uncalibrated)', 'ideal'."""
     from ..chip_fits import efficiency_text
