@@ -132,18 +132,26 @@ def predict(rows: pd.DataFrame, step_s: float, seq_s: float, request_s: float, l
                    prompt_layer_overhead_s=layer_s, requests_per_client=ROUNDS)
         df = df.rename(columns={"prompt_len": "isl", "gen_len": "osl"}).astype({"isl": int, "osl": int,
                                                                                "concurrency": int})
-        m = grp.merge(df[["isl", "osl", "concurrency", "ttft_s", "tpot_s"]], on=["isl", "osl", "concurrency"])
+        band = [c for c in ("ttft_s_p10", "ttft_s_p90", "tpot_s_p10", "tpot_s_p90") if c in df]  # calibrated
+        m = grp.merge(df[["isl", "osl", "concurrency", "ttft_s", "tpot_s", *band]], on=["isl", "osl", "concurrency"])
         out.append(m)
     return pd.concat(out, ignore_index=True)
 
 
 def errors(m: pd.DataFrame) -> dict[str, float]:
-    """Median and p90 absolute relative error of TTFT and TPOT, and the median ratio predicted / measured."""
+    """Median and p90 absolute relative error of TTFT and TPOT, the median ratio predicted / measured and, where the
+    rows carry serve()'s uncertainty band (calibrated), the share of measured values inside it (p10-p90: 80 % if the
+    band held every error; it carries the kernels' alone)."""
     ttft_ratio, tpot_ratio = m.ttft_s * 1e3 / m.silicon_ttft_ms, m.tpot_s * 1e3 / m.silicon_tpot_ms
     ttft, tpot = np.abs(ttft_ratio - 1), np.abs(tpot_ratio - 1)
-    return dict(n=len(m), ttft_median=float(np.median(ttft)), ttft_p90=float(np.quantile(ttft, 0.9)),
-                tpot_median=float(np.median(tpot)), tpot_p90=float(np.quantile(tpot, 0.9)),
-                ttft_ratio=float(np.median(ttft_ratio)), tpot_ratio=float(np.median(tpot_ratio)))
+    out = dict(n=len(m), ttft_median=float(np.median(ttft)), ttft_p90=float(np.quantile(ttft, 0.9)),
+               tpot_median=float(np.median(tpot)), tpot_p90=float(np.quantile(tpot, 0.9)),
+               ttft_ratio=float(np.median(ttft_ratio)), tpot_ratio=float(np.median(tpot_ratio)))
+    for col in ("ttft", "tpot"):
+        if f"{col}_s_p10" in m:
+            meas = m[f"silicon_{col}_ms"] / 1e3
+            out[f"{col}_in_band"] = float(((meas >= m[f"{col}_s_p10"]) & (meas <= m[f"{col}_s_p90"])).mean())
+    return out
 
 
 def _golden(f, lo, hi, iters=18):
@@ -219,7 +227,13 @@ def main(argv=None) -> None:
     print(f"no host overhead: train {errors(predict(train, 0, 0, 0))}, held out {errors(predict(test, 0, 0, 0))}")
     host = fit(train)
     print(f"fitted: {_show(host)}")
-    print(f"train:    {errors(predict(train, *host))}")
+    fitted = predict(train, *host)
+    print(f"train:    {errors(fitted)}")
+    band = {c: tuple(np.quantile(fitted[f"silicon_{c}_ms"] / 1e3 / fitted[f"{c}_s"], [0.1, 0.9]))
+            for c in ("ttft", "tpot")}
+    print("serving band (measured / modelled p10, p90 on these rows; serve.SERVING_BAND ships it): "
+          + ", ".join(f"{c.upper()} {lo:.3f} / {hi:.3f}" for c, (lo, hi) in band.items())
+          + f"; shipped {serve_module.SERVING_BAND}")
     held = predict(test, *host)
     print(f"held out: {errors(held)}")
     for key, grp in held.groupby(["tp"]):

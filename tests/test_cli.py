@@ -9,6 +9,7 @@ import pytest
 
 import llm_roofline as lr
 from llm_roofline.cli import main
+from llm_roofline.units import fmt_seconds
 
 
 def run(capsys, *argv):
@@ -231,8 +232,8 @@ def test_serve_prints_the_band_it_returns(capsys):
     code_j, js, _ = run(capsys, *argv, "--format", "json")
     u = json.loads(js)["uncertainty"]
     flat = " ".join(out.split())
-    assert code == code_j == 0 and "p10–p90 with every kernel at its fits' held-out p10 / p90 error" in flat
-    assert f"TPOT {u['tpot_s']['p10'] * 1e3:.3g} ms–{u['tpot_s']['p90'] * 1e3:.3g} ms" in flat
+    assert code == code_j == 0 and "p10–p90 (every kernel at its fits' held-out p10 / p90 error" in flat
+    assert f"TPOT {fmt_seconds(u['tpot_s']['p10'])}–{fmt_seconds(u['tpot_s']['p90'])}" in flat
     code, out, _ = run(capsys, *argv, "--efficiency", "ideal")
     assert code == 0 and "p10–p90" not in out
     # one generated token: no TPOT, so none in the band either (its NaN had read as 'saturated')

@@ -49,8 +49,8 @@ def serving_band_text(u: dict) -> str:
     tpot, tok = band_span(u, "tpot_s", fmt_seconds), u["output_tokens_per_s"]
     parts = [f"TTFT {band_span(u, 'ttft_s', fmt_seconds)}"] + ([f"TPOT {tpot}"] if tpot else []) + (
         [f"{band_span(u, 'output_tokens_per_s', sig3)} tok/s"] if tok["p10"] != tok["p90"] else [])
-    return (f"p10–p90 with every kernel at its fits' held-out p10 / p90 error, through the same queue: "
-            f"{', '.join(parts)} (the serving model's own error is not in it: README 'Serving under load').")
+    return (f"p10–p90 (every kernel at its fits' held-out p10 / p90 error through the same queue, and the serving "
+            f"model's own measured error): {', '.join(parts)}.")
 
 
 def efficiency_phrase(est) -> str:
