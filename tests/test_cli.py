@@ -5,6 +5,7 @@ import io
 import json
 import re
 
+import numpy as np
 import pytest
 
 import llm_roofline as lr
@@ -122,6 +123,14 @@ def test_plot_serving_names_the_sharding_and_says_in_one_line_when_nothing_can_b
     title = res.figure._suptitle.get_text()
     assert "on h100-sxm (tp2 pp2): continuous batching" in title
     assert "engine max_num_seqs 1024, 8192 tokens/step" in title.replace("\n", " ")
+    assert "ttft_s_p10" not in res.data  # ideal: no band to shade
+    res.close()
+    # calibrated: TTFT and TPOT shaded between their p10 and p90 (serve()'s band), which hold the mean
+    res = plot_serving("meta-llama/Llama-3.2-1B", "h100", concurrency=[1, 8], prompt_len=256, gen_len=32)
+    d, labels = res.data, [t.get_text() for t in res.figure.axes[0].get_legend().get_texts()]
+    assert np.all(d["ttft_s_p10"] < d["ttft_s"]) and np.all(d["ttft_s"] < d["ttft_s_p90"])
+    assert np.all(d["tpot_s_p10"] < d["tpot_s"]) and np.all(d["tpot_s"] < d["tpot_s_p90"])
+    assert "TTFT p10–p90 (kernel fits and serving model error)" in labels
     res.close()
     # Llama-3.1-70B's 141 GB of bf16 weights on one 80 GB H100: no point to draw; it was an internal error (argmax of
     # an empty sequence), exit 1

@@ -35,9 +35,15 @@ def plot_serving(model, chip, path=None, *, concurrency=None, qps=None, dpi: int
     k = knee_index(df["requests_per_s"], df["e2e_s"])
     plt = _plt()
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    ax1.plot(load, df["ttft_s"] * 1e3, "o-", label="TTFT mean")
+    ttft_line, = ax1.plot(load, df["ttft_s"] * 1e3, "o-", label="TTFT mean")
     ax1.plot(load, df["ttft_p90_s"] * 1e3, "o--", label="TTFT p90")
-    ax1.plot(load, df["tpot_s"] * 1e3, "s-", label="TPOT")
+    tpot_line, = ax1.plot(load, df["tpot_s"] * 1e3, "s-", label="TPOT")
+    banded = [c for c in ("ttft_s_p10", "ttft_s_p90", "tpot_s_p10", "tpot_s_p90") if np.isfinite(df.get(c, [])).any()]
+    for name, line in (("ttft_s", ttft_line), ("tpot_s", tpot_line)):  # the calibrated estimate's p10-p90 (serve())
+        if f"{name}_p10" in banded:
+            hi = np.minimum(df[f"{name}_p90"].to_numpy(), 1e3 * df[name].to_numpy())  # saturated at p90: off the plot
+            ax1.fill_between(load, df[f"{name}_p10"] * 1e3, hi * 1e3, color=line.get_color(), alpha=0.15, lw=0,
+                             label=f"{name.split('_')[0].upper()} p10–p90 (kernel fits and serving model error)")
     ax1.axvline(load[k], color="grey", ls=":", label=f"knee ({load_name} {load[k]:.3g})")
     ax1.set(xscale="log", yscale="log", xlabel="clients (closed loop)" if load_name == "concurrency" else
             "requests/s (Poisson)", ylabel="ms", title="latency vs load")
@@ -56,5 +62,6 @@ def plot_serving(model, chip, path=None, *, concurrency=None, qps=None, dpi: int
                   f"{efficiency_text(df['efficiency'].iloc[0], df['fit'].iloc[0])}; engine {engine}")
     fig.tight_layout()
     data = dict(load=load, ttft_s=df["ttft_s"].to_numpy(), ttft_p90_s=df["ttft_p90_s"].to_numpy(),
-                tpot_s=df["tpot_s"].to_numpy(), output_tokens_per_s=tok, knee=int(k), load_name=load_name)
+                tpot_s=df["tpot_s"].to_numpy(), output_tokens_per_s=tok, knee=int(k), load_name=load_name,
+                **{c: df[c].to_numpy() for c in banded})
     return _finish(PlotResult(fig, data), path, dpi)
