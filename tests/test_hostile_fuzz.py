@@ -204,6 +204,8 @@ CLI_COMMANDS = {
     "sweep": ["--batch", "--prompt", "--gen", "--tp", "--pp", "--ep", "--dp", "--kv-dtype", "--format", "--out"],
     "memory": ["--context", "--gen", "--tp", "--pp", "--ep", "--weight-dtype", "--kv-dtype", "--gpu-memory-utilization", "--format"],
     "plot": ["--batch", "--prompt", "--gen", "--tp", "--dpi", "--out", "--frontier-prompts"],
+    "serve": ["--concurrency", "--qps", "--prompt", "--gen", "--tp", "--max-num-seqs", "--max-num-batched-tokens",
+              "--prefix-hit-rate", "--kv-dtype", "--format", "--efficiency"],
 }
 HOSTILE_ARGS = ["0", "-1", "1", "1", "2", "2", "4", "8", "16", "3", "1,,2", "1,2,", ",", "", "nan", "inf", "1e400", "1e3", "abc", "2.5",
                 str(2**63), str(2**31 + 1), "16777217", "65537", "bf16", "int3", "fp8", "xml", "json", "csv", "ideal",

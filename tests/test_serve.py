@@ -138,6 +138,23 @@ def test_serving_band_columns_of_a_sweep():
         serve(LLAMA, "h100-sxm", concurrency=1, uncertainty="yes")
 
 
+@pytest.mark.parametrize("chip, model, load", [
+    ("tpu-v5e", "meta-llama/Llama-3.2-1B", dict(concurrency=64)),  # uncalibrated: the (0.7, 2.0) band
+    ("l40s", "Qwen/Qwen3-30B-A3B", dict(concurrency=512, gen_len=1)),  # no TPOT: NaN stays NaN
+    ("b200", "mistralai/Mixtral-8x7B-v0.1", dict(qps=5.0, prompt_len=8192)),
+    ("a100-80gb", "meta-llama/Llama-3.1-8B", dict(concurrency=4, prompt_len=1, gen_len=2))])
+def test_serving_band_holds_the_number(chip, model, load):
+    # p10 <= number <= p90 for every headline number, all finite and >= 0 but a saturated p90 (inf) and an undefined
+    # number (NaN: one generated token has no TPOT)
+    s = serve(model, chip, tp=2, **load)
+    for k, b in ((k, v) for k, v in s.uncertainty.items() if k != "multipliers"):
+        x = getattr(s, k)
+        if math.isnan(x):
+            assert math.isnan(b["p10"]) and math.isnan(b["p90"])
+            continue
+        assert 0.0 <= b["p10"] <= x <= b["p90"] and math.isfinite(b["p10"]), (k, b, x)
+
+
 def test_host_overheads_add_to_the_concurrency_one_latencies():
     # host: 1 ms per step, 0.1 ms per decoding sequence per step, 50 ms per request, 0.5 ms per layer of a step
     # carrying prompt tokens (Llama-3.1-8B: 32 layers -> 16 ms on the prompt's step, none on decode steps).
