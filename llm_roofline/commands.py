@@ -298,7 +298,8 @@ def cmd_serve(args) -> str:
         out += "\n\n" + "\n".join([_efficiency_note(res)] + _prose([
             _engine_text(res["chip"], res["max_num_seqs"], res["max_num_batched_tokens"], args) + "; p90: of TTFT; "
             "batch: running sequences; KV: of the KV capacity; max req/s: saturation; per user: tok/s per user = "
-            "1 / TPOT."]))
+            "1 / TPOT" + ("; each point's p10–p90 (ttft_s_p10, ...): --format csv or json"
+                          if res["ttft_s_p10"].notna().any() else "") + "."]))
     return out
 
 

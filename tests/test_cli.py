@@ -245,6 +245,11 @@ def test_serve_prints_the_band_it_returns(capsys):
     assert f"TPOT {fmt_seconds(u['tpot_s']['p10'])}–{fmt_seconds(u['tpot_s']['p90'])}" in flat
     code, out, _ = run(capsys, *argv, "--efficiency", "ideal")
     assert code == 0 and "p10–p90" not in out
+    # a sweep's table says where its points' bands are; its csv has them
+    code, out, _ = run(capsys, *argv[:5], "1,8", *argv[6:])
+    assert code == 0 and "each point's p10–p90 (ttft_s_p10, ...): --format csv or json" in " ".join(out.split())
+    code, out, _ = run(capsys, *argv[:5], "1,8", *argv[6:], "--format", "csv")
+    assert code == 0 and "ttft_s_p10" in out.splitlines()[0]
     # one generated token: no TPOT, so none in the band either (its NaN had read as 'saturated')
     code, out, _ = run(capsys, *argv[:-1], "1")
     band = " ".join(out.split()).split("p10–p90")[1]
