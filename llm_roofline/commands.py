@@ -223,7 +223,8 @@ def cmd_sweep(args) -> str:
                ("GB/chip", "per_chip_bytes", lambda v: sig3(v / 1e9)), ("fits", "fits", lambda v: "yes" if v else "NO")]
     out = render(rows, args.format, display)
     if args.format in ("table", "markdown"):
-        out += "\n\n" + _efficiency_note(df) + "\ntok/s of the deployment, per chip, and per user (1 / TPOT)."
+        out += "\n\n" + _efficiency_note(df) + "\ntok/s of the deployment, per chip, and per user (1 / TPOT)." + (
+            "\neach point's p10–p90 (ttft_s_p10, ...): --format csv or json, --out." if "ttft_s_p10" in df else "")
         if df.attrs.get("skipped"):
             out += "\nleft out: " + "; ".join(df.attrs["skipped"]) + "."
     if written:

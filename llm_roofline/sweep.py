@@ -8,12 +8,15 @@ import numpy as np
 
 from .bounds import check_count, check_grid_points
 from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolved_once
+from .efficiency import CalibratedModel
 from .errors import ScenarioError, ShardingError
+from .estimate import estimate
 from .headlines import Headline, evaluate_headline
 from .hardware import load_chip
 from .model.hf import load_model
 from .graph import Dtypes
 from .sharding import Sharding, whole_micro_batches
+from .uncertainty import headline_band
 from .units import as_list
 
 _GRID_AXES = ("batch", "prompt_len", "gen_len")  # broadcast with numpy
@@ -59,10 +62,11 @@ def sweep(model, chip, **axes):
             refused_batch = refused_batch or (chip_obj, {**run_kw, "batch": mesh[0][~whole][:1]})
         points = [m[whole] for m in mesh]
         try:
+            mult = _multipliers(spec, chip_obj, run_kw, points)
             for lo in range(0, points[0].size, SWEEP_CHUNK_POINTS):  # bounded memory: one chunk of the grid at a time
                 part = [m[lo:lo + SWEEP_CHUNK_POINTS] for m in points]
                 parts.append(_sweep_columns(evaluate_headline(spec, chip_obj, batch=part[0], prompt_len=part[1],
-                                                              gen_len=part[2], **run_kw), kw, part))
+                                                              gen_len=part[2], **run_kw), kw, part, mult))
         except ShardingError as e:  # a sharding this model does not divide into: left out, named with its reason
             first_error = first_error or e
             varying = {k: v for k, v in kw.items() if len(discrete[k]) > 1}
@@ -72,6 +76,10 @@ def sweep(model, chip, **axes):
             raise first_error
         evaluate_headline(spec, refused_batch[0], **refused_batch[1])
         raise ScenarioError("no point of the grid to evaluate")  # not reached: the line above raises
+    if any(BAND_COLUMNS[0] in cols for _, cols in parts):  # calibrated and ideal combinations: NaN where no band
+        for _, cols in parts:
+            for k in BAND_COLUMNS:
+                cols.setdefault(k, np.nan)
     df = _sweep_frame(parts)
     df.attrs["skipped"] = ([f"{k}: batch {', '.join(map(str, v))}" for k, v in batches_left.items()]
                            + [f"{', '.join(combos)}: {why}" for why, combos in refused.items()])
@@ -98,9 +106,26 @@ def _combo_text(chip_name: str, varying: dict) -> str:
 SWEEP_CHUNK_POINTS = 50_000  # grid points evaluated at once (a few kB each while evaluating)
 
 
-def _sweep_columns(r: Headline, kw: dict, mesh) -> tuple[int, dict]:
-    """The sweep's columns for one evaluated chunk: its axes and the headline metrics; a value the whole chunk
-    shares (chip, discrete axes, efficiency) stays a scalar."""
+BAND_COLUMNS = tuple(f"{k}_{q}" for k in ("ttft_s", "tpot_s", "e2e_s", "throughput_tokens_per_s")
+                     for q in ("p10", "p90"))
+
+
+def _multipliers(spec, chip, run_kw: dict, points) -> dict | None:
+    """The prefill and decode band multipliers of one calibrated combination, from est.uncertainty at its grid's
+    middle point (each axis's median, a point of the grid): a sweep's rows share them (the ops' shares move them by
+    a few thousandths between batch 1 and 256, Llama-3.1-70B on 4 H100s); None where the efficiency is not a
+    calibrated model."""
+    if not isinstance(run_kw["efficiency"], CalibratedModel):
+        return None
+    mid = [float(np.sort(p)[(p.size - 1) // 2]) for p in points]
+    u = estimate(spec, chip, batch=mid[0], prompt_len=mid[1], gen_len=mid[2], **run_kw).uncertainty
+    return {k: u["multipliers"].get(k, (1.0, 1.0)) for k in ("prefill", "decode")}
+
+
+def _sweep_columns(r: Headline, kw: dict, mesh, mult: dict | None = None) -> tuple[int, dict]:
+    """The sweep's columns for one evaluated chunk: its axes and the headline metrics (and, calibrated, their p10 /
+    p90: uncertainty.headline_band with the combination's multipliers); a value the whole chunk shares (chip,
+    discrete axes, efficiency) stays a scalar."""
     m = r.memory
     eff = r.efficiency_model
     n = mesh[0].size
@@ -112,6 +137,10 @@ def _sweep_columns(r: Headline, kw: dict, mesh) -> tuple[int, dict]:
             "tokens_per_s_per_user": 1.0 / r.tpot_s,
             "per_chip_bytes": m.bytes_per_chip, "capacity_bytes": r.chip.hbm_bytes, "usable_bytes": m.capacity_bytes,
             "fits": m.bytes_per_chip <= m.capacity_bytes, "max_batch": m.max_batch}
+    if mult is not None:
+        band = headline_band(mult["prefill"], mult["decode"], cols)
+        cols.update({f"{k}_{q}": band[k][i] for k in ("ttft_s", "tpot_s", "e2e_s", "throughput_tokens_per_s")
+                     for i, q in enumerate(("p10", "p90"))})
     return n, {k: v if (np.ndim(v) == 0 and not isinstance(v, np.ndarray)) or np.shape(v) == (n,)
                else np.broadcast_to(v, (n,)) for k, v in cols.items()}
 

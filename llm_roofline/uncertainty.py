@@ -79,20 +79,29 @@ def uncertainty_of(model, phases, head, chip: Chip) -> dict:
 
     phases: {"prefill": [(op, seconds of that op in the phase, all instances)], "decode": [...]} and head the
     calibrated headline (ttft_s, tpot_s, e2e_s, throughput_tokens_per_s). Each phase's multiplier is
-    phase_band; TTFT takes prefill's, TPOT decode's, e2e the time-weighted mix, throughput the inverse of
-    e2e's (its p10 comes from e2e's p90). Returns {name: {"p10": value, "p90": value}} for the four
-    headline numbers (None where the headline is None) and "multipliers": {phase: [p10, p90]}."""
+    phase_band; the headline numbers take them as headline_band says. Returns {name: {"p10": value, "p90": value}} for
+    the four headline numbers (None where the headline is None) and "multipliers": {phase: [p10, p90]}."""
     mult = {name: phase_band(model, ops, chip) for name, ops in phases.items() if ops}
-    pre, dec = mult.get("prefill", (1.0, 1.0)), mult.get("decode", (1.0, 1.0))
-    ttft, tpot, e2e = head.get("ttft_s"), head.get("tpot_s"), head.get("e2e_s")
-    dec_s = max(e2e - ttft, 0.0) if e2e is not None and ttft is not None else 0.0
-    e2e_m = tuple((ttft * pre[i] + dec_s * dec[i]) / e2e if e2e else 1.0 for i in (0, 1))
-    out = {"ttft_s": _pq(ttft, pre), "tpot_s": _pq(tpot, dec), "e2e_s": _pq(e2e, e2e_m)}
-    thr = head.get("throughput_tokens_per_s")
-    out["throughput_tokens_per_s"] = None if thr is None else {"p10": thr / e2e_m[1], "p90": thr / e2e_m[0]}
+    band = headline_band(mult.get("prefill", (1.0, 1.0)), mult.get("decode", (1.0, 1.0)), head)
+    out = {k: None if v is None else {"p10": float(v[0]), "p90": float(v[1])} for k, v in band.items()}
     out["multipliers"] = {k: [float(v[0]), float(v[1])] for k, v in mult.items()}
     return out
 
 
-def _pq(value, m):
-    return None if value is None else {"p10": float(value * m[0]), "p90": float(value * m[1])}
+def headline_band(pre, dec, head) -> dict:
+    """(p10, p90) of each headline number from the prefill and decode multipliers (pre, dec: (p10, p90) each): TTFT
+    takes prefill's, TPOT decode's, e2e the time-weighted mix, throughput the inverse of e2e's (its p10 from e2e's
+    p90). Values may be arrays (a sweep's rows); a headline that is None stays None."""
+    ttft, tpot, e2e, thr = (head.get(k) for k in ("ttft_s", "tpot_s", "e2e_s", "throughput_tokens_per_s"))
+    out = {"ttft_s": _scaled(ttft, pre), "tpot_s": _scaled(tpot, dec), "e2e_s": None, "throughput_tokens_per_s": None}
+    if e2e is not None and ttft is not None:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            dec_s = np.maximum(np.asarray(e2e) - ttft, 0.0)
+            mix = tuple(np.where(np.asarray(e2e) > 0, (ttft * pre[i] + dec_s * dec[i]) / e2e, 1.0) for i in (0, 1))
+        out["e2e_s"] = (e2e * mix[0], e2e * mix[1])
+        out["throughput_tokens_per_s"] = None if thr is None else (thr / mix[1], thr / mix[0])
+    return out
+
+
+def _scaled(value, m):
+    return None if value is None else (value * m[0], value * m[1])

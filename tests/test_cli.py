@@ -245,7 +245,10 @@ def test_serve_prints_the_band_it_returns(capsys):
     assert f"TPOT {fmt_seconds(u['tpot_s']['p10'])}–{fmt_seconds(u['tpot_s']['p90'])}" in flat
     code, out, _ = run(capsys, *argv, "--efficiency", "ideal")
     assert code == 0 and "p10–p90" not in out
-    # a sweep's table says where its points' bands are; its csv has them
+    # a serve sweep's table says where its points' bands are; its csv has them (and an estimate sweep's too)
+    code, out, _ = run(capsys, "sweep", "meta-llama/Llama-3.2-1B", "--chip", "h100", "--batch", "1,8")
+    assert code == 0 and "each point's p10–p90 (ttft_s_p10, ...): --format csv or json, --out." in out
+    assert max(map(len, out.splitlines())) <= 100
     code, out, _ = run(capsys, *argv[:5], "1,8", *argv[6:])
     assert code == 0 and "each point's p10–p90 (ttft_s_p10, ...): --format csv or json" in " ".join(out.split())
     code, out, _ = run(capsys, *argv[:5], "1,8", *argv[6:], "--format", "csv")

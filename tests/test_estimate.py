@@ -251,6 +251,23 @@ def test_a_calibrated_sweep_point_does_not_depend_on_the_other_points():
         assert (row.ttft_s, row.e2e_s) == pytest.approx((e.ttft_s, e.e2e_s), rel=1e-12)
 
 
+def test_a_calibrated_sweep_carries_the_band_of_its_middle_point():
+    # the rows share one combination's multipliers, est.uncertainty's at the grid's middle point (batch 8, prompt
+    # 1024, gen 32: each axis's median): equal there, the same p10 / TTFT ratio at every row; an ideal sweep has no
+    # band, a sweep of both has NaN on its ideal rows
+    spec = dense()
+    df = sweep(spec, "h100", batch=[1, 8, 64], prompt_len=[128, 1024, 4096], gen_len=[1, 32, 256])
+    u = estimate(spec, "h100", batch=8, prompt_len=1024, gen_len=32).uncertainty
+    mid = df[(df.batch == 8) & (df.prompt_len == 1024) & (df.gen_len == 32)].iloc[0]
+    for k in ("ttft_s", "tpot_s", "e2e_s", "throughput_tokens_per_s"):
+        assert (mid[f"{k}_p10"], mid[f"{k}_p90"]) == pytest.approx((u[k]["p10"], u[k]["p90"]), rel=1e-12)
+    assert np.allclose(df.ttft_s_p10 / df.ttft_s, u["multipliers"]["prefill"][0], rtol=1e-12)
+    assert (df.e2e_s_p10 <= df.e2e_s).all() and (df.e2e_s <= df.e2e_s_p90).all()
+    assert "ttft_s_p10" not in sweep(spec, "h100", batch=[1, 8], efficiency="ideal")
+    both = sweep(spec, "h100", batch=[1, 8], efficiency=["ideal", "calibrated"])
+    assert both.ttft_s_p10.isna().tolist() == [True, True, False, False]
+
+
 def test_decode_sum_is_exact_across_the_dsa_top_k():
     # DeepSeek-V3.2's sparse attention reads min(context, index_topk = 2048) keys: the decode sum must split there
     # too (a plain trapezoid over 2030..2069 would be off), so it equals the step-by-step sum
