@@ -112,9 +112,9 @@ BAND_COLUMNS = tuple(f"{k}_{q}" for k in ("ttft_s", "tpot_s", "e2e_s", "throughp
 
 def _multipliers(spec, chip, run_kw: dict, points) -> dict | None:
     """The prefill and decode band multipliers of one calibrated combination, from est.uncertainty at its grid's
-    middle point (each axis's median, a point of the grid): a sweep's rows share them (the ops' shares move them by
-    a few thousandths between batch 1 and 256, Llama-3.1-70B on 4 H100s); None where the efficiency is not a
-    calibrated model."""
+    middle point (each axis's median, a point of the grid): a sweep's rows share them, though the ops' shares move
+    them (Llama-3.1-70B on 4 H100s, decode p90: 1.147 at batch 1 x 128 tokens, 1.204 at 256 x 32768); None where
+    the efficiency is not a calibrated model."""
     if not isinstance(run_kw["efficiency"], CalibratedModel):
         return None
     mid = [float(np.sort(p)[(p.size - 1) // 2]) for p in points]
