@@ -462,16 +462,18 @@ BAND_COLUMNS = ("ttft_s", "tpot_s", "e2e_s", "requests_per_s", "output_tokens_pe
 def _band(prep: _Prepared, cols: dict, ctx: dict) -> dict | None:
     """p10 / p90 (arrays over the grid) of the headline numbers: every kernel of a step carrying prompt tokens and
     of a decode-only step at its fits' p10 (then p90) multiplier (estimate.step_band: the ops' family bands weighted
-    by their share of a full prompt chunk's step and of a decode step at the first point's decode batch; one pair
-    per deployment), solved through the same queue, so a load near saturation widens its TTFT band; throughput's p10
-    comes from the slow kernels. None where the efficiency is not a calibrated model."""
-    wl, budget = prep.wl, float(np.ravel(prep.tab.point_budget_tokens)[0])
-    new, cached = float(wl.mean(wl.new_prompt_tokens)[0]), float(wl.mean(wl.cached_tokens)[0])
+    by their share of a full prompt chunk's step and of a decode step, at the grid's medians of the prompt, the
+    decode batch and its context; one pair per deployment, as lr.sweep's), solved through the same queue, so a load
+    near saturation widens its TTFT band; throughput's p10 comes from the slow kernels. None where the efficiency is
+    not a calibrated model."""
+    wl = prep.wl
+    budget, new, cached, kv, batch = (float(np.nanmedian(np.ravel(x))) for x in (
+        prep.tab.point_budget_tokens, wl.mean(wl.new_prompt_tokens), wl.mean(wl.cached_tokens), wl.decode_kv_tokens,
+        np.where(np.isfinite(cols["decode_batch"]), cols["decode_batch"], 1.0)))
     chunk = max(min(new, budget), 1.0)
     pre = step_band(decode_batch=0.0, decode_kv_len=0.0, chunk_tokens=chunk, chunk_kv_len=cached + chunk,
                     **prep.step_kw)
-    dec = step_band(decode_batch=max(float(np.nan_to_num(cols["decode_batch"][0])), 1.0),
-                    decode_kv_len=float(wl.decode_kv_tokens[0]), **prep.step_kw)
+    dec = step_band(decode_batch=max(batch, 1.0), decode_kv_len=kv, **prep.step_kw)
     if pre is None or dec is None:
         return None
     lo, hi = (_solve([replace(prep, tab=prep.rescaled((pre[i], dec[i])))], engine=ctx["engine"], sp=ctx["sp"],
