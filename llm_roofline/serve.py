@@ -58,7 +58,7 @@ HOST_PROMPT_LAYER_OVERHEAD_S = 0.876e-3
 # The serving model's own error (host time, queueing, the benchmark's burst), as measured / modelled p10 and p90 on the
 # same 36 rows the host overheads are fitted on (validate_serving.py prints them): combined with the kernels' band in
 # _band. Without it the band held 23-53 % of the measured TTFTs of the held-out serving rows, with it 56-88 % (TPOT
-# 62-92 % -> 70-88 %; README "Serving under load").
+# 62-92 % -> 71-85 %; README "Serving under load").
 SERVING_BAND = {"ttft_s": (0.850, 1.312), "tpot_s": (0.917, 1.016)}
 
 # Closed-loop benchmark clients (genai-perf / aiperf `--concurrency C --request-count 10C`, the recipe of NVIDIA
