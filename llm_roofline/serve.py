@@ -476,9 +476,8 @@ def _band(prep: _Prepared, cols: dict, ctx: dict) -> dict | None:
     dec = step_band(decode_batch=max(batch, 1.0), decode_kv_len=kv, **prep.step_kw)
     if pre is None or dec is None:
         return None
-    no_saturation_rate = lambda _part, _cols: False  # noqa: E731 (the band needs the latencies and rates alone)
     lo, hi = (_solve([replace(prep, tab=prep.rescaled((pre[i], dec[i])))], engine=ctx["engine"], sp=ctx["sp"],
-                     closed=ctx["closed"], saturation_where=no_saturation_rate)[0] for i in (0, 1))
+                     closed=ctx["closed"], saturation_where=lambda *_: False)[0] for i in (0, 1))  # no saturation
     ttft, tpot = SERVING_BAND["ttft_s"], SERVING_BAND["tpot_s"]
     out = {k: _widened(cols[k], lo[k], hi[k], b) for k, b in (("ttft_s", ttft), ("tpot_s", tpot), ("e2e_s", tpot))}
     for k in ("requests_per_s", "output_tokens_per_s"):  # the slow kernels' p10; e2e's serving band, inverted
