@@ -141,7 +141,7 @@ def predict(rows: pd.DataFrame, step_s: float, seq_s: float, request_s: float, l
 def errors(m: pd.DataFrame) -> dict[str, float]:
     """Median and p90 absolute relative error of TTFT and TPOT, the median ratio predicted / measured and, where the
     rows carry serve()'s uncertainty band (calibrated), the share of measured values inside it (p10-p90: 80 % if the
-    band held every error; it carries the kernels' alone)."""
+    band were exact; it carries the kernels' error and serve.SERVING_BAND)."""
     ttft_ratio, tpot_ratio = m.ttft_s * 1e3 / m.silicon_ttft_ms, m.tpot_s * 1e3 / m.silicon_tpot_ms
     ttft, tpot = np.abs(ttft_ratio - 1), np.abs(tpot_ratio - 1)
     out = dict(n=len(m), ttft_median=float(np.median(ttft)), ttft_p90=float(np.quantile(ttft, 0.9)),
@@ -266,6 +266,7 @@ def _held_out(title: str, m: pd.DataFrame, by: list[str]) -> None:
     print(f"held out {title}, {len(m)} rows: {errors(m)}")
     for key, grp in m.groupby(by):
         print(f"  ({', '.join(by)}) {key}: {errors(grp)}")
+
 
 if __name__ == "__main__":
     main()

@@ -224,7 +224,7 @@ def cmd_sweep(args) -> str:
     out = render(rows, args.format, display)
     if args.format in ("table", "markdown"):
         out += "\n\n" + _efficiency_note(df) + "\ntok/s of the deployment, per chip, and per user (1 / TPOT)." + (
-            "\neach point's p10–p90 (ttft_s_p10, ...): --format csv or json, --out." if "ttft_s_p10" in df else "")
+            "\n" + _BAND_COLUMNS_NOTE if "ttft_s_p10" in df else "")
         if df.attrs.get("skipped"):
             out += "\nleft out: " + "; ".join(df.attrs["skipped"]) + "."
     if written:
@@ -299,9 +299,11 @@ def cmd_serve(args) -> str:
         out += "\n\n" + "\n".join([_efficiency_note(res)] + _prose([
             _engine_text(res["chip"], res["max_num_seqs"], res["max_num_batched_tokens"], args) + "; p90: of TTFT; "
             "batch: running sequences; KV: of the KV capacity; max req/s: saturation; per user: tok/s per user = "
-            "1 / TPOT" + ("; each point's p10–p90 (ttft_s_p10, ...): --format csv or json"
-                          if res["ttft_s_p10"].notna().any() else "") + "."]))
+            "1 / TPOT." + (" " + _BAND_COLUMNS_NOTE if "ttft_s_p10" in res else "")]))
     return out
+
+
+_BAND_COLUMNS_NOTE = "each point's p10–p90 (ttft_s_p10, ...): --format csv or json."  # a sweep's band columns
 
 
 def _engine_text(chips, seqs, tokens, args) -> str:

@@ -36,7 +36,7 @@ from .model.hf import load_model
 from .queueing import (Engine, Speculative, StepTables, Workload, decode_nodes, saturation_qps, solve_closed, solve_open,
                        step_tables, vllm_batch_defaults, workload_of)
 from .sharding import Sharding, micro_batches, stage_divisor, stage_note
-from .units import as_list, json_ready, remembered, unique_rows
+from .units import array_key, as_list, json_ready, remembered, unique_rows
 
 # Host overhead, fitted by `python benchmarks/validate_serving.py` (efficiency="calibrated", the calibration v2 chip
 # fits) on measured vLLM serving of Llama-3.1-70B in fp8 on B200, tp 1-8, concurrency <= 16 (36 rows; its 24 rows at
@@ -225,15 +225,8 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
 
 def _remembered(fn):
     """fn with its calls remembered by the arguments' values: a band's rescaled tables ask for the same step costs."""
-    seen: list = []
-
-    def call(*args):
-        for a, out in seen:
-            if all(np.array_equal(x, y) for x, y in zip(a, args)):
-                return out
-        seen.append((args, fn(*args)))
-        return seen[-1][1]
-    return call
+    memo: dict = {}
+    return lambda *args: remembered(memo, tuple(map(array_key, args)), fn, *args)
 
 
 def _solve(parts: "list[_Prepared]", *, engine: dict, sp: Speculative, closed: bool,
@@ -372,9 +365,9 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
     import itertools
 
     jobs = [dict(zip(discrete, combo)) for combo in itertools.product(*(as_list(v) for v in discrete.values()))]
-    if not isinstance(uncertainty, bool):
+    if not isinstance(uncertainty, (bool, np.bool_)):
         raise ScenarioError(f"uncertainty must be True or False, got {uncertainty!r:.80}")
-    frames = _run(spec, [(d, mesh) for d in jobs], ctx, raise_errors=True, band=uncertainty)
+    frames = _run(spec, [(d, mesh) for d in jobs], ctx, raise_errors=True, band=bool(uncertainty))
     if is_sweep:
         labels: dict = {}  # each chip's fit label, once
         return _concat([_frame(chip_obj, d, cols, g, efficiency, labels) for chip_obj, d, g, cols, _ in frames])
@@ -456,7 +449,7 @@ def _run(spec, jobs, ctx: dict, raise_errors: bool, only_fitting: bool = False, 
     return [p if p is None or isinstance(p, RooflineError) else (p[0], p[1], p[2], cols[id(p)], p[4]) for p in preps]
 
 
-BAND_COLUMNS = ("ttft_s", "tpot_s", "e2e_s", "requests_per_s", "output_tokens_per_s")  # with a p10 / p90 (_band)
+BANDED = ("ttft_s", "tpot_s", "e2e_s", "requests_per_s", "output_tokens_per_s")  # the numbers with a p10 / p90 (_band)
 
 
 def _band(prep: _Prepared, cols: dict, ctx: dict) -> dict | None:
@@ -502,14 +495,14 @@ def _band_at(band: dict | None, i: int = 0) -> dict | None:
     """ServingEstimate.uncertainty: the band of grid point i as {name: {"p10", "p90"}} and "multipliers"."""
     if band is None:
         return None
-    return {**{k: {"p10": float(band[k][0][i]), "p90": float(band[k][1][i])} for k in BAND_COLUMNS},
+    return {**{k: {"p10": float(band[k][0][i]), "p90": float(band[k][1][i])} for k in BANDED},
             "multipliers": band["multipliers"]}
 
 
-def _band_columns(band: dict | None, n: int) -> dict:
-    """A sweep's band columns (<name>_p10 / <name>_p90 for the BAND_COLUMNS; NaN where no band)."""
-    nan = (np.full(n, np.nan),) * 2
-    return {f"{k}_{q}": (band[k] if band else nan)[j] for k in BAND_COLUMNS for j, q in enumerate(("p10", "p90"))}
+def _band_columns(band: dict | None) -> dict:
+    """A sweep's band columns, <name>_p10 / <name>_p90 of the BANDED numbers; none without a band (a sweep of several
+    deployments has NaN there: pandas.concat)."""
+    return {} if band is None else {f"{k}_{q}": band[k][j] for k in BANDED for j, q in enumerate(("p10", "p90"))}
 
 
 def serve_deployments(model, deployments: list[dict], only_fitting: bool = False, as_columns: bool = False,
@@ -613,7 +606,7 @@ def _columns(chip_obj, d: dict, cols: dict, mesh: dict, efficiency, labels: dict
     return {"chip": [chip_obj.name] * n, "efficiency": efficiency_mode(efficiency), "fit": fit,
             **{k: np.full(n, v) for k, v in d.items() if k != "chip"}, **mesh,
             **{k: v for k, v in cols.items() if k != "uncertainty"},
-            **(_band_columns(cols["uncertainty"], n) if "uncertainty" in cols else {}),
+            **_band_columns(cols.get("uncertainty")),
             "tokens_per_s_per_user": 1.0 / cols["tpot_s"]}
 
 

@@ -106,8 +106,8 @@ def _combo_text(chip_name: str, varying: dict) -> str:
 SWEEP_CHUNK_POINTS = 50_000  # grid points evaluated at once (a few kB each while evaluating)
 
 
-BAND_COLUMNS = tuple(f"{k}_{q}" for k in ("ttft_s", "tpot_s", "e2e_s", "throughput_tokens_per_s")
-                     for q in ("p10", "p90"))
+_BANDED = ("ttft_s", "tpot_s", "e2e_s", "throughput_tokens_per_s")  # the columns with a p10 / p90 (headline_band)
+BAND_COLUMNS = tuple(f"{k}_{q}" for k in _BANDED for q in ("p10", "p90"))
 
 
 def _multipliers(spec, chip, run_kw: dict, points) -> dict | None:
@@ -139,8 +139,7 @@ def _sweep_columns(r: Headline, kw: dict, mesh, mult: dict | None = None) -> tup
             "fits": m.bytes_per_chip <= m.capacity_bytes, "max_batch": m.max_batch}
     if mult is not None:
         band = headline_band(mult["prefill"], mult["decode"], cols)
-        cols.update({f"{k}_{q}": band[k][i] for k in ("ttft_s", "tpot_s", "e2e_s", "throughput_tokens_per_s")
-                     for i, q in enumerate(("p10", "p90"))})
+        cols.update({f"{k}_{q}": band[k][i] for k in _BANDED for i, q in enumerate(("p10", "p90"))})
     return n, {k: v if (np.ndim(v) == 0 and not isinstance(v, np.ndarray)) or np.shape(v) == (n,)
                else np.broadcast_to(v, (n,)) for k, v in cols.items()}
 

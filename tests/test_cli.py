@@ -247,12 +247,14 @@ def test_serve_prints_the_band_it_returns(capsys):
     assert code == 0 and "p10–p90" not in out
     # a serve sweep's table says where its points' bands are; its csv has them (and an estimate sweep's too)
     code, out, _ = run(capsys, "sweep", "meta-llama/Llama-3.2-1B", "--chip", "h100", "--batch", "1,8")
-    assert code == 0 and "each point's p10–p90 (ttft_s_p10, ...): --format csv or json, --out." in out
+    assert code == 0 and "each point's p10–p90 (ttft_s_p10, ...): --format csv or json." in out
     assert max(map(len, out.splitlines())) <= 100
     code, out, _ = run(capsys, *argv[:5], "1,8", *argv[6:])
-    assert code == 0 and "each point's p10–p90 (ttft_s_p10, ...): --format csv or json" in " ".join(out.split())
+    assert code == 0 and "each point's p10–p90 (ttft_s_p10, ...): --format csv or json." in " ".join(out.split())
     code, out, _ = run(capsys, *argv[:5], "1,8", *argv[6:], "--format", "csv")
     assert code == 0 and "ttft_s_p10" in out.splitlines()[0]
+    code, out, _ = run(capsys, *argv[:5], "1,8", *argv[6:], "--efficiency", "ideal")  # ideal: no band, no note
+    assert code == 0 and "p10–p90" not in out
     # one generated token: no TPOT, so none in the band either (its NaN had read as 'saturated')
     code, out, _ = run(capsys, *argv[:-1], "1")
     band = " ".join(out.split()).split("p10–p90")[1]

@@ -134,6 +134,8 @@ def test_serving_band_columns_of_a_sweep():
     bare = serve(LLAMA, "h100-sxm", prompt_len=[512, 2048], gen_len=64, concurrency=[1, 16], uncertainty=False)
     assert "ttft_s_p10" not in bare and np.allclose(bare.ttft_s, serve(LLAMA, "h100-sxm", prompt_len=[512, 2048],
                                                                          gen_len=64, concurrency=[1, 16]).ttft_s)
+    assert "ttft_s_p10" not in serve(LLAMA, "h100-sxm", concurrency=[1, 16], efficiency="ideal")  # no band to give
+    assert "ttft_s_p10" in serve(LLAMA, "h100-sxm", concurrency=[1, 16], uncertainty=np.bool_(True))  # a numpy bool
     with pytest.raises(RooflineError, match="uncertainty must be True or False"):
         serve(LLAMA, "h100-sxm", concurrency=1, uncertainty="yes")
 
@@ -147,6 +149,9 @@ def test_serving_band_holds_the_number(chip, model, load):
     # p10 <= number <= p90 for every headline number, all finite and >= 0 but a saturated p90 (inf) and an undefined
     # number (NaN: one generated token has no TPOT)
     s = serve(model, chip, tp=2, **load)
+    if chip == "tpu-v5e":  # every family uncalibrated: uncertainty.UNCALIBRATED_BAND in both steps
+        m = s.uncertainty["multipliers"]
+        assert np.allclose([m["prefill"], m["decode"]], [[0.7, 2.0]] * 2, rtol=1e-12)
     for k, b in ((k, v) for k, v in s.uncertainty.items() if k != "multipliers"):
         x = getattr(s, k)
         if math.isnan(x):
