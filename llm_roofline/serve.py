@@ -305,7 +305,7 @@ def _check_grid(g: dict):
         _check_knobs(g["max_num_seqs"], g["max_num_batched_tokens"])
     for name in ("concurrency", "qps"):
         if g.get(name) is not None and (np.any(~np.isfinite(g[name])) or np.any(g[name] <= 0)):
-            raise ScenarioError(f"{name} must be positive, got {g[name].tolist()!r}")
+            raise ScenarioError(f"{name} must be a positive finite number, got {g[name].tolist()!r}")
 
 
 def _check_knobs(seqs, tokens, default_of: str = ""):

@@ -303,7 +303,8 @@ def test_open_loop_above_saturation_is_an_error_that_names_the_rate():
 @pytest.mark.parametrize("kw, match", [
     (dict(), "exactly one of concurrency"),
     (dict(concurrency=4, qps=1.0), "exactly one of concurrency"),
-    (dict(concurrency=0), "concurrency must be positive"),
+    (dict(concurrency=0), "concurrency must be a positive finite number"),
+    (dict(qps=float("inf")), r"qps must be a positive finite number, got \[inf\]"),  # said 'positive' of inf
     (dict(concurrency=4, prefix_hit_rate=1.0), "prefix_hit_rate"),
     (dict(concurrency=4, max_num_seqs=512, max_num_batched_tokens=256), "max_num_batched_tokens must be >="),
     (dict(concurrency=4, speculative=dict(k=2, acceptance=1.5)), "speculative"),
