@@ -19,6 +19,9 @@ rotate over enough copies to overflow L2 (the weights and KV of a real step come
     elementwise     a bf16 residual add x + y
     moe             a bf16 MoE block: routed rows gathered, two grouped GEMMs (torch._grouped_mm) with SiLU-and-mul,
                     weighted sum per token; balanced routing as the collector's
+    fp8_quant       an fp8 linear split: the activations' fp8 quantization (Triton, static per-tensor and dynamic
+                    per-token), cuBLASLt's fp8 GEMM alone (per-tensor, rowwise scales) and the two together, on
+                    the shapes vLLM's fp8 tables hold too: written to OUT_fp8_quant.csv, beside OUT
     memory          RMSNorm, SiLU-and-mul and NeoX rotary as fused Triton kernels (gpu_kernels.py), embedding gather;
                     written to OUT as the other parts (the Vidur schema of the memory-bound families)
 
@@ -26,8 +29,8 @@ The kernels differ from vLLM's, whose tables the fits saw: cuBLAS bf16 is what v
 linears (the same library); its fp8 linears run CUTLASS, its attention FlashAttention-3 on Hopper, which is
 faster than PyTorch's FlashAttention-2: a calibrated estimate faster than SDPA prefill is expected there. The rows
 are never fitted (the fits use only the measured tables named in CALIBRATION.md); `compare` prints the error per
-family, op and size bucket. benchmarks/data/gpu_check_<gpu>.csv (and _weight_only.csv, _moe.csv) hold the rows measured so
-far.
+family, op and size bucket. benchmarks/data/gpu_check_<gpu>.csv (and _weight_only.csv, _moe.csv, _memory.csv,
+_fp8_quant.csv) hold the rows measured so far.
 """
 
 from __future__ import annotations
@@ -137,6 +140,75 @@ def _gemm_rows(torch, time_s, gpu: str, log) -> list[dict]:
                                            bytes=(m * k + k * n) * e + m * n * 2.0),
                                  lambda: time_s(make, run, (m * k + k * n) * e)))
     return rows
+
+
+# the (n, k) of GEMM_SHAPES that vLLM's H100 / H200 fp8 tables also hold at GEMM_TOKENS (35 points each)
+FP8_QUANT_SHAPES = ((4096, 4096), (6144, 4096), (7168, 8192), (8192, 1024), (8192, 3584))
+
+
+def _fp8_quant_rows(torch, time_s, gpu: str, log) -> list[dict]:
+    """An fp8 linear layer's two parts, apart and together: the activations' quantization (Triton: vLLM's static
+    per-tensor scheme, one scale; its dynamic per-token scheme, a row's amax first) and cuBLASLt's fp8 GEMM
+    (torch._scaled_mm: per-tensor scales; rowwise scales for per-token activations), on FP8_QUANT_SHAPES at
+    GEMM_TOKENS. vLLM's fp8 table times its whole linear layer (the collector's static scheme: a quantization kernel,
+    then CUTLASS's GEMM); these rows split that time. Written beside OUT (beside_path)."""
+    try:
+        import gpu_kernels as K  # Triton
+        _check_fp8_quant(torch, K, log)
+    except Exception as e:  # no Triton, or a kernel that fails to build or is wrong: the part is skipped whole
+        log(f"  skipped the fp8_quant part: {type(e).__name__}: {str(e).splitlines()[0][:160] if str(e) else ''}")
+        return []
+    f8, bf16 = torch.float8_e4m3fn, torch.bfloat16
+    one = torch.ones((), device="cuda", dtype=torch.float32)
+
+    def tensor_mm(xq, w):  # per-tensor scales
+        return torch._scaled_mm(xq, w.t(), scale_a=one, scale_b=one, out_dtype=bf16)
+
+    def row_mm(xq, xs, w, ws):  # a scale per activation row and per weight column
+        return torch._scaled_mm(xq, w.t(), scale_a=xs, scale_b=ws, out_dtype=bf16)
+
+    cases = (  # (op, family, run(x, xq, xs, w, ws)): x bf16, xq / xs its fp8 rows and scales made before timing
+        ("triton_fp8_quant_static", "elementwise", lambda x, xq, xs, w, ws: K.fp8_quant_static(x, one)),
+        ("triton_fp8_quant_token", "elementwise", lambda x, xq, xs, w, ws: K.fp8_quant_token(x)),
+        ("torch_gemm_fp8", "gemm", lambda x, xq, xs, w, ws: tensor_mm(xq, w)),
+        ("torch_gemm_fp8_rowwise", "gemm", lambda x, xq, xs, w, ws: row_mm(xq, xs, w, ws)),
+        ("torch_gemm_fp8_static_quant", "gemm", lambda x, xq, xs, w, ws: tensor_mm(K.fp8_quant_static(x, one), w)),
+        ("torch_gemm_fp8_token_quant", "gemm", lambda x, xq, xs, w, ws: row_mm(*K.fp8_quant_token(x), w, ws)))
+    rows = []
+    for n, k in FP8_QUANT_SHAPES:
+        for m in GEMM_TOKENS:
+            def make(m=m, n=n, k=k):
+                x = torch.randn(m, k, device="cuda", dtype=bf16)
+                xq, xs = K.fp8_quant_token(x)
+                w = (torch.randn(n, k, device="cuda", dtype=bf16) * 0.05).to(f8)
+                return x, xq, xs, w, torch.full((1, n), 0.05, device="cuda", dtype=torch.float32)
+
+            for op, family, run in cases:
+                sizes = (dict(k=k, n=n, flops=2.0 * m * k * n, bytes=m * k * 2.0 + k * n + m * n * 2.0)
+                         if family == "gemm" else dict(k=k, bytes=m * k * 3.0))
+                rows.append(_row(log, dict(gpu=gpu, model=f"n{n}_k{k}", family=family, op=op, dtype="fp8", tp=1, m=m,
+                                           elems=m * k, **sizes),
+                                 lambda run=run, m=m, n=n, k=k: time_s(make, run, m * k * 2.0 + k * n)))
+    return rows
+
+
+def _check_fp8_quant(torch, K, log) -> None:
+    """Both quantization kernels against PyTorch on fresh inputs (dequantized relative error of fp8 e4m3 ~2 %; a
+    wrong kernel raises, and the part is skipped)."""
+    x = torch.randn(37, 3000, device="cuda", dtype=torch.bfloat16) * 3
+    inv = torch.full((), 1 / 0.05, device="cuda", dtype=torch.float32)
+    ref = (x.float() * inv).clamp(-448, 448)
+    got = K.fp8_quant_static(x, inv).float()
+    err_static = float((got - ref).norm() / ref.norm())
+    y, s = K.fp8_quant_token(x)
+    ref_s = x.float().abs().amax(dim=1, keepdim=True) / 448
+    err_scale = float(((s - ref_s).abs() / ref_s).max())
+    err_token = float((y.float() * s - x.float()).norm() / x.float().norm())
+    log(f"  fp8 quantization vs PyTorch: static {err_static:.2e}, per-token scales {err_scale:.2e}, values "
+        f"{err_token:.2e}")
+    if not (err_static < 0.05 and err_scale < 1e-5 and err_token < 0.05):
+        raise ValueError(f"the fp8 quantization kernels are wrong (static {err_static:.2e}, scales {err_scale:.2e}, "
+                         f"values {err_token:.2e})")
 
 
 def _weight_only_rows(torch, time_s, gpu: str, log) -> list[dict]:
@@ -383,15 +455,19 @@ def _row(log, row: dict, timed) -> dict | None:
 
 
 PARTS = {"add": _add_rows, "gemm": _gemm_rows, "weight_only": _weight_only_rows, "attention": _attention_rows,
-         "moe": _moe_rows, "memory": _memory_rows,
+         "moe": _moe_rows, "memory": _memory_rows, "fp8_quant": _fp8_quant_rows,
          "attention_other": functools.partial(_attention_rows, names=("cudnn", "efficient"))}  # flash first: a
 #   backend whose graph capture fails runs later
 
 
-def weight_only_path(out: Path) -> Path:
-    """Where `measure` writes the weight-only rows: beside OUT, not in it (the measured-timings schema has no weight
-    width: `llm-roofline calibrate` would fit them as bf16 GEMMs)."""
-    return out.with_name(f"{out.stem}_weight_only{out.suffix}")
+BESIDE = ("weight_only", "fp8_quant")  # parts whose rows the measured-timings schema cannot carry (beside_path)
+
+
+def beside_path(out: Path, part: str) -> Path:
+    """Where `measure` writes a part's rows: OUT, or beside it for the BESIDE parts (the measured-timings schema has
+    no weight width, nor a family for a quantization pass or a GEMM with one: `llm-roofline calibrate` would fit
+    them as bf16 GEMMs and elementwise kernels)."""
+    return out.with_name(f"{out.stem}_{part}{out.suffix}") if part in BESIDE else out
 
 
 def measure(out: Path, parts=None) -> int:
@@ -407,7 +483,7 @@ def measure(out: Path, parts=None) -> int:
               file=sys.stderr)
         return 2
     parts = list(PARTS) if parts is None else list(dict.fromkeys(parts))
-    for path in (out, weight_only_path(out)) if "weight_only" in parts else (out,):
+    for path in dict.fromkeys(beside_path(out, name) for name in parts):
         write_text(path, "")  # an unwritable path fails here, in one line, not after the kernels are timed
     props = torch.cuda.get_device_properties(0)
     gpu = next((c for key, c in GPU_CHIPS.items() if key in props.name), props.name)
@@ -420,11 +496,11 @@ def measure(out: Path, parts=None) -> int:
     def log(msg):
         print(f"[{time.time() - t0:6.1f} s] {msg}", flush=True)
 
-    rows = {out: [], weight_only_path(out): []}
+    rows = {beside_path(out, name): [] for name in parts}
     for name in parts:  # in the order asked
         part = PARTS[name]
         log(f"{name} ...")
-        path = weight_only_path(out) if name == "weight_only" else out
+        path = beside_path(out, name)
         rows[path] += [r for r in part(torch, time_s, gpu, log) if r is not None]
         write_text(path, pd.DataFrame(rows[path]).to_csv(index=False, float_format="%.10g"))  # what is done so
         #   far survives a timeout
@@ -514,7 +590,7 @@ def main(argv=None) -> int:
     m.add_argument("out", type=Path)
     m.add_argument("--parts", default=",".join(PARTS), type=_parts,
                    help=f"comma-separated kernels to time, of {', '.join(PARTS)} (default: all; weight_only rows go "
-                        "to OUT_weight_only.csv)")
+                        "to OUT_weight_only.csv, fp8_quant to OUT_fp8_quant.csv)")
     c = sub.add_parser("compare", help="error of the ideal and calibrated estimates of a measured CSV")
     c.add_argument("csv", type=Path)
     c.add_argument("--chip", default=None, help="chip file to predict with (default: the rows' gpu column)")

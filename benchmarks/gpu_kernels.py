@@ -1,6 +1,7 @@
 """Fused memory-bound kernels in Triton, the shape of vLLM's own CUDA ones (one read of each input, one write of
-each output): RMSNorm, SiLU-and-mul, rotary embedding (NeoX halves, in place on q and k). Imported by
-`gpu_check.py measure --parts memory` alone (Triton and a GPU there); TRITON_INTERPRET=1 runs them on the CPU."""
+each output): RMSNorm, SiLU-and-mul, rotary embedding (NeoX halves, in place on q and k), and the activations' fp8
+quantization (static per-tensor, dynamic per-token). Imported by `gpu_check.py measure --parts memory,fp8_quant`
+alone (Triton and a GPU there); TRITON_INTERPRET=1 runs them on the CPU."""
 
 from __future__ import annotations
 
@@ -78,3 +79,49 @@ def rope(q, k, pos, cos, sin):
     _rope[(q.shape[0],)](q, k, pos, cos, sin, q.shape[1], k.shape[1], half, q.stride(0), k.stride(0),
                          QH=heads_block[0], KH=heads_block[1], BLOCK=triton.next_power_of_2(half))
     return q, k
+
+
+@triton.jit
+def _fp8_quant_static(x_ptr, y_ptr, inv_scale_ptr, n, BLOCK: tl.constexpr):
+    """y = clamp(x / scale) in fp8 e4m3 with one scale for the tensor (vLLM's static activation scheme)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32) * tl.load(inv_scale_ptr)
+    tl.store(y_ptr + offs, tl.clamp(x, -448.0, 448.0).to(y_ptr.dtype.element_ty), mask=mask)
+
+
+@triton.jit
+def _fp8_quant_token(x_ptr, y_ptr, s_ptr, k, BLOCK: tl.constexpr):
+    """One row per program: its absolute maximum, then the row over amax / 448 in fp8 e4m3 (vLLM's dynamic per-token
+    scheme); the scale stored as float32. Two passes over the row (the second mostly from L2)."""
+    row = tl.program_id(0)
+    amax = tl.zeros((BLOCK,), dtype=tl.float32)
+    for start in range(0, k, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + row * k + cols, mask=cols < k, other=0.0).to(tl.float32)
+        amax = tl.maximum(amax, tl.abs(x))
+    scale = tl.maximum(tl.max(amax, axis=0), 1e-12) / 448.0
+    tl.store(s_ptr + row, scale)
+    for start in range(0, k, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + row * k + cols, mask=cols < k, other=0.0).to(tl.float32) / scale
+        tl.store(y_ptr + row * k + cols, tl.clamp(x, -448.0, 448.0).to(y_ptr.dtype.element_ty), mask=cols < k)
+
+
+def fp8_quant_static(x, inv_scale, block: int = 4096):
+    """x (m, k) bf16 -> fp8 e4m3 with one float32 scale (inv_scale: a 1-element tensor, 1 / scale)."""
+    import torch
+
+    y = torch.empty(x.shape, device=x.device, dtype=torch.float8_e4m3fn)
+    _fp8_quant_static[(triton.cdiv(x.numel(), block),)](x, y, inv_scale, x.numel(), BLOCK=block)
+    return y
+
+
+def fp8_quant_token(x, block: int = 1024):
+    """x (m, k) bf16 -> (fp8 e4m3 (m, k), float32 scales (m, 1)), one scale per row."""
+    import torch
+
+    y = torch.empty(x.shape, device=x.device, dtype=torch.float8_e4m3fn)
+    s = torch.empty((x.shape[0], 1), device=x.device, dtype=torch.float32)
+    _fp8_quant_token[(x.shape[0],)](x, y, s, x.shape[1], BLOCK=block)
+    return y, s
