@@ -1,7 +1,8 @@
 """Serving model vs measured vLLM serving results; fits the host overhead and reports held-out error.
 
 Data: ../shared/calibration/aic-vllm/serving_vllm_blackwell.csv (NVIDIA AIConfigurator silicon samples, vLLM
-on B200/B300/GB200; closed-loop clients: batch_size = concurrency; measured mean TTFT and TPOT). Rows used:
+on B200/B300/GB200; closed-loop clients: concurrency = batch_size x attention_dp_size; measured mean TTFT and
+TPOT). Rows used:
 Llama-3.1-70B on B200 (fp8, fp4) and gpt-oss-120b on B200 (nvfp4; model_configs/openai/gpt-oss-120b),
 MiniMax-M2.5 and Kimi-K2.5 on B200 and B300 (model_configs/); aggregated serving, pp = 1, attention_dp = 1, no
 expert parallelism (MiniMax's and Kimi's rows with expert and attention-data parallelism within one node are
@@ -12,7 +13,8 @@ gemm_quant_mode and moe_quant_mode name them), but MiniMax-M2.5's fp8 and Kimi-K
 checkpoints as published (CHECKPOINT_PRECISION); KV cache fp8 (an assumption: the rows do not say).
 efficiency="calibrated". The clients are a benchmark run: all C start together, 10 requests each
 (serve.BENCHMARK_REQUESTS_PER_CLIENT; genai-perf --request-count 10C, the recipe of AIConfigurator's evaluation
-harness), so the first round arrives as one burst.
+harness), so the first round arrives as one burst. The rows' batch_size is per attention-DP rank (AIConfigurator's
+convention): the clients are batch_size x attention_dp_size, as each row's silicon_concurrency says.
 Fit: the host overheads (per step, per request, per layer of a step carrying prompt tokens; argument "request": the
 per-layer one held at 0; argument "seq": also per decoding sequence per step, else held at 0) and nothing else, on
 Llama-3.1-70B's fp8 rows alone (FIT_PRECISION): their steps run the kernels the tables measured (within +-0.4 ms of
@@ -105,8 +107,11 @@ def load_rows(model: str = MODEL, systems: tuple[str, ...] = ("b200_sxm",), layo
     plain = (d.attention_dp_size == 1) & (d.moe_ep_size == 1)
     d = d[(d.model_path == model) & d.system.isin(systems) & (d["mode"] == "agg") & (d.pp_size == 1)
           & (one_node if layouts else plain)]
-    d = d.rename(columns={"batch_size": "concurrency", "tp_size": "tp", "attention_dp_size": "adp",
-                          "moe_tp_size": "moe_tp", "moe_ep_size": "moe_ep"})
+    d = d.rename(columns={"tp_size": "tp", "attention_dp_size": "adp", "moe_tp_size": "moe_tp",
+                          "moe_ep_size": "moe_ep"})
+    # batch_size is per attention-DP rank: the clients are batch_size x attention_dp_size (the silicon_concurrency
+    # the rows' silicon_data_source names: 36 of 36 MiniMax rows at attention_dp 2, 46 of 46 at 4; 673 of 673 at 1)
+    d = d.assign(concurrency=d.batch_size * d.adp)
     return d.astype({"tp": int, "concurrency": int, "adp": int, "moe_tp": int, "moe_ep": int})
 
 
