@@ -18,6 +18,7 @@ from .chip_fits import DEFAULT_EFFICIENCY
 from .errors import RooflineError
 from .memory import GPU_MEMORY_UTILIZATION
 from .report.table import FORMATS
+from .sharding import MOE_DISPATCH, MOE_DISPATCHES
 
 EPILOG = """examples:
   llm-roofline chips
@@ -85,11 +86,11 @@ def _add_scenario(p, lists=False, layouts=()):
         _add_layouts(p, layouts)
 
 
-LAYOUT_FLAGS = ("attention_dp", "moe_ep", "moe_tp", "routing_skew")
+LAYOUT_FLAGS = ("attention_dp", "moe_ep", "moe_tp", "routing_skew", "moe_dispatch")
 
 
 def _add_layouts(p, which) -> None:
-    """The serving-layout flags a command uses (estimate, sweep and serve all four; plan --attention-dp)."""
+    """The serving-layout flags a command uses (estimate, sweep and serve all five; plan --attention-dp)."""
     g = p.add_argument_group("serving layouts")
     if "attention_dp" in which:
         g.add_argument("--attention-dp", type=int, default=1,
@@ -98,14 +99,21 @@ def _add_layouts(p, which) -> None:
                             "(default: 1)")
     if "moe_ep" in which:
         g.add_argument("--moe-ep", type=int, default=None,
-                       help="chips the routed experts are split over (default: --ep); all-to-all dispatch and "
-                            "combine when attention is data-parallel")
+                       help="chips the routed experts are split over (default: --ep); with --attention-dp, "
+                            "--moe-dispatch says how the tokens reach them")
     if "moe_tp" in which:
         g.add_argument("--moe-tp", type=int, default=None,
                        help="chips each expert is sliced over (default: tp x attention_dp / moe_ep)")
     if "routing_skew" in which:
         g.add_argument("--routing-skew", type=float, default=1.0,
                        help="busiest expert group's load over the mean, 1..moe_ep (default: 1, balanced routing)")
+    if "moe_dispatch" in which:
+        g.add_argument("--moe-dispatch", choices=MOE_DISPATCHES, default=MOE_DISPATCH,
+                       help="with --attention-dp: how routed tokens reach their experts. allgather (default; vLLM's, "
+                            "SGLang's and TensorRT-LLM's): every group's tokens all-gathered, each chip's experts run "
+                            "over all of them, the outputs reduce-scattered; all_to_all: each token's top-k copies "
+                            "dispatched to its experts' chips and combined back (DeepEP, e.g. vLLM --all2all-backend "
+                            "deepep_low_latency)")
 
 
 def _build_parser() -> argparse.ArgumentParser:

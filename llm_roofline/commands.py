@@ -132,9 +132,9 @@ def _scenario_kwargs(args) -> dict:
 
 
 def _layout_kwargs(args) -> dict:
-    """--attention-dp, --moe-ep, --moe-tp, --routing-skew, as given (estimate and sweep accept them)."""
+    """--attention-dp, --moe-ep, --moe-tp, --routing-skew, --moe-dispatch, as given (estimate and sweep accept them)."""
     return dict(attention_dp=args.attention_dp, moe_ep=args.moe_ep, moe_tp=args.moe_tp,
-                routing_skew=args.routing_skew)
+                routing_skew=args.routing_skew, moe_dispatch=args.moe_dispatch)
 
 
 def _load_model_arg(args):

@@ -34,8 +34,8 @@ from .optable import OpTable
 from .phases import (DecodeSums, PhaseResult, PhaseTotals, PrefillSums, decode_segments, graph_memo, phase_t_s,
                      run_phase, total_of)
 from .roofline import TERMS, intensity_of, score_op
-from .sharding import (Sharding, critical_thresholds, micro_batch_note, micro_batches, stage_divisor, stage_note,
-                       whole_micro_batches)
+from .sharding import (MOE_DISPATCH, Sharding, critical_thresholds, micro_batch_note, micro_batches, stage_divisor,
+                       stage_note, whole_micro_batches)
 from .uncertainty import phase_band, uncertainty_of
 from .units import array_key, json_ready
 
@@ -309,12 +309,13 @@ def tpot_of(gen, ttft, decode_t):
 def evaluate(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=1, dp=1,
              weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency=DEFAULT_EFFICIENCY, attention="fused",
              sequence_parallel=False, attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0,
+             moe_dispatch=MOE_DISPATCH,
              gpu_memory_utilization=GPU_MEMORY_UTILIZATION) -> Evaluation:
     """The vectorized core: batch, prompt_len and gen_len may be arrays (broadcast). Memory is checked against
     gpu_memory_utilization x HBM (memory.GPU_MEMORY_UTILIZATION)."""
     spec, chip, sh, dt, eff, assumptions, batch, prompt, gen = _inputs(
         model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtype, act_dtype, kv_dtype, efficiency,
-        sequence_parallel, attention_dp, moe_tp, moe_ep, routing_skew)
+        sequence_parallel, attention_dp, moe_tp, moe_ep, routing_skew, moe_dispatch)
     pre = _prefill(spec, chip, sh, dt, eff, batch, prompt, attention)
     dec = _decode(spec, chip, sh, dt, eff, batch, prompt, np.maximum(gen, 2), attention) if np.any(gen > 1) else None
     mem = footprint(spec, usable_bytes(chip.hbm_bytes, gpu_memory_utilization), sh, dt, pre.ops,
@@ -340,12 +341,12 @@ def _marlin_note(model: CalibratedModel, chip: Chip, ops) -> str:
 
 
 def _inputs(model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtype, act_dtype, kv_dtype, efficiency,
-            sequence_parallel, attention_dp, moe_tp, moe_ep, routing_skew) -> tuple:
+            sequence_parallel, attention_dp, moe_tp, moe_ep, routing_skew, moe_dispatch) -> tuple:
     """evaluate()'s arguments checked and resolved: (spec, chip, sharding, dtypes, efficiency model, assumptions,
     batch, prompt, gen as float64 arrays)."""
     spec, chip = load_model(model), load_chip(chip)
     sh, batch, prompt, gen = scenario_arrays(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_parallel,
-                                             attention_dp, moe_tp, moe_ep, routing_skew)
+                                             attention_dp, moe_tp, moe_ep, routing_skew, moe_dispatch)
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), assumptions := list(spec.assumptions))
     assumptions += filter(None, [spec.w8a8_fallback_note(dt, chip.name),  # a W8A8 checkpoint run weight-only
                                  stage_note(spec.n_layers, sh.pp), micro_batch_note(sh.pp, batch)])
@@ -353,7 +354,7 @@ def _inputs(model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtyp
 
 
 def scenario_arrays(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_parallel, attention_dp, moe_tp, moe_ep,
-                    routing_skew) -> tuple:
+                    routing_skew, moe_dispatch=MOE_DISPATCH) -> tuple:
     """The chip-free part of _inputs: (sharding, batch, prompt, gen as float64 arrays), checked."""
     batch, prompt_len, gen_len, tp, pp, ep, dp, attention_dp = (check_count(n, v) for n, v in zip(
         ("batch", "prompt_len", "gen_len", "tp", "pp", "ep", "dp", "attention_dp"),
@@ -361,7 +362,7 @@ def scenario_arrays(batch, prompt_len, gen_len, tp, pp, ep, dp, sequence_paralle
     if any(np.ndim(x) for x in (batch, prompt_len, gen_len)):
         batch, prompt_len, gen_len = np.broadcast_arrays(batch, prompt_len, gen_len)
     batch, prompt, gen = (np.asarray(x, dtype=np.float64) for x in (batch, prompt_len, gen_len))
-    sh = Sharding(tp, pp, ep, dp, sequence_parallel, attention_dp, moe_tp, moe_ep, routing_skew)
+    sh = Sharding(tp, pp, ep, dp, sequence_parallel, attention_dp, moe_tp, moe_ep, routing_skew, moe_dispatch)
     if not np.all(whole_micro_batches(batch, sh.pp, sh.attention_dp)):
         raise ScenarioError(f"batch must be a multiple of pp x attention_dp = {sh.sequence_groups} (the batch is split "
                             "into pp micro-batches and attention_dp attention groups)"
@@ -388,48 +389,52 @@ def _warnings(spec: ModelSpec, chip: Chip, sh: Sharding, dt: Dtypes, context) ->
 
 def evaluate_step(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chunk_kv_len=0, tp=1, pp=1, ep=1,
                   weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency=DEFAULT_EFFICIENCY,
-                  attention="fused", attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0) -> PhaseTotals:
+                  attention="fused", attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0,
+                  moe_dispatch=MOE_DISPATCH) -> PhaseTotals:
     """One continuous-batching step, vectorized: `decode_batch` sequences decode a token each (attending to
     `decode_kv_len`) while a prompt chunk of `chunk_tokens` tokens (attending to `chunk_kv_len`: its cached
     prefix + the chunk) is prefilled alongside (graph.Phase.mixed). Every argument may be an array; the
     result's times are the step's wall clock (one pass of the micro-batches through the pipeline)."""
     ops, chip, eff, sh, factor = _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp,
                                            pp, ep, weight_dtype, act_dtype, kv_dtype, efficiency, attention,
-                                           attention_dp, moe_tp, moe_ep, routing_skew)
+                                           attention_dp, moe_tp, moe_ep, routing_skew, moe_dispatch)
     return run_phase(ops, chip, eff, sh, factor, PrefillSums, np.float64(1.0)).totals
 
 
 def step_time_s(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chunk_kv_len=0, tp=1, pp=1, ep=1,
                 weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency=DEFAULT_EFFICIENCY,
                 attention="fused", attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0,
+                moe_dispatch=MOE_DISPATCH,
                 graphs: dict | None = None) -> np.ndarray:
     """evaluate_step(...).times.t_s, without the step's work totals and other time fields (serving step tables).
     graphs: a dict the caller keeps while it scores the same steps on several chips (see graph_memo)."""
     if graphs is None:
         ops, chip, eff, _, factor = _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len,
                                               tp, pp, ep, weight_dtype, act_dtype, kv_dtype, efficiency, attention,
-                                              attention_dp, moe_tp, moe_ep, routing_skew)
+                                              attention_dp, moe_tp, moe_ep, routing_skew, moe_dispatch)
         return phase_t_s(ops, chip, eff, factor)
     spec, chip = load_model(model), load_chip(chip)
     amounts = _step_amounts(decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len)  # checked before keying on them
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
-    key = ("step", id(spec), dt, tp, pp, ep, attention, attention_dp, moe_tp, moe_ep, routing_skew) + tuple(
+    key = ("step", id(spec), dt, tp, pp, ep, attention, attention_dp, moe_tp, moe_ep, routing_skew,
+           moe_dispatch) + tuple(
         array_key(x) for x in amounts)
     (ops, _, _, _, factor), memo = graph_memo(graphs, key, lambda: _step_ops(
         spec, chip, *amounts, tp, pp, ep, weight_dtype, act_dtype, kv_dtype, None, attention, attention_dp, moe_tp,
-        moe_ep, routing_skew))
+        moe_ep, routing_skew, moe_dispatch))
     return phase_t_s(ops, chip, resolve_efficiency(efficiency, chip), factor, memo=memo)
 
 
 def step_band(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chunk_kv_len=0, tp=1, pp=1, ep=1,
               weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency=DEFAULT_EFFICIENCY, attention="fused",
-              attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0) -> tuple[float, float] | None:
+              attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0,
+              moe_dispatch=MOE_DISPATCH) -> tuple[float, float] | None:
     """(p10, p90) multipliers of one step's calibrated kernel time, scalar sizes: its ops' family bands weighted by
     their share of the step (uncertainty.phase_band, as est.uncertainty weighs a phase); None where the efficiency is
     not a calibrated model (ideal, a custom Efficiency: no measured error to carry)."""
     ops, chip, eff, _, _ = _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep,
                                      weight_dtype, act_dtype, kv_dtype, efficiency, attention, attention_dp, moe_tp,
-                                     moe_ep, routing_skew)
+                                     moe_ep, routing_skew, moe_dispatch)
     if not isinstance(eff, CalibratedModel):
         return None
     return phase_band(eff, [(op, total_of(score_op(op, chip, eff.for_op(op, chip)).t_s) * op.count) for op in ops],
@@ -439,6 +444,7 @@ def step_band(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chunk
 def pass_time_s(model, chip, *, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp=1, pp=1, ep=1,
                 weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency=DEFAULT_EFFICIENCY,
                 attention="fused", attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0,
+                moe_dispatch=MOE_DISPATCH,
                 graphs: dict | None = None) -> np.ndarray:
     """What a prompt waits for one of its chunk steps under a pipeline: the chunk rides whole in one micro-batch,
     beside decode_batch / pp decode rows, and crosses every stage (all layers: the pp = 1 step at those sizes) with
@@ -447,12 +453,13 @@ def pass_time_s(model, chip, *, decode_batch, decode_kv_len, chunk_tokens, chunk
     kw = dict(decode_kv_len=decode_kv_len, chunk_tokens=chunk_tokens, chunk_kv_len=chunk_kv_len, tp=tp, ep=ep,
               weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
               attention=attention, attention_dp=attention_dp, moe_tp=moe_tp, moe_ep=moe_ep, routing_skew=routing_skew,
+              moe_dispatch=moe_dispatch,
               graphs=graphs)
     layers = step_time_s(model, chip, decode_batch=np.asarray(decode_batch) / check_count("pp", pp), pp=1, **kw)
     if pp == 1:
         return layers
     spec, chip = load_model(model), load_chip(chip)
-    sh = Sharding(tp, pp, ep, 1, False, attention_dp, moe_tp, moe_ep, routing_skew)
+    sh = Sharding(tp, pp, ep, 1, False, attention_dp, moe_tp, moe_ep, routing_skew, moe_dispatch)
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
     # the hand-offs carry the micro-batch's tokens: a step of pp chunks (chunk_tokens x pp) puts one in each
     hand = handoff_ops(spec, Phase.mixed(decode_batch, decode_kv_len, np.asarray(chunk_tokens) * pp, chunk_kv_len), sh,
@@ -461,13 +468,13 @@ def pass_time_s(model, chip, *, decode_batch, decode_kv_len, chunk_tokens, chunk
 
 
 def _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep, weight_dtype,
-              act_dtype, kv_dtype, efficiency, attention, attention_dp, moe_tp, moe_ep, routing_skew):
+              act_dtype, kv_dtype, efficiency, attention, attention_dp, moe_tp, moe_ep, routing_skew, moe_dispatch):
     """The ops of one mixed step (arguments checked), its chip, efficiency model, sharding and time factor (a
     pipeline's fullest stage: step_time_factor)."""
     spec, chip = load_model(model), load_chip(chip)
     decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len = _step_amounts(decode_batch, decode_kv_len, chunk_tokens,
                                                                            chunk_kv_len)
-    sh = Sharding(tp, pp, ep, 1, False, attention_dp, moe_tp, moe_ep, routing_skew)
+    sh = Sharding(tp, pp, ep, 1, False, attention_dp, moe_tp, moe_ep, routing_skew, moe_dispatch)
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
     phase = Phase.mixed(decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len)
     return (build_ops(spec, phase, sh, dt, attention), chip, resolve_efficiency(efficiency, chip), sh,
@@ -486,7 +493,7 @@ def _step_amounts(decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len) -> tu
 
 def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=1, dp=1, weight_dtype=None,
              act_dtype="bf16", kv_dtype=None, efficiency=DEFAULT_EFFICIENCY, attention="fused", sequence_parallel=False,
-             attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0,
+             attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0, moe_dispatch=MOE_DISPATCH,
              gpu_memory_utilization=GPU_MEMORY_UTILIZATION) -> Estimate:
     """Estimate one scenario: an Estimate with the headline numbers, phase summaries, memory and op table.
 
@@ -498,7 +505,7 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
     kw = dict(batch=batch, prompt_len=prompt_len, gen_len=gen_len, tp=tp, pp=pp, ep=ep, dp=dp,
               weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype, attention=attention,
               sequence_parallel=sequence_parallel, attention_dp=attention_dp, moe_tp=moe_tp, moe_ep=moe_ep,
-              routing_skew=routing_skew, gpu_memory_utilization=gpu_memory_utilization)
+              routing_skew=routing_skew, moe_dispatch=moe_dispatch, gpu_memory_utilization=gpu_memory_utilization)
     r = evaluate(model, chip, efficiency=efficiency, **kw)
     spec, chip, sh, dt = r.spec, r.chip, r.sharding, r.dtypes
     memory = _memory_summary(r)
@@ -512,6 +519,7 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
                     kv_dtype=dt.kv, compute_dtype=dt.compute, gemm_compute_dtype=spec.gemm_compute_dtype(dt),
                     attention=attention,
                     attention_dp=sh.attention_dp, moe_tp=sh.moe_tp, moe_ep=sh.moe_ep, routing_skew=sh.routing_skew,
+                    moe_dispatch=sh.moe_dispatch,
                     chips=sh.chips, gpu_memory_utilization=float(gpu_memory_utilization))
     ideal = None
     if r.efficiency_model is not None:  # the bound is always reported beside a calibrated number

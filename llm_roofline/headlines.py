@@ -20,7 +20,7 @@ from .hardware import Chip, load_chip
 from .memory import GPU_MEMORY_UTILIZATION, Footprint, footprint, usable_bytes
 from .model.hf import load_model
 from .phases import PrefillSums, graph_memo, keep_t_s_chips, phase_t_s_chips
-from .sharding import Sharding, micro_batches
+from .sharding import MOE_DISPATCH, Sharding, micro_batches
 from .units import array_key, remembered, sub_memo
 
 
@@ -47,7 +47,7 @@ class Headline:
 def evaluate_headline(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=1, dp=1,
                       weight_dtype=None, act_dtype="bf16", kv_dtype=None, efficiency=DEFAULT_EFFICIENCY,
                       attention="fused", sequence_parallel=False, attention_dp=1, moe_tp=None, moe_ep=None,
-                      routing_skew=1.0, gpu_memory_utilization=GPU_MEMORY_UTILIZATION,
+                      routing_skew=1.0, moe_dispatch=MOE_DISPATCH, gpu_memory_utilization=GPU_MEMORY_UTILIZATION,
                       graphs: dict | None = None) -> Headline:
     """evaluate(...)'s ttft_s, tpot_s, e2e_s and memory, the same numbers without the work totals, the other time
     fields and the per-op results (the static planner's scoring). graphs: see evaluate_headlines."""
@@ -55,7 +55,7 @@ def evaluate_headline(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=
                            gen_len=gen_len, tp=tp, pp=pp, ep=ep, dp=dp, weight_dtype=weight_dtype, act_dtype=act_dtype,
                            kv_dtype=kv_dtype, attention=attention, sequence_parallel=sequence_parallel,
                            attention_dp=attention_dp, moe_tp=moe_tp, moe_ep=moe_ep, routing_skew=routing_skew,
-                           gpu_memory_utilization=gpu_memory_utilization, graphs=graphs)[0]
+                           moe_dispatch=moe_dispatch, gpu_memory_utilization=gpu_memory_utilization, graphs=graphs)[0]
     if isinstance(r, RooflineError):
         raise r
     return r
@@ -64,7 +64,8 @@ def evaluate_headline(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=
 def evaluate_headlines(model, chips, *, efficiencies, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=1,
                        dp=1, weight_dtype=None, act_dtype="bf16", kv_dtype=None, attention="fused",
                        sequence_parallel=False, attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0,
-                       gpu_memory_utilization=GPU_MEMORY_UTILIZATION, graphs: dict | None = None) -> list:
+                       moe_dispatch=MOE_DISPATCH, gpu_memory_utilization=GPU_MEMORY_UTILIZATION,
+                       graphs: dict | None = None) -> list:
     """evaluate_headline of one scenario grid on each of `chips` (efficiencies: one per chip), the same numbers: the
     chips on which its graphs are the same (the same dtypes run there) are scored together (phases.phase_t_s_chips).
     Per chip its Headline, or the RooflineError its evaluation raised. graphs: a dict the caller keeps for ONE model
@@ -73,14 +74,15 @@ def evaluate_headlines(model, chips, *, efficiencies, batch=1, prompt_len=2048, 
                               prompt_len=prompt_len, gen_len=gen_len, tp=tp, ep=ep, dp=dp, weight_dtype=weight_dtype,
                               act_dtype=act_dtype, kv_dtype=kv_dtype, attention=attention,
                               sequence_parallel=sequence_parallel, attention_dp=attention_dp, moe_tp=moe_tp,
-                              moe_ep=moe_ep, routing_skew=routing_skew, gpu_memory_utilization=gpu_memory_utilization,
-                              graphs=graphs)[0]
+                              moe_ep=moe_ep, routing_skew=routing_skew, moe_dispatch=moe_dispatch,
+                              gpu_memory_utilization=gpu_memory_utilization, graphs=graphs)[0]
 
 
 def evaluate_pipelines(model, chips, *, efficiencies, batches, pps, eps=None, prompt_len=2048, gen_len=256, tp=1,
                        ep=1, dp=1, weight_dtype=None, act_dtype="bf16", kv_dtype=None, attention="fused",
                        sequence_parallel=False, attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0,
-                       gpu_memory_utilization=GPU_MEMORY_UTILIZATION, graphs: dict | None = None) -> list:
+                       moe_dispatch=MOE_DISPATCH, gpu_memory_utilization=GPU_MEMORY_UTILIZATION,
+                       graphs: dict | None = None) -> list:
     """evaluate_headlines of the shardings tp x pp x ep, for each scenario of `batches`, `pps` and `eps` (default:
     `ep` for every one), whose micro-batches batch / pp are the same: per scenario, its list (per chip: a Headline or
     the error). A pipeline stage runs the same ops at the same micro-batch whatever pp (graph.handoff_ops), so each
@@ -101,7 +103,7 @@ def evaluate_pipelines(model, chips, *, efficiencies, batches, pps, eps=None, pr
     for batch, pp, e in zip(batches, pps, eps):
         try:
             scenarios.append(scenario_arrays(batch, prompt_len, gen_len, tp, pp, e, dp, sequence_parallel,
-                                             attention_dp, moe_tp, moe_ep, routing_skew))
+                                             attention_dp, moe_tp, moe_ep, routing_skew, moe_dispatch))
         except RooflineError as err:
             scenarios.append(err)
     valid = [x for x in scenarios if not isinstance(x, RooflineError)]

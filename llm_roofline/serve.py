@@ -35,7 +35,7 @@ from .memory import GPU_MEMORY_UTILIZATION, PREFILL_CHUNK_TOKENS, memory_footpri
 from .model.hf import load_model
 from .queueing import (Engine, Speculative, StepTables, Workload, decode_nodes, saturation_qps, solve_closed, solve_open,
                        step_tables, vllm_batch_defaults, workload_of)
-from .sharding import Sharding, micro_batches, stage_divisor, stage_note
+from .sharding import MOE_DISPATCH, Sharding, micro_batches, stage_divisor, stage_note
 from .units import array_key, as_list, json_ready, remembered, unique_rows
 
 # Host overhead, fitted by `python benchmarks/validate_serving.py` (efficiency="calibrated", the calibration v2 chip
@@ -332,14 +332,15 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
           max_num_batched_tokens=None, prefix_hit_rate=0.0, speculative=None, workload=None, scheduling="chunked",
           gpu_memory_utilization=GPU_MEMORY_UTILIZATION, step_overhead_s=None, seq_overhead_s=None,
           request_overhead_s=None, prompt_layer_overhead_s=None, requests_per_client=BENCHMARK_REQUESTS_PER_CLIENT,
-          attention="fused", attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0, uncertainty=True):
+          attention="fused", attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0, moe_dispatch=MOE_DISPATCH,
+          uncertainty=True):
     """Steady state of a continuous-batching engine under a closed loop of `concurrency` clients or Poisson
     arrivals at `qps` requests/s (exactly one of them). Any of the grid arguments (prompt_len, gen_len,
     concurrency or qps, max_num_seqs, max_num_batched_tokens, prefix_hit_rate) and chip, tp, pp, ep, dp may be
     a list: the result is then a DataFrame with one row per point (saturated points flagged, not raised).
     max_num_seqs / max_num_batched_tokens None: vLLM's defaults on the chip (queueing.vllm_batch_defaults: 1024 and
     8192 on a device of >= 70 GiB but the A100, else 256 and 2048); max_num_seqs is per attention group (attention_dp:
-    each of vLLM's data-parallel ranks schedules its own).
+    each of vLLM's data-parallel ranks schedules its own); moe_dispatch: sharding.MOE_DISPATCHES.
 
     workload: a list of (prompt_len, gen_len[, weight]) request classes, replacing prompt_len and gen_len.
     speculative: dict(k=draft tokens, acceptance=per-token probability, draft=None (MTP heads) or a model).
@@ -357,7 +358,8 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
                 workload=workload, scheduling=scheduling, gpu_memory_utilization=gpu_memory_utilization,
                 step_overhead_s=step_overhead_s, seq_overhead_s=seq_overhead_s, request_overhead_s=request_overhead_s,
                 prompt_layer_overhead_s=prompt_layer_overhead_s, requests_per_client=requests_per_client,
-                attention=attention, attention_dp=attention_dp, moe_tp=moe_tp, moe_ep=moe_ep, routing_skew=routing_skew)
+                attention=attention, attention_dp=attention_dp, moe_tp=moe_tp, moe_ep=moe_ep, routing_skew=routing_skew,
+                moe_dispatch=moe_dispatch)
     discrete = dict(chip=chip, tp=tp, pp=pp, ep=ep, dp=dp)
     is_sweep = any(isinstance(v, (list, tuple, np.ndarray)) for v in (*[call[k] for k in _GRID if call[k] is not None],
                                                                        *discrete.values()))
@@ -393,7 +395,7 @@ def _setup(model, call: dict):
     _check_grid(mesh)
     spec = load_model(model)
     # serving layouts (graph/, sharding.py): data-parallel attention groups, MoE tp x ep, routing skew
-    layout = {k: call[k] for k in ("attention_dp", "moe_tp", "moe_ep", "routing_skew")}
+    layout = {k: call[k] for k in ("attention_dp", "moe_tp", "moe_ep", "routing_skew", "moe_dispatch")}
     ctx = dict(dtypes=(call["weight_dtype"], call["act_dtype"], call["kv_dtype"]), efficiency=call["efficiency"],
                attention=call["attention"], engine=engine, sp=sp, workload=call["workload"], closed=closed,
                layout=layout)

@@ -33,6 +33,16 @@ if TYPE_CHECKING:  # only for annotations: hardware does not import sharding
     from .model.spec import AttentionSpec, MixerSpec, ModelSpec
 
 
+# How the routed experts of a layer get the tokens of every attention group (attention_dp > 1), and return them:
+# "allgather": each group's tokens all-gathered across the groups, every chip's experts run over all of them (the
+#   other chips' rows walked, not computed), the outputs reduce-scattered back and all-reduced over the group's tp
+#   chips: the default of vLLM (ParallelConfig.all2all_backend = "allgather_reducescatter"), SGLang and TensorRT-LLM;
+# "all_to_all": each token's top-k copies dispatched to the chips holding its experts and combined back (DeepEP, the
+#   kernels of the all_to_all fit: vLLM's --all2all-backend deepep_*, SGLang's --moe-a2a-backend deepep).
+MOE_DISPATCHES = ("allgather", "all_to_all")
+MOE_DISPATCH = MOE_DISPATCHES[0]
+
+
 @dataclass(frozen=True)
 class Sharding:
     """How one model replica is laid out on chips.
@@ -54,6 +64,7 @@ class Sharding:
     moe_tp: int | None = None  # chips one expert is sliced over (default: ffn_chips / moe_ep)
     moe_ep: int | None = None  # chips the routed experts are split over (default: ep)
     routing_skew: float = 1.0  # busiest expert group's load / the mean (1: balanced routing)
+    moe_dispatch: str = MOE_DISPATCH  # how routed tokens reach their experts across attention groups (MOE_DISPATCHES)
 
     def __post_init__(self):
         for name in ("tp", "pp", "ep", "dp", "attention_dp"):
@@ -74,6 +85,9 @@ class Sharding:
                                 f"layer spans (tp={self.tp} x attention_dp={self.attention_dp})")
         object.__setattr__(self, "moe_ep", ep)
         object.__setattr__(self, "moe_tp", moe_tp)
+        if not isinstance(self.moe_dispatch, str) or self.moe_dispatch not in MOE_DISPATCHES:
+            raise ShardingError(f"moe_dispatch must be one of {', '.join(MOE_DISPATCHES)}, got "
+                                f"{self.moe_dispatch!r:.60}")
         skew = self.routing_skew
         if isinstance(skew, bool) or not isinstance(skew, (int, float)) or not 1.0 <= skew <= ep:
             raise ShardingError(f"routing_skew must be a number in [1, moe_ep={ep}] (busiest expert group's load "
@@ -102,9 +116,9 @@ class Sharding:
         """The same with no expert parallelism (ep = 1: every FFN chip slices every expert, no routing skew): all an op
         outside the routed experts reads of it (graph.build_ops keeps such ops once for the shardings that differ in
         their expert degrees alone)."""
-        if self.moe_ep == 1 and self.routing_skew == 1.0:
+        if self.moe_ep == 1 and self.routing_skew == 1.0 and self.moe_dispatch == MOE_DISPATCH:
             return self
-        return replace(self, ep=1, moe_ep=None, moe_tp=None, routing_skew=1.0)
+        return replace(self, ep=1, moe_ep=None, moe_tp=None, routing_skew=1.0, moe_dispatch=MOE_DISPATCH)
 
     @property
     def stage(self) -> "Sharding":
@@ -220,10 +234,11 @@ def collective_after(style: str, sh: Sharding) -> str | None:
 def walked_rows(sh: "Sharding", adp: int, routed, local):
     """Routed rows the fused expert block of one chip passes over outside its grouped GEMMs (alignment sort,
     activation, top-k sum, zero-filled outputs: separate passes, not overlapped with the GEMMs): with expert
-    parallelism over tokens that every chip already holds (no dispatch all-to-all: attention_dp = 1 and no
-    sequence parallelism), each chip's kernel receives all `routed` (T * k) rows, `local` of them its own (vLLM's
-    Triton fused MoE writes zeros for the others); dispatched tokens or no expert parallelism: its `local` rows."""
-    if sh.moe_ep <= 1 or adp > 1 or collective_before("column", sh):
+    parallelism over tokens that every chip holds (no dispatch all-to-all: attention_dp = 1, or the attention groups'
+    tokens all-gathered, moe_dispatch "allgather"; and no sequence parallelism), each chip's kernel receives all
+    `routed` (T * k) rows, `local` of them its own (vLLM's Triton fused MoE writes zeros for the others); dispatched
+    tokens or no expert parallelism: its `local` rows."""
+    if sh.moe_ep <= 1 or (adp > 1 and sh.moe_dispatch == "all_to_all") or collective_before("column", sh):
         return local
     return np.maximum(np.asarray(routed, dtype=np.float64), local)
 

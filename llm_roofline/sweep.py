@@ -21,7 +21,8 @@ from .units import as_list
 
 _GRID_AXES = ("batch", "prompt_len", "gen_len")  # broadcast with numpy
 _DISCRETE_AXES = ("chip", "tp", "pp", "ep", "dp", "weight_dtype", "act_dtype", "kv_dtype", "efficiency", "attention",
-                  "sequence_parallel", "attention_dp", "moe_tp", "moe_ep", "routing_skew", "gpu_memory_utilization")
+                  "sequence_parallel", "attention_dp", "moe_tp", "moe_ep", "routing_skew", "moe_dispatch",
+                  "gpu_memory_utilization")
 
 
 def sweep(model, chip, **axes):
@@ -86,7 +87,8 @@ def sweep(model, chip, **axes):
     return df
 
 
-_SHARDING_AXES = ("tp", "pp", "ep", "dp", "sequence_parallel", "attention_dp", "moe_tp", "moe_ep", "routing_skew")
+_SHARDING_AXES = ("tp", "pp", "ep", "dp", "sequence_parallel", "attention_dp", "moe_tp", "moe_ep", "routing_skew",
+                  "moe_dispatch")
 
 
 def _checked_sharding(kw: dict) -> Sharding:

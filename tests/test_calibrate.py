@@ -567,8 +567,9 @@ def test_v2_shape_features_reach_the_families():
 
 def test_expert_parallel_kernels_walk_the_routed_rows_of_other_chips():
     """The fused MoE block's passes outside its GEMMs (sort, activation, top-k sum, zero-fill) run over every row
-    it receives: EP over tokens every chip holds (no dispatch): all T*k routed rows, those of experts held
-    elsewhere included; no EP or dispatched tokens (attention DP): its own rows only."""
+    it receives: EP over tokens every chip holds (no dispatch, or attention DP's all-gathered tokens): all T*k routed
+    rows, those of experts held elsewhere included; no EP or dispatched tokens (attention DP's all-to-all): its own
+    rows only."""
     attn = AttentionSpec("gqa", 4, 4, 64, 64)
     spec = ModelSpec("moe-walk", 256, 1000, (LayerGroup("moe", 2, attn, FfnSpec("moe", 0, True, "silu", n_experts=8,
                                                                                  top_k=2, d_expert=128)),))
@@ -579,9 +580,12 @@ def test_expert_parallel_kernels_walk_the_routed_rows_of_other_chips():
     # no EP: the chip's own 32 x 2 rows (each expert tensor-sliced over tp 4, every row local)
     tp = {o.name: o for o in build_ops(spec, ph, Sharding(tp=4))}
     assert float(tp["ffn.experts.up_gate"].walked_rows) == pytest.approx(32 * 2)
-    dp = {o.name: o for o in build_ops(spec, ph, Sharding(tp=1, attention_dp=4, moe_ep=4))}
+    dp = {o.name: o for o in build_ops(spec, ph, Sharding(tp=1, attention_dp=4, moe_ep=4, moe_dispatch="all_to_all"))}
     # dispatched: 32 tokens x top-2 / ep 4 = 16 rows reach each chip's experts
     assert float(dp["ffn.experts.up_gate"].walked_rows) == pytest.approx(16.0)
+    # all-gathered (the default exchange): every chip's experts pass over all 32 x 2 rows
+    gathered = {o.name: o for o in build_ops(spec, ph, Sharding(tp=1, attention_dp=4, moe_ep=4))}
+    assert float(gathered["ffn.experts.up_gate"].walked_rows) == pytest.approx(64.0)
     # priced by a hand fit: 1 us per grouped GEMM + 1 ns per walked element; 64 rows x (K + N) = 64 x (d 256 +
     # 2 x d_expert 128) = 32,768 elements: 1 us + 32.768 us = 33.768 us
     model = CalibratedModel("x", "t", {"moe": FamilyFit(overhead_s=1e-6, overhead_per_walked_elem_s=1e-9)})
@@ -599,7 +603,8 @@ def test_a_fused_moe_block_passes_each_token_once_whatever_its_top_k():
         spec = ModelSpec("moe-tok", 256, 1000, (LayerGroup("moe", 2, attn, FfnSpec("moe", 0, True, "silu",
                                                                                      top_k=top_k, **ffn)),))
         for sh, tokens in ((Sharding(tp=4, moe_ep=4), 32), (Sharding(tp=4), 32),
-                           (Sharding(tp=1, attention_dp=4, moe_ep=4), 8)):  # dispatched: 32 / ep 4 tokens' rows
+                           (Sharding(tp=1, attention_dp=4, moe_ep=4, moe_dispatch="all_to_all"), 8)):  # dispatched:
+        #   32 / ep 4 tokens' rows
             ops = {o.name: o for o in build_ops(spec, Phase.decode(32, 100), sh)}
             for name in ("ffn.experts.up_gate", "ffn.experts.down"):
                 assert float(ops[name].token_elems) == pytest.approx(tokens * 256), (top_k, sh, name)
@@ -660,7 +665,8 @@ def test_expert_parallel_dispatch_and_combine_are_the_all_to_all_family():
     attn = AttentionSpec("gqa", 4, 4, 64, 64)
     spec = ModelSpec("moe-a2a", 256, 1000, (LayerGroup("moe", 2, attn, FfnSpec("moe", 0, True, "silu", n_experts=8,
                                                                                 top_k=2, d_expert=128)),))
-    ops = {o.name: o for o in build_ops(spec, Phase.decode(32, 100), Sharding(tp=1, attention_dp=4, moe_ep=4))}
+    ops = {o.name: o for o in build_ops(spec, Phase.decode(32, 100), Sharding(tp=1, attention_dp=4, moe_ep=4,
+                                                                              moe_dispatch="all_to_all"))}
     assert family_of(ops["comm.all_to_all.dispatch"]) == family_of(ops["comm.all_to_all.combine"]) == "all_to_all"
     # each chip's send buffer: 32 / 4 tokens x top-2 copies x d 256 x 2 bytes (bf16) = 8,192 bytes
     assert float(ops["comm.all_to_all.dispatch"].comm_bytes) == pytest.approx(8192)

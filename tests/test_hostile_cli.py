@@ -113,6 +113,7 @@ CASES = [
     (["estimate", M, "--chip", "h1"], "unknown chip 'h1'"),
     (["estimate", "meta-llama/Llama-9", "--chip", "h100"], "unknown model 'meta-llama/Llama-9'"),
     (["estimate", M, "--chip", "h100", "--format", "xml"], "invalid choice: 'xml'"),
+    (["serve", M, "--chip", "h100", "--concurrency", "8", "--moe-dispatch", "deepep"], "invalid choice: 'deepep'"),
     (["estimate", M, "--chip", "{tmp}/binary.toml"], "not UTF-8 text"),
     (["estimate", M, "--chip", "{tmp}/dir.toml"], "is a directory"),
     (["estimate", M, "--chip", "{tmp}/fifo.toml"], "not a regular file"),

@@ -52,10 +52,12 @@ def test_book_llama3_70b_on_16_v5e_kv_replication_vs_attention_dp():
 
 
 def test_deepseek_v3_attention_dp_16_moe_ep_16_all_to_all_by_hand():
-    # DeepSeek-V3 on 16 H200: attention data-parallel 16 x tp 1, routed experts over moe_ep = 16 (16 per GPU).
-    # Decode at batch 64: 4 sequences per GPU, 1 token each. Dispatch sends each token's top-8 copies of
-    # d = 7168 bf16 activations: 4 x 8 x 7168 x 2 B = 458,752 B per GPU; the combine returns as much.
-    est = estimate(DSV3, "h200", batch=64, prompt_len=2048, gen_len=256, tp=1, attention_dp=16, moe_ep=16, efficiency="ideal")
+    # DeepSeek-V3 on 16 H200: attention data-parallel 16 x tp 1, routed experts over moe_ep = 16 (16 per GPU), the
+    # tokens exchanged by DeepEP's all-to-all. Decode at batch 64: 4 sequences per GPU, 1 token each. Dispatch sends
+    # each token's top-8 copies of d = 7168 bf16 activations: 4 x 8 x 7168 x 2 B = 458,752 B per GPU; the combine
+    # returns as much.
+    est = estimate(DSV3, "h200", batch=64, prompt_len=2048, gen_len=256, tp=1, attention_dp=16, moe_ep=16,
+                   moe_dispatch="all_to_all", efficiency="ideal")
     dec = est.ops[est.ops.phase == "decode"].set_index("name")
     assert dec.loc["comm.all_to_all.dispatch", "comm_bytes"] == 458_752
     assert dec.loc["comm.all_to_all.combine", "comm_bytes"] == 458_752
@@ -67,6 +69,29 @@ def test_deepseek_v3_attention_dp_16_moe_ep_16_all_to_all_by_hand():
     # 58 x 16 x 3 x 7168 x 2048 x (8 + 32/16384)/8 B = 40.87e9, plus everything else (MLA, shared experts and
     # dense MLPs split 16 ways, embedding + LM head whole at tp 1): about 56.5e9 in all
     assert 40.87e9 < est.memory.per_chip_weight_bytes < 60e9
+
+
+def test_deepseek_v3_attention_dp_16_moe_ep_16_allgather_by_hand():
+    # The same deployment with the default exchange (vLLM's allgather_reducescatter): every GPU all-gathers the 16
+    # groups' 64 tokens of d = 7168 bf16 activations, 64 x 7168 x 2 B = 917,504 B over 16 chips, runs its 16 experts
+    # over all of them (64 tokens x top-8 = 512 routed rows walked, 32 of them its own on average), and
+    # reduce-scatters the 917,504 B of partial sums back; at tp 1 no all-reduce follows, and no all-to-all runs.
+    est = estimate(DSV3, "h200", batch=64, prompt_len=2048, gen_len=256, tp=1, attention_dp=16, moe_ep=16,
+                   efficiency="ideal")
+    dec = est.ops[est.ops.phase == "decode"].set_index("name")
+    moe = dec[dec.group == dec.loc["ffn.experts.up_gate", "group"]]  # the 58 MoE layers (3 dense ones gather too)
+    assert moe.loc["ffn.experts.up_gate", "count"] == 58
+    gather, scatter = moe.loc["comm.all_gather.ffn_in"], moe.loc["comm.reduce_scatter.ffn_out"]
+    assert gather["comm_bytes"] == scatter["comm_bytes"] == 917_504
+    assert "over 16 chips" in gather["formula"] and "over 16 chips" in scatter["formula"]
+    assert not dec.index.str.contains("all_to_all").any() and "comm.all_reduce.ffn" not in moe.index
+    assert est.scenario["moe_dispatch"] == "allgather"
+    from llm_roofline.graph import Phase, build_ops
+    from llm_roofline.sharding import Sharding
+
+    ops = {o.name: o for o in build_ops(load_model(DSV3), Phase.decode(64, 2048), Sharding(tp=1, attention_dp=16,
+                                                                                          moe_ep=16))}
+    assert float(ops["ffn.experts.up_gate"].walked_rows) == 512
 
 
 def _moe_tiny(experts=8, top_k=2) -> ModelSpec:
@@ -106,8 +131,10 @@ def test_flops_are_conserved_and_memory_covers_the_model_in_every_layout(layout,
 
 def test_routing_skew_slows_the_experts_not_the_rest():
     spec = _moe_tiny(experts=16, top_k=2)
-    even = estimate(spec, "h100", batch=64, prompt_len=256, gen_len=8, tp=1, attention_dp=4, moe_ep=4, efficiency="ideal")
+    even = estimate(spec, "h100", batch=64, prompt_len=256, gen_len=8, tp=1, attention_dp=4, moe_ep=4,
+                    moe_dispatch="all_to_all", efficiency="ideal")
     skew = estimate(spec, "h100", batch=64, prompt_len=256, gen_len=8, tp=1, attention_dp=4, moe_ep=4,
+                    moe_dispatch="all_to_all",
                     routing_skew=1.5, efficiency="ideal")
     a = even.ops.set_index(["phase", "name"])
     b = skew.ops.set_index(["phase", "name"])
@@ -117,6 +144,10 @@ def test_routing_skew_slows_the_experts_not_the_rest():
     assert b.loc[("prefill", "comm.all_to_all.dispatch"), "comm_bytes"] == pytest.approx(
         1.5 * a.loc[("prefill", "comm.all_to_all.dispatch"), "comm_bytes"])
     assert b.loc[("prefill", "attn.core"), "t_s"] == a.loc[("prefill", "attn.core"), "t_s"]
+    with pytest.raises(lr.ShardingError, match="moe_dispatch must be one of allgather, all_to_all, got 'deepep'"):
+        estimate(spec, "h100", tp=1, attention_dp=4, moe_ep=4, moe_dispatch="deepep", efficiency="ideal")
+    with pytest.raises(lr.ShardingError, match="moe_dispatch must be one of"):
+        estimate(spec, "h100", tp=1, attention_dp=4, moe_ep=4, moe_dispatch=["allgather"], efficiency="ideal")
     with pytest.raises(lr.ShardingError, match="routing_skew"):
         estimate(spec, "h100", tp=1, attention_dp=4, moe_ep=4, routing_skew=5.0, efficiency="ideal")  # more than moe_ep = 4
 
@@ -174,7 +205,8 @@ def test_cli_layout_flags(capsys):
     from llm_roofline.cli import main
 
     rc = main(["estimate", "deepseek-ai/DeepSeek-V3", "--chip", "h200", "--batch", "64", "--prompt", "2048", "--gen",
-               "256", "--tp", "1", "--attention-dp", "16", "--moe-ep", "16", "--efficiency", "ideal", "--format", "json"])
+               "256", "--tp", "1", "--attention-dp", "16", "--moe-ep", "16", "--moe-dispatch", "all_to_all",
+               "--efficiency", "ideal", "--format", "json"])
     d = json.loads(capsys.readouterr().out)
     assert rc == 0 and d["scenario"]["attention_dp"] == 16 and d["scenario"]["chips"] == 16
     dispatch = [r for r in d["ops"] if r["phase"] == "decode" and r["name"] == "comm.all_to_all.dispatch"]

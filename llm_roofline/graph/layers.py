@@ -168,14 +168,14 @@ def _activation(c: Ctx, name, group, n, rows, width, gated, style) -> Op:
 
 def _ffn_in(c: Ctx, g: LayerGroup, dense: bool) -> list[Op]:
     """What brings the tokens to the FFN. One attention group (attention_dp = 1): the sequence-parallel
-    all-gather, if any. Several: a dense MLP needs every token of the stage on every chip (all-gather of
-    (T, d) across the attention groups, one per tp rank); routed experts get theirs by the dispatch
-    all-to-all (_ffn_out)."""
+    all-gather, if any. Several: a dense MLP, and routed experts under moe_dispatch "allgather", need every token
+    of the stage on every chip (all-gather of (T, d) across the attention groups, one per tp rank); under
+    "all_to_all" routed experts get theirs by the dispatch all-to-all (_ffn_out)."""
     if g.parallel_block:
         return []
     if c.adp == 1:
         return c.before_column("ffn", g.name, g.count)
-    if not dense:
+    if not dense and c.sh.moe_dispatch == "all_to_all":
         return []
     return c.collectives("all_gather", "ffn_in", g.name, g.count, tokens=c.T, chips=c.adp, instances=c.tp)
 
@@ -190,8 +190,13 @@ def _ffn_out(c: Ctx, g: LayerGroup) -> list[Op]:
             return _dispatch_combine(c, g, c.T / c.tp)
         # every chip already holds all T tokens: dispatch is local, the combine is the ordinary all-reduce
         return c.after_row("ffn", g.name, n)
-    if f.kind == "moe":  # each chip sends its share of its group's tokens, T/(tp x attention_dp)
+    if f.kind == "moe" and c.sh.moe_dispatch == "all_to_all":  # each chip sends its share of its group's tokens,
+        #   T/(tp x attention_dp)
         ops = _dispatch_combine(c, g, c.T / c.sh.ffn_chips)
+    elif f.kind == "moe":  # each chip's experts' partial sums of all (T, d) rows, scattered back to the groups (one
+        #   reduce-scatter per tp rank), then summed over the group's tp chips, which hold different experts
+        return (c.collectives("reduce_scatter", "ffn_out", g.name, n, tokens=c.T, chips=c.adp, instances=c.tp)
+                + c.after_row("ffn", g.name, n))
     else:  # partial sums of (T, d) over all chips of the stage, scattered back by rows
         ops = c.collectives("reduce_scatter", "ffn_out", g.name, n, tokens=c.T, chips=c.sh.ffn_chips, instances=1)
     if c.tp > 1:  # the tp chips of a group each hold 1/tp of its rows: gather them back
