@@ -394,11 +394,16 @@ def evaluate_step(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, c
     """One continuous-batching step, vectorized: `decode_batch` sequences decode a token each (attending to
     `decode_kv_len`) while a prompt chunk of `chunk_tokens` tokens (attending to `chunk_kv_len`: its cached
     prefix + the chunk) is prefilled alongside (graph.Phase.mixed). Every argument may be an array; the
-    result's times are the step's wall clock (one pass of the micro-batches through the pipeline)."""
-    ops, chip, eff, sh, factor = _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp,
-                                           pp, ep, weight_dtype, act_dtype, kv_dtype, efficiency, attention,
-                                           attention_dp, moe_tp, moe_ep, routing_skew, moe_dispatch)
-    return run_phase(ops, chip, eff, sh, factor, PrefillSums, np.float64(1.0)).totals
+    result's times are the step's wall clock (one pass of the micro-batches through the pipeline): with
+    attention_dp > 1 the busiest attention group's, the one holding the chunk; its work totals the step's."""
+    args = (model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep, weight_dtype, act_dtype,
+            kv_dtype, efficiency, attention, attention_dp, moe_tp, moe_ep, routing_skew, moe_dispatch)
+    ops, chip, eff, sh, factor = _step_ops(*args)
+    work = run_phase(ops, chip, eff, sh, factor, PrefillSums, np.float64(1.0)).totals
+    if sh.attention_dp == 1:
+        return work
+    busiest = run_phase(_step_ops(*args, in_group=True)[0], chip, eff, sh, factor, PrefillSums, np.float64(1.0)).totals
+    return replace(work, times=busiest.times, per_op_times=busiest.per_op_times)
 
 
 def step_time_s(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chunk_kv_len=0, tp=1, pp=1, ep=1,
@@ -406,12 +411,13 @@ def step_time_s(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chu
                 attention="fused", attention_dp=1, moe_tp=None, moe_ep=None, routing_skew=1.0,
                 moe_dispatch=MOE_DISPATCH,
                 graphs: dict | None = None) -> np.ndarray:
-    """evaluate_step(...).times.t_s, without the step's work totals and other time fields (serving step tables).
+    """evaluate_step(...).times.t_s (the busiest attention group's), without the step's work totals and other time
+    fields (serving step tables).
     graphs: a dict the caller keeps while it scores the same steps on several chips (see graph_memo)."""
     if graphs is None:
         ops, chip, eff, _, factor = _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len,
                                               tp, pp, ep, weight_dtype, act_dtype, kv_dtype, efficiency, attention,
-                                              attention_dp, moe_tp, moe_ep, routing_skew, moe_dispatch)
+                                              attention_dp, moe_tp, moe_ep, routing_skew, moe_dispatch, True)
         return phase_t_s(ops, chip, eff, factor)
     spec, chip = load_model(model), load_chip(chip)
     amounts = _step_amounts(decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len)  # checked before keying on them
@@ -421,7 +427,7 @@ def step_time_s(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chu
         array_key(x) for x in amounts)
     (ops, _, _, _, factor), memo = graph_memo(graphs, key, lambda: _step_ops(
         spec, chip, *amounts, tp, pp, ep, weight_dtype, act_dtype, kv_dtype, None, attention, attention_dp, moe_tp,
-        moe_ep, routing_skew, moe_dispatch))
+        moe_ep, routing_skew, moe_dispatch, True))
     return phase_t_s(ops, chip, resolve_efficiency(efficiency, chip), factor, memo=memo)
 
 
@@ -434,7 +440,7 @@ def step_band(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chunk
     not a calibrated model (ideal, a custom Efficiency: no measured error to carry)."""
     ops, chip, eff, _, _ = _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep,
                                      weight_dtype, act_dtype, kv_dtype, efficiency, attention, attention_dp, moe_tp,
-                                     moe_ep, routing_skew, moe_dispatch)
+                                     moe_ep, routing_skew, moe_dispatch, True)
     if not isinstance(eff, CalibratedModel):
         return None
     return phase_band(eff, [(op, total_of(score_op(op, chip, eff.for_op(op, chip)).t_s) * op.count) for op in ops],
@@ -462,21 +468,23 @@ def pass_time_s(model, chip, *, decode_batch, decode_kv_len, chunk_tokens, chunk
     sh = Sharding(tp, pp, ep, 1, False, attention_dp, moe_tp, moe_ep, routing_skew, moe_dispatch)
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
     # the hand-offs carry the micro-batch's tokens: a step of pp chunks (chunk_tokens x pp) puts one in each
-    hand = handoff_ops(spec, Phase.mixed(decode_batch, decode_kv_len, np.asarray(chunk_tokens) * pp, chunk_kv_len), sh,
-                       dt, attention)
+    hand = handoff_ops(spec, Phase.mixed(decode_batch, decode_kv_len, np.asarray(chunk_tokens) * pp, chunk_kv_len,
+                                         in_group=True), sh, dt, attention)
     return layers + phase_t_s(hand, chip, resolve_efficiency(efficiency, chip), 1.0)
 
 
 def _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep, weight_dtype,
-              act_dtype, kv_dtype, efficiency, attention, attention_dp, moe_tp, moe_ep, routing_skew, moe_dispatch):
+              act_dtype, kv_dtype, efficiency, attention, attention_dp, moe_tp, moe_ep, routing_skew, moe_dispatch,
+              in_group: bool = False):
     """The ops of one mixed step (arguments checked), its chip, efficiency model, sharding and time factor (a
-    pipeline's fullest stage: step_time_factor)."""
+    pipeline's fullest stage: step_time_factor). in_group: the chunk in one attention group (Phase.mixed: the
+    step's time), else spread over them (its work)."""
     spec, chip = load_model(model), load_chip(chip)
     decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len = _step_amounts(decode_batch, decode_kv_len, chunk_tokens,
                                                                            chunk_kv_len)
     sh = Sharding(tp, pp, ep, 1, False, attention_dp, moe_tp, moe_ep, routing_skew, moe_dispatch)
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
-    phase = Phase.mixed(decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len)
+    phase = Phase.mixed(decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, in_group)
     return (build_ops(spec, phase, sh, dt, attention), chip, resolve_efficiency(efficiency, chip), sh,
             step_time_factor(sh, spec.n_layers))
 

@@ -185,6 +185,43 @@ def test_mixed_step_is_a_decode_step_plus_a_prefill_chunk():
     assert float(mixed.times.t_s) > float(decode.times.t_s)
 
 
+def test_with_attention_dp_a_mixed_steps_chunk_rides_in_one_group_for_its_time_and_is_spread_for_its_work():
+    # tiny(): d 32, 4 heads of 8 (q 32, k 16, v 16: qkv n = 64), MLP F 64; tp 1 x attention_dp 2. A step of 4 decode
+    # rows (2 per group) and one request's 100-token chunk. The chunk lives in one group: its qkv projection runs
+    # over 2 + 100 = 102 rows (in_group: the step's time), not (4 + 100) / 2 = 52 (spread: each op's chip x its 2
+    # shards is the step's work); the dense MLP spans both groups' chips either way: all 104 rows (all-gathered).
+    # The chunk's attention core: one sequence of 100 queries in the busiest group, half of one spread.
+    from llm_roofline.estimate import evaluate_step
+
+    spec, sh = tiny(), Sharding(tp=1, attention_dp=2)
+    busy = by_name(build_ops(spec, Phase.mixed(4, 300, 100, 100, in_group=True), sh))
+    spread = by_name(build_ops(spec, Phase.mixed(4, 300, 100, 100), sh))
+    assert float(busy["attn.qkv_proj"].tokens) == 102 and float(spread["attn.qkv_proj"].tokens) == 52
+    assert float(busy["ffn.up_gate"].tokens) == float(spread["ffn.up_gate"].tokens) == 104
+    # the chunk's core FLOPs: 100 x 101 / 2 causal pairs x 4 heads x 2 (QK and PV) x 2 x 8 = 646,400 per sequence
+    assert float(busy["attn.core.chunk"].flops) == pytest.approx(646_400)
+    assert float(spread["attn.core.chunk"].flops) == pytest.approx(646_400 / 2)
+    one = dict(decode_batch=4, decode_kv_len=300, chunk_tokens=100, chunk_kv_len=100, efficiency="ideal")
+    step = evaluate_step(spec, "h100", attention_dp=2, **one)
+    flat = evaluate_step(spec, "h100", attention_dp=1, **one)
+    assert float(step.flops) == pytest.approx(float(flat.flops), rel=1e-12)  # the work does not move
+    from llm_roofline.estimate import step_time_s
+    from llm_roofline.model.hf import load_model
+    from llm_roofline.phases import phase_t_s
+
+    assert float(step.times.t_s) == pytest.approx(float(step_time_s(spec, "h100", attention_dp=2, **one)), rel=1e-12)
+    # Llama-3.1-8B at tp 1 x attention_dp 2, 4 decode rows beside a 2048-token chunk, ideal H100: per token the
+    # attention side's matrices are 2 x (4096 x 6144 + 4096 x 4096) = 83.9 MFLOP, the MLP's 2 x 3 x 4096 x 14336 =
+    # 352.3 MFLOP. Busiest group: 2 + 2048 rows x 83.9M + (2052 / 2 chips) x 352.3M = 533 GFLOP a layer on its chip;
+    # spread: 1026 x 83.9M + 1026 x 352.3M = 448 GFLOP (plus each one's attention core): 1.19x the time at least.
+    llama = load_model("meta-llama/Llama-3.1-8B")
+    big = dict(decode_batch=4, decode_kv_len=300, chunk_tokens=2048, chunk_kv_len=2048, efficiency="ideal")
+    spread_ops = build_ops(llama, Phase.mixed(4, 300, 2048, 2048), Sharding(tp=1, attention_dp=2))
+    spread_s = float(phase_t_s(spread_ops, load_chip("h100"), None, 1.0))
+    busiest_s = float(step_time_s(llama, "h100", attention_dp=2, **big))
+    assert 1.19 <= busiest_s / spread_s <= 1.5, busiest_s / spread_s
+
+
 def test_an_mla_mixed_step_materializes_its_chunk_as_a_prefill_does():
     # DeepSeek-V3 (MLA): decodes run absorbed (scores against the 576-wide latent), prompt tokens run vLLM's prefill
     # path: K, V materialized from the cached latents by kv_b_proj over the chunk's context, scores per head over 192

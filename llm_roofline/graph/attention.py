@@ -81,7 +81,7 @@ def _mla_projections(c: Ctx, g: LayerGroup, heads: int) -> list[Op]:
                       formula_note=" (absorbed into q and o)" if absorbed else " (materialized over the context)"))
     if chunk:  # K, V of the chunk's whole context (prefix + chunk) from its cached latents
         ops.append(c.gemm("attn.kv_b_proj.chunk", g.name, n, "attn", **kv_b,
-                          tokens=c.phase.chunk_kv_len / c.sh.sequence_groups,
+                          tokens=c.phase.chunk_kv_len * c.chunk_seqs,
                           formula_note=" (materialized over the chunk's context)"))
     ops.append(mla_glue("attn.mla_glue", g.name, n, tokens=c.T_attn, heads=heads, act_bytes_per_elem=c.act_bytes,
                         width=latent_out if absorbed else a.head_dim, **c.placed("column")))
@@ -198,7 +198,7 @@ def _core_parts(c: Ctx) -> list[tuple]:
     """(suffix, sequences, new tokens, context, causal) of the phase's attention, and of a mixed step's prompt chunk."""
     parts = [("", c.b_attn, c.q, c.phase.kv_len, c.phase.causal)]
     if c.phase.has_chunk:  # one request's chunk (spread over the sequence groups): causal over its prefix + itself
-        parts.append((".chunk", 1.0 / c.sh.sequence_groups, c.phase.chunk_tokens, c.phase.chunk_kv_len, True))
+        parts.append((".chunk", c.chunk_seqs, c.phase.chunk_tokens, c.phase.chunk_kv_len, True))
     return parts
 
 

@@ -36,6 +36,8 @@ class Phase:
     has_chunk: bool = False
     chunk_tokens: np.ndarray = np.float64(0.0)  # prompt tokens prefilled this step
     chunk_kv_len: np.ndarray = np.float64(0.0)  # context they attend to at the end of the step (prefix + chunk)
+    chunk_in_group: bool = False  # attention_dp > 1: the chunk rides in one attention group (the step's busiest: its
+    #   time), not spread over the groups (the step's work)
 
     @staticmethod
     def prefill(batch, prompt_len, cached_len=0, causal=True) -> "Phase":
@@ -48,16 +50,20 @@ class Phase:
                      np.asarray(kv_len, dtype=np.float64), True, lm_head_last_only=False, mla_absorbed=True)
 
     @staticmethod
-    def mixed(decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len) -> "Phase":
+    def mixed(decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, in_group: bool = False) -> "Phase":
         """A continuous-batching step: `decode_batch` sequences decode one token each while one request's
         prompt chunk of `chunk_tokens` tokens (attending to `chunk_kv_len`: its cached prefix + the chunk) is
         prefilled in the same step; the chunk's last position gets a logit (it may finish the prompt).
         MLA runs the decodes absorbed and materializes the chunk's K, V over its context, as a prefill (graph.attention:
-        vLLM's MLA prefill path)."""
+        vLLM's MLA prefill path). With attention data parallelism the request lives in one attention group, whose tp
+        chips do all of its chunk's attention-side work while the other groups decode; the groups meet at every FFN,
+        so the step lasts as long as that busiest group: in_group builds its ops (the step's time), the default
+        spreads the chunk over the groups (each op's chips times its shards: the step's work)."""
         f = np.float64
         return Phase("mixed", np.asarray(decode_batch, dtype=f), f(1.0), np.asarray(decode_kv_len, dtype=f), True,
                      lm_head_last_only=False, mla_absorbed=True, has_chunk=True,
-                     chunk_tokens=np.asarray(chunk_tokens, dtype=f), chunk_kv_len=np.asarray(chunk_kv_len, dtype=f))
+                     chunk_tokens=np.asarray(chunk_tokens, dtype=f), chunk_kv_len=np.asarray(chunk_kv_len, dtype=f),
+                     chunk_in_group=bool(in_group))
 
 
 @dataclass(frozen=True)
@@ -105,6 +111,10 @@ class Ctx:
         self.adp = sh.attention_dp  # attention groups: each holds 1/adp of the sequences and their KV cache
         self.b_attn = self.b / self.adp if self.adp > 1 else self.b  # sequences of one attention group
         self.T_attn = self.T / self.adp if self.adp > 1 else self.T  # (T_attn,) tokens one attention group holds
+        self.chunk_seqs = 1.0 / sh.sequence_groups  # prompt-chunk sequences of one attention group per micro-batch
+        if phase.chunk_in_group and self.adp > 1:  # the busiest group: its decode rows and the whole chunk
+            self.T_attn = self.b * self.q / self.adp + self.chunk
+            self.chunk_seqs = 1.0 / sh.pp
         self.act_bytes = dtype_bytes(dt.act)  # per activation element
         self.kv_bytes = dtype_bytes(dt.kv)  # per cached element
         self.native_bytes = dtype_bytes(spec.weight_dtype)  # per unquantized weight (norms, biases)

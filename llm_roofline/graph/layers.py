@@ -58,7 +58,7 @@ def _mixer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     # (T, d) @ (d, z + x,B,C (or q,k,v) + gates): one chip's heads
     ops.append(c.gemm("mixer.in_proj", g.name, n, "attn", k=d, n=inner + conv + gates, style="column",
                       bias=m.proj_bias))
-    seqs = c.b_attn + (1.0 / c.sh.sequence_groups if c.phase.has_chunk else 0.0)  # sequences whose state moves
+    seqs = c.b_attn + (c.chunk_seqs if c.phase.has_chunk else 0.0)  # sequences whose state moves
     conv_w = (conv * m.conv_kernel + (conv if m.conv_bias else 0)) * c.native_bytes
     if m.conv_kernel:  # lightning attention has none
         ops.append(causal_conv1d("mixer.conv1d", g.name, n, batch=seqs, q_len=c.T_attn / seqs, channels=conv,
@@ -100,7 +100,7 @@ def _mixer_scans(c: Ctx, g: LayerGroup, heads: int, in_elems: int, out_elems: in
     state_bytes = dtype_bytes(m.state_dtype) if m.state_dtype else c.kv_bytes
     parts = [("mixer.scan", c.b_attn, c.q)]
     if c.phase.has_chunk:
-        parts.append(("mixer.scan.chunk", 1.0 / c.sh.sequence_groups, c.phase.chunk_tokens))
+        parts.append(("mixer.scan.chunk", c.chunk_seqs, c.phase.chunk_tokens))
     return [recurrent_scan(name, g.name, g.count, batch=batch, q_len=q_len, n_heads=heads, head_dim=m.head_dim,
                            state_dim=m.state_dim, flops_per_state_elem=SCAN_FLOPS_PER_STATE_ELEM[m.kind],
                            chunk_tokens=0 if m.kind == "mamba1" else m.chunk_size, state_bytes_per_elem=state_bytes,
@@ -191,8 +191,8 @@ def _ffn_out(c: Ctx, g: LayerGroup) -> list[Op]:
         # every chip already holds all T tokens: dispatch is local, the combine is the ordinary all-reduce
         return c.after_row("ffn", g.name, n)
     if f.kind == "moe" and c.sh.moe_dispatch == "all_to_all":  # each chip sends its share of its group's tokens,
-        #   T/(tp x attention_dp)
-        ops = _dispatch_combine(c, g, c.T / c.sh.ffn_chips)
+        #   T_attn / tp
+        ops = _dispatch_combine(c, g, c.T_attn / c.tp)
     elif f.kind == "moe":  # each chip's experts' partial sums of all (T, d) rows, scattered back to the groups (one
         #   reduce-scatter per tp rank), then summed over the group's tp chips, which hold different experts
         return (c.collectives("reduce_scatter", "ffn_out", g.name, n, tokens=c.T, chips=c.adp, instances=c.tp)
@@ -317,7 +317,7 @@ def _model_ops_tail(c: Ctx) -> list[Op]:
     spec, tp, ops = c.spec, c.tp, [c.norm("norm.final", "model", 1)]
     t_lm = c.b_attn if c.phase.lm_head_last_only else c.b_attn * c.q  # logits of the last position only in prefill
     if c.phase.has_chunk:  # the chunk's last position (its logit counts when the chunk ends the prompt)
-        t_lm = t_lm + np.where(c.phase.chunk_tokens > 0, 1.0 / c.sh.sequence_groups, 0.0)
+        t_lm = t_lm + np.where(c.phase.chunk_tokens > 0, c.chunk_seqs, 0.0)
     fmt_family = "embed" if spec.tie_embeddings else "lm_head"
     # vocab-parallel columns (the vocabulary is not padded here)
     ops.append(gemm("lm_head", "model", 1, tokens=t_lm, k=spec.d_model, n=spec.vocab_size / tp,
