@@ -90,7 +90,8 @@ LAYOUT_FLAGS = ("attention_dp", "moe_ep", "moe_tp", "routing_skew", "moe_dispatc
 
 
 def _add_layouts(p, which) -> None:
-    """The serving-layout flags a command uses (estimate, sweep and serve all five; plan --attention-dp)."""
+    """The serving-layout flags a command uses (estimate, sweep and serve all five; plan --attention-dp and
+    --moe-dispatch)."""
     g = p.add_argument_group("serving layouts")
     if "attention_dp" in which:
         g.add_argument("--attention-dp", type=int, default=1,
@@ -241,7 +242,7 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="add the prefill/decode disaggregation section (ratio, throughput vs co-located)")
     p.add_argument("--decode-batch", type=int, help="decode batch for --disaggregate (default: the best plan's)")
     p.add_argument("--prefill-batch", type=int, help="prefill batch for --disaggregate (default: pp)")
-    _add_scenario(p, lists=True, layouts=("attention_dp",))
+    _add_scenario(p, lists=True, layouts=("attention_dp", "moe_dispatch"))
     p.set_defaults(tp=None, pp=None, ep=None, dp=None)  # search every sharding unless restricted
     _add_format(p)
     p.set_defaults(func=cmd_plan)

@@ -410,7 +410,7 @@ def _plan_serving(args, qps: float):
                      tpot_s=DEFAULT_TPOT_S if args.tpot_s is None else args.tpot_s,
                      ttft_percentile=args.ttft_percentile, max_chips=args.max_chips, prices=_prices_arg(args.price),
                      weight_dtype=args.weight_dtype, act_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
-                     efficiency=args.efficiency, attention_dp=args.attention_dp,
+                     efficiency=args.efficiency, attention_dp=args.attention_dp, moe_dispatch=args.moe_dispatch,
                      gpu_memory_utilization=args.gpu_memory_utilization)
     if args.format == "json":
         import json
@@ -447,9 +447,9 @@ def cmd_plan(args) -> str:
                                                  if args.output_tokens_per_s is not None else None)
     if qps is not None and not (args.static or args.disaggregate):
         return _plan_serving(args, qps)
-    if args.attention_dp != 1:
-        raise RooflineError("--attention-dp needs the serving model: give --qps (or --output-tokens-per-s) "
-                            "without --static / --disaggregate")
+    if args.attention_dp != 1 or args.moe_dispatch != "allgather":
+        raise RooflineError("--attention-dp and --moe-dispatch need the serving model: give --qps (or "
+                            "--output-tokens-per-s) without --static / --disaggregate")
     if args.dp is not None:
         raise RooflineError("plan sizes data-parallel replicas itself from --qps / --output-tokens-per-s; drop --dp")
     for flag, bound_name in (("prompt", "prompt_len"), ("gen", "gen_len"), ("max_chips", "max_chips"),

@@ -23,6 +23,7 @@ from .model.hf import load_model
 from .chip_fits import DEFAULT_EFFICIENCY
 from .memory import GPU_MEMORY_UTILIZATION
 from .serve import ServingEstimate, serve, serve_deployments
+from .sharding import MOE_DISPATCH
 from .units import joined_columns, json_ready
 
 DEFAULT_TTFT_S = 2.0
@@ -76,9 +77,10 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
                  tpot_s: float = DEFAULT_TPOT_S, ttft_percentile: str = "mean", max_chips: int = 64,
                  max_num_seqs=(64, 256, 1024), max_num_batched_tokens=(2048, 8192), weight_dtype=None, act_dtype="bf16",
                  kv_dtype=None, efficiency=DEFAULT_EFFICIENCY, prefix_hit_rate=0.0, speculative=None,
-                 prices: dict | None = None, attention_dp: int = 1,
+                 prices: dict | None = None, attention_dp: int = 1, moe_dispatch: str = MOE_DISPATCH,
                  gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION) -> ServingPlan:
-    """Cheapest serving deployment meeting TTFT (ttft_percentile 'mean' or 'p90') and TPOT at `qps`."""
+    """Cheapest serving deployment meeting TTFT (ttft_percentile 'mean' or 'p90') and TPOT at `qps`. attention_dp,
+    moe_dispatch: the layout every deployment uses (serve's)."""
     if ttft_percentile not in ("mean", "p90"):
         raise ScenarioError(f"ttft_percentile must be 'mean' or 'p90', got {ttft_percentile!r}")
     qps = check_range("qps", qps, 0.0, 1e9, "requests/s", lo_open=True)
@@ -99,8 +101,9 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
     rank = _Rank(qps, price, rank_by, ttft_col, targets, attention_dp)
     notes = [] if rank_by == "usd_per_hour" else [
         f"ranked by chips: no price per chip-hour for {', '.join(k for k, v in price.items() if v is None)}"]
-    serve_kw = dict(attention_dp=attention_dp, weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype,
-                    efficiency=efficiency, gpu_memory_utilization=gpu_memory_utilization,
+    serve_kw = dict(attention_dp=attention_dp, moe_dispatch=moe_dispatch, weight_dtype=weight_dtype,
+                    act_dtype=act_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
+                    gpu_memory_utilization=gpu_memory_utilization,
                     prefix_hit_rate=prefix_hit_rate, speculative=speculative)
     _check_hit_rate(prefix_hit_rate)  # once here, not as a note of every deployment skipped
     shardings = [(chip, s) for chip in chip_list for s in _shardings(spec, chip, max_chips, attention_dp)]

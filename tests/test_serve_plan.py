@@ -136,3 +136,16 @@ def test_a_row_whose_fewer_replicas_saturate_names_that_rate():
     named = [m for m in named if m]
     assert len(named) >= 3
     assert all(float(m.group(2)) < float(m.group(1)) for m in named)
+
+
+def test_an_attention_dp_plan_prices_the_exchange_it_is_given():
+    # DeepSeek-V3 at 5 req/s on H200, attention_dp 8 x moe_ep 8. DeepEP's all-to-all (its fit's floor, ~50 us a call)
+    # adds two calls to each of the 58 MoE layers of every step that vLLM's default all-gather / reduce-scatter
+    # (~10 us collectives) does not pay: ~5 ms of a ~35 ms decode step, so the same TPOT limit needs more replicas.
+    kw = dict(qps=5.0, tpot_s=0.05, attention_dp=8, max_num_seqs=(64,), max_num_batched_tokens=(8192,))
+    gather = plan_serving("deepseek-ai/DeepSeek-V3", ["h200"], 2048, 256, **kw)
+    a2a = plan_serving("deepseek-ai/DeepSeek-V3", ["h200"], 2048, 256, moe_dispatch="all_to_all", **kw)
+    assert gather.check.scenario["moe_dispatch"] == "allgather" and a2a.check.scenario["moe_dispatch"] == "all_to_all"
+    assert a2a.best["chips"] > gather.best["chips"]
+    with pytest.raises(RooflineError, match="moe_dispatch must be one of"):
+        plan_serving("deepseek-ai/DeepSeek-V3", ["h200"], 2048, 256, moe_dispatch="deepep", **kw)
