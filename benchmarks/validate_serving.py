@@ -110,7 +110,7 @@ def load_rows(model: str = MODEL, systems: tuple[str, ...] = ("b200_sxm",), layo
     d = d.rename(columns={"tp_size": "tp", "attention_dp_size": "adp", "moe_tp_size": "moe_tp",
                           "moe_ep_size": "moe_ep"})
     # batch_size is per attention-DP rank: the clients are batch_size x attention_dp_size (the silicon_concurrency
-    # the rows' silicon_data_source names: 36 of 36 MiniMax rows at attention_dp 2, 46 of 46 at 4; 673 of 673 at 1)
+    # the rows' silicon_data_source names: 36 of 36 rows at attention_dp 2, 46 of 46 at 4, 673 of 673 at 1)
     d = d.assign(concurrency=d.batch_size * d.adp)
     return d.astype({"tp": int, "concurrency": int, "adp": int, "moe_tp": int, "moe_ep": int})
 

@@ -12,6 +12,7 @@ from .memory import GPU_MEMORY_UTILIZATION
 from .files import check_destination, figure_path, write_text
 from .report.table import render
 from .report.text import serving_band_text
+from .sharding import MOE_DISPATCH
 from .units import eng, fmt_seconds, sig3
 
 
@@ -447,7 +448,7 @@ def cmd_plan(args) -> str:
                                                  if args.output_tokens_per_s is not None else None)
     if qps is not None and not (args.static or args.disaggregate):
         return _plan_serving(args, qps)
-    if args.attention_dp != 1 or args.moe_dispatch != "allgather":
+    if args.attention_dp != 1 or args.moe_dispatch != MOE_DISPATCH:
         raise RooflineError("--attention-dp and --moe-dispatch need the serving model: give --qps (or "
                             "--output-tokens-per-s) without --static / --disaggregate")
     if args.dp is not None:

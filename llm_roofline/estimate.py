@@ -417,7 +417,7 @@ def step_time_s(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chu
     if graphs is None:
         ops, chip, eff, _, factor = _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len,
                                               tp, pp, ep, weight_dtype, act_dtype, kv_dtype, efficiency, attention,
-                                              attention_dp, moe_tp, moe_ep, routing_skew, moe_dispatch, True)
+                                              attention_dp, moe_tp, moe_ep, routing_skew, moe_dispatch, in_group=True)
         return phase_t_s(ops, chip, eff, factor)
     spec, chip = load_model(model), load_chip(chip)
     amounts = _step_amounts(decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len)  # checked before keying on them
@@ -427,7 +427,7 @@ def step_time_s(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chu
         array_key(x) for x in amounts)
     (ops, _, _, _, factor), memo = graph_memo(graphs, key, lambda: _step_ops(
         spec, chip, *amounts, tp, pp, ep, weight_dtype, act_dtype, kv_dtype, None, attention, attention_dp, moe_tp,
-        moe_ep, routing_skew, moe_dispatch, True))
+        moe_ep, routing_skew, moe_dispatch, in_group=True))
     return phase_t_s(ops, chip, resolve_efficiency(efficiency, chip), factor, memo=memo)
 
 
@@ -440,7 +440,7 @@ def step_band(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chunk
     not a calibrated model (ideal, a custom Efficiency: no measured error to carry)."""
     ops, chip, eff, _, _ = _step_ops(model, chip, decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len, tp, pp, ep,
                                      weight_dtype, act_dtype, kv_dtype, efficiency, attention, attention_dp, moe_tp,
-                                     moe_ep, routing_skew, moe_dispatch, True)
+                                     moe_ep, routing_skew, moe_dispatch, in_group=True)
     if not isinstance(eff, CalibratedModel):
         return None
     return phase_band(eff, [(op, total_of(score_op(op, chip, eff.for_op(op, chip)).t_s) * op.count) for op in ops],

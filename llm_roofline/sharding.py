@@ -121,6 +121,12 @@ class Sharding:
         return replace(self, ep=1, moe_ep=None, moe_tp=None, routing_skew=1.0, moe_dispatch=MOE_DISPATCH)
 
     @property
+    def experts_dispatched(self) -> bool:
+        """Routed tokens reach their experts' chips by a dispatch all-to-all (and return by a combine): attention
+        groups (attention_dp > 1) under moe_dispatch "all_to_all"; under "allgather" every chip holds every token."""
+        return self.attention_dp > 1 and self.moe_dispatch == "all_to_all"
+
+    @property
     def stage(self) -> "Sharding":
         """One pipeline stage of it: the same with pp = 1 (a stage's ops are those of pp = 1 at the micro-batch
         batch / pp: graph.handoff_ops)."""
@@ -231,14 +237,14 @@ def collective_after(style: str, sh: Sharding) -> str | None:
     return {"vocab_in": "all_reduce", "vocab_out": "all_gather"}.get(style)
 
 
-def walked_rows(sh: "Sharding", adp: int, routed, local):
+def walked_rows(sh: "Sharding", routed, local):
     """Routed rows the fused expert block of one chip passes over outside its grouped GEMMs (alignment sort,
     activation, top-k sum, zero-filled outputs: separate passes, not overlapped with the GEMMs): with expert
     parallelism over tokens that every chip holds (no dispatch all-to-all: attention_dp = 1, or the attention groups'
     tokens all-gathered, moe_dispatch "allgather"; and no sequence parallelism), each chip's kernel receives all
     `routed` (T * k) rows, `local` of them its own (vLLM's Triton fused MoE writes zeros for the others); dispatched
     tokens or no expert parallelism: its `local` rows."""
-    if sh.moe_ep <= 1 or (adp > 1 and sh.moe_dispatch == "all_to_all") or collective_before("column", sh):
+    if sh.moe_ep <= 1 or sh.experts_dispatched or collective_before("column", sh):
         return local
     return np.maximum(np.asarray(routed, dtype=np.float64), local)
 

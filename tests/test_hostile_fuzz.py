@@ -27,7 +27,7 @@ import llm_roofline as lr
 MODELS = ("meta-llama/Llama-3.2-1B", "mistralai/Mixtral-8x7B-v0.1", "deepseek-ai/DeepSeek-V3", "google/gemma-2-9b")
 CHIPS = ("h100", "tpu-v5e", "v100", "mi300x")
 BASE = dict(batch=4, prompt_len=256, gen_len=16, tp=1, pp=1, ep=1, dp=1, weight_dtype=None, act_dtype="bf16",
-            kv_dtype=None, efficiency="ideal", attention="fused", sequence_parallel=False)
+            kv_dtype=None, efficiency="ideal", attention="fused", sequence_parallel=False, moe_dispatch="allgather")
 COUNT_KEYS = ("batch", "prompt_len", "gen_len", "tp", "pp", "ep", "dp")
 HOSTILE_NUMBERS = [0, -1, 1, 2, 3, 7, 8, 64, 2**24, 2**24 + 1, 2**31, 2**31 + 1, 2**63, 10**400, math.nan, math.inf,
                    -math.inf, 1e300, 1e-300, 2.5, 8.0, -0.0, np.int64(8), np.float32(4), np.uint8(255), np.int8(-3),
@@ -184,6 +184,7 @@ def test_chip_files_never_crash(rng):
     dict(prompt_len=math.inf), dict(batch=2**63), dict(batch=10**400), dict(prompt_len=1e300), dict(gen_len=math.nan),
     dict(tp=np.int64(2)), dict(batch=np.float32(4)), dict(batch=[4]), dict(tp=2.0), dict(act_dtype=8),
     dict(efficiency=None), dict(sequence_parallel="yes"), dict(weight_dtype=["bf16"]),
+    dict(moe_dispatch=None), dict(moe_dispatch=math.nan), dict(moe_dispatch=["all_to_all"]), dict(moe_dispatch=""),
 ])
 def test_known_hostile_scenarios(kw):
     """The crash classes found by hand (issue 12): each is a RooflineError or a valid result."""

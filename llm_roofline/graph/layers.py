@@ -121,7 +121,7 @@ def _ffn_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     touched = expected_distinct_experts(f.n_experts, f.top_k, c.T) / ep  # experts read on this chip
     assign = f.top_k / ep * skew  # expert assignments per token on the busiest chip (skew 1: balanced)
     up = 2 if f.gated else 1
-    walked = walked_rows(c.sh, c.adp, c.T * f.top_k, c.T * assign)  # routed rows; their tokens: walked / top_k
+    walked = walked_rows(c.sh, c.T * f.top_k, c.T * assign)  # routed rows; their tokens: walked / top_k
     experts = dict(style="expert", n_matrices=assign, matrices_read=touched, n_stored=local_experts, bias=f.bias,
                    rows_per_matrix=rows_per_expert(c.T * f.top_k * skew, touched * ep), walked_rows=walked,
                    token_elems=walked / f.top_k * d, expert_width=d_slice, expert_chips=ep)
@@ -175,7 +175,7 @@ def _ffn_in(c: Ctx, g: LayerGroup, dense: bool) -> list[Op]:
         return []
     if c.adp == 1:
         return c.before_column("ffn", g.name, g.count)
-    if not dense and c.sh.moe_dispatch == "all_to_all":
+    if not dense and c.sh.experts_dispatched:
         return []
     return c.collectives("all_gather", "ffn_in", g.name, g.count, tokens=c.T, chips=c.adp, instances=c.tp)
 
@@ -190,7 +190,7 @@ def _ffn_out(c: Ctx, g: LayerGroup) -> list[Op]:
             return _dispatch_combine(c, g, c.T / c.tp)
         # every chip already holds all T tokens: dispatch is local, the combine is the ordinary all-reduce
         return c.after_row("ffn", g.name, n)
-    if f.kind == "moe" and c.sh.moe_dispatch == "all_to_all":  # each chip sends its share of its group's tokens,
+    if f.kind == "moe" and c.sh.experts_dispatched:  # each chip sends its share of its group's tokens,
         #   T_attn / tp
         ops = _dispatch_combine(c, g, c.T_attn / c.tp)
     elif f.kind == "moe":  # each chip's experts' partial sums of all (T, d) rows, scattered back to the groups (one
