@@ -246,6 +246,7 @@ class FamilyFit:
     #   one KV block (attention_shapes.kv_block_keys; FlashAttention-2 splits nothing shorter), >= 0
     overhead_regroup_s: float = 0.0  # decode attention, G > 1, no window: the copies of Q in and O out that fold a KV
     #   head's G query heads into its query tile (FlashAttention-2), where B >= 2 and n_kv >= 2 (else a view), >= 0
+    memory_l2_extra: float = 0.0  # fit only: a table's replays of a set in L2 read at (1 + this) x HBM (fit._Terms)
 
     def __post_init__(self):
         for name in ("compute_max", "memory_max", "comm_max", "comm_switch_max"):
@@ -390,16 +391,15 @@ PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_hal
           "overhead_per_group_tile_s", "memory_streams_half", "overhead_per_kv_stream_s", "memory_window_half",
           "overhead_window_s", "compute_m_tile", "memory_unsplit_half", "overhead_unsplit_s", "compute_depth_half",
           "compute_width_half", "compute_m_block_rule", "overhead_ep_s", "overhead_per_token_elem_s",
-          "overhead_per_depth_s", "overhead_split_s", "overhead_regroup_s")
-# ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: seconds per kernel, row, byte or
-# element; the band: measured / predicted), so a hostile chip file cannot drive a time to overflow
+          "overhead_per_depth_s", "overhead_split_s", "overhead_regroup_s", "memory_l2_extra")
+# ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: s per kernel, row, byte or element;
+# the band: measured / predicted; memory_l2_extra: a rate ratio), so a hostile chip file cannot overflow a time
 PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3, "comm": 1.0}
 # each parameter's: its kind's, or the chip file's range where tighter (CHIP_RANGES: every fit must load back)
 PARAM_TOP = {n: min(PARAM_CEILING[n.split("_")[0]], CHIP_RANGES.get(f"efficiency.{n}", (0, math.inf))[1])
              for n in PARAMS}
 IDEAL_FIT = FamilyFit(fitted_on="ideal roofline")
-# TPU: not calibrated. compute 0.95: the book ("How to Scale Your Model", Part 1 footnote: "H100 and B200 usually only
-# achieve 80-85% of the claimed peak FLOPs, while TPUs reach 95% in normal use"); memory, links 0.9, 1 us: ASSUMED.
+# TPU: not calibrated; compute 0.95: the book (Part 1 footnote: "TPUs reach 95% in normal use"); the rest ASSUMED
 TPU_DEFAULT = FamilyFit(compute_max=0.95, memory_max=0.9, comm_max=0.9, overhead_s=1e-6,
                         fitted_on="tpu default (uncalibrated): compute 0.95 per the book's footnote; memory 0.9, "
                                   "links 0.9, overhead 1 us are assumptions")

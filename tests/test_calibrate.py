@@ -469,11 +469,13 @@ def test_csv_checks():
     df = measurements.normalize(pd.DataFrame(dict(family=["gemm"], op=["x"], dtype=["fp16"], m=[2], k=[4], n=[8],
                                          measured_s=[1e-6])))
     assert (float(df["bytes"][0]), float(df["flops"][0])) == (112.0, 128.0)
+    assert float(df["working_set"][0]) == 112.0  # without the column: the bytes
     # the optional shape columns are checked too: a negative walked count priced a MoE row at -1 s, a word became 0
     moe = dict(family=["moe"], op=["x"], dtype=["bf16"], m=[4], flops=[1e9], bytes=[1e6], measured_s=[1e-4])
     for col, value, match in (("walked", -1e9, "walked must be finite"), ("kv_bits", np.inf, "kv_bits must be"),
                               ("head_dim", -64, "head_dim must be"), ("window", "abc", "window must be numeric"),
-                              ("kernels", 0, "kernels must be > 0")):  # 0 kernels: overheads priced on none
+                              ("kernels", 0, "kernels must be > 0"),  # 0 kernels: overheads priced on none
+                              ("working_set", -1.0, "working_set must be finite"), ("working_set", "x", "numeric")):
         with pytest.raises(RooflineError, match=match):
             measurements.normalize(pd.DataFrame({**moe, col: [value]}))
 
@@ -902,3 +904,44 @@ def _check_llama_layer(rows, chip: str, ttft_range, tpot_range, tpot_tol: float)
     assert abs(est.ttft_s / ttft_s - 1) <= 0.05
     est = estimate("meta-llama/Llama-3.1-8B", chip, batch=64, prompt_len=4096, gen_len=16)
     assert abs(est.tpot_s / tpot_s - 1) <= tpot_tol
+
+
+def _decode_gemm_rows(chip) -> pd.DataFrame:
+    """bf16 GEMM rows at M = 1 (weight streams of 8 MB to 800 MB) and M = 4096, on `chip`."""
+    m, n, k = (a.ravel().astype(float) for a in np.meshgrid([1, 4096], [1024, 4096, 8192, 16384], [4096, 8192, 24576]))
+    return measurements.normalize(pd.DataFrame(dict(family="gemm", op="x", model="a", dtype="bf16", m=m, k=k, n=n,
+                                                    measured_s=1.0)))
+
+
+def test_a_replayed_working_set_within_l2_reads_faster_in_the_fit_alone():
+    # The kernel tables replay one op on the same buffers, so bytes within L2 (chip.onchip_bytes; L40S 96 MiB =
+    # 100,663,296 B) come from L2. By hand, L40S (864e9 B/s), memory_max 1, memory_l2_extra 2, M = 1 bf16 GEMMs:
+    #   n = k = 4096: 2 * 4096 * 4096 + 2 * 4096 + 2 * 4096 = 33,570,816 B in L2 -> / (3 * 864e9) = 12.952 us
+    #   n = 16384, k = 4096: 134,258,688 B (> L2) from HBM -> / 864e9 = 155.39 us
+    chip = lr.load_chip("l40s")
+    df = _decode_gemm_rows(chip)
+    law = FamilyFit(memory_max=1.0, memory_l2_extra=2.0)
+    got = fitting.predict(df, chip, {"gemm": law})
+    at = lambda n, k: got[((df.m == 1) & (df.n == n) & (df.k == k)).to_numpy()][0]  # noqa: E731
+    assert at(4096, 4096) == pytest.approx(33_570_816 / (3 * 864e9), rel=1e-9)
+    assert at(16384, 4096) == pytest.approx(134_258_688 / 864e9, rel=1e-9)
+    # the product never prices L2 (an inference step streams every layer's weights from HBM): the same fit's
+    # Efficiency is the one without the term
+    assert law.efficiency(1.0) == FamilyFit(memory_max=1.0).efficiency(1.0)
+
+
+def test_the_fit_finds_l2_hits_only_where_the_rows_show_them():
+    # rows timed by a law whose replays read L2 at 2.5x the HBM rate (memory_l2_extra 1.5): on the L40S the fit
+    # recovers 1.5 (the law's loss is ~0 there); rows timed without L2 hits (none beats the HBM roofline) leave it
+    # unfitted at 0, and so does a chip without an L2 size (gb200's file gives none)
+    chip = lr.load_chip("l40s")
+    df = _decode_gemm_rows(chip)
+    truth = FamilyFit(compute_max=0.7, memory_max=0.85, overhead_s=5e-6, memory_l2_extra=1.5)
+    df["measured_s"] = fitting.predict(df, chip, {"gemm": truth})
+    terms, meas = fitting._terms(df, chip, "gemm"), df["measured_s"].to_numpy()
+    assert fitting.fit_family(terms, meas, "gemm").memory_l2_extra == pytest.approx(1.5, rel=0.02)
+    plain = fitting.predict(df, chip, {"gemm": dataclasses.replace(truth, memory_l2_extra=0.0)})
+    assert fitting.fit_family(terms, plain, "gemm").memory_l2_extra == 0.0
+    gb200 = lr.load_chip("gb200")
+    assert gb200.onchip_bytes is None
+    assert fitting._terms(df, gb200, "gemm").in_l2 == 0.0

@@ -25,6 +25,10 @@ def test_gemm_rows(rows):
     # fp8 in, bf16 out: (4096 + 16,777,216) * 1 + 4096 * 2 = 16,789,504 bytes; the gemm_fp8 family
     r = g.loc[("fp8", 1.0)]
     assert (r["bytes"], r.fam) == (16_789_504, "gemm_fp8")
+    # the collector times six layers of their own weights on one input (collect_gemm.py outside_loop_count = 6):
+    # bf16 working set 4096 * 2 + 6 * (16,777,216 * 2 + 4096 * 2) = 8,192 + 6 * 33,562,624 = 201,383,936 B;
+    # fp8 4096 + 6 * (16,777,216 + 8,192) = 100,716,544 B
+    assert g.loc[("bf16", 1.0)].working_set == 201_383_936 and r.working_set == 100_716_544
     assert set(rows[rows.family == "gemm"].gpu) == {"h100-sxm"}
 
 
@@ -43,6 +47,7 @@ def test_fp8_block_rows_keep_the_kernel_time_above_the_floor():
     # bytes: (128*256 + 256*128) * 1 + 128*128 * 2 = 98,304, plus fp32 scales (128*256/128 + 256*128/16384) * 4
     #   = (256 + 2) * 4 = 1,032 -> 99,336; flops 2*128*128*256 = 8,388,608
     assert (b["bytes"].iloc[0], b.flops.iloc[0], b.dtype.iloc[0]) == (99_336, 8_388_608, "fp8")
+    assert b.working_set.iloc[0] == 99_336  # one layer timed (outside_loop_count 1 for fp8_block)
 
 
 def test_nvfp4_gemm_rows_are_the_fp4_family_at_four_and_a_half_bits():
@@ -281,6 +286,8 @@ def test_a_family_whose_rows_all_beat_the_roofline_is_fitted_on_all_of_them():
     from llm_roofline.calibrate import fit as fitting
 
     class Terms:
+        in_l2 = 0.0  # no row within L2
+
         def time_s(self, p):
             return np.full(4, 2.0)
 

@@ -85,7 +85,7 @@ AIC_OPS = {"gemm_bf16", "gemm_fp8", "gemm_fp8_block", "gemm_nvfp4", "context_att
            "moe_fp8_block", "moe_a2a_dispatch", "moe_a2a_combine"}
 AIC_COLUMNS = (CSV_ORDER[:CSV_ORDER.index("flops")] + ("keys", "head_dim", "kv_bits", "q_per_kv", "walked", "routed",
                                                                  "experts", "ep", "token_elems", "window", "kv_len")
-               + CSV_ORDER[CSV_ORDER.index("flops"):])
+               + ("flops", "bytes", "working_set") + CSV_ORDER[CSV_ORDER.index("kernels"):])
 # fp8_block: DeepSeek-style block-scaled fp8 (DeepGEMM, CUTLASS / FlashInfer blockwise; Triton on L40S), the
 # gemm_fp8_block family. Its rows carry a floor per kernel that no GPU work explains (H100: 55 us FlashInfer, 77 us
 # DeepGEMM, 151 us CUTLASS even at m = n = k = 32, where the per-tensor kernel takes 4.7 us; B200 ~150 us, GB200
@@ -98,6 +98,10 @@ AIC_COLUMNS = (CSV_ORDER[:CSV_ORDER.index("flops")] + ("keys", "head_dim", "kv_b
 _GEMM_DTYPES = {"bfloat16": ("bf16", 2.0), "fp8": ("fp8", 1.0), "fp8_block": ("fp8", 1.0), "nvfp4": ("fp4", 4.5 / 8)}
 BLOCK_FLOOR_MARGIN = 2.0
 FP8_BLOCK = (128.0, 128.0 * 128.0)  # activation scale group (1 x 128), weight scale block (128 x 128)
+# the GEMM collector (collector/vllm/collect_gemm.py, outside_loop_count) times a loop over six RowParallelLinear layers
+# of their own weights on one input, the latency divided by six; fp8_block and nvfp4 time one layer (working_set)
+GEMM_LAYER_COPIES = 6.0
+GEMM_ONE_LAYER = ("fp8_block", "nvfp4")
 _KV_BYTES = {"bfloat16": 2.0, "fp8": 1.0}
 
 
@@ -130,10 +134,12 @@ def gemm_rows(df: "pd.DataFrame") -> dict:
     e = df["gemm_dtype"].map(lambda d: _GEMM_DTYPES[d][1]).to_numpy(np.float64)
     block = (df["gemm_dtype"] == "fp8_block").to_numpy()
     scales = np.where(block, (m * k / FP8_BLOCK[0] + k * n / FP8_BLOCK[1]) * 4.0, 0.0)  # fp32 scales
+    layer = k * n * e + m * n * 2.0 + scales  # one layer's weights (and scales) and output; the input x is shared
+    copies = np.where(df["gemm_dtype"].isin(GEMM_ONE_LAYER).to_numpy(), 1.0, GEMM_LAYER_COPIES)
     return dict(family=np.where(block, "gemm_fp8_block", "gemm"),
                 op="gemm_" + df["gemm_dtype"].map({"bfloat16": "bf16"}).fillna(df["gemm_dtype"]),
                 dtype=df["gemm_dtype"].map(lambda d: _GEMM_DTYPES[d][0]).to_numpy(), tp=1.0, m=m, k=k, n=n,
-                flops=2 * m * k * n, bytes=(m * k + k * n) * e + m * n * 2.0 + scales,
+                flops=2 * m * k * n, bytes=m * k * e + layer, working_set=m * k * e + copies * layer,
                 model=[f"n{a:g}_k{b:g}" for a, b in zip(n, k)], measured_s=df["latency"].to_numpy() * 1e-3)
 
 

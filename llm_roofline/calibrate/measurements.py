@@ -67,6 +67,9 @@ MEASURED_COLUMNS = {
     "flops": "optional: FLOPs of the op (GEMM default 2*m*k*n)",
     "bytes": "HBM bytes moved (GEMM default (k*n + m*k + m*n) * dtype bytes); collectives: the buffer size",
     "kernels": "optional, default 1: kernel launches the measured time spans (overhead_s counts once each)",
+    "working_set": "optional, default bytes: bytes the measurement's timed loop touches (a collector that times six "
+                   "copies of a layer: six times their weights); within the chip's L2 ([onchip] bytes) a replay reads "
+                   "L2, which the fit prices apart (memory_l2_extra) and an inference step does not",
     "nodes": "optional, default 1: nodes a collective spans; rows with nodes > 1 are not fitted (multi-node)",
     "measured_s": "measured kernel time in seconds (median; > 0 and at most 3600)",
 }
@@ -112,7 +115,8 @@ def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
         raise RooflineError(f"{where}: unknown family {bad}; known: {', '.join(CSV_FAMILIES)}")
     df["fam"] = df["family"].map(CSV_FAMILIES)
     for c in ("tp", "m", "k", "n", "elems", "keys", "head_dim", "kv_bits", "q_per_kv", "walked", "token_elems",
-              "routed", "experts", "ep", "window", "kv_len", "flops", "bytes", "kernels", "nodes", "measured_s"):
+              "routed", "experts", "ep", "window", "kv_len", "flops", "bytes", "working_set", "kernels", "nodes",
+              "measured_s"):
         num = _numeric(df[c]) if c in df.columns else np.nan
         if c in df.columns and (text := df[c][num.isna() & df[c].notna() & (df[c].astype(str).str.strip() != "")]).size:
             raise RooflineError(f"{where}: column {c} must be numeric, got {str(text.iloc[0])[:30]!r}")
@@ -146,7 +150,8 @@ def normalize(df: "pd.DataFrame", where: str = "<frame>") -> "pd.DataFrame":
     shape = ["elems", "keys", "head_dim", "kv_bits", "q_per_kv", "walked", "token_elems", "routed", "experts", "ep",
              "window", "kv_len"]
     df[shape] = df[shape].fillna(0.0)  # unknown: those factors are 1
-    sizes = shape + ["tp", "m", "k", "n", "flops", "bytes", "kernels", "nodes"]
+    df["working_set"] = df["working_set"].fillna(df["bytes"])
+    sizes = shape + ["tp", "m", "k", "n", "flops", "bytes", "working_set", "kernels", "nodes"]
     bad = [c for c in sizes if not (np.isfinite(df[c].fillna(0.0)) & (df[c].fillna(0.0) >= 0)).all()]
     if bad:
         raise RooflineError(f"{where}: column(s) {', '.join(bad)} must be finite and >= 0")
