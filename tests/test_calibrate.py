@@ -945,3 +945,11 @@ def test_the_fit_finds_l2_hits_only_where_the_rows_show_them():
     gb200 = lr.load_chip("gb200")
     assert gb200.onchip_bytes is None
     assert fitting._terms(df, gb200, "gemm").in_l2 == 0.0
+    # elementwise kernels read activations the kernel before them just wrote, in L2 in inference too: their fit keeps
+    # the L2 inside memory_max, never a replay term, even on rows timed with one (1 MB to 400 MB at 1-4096 tokens)
+    tok = np.array([1.0, 64, 512, 4096] * 4)
+    ew = measurements.normalize(pd.DataFrame(dict(family="elementwise", op="x", dtype="bf16", m=tok,
+                                                  bytes=np.repeat([1e6, 2e7, 8e7, 4e8], 4), measured_s=1.0)))
+    ew["measured_s"] = fitting.predict(ew, chip, {"elementwise": FamilyFit(memory_max=0.8, memory_l2_extra=1.5)})
+    assert fitting.fit_family(fitting._terms(ew, chip, "elementwise"), ew["measured_s"].to_numpy(),
+                              "elementwise").memory_l2_extra == 0.0

@@ -383,10 +383,12 @@ _SAME_AS = {f: "memory" for f in MEMORY_FAMILIES}  # families fitted with anothe
 
 
 def _free(fam: str) -> tuple[tuple[str, float], ...]:
-    """(name, start value) of the parameters fitted for `fam`: _FREE's, and every family with a memory term
-    memory_l2_extra (identified only where the rows show L2 hits: _identified)."""
+    """(name, start value) of the parameters fitted for `fam`: _FREE's, and memory_l2_extra for the families that
+    stream weights or a KV cache (identified only where the rows show L2 hits: _identified). Not the memory-bound
+    elementwise families: the activations they read were just written by the kernel before, in L2 in inference too,
+    so their fits keep the L2 inside memory_max."""
     own = _FREE[_SAME_AS.get(fam, fam)]
-    return own + (("memory_l2_extra", 1.0),) if "memory_max" in dict(own) else own
+    return own + (("memory_l2_extra", 1.0),) if "memory_max" in dict(own) and fam not in MEMORY_FAMILIES else own
 
 
 # a parameter that prices only some rows (its _Terms input) stays 0 when no fitted row has that input: the rows
