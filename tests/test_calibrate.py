@@ -953,3 +953,26 @@ def test_the_fit_finds_l2_hits_only_where_the_rows_show_them():
     ew["measured_s"] = fitting.predict(ew, chip, {"elementwise": FamilyFit(memory_max=0.8, memory_l2_extra=1.5)})
     assert fitting.fit_family(fitting._terms(ew, chip, "elementwise"), ew["measured_s"].to_numpy(),
                               "elementwise").memory_l2_extra == 0.0
+
+
+def test_a_decode_streams_own_rate_is_the_same_from_l2_as_from_memory():
+    # few KV streams (sequences x KV heads) read below the bandwidth: memory factor S / hypot(S, h), h =
+    # memory_unsplit_half for MHA. A stream's rate is its CTAs', whichever level serves it: within L2 at g = 1 +
+    # memory_l2_extra = 5 x the rate, the factor is taken at S / g (5 x the rate of S / g streams). L40S 864e9 B/s,
+    # memory_max 1, h = 24, MHA, head_dim 128, bf16 (512 B per key per stream; Q+O 256 elements, 512 B per stream):
+    #   S = 1:   in L2, 65,536 keys = 33,554,944 B at 5 * 864e9 * 0.2 / hypot(0.2, 24) = 864e9 * 0.0416653 -> 932.1 us
+    #            out, 1,048,576 keys = 536,871,424 B at 864e9 / hypot(1, 24) = 864e9 * 0.0416306 -> 14,926 us
+    #            per byte 27.78 against 27.80 ps: the same rate (without S / g the L2 row ran 5x faster)
+    #   S = 240: in L2, 512 keys = 63,037,440 B at 5 * 864e9 * 48 / hypot(48, 24) = 864e9 * 4.47214 -> 16.314 us
+    #            out, 4,096 keys = 503,439,360 B at 864e9 * 240 / hypot(240, 24) = 864e9 * 0.995037 -> 585.6 us
+    chip = lr.load_chip("l40s")
+    b = np.array([1.0, 1.0, 240.0, 240.0])
+    keys = np.array([65_536.0, 1_048_576.0, 512.0, 4_096.0])
+    elems = b * 256.0
+    df = measurements.normalize(pd.DataFrame(dict(
+        family="attention_decode", op="x", dtype="bf16", m=b, keys=keys, head_dim=128.0, q_per_kv=1.0, kv_bits=16.0,
+        elems=elems, flops=4.0 * b * keys * 128.0, bytes=512.0 * b * keys + 2.0 * elems, measured_s=1.0)))
+    law = FamilyFit(memory_max=1.0, memory_unsplit_half=24.0, memory_l2_extra=4.0)
+    got = fitting.predict(df, chip, {"attention_decode": law})
+    assert list(df["bytes"]) == [33_554_944, 536_871_424, 63_037_440, 503_439_360]
+    assert got == pytest.approx([932.1e-6, 14_926e-6, 16.314e-6, 585.6e-6], rel=2e-4)

@@ -93,7 +93,14 @@ class _Terms:
                            regrouped=self.regrouped, spread=self.spread)
         if self.comm is not None:
             return score_collective(self.comm, eff).t_s
-        hbm = self.hbm * (1.0 + p.memory_l2_extra * self.in_l2) if p.memory_l2_extra else self.hbm
+        hbm = self.hbm
+        if p.memory_l2_extra:  # replays of a working set within L2 (_terms): read at (1 + x) x the HBM rate
+            gain = 1.0 + p.memory_l2_extra * self.in_l2
+            hbm = hbm * gain
+            if p.memory_streams_half or p.memory_unsplit_half:  # S / hypot(S, h) at g x the rate is g x its rate for
+                # S / g: a decode stream's own rate (its CTAs') stays what it is, whichever level serves it
+                eff = replace(eff, memory=p.memory(tokens, np.asarray(self.kv_streams) / gain, self.window_keys,
+                                                   self.group))
         return score(self.flops, self.bytes, peak_flops_per_s=self.peak, hbm_bytes_per_s=hbm, efficiency=eff).t_s
 
 
