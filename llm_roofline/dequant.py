@@ -28,7 +28,7 @@ _NARROW_FRACTION = 0.75  # weights narrower than 3/4 of the compute dtype count 
 # integer weights (uint4 / uint8 types), where its tensor-core ceiling is the bf16 GEMM's. Everything else runs
 # Marlin (fp8 / fp4 weights with 16-bit activations: MarlinFP8, MarlinNvFp4 / MxFp4 on Hopper too), whose mma.sync
 # tensor path reaches what vLLM's Marlin MoE kernels reach in the chip's moe_int4 fit: 0.146 of B200's bf16 peak
-# (~330 TFLOP/s), 0.31 of H100's, 0.69 of L40S's (where mma.sync is the peak). marlin_compute_max returns it.
+# (~330 TFLOP/s), 0.31 of H100's, 0.65 of L40S's (where mma.sync is the peak). marlin_compute_max returns it.
 MACHETE_FAMILIES = ("hopper",)
 MARLIN_ONLY_WEIGHTS = ("fp8", "fp4")  # float weight dtypes Machete does not take
 

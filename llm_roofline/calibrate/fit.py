@@ -69,7 +69,7 @@ class _Terms:
     split_kv: np.ndarray | float = 0.0  # decode attention: 1 where it may split its keys (decode_kernels)
     regrouped: np.ndarray | float = 0.0  # decode attention: 1 where FlashAttention-2 copies Q and O to fold a GQA group
     spread: np.ndarray | float = 0.0  # moe: 1 where the experts' rows vary (skewed routing: m_block_padding), 0: balanced
-    in_l2: np.ndarray | float = 0.0  # 1 where the row's bytes fit in the chip's L2 (onchip_bytes): its replays hit L2
+    in_l2: np.ndarray | float = 0.0  # 1 where the row's working set fits in the chip's L2 (onchip_bytes)
 
     @property
     def expert_parallel(self):
@@ -458,8 +458,9 @@ L2_HIT_SHARE = 0.01  # memory_l2_extra is fitted where this share of the rows wi
 
 
 def _l2_hits(terms: _Terms, measured: np.ndarray) -> bool:
-    """Whether at least L2_HIT_SHARE of the rows whose bytes fit in L2 are measured faster than the ideal roofline
-    from HBM allows (L40S: 4-20 % per family, up to 3.2x; H100, H200, A100: at most 0.24 % (49 GEMMs of 20,115))."""
+    """Whether at least L2_HIT_SHARE of the rows whose working set fits in L2 are measured faster than the ideal
+    roofline from HBM allows (L40S: 3-27 % per family, up to 3.2x; H100 at most 0.42 % (46 bf16 GEMMs of 10,985);
+    H200, B200, A100 at most 0.1 %)."""
     in_l2 = np.broadcast_to(np.asarray(terms.in_l2, dtype=np.float64), measured.shape) > 0
     return bool(in_l2.any()) and float(np.mean(measured[in_l2] < terms.time_s(IDEAL_FIT)[in_l2])) >= L2_HIT_SHARE
 
