@@ -933,7 +933,7 @@ def test_a_replayed_working_set_within_l2_reads_faster_in_the_fit_alone():
 def test_the_fit_finds_l2_hits_only_where_the_rows_show_them():
     # rows timed by a law whose replays read L2 at 2.5x the HBM rate (memory_l2_extra 1.5): on the L40S the fit
     # recovers 1.5 (the law's loss is ~0 there); rows timed without L2 hits (none beats the HBM roofline) leave it
-    # unfitted at 0, and so does a chip without an L2 size (gb200's file gives none)
+    # unfitted at 0, and so does a chip without an L2 size (b300's file gives none)
     chip = lr.load_chip("l40s")
     df = _decode_gemm_rows(chip)
     truth = FamilyFit(compute_max=0.7, memory_max=0.85, overhead_s=5e-6, memory_l2_extra=1.5)
@@ -942,9 +942,9 @@ def test_the_fit_finds_l2_hits_only_where_the_rows_show_them():
     assert fitting.fit_family(terms, meas, "gemm").memory_l2_extra == pytest.approx(1.5, rel=0.02)
     plain = fitting.predict(df, chip, {"gemm": dataclasses.replace(truth, memory_l2_extra=0.0)})
     assert fitting.fit_family(terms, plain, "gemm").memory_l2_extra == 0.0
-    gb200 = lr.load_chip("gb200")
-    assert gb200.onchip_bytes is None
-    assert fitting._terms(df, gb200, "gemm").in_l2 == 0.0
+    b300 = lr.load_chip("b300")
+    assert b300.onchip_bytes is None
+    assert fitting._terms(df, b300, "gemm").in_l2 == 0.0
     # elementwise kernels read activations the kernel before them just wrote, in L2 in inference too: their fit keeps
     # the L2 inside memory_max, never a replay term, even on rows timed with one (1 MB to 400 MB at 1-4096 tokens)
     tok = np.array([1.0, 64, 512, 4096] * 4)
