@@ -423,8 +423,7 @@ def step_time_s(model, chip, *, decode_batch, decode_kv_len, chunk_tokens=0, chu
     amounts = _step_amounts(decode_batch, decode_kv_len, chunk_tokens, chunk_kv_len)  # checked before keying on them
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
     key = ("step", id(spec), dt, tp, pp, ep, attention, attention_dp, moe_tp, moe_ep, routing_skew,
-           moe_dispatch) + tuple(
-        array_key(x) for x in amounts)
+           moe_dispatch) + tuple(array_key(x) for x in amounts)
     (ops, _, _, _, factor), memo = graph_memo(graphs, key, lambda: _step_ops(
         spec, chip, *amounts, tp, pp, ep, weight_dtype, act_dtype, kv_dtype, None, attention, attention_dp, moe_tp,
         moe_ep, routing_skew, moe_dispatch, in_group=True))

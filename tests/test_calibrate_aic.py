@@ -295,6 +295,24 @@ def test_a_family_whose_rows_all_beat_the_roofline_is_fitted_on_all_of_them():
         assert fitting._fittable(range(4), Terms(), np.ones(4), fam).all()
 
 
+def test_moe_rows_within_l2_are_fitted_only_where_the_rows_show_l2_hits():
+    # a MoE row beating the ideal roofline (measured 1 s against 2 s) within L2 is kept where >= 1 % of the rows
+    # within L2 beat it (memory_l2_extra prices it: 1 of 100 = 1 %), set aside where fewer do (1 of 200 = 0.5 %)
+    from llm_roofline.calibrate import fit as fitting
+
+    class Terms:
+        def __init__(self, n, in_l2):
+            self.n, self.in_l2 = n, (np.arange(n) < in_l2).astype(float)
+
+        def time_s(self, p):
+            return np.full(self.n, 2.0)
+
+    measured = np.full(400, 3.0)
+    measured[0] = 1.0
+    assert fitting._fittable(range(400), Terms(400, 100), measured, "moe").sum() == 400
+    assert fitting._fittable(range(400), Terms(400, 200), measured, "moe").sum() == 399
+
+
 @pytest.mark.parametrize("text", ["a,b\n1,2\n", "",
                                   "gemm_dtype,m,n,k,latency\nbfloat16,1,4096,4096,abc\n"])
 def test_an_unreadable_table_is_one_error_naming_it(tmp_path, text):

@@ -441,7 +441,7 @@ def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = 
     return p
 
 
-def _identified(name: str, terms: _Terms, chip_family: str, measured=None) -> bool:
+def _identified(name: str, terms: _Terms, chip_family: str, measured: np.ndarray) -> bool:
     """Whether the rows can tell parameter `name`: some row prices it (_ONLY_WITH), some row's bytes are reduced in
     the switch (comm_switch_max), L2 hits show (memory_l2_extra: _l2_hits) and the chip family's kernel has its
     mechanism (_KERNEL_ONLY; any where not given)."""
@@ -449,7 +449,7 @@ def _identified(name: str, terms: _Terms, chip_family: str, measured=None) -> bo
         return False
     if name == "comm_switch_max" and not _switch_reduced(terms):
         return False
-    if name == "memory_l2_extra" and (measured is None or not _l2_hits(terms, measured)):
+    if name == "memory_l2_extra" and not _l2_hits(terms, measured):
         return False
     return not chip_family or name not in _KERNEL_ONLY or chip_family in _KERNEL_ONLY[name]
 
@@ -550,12 +550,15 @@ def _fittable(rows: "pd.DataFrame", terms: _Terms, measured: np.ndarray, fam: st
     """The rows a family is fitted on. Collectives: those measured no faster than the ideal alpha-beta time (the
     best algorithm's lower bound, collectives.ALL_REDUCE_ALGOS: no vLLM all-reduce row is below it), which a
     model never faster than ideal cannot match; left in, such a row only drags comm_max to where the others are
-    wrong. Fused-MoE blocks: those measured no faster than the ideal roofline, and those whose bytes fit in L2
-    (memory_l2_extra prices their replays: L40S, 5.6 % of its bf16 rows beat the GDDR6 roofline, up to 2.4x, 231 of
-    the 262 in its 96 MiB L2); a serving step streams every layer's experts from memory."""
+    wrong. Fused-MoE blocks: those measured no faster than the ideal roofline, and, where the rows show L2 hits
+    (_l2_hits: memory_l2_extra prices their replays), those whose working set fits in L2 (L40S: 5.6 % of its bf16
+    rows beat the GDDR6 roofline, up to 2.4x, 231 of the 262 in its 96 MiB L2); a serving step streams every
+    layer's experts from memory."""
     keep = np.ones(len(rows), dtype=bool)
     if fam in MOE_FAMILIES or fam in COLLECTIVE_FAMILIES:
-        keep = (terms.time_s(IDEAL_FIT) <= measured) | (np.asarray(terms.in_l2) > 0)  # in L2: memory_l2_extra's
+        keep = terms.time_s(IDEAL_FIT) <= measured
+        if fam in MOE_FAMILIES and _l2_hits(terms, measured):  # the rows memory_l2_extra prices
+            keep |= np.broadcast_to(np.asarray(terms.in_l2), keep.shape) > 0
         if keep.sum() < 3:  # (nearly) every row beats the roofline: fit them all rather than nothing
             keep[:] = True
     return keep
