@@ -49,6 +49,10 @@ from .units import array_key, as_list, json_ready, remembered, unique_rows
 # sequence per step: held at 0 (at concurrency <= 16 it cannot be told from the per-step cost). Per layer of a step
 # carrying prompt tokens: such steps run beyond the CUDA-graph capture sizes, so every layer's kernels are launched
 # from the host (NVIDIA AIConfigurator models the same mechanism as a prefill dispatch overhead of ~0.8 ms per layer).
+# Added to the step's GPU time, not hidden under it (max(GPU, host) fits worse: TTFT 8.6 -> 14.7 %); charged to every
+# prompt step, short ones too (the rows' prompt steps are all past vLLM's 512-token capture size, so they cannot
+# tell), and to no decode step (charged to decode steps past that size, the held-out TPOT p90 worsens 24.5 -> 27.3 %;
+# benchmarks/CALIBRATION.md "Serving: the host time of a prompt step against the GPU's").
 # Held-out median error: Llama fp8 at concurrency 32-64 TTFT 9.7 %, TPOT 7.0 %; Llama fp4 TTFT 11.3 %, TPOT 9.0 %;
 # README "Serving under load".
 HOST_STEP_OVERHEAD_S = 0.0
