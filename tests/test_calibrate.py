@@ -942,6 +942,11 @@ def test_the_fit_finds_l2_hits_only_where_the_rows_show_them():
     assert fitting.fit_family(terms, meas, "gemm").memory_l2_extra == pytest.approx(1.5, rel=0.02)
     plain = fitting.predict(df, chip, {"gemm": dataclasses.replace(truth, memory_l2_extra=0.0)})
     assert fitting.fit_family(terms, plain, "gemm").memory_l2_extra == 0.0
+    # rows whose replays within L2 cost no read at all (their floor and FLOPs alone): the loss goes flat past the
+    # L2's rate and the fit stops at the range's top, 10 (an L2 at 11x the HBM rate), not wherever the simplex drifts
+    free = fitting._trial(truth, {"memory_l2_extra": 1e6})
+    flat = fitting.predict(df, chip, {"gemm": free})
+    assert fitting.fit_family(terms, flat, "gemm").memory_l2_extra == 10.0
     b300 = lr.load_chip("b300")
     assert b300.onchip_bytes is None
     assert fitting._terms(df, b300, "gemm").in_l2 == 0.0

@@ -141,6 +141,9 @@ TORUS = GOOD.replace('topology = "switch"', 'topology = "torus"\naxes = [16, 16]
     (GOOD.replace('name = "mychip"', 'name = "mychip"\nefficiency = 0.5'), r"\[efficiency\] must be a table"),
     (GOOD + "[efficiency.gemm]\ncompute_max = 1.5\n", r"\[efficiency.gemm\].compute_max must be a number in \[0, 1\]"),
     (GOOD + '[efficiency.gemm]\noverhead_s = "fast"\n', r"\[efficiency.gemm\].overhead_s must be a number"),
+    # an L2 read at most 11x the DRAM rate (hardware.CHIP_RANGES): 10.5 is a typo or a fit gone flat, not a GPU
+    (GOOD + "[efficiency.gemm]\nmemory_l2_extra = 10.5\n",
+     r"\[efficiency.gemm\].memory_l2_extra must be a number in \[0, 10\]"),
     (GOOD.replace("display_name", "x").replace('name = "mychip"', 'name = "mychip"\nfamily = 7'), "family must be a string"),
     (TORUS.replace("axes = [16, 16]", "axes = 16"), r"\[scaleup\].axes must be a list of positive integers"),
     (TORUS.replace("axes = [16, 16]", 'axes = ["16"]'), r"\[scaleup\].axes must be a list of positive integers"),
