@@ -50,6 +50,15 @@ _ITERATIONS = 40  # damped fixed-point iterations (40 vs 80: < 0.3 % apart); a f
 # (max_num_seqs, max_num_batched_tokens) on a device of >= 70 GiB that is not an A100, and on the others.
 LARGE_DEVICE_DEFAULTS, SMALL_DEVICE_DEFAULTS = (1024, 8192), (256, 2048)
 TPU_BATCHED_TOKENS = {"tpu-v6e": 1024, "tpu-v5e": 512, "tpu-v5p": 256}  # the same function's TPU branch
+CUDA_GRAPH_MAX_TOKENS = 512  # vLLM V1's largest CUDA-graph size by default (cuda_graph_max_tokens)
+
+
+def cuda_graph_max_tokens(max_num_batched_tokens):
+    """The longest step (tokens) vLLM runs from CUDA graphs (piecewise where it carries prompt tokens) by default:
+    min(512, max_num_batched_tokens) (vllm/config/vllm.py _set_cudagraph_sizes; its dispatcher runs a longer step
+    eagerly). Since 0.11 also at most 2 x max_num_seqs x (1 + k draft tokens): left out, it binds only below 256
+    sequences and would split the step tables by max_num_seqs (the serving planner 1.8x slower)."""
+    return np.minimum(CUDA_GRAPH_MAX_TOKENS, max_num_batched_tokens)
 
 
 def vllm_batch_defaults(chip) -> tuple[int, int]:
@@ -73,7 +82,8 @@ class Engine:
     step_overhead_s: float = 0.0  # host time per step (scheduler, launching the step)
     seq_overhead_s: float = 0.0  # host time per decoding sequence per step (sampler, detokenizer, output)
     request_overhead_s: float = 0.0  # host time per request before its first token (API server, tokenizer)
-    prompt_step_overhead_s: float = 0.0  # host time added to a step carrying prompt tokens (run without CUDA graphs)
+    prompt_step_overhead_s: float = 0.0  # host time of a step carrying prompt tokens past the CUDA graphs' sizes
+    own_step_stages: float = 1.0  # pipeline stages whose prompt-step host time a prompt's own chunk step meets
 
     def __post_init__(self):
         if self.scheduling not in SCHEDULING:
@@ -361,11 +371,13 @@ def step_tables(step_s: StepFn, wl: Workload, engine: Engine, spec: Speculative,
     host = engine.step_overhead_s + engine.seq_overhead_s * nodes  # (m,)
     dec_t = t[:, 0] if decode_step_s is None else decode_step_s(dec_rows, kv_dec, 0.0, 0.0)
     decode = dec_t * dec + draft + host  # (n, m)
-    host = (engine.step_overhead_s + engine.prompt_step_overhead_s
-            + engine.seq_overhead_s * nodes * chunked)  # steps with prompt tokens (and decodes beside them)
+    host = engine.step_overhead_s + engine.seq_overhead_s * nodes * chunked  # steps with prompt tokens (and decodes)
+    graphs = cuda_graph_max_tokens(budget)[:, None, None]  # longer steps run eagerly
+    eager = engine.prompt_step_overhead_s * np.array([engine.own_step_stages, 1.0])  # (own, batched) per eager step
     own_t = t[:, 1:1 + k] if own_step_s is None else own_step_s(rows, kv_dec[..., None], chunk, kv_own)
-    own = own_t * pre + draft + host  # (n, k, m)
-    batch = np.swapaxes(t[:, 1 + k:], 1, 2) * pre + (draft + host)[:, None]  # (n, m, f)
+    own = own_t * pre + draft + host + eager[0] * (rows + chunk > graphs)  # (n, k, m)
+    batch = (np.swapaxes(t[:, 1 + k:], 1, 2) * pre + (draft + host)[:, None]
+             + eager[1] * (rows[:, None] + x[:, None, :] > graphs))  # (n, m, f)
     shape = new.shape[:-1] + nodes.shape
     return StepTables(nodes, np.broadcast_to(decode, shape[:1] + nodes.shape), np.broadcast_to(own, shape),
                       np.broadcast_to(chunks, shape), np.broadcast_to(batch, shape[:1] + nodes.shape + x.shape[1:]),

@@ -49,10 +49,9 @@ from .units import array_key, as_list, json_ready, remembered, unique_rows
 # sequence per step: held at 0 (at concurrency <= 16 it cannot be told from the per-step cost). Per layer of a step
 # carrying prompt tokens: such steps run beyond the CUDA-graph capture sizes, so every layer's kernels are launched
 # from the host (NVIDIA AIConfigurator models the same mechanism as a prefill dispatch overhead of ~0.8 ms per layer).
-# Added to the step's GPU time, not hidden under it (max(GPU, host) fits worse: TTFT 8.6 -> 14.7 %); charged to every
-# prompt step, short ones too (the rows' prompt steps are all past vLLM's 512-token capture size, so they cannot
-# tell), and to no decode step (charged to decode steps past that size, the held-out TPOT p90 worsens 24.5 -> 27.3 %;
-# benchmarks/CALIBRATION.md "Serving: the host time of a prompt step against the GPU's").
+# Added to the step's GPU time (max(GPU, host) fits worse: TTFT 8.6 -> 14.7 %), charged to prompt steps longer than
+# vLLM's CUDA-graph sizes (queueing.cuda_graph_max_tokens: 512 tokens by default; the measured ones all are) and to
+# no decode step (charged past that size, held-out TPOT p90 24.5 -> 27.3 %): CALIBRATION.md "Serving: the host time".
 # Held-out median error: Llama fp8 at concurrency 32-64 TTFT 9.7 %, TPOT 7.0 %; Llama fp4 TTFT 11.3 %, TPOT 9.0 %;
 # README "Serving under load".
 HOST_STEP_OVERHEAD_S = 0.0
@@ -122,13 +121,13 @@ def _step_fn(spec, chip, kw):
     return step_s
 
 
-def _own_step_fn(spec, chip, kw, stages: float, stage_prompt_overhead_s: float):
+def _own_step_fn(spec, chip, kw):
     """(decode_rows, decode_kv_len, chunk_tokens, chunk_kv_len) -> seconds a prompt waits for one of its chunk steps
-    under a pipeline, before the host time every step carries (step_tables adds it): estimate.pass_time_s, and every
-    stage's prompt-step host time that the pass meets, not one stage's (stages - 1 more)."""
+    under a pipeline, before host time (step_tables adds it, every stage's that the pass meets: own_step_stages):
+    estimate.pass_time_s."""
     def own_s(rows, kv_d, chunk, kv_c):
-        return (pass_time_s(spec, chip, decode_batch=rows, decode_kv_len=kv_d, chunk_tokens=chunk, chunk_kv_len=kv_c,
-                            **kw) + (stages - 1.0) * stage_prompt_overhead_s)
+        return pass_time_s(spec, chip, decode_batch=rows, decode_kv_len=kv_d, chunk_tokens=chunk, chunk_kv_len=kv_c,
+                           **kw)
     return own_s
 
 
@@ -212,11 +211,11 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
     eng = Engine(max_num_batched_tokens=uniq[:, 3], gpu_memory_utilization=engine["gpu_memory_utilization"],
                  scheduling=engine["scheduling"], step_overhead_s=engine["step_overhead_s"],
                  seq_overhead_s=engine["seq_overhead_s"],
-                 prompt_step_overhead_s=engine["prompt_layer_overhead_s"] * spec.n_layers / stages)
+                 prompt_step_overhead_s=engine["prompt_layer_overhead_s"] * spec.n_layers / stages,
+                 own_step_stages=stages)
     nodes = decode_nodes(np.max(g["max_num_seqs"]) * layout["attention_dp"])
     draft = _draft_fn(spec, chip, kw, sp, float(np.mean(wl_u.decode_kv_tokens)))
-    own, dec = (None, None) if pp == 1 else (_own_step_fn(spec, chip, kw, stages, eng.prompt_step_overhead_s),
-                                             _decode_step_fn(spec, chip, kw, pp))
+    own, dec = (None, None) if pp == 1 else (_own_step_fn(spec, chip, kw), _decode_step_fn(spec, chip, kw, pp))
     fns = [None if f is None else _remembered(f) for f in (_step_fn(spec, chip, kw), draft, own, dec)]
 
     def rescaled(scale=(1.0, 1.0)) -> StepTables:

@@ -160,20 +160,33 @@ def test_serving_band_holds_the_number(chip, model, load):
         assert 0.0 <= b["p10"] <= x <= b["p90"] and math.isfinite(b["p10"]), (k, b, x)
 
 
-@pytest.mark.parametrize("prompt", [128, 1024])
-def test_host_overheads_add_to_the_concurrency_one_latencies(prompt):
+@pytest.mark.parametrize("prompt, eager_s", [(512, 0.0), (513, 0.016), (1024, 0.016)])
+def test_host_overheads_add_to_the_concurrency_one_latencies(prompt, eager_s):
     # host: 1 ms per step, 0.1 ms per decoding sequence per step, 50 ms per request, 0.5 ms per layer of a step
-    # carrying prompt tokens (Llama-3.1-8B: 32 layers -> 16 ms on the prompt's step, none on decode steps).
-    # TTFT = prefill step + 1 ms (no decodes beside it) + 16 ms + 50 ms; TPOT = decode step + 1 ms + 0.1 ms.
-    # A 128-token prompt's step, within vLLM's 512-token CUDA-graph capture size, pays the per-layer cost too: the
-    # measured prompt steps are all longer, so they cannot tell (benchmarks/CALIBRATION.md, "Serving: the host time
-    # of a prompt step against the GPU's")
+    # carrying prompt tokens past vLLM's CUDA-graph sizes (Llama-3.1-8B: 32 layers -> 16 ms on the prompt's step, none
+    # on decode steps). The graphs reach min(2 x 1024 seqs, 512, 8192 tokens) = 512 tokens on the H100 by default:
+    # a 512-token prompt's step replays them, a 513-token one runs eagerly.
+    # TTFT = prefill step + 1 ms (no decodes beside it) + (0 or 16 ms) + 50 ms; TPOT = decode step + 1 ms + 0.1 ms
     host = dict(efficiency="ideal", step_overhead_s=1e-3, seq_overhead_s=1e-4, request_overhead_s=0.05,
                 prompt_layer_overhead_s=5e-4)
     s = serve(LLAMA, "h100-sxm", prompt_len=prompt, gen_len=64, concurrency=1, **host)
     e = lr.estimate(LLAMA, "h100-sxm", batch=1, prompt_len=prompt, gen_len=64, efficiency="ideal")
-    assert s.ttft_s == pytest.approx(e.ttft_s + 0.001 + 0.016 + 0.05, rel=1e-9)
+    assert s.ttft_s == pytest.approx(e.ttft_s + 0.001 + eager_s + 0.05, rel=1e-9)
     assert s.tpot_s == pytest.approx(e.tpot_s + 0.0011, rel=1e-9)
+
+
+def test_cuda_graph_sizes_follow_vllms_default():
+    # vllm/config/vllm.py _set_cudagraph_sizes: at most 512 tokens, and at most max_num_batched_tokens: a 256-token
+    # budget's graphs reach 256 tokens. Served with that budget, a 300-token prompt runs in two chunk steps of 150
+    # tokens, each within the graphs: no prompt-step host time (0.5 ms x 32 layers would add 16 ms a step)
+    from llm_roofline.queueing import cuda_graph_max_tokens
+
+    assert cuda_graph_max_tokens(8192) == 512 and cuda_graph_max_tokens(256) == 256
+    kw = dict(efficiency="ideal", step_overhead_s=0.0, seq_overhead_s=0.0, request_overhead_s=0.0, gen_len=8,
+              concurrency=1, max_num_seqs=256, max_num_batched_tokens=256)
+    assert (serve(LLAMA, "h100-sxm", prompt_len=300, prompt_layer_overhead_s=5e-4, **kw).ttft_s
+            == pytest.approx(serve(LLAMA, "h100-sxm", prompt_len=300, prompt_layer_overhead_s=0.0, **kw).ttft_s,
+                             rel=1e-12))
 
 
 def test_latency_grows_and_throughput_saturates_with_concurrency():
