@@ -198,6 +198,10 @@ def _build_parser() -> argparse.ArgumentParser:
     g.add_argument("--spec-k", type=int, default=0, help="speculative decoding: draft tokens per step (0: off)")
     g.add_argument("--spec-acceptance", type=float, default=0.0, help="speculative decoding: acceptance per token")
     g.add_argument("--spec-draft", default=None, help="speculative decoding: draft model (default: MTP heads)")
+    g.add_argument("--host", default="vllm", choices=["vllm", "none"],
+                   help="the engine's host time: vllm (fitted on vLLM serving runs: 0.876 ms per layer of a step "
+                        "carrying prompt tokens past its 512-token CUDA graphs) or none (kernels only, as for an "
+                        "engine without Python dispatch; not measured) (default: %(default)s)")
     _add_scenario(p, layouts=LAYOUT_FLAGS)
     _add_format(p)
     p.set_defaults(func=cmd_serve)

@@ -265,8 +265,9 @@ def cmd_serve(args) -> str:
         raise RooflineError("--prompt, --gen, --concurrency, --qps and the engine knobs take numbers "
                             "(comma-separated for a sweep)") from None
     spec = dict(k=args.spec_k, acceptance=args.spec_acceptance, draft=args.spec_draft) if args.spec_k else None
-    res = serve(_load_model_arg(args), args.chip, **grid, **load, tp=args.tp, pp=args.pp, ep=args.ep, dp=args.dp,
-                weight_dtype=args.weight_dtype, act_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
+    host = {} if args.host == "vllm" else {f"{k}_overhead_s": 0.0 for k in ("step", "seq", "request", "prompt_layer")}
+    res = serve(_load_model_arg(args), args.chip, **grid, **load, **host, tp=args.tp, pp=args.pp, ep=args.ep,
+                dp=args.dp, weight_dtype=args.weight_dtype, act_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
                 efficiency=args.efficiency, attention=args.attention, prefix_hit_rate=args.prefix_hit_rate,
                 scheduling=args.scheduling, gpu_memory_utilization=args.gpu_memory_utilization, speculative=spec,
                 **_layout_kwargs(args))
@@ -313,10 +314,11 @@ def _engine_text(chips, seqs, tokens, args) -> str:
     given = [args.max_num_seqs is not None, args.max_num_batched_tokens is not None]
     source = "" if all(given) else " (vLLM's defaults on the chip)" if not any(given) else " (the one not given: vLLM's)"
     pairs = list(dict.fromkeys((c, float(s), float(t)) for c, s, t in zip(chips, seqs, tokens)))
+    host = "" if getattr(args, "host", "vllm") == "vllm" else "; host time none (kernels only)"
     if len(pairs) == 1:
-        return f"engine max_num_seqs {pairs[0][1]:.0f}, max_num_batched_tokens {pairs[0][2]:.0f}{source}"
+        return f"engine max_num_seqs {pairs[0][1]:.0f}, max_num_batched_tokens {pairs[0][2]:.0f}{source}{host}"
     return (f"engine max_num_seqs / max_num_batched_tokens{source}: "
-            + ", ".join(f"{c} {s:.0f} / {t:.0f}" for c, s, t in pairs))
+            + ", ".join(f"{c} {s:.0f} / {t:.0f}" for c, s, t in pairs) + host)
 
 
 def _efficiency_note(df) -> str:

@@ -273,6 +273,21 @@ def test_serve_says_which_engine_knobs_it_ran(capsys):
     assert "engine max_num_seqs 256, max_num_batched_tokens 4096 (the one not given: vLLM's)" in " ".join(out.split())
 
 
+def test_serve_host_none_leaves_the_kernels_alone(capsys):
+    # --host none: no host time anywhere, so with ideal kernels one client's TTFT is estimate's prefill at batch 1 and
+    # its TPOT the decode step (serve's docstring: the pure roofline); --host vllm (default) adds 32 layers x 0.876 ms
+    # = 28.0 ms to the 1024-token prompt's step (past the 512-token CUDA graphs)
+    argv = ["serve", "meta-llama/Llama-3.1-8B", "--chip", "h100-sxm", "--concurrency", "1", "--prompt", "1024",
+            "--gen", "2", "--efficiency", "ideal", "--format", "json"]
+    est = lr.estimate("meta-llama/Llama-3.1-8B", "h100-sxm", batch=1, prompt_len=1024, gen_len=2, efficiency="ideal")
+    none = json.loads(run(capsys, *argv, "--host", "none")[1])
+    vllm = json.loads(run(capsys, *argv)[1])
+    assert none["ttft_s"] == pytest.approx(est.ttft_s, rel=1e-9)
+    assert vllm["ttft_s"] - none["ttft_s"] == pytest.approx(32 * 0.876e-3, rel=1e-9)
+    code, out, _ = run(capsys, *argv[:-2], "--host", "none")
+    assert code == 0 and "host time none (kernels only)" in " ".join(out.split())
+
+
 def test_catalog_tables_fit_a_terminal(capsys):
     # `chips` was 282 columns wide (every alias of a100-80gb) and `models` 155 (an unwrapped footer): both <= 100;
     # aliases beyond two are counted in the table ("+3") and listed in full by --format json
