@@ -57,7 +57,8 @@ def cuda_graph_max_tokens(max_num_batched_tokens):
     """The longest step (tokens) vLLM runs from CUDA graphs (piecewise where it carries prompt tokens) by default:
     min(512, max_num_batched_tokens) (vllm/config/vllm.py _set_cudagraph_sizes; its dispatcher runs a longer step
     eagerly). Since 0.11 also at most 2 x max_num_seqs x (1 + k draft tokens): left out, it binds only below 256
-    sequences and would split the step tables by max_num_seqs (the serving planner 1.8x slower)."""
+    sequences and would split the step tables by max_num_seqs (bench_plan's serving planner: 14.6k -> 7.9k
+    configurations/s in one run)."""
     return np.minimum(CUDA_GRAPH_MAX_TOKENS, max_num_batched_tokens)
 
 
