@@ -175,6 +175,16 @@ def test_host_overheads_add_to_the_concurrency_one_latencies(prompt, eager_s):
     assert s.tpot_s == pytest.approx(e.tpot_s + 0.0011, rel=1e-9)
 
 
+@pytest.mark.parametrize("prompt, eager_s", [(512, 0.0), (1024, 0.016)])
+def test_a_pipelined_prompt_meets_every_stages_host_time(prompt, eager_s):
+    # pp 2: a prompt's step passes both stages of 16 layers, each charging its 16 x 0.5 ms past the CUDA graphs:
+    # 16 ms in all at 1024 tokens (as at pp 1), none at 512
+    kw = dict(efficiency="ideal", step_overhead_s=0.0, seq_overhead_s=0.0, request_overhead_s=0.0, gen_len=8,
+              concurrency=1, pp=2, prompt_len=prompt)
+    ttft = [serve(LLAMA, "h100-sxm", prompt_layer_overhead_s=x, **kw).ttft_s for x in (5e-4, 0.0)]
+    assert ttft[0] - ttft[1] == pytest.approx(eager_s, abs=1e-12)
+
+
 def test_cuda_graph_sizes_follow_vllms_default():
     # vllm/config/vllm.py _set_cudagraph_sizes: at most 512 tokens, and at most max_num_batched_tokens: a 256-token
     # budget's graphs reach 256 tokens. Served with that budget, a 300-token prompt runs in two chunk steps of 150
