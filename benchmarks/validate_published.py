@@ -4,7 +4,9 @@
 
 Source: NVIDIA NIM LLM benchmarking guide, "Performance", Llama-3.3-70b-instruct, NIM version 1.8.0, 2 x H100 80G,
 fp8 TP2 (https://docs.nvidia.com/nim/benchmarking/llm/1.0.0/performance.md, read 2026-11-27). The page does not
-name the engine. Mean TTFT and ITL (ms) per client concurrency, copied below. Llama-3.3-70B has Llama-3.1-70B's
+name the engine; NIM's optimized profiles (FP8 on H100 among them) are TensorRT-LLM engines (NIM support matrix,
+https://docs.nvidia.com/nim/large-language-models/latest/support-matrix.html), so --host none is the closer
+comparison. Mean TTFT and ITL (ms) per client concurrency, copied below. Llama-3.3-70B has Llama-3.1-70B's
 architecture (the shipped config), fp8 weights, activations and KV cache (an assumption for the KV cache).
 
 Prints, per point, the measured TTFT / ITL and serve()'s at its defaults (benchmark clients, vLLM's engine knobs and
