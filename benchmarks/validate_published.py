@@ -12,6 +12,13 @@ architecture (the shipped config), fp8 weights, activations and KV cache (an ass
 Prints, per point, the measured TTFT / ITL and serve()'s at its defaults (benchmark clients, vLLM's engine knobs and
 host time) and with --host none (every host overhead 0: an engine without Python dispatch), and the median
 absolute % error of each.
+
+Second source: TensorRT-LLM's "Performance overview" (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md,
+commit 00f37686aa854010d68bcbd0f4ab000221541ca6): total output throughput (tokens/s) under maximum load
+(trtllm-bench throughput, every request queued at once, fixed ISL / OSL), ModelOpt FP8 checkpoints (weights,
+activations and, an assumption, KV cache in fp8) on H100 / H200. Compared with serve()'s saturation rate x OSL at
+gpu_memory_utilization 0.95 (the page's usual KV fraction) and no host time (a TensorRT-LLM engine); printed as the
+median predicted / measured ratio per model and GPU.
 """
 
 from __future__ import annotations
@@ -34,6 +41,30 @@ NIM_LLAMA33_70B_H100_TP2 = {
     (500, 2000, 1): (47.77, 18.91), (500, 2000, 5): (126.53, None),  # the page's excerpt ends at that TTFT
 }
 NO_HOST = {f"{k}_overhead_s": 0.0 for k in ("step", "seq", "request", "prompt_layer")}
+ISL_OSL = ((128, 128), (128, 2048), (128, 4096), (500, 2000), (1000, 1000), (1000, 2000), (2048, 128), (2048, 2048),
+           (5000, 500), (20000, 2000))
+# (model, chip, tp): output tokens/s at ISL_OSL, TensorRT-LLM perf overview (FP8, Llama 3.3 70B as Llama-3.1-70B)
+TRTLLM_MAX_THROUGHPUT = {
+    ("meta-llama/Llama-3.1-8B", "h100-sxm", 1): (28312, 22714, 14325, 17660, 15220, 13899, 3450, 9305, 3459, 1351),
+    ("meta-llama/Llama-3.1-8B", "h200", 1): (27911, 26221, 18027, 20770, 17744, 16828, 3538, 12194, 3902, 1804),
+    ("meta-llama/Llama-3.1-70B", "h100-sxm", 2): (6378, 6651, 4199, 5222, 4205, 4146, 762, 3082, 898, 437),
+    ("meta-llama/Llama-3.1-70B", "h200", 1): (3803, 4336, 2872, 3666, 2909, 2994, 442, 2003, 566, 283),
+    ("meta-llama/Llama-3.1-405B", "h100-sxm", 8): (3627, 4340, 3116, 3994, 2919, 2895, 453, 2296, 610, 345),
+    ("meta-llama/Llama-3.1-405B", "h200", 8): (3814, 5348, 4741, 4724, 3330, 3722, 456, 2948, 650, 505),
+}
+
+
+def trtllm_ratios() -> list[dict]:
+    """Median, min and max predicted / measured maximum throughput per model and GPU."""
+    out = []
+    for (model, chip, tp), measured in TRTLLM_MAX_THROUGHPUT.items():
+        ratio = []
+        for (isl, osl), tok_s in zip(ISL_OSL, measured):
+            s = lr.serve(model, chip, prompt_len=isl, gen_len=osl, qps=0.01, tp=tp, weight_dtype="fp8",
+                         act_dtype="fp8", kv_dtype="fp8", gpu_memory_utilization=0.95, **NO_HOST)
+            ratio.append(s.saturation_requests_per_s * osl / tok_s)
+        out.append(dict(model=model, chip=chip, tp=tp, median=np.median(ratio), lo=min(ratio), hi=max(ratio)))
+    return out
 
 
 def main() -> int:
@@ -54,6 +85,11 @@ def main() -> int:
     print(render(rows, "table", [(c, c, fmt if c not in ("prompt", "gen", "clients") else None) for c in rows[0]]))
     print()
     print("median |error| %: " + ", ".join(f"{k} {np.median(v):.1f}" for k, v in errs.items()))
+    print()
+    print("TensorRT-LLM maximum throughput, predicted / measured over 10 ISL / OSL pairs (no host time):")
+    print(render(trtllm_ratios(), "table", [("model", "model", None), ("chip", "chip", None), ("tp", "tp", None),
+                                            ("median", "median", "{:.2f}".format), ("min", "lo", "{:.2f}".format),
+                                            ("max", "hi", "{:.2f}".format)]))
     return 0
 
 
