@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import llm_roofline as lr  # noqa: E402
+from llm_roofline.serve import NO_HOST  # noqa: E402
 from llm_roofline.report.table import render  # noqa: E402
 
 # (prompt tokens, output tokens, clients): (TTFT ms, ITL ms), NIM 1.8.0, Llama-3.3-70B, 2 x H100, fp8 TP2
@@ -40,7 +41,6 @@ NIM_LLAMA33_70B_H100_TP2 = {
     (5000, 500, 50): (834.51, 59.73), (5000, 500, 100): (7996.25, 92.91),
     (500, 2000, 1): (47.77, 18.91), (500, 2000, 5): (126.53, None),  # the page's excerpt ends at that TTFT
 }
-NO_HOST = {f"{k}_overhead_s": 0.0 for k in ("step", "seq", "request", "prompt_layer")}
 ISL_OSL = ((128, 128), (128, 2048), (128, 4096), (500, 2000), (1000, 1000), (1000, 2000), (2048, 128), (2048, 2048),
            (5000, 500), (20000, 2000))
 # (model, chip, tp): output tokens/s at ISL_OSL, TensorRT-LLM perf overview (FP8, Llama 3.3 70B as Llama-3.1-70B)

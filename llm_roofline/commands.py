@@ -247,7 +247,7 @@ def _list_axes(args, *flags) -> dict[str, list[int]]:
 # ------------------------------------------------------------------------------------------ serve
 def cmd_serve(args) -> str:
     """Continuous-batching steady state at a client concurrency or a Poisson QPS; comma lists make a sweep."""
-    from .serve import serve
+    from .serve import NO_HOST, serve
 
     def nums(text, kind):
         if text is None:
@@ -265,7 +265,7 @@ def cmd_serve(args) -> str:
         raise RooflineError("--prompt, --gen, --concurrency, --qps and the engine knobs take numbers "
                             "(comma-separated for a sweep)") from None
     spec = dict(k=args.spec_k, acceptance=args.spec_acceptance, draft=args.spec_draft) if args.spec_k else None
-    host = {} if args.host == "vllm" else {f"{k}_overhead_s": 0.0 for k in ("step", "seq", "request", "prompt_layer")}
+    host = {} if args.host == "vllm" else NO_HOST
     res = serve(_load_model_arg(args), args.chip, **grid, **load, **host, tp=args.tp, pp=args.pp, ep=args.ep,
                 dp=args.dp, weight_dtype=args.weight_dtype, act_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
                 efficiency=args.efficiency, attention=args.attention, prefix_hit_rate=args.prefix_hit_rate,

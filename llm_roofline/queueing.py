@@ -374,11 +374,11 @@ def step_tables(step_s: StepFn, wl: Workload, engine: Engine, spec: Speculative,
     decode = dec_t * dec + draft + host  # (n, m)
     host = engine.step_overhead_s + engine.seq_overhead_s * nodes * chunked  # steps with prompt tokens (and decodes)
     graphs = cuda_graph_max_tokens(budget)[:, None, None]  # longer steps run eagerly
-    eager = engine.prompt_step_overhead_s * np.array([engine.own_step_stages, 1.0])  # (own, batched) per eager step
+    eager = engine.prompt_step_overhead_s  # per eager step (a prompt's own pass: every stage's, own_step_stages)
     own_t = t[:, 1:1 + k] if own_step_s is None else own_step_s(rows, kv_dec[..., None], chunk, kv_own)
-    own = own_t * pre + draft + host + eager[0] * (rows + chunk > graphs)  # (n, k, m)
+    own = own_t * pre + draft + host + eager * engine.own_step_stages * (rows + chunk > graphs)  # (n, k, m)
     batch = (np.swapaxes(t[:, 1 + k:], 1, 2) * pre + (draft + host)[:, None]
-             + eager[1] * (rows[:, None] + x[:, None, :] > graphs))  # (n, m, f)
+             + eager * (rows[:, None] + x[:, None, :] > graphs))  # (n, m, f)
     shape = new.shape[:-1] + nodes.shape
     return StepTables(nodes, np.broadcast_to(decode, shape[:1] + nodes.shape), np.broadcast_to(own, shape),
                       np.broadcast_to(chunks, shape), np.broadcast_to(batch, shape[:1] + nodes.shape + x.shape[1:]),

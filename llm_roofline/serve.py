@@ -58,6 +58,9 @@ HOST_STEP_OVERHEAD_S = 0.0
 HOST_SEQ_OVERHEAD_S = 0.0
 HOST_REQUEST_OVERHEAD_S = 0.0
 HOST_PROMPT_LAYER_OVERHEAD_S = 0.876e-3
+HOST_OVERHEADS = dict(step_overhead_s=HOST_STEP_OVERHEAD_S, seq_overhead_s=HOST_SEQ_OVERHEAD_S,
+                      request_overhead_s=HOST_REQUEST_OVERHEAD_S, prompt_layer_overhead_s=HOST_PROMPT_LAYER_OVERHEAD_S)
+NO_HOST = dict.fromkeys(HOST_OVERHEADS, 0.0)  # kernels only (`serve --host none`: an engine without Python dispatch)
 # The serving model's own error (host time, queueing, the benchmark's burst), as measured / modelled p10 and p90 on the
 # same 36 rows the host overheads are fitted on (validate_serving.py prints them): combined with the kernels' band in
 # _band. Without it the band held 23-53 % of the measured TTFTs of the held-out serving rows, with it 56-88 % (TPOT
@@ -386,10 +389,8 @@ def _setup(model, call: dict):
     if (call["concurrency"] is None) == (call["qps"] is None):
         raise ScenarioError("give exactly one of concurrency (closed loop) or qps (open loop, Poisson arrivals)")
     closed = call["concurrency"] is not None
-    host = dict(step_overhead_s=HOST_STEP_OVERHEAD_S, seq_overhead_s=HOST_SEQ_OVERHEAD_S,
-                request_overhead_s=HOST_REQUEST_OVERHEAD_S, prompt_layer_overhead_s=HOST_PROMPT_LAYER_OVERHEAD_S)
     engine = dict(gpu_memory_utilization=float(call["gpu_memory_utilization"]), scheduling=call["scheduling"],
-                  **{k: _at_least(k, fitted if call[k] is None else call[k], 0.0) for k, fitted in host.items()})
+                  **{k: _at_least(k, fit if call[k] is None else call[k], 0.0) for k, fit in HOST_OVERHEADS.items()})
     Engine(**{k: v for k, v in engine.items() if k != "prompt_layer_overhead_s"})  # validates the knobs
     engine["requests_per_client"] = _at_least("requests_per_client", call["requests_per_client"], 1.0, True)
     sp = Speculative.parse(call["speculative"])
