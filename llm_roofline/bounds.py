@@ -42,6 +42,7 @@ BOUNDS: dict[str, Bound] = {
     "decode_batch": Bound(2**24, "sequences", "as batch"),
     "prefill_batch": Bound(2**24, "sequences", "as batch"),
     "top": Bound(2**24, "rows", "rows printed"),
+    "host_overhead_s": Bound(60.0, "s", "a minute of engine host time per step, layer or request (serve's overheads)"),
     "sweep_points": Bound(2_000_000, "grid points",
                           "sweep() evaluates 50,000 points at a time and keeps ~200 B per point in its result "
                           "table: peak RSS stays under ~1 GB at 2,000,000 points"),

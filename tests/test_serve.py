@@ -429,6 +429,11 @@ def test_a_benchmark_run_adds_its_first_burst_once_per_run():
                 dict(seq_overhead_s=float("inf")), dict(step_overhead_s=[1e-3])):
         with pytest.raises(lr.errors.RooflineError):
             serve(LLAMA, "h100-sxm", concurrency=4, **bad)
+    # host time past a minute (bounds.BOUNDS["host_overhead_s"]) is a slip of units: 1e300 s a layer overflowed the
+    # queue's step tables into an IndexError before the bound
+    for bad in (dict(prompt_layer_overhead_s=1e300), dict(request_overhead_s=61.0)):
+        with pytest.raises(lr.errors.ScenarioError, match=r"must be a finite number in \[0, 60\]"):
+            serve(LLAMA, "h100-sxm", concurrency=4, **bad)
 
 
 @pytest.mark.parametrize("prompt", [4096, 100_000])
