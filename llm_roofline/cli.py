@@ -89,6 +89,14 @@ def _add_scenario(p, lists=False, layouts=()):
 LAYOUT_FLAGS = ("attention_dp", "moe_ep", "moe_tp", "routing_skew", "moe_dispatch")
 
 
+def _add_host(p, where="") -> None:
+    """--host: the serving model's host time (serve, and plan's serving model)."""
+    p.add_argument("--host", default="vllm", choices=["vllm", "none"],
+                   help=f"the engine's host time{where}: vllm (fitted on vLLM serving runs: 0.876 ms per layer of a "
+                        "step carrying prompt tokens past its 512-token CUDA graphs) or none (kernels only, as for an "
+                        "engine without Python dispatch; not measured) (default: %(default)s)")
+
+
 def _add_layouts(p, which) -> None:
     """The serving-layout flags a command uses (estimate, sweep and serve all five; plan --attention-dp and
     --moe-dispatch)."""
@@ -198,10 +206,7 @@ def _build_parser() -> argparse.ArgumentParser:
     g.add_argument("--spec-k", type=int, default=0, help="speculative decoding: draft tokens per step (0: off)")
     g.add_argument("--spec-acceptance", type=float, default=0.0, help="speculative decoding: acceptance per token")
     g.add_argument("--spec-draft", default=None, help="speculative decoding: draft model (default: MTP heads)")
-    g.add_argument("--host", default="vllm", choices=["vllm", "none"],
-                   help="the engine's host time: vllm (fitted on vLLM serving runs: 0.876 ms per layer of a step "
-                        "carrying prompt tokens past its 512-token CUDA graphs) or none (kernels only, as for an "
-                        "engine without Python dispatch; not measured) (default: %(default)s)")
+    _add_host(g)
     _add_scenario(p, layouts=LAYOUT_FLAGS)
     _add_format(p)
     p.set_defaults(func=cmd_serve)
@@ -246,6 +251,7 @@ def _build_parser() -> argparse.ArgumentParser:
                    help="add the prefill/decode disaggregation section (ratio, throughput vs co-located)")
     p.add_argument("--decode-batch", type=int, help="decode batch for --disaggregate (default: the best plan's)")
     p.add_argument("--prefill-batch", type=int, help="prefill batch for --disaggregate (default: pp)")
+    _add_host(p, where=", serving model only (static batches have none)")
     _add_scenario(p, lists=True, layouts=("attention_dp", "moe_dispatch"))
     p.set_defaults(tp=None, pp=None, ep=None, dp=None)  # search every sharding unless restricted
     _add_format(p)

@@ -13,7 +13,7 @@ from .files import check_destination, figure_path, write_text
 from .report.table import render
 from .report.text import serving_band_text
 from .sharding import MOE_DISPATCH
-from .units import eng, fmt_seconds, sig3
+from .units import eng, fmt_seconds, records, sig3
 
 
 # ------------------------------------------------------------------------------------------ chips
@@ -70,18 +70,17 @@ def cmd_models(args) -> str:
     rows = []
     for ident in list_models():
         m = load_model(ident)
-        heads = sorted({g.attention.n_heads for g in m.layer_groups})
-        kv_heads = sorted({g.attention.n_kv_heads for g in m.layer_groups})
+        heads, kv_heads = (sorted({getattr(g.attention, k) for g in m.layer_groups}) for k in ("n_heads", "n_kv_heads"))
+        one = lambda vals, sep: vals[0] if len(vals) == 1 else sep.join(map(str, vals))  # noqa: E731
         rows.append({
             "id": ident,
             "params_total": m.params_total,
             "params_active": m.params_active,
             "layers": m.n_layers,
             "d_model": m.d_model,
-            "heads": heads[0] if len(heads) == 1 else "/".join(map(str, heads)),
-            "kv_heads": kv_heads[0] if len(kv_heads) == 1 else "/".join(map(str, kv_heads)),
-            "heads_q_kv": "/".join(str(h) for h in (heads[0] if len(heads) == 1 else "-".join(map(str, heads)),
-                                                     kv_heads[0] if len(kv_heads) == 1 else "-".join(map(str, kv_heads)))),
+            "heads": one(heads, "/"),
+            "kv_heads": one(kv_heads, "/"),
+            "heads_q_kv": f"{one(heads, '-')}/{one(kv_heads, '-')}",
             "attention": m.attention_kind,
             "max_context": m.max_context,
             "kv_bytes_per_token_bf16": kv_bytes_per_token(m, "bf16"),
@@ -247,7 +246,7 @@ def _list_axes(args, *flags) -> dict[str, list[int]]:
 # ------------------------------------------------------------------------------------------ serve
 def cmd_serve(args) -> str:
     """Continuous-batching steady state at a client concurrency or a Poisson QPS; comma lists make a sweep."""
-    from .serve import NO_HOST, serve
+    from .serve import serve
 
     def nums(text, kind):
         if text is None:
@@ -265,8 +264,7 @@ def cmd_serve(args) -> str:
         raise RooflineError("--prompt, --gen, --concurrency, --qps and the engine knobs take numbers "
                             "(comma-separated for a sweep)") from None
     spec = dict(k=args.spec_k, acceptance=args.spec_acceptance, draft=args.spec_draft) if args.spec_k else None
-    host = {} if args.host == "vllm" else NO_HOST
-    res = serve(_load_model_arg(args), args.chip, **grid, **load, **host, tp=args.tp, pp=args.pp, ep=args.ep,
+    res = serve(_load_model_arg(args), args.chip, **grid, **load, **_host_arg(args), tp=args.tp, pp=args.pp, ep=args.ep,
                 dp=args.dp, weight_dtype=args.weight_dtype, act_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
                 efficiency=args.efficiency, attention=args.attention, prefix_hit_rate=args.prefix_hit_rate,
                 scheduling=args.scheduling, gpu_memory_utilization=args.gpu_memory_utilization, speculative=spec,
@@ -303,6 +301,13 @@ def cmd_serve(args) -> str:
             "batch: running sequences; KV: of the KV capacity; max req/s: saturation; per user: tok/s per user = "
             "1 / TPOT." + (" " + _BAND_COLUMNS_NOTE if "ttft_s_p10" in res else "")]))
     return out
+
+
+def _host_arg(args) -> dict:
+    """serve()'s host-overhead arguments for --host: {} (the fitted vLLM ones) or serve.NO_HOST."""
+    from .serve import NO_HOST
+
+    return {} if args.host == "vllm" else NO_HOST
 
 
 _BAND_COLUMNS_NOTE = "each point's p10–p90 (ttft_s_p10, ...): --format csv or json."  # a sweep's band columns
@@ -414,12 +419,12 @@ def _plan_serving(args, qps: float):
                      ttft_percentile=args.ttft_percentile, max_chips=args.max_chips, prices=_prices_arg(args.price),
                      weight_dtype=args.weight_dtype, act_dtype=args.act_dtype, kv_dtype=args.kv_dtype,
                      efficiency=args.efficiency, attention_dp=args.attention_dp, moe_dispatch=args.moe_dispatch,
-                     gpu_memory_utilization=args.gpu_memory_utilization)
+                     gpu_memory_utilization=args.gpu_memory_utilization, host_overheads=_host_arg(args))
     if args.format == "json":
         import json
 
         return json.dumps(p.to_dict(), indent=2)
-    rows = _plan_records(p.table if not args.top else p.table.head(args.top))
+    rows = records(p.table if not args.top else p.table.head(args.top))
     if args.format == "csv":
         return render(rows, "csv", None)
     b, t, c = p.best, p.targets, p.check
@@ -473,7 +478,7 @@ def cmd_plan(args) -> str:
     top = p.configs if not args.top else p.configs.head(args.top)
     fits = _fits(args.efficiency, [c for c in args.chips.split(",") if c.strip()])
     rows = [{**{k: r[k] for k in JSON_KEYS}, "efficiency": args.efficiency, "fit": fits[r["chip"]]}
-            for r in _plan_records(top)]
+            for r in records(top)]
     if args.format in ("json", "csv"):
         if not rows:  # machine-readable stdout stays empty; why goes to stderr
             return ("[]" if args.format == "json" else ""), p.explanation
@@ -481,11 +486,11 @@ def cmd_plan(args) -> str:
     md = args.format == "markdown"
     out = _prose(p.explanation.split("\n"), md)
     if len(p.best_per_chip):
-        out += ["", "Best configuration per chip:", render(_plan_records(p.best_per_chip), args.format, PLAN_DISPLAY)]
+        out += ["", "Best configuration per chip:", render(records(p.best_per_chip), args.format, PLAN_DISPLAY)]
         out += ["", f"Top {len(rows)} of {len(p.configs)} feasible configurations (best first):",
                 render(rows, args.format, PLAN_DISPLAY)]
         what = "USD per 1M output tokens" if p.frontier_by.startswith("usd") else "total chips"
-        out += ["", f"Pareto frontier ({what} vs TPOT):", render(_plan_records(p.frontier), args.format, PLAN_DISPLAY)]
+        out += ["", f"Pareto frontier ({what} vs TPOT):", render(records(p.frontier), args.format, PLAN_DISPLAY)]
     if p.disaggregation:  # one column per chip: its 19 fields side by side would be 275 columns wide
         dis = [d.to_dict() for d in p.disaggregation.values()]
         rows_t = [{"field": h, **{d["chip"]: (f(d[k]) if f else d[k]) for d in dis}} for h, k, f in DISAGG_DISPLAY[1:]]
@@ -510,12 +515,6 @@ DISAGG_DISPLAY = [
     ("co-located tok/s/chip", "colocated_output_tokens_per_s_per_chip", sig3),
     ("co-located TPOT", "colocated_tpot_s", fmt_seconds), ("speedup", "speedup", sig3),
 ]
-
-
-def _plan_records(df) -> list[dict]:
-    from .units import records
-
-    return records(df)
 
 
 # ------------------------------------------------------------------------------------------ memory
@@ -554,7 +553,6 @@ def cmd_memory(args) -> str:
     return "\n".join(_prose([head], md) + [render(rows, args.format, display), ""] + _prose([foot], md))
 
 
-# ------------------------------------------------------------------------------------------ parser
 # ------------------------------------------------------------------------------------------ report / plot
 def _chip_list(text: str) -> list[str]:
     chips = [c.strip() for c in str(text).split(",") if c.strip()]

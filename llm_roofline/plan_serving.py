@@ -22,7 +22,7 @@ from .hardware import chip_prices, load_chips
 from .model.hf import load_model
 from .chip_fits import DEFAULT_EFFICIENCY
 from .memory import GPU_MEMORY_UTILIZATION
-from .serve import ServingEstimate, serve, serve_deployments
+from .serve import HOST_OVERHEADS, NO_HOST, ServingEstimate, serve, serve_deployments
 from .sharding import MOE_DISPATCH
 from .units import joined_columns, json_ready
 
@@ -78,9 +78,11 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
                  max_num_seqs=(64, 256, 1024), max_num_batched_tokens=(2048, 8192), weight_dtype=None, act_dtype="bf16",
                  kv_dtype=None, efficiency=DEFAULT_EFFICIENCY, prefix_hit_rate=0.0, speculative=None,
                  prices: dict | None = None, attention_dp: int = 1, moe_dispatch: str = MOE_DISPATCH,
-                 gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION) -> ServingPlan:
+                 gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION,
+                 host_overheads: dict | None = None) -> ServingPlan:
     """Cheapest serving deployment meeting TTFT (ttft_percentile 'mean' or 'p90') and TPOT at `qps`. attention_dp,
-    moe_dispatch: the layout every deployment uses (serve's)."""
+    moe_dispatch: the layout every deployment uses (serve's). host_overheads: serve()'s host-time arguments (keys of
+    serve.HOST_OVERHEADS; None or {}: the fitted vLLM ones; serve.NO_HOST: kernels only, noted in the plan)."""
     if ttft_percentile not in ("mean", "p90"):
         raise ScenarioError(f"ttft_percentile must be 'mean' or 'p90', got {ttft_percentile!r}")
     qps = check_range("qps", qps, 0.0, 1e9, "requests/s", lo_open=True)
@@ -105,6 +107,7 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
                     act_dtype=act_dtype, kv_dtype=kv_dtype, efficiency=efficiency,
                     gpu_memory_utilization=gpu_memory_utilization,
                     prefix_hit_rate=prefix_hit_rate, speculative=speculative)
+    serve_kw.update(_host_overheads(host_overheads, notes))
     _check_hit_rate(prefix_hit_rate)  # once here, not as a note of every deployment skipped
     shardings = [(chip, s) for chip in chip_list for s in _shardings(spec, chip, max_chips, attention_dp)]
     if not shardings:
@@ -126,6 +129,18 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
     out = _choose(spec, rows, rank, notes + run_notes, serve_kw)
     out.configurations = configurations
     return out
+
+
+def _host_overheads(given, notes: list) -> dict:
+    """serve()'s host-time arguments from `given` (checked names; serve checks the values), noting kernels only."""
+    if given is None:
+        return {}
+    if not isinstance(given, dict) or set(given) - set(HOST_OVERHEADS):
+        raise ScenarioError(f"host_overheads must be a dict with keys among {sorted(HOST_OVERHEADS)}, "
+                            f"got {given!r:.80}")
+    if given == NO_HOST:
+        notes.append("host time none (kernels only, as for an engine without Python dispatch; not measured)")
+    return dict(given)
 
 
 def _check_hit_rate(prefix_hit_rate) -> None:

@@ -4,6 +4,7 @@ import pytest
 
 from llm_roofline.errors import RooflineError
 from llm_roofline.plan_serving import plan_serving
+from llm_roofline.serve import NO_HOST
 
 LLAMA70 = "meta-llama/Llama-3.1-70B"
 
@@ -118,6 +119,8 @@ def test_no_sharding_with_room_for_a_sequence_says_so_without_scoring_them_all()
     (dict(prices=[1, 2]), "prices must be a mapping"),  # was AttributeError: 'list' object has no attribute 'items'
     (dict(attention_dp=4, max_chips=2), "attention_dp = 4 does not fit in max_chips = 2"),  # was "... an empty list"
     (dict(prefix_hit_rate=float("nan")), r"prefix_hit_rate must be in \[0, 1\), got nan"),  # was one note per sharding
+    (dict(host_overheads={"layer_s": 0.0}), "host_overheads must be a dict with keys among"),
+    (dict(host_overheads=NO_HOST | {"prompt_layer_overhead_s": -1.0}), "prompt_layer_overhead_s must be a finite"),
 ])
 def test_a_serving_plan_names_a_bad_argument_in_one_line(kw, said):
     with pytest.raises(RooflineError, match=said):
@@ -149,3 +152,21 @@ def test_an_attention_dp_plan_prices_the_exchange_it_is_given():
     assert a2a.best["chips"] > gather.best["chips"]
     with pytest.raises(RooflineError, match="moe_dispatch must be one of"):
         plan_serving("deepseek-ai/DeepSeek-V3", ["h200"], 2048, 256, moe_dispatch="deepep", **kw)
+
+
+def test_a_plan_without_host_time_drops_vllms_eager_prompt_steps(capsys):
+    # Llama-3.1-8B (32 layers) on one H100 at 0.01 req/s (no queue): a 1024-token prompt is one step, past vLLM's
+    # 512-token CUDA graphs, so the fitted host time adds 32 x 0.876 ms = 28.0 ms to TTFT; host_overheads=NO_HOST
+    # (plan --host none) leaves it out, and the plan says so
+    from llm_roofline.cli import main
+
+    kw = dict(qps=0.01, max_chips=1, max_num_seqs=(256,), max_num_batched_tokens=(2048,))
+    vllm = plan_serving("meta-llama/Llama-3.1-8B", ["h100-sxm"], 1024, 64, **kw)
+    none = plan_serving("meta-llama/Llama-3.1-8B", ["h100-sxm"], 1024, 64, host_overheads=NO_HOST, **kw)
+    assert vllm.best["ttft_s"] - none.best["ttft_s"] == pytest.approx(32 * 0.876e-3, rel=2e-3)
+    assert vllm.best["tpot_s"] == pytest.approx(none.best["tpot_s"], rel=2e-3)  # decode steps run in graphs
+    assert any("host time none" in n for n in none.notes) and not any("host time" in n for n in vllm.notes)
+    code = main(["plan", "meta-llama/Llama-3.1-8B", "--chips", "h100-sxm", "--prompt", "1024", "--gen", "64",
+                 "--qps", "0.01", "--max-chips", "1", "--host", "none", "--format", "json"])
+    out = capsys.readouterr().out
+    assert code == 0 and '"prompt_layer_overhead_s": 0.0' in out and "host time none" in out
