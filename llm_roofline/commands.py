@@ -11,7 +11,7 @@ from .errors import ModelConfigError, RooflineError
 from .memory import GPU_MEMORY_UTILIZATION
 from .files import check_destination, figure_path, write_text
 from .report.table import render
-from .report.text import serving_band_text
+from .report.text import band_span, serving_band_text
 from .sharding import MOE_DISPATCH
 from .units import eng, fmt_seconds, records, sig3
 
@@ -438,7 +438,9 @@ def _plan_serving(args, qps: float):
             + f"; engine max_num_seqs {b['max_num_seqs']:.0f}, max_num_batched_tokens {b['max_num_batched_tokens']:.0f}",
             f"  TTFT {fmt_seconds(b['ttft_s'])} (p90 {fmt_seconds(b['ttft_p90_s'])}), TPOT {fmt_seconds(b['tpot_s'])}; "
             f"binds: {b['binds']}",
-            f"  re-checked with serve(dp={b['replicas']}): TTFT {fmt_seconds(c.ttft_s)}, TPOT {fmt_seconds(c.tpot_s)}"]
+            f"  re-checked with serve(dp={b['replicas']}): TTFT {fmt_seconds(c.ttft_s)}, TPOT {fmt_seconds(c.tpot_s)}"
+            + (f"; p10–p90 TTFT {band_span(c.uncertainty, 'ttft_s', fmt_seconds)}, TPOT "
+               f"{band_span(c.uncertainty, 'tpot_s', fmt_seconds)}" if c.uncertainty else "")]
     md = args.format == "markdown"
     return "\n".join(_prose(head, md) + ["", "Cheapest per chip and sharding:",
                                          render(rows, args.format, SERVING_PLAN_DISPLAY)]

@@ -35,8 +35,9 @@ _SHOWN = ["chip", "tp", "pp", "ep", "replicas", "chips", "usd_per_hour", "max_nu
 @dataclass
 class ServingPlan:
     """best: the winning row (dict); table: the cheapest feasible row per chip and sharding (DataFrame);
-    check: the winner re-evaluated by serve() (without its uncertainty band, two queueing solves that would cost a
-    third of a plan: serve the deployment for it); notes: ranking basis, skipped shardings, missing prices."""
+    check: the winner re-evaluated by serve(), with its p10-p90 band (check.uncertainty; the table's rows have none:
+    two more queueing solves per deployment would cost a third of a plan); notes: ranking basis, skipped shardings,
+    missing prices."""
 
     best: dict[str, Any] | None
     table: Any
@@ -251,7 +252,7 @@ def _choose(spec, frames, rank: _Rank, notes, serve_kw) -> ServingPlan:
     check = serve(spec, best["chip"], prompt_len=targets["prompt_len"], gen_len=targets["gen_len"],
                   qps=targets["qps"], tp=int(best["tp"]), pp=int(best["pp"]), ep=int(best["ep"]),
                   dp=int(best["replicas"]), max_num_seqs=int(best["max_num_seqs"]),
-                  max_num_batched_tokens=int(best["max_num_batched_tokens"]), uncertainty=False, **serve_kw)
+                  max_num_batched_tokens=int(best["max_num_batched_tokens"]), **serve_kw)
     return ServingPlan(best={k: best[k] for k in _SHOWN}, table=cheapest[_SHOWN].reset_index(drop=True),
                        check=check, targets=targets, rank_by=rank.rank_by, notes=notes)
 

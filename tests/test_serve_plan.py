@@ -170,3 +170,17 @@ def test_a_plan_without_host_time_drops_vllms_eager_prompt_steps(capsys):
                  "--qps", "0.01", "--max-chips", "1", "--host", "none", "--format", "json"])
     out = capsys.readouterr().out
     assert code == 0 and '"prompt_layer_overhead_s": 0.0' in out and "host time none" in out
+
+
+def test_the_winner_is_rechecked_with_its_band(h100_plan, capsys):
+    # the re-check carries serve()'s p10-p90 (kernels at their held-out error, and the serving model's own): the
+    # nominal figures lie inside it, and `plan` prints it on the re-check line (it had no band: uncertainty=False)
+    from llm_roofline.cli import main
+
+    u, check = h100_plan.check.uncertainty, h100_plan.check
+    assert u["ttft_s"]["p10"] < check.ttft_s < u["ttft_s"]["p90"]
+    assert u["tpot_s"]["p10"] < check.tpot_s < u["tpot_s"]["p90"]
+    code = main(["plan", LLAMA70, "--chips", "h100-sxm", "--prompt", "2048", "--gen", "256", "--qps", "10",
+                 "--ttft-s", "1", "--max-chips", "16", "--top", "1"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert code == 0 and "; p10–p90 TTFT " in out and ", TPOT " in out.split("p10–p90 TTFT ")[1]
