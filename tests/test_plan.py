@@ -368,3 +368,22 @@ def test_the_static_planner_tries_pipeline_stages_that_split_the_layers_unevenly
     choices, _ = sharding_candidates(lr.load_model("deepseek-ai/DeepSeek-V3"), load_chip("h200"), 16)
     assert sorted({c.pp for c in choices}) == [1, 2, 4, 8, 16]
     assert {(c.tp, c.pp) for c in choices} >= {(8, 2), (4, 4), (1, 16)}
+
+
+def test_the_static_plans_winner_carries_estimates_band(capsys):
+    # the best configuration's TTFT / TPOT had no p10-p90 while `estimate` of the same configuration has one: the
+    # plan's is estimate's (the same kernels at their held-out p10 / p90 error), nominal inside it, printed on the
+    # Best line; the ideal roofline (a bound) has none
+    p = plan("meta-llama/Llama-3.1-70B", ["h100-sxm"], prompt_len=2048, gen_len=256, qps=10.0)
+    b = p.best
+    est = estimate("meta-llama/Llama-3.1-70B", "h100-sxm", batch=b["batch"], prompt_len=2048, gen_len=256, tp=b["tp"],
+                   pp=b["pp"], ep=b["ep"])
+    for k in ("ttft_s", "tpot_s"):
+        assert b["uncertainty"][k]["p10"] < b[k] < b["uncertainty"][k]["p90"]
+        assert b["uncertainty"][k] == pytest.approx(est.uncertainty[k], rel=1e-12)
+    assert "p10–p90 TTFT " in " ".join(p.explanation.split("\n")[1:3])
+    ideal = plan("meta-llama/Llama-3.1-70B", ["h100-sxm"], prompt_len=2048, gen_len=256, efficiency="ideal")
+    assert ideal.best["uncertainty"] is None and "p10–p90" not in ideal.explanation
+    assert cli.main(["plan", "meta-llama/Llama-3.1-8B", "--chips", "h100", "--prompt", "512", "--gen", "1",
+                     "--static", "--format", "json"]) == 0  # one token: a TTFT band, no TPOT one
+    assert json.loads(capsys.readouterr().out)[0]["chip"] == "h100-sxm"

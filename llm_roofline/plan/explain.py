@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ..report.text import band_span
 from ..units import fmt_seconds, sig3
 
 
@@ -23,9 +24,9 @@ def describe(row) -> str:
 
 
 def explain(spec, chips, targets, candidates, feasible, best_per_chip, search_logs, total_weight_bytes,
-            rank_by) -> str:
-    """The targets, the best configuration, and per chip its best configuration or why it has none.
-    search_logs: {chip name: search.ChipSearchLog}."""
+            rank_by, band=None) -> str:
+    """The targets, the best configuration (with its p10-p90 `band`: Plan.best's uncertainty), and per chip its best
+    configuration or why it has none. search_logs: {chip name: search.ChipSearchLog}."""
     def target(v):
         return fmt_seconds(v) if v else "any"
 
@@ -37,7 +38,10 @@ def explain(spec, chips, targets, candidates, feasible, best_per_chip, search_lo
             + ("USD per 1M output tokens." if rank_by == "cost" else "total chips."))
     lines = [head]
     if len(feasible):
-        lines.append(f"Best: {feasible.iloc[0]['chip']} " + describe(feasible.iloc[0]))
+        spans = [f"{k} {band_span(band, c, fmt_seconds)}" for k, c in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"))
+                 if band and band[c]]  # no TPOT (None) where one token is generated
+        lines.append(f"Best: {feasible.iloc[0]['chip']} " + describe(feasible.iloc[0])
+                     + ("; p10–p90 " + ", ".join(spans) if spans else ""))
     else:
         lines.append("No configuration meets every constraint.")
     row_of = {name: i for i, name in enumerate(best_per_chip["chip"])}  # one row per chip

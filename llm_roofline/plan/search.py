@@ -412,11 +412,24 @@ def plan(model, chips, prompt_len: int, gen_len: int, ttft_s: float | None = Non
     best_per_chip = feasible.groupby("chip", sort=False).head(1).reset_index(drop=True) if len(feasible) else feasible
     frontier_by = "usd_per_million_output_tokens" if rank_by == "cost" else "chips_total"
     targets = _targets(limits, chip_list)
+    best = json_ready({**feasible.iloc[0].to_dict(), "uncertainty": _band(spec, chip_list, feasible.iloc[0], limits)}
+                      ) if len(feasible) else None
     explanation = explain(spec, chip_list, targets, cand, feasible, best_per_chip, logs,
-                          weight_bytes(spec, weight_dtype), rank_by)
+                          weight_bytes(spec, weight_dtype), rank_by, best and best["uncertainty"])
     disagg = (_disaggregate_each(spec, chip_list, best_per_chip, limits, decode_batch, prefill_batch, notes)
               if disaggregate else {})
     return Plan(model=spec.name, targets=targets, configs=feasible,
-                best=json_ready(feasible.iloc[0].to_dict()) if len(feasible) else None, best_per_chip=best_per_chip,
+                best=best, best_per_chip=best_per_chip,
                 frontier=_pareto(feasible, frontier_by), frontier_by=frontier_by, candidates=cand,
                 explanation=explanation, prices=price_of, notes=notes, rank_by=rank_by, disaggregation=disagg)
+
+
+def _band(spec, chips, row, limits: Limits) -> dict | None:
+    """The winner's p10-p90 TTFT and TPOT (estimate's uncertainty: its kernels' held-out error; None when ideal)."""
+    from ..estimate import estimate
+
+    chip = next(c for c in chips if c.name == row["chip"])
+    est = estimate(spec, chip, batch=int(row["batch"]), prompt_len=limits.prompt_len, gen_len=limits.gen_len,
+                   tp=int(row["tp"]), pp=int(row["pp"]), ep=int(row["ep"]), efficiency=limits.efficiency,
+                   gpu_memory_utilization=1.0 - limits.reserve, **limits.scenario)
+    return est.uncertainty and {k: est.uncertainty[k] for k in ("ttft_s", "tpot_s")}
