@@ -53,13 +53,11 @@ TPU_BATCHED_TOKENS = {"tpu-v6e": 1024, "tpu-v5e": 512, "tpu-v5p": 256}  # the sa
 CUDA_GRAPH_MAX_TOKENS = 512  # vLLM V1's largest CUDA-graph size by default (cuda_graph_max_tokens)
 
 
-def cuda_graph_max_tokens(max_num_batched_tokens):
+def cuda_graph_max_tokens(max_num_batched_tokens, max_num_seqs=np.inf, rows_per_seq=1.0):
     """The longest step (tokens) vLLM runs from CUDA graphs (piecewise where it carries prompt tokens) by default:
-    min(512, max_num_batched_tokens) (vllm/config/vllm.py _set_cudagraph_sizes; its dispatcher runs a longer step
-    eagerly). Since 0.11 also at most 2 x max_num_seqs x (1 + k draft tokens): left out, it binds only below 256
-    sequences and would split the step tables by max_num_seqs (bench_plan's serving planner: 14.6k -> 7.9k
-    configurations/s in one run)."""
-    return np.minimum(CUDA_GRAPH_MAX_TOKENS, max_num_batched_tokens)
+    min(512, max_num_batched_tokens, 2 x max_num_seqs x rows_per_seq (1 + k draft tokens)) (vllm/config/vllm.py
+    _set_cudagraph_sizes, the last term since 0.11; its dispatcher runs a longer step eagerly)."""
+    return np.minimum(np.minimum(CUDA_GRAPH_MAX_TOKENS, max_num_batched_tokens), 2.0 * rows_per_seq * max_num_seqs)
 
 
 def vllm_batch_defaults(chip) -> tuple[int, int]:
@@ -334,7 +332,8 @@ def _joined(parts: tuple, widths: tuple) -> np.ndarray:
 
 def step_tables(step_s: StepFn, wl: Workload, engine: Engine, spec: Speculative, nodes: np.ndarray,
                 draft_s: StepFn | None = None, own_step_s: StepFn | None = None,
-                decode_step_s: StepFn | None = None, kernel_scale: tuple[float, float] = (1.0, 1.0)) -> StepTables:
+                decode_step_s: StepFn | None = None, kernel_scale: tuple[float, float] = (1.0, 1.0),
+                graph_split: tuple[np.ndarray, np.ndarray] | None = None) -> StepTables:
     """Tabulate the engine's steps for every point of `wl` at the decode batches `nodes` (m,).
 
     Decode rows: d (k + 1) with speculation (the verify step approximated as k + 1 decode rows per sequence,
@@ -345,7 +344,8 @@ def step_tables(step_s: StepFn, wl: Workload, engine: Engine, spec: Speculative,
     waits for one of its own chunk steps, a decoding sequence for its next token, where that is not a step's time (a
     pipeline: serve._own_step_fn, serve._decode_step_fn); default step_s. kernel_scale (prompt, decode): multiplies the
     kernels' time of the steps carrying prompt tokens and of the decode-only steps (and the draft's), not the host's
-    (an uncertainty band's tables: serve's `uncertainty`)."""
+    (an uncertainty band's tables: serve's `uncertainty`). graph_split (graph_tokens (v,), row (v,)): tables for v
+    configurations, each row's of `wl` with its own CUDA-graph size (cuda_graph_max_tokens); default: one per row."""
     chunked = engine.scheduling == "chunked"
     rows = nodes * (spec.k + 1) if chunked else 0.0 * nodes  # (m,) decode rows in a step with prompt tokens
     kv_dec = wl.decode_kv_tokens[:, None]  # (n, 1)
@@ -373,16 +373,17 @@ def step_tables(step_s: StepFn, wl: Workload, engine: Engine, spec: Speculative,
     dec_t = t[:, 0] if decode_step_s is None else decode_step_s(dec_rows, kv_dec, 0.0, 0.0)
     decode = dec_t * dec + draft + host  # (n, m)
     host = engine.step_overhead_s + engine.seq_overhead_s * nodes * chunked  # steps with prompt tokens (and decodes)
-    graphs = cuda_graph_max_tokens(budget)[:, None, None]  # longer steps run eagerly
+    graphs, at = (cuda_graph_max_tokens(budget), np.arange(budget.size)) if graph_split is None else graph_split
+    graphs = graphs[:, None, None]  # (v, 1, 1) longer steps run eagerly
     eager = engine.prompt_step_overhead_s  # per eager step (a prompt's own pass: every stage's, own_step_stages)
     own_t = t[:, 1:1 + k] if own_step_s is None else own_step_s(rows, kv_dec[..., None], chunk, kv_own)
-    own = own_t * pre + draft + host + eager * engine.own_step_stages * (rows + chunk > graphs)  # (n, k, m)
-    batch = (np.swapaxes(t[:, 1 + k:], 1, 2) * pre + (draft + host)[:, None]
-             + eager * (rows[:, None] + x[:, None, :] > graphs))  # (n, m, f)
-    shape = new.shape[:-1] + nodes.shape
-    return StepTables(nodes, np.broadcast_to(decode, shape[:1] + nodes.shape), np.broadcast_to(own, shape),
-                      np.broadcast_to(chunks, shape), np.broadcast_to(batch, shape[:1] + nodes.shape + x.shape[1:]),
-                      budget, float(spec.k + 1), chunked, np.arange(budget.size))
+    full = new.shape[:-1] + nodes.shape  # (n, k, m)
+    own = (np.broadcast_to(own_t * pre + draft + host, full)[at]  # (v, k, m)
+           + eager * engine.own_step_stages * (np.broadcast_to(rows + chunk, full)[at] > graphs))
+    batch = ((np.swapaxes(t[:, 1 + k:], 1, 2) * pre + (draft + host)[:, None])[at]
+             + eager * (rows[:, None] + x[at][:, None, :] > graphs))  # (v, m, f)
+    decode, chunks = np.broadcast_to(decode, full[:1] + nodes.shape)[at], np.broadcast_to(chunks, full)[at]
+    return StepTables(nodes, decode, own, chunks, batch, budget[at], float(spec.k + 1), chunked, np.arange(at.size))
 
 
 # ------------------------------------------------------------------------------------------- steady state

@@ -1,21 +1,20 @@
 """Serving under load: `serve()` -> ServingEstimate (one point) or a pandas DataFrame (lists = a sweep).
 
-A continuous-batching engine (vLLM's knobs: max_num_seqs, max_num_batched_tokens, gpu_memory_utilization,
-chunked or prefill-first scheduling) serving a closed loop of `concurrency` clients or Poisson arrivals at
-`qps`, in steady state; a closed loop is a benchmark run (all clients start together, `requests_per_client`
-each: the first round's burst is averaged into the mean TTFT). The cost of one engine step (d decode rows beside
-a prompt chunk of c tokens) is `estimate.evaluate_step` plus a host overhead per step (more for a step carrying
-prompt tokens); queueing.py turns step costs into TTFT, TPOT and throughput. Per replica: `dp` replicas share
-the load evenly.
+A continuous-batching engine (vLLM's knobs: max_num_seqs, max_num_batched_tokens, gpu_memory_utilization, chunked or
+prefill-first scheduling) serving a closed loop of `concurrency` clients or Poisson arrivals at `qps`, in steady
+state; a closed loop is a benchmark run (all clients start together, `requests_per_client` each: the first round's
+burst is averaged into the mean TTFT). The cost of one engine step (d decode rows beside a prompt chunk of c tokens)
+is `estimate.evaluate_step` plus a host overhead per step (more for a step carrying prompt tokens); queueing.py
+turns step costs into TTFT, TPOT and throughput. Per replica: `dp` replicas share the load evenly.
 
 KV capacity: gpu_memory_utilization x HBM - resident weights - the activation workspace of one
-max_num_batched_tokens step, divided by the KV of a sequence at its mean context (prompt + gen/2); the
-running batch is capped by it and by max_num_seqs.
+max_num_batched_tokens step, divided by the KV of a sequence at its mean context (prompt + gen/2); the running batch
+is capped by it and by max_num_seqs.
 
-Host overhead (HOST_*_S below) is fitted by benchmarks/validate_serving.py on measured vLLM serving
-results; every *_overhead_s=0 and `efficiency="ideal"` give the pure roofline, and then
-serve() at concurrency 1 equals estimate() at batch 1 (TTFT: the prompt in one step; TPOT: the decode step
-at the mean context, which is the mean of estimate's steps while every op stays on one side of the ridge).
+Host overhead (HOST_*_S below) is fitted by benchmarks/validate_serving.py on measured vLLM serving results; every
+*_overhead_s=0 and `efficiency="ideal"` give the pure roofline, and then serve() at concurrency 1 equals estimate()
+at batch 1 (TTFT: the prompt in one step; TPOT: the decode step at the mean context, which is the mean of estimate's
+steps while every op stays on one side of the ridge).
 """
 
 from __future__ import annotations
@@ -33,8 +32,8 @@ from .graph import Dtypes, resolve_dtypes
 from .hardware import load_chip
 from .memory import GPU_MEMORY_UTILIZATION, PREFILL_CHUNK_TOKENS, memory_footprint
 from .model.hf import load_model
-from .queueing import (Engine, Speculative, StepTables, Workload, decode_nodes, saturation_qps, solve_closed, solve_open,
-                       step_tables, vllm_batch_defaults, workload_of)
+from .queueing import (Engine, Speculative, StepTables, Workload, cuda_graph_max_tokens, decode_nodes, saturation_qps,
+                       solve_closed, solve_open, step_tables, vllm_batch_defaults, workload_of)
 from .sharding import MOE_DISPATCH, Sharding, micro_batches, stage_divisor, stage_note
 from .units import array_key, as_list, json_ready, remembered, unique_rows
 
@@ -50,10 +49,9 @@ from .units import array_key, as_list, json_ready, remembered, unique_rows
 # carrying prompt tokens: such steps run beyond the CUDA-graph capture sizes, so every layer's kernels are launched
 # from the host (NVIDIA AIConfigurator models the same mechanism as a prefill dispatch overhead of ~0.8 ms per layer).
 # Added to the step's GPU time (max(GPU, host) fits worse: TTFT 8.6 -> 14.7 %), charged to prompt steps longer than
-# vLLM's CUDA-graph sizes (queueing.cuda_graph_max_tokens: 512 tokens by default; the measured ones all are) and to
-# no decode step (charged past that size, held-out TPOT p90 24.5 -> 27.3 %): CALIBRATION.md "Serving: the host time".
-# Held-out median error: Llama fp8 at concurrency 32-64 TTFT 9.7 %, TPOT 7.0 %; Llama fp4 TTFT 11.3 %, TPOT 9.0 %;
-# README "Serving under load".
+# vLLM's CUDA graphs (queueing.cuda_graph_max_tokens: 512 tokens, or 2 x max_num_seqs below 256 sequences; the
+# measured steps all are longer) and to no decode step (charged past that size, held-out TPOT p90 24.5 -> 27.3 %):
+# CALIBRATION.md "Serving: the host time". Held-out median TTFT / TPOT error: Llama fp8 (32-64 clients) 9.7 / 7.0 %.
 HOST_STEP_OVERHEAD_S = 0.0
 HOST_SEQ_OVERHEAD_S = 0.0
 HOST_REQUEST_OVERHEAD_S = 0.0
@@ -220,9 +218,12 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
     draft = _draft_fn(spec, chip, kw, sp, float(np.mean(wl_u.decode_kv_tokens)))
     own, dec = (None, None) if pp == 1 else (_own_step_fn(spec, chip, kw), _decode_step_fn(spec, chip, kw, pp))
     fns = [None if f is None else _remembered(f) for f in (_step_fn(spec, chip, kw), draft, own, dec)]
+    graph = cuda_graph_max_tokens(g["max_num_batched_tokens"], g["max_num_seqs"], sp.k + 1)  # (n,) each point's
+    split, _, at = unique_rows(np.stack([inv.ravel(), graph], axis=-1))  # (v, 2): step configuration, graph size
 
     def rescaled(scale=(1.0, 1.0)) -> StepTables:
-        return step_tables(fns[0], wl_u, eng, sp, nodes, *fns[1:], kernel_scale=scale).with_index(inv.ravel())
+        return step_tables(fns[0], wl_u, eng, sp, nodes, *fns[1:], kernel_scale=scale,
+                           graph_split=(split[:, 1], split[:, 0].astype(int))).with_index(at.ravel())
 
     load = (g["concurrency"] if closed else g["qps"]) / dp
     return _Prepared(rescaled(), wl, cap, kv_seq, free, kv_seqs, load, dp, g["max_num_seqs"], layout["attention_dp"],
@@ -281,8 +282,7 @@ def _mask(x, n: int) -> np.ndarray:
     """A saturation_where answer as a bool mask of a deployment's n points (one bool: all or none)."""
     m = np.asarray(x)
     if m.dtype != bool or m.shape not in ((), (n,)):
-        raise ScenarioError(f"saturation_where must give one bool or a bool mask of the deployment's {n} points, got "
-                            f"{x!r:.80}")
+        raise ScenarioError(f"saturation_where must give one bool or a bool mask of its {n} points, got {x!r:.80}")
     return np.broadcast_to(m, (n,))
 
 

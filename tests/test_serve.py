@@ -199,6 +199,22 @@ def test_cuda_graph_sizes_follow_vllms_default():
                              rel=1e-12))
 
 
+@pytest.mark.parametrize("seqs, spec_k, eager_s", [(64, 0, 0.016), (128, 0, 0.0), (64, 1, 0.0), (1, 0, 0.016)])
+def test_cuda_graph_sizes_follow_max_num_seqs(seqs, spec_k, eager_s):
+    # since vLLM 0.11 the graphs also stop at 2 x max_num_seqs x (1 + k draft tokens) tokens (_set_cudagraph_sizes):
+    # 128 at 64 sequences, 256 at 128 or at 64 with one draft token, 2 at one sequence. One client's 256-token prompt
+    # is one step of 256 tokens: eager (32 layers x 0.5 ms = 16 ms) past a 128- or 2-token graph, not past 256
+    from llm_roofline.queueing import cuda_graph_max_tokens
+
+    assert cuda_graph_max_tokens(8192, 64, 1) == 128 and cuda_graph_max_tokens(8192, 64, 2) == 256
+    assert cuda_graph_max_tokens(8192, 1024, 1) == 512 and cuda_graph_max_tokens(100, 64, 1) == 100
+    kw = dict(efficiency="ideal", step_overhead_s=0.0, seq_overhead_s=0.0, request_overhead_s=0.0, gen_len=8,
+              concurrency=1, max_num_seqs=seqs, max_num_batched_tokens=2048, prompt_len=256,
+              speculative=dict(k=spec_k, acceptance=0.5) if spec_k else None)
+    ttft = [serve(LLAMA, "h100-sxm", prompt_layer_overhead_s=x, **kw).ttft_s for x in (5e-4, 0.0)]
+    assert ttft[0] - ttft[1] == pytest.approx(eager_s, abs=1e-12)
+
+
 def test_latency_grows_and_throughput_saturates_with_concurrency():
     c = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024]
     df = serve(LLAMA, "h100-sxm", prompt_len=2048, gen_len=256, concurrency=c)
@@ -470,3 +486,13 @@ def test_a_lone_decoding_sequence_crosses_every_pipeline_stage_for_each_token():
     kw = dict(prompt_len=32_768, gen_len=256, qps=0.001, tp=4)
     tpot = {pp: lr.serve("meta-llama/Llama-3.1-70B", "h100-sxm", pp=pp, **kw).tpot_s for pp in (1, 2)}
     assert tpot[2] == pytest.approx(tpot[1], rel=0.01)
+
+
+def test_a_sweep_over_max_num_seqs_prices_each_points_graphs():
+    # the step tables are shared by the points of one workload and budget; the graphs' size splits them by
+    # max_num_seqs: a swept row equals the same point served alone (64 sequences: the 256-token prompt step eager)
+    kw = dict(efficiency="ideal", gen_len=8, concurrency=1, max_num_batched_tokens=2048, prompt_len=256)
+    df = serve(LLAMA, "h100-sxm", max_num_seqs=[64, 128, 1], **kw)
+    alone = [serve(LLAMA, "h100-sxm", max_num_seqs=n, **kw).ttft_s for n in (64, 128, 1)]
+    assert df["ttft_s"].tolist() == pytest.approx(alone, rel=1e-12)
+    assert alone[0] - alone[1] == pytest.approx(32 * 0.876e-3, rel=1e-9)  # the shipped 0.876 ms per layer

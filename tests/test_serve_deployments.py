@@ -123,7 +123,7 @@ def test_mixed_loops_unknown_arguments_and_bad_replica_counts_are_refused():
 
 @pytest.mark.parametrize("where,said", [
     (3, "saturation_where must be a function"),  # was TypeError: 'int' object is not callable
-    (lambda cols: [True, False, True], "a bool mask of the deployment's 2 points"),  # was numpy's broadcast error
+    (lambda cols: [True, False, True], "a bool mask of its 2 points"),  # was numpy's broadcast error
 ])
 def test_a_bad_saturation_where_is_named(where, said):
     with pytest.raises(RooflineError, match=said):
