@@ -11,9 +11,9 @@ from .errors import ModelConfigError, RooflineError
 from .memory import GPU_MEMORY_UTILIZATION
 from .files import check_destination, figure_path, write_text
 from .report.table import render
-from .report.text import band_span, serving_band_text
+from .report.text import serving_band_text
 from .sharding import MOE_DISPATCH
-from .units import eng, fmt_seconds, records, sig3
+from .units import band_span, eng, fmt_seconds, records, sig3
 
 
 # ------------------------------------------------------------------------------------------ chips

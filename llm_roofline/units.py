@@ -214,6 +214,15 @@ def eng(x: float, unit: str = "") -> str:
     return f"{x:.3g} {unit}".strip()
 
 
+def band_span(u: dict, key: str, fmt) -> str:
+    """'322 ms–433 ms' (or '424 ms–saturated'): the p10-p90 of one ServingEstimate.uncertainty entry; '' where the
+    number itself is undefined (NaN: no TPOT with one generated token)."""
+    lo, hi = u[key]["p10"], u[key]["p90"]
+    if math.isnan(lo) or math.isnan(hi):
+        return ""
+    return f"{fmt(lo)}–{fmt(hi) if hi < math.inf else 'saturated'}"
+
+
 def fmt_seconds(t: float | None) -> str:
     """Seconds shown in s / ms / µs with three significant digits."""
     if t is None or (isinstance(t, float) and math.isnan(t)):

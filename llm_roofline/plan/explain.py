@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..report.text import band_span
-from ..units import fmt_seconds, sig3
+from ..units import band_span, fmt_seconds, sig3
 
 
 def fmt_gb(nbytes) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..units import eng, fmt_seconds, sig3
+from ..units import band_span, eng, fmt_seconds, sig3
 from .table import render
 
 
@@ -32,15 +32,6 @@ def _band(est):
         return f" ({fmt_seconds(b['p10'])}–{fmt_seconds(b['p90'])})"
 
     return text
-
-
-def band_span(u: dict, key: str, fmt) -> str:
-    """'322 ms–433 ms' (or '424 ms–saturated'): the p10-p90 of one ServingEstimate.uncertainty entry; '' where the
-    number itself is undefined (NaN: no TPOT with one generated token)."""
-    lo, hi = u[key]["p10"], u[key]["p90"]
-    if math.isnan(lo) or math.isnan(hi):
-        return ""
-    return f"{fmt(lo)}–{fmt(hi) if hi < math.inf else 'saturated'}"
 
 
 def serving_band_text(u: dict) -> str:
