@@ -344,8 +344,8 @@ def step_tables(step_s: StepFn, wl: Workload, engine: Engine, spec: Speculative,
     waits for one of its own chunk steps, a decoding sequence for its next token, where that is not a step's time (a
     pipeline: serve._own_step_fn, serve._decode_step_fn); default step_s. kernel_scale (prompt, decode): multiplies the
     kernels' time of the steps carrying prompt tokens and of the decode-only steps (and the draft's), not the host's
-    (an uncertainty band's tables: serve's `uncertainty`). graph_split (graph_tokens (v,), row (v,)): tables for v
-    configurations, each row's of `wl` with its own CUDA-graph size (cuda_graph_max_tokens); default: one per row."""
+    (an uncertainty band's tables: serve's `uncertainty`). graph_split (graph_tokens (v,), row (v,)): v tables, each a
+    row of `wl` at its own CUDA-graph size; default: one per row, at engine.max_num_seqs (cuda_graph_max_tokens)."""
     chunked = engine.scheduling == "chunked"
     rows = nodes * (spec.k + 1) if chunked else 0.0 * nodes  # (m,) decode rows in a step with prompt tokens
     kv_dec = wl.decode_kv_tokens[:, None]  # (n, 1)
@@ -373,7 +373,7 @@ def step_tables(step_s: StepFn, wl: Workload, engine: Engine, spec: Speculative,
     dec_t = t[:, 0] if decode_step_s is None else decode_step_s(dec_rows, kv_dec, 0.0, 0.0)
     decode = dec_t * dec + draft + host  # (n, m)
     host = engine.step_overhead_s + engine.seq_overhead_s * nodes * chunked  # steps with prompt tokens (and decodes)
-    graphs, at = (cuda_graph_max_tokens(budget), np.arange(budget.size)) if graph_split is None else graph_split
+    graphs, at = graph_split or (cuda_graph_max_tokens(budget, engine.max_num_seqs, spec.k + 1), np.arange(budget.size))
     graphs = graphs[:, None, None]  # (v, 1, 1) longer steps run eagerly
     eager = engine.prompt_step_overhead_s  # per eager step (a prompt's own pass: every stage's, own_step_stages)
     own_t = t[:, 1:1 + k] if own_step_s is None else own_step_s(rows, kv_dec[..., None], chunk, kv_own)

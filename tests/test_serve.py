@@ -496,3 +496,14 @@ def test_a_sweep_over_max_num_seqs_prices_each_points_graphs():
     alone = [serve(LLAMA, "h100-sxm", max_num_seqs=n, **kw).ttft_s for n in (64, 128, 1)]
     assert df["ttft_s"].tolist() == pytest.approx(alone, rel=1e-12)
     assert alone[0] - alone[1] == pytest.approx(32 * 0.876e-3, rel=1e-9)  # the shipped 0.876 ms per layer
+
+
+@pytest.mark.parametrize("seqs, eager_s", [(64, 0.016), (128, 0.0)])
+def test_step_tables_price_the_engines_own_graph_size(seqs, eager_s):
+    # step_tables called without a graph split reads the engine's max_num_seqs: 64 sequences stop the graphs at
+    # 2 x 64 = 128 tokens, so a 256-token prompt's own step (no decode rows beside it, node 0) pays the 16 ms eager
+    # host time on top of toy_step_s's 10 ms; 128 sequences reach 256 tokens and it pays none
+    wl = workload_of(np.array([256.0]), np.array([8.0]), np.array([0.0]))
+    eng = Engine(max_num_seqs=seqs, max_num_batched_tokens=2048, prompt_step_overhead_s=0.016)
+    tab = step_tables(toy_step_s, wl, eng, Speculative(), decode_nodes(seqs))
+    assert tab.own_s[0, 0, 0] == pytest.approx(0.010 + eager_s, rel=1e-12)
