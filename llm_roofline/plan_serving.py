@@ -133,7 +133,8 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
 
 
 def _host_overheads(given, notes: list) -> dict:
-    """serve()'s host-time arguments from `given` (checked names; serve checks the values), noting kernels only."""
+    """serve()'s host-time arguments from `given`, checked once here (not once per deployment skipped), noting
+    kernels only."""
     if given is None:
         return {}
     if not isinstance(given, dict) or set(given) - set(HOST_OVERHEADS):
@@ -141,7 +142,7 @@ def _host_overheads(given, notes: list) -> dict:
                             f"got {given!r:.80}")
     if given == NO_HOST:
         notes.append("host time none (kernels only, as for an engine without Python dispatch; not measured)")
-    return dict(given)
+    return {k: check_range(k, v, 0.0, BOUNDS["host_overhead_s"].max_value, "s") for k, v in given.items()}
 
 
 def _check_hit_rate(prefix_hit_rate) -> None:

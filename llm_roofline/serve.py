@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .bounds import BOUNDS, check_count
+from .bounds import BOUNDS, check_count, check_range
 from .errors import RooflineError, ScenarioError
 from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency, resolved_once
 from .estimate import pass_time_s, step_band, step_time_factor, step_time_s
@@ -389,9 +389,9 @@ def _setup(model, call: dict):
     if (call["concurrency"] is None) == (call["qps"] is None):
         raise ScenarioError("give exactly one of concurrency (closed loop) or qps (open loop, Poisson arrivals)")
     closed = call["concurrency"] is not None
-    engine = dict(gpu_memory_utilization=float(call["gpu_memory_utilization"]), scheduling=call["scheduling"],
-                  **{k: _at_least(k, fit if call[k] is None else call[k], 0.0, high=BOUNDS["host_overhead_s"].max_value)
-                     for k, fit in HOST_OVERHEADS.items()})
+    top = BOUNDS["host_overhead_s"].max_value
+    host = {k: check_range(k, fit if call[k] is None else call[k], 0.0, top, "s") for k, fit in HOST_OVERHEADS.items()}
+    engine = dict(gpu_memory_utilization=float(call["gpu_memory_utilization"]), scheduling=call["scheduling"], **host)
     Engine(**{k: v for k, v in engine.items() if k != "prompt_layer_overhead_s"})  # validates the knobs
     engine["requests_per_client"] = _at_least("requests_per_client", call["requests_per_client"], 1.0, True)
     sp = Speculative.parse(call["speculative"])
@@ -578,15 +578,15 @@ def _serve_defaults() -> dict:
             if k not in ("model", "chip", "tp", "pp", "ep", "dp")}
 
 
-def _at_least(name: str, value, low: float, allow_inf: bool = False, high: float = np.inf) -> float:
-    """One number in [low, high] (finite unless allow_inf); a ScenarioError otherwise."""
+def _at_least(name: str, value, low: float, allow_inf: bool = False) -> float:
+    """One number >= low (finite unless allow_inf; not a bool or a string); a ScenarioError otherwise."""
     try:
-        v = float(value)
+        v = np.nan if isinstance(value, (bool, np.bool_, str, bytes)) else float(value)
     except (TypeError, ValueError, OverflowError):
-        raise ScenarioError(f"{name} must be a number, got {value!r}") from None
-    if not low <= v <= high or (v == np.inf and not allow_inf):
-        rng = f"in [{low:g}, {high:g}]" if high < np.inf else f">= {low:g}{' (or inf)' if allow_inf else ''}"
-        raise ScenarioError(f"{name} must be a finite number {rng}, got {value!r}")
+        v = np.nan  # not a number: refused below, as NaN is
+    if not v >= low or (v == np.inf and not allow_inf):
+        raise ScenarioError(f"{name} must be a finite number >= {low:g}{' (or inf)' if allow_inf else ''}, "
+                            f"got {value!r}")
     return v
 
 

@@ -442,13 +442,14 @@ def test_a_benchmark_run_adds_its_first_burst_once_per_run():
     one = [serve(LLAMA, "h100-sxm", concurrency=1, requests_per_client=r, **kw) for r in (1, np.inf)]
     assert one[0].ttft_s == one[1].ttft_s and one[0].tpot_s == one[1].tpot_s
     for bad in (dict(requests_per_client=0.5), dict(requests_per_client="ten"), dict(prompt_layer_overhead_s=-1e-3),
-                dict(seq_overhead_s=float("inf")), dict(step_overhead_s=[1e-3])):
+                dict(seq_overhead_s=float("inf")), dict(step_overhead_s=[1e-3]), dict(step_overhead_s=True),
+                dict(request_overhead_s="0.001"), dict(requests_per_client=True)):  # bool, str: were 1 s, 1 ms, 1
         with pytest.raises(lr.errors.RooflineError):
             serve(LLAMA, "h100-sxm", concurrency=4, **bad)
     # host time past a minute (bounds.BOUNDS["host_overhead_s"]) is a slip of units: 1e300 s a layer overflowed the
     # queue's step tables into an IndexError before the bound
     for bad in (dict(prompt_layer_overhead_s=1e300), dict(request_overhead_s=61.0)):
-        with pytest.raises(lr.errors.ScenarioError, match=r"must be a finite number in \[0, 60\]"):
+        with pytest.raises(lr.errors.ScenarioError, match=r"must be a number in \[0, 60\] s"):
             serve(LLAMA, "h100-sxm", concurrency=4, **bad)
 
 

@@ -120,7 +120,10 @@ def test_no_sharding_with_room_for_a_sequence_says_so_without_scoring_them_all()
     (dict(attention_dp=4, max_chips=2), "attention_dp = 4 does not fit in max_chips = 2"),  # was "... an empty list"
     (dict(prefix_hit_rate=float("nan")), r"prefix_hit_rate must be in \[0, 1\), got nan"),  # was one note per sharding
     (dict(host_overheads={"layer_s": 0.0}), "host_overheads must be a dict with keys among"),
-    (dict(host_overheads=NO_HOST | {"prompt_layer_overhead_s": -1.0}), "prompt_layer_overhead_s must be a finite"),
+    # a bad value is one line, not one "skipped (...)" per sharding (864 characters for nan on one chip)
+    (dict(host_overheads=NO_HOST | {"prompt_layer_overhead_s": -1.0}), r"^prompt_layer_overhead_s must be a number in"),
+    (dict(host_overheads={"step_overhead_s": float("nan")}),
+     r"^step_overhead_s must be a number in \[0, 60\] s, got nan$"),
 ])
 def test_a_serving_plan_names_a_bad_argument_in_one_line(kw, said):
     with pytest.raises(RooflineError, match=said):
