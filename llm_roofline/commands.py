@@ -441,6 +441,7 @@ def _plan_serving(args, qps: float):
             f"  re-checked with serve(dp={b['replicas']}): TTFT {fmt_seconds(c.ttft_s)}, TPOT {fmt_seconds(c.tpot_s)}"
             + (f"; p10–p90 TTFT {band_span(c.uncertainty, 'ttft_s', fmt_seconds)}, TPOT "
                f"{band_span(c.uncertainty, 'tpot_s', fmt_seconds)}" if c.uncertainty else "")]
+    head += [f"  {p.p90_line()}"] * bool(p.p90_misses)
     md = args.format == "markdown"
     return "\n".join(_prose(head, md) + ["", "Cheapest per chip and sharding:",
                                          render(rows, args.format, SERVING_PLAN_DISPLAY)]

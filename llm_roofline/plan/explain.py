@@ -39,8 +39,11 @@ def explain(spec, chips, targets, candidates, feasible, best_per_chip, search_lo
     if len(feasible):
         spans = [f"{k} {band_span(band, c, fmt_seconds)}" for k, c in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"))
                  if band and band[c]]  # no TPOT (None) where one token is generated
+        misses = [f"{k} <= {fmt_seconds(targets[c])}" for k, c in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"))
+                  if band and band[c] and targets[c] and band[c]["p90"] > targets[c]]
         lines.append(f"Best: {feasible.iloc[0]['chip']} " + describe(feasible.iloc[0])
-                     + ("; p10–p90 " + ", ".join(spans) if spans else ""))
+                     + ("; p10–p90 " + ", ".join(spans) if spans else "")
+                     + ("; at its p90 error it misses " + " and ".join(misses) if misses else ""))
     else:
         lines.append("No configuration meets every constraint.")
     row_of = {name: i for i, name in enumerate(best_per_chip["chip"])}  # one row per chip
