@@ -191,7 +191,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prompt", default="2048", help="prompt tokens per request (default: %(default)s)")
     p.add_argument("--gen", default="256", help="generated tokens per request (default: %(default)s)")
     load = p.add_mutually_exclusive_group(required=True)
-    load.add_argument("--concurrency", help="clients in a closed loop (each sends when its previous request ends)")
+    load.add_argument("--concurrency", help="clients in a closed loop (each sends when its previous request ends), as "
+                      "a benchmark runs them: all start together and send 10 requests each, so the first round's "
+                      "burst, a tenth of the requests, lifts the mean TTFT and can leave the p90 below it")
     load.add_argument("--qps", help="Poisson arrivals, requests per second")
     g = p.add_argument_group("engine")
     g.add_argument("--max-num-seqs", default=None,
@@ -301,6 +303,7 @@ def _build_parser() -> argparse.ArgumentParser:
                                                 "suffix; .svg and .pdf work too)")
     p.add_argument("--dpi", type=int, default=110,
                    help=f"image resolution, {DPI_MIN}..{BOUNDS['dpi'].max_value} (default: %(default)s)")
+    _add_host(p, where=", serving chart only")
     p.set_defaults(func=cmd_plot)
 
     p = sub.add_parser("calibrate", help="fit kernel efficiency to measured timings; print the error table",

@@ -625,7 +625,7 @@ def cmd_plot(args) -> str:
         serve_kw = {k: kw[k] for k in ("tp", "pp", "ep", "weight_dtype", "act_dtype", "kv_dtype", "efficiency",
                                        "gpu_memory_utilization")}
         res = plot_serving(model, chips[0], concurrency=[2 ** i for i in range(10)], prompt_len=args.prompt,
-                           gen_len=args.gen, **serve_kw)
+                           gen_len=args.gen, **serve_kw, **_host_arg(args))
     else:
         res = plot.plot_memory(model, chips, prompt_len=args.prompt, gen_len=args.gen, **kw)
     try:
