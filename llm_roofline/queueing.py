@@ -26,364 +26,22 @@ decoding (Little: L = X * (G - 1) / E_spec * tau) and a decoding request seeing 
                      engine: the others wait), no residual (a client's next prompt arrives as a step ends),
                      clients beyond the running capacity wait (C - B) / X for a slot
 
-tests/test_serve_queueing.py checks these against a discrete-event simulation of the scheduler (15 %).
-Pure numpy over a grid (n points, k request classes, m decode-batch nodes); no randomness.
+Checked against a scheduler simulation (15 %: tests/test_serve_queueing.py). Pure numpy over (n points, k request
+classes, m decode-batch nodes); no randomness.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache, wraps
-from typing import Any, Callable
+from functools import wraps
+from typing import Callable
 
 import numpy as np
 
+from .engine import StepTables, Workload, bracket_nodes
 from .errors import ScenarioError
 
-SCHEDULING = ("chunked", "prefill_first")
 _ITERATIONS = 40  # damped fixed-point iterations (40 vs 80: < 0.3 % apart); a fixed count: same input, same answer
-
-
-# ------------------------------------------------------------------------------------------- inputs
-# vLLM's engine defaults for an OpenAI API server (vllm/engine/arg_utils.py EngineArgs.get_batch_defaults, V1):
-# (max_num_seqs, max_num_batched_tokens) on a device of >= 70 GiB that is not an A100, and on the others.
-LARGE_DEVICE_DEFAULTS, SMALL_DEVICE_DEFAULTS = (1024, 8192), (256, 2048)
-TPU_BATCHED_TOKENS = {"tpu-v6e": 1024, "tpu-v5e": 512, "tpu-v5p": 256}  # the same function's TPU branch
-CUDA_GRAPH_MAX_TOKENS = 512  # vLLM V1's largest CUDA-graph size by default (cuda_graph_max_tokens)
-
-
-def cuda_graph_max_tokens(max_num_batched_tokens, max_num_seqs=np.inf, rows_per_seq=1.0):
-    """The longest step (tokens) vLLM runs from CUDA graphs (piecewise where it carries prompt tokens) by default:
-    min(512, max_num_batched_tokens, 2 x max_num_seqs x rows_per_seq (1 + k draft tokens)) (vllm/config/vllm.py
-    _set_cudagraph_sizes, the last term since 0.11; its dispatcher runs a longer step eagerly)."""
-    return np.minimum(np.minimum(CUDA_GRAPH_MAX_TOKENS, max_num_batched_tokens), 2.0 * rows_per_seq * max_num_seqs)
-
-
-def vllm_batch_defaults(chip) -> tuple[int, int]:
-    """(max_num_seqs, max_num_batched_tokens) that vLLM picks when neither is given: 1024 and 8192 on a device of
-    >= 70 GiB that is not an A100 (H100, H200, B200, MI300X), else 256 and 2048 (A100, L40S, RTX 4090); its TPU branch
-    sets the batched tokens alone; max_num_seqs is then capped by the batched tokens."""
-    large = chip.hbm_bytes >= 70 * 2**30 and not chip.name.startswith("a100")
-    seqs, tokens = LARGE_DEVICE_DEFAULTS if large else SMALL_DEVICE_DEFAULTS
-    tokens = TPU_BATCHED_TOKENS.get(chip.name, tokens)
-    return min(seqs, tokens), tokens
-
-
-@dataclass(frozen=True)
-class Engine:
-    """The knobs of a continuous-batching engine (vLLM names)."""
-
-    max_num_seqs: int = 256
-    max_num_batched_tokens: int = 8192
-    gpu_memory_utilization: float = 0.9
-    scheduling: str = "chunked"  # chunked: prompt chunks ride beside decodes; prefill_first: decodes pause
-    step_overhead_s: float = 0.0  # host time per step (scheduler, launching the step)
-    seq_overhead_s: float = 0.0  # host time per decoding sequence per step (sampler, detokenizer, output)
-    request_overhead_s: float = 0.0  # host time per request before its first token (API server, tokenizer)
-    prompt_step_overhead_s: float = 0.0  # host time of a step carrying prompt tokens past the CUDA graphs' sizes
-    own_step_stages: float = 1.0  # pipeline stages whose prompt-step host time a prompt's own chunk step meets
-
-    def __post_init__(self):
-        if self.scheduling not in SCHEDULING:
-            raise ScenarioError(f"scheduling must be one of {', '.join(SCHEDULING)}, got {self.scheduling!r}")
-        if not 0.0 < self.gpu_memory_utilization <= 1.0:
-            raise ScenarioError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization!r}")
-        if min(self.step_overhead_s, self.seq_overhead_s, self.request_overhead_s, self.prompt_step_overhead_s) < 0:
-            raise ScenarioError("host overheads must be >= 0 seconds")
-
-
-@dataclass(frozen=True)
-class Speculative:
-    """Speculative decoding: k draft tokens per step, each accepted with probability `acceptance`."""
-
-    k: int = 0
-    acceptance: float = 0.0
-    draft: Any = None  # None: MTP heads; a model (id or ModelSpec): a draft model
-
-    @property
-    def tokens_per_step(self) -> float:
-        """Expected tokens per verify step: 1 + a + ... + a^k = (1 - a^(k+1)) / (1 - a)."""
-        a = self.acceptance
-        return float(self.k + 1) if a >= 1.0 else (1.0 - a ** (self.k + 1)) / (1.0 - a)
-
-    @staticmethod
-    def parse(value) -> "Speculative":
-        if value is None:
-            return Speculative()
-        if isinstance(value, Speculative):
-            return value
-        if not isinstance(value, dict) or set(value) - {"k", "acceptance", "draft"}:
-            raise ScenarioError(f"speculative must be dict(k=..., acceptance=..., draft=None|model), got {value!r}")
-        k, a = value.get("k", 0), float(value.get("acceptance", 0.0))
-        if int(k) != k or k < 0 or not 0.0 <= a <= 1.0:
-            raise ScenarioError(f"speculative needs an integer k >= 0 and acceptance in [0, 1], got {value!r}")
-        return Speculative(int(k), a, value.get("draft"))
-
-
-@dataclass(frozen=True)
-class Workload:
-    """Request classes per grid point: prompt and generated tokens and the share of requests. Arrays (n, k)."""
-
-    prompt_tokens: np.ndarray
-    gen_tokens: np.ndarray
-    weight: np.ndarray  # sums to 1 over the last axis
-    cached_tokens: np.ndarray  # prompt tokens served by the prefix cache (still held in KV, still attended to)
-
-    @cached_property
-    def new_prompt_tokens(self) -> np.ndarray:
-        """Tokens to prefill; at least one (the last prompt token is recomputed on a full cache hit). Made once (the
-        passes of a solve read it many times)."""
-        return np.maximum(self.prompt_tokens - self.cached_tokens, 1.0)
-
-    def mean(self, x) -> np.ndarray:
-        """(n, k) -> (n,): request-weighted mean over the classes (one class: its weighted value, the same number
-        as the sum over one element, without the reduction: the passes of a solve take many means)."""
-        weighted = self.weight * x
-        return weighted[..., 0] if weighted.shape[-1] == 1 else np.sum(weighted, axis=-1)
-
-    def take(self, idx) -> "Workload":
-        """The classes of the grid points `idx`."""
-        return Workload(*(getattr(self, f)[idx] for f in _WORKLOAD_FIELDS))
-
-    @staticmethod
-    def concat(parts: "list[Workload]") -> "Workload":
-        """The grid points of several workloads, one after the other (their classes must match in number)."""
-        return Workload(*(np.concatenate([getattr(w, f) for w in parts]) for f in _WORKLOAD_FIELDS))
-
-    @property
-    def held_tokens(self) -> np.ndarray:
-        """(n,) mean KV tokens of a running sequence: its prompt plus half its generation."""
-        return self.mean(self.prompt_tokens + self.gen_tokens / 2.0)
-
-    @property
-    def decode_kv_tokens(self) -> np.ndarray:
-        """(n,) mean context of a decoding sequence, weighted by decode steps (step j at P + j, j < G)."""
-        steps = np.maximum(self.gen_tokens - 1.0, 0.0)
-        return self.mean(steps * (self.prompt_tokens + self.gen_tokens / 2.0)) / np.maximum(self.mean(steps), 1e-300)
-
-
-_WORKLOAD_FIELDS = ("prompt_tokens", "gen_tokens", "weight", "cached_tokens")
-
-
-def workload_of(prompt_len, gen_len, prefix_hit_rate, workload=None) -> Workload:
-    """prompt_len, gen_len, prefix_hit_rate: arrays (n,); workload: None or a list of (prompt, gen[, weight])."""
-    hit = np.asarray(prefix_hit_rate, dtype=np.float64)
-    if not np.all((hit >= 0) & (hit < 1)):  # NaN too
-        raise ScenarioError(f"prefix_hit_rate must be in [0, 1), got {prefix_hit_rate!r}")
-    if workload is None:
-        p, g, w = (np.asarray(x, dtype=np.float64)[..., None] for x in (prompt_len, gen_len, np.ones_like(hit)))
-    else:
-        rows = [tuple(r) + (1.0,) * (3 - len(r)) for r in workload]
-        if not rows or any(len(r) != 3 for r in rows):
-            raise ScenarioError(f"workload must be a list of (prompt_len, gen_len[, weight]), got {workload!r}")
-        p, g, w = (np.broadcast_to(np.asarray(c, dtype=np.float64), hit.shape + (len(rows),)) for c in zip(*rows))
-        p, g, w = p, g, w / np.sum(w, axis=-1, keepdims=True)
-    if np.any(p < 1) or np.any(g < 1) or np.any(p != np.floor(p)) or np.any(g != np.floor(g)) or np.any(w < 0):
-        raise ScenarioError("prompt and generation lengths must be positive integers (weights >= 0)")
-    return Workload(p, g, w, np.floor(p * hit[..., None]))
-
-
-# ------------------------------------------------------------------------------------------- step tables
-FRACTIONS = np.linspace(0.0, 1.0, 17)  # prompt tokens in a step / budget, where batched steps are tabulated
-
-
-@lru_cache(maxsize=64)
-def decode_nodes(max_seqs: float) -> np.ndarray:
-    """Decode batches at which step costs are tabulated: every integer to 16, then ~8 % apart up to max_seqs (kept per
-    max_seqs, read-only: every deployment of a plan asks for the same)."""
-    top = max(float(max_seqs), 17.0)
-    geo = np.geomspace(16.0, top, max(int(np.ceil(np.log(top / 16.0) / np.log(1.08))), 1) + 1)
-    nodes = np.unique(np.concatenate([np.arange(17.0), np.round(geo, 6)]))
-    nodes.flags.writeable = False
-    return nodes
-
-
-def _bracket(nodes: np.ndarray, x) -> tuple[np.ndarray, np.ndarray]:
-    """Left node index and weight of x between nodes[i] and nodes[i + 1] (x clipped to the node range)."""
-    pos = np.interp(x, nodes, np.arange(nodes.size, dtype=np.float64))  # fractional node index
-    i = np.minimum(pos.astype(np.intp), nodes.size - 2)
-    return i, pos - i
-
-
-def _fraction_bracket(x) -> tuple[np.ndarray, np.ndarray]:
-    """_bracket(FRACTIONS, x) without the search: on FRACTIONS' even steps of 1/16 the fractional index is
-    min(max(x, 0), 1) * 16, the number np.interp gives to the bit (x - j/16 is exact for x in [j/16, (j+1)/16] and
-    16 (x - j/16) + j = 16 x is representable)."""
-    pos = np.minimum(np.maximum(x, 0.0), 1.0) * (FRACTIONS.size - 1)
-    i = np.minimum(pos.astype(np.intp), FRACTIONS.size - 2)
-    return i, pos - i
-
-
-def _spread(pos: tuple, ndim: int) -> tuple:
-    """A bracket (index, weight) of a batch (n,) shaped (n, 1, ...) against ndim axes: what _bracket gives for that
-    batch broadcast over them (it is elementwise)."""
-    return tuple(x.reshape(x.shape + (1,) * (ndim - x.ndim)) for x in pos)
-
-
-@dataclass(frozen=True)
-class StepTables:
-    """Step times (host overhead included) of one replica at the decode batches `nodes` (m,), for u distinct
-    step configurations: decode_s (u, m) a decode-only step; own_s and chunks (u, k, m) one chunk step of a
-    class-k prompt and the number of chunk steps of that prompt; batch_s (u, m, f) a step carrying
-    FRACTIONS * budget prompt tokens. Grid point i reads configuration index[i]."""
-
-    nodes: np.ndarray
-    decode_s: np.ndarray
-    own_s: np.ndarray
-    chunks: np.ndarray
-    batch_s: np.ndarray
-    budget_tokens: np.ndarray  # (u,)
-    rows_per_seq: float  # decode rows of one sequence per step (k + 1 with speculation)
-    decodes_in_prefill_steps: bool  # False: prefill_first (decodes wait while prompts run)
-    index: np.ndarray  # (n,) configuration of every grid point
-
-    @cached_property
-    def prefill_s(self) -> np.ndarray:
-        """(u, k, m) a class-k prompt's chunk steps in all (chunks x own_s), interpolated as one table: the product of
-        two interpolations dips between nodes where the chunk count steps (one full-budget step against two halves)."""
-        return self.chunks * self.own_s
-
-    @cached_property
-    def point_budget_tokens(self) -> np.ndarray:
-        """budget_tokens of every grid point (n,), gathered once (the passes of a solve read it many times)."""
-        return self.budget_tokens[self.index]
-
-    def _base(self, table_shape: tuple, ndim: int, middle: int) -> np.ndarray:
-        """Flat offset, in a C-ordered table of `table_shape` (u, ...), of each grid point's row and of each of the
-        `middle` axes after it (sample axes 1 .. middle, of the same sizes), shaped (n, ...) against ndim axes; made
-        once per shape (the passes of a solve ask for the same few)."""
-        bases = self.__dict__.setdefault("_bases", {})
-        key = (table_shape, ndim, middle)
-        if key not in bases:
-            inner = table_shape[1:]
-            base = self.index.reshape((-1,) + (1,) * (ndim - 1)) * math.prod(inner)
-            for a, size in enumerate(inner[:middle], start=1):
-                base = base + np.arange(size).reshape((1,) * a + (-1,) + (1,) * (ndim - a - 1)) * math.prod(inner[a:])
-            bases[key] = base
-        return bases[key]
-
-    def _flat(self, table: np.ndarray) -> np.ndarray:
-        """table as a flat C-ordered array (a view when it is contiguous), made once per table."""
-        flats = self.__dict__.setdefault("_flats", {})
-        hit = flats.get(id(table))
-        if hit is None or hit[0] is not table:  # the table is held, so its id is not reused
-            hit = flats[id(table)] = (table, np.ravel(table))
-        return hit[1]
-
-    def at(self, table: np.ndarray, batch, pos: tuple | None = None) -> np.ndarray:
-        """table (u, ..., m) interpolated at decode batch `batch`; result (n, ...). pos: _bracket(nodes, batch) of a
-        batch (n,) when known (the same numbers, broadcast over table's middle axes). Table entries are read by flat
-        index (the same entries as table[row, ..., i])."""
-        shape = (self.index.size,) + table.shape[1:-1]
-        i, w = _bracket(self.nodes, np.broadcast_to(batch, shape)) if pos is None else _spread(pos, len(shape))
-        flat, at_i = self._flat(table), self._base(table.shape, len(shape), table.ndim - 2) + i
-        t0 = flat.take(at_i)
-        return t0 + w * (flat.take(at_i + 1) - t0)
-
-    def batched(self, batch, tokens, pos: tuple | None = None) -> np.ndarray:
-        """A step with `tokens` prompt tokens beside `batch` decodes; bilinear; batch, tokens (n, ...). pos: see at.
-        Table entries are read by flat index (the same entries as batch_s[row, i, j])."""
-        if np.shape(batch) != np.shape(tokens):
-            batch, tokens = np.broadcast_arrays(batch, tokens)
-        i, wd = _bracket(self.nodes, batch) if pos is None else _spread(pos, tokens.ndim)
-        j, wf = _fraction_bracket(tokens / self.point_budget_tokens.reshape((-1,) + (1,) * (tokens.ndim - 1)))
-        f = FRACTIONS.size
-        t, ij = self._flat(self.batch_s), self._base(self.batch_s.shape, tokens.ndim, 0) + i * f + j
-        return ((1 - wd) * ((1 - wf) * t.take(ij) + wf * t.take(ij + 1))
-                + wd * ((1 - wf) * t.take(ij + f) + wf * t.take(ij + f + 1)))
-
-    def with_index(self, index: np.ndarray) -> "StepTables":
-        """The same tables read by other grid points."""
-        return StepTables(self.nodes, self.decode_s, self.own_s, self.chunks, self.batch_s, self.budget_tokens,
-                          self.rows_per_seq, self.decodes_in_prefill_steps, np.asarray(index, dtype=np.intp))
-
-    @staticmethod
-    def concat(parts: "list[StepTables]") -> "StepTables":
-        """The tables of several deployments stacked (same nodes, classes and scheduling), each part's grid points
-        reading its own configurations: one queueing solve then covers every part's points."""
-        first = parts[0]
-        if any(p.nodes.shape != first.nodes.shape or np.any(p.nodes != first.nodes) or p.own_s.shape[1:] !=
-               first.own_s.shape[1:] or (p.rows_per_seq, p.decodes_in_prefill_steps) !=
-               (first.rows_per_seq, first.decodes_in_prefill_steps) for p in parts):
-            raise ValueError("StepTables.concat needs tables at the same nodes, classes and scheduling")
-        offsets = np.cumsum([0] + [p.budget_tokens.size for p in parts[:-1]])
-        return StepTables(first.nodes, *(np.concatenate([getattr(p, f) for p in parts])
-                                         for f in ("decode_s", "own_s", "chunks", "batch_s", "budget_tokens")),
-                          first.rows_per_seq, first.decodes_in_prefill_steps,
-                          np.concatenate([p.index + o for p, o in zip(parts, offsets)]))
-
-    def room_tokens(self, batch) -> np.ndarray:
-        """Budget left for prompt tokens beside `batch` decoding sequences (n, ...)."""
-        budget = self.point_budget_tokens.reshape((-1,) + (1,) * (np.ndim(batch) - 1))
-        used = batch * self.rows_per_seq if self.decodes_in_prefill_steps else 0.0
-        return np.maximum(budget - used, 1.0)
-
-
-StepFn = Callable[..., np.ndarray]  # (decode_rows, decode_kv_len, chunk_tokens, chunk_kv_len) -> seconds
-
-
-def _joined(parts: tuple, widths: tuple) -> np.ndarray:
-    """parts (arrays of up to 3 axes, right-aligned) broadcast to (lead, width, tail) each and joined on axis 1."""
-    dims = [(1,) * (3 - np.ndim(p)) + np.shape(p) for p in parts]
-    lead, tail = max(d[0] for d in dims), max(d[2] for d in dims)
-    return np.concatenate([np.broadcast_to(p, (lead, w, tail)) for p, w in zip(parts, widths)], axis=1)
-
-
-def step_tables(step_s: StepFn, wl: Workload, engine: Engine, spec: Speculative, nodes: np.ndarray,
-                draft_s: StepFn | None = None, own_step_s: StepFn | None = None,
-                decode_step_s: StepFn | None = None, kernel_scale: tuple[float, float] = (1.0, 1.0),
-                graph_split: tuple[np.ndarray, np.ndarray] | None = None) -> StepTables:
-    """Tabulate the engine's steps for every point of `wl` at the decode batches `nodes` (m,).
-
-    Decode rows: d (k + 1) with speculation (the verify step approximated as k + 1 decode rows per sequence,
-    which reads each KV cache k + 1 times: conservative). Chunks: the budget left beside the decode rows,
-    equal chunks (a prompt of P' tokens in n = ceil(P' / room) steps of P' / n); prefill_first runs prompts
-    without decodes and needs each prompt to fit the budget. Batched steps: prompt tokens at the workload's
-    mean chunk context (cached prefix + half the prompt + half the chunk). own_step_s, decode_step_s: the time a prompt
-    waits for one of its own chunk steps, a decoding sequence for its next token, where that is not a step's time (a
-    pipeline: serve._own_step_fn, serve._decode_step_fn); default step_s. kernel_scale (prompt, decode): multiplies the
-    kernels' time of the steps carrying prompt tokens and of the decode-only steps (and the draft's), not the host's
-    (an uncertainty band's tables: serve's `uncertainty`). graph_split (graph_tokens (v,), row (v,)): v tables, each a
-    row of `wl` at its own CUDA-graph size; default: one per row, at engine.max_num_seqs (cuda_graph_max_tokens)."""
-    chunked = engine.scheduling == "chunked"
-    rows = nodes * (spec.k + 1) if chunked else 0.0 * nodes  # (m,) decode rows in a step with prompt tokens
-    kv_dec = wl.decode_kv_tokens[:, None]  # (n, 1)
-    new, cached = wl.new_prompt_tokens[..., None], wl.cached_tokens[..., None]  # (n, k, 1)
-    budget = np.broadcast_to(np.float64(engine.max_num_batched_tokens), kv_dec.shape[:1])  # (n,)
-    if not chunked and np.any(new > budget[:, None, None]):
-        raise ScenarioError(f"prefill_first scheduling needs every prompt within max_num_batched_tokens "
-                            f"= {engine.max_num_batched_tokens}; use scheduling='chunked'")
-    draft = (np.zeros_like(nodes) if draft_s is None else draft_s(nodes)) * chunked  # (m,)
-    room = np.maximum(budget[:, None, None] - rows, 1.0)  # (n, 1, m)
-    chunks = np.ceil(new / room)  # (n, k, m)
-    chunk = new / chunks
-    kv_own = cached + (new + chunk) / 2.0
-    x = np.maximum(FRACTIONS * budget[:, None], 1.0)  # (n, f) prompt tokens; at least one (no empty step)
-    kv_x = np.maximum(x, wl.mean(wl.cached_tokens)[:, None] + (wl.mean(wl.new_prompt_tokens)[:, None] + x) / 2.0)
-    # every step in one call, on (n, 1 + k + f, m): the decode-only step (a decode-only step with no sequence is never
-    # taken, a decoder sees d >= 1: node 0 is scored at one row), each class's own chunk, the batched prompt tokens
-    k, f = new.shape[1], x.shape[1]
-    dec_rows = np.maximum(nodes, 1.0) * (spec.k + 1)
-    t = step_s(_joined((dec_rows, rows, rows), (1, k, f)), kv_dec[..., None],
-               _joined((0.0, chunk, x[..., None]), (1, k, f)), _joined((0.0, kv_own, kv_x[..., None]), (1, k, f)))
-    pre, dec = kernel_scale
-    draft = draft * dec
-    host = engine.step_overhead_s + engine.seq_overhead_s * nodes  # (m,)
-    dec_t = t[:, 0] if decode_step_s is None else decode_step_s(dec_rows, kv_dec, 0.0, 0.0)
-    decode = dec_t * dec + draft + host  # (n, m)
-    host = engine.step_overhead_s + engine.seq_overhead_s * nodes * chunked  # steps with prompt tokens (and decodes)
-    graphs, at = graph_split or (cuda_graph_max_tokens(budget, engine.max_num_seqs, spec.k + 1), np.arange(budget.size))
-    graphs = graphs[:, None, None]  # (v, 1, 1) longer steps run eagerly
-    eager = engine.prompt_step_overhead_s  # per eager step (a prompt's own pass: every stage's, own_step_stages)
-    own_t = t[:, 1:1 + k] if own_step_s is None else own_step_s(rows, kv_dec[..., None], chunk, kv_own)
-    full = new.shape[:-1] + nodes.shape  # (n, k, m)
-    own = (np.broadcast_to(own_t * pre + draft + host, full)[at]  # (v, k, m)
-           + eager * engine.own_step_stages * (np.broadcast_to(rows + chunk, full)[at] > graphs))
-    batch = ((np.swapaxes(t[:, 1 + k:], 1, 2) * pre + (draft + host)[:, None])[at]
-             + eager * (rows[:, None] + x[at][:, None, :] > graphs))  # (v, m, f)
-    decode, chunks = np.broadcast_to(decode, full[:1] + nodes.shape)[at], np.broadcast_to(chunks, full)[at]
-    return StepTables(nodes, decode, own, chunks, batch, budget[at], float(spec.k + 1), chunked, np.arange(at.size))
 
 
 # ------------------------------------------------------------------------------------------- steady state
@@ -409,6 +67,7 @@ class Steady:
 
 _J = np.arange(8.0)  # prompts joining the own step (Poisson), for the p90
 _R = (np.arange(8.0) + 0.5) / 8.0  # positions inside the landing step (uniform), for the p90
+_U = (np.arange(16.0) + 0.5) / 16.0  # positions in a benchmark's first wave (uniform), for the p90
 
 
 def _wait_tail_p90_s(mean_wait_s, busy):
@@ -442,7 +101,7 @@ def _weighted_p90(values, weights):
 class _Pass:
     tau_s: np.ndarray  # mean step seen by a decoding request
     ttft_s: np.ndarray  # (n, k) per class, mean
-    p90_s: np.ndarray
+    ttft_dist: tuple | None  # (values, weights) (n, M): the TTFT's distribution, tails at their p90 (with_p90)
     others: np.ndarray  # others decoding
     u: np.ndarray
     backlog: np.ndarray  # utilization of the prompt budget
@@ -464,7 +123,7 @@ def _pass(tab: StepTables, wl: Workload, rate, tau, share, dec_steps, closed: bo
     share_rate = share * rate  # (n,) the others' request rate (once: every term below starts with it)
     others = share_rate * dec_steps * tau  # (n,) others decoding (Little on the decode station)
     d = 1.0 + others
-    at_d, at_o = _bracket(tab.nodes, d), _bracket(tab.nodes, others)  # each batch bracketed once for every table
+    at_d, at_o = bracket_nodes(tab.nodes, d), bracket_nodes(tab.nodes, others)  # bracketed once for every table
     decode_s = tab.at(tab.decode_s, d, at_d)
     n_own = tab.at(tab.chunks, others[:, None], at_o)  # (n, k)
     new = wl.new_prompt_tokens
@@ -511,22 +170,22 @@ def _pass(tab: StepTables, wl: Workload, rate, tau, share, dec_steps, closed: bo
     jw = _poisson_pmf(joining, _J)  # (n, J)
     values = service(_J[None, None, :])[..., None] + request_overhead_s  # (n, k, J, 1)
     values = values + residual[..., None, None, None] * _R  # (n, k, J, R)
-    weights = wl.weight[..., None, None] * jw[:, None, :, None] * np.ones_like(_R)
+    weights = wl.weight[..., None, None] * jw[:, None, :, None] * np.full_like(_R, 1.0 / _R.size)  # sum 1
     values, weights = np.broadcast_arrays(values, weights)
     # closed loop: the others' prompts come as their requests end, spaced by their decode phases, so the
     # backlog has no exponential tail (bounded by C - 1 prompts): its mean is added instead
     tail = backlog_s if closed else _wait_tail_p90_s(backlog_s, np.minimum(backlog, 1.0))
-    p90 = _weighted_p90(values, weights) + tail
-    return _Pass(tau_new, ttft, p90, others, u, backlog, wait - request_overhead_s, prompt_load)
+    dist = (values.reshape(tail.size, -1) + tail[:, None], weights.reshape(tail.size, -1))
+    return _Pass(tau_new, ttft, dist, others, u, backlog, wait - request_overhead_s, prompt_load)
 
 
-def _first_wave_s(tab, wl, clients, others):
-    """(n,) mean extra TTFT of the first wave of a closed-loop benchmark: its clients start together, so their
-    C prompts arrive at once and run through the token budget in order; the i-th waits for the i prompts ahead
-    of it, i.e. (C - 1) / 2 prompts on average at the full-budget step's cost per prompt token."""
+def _first_wave_spread_s(tab, wl, clients, others):
+    """(n,) the wait of the last of a closed-loop benchmark's first wave: its clients start together, so their C
+    prompts arrive at once and run through the token budget in order, the i-th after the i ahead of it (C - 1 for
+    the last; (C - 1) / 2 on average) at the full-budget step's cost per prompt token."""
     room = tab.room_tokens(others)
     full_s = tab.batched(others, room)  # a step carrying a full budget of prompt tokens
-    return np.maximum(clients - 1.0, 0.0) / 2.0 * wl.mean(wl.new_prompt_tokens) * full_s / room
+    return np.maximum(clients - 1.0, 0.0) * wl.mean(wl.new_prompt_tokens) * full_s / room
 
 
 def _saturating(f):
@@ -581,21 +240,25 @@ def _steady(tab, wl, load, capacity, closed, tokens_per_step, request_overhead_s
     e2e = ttft + dec_steps * tau + slot_wait
     running = rate * hold_s
     converged = np.abs(rate * e2e - load) <= 1e-3 * load if closed else np.ones(load.shape, bool)
-    # closed loop: the synchronized first wave, one round in `rounds` (a transient: the rate stays the steady one)
-    wave_s = _first_wave_s(tab, wl, c, p.others) / rounds if closed else 0.0
+    # closed loop: a benchmark's first round, 1 / rounds of its requests (a transient: the rate stays the steady one),
+    # its i-th prompt of C waiting for the i ahead of it: uniform over 0 .. spread_s beside the steady TTFT
+    first = np.broadcast_to(1.0 / np.asarray(rounds, dtype=np.float64), load.shape) if closed else 0.0 * load
+    spread_s = _first_wave_spread_s(tab, wl, c, p.others) if closed else 0.0 * load
+    wave_s = spread_s / 2.0 * first
 
-    def p90_of(pass_p90, at=slice(None)):  # the last pass's p90 at the points `at` -> the Steady's there
-        return (np.maximum(pass_p90, (ttft + wave_s)[at]) if closed else pass_p90) + slot_p90[at]  # the burst lifts
-        # the mean; p90 >= mean
+    def p90_of(dist, at=slice(None)):  # the last pass's TTFT distribution at the points `at` -> the Steady's p90
+        (v, w), f, wave = dist, first[at][:, None], ttft[at][:, None] + spread_s[at][:, None] * _U  # wave (n, U)
+        p90 = _weighted_p90(np.hstack([v, wave]), np.hstack([w * (1.0 - f), f / _U.size + 0.0 * wave]))
+        return (np.where(first[at] > 0, p90, np.maximum(p90, ttft[at])) if closed else p90) + slot_p90[at]
 
     @_saturating
     def p90_at(mask):
         at, out = np.flatnonzero(mask), np.full(load.shape, np.nan)
         again = _pass(tab.with_index(tab.index[at]), wl.take(at), rate[at], tau[at], share[at] if closed else share,
                       dec_steps[at], closed, request_overhead_s, with_p90=True)
-        out[at] = p90_of(again.p90_s, at)
+        out[at] = p90_of(again.ttft_dist, at)
         return out
-    p90 = p90_of(p.p90_s) if with_p90 else np.full(load.shape, np.nan)
+    p90 = p90_of(p.ttft_dist) if with_p90 else np.full(load.shape, np.nan)
     return Steady(rate, ttft + wave_s + slot_wait, p90, tau / tokens_per_step, e2e + wave_s, running, 1.0 + p.others,
                   p.u, p.queue_s + wave_s + slot_wait, saturated, converged, None if with_p90 else p90_at)
 

@@ -4,12 +4,11 @@ A continuous-batching engine (vLLM's knobs: max_num_seqs, max_num_batched_tokens
 prefill-first scheduling) serving a closed loop of `concurrency` clients or Poisson arrivals at `qps`, in steady
 state; a closed loop is a benchmark run (all clients start together, `requests_per_client` each: the first round's
 burst is averaged into the mean TTFT). The cost of one engine step (d decode rows beside a prompt chunk of c tokens)
-is `estimate.evaluate_step` plus a host overhead per step (more for a step carrying prompt tokens); queueing.py
-turns step costs into TTFT, TPOT and throughput. Per replica: `dp` replicas share the load evenly.
+is `estimate.evaluate_step` plus a host overhead per step (more for a step carrying prompt tokens), tabulated by
+engine.py; queueing.py turns step costs into TTFT, TPOT and throughput. Per replica: `dp` replicas share the load.
 
-KV capacity: gpu_memory_utilization x HBM - resident weights - the activation workspace of one
-max_num_batched_tokens step, divided by the KV of a sequence at its mean context (prompt + gen/2); the running batch
-is capped by it and by max_num_seqs.
+KV capacity: gpu_memory_utilization x HBM - resident weights - the activation workspace of one max_num_batched_tokens
+step, over the KV of a sequence at its mean context (prompt + gen/2); it and max_num_seqs cap the running batch.
 
 Host overhead (HOST_*_S below) is fitted by benchmarks/validate_serving.py on measured vLLM serving results; every
 *_overhead_s=0 and `efficiency="ideal"` give the pure roofline, and then serve() at concurrency 1 equals estimate()
@@ -32,8 +31,9 @@ from .graph import Dtypes, resolve_dtypes
 from .hardware import load_chip
 from .memory import GPU_MEMORY_UTILIZATION, PREFILL_CHUNK_TOKENS, memory_footprint
 from .model.hf import load_model
-from .queueing import (Engine, Speculative, StepTables, Workload, cuda_graph_max_tokens, decode_nodes, saturation_qps,
-                       solve_closed, solve_open, step_tables, vllm_batch_defaults, workload_of)
+from .engine import (Engine, Speculative, StepTables, Workload, cuda_graph_max_tokens, decode_nodes, step_tables,
+                     vllm_batch_defaults, workload_of)
+from .queueing import saturation_qps, solve_closed, solve_open
 from .sharding import MOE_DISPATCH, Sharding, micro_batches, stage_divisor, stage_note
 from .units import array_key, as_list, json_ready, remembered, unique_rows
 
@@ -49,7 +49,7 @@ from .units import array_key, as_list, json_ready, remembered, unique_rows
 # carrying prompt tokens: such steps run beyond the CUDA-graph capture sizes, so every layer's kernels are launched
 # from the host (NVIDIA AIConfigurator models the same mechanism as a prefill dispatch overhead of ~0.8 ms per layer).
 # Added to the step's GPU time (max(GPU, host) fits worse: TTFT 8.6 -> 14.7 %), charged to prompt steps longer than
-# vLLM's CUDA graphs (queueing.cuda_graph_max_tokens: 512 tokens, or 2 x max_num_seqs below 256 sequences; the
+# vLLM's CUDA graphs (engine.cuda_graph_max_tokens: 512 tokens, or 2 x max_num_seqs below 256 sequences; the
 # measured steps all are longer) and to no decode step (charged past that size, held-out TPOT p90 24.5 -> 27.3 %):
 # CALIBRATION.md "Serving: the host time". Held-out median TTFT / TPOT error: Llama fp8 (32-64 clients) 9.7 / 7.0 %.
 HOST_STEP_OVERHEAD_S = 0.0
@@ -213,7 +213,7 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
                  scheduling=engine["scheduling"], step_overhead_s=engine["step_overhead_s"],
                  seq_overhead_s=engine["seq_overhead_s"],
                  prompt_step_overhead_s=engine["prompt_layer_overhead_s"] * spec.n_layers / stages,
-                 own_step_stages=stages)
+                 own_step_stages=stages, attention_groups=layout["attention_dp"])
     nodes = decode_nodes(np.max(g["max_num_seqs"]) * layout["attention_dp"])
     draft = _draft_fn(spec, chip, kw, sp, float(np.mean(wl_u.decode_kv_tokens)))
     own, dec = (None, None) if pp == 1 else (_own_step_fn(spec, chip, kw), _decode_step_fn(spec, chip, kw, pp))
@@ -322,7 +322,7 @@ def _check_knobs(seqs, tokens, default_of: str = ""):
 
 
 def _engine_knobs(g: dict, chip) -> dict:
-    """The grid with the engine knobs left out set as vLLM sets them on this chip (queueing.vllm_batch_defaults:
+    """The grid with the engine knobs left out set as vLLM sets them on this chip (engine.vllm_batch_defaults:
     max_num_seqs capped by the batched tokens when it is the one left out)."""
     seqs, tokens = vllm_batch_defaults(chip)
     n = next(iter(g.values())).size
@@ -344,7 +344,7 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
     arrivals at `qps` requests/s (exactly one of them). Any of the grid arguments (prompt_len, gen_len,
     concurrency or qps, max_num_seqs, max_num_batched_tokens, prefix_hit_rate) and chip, tp, pp, ep, dp may be
     a list: the result is then a DataFrame with one row per point (saturated points flagged, not raised).
-    max_num_seqs / max_num_batched_tokens None: vLLM's defaults on the chip (queueing.vllm_batch_defaults: 1024 and
+    max_num_seqs / max_num_batched_tokens None: vLLM's defaults on the chip (engine.vllm_batch_defaults: 1024 and
     8192 on a device of >= 70 GiB but the A100, else 256 and 2048); max_num_seqs is per attention group (attention_dp:
     each of vLLM's data-parallel ranks schedules its own); moe_dispatch: sharding.MOE_DISPATCHES.
 

@@ -13,7 +13,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "llm_roofline"
 # layers (and from its own sub-package). A new module must be given a layer here.
 LAYERS = {
     "errors": 0, "version": 0,
-    "units": 1, "bounds": 1, "queueing": 1, "files": 2,
+    "units": 1, "bounds": 1, "engine": 1, "queueing": 2, "files": 2,
     "hardware": 3, "model": 3,
     "collectives": 4, "ops": 4,
     "roofline": 5, "attention_shapes": 6, "dequant": 6,

@@ -9,8 +9,8 @@ import pytest
 import llm_roofline as lr
 from llm_roofline.errors import RooflineError
 from llm_roofline.model.spec import AttentionSpec, FfnSpec, LayerGroup, ModelSpec
-from llm_roofline.queueing import (Engine, Speculative, decode_nodes, solve_closed, step_tables, vllm_batch_defaults,
-                                   workload_of)
+from llm_roofline.engine import Engine, Speculative, decode_nodes, step_tables, vllm_batch_defaults, workload_of
+from llm_roofline.queueing import solve_closed
 from llm_roofline.serve import serve
 
 PURE = dict(efficiency="ideal", step_overhead_s=0.0, seq_overhead_s=0.0, request_overhead_s=0.0,
@@ -189,7 +189,7 @@ def test_cuda_graph_sizes_follow_vllms_default():
     # vllm/config/vllm.py _set_cudagraph_sizes: at most 512 tokens, and at most max_num_batched_tokens: a 256-token
     # budget's graphs reach 256 tokens. Served with that budget, a 300-token prompt runs in two chunk steps of 150
     # tokens, each within the graphs: no prompt-step host time (0.5 ms x 32 layers would add 16 ms a step)
-    from llm_roofline.queueing import cuda_graph_max_tokens
+    from llm_roofline.engine import cuda_graph_max_tokens
 
     assert cuda_graph_max_tokens(8192) == 512 and cuda_graph_max_tokens(256) == 256
     kw = dict(efficiency="ideal", step_overhead_s=0.0, seq_overhead_s=0.0, request_overhead_s=0.0, gen_len=8,
@@ -204,7 +204,7 @@ def test_cuda_graph_sizes_follow_max_num_seqs(seqs, spec_k, eager_s):
     # since vLLM 0.11 the graphs also stop at 2 x max_num_seqs x (1 + k draft tokens) tokens (_set_cudagraph_sizes):
     # 128 at 64 sequences, 256 at 128 or at 64 with one draft token, 2 at one sequence. One client's 256-token prompt
     # is one step of 256 tokens: eager (32 layers x 0.5 ms = 16 ms) past a 128- or 2-token graph, not past 256
-    from llm_roofline.queueing import cuda_graph_max_tokens
+    from llm_roofline.engine import cuda_graph_max_tokens
 
     assert cuda_graph_max_tokens(8192, 64, 1) == 128 and cuda_graph_max_tokens(8192, 64, 2) == 256
     assert cuda_graph_max_tokens(8192, 1024, 1) == 512 and cuda_graph_max_tokens(100, 64, 1) == 100
@@ -508,3 +508,18 @@ def test_step_tables_price_the_engines_own_graph_size(seqs, eager_s):
     eng = Engine(max_num_seqs=seqs, max_num_batched_tokens=2048, prompt_step_overhead_s=0.016)
     tab = step_tables(toy_step_s, wl, eng, Speculative(), decode_nodes(seqs))
     assert tab.own_s[0, 0, 0] == pytest.approx(0.010 + eager_s, rel=1e-12)
+
+
+@pytest.mark.parametrize("groups", [1, 2])
+def test_each_attention_dp_rank_runs_its_own_graphs(groups):
+    # vLLM's attention-DP ranks each replay their own CUDA graphs (64 sequences: 2 x 64 = 128 tokens) over their share
+    # of the decode rows; a step runs eagerly when its busiest rank does, the rank holding the prompt's chunk:
+    # d / groups decode rows + the 60-token prompt. Whole step tokens d + 60 > 128 made every d > 68 eager at 2 ranks; per rank
+    # d / 2 + 60 > 128 only d > 136. Own step: toy_step_s (10 ms up to 500 tokens) + 16 ms where eager
+    wl = workload_of(np.array([60.0]), np.array([8.0]), np.array([0.0]))
+    eng = Engine(max_num_seqs=64, max_num_batched_tokens=2048, prompt_step_overhead_s=0.016, attention_groups=groups)
+    nodes = decode_nodes(128 * groups)
+    tab = step_tables(toy_step_s, wl, eng, Speculative(), nodes)
+    eager = nodes / groups + 60 > 128
+    assert eager.any() and not eager.all()
+    assert tab.own_s[0, 0] == pytest.approx(0.010 + 0.016 * eager, rel=1e-12)
