@@ -514,8 +514,8 @@ def test_step_tables_price_the_engines_own_graph_size(seqs, eager_s):
 def test_each_attention_dp_rank_runs_its_own_graphs(groups):
     # vLLM's attention-DP ranks each replay their own CUDA graphs (64 sequences: 2 x 64 = 128 tokens) over their share
     # of the decode rows; a step runs eagerly when its busiest rank does, the rank holding the prompt's chunk:
-    # d / groups decode rows + the 60-token prompt. Whole step tokens d + 60 > 128 made every d > 68 eager at 2 ranks; per rank
-    # d / 2 + 60 > 128 only d > 136. Own step: toy_step_s (10 ms up to 500 tokens) + 16 ms where eager
+    # d / groups decode rows + the 60-token prompt. Whole step tokens d + 60 > 128 made every d > 68 eager at 2 ranks;
+    # per rank d / 2 + 60 > 128 only d > 136. Own step: toy_step_s (10 ms up to 500 tokens) + 16 ms where eager
     wl = workload_of(np.array([60.0]), np.array([8.0]), np.array([0.0]))
     eng = Engine(max_num_seqs=64, max_num_batched_tokens=2048, prompt_step_overhead_s=0.016, attention_groups=groups)
     nodes = decode_nodes(128 * groups)
