@@ -316,14 +316,15 @@ _BAND_COLUMNS_NOTE = "each point's p10–p90 (ttft_s_p10, ...): --format csv or 
 def _engine_text(chips, seqs, tokens, args) -> str:
     """'engine max_num_seqs 1024, max_num_batched_tokens 8192 (vLLM's defaults on this chip)': the engine knobs a
     serve table ran with (each chip's pairs where there are several) and where they came from."""
+    from .serve import NO_HOST_NOTE
+
     given = [args.max_num_seqs is not None, args.max_num_batched_tokens is not None]
     source = "" if all(given) else " (vLLM's defaults on the chip)" if not any(given) else " (the one not given: vLLM's)"
     pairs = list(dict.fromkeys((c, float(s), float(t)) for c, s, t in zip(chips, seqs, tokens)))
-    host = "" if getattr(args, "host", "vllm") == "vllm" else "; host time none (kernels only)"
-    if len(pairs) == 1:
-        return f"engine max_num_seqs {pairs[0][1]:.0f}, max_num_batched_tokens {pairs[0][2]:.0f}{source}{host}"
-    return (f"engine max_num_seqs / max_num_batched_tokens{source}: "
-            + ", ".join(f"{c} {s:.0f} / {t:.0f}" for c, s, t in pairs) + host)
+    knobs = (f"max_num_seqs {pairs[0][1]:.0f}, max_num_batched_tokens {pairs[0][2]:.0f}{source}" if len(pairs) == 1
+             else f"max_num_seqs / max_num_batched_tokens{source}: " + ", ".join(f"{c} {s:.0f} / {t:.0f}"
+                                                                                for c, s, t in pairs))
+    return f"engine {knobs}" + ("" if args.host == "vllm" else f"; {NO_HOST_NOTE}")
 
 
 def _efficiency_note(df) -> str:

@@ -65,6 +65,9 @@ class Engine:
             raise ScenarioError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization!r}")
         if min(self.step_overhead_s, self.seq_overhead_s, self.request_overhead_s, self.prompt_step_overhead_s) < 0:
             raise ScenarioError("host overheads must be >= 0 seconds")
+        if not (self.own_step_stages >= 1 and self.attention_groups >= 1):  # NaN too
+            raise ScenarioError(f"own_step_stages and attention_groups must be >= 1, got {self.own_step_stages!r} "
+                                f"and {self.attention_groups!r}")
 
 
 @dataclass(frozen=True)
@@ -168,7 +171,8 @@ def decode_nodes(max_seqs: float) -> np.ndarray:
     max_seqs, read-only: every deployment of a plan asks for the same)."""
     top = max(float(max_seqs), 17.0)
     geo = np.geomspace(16.0, top, max(int(np.ceil(np.log(top / 16.0) / np.log(1.08))), 1) + 1)
-    (nodes := np.unique(np.concatenate([np.arange(17.0), np.round(geo, 6)]))).flags.writeable = False
+    nodes = np.unique(np.concatenate([np.arange(17.0), np.round(geo, 6)]))
+    nodes.flags.writeable = False
     return nodes
 
 

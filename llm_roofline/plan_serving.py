@@ -22,7 +22,7 @@ from .hardware import chip_prices, load_chips
 from .model.hf import load_model
 from .chip_fits import DEFAULT_EFFICIENCY
 from .memory import GPU_MEMORY_UTILIZATION
-from .serve import HOST_OVERHEADS, NO_HOST, ServingEstimate, serve, serve_deployments
+from .serve import NO_HOST, NO_HOST_NOTE, ServingEstimate, checked_host_overheads, serve, serve_deployments
 from .sharding import MOE_DISPATCH
 from .units import fmt_seconds, joined_columns, json_ready
 
@@ -150,16 +150,13 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
 
 
 def _host_overheads(given, notes: list) -> dict:
-    """serve()'s host-time arguments from `given`, checked once here (not once per deployment skipped), noting
-    kernels only."""
+    """serve()'s host-time arguments from `given` (None: the fitted vLLM ones), checked once here (not once per
+    deployment skipped), noting kernels only."""
     if given is None:
         return {}
-    if not isinstance(given, dict) or set(given) - set(HOST_OVERHEADS):
-        raise ScenarioError(f"host_overheads must be a dict with keys among {sorted(HOST_OVERHEADS)}, "
-                            f"got {given!r:.80}")
     if given == NO_HOST:
-        notes.append("host time none (kernels only, as for an engine without Python dispatch; not measured)")
-    return {k: check_range(k, v, 0.0, BOUNDS["host_overhead_s"].max_value, "s") for k, v in given.items()}
+        notes.append(f"{NO_HOST_NOTE}: as for an engine without Python dispatch; not measured")
+    return checked_host_overheads(given)
 
 
 def _check_hit_rate(prefix_hit_rate) -> None:
@@ -291,10 +288,12 @@ def _recheck(spec, row, targets: dict, serve_kw: dict) -> ServingEstimate:
 def _p90_misses(check: ServingEstimate, targets: dict, ttft_col: str) -> list[str]:
     """The targets a re-check misses at its band's p90, in words (none without a band: ideal efficiency). The band is
     the mean TTFT's, so a target on the TTFT p90 (ttft_col 'ttft_p90_s') is not judged here."""
-    u = check.uncertainty or {}
-    judged = [("TTFT", "ttft_s")] * (ttft_col == "ttft_s") + [("TPOT", "tpot_s")]
+    u = check.uncertainty
+    if not u:
+        return []
+    judged = (("TTFT", "ttft_s"), ("TPOT", "tpot_s")) if ttft_col == "ttft_s" else (("TPOT", "tpot_s"),)
     return [f"{name} ({fmt_seconds(u[key]['p90'])} > {fmt_seconds(targets[key])})" for name, key in judged
-            if u and u[key]["p90"] > targets[key]]  # NaN (no TPOT at one generated token): not missed
+            if u[key]["p90"] > targets[key]]  # NaN (no TPOT at one generated token): not missed
 
 
 def _at(cols: dict, at) -> dict:

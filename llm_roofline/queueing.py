@@ -248,7 +248,7 @@ def _steady(tab, wl, load, capacity, closed, tokens_per_step, request_overhead_s
 
     def p90_of(dist, at=slice(None)):  # the last pass's TTFT distribution at the points `at` -> the Steady's p90
         (v, w), f, wave = dist, first[at][:, None], ttft[at][:, None] + spread_s[at][:, None] * _U  # wave (n, U)
-        p90 = _weighted_p90(np.hstack([v, wave]), np.hstack([w * (1.0 - f), f / _U.size + 0.0 * wave]))
+        p90 = _weighted_p90(np.hstack([v, wave]), np.hstack([w * (1.0 - f), np.broadcast_to(f / _U.size, wave.shape)]))
         return (np.where(first[at] > 0, p90, np.maximum(p90, ttft[at])) if closed else p90) + slot_p90[at]
 
     @_saturating

@@ -59,6 +59,7 @@ HOST_PROMPT_LAYER_OVERHEAD_S = 0.876e-3
 HOST_OVERHEADS = dict(step_overhead_s=HOST_STEP_OVERHEAD_S, seq_overhead_s=HOST_SEQ_OVERHEAD_S,
                       request_overhead_s=HOST_REQUEST_OVERHEAD_S, prompt_layer_overhead_s=HOST_PROMPT_LAYER_OVERHEAD_S)
 NO_HOST = dict.fromkeys(HOST_OVERHEADS, 0.0)  # kernels only (`serve --host none`: an engine without Python dispatch)
+NO_HOST_NOTE = "host time none (kernels only)"  # what a result served with NO_HOST says of it
 # The serving model's own error (host time, queueing, the benchmark's burst), as measured / modelled p10 and p90 on the
 # same 36 rows the host overheads are fitted on (validate_serving.py prints them): combined with the kernels' band in
 # _band. Without it the band held 23-53 % of the measured TTFTs of the held-out serving rows, with it 56-88 % (TPOT
@@ -389,11 +390,12 @@ def _setup(model, call: dict):
     if (call["concurrency"] is None) == (call["qps"] is None):
         raise ScenarioError("give exactly one of concurrency (closed loop) or qps (open loop, Poisson arrivals)")
     closed = call["concurrency"] is not None
-    top = BOUNDS["host_overhead_s"].max_value
-    host = {k: check_range(k, fit if call[k] is None else call[k], 0.0, top, "s") for k, fit in HOST_OVERHEADS.items()}
+    host = checked_host_overheads({k: call[k] for k in HOST_OVERHEADS if call[k] is not None})
     engine = dict(gpu_memory_utilization=float(call["gpu_memory_utilization"]), scheduling=call["scheduling"], **host)
     Engine(**{k: v for k, v in engine.items() if k != "prompt_layer_overhead_s"})  # validates the knobs
-    engine["requests_per_client"] = _at_least("requests_per_client", call["requests_per_client"], 1.0, True)
+    rounds = call["requests_per_client"]  # inf: the steady state alone
+    engine["requests_per_client"] = np.inf if isinstance(rounds, (float, np.floating)) and rounds == np.inf else (
+        check_range("requests_per_client", rounds, 1.0, 1e9, "(or inf)"))
     sp = Speculative.parse(call["speculative"])
     axes = {k: _numbers(k, call[k]) for k in _GRID if call[k] is not None}
     mesh = dict(zip(axes, (m.ravel() for m in np.meshgrid(*axes.values(), indexing="ij"))))
@@ -578,16 +580,14 @@ def _serve_defaults() -> dict:
             if k not in ("model", "chip", "tp", "pp", "ep", "dp")}
 
 
-def _at_least(name: str, value, low: float, allow_inf: bool = False) -> float:
-    """One number >= low (finite unless allow_inf; not a bool or a string); a ScenarioError otherwise."""
-    try:
-        v = np.nan if isinstance(value, (bool, np.bool_, str, bytes)) else float(value)
-    except (TypeError, ValueError, OverflowError):
-        v = np.nan  # not a number: refused below, as NaN is
-    if not v >= low or (v == np.inf and not allow_inf):
-        raise ScenarioError(f"{name} must be a finite number >= {low:g}{' (or inf)' if allow_inf else ''}, "
-                            f"got {value!r}")
-    return v
+def checked_host_overheads(given: dict) -> dict:
+    """Every host-time argument (HOST_OVERHEADS' keys; those not in `given`: the fitted vLLM ones), each a number of
+    seconds in [0, BOUNDS['host_overhead_s']]; a ScenarioError for anything else."""
+    if not isinstance(given, dict) or set(given) - set(HOST_OVERHEADS):
+        raise ScenarioError(f"host_overheads must be a dict with keys among {sorted(HOST_OVERHEADS)}, "
+                            f"got {given!r:.80}")
+    top = BOUNDS["host_overhead_s"].max_value
+    return {k: check_range(k, given.get(k, fit), 0.0, top, "s") for k, fit in HOST_OVERHEADS.items()}
 
 
 def _numbers(name: str, value) -> np.ndarray:

@@ -446,6 +446,14 @@ def test_a_benchmark_run_adds_its_first_burst_once_per_run():
                 dict(request_overhead_s="0.001"), dict(requests_per_client=True)):  # bool, str: were 1 s, 1 ms, 1
         with pytest.raises(lr.errors.RooflineError):
             serve(LLAMA, "h100-sxm", concurrency=4, **bad)
+    said = r"requests_per_client must be a number in \[1, .*\] \(or inf\)"
+    for bad in (np.array([5.0, 10.0]), float("nan"), -np.inf):  # one number >= 1, or inf
+        with pytest.raises(lr.errors.ScenarioError, match=said):
+            serve(LLAMA, "h100-sxm", concurrency=4, requests_per_client=bad)
+    # the engine's layout counts divide its rows and stages: 0 or NaN is one error, not a division
+    for bad in (dict(attention_groups=0.0), dict(own_step_stages=float("nan"))):
+        with pytest.raises(lr.errors.ScenarioError, match="own_step_stages and attention_groups must be >= 1"):
+            Engine(**bad)
     # host time past a minute (bounds.BOUNDS["host_overhead_s"]) is a slip of units: 1e300 s a layer overflowed the
     # queue's step tables into an IndexError before the bound
     for bad in (dict(prompt_layer_overhead_s=1e300), dict(request_overhead_s=61.0)):

@@ -37,10 +37,9 @@ def explain(spec, chips, targets, candidates, feasible, best_per_chip, search_lo
             + ("USD per 1M output tokens." if rank_by == "cost" else "total chips."))
     lines = [head]
     if len(feasible):
-        spans = [f"{k} {band_span(band, c, fmt_seconds)}" for k, c in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"))
-                 if band and band[c]]  # no TPOT (None) where one token is generated
-        misses = [f"{k} <= {fmt_seconds(targets[c])}" for k, c in (("TTFT", "ttft_s"), ("TPOT", "tpot_s"))
-                  if band and band[c] and targets[c] and band[c]["p90"] > targets[c]]
+        banded = [(k, c) for k, c in (("TTFT", "ttft_s"), ("TPOT", "tpot_s")) if band and band[c]]  # no TPOT (None)
+        spans = [f"{k} {band_span(band, c, fmt_seconds)}" for k, c in banded]  # where one token is generated
+        misses = [f"{k} <= {fmt_seconds(targets[c])}" for k, c in banded if targets[c] and band[c]["p90"] > targets[c]]
         lines.append(f"Best: {feasible.iloc[0]['chip']} " + describe(feasible.iloc[0])
                      + ("; p10–p90 " + ", ".join(spans) if spans else "")
                      + ("; at its p90 error it misses " + " and ".join(misses) if misses else ""))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ScenarioError
-from ..serve import HOST_OVERHEADS, serve
+from ..serve import HOST_OVERHEADS, NO_HOST_NOTE, serve
 from .chart_base import PlotResult, dtype_phrase, finish as _finish, parallel_text, pyplot as _plt, suptitle
 
 
@@ -57,7 +57,7 @@ def plot_serving(model, chip, path=None, *, concurrency=None, qps=None, dpi: int
 
     # the engine knobs the curve ran with (vLLM's defaults on the chip where not given: serve())
     engine = f"max_num_seqs {df['max_num_seqs'].iloc[0]:.0f}, {df['max_num_batched_tokens'].iloc[0]:.0f} tokens/step"
-    host = "" if any(kw.get(k, v) for k, v in HOST_OVERHEADS.items()) else "; no host time (kernels only)"
+    host = "" if any(kw.get(k, v) for k, v in HOST_OVERHEADS.items()) else f"; {NO_HOST_NOTE}"
     suptitle(fig, f"{where}: continuous batching, prompt {kw.get('prompt_len', 2048)}, "
                   f"gen {kw.get('gen_len', 256)}{dtype_phrase(kw)}; efficiency "
                   f"{efficiency_text(df['efficiency'].iloc[0], df['fit'].iloc[0])}; engine {engine}{host}")
