@@ -328,8 +328,7 @@ def _engine_text(chips, seqs, tokens, args) -> str:
 
 
 def _efficiency_note(df) -> str:
-    """'efficiency: calibrated; fit: h100-sxm: calibrated (h100-sxm fit), ...': the mode and each chip's fit of a
-    sweep table (its `efficiency` and `fit` columns)."""
+    """'efficiency: calibrated; fit: h100-sxm: calibrated (h100-sxm fit), ...': a sweep table's mode and fits."""
     fits = dict(zip(df["chip"], df["fit"]))
     return "\n".join(_prose([f"efficiency: {', '.join(sorted(set(df['efficiency'])))}; fit: "
                              + "; ".join(f"{c}: {f}" for c, f in fits.items()) + "."]))
@@ -409,8 +408,7 @@ SERVING_PLAN_DISPLAY = [
 
 
 def _plan_serving(args, qps: float):
-    """plan on the serving model (continuous batching at a Poisson load): the cheapest deployment, why it binds,
-    its re-check with serve(), and the best one per chip and sharding."""
+    """plan on the serving model: the cheapest deployment, why it binds, its re-check and the best per sharding."""
     from .plan_serving import DEFAULT_TTFT_S, DEFAULT_TPOT_S, plan_serving
 
     _count_arg("--top", args.top, "top", min_value=0)
@@ -459,8 +457,8 @@ def cmd_plan(args) -> str:
                                                  if args.output_tokens_per_s is not None else None)
     if qps is not None and not (args.static or args.disaggregate):
         return _plan_serving(args, qps)
-    if args.attention_dp != 1 or args.moe_dispatch != MOE_DISPATCH:
-        raise RooflineError("--attention-dp and --moe-dispatch need the serving model: give --qps (or "
+    if args.attention_dp != 1 or args.moe_dispatch != MOE_DISPATCH or args.host != "vllm":
+        raise RooflineError("--attention-dp, --moe-dispatch and --host none need the serving model: give --qps (or "
                             "--output-tokens-per-s) without --static / --disaggregate")
     if args.dp is not None:
         raise RooflineError("plan sizes data-parallel replicas itself from --qps / --output-tokens-per-s; drop --dp")
@@ -609,6 +607,8 @@ def cmd_plot(args) -> str:
     from .estimate import estimate
     from .report import plot
 
+    if args.kind != "serving" and args.host != "vllm":
+        raise RooflineError("--host none is for the serving chart (plot serving): the others have no host time")
     dpi = check_dpi(args.dpi)
     check_destination(figure_path(args.out))
     chips = _chip_list(args.chip)
