@@ -105,3 +105,33 @@ def headline_band(pre, dec, head) -> dict:
 
 def _scaled(value, m):
     return None if value is None else (value * m[0], value * m[1])
+
+
+def widened_band(nominal, k_lo, k_hi, band: tuple[float, float]) -> tuple[np.ndarray, np.ndarray]:
+    """(p10, p90) of a number whose kernels' band is (k_lo, k_hi) and whose serving model errs by `band` (measured /
+    modelled p10, p90), the two independent: their log spreads add in quadrature. A rate the load fixes (an open
+    loop's throughput: k_lo = k_hi = nominal) keeps it; an infinite kernel bound (saturated) stays infinite."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fixed = (k_lo == nominal) & (k_hi == nominal)
+        down = np.sqrt(np.log(nominal / k_lo) ** 2 + np.log(band[0]) ** 2)
+        up = np.sqrt(np.log(k_hi / nominal) ** 2 + np.log(band[1]) ** 2)
+        return (np.where(fixed, nominal, nominal * np.exp(-down)), np.where(fixed, nominal, nominal * np.exp(up)))
+
+
+def serving_band_from(measured, nominal, k_lo, k_hi, weight, outside: float = 0.10) -> tuple[float, float]:
+    """The serving model's own band (measured / modelled p10, p90) that widened_band needs so that at most `outside`
+    of the rows' weight falls below its p10 and at most `outside` above its p90 (each side on its own; arrays (n,)):
+    a row measured at r x nominal lies inside once log(band) reaches sqrt(log(r)^2 - (its kernels' log spread)^2)
+    on its side. The inverse of widened_band over a set of measured rows (benchmarks/validate_serving.py)."""
+    r = np.log(np.asarray(measured, dtype=np.float64) / nominal)
+    w = np.asarray(weight, dtype=np.float64) / np.sum(weight)
+
+    def side(spread, on_side):  # the smallest log band leaving at most `outside` of the weight beyond it
+        need = np.where(on_side, np.sqrt(np.maximum(r ** 2 - spread ** 2, 0.0)), 0.0)
+        order = np.argsort(-need, kind="stable")
+        k = np.searchsorted(np.cumsum(w[order]), outside + 1e-12, side="right")  # rows that may stay outside
+        return float(need[order[k]]) if k < need.size else 0.0
+
+    with np.errstate(divide="ignore"):
+        return (float(np.exp(-side(np.log(nominal / np.asarray(k_lo)), r < 0))),
+                float(np.exp(side(np.log(np.asarray(k_hi) / nominal), r > 0))))

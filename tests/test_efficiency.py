@@ -14,7 +14,7 @@ from llm_roofline.attention_shapes import attention_shape
 from llm_roofline.dequant import marlin_compute_max, weight_bits_of, weight_only_quantized
 from llm_roofline.efficiency import FamilyFit, family_of
 from llm_roofline.uncertainty import BORROWED_FAMILY_BAND, UNCALIBRATED_BAND, band_of, family_band, op_band
-from llm_roofline.uncertainty import phase_band
+from llm_roofline.uncertainty import phase_band, serving_band_from, widened_band
 from llm_roofline.ops import attention, elementwise, gemm
 from llm_roofline.roofline import score, score_op
 from llm_roofline.units import weight_format
@@ -541,6 +541,22 @@ def test_phase_band_weights_families_by_time(attn_chip):
     assert lo == pytest.approx(0.75 * 0.8 + 0.25 * min(norm.err_p10, 1) * 0.85)
     assert hi == pytest.approx(0.75 * 1.3 + 0.25 * max(norm.err_p90, 1) * 1.25)
 
+
+
+def test_serving_band_from_is_the_band_that_leaves_a_tenth_out_on_each_side():
+    # ten rows at nominal 1, kernels' band (0.8, 1.25) on each. Above: 1.5 needs sqrt(ln 1.5^2 - ln 1.25^2) =
+    # sqrt(0.16440 - 0.04979) = 0.33854, 2.0 needs sqrt(0.48045 - 0.04979) = 0.65625, 1.1 nothing (ln 1.1 < ln 1.25);
+    # one row in ten may stay out, so the band is exp(0.33854) = 1.40290 (2.0 left out, 1.5 on the edge). Below: 0.5
+    # needs 0.65625, 0.9 nothing, so with 0.5 left out the band needs nothing: 1.0
+    measured = np.array([0.5, 0.9, 1.0, 1.0, 1.0, 1.0, 1.0, 1.1, 1.5, 2.0])
+    one = np.ones(10)
+    assert serving_band_from(measured, one, 0.8 * one, 1.25 * one, one) == pytest.approx((1.0, 1.40290), rel=1e-5)
+    # the same rows with the 2.0 row weighted 2 of 11: it may not stay out alone (2/11 > 10 %), so it sets the band
+    # exp(0.65625) = 1.92756; the 0.5 row (1/11 < 10 %) still may
+    w = np.array([1.0] * 9 + [2.0])
+    assert serving_band_from(measured, one, 0.8 * one, 1.25 * one, w) == pytest.approx((1.0, 1.92756), rel=1e-5)
+    # and widened_band with that band puts 1.5 exactly on its p90: exp(hypot(ln 1.25, ln 1.40290)) = 1.5
+    assert widened_band(1.0, 0.8, 1.25, (1.0, 1.40290))[1] == pytest.approx(1.5, rel=1e-5)
 
 def _norm():
     return elementwise("norm.attn", "dense", 1, tokens=8, elems=8 * 4096, flops_per_elem=4, reads=1, writes=1,

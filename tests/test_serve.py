@@ -89,7 +89,7 @@ def _with_serving_band(nominal, kernel, serving):
 def test_serving_band_scales_the_kernels_through_the_queue():
     # Llama-3.1-8B bf16 on one H100 (every family the chip's own fit), every band (0.8, 1.25). One client: TPOT is a
     # decode step's kernels (no per-step host time here), so its kernels' bound is 0.8 / 1.25 x TPOT, widened by the
-    # serving model's band (SERVING_BAND, as shipped (0.917, 1.016): 0.7871 / 1.2507 x TPOT). TTFT is the prompt
+    # serving model's band (SERVING_BAND, as shipped (0.900, 1.000): 0.7813 / 1.25 x TPOT). TTFT is the prompt
     # step's kernels + 50 ms per request + 32 layers x 0.5 ms = 66 ms of host time, which the kernels' bound leaves
     # alone: 0.066 + 1.25 x (TTFT - 0.066), then widened by the serving model's TTFT band
     from llm_roofline.serve import SERVING_BAND
