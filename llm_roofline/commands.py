@@ -11,9 +11,9 @@ from .errors import ModelConfigError, RooflineError
 from .memory import GPU_MEMORY_UTILIZATION
 from .files import check_destination, figure_path, write_text
 from .report.table import render
-from .report.text import serving_band_text
+from .report.text import plan_band_text, serving_band_text
 from .sharding import MOE_DISPATCH
-from .units import band_span, eng, fmt_seconds, records, sig3
+from .units import eng, fmt_seconds, records, sig3
 
 
 # ------------------------------------------------------------------------------------------ chips
@@ -438,8 +438,7 @@ def _plan_serving(args, qps: float):
             f"  TTFT {fmt_seconds(b['ttft_s'])} (p90 {fmt_seconds(b['ttft_p90_s'])}), TPOT {fmt_seconds(b['tpot_s'])}; "
             f"binds: {b['binds']}",
             f"  re-checked with serve(dp={b['replicas']}): TTFT {fmt_seconds(c.ttft_s)}, TPOT {fmt_seconds(c.tpot_s)}"
-            + (f"; p10–p90 TTFT {band_span(c.uncertainty, 'ttft_s', fmt_seconds)}, TPOT "
-               f"{band_span(c.uncertainty, 'tpot_s', fmt_seconds)}" if c.uncertainty else "")]
+            + (f"; {plan_band_text(c.uncertainty, t['ttft_percentile'])}" if c.uncertainty else "")]
     head += [f"  {p.p90_line()}"] * bool(p.p90_misses)
     md = args.format == "markdown"
     return "\n".join(_prose(head, md) + ["", "Cheapest per chip and sharding:",

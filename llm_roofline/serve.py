@@ -360,9 +360,9 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
     stage) of a step carrying prompt tokens; None uses the fitted HOST_*_S.
     requests_per_client (closed loop): requests each benchmark client sends, all clients starting together, so
     the first of these rounds arrives as one burst; float("inf") gives the steady state alone.
-    uncertainty (calibrated efficiency): the p10 / p90 of TTFT, TPOT, e2e and throughput with every kernel at its
-    fits' held-out error, through the same queue (.uncertainty; a sweep's <name>_p10 / <name>_p90 columns); False
-    leaves them out (a sweep then runs ~2.5x faster: two queueing solves fewer)."""
+    uncertainty (calibrated efficiency): the p10 / p90 of TTFT (its mean and its p90), TPOT, e2e and throughput with
+    every kernel at its fits' held-out error, through the same queue (.uncertainty; a sweep's <name>_p10 / <name>_p90
+    columns); False leaves them out (a sweep then runs ~2.5x faster: two queueing solves fewer)."""
     call = dict(prompt_len=prompt_len, gen_len=gen_len, concurrency=concurrency, qps=qps, weight_dtype=weight_dtype,
                 act_dtype=act_dtype, kv_dtype=kv_dtype, efficiency=efficiency, max_num_seqs=max_num_seqs,
                 max_num_batched_tokens=max_num_batched_tokens, prefix_hit_rate=prefix_hit_rate, speculative=speculative,
@@ -462,7 +462,8 @@ def _run(spec, jobs, ctx: dict, raise_errors: bool, only_fitting: bool = False, 
     return [p if p is None or isinstance(p, RooflineError) else (p[0], p[1], p[2], cols[id(p)], p[4]) for p in preps]
 
 
-BANDED = ("ttft_s", "tpot_s", "e2e_s", "requests_per_s", "output_tokens_per_s")  # the numbers with a p10 / p90 (_band)
+# the numbers with a p10 / p90 (_band)
+BANDED = ("ttft_s", "ttft_p90_s", "tpot_s", "e2e_s", "requests_per_s", "output_tokens_per_s")
 
 
 def _band(prep: _Prepared, cols: dict, ctx: dict) -> dict | None:
@@ -485,7 +486,8 @@ def _band(prep: _Prepared, cols: dict, ctx: dict) -> dict | None:
     lo, hi = (_solve([replace(prep, tab=prep.rescaled((pre[i], dec[i])))], engine=ctx["engine"], sp=ctx["sp"],
                      closed=ctx["closed"], saturation_where=lambda *_: False)[0] for i in (0, 1))  # no saturation
     ttft, tpot = SERVING_BAND["ttft_s"], SERVING_BAND["tpot_s"]
-    out = {k: widened_band(cols[k], lo[k], hi[k], b) for k, b in (("ttft_s", ttft), ("tpot_s", tpot), ("e2e_s", tpot))}
+    out = {k: widened_band(cols[k], lo[k], hi[k], b)
+           for k, b in (("ttft_s", ttft), ("ttft_p90_s", ttft), ("tpot_s", tpot), ("e2e_s", tpot))}
     for k in ("requests_per_s", "output_tokens_per_s"):  # the slow kernels' p10; e2e's serving band, inverted
         out[k] = widened_band(cols[k], hi[k], lo[k], (1.0 / tpot[1], 1.0 / tpot[0]))
     out["multipliers"] = {"prefill": [float(pre[0]), float(pre[1])], "decode": [float(dec[0]), float(dec[1])],

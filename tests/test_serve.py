@@ -103,6 +103,8 @@ def test_serving_band_scales_the_kernels_through_the_queue():
     assert u["tpot_s"]["p90"] == pytest.approx(_with_serving_band(s.tpot_s, 1.25 * s.tpot_s, t90), rel=1e-9)
     assert u["ttft_s"]["p90"] == pytest.approx(_with_serving_band(s.ttft_s, 0.066 + 1.25 * (s.ttft_s - 0.066), f90),
                                                rel=1e-9)
+    # one client: no queue, so the TTFT's p90 is its mean, and so is the p90's band (the same TTFT serving band)
+    assert s.ttft_p90_s == s.ttft_s and u["ttft_p90_s"] == u["ttft_s"]
     assert u["requests_per_s"]["p10"] < s.requests_per_s < u["requests_per_s"]["p90"]  # a closed loop slows down
     assert serve(LLAMA, "h100-sxm", prompt_len=1024, gen_len=64, concurrency=1, efficiency="ideal").uncertainty is None
 

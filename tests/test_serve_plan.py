@@ -215,3 +215,17 @@ def test_a_winner_that_misses_a_target_at_its_p90_says_so_and_names_a_row_that_h
                  "--ttft-s", "1", "--tpot-s", "0.03", "--max-chips", "32", "--top", "1"])
     out = " ".join(capsys.readouterr().out.split())
     assert code == 0 and "at its p90 error the winner misses TPOT (" in out and "the first row below" in out
+
+
+def test_a_target_on_the_ttft_p90_is_judged_on_the_p90s_band():
+    # TTFT p90 <= 1 s, TPOT <= 50 ms: the cheapest H100 deployment's p90 TTFT is 0.36 s nominally, but with every kernel
+    # at its held-out p90 error its 5 req/s per replica run near saturation, and the p90 TTFT's band reaches past 1 s;
+    # the plan names that target (not the mean TTFT's) and the first row below whose p90 TTFT holds there
+    p = plan_serving(LLAMA70, ["h100-sxm"], 2048, 256, qps=10.0, ttft_s=1.0, tpot_s=0.05, ttft_percentile="p90",
+                     max_num_seqs=(64, 256), max_num_batched_tokens=(2048, 8192))
+    u = p.check.uncertainty
+    assert p.best["ttft_p90_s"] <= 1.0 < u["ttft_p90_s"]["p90"] and u["ttft_p90_s"]["p10"] < p.best["ttft_p90_s"]
+    assert [m.split(" (")[0] for m in p.p90_misses] == ["TTFT p90"]
+    h = p.p90_holds
+    assert h is not None and h["ttft_s_p90"] <= 1.0 and h["tpot_s_p90"] <= 0.05 and h["chips"] >= p.best["chips"]
+    assert "the winner misses TTFT p90 (" in p.p90_line() and "at its p90 error TTFT p90 " in p.p90_line()

@@ -35,13 +35,21 @@ def _band(est):
 
 
 def serving_band_text(u: dict) -> str:
-    """The line under a served point: p10-p90 of TTFT, TPOT (where there is one) and, where it moves (a closed loop),
-    throughput."""
+    """The line under a served point: p10-p90 of TTFT, its p90, TPOT (where there is one) and, where it moves (a
+    closed loop), throughput."""
     tpot, tok = band_span(u, "tpot_s", fmt_seconds), u["output_tokens_per_s"]
-    parts = [f"TTFT {band_span(u, 'ttft_s', fmt_seconds)}"] + ([f"TPOT {tpot}"] if tpot else []) + (
+    parts = [f"TTFT {band_span(u, 'ttft_s', fmt_seconds)}", f"p90 TTFT {band_span(u, 'ttft_p90_s', fmt_seconds)}"] + (
+        [f"TPOT {tpot}"] if tpot else []) + (
         [f"{band_span(u, 'output_tokens_per_s', sig3)} tok/s"] if tok["p10"] != tok["p90"] else [])
     return (f"p10–p90 (every kernel at its fits' held-out p10 / p90 error through the same queue, and the serving "
             f"model's own measured error): {', '.join(parts)}.")
+
+
+def plan_band_text(u: dict, ttft_percentile: str) -> str:
+    """A plan's re-check band: p10-p90 of TTFT, of its p90 where the target is on it, and of TPOT."""
+    keys = (("TTFT", "ttft_s"),) + ((("p90 TTFT", "ttft_p90_s"),) if ttft_percentile == "p90" else ()) + (
+        ("TPOT", "tpot_s"),)
+    return "p10–p90 " + ", ".join(f"{name} {band_span(u, key, fmt_seconds)}" for name, key in keys)
 
 
 def efficiency_phrase(est) -> str:
