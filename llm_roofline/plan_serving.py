@@ -24,10 +24,11 @@ from .chip_fits import DEFAULT_EFFICIENCY
 from .memory import GPU_MEMORY_UTILIZATION
 from .serve import NO_HOST, NO_HOST_NOTE, ServingEstimate, checked_host_overheads, serve, serve_deployments
 from .sharding import MOE_DISPATCH
-from .units import fmt_seconds, joined_columns, json_ready
+from .units import fmt_seconds, joined_columns, json_ready, p90_misses
 
 DEFAULT_TTFT_S = 2.0
 DEFAULT_TPOT_S = 0.05
+_TTFT = {"mean": ("TTFT", "ttft_s"), "p90": ("TTFT p90", "ttft_p90_s")}  # a TTFT target's words and column
 _P90_TRIES = 4  # rows after a winner that misses a target at its p90 re-checked for one that holds (a serve() each)
 _SHOWN = ["chip", "tp", "pp", "ep", "replicas", "chips", "usd_per_hour", "max_num_seqs", "max_num_batched_tokens",
           "qps_per_replica", "ttft_s", "ttft_p90_s", "tpot_s", "saturation_requests_per_s", "max_running", "binds"]
@@ -62,11 +63,10 @@ class ServingPlan:
         that holds them (or that none of the next few does)."""
         if not self.p90_misses:
             return ""
-        h = self.p90_holds
+        h, (ttft, col) = self.p90_holds, _TTFT[self.targets["ttft_percentile"]]
         alt = (f"the first row below that holds them there: {h['chip']} tp {h['tp']} pp {h['pp']} ep {h['ep']} x "
                f"{h['replicas']} = {h['chips']} chips, max_num_seqs {h['max_num_seqs']:.0f} (at its p90 error "
-               f"{_ttft_name(self.targets)} {fmt_seconds(h['ttft_s_p90'])}, TPOT "
-               f"{fmt_seconds(h['tpot_s_p90'])})" if h
+               f"{ttft} {fmt_seconds(h[col + '_p90'])}, TPOT {fmt_seconds(h['tpot_s_p90'])})" if h
                else f"none of the next {_P90_TRIES} rows below holds them there")
         return f"at its p90 error the winner misses {' and '.join(self.p90_misses)}; {alt}"
 
@@ -114,7 +114,7 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
     knobs = [_knob(n, v) for n, v in (("max_num_seqs", max_num_seqs), ("max_num_batched_tokens", max_num_batched_tokens))]
     spec = load_model(model)
     chip_list = load_chips(chips)
-    ttft_col = "ttft_s" if ttft_percentile == "mean" else "ttft_p90_s"
+    ttft_col = _TTFT[ttft_percentile][1]
     targets = dict(qps=qps, ttft_s=ttft_s, ttft_percentile=ttft_percentile, tpot_s=tpot_s,
                    prompt_len=prompt_len, gen_len=gen_len)
     price = {name: p.usd_per_hour for name, p in chip_prices(chip_list, prices).items()}
@@ -223,7 +223,7 @@ class _Rank:
         price = self.price[cols["chip"] if isinstance(cols["chip"], str) else cols["chip"][0]]
         usd = [None] * len(chips) if price is None else price * chips
         feasible = (cols["fits"] & ~cols["saturated"] & (cols[self.ttft_col] <= self.targets["ttft_s"])
-                    & (cols["tpot_s"] <= self.targets["tpot_s"]))
+                    & ~(cols["tpot_s"] > self.targets["tpot_s"]))  # NaN: one generated token, no decode step
         return {**cols, "replicas": replicas, "qps_per_replica": cols["qps"], "chips": chips, "usd_per_hour": usd,
                 "feasible": feasible}
 
@@ -266,11 +266,11 @@ def _choose(spec, frames, rank: _Rank, notes, serve_kw) -> ServingPlan:
     cheapest = pd.DataFrame(joined_columns(rows, [1] * len(rows)))
     best = cheapest.iloc[0].to_dict()
     check = _recheck(spec, best, targets, serve_kw)
-    misses, holds = _p90_misses(check, targets, ttft_col), None
+    misses, holds = _p90_misses(check, targets), None
     for _, row in cheapest.iloc[1:1 + _P90_TRIES].iterrows() if misses else ():
         other = _recheck(spec, row, targets, serve_kw)
-        if not _p90_misses(other, targets, ttft_col):
-            holds = {**{k: row[k] for k in _SHOWN}, "ttft_s_p90": other.uncertainty[ttft_col]["p90"],
+        if not _p90_misses(other, targets):
+            holds = {**{k: row[k] for k in _SHOWN}, f"{ttft_col}_p90": other.uncertainty[ttft_col]["p90"],
                      "tpot_s_p90": other.uncertainty["tpot_s"]["p90"]}
             break
     return ServingPlan(best={k: best[k] for k in _SHOWN}, table=cheapest[_SHOWN].reset_index(drop=True),
@@ -286,20 +286,12 @@ def _recheck(spec, row, targets: dict, serve_kw: dict) -> ServingEstimate:
                  **serve_kw)
 
 
-def _p90_misses(check: ServingEstimate, targets: dict, ttft_col: str) -> list[str]:
+def _p90_misses(check: ServingEstimate, targets: dict) -> list[str]:
     """The targets a re-check misses at its band's p90, in words (none without a band: ideal efficiency): the TTFT
-    target on the band of the TTFT it names (ttft_col: the mean's, ttft_s, or the p90's, ttft_p90_s)."""
-    u = check.uncertainty
-    if not u:
-        return []
-    judged = ((_ttft_name(targets), ttft_col, targets["ttft_s"]), ("TPOT", "tpot_s", targets["tpot_s"]))
-    return [f"{name} ({fmt_seconds(u[key]['p90'])} > {fmt_seconds(target)})" for name, key, target in judged
-            if u[key]["p90"] > target]  # NaN (no TPOT at one generated token): not missed
-
-
-def _ttft_name(targets: dict) -> str:
-    """The TTFT a plan's target is on, in words."""
-    return "TTFT" if targets["ttft_percentile"] == "mean" else "TTFT p90"
+    target on the band of the TTFT it names (the mean's or the p90's)."""
+    name, col = _TTFT[targets["ttft_percentile"]]
+    return p90_misses(check.uncertainty, [(name, col, targets["ttft_s"]), ("TPOT", "tpot_s", targets["tpot_s"])]
+                      ) if check.uncertainty else []
 
 
 def _at(cols: dict, at) -> dict:

@@ -223,6 +223,20 @@ def band_span(u: dict, key: str, fmt) -> str:
     return f"{fmt(lo)}–{fmt(hi) if hi < math.inf else 'saturated'}"
 
 
+def band_spans(u: dict, named) -> str:
+    """'TTFT 322 ms–433 ms, TPOT 37.3 ms–64.4 ms': band_span in seconds of each (name, key) of an uncertainty dict,
+    leaving out the numbers it has none of (None) or that are undefined (NaN)."""
+    spans = [(name, band_span(u, key, fmt_seconds)) for name, key in named if u.get(key)]
+    return ", ".join(f"{name} {span}" for name, span in spans if span)
+
+
+def p90_misses(u: dict, judged) -> list[str]:
+    """'TPOT (55.5 ms > 50.0 ms)' for each (name, key, target) of an uncertainty dict whose p90 passes the target
+    (no target, no number or a NaN one: not missed)."""
+    return [f"{name} ({fmt_seconds(u[key]['p90'])} > {fmt_seconds(target)})" for name, key, target in judged
+            if target and u.get(key) and u[key]["p90"] > target]
+
+
 def fmt_seconds(t: float | None) -> str:
     """Seconds shown in s / ms / µs with three significant digits."""
     if t is None or (isinstance(t, float) and math.isnan(t)):

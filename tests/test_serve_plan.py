@@ -1,5 +1,6 @@
 """plan_serving: capacity planning on the serving model."""
 
+import math
 import pytest
 
 from llm_roofline.errors import RooflineError
@@ -227,5 +228,31 @@ def test_a_target_on_the_ttft_p90_is_judged_on_the_p90s_band():
     assert p.best["ttft_p90_s"] <= 1.0 < u["ttft_p90_s"]["p90"] and u["ttft_p90_s"]["p10"] < p.best["ttft_p90_s"]
     assert [m.split(" (")[0] for m in p.p90_misses] == ["TTFT p90"]
     h = p.p90_holds
-    assert h is not None and h["ttft_s_p90"] <= 1.0 and h["tpot_s_p90"] <= 0.05 and h["chips"] >= p.best["chips"]
+    assert h is not None and h["ttft_p90_s_p90"] <= 1.0 and h["tpot_s_p90"] <= 0.05 and h["chips"] >= p.best["chips"]
     assert "the winner misses TTFT p90 (" in p.p90_line() and "at its p90 error TTFT p90 " in p.p90_line()
+
+
+def test_band_text_and_p90_misses_leave_out_what_has_no_number():
+    # a band with no TPOT (one generated token: NaN) and no p90 TTFT entry (None): only TTFT is written; a target is
+    # missed where the band's p90 passes it (400 ms > 300 ms), not where there is no target or no number
+    from llm_roofline.units import band_spans, p90_misses
+
+    nan = float("nan")
+    u = {"ttft_s": {"p10": 0.2, "p90": 0.4}, "tpot_s": {"p10": nan, "p90": nan}, "ttft_p90_s": None}
+    assert band_spans(u, (("TTFT", "ttft_s"), ("TPOT", "tpot_s"), ("p90 TTFT", "ttft_p90_s"))) == "TTFT 200 ms–400 ms"
+    judged = [("TTFT", "ttft_s", 0.3), ("TPOT", "tpot_s", 0.05), ("TTFT", "ttft_s", None), ("p90", "ttft_p90_s", 1.0)]
+    assert p90_misses(u, judged) == ["TTFT (400 ms > 300 ms)"]
+
+
+def test_a_plan_for_one_generated_token_has_no_tpot_to_miss(capsys):
+    # gen 1: no decode step, TPOT NaN, which no TPOT target can fail (it refused every deployment: "no deployment meets
+    # the targets; the largest one tried: meets every target"). Llama-3.1-8B, 512-token prompts at 10 req/s: a prompt
+    # is 2 x 8.0e9 x 512 = 8.2 TFLOP, ~8 ms at the H100's 989 TFLOP/s, so one chip serves 10 of them a second
+    from llm_roofline.cli import main
+
+    p = plan_serving("meta-llama/Llama-3.1-8B", ["h100-sxm"], 512, 1, qps=10.0)
+    assert p.best["chips"] == 1 and math.isnan(p.best["tpot_s"]) and p.p90_misses == []
+    assert main(["plan", "meta-llama/Llama-3.1-8B", "--chips", "h100-sxm", "--prompt", "512", "--gen", "1",
+                 "--qps", "10", "--top", "1"]) == 0
+    recheck = " ".join(capsys.readouterr().out.split()).split("re-checked")[1].split("Cheapest")[0]
+    assert "p10–p90 TTFT " in recheck and not recheck.rstrip().endswith("TPOT")  # no empty TPOT band

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..units import band_span, fmt_seconds, sig3
+from ..units import band_spans, fmt_seconds, p90_misses, sig3
 
 
 def fmt_gb(nbytes) -> str:
@@ -37,11 +37,11 @@ def explain(spec, chips, targets, candidates, feasible, best_per_chip, search_lo
             + ("USD per 1M output tokens." if rank_by == "cost" else "total chips."))
     lines = [head]
     if len(feasible):
-        banded = [(k, c) for k, c in (("TTFT", "ttft_s"), ("TPOT", "tpot_s")) if band and band[c]]  # no TPOT (None)
-        spans = [f"{k} {band_span(band, c, fmt_seconds)}" for k, c in banded]  # where one token is generated
-        misses = [f"{k} <= {fmt_seconds(targets[c])}" for k, c in banded if targets[c] and band[c]["p90"] > targets[c]]
+        named = (("TTFT", "ttft_s"), ("TPOT", "tpot_s"))  # a band without TPOT (None) where one token is generated
+        spans = band_spans(band, named) if band else ""
+        misses = p90_misses(band, [(k, c, targets[c]) for k, c in named]) if band else []
         lines.append(f"Best: {feasible.iloc[0]['chip']} " + describe(feasible.iloc[0])
-                     + ("; p10–p90 " + ", ".join(spans) if spans else "")
+                     + (f"; p10–p90 {spans}" if spans else "")
                      + ("; at its p90 error it misses " + " and ".join(misses) if misses else ""))
     else:
         lines.append("No configuration meets every constraint.")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..units import band_span, eng, fmt_seconds, sig3
+from ..units import band_span, band_spans, eng, fmt_seconds, sig3
 from .table import render
 
 
@@ -47,9 +47,8 @@ def serving_band_text(u: dict) -> str:
 
 def plan_band_text(u: dict, ttft_percentile: str) -> str:
     """A plan's re-check band: p10-p90 of TTFT, of its p90 where the target is on it, and of TPOT."""
-    keys = (("TTFT", "ttft_s"),) + ((("p90 TTFT", "ttft_p90_s"),) if ttft_percentile == "p90" else ()) + (
-        ("TPOT", "tpot_s"),)
-    return "p10–p90 " + ", ".join(f"{name} {band_span(u, key, fmt_seconds)}" for name, key in keys)
+    p90 = (("p90 TTFT", "ttft_p90_s"),) if ttft_percentile == "p90" else ()
+    return "p10–p90 " + band_spans(u, (("TTFT", "ttft_s"),) + p90 + (("TPOT", "tpot_s"),))
 
 
 def efficiency_phrase(est) -> str:
