@@ -27,8 +27,9 @@ Kimi-K2.5's rows on B200 and B300 without expert or attention data parallelism (
 tp 4-8, int4 and nvfp4). MiniMax's fp8 rows and Kimi's int4 rows run the checkpoints as published (128 x 128
 block-scaled fp8 weights and activations; int4 routed experts, bf16 MLA), model_configs/.
 Fit = minimize the median |log error| of TPOT (step, sequence) and TTFT (request, layer), coordinate-wise.
-Band: serve.SERVING_BAND, the serving model's own error beside the kernels' band, fitted on the held-out groups of
-split 2 (serving_band), with each group's coverage when the band is fitted without it.
+Band: serve.SERVING_BAND, the serving model's own error beside the kernels' band by load (ranges of the prefill
+utilization, LOAD_EDGES), fitted on the held-out groups of split 2 (serving_band), with each group's coverage when the
+band is fitted without it, beside one band for every load fitted alike.
 
     python benchmarks/validate_serving.py [ideal|calibrated] [requests_per_client] [layer|request] [seq]
 """
@@ -46,7 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import importlib  # noqa: E402
 
 from llm_roofline.efficiency import CalibratedModel  # noqa: E402
-from llm_roofline.uncertainty import serving_band_from, widened_band  # noqa: E402
+from llm_roofline.uncertainty import serving_band_at, serving_band_from, widened_band  # noqa: E402
 
 serve_module = importlib.import_module("llm_roofline.serve")  # the module (lr.serve is the function)
 serve = serve_module.serve
@@ -141,7 +142,8 @@ def predict(rows: pd.DataFrame, step_s: float, seq_s: float, request_s: float, l
         df = df.rename(columns={"prompt_len": "isl", "gen_len": "osl"}).astype({"isl": int, "osl": int,
                                                                                "concurrency": int})
         band = [c for c in ("ttft_s_p10", "ttft_s_p90", "tpot_s_p10", "tpot_s_p90") if c in df]  # calibrated
-        m = grp.merge(df[["isl", "osl", "concurrency", "ttft_s", "tpot_s", *band]], on=["isl", "osl", "concurrency"])
+        m = grp.merge(df[["isl", "osl", "concurrency", "ttft_s", "tpot_s", "prefill_utilization", *band]],
+                      on=["isl", "osl", "concurrency"])
         out.append(m)
     return pd.concat(out, ignore_index=True)
 
@@ -279,36 +281,62 @@ def held_out_groups() -> dict[str, pd.DataFrame]:
     return out
 
 
+LOAD_EDGES = (0.15, 0.4)  # serve.SERVING_BAND's bands of the prefill utilization: below 0.15, 0.15-0.4, above
+
+
+def _weighted_median(x, w) -> float:
+    order = np.argsort(x, kind="stable")
+    cum = np.cumsum(np.asarray(w)[order])
+    return float(np.asarray(x)[order][np.searchsorted(cum, 0.5 * cum[-1])])
+
+
+def fitted_serving_band(rows: pd.DataFrame, edges: tuple = LOAD_EDGES) -> dict:
+    """serve.SERVING_BAND from rows priced with the kernels' band alone (columns group, prefill_utilization, the
+    measured and modelled TTFT / TPOT and their kernels' p10 / p90): in each band of the prefill utilization
+    (`edges`) the band that leaves 10 % of the weight below the combined p10 and 10 % above its p90
+    (uncertainty.serving_band_from), each group weighted alike (MiniMax's 337 rows do not outvote Kimi's 38), at the
+    band's weighted median utilization."""
+    which = np.searchsorted(edges, rows.prefill_utilization.fillna(1.0).to_numpy())
+    out = {"prefill_utilization": [], "ttft_s": [], "tpot_s": []}
+    for i in range(len(edges) + 1):
+        sub = rows[which == i]
+        ws = 1.0 / sub.group.map(sub.group.value_counts()).to_numpy()
+        out["prefill_utilization"].append(round(_weighted_median(sub.prefill_utilization.fillna(1.0), ws), 3))
+        for c in ("ttft", "tpot"):
+            lo, hi = serving_band_from(sub[f"silicon_{c}_ms"] / 1e3, sub[f"{c}_s"], sub[f"{c}_s_p10"],
+                                       sub[f"{c}_s_p90"], ws)
+            out[f"{c}_s"].append((round(lo, 3), round(hi, 3)))
+    return {k: tuple(v) for k, v in out.items()}
+
+
 def serving_band(groups: dict[str, pd.DataFrame], host) -> None:
-    """serve.SERVING_BAND, the serving model's own error beside the kernels' band: fitted on every held-out group
-    (each group weighted alike, so MiniMax's 337 rows do not outvote Kimi's 38) such that the combined band leaves 10 %
-    of the weight below its p10 and 10 % above its p90 (uncertainty.serving_band_from); then each group's share inside
-    the band fitted without it (leave one model out: what a model the band never saw gets). The last group (the host
-    fit's own rows) is never fitted on."""
+    """serve.SERVING_BAND, the serving model's own error beside the kernels' band, by load (fitted_serving_band) on
+    every held-out group; then each group's share inside the band fitted without it (leave one model out: what a
+    model the band never saw gets), beside one band for every load fitted alike. The last group (the host fit's own
+    rows) is never fitted on."""
     shipped = serve_module.SERVING_BAND
-    serve_module.SERVING_BAND = {"ttft_s": (1.0, 1.0), "tpot_s": (1.0, 1.0)}  # the kernels' band alone
-    try:
+    serve_module.SERVING_BAND = {"prefill_utilization": (0.0,), "ttft_s": ((1.0, 1.0),), "tpot_s": ((1.0, 1.0),)}
+    try:  # the kernels' band alone
         rows = pd.concat([predict(g, *host).assign(group=name) for name, g in groups.items()], ignore_index=True)
     finally:
         serve_module.SERVING_BAND = shipped
     held = list(groups)[:-1]
-
-    def band(sub, c):
-        w = 1.0 / sub.group.map(sub.group.value_counts()).to_numpy()
-        return serving_band_from(sub[f"silicon_{c}_ms"] / 1e3, sub[f"{c}_s"], sub[f"{c}_s_p10"], sub[f"{c}_s_p90"], w)
-
-    fitted = {c: band(rows[rows.group.isin(held)], c) for c in ("ttft", "tpot")}
-    print("serving band (serve.SERVING_BAND; fitted on the held-out groups, each weighted alike): "
-          + ", ".join(f"{c.upper()} {lo:.3f} / {hi:.3f}" for c, (lo, hi) in fitted.items()) + f"; shipped {shipped}")
-    for name in groups:
-        sub, line = rows[rows.group == name], []
-        for c in ("ttft", "tpot"):
-            lo, hi = band(rows[rows.group.isin([h for h in held if h != name])], c)
-            k_lo, k_hi = widened_band(sub[f"{c}_s"], sub[f"{c}_s_p10"], sub[f"{c}_s_p90"], (lo, hi))
-            meas = sub[f"silicon_{c}_ms"] / 1e3
-            line.append(f"{c.upper()} band {lo:.3f} / {hi:.3f}: {np.mean((meas >= k_lo) & (meas <= k_hi)):.0%} inside "
-                        f"({np.mean(meas < k_lo):.0%} below, {np.mean(meas > k_hi):.0%} above)")
-        print(f"  without {name} ({len(sub)} rows): " + "; ".join(line))
+    fitted = fitted_serving_band(rows[rows.group.isin(held)])
+    print(f"serving band (serve.SERVING_BAND; fitted on the held-out groups, each weighted alike): {fitted}; "
+          f"shipped {shipped}")
+    for title, edges in (("by load", LOAD_EDGES), ("one band for every load", ())):
+        print(f"  leave one model out, {title}:")
+        for name in groups:
+            others = rows[rows.group.isin([h for h in held if h != name])]
+            band, sub, line = fitted_serving_band(others, edges), rows[rows.group == name], []
+            for c in ("ttft", "tpot"):
+                lo, hi = serving_band_at(band["prefill_utilization"], band[f"{c}_s"], sub.prefill_utilization)
+                k_lo, k_hi = widened_band(sub[f"{c}_s"], sub[f"{c}_s_p10"], sub[f"{c}_s_p90"], (lo, hi))
+                meas, width = sub[f"silicon_{c}_ms"] / 1e3, np.mean(np.log(k_hi / k_lo))
+                line.append(f"{c.upper()} {np.mean((meas >= k_lo) & (meas <= k_hi)):.0%} inside "
+                            f"({np.mean(meas < k_lo):.0%} below, {np.mean(meas > k_hi):.0%} above; "
+                            f"mean log width {width:.3f})")
+            print(f"    without {name} ({len(sub)} rows): " + "; ".join(line))
 
 
 def _held_out(title: str, m: pd.DataFrame, by: list[str]) -> None:

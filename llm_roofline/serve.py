@@ -36,7 +36,7 @@ from .engine import (Engine, Speculative, StepTables, Workload, cuda_graph_max_t
 from .queueing import saturation_qps, solve_closed, solve_open
 from .sharding import MOE_DISPATCH, Sharding, micro_batches, stage_divisor, stage_note
 from .units import array_key, as_list, json_ready, remembered, unique_rows
-from .uncertainty import widened_band
+from .uncertainty import serving_band_at, widened_band
 
 # Host overhead, fitted by `python benchmarks/validate_serving.py` (efficiency="calibrated", the calibration v2 chip
 # fits) on measured vLLM serving of Llama-3.1-70B in fp8 on B200, tp 1-8, concurrency <= 16 (36 rows; its 24 rows at
@@ -62,13 +62,14 @@ HOST_OVERHEADS = dict(step_overhead_s=HOST_STEP_OVERHEAD_S, seq_overhead_s=HOST_
 NO_HOST = dict.fromkeys(HOST_OVERHEADS, 0.0)  # kernels only (`serve --host none`: an engine without Python dispatch)
 NO_HOST_NOTE = "host time none (kernels only)"  # what a result served with NO_HOST says of it
 # The serving model's own error (host time, queueing, the benchmark's burst) beside the kernels' band (_band, combined
-# in quadrature: uncertainty.widened_band), fitted by validate_serving.py on the measured rows the host overheads never
-# saw (Llama-3.1-70B fp4, gpt-oss-120b, MiniMax-M2.5, Kimi-K2.5 and the two's ep / attention-dp layouts; each group
-# weighted alike) so that 10 % of the weight falls below the combined p10 and 10 % above its p90. Each group inside the
-# band fitted without it (leave one model out), TTFT / TPOT: 88 / 85, 85 / 71, 76 / 73, 89 / 81, 79 / 68 and 42 / 100 %
-# (Kimi's B200 ep rows measure 1.8x the modelled TTFT); the band fitted on the host fit's own 36 rows before held 42-88
-# % of the held-out TTFTs (TPOT 64-95 %), and the kernels' band alone 26-50 % (55-83 %). README "Serving under load".
-SERVING_BAND = {"ttft_s": (0.792, 1.761), "tpot_s": (0.900, 1.000)}
+# in quadrature: uncertainty.widened_band), by load: (p10, p90) of measured / modelled in three bands of the prefill
+# utilization (below 0.15, 0.15-0.4, above), fitted by validate_serving.py on the rows the host overheads never saw,
+# interpolated between the bands' median utilizations (uncertainty.serving_band_at). Where prompts fill the steps
+# the modelled TPOT errs slow and the TTFT fast. Leave one model out, TTFT / TPOT inside: 87 / 90, 83 / 73, 75 / 83,
+# 77 / 81, 77 / 75, 42 / 89 %. benchmarks/CALIBRATION.md "Serving: the band by load"; README "Serving under load".
+SERVING_BAND = {"prefill_utilization": (0.060, 0.242, 0.548),
+                "ttft_s": ((0.757, 1.570), (0.852, 1.562), (0.807, 1.502)),
+                "tpot_s": ((1.000, 1.097), (0.900, 1.000), (0.802, 1.000))}
 
 # Closed-loop benchmark clients (genai-perf / aiperf `--concurrency C --request-count 10C`, the recipe of NVIDIA
 # AIConfigurator's evaluation harness; `vllm bench serve --max-concurrency C` with a fixed number of prompts) start
@@ -361,8 +362,9 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
     requests_per_client (closed loop): requests each benchmark client sends, all clients starting together, so
     the first of these rounds arrives as one burst; float("inf") gives the steady state alone.
     uncertainty (calibrated efficiency): the p10 / p90 of TTFT (its mean and its p90), TPOT, e2e and throughput with
-    every kernel at its fits' held-out error, through the same queue (.uncertainty; a sweep's <name>_p10 / <name>_p90
-    columns); False leaves them out (a sweep then runs ~2.5x faster: two queueing solves fewer)."""
+    every kernel at its fits' held-out error, through the same queue, widened by the serving model's own error at
+    its load (SERVING_BAND; .uncertainty; a sweep's <name>_p10 / <name>_p90 columns); False leaves them out (a
+    sweep then runs ~2.5x faster: two queueing solves fewer)."""
     call = dict(prompt_len=prompt_len, gen_len=gen_len, concurrency=concurrency, qps=qps, weight_dtype=weight_dtype,
                 act_dtype=act_dtype, kv_dtype=kv_dtype, efficiency=efficiency, max_num_seqs=max_num_seqs,
                 max_num_batched_tokens=max_num_batched_tokens, prefix_hit_rate=prefix_hit_rate, speculative=speculative,
@@ -485,13 +487,15 @@ def _band(prep: _Prepared, cols: dict, ctx: dict) -> dict | None:
         return None
     lo, hi = (_solve([replace(prep, tab=prep.rescaled((pre[i], dec[i])))], engine=ctx["engine"], sp=ctx["sp"],
                      closed=ctx["closed"], saturation_where=lambda *_: False)[0] for i in (0, 1))  # no saturation
-    ttft, tpot = SERVING_BAND["ttft_s"], SERVING_BAND["tpot_s"]
+    serving = {k: serving_band_at(SERVING_BAND["prefill_utilization"], SERVING_BAND[k], cols["prefill_utilization"])
+               for k in ("ttft_s", "tpot_s")}
+    ttft, tpot = serving["ttft_s"], serving["tpot_s"]
     out = {k: widened_band(cols[k], lo[k], hi[k], b)
            for k, b in (("ttft_s", ttft), ("ttft_p90_s", ttft), ("tpot_s", tpot), ("e2e_s", tpot))}
     for k in ("requests_per_s", "output_tokens_per_s"):  # the slow kernels' p10; e2e's serving band, inverted
         out[k] = widened_band(cols[k], hi[k], lo[k], (1.0 / tpot[1], 1.0 / tpot[0]))
-    out["multipliers"] = {"prefill": [float(pre[0]), float(pre[1])], "decode": [float(dec[0]), float(dec[1])],
-                          "serving": {"ttft_s": list(ttft), "tpot_s": list(tpot)}}
+    out["multipliers"] = {"prefill": [float(pre[0]), float(pre[1])], "decode": [float(dec[0]), float(dec[1])]}
+    out["serving"] = serving  # per point (_band_at)
     return out
 
 
@@ -499,8 +503,9 @@ def _band_at(band: dict | None, i: int = 0) -> dict | None:
     """ServingEstimate.uncertainty: the band of grid point i as {name: {"p10", "p90"}} and "multipliers"."""
     if band is None:
         return None
+    serving = {k: [float(band["serving"][k][0][i]), float(band["serving"][k][1][i])] for k in band["serving"]}
     return {**{k: {"p10": float(band[k][0][i]), "p90": float(band[k][1][i])} for k in BANDED},
-            "multipliers": band["multipliers"]}
+            "multipliers": {**band["multipliers"], "serving": serving}}
 
 
 def _band_columns(band: dict | None) -> dict:

@@ -118,6 +118,15 @@ def widened_band(nominal, k_lo, k_hi, band: tuple[float, float]) -> tuple[np.nda
         return (np.where(fixed, nominal, nominal * np.exp(-down)), np.where(fixed, nominal, nominal * np.exp(up)))
 
 
+def serving_band_at(anchors, bands, utilization) -> tuple[np.ndarray, np.ndarray]:
+    """(p10, p90) arrays of the serving model's own band at each point's prefill utilization (the time share of the
+    steps carrying prompt tokens, (n,)): `bands` ((p10, p90) per anchor) at the increasing `anchors`, their logs
+    interpolated linearly between them and held beyond the ends. A point without one (NaN) takes the last anchor's:
+    a queue whose prompts fill the steps."""
+    u = np.nan_to_num(np.asarray(utilization, dtype=np.float64), nan=anchors[-1])
+    return tuple(np.exp(np.interp(u, anchors, np.log([b[i] for b in bands]))) for i in (0, 1))
+
+
 def serving_band_from(measured, nominal, k_lo, k_hi, weight, outside: float = 0.10) -> tuple[float, float]:
     """The serving model's own band (measured / modelled p10, p90) that widened_band needs so that at most `outside`
     of the rows' weight falls below its p10 and at most `outside` above its p90 (each side on its own; arrays (n,)):

@@ -14,7 +14,7 @@ from llm_roofline.attention_shapes import attention_shape
 from llm_roofline.dequant import marlin_compute_max, weight_bits_of, weight_only_quantized
 from llm_roofline.efficiency import FamilyFit, family_of
 from llm_roofline.uncertainty import BORROWED_FAMILY_BAND, UNCALIBRATED_BAND, band_of, family_band, op_band
-from llm_roofline.uncertainty import phase_band, serving_band_from, widened_band
+from llm_roofline.uncertainty import phase_band, serving_band_at, serving_band_from, widened_band
 from llm_roofline.ops import attention, elementwise, gemm
 from llm_roofline.roofline import score, score_op
 from llm_roofline.units import weight_format
@@ -557,6 +557,18 @@ def test_serving_band_from_is_the_band_that_leaves_a_tenth_out_on_each_side():
     assert serving_band_from(measured, one, 0.8 * one, 1.25 * one, w) == pytest.approx((1.0, 1.92756), rel=1e-5)
     # and widened_band with that band puts 1.5 exactly on its p90: exp(hypot(ln 1.25, ln 1.40290)) = 1.5
     assert widened_band(1.0, 0.8, 1.25, (1.0, 1.40290))[1] == pytest.approx(1.5, rel=1e-5)
+
+
+def test_serving_band_at_interpolates_the_logs_between_load_anchors():
+    # anchors at utilization 0.1 and 0.5 with bands (0.8, 1.25) and (0.9, 1.0). Halfway (0.3) the logs average:
+    # p10 sqrt(0.8 x 0.9) = sqrt(0.72) = 0.848528, p90 sqrt(1.25 x 1.0) = 1.118034; a quarter of the way (0.2):
+    # p10 0.8^0.75 x 0.9^0.25 = 0.845897 x 0.974004 = 0.823907, p90 1.25^0.75 = 1.182177; below 0.1 and above 0.5
+    # the ends hold; NaN (no utilization) takes the last
+    anchors, bands = (0.1, 0.5), ((0.8, 1.25), (0.9, 1.0))
+    lo, hi = serving_band_at(anchors, bands, [0.3, 0.2, 0.0, 0.9, float("nan")])
+    assert lo == pytest.approx([0.848528, 0.823907, 0.8, 0.9, 0.9], rel=1e-6)
+    assert hi == pytest.approx([1.118034, 1.182177, 1.25, 1.0, 1.0], rel=1e-6)
+
 
 def _norm():
     return elementwise("norm.attn", "dense", 1, tokens=8, elems=8 * 4096, flops_per_elem=4, reads=1, writes=1,

@@ -89,15 +89,17 @@ def _with_serving_band(nominal, kernel, serving):
 def test_serving_band_scales_the_kernels_through_the_queue():
     # Llama-3.1-8B bf16 on one H100 (every family the chip's own fit), every band (0.8, 1.25). One client: TPOT is a
     # decode step's kernels (no per-step host time here), so its kernels' bound is 0.8 / 1.25 x TPOT, widened by the
-    # serving model's band (SERVING_BAND, as shipped (0.900, 1.000): 0.7813 / 1.25 x TPOT). TTFT is the prompt
-    # step's kernels + 50 ms per request + 32 layers x 0.5 ms = 66 ms of host time, which the kernels' bound leaves
-    # alone: 0.066 + 1.25 x (TTFT - 0.066), then widened by the serving model's TTFT band
+    # serving model's band at the point's load: 1024 generated tokens leave the prompt step a time share below the
+    # first anchor of SERVING_BAND (0.061), so its first band holds (as shipped TPOT (1.000, 1.097): 0.8 / 1.2733 x
+    # TPOT). TTFT is the prompt step's kernels + 50 ms per request + 32 layers x 0.5 ms = 66 ms of host time, which
+    # the kernels' bound leaves alone: 0.066 + 1.25 x (TTFT - 0.066), then widened by the serving model's TTFT band
     from llm_roofline.serve import SERVING_BAND
 
     model = _uniform_band_model("h100-sxm", 0.8, 1.25)
     host = dict(step_overhead_s=0.0, seq_overhead_s=0.0, request_overhead_s=0.05, prompt_layer_overhead_s=5e-4)
-    s = serve(LLAMA, "h100-sxm", prompt_len=1024, gen_len=64, concurrency=1, efficiency=model, **host)
-    u, (t10, t90), f90 = s.uncertainty, SERVING_BAND["tpot_s"], SERVING_BAND["ttft_s"][1]
+    s = serve(LLAMA, "h100-sxm", prompt_len=1024, gen_len=1024, concurrency=1, efficiency=model, **host)
+    assert s.prefill_utilization < SERVING_BAND["prefill_utilization"][0]
+    u, (t10, t90), f90 = s.uncertainty, SERVING_BAND["tpot_s"][0], SERVING_BAND["ttft_s"][0][1]
     assert np.allclose([u["multipliers"]["prefill"], u["multipliers"]["decode"]], [[0.8, 1.25]] * 2, rtol=1e-12)
     assert u["tpot_s"]["p10"] == pytest.approx(_with_serving_band(s.tpot_s, 0.8 * s.tpot_s, t10), rel=1e-9)
     assert u["tpot_s"]["p90"] == pytest.approx(_with_serving_band(s.tpot_s, 1.25 * s.tpot_s, t90), rel=1e-9)
@@ -107,6 +109,25 @@ def test_serving_band_scales_the_kernels_through_the_queue():
     assert s.ttft_p90_s == s.ttft_s and u["ttft_p90_s"] == u["ttft_s"]
     assert u["requests_per_s"]["p10"] < s.requests_per_s < u["requests_per_s"]["p90"]  # a closed loop slows down
     assert serve(LLAMA, "h100-sxm", prompt_len=1024, gen_len=64, concurrency=1, efficiency="ideal").uncertainty is None
+
+
+def test_serving_band_follows_the_load():
+    # the serving model's own band is the one of each point's prefill utilization (SERVING_BAND): one client has no
+    # other prompts in its steps (utilization 0: the first anchor's band), 64 clients of 4096-token prompts and 64
+    # generated tokens spend most steps on prompts (> the last anchor, 0.563: its band, TPOT (0.802, 1.000), where the
+    # modelled TPOT errs slow). The TPOT p10 is then at most 0.802 x TPOT whatever the kernels: the two log spreads
+    # add in quadrature, exp(-hypot(k, ln(1 / 0.802))) <= 0.802
+    from llm_roofline.serve import SERVING_BAND as SB
+
+    one = serve(LLAMA, "h100-sxm", prompt_len=1024, gen_len=1024, concurrency=1)
+    busy = serve(LLAMA, "h100-sxm", prompt_len=4096, gen_len=64, concurrency=64)
+    assert one.prefill_utilization < SB["prefill_utilization"][0] < SB["prefill_utilization"][-1] < \
+        busy.prefill_utilization
+    assert one.uncertainty["multipliers"]["serving"] == {"ttft_s": list(SB["ttft_s"][0]),
+                                                         "tpot_s": list(SB["tpot_s"][0])}
+    assert busy.uncertainty["multipliers"]["serving"] == {"ttft_s": list(SB["ttft_s"][-1]),
+                                                          "tpot_s": list(SB["tpot_s"][-1])}
+    assert SB["tpot_s"][-1] == (0.802, 1.0) and busy.uncertainty["tpot_s"]["p10"] <= 0.802 * busy.tpot_s
 
 
 def test_serving_band_saturates_where_slower_kernels_cannot_keep_up():
@@ -122,13 +143,14 @@ def test_serving_band_saturates_where_slower_kernels_cannot_keep_up():
 
 def test_serving_band_columns_of_a_sweep():
     # every point of a sweep carries the band (the deployment's multipliers, band (0.8, 1.25)): TPOT at one client
-    # 0.8 / 1.25 x, widened by the serving band as above; uncertainty=False leaves the columns out; anything but a
-    # bool is refused
+    # 0.8 / 1.25 x, widened by the serving band of its load as above; uncertainty=False leaves the columns out;
+    # anything but a bool is refused
     from llm_roofline.serve import SERVING_BAND
 
     model = _uniform_band_model("h100-sxm", 0.8, 1.25)
-    df = serve(LLAMA, "h100-sxm", prompt_len=[512, 2048], gen_len=64, concurrency=[1, 16], efficiency=model)
-    one, (t10, t90) = df[df.concurrency == 1], SERVING_BAND["tpot_s"]
+    df = serve(LLAMA, "h100-sxm", prompt_len=[512, 2048], gen_len=1024, concurrency=[1, 16], efficiency=model)
+    one, (t10, t90) = df[df.concurrency == 1], SERVING_BAND["tpot_s"][0]
+    assert (one.prefill_utilization < SERVING_BAND["prefill_utilization"][0]).all()
     assert np.allclose(one.tpot_s_p10, _with_serving_band(1.0, 0.8, t10) * one.tpot_s, rtol=1e-9)
     assert np.allclose(one.tpot_s_p90, _with_serving_band(1.0, 1.25, t90) * one.tpot_s, rtol=1e-9)
     assert (df.ttft_s_p10 < df.ttft_s).all() and (df.ttft_s < df.ttft_s_p90).all()
