@@ -47,6 +47,14 @@ GLUE = "attn.mla_glue"
 FOLD_BY = "num_heads"  # held-out groups: every heads-per-GPU value predicted by a fit that never saw it
 LOGO_DONOR = {"h100-sxm": "h200", "h200": "h100-sxm", "b200": "gb200", "gb200": "b200"}
 SCENARIO = ["phase", "kernel_source", "mla_dtype", "kv_cache_dtype", "gemm_type", "num_heads"]
+# GPUs whose module rows are not fitted: `--write` leaves them without an [efficiency.mla_glue] table, so they borrow
+# their family default's (chip_fits: gb200 <- b200). GB200 runs B200's kernels (FLASHINFER_MLA, the same die), yet its
+# decode module rows at batch 1 take a constant 38-41 us per call more at every head count (69 against 31 us at one
+# head, 137 against 97 us at 128; prefill 77 against 38 us at one token), which none of its other tables shows (decode
+# and prefill attention, MoE and GEMM floors within 1 us of B200's); and its measured serving contradicts it:
+# Kimi-K2.5's disaggregated decode workers on GB200 (serving_vllm_blackwell.csv, 11 rows at tp 4) run at 0.57-0.70x
+# the TPOT priced with its own glue (65 us a layer), 0.66-0.89x with B200's (CALIBRATION.md "MLA on GB200").
+GLUE_BORROWED = {"gb200": "b200"}
 
 
 def load_rows(data: Path, chip_name: str) -> pd.DataFrame:
@@ -203,14 +211,15 @@ def glue_block(fit: tuple[float, float], band: tuple[float, float], n: int, date
 
 
 def write_glue(chip_name: str, block: str) -> None:
-    """Replace (or append after the last table) the chip file's [efficiency.mla_glue] table, checked to parse."""
+    """Replace (or append after the last table) the chip file's [efficiency.mla_glue] table, checked to parse; an
+    empty block removes it."""
     path = CHIPS_DIR / f"{chip_name}.toml"
     text = path.read_text()
     start = text.find("[efficiency.mla_glue]")
     if start >= 0:
         end = text.find("\n[", start + 1)
         text = text[:start] + (text[end + 1:] if end >= 0 else "")
-    text = text.rstrip("\n") + "\n\n" + block
+    text = text.rstrip("\n") + "\n" + ("\n" + block if block else "")
     fits_from_table(tomllib.loads(text).get("efficiency", {}), f"{path}: ")
     path.write_text(text)
 
@@ -251,8 +260,10 @@ def main(argv=None) -> int:
         for gpu, (fit, band, n) in bands.items():
             print(f"{gpu}: overhead_s {fit[0] * 1e6:.2f} us, overhead_per_token_s {fit[1] * 1e9:.3f} ns/row, "
                   f"held-out band {band[0]:.3f}..{band[1]:.3f}")
+            if gpu in GLUE_BORROWED:
+                print(f"  {gpu}: not written, borrows {GLUE_BORROWED[gpu]}'s (GLUE_BORROWED)")
             if args.write:
-                write_glue(gpu, glue_block(fit, band, n, args.write))
+                write_glue(gpu, "" if gpu in GLUE_BORROWED else glue_block(fit, band, n, args.write))
     return 0
 
 

@@ -171,13 +171,15 @@ def _own_model(chip: Chip, own: dict[str, FamilyFit], asking: tuple = ()) -> Cal
 
 
 def _own_label(chip_name: str, sources: Mapping[str, str], fams, used=FAMILIES) -> str:
-    """'calibrated (<chip> fit)', with the families of `used` whose fit is borrowed and where from."""
-    borrowed = [f for f in FAMILIES if f in used and f in fams and sources.get(f, "").startswith(BORROWED)]
-    label = f"calibrated ({chip_name} fit)"
-    if borrowed:
-        label += f"; {', '.join(borrowed)} borrowed from " + ", ".join(sorted({sources[f][len(BORROWED):]
-                                                                               for f in borrowed}))
-    return label
+    """'calibrated (<chip> fit)', with the families of `used` whose fit is borrowed, grouped by where from:
+    '...; norm, embedding borrowed from h100-sxm; mla_glue from b200'."""
+    by_source: dict[str, list[str]] = {}
+    for f in FAMILIES:
+        if f in used and f in fams and sources.get(f, "").startswith(BORROWED):
+            by_source.setdefault(sources[f][len(BORROWED):], []).append(f)
+    groups = [f"{', '.join(fs)} {'borrowed ' if i == 0 else ''}from {src}"
+              for i, (src, fs) in enumerate(by_source.items())]
+    return "; ".join([f"calibrated ({chip_name} fit)", *groups])
 
 
 def resolve_efficiency(efficiency, chip: Chip):
