@@ -355,9 +355,14 @@ def step_tables(step_s: StepFn, wl: Workload, engine: Engine, spec: Speculative,
     own_t = t[:, 1:1 + k] if own_step_s is None else own_step_s(rows, kv_dec[..., None], chunk, kv_own)
     full = new.shape[:-1] + nodes.shape  # (n, k, m)
     rank_rows = rows / engine.attention_groups  # (m,) the busiest attention-DP rank's, beside its prompt tokens
+    # a request with at most k + 1 new tokens (the rest of its prompt cached: a prefix hit, a KV cache transferred from
+    # a prefill worker) runs as a decode (vLLM's decode / prefill split, reorder_batch_threshold): no prompt-step cost
+    decode_like = spec.k + 1.0
     own = (np.broadcast_to(own_t * pre + draft + host, full)[at]  # (v, k, m)
-           + eager * engine.own_step_stages * (np.broadcast_to(rank_rows + chunk, full)[at] > graphs))
+           + eager * engine.own_step_stages * ((np.broadcast_to(rank_rows + chunk, full)[at] > graphs)
+                                               & (chunk > decode_like)[at]))
+    batched = (wl.mean(wl.new_prompt_tokens) > decode_like)[at][:, None, None]  # (v, 1, 1)
     batch = ((np.swapaxes(t[:, 1 + k:], 1, 2) * pre + (draft + host)[:, None])[at]
-             + eager * (rank_rows[:, None] + x[at][:, None, :] > graphs))  # (v, m, f)
+             + eager * ((rank_rows[:, None] + x[at][:, None, :] > graphs) & batched))  # (v, m, f)
     decode, chunks = np.broadcast_to(decode, full[:1] + nodes.shape)[at], np.broadcast_to(chunks, full)[at]
     return StepTables(nodes, decode, own, chunks, batch, budget[at], float(spec.k + 1), chunked, np.arange(at.size))

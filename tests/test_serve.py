@@ -223,6 +223,21 @@ def test_cuda_graph_sizes_follow_vllms_default():
                              rel=1e-12))
 
 
+def test_a_request_with_one_new_token_runs_as_a_decode():
+    # a prompt cached but its last token (a prefix hit; a KV cache a prefill worker sent) has a query of one token,
+    # which vLLM runs as a decode: no prompt-step host time, even in a step past the CUDA graphs. 600 clients of
+    # Llama-3.1-8B (fp8 KV: 600 sequences fit on one H100) keep ~600 decode rows in every step, past the 512-token
+    # graphs. One new token a request: 0.5 ms x 32 layers is never charged (same TPOT and TTFT as without it); two new
+    # tokens: the steps carrying them pay 16 ms, the prompt's own step among them, so TTFT rises by at least 16 ms
+    kw = dict(efficiency="ideal", step_overhead_s=0.0, seq_overhead_s=0.0, request_overhead_s=0.0, prompt_len=1024,
+              gen_len=256, concurrency=600, kv_dtype="fp8")
+    one, two = ({x: serve(LLAMA, "h100-sxm", prefix_hit_rate=p, prompt_layer_overhead_s=x, **kw) for x in (5e-4, 0.0)}
+                for p in (1023 / 1024, 1022 / 1024))
+    assert one[5e-4].decode_batch > 512
+    assert (one[5e-4].tpot_s, one[5e-4].ttft_s) == (one[0.0].tpot_s, one[0.0].ttft_s)
+    assert two[5e-4].ttft_s > two[0.0].ttft_s + 0.016
+
+
 @pytest.mark.parametrize("seqs, spec_k, eager_s", [(64, 0, 0.016), (128, 0, 0.0), (64, 1, 0.0), (1, 0, 0.016)])
 def test_cuda_graph_sizes_follow_max_num_seqs(seqs, spec_k, eager_s):
     # since vLLM 0.11 the graphs also stop at 2 x max_num_seqs x (1 + k draft tokens) tokens (_set_cudagraph_sizes):
