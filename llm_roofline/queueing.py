@@ -288,7 +288,8 @@ def saturation_qps(tab: StepTables, wl: Workload, capacity, tokens_per_step=1.0,
     budget = tab.point_budget_tokens
     prompt_s = tab.batched(np.zeros(n), budget) / budget
     lo = np.zeros(n)
-    hi = np.maximum((capacity + 1.0) / (np.maximum(dec_steps, 1e-9) * fastest_s), 1.0 / (wl.mean(wl.new_prompt_tokens) * prompt_s))
+    slots = np.where(dec_steps > 0, (capacity + 1.0) / (np.maximum(dec_steps, 1e-9) * fastest_s), 0.0)  # no decode:
+    hi = np.maximum(slots, 1.0 / (wl.mean(wl.new_prompt_tokens) * prompt_s))  # the prompts alone bound it
     rep = np.repeat(np.arange(n), k)
     wl_k = wl.take(rep)
     for _ in range(rounds):

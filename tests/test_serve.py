@@ -294,6 +294,19 @@ def test_a_prompt_bound_closed_loop_levels_off_at_the_open_loop_saturation():
     assert df.requests_per_s.iloc[-1] == pytest.approx(df.saturation_requests_per_s.iloc[-1], rel=0.02)
 
 
+def test_a_prompt_only_workload_saturates_where_its_prompts_fill_the_steps():
+    # one generated token (a prefill worker, a classifier): no decode step, so the prompts alone bound the rate. By
+    # hand, ideal, no host time: a 2,048-token prompt of Llama-3.1-8B is 2 x 7.5e9 x 2048 + 32 layers x 4 x 2048^2 / 2
+    # x 4096 = 3.18e13 FLOP, 32 ms at 989 TFLOP/s: at most 31 requests/s. The search's bracket took a prompt-only
+    # workload's decode bound as 1e9x the rate and returned 0 after its three rounds
+    from llm_roofline.serve import NO_HOST
+
+    s = serve(LLAMA, "h100-sxm", prompt_len=2048, gen_len=1, qps=1.0, efficiency="ideal", **NO_HOST)
+    assert 15.0 < s.saturation_requests_per_s < 31.1
+    assert serve(LLAMA, "h100-sxm", prompt_len=2048, gen_len=1, qps=0.95 * s.saturation_requests_per_s,
+                 efficiency="ideal", **NO_HOST).ttft_s < 1.0
+
+
 def test_a_prompt_split_in_two_chunks_waits_longer_as_the_load_grows():
     # Llama-2-13B on an L40S (vLLM's 2,048-token budget there): a 2,048-token prompt runs in one step when no other
     # sequence decodes and in two beside one or more. A prompt's chunk steps were the product of two interpolations
