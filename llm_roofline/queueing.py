@@ -42,6 +42,7 @@ from .engine import StepTables, Workload, bracket_nodes
 from .errors import ScenarioError
 
 _ITERATIONS = 40  # damped fixed-point iterations (40 vs 80: < 0.3 % apart); a fixed count: same input, same answer
+_SETTLE = np.geomspace(0.25, 0.02, 24)  # then the points still moving (a 2-cycle), with shrinking steps (_steady)
 
 
 # ------------------------------------------------------------------------------------------- steady state
@@ -68,6 +69,11 @@ class Steady:
 _J = np.arange(8.0)  # prompts joining the own step (Poisson), for the p90
 _R = (np.arange(8.0) + 0.5) / 8.0  # positions inside the landing step (uniform), for the p90
 _U = (np.arange(16.0) + 0.5) / 16.0  # positions in a benchmark's first wave (uniform), for the p90
+
+
+def _at(x, at):
+    """x at the points `at`, or x itself where it is one number for every point."""
+    return x[at] if np.ndim(x) else x
 
 
 def _wait_tail_p90_s(mean_wait_s, busy):
@@ -199,6 +205,28 @@ def _saturating(f):
 
 
 @_saturating
+def _settle(targets, rate, tau, moves, closed: bool):
+    """(rate, tau) settled where the damped iteration swings: where prompts fill the steps the map can swing (more
+    prompts a step, a longer step, fewer prompts the next) in a 2-cycle that 0.5 damping keeps (the answer then hung
+    on the iteration count's parity). The points whose last two moves (of more than 1e-4 of their value) went opposite
+    ways go on alone with shrinking steps (_SETTLE) to the fixed point between, until they move less than that.
+    targets(rate, tau, damping, at) -> where one pass sends them; moves: the last two ((d tau, d rate))."""
+    (t1, r1), (t2, r2) = moves
+    with np.errstate(invalid="ignore"):
+        swinging = ((t1 * t2 < 0) & (np.abs(t2) > 1e-4 * tau)) | ((r1 * r2 < 0) & (np.abs(r2) > 1e-4 * rate))
+    at = np.flatnonzero(swinging)
+    for alpha in _SETTLE[:int(at.size > 0) * _SETTLE.size]:
+        to_rate, to_tau = targets(rate[at], tau[at], 1.0, at)
+        moving = (np.abs(to_tau - tau[at]) > 1e-4 * tau[at]) | (np.abs(to_rate - rate[at]) > 1e-4 * rate[at])
+        at, to_rate, to_tau = at[moving], to_rate[moving], to_tau[moving]
+        if not at.size:
+            break
+        tau[at] = (1.0 - alpha) * tau[at] + alpha * to_tau
+        if closed:  # (an open loop's rate is its load)
+            rate[at] = (1.0 - alpha) * rate[at] + alpha * to_rate
+    return rate, tau
+
+
 def _steady(tab, wl, load, capacity, closed, tokens_per_step, request_overhead_s, rounds=np.inf,
             saturated_only: bool = False, with_p90: bool = True):
     """Damped fixed point of _pass: open loop at `load` requests/s, closed loop with `load` clients (each sending
@@ -212,15 +240,28 @@ def _steady(tab, wl, load, capacity, closed, tokens_per_step, request_overhead_s
     share = (c - 1.0) / c if closed else 1.0  # Schweitzer: the others are (C - 1) / C of the clients
     tau = tab.at(tab.decode_s, np.ones_like(load))
     rate = c / (wl.mean(tab.at(tab.prefill_s, 0.0)) + dec_steps * tau) if closed else load
+
+    def targets(rate, tau, damping, at=slice(None)):  # where one pass sends (rate, tau) at the points `at`; the
+        # rate's target at the tau damped so far
+        sub = (tab, wl) if isinstance(at, slice) else (tab.with_index(tab.index[at]), wl.take(at))
+        p = _pass(*sub, rate, tau, _at(share, at), dec_steps[at], closed, request_overhead_s, with_ttft=closed)
+        if not closed:
+            return rate, p.tau_s
+        demand = p.prompt_load  # Little, within the prompts per second the engine's prompt steps can serve
+        cap = np.where(demand > 0, _at(share, at) * rate / np.where(demand > 0, demand, 1.0), np.inf)
+        damped = (1.0 - damping) * tau + damping * p.tau_s
+        return np.minimum(c[at] / (sub[1].mean(p.ttft_s) + dec_steps[at] * damped), cap), p.tau_s
+
+    moves = []  # the last two iterations' moves of (tau, rate)
     for _ in range(_ITERATIONS):
-        p = _pass(tab, wl, rate, tau, share, dec_steps, closed, request_overhead_s, with_ttft=closed)
-        tau = 0.5 * tau + 0.5 * p.tau_s
-        if closed:  # Little, within the prompts per second the engine's prompt steps can serve
-            demand = p.prompt_load
-            cap = np.where(demand > 0, share * rate / np.where(demand > 0, demand, 1.0), np.inf)
-            rate = 0.5 * rate + 0.5 * np.minimum(c / (wl.mean(p.ttft_s) + dec_steps * tau), cap)
-    p = _pass(tab, wl, rate, tau, share, dec_steps, closed, request_overhead_s,
-              with_p90=with_p90 and not saturated_only)
+        to_rate, to_tau = targets(rate, tau, 0.5)
+        new_rate, new_tau = (0.5 * rate + 0.5 * to_rate if closed else rate), 0.5 * tau + 0.5 * to_tau
+        moves = [*moves[-1:], (new_tau - tau, new_rate - rate)]
+        rate, tau = new_rate, new_tau
+    rate, tau = _settle(targets, rate, tau, moves, closed)
+    with np.errstate(over="ignore", invalid="ignore"):  # a load far past saturation overflows to inf (saturated)
+        p = _pass(tab, wl, rate, tau, share, dec_steps, closed, request_overhead_s,
+                  with_p90=with_p90 and not saturated_only)
     ttft = wl.mean(p.ttft_s)
     with np.errstate(invalid="ignore"):  # inf - inf where the backlog is saturated
         hold_s = ttft - request_overhead_s - p.queue_s + dec_steps * tau  # a request holds a slot (and its KV)

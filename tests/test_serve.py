@@ -391,6 +391,9 @@ def test_closed_loop_saturates_at_the_slot_capacity_by_hand():
 def test_open_loop_above_saturation_is_an_error_that_names_the_rate():
     with pytest.raises(RooflineError, match=r"saturation throughput of this deployment, ~[0-9.]+ requests/s"):
         serve(LLAMA, "h100-sxm", prompt_len=2048, gen_len=256, qps=500.0)
+    # far past it the solve's decode batch overflowed the band's bound ("decode_batch must be a number in ...")
+    with pytest.raises(RooflineError, match=r"qps 1e\+300 is above the saturation throughput"):
+        serve(LLAMA, "h100-sxm", prompt_len=2048, gen_len=256, qps=1e300)
     ok = serve(LLAMA, "h100-sxm", prompt_len=2048, gen_len=256, qps=2.0)
     assert ok.requests_per_s == pytest.approx(2.0) and ok.ttft_p90_s >= ok.ttft_s
 

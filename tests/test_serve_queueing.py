@@ -191,3 +191,22 @@ def test_kernel_scale_multiplies_the_kernels_not_the_host():
     assert tab.decode_s[0, 0] == pytest.approx(0.030 + 0.002, rel=1e-12)
     assert tab.own_s[0, 0, 0] == pytest.approx(2 * 1001 * 2e-5 + 0.002, rel=1e-12)
     assert np.allclose(tab.batch_s - HOST_S, 2.0 * (base.batch_s - HOST_S), rtol=1e-12)
+
+
+def test_a_prompt_bound_open_loop_settles_whatever_the_iteration_count(monkeypatch):
+    # one generated token: every step carries prompts, and more prompts a step (a longer step) meant fewer the next,
+    # a 2-cycle that 0.5 damping kept: Llama-3.1-8B, 1024-token prompts at 36 requests/s on one H100 (ideal) came out
+    # saturated after 40 iterations and at 135 ms after 41. Settled, both give the same answer, and the utilization
+    # and the saturated flag rise with the rate
+    import llm_roofline.queueing as queueing
+    from llm_roofline.serve import serve
+
+    kw = dict(prompt_len=1024, gen_len=1, efficiency="ideal", uncertainty=False)
+    runs = []
+    for iterations in (40, 41):
+        monkeypatch.setattr(queueing, "_ITERATIONS", iterations)
+        runs.append(serve("meta-llama/Llama-3.1-8B", "h100-sxm", qps=[28.0, 32.0, 36.0, 40.0, 44.0, 48.0], **kw))
+    a, b = runs
+    assert np.isfinite(a.ttft_s.iloc[2]) and a.ttft_s.iloc[2] == pytest.approx(b.ttft_s.iloc[2], rel=1e-3)
+    assert (a.saturated == b.saturated).all() and np.all(np.diff(a.saturated.astype(int)) >= 0)
+    assert np.all(np.diff(a.prefill_utilization) >= 0)
