@@ -204,16 +204,15 @@ def _saturating(f):
     return quiet
 
 
-@_saturating
 def _settle(targets, rate, tau, moves, closed: bool):
     """(rate, tau) settled where the damped iteration swings: where prompts fill the steps the map can swing (more
     prompts a step, a longer step, fewer prompts the next) in a 2-cycle that 0.5 damping keeps (the answer then hung
     on the iteration count's parity). The points whose last two moves (of more than 1e-4 of their value) went opposite
     ways go on alone with shrinking steps (_SETTLE) to the fixed point between, until they move less than that.
-    targets(rate, tau, damping, at) -> where one pass sends them; moves: the last two ((d tau, d rate))."""
+    targets(rate, tau, damping, at) -> where one pass sends them; moves: the last two ((d tau, d rate)). Called in
+    _steady (numpy's warnings off: _saturating)."""
     (t1, r1), (t2, r2) = moves
-    with np.errstate(invalid="ignore"):
-        swinging = ((t1 * t2 < 0) & (np.abs(t2) > 1e-4 * tau)) | ((r1 * r2 < 0) & (np.abs(r2) > 1e-4 * rate))
+    swinging = ((t1 * t2 < 0) & (np.abs(t2) > 1e-4 * tau)) | ((r1 * r2 < 0) & (np.abs(r2) > 1e-4 * rate))
     at = np.flatnonzero(swinging)
     for alpha in _SETTLE[:int(at.size > 0) * _SETTLE.size]:
         to_rate, to_tau = targets(rate[at], tau[at], 1.0, at)
@@ -227,6 +226,7 @@ def _settle(targets, rate, tau, moves, closed: bool):
     return rate, tau
 
 
+@_saturating
 def _steady(tab, wl, load, capacity, closed, tokens_per_step, request_overhead_s, rounds=np.inf,
             saturated_only: bool = False, with_p90: bool = True):
     """Damped fixed point of _pass: open loop at `load` requests/s, closed loop with `load` clients (each sending
@@ -259,9 +259,8 @@ def _steady(tab, wl, load, capacity, closed, tokens_per_step, request_overhead_s
         moves = [*moves[-1:], (new_tau - tau, new_rate - rate)]
         rate, tau = new_rate, new_tau
     rate, tau = _settle(targets, rate, tau, moves, closed)
-    with np.errstate(over="ignore", invalid="ignore"):  # a load far past saturation overflows to inf (saturated)
-        p = _pass(tab, wl, rate, tau, share, dec_steps, closed, request_overhead_s,
-                  with_p90=with_p90 and not saturated_only)
+    p = _pass(tab, wl, rate, tau, share, dec_steps, closed, request_overhead_s,
+              with_p90=with_p90 and not saturated_only)
     ttft = wl.mean(p.ttft_s)
     with np.errstate(invalid="ignore"):  # inf - inf where the backlog is saturated
         hold_s = ttft - request_overhead_s - p.queue_s + dec_steps * tau  # a request holds a slot (and its KV)
