@@ -89,8 +89,8 @@ def _with_serving_band(nominal, kernel, serving):
 def test_serving_band_scales_the_kernels_through_the_queue():
     # Llama-3.1-8B bf16 on one H100 (every family the chip's own fit), every band (0.8, 1.25). One client: TPOT is a
     # decode step's kernels (no per-step host time here), so its kernels' bound is 0.8 / 1.25 x TPOT, widened by the
-    # serving model's band at the point's load: 1024 generated tokens leave the prompt step a time share below the
-    # first anchor of SERVING_BAND (0.061), so its first band holds (as shipped TPOT (1.000, 1.097): 0.8 / 1.2733 x
+    # serving model's band at the point's load: one client meets no other prompt in its steps (prefill utilization 0,
+    # below SERVING_BAND's first anchor, 0.060), so the first band holds (as shipped TPOT (1.000, 1.097): 0.8 / 1.2733 x
     # TPOT). TTFT is the prompt step's kernels + 50 ms per request + 32 layers x 0.5 ms = 66 ms of host time, which
     # the kernels' bound leaves alone: 0.066 + 1.25 x (TTFT - 0.066), then widened by the serving model's TTFT band
     from llm_roofline.serve import SERVING_BAND
@@ -114,7 +114,7 @@ def test_serving_band_scales_the_kernels_through_the_queue():
 def test_serving_band_follows_the_load():
     # the serving model's own band is the one of each point's prefill utilization (SERVING_BAND): one client has no
     # other prompts in its steps (utilization 0: the first anchor's band), 64 clients of 4096-token prompts and 64
-    # generated tokens spend most steps on prompts (> the last anchor, 0.563: its band, TPOT (0.802, 1.000), where the
+    # generated tokens spend most steps on prompts (> the last anchor, 0.548: its band, TPOT (0.802, 1.000), where the
     # modelled TPOT errs slow). The TPOT p10 is then at most 0.802 x TPOT whatever the kernels: the two log spreads
     # add in quadrature, exp(-hypot(k, ln(1 / 0.802))) <= 0.802
     from llm_roofline.serve import SERVING_BAND as SB
