@@ -37,12 +37,11 @@ def _band(est):
 def serving_band_text(u: dict) -> str:
     """The line under a served point: p10-p90 of TTFT, its p90, TPOT (where there is one) and, where it moves (a
     closed loop), throughput."""
-    tpot, tok = band_span(u, "tpot_s", fmt_seconds), u["output_tokens_per_s"]
-    parts = [f"TTFT {band_span(u, 'ttft_s', fmt_seconds)}", f"p90 TTFT {band_span(u, 'ttft_p90_s', fmt_seconds)}"] + (
-        [f"TPOT {tpot}"] if tpot else []) + (
+    tok = u["output_tokens_per_s"]
+    parts = [band_spans(u, (("TTFT", "ttft_s"), ("p90 TTFT", "ttft_p90_s"), ("TPOT", "tpot_s")))] + (
         [f"{band_span(u, 'output_tokens_per_s', sig3)} tok/s"] if tok["p10"] != tok["p90"] else [])
     return (f"p10–p90 (every kernel at its fits' held-out p10 / p90 error through the same queue, and the serving "
-            f"model's own measured error): {', '.join(parts)}.")
+            f"model's own measured error at this load): {', '.join(parts)}.")
 
 
 def plan_band_text(u: dict, ttft_percentile: str) -> str:
