@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 import llm_roofline as lr  # noqa: E402
-from llm_roofline.serve import NO_HOST  # noqa: E402
+from llm_roofline.engine import NO_HOST  # noqa: E402
 from llm_roofline.report.table import render  # noqa: E402
 
 # (prompt tokens, output tokens, clients): (TTFT ms, ITL ms), NIM 1.8.0, Llama-3.3-70B, 2 x H100, fp8 TP2

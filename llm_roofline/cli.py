@@ -91,10 +91,13 @@ LAYOUT_FLAGS = ("attention_dp", "moe_ep", "moe_tp", "routing_skew", "moe_dispatc
 
 def _add_host(p, where="") -> None:
     """--host: the serving model's host time (serve, and plan's serving model)."""
+    from .engine import CUDA_GRAPH_MAX_TOKENS, HOST_PROMPT_LAYER_OVERHEAD_S
+
     p.add_argument("--host", default="vllm", choices=["vllm", "none"],
-                   help=f"the engine's host time{where}: vllm (fitted on vLLM serving runs: 0.876 ms per layer of a "
-                        "step carrying prompt tokens past its 512-token CUDA graphs) or none (kernels only, as for an "
-                        "engine without Python dispatch; not measured) (default: %(default)s)")
+                   help=f"the engine's host time{where}: vllm (fitted on vLLM serving runs: "
+                        f"{HOST_PROMPT_LAYER_OVERHEAD_S * 1e3:.3g} ms per layer of a step carrying prompt tokens past "
+                        f"its {CUDA_GRAPH_MAX_TOKENS}-token CUDA graphs) or none (kernels only, as for an engine without "
+                        "Python dispatch; not measured) (default: %(default)s)")
 
 
 def _add_layouts(p, which) -> None:

@@ -304,8 +304,8 @@ def cmd_serve(args) -> str:
 
 
 def _host_arg(args) -> dict:
-    """serve()'s host-overhead arguments for --host: {} (the fitted vLLM ones) or serve.NO_HOST."""
-    from .serve import NO_HOST
+    """serve()'s host-overhead arguments for --host: {} (the fitted vLLM ones) or engine.NO_HOST."""
+    from .engine import NO_HOST
 
     return {} if args.host == "vllm" else NO_HOST
 
@@ -316,7 +316,7 @@ _BAND_COLUMNS_NOTE = "each point's p10–p90 (ttft_s_p10, ...): --format csv or 
 def _engine_text(chips, seqs, tokens, args) -> str:
     """'engine max_num_seqs 1024, max_num_batched_tokens 8192 (vLLM's defaults on this chip)': the engine knobs a
     serve table ran with (each chip's pairs where there are several) and where they came from."""
-    from .serve import NO_HOST_NOTE
+    from .engine import NO_HOST_NOTE
 
     given = [args.max_num_seqs is not None, args.max_num_batched_tokens is not None]
     source = "" if all(given) else " (vLLM's defaults on the chip)" if not any(given) else " (the one not given: vLLM's)"

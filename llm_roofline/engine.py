@@ -17,6 +17,30 @@ from .errors import ScenarioError
 
 SCHEDULING = ("chunked", "prefill_first")
 
+# Host overhead, fitted by `python benchmarks/validate_serving.py` (efficiency="calibrated", the calibration v2 chip
+# fits) on measured vLLM serving of Llama-3.1-70B in fp8 on B200, tp 1-8, concurrency <= 16 (36 rows; its 24 rows at
+# concurrency 32-64, its 60 fp4 rows and 84 rows of gpt-oss-120b held out), benchmark runs of 10 requests per client.
+# Only the fp8 rows: their steps match the kernel tables (within +-0.4 ms at 4-8 clients), while the fp4 rows run
+# 0.4-2.5 ms per step above the NVFP4 tables, shrinking with tp as the weight bytes per GPU do (a slower fp4 kernel in
+# those runs), which a fit on them took as host time on every step (0.351 ms before, 0.858 in a refit on all rows).
+# Per step (scheduler, launch) and per request (API server, tokenizer, first-token delivery) the fit finds 0 within
+# its resolution (1.7 us, 51 us): vLLM's V1 engine overlaps a decode step's host work with the GPU. Per decoding
+# sequence per step: held at 0 (at concurrency <= 16 it cannot be told from the per-step cost). Per layer of a step
+# carrying prompt tokens: such steps run beyond the CUDA-graph capture sizes, so every layer's kernels are launched
+# from the host (NVIDIA AIConfigurator models the same mechanism as a prefill dispatch overhead of ~0.8 ms per layer).
+# Added to the step's GPU time (max(GPU, host) fits worse: TTFT 8.6 -> 14.7 %), charged to prompt steps longer than
+# vLLM's CUDA graphs (engine.cuda_graph_max_tokens: 512 tokens, or 2 x max_num_seqs below 256 sequences; the
+# measured steps all are longer), to no decode step (charged past that size, held-out TPOT p90 24.5 -> 27.3 %) and to
+# no request of at most k + 1 new tokens (a decode to vLLM: step_tables): CALIBRATION.md "Serving: the host time". Held-out median TTFT / TPOT error: Llama fp8 (32-64 clients) 9.7 / 7.0 %.
+HOST_STEP_OVERHEAD_S = 0.0
+HOST_SEQ_OVERHEAD_S = 0.0
+HOST_REQUEST_OVERHEAD_S = 0.0
+HOST_PROMPT_LAYER_OVERHEAD_S = 0.876e-3
+HOST_OVERHEADS = dict(step_overhead_s=HOST_STEP_OVERHEAD_S, seq_overhead_s=HOST_SEQ_OVERHEAD_S,
+                      request_overhead_s=HOST_REQUEST_OVERHEAD_S, prompt_layer_overhead_s=HOST_PROMPT_LAYER_OVERHEAD_S)
+NO_HOST = dict.fromkeys(HOST_OVERHEADS, 0.0)  # kernels only (`serve --host none`: an engine without Python dispatch)
+NO_HOST_NOTE = "host time none (kernels only)"  # what a result served with NO_HOST says of it
+
 
 # ------------------------------------------------------------------------------------------- inputs
 # vLLM's engine defaults for an OpenAI API server (vllm/engine/arg_utils.py EngineArgs.get_batch_defaults, V1):

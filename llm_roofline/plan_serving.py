@@ -22,7 +22,8 @@ from .hardware import chip_prices, load_chips
 from .model.hf import load_model
 from .chip_fits import DEFAULT_EFFICIENCY
 from .memory import GPU_MEMORY_UTILIZATION
-from .serve import NO_HOST, NO_HOST_NOTE, ServingEstimate, checked_host_overheads, serve, serve_deployments
+from .engine import NO_HOST, NO_HOST_NOTE
+from .serve import ServingEstimate, checked_host_overheads, serve, serve_deployments
 from .sharding import MOE_DISPATCH
 from .units import fmt_seconds, joined_columns, json_ready, p90_misses
 
@@ -101,7 +102,7 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
                  host_overheads: dict | None = None) -> ServingPlan:
     """Cheapest serving deployment meeting TTFT (ttft_percentile 'mean' or 'p90') and TPOT at `qps`. attention_dp,
     moe_dispatch: the layout every deployment uses (serve's). host_overheads: serve()'s host-time arguments (keys of
-    serve.HOST_OVERHEADS; None or {}: the fitted vLLM ones; serve.NO_HOST: kernels only, noted in the plan)."""
+    engine.HOST_OVERHEADS; None or {}: the fitted vLLM ones; engine.NO_HOST: kernels only, noted in the plan)."""
     if ttft_percentile not in ("mean", "p90"):
         raise ScenarioError(f"ttft_percentile must be 'mean' or 'p90', got {ttft_percentile!r}")
     qps = check_range("qps", qps, 0.0, 1e9, "requests/s", lo_open=True)

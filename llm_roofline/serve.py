@@ -10,7 +10,7 @@ engine.py; queueing.py turns step costs into TTFT, TPOT and throughput. Per repl
 KV capacity: gpu_memory_utilization x HBM - resident weights - the activation workspace of one max_num_batched_tokens
 step, over the KV of a sequence at its mean context (prompt + gen/2); it and max_num_seqs cap the running batch.
 
-Host overhead (HOST_*_S below) is fitted by benchmarks/validate_serving.py on measured vLLM serving results; every
+Host overhead (engine.HOST_*_S) is fitted by benchmarks/validate_serving.py on measured vLLM serving results; every
 *_overhead_s=0 and `efficiency="ideal"` give the pure roofline, and then serve() at concurrency 1 equals estimate()
 at batch 1 (TTFT: the prompt in one step; TPOT: the decode step at the mean context, which is the mean of estimate's
 steps while every op stays on one side of the ridge).
@@ -31,36 +31,13 @@ from .graph import Dtypes, resolve_dtypes
 from .hardware import load_chip
 from .memory import GPU_MEMORY_UTILIZATION, PREFILL_CHUNK_TOKENS, memory_footprint
 from .model.hf import load_model
-from .engine import (Engine, Speculative, StepTables, Workload, cuda_graph_max_tokens, decode_nodes, step_tables,
-                     vllm_batch_defaults, workload_of)
+from .engine import (HOST_OVERHEADS, Engine, Speculative, StepTables, Workload, cuda_graph_max_tokens, decode_nodes,
+                     step_tables, vllm_batch_defaults, workload_of)
 from .queueing import saturation_qps, solve_closed, solve_open
 from .sharding import MOE_DISPATCH, Sharding, micro_batches, stage_divisor, stage_note
 from .units import array_key, as_list, json_ready, remembered, unique_rows
 from .uncertainty import serving_band_at, widened_band
 
-# Host overhead, fitted by `python benchmarks/validate_serving.py` (efficiency="calibrated", the calibration v2 chip
-# fits) on measured vLLM serving of Llama-3.1-70B in fp8 on B200, tp 1-8, concurrency <= 16 (36 rows; its 24 rows at
-# concurrency 32-64, its 60 fp4 rows and 84 rows of gpt-oss-120b held out), benchmark runs of 10 requests per client.
-# Only the fp8 rows: their steps match the kernel tables (within +-0.4 ms at 4-8 clients), while the fp4 rows run
-# 0.4-2.5 ms per step above the NVFP4 tables, shrinking with tp as the weight bytes per GPU do (a slower fp4 kernel in
-# those runs), which a fit on them took as host time on every step (0.351 ms before, 0.858 in a refit on all rows).
-# Per step (scheduler, launch) and per request (API server, tokenizer, first-token delivery) the fit finds 0 within
-# its resolution (1.7 us, 51 us): vLLM's V1 engine overlaps a decode step's host work with the GPU. Per decoding
-# sequence per step: held at 0 (at concurrency <= 16 it cannot be told from the per-step cost). Per layer of a step
-# carrying prompt tokens: such steps run beyond the CUDA-graph capture sizes, so every layer's kernels are launched
-# from the host (NVIDIA AIConfigurator models the same mechanism as a prefill dispatch overhead of ~0.8 ms per layer).
-# Added to the step's GPU time (max(GPU, host) fits worse: TTFT 8.6 -> 14.7 %), charged to prompt steps longer than
-# vLLM's CUDA graphs (engine.cuda_graph_max_tokens: 512 tokens, or 2 x max_num_seqs below 256 sequences; the
-# measured steps all are longer) and to no decode step (charged past that size, held-out TPOT p90 24.5 -> 27.3 %):
-# CALIBRATION.md "Serving: the host time". Held-out median TTFT / TPOT error: Llama fp8 (32-64 clients) 9.7 / 7.0 %.
-HOST_STEP_OVERHEAD_S = 0.0
-HOST_SEQ_OVERHEAD_S = 0.0
-HOST_REQUEST_OVERHEAD_S = 0.0
-HOST_PROMPT_LAYER_OVERHEAD_S = 0.876e-3
-HOST_OVERHEADS = dict(step_overhead_s=HOST_STEP_OVERHEAD_S, seq_overhead_s=HOST_SEQ_OVERHEAD_S,
-                      request_overhead_s=HOST_REQUEST_OVERHEAD_S, prompt_layer_overhead_s=HOST_PROMPT_LAYER_OVERHEAD_S)
-NO_HOST = dict.fromkeys(HOST_OVERHEADS, 0.0)  # kernels only (`serve --host none`: an engine without Python dispatch)
-NO_HOST_NOTE = "host time none (kernels only)"  # what a result served with NO_HOST says of it
 # The serving model's own error (host time, queueing, the benchmark's burst) beside the kernels' band (_band, combined
 # in quadrature: uncertainty.widened_band), by load: (p10, p90) of measured / modelled in three bands of the prefill
 # utilization (below 0.15, 0.15-0.4, above), fitted by validate_serving.py on the rows the host overheads never saw,
@@ -358,7 +335,7 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
     speculative: dict(k=draft tokens, acceptance=per-token probability, draft=None (MTP heads) or a model).
     step_overhead_s / seq_overhead_s / request_overhead_s: host time per step, per decoding sequence per step
     and per request (before its first token); prompt_layer_overhead_s: host time per layer (on each pipeline
-    stage) of a step carrying prompt tokens; None uses the fitted HOST_*_S.
+    stage) of a step carrying prompt tokens; None uses the fitted engine.HOST_*_S.
     requests_per_client (closed loop): requests each benchmark client sends, all clients starting together, so
     the first of these rounds arrives as one burst; float("inf") gives the steady state alone.
     uncertainty (calibrated efficiency): the p10 / p90 of TTFT (its mean and its p90), TPOT, e2e and throughput with

@@ -299,7 +299,7 @@ def test_a_prompt_only_workload_saturates_where_its_prompts_fill_the_steps():
     # hand, ideal, no host time: a 2,048-token prompt of Llama-3.1-8B is 2 x 7.5e9 x 2048 + 32 layers x 4 x 2048^2 / 2
     # x 4096 = 3.18e13 FLOP, 32 ms at 989 TFLOP/s: at most 31 requests/s. The search's bracket took a prompt-only
     # workload's decode bound as 1e9x the rate and returned 0 after its three rounds
-    from llm_roofline.serve import NO_HOST
+    from llm_roofline.engine import NO_HOST
 
     s = serve(LLAMA, "h100-sxm", prompt_len=2048, gen_len=1, qps=1.0, efficiency="ideal", **NO_HOST)
     assert 15.0 < s.saturation_requests_per_s < 31.1

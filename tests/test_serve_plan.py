@@ -5,7 +5,7 @@ import pytest
 
 from llm_roofline.errors import RooflineError
 from llm_roofline.plan_serving import plan_serving
-from llm_roofline.serve import NO_HOST
+from llm_roofline.engine import NO_HOST
 
 LLAMA70 = "meta-llama/Llama-3.1-70B"
 

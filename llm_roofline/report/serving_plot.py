@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ScenarioError
-from ..serve import HOST_OVERHEADS, NO_HOST_NOTE, serve
+from ..engine import HOST_OVERHEADS, NO_HOST_NOTE
+from ..serve import serve
 from .chart_base import PlotResult, dtype_phrase, finish as _finish, parallel_text, pyplot as _plt, suptitle
 
 
