@@ -180,13 +180,16 @@ _PREFIXES = [(1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0,
 
 
 def sig3(x: float) -> str:
-    """Three significant digits, no exponent for ordinary magnitudes: 0.0123 -> '0.0123', 1234 -> '1230'."""
+    """Three significant digits, no exponent for ordinary magnitudes: 0.0123 -> '0.0123', 1234 -> '1230'; from 1e9 on
+    an exponent (9.86e+28, not 29 digits: a load far past saturation)."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "—"
     if x == 0:
         return "0"
     if math.isinf(x):
         return "inf"
+    if abs(x) >= 1e9:
+        return f"{x:.3g}"
     digits = 3 - int(math.floor(math.log10(abs(x)))) - 1
     r = round(x, digits)
     if digits <= 0:

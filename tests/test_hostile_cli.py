@@ -5,6 +5,7 @@ the error itself is still one line. Run in-process through cli.main (fast); a fe
 """
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -254,3 +255,14 @@ def test_allow_download_offline_fails_fast_with_one_line(capsys, monkeypatch):
     # a shipped id never needs the hub, even with --allow-download
     code, _, err = run(capsys, ["estimate", SMALL, "--chip", "h100", "--allow-download", "--gen", "2"])
     assert code == 0 and err == ""
+
+
+def test_a_load_far_past_saturation_prints_short_numbers(capsys):
+    # 1e30 clients: the queue's waits run to ~1e29 s (about 1e30 clients / 10 req/s), which sig3 wrote out as 29-digit integers; from 1e9 on it gives an
+    # exponent (9.86e+28 s), below it the digits as before (1234 -> '1230')
+    from llm_roofline.units import sig3
+
+    assert (sig3(9.86e28), sig3(-2.5e12), sig3(1234.0), sig3(999_999_999.0)) == ("9.86e+28", "-2.5e+12", "1230",
+                                                                                    "1000000000")
+    code, out, _ = run(capsys, ["serve", M, "--chip", "h100", "--concurrency", "1e30"])
+    assert code == 0 and re.search(r"\de\+2\d s", out) and not re.search(r"\d{13}", out)
