@@ -96,8 +96,8 @@ def _add_host(p, where="") -> None:
     p.add_argument("--host", default="vllm", choices=["vllm", "none"],
                    help=f"the engine's host time{where}: vllm (fitted on vLLM serving runs: "
                         f"{HOST_PROMPT_LAYER_OVERHEAD_S * 1e3:.3g} ms per layer of a step carrying prompt tokens past "
-                        f"its {CUDA_GRAPH_MAX_TOKENS}-token CUDA graphs) or none (kernels only, as for an engine without "
-                        "Python dispatch; not measured) (default: %(default)s)")
+                        f"its {CUDA_GRAPH_MAX_TOKENS}-token CUDA graphs) or none (kernels only, as for an engine "
+                        "without Python dispatch; not measured) (default: %(default)s)")
 
 
 def _add_layouts(p, which) -> None:

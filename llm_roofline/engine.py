@@ -31,7 +31,8 @@ SCHEDULING = ("chunked", "prefill_first")
 # Added to the step's GPU time (max(GPU, host) fits worse: TTFT 8.6 -> 14.7 %), charged to prompt steps longer than
 # vLLM's CUDA graphs (engine.cuda_graph_max_tokens: 512 tokens, or 2 x max_num_seqs below 256 sequences; the
 # measured steps all are longer), to no decode step (charged past that size, held-out TPOT p90 24.5 -> 27.3 %) and to
-# no request of at most k + 1 new tokens (a decode to vLLM: step_tables): CALIBRATION.md "Serving: the host time". Held-out median TTFT / TPOT error: Llama fp8 (32-64 clients) 9.7 / 7.0 %.
+# no request of at most k + 1 new tokens (a decode to vLLM: step_tables): CALIBRATION.md "Serving: the host time".
+# Held-out median TTFT / TPOT error: Llama fp8 (32-64 clients) 9.7 / 7.0 %.
 HOST_STEP_OVERHEAD_S = 0.0
 HOST_SEQ_OVERHEAD_S = 0.0
 HOST_REQUEST_OVERHEAD_S = 0.0

@@ -258,8 +258,8 @@ def test_allow_download_offline_fails_fast_with_one_line(capsys, monkeypatch):
 
 
 def test_a_load_far_past_saturation_prints_short_numbers(capsys):
-    # 1e30 clients: the queue's waits run to ~1e29 s (about 1e30 clients / 10 req/s), which sig3 wrote out as 29-digit integers; from 1e9 on it gives an
-    # exponent (9.86e+28 s), below it the digits as before (1234 -> '1230')
+    # 1e30 clients: the queue's waits run to ~1e29 s (about 1e30 clients / 10 req/s), which sig3 wrote out as
+    # 29-digit integers; from 1e9 on it gives an exponent, below it the digits as before (1234 -> '1230')
     from llm_roofline.units import sig3
 
     assert (sig3(9.86e28), sig3(-2.5e12), sig3(1234.0), sig3(999_999_999.0)) == ("9.86e+28", "-2.5e+12", "1230",
