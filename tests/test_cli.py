@@ -145,8 +145,7 @@ def test_plot_serving_names_the_sharding_and_says_in_one_line_when_nothing_can_b
 
 def test_plot_serving_takes_host_none(capsys, tmp_path, monkeypatch):
     # plot serving --host none draws kernels only (engine.NO_HOST), as serve and plan do; the title says so.
-    # Llama-3.2-1B
-    # (16 layers), 1024-token prompts: one client's prompt is one step past vLLM's 512-token CUDA graphs, so vLLM's
+    # Llama-3.2-1B (16 layers), 1024-token prompts: one client's prompt is one step past vLLM's 512-token CUDA graphs, so vLLM's
     # host time adds 16 x 0.876 ms = 14.0 ms to its TTFT (its per-step, per-sequence and per-request times are 0)
     import llm_roofline.report.serving_plot as sp
 
