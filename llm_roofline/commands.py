@@ -27,18 +27,17 @@ def cmd_chips(args) -> str:
             "name": c.name + (" (user)" if c.path.startswith(user_folder) else ""),
             "aliases": ",".join(c.aliases),
             "bf16_flops_per_s": c.peak_flops_per_s("bf16") if "bf16" in c.dense_flops_per_s else c.peak_flops_per_s("fp16"),
-            "hbm_bytes": c.hbm_bytes,
-            "hbm_bytes_per_s": c.hbm_bytes_per_s,
+            "hbm_bytes": c.hbm_bytes, "driver_total_bytes": c.driver_total_bytes, "hbm_bytes_per_s": c.hbm_bytes_per_s,
             "critical_intensity_bf16": c.critical_intensity("bf16" if "bf16" in c.dense_flops_per_s else "fp16"),
-            "scaleup_kind": c.scaleup.kind,
-            "scaleup_bytes_per_s": c.scaleup.bytes_per_s,
+            "scaleup_kind": c.scaleup.kind, "scaleup_bytes_per_s": c.scaleup.bytes_per_s,
             "price_usd_per_hour": c.price_usd_per_hour,
         })
     display = [
         ("chip", "name", None),
-        ("aliases", "aliases", _two_aliases if args.format == "table" else None),
+        ("aliases", "aliases", _first_alias if args.format == "table" else None),
         ("TFLOP/s", "bf16_flops_per_s", lambda v: sig3(v / 1e12)),
         ("HBM GB", "hbm_bytes", lambda v: sig3(v / 1e9)),
+        ("driver GB", "driver_total_bytes", lambda v: "—" if v is None else sig3(v / 1e9)),
         ("TB/s", "hbm_bytes_per_s", lambda v: sig3(v / 1e12)),
         ("FLOP/B", "critical_intensity_bf16", sig3),
         ("scale-up", "scaleup_kind", None),
@@ -48,7 +47,9 @@ def cmd_chips(args) -> str:
     out = render(rows, args.format, display)
     if args.format in ("table", "markdown"):
         out += "\n\n" + "\n".join(_prose([
-            "Per chip: TFLOP/s is the dense bf16 peak (no 2:4 sparsity), TB/s the HBM bandwidth, FLOP/B the critical "
+            "Per chip: TFLOP/s is the dense bf16 peak (no 2:4 sparsity), HBM GB the datasheet's memory, driver GB the "
+            "total its driver reports to a process, of which an engine's --gpu-memory-utilization is taken (—: none "
+            "sourced, the datasheet's is used), TB/s the HBM bandwidth, FLOP/B the critical "
             "intensity (bf16 peak / HBM bandwidth: an op with a lower arithmetic intensity is memory-bound), GB/s the "
             "scale-up link's egress in one direction, $/h the price per chip-hour. +N: more aliases (--format json "
             f"lists them). (user): a chip file in {user_folder} ($LLM_ROOFLINE_CHIPS), usable by name."],
@@ -56,10 +57,10 @@ def cmd_chips(args) -> str:
     return out
 
 
-def _two_aliases(aliases: str) -> str:
-    """The first two of comma-joined aliases, '+N' for the others (the table's width)."""
+def _first_alias(aliases: str) -> str:
+    """The first of comma-joined aliases, '+N' for the others (the table's width)."""
     names = aliases.split(",")
-    return ",".join(names[:2]) + (f" +{len(names) - 2}" if len(names) > 2 else "")
+    return names[0] + (f" +{len(names) - 1}" if len(names) > 1 else "")
 
 
 # ------------------------------------------------------------------------------------------ models
@@ -73,9 +74,7 @@ def cmd_models(args) -> str:
         heads, kv_heads = (sorted({getattr(g.attention, k) for g in m.layer_groups}) for k in ("n_heads", "n_kv_heads"))
         one = lambda vals, sep: vals[0] if len(vals) == 1 else sep.join(map(str, vals))  # noqa: E731
         rows.append({
-            "id": ident,
-            "params_total": m.params_total,
-            "params_active": m.params_active,
+            "id": ident, "params_total": m.params_total, "params_active": m.params_active,
             "layers": m.n_layers,
             "d_model": m.d_model,
             "heads": one(heads, "/"),
@@ -543,7 +542,7 @@ def cmd_memory(args) -> str:
                ("act GB", "activation_workspace_bytes_per_chip", gb), ("free GB", "free_bytes", gb),
                ("max batch", "max_batch", None), ("note", "error", lambda v: v if isinstance(v, str) else "")]
     r0 = rows[0]
-    head = (f"{spec.name} on {r0['chip']}: {sig3(r0['capacity_bytes'] / 1e9)} GB HBM per chip, "
+    head = (f"{spec.name} on {r0['chip']}: {sig3(r0['capacity_bytes'] / 1e9)} GB {r0['capacity_label']} per chip, "
             f"gpu_memory_utilization {r0['gpu_memory_utilization']:g} -> {sig3(r0['usable_bytes'] / 1e9)} GB usable.")
     from .memory import PREFILL_CHUNK_TOKENS
 

@@ -62,7 +62,7 @@ def vllm_batch_defaults(chip) -> tuple[int, int]:
     """(max_num_seqs, max_num_batched_tokens) that vLLM picks when neither is given: 1024 and 8192 on a device of
     >= 70 GiB that is not an A100 (H100, H200, B200, MI300X), else 256 and 2048 (A100, L40S, RTX 4090); its TPU branch
     sets the batched tokens alone; max_num_seqs is then capped by the batched tokens."""
-    large = chip.hbm_bytes >= 70 * 2**30 and not chip.name.startswith("a100")
+    large = chip.engine_capacity_bytes >= 70 * 2**30 and not chip.name.startswith("a100")
     seqs, tokens = LARGE_DEVICE_DEFAULTS if large else SMALL_DEVICE_DEFAULTS
     tokens = TPU_BATCHED_TOKENS.get(chip.name, tokens)
     return min(seqs, tokens), tokens

@@ -81,8 +81,9 @@ class PhaseSummary:
 
 @dataclass(frozen=True)
 class MemorySummary:
-    """Bytes per chip (weights, KV cache at prompt_len + gen_len, peak activations) against the usable HBM
-    (usable_bytes = gpu_memory_utilization x capacity_bytes, the chip's HBM; memory.GPU_MEMORY_UTILIZATION).
+    """Bytes per chip (weights, KV cache at prompt_len + gen_len, peak activations) against the usable memory
+    (usable_bytes = gpu_memory_utilization x capacity_bytes, the chip's engine capacity: the total its driver reports
+    where the chip file sources it, else its datasheet HBM; capacity_label names which; GPU_MEMORY_UTILIZATION).
 
     weight_bytes and kv_cache_bytes are replica totals; per_chip_bytes is what the fullest chip holds."""
 
@@ -98,6 +99,7 @@ class MemorySummary:
     max_batch: int
     usable_bytes: float
     gpu_memory_utilization: float
+    capacity_label: str = "HBM"
 
 
 @dataclass
@@ -318,7 +320,7 @@ def evaluate(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, 
         sequence_parallel, attention_dp, moe_tp, moe_ep, routing_skew, moe_dispatch)
     pre = _prefill(spec, chip, sh, dt, eff, batch, prompt, attention)
     dec = _decode(spec, chip, sh, dt, eff, batch, prompt, np.maximum(gen, 2), attention) if np.any(gen > 1) else None
-    mem = footprint(spec, usable_bytes(chip.hbm_bytes, gpu_memory_utilization), sh, dt, pre.ops,
+    mem = footprint(spec, usable_bytes(chip.engine_capacity_bytes, gpu_memory_utilization), sh, dt, pre.ops,
                     batch, prompt + gen)
     r = Evaluation(spec, chip, sh, dt, eff, assumptions, batch, prompt, gen, pre, dec, mem,
                    _warnings(spec, chip, sh, dt, prompt + gen))
@@ -519,7 +521,8 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
     if not memory.fits:
         r.warnings.append(f"does not fit: {memory.per_chip_bytes / 1e9:.1f} GB per chip needed, "
                           f"{memory.usable_bytes / 1e9:.1f} GB usable on {chip.name} ({gpu_memory_utilization:g} x "
-                          f"{chip.hbm_bytes / 1e9:.1f} GB HBM; max batch at this context: "
+                          f"{chip.engine_capacity_bytes / 1e9:.1f} GB {chip.engine_capacity_label}; max batch at this "
+                          f"context: "
                           f"{memory.max_batch}); the times assume it did.")
     scenario = dict(batch=batch, prompt_len=prompt_len, gen_len=gen_len, tp=tp, pp=pp, ep=ep, dp=dp,
                     sequence_parallel=sequence_parallel, weight_dtype=spec.weight_label(dt), act_dtype=dt.act,
@@ -578,5 +581,6 @@ def _memory_summary(r: Evaluation) -> MemorySummary:
         activation_bytes=float(m.activation_workspace_bytes_per_chip) * r.sharding.chips_per_replica,
         per_chip_weight_bytes=float(m.weight_bytes_per_chip), per_chip_kv_cache_bytes=float(m.kv_cache_bytes_per_chip),
         per_chip_activation_bytes=float(m.activation_workspace_bytes_per_chip), per_chip_bytes=per_chip,
-        capacity_bytes=r.chip.hbm_bytes, fits=per_chip <= usable, max_batch=int(m.max_batch), usable_bytes=usable,
-        gpu_memory_utilization=usable / r.chip.hbm_bytes)
+        capacity_bytes=r.chip.engine_capacity_bytes, fits=per_chip <= usable, max_batch=int(m.max_batch),
+        usable_bytes=usable, gpu_memory_utilization=usable / r.chip.engine_capacity_bytes,
+        capacity_label=r.chip.engine_capacity_label)

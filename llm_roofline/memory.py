@@ -15,8 +15,11 @@
 - Max batch: the largest batch (a multiple of pp) whose weights + workspace + KV at `context` fit one chip;
   memory only: the prefill graph is built (for shard sizes and the workspace), nothing is scored.
 - The engine memory fraction (GPU_MEMORY_UTILIZATION, vLLM's `gpu_memory_utilization`): the share of each chip's
-  HBM an engine may fill with weights + workspace + KV cache; the rest is left to the runtime (CUDA context,
+  memory an engine may fill with weights + workspace + KV cache; the rest is left to the runtime (CUDA context,
   allocator fragmentation, graphs). ONE default, 0.9, for estimate, sweep, memory / max_batch, plan and serve.
+  The memory it is a share of is Chip.engine_capacity_bytes: the total the driver reports to a process where the
+  chip file sources it (vLLM multiplies torch.cuda.mem_get_info's total: 85.0e9 bytes on an H100 SXM, whose
+  datasheet says 80 GB), else the datasheet capacity.
 """
 
 from __future__ import annotations
@@ -41,12 +44,13 @@ if TYPE_CHECKING:
     from .ops import Op
 
 PREFILL_CHUNK_TOKENS = 8192  # activation workspace: prefill runs in chunks of this many tokens (vLLM's default)
-GPU_MEMORY_UTILIZATION = 0.9  # share of HBM the engine may fill (vLLM's gpu_memory_utilization default)
+GPU_MEMORY_UTILIZATION = 0.9  # share of memory the engine may fill (vLLM's gpu_memory_utilization default)
 
 
-def usable_bytes(hbm_bytes: float, gpu_memory_utilization: float) -> float:
-    """HBM an engine may fill: gpu_memory_utilization (a fraction in (0, 1]) x hbm_bytes."""
-    return hbm_bytes * check_range("gpu_memory_utilization", gpu_memory_utilization, 0.0, 1.0, lo_open=True)
+def usable_bytes(capacity_bytes: float, gpu_memory_utilization: float) -> float:
+    """Memory an engine may fill: gpu_memory_utilization (a fraction in (0, 1]) x capacity_bytes (a chip's
+    engine_capacity_bytes)."""
+    return capacity_bytes * check_range("gpu_memory_utilization", gpu_memory_utilization, 0.0, 1.0, lo_open=True)
 
 
 # ---------------------------------------------------------------------------------- weights
@@ -251,7 +255,9 @@ def max_batch(model, chip, context_len, tp=1, pp=1, ep=1, weight_dtype=None, kv_
     `max_batch` equals `estimate(..., prompt_len=context_len - gen_len, gen_len=gen_len).memory.max_batch` at the
     same gpu_memory_utilization:
 
-        max_batch = floor((hbm_bytes * gpu_memory_utilization - weights - workspace) / kv_per_sequence / pp) * pp
+        max_batch = floor((capacity * gpu_memory_utilization - weights - workspace) / kv_per_sequence / pp) * pp
+
+    capacity: the chip's engine_capacity_bytes (the total its driver reports where sourced, else its HBM).
 
     Any of context_len, tp, pp, ep, weight_dtype and kv_dtype may be a list; one row per grid point (a
     pandas.DataFrame). A (tp, pp, ep) that does not divide the model gets a row with `error` set and
@@ -288,10 +294,10 @@ def max_batch_row(spec: ModelSpec, chip: "Chip", context_len: int, *, tp=1, pp=1
     """One row of max_batch (one context length and sharding) as a dict, without pandas: what the planner asks
     for every sharding it tries. A sharding that does not divide the model gets `error` set and max_batch 0.
     graphs: a dict the caller keeps for one model (see memory_footprint)."""
-    usable = usable_bytes(chip.hbm_bytes, gpu_memory_utilization)
+    usable = usable_bytes(chip.engine_capacity_bytes, gpu_memory_utilization)
     row = dict(chip=chip.name, tp=int(tp), pp=int(pp), ep=int(ep), weight_dtype=weight_dtype, kv_dtype=kv_dtype,
-               act_dtype=act_dtype, context_len=context_len, capacity_bytes=chip.hbm_bytes,
-               gpu_memory_utilization=float(gpu_memory_utilization), usable_bytes=usable)
+               act_dtype=act_dtype, context_len=context_len, capacity_bytes=chip.engine_capacity_bytes,
+               capacity_label=chip.engine_capacity_label, gpu_memory_utilization=float(gpu_memory_utilization), usable_bytes=usable)
     try:
         row.update(_max_batch_row(spec, chip, usable, context_len, gen_len, int(tp), int(pp), int(ep), weight_dtype,
                                   kv_dtype, act_dtype, attention, sequence_parallel, graphs))
@@ -312,7 +318,7 @@ def memory_footprint(spec: ModelSpec, chip: "Chip", *, batch, prompt_len, gen_le
     dt = resolve_dtypes(chip, Dtypes(weight_dtype, act_dtype, kv_dtype), [])
     b = np.asarray(batch, dtype=np.float64)
     key = None if graphs is None else (sh, dt, attention, array_key(b), array_key(prompt_len), array_key(gen_len))
-    cap = chip.hbm_bytes if capacity_bytes is None else capacity_bytes
+    cap = chip.engine_capacity_bytes if capacity_bytes is None else capacity_bytes
     fp = graphs.get(key) if key is not None else None
     if fp is None:  # a pipeline stage's graph (graph.handoff_ops) is the same for every pp: built once per micro-batch
         stage, prompt = sh.stage, np.float64(prompt_len)

@@ -145,9 +145,9 @@ def _capacity(spec, chip, wl: Workload, eng_budget, max_seqs, sh, dtypes, util, 
     fp, _ = memory_footprint(spec, chip, batch=adp, prompt_len=wl.held_tokens, gen_len=0, tp=sh["tp"], pp=sh["pp"],
                              ep=sh["ep"], attention_dp=adp, moe_tp=sh["moe_tp"], moe_ep=sh["moe_ep"],
                              weight_dtype=dtypes.weight, act_dtype=dtypes.act, kv_dtype=dtypes.kv,
-                             attention=attention, capacity_bytes=util * chip.hbm_bytes, graphs=graphs)
+                             attention=attention, capacity_bytes=util * chip.engine_capacity_bytes, graphs=graphs)
     workspace = fp.activation_workspace_bytes_per_chip * eng_budget / PREFILL_CHUNK_TOKENS
-    free = util * chip.hbm_bytes - fp.weight_bytes_per_chip - workspace
+    free = util * chip.engine_capacity_bytes - fp.weight_bytes_per_chip - workspace
     kv_seq = np.asarray(fp.kv_bytes_per_sequence_per_chip, dtype=np.float64)
     # each of the attention_dp groups caches its own sequences and schedules up to max_num_seqs of them (a vLLM
     # data-parallel rank has its own scheduler)

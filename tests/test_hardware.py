@@ -92,6 +92,25 @@ def test_user_chip_file_loads(tmp_path):
     p.write_text(GOOD)
     chip = lr.load_chip(str(p))
     assert chip.critical_intensity() == pytest.approx(1e15 / 3e12)
+    # no driver total: an engine's memory fraction applies to the datasheet HBM
+    assert chip.engine_capacity_bytes == 80e9 and chip.engine_capacity_label == "HBM"
+    p.write_text(GOOD.replace("hbm_bytes = 80e9", "hbm_bytes = 80e9\ndriver_total_bytes = 85e9"))
+    chip = lr.load_chip(str(p))
+    assert chip.hbm_bytes == 80e9 and chip.engine_capacity_bytes == 85e9 and chip.engine_capacity_label == "driver total"
+
+
+def test_shipped_driver_totals():
+    # torch.cuda.mem_get_info()'s total measured in this project (benchmarks/data/gpu_memory_total_*.json,
+    # 2026-11-27): H100 80GB HBM3 85,017,493,504 B = nvidia-smi's 81,559 MiB less its 480 MiB reserved
+    # (81,079 x 2^20); H200 143,771 - 616 = 143,155 MiB = 150,109,880,320 B. The chip files keep 5 digits.
+    assert lr.load_chip("h100-sxm").engine_capacity_bytes == pytest.approx(81_079 * 2**20, rel=1e-4)
+    assert lr.load_chip("h200").engine_capacity_bytes == pytest.approx(143_155 * 2**20, rel=1e-4)
+    # nvidia-smi -q captures (NVIDIA/k8s-test-infra): GB200 189,471 - 742 MiB; B200 183,359 - 728 MiB
+    assert lr.load_chip("gb200").engine_capacity_bytes == pytest.approx(188_729 * 2**20, rel=1e-4)
+    assert lr.load_chip("b200").engine_capacity_bytes == pytest.approx(182_631 * 2**20, rel=1e-4)
+    # no sourced driver total: the datasheet figure, named as such
+    pcie = lr.load_chip("h100-pcie")
+    assert pcie.engine_capacity_bytes == 80e9 and pcie.engine_capacity_label == "HBM"
 
 
 @pytest.mark.parametrize("mutation,message", [
@@ -152,6 +171,8 @@ TORUS = GOOD.replace('topology = "switch"', 'topology = "torus"\naxes = [16, 16]
     # physical ranges: 1e-300 B/s would give an infinite TTFT (1e9 bytes / 1e-300 B/s overflows to inf)
     (GOOD.replace("hbm_bytes_per_s = 3e12", "hbm_bytes_per_s = 1e-300"), r"hbm_bytes_per_s must be a number in \[1e\+06"),
     (GOOD.replace("hbm_bytes = 80e9", "hbm_bytes = 80e19"), r"hbm_bytes must be a number in \[1e\+06, 1e\+15\]"),
+    (GOOD.replace("hbm_bytes = 80e9", "hbm_bytes = 80e9\ndriver_total_bytes = -1"),
+     r"\[memory\].driver_total_bytes must be a number in \[1e\+06, 1e\+15\] bytes"),
     (GOOD.replace("bf16 = 1e15", "bf16 = 1e300"), r"\[compute\].bf16 must be a number in \[1e\+09, 1e\+18\] FLOP/s"),
     (GOOD.replace("bf16 = 1e15", "bf16 = nan"), r"\[compute\].bf16 must be a number in"),
     (GOOD.replace("latency_s = 2e-6", "latency_s = 20"), r"\[scaleup\].latency_s must be a number in \[1e-09, 0.1\] s"),

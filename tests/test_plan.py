@@ -127,11 +127,12 @@ def test_disaggregation_ratio_is_decode_rate_over_prefill_rate_by_hand():
 
 # ------------------------------------------------------------------------------------------- infeasible
 def test_405b_bf16_on_four_h100_says_why_with_numbers():
-    # 405.85e9 parameters x 2 bytes = 811.7 GB of weights; 4 x 80 GB = 320 GB (288 GB with the 10% reserve)
+    # 405.85e9 parameters x 2 bytes = 811.7 GB of weights; 4 x 85.017 GB (the H100's driver total, measured: its
+    # chip file) = 340.07 GB (306.06 GB with the 10% reserve)
     p = plan("meta-llama/Llama-3.1-405B", ["h100-sxm"], prompt_len=2048, gen_len=256, max_chips=4, efficiency="ideal")
     assert len(p.configs) == 0 and p.best is None
-    assert "812 GB of weights" in p.explanation and "4 x 80.0 GB = 320 GB" in p.explanation
-    assert "288 GB after the 10% reserve" in p.explanation
+    assert "812 GB of weights" in p.explanation and "4 x 85.0 GB driver total = 340 GB" in p.explanation
+    assert "306 GB after the 10% reserve" in p.explanation
 
 
 def test_latency_infeasible_reports_the_best_reached():
@@ -175,18 +176,28 @@ def test_one_evaluate_call_per_pipeline_stage_scores_every_pp_and_the_whole_batc
     assert min(c[2] for c in calls) >= 5 and all(c[3] == 2 for c in calls)
 
 
+def test_kv_room_is_a_share_of_the_driver_total():
+    # Llama-3.1-8B on one H100 at 8192 tokens, by hand: 0.9 x 85.017e9 B (the driver's total, as vLLM multiplies
+    # it) = 76.5153e9; weights 8,030,261,248 x 2 B = 16,060,522,496; workspace of an 8192-token chunk (ffn.act:
+    # 2 x 14336 in + 14336 out, + the 4096 residual = 47,104 elements x 2 B x 8192) = 771,751,936; KV 32 layers x
+    # 8 heads x 128 x 2 (K, V) x 2 B = 131,072 B a token x 8192 = 1,073,741,824 a sequence:
+    # floor(59,683,025,568 / 1,073,741,824) = floor(55.58) = 55 (the datasheet's 80 GB gave floor(51.39) = 51)
+    r = memory.max_batch(L8, H100, 8192).iloc[0]
+    assert r.max_batch == 55 and r.capacity_bytes == 85.017e9 and r.capacity_label == "driver total"
+
+
 def test_memory_max_batch_agrees_with_estimate_at_one_memory_fraction():
     df = memory.max_batch(L8, H100, [8192, 32768], tp=[1, 2])
     for r in df.itertuples():
         est = estimate(L8, H100, batch=1, prompt_len=r.context_len - 1, gen_len=1, tp=r.tp, efficiency="ideal")
         assert r.max_batch == est.memory.max_batch
-    # both default to gpu_memory_utilization 0.9: the max batch fits 0.9 x 80 GB = 72 GB and one more sequence
-    # does not (estimate's per-chip bytes)
+    # both default to gpu_memory_utilization 0.9 of the driver's total: the max batch fits 0.9 x 85.017e9 B =
+    # 76.5153e9 B and one more sequence does not (estimate's per-chip bytes)
     r = memory.max_batch(L8, H100, 8192).iloc[0]
-    assert r.gpu_memory_utilization == 0.9 and r.usable_bytes == 72e9
+    assert r.gpu_memory_utilization == 0.9 and r.usable_bytes == pytest.approx(76.5153e9, rel=1e-12)
     at = estimate(L8, H100, batch=int(r.max_batch), prompt_len=8191, gen_len=1, efficiency="ideal").memory.per_chip_bytes
     over = estimate(L8, H100, batch=int(r.max_batch) + 1, prompt_len=8191, gen_len=1, efficiency="ideal").memory.per_chip_bytes
-    assert at <= 72e9 < over
+    assert at <= 76.5153e9 < over
     # breakdown: weights + prefill-chunk activation workspace + max_batch x KV per sequence
     assert at == pytest.approx(r.weight_bytes_per_chip + r.activation_workspace_bytes_per_chip
                                + r.max_batch * r.bytes_per_sequence_per_chip, rel=1e-9)
@@ -269,7 +280,7 @@ def test_every_planned_configuration_meets_its_constraints_in_estimate(layers, k
                                                                         qps, max_chips, chip_name):
     spec = dense(layers=layers, kv=kv)
     base = lr.load_chip(chip_name)
-    chip = replace(base, hbm_bytes=memory.weight_bytes(spec) * hbm_scale)  # memory binds for some draws
+    chip = replace(base, hbm_bytes=memory.weight_bytes(spec) * hbm_scale, driver_total_bytes=None)  # memory binds
     util = 0.9
     p = plan(spec, [chip], prompt_len=prompt, gen_len=gen, ttft_s=ttft, tpot_s=tpot, qps=qps, max_chips=max_chips,
              gpu_memory_utilization=util, max_batch=256, efficiency="ideal")
@@ -286,7 +297,7 @@ def test_every_planned_configuration_meets_its_constraints_in_estimate(layers, k
         assert est.tpot_s == pytest.approx(r.tpot_s, rel=1e-9)
         assert est.e2e_s == pytest.approx(r.e2e_s, rel=1e-9)
         assert est.memory.per_chip_bytes == pytest.approx(r.per_chip_bytes, rel=1e-9)
-        assert est.memory.per_chip_bytes <= chip.hbm_bytes * util
+        assert est.memory.per_chip_bytes <= chip.hbm_bytes * util  # the datasheet figure: no driver total here
         assert est.ttft_s <= ttft and est.tpot_s <= tpot
         assert r.chips_total == r.tp * r.pp * r.replicas <= max_chips
         if qps is not None:

@@ -322,7 +322,7 @@ def test_kv_capacity_by_hand():
     # Workspace: the largest op's activations (SiLU*up reads 2 (T, 16) and writes 1: 3 x 16 x 2 B = 96 B per token)
     # + the residual stream (8 x 2 B = 16 B per token): 112 B x 2048 = 229,376 B -> 667,920 B for KV.
     # A running sequence holds 1000 + 200/2 = 1100 tokens x 32 B = 35,200 B: floor(667,920 / 35,200) = 18.
-    chip = dataclasses.replace(lr.load_chip("h100-sxm"), hbm_bytes=1e6)
+    chip = dataclasses.replace(lr.load_chip("h100-sxm"), hbm_bytes=1e6, driver_total_bytes=None)
     kw = dict(prompt_len=1000, gen_len=200, concurrency=4, max_num_batched_tokens=2048, **PURE)
     s = serve(tiny(), chip, **kw)
     assert s.max_running == 18 and s.limit == "kv_cache"
@@ -335,10 +335,10 @@ def test_kv_capacity_by_hand():
 @pytest.mark.parametrize("chip, expected", [
     # vLLM's EngineArgs.get_batch_defaults (OpenAI API server): >= 70 GiB (75,161,927,680 B) and not an A100 ->
     # 1024 sequences, 8192 tokens; else 256 and 2048; TPUs set the tokens (v5e 512, v5p 256) and cap the sequences.
-    ("h100-sxm", (1024, 8192)),  # 80e9 B
+    ("h100-sxm", (1024, 8192)),  # 85.0e9 B, the driver's total (vLLM reads the device's total memory)
     ("b200", (1024, 8192)),
     ("a100-80gb", (256, 2048)),  # excluded by name (vLLM PR #17885)
-    ("l40s", (256, 2048)),  # 48e9 B
+    ("l40s", (256, 2048)),  # 47.7e9 B
     ("tpu-v5e", (256, 512)),
     ("tpu-v5p", (256, 256)),  # 95e9 B: 1024 sequences capped by its 256 tokens
 ])

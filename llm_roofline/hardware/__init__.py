@@ -28,6 +28,7 @@ WRAPAROUND_RULES = ("always", "full_axis", "never")
 CHIP_RANGES: dict[str, tuple[float, float, str]] = {
     "compute": (1e9, 1e18, "FLOP/s"),
     "memory.hbm_bytes": (1e6, 1e15, "bytes"),
+    "memory.driver_total_bytes": (1e6, 1e15, "bytes"),
     "memory.hbm_bytes_per_s": (1e6, 1e16, "bytes/s"),
     "onchip.bytes": (1e3, 1e13, "bytes"),
     "onchip.bytes_per_s": (1e6, 1e17, "bytes/s"),
@@ -111,6 +112,7 @@ class Chip:
     onchip_bytes_per_s: float | None = None
     price_usd_per_hour: float | None = None
     price_source: str = ""
+    driver_total_bytes: float | None = None
     sources: Mapping[str, str] = field(default_factory=dict)
     calibration: Mapping[str, Any] = field(default_factory=dict)
     path: str = ""
@@ -129,6 +131,18 @@ class Chip:
         if dtype not in table:
             raise ChipError(f"chip {self.name} has no {dtype} compute; it has {', '.join(table)}")
         return table[dtype]
+
+    @property
+    def engine_capacity_bytes(self) -> float:
+        """The memory a serving engine's memory fraction applies to (vLLM: gpu_memory_utilization x the total
+        torch.cuda.mem_get_info reports): the driver's total where the chip file sources it ([memory]
+        driver_total_bytes: H100 SXM 85.0e9 for the datasheet's 80 GB), else the datasheet capacity (hbm_bytes)."""
+        return self.hbm_bytes if self.driver_total_bytes is None else self.driver_total_bytes
+
+    @property
+    def engine_capacity_label(self) -> str:
+        """What engine_capacity_bytes is, for text: 'driver total' or 'HBM' (the datasheet figure)."""
+        return "HBM" if self.driver_total_bytes is None else "driver total"
 
     def critical_intensity(self, dtype: str = "bf16") -> float:
         """FLOP/byte at which compute time equals HBM time: peak FLOP/s / HBM bytes/s."""
@@ -331,6 +345,7 @@ def chip_from_dict(data: Mapping[str, Any], path: str = "<dict>") -> Chip:
         onchip_bytes_per_s=_optional_number(onchip, "bytes_per_s", "[onchip].", path),
         price_usd_per_hour=_optional_number(price, "usd_per_hour", "[price].", path),
         price_source=" ".join(str(price.get(k, "")) for k in ("source", "date")).strip(),
+        driver_total_bytes=_optional_number(mem, "driver_total_bytes", "[memory].", path),
         sources=MappingProxyType(sources),
         calibration=MappingProxyType(_efficiency_table(data, path)),
         path=path,

@@ -33,7 +33,7 @@ def explain(spec, chips, targets, candidates, feasible, best_per_chip, search_lo
     load = f"load {sig3(qps)} req/s ({sig3(out_tps)} output tok/s); " if qps else "one replica (no load target); "
     head = (f"Plan for {spec.name}: prompt {targets['prompt_len']}, gen {targets['gen_len']}; "
             f"TTFT <= {target(targets['ttft_s'])}, TPOT <= {target(targets['tpot_s'])}; " + load
-            + f"<= {targets['max_chips']} chips; {targets['reserve']:.0%} of HBM reserved; ranked by "
+            + f"<= {targets['max_chips']} chips; {targets['reserve']:.0%} of memory reserved; ranked by "
             + ("USD per 1M output tokens." if rank_by == "cost" else "total chips."))
     lines = [head]
     if len(feasible):
@@ -88,11 +88,12 @@ def _why_no_memory(chip, targets, log, total_weight_bytes) -> str:
     """Nothing fits in HBM: the weights alone exceed every chip allowed, or the smallest footprint (weights + one
     sequence per micro-batch) exceeds one chip's usable bytes."""
     max_chips, reserve = targets["max_chips"], targets["reserve"]
-    usable_bytes = chip.hbm_bytes * (1 - reserve)
+    usable_bytes = chip.engine_capacity_bytes * (1 - reserve)
     if total_weight_bytes > max_chips * usable_bytes:
-        return (f"needs >= {fmt_gb(total_weight_bytes)} of weights, {max_chips} x {fmt_gb(chip.hbm_bytes)} = "
-                f"{fmt_gb(max_chips * chip.hbm_bytes)} available ({fmt_gb(max_chips * usable_bytes)} after the "
-                f"{reserve:.0%} reserve)")
+        cap = chip.engine_capacity_bytes
+        return (f"needs >= {fmt_gb(total_weight_bytes)} of weights, {max_chips} x {fmt_gb(cap)} "
+                f"{chip.engine_capacity_label} = {fmt_gb(max_chips * cap)} available ({fmt_gb(max_chips * usable_bytes)} "
+                f"after the {reserve:.0%} reserve)")
     if not log.memory_rows:
         return "every sharding failed: " + "; ".join(log.errors[:3])
 
@@ -104,4 +105,5 @@ def _why_no_memory(chip, targets, log, total_weight_bytes) -> str:
     return (f"the smallest per-chip footprint is {fmt_gb(need_bytes(m))} (tp={m['tp']} pp={m['pp']}: weights "
             f"{fmt_gb(m['weight_bytes_per_chip'])} + {m['pp']} sequence(s) of KV and activations at "
             f"{targets['prompt_len'] + targets['gen_len']} tokens {fmt_gb(sequences_bytes)}) > "
-            f"{fmt_gb(usable_bytes)} usable per chip ({fmt_gb(chip.hbm_bytes)} - {reserve:.0%})")
+            f"{fmt_gb(usable_bytes)} usable per chip ({fmt_gb(chip.engine_capacity_bytes)} {chip.engine_capacity_label} - "
+            f"{reserve:.0%})")

@@ -113,8 +113,9 @@ def _check_inputs(prompt_len, gen_len, max_chips, max_batch, ttft_s, tpot_s, qps
 
 def _notes(limits: Limits, price_of: dict[str, Price]) -> list[str]:
     notes = [f"memory: a configuration fits when its per-chip bytes (weights + KV at prompt+gen = "
-             f"{limits.prompt_len + limits.gen_len} tokens + peak prefill activations) <= HBM x gpu_memory_utilization "
-             f"{1 - limits.reserve:g} (reserve = {limits.reserve:.0%} of HBM kept free)."]
+             f"{limits.prompt_len + limits.gen_len} tokens + peak prefill activations) <= memory x gpu_memory_utilization "
+             f"{1 - limits.reserve:g} (reserve = {limits.reserve:.0%} kept free; memory: the total the driver reports "
+             f"where the chip file sources it, else the datasheet HBM)."]
     for name, p in price_of.items():
         if p.usd_per_hour is None:
             notes.append(f"{name}: no price per chip-hour — its cost columns are '—' ({p.source}).")
@@ -254,7 +255,7 @@ def _rows(ttft, tpot, e2e, per_chip, chip, choice: ShardingChoice, batches, limi
     `batches`): metrics, constraint flags, replicas, cost (a dict of columns; _candidates joins every sharding's
     into one DataFrame)."""
     n = batches.shape[0]
-    usable_bytes = chip.hbm_bytes * (1.0 - float(limits.reserve))
+    usable_bytes = chip.engine_capacity_bytes * (1.0 - float(limits.reserve))
     fits = per_chip <= usable_bytes
     meets_ttft = ttft <= limits.ttft_s if limits.ttft_s is not None else np.ones(n, bool)
     meets_tpot = tpot <= limits.tpot_s if limits.tpot_s is not None else np.ones(n, bool)

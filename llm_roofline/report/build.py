@@ -100,7 +100,7 @@ def frontier_data(model, chip, *, prompt_lens: Sequence[int], gen_len: int = 256
 
 def memory_data(model, chip, *, prompt_len: int = 2048, gen_len: int = 256, batches=None, **kw) -> dict:
     """Per-chip bytes (weights, KV cache at prompt + gen tokens, the activation workspace) over a batch grid,
-    against the usable HBM (gpu_memory_utilization x capacity; memory only: nothing is scored)."""
+    against the usable memory (gpu_memory_utilization x the chip's engine capacity; memory only: nothing is scored)."""
     from ..hardware import load_chip
     from ..memory import GPU_MEMORY_UTILIZATION, memory_footprint, usable_bytes
     from ..model.hf import load_model
@@ -109,7 +109,7 @@ def memory_data(model, chip, *, prompt_len: int = 2048, gen_len: int = 256, batc
     prompt_len, gen_len = check_count("prompt_len", prompt_len), check_count("gen_len", gen_len)
     util = kw.get("gpu_memory_utilization", GPU_MEMORY_UTILIZATION)
     mem_kw = {k: v for k, v in kw.items() if k in MEMORY_KEYS}
-    mem_kw["capacity_bytes"] = usable = usable_bytes(c.hbm_bytes, util)
+    mem_kw["capacity_bytes"] = usable = usable_bytes(c.engine_capacity_bytes, util)
     spec = load_model(model)
     pp = check_count("pp", kw.get("pp", 1))
     if batches is None:
@@ -126,7 +126,8 @@ def memory_data(model, chip, *, prompt_len: int = 2048, gen_len: int = 256, batc
 
     return dict(chip=c.name, batch=b.astype(int), weights=arr(m.weight_bytes_per_chip),
                 kv_cache=arr(m.kv_cache_bytes_per_chip), activations=arr(m.activation_workspace_bytes_per_chip),
-                per_chip_bytes=arr(m.bytes_per_chip), capacity_bytes=c.hbm_bytes, usable_bytes=usable,
+                per_chip_bytes=arr(m.bytes_per_chip), capacity_bytes=c.engine_capacity_bytes, usable_bytes=usable,
+                capacity_label=c.engine_capacity_label,
                 gpu_memory_utilization=float(util),
                 max_batch=int(np.max(np.asarray(m.max_batch))), context=int(prompt_len + gen_len))
 

@@ -122,7 +122,7 @@ def memory_table(est) -> str:
     rows = [dict(part="weights", b=m.per_chip_weight_bytes), dict(part="KV cache (prompt + gen tokens)", b=m.per_chip_kv_cache_bytes),
             dict(part="activations (peak, prefill)", b=m.per_chip_activation_bytes),
             dict(part="**total**", b=m.per_chip_bytes),
-            dict(part=f"usable ({m.gpu_memory_utilization:g} × {_gb(m.capacity_bytes)} HBM)", b=cap),
+            dict(part=f"usable ({m.gpu_memory_utilization:g} × {_gb(m.capacity_bytes)} {m.capacity_label})", b=cap),
             dict(part="headroom" if m.fits else "**shortfall**", b=cap - m.per_chip_bytes)]
     for r in rows:
         r["share"] = r["b"] / cap if cap else math.nan

@@ -38,7 +38,7 @@ def _frontier_panel(ax, cmap, chip_name, curves, pp, replica) -> None:
     for i, (p, c) in enumerate(curves.items()):
         _frontier_curve(ax, p, c, cmap(0.85 * i / max(len(curves) - 1, 1)))
     if all(c["max_batch"] == 0 for c in curves.values()):
-        ax.text(0.5, 0.95, "does not fit at any batch: weights alone exceed the usable HBM", transform=ax.transAxes,
+        ax.text(0.5, 0.95, "does not fit at any batch: weights alone exceed the usable memory", transform=ax.transAxes,
                 ha="center", va="top", fontsize=9, color="#b00000")
     # batch labels along the first curve
     first = next(iter(curves.values()))
@@ -64,7 +64,7 @@ def _frontier_legend(fig, axes) -> None:
             by_label.setdefault(lab, h)
     handles = list(by_label.values())
     handles += [Line2D([], [], marker="*", ls="", color="0.5", mec="k", ms=10, label="largest batch\nthat fits"),
-                Line2D([], [], marker="o", ls=":", color="0.6", mfc="none", ms=4, label="does not fit\nin HBM")]
+                Line2D([], [], marker="o", ls=":", color="0.6", mfc="none", ms=4, label="does not fit\nin memory")]
     fig.legend(handles=handles, fontsize=8, loc="outside right center")
 
 
@@ -99,11 +99,12 @@ def _memory_panel(ax, d, replica) -> None:
         ax.bar(x[~fits], v[~fits], 0.75, bottom=bottom[~fits], color="none", edgecolor="0.3", hatch="///", lw=0)
         bottom += v
     cap = d["usable_bytes"] / 1e9
-    ax.axhline(d["capacity_bytes"] / 1e9, color="0.5", ls=":", lw=1.0, label=f"HBM {sig3(d['capacity_bytes'] / 1e9)} GB")
+    ax.axhline(d["capacity_bytes"] / 1e9, color="0.5", ls=":", lw=1.0,
+               label=f"{d['capacity_label']} {sig3(d['capacity_bytes'] / 1e9)} GB")
     ax.axhline(cap, color="k", ls="--", lw=1.1,
                label=f"usable {sig3(cap)} GB (gpu_memory_utilization {d['gpu_memory_utilization']:g})")
     if d["max_batch"] == 0:
-        ax.text(0.5, 0.5, "does not fit at any batch:\nweights alone exceed the usable HBM", transform=ax.transAxes,
+        ax.text(0.5, 0.5, "does not fit at any batch:\nweights alone exceed the usable memory", transform=ax.transAxes,
                 ha="center", va="center", fontsize=9, color="#b00000", bbox=dict(fc="white", ec="#b00000"))
     ticks = [f"{b}★" if b == d["max_batch"] else str(b) for b in d["batch"]]
     ax.set_xticks(x, ticks, fontsize=7.5, rotation=45 if len(x) > 8 else 0)

@@ -58,8 +58,8 @@ def efficiency_phrase(est) -> str:
 
 
 def memory_phrase(m) -> str:
-    """'72.0 GB usable (0.9 x 80.0 GB HBM)': what a MemorySummary's fit is checked against."""
-    return f"{_gb(m.usable_bytes)} usable ({m.gpu_memory_utilization:g} x {_gb(m.capacity_bytes)} HBM)"
+    """'76.5 GB usable (0.9 x 85.0 GB driver total)': what a MemorySummary's fit is checked against."""
+    return f"{_gb(m.usable_bytes)} usable ({m.gpu_memory_utilization:g} x {_gb(m.capacity_bytes)} {m.capacity_label})"
 
 
 def per_user(est) -> str:
