@@ -75,13 +75,9 @@ def cmd_models(args) -> str:
         one = lambda vals, sep: vals[0] if len(vals) == 1 else sep.join(map(str, vals))  # noqa: E731
         rows.append({
             "id": ident, "params_total": m.params_total, "params_active": m.params_active,
-            "layers": m.n_layers,
-            "d_model": m.d_model,
-            "heads": one(heads, "/"),
-            "kv_heads": one(kv_heads, "/"),
+            "layers": m.n_layers, "d_model": m.d_model, "heads": one(heads, "/"), "kv_heads": one(kv_heads, "/"),
             "heads_q_kv": f"{one(heads, '-')}/{one(kv_heads, '-')}",
-            "attention": m.attention_kind,
-            "max_context": m.max_context,
+            "attention": m.attention_kind, "max_context": m.max_context,
             "kv_bytes_per_token_bf16": kv_bytes_per_token(m, "bf16"),
         })
     display = [
@@ -298,8 +294,13 @@ def cmd_serve(args) -> str:
         out += "\n\n" + "\n".join([_efficiency_note(res)] + _prose([
             _engine_text(res["chip"], res["max_num_seqs"], res["max_num_batched_tokens"], args) + "; p90: of TTFT; "
             "batch: running sequences; KV: of the KV capacity; max req/s: saturation; per user: tok/s per user = "
-            "1 / TPOT." + (" " + _BAND_COLUMNS_NOTE if "ttft_s_p10" in res else "")]))
+            "1 / TPOT." + (" " + _BAND_COLUMNS_NOTE if "ttft_s_p10" in res else "")
+            + (_SATURATED_NOTE if res["saturated"].any() else "")]))
     return out
+
+
+_SATURATED_NOTE = (" TTFT ∞: past the saturation rate the queue grows without bound; the other columns read the engine"
+                   " at capacity (the steady state at that rate).")
 
 
 def _host_arg(args) -> dict:

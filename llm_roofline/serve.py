@@ -253,12 +253,32 @@ def _solve(parts: "list[_Prepared]", *, engine: dict, sp: Speculative, closed: b
     want = np.ones(tab.index.size, bool) if saturation_where is None else np.concatenate(
         [_mask(saturation_where(i, c), c["fits"].size) for i, c in enumerate(out)])
     sat = _saturation_rps(tab, wl, cap_safe, want, e_spec) * dp
+    if not closed:
+        _at_capacity(cols, tab, wl, cat, sat, e_spec, r_over)
     p90 = st.ttft_p90_at(want) if late_p90 else None
     for c, lo, hi in zip(out, bounds[:-1], bounds[1:]):
         c["saturation_requests_per_s"] = sat[lo:hi]
         if late_p90:
             c["ttft_p90_s"] = p90[lo:hi]
     return out
+
+
+def _at_capacity(cols: dict, tab: StepTables, wl: Workload, cat: dict, sat, e_spec, r_over) -> None:
+    """Open-loop points past their saturation rate (sat known): the queue grows without bound (TTFT, its p90, the
+    queue wait, e2e: inf) while the engine runs full, so the other metrics are the steady state's at the saturation
+    rate (its limit from below). In place: the parts' columns are views of cols."""
+    i = np.flatnonzero(cols["saturated"] & (cat["cap"] >= 1) & np.isfinite(sat) & (sat > 0))
+    if i.size == 0:
+        return
+    full = solve_open(tab.with_index(tab.index[i]), wl.take(i), sat[i] / cat["dp"][i], np.maximum(cat["cap"][i], 1.0),
+                      e_spec, r_over, with_p90=False)
+    gen = wl.mean(wl.gen_tokens)[i]
+    cols["tpot_s"][i] = np.where(gen > 1.0, full.tpot_s, np.nan)
+    for k in ("running_batch", "decode_batch", "prefill_utilization"):
+        cols[k][i] = getattr(full, k)
+    cols["requests_per_s"][i], cols["output_tokens_per_s"][i] = sat[i], sat[i] * gen
+    cols["kv_cache_utilization"][i] = (full.running_batch / cat["attention_dp"][i] * cat["kv_seq"][i]
+                                       / np.maximum(cat["free"][i], 1.0))
 
 
 def _mask(x, n: int) -> np.ndarray:
@@ -463,14 +483,17 @@ def _band(prep: _Prepared, cols: dict, ctx: dict) -> dict | None:
     if pre is None or dec is None:
         return None
     lo, hi = (_solve([replace(prep, tab=prep.rescaled((pre[i], dec[i])))], engine=ctx["engine"], sp=ctx["sp"],
-                     closed=ctx["closed"], saturation_where=lambda *_: False)[0] for i in (0, 1))  # no saturation
+                     closed=ctx["closed"], saturation_where=lambda _, c: c["saturated"] & (not ctx["closed"]))[0]
+              for i in (0, 1))  # its saturation rate where an open loop saturates (read at capacity: _at_capacity)
     serving = {k: serving_band_at(SERVING_BAND["prefill_utilization"], SERVING_BAND[k], cols["prefill_utilization"])
                for k in ("ttft_s", "tpot_s")}
     ttft, tpot = serving["ttft_s"], serving["tpot_s"]
     out = {k: widened_band(cols[k], lo[k], hi[k], b)
            for k, b in (("ttft_s", ttft), ("ttft_p90_s", ttft), ("tpot_s", tpot), ("e2e_s", tpot))}
-    for k in ("requests_per_s", "output_tokens_per_s"):  # the slow kernels' p10; e2e's serving band, inverted
-        out[k] = widened_band(cols[k], hi[k], lo[k], (1.0 / tpot[1], 1.0 / tpot[0]))
+    offered = np.inf if ctx["closed"] else prep.load * prep.dp  # an open loop serves at most its arrivals
+    for k, per_request in (("requests_per_s", 1.0), ("output_tokens_per_s", wl.mean(wl.gen_tokens))):
+        p10, p90 = widened_band(cols[k], hi[k], lo[k], (1.0 / tpot[1], 1.0 / tpot[0]))  # the slow kernels' p10;
+        out[k] = (p10, np.minimum(p90, offered * per_request))  # e2e's serving band, inverted
     out["multipliers"] = {"prefill": [float(pre[0]), float(pre[1])], "decode": [float(dec[0]), float(dec[1])]}
     out["serving"] = serving  # per point (_band_at)
     return out

@@ -246,6 +246,8 @@ def fmt_seconds(t: float | None) -> str:
         return "—"
     if t == 0:
         return "0"
+    if t == math.inf:  # a queue past saturation
+        return "∞"
     if t >= 1:
         return f"{sig3(t)} s"
     if t >= 1e-3:

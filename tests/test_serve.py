@@ -398,6 +398,31 @@ def test_open_loop_above_saturation_is_an_error_that_names_the_rate():
     assert ok.requests_per_s == pytest.approx(2.0) and ok.ttft_p90_s >= ok.ttft_s
 
 
+def test_a_sweep_past_saturation_reads_the_engine_at_capacity():
+    # Poisson loads past the saturation rate: the queue grows without bound (TTFT inf) while the engine runs full.
+    # Every other number is the steady state at the saturation rate, the same at 2x and at 1e6x: before, 1e6 req/s
+    # printed 2.56e8 output tokens/s, a 6 us TPOT and the KV cache 249 % full at 20 req/s.
+    df = serve(LLAMA, "h100-sxm", prompt_len=1024, gen_len=256, qps=[5.0, 40.0, 1e6])
+    low, past = df.iloc[0], df.iloc[1:]
+    sat = low.saturation_requests_per_s
+    assert not low.saturated and past.saturated.all() and np.isinf(past.ttft_s).all()
+    for _, r in past.iterrows():
+        # served: the saturation rate, x 256 tokens; running: at most the capacity, the KV cache at most full
+        assert r.requests_per_s == sat and r.output_tokens_per_s == pytest.approx(256 * sat, rel=1e-12)
+        assert r.running_batch <= r.max_running and 0.9 < r.kv_cache_utilization <= 1.0
+        assert r.tpot_s == past.iloc[0].tpot_s and low.tpot_s < r.tpot_s < 1.0
+        # the band: an open loop serves at most its arrivals, whatever its kernels
+        assert r.requests_per_s_p10 <= r.requests_per_s <= r.requests_per_s_p90 <= r.qps
+        assert r.tpot_s_p10 <= r.tpot_s <= r.tpot_s_p90 < 2 * r.tpot_s
+    # just below the rate the same engine: TPOT, running batch and KV use within 1 % of the capacity's
+    near = serve(LLAMA, "h100-sxm", prompt_len=1024, gen_len=256, qps=0.999 * sat)
+    assert near.tpot_s == pytest.approx(past.iloc[0].tpot_s, rel=0.01)
+    assert near.running_batch == pytest.approx(past.iloc[0].running_batch, rel=0.01)
+    # below saturation the p90 of the served rate is the offered rate (the slow kernels' p10 saturate)
+    edge = serve(LLAMA, "h100-sxm", prompt_len=1024, gen_len=256, qps=[0.999 * sat])
+    assert edge.requests_per_s_p90.iloc[0] == pytest.approx(0.999 * sat, rel=1e-12)
+
+
 @pytest.mark.parametrize("kw, match", [
     (dict(), "exactly one of concurrency"),
     (dict(concurrency=4, qps=1.0), "exactly one of concurrency"),

@@ -49,7 +49,7 @@ def _align(body, n):
 
 def _looks_numeric(cell: str) -> bool:
     head = cell.strip().split(" ")[0].replace(",", "").replace("%", "").replace("×", "")
-    if head in ("—", "inf"):
+    if head in ("—", "inf", "∞"):
         return True
     try:
         float(head)
