@@ -39,8 +39,7 @@ def cmd_chips(args) -> str:
         ("HBM GB", "hbm_bytes", lambda v: sig3(v / 1e9)),
         ("driver GB", "driver_total_bytes", lambda v: "—" if v is None else sig3(v / 1e9)),
         ("TB/s", "hbm_bytes_per_s", lambda v: sig3(v / 1e12)),
-        ("FLOP/B", "critical_intensity_bf16", sig3),
-        ("scale-up", "scaleup_kind", None),
+        ("FLOP/B", "critical_intensity_bf16", sig3), ("scale-up", "scaleup_kind", None),
         ("GB/s", "scaleup_bytes_per_s", lambda v: sig3(v / 1e9)),
         ("$/h", "price_usd_per_hour", lambda v: "—" if v is None else f"{v:.2f}"),
     ]
@@ -549,7 +548,9 @@ def cmd_memory(args) -> str:
 
     foot = ("Every GB is per chip. max batch = floor((usable - weights - activation workspace) / KV per sequence / "
             f"pp) x pp, with the estimate's memory model: KV at `context` tokens, activations (act) of one "
-            f"{PREFILL_CHUNK_TOKENS}-token prefill chunk (`llm-roofline estimate` reports the same max batch).")
+            f"{PREFILL_CHUNK_TOKENS}-token prefill chunk (`llm-roofline estimate` reports the same max batch). Driver "
+            "total: the memory the GPU's driver reports to a process, which vLLM's gpu_memory_utilization multiplies "
+            "(`llm-roofline chips`: driver GB; HBM: the datasheet's, where no driver total is sourced).")
     md = args.format == "markdown"
     return "\n".join(_prose([head], md) + [render(rows, args.format, display), ""] + _prose([foot], md))
 
