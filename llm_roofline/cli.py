@@ -218,7 +218,7 @@ def _build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("plan", help="cheapest chip x tp x pp x ep x batch x replicas meeting TTFT/TPOT/load targets",
                        description="Search chip types, shardings and batch sizes (vectorized) for configurations that "
-                                   "fit memory (--gpu-memory-utilization of HBM) and meet --ttft-s / --tpot-s; size data-parallel "
+                                   "fit memory (--gpu-memory-utilization) and meet --ttft-s / --tpot-s; size data-parallel "
                                    "replicas for --qps or --output-tokens-per-s; rank by USD per 1M output tokens (or "
                                    "chips when a price is missing). Exit code 0 also when nothing is feasible: the "
                                    "output says why, with numbers (JSON/CSV: an empty list, the reason on stderr).",

@@ -507,7 +507,8 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
     """Estimate one scenario: an Estimate with the headline numbers, phase summaries, memory and op table.
 
     efficiency: 'calibrated' (the default: kernel efficiencies fitted per chip; `ideal` then holds the pure-roofline
-    bound beside it) or 'ideal'. gpu_memory_utilization: the share of HBM the engine may fill (0.9, vLLM's)."""
+    bound beside it) or 'ideal'. gpu_memory_utilization: the share of memory the engine may fill (0.9, vLLM's:
+    of the driver's total where the chip file gives it)."""
     for name, v in (("batch", batch), ("prompt_len", prompt_len), ("gen_len", gen_len)):
         if isinstance(v, (list, tuple)) or (isinstance(v, np.ndarray) and v.ndim):
             raise ScenarioError(f"{name} must be a single number in estimate(); use sweep() for lists")
@@ -522,8 +523,7 @@ def estimate(model, chip, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, ep=
         r.warnings.append(f"does not fit: {memory.per_chip_bytes / 1e9:.1f} GB per chip needed, "
                           f"{memory.usable_bytes / 1e9:.1f} GB usable on {chip.name} ({gpu_memory_utilization:g} x "
                           f"{chip.engine_capacity_bytes / 1e9:.1f} GB {chip.engine_capacity_label}; max batch at this "
-                          f"context: "
-                          f"{memory.max_batch}); the times assume it did.")
+                          f"context: {memory.max_batch}); the times assume it did.")
     scenario = dict(batch=batch, prompt_len=prompt_len, gen_len=gen_len, tp=tp, pp=pp, ep=ep, dp=dp,
                     sequence_parallel=sequence_parallel, weight_dtype=spec.weight_label(dt), act_dtype=dt.act,
                     kv_dtype=dt.kv, compute_dtype=dt.compute, gemm_compute_dtype=spec.gemm_compute_dtype(dt),

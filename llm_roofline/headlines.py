@@ -224,7 +224,8 @@ def _headlines(spec, members: list, dt: Dtypes, scenarios: list, attention, gpu_
                                                 for t, h in zip(dec, dec_hand)]
         fp = _footprint(spec, sh, dt, pre_ops + ops, batch, prompt + gen, pre_memo)
         out.append([Headline(ttft, tpot_of(gen, ttft, d), ttft + decode_total_of(gen, ttft, d),
-                             replace(fp, capacity_bytes=usable_bytes(chip.engine_capacity_bytes, gpu_memory_utilization)), chip,
+                             replace(fp, capacity_bytes=usable_bytes(chip.engine_capacity_bytes,
+                                                                     gpu_memory_utilization)), chip,
                              sh, eff, batch, gen) for chip, eff, ttft, d in zip(chips, effs, pre, dec)])
     return out
 

@@ -297,7 +297,8 @@ def max_batch_row(spec: ModelSpec, chip: "Chip", context_len: int, *, tp=1, pp=1
     usable = usable_bytes(chip.engine_capacity_bytes, gpu_memory_utilization)
     row = dict(chip=chip.name, tp=int(tp), pp=int(pp), ep=int(ep), weight_dtype=weight_dtype, kv_dtype=kv_dtype,
                act_dtype=act_dtype, context_len=context_len, capacity_bytes=chip.engine_capacity_bytes,
-               capacity_label=chip.engine_capacity_label, gpu_memory_utilization=float(gpu_memory_utilization), usable_bytes=usable)
+               capacity_label=chip.engine_capacity_label, gpu_memory_utilization=float(gpu_memory_utilization),
+               usable_bytes=usable)
     try:
         row.update(_max_batch_row(spec, chip, usable, context_len, gen_len, int(tp), int(pp), int(ep), weight_dtype,
                                   kv_dtype, act_dtype, attention, sequence_parallel, graphs))

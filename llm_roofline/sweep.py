@@ -137,7 +137,8 @@ def _sweep_columns(r: Headline, kw: dict, mesh, mult: dict | None = None) -> tup
             "throughput_tokens_per_s": r.throughput_tokens_per_s,
             "throughput_tokens_per_s_per_chip": r.throughput_tokens_per_s_per_chip,
             "tokens_per_s_per_user": 1.0 / r.tpot_s,
-            "per_chip_bytes": m.bytes_per_chip, "capacity_bytes": r.chip.engine_capacity_bytes, "usable_bytes": m.capacity_bytes,
+            "per_chip_bytes": m.bytes_per_chip, "capacity_bytes": r.chip.engine_capacity_bytes,
+            "usable_bytes": m.capacity_bytes,
             "fits": m.bytes_per_chip <= m.capacity_bytes, "max_batch": m.max_batch}
     if mult is not None:
         band = headline_band(mult["prefill"], mult["decode"], cols)

@@ -70,7 +70,7 @@ def test_report_files_csv_json_keep_raw_si_and_metadata(tmp_path):
 
 
 def test_report_for_a_model_that_does_not_fit_says_so_in_the_headline(tmp_path):
-    small = replace(H100, hbm_bytes=2e6, driver_total_bytes=None)  # the tiny model's 3.5 MB of weights do not fit in 2 MB
+    small = replace(H100, hbm_bytes=2e6, driver_total_bytes=None)  # the tiny model: 3.5 MB of weights in 2 MB
     write_report(tiny(), [small, H100], tmp_path, batch=2, prompt_len=64, gen_len=8, charts=(), efficiency="ideal")
     head = _section((tmp_path / "report.md").read_text(), "Headline")
     assert "**Does not fit on h100-sxm ×1**" in head and "weights alone exceed the usable HBM" in head

@@ -92,8 +92,8 @@ def _why_no_memory(chip, targets, log, total_weight_bytes) -> str:
     if total_weight_bytes > max_chips * usable_bytes:
         cap = chip.engine_capacity_bytes
         return (f"needs >= {fmt_gb(total_weight_bytes)} of weights, {max_chips} x {fmt_gb(cap)} "
-                f"{chip.engine_capacity_label} = {fmt_gb(max_chips * cap)} available ({fmt_gb(max_chips * usable_bytes)} "
-                f"after the {reserve:.0%} reserve)")
+                f"{chip.engine_capacity_label} = {fmt_gb(max_chips * cap)} available "
+                f"({fmt_gb(max_chips * usable_bytes)} after the {reserve:.0%} reserve)")
     if not log.memory_rows:
         return "every sharding failed: " + "; ".join(log.errors[:3])
 
@@ -105,5 +105,5 @@ def _why_no_memory(chip, targets, log, total_weight_bytes) -> str:
     return (f"the smallest per-chip footprint is {fmt_gb(need_bytes(m))} (tp={m['tp']} pp={m['pp']}: weights "
             f"{fmt_gb(m['weight_bytes_per_chip'])} + {m['pp']} sequence(s) of KV and activations at "
             f"{targets['prompt_len'] + targets['gen_len']} tokens {fmt_gb(sequences_bytes)}) > "
-            f"{fmt_gb(usable_bytes)} usable per chip ({fmt_gb(chip.engine_capacity_bytes)} {chip.engine_capacity_label} - "
-            f"{reserve:.0%})")
+            f"{fmt_gb(usable_bytes)} usable per chip ({fmt_gb(chip.engine_capacity_bytes)} "
+            f"{chip.engine_capacity_label} - {reserve:.0%})")

@@ -113,9 +113,9 @@ def _check_inputs(prompt_len, gen_len, max_chips, max_batch, ttft_s, tpot_s, qps
 
 def _notes(limits: Limits, price_of: dict[str, Price]) -> list[str]:
     notes = [f"memory: a configuration fits when its per-chip bytes (weights + KV at prompt+gen = "
-             f"{limits.prompt_len + limits.gen_len} tokens + peak prefill activations) <= memory x gpu_memory_utilization "
-             f"{1 - limits.reserve:g} (reserve = {limits.reserve:.0%} kept free; memory: the total the driver reports "
-             f"where the chip file sources it, else the datasheet HBM)."]
+             f"{limits.prompt_len + limits.gen_len} tokens + peak prefill activations) <= memory x "
+             f"gpu_memory_utilization {1 - limits.reserve:g} (reserve = {limits.reserve:.0%} kept free; memory: the "
+             f"total the driver reports where the chip file sources it, else the datasheet HBM)."]
     for name, p in price_of.items():
         if p.usd_per_hour is None:
             notes.append(f"{name}: no price per chip-hour — its cost columns are '—' ({p.source}).")
@@ -380,7 +380,7 @@ def plan(model, chips, prompt_len: int, gen_len: int, ttft_s: float | None = Non
 
     chips: names, aliases, paths or Chip objects. ttft_s / tpot_s: latency targets (None: any). qps or
     output_tokens_per_s: the load (None: one replica). max_chips: limit on tp x pp x replicas. prices:
-    {chip: USD per chip-hour} overriding the chip files. gpu_memory_utilization: the share of HBM the engine may
+    {chip: USD per chip-hour} overriding the chip files. gpu_memory_utilization: the share of memory the engine may
     fill (memory.GPU_MEMORY_UTILIZATION; the rest is kept free). efficiency: 'calibrated' (default) | 'ideal'. tp / pp / ep:
     lists restricting the candidates (None: every divisor the model allows). max_batch: largest batch searched.
     rank_by: 'cost' | 'chips' (default: cost when every chip has a price). disaggregate: also run

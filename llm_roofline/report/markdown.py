@@ -86,7 +86,8 @@ def fit_warnings(estimates) -> list[str]:
     for e in estimates:
         m = e.memory
         if not m.fits:
-            why = ("weights alone exceed the usable HBM" if m.per_chip_weight_bytes > m.usable_bytes else
+            heavy = m.per_chip_weight_bytes > m.usable_bytes
+            why = (f"weights alone exceed the usable {m.capacity_label}" if heavy else
                    f"the largest batch that fits at this context is {m.max_batch}")
             out.append(f"**Does not fit on {e.chip} ×{e.scenario['chips']}**: {_gb(m.per_chip_bytes)} per chip "
                        f"needed, {memory_phrase(m)} ({why}). Its times are what the chip would "
@@ -189,8 +190,8 @@ CHART_CAPTIONS = {
                                                 "one curve per prompt length; ★ marks the largest batch that fits."),
     "breakdown": ("Time breakdown", "wall time of prefill, of a decode step and of the whole request, split by "
                                     "op category."),
-    "memory": ("Memory per chip vs batch", "weights, KV cache and peak activations against the usable HBM "
-                                            "(gpu_memory_utilization × capacity)."),
+    "memory": ("Memory per chip vs batch", "weights, KV cache and peak activations against the usable memory "
+                                            "(gpu_memory_utilization × the driver's total or the HBM)."),
 }
 
 
