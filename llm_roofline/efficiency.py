@@ -155,6 +155,7 @@ from .roofline import Efficiency, stacked, where as _where
 from .units import everywhere, f64 as _float, where_positive
 from .attention_shapes import decode_family, attention_shape, decode_points, is_decode_attention
 from .dequant import dequant_efficiency, marlin_compute_max, weight_only_quantized
+from .expert_kernels import M_BLOCK_RULES, block_rows_per_expert, m_block_padding, restreamed_weight_bytes
 
 if TYPE_CHECKING:
     from .ops import Op
@@ -247,6 +248,8 @@ class FamilyFit:
     overhead_regroup_s: float = 0.0  # decode attention, G > 1, no window: the copies of Q in and O out that fold a KV
     #   head's G query heads into its query tile (FlashAttention-2), where B >= 2 and n_kv >= 2 (else a view), >= 0
     memory_l2_extra: float = 0.0  # fit only: a table's replays of a set in L2 read at (1 + this) x HBM (fit._Terms)
+    memory_token_tile: float = 0.0  # expert GEMM: token tile of a fused kernel that re-reads an expert's weights past
+    #   the L2 once per tile (expert_kernels.restreamed_weight_bytes; a kernel fact, fit._KERNEL_GRID); 0: none
 
     def __post_init__(self):
         for name in ("compute_max", "memory_max", "comm_max", "comm_switch_max"):
@@ -354,30 +357,6 @@ class FamilyFit:
         return {k: getattr(self, k) for k in PARAMS}
 
 
-# fused-MoE kernels' M blocks from the routed rows per local expert R: rule -> (sizes, whether one fits R). 1: vLLM's
-# fused_marlin_moe (int4): R / block < 0.9. 2: OpenAI triton_kernels (GPT-OSS on Hopper): next power of two of floor(R)
-M_BLOCK_RULES = {1: ((8.0, 16.0, 32.0, 48.0, 64.0), lambda r, b: r < 0.9 * b),
-                 2: ((16.0, 32.0, 64.0, 128.0), lambda r, b: np.floor(r) <= b)}
-
-
-def m_block_padding(tokens, block_rows, rule: float, spread=0.0) -> np.ndarray:
-    """T / (blocks * b): an expert's T rows in whole blocks of b rows, b the smallest of the rule's sizes
-    (M_BLOCK_RULES) that fits R = block_rows, else the largest; 1 where T or R is unknown (<= 0) or the rule is none of
-    them. blocks = ceil(T / b) where every expert has T rows (spread 0: the collector's balanced routing); where they
-    vary about T (spread 1: real routing) the last block is half full on average: max(1, T / b + 1/2), smooth in T."""
-    sizes, fits = M_BLOCK_RULES.get(rule, ((), None))
-    if not sizes:
-        return np.float64(1.0)
-    r, t = np.asarray(_float(block_rows)), np.asarray(_float(tokens))
-    block = np.full(r.shape, sizes[-1])
-    for size in reversed(sizes[:-1]):  # the smallest block that fits wins
-        block = np.where(fits(r, size), size, block)
-    known = (t > 0) & (r > 0)
-    tt = np.where(known, t, 1.0)
-    blocks = np.where(_float(spread) > 0, np.maximum(1.0, tt / block + 0.5), np.ceil(tt / block))
-    return np.where(known, tt / (blocks * block), 1.0)[()]  # 0-d: a scalar
-
-
 def _saturation(x, half: float) -> np.ndarray:
     """x / (x + half), 1 where x <= 0 (unknown)."""
     return where_positive(_float(x), lambda v: v / (v + half), 1.0)
@@ -391,7 +370,7 @@ PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_hal
           "overhead_per_group_tile_s", "memory_streams_half", "overhead_per_kv_stream_s", "memory_window_half",
           "overhead_window_s", "compute_m_tile", "memory_unsplit_half", "overhead_unsplit_s", "compute_depth_half",
           "compute_width_half", "compute_m_block_rule", "overhead_ep_s", "overhead_per_token_elem_s",
-          "overhead_per_depth_s", "overhead_split_s", "overhead_regroup_s", "memory_l2_extra")
+          "overhead_per_depth_s", "overhead_split_s", "overhead_regroup_s", "memory_l2_extra", "memory_token_tile")
 # ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: s per kernel, row, byte or element;
 # the band: measured / predicted; memory_l2_extra: a rate ratio), so a hostile chip file cannot overflow a time
 PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3, "comm": 1.0}
@@ -501,9 +480,10 @@ class CalibratedModel:
             moe = _expert_inputs(op.walked_rows, op.token_elems, k, n, op.expert_width, op.local_experts,
                                  op.expert_chips) if fam in MOE_FAMILIES else {}
             if any(getattr(x, "ndim", 0) for x in (op.tokens, *moe.values())):
-                return p.efficiency(op.tokens, label=self.label, cols=n, out_elems=_float(op.tokens) * n, depth=k,
-                                    **moe)
-            return _efficiency_at(p, op.tokens, self.label, n, k, **{f: float(v) for f, v in moe.items()})
+                e = p.efficiency(op.tokens, label=self.label, cols=n, out_elems=_float(op.tokens) * n, depth=k, **moe)
+            else:
+                e = _efficiency_at(p, op.tokens, self.label, n, k, **{f: float(v) for f, v in moe.items()})
+            return _restreamed(e, p, [op], chip, op.tokens) if moe and p.memory_token_tile else e
         if fam in COLLECTIVE_FAMILIES:  # the direct kernels' step latency grows with the GPUs of the group; rings
             # (PCIe switch, xGMI / NVLink-bridge mesh) are NCCL's pipelined steps, priced at the link's latency_s alone
             return _collective_efficiency(p, int(op.group_chips), self.label, chip.scaleup.nvlink_switch)
@@ -545,8 +525,9 @@ class CalibratedModel:
             if fam in MOE_FAMILIES:
                 grids = (stacked([getattr(op, f) for op in sub], shape) for f in ("walked_rows", "token_elems"))
                 moe = _expert_inputs(*grids, k, n, *map(per_op, ("expert_width", "local_experts", "expert_chips")))
-            parts.append((rows, self.fit_for(fam).efficiency(tok, label=self.label, cols=n, out_elems=tok * n,
-                                                             depth=k, **moe)))
+            p = self.fit_for(fam)
+            e = p.efficiency(tok, label=self.label, cols=n, out_elems=tok * n, depth=k, **moe)
+            parts.append((rows, _restreamed(e, p, sub, chip, tok, shape) if moe and p.memory_token_tile else e))
         return parts
 
     def pricing_keys(self, ops: "list[Op]", chip: Chip, memo: dict) -> tuple:
@@ -568,7 +549,8 @@ class CalibratedModel:
         families, collective_chips, dequant = shapes
         domain, fits = chip.scaleup.domain_size, tuple(self.fit_for(f) for f in families)
         key = (tuple(map(id, fits)), tuple(n > domain for n in collective_chips),
-               bool(collective_chips) and chip.scaleup.nvlink_switch, id(chip) if dequant else 0)
+               bool(collective_chips) and chip.scaleup.nvlink_switch, id(chip) if dequant else 0,
+               chip.onchip_bytes if any(f.memory_token_tile for f in fits) else 0)  # _restreamed reads the L2
         memo.setdefault("kept", {}).setdefault(key, (fits, chip))  # the objects behind the ids live as long as the
         return key  # memo (and the stacks cached under the key in it), so no other fit or chip can reuse an id
 
@@ -588,16 +570,24 @@ def _efficiency_at(p: FamilyFit, tokens: float, label: str, cols: float = 0.0, d
     return p.efficiency(tokens, label=label, cols=cols, out_elems=tokens * cols, depth=depth, **expert)
 
 
+def _restreamed(e: Efficiency, p: FamilyFit, ops: "list[Op]", chip: Chip, tokens, shape=None) -> Efficiency:
+    """e with its memory fraction scaled by hbm / (hbm + re-read weight bytes) (expert_kernels): the expert GEMMs of
+    a kernel walking each expert's rows in tiles of p.memory_token_tile tokens, on the chip's L2. shape: the stacked
+    shape of several ops (for_ops; None: one op)."""
+    def stack(f):
+        vals = [getattr(op, f) for op in ops]
+        return _float(vals[0]) if shape is None else stacked(vals, shape)
+    hbm = stack("hbm_bytes")
+    extra = restreamed_weight_bytes(stack("weight_bytes"), tokens, stack("expert_block_bytes"),
+                                    chip.onchip_bytes or 0.0, p.memory_token_tile)
+    return replace(e, memory=e.memory * where_positive(hbm, lambda h: h / (h + extra), 1.0))
+
+
 def _expert_inputs(routed, token_elems, k, n, width, local_experts, expert_chips) -> dict:
     """An expert GEMM's fused-block inputs of FamilyFit.efficiency: the walked elements (routed rows x (K + N)), the
     rows per local expert, the expert's width, moe_ep, the per-token elements, spread 1 (a model's routing: random)."""
     return dict(walked=routed * (k + n), block_rows=block_rows_per_expert(routed, local_experts), width=width,
                 expert_chips=expert_chips, token_elems=token_elems, spread=1.0)
-
-
-def block_rows_per_expert(routed, local_experts):
-    """Routed rows per local expert (what fused MoE kernels size their M blocks to); 0: unknown."""
-    return where_positive(_float(local_experts), lambda e: routed / e, 0.0)
 
 
 def quantized_experts(op: "Op") -> bool:

@@ -60,6 +60,8 @@ class Op:
     #   into blocks per local expert); 0: not an expert GEMM
     expert_chips: float = 0.0  # expert GEMM: chips the routed experts are split over (moe_ep; > 1: the fused block
     #   runs the expert-parallel path); 0: not an expert GEMM
+    expert_block_bytes: float = 0.0  # expert GEMM: one expert's weight bytes in its whole fused block (gate, up,
+    #   down: what a kernel walking its rows in token tiles streams per tile, expert_kernels); 0: not an expert GEMM
     # the arithmetic with its numbers (--explain), or a function that writes it: formatted when read (op.formula)
     text: "str | Callable[[], str]" = field(default="", repr=False, compare=False)
 
@@ -67,7 +69,8 @@ class Op:
                  comm_bytes=ZERO, collective="", group_chips=1, tokens=ZERO, style="replicated", shards=1,
                  stored_bytes=0.0, compute_dtype="bf16", gemm_n=0.0, gemm_k=0.0, walked_rows=0.0, token_elems=0.0,
                  weight_bits=0.0, head_dim=0.0, kv_bits=0.0, q_per_kv=0.0, weight_block=0.0, window=0.0, seqs=0.0,
-                 kv_len=0.0, weight_dtype="", expert_width=0.0, local_experts=0.0, expert_chips=0.0, text=""):
+                 kv_len=0.0, weight_dtype="", expert_width=0.0, local_experts=0.0, expert_chips=0.0,
+                 expert_block_bytes=0.0, text=""):
         """The fields in their order, with their defaults (tests/test_graph.py checks both against the dataclass's),
         set at once: the generated __init__ of a frozen dataclass sets them one by one (graphs build many ops)."""
         self.__dict__.update(
@@ -77,7 +80,7 @@ class Op:
             compute_dtype=compute_dtype, gemm_n=gemm_n, gemm_k=gemm_k, walked_rows=walked_rows, token_elems=token_elems,
             weight_bits=weight_bits, head_dim=head_dim, kv_bits=kv_bits, q_per_kv=q_per_kv, weight_block=weight_block,
             window=window, seqs=seqs, kv_len=kv_len, weight_dtype=weight_dtype, expert_width=expert_width,
-            local_experts=local_experts, expert_chips=expert_chips, text=text)
+            local_experts=local_experts, expert_chips=expert_chips, expert_block_bytes=expert_block_bytes, text=text)
 
     @property
     def formula(self) -> str:
@@ -113,7 +116,7 @@ _scored_fields = itemgetter(*(f.name for f in fields(Op) if f.name not in ("coun
 def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_elem, n_matrices=1.0,
          bias=False, matrices_read=None, n_stored=1.0, rows_per_matrix=None, compute_dtype="bf16", formula_note="",
          style="replicated", shards=1, walked_rows=0.0, token_elems=0.0, weight_block=0.0, weight_dtype="",
-         expert_width=0.0, expert_chips=1.0) -> Op:
+         expert_width=0.0, expert_chips=1.0, expert_block_elems=0.0) -> Op:
     """y[T, n] = x[T, k] @ W[k, n] (+ b), for n_matrices weight matrices (MoE: top-k experts' work).
 
     FLOPs = 2*T*k*n per matrix. Weights read: matrices_read (default n_matrices) * k*n*bits/8, + bias.
@@ -128,6 +131,8 @@ def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_ele
     weight_dtype: element dtype of the stored weights (Op.weight_dtype; '': unknown).
     expert_width: an expert GEMM's intermediate size per chip (Op.expert_width; 0: not an expert GEMM, then
     Op.local_experts and Op.expert_chips are 0 too, else n_stored and expert_chips, the moe_ep).
+    expert_block_elems: weight elements of one expert's whole fused block (gate, up, down), stored at
+    bits_per_weight: Op.expert_block_bytes.
     """
     t = f64(tokens)
     m_read = n_matrices if matrices_read is None else matrices_read
@@ -143,7 +148,8 @@ def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_ele
               walked_rows=walked_rows, token_elems=token_elems, weight_block=float(weight_block),
               weight_dtype=weight_dtype, expert_width=float(expert_width),
               local_experts=float(n_stored) if expert_width else 0.0,
-              expert_chips=float(expert_chips) if expert_width else 0.0)
+              expert_chips=float(expert_chips) if expert_width else 0.0,
+              expert_block_bytes=float(expert_block_elems) * bits_per_weight / 8 if expert_width else 0.0)
 
 
 def causal_pairs(q_len, kv_len, window=None):

@@ -904,3 +904,33 @@ def test_a_chip_file_names_an_unknown_m_block_rule(tmp_path):
         p.write_text(ROUND_CHIP + "\n[efficiency.moe_int4]\ncompute_max = 0.4\ncompute_m_block_rule = " + bad + "\n")
         with pytest.raises(lr.ChipError, match="compute_m_block_rule"):
             calibrated_model(lr.load_chip(str(p)))
+
+
+def test_blackwell_moe_kernels_reread_an_experts_weights_past_the_l2_by_hand():
+    from llm_roofline.expert_kernels import restreamed_weight_bytes
+
+    # Mixtral-8x7B, one expert's fused block: gate, up and down, 3 x 4096 x 14336 x 2 B = 352,321,536 B; B200's L2
+    # 126e6 B: every token tile after the first re-reads 1 - 126e6 / 352,321,536 = 0.642372 of the weights. An
+    # 8192-token prefill routes 2 x 8192 rows to 8 experts: 2048 rows each, in 64-row tiles: 31 more tiles. The
+    # up_gate GEMM's weights: 8 x 4096 x 28672 x 2 B = 1,879,048,192 B -> 3.7418e10 B more
+    extra = 1_879_048_192 * 31 * (1 - 126e6 / 352_321_536)
+    assert restreamed_weight_bytes(1_879_048_192, 2048, 352_321_536, 126e6, 64.0) == pytest.approx(extra, rel=1e-12)
+    for args in ((1e9, 2048, 100e6, 126e6, 64.0), (1e9, 64, 352e6, 126e6, 64.0), (1e9, 2048, 352e6, 126e6, 0.0)):
+        assert restreamed_weight_bytes(*args) == 0.0  # within the L2, one tile, no tile
+    # the estimate: B200's moe fit carries TRT-LLM's 64-token tile, so that GEMM reads its 2,952,790,016 B (weights
+    # + 8192 x 2 x (4096 + 28672) x 2 B of activations) plus the re-reads at the fit's memory fraction
+    fit = lr.load_chip("b200").calibration["moe"]
+    assert fit["memory_token_tile"] == 64.0 and "memory_token_tile" not in lr.load_chip("h100-sxm").calibration["moe"]
+    ops = lr.estimate("mistralai/Mixtral-8x7B-v0.1", "b200", batch=1, prompt_len=8192, gen_len=1).ops
+    up = ops[(ops.phase == "prefill") & (ops.name == "ffn.experts.up_gate")].iloc[0]
+    assert (up.weight_bytes, up.bytes) == (1_879_048_192, 2_952_790_016)
+    assert up.t_memory_s == pytest.approx((2_952_790_016 + extra) / (8e12 * fit["memory_max"]), rel=1e-9)
+    # a grid prices its GEMMs stacked (CalibratedModel.for_ops): the same TTFT as one point
+    one = lr.estimate("mistralai/Mixtral-8x7B-v0.1", "b200", batch=1, prompt_len=8192, gen_len=1).ttft_s
+    grid = lr.sweep("mistralai/Mixtral-8x7B-v0.1", "b200", batch=[1, 2], prompt_len=[1024, 8192], gen_len=1)
+    assert grid[(grid.batch == 1) & (grid.prompt_len == 8192)].ttft_s.iloc[0] == pytest.approx(one, rel=1e-9)
+    # Triton's fused MoE on H100 shows no such step: its time is the weights' once
+    ops = lr.estimate("mistralai/Mixtral-8x7B-v0.1", "h100-sxm", batch=1, prompt_len=8192, gen_len=1).ops
+    up = ops[(ops.phase == "prefill") & (ops.name == "ffn.experts.up_gate")].iloc[0]
+    moe = lr.load_chip("h100-sxm").calibration["moe"]
+    assert up.t_memory_s == pytest.approx(2_952_790_016 / (3.35e12 * moe["memory_max"]), rel=1e-9)

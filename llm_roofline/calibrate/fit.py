@@ -20,6 +20,7 @@ import numpy as np
 from ..attention_shapes import decode_kernels, query_tiles
 from ..chip_fits import attention_from_gemm
 from ..collectives import CollectiveTerms, collective_terms
+from ..expert_kernels import restreamed_weight_bytes
 from ..efficiency import (ATTENTION_FAMILIES, COLLECTIVE_FAMILIES, DECODE_FAMILIES, FAMILIES, GEMM_FAMILIES, IDEAL_FIT,
                           MOE_FAMILIES, PARAM_TOP, PARAMS, CalibratedModel, FamilyFit, block_rows_per_expert)
 from ..hardware import Chip, load_chip
@@ -70,6 +71,9 @@ class _Terms:
     regrouped: np.ndarray | float = 0.0  # decode attention: 1 where FlashAttention-2 copies Q and O to fold a GQA group
     spread: np.ndarray | float = 0.0  # moe: 1 where the experts' rows vary (skewed routing: m_block_padding), 0: balanced
     in_l2: np.ndarray | float = 0.0  # 1 where the row's working set fits in the chip's L2 (onchip_bytes)
+    weights: np.ndarray | float = 0.0  # moe: the touched experts' weight bytes of the block (touched x block)
+    block: np.ndarray | float = 0.0  # moe: one expert's weight bytes in the block (gate, up, down)
+    l2: float = 0.0  # the chip's L2 bytes (onchip_bytes; 0: unknown)
 
     @property
     def expert_parallel(self):
@@ -101,6 +105,9 @@ class _Terms:
                 # S / g: a decode stream's own rate (its CTAs') stays what it is, whichever level serves it
                 eff = replace(eff, memory=p.memory(tokens, np.asarray(self.kv_streams) / gain, self.window_keys,
                                                    self.group))
+        if p.memory_token_tile:  # a fused expert kernel re-reading the weights its L2 cannot hold (expert_kernels)
+            extra = restreamed_weight_bytes(self.weights, self.tokens, self.block, self.l2, p.memory_token_tile)
+            eff = replace(eff, memory=eff.memory * self.bytes / (self.bytes + extra))
         return score(self.flops, self.bytes, peak_flops_per_s=self.peak, hbm_bytes_per_s=hbm, efficiency=eff).t_s
 
 
@@ -123,11 +130,12 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     dim = df["head_dim"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "head_dim" in df else 0.0
     group = df["q_per_kv"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "q_per_kv" in df else 0.0
     walked = df["walked"].to_numpy(np.float64) / kernels if fam in MOE_FAMILIES and "walked" in df else 0.0
-    width = blocks = ep = per_token = 0.0
+    width = blocks = ep = per_token = weights = block = 0.0
     if fam in MOE_FAMILIES:  # normalize fills the optional columns (0: unknown)
         width, ep, per_token = (df[c].fillna(0.0).to_numpy(np.float64) for c in ("n", "ep", "token_elems"))
         per_token = per_token / kernels
         blocks = block_rows_per_expert(df["routed"].to_numpy(np.float64), df["experts"].to_numpy(np.float64))
+        weights, block = _expert_weights(df, fam)
     if fam in DECODE_FAMILIES:  # KV bytes per context position over the batch, as attention_shapes.attention_shape
         e = df["dtype"].map(dtype_bytes).to_numpy(np.float64)
         row = np.where(keys > 0, (nbytes - elems * e) / np.where(keys > 0, keys, 1.0), 0.0)
@@ -152,7 +160,25 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
                   keys=keys if fam in ATTENTION_FAMILIES else 0.0,
                   elems=elems, kv_row_bytes=row, cols=cols, dim=dim, out_elems=out, group=group, walked=walked,
                   windowed_heads=heads, width=width, block_rows=blocks, expert_chips=ep, token_elems=per_token,
-                  depth=_depth(df, fam), split_kv=split, regrouped=regrouped)
+                  depth=_depth(df, fam), split_kv=split, regrouped=regrouped, weights=weights, block=block,
+                  l2=chip.onchip_bytes or 0.0)
+
+
+# bits per stored expert weight of a fused-MoE row's family, block scales included (the converter's formats:
+# aic_vllm._MOE_FP8, _MOE_QUANT); what _expert_weights reads where the re-read term is priced (memory_token_tile)
+MOE_WEIGHT_BITS = {"moe": 16.0, "moe_fp8": 8.0 + 32.0 / (128 * 128), "moe_quant": 4.25, "moe_fp4": 4.5,
+                   "moe_int4": 4.125}
+
+
+def _expert_weights(df: "pd.DataFrame", fam: str):
+    """(the touched experts' block weight bytes, one expert's) of fused-MoE rows: a row's block of T rows per touched
+    expert over h x i/tp (k, n) does 6 x pairs x h x i FLOPs, so touched = FLOPs / (6 h i T); one expert's block
+    holds gate, up and down, 3 h i weights."""
+    k, n, m = (df[c].to_numpy(np.float64) for c in ("k", "n", "m"))
+    block = 3.0 * k * n * MOE_WEIGHT_BITS[fam] / 8.0
+    ok = (k > 0) & (n > 0) & (m > 0)
+    touched = np.where(ok, df["flops"].to_numpy(np.float64) / np.where(ok, 6.0 * k * n * m, 1.0), 0.0)
+    return touched * block, np.where(ok, block, 0.0)
 
 
 def _depth(df: "pd.DataFrame", fam: str):
@@ -309,13 +335,19 @@ _ALT_STARTS = {"gemm": (_OUTS_START, {"compute_k_split": 1e9}), "gemm_fp4": (_OU
 # alone): Hopper's CUTLASS fp8 kernel for large M runs 128-row tiles in clusters of two; the M block rule of the 4-bit
 # fused-MoE kernels (efficiency.M_BLOCK_RULES: none, Marlin's, triton_kernels'): the rows show which the kernel runs
 _GRID = {**{f: ("compute_m_tile", (0.0, 128.0, 256.0)) for f in ("gemm_fp8", "gemm_fp4")},
-         **{f: ("compute_m_block_rule", (0.0, 1.0, 2.0)) for f in ("moe_int4", "moe_quant", "moe_fp4")}}
+         **{f: ("compute_m_block_rule", (0.0, 1.0, 2.0)) for f in ("moe_int4", "moe_quant", "moe_fp4")},
+         **{f: ("memory_token_tile", (0.0,)) for f in ("moe", "moe_fp8")}}
 # where the kernel's source fixes the discrete value, (family, chip family) -> the values left: vLLM's SM90 CUTLASS fp8
 # GEMM for M > 128 (csrc/quantization/cutlass_w8a8/c3x/scaled_mm_sm90_fp8_dispatch.cuh, sm90_fp8_config_default)
 # runs TileShape 128 x 128 x 128 in ClusterShape 2 x 1 x 1: 256 rows per cluster on every Hopper GPU. (The rows alone
 # hardly tell 128 from 256: in-sample loss H100 0.6305 / 0.6210, H200 0.6724 / 0.6786; H200 held out 128: median
 # 8.5 %, p90 25.3 %; 256: 8.4 %, 24.2 %.)
-_KERNEL_GRID = {("gemm_fp8", "hopper"): (256.0,)}
+# FlashInfer's TRT-LLM fused MoE (vLLM's default for bf16 and block-scaled fp8 experts on Blackwell) walks each
+# expert's rows in token tiles of at most 64 (vLLM's calculate_tile_tokens_dim: "Cap to 8-64 tokens per CTA tile as
+# it's the range supported by the kernel"), re-reading per tile the expert weights the L2 cannot hold
+# (expert_kernels; benchmarks/CALIBRATION.md "Blackwell's MoE kernels re-stream"); Hopper's Triton MoE shows no such
+# step
+_KERNEL_GRID = {("gemm_fp8", "hopper"): (256.0,), ("moe", "blackwell"): (64.0,), ("moe_fp8", "blackwell"): (64.0,)}
 # parameters free only on the chip families whose kernel has the mechanism: vLLM decodes with FlashAttention-2 on
 # Ampere and Ada alone (Hopper: FlashAttention-3, which packs the GQA group inside its kernel; Blackwell: TRT-LLM's
 # decode); left free on B200 they pick up noise (held-out median 4.9 -> 5.3 %, p90 15.4 -> 16.3 %)

@@ -124,7 +124,8 @@ def _ffn_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     walked = walked_rows(c.sh, c.T * f.top_k, c.T * assign)  # routed rows; their tokens: walked / top_k
     experts = dict(style="expert", n_matrices=assign, matrices_read=touched, n_stored=local_experts, bias=f.bias,
                    rows_per_matrix=rows_per_expert(c.T * f.top_k * skew, touched * ep), walked_rows=walked,
-                   token_elems=walked / f.top_k * d, expert_width=d_slice, expert_chips=ep)
+                   token_elems=walked / f.top_k * d, expert_width=d_slice, expert_chips=ep,
+                   expert_block_elems=(up + 1) * d * d_slice)
     ops.append(c.gemm("ffn.experts.up_gate" if f.gated else "ffn.experts.up", g.name, n, "experts", k=d,
                       n=up * d_slice, **experts))
     # no expert activation op: the fused-MoE block's fits price that pass (walked_rows); or GEMM1's epilogue runs it

@@ -48,6 +48,7 @@ CHIP_RANGES: dict[str, tuple[float, float, str]] = {
     # 1.6x its HBM (h100-sxm.toml [onchip]); the L40S decode rows read theirs at 5.3x its GDDR6. Above the rate the
     # rows' floors and compute take over, the loss goes flat and an unbounded fit wandered off (L40S moe: 507)
     "efficiency.memory_l2_extra": (0, 10, "x the HBM rate, the gain of an L2 read"),
+    "efficiency.memory_token_tile": (0, 4096, "tokens per tile of a fused expert kernel"),
 }
 _EXCLUSIVE_LOW = ("price.usd_per_hour", "efficiency.compute_max", "efficiency.memory_max", "efficiency.comm_max")
 MAX_CHIP_FILE_BYTES = 10_000_000  # shipped files are < 10 kB
