@@ -33,6 +33,7 @@ from types import MappingProxyType
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # validate_mla (GLUE_BORROWED), also when imported
 
 from llm_roofline.calibrate import aic_vllm, vidur  # noqa: E402
 from llm_roofline.calibrate.chipfile import write_chip_toml  # noqa: E402
@@ -110,7 +111,16 @@ def note(chip, sources: list[str], points: int, date: str | None, glue: bool) ->
             f"({dtype} {chip.peak_flops_per_s(dtype):.4g}{low} FLOP/s, HBM {chip.hbm_bytes_per_s:.4g} B/s, "
             f"{chip.scaleup.kind} {chip.scaleup.bytes_per_s:.4g} B/s); families not listed here are borrowed "
             "(chip_fits.calibrated_model says from where); multi-node collectives not calibrated"
-            + ("; mla_glue fitted by benchmarks/validate_mla.py" if glue else ""))
+            + ("; mla_glue fitted by benchmarks/validate_mla.py" if glue else "") + _borrowed_glue(chip.name))
+
+
+def _borrowed_glue(chip_name: str) -> str:
+    """The note of a chip whose mla_glue is borrowed (validate_mla.GLUE_BORROWED), else ''."""
+    from validate_mla import GLUE_BORROWED
+
+    donor = GLUE_BORROWED.get(chip_name)
+    return (f"; mla_glue borrowed from {donor} (benchmarks/validate_mla.py GLUE_BORROWED: its module rows carry a "
+            f"constant ~40 us a call that B200's and GB200's served decode do not)") if donor else ""
 
 
 def differences(chip_name: str, fits) -> list[str]:

@@ -93,7 +93,9 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   f(i / tp, h) (op.expert_width): narrow experts (high moe_tp) spread each tile's fixed work over fewer multiply-adds;
   overhead_ep_s (fitted for moe_quant, moe_fp4): a floor per kernel where the routed experts are split over chips
   (op.expert_chips > 1): the expert-parallel path's own work (H100 GPT-OSS mxfp4, 1 token: 68 us at ep 4-128, 63 us
-  at ep 1 reading 4x the weights).
+  at ep 1 reading 4x the weights); memory_token_tile (moe, moe_fp8 on Blackwell: 64, TRT-LLM's cap): each token tile
+  after the first re-reads the share of an expert's block weights the chip's L2 cannot hold, the memory fraction
+  scaled by hbm / (hbm + those bytes) (expert_kernels.restreamed_weight_bytes; Mixtral-like 352 MB experts).
 - Weight-only quantized GEMMs (weights narrower than the compute dtype: int4/int8/fp8 weights, bf16 compute) run
   dequantizing kernels: the packed-weight read plus a dequant cost on the vector units, never the padded rows;
   where vLLM runs Marlin (off Hopper; fp8 / fp4 weights on Hopper too) their tensor cores run at its ceiling, the
