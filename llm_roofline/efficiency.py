@@ -262,6 +262,9 @@ class FamilyFit:
             v, top = getattr(self, name), PARAM_TOP[name]
             if isinstance(v, bool) or not (isinstance(v, (int, float)) and math.isfinite(v) and 0 <= v <= top):
                 raise ChipError(f"efficiency {name} must be a number in [0, {top:g}], got {v!r}")
+        for name in ("compute_m_tile", "memory_token_tile"):  # tiles of rows: none (0) or at least one row
+            if 0 < getattr(self, name) < 1:
+                raise ChipError(f"efficiency {name} must be 0 (none) or at least 1 row, got {getattr(self, name)!r}")
         if self.compute_m_block_rule and self.compute_m_block_rule not in M_BLOCK_RULES:  # a kernel's rule, or 0
             raise ChipError(f"efficiency compute_m_block_rule must be 0, 1 or 2, got {self.compute_m_block_rule!r}")
 

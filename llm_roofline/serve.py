@@ -7,8 +7,9 @@ burst is averaged into the mean TTFT). The cost of one engine step (d decode row
 is `estimate.evaluate_step` plus a host overhead per step (more for a step carrying prompt tokens), tabulated by
 engine.py; queueing.py turns step costs into TTFT, TPOT and throughput. Per replica: `dp` replicas share the load.
 
-KV capacity: gpu_memory_utilization x HBM - resident weights - the activation workspace of one max_num_batched_tokens
-step, over the KV of a sequence at its mean context (prompt + gen/2); it and max_num_seqs cap the running batch.
+KV capacity: gpu_memory_utilization x the chip's memory (Chip.engine_capacity_bytes) - resident weights - the
+activation workspace of one max_num_batched_tokens step, over the KV of a sequence at its mean context (prompt +
+gen/2); it and max_num_seqs cap the running batch.
 
 Host overhead (engine.HOST_*_S) is fitted by benchmarks/validate_serving.py on measured vLLM serving results; every
 *_overhead_s=0 and `efficiency="ideal"` give the pure roofline, and then serve() at concurrency 1 equals estimate()
@@ -612,8 +613,7 @@ def _columns(chip_obj, d: dict, cols: dict, mesh: dict, efficiency, labels: dict
     fit = remembered(labels, id(chip_obj), lambda: efficiency_label(resolve_efficiency(efficiency, chip_obj)))
     return {"chip": [chip_obj.name] * n, "efficiency": efficiency_mode(efficiency), "fit": fit,
             **{k: np.full(n, v) for k, v in d.items() if k != "chip"}, **mesh,
-            **{k: v for k, v in cols.items() if k != "uncertainty"},
-            **_band_columns(cols.get("uncertainty")),
+            **{k: v for k, v in cols.items() if k != "uncertainty"}, **_band_columns(cols.get("uncertainty")),
             "tokens_per_s_per_user": 1.0 / cols["tpot_s"]}
 
 

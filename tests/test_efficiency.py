@@ -904,6 +904,11 @@ def test_a_chip_file_names_an_unknown_m_block_rule(tmp_path):
         p.write_text(ROUND_CHIP + "\n[efficiency.moe_int4]\ncompute_max = 0.4\ncompute_m_block_rule = " + bad + "\n")
         with pytest.raises(lr.ChipError, match="compute_m_block_rule"):
             calibrated_model(lr.load_chip(str(p)))
+    # a tile of half a row priced Mixtral's 8k-token prefill on B200 at 34 s: a tile of rows is none (0) or >= 1 row
+    for name, family in (("memory_token_tile", "moe"), ("compute_m_tile", "gemm_fp8")):
+        p.write_text(ROUND_CHIP + f"\n[efficiency.{family}]\ncompute_max = 0.4\n{name} = 0.5\n")
+        with pytest.raises(lr.ChipError, match=rf"{name} must be 0 \(none\) or at least 1 row, got 0.5"):
+            calibrated_model(lr.load_chip(str(p)))
 
 
 def test_blackwell_moe_kernels_reread_an_experts_weights_past_the_l2_by_hand():
