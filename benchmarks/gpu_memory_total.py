@@ -14,6 +14,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from llm_roofline.errors import RooflineError  # noqa: E402
+from llm_roofline.files import write_text  # noqa: E402
 
 _SMI_FIELDS = ("name", "memory.total", "memory.reserved", "memory.used", "memory.free", "driver_version")
 
@@ -31,8 +37,16 @@ def _nvidia_smi() -> dict:
 
 
 def main(argv: list[str]) -> int:
-    import torch
-
+    try:
+        if argv:
+            write_text(argv[0], "")  # an unwritable OUT.json fails in one line before the GPU is touched
+        import torch
+    except (RooflineError, ImportError) as e:
+        print(f"gpu_memory_total: {e}", file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print("gpu_memory_total: needs PyTorch with a CUDA GPU (none here)", file=sys.stderr)
+        return 2
     smi_before = _nvidia_smi()
     torch.cuda.init()
     free0, total = torch.cuda.mem_get_info(0)
@@ -56,9 +70,8 @@ def main(argv: list[str]) -> int:
         pass
     text = json.dumps(res, indent=1)
     print(text)
-    if len(argv) > 0:
-        with open(argv[0], "w", encoding="utf-8") as f:
-            f.write(text + "\n")
+    if argv:
+        write_text(argv[0], text + "\n")
     return 0
 
 

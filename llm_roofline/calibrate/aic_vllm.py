@@ -272,6 +272,9 @@ _NOT_AS_NAMED = ((2048, 5120, 22, 512), (2688, 1856, 6, 128), (7168, 2048, 8, 25
 # fp8), as the estimator's expert ops of such checkpoints do (compute_dtype fp8). Left out: per-tensor fp8 (ModelOpt) experts, whose H100 / H200 kernel (FlashInfer CUTLASS) runs
 # 2x slower than the bf16 Triton one at the median (0.18 of HBM bandwidth), unlike the fp8_block kernels (1.8x faster)
 _MOE_FP8 = {"fp8_block": ("fp8", 8.0 + 32.0 / (128 * 128))}
+# bits per stored expert weight of each fused-MoE family's rows (bf16: 16), what fit._expert_weights reads
+MOE_WEIGHT_BITS = {"moe": 16.0, **{fam: bits for fam, _, bits in _MOE_QUANT.values()},
+                   "moe_fp8": _MOE_FP8["fp8_block"][1]}
 
 
 # bf16 fused-MoE rows left out: vLLM's unquantized oracle on Blackwell runs FlashInfer TRT-LLM's bf16 MoE and falls

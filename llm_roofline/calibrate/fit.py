@@ -26,6 +26,7 @@ from ..efficiency import (ATTENTION_FAMILIES, COLLECTIVE_FAMILIES, DECODE_FAMILI
 from ..hardware import Chip, load_chip
 from ..roofline import score, score_collective
 from ..units import dtype_bytes
+from .aic_vllm import MOE_WEIGHT_BITS
 from .measurements import single_node
 
 if TYPE_CHECKING:
@@ -162,12 +163,6 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
                   windowed_heads=heads, width=width, block_rows=blocks, expert_chips=ep, token_elems=per_token,
                   depth=_depth(df, fam), split_kv=split, regrouped=regrouped, weights=weights, block=block,
                   l2=chip.onchip_bytes or 0.0)
-
-
-# bits per stored expert weight of a fused-MoE row's family, block scales included (the converter's formats:
-# aic_vllm._MOE_FP8, _MOE_QUANT); what _expert_weights reads where the re-read term is priced (memory_token_tile)
-MOE_WEIGHT_BITS = {"moe": 16.0, "moe_fp8": 8.0 + 32.0 / (128 * 128), "moe_quant": 4.25, "moe_fp4": 4.5,
-                   "moe_int4": 4.125}
 
 
 def _expert_weights(df: "pd.DataFrame", fam: str):
