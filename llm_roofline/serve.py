@@ -476,7 +476,7 @@ def _band(prep: _Prepared, cols: dict, ctx: dict) -> dict | None:
     wl = prep.wl
     budget, new, cached, kv, batch = (float(np.nanmedian(np.ravel(x))) for x in (
         prep.tab.point_budget_tokens, wl.mean(wl.new_prompt_tokens), wl.mean(wl.cached_tokens), wl.decode_kv_tokens,
-        np.where(np.isfinite(cols["decode_batch"]), np.minimum(cols["decode_batch"], prep.cap), 1.0)))  # (saturated)
+        np.where(np.isfinite(cols["decode_batch"]), cols["decode_batch"], 1.0)))
     chunk = max(min(new, budget), 1.0)
     pre = step_band(decode_batch=0.0, decode_kv_len=0.0, chunk_tokens=chunk, chunk_kv_len=cached + chunk,
                     **prep.step_kw)
