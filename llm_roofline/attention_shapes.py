@@ -29,7 +29,8 @@ def attention_shape(op: "Op", decode: bool) -> dict:
     Decode keys = pairs = min(kv, window) too: its only use is the compute factor f(keys, compute_keys_half),
     which makes the compute TIME flops / (peak * cm * keys / (keys + h)) = (flops + h * 2 * act / e) / (peak * cm)
     affine in the context (flops ~ pairs, act fixed), so the closed-form decode sum stays exact; kv_row_bytes is
-    fixed within a decode stretch (the floor grows with batch x KV heads); split_kv and regrouped: decode_kernels.
+    fixed within a decode stretch (the floor grows with batch x KV heads); split_kv and regrouped: decode_kernels;
+    unsplit: unsplit().
     Prefill also returns its query tiles (query_tiles: B = op.seqs, q = tokens / B, H = elems / (tokens * (dqk+dv));
     0 when op.seqs is unknown)."""
     e = DTYPE_BITS.get(op.compute_dtype, 16) / 8
@@ -38,13 +39,14 @@ def attention_shape(op: "Op", decode: bool) -> dict:
     if decode:
         row = _positive_ratio(_float(op.kv_bytes), 1.0, keys)
         w = getattr(op, "window", 0.0)
-        heads = act / e / (2.0 * op.head_dim) if w > 0 and op.head_dim > 0 else 0.0
+        heads = windowed_heads(act / e, op.head_dim, op.q_per_kv) if w > 0 else 0.0
         past = _where((_float(getattr(op, "kv_len", 0.0)) > w) & (w > 0), keys, 0.0) if w > 0 else 0.0
         streams = _kv_streams(op, act / e)
         split, regrouped = decode_kernels(_float(getattr(op, "seqs", 0.0)), _float(op.tokens), streams, keys,
                                           op.head_dim, op.q_per_kv, w)
         return {"keys": keys, "elems": act / e, "kv_row_bytes": row, "windowed_heads": heads,
-                "kv_streams": streams, "window_keys": past, "split_kv": split, "regrouped": regrouped}
+                "kv_streams": streams, "window_keys": past, "split_kv": split, "regrouped": regrouped,
+                "unsplit": unsplit(op.q_per_kv, past, getattr(op, "kv_bits", 0.0))}
     b, t = _float(getattr(op, "seqs", 0.0)), _float(op.tokens)
     known = (b > 0) & (t > 0) & (op.head_dim > 0)
     if everywhere(known):
@@ -69,6 +71,15 @@ def kv_block_keys(head_dim) -> np.ndarray:
     return np.where(d <= 64, 256.0, np.where(d <= 128, 128.0, 64.0))[()]
 
 
+def windowed_heads(elems, head_dim, group):
+    """B*q*(H - n_kv) of a sliding-window decode of Q+O `elems` = B*q*H*(dqk+dv): the query heads FlashAttention-2
+    runs in tiles of their own where, without a window, it packs a KV head's G query heads into one (0 for MHA,
+    G = 1: one head a tile either way; L40S, bf16 KV, 64 keys, window 128: 1.04x the unwindowed time at G = 1,
+    2.7x at G = 8)."""
+    g = np.maximum(_float(group), 1.0)
+    return where_positive(_float(head_dim), lambda d: elems / (2.0 * d) * (1.0 - 1.0 / g), 0.0)
+
+
 def decode_kernels(seqs, tokens, streams, keys, head_dim, group, window) -> tuple[np.ndarray, np.ndarray]:
     """(split_kv, regrouped), each 1 or 0, of a decode-like attention of B = seqs sequences, `tokens` query rows,
     S = streams (B x n_kv) KV streams, keys per query, G = group query heads per KV head and a sliding window (0: none).
@@ -82,6 +93,18 @@ def decode_kernels(seqs, tokens, streams, keys, head_dim, group, window) -> tupl
     b, s = _float(seqs), _float(streams)
     regrouped = gqa & (_float(window) <= 0) & (b >= 2.0) & (s >= 2.0 * b) & (_float(tokens) == b)
     return split.astype(np.float64)[()], regrouped.astype(np.float64)[()]
+
+
+def unsplit(group, window_keys, kv_bits) -> np.ndarray:
+    """1 where FlashAttention-2's decode (vLLM's kernel for a 16-bit KV cache on Ampere / Ada) gives each KV stream
+    one CTA walking all its keys, with no split-KV (memory_unsplit_half's rate, overhead_unsplit_s): MHA (G = 1),
+    and a 16-bit KV cache past its sliding window (window_keys > 0): the splits are cut from the whole context, so
+    the window's keys fall in one of them (L40S, bf16 KV, kv 32k, window 8192: 167 us at 1 to 16 sequences, ~25 GB/s
+    a stream, where the unwindowed fit gave 21-34 us). The 8-bit caches' kernels split a window's keys as any
+    others (L40S fp8 rows past a 1024 / 8192 window: 0.94 / 1.05x the fit without this rate). Else 0. Kernels that
+    split every stream fit memory_unsplit_half near memory_streams_half (Hopper, Blackwell)."""
+    past16 = (_float(window_keys) > 0.0) & (_float(kv_bits) > KV8_BITS)
+    return ((_float(group) == 1.0) | past16).astype(np.float64)[()]
 
 
 def _kv_streams(op: "Op", elems) -> np.ndarray:

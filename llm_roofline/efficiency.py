@@ -115,12 +115,13 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   padded to the kernel's query tile (G query rows per K/V tile) and a per-query-head cost worth compute_keys_half keys
   (Q load, softmax, O store); flops / f(L, h) = flops * (L + h) / L, so the compute TIME is affine in the context.
   Memory efficiency memory_max * S / hypot(S, memory_streams_half), S = B*n_kv KV streams: split-KV (flash-decoding)
-  caps the CTAs one stream gets, so one sequence x one KV head cannot fill HBM (MHA, G = 1: memory_unsplit_half and
-  floor overhead_unsplit_s where set: FlashAttention-2 gives an MHA stream one CTA walking all its keys, ~23 ns a key,
-  and no split-KV combine); and overhead_per_kv_stream_s * S, the floor per stream (its CTAs, the split-KV combine).
-  overhead_per_windowed_head_s * B*H: a sliding-window decode on FlashAttention-2 (vLLM's kernel on Ampere / Ada packs a
-  GQA group into one tile only without a window) runs one tile per query head, as MHA (~0 where the kernel packs it:
-  FA3, FlashInfer). attention_decode_fp8 adds, past a sliding window of W keys (op.kv_len > W), memory * W / (W +
+  caps the CTAs one stream gets, so one sequence x one KV head cannot fill HBM (memory_unsplit_half and floor
+  overhead_unsplit_s where set, for the streams FlashAttention-2 gives one CTA walking all their keys with no split-KV
+  combine, ~23 ns a key: MHA, G = 1, and a 16-bit KV cache past its sliding window: attention_shapes.unsplit); and
+  overhead_per_kv_stream_s * S, the floor per stream (its CTAs, the split-KV combine). overhead_per_windowed_head_s *
+  B*(H - n_kv): a sliding-window decode on FlashAttention-2 (vLLM's kernel on Ampere / Ada packs a GQA group into one
+  tile only without a window) runs one tile per query head, G - 1 more per KV head (~0 where the kernel packs it: FA3,
+  FlashInfer). attention_decode_fp8 adds, past a sliding window of W keys (op.kv_len > W), memory * W / (W +
   memory_window_half) and overhead_window_s per kernel: the kernel reads whole KV blocks (FA3 fp8: 224 keys at D = 128)
   and a window ending anywhere straddles one more, walked serially and masked (its bytes at large batch, its latency at
   small). FlashAttention-2 (vLLM on Ampere / Ada, G > 1; attention_shapes.decode_kernels): overhead_split_s past one
@@ -221,16 +222,17 @@ class FamilyFit:
     comm_step_per_doubling_s: float = 0.0  # collective: growth of that step latency per doubling of the GPUs, >= 0
     compute_k_split: float = 0.0  # GEMM: K per split of a split-K kernel: the output-parallelism factor counts T * N *
     #   max(1, K / compute_k_split) work units (a skinny GEMM's serial K walk stops growing past it); 0: none, >= 0
-    overhead_per_windowed_head_s: float = 0.0  # decode attention with a sliding window: time per query row x query head
-    #   (FlashAttention-2 packs a GQA group into one tile only without a window; ~0 where the kernel packs it), >= 0
+    overhead_per_windowed_head_s: float = 0.0  # decode with a sliding window: time per query head beyond one per KV
+    #   head, B*(H - n_kv) (FlashAttention-2 packs a GQA group in one tile only without a window; ~0 elsewhere), >= 0
     overhead_per_head_tile_s: float = 0.0  # prefill attention: time per query tile of one query head (B*H*ceil(q/Q_TILE)
     #   tiles: kernels that give each query head its own tiles; a short sequence still fills a whole tile), >= 0
     overhead_per_group_tile_s: float = 0.0  # prefill attention: time per query tile of one GQA group (B*n_kv*
     #   ceil(q*G/Q_TILE): kernels that pack the group's query heads into one tile, FlashAttention-3), >= 0
     memory_streams_half: float = 0.0  # decode attention: KV streams S (sequences x KV heads) at which the stream
     #   factor S / hypot(S, h) is 1/sqrt(2): split-KV caps the CTAs per stream, so few streams leave HBM idle, >= 0
-    memory_unsplit_half: float = 0.0  # the same for G = 1 (MHA), whose KV FlashAttention-2 does not split; 0: the above
-    overhead_unsplit_s: float = 0.0  # decode attention, G = 1 (MHA): its overhead_s (no split-KV combine); 0: overhead_s
+    memory_unsplit_half: float = 0.0  # the same for the streams FlashAttention-2 does not split (MHA, G = 1; a 16-bit
+    #   KV cache past its window: attention_shapes.unsplit); 0: the above
+    overhead_unsplit_s: float = 0.0  # decode attention, those streams: overhead_s (no split-KV combine); 0: overhead_s
     overhead_per_kv_stream_s: float = 0.0  # decode attention: time per KV stream (sequence x KV head: the split-KV
     #   kernel's CTAs and combine per stream), >= 0
     memory_window_half: float = 0.0  # fp8-KV decode past its window of W keys: whole KV blocks, W / (W + h), >= 0
@@ -291,9 +293,10 @@ class FamilyFit:
             out = out * m_block_padding(tokens, block_rows, self.compute_m_block_rule, spread)
         return out
 
-    def memory(self, tokens, streams=0.0, window_keys=0.0, group=0.0) -> np.ndarray:
+    def memory(self, tokens, streams=0.0, window_keys=0.0, unsplit=0.0) -> np.ndarray:
         """memory_max * T / sqrt(T^2 + memory_tokens_half^2) (* S / hypot(S, h), decode KV streams S, h =
-        memory_unsplit_half where G = group = 1 and it is set, else memory_streams_half; * f(W, memory_window_half),
+        memory_unsplit_half where `unsplit` (attention_shapes.unsplit) and it is set, else memory_streams_half;
+        * f(W, memory_window_half),
         W = window_keys); T <= 0: memory_max; 0 < T < 1: one row; S, W <= 0: factor 1."""
         if not self.memory_tokens_half:  # T / hypot(T, 0) = 1 at every T: memory_max, one number
             out = np.float64(self.memory_max)
@@ -305,7 +308,7 @@ class FamilyFit:
             out = _where(known, self.memory_max * tt / np.hypot(tt, self.memory_tokens_half), self.memory_max)
         if self.memory_streams_half or self.memory_unsplit_half:
             s, h = _float(streams), self.memory_streams_half
-            h = _where(_float(group) == 1.0, self.memory_unsplit_half, h) if self.memory_unsplit_half else h
+            h = _where(_float(unsplit) > 0, self.memory_unsplit_half, h) if self.memory_unsplit_half else h
             out = out * where_positive(s, lambda v: v / np.hypot(v, h), 1.0)
         return out * _saturation(window_keys, self.memory_window_half) if self.memory_window_half else out
 
@@ -313,7 +316,7 @@ class FamilyFit:
                    cols=0.0, dim=0.0, out_elems=0.0, group=0.0, walked=0.0, chips=0.0, depth=0.0, windowed_heads=0.0,
                    head_tiles=0.0, group_tiles=0.0, kv_streams=0.0, window_keys=0.0, width=0.0,
                    block_rows=0.0, expert_chips=0.0, token_elems=0.0, split_kv=0.0, regrouped=0.0,
-                   spread=0.0) -> Efficiency:
+                   spread=0.0, unsplit=0.0) -> Efficiency:
         """The Efficiency at T = tokens (GEMM: also its output columns; attention: keys per query, Q+O
         elements, head_dim and, for decode, the KV bytes of one context position over the batch); overhead
         (overhead_s + overhead_per_kv_row_byte_s * kv_row_bytes + overhead_per_output_elem_s * out_elems) once
@@ -321,8 +324,10 @@ class FamilyFit:
         group_tiles: a prefill's query tiles (query_tiles); kv_streams: a decode's sequences x KV heads; window_keys:
         a decode's keys W past its sliding window (else 0); width, block_rows, spread: compute()'s (expert GEMMs);
         expert_chips: an expert GEMM's moe_ep (> 1: overhead_ep_s per kernel); token_elems: its op.token_elems;
-        split_kv, regrouped: 1 where a decode pays overhead_split_s, overhead_regroup_s (attention_shape), else 0."""
-        ovh = (_where(_float(group) == 1.0, self.overhead_unsplit_s, self.overhead_s) if self.overhead_unsplit_s
+        split_kv, regrouped: 1 where a decode pays overhead_split_s, overhead_regroup_s (attention_shape), else 0;
+        unsplit: 1 where its streams are walked unsplit (attention_shapes.unsplit: memory_unsplit_half,
+        overhead_unsplit_s)."""
+        ovh = (_where(_float(unsplit) > 0, self.overhead_unsplit_s, self.overhead_s) if self.overhead_unsplit_s
                else self.overhead_s)
         coefs = self._set_terms[1]
         if coefs:  # the terms whose coefficient is set
@@ -333,7 +338,7 @@ class FamilyFit:
                 ovh = ovh + c * np.maximum(_float(xs[i]), 0.0)
         return Efficiency(compute=self.compute(tokens, keys, elems, cols, dim, group, out_elems, depth, width,
                                                block_rows, spread),
-                          memory=self.memory(tokens, kv_streams, window_keys, group), comm=self.comm_max,
+                          memory=self.memory(tokens, kv_streams, window_keys, unsplit), comm=self.comm_max,
                           overhead_s=ovh * _float(kernels), label=label, comm_switch=self.comm_switch_max,
                           comm_hop_s=self.step_s(chips))
 

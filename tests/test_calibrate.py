@@ -967,6 +967,27 @@ def test_the_fit_finds_l2_hits_only_where_the_rows_show_them():
                               "elementwise").memory_l2_extra == 0.0
 
 
+def test_the_fit_walks_a_16_bit_kv_stream_unsplit_past_its_window_by_hand():
+    # FlashAttention-2's split-KV decode cuts its splits from the whole context, so past a sliding window the window's
+    # keys fall in one split (flash_fwd_kernel.h, compute_attn_1rowblock_splitkv): the fit's terms read such a row's
+    # streams at memory_unsplit_half, as MHA's. One sequence, 8 query heads over 2 KV heads (G = 4), head_dim 128,
+    # window 1024 of kv_len 4096 (keys 1024): S = 2 streams; Q+O 8 x 256 = 2,048 elements (4,096 B).
+    #   bf16 KV: 2 x 1024 x 512 B + 4,096 = 1,052,672 B at 864e9 * 2 / hypot(2, 24) = 864e9 * 0.0830455 -> 14.671 us
+    #   fp8 KV (its kernels split a window's keys): 524,288 + 4,096 = 528,384 B at 864e9 * 2 / hypot(2, 1)
+    #     = 864e9 * 0.894427 -> 0.68374 us; bf16 within the window (kv_len 1024): 1,052,672 B -> 1.36219 us
+    chip = lr.load_chip("l40s")
+    kv_bits = np.array([16.0, 8.0, 16.0])
+    nbytes = 2.0 * 1024 * 128 * 2 * kv_bits / 8 + 4096.0
+    df = measurements.normalize(pd.DataFrame(dict(
+        family="attention_decode", op="x", dtype="bf16", m=1.0, keys=1024.0, head_dim=128.0, q_per_kv=4.0,
+        kv_bits=kv_bits, elems=2048.0, flops=4.0 * 8 * 1024 * 128, bytes=nbytes, window=1024.0,
+        kv_len=np.array([4096.0, 4096.0, 1024.0]), measured_s=1.0)))
+    law = FamilyFit(memory_max=1.0, memory_streams_half=1.0, memory_unsplit_half=24.0)
+    got = fitting.predict(df, chip, {"attention_decode": law, "attention_decode_fp8": law})
+    assert list(df["bytes"]) == [1_052_672, 528_384, 1_052_672]
+    assert got == pytest.approx([14.671e-6, 0.68374e-6, 1.36219e-6], rel=1e-4)
+
+
 def test_a_decode_streams_own_rate_is_the_same_from_l2_as_from_memory():
     # few KV streams (sequences x KV heads) read below the bandwidth: memory factor S / hypot(S, h), h =
     # memory_unsplit_half for MHA. A stream's rate is its CTAs', whichever level serves it: within L2 at g = 1 +

@@ -236,13 +236,19 @@ def test_decode_compute_factors_and_windowed_heads_by_hand():
                    v_dim=64, kv_elems_per_token=256, kv_bytes_per_elem=2, act_bytes_per_elem=2, compute_dtype="fp16",
                    window=1024)
     shape = attention_shape(op, decode=True)
-    # window 1024: pairs = keys = 1024; Q+O elements 4*8*128 = 4096 -> windowed heads 4096 / 128 = 32 (= B*H)
-    assert (float(shape["keys"]), float(shape["windowed_heads"])) == (1024.0, 32.0)
+    # window 1024: pairs = keys = 1024; Q+O elements 4*8*128 = 4096 -> query heads 4096 / 128 = 32 (= B*H), of
+    # which B*n_kv = 8 would share a tile with their group without a window: windowed heads 32 - 8 = 24
+    assert (float(shape["keys"]), float(shape["windowed_heads"])) == (1024.0, 24.0)
     s = score(op.flops, op.hbm_bytes, peak_flops_per_s=100e12, hbm_bytes_per_s=1e12,
               efficiency=fit.efficiency(op.tokens, dim=op.head_dim, group=op.q_per_kv, **shape))
     # compute 0.05 * 1024/(1024+1024) * G/(G+4) (G = 4) = 0.0125: flops 4*1024*2*8*128 = 8,388,608 -> 6.7108864 us
-    # (memory: 8,192 + 4*1024*256*2 = 2,105,344 B at 0.8e12 = 2.63168 us); overhead 10 us + 1e-7 * 32 = 13.2 us
-    assert float(s.t_s) == pytest.approx(19.9108864e-6, rel=1e-9)
+    # (memory: 8,192 + 4*1024*256*2 = 2,105,344 B at 0.8e12 = 2.63168 us); overhead 10 us + 1e-7 * 24 = 12.4 us
+    assert float(s.t_s) == pytest.approx(19.1108864e-6, rel=1e-9)
+    # MHA (8 KV heads, G = 1) runs one head a tile with or without a window: no windowed heads
+    mha = attention("attn.core", "dense", 1, batch=4, q_len=1, kv_len=4096, n_heads=8, n_kv_heads=8, qk_dim=64,
+                    v_dim=64, kv_elems_per_token=1024, kv_bytes_per_elem=2, act_bytes_per_elem=2, compute_dtype="fp16",
+                    window=1024)
+    assert float(attention_shape(mha, decode=True)["windowed_heads"]) == 0.0
     # no window: no per-head term (and 4096 keys: compute 0.05 * 4096/5120 * 0.5 = 0.02, 33,554,432 FLOPs = 16.777 us)
     full = attention("attn.core", "dense", 1, batch=4, q_len=1, kv_len=4096, n_heads=8, n_kv_heads=2, qk_dim=64,
                      v_dim=64, kv_elems_per_token=256, kv_bytes_per_elem=2, act_bytes_per_elem=2, compute_dtype="fp16")
@@ -286,6 +292,29 @@ def test_an_mha_decode_streams_and_floors_as_its_own_unsplit_kernel_by_hand():
     e = replace(fit, memory_unsplit_half=0.0).efficiency(mha.tokens, dim=mha.head_dim, group=mha.q_per_kv,
                                                          **attention_shape(mha, decode=True))
     assert (float(e.memory), float(e.overhead_s)) == (pytest.approx(0.64, rel=1e-12), pytest.approx(7e-6))
+
+
+def test_a_decode_past_its_window_streams_as_an_unsplit_kernel_by_hand():
+    # FlashAttention-2 (vLLM on L40S, bf16 KV) past a sliding window: one CTA walks a stream's window of keys, as for
+    # MHA (L40S, kv 32k, window 8192, head_dim 128: 167 us at 1 to 16 sequences). GQA op _attn-like, 4 sequences x
+    # 2 KV heads = 8 streams, window 1024 of kv 4096: memory 0.8 * 8 / hypot(8, 64) = 0.099228, floor 7 us
+    fit = FamilyFit(memory_max=0.8, memory_streams_half=6.0, memory_unsplit_half=64.0, overhead_s=10e-6,
+                    overhead_unsplit_s=7e-6)
+
+    def windowed(kv_len):
+        return attention("attn.core", "dense", 1, batch=4, q_len=1, kv_len=kv_len, n_heads=8, n_kv_heads=2,
+                         qk_dim=64, v_dim=64, kv_elems_per_token=256, kv_bytes_per_elem=2, act_bytes_per_elem=2,
+                         window=1024)
+    past, within = (fit.efficiency(op.tokens, dim=op.head_dim, group=op.q_per_kv, **attention_shape(op, decode=True))
+                    for op in (windowed(4096), windowed(1024)))
+    assert float(past.memory) == pytest.approx(0.8 * 8 / 64.49806198, rel=1e-9)
+    assert float(past.overhead_s) == pytest.approx(7e-6, rel=1e-12)
+    # within the window the kernel splits the keys as without one: 0.8 * 8 / hypot(8, 6) = 0.64, floor 10 us
+    assert (float(within.memory), float(within.overhead_s)) == (pytest.approx(0.64, rel=1e-12), pytest.approx(10e-6))
+    # an fp8 KV cache (8 bits: another kernel) splits a window's keys as any others
+    fp8 = attention("attn.core", "dense", 1, batch=4, q_len=1, kv_len=4096, n_heads=8, n_kv_heads=2, qk_dim=64,
+                    v_dim=64, kv_elems_per_token=256, kv_bytes_per_elem=1, act_bytes_per_elem=2, window=1024)
+    assert (fp8.kv_bits, float(attention_shape(fp8, decode=True)["unsplit"])) == (8.0, 0.0)
 
 
 def test_a_flash_attention_2_decode_pays_its_combine_past_one_kv_block_and_its_regroup_copies_by_hand():

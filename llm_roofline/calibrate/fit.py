@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
-from ..attention_shapes import decode_kernels, query_tiles
+from ..attention_shapes import decode_kernels, query_tiles, unsplit, windowed_heads
 from ..chip_fits import attention_from_gemm
 from ..collectives import CollectiveTerms, collective_terms
 from ..expert_kernels import restreamed_weight_bytes
@@ -70,6 +70,7 @@ class _Terms:
     expert_chips: np.ndarray | float = 0.0  # moe: chips the routed experts are split over (moe_ep; 0: unknown)
     split_kv: np.ndarray | float = 0.0  # decode attention: 1 where it may split its keys (decode_kernels)
     regrouped: np.ndarray | float = 0.0  # decode attention: 1 where FlashAttention-2 copies Q and O to fold a GQA group
+    unsplit: np.ndarray | float = 0.0  # decode attention: 1 where one CTA walks a stream (attention_shapes.unsplit)
     spread: np.ndarray | float = 0.0  # moe: 1 where the experts' rows vary (skewed routing: m_block_padding), 0: balanced
     in_l2: np.ndarray | float = 0.0  # 1 where the row's working set fits in the chip's L2 (onchip_bytes)
     weights: np.ndarray | float = 0.0  # moe: the touched experts' weight bytes of the block (touched x block)
@@ -83,8 +84,8 @@ class _Terms:
 
     @property
     def unsplit_streams(self):
-        """kv_streams of the rows with one query head per KV head (MHA: memory_unsplit_half prices them), else 0."""
-        return np.where(np.asarray(self.group) == 1.0, self.kv_streams, 0.0)
+        """kv_streams of the rows memory_unsplit_half prices (attention_shapes.unsplit), else 0."""
+        return np.where(np.asarray(self.unsplit) > 0, self.kv_streams, 0.0)
 
     def time_s(self, p: FamilyFit) -> np.ndarray:
         """roofline.score with this family's efficiency: the calibrated (or, with IDEAL_FIT, ideal) time."""
@@ -95,7 +96,7 @@ class _Terms:
                            head_tiles=self.head_tiles, group_tiles=self.group_tiles, kv_streams=self.kv_streams,
                            window_keys=self.window_keys, width=self.width, block_rows=self.block_rows,
                            expert_chips=self.expert_chips, token_elems=self.token_elems, split_kv=self.split_kv,
-                           regrouped=self.regrouped, spread=self.spread)
+                           regrouped=self.regrouped, spread=self.spread, unsplit=self.unsplit)
         if self.comm is not None:
             return score_collective(self.comm, eff).t_s
         hbm = self.hbm
@@ -105,7 +106,7 @@ class _Terms:
             if p.memory_streams_half or p.memory_unsplit_half:  # S / hypot(S, h) at g x the rate is g x its rate for
                 # S / g: a decode stream's own rate (its CTAs') stays what it is, whichever level serves it
                 eff = replace(eff, memory=p.memory(tokens, np.asarray(self.kv_streams) / gain, self.window_keys,
-                                                   self.group))
+                                                   self.unsplit))
         if p.memory_token_tile:  # a fused expert kernel re-reading the weights its L2 cannot hold (expert_kernels)
             extra = restreamed_weight_bytes(self.weights, self.tokens, self.block, self.l2, p.memory_token_tile)
             eff = replace(eff, memory=eff.memory * self.bytes / (self.bytes + extra))
@@ -125,7 +126,7 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     keys = df["keys"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "keys" in df else np.zeros(len(df))
     elems = df["elems"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "elems" in df else np.zeros(len(df))
     flops, nbytes = df["flops"].to_numpy(np.float64), df["bytes"].to_numpy(np.float64)
-    row = heads = streams = past = split = regrouped = 0.0
+    row = heads = streams = past = split = regrouped = walks = 0.0
     cols = df["n"].to_numpy(np.float64) if fam in GEMM_FAMILIES else 0.0
     out = tokens * cols
     dim = df["head_dim"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "head_dim" in df else 0.0
@@ -144,11 +145,12 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
         # B * n_kv (attention_shapes._kv_streams counts B * H / G: the same for the tables' rows, none of them MLA)
         streams = np.where(kv_elem > 0, row / np.where(kv_elem > 0, kv_elem, 1.0), 0.0)
         w = df["window"].to_numpy(np.float64) if "window" in df else np.zeros(len(df))
-        # as attention_shapes.attention_shape: elems / (dqk + dv) where a window is set; keys past the window
-        heads = np.where((w > 0) & (dim > 0), elems / (2.0 * np.maximum(dim, 1.0)), 0.0)
+        # as attention_shapes.attention_shape: the unpacked query heads where a window is set; keys past the window
+        heads = np.where(w > 0, windowed_heads(elems, dim, group), 0.0)
         if "kv_len" in df:
             past = np.where((w > 0) & (df["kv_len"].to_numpy(np.float64) > w), keys, 0.0)
         split, regrouped = decode_kernels(tokens, tokens, streams, keys, dim, group, w)  # B sequences, 1 row each
+        walks = unsplit(group, past, df["kv_bits"].to_numpy(np.float64) if "kv_bits" in df else 0.0)
     tiles = _prefill_tiles(tokens, keys, elems, dim, group) if fam == "attention" else (0.0, 0.0)
     # the tables replay their timed loop on the same buffers (CUDA graph), so a working set within L2 is read from L2
     # after the first replay; an inference step streams each layer's weights and KV from HBM between other layers'
@@ -161,8 +163,8 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
                   keys=keys if fam in ATTENTION_FAMILIES else 0.0,
                   elems=elems, kv_row_bytes=row, cols=cols, dim=dim, out_elems=out, group=group, walked=walked,
                   windowed_heads=heads, width=width, block_rows=blocks, expert_chips=ep, token_elems=per_token,
-                  depth=_depth(df, fam), split_kv=split, regrouped=regrouped, weights=weights, block=block,
-                  l2=chip.onchip_bytes or 0.0)
+                  depth=_depth(df, fam), split_kv=split, regrouped=regrouped, unsplit=walks, weights=weights,
+                  block=block, l2=chip.onchip_bytes or 0.0)
 
 
 def _expert_weights(df: "pd.DataFrame", fam: str):
