@@ -296,8 +296,7 @@ class FamilyFit:
     def memory(self, tokens, streams=0.0, window_keys=0.0, unsplit=0.0) -> np.ndarray:
         """memory_max * T / sqrt(T^2 + memory_tokens_half^2) (* S / hypot(S, h), decode KV streams S, h =
         memory_unsplit_half where `unsplit` (attention_shapes.unsplit) and it is set, else memory_streams_half;
-        * f(W, memory_window_half),
-        W = window_keys); T <= 0: memory_max; 0 < T < 1: one row; S, W <= 0: factor 1."""
+        * f(W, memory_window_half), W = window_keys); T <= 0: memory_max; 0 < T < 1: one row; S, W <= 0: factor 1."""
         if not self.memory_tokens_half:  # T / hypot(T, 0) = 1 at every T: memory_max, one number
             out = np.float64(self.memory_max)
         elif everywhere((t := _float(tokens)) >= 1.0):  # every T a row or more (the common case)

@@ -314,7 +314,7 @@ def evaluate(model, chip, *, batch=1, prompt_len=2048, gen_len=256, tp=1, pp=1, 
              moe_dispatch=MOE_DISPATCH,
              gpu_memory_utilization=GPU_MEMORY_UTILIZATION) -> Evaluation:
     """The vectorized core: batch, prompt_len and gen_len may be arrays (broadcast). Memory is checked against
-    gpu_memory_utilization x HBM (memory.GPU_MEMORY_UTILIZATION)."""
+    gpu_memory_utilization x the chip's engine_capacity_bytes (memory.GPU_MEMORY_UTILIZATION)."""
     spec, chip, sh, dt, eff, assumptions, batch, prompt, gen = _inputs(
         model, chip, batch, prompt_len, gen_len, tp, pp, ep, dp, weight_dtype, act_dtype, kv_dtype, efficiency,
         sequence_parallel, attention_dp, moe_tp, moe_ep, routing_skew, moe_dispatch)
@@ -575,7 +575,7 @@ def _headline(r: Evaluation, gen_len) -> dict[str, float | None]:
 def _memory_summary(r: Evaluation) -> MemorySummary:
     m = r.memory
     per_chip = float(m.bytes_per_chip)
-    usable = float(m.capacity_bytes)  # the footprint's capacity is the usable share of HBM
+    usable = float(m.capacity_bytes)  # the footprint's capacity is the usable share (usable_bytes)
     return MemorySummary(
         weight_bytes=float(weight_bytes(r.spec, r.dtypes.weight)), kv_cache_bytes=float(m.kv_cache_bytes),
         activation_bytes=float(m.activation_workspace_bytes_per_chip) * r.sharding.chips_per_replica,

@@ -7,9 +7,8 @@ burst is averaged into the mean TTFT). The cost of one engine step (d decode row
 is `estimate.evaluate_step` plus a host overhead per step (more for a step carrying prompt tokens), tabulated by
 engine.py; queueing.py turns step costs into TTFT, TPOT and throughput. Per replica: `dp` replicas share the load.
 
-KV capacity: gpu_memory_utilization x the chip's memory (Chip.engine_capacity_bytes) - resident weights - the
-activation workspace of one max_num_batched_tokens step, over the KV of a sequence at its mean context (prompt +
-gen/2); it and max_num_seqs cap the running batch.
+KV capacity: usable_bytes (gpu_memory_utilization x Chip.engine_capacity_bytes) - weights - the activation workspace
+of one max_num_batched_tokens step, over a sequence's KV at its mean context (prompt + gen/2), capped by max_num_seqs.
 
 Host overhead (engine.HOST_*_S) is fitted by benchmarks/validate_serving.py on measured vLLM serving results; every
 *_overhead_s=0 and `efficiency="ideal"` give the pure roofline, and then serve() at concurrency 1 equals estimate()
@@ -30,7 +29,7 @@ from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, re
 from .estimate import pass_time_s, step_band, step_time_factor, step_time_s
 from .graph import Dtypes, resolve_dtypes
 from .hardware import load_chip
-from .memory import GPU_MEMORY_UTILIZATION, PREFILL_CHUNK_TOKENS, memory_footprint
+from .memory import GPU_MEMORY_UTILIZATION, PREFILL_CHUNK_TOKENS, memory_footprint, usable_bytes
 from .model.hf import load_model
 from .engine import (HOST_OVERHEADS, Engine, Speculative, StepTables, Workload, cuda_graph_max_tokens, decode_nodes,
                      step_tables, vllm_batch_defaults, workload_of)
@@ -143,12 +142,13 @@ def _capacity(spec, chip, wl: Workload, eng_budget, max_seqs, sh, dtypes, util, 
     """(running capacity per replica, KV bytes per sequence per chip, KV bytes free per chip), arrays (n,). graphs: see
     _prepare (the footprint, made once for every chip: memory.memory_footprint)."""
     adp = sh["attention_dp"]
+    usable = usable_bytes(chip.engine_capacity_bytes, util)
     fp, _ = memory_footprint(spec, chip, batch=adp, prompt_len=wl.held_tokens, gen_len=0, tp=sh["tp"], pp=sh["pp"],
                              ep=sh["ep"], attention_dp=adp, moe_tp=sh["moe_tp"], moe_ep=sh["moe_ep"],
                              weight_dtype=dtypes.weight, act_dtype=dtypes.act, kv_dtype=dtypes.kv,
-                             attention=attention, capacity_bytes=util * chip.engine_capacity_bytes, graphs=graphs)
+                             attention=attention, capacity_bytes=usable, graphs=graphs)
     workspace = fp.activation_workspace_bytes_per_chip * eng_budget / PREFILL_CHUNK_TOKENS
-    free = util * chip.engine_capacity_bytes - fp.weight_bytes_per_chip - workspace
+    free = usable - fp.weight_bytes_per_chip - workspace
     kv_seq = np.asarray(fp.kv_bytes_per_sequence_per_chip, dtype=np.float64)
     # each of the attention_dp groups caches its own sequences and schedules up to max_num_seqs of them (a vLLM
     # data-parallel rank has its own scheduler)
@@ -627,7 +627,7 @@ def _single(spec, chip, d, cols, mesh, engine, sp, efficiency, assumptions, clos
     v = {k: (a[0] if np.ndim(a) else a) for k, a in cols.items()}
     if not v["fits"]:
         raise ScenarioError(f"{spec.name} does not fit {chip.name} at tp={d['tp']} pp={d['pp']}: no room for the KV "
-                            f"cache of one sequence within gpu_memory_utilization x HBM")
+                            f"cache of one sequence within gpu_memory_utilization x the {chip.engine_capacity_label}")
     if v["saturated"] and not closed:  # a closed loop limits itself: more clients only wait longer
         raise ScenarioError(f"qps {mesh['qps'][0]:g} is above the saturation throughput of this deployment, "
                             f"~{v['saturation_requests_per_s']:.3g} requests/s (running batch capped at "

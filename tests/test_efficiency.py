@@ -846,7 +846,7 @@ def test_where_positive_guards_the_points_that_are_not_positive_by_hand():
 
 # ------------------------------------------------------------------------------ Marlin MoE blocks, expert width
 def test_moe_kernels_pad_each_experts_rows_to_the_block_their_rule_picks():
-    from llm_roofline.efficiency import m_block_padding
+    from llm_roofline.expert_kernels import m_block_padding
 
     # rule 1, vLLM's fused_marlin_moe: block = the smallest of 8, 16, 32, 48, 64 with R / block < 0.9, R = tokens x
     # top-k / local experts, else 64; an expert's T rows run ceil(T / block) blocks. Kimi-K2 int4 (top-8 of 384) on

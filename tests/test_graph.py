@@ -131,9 +131,9 @@ def test_moe_expert_bytes_use_distinct_experts_and_flops_top_k():
     assert float(up.weight_bytes) == pytest.approx(7168)
     # resident: all 8 experts
     assert up.stored_bytes == 8 * 32 * 32 * 2
-    # the fused block's shape (efficiency.m_block_padding, the width factor, the expert-parallel floor): each expert's
-    # intermediate 16 on one chip, 8 experts held, no expert parallelism; tp 2 x attention_dp 4 = 8 FFN chips as
-    # moe_tp 2 x moe_ep 4: 16 / 2 = 8 wide, 8 / 4 = 2 held, experts split over 4 chips
+    # the fused block's shape (expert_kernels.m_block_padding, the width factor, the expert-parallel floor): each
+    # expert's intermediate 16 on one chip, 8 experts held, no expert parallelism; tp 2 x attention_dp 4 = 8 FFN chips
+    # as moe_tp 2 x moe_ep 4: 16 / 2 = 8 wide, 8 / 4 = 2 held, experts split over 4 chips
     assert (up.expert_width, up.local_experts, up.expert_chips) == (16, 8, 1)
     sh = Sharding(tp=2, attention_dp=4, moe_tp=2, moe_ep=4)
     split_ops = by_name(build_ops(spec, Phase.decode(batch=2, kv_len=4), sh))

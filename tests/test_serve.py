@@ -274,7 +274,7 @@ def test_a_moe_with_m_blocked_experts_gains_throughput_with_every_client():
     # whole. Priced at exactly the mean rows, a step's cost jumps where the mean crosses a block (3,072 prompt tokens
     # + 128 decodes: 66.7 rows, 2 blocks against 1 at 64) and the closed loop lost throughput as clients were added
     # (5.53, 5.45, 5.62 req/s at 128, 192, 256 clients); a model's routing spreads the rows about the mean, so the
-    # expected blocks grow smoothly (efficiency.m_block_padding) and so does the throughput
+    # expected blocks grow smoothly (expert_kernels.m_block_padding) and so does the throughput
     df = serve("moonshotai/Kimi-K2.5", "b200", tp=8, prompt_len=2048, gen_len=256, concurrency=[128, 192, 256, 320],
                efficiency="calibrated")
     assert np.all(np.diff(df.requests_per_s) > 0) and np.all(np.diff(df.tpot_s) > 0)

@@ -41,7 +41,7 @@ outputs bf16):
                that do not overlap the GEMMs: walked = T*k * ((h + 2i/tp) + (i/tp + h)) elements (K + N of the
                two GEMMs), priced by the fitted overhead_per_walked_elem_s (FlashInfer's Blackwell kernels fuse
                them: ~0); k = h, n = i/tp (the expert's width), routed = T*k rows, experts = E/ep local experts
-               (the rows per local expert 4-bit MoE kernels size their M blocks to: efficiency.m_block_padding),
+               (the rows per local expert 4-bit MoE kernels size their M blocks to: expert_kernels.m_block_padding),
                ep = moe_ep (above 1 the expert-parallel path: overhead_ep_s), token_elems = 2*T*h: each token's
                hidden vector passed once by each GEMM's side of the block whatever the top-k (input gathered and
                quantized, outputs combined: overhead_per_token_elem_s).

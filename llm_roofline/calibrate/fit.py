@@ -20,9 +20,9 @@ import numpy as np
 from ..attention_shapes import decode_kernels, query_tiles, unsplit, windowed_heads
 from ..chip_fits import attention_from_gemm
 from ..collectives import CollectiveTerms, collective_terms
-from ..expert_kernels import restreamed_weight_bytes
+from ..expert_kernels import block_rows_per_expert, restreamed_weight_bytes
 from ..efficiency import (ATTENTION_FAMILIES, COLLECTIVE_FAMILIES, DECODE_FAMILIES, FAMILIES, GEMM_FAMILIES, IDEAL_FIT,
-                          MOE_FAMILIES, PARAM_TOP, PARAMS, CalibratedModel, FamilyFit, block_rows_per_expert)
+                          MOE_FAMILIES, PARAM_TOP, PARAMS, CalibratedModel, FamilyFit)
 from ..hardware import Chip, load_chip
 from ..roofline import score, score_collective
 from ..units import dtype_bytes
@@ -330,7 +330,7 @@ _ALT_STARTS = {"gemm": (_OUTS_START, {"compute_k_split": 1e9}), "gemm_fp4": (_OU
 # a discrete parameter a family's fit picks from a few values (the rest fitted at each, the lowest loss kept): the
 # M tile of fp8 GEMMs past their first tile (efficiency.FamilyFit.compute_m_tile; 0: none, the smooth tokens factor
 # alone): Hopper's CUTLASS fp8 kernel for large M runs 128-row tiles in clusters of two; the M block rule of the 4-bit
-# fused-MoE kernels (efficiency.M_BLOCK_RULES: none, Marlin's, triton_kernels'): the rows show which the kernel runs
+# fused-MoE kernels (expert_kernels.M_BLOCK_RULES: none, Marlin's, triton_kernels'): the rows show which the kernel runs
 _GRID = {**{f: ("compute_m_tile", (0.0, 128.0, 256.0)) for f in ("gemm_fp8", "gemm_fp4")},
          **{f: ("compute_m_block_rule", (0.0, 1.0, 2.0)) for f in ("moe_int4", "moe_quant", "moe_fp4")},
          **{f: ("memory_token_tile", (0.0,)) for f in ("moe", "moe_fp8")}}

@@ -289,9 +289,8 @@ def disaggregation(model, chip, prompt_len: int, gen_len: int, decode_batch: int
     if qps is not None:
         qps = check_range("qps", qps, 0.0, 1e9, "requests/s", lo_open=True)
     st = _Setting(spec, chip, prompt_len, gen_len, usable_bytes(chip.engine_capacity_bytes, gpu_memory_utilization),
-                  ttft_s, tpot_s,
-                  dict(weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype, attention=attention,
-                       sequence_parallel=sequence_parallel), kv_link)
+                  ttft_s, tpot_s, dict(weight_dtype=weight_dtype, act_dtype=act_dtype, kv_dtype=kv_dtype,
+                                       attention=attention, sequence_parallel=sequence_parallel), kv_link)
     dst = replace(st, chip=dchip, usable_bytes=usable_bytes(dchip.engine_capacity_bytes, gpu_memory_utilization))
     prefill_eff = prefill_efficiency or efficiency
     decode_eff = decode_efficiency or efficiency

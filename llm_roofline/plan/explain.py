@@ -85,7 +85,7 @@ def _why_not(spec, chip, targets, candidates, log, total_weight_bytes) -> str:
 
 
 def _why_no_memory(chip, targets, log, total_weight_bytes) -> str:
-    """Nothing fits in HBM: the weights alone exceed every chip allowed, or the smallest footprint (weights + one
+    """Nothing fits in memory: the weights alone exceed every chip allowed, or the smallest footprint (weights + one
     sequence per micro-batch) exceeds one chip's usable bytes."""
     max_chips, reserve = targets["max_chips"], targets["reserve"]
     usable_bytes = chip.engine_capacity_bytes * (1 - reserve)

@@ -28,7 +28,8 @@ def plot_serving(model, chip, path=None, *, concurrency=None, qps=None, dpi: int
     df = serve(model, chip, **{load_name: list(concurrency if concurrency is not None else qps)}, **kw)
     where = f"{getattr(model, 'name', model)} on {df['chip'].iloc[0]} ({parallel_text(kw)})"
     if df["saturated"].all():  # nothing to draw: say why, as serve() does for one point
-        why = ("no room for the KV cache of one sequence within gpu_memory_utilization x HBM" if not df["fits"].any()
+        why = ("no room for the KV cache of one sequence within gpu_memory_utilization x the chip's memory"
+               if not df["fits"].any()
                else f"every {load_name} saturates it (at most {df['saturation_requests_per_s'].max():.3g} requests/s)")
         raise ScenarioError(f"{where}: {why}")
     df = df[~df["saturated"]].reset_index(drop=True)
