@@ -71,6 +71,29 @@ def kv_block_keys(head_dim) -> np.ndarray:
     return np.where(d <= 64, 256.0, np.where(d <= 128, 128.0, 64.0))[()]
 
 
+def query_tile_rows(group, head_dim) -> np.ndarray:
+    """Query rows a KV head's decode tile holds in FlashInfer's tensor-core decode (vLLM's FlashInfer backend runs
+    BatchDecodeWithPagedKVCacheWrapper with use_tensor_cores=True: its FA2 prefill kernel over the G query heads of
+    one query row each, packed as G rows): the CTA tile FA2DetermineCtaTileQ picks for G packed rows, 16 up to 16,
+    64 up to 64 (and beyond at head_dim >= 256), else 128; a group past one tile fills whole tiles."""
+    g, d = np.maximum(_float(group), 1.0), _float(head_dim)
+    tile = np.where(g <= NARROW_TILE_ROWS, NARROW_TILE_ROWS, np.where((g <= 64.0) | (d >= 256.0), 64.0, 128.0))
+    return (np.ceil(g / tile) * tile)[()]
+
+
+NARROW_TILE_ROWS = 16.0  # FlashInfer's smallest CTA tile (one warp's 16 query rows, the KV split over four warps)
+
+
+def wide_tile_weight(group, head_dim) -> np.ndarray:
+    """(head_dim / 128)^2 where that tile is wider than NARROW_TILE_ROWS (G > 16: four warps of query rows, each
+    walking the whole KV block), else 0: the weight of the wider tile's time per kernel (overhead_wide_tile_s). L40S,
+    fp8 KV: +1 us at head_dim 64 and +7 us at 128 over the G <= 16 kernel, at every batch (1-256 sequences) and
+    context (2-8k keys); a square of head_dim fits the two (in-sample loss 0.591 / 0.550 / 0.547 for a power 1 / 2 /
+    3, 0.630 flat); the cause inside the kernel is not identified."""
+    d = _float(head_dim)
+    return np.where(_float(group) > NARROW_TILE_ROWS, (d / 128.0) ** 2, 0.0)[()]
+
+
 def windowed_heads(elems, head_dim, group):
     """B*q*(H - n_kv) of a sliding-window decode of Q+O `elems` = B*q*H*(dqk+dv): the query heads FlashAttention-2
     runs in tiles of their own where, without a window, it packs a KV head's G query heads into one (0 for MHA,

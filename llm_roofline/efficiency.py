@@ -114,6 +114,9 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   max) is compute_max * f(L, compute_keys_half) * f(G, compute_group_half), L = keys = min(kv, window): the GQA group
   padded to the kernel's query tile (G query rows per K/V tile) and a per-query-head cost worth compute_keys_half keys
   (Q load, softmax, O store); flops / f(L, h) = flops * (L + h) / L, so the compute TIME is affine in the context.
+  Where the kernel is FlashInfer's tensor-core decode (compute_q_tile_rule: vLLM's 8-bit KV caches on Ada) the group
+  fills a CTA tile of P = 16 / 64 / 128 rows (attention_shapes.query_tile_rows), its time that of P rows: the factor
+  is G / (P + compute_group_half), plus overhead_wide_tile_s * (D / 128)^2 per kernel where P > 16 (wide_tile_weight).
   Memory efficiency memory_max * S / hypot(S, memory_streams_half), S = B*n_kv KV streams: split-KV (flash-decoding)
   caps the CTAs one stream gets, so one sequence x one KV head cannot fill HBM (memory_unsplit_half and floor
   overhead_unsplit_s where set, for the streams FlashAttention-2 gives one CTA walking all their keys with no split-KV
@@ -156,9 +159,10 @@ from .errors import ChipError
 from .hardware import CHIP_RANGES, Chip, load_chip
 from .roofline import Efficiency, stacked, where as _where
 from .units import everywhere, f64 as _float, where_positive
-from .attention_shapes import decode_family, attention_shape, decode_points, is_decode_attention
+from .attention_shapes import (decode_family, attention_shape, decode_points, is_decode_attention, query_tile_rows,
+                               wide_tile_weight)
 from .dequant import dequant_efficiency, marlin_compute_max, weight_only_quantized
-from .expert_kernels import M_BLOCK_RULES, block_rows_per_expert, m_block_padding, restreamed_weight_bytes
+from .expert_kernels import M_BLOCK_RULES, expert_inputs, m_block_padding, restreamed
 
 if TYPE_CHECKING:
     from .ops import Op
@@ -252,6 +256,11 @@ class FamilyFit:
     overhead_regroup_s: float = 0.0  # decode attention, G > 1, no window: the copies of Q in and O out that fold a KV
     #   head's G query heads into its query tile (FlashAttention-2), where B >= 2 and n_kv >= 2 (else a view), >= 0
     memory_l2_extra: float = 0.0  # fit only: a table's replays of a set in L2 read at (1 + this) x HBM (fit._Terms)
+    compute_q_tile_rule: float = 0.0  # decode attention: 1 where the kernel packs a KV head's G query heads into
+    #   FlashInfer's CTA tile of 16 / 64 / 128 rows (attention_shapes.query_tile_rows: the group factor counts the
+    #   tile's rows P, G / (P + compute_group_half)); 0: G / (G + compute_group_half)
+    overhead_wide_tile_s: float = 0.0  # under that rule: time per kernel of a tile wider than 16 rows at head_dim 128
+    #   (x attention_shapes.wide_tile_weight: (head_dim / 128)^2 where G > 16, else 0), >= 0
     memory_token_tile: float = 0.0  # expert GEMM: token tile of a fused kernel that re-reads an expert's weights past
     #   the L2 once per tile (expert_kernels.restreamed_weight_bytes; a kernel fact, fit._KERNEL_GRID); 0: none
 
@@ -269,6 +278,8 @@ class FamilyFit:
                 raise ChipError(f"efficiency {name} must be 0 (none) or at least 1 row, got {getattr(self, name)!r}")
         if self.compute_m_block_rule and self.compute_m_block_rule not in M_BLOCK_RULES:  # a kernel's rule, or 0
             raise ChipError(f"efficiency compute_m_block_rule must be 0, 1 or 2, got {self.compute_m_block_rule!r}")
+        if self.compute_q_tile_rule not in (0.0, 1.0):  # FlashInfer's tile rule, or none
+            raise ChipError(f"efficiency compute_q_tile_rule must be 0 or 1, got {self.compute_q_tile_rule!r}")
 
     def compute(self, tokens, keys=0.0, elems=0.0, cols=0.0, dim=0.0, group=0.0, outs=0.0, depth=0.0, width=0.0,
                 block_rows=0.0, spread=0.0) -> np.ndarray:
@@ -283,7 +294,11 @@ class FamilyFit:
         if halves:
             if self.compute_k_split > 0 and self.compute_outs_half > 0:
                 outs = _float(outs) * np.maximum(1.0, _float(depth) / max(self.compute_k_split, 1.0))  # >= 1 element
-            xs = (tokens, keys, elems, cols, dim, group, outs, depth, width)
+            rows = group
+            if self.compute_q_tile_rule:  # the tile's P rows are computed, G of them useful: G / (P + half)
+                rows = query_tile_rows(group, dim)
+                out = out * where_positive(_float(group), lambda g: g / rows, 1.0)
+            xs = (tokens, keys, elems, cols, dim, rows, outs, depth, width)
             for i, half in halves:
                 out = out * _saturation(xs[i], half)
         if self.compute_m_tile > 0:  # past one tile: whole tiles (a GEMM of fewer rows runs a kernel sized to it)
@@ -328,6 +343,8 @@ class FamilyFit:
         overhead_unsplit_s)."""
         ovh = (_where(_float(unsplit) > 0, self.overhead_unsplit_s, self.overhead_s) if self.overhead_unsplit_s
                else self.overhead_s)
+        if self.overhead_wide_tile_s and self.compute_q_tile_rule:
+            ovh = ovh + self.overhead_wide_tile_s * wide_tile_weight(group, dim)
         coefs = self._set_terms[1]
         if coefs:  # the terms whose coefficient is set
             xs = (kv_row_bytes, windowed_heads, kv_streams, head_tiles, group_tiles, out_elems, walked, tokens,
@@ -379,7 +396,8 @@ PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_hal
           "overhead_per_group_tile_s", "memory_streams_half", "overhead_per_kv_stream_s", "memory_window_half",
           "overhead_window_s", "compute_m_tile", "memory_unsplit_half", "overhead_unsplit_s", "compute_depth_half",
           "compute_width_half", "compute_m_block_rule", "overhead_ep_s", "overhead_per_token_elem_s",
-          "overhead_per_depth_s", "overhead_split_s", "overhead_regroup_s", "memory_l2_extra", "memory_token_tile")
+          "overhead_per_depth_s", "overhead_split_s", "overhead_regroup_s", "memory_l2_extra", "memory_token_tile",
+          "compute_q_tile_rule", "overhead_wide_tile_s")
 # ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: s per kernel, row, byte or element;
 # the band: measured / predicted; memory_l2_extra: a rate ratio), so a hostile chip file cannot overflow a time
 PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3, "comm": 1.0}
@@ -486,13 +504,14 @@ class CalibratedModel:
             return self._attention(op, p, decode=fam != "attention")
         if op.kind == "gemm":  # a GEMM's efficiency also depends on its own output columns (T * N: its epilogue)
             n, k = op.gemm_n, op.gemm_k
-            moe = _expert_inputs(op.walked_rows, op.token_elems, k, n, op.expert_width, op.local_experts,
+            moe = expert_inputs(op.walked_rows, op.token_elems, k, n, op.expert_width, op.local_experts,
                                  op.expert_chips) if fam in MOE_FAMILIES else {}
             if any(getattr(x, "ndim", 0) for x in (op.tokens, *moe.values())):
                 e = p.efficiency(op.tokens, label=self.label, cols=n, out_elems=_float(op.tokens) * n, depth=k, **moe)
             else:
                 e = _efficiency_at(p, op.tokens, self.label, n, k, **{f: float(v) for f, v in moe.items()})
-            return _restreamed(e, p, [op], chip, op.tokens) if moe and p.memory_token_tile else e
+            return restreamed(e, [op], op.tokens, chip.onchip_bytes, p.memory_token_tile) if moe and \
+                p.memory_token_tile else e
         if fam in COLLECTIVE_FAMILIES:  # the direct kernels' step latency grows with the GPUs of the group; rings
             # (PCIe switch, xGMI / NVLink-bridge mesh) are NCCL's pipelined steps, priced at the link's latency_s alone
             return _collective_efficiency(p, int(op.group_chips), self.label, chip.scaleup.nvlink_switch)
@@ -533,10 +552,11 @@ class CalibratedModel:
             moe = {}
             if fam in MOE_FAMILIES:
                 grids = (stacked([getattr(op, f) for op in sub], shape) for f in ("walked_rows", "token_elems"))
-                moe = _expert_inputs(*grids, k, n, *map(per_op, ("expert_width", "local_experts", "expert_chips")))
+                moe = expert_inputs(*grids, k, n, *map(per_op, ("expert_width", "local_experts", "expert_chips")))
             p = self.fit_for(fam)
             e = p.efficiency(tok, label=self.label, cols=n, out_elems=tok * n, depth=k, **moe)
-            parts.append((rows, _restreamed(e, p, sub, chip, tok, shape) if moe and p.memory_token_tile else e))
+            parts.append((rows, restreamed(e, sub, tok, chip.onchip_bytes, p.memory_token_tile, shape)
+                          if moe and p.memory_token_tile else e))
         return parts
 
     def pricing_keys(self, ops: "list[Op]", chip: Chip, memo: dict) -> tuple:
@@ -559,7 +579,7 @@ class CalibratedModel:
         domain, fits = chip.scaleup.domain_size, tuple(self.fit_for(f) for f in families)
         key = (tuple(map(id, fits)), tuple(n > domain for n in collective_chips),
                bool(collective_chips) and chip.scaleup.nvlink_switch, id(chip) if dequant else 0,
-               chip.onchip_bytes if any(f.memory_token_tile for f in fits) else 0)  # _restreamed reads the L2
+               chip.onchip_bytes if any(f.memory_token_tile for f in fits) else 0)  # restreamed reads the L2
         memo.setdefault("kept", {}).setdefault(key, (fits, chip))  # the objects behind the ids live as long as the
         return key  # memo (and the stacks cached under the key in it), so no other fit or chip can reuse an id
 
@@ -575,28 +595,8 @@ class CalibratedModel:
 @lru_cache(maxsize=4096)
 def _efficiency_at(p: FamilyFit, tokens: float, label: str, cols: float = 0.0, depth: float = 0.0,
                    **expert) -> Efficiency:
-    """p.efficiency at a scalar token count (GEMM: N and K; expert GEMMs: _expert_inputs, as floats), kept."""
+    """p.efficiency at a scalar token count (GEMM: N and K; expert GEMMs: expert_inputs, as floats), kept."""
     return p.efficiency(tokens, label=label, cols=cols, out_elems=tokens * cols, depth=depth, **expert)
-
-
-def _restreamed(e: Efficiency, p: FamilyFit, ops: "list[Op]", chip: Chip, tokens, shape=None) -> Efficiency:
-    """e with its memory fraction scaled by hbm / (hbm + re-read weight bytes) (expert_kernels): the expert GEMMs of
-    a kernel walking each expert's rows in tiles of p.memory_token_tile tokens, on the chip's L2. shape: the stacked
-    shape of several ops (for_ops; None: one op)."""
-    def stack(f):
-        vals = [getattr(op, f) for op in ops]
-        return _float(vals[0]) if shape is None else stacked(vals, shape)
-    hbm = stack("hbm_bytes")
-    extra = restreamed_weight_bytes(stack("weight_bytes"), tokens, stack("expert_block_bytes"),
-                                    chip.onchip_bytes or 0.0, p.memory_token_tile)
-    return replace(e, memory=e.memory * where_positive(hbm, lambda h: h / (h + extra), 1.0))
-
-
-def _expert_inputs(routed, token_elems, k, n, width, local_experts, expert_chips) -> dict:
-    """An expert GEMM's fused-block inputs of FamilyFit.efficiency: the walked elements (routed rows x (K + N)), the
-    rows per local expert, the expert's width, moe_ep, the per-token elements, spread 1 (a model's routing: random)."""
-    return dict(walked=routed * (k + n), block_rows=block_rows_per_expert(routed, local_experts), width=width,
-                expert_chips=expert_chips, token_elems=token_elems, spread=1.0)
 
 
 def quantized_experts(op: "Op") -> bool:

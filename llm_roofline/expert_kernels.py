@@ -1,11 +1,19 @@
 """Fused-MoE kernel shapes the efficiency model prices (efficiency.py): how a kernel's M blocks pad an expert's
-rows, and how a kernel that walks an expert's rows in token tiles re-reads the weights the L2 cannot hold."""
+rows, how a kernel that walks an expert's rows in token tiles re-reads the weights the L2 cannot hold (restreamed),
+and the fused block's inputs an expert GEMM passes to FamilyFit.efficiency (expert_inputs)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+from .roofline import Efficiency, stacked
 from .units import f64 as _float, where_positive
+
+if TYPE_CHECKING:
+    from .ops import Op
 
 
 # fused-MoE kernels' M blocks from the routed rows per local expert R: rule -> (sizes, whether one fits R). 1: vLLM's
@@ -48,3 +56,22 @@ def restreamed_weight_bytes(weight_bytes, rows, block_bytes, l2_bytes: float, ti
     share = where_positive(_float(block_bytes), lambda b: np.maximum(0.0, 1.0 - l2_bytes / b), 0.0)
     passes = np.ceil(np.maximum(_float(rows), 1.0) / tile)
     return (_float(weight_bytes) * (passes - 1.0) * share)[()]
+
+
+def restreamed(e: Efficiency, ops: "list[Op]", tokens, l2_bytes, tile: float, shape=None) -> Efficiency:
+    """e with its memory fraction scaled by hbm / (hbm + re-read weight bytes) (restreamed_weight_bytes): the expert
+    GEMMs `ops` of a kernel walking each expert's rows in tiles of `tile` tokens, on an L2 of l2_bytes (None: 0).
+    shape: the stacked shape of several ops (efficiency.CalibratedModel.for_ops; None: one op)."""
+    def stack(f):
+        vals = [getattr(op, f) for op in ops]
+        return _float(vals[0]) if shape is None else stacked(vals, shape)
+    hbm = stack("hbm_bytes")
+    extra = restreamed_weight_bytes(stack("weight_bytes"), tokens, stack("expert_block_bytes"), l2_bytes or 0.0, tile)
+    return replace(e, memory=e.memory * where_positive(hbm, lambda h: h / (h + extra), 1.0))
+
+
+def expert_inputs(routed, token_elems, k, n, width, local_experts, expert_chips) -> dict:
+    """An expert GEMM's fused-block inputs of FamilyFit.efficiency: the walked elements (routed rows x (K + N)), the
+    rows per local expert, the expert's width, moe_ep, the per-token elements, spread 1 (a model's routing: random)."""
+    return dict(walked=routed * (k + n), block_rows=block_rows_per_expert(routed, local_experts), width=width,
+                expert_chips=expert_chips, token_elems=token_elems, spread=1.0)

@@ -988,6 +988,27 @@ def test_the_fit_walks_a_16_bit_kv_stream_unsplit_past_its_window_by_hand():
     assert got == pytest.approx([14.671e-6, 0.68374e-6, 1.36219e-6], rel=1e-4)
 
 
+def test_the_fit_prices_flashinfers_wide_tile_only_where_its_kernel_runs():
+    # one sequence, one fp8 KV head, 1 key (1 KB of bytes: ~1 ns at 864 GB/s): under FlashInfer's tile rule the time is
+    # the floor, 10 us, plus 6 us x (D / 128)^2 where G > 16: G 32 at D 64 -> 11.5 us; G 16 at D 128 -> 10 us
+    chip = lr.load_chip("l40s")
+    g, d = np.array([32.0, 16.0]), np.array([64.0, 128.0])
+    df = measurements.normalize(pd.DataFrame(dict(
+        family="attention_decode", op="x", dtype="bf16", m=1.0, keys=1.0, head_dim=d, q_per_kv=g, kv_bits=8.0,
+        elems=2.0 * g * d, flops=4.0 * g * d, bytes=1024.0, measured_s=1.0)))
+    law = FamilyFit(overhead_s=10e-6, compute_q_tile_rule=1.0, overhead_wide_tile_s=6e-6)
+    assert fitting.predict(df, chip, {"attention_decode_fp8": law}) == pytest.approx([11.5e-6, 10e-6], rel=1e-3)
+    # the wide tile's time is a free parameter only where the chip family runs FlashInfer's decode (Ada: the L40S
+    # table's kernel_source vllm_flashinfer_fidecode), never on Hopper (FlashAttention-3) or Blackwell (TRT-LLM)
+    terms = fitting._terms(df, chip, "attention_decode_fp8")
+    measured = np.array([11.5e-6, 10e-6])
+    assert [fitting._identified("overhead_wide_tile_s", terms, f, measured) for f in ("ada", "hopper", "blackwell")] \
+        == [True, False, False]
+    # the shipped fits: L40S's 8-bit-KV decode runs the rule, H100's and B200's do not
+    cal = {c: lr.load_chip(c).calibration["attention_decode_fp8"] for c in ("l40s", "h100-sxm", "b200")}
+    assert [cal[c].get("compute_q_tile_rule", 0.0) for c in cal] == [1.0, 0.0, 0.0]
+
+
 def test_a_decode_streams_own_rate_is_the_same_from_l2_as_from_memory():
     # few KV streams (sequences x KV heads) read below the bandwidth: memory factor S / hypot(S, h), h =
     # memory_unsplit_half for MHA. A stream's rate is its CTAs', whichever level serves it: within L2 at g = 1 +

@@ -256,6 +256,51 @@ def test_decode_compute_factors_and_windowed_heads_by_hand():
     assert (float(eff.overhead_s), float(eff.compute)) == (pytest.approx(10e-6), pytest.approx(0.02))
 
 
+def test_flashinfer_decode_pads_a_gqa_group_to_its_cta_tile_by_hand():
+    from llm_roofline.attention_shapes import query_tile_rows, wide_tile_weight
+
+    # FlashInfer's FA2DetermineCtaTileQ for G packed rows (one query row per sequence): 16 up to 16, 64 up to 64 (or
+    # beyond at head_dim 256), else 128; a group past one tile fills whole tiles
+    groups = [1, 8, 16, 17, 32, 64, 65, 96, 200, 65]
+    dims = [128] * 9 + [256]
+    assert list(query_tile_rows(np.array(groups), np.array(dims))) == [16, 16, 16, 64, 64, 64, 128, 128, 256, 128]
+    # the wide tile's weight: (head_dim / 128)^2 past 16 rows
+    assert list(wide_tile_weight(np.array([16, 17, 32, 32]), np.array([128, 128, 64, 256]))) == [0.0, 1.0, 0.25, 4.0]
+
+    def decode(heads):  # 4 sequences over 4096 keys, one fp8 KV head of head_dim 128: K+V 256 elements a position
+        return attention("attn.core", "dense", 1, batch=4, q_len=1, kv_len=4096, n_heads=heads, n_kv_heads=1,
+                         qk_dim=128, v_dim=128, kv_elems_per_token=256, kv_bytes_per_elem=1, act_bytes_per_elem=2,
+                         compute_dtype="fp16")
+
+    fit = FamilyFit(compute_max=0.05, compute_keys_half=1024, compute_group_half=4, memory_max=0.8, overhead_s=10e-6,
+                    compute_q_tile_rule=1, overhead_wide_tile_s=6e-6)
+
+    def time_s(f, op):
+        eff = f.efficiency(op.tokens, dim=op.head_dim, group=op.q_per_kv, **attention_shape(op, decode=True))
+        return float(score(op.flops, op.hbm_bytes, peak_flops_per_s=1e15, hbm_bytes_per_s=1e12, efficiency=eff).t_s)
+
+    # G = 32 in a 64-row tile: compute 0.05 * 4096/(4096+1024) * 32/(64+4) = 0.04 * 32/68; flops 4*4096*2*32*256 =
+    # 268,435,456 -> 268,435,456 * 68 / (32 * 0.04e15) = 14.2606336 us (memory: 4*4096*256*1 + 4*32*256*2 B =
+    # 4,259,840 B at 0.8e12 = 5.3248 us); overhead 10 us + 6 us x (128/128)^2 -> 30.2606336 us
+    assert time_s(fit, decode(32)) == pytest.approx(30.2606336e-6, rel=1e-9)
+    # G = 16 fills the 16-row tile: compute 0.04 * 16/20 = 0.032, 134,217,728 FLOPs = 4.194304 us, below the memory's
+    # (4,194,304 + 32,768 B) / 0.8e12 = 5.28384 us; no wide tile: 10 us -> 15.28384 us
+    assert time_s(fit, decode(16)) == pytest.approx(15.28384e-6, rel=1e-9)
+    # without the rule G = 32 keeps G / (G + 4): 0.04 * 32/36 -> 7.5497472 us, and no wide tile: 17.5497472 us
+    assert time_s(replace(fit, compute_q_tile_rule=0.0), decode(32)) == pytest.approx(17.5497472e-6, rel=1e-9)
+    # head_dim 64: a quarter of the wide tile's time, 10 + 1.5 us
+    assert float(fit.efficiency(1.0, group=32.0, dim=64.0).overhead_s) == pytest.approx(11.5e-6, rel=1e-12)
+
+
+def test_a_chip_file_names_an_unknown_q_tile_rule(tmp_path):
+    p = tmp_path / "round-gpu.toml"
+    for bad in ("0.5", "2", "-1", "nan"):
+        p.write_text(ROUND_CHIP + "\n[efficiency.attention_decode_fp8]\ncompute_max = 0.4\ncompute_q_tile_rule = " + bad
+                     + "\n")
+        with pytest.raises(lr.ChipError, match="compute_q_tile_rule"):
+            calibrated_model(lr.load_chip(str(p)))
+
+
 def test_decode_kv_streams_by_hand():
     fit = FamilyFit(memory_max=0.8, memory_streams_half=6.0, overhead_s=10e-6, overhead_per_kv_stream_s=1e-7)
     op = _attn(4, 1, 4096)

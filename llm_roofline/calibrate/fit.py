@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
-from ..attention_shapes import decode_kernels, query_tiles, unsplit, windowed_heads
+from ..attention_shapes import decode_kernels, query_tiles, unsplit, wide_tile_weight, windowed_heads
 from ..chip_fits import attention_from_gemm
 from ..collectives import CollectiveTerms, collective_terms
 from ..expert_kernels import block_rows_per_expert, restreamed_weight_bytes
@@ -71,6 +71,7 @@ class _Terms:
     split_kv: np.ndarray | float = 0.0  # decode attention: 1 where it may split its keys (decode_kernels)
     regrouped: np.ndarray | float = 0.0  # decode attention: 1 where FlashAttention-2 copies Q and O to fold a GQA group
     unsplit: np.ndarray | float = 0.0  # decode attention: 1 where one CTA walks a stream (attention_shapes.unsplit)
+    wide_tiles: np.ndarray | float = 0.0  # decode attention: attention_shapes.wide_tile_weight (G > 16), else 0
     spread: np.ndarray | float = 0.0  # moe: 1 where the experts' rows vary (skewed routing: m_block_padding), 0: balanced
     in_l2: np.ndarray | float = 0.0  # 1 where the row's working set fits in the chip's L2 (onchip_bytes)
     weights: np.ndarray | float = 0.0  # moe: the touched experts' weight bytes of the block (touched x block)
@@ -126,7 +127,7 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
     keys = df["keys"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "keys" in df else np.zeros(len(df))
     elems = df["elems"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "elems" in df else np.zeros(len(df))
     flops, nbytes = df["flops"].to_numpy(np.float64), df["bytes"].to_numpy(np.float64)
-    row = heads = streams = past = split = regrouped = walks = 0.0
+    row = heads = streams = past = split = regrouped = walks = wide = 0.0
     cols = df["n"].to_numpy(np.float64) if fam in GEMM_FAMILIES else 0.0
     out = tokens * cols
     dim = df["head_dim"].to_numpy(np.float64) if fam in ATTENTION_FAMILIES and "head_dim" in df else 0.0
@@ -151,6 +152,7 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
             past = np.where((w > 0) & (df["kv_len"].to_numpy(np.float64) > w), keys, 0.0)
         split, regrouped = decode_kernels(tokens, tokens, streams, keys, dim, group, w)  # B sequences, 1 row each
         walks = unsplit(group, past, df["kv_bits"].to_numpy(np.float64) if "kv_bits" in df else 0.0)
+        wide = wide_tile_weight(group, dim)
     tiles = _prefill_tiles(tokens, keys, elems, dim, group) if fam == "attention" else (0.0, 0.0)
     # the tables replay their timed loop on the same buffers (CUDA graph), so a working set within L2 is read from L2
     # after the first replay; an inference step streams each layer's weights and KV from HBM between other layers'
@@ -163,7 +165,8 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
                   keys=keys if fam in ATTENTION_FAMILIES else 0.0,
                   elems=elems, kv_row_bytes=row, cols=cols, dim=dim, out_elems=out, group=group, walked=walked,
                   windowed_heads=heads, width=width, block_rows=blocks, expert_chips=ep, token_elems=per_token,
-                  depth=_depth(df, fam), split_kv=split, regrouped=regrouped, unsplit=walks, weights=weights,
+                  depth=_depth(df, fam), split_kv=split, regrouped=regrouped, unsplit=walks, wide_tiles=wide,
+                  weights=weights,
                   block=block, l2=chip.onchip_bytes or 0.0)
 
 
@@ -303,7 +306,9 @@ _FREE = {
     "attention_decode": _DECODE + _UNSPLIT + _FA2,
     # the KV cache in 8 bits or fewer: the same terms plus, past its sliding window, whole KV blocks read: h keys more
     # than the window (window half) and a time per kernel (the straddled block walked serially and masked)
-    "attention_decode_fp8": _DECODE + (("memory_window_half", 128.0), ("overhead_window_s", 1e-6)) + _UNSPLIT + _FA2,
+    # (and where FlashInfer's tile rule runs them, compute_q_tile_rule: a time per kernel of its wide tile)
+    "attention_decode_fp8": _DECODE + (("memory_window_half", 128.0), ("overhead_window_s", 1e-6)) + _UNSPLIT + _FA2
+    + (("overhead_wide_tile_s", 3e-6),),
     "memory": (("memory_max", 0.5), ("memory_tokens_half", 64.0), ("overhead_s", 2e-6)),
     # collectives: the bandwidth fraction of GPU-driven copies (one-shot, two-shot) and of the switch's own
     # reduction (NVLS), the latency per algorithm step and its growth per doubling of the GPUs (log2 n: it fits
@@ -333,7 +338,8 @@ _ALT_STARTS = {"gemm": (_OUTS_START, {"compute_k_split": 1e9}), "gemm_fp4": (_OU
 # fused-MoE kernels (expert_kernels.M_BLOCK_RULES: none, Marlin's, triton_kernels'): the rows show which the kernel runs
 _GRID = {**{f: ("compute_m_tile", (0.0, 128.0, 256.0)) for f in ("gemm_fp8", "gemm_fp4")},
          **{f: ("compute_m_block_rule", (0.0, 1.0, 2.0)) for f in ("moe_int4", "moe_quant", "moe_fp4")},
-         **{f: ("memory_token_tile", (0.0,)) for f in ("moe", "moe_fp8")}}
+         **{f: ("memory_token_tile", (0.0,)) for f in ("moe", "moe_fp8")},
+         "attention_decode_fp8": ("compute_q_tile_rule", (0.0,))}
 # where the kernel's source fixes the discrete value, (family, chip family) -> the values left: vLLM's SM90 CUTLASS fp8
 # GEMM for M > 128 (csrc/quantization/cutlass_w8a8/c3x/scaled_mm_sm90_fp8_dispatch.cuh, sm90_fp8_config_default)
 # runs TileShape 128 x 128 x 128 in ClusterShape 2 x 1 x 1: 256 rows per cluster on every Hopper GPU. (The rows alone
@@ -343,8 +349,12 @@ _GRID = {**{f: ("compute_m_tile", (0.0, 128.0, 256.0)) for f in ("gemm_fp8", "ge
 # expert's rows in token tiles of at most 64 (vLLM's calculate_tile_tokens_dim: "Cap to 8-64 tokens per CTA tile as
 # it's the range supported by the kernel"), re-reading per tile the expert weights the L2 cannot hold
 # (expert_kernels; benchmarks/CALIBRATION.md "Blackwell's MoE kernels re-stream"); Hopper's Triton MoE shows no such
-# step
-_KERNEL_GRID = {("gemm_fp8", "hopper"): (256.0,), ("moe", "blackwell"): (64.0,), ("moe_fp8", "blackwell"): (64.0,)}
+# step. vLLM decodes an 8-bit KV cache on Ada with FlashInfer (the L40S table's kernel_source vllm_flashinfer_fidecode;
+# head_dim 192, which FlashInfer lacks, runs Triton's), whose tensor-core decode packs a KV head's G query heads into a
+# CTA tile of 16, 64 or 128 rows (attention_shapes.query_tile_rows); FlashAttention-3 (Hopper) and TRT-LLM's decode
+# (Blackwell) run other tiles, and without the rule their fits keep the smooth group factor
+_KERNEL_GRID = {("gemm_fp8", "hopper"): (256.0,), ("moe", "blackwell"): (64.0,), ("moe_fp8", "blackwell"): (64.0,),
+                ("attention_decode_fp8", "ada"): (1.0,)}
 # parameters free only on the chip families whose kernel has the mechanism: vLLM decodes with FlashAttention-2 on
 # Ampere and Ada alone (Hopper: FlashAttention-3, which packs the GQA group inside its kernel; Blackwell: TRT-LLM's
 # decode); left free on B200 they pick up noise (held-out median 4.9 -> 5.3 %, p90 15.4 -> 16.3 %)
@@ -434,7 +444,7 @@ _ONLY_WITH = {"overhead_per_windowed_head_s": "windowed_heads", "overhead_per_he
              "overhead_window_s": "window_keys", "memory_unsplit_half": "unsplit_streams",
              "overhead_unsplit_s": "unsplit_streams", "compute_width_half": "width", "overhead_ep_s": "expert_parallel",
              "overhead_per_token_elem_s": "token_elems", "overhead_split_s": "split_kv",
-             "overhead_regroup_s": "regrouped"}
+             "overhead_regroup_s": "regrouped", "overhead_wide_tile_s": "wide_tiles"}
 
 
 def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = IDEAL_FIT,
@@ -473,13 +483,15 @@ def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = 
 def _identified(name: str, terms: _Terms, chip_family: str, measured: np.ndarray) -> bool:
     """Whether the rows can tell parameter `name`: some row prices it (_ONLY_WITH), some row's bytes are reduced in
     the switch (comm_switch_max), L2 hits show (memory_l2_extra: _l2_hits) and the chip family's kernel has its
-    mechanism (_KERNEL_ONLY; any where not given)."""
+    mechanism (_KERNEL_ONLY, any where not given; overhead_wide_tile_s: where _KERNEL_GRID runs FlashInfer's tile)."""
     if name in _ONLY_WITH and not np.any(np.asarray(getattr(terms, _ONLY_WITH[name])) > 0):
         return False
     if name == "comm_switch_max" and not _switch_reduced(terms):
         return False
     if name == "memory_l2_extra" and not _l2_hits(terms, measured):
         return False
+    if name == "overhead_wide_tile_s" and 1.0 not in _KERNEL_GRID.get((terms.fam, chip_family), ()):
+        return False  # a time of FlashInfer's wide tile: only where its tile rule runs
     return not chip_family or name not in _KERNEL_ONLY or chip_family in _KERNEL_ONLY[name]
 
 
@@ -499,9 +511,9 @@ def _switch_reduced(terms: _Terms) -> bool:
 
 
 def shown_params(fam: str, p: FamilyFit) -> dict[str, float]:
-    """The parameters worth showing for a family: its free ones (memory_l2_extra where fitted) and any that differ
-    from ideal."""
-    free = {n for n, _ in _free(fam) if n != "memory_l2_extra"} | {"err_p10", "err_p90"}
+    """The parameters worth showing for a family: its free ones (memory_l2_extra and overhead_wide_tile_s where
+    fitted: a chip's replays, a kernel's tile) and any that differ from ideal."""
+    free = {n for n, _ in _free(fam) if n not in ("memory_l2_extra", "overhead_wide_tile_s")} | {"err_p10", "err_p90"}
     return {k: v for k, v in p.params().items() if k in free or v != getattr(IDEAL_FIT, k)}
 
 
