@@ -107,7 +107,8 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   head, GQA kernels share them over the group. Plus a time per query tile (attention_shapes.query_tiles: a tile is Q_TILE = 128 query
   rows; a 16-token sequence still runs a whole one): overhead_per_head_tile_s * B*H*ceil(q/128) for kernels that tile
   each query head (TRT-LLM on Blackwell) and overhead_per_group_tile_s * B*n_kv*ceil(q*G/128) for kernels packing a GQA
-  group into one tile (FlashAttention-3); the fit picks the mix. attention_decode (attention_decode_fp8 for 8-bit KV
+  group into one tile (FlashAttention-3); the fit picks the mix; Q, K, V, O at memory_max where the rows show it (short
+  prompts at large batch: calibrate/fit._OPTIONAL). attention_decode (attention_decode_fp8 for 8-bit KV
   caches): the KV stream at memory_max plus a floor overhead_per_token_s per sequence (T = B for decode: block-table
   walk, split-KV combine) and overhead_s + overhead_per_kv_row_byte_s * R, R = KV bytes of one context position over the
   batch (B*n_kv*(dqk+dv)*e_kv: grows with batch x KV heads). Its compute term (overlapping the stream: the roofline's

@@ -1,8 +1,8 @@
 """Prediction and fitting of the efficiency model (efficiency.py) on measured kernel timings.
 
 Prediction (`predict`) prices every measured row with roofline.score / roofline.score_collective (the only
-place terms become a time) under a family's FamilyFit. Fitting (`fit`): Nelder-Mead (numpy only, fixed start,
-deterministic) on a robust loss of log(predicted / measured), per family; parameters are rounded to four
+place terms become a time) under a family's FamilyFit. Fitting (`fit`): Nelder-Mead (simplex.py: numpy only, fixed
+start, deterministic) on a robust loss of log(predicted / measured), per family; parameters are rounded to four
 significant digits, as the chip TOML stores them, so two fits of the same rows give the same parameters.
 """
 
@@ -28,6 +28,7 @@ from ..roofline import score, score_collective
 from ..units import dtype_bytes
 from .aic_vllm import MOE_WEIGHT_BITS
 from .measurements import single_node
+from .simplex import nelder_mead
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -292,10 +293,11 @@ _FREE = {
     "moe_fp4": _MOE_FP4,
     # causal FlashAttention prefill: compute-bound; short sequences waste the diagonal tiles (keys half),
     # few heads x sequences leave SMs idle (elems half); a time per query tile (a short sequence fills a whole
-    # 128-row tile): per query head or per GQA group, as the kernel tiles them (the fit picks the mix)
-    "attention": (("compute_max", 0.6), ("compute_keys_half", 500.0), ("compute_elems_half", 1e6),
-                  ("compute_dim_half", 32.0), ("compute_group_half", 0.5), ("overhead_s", 5e-6),
-                  ("overhead_per_head_tile_s", 2e-8), ("overhead_per_group_tile_s", 2e-8)),
+    # 128-row tile): per query head or per GQA group, as the kernel tiles them (the fit picks the mix); short
+    # sequences at large batch stream Q, K, V, O below the bandwidth (memory_max: _OPTIONAL)
+    "attention": (("compute_max", 0.6), ("memory_max", 0.8), ("compute_keys_half", 500.0),
+                  ("compute_elems_half", 1e6), ("compute_dim_half", 32.0), ("compute_group_half", 0.5),
+                  ("overhead_s", 5e-6), ("overhead_per_head_tile_s", 2e-8), ("overhead_per_group_tile_s", 2e-8)),
     # decode: the KV stream at a bandwidth fraction plus a floor growing with batch x heads (per KV stream =
     # sequence x KV head, and per byte of a context position over the batch); the compute term
     # (overlapping the stream: roofline max) pays the GQA group padded to the kernel's query tile (group half)
@@ -359,6 +361,13 @@ _KERNEL_GRID = {("gemm_fp8", "hopper"): (256.0,), ("moe", "blackwell"): (64.0,),
 # Ampere and Ada alone (Hopper: FlashAttention-3, which packs the GQA group inside its kernel; Blackwell: TRT-LLM's
 # decode); left free on B200 they pick up noise (held-out median 4.9 -> 5.3 %, p90 15.4 -> 16.3 %)
 _KERNEL_ONLY = {n: ("ampere", "ada") for n, _ in _FA2}
+# parameters a family's fit keeps only where the rows show them: fitted with and without, kept where they lower the
+# loss (_loss, ~0.5 on real rows) by more than OPTIONAL_GAIN. Prefill attention's memory side: a short prompt at a
+# large batch streams Q, K, V and O below the bandwidth (L40S, FlashAttention-2: 0.67 of its GDDR6 past the L2;
+# B200 / GB200, TRT-LLM: 0.36): the loss drops by 0.128 / 0.072 / 0.070; on H100, H200 and A100 by < 1e-5 (their
+# rows never bind there: memory_max would wander, priced by nothing)
+_OPTIONAL = {"attention": ("memory_max", "memory_l2_extra")}
+OPTIONAL_GAIN = 0.005
 _FRACTIONS = ("compute_max", "memory_max", "comm_max", "comm_switch_max")
 LOSS_SCALE = 0.1  # pseudo-Huber scale of the log residual: quadratic below ~10 %, linear above
 
@@ -387,42 +396,6 @@ _FIT_FIELDS = frozenset(f.name for f in fields(FamilyFit))
 def _loss(pred, measured):
     r = np.log(pred / measured) / LOSS_SCALE
     return float(np.mean(np.sqrt(1.0 + r * r) - 1.0))
-
-
-def nelder_mead(f, x0, step=0.5, max_evals=3000, xtol=1e-7, ftol=1e-12):
-    """Minimize f from x0 with the Nelder-Mead simplex (standard coefficients 1, 2, 0.5, 0.5). Deterministic."""
-    n = len(x0)
-    pts = [np.array(x0, dtype=np.float64)] + [np.array(x0, dtype=np.float64) + step * np.eye(n)[i] for i in range(n)]
-    vals = [f(p) for p in pts]
-    evals = n + 1
-    while evals < max_evals:
-        order = np.argsort(vals, kind="stable")
-        pts, vals = [pts[i] for i in order], [vals[i] for i in order]
-        if vals[-1] - vals[0] <= ftol and max(np.max(np.abs(p - pts[0])) for p in pts[1:]) <= xtol:
-            break
-        c = np.mean(pts[:-1], axis=0)
-        xr = c + (c - pts[-1])
-        fr = f(xr)
-        evals += 1
-        if fr < vals[0]:
-            xe = c + 2.0 * (c - pts[-1])
-            fe = f(xe)
-            evals += 1
-            pts[-1], vals[-1] = (xe, fe) if fe < fr else (xr, fr)
-        elif fr < vals[-2]:
-            pts[-1], vals[-1] = xr, fr
-        else:
-            xc = c + 0.5 * (pts[-1] - c) if fr >= vals[-1] else c + 0.5 * (xr - c)
-            fc = f(xc)
-            evals += 1
-            if fc < min(fr, vals[-1]):
-                pts[-1], vals[-1] = xc, fc
-            else:  # shrink towards the best point
-                pts = [pts[0]] + [pts[0] + 0.5 * (p - pts[0]) for p in pts[1:]]
-                vals = [vals[0]] + [f(p) for p in pts[1:]]
-                evals += n
-    i = int(np.argmin(vals))
-    return pts[i], vals[i]
 
 
 _SAME_AS = {f: "memory" for f in MEMORY_FAMILIES}  # families fitted with another's free parameters
@@ -454,8 +427,24 @@ def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = 
     only on their chip families, or where it is not given); the discrete one
     (_GRID) among the values the chip family's kernel allows (_KERNEL_GRID)."""
     free = tuple((n, v) for n, v in _free(fam) if _identified(n, terms, chip_family, measured))
-    names = [n for n, _ in free]
+    optional = _OPTIONAL.get(fam, ())
+    if optional and any(n in optional for n, _ in free):  # kept only where they lower the loss by OPTIONAL_GAIN
+        (val, p), (val_all, p_all) = (_fit_free(terms, measured, fam, base, chip_family, f)
+                                      for f in (tuple(f for f in free if f[0] not in optional), free))
+        p = p_all if val - val_all > OPTIONAL_GAIN else p
+    else:
+        p = _fit_free(terms, measured, fam, base, chip_family, free)[1]
+    names = dict(free)
+    if "comm_max" in names and "comm_switch_max" not in names:  # no switch-reduced row: as the copies (unmeasured)
+        p = replace(p, comm_switch_max=p.comm_max)
+    return p
 
+
+def _fit_free(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit, chip_family: str,
+              free: tuple) -> tuple[float, FamilyFit]:
+    """(loss, fit) of the parameters `free` ((name, start) pairs) from their starts and _ALT_STARTS, for each value
+    of the family's discrete parameter (_GRID, _KERNEL_GRID): the lowest loss kept (ties: the first)."""
+    names = [n for n, _ in free]
     grid_name, grid = _GRID.get(fam, ("", (None,)))
     grid = _KERNEL_GRID.get((fam, chip_family), grid)
 
@@ -464,7 +453,7 @@ def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = 
         return _trial(b, {n: _from_x(n, v) for n, v in zip(names, x)})  # _from_x keeps each in its range
 
     found = []
-    for g in grid:  # a discrete parameter: each value tried, the lowest loss kept (ties: the first)
+    for g in grid:  # a discrete parameter: each value tried
         for start in ({},) + _ALT_STARTS.get(fam, ()):
             x = np.array([_to_x(n, start.get(n, v)) for n, v in free])
             best = math.inf
@@ -474,10 +463,8 @@ def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = 
                     break
                 best = val
             found.append((val, len(found), x, g))
-    p = replace(unpack(*min(found, key=lambda f: f[:2])[2:]))  # validated
-    if "comm_max" in names and "comm_switch_max" not in names:  # no switch-reduced row: as the copies (unmeasured)
-        p = replace(p, comm_switch_max=p.comm_max)
-    return p
+    val, _, x, g = min(found, key=lambda f: f[:2])
+    return val, replace(unpack(x, g))  # validated
 
 
 def _identified(name: str, terms: _Terms, chip_family: str, measured: np.ndarray) -> bool:
@@ -511,9 +498,10 @@ def _switch_reduced(terms: _Terms) -> bool:
 
 
 def shown_params(fam: str, p: FamilyFit) -> dict[str, float]:
-    """The parameters worth showing for a family: its free ones (memory_l2_extra and overhead_wide_tile_s where
-    fitted: a chip's replays, a kernel's tile) and any that differ from ideal."""
-    free = {n for n, _ in _free(fam) if n not in ("memory_l2_extra", "overhead_wide_tile_s")} | {"err_p10", "err_p90"}
+    """The parameters worth showing for a family: its free ones (memory_l2_extra, overhead_wide_tile_s and the
+    _OPTIONAL ones where fitted: a chip's replays, a kernel's tile) and any that differ from ideal."""
+    hidden = ("memory_l2_extra", "overhead_wide_tile_s") + _OPTIONAL.get(fam, ())
+    free = {n for n, _ in _free(fam) if n not in hidden} | {"err_p10", "err_p90"}
     return {k: v for k, v in p.params().items() if k in free or v != getattr(IDEAL_FIT, k)}
 
 
@@ -610,7 +598,8 @@ def _note(fam: str, p: FamilyFit, rows: "pd.DataFrame", median_err: float, sourc
     ops = ", ".join(sorted(set(rows["op"])))
     shaped = any(getattr(p, h) > 0 for h in PARAMS if h.startswith("compute_") and h.endswith("_half"))
     at_one = [k for k in _FRACTIONS if getattr(p, k) == 1.0 and k in dict(_free(fam)) and k != "comm_switch_max"
-              and not (k == "compute_max" and shaped)]  # shape factors < 1 carry the shortfall
+              and not (k == "compute_max" and shaped) and k not in _OPTIONAL.get(fam, ())]  # shape factors < 1
+    # carry the shortfall; an optional parameter at 1 was not kept
     return (f"{source + '; ' if source else ''}{len(rows)} points ({ops}); median |err| {median_err:.1%}; "
             f"fitted {date}" + (f"; {', '.join(at_one)} at its bound 1 (some kernels measured faster than "
                                 "the roofline: L2-cache hits)" if at_one else ""))
