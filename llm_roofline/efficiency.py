@@ -104,11 +104,11 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   from the op's counts (attention_shape), and D = op.head_dim: short sequences waste FlashAttention's diagonal tiles,
   few heads x sequences leave SMs idle, small heads spend more of each tile on the softmax (exp, max, rescale per score:
   work per score fixed, matmul work per score ~ D), and G = op.q_per_kv: MHA (G = 1) loads K/V tiles once per query
-  head, GQA kernels share them over the group. Plus a time per query tile (attention_shapes.query_tiles: a tile is Q_TILE = 128 query
-  rows; a 16-token sequence still runs a whole one): overhead_per_head_tile_s * B*H*ceil(q/128) for kernels that tile
-  each query head (TRT-LLM on Blackwell) and overhead_per_group_tile_s * B*n_kv*ceil(q*G/128) for kernels packing a GQA
-  group into one tile (FlashAttention-3); the fit picks the mix; Q, K, V, O at memory_max where the rows show it (short
-  prompts at large batch: calibrate/fit._OPTIONAL). attention_decode (attention_decode_fp8 for 8-bit KV
+  head, GQA kernels share them over the group. Plus a time per query tile (query_tiles: Q_TILE = 128 query rows; a
+  16-token sequence still runs a whole one): overhead_per_head_tile_s * B*H*ceil(q/128) for kernels that tile each query
+  head (TRT-LLM on Blackwell), overhead_per_group_tile_s * B*n_kv*ceil(q*G/128) for those packing a GQA group into one
+  (FlashAttention-3). Q, K, V, O stream at memory_max where the rows show it (fit._OPTIONAL), not hidden under the math
+  (memory_serial 1: t_compute + t_memory). attention_decode (attention_decode_fp8 for 8-bit KV
   caches): the KV stream at memory_max plus a floor overhead_per_token_s per sequence (T = B for decode: block-table
   walk, split-KV combine) and overhead_s + overhead_per_kv_row_byte_s * R, R = KV bytes of one context position over the
   batch (B*n_kv*(dqk+dv)*e_kv: grows with batch x KV heads). Its compute term (overlapping the stream: the roofline's
@@ -135,8 +135,7 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   every op's compute and memory times stay affine and phases.py's closed-form decode sum stays exact.
 - Every efficiency is <= 1 and every overhead >= 0, so a calibrated time is never below the ideal roofline bound
   (tests check it with hypothesis). An op with tokens = 0 (unknown) gets the asymptotic efficiencies.
-- err_p10 / err_p90: the 10th / 90th percentile of measured / predicted time on held-out shapes; they make
-  est.uncertainty (uncertainty.uncertainty_of), wider for borrowed fits.
+- err_p10 / err_p90: held-out measured / predicted percentiles: est.uncertainty (uncertainty.uncertainty_of).
 
 chip_fits.py picks the fits: chips with their own tables borrow the families they lack from their family default
 chip (labelled in `CalibratedModel.label`, per family in `.sources`); chips without tables borrow everything
@@ -158,7 +157,7 @@ import numpy as np
 
 from .errors import ChipError
 from .hardware import CHIP_RANGES, Chip, load_chip
-from .roofline import Efficiency, stacked, where as _where
+from .roofline import Efficiency, stacked, where as _where, with_serial_share
 from .units import everywhere, f64 as _float, where_positive
 from .attention_shapes import (decode_family, attention_shape, decode_points, is_decode_attention, query_tile_rows,
                                wide_tile_weight)
@@ -257,11 +256,10 @@ class FamilyFit:
     overhead_regroup_s: float = 0.0  # decode attention, G > 1, no window: the copies of Q in and O out that fold a KV
     #   head's G query heads into its query tile (FlashAttention-2), where B >= 2 and n_kv >= 2 (else a view), >= 0
     memory_l2_extra: float = 0.0  # fit only: a table's replays of a set in L2 read at (1 + this) x HBM (fit._Terms)
-    compute_q_tile_rule: float = 0.0  # decode attention: 1 where the kernel packs a KV head's G query heads into
-    #   FlashInfer's CTA tile of 16 / 64 / 128 rows (attention_shapes.query_tile_rows: the group factor counts the
-    #   tile's rows P, G / (P + compute_group_half)); 0: G / (G + compute_group_half)
-    overhead_wide_tile_s: float = 0.0  # under that rule: time per kernel of a tile wider than 16 rows at head_dim 128
-    #   (x attention_shapes.wide_tile_weight: (head_dim / 128)^2 where G > 16, else 0), >= 0
+    compute_q_tile_rule: float = 0.0  # decode: 1 where a KV head's G query heads fill FlashInfer's CTA tile of P = 16 /
+    #   64 / 128 rows (attention_shapes.query_tile_rows): group factor G / (P + compute_group_half); 0: G / (G + ...)
+    overhead_wide_tile_s: float = 0.0  # under it: time per kernel x wide_tile_weight ((D / 128)^2 where G > 16), >= 0
+    memory_serial: float = 0.0  # share of min(compute, memory time) not hidden (roofline.with_serial_share), [0, 1]
     memory_token_tile: float = 0.0  # expert GEMM: token tile of a fused kernel that re-reads an expert's weights past
     #   the L2 once per tile (expert_kernels.restreamed_weight_bytes; a kernel fact, fit._KERNEL_GRID); 0: none
 
@@ -398,7 +396,7 @@ PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_hal
           "overhead_window_s", "compute_m_tile", "memory_unsplit_half", "overhead_unsplit_s", "compute_depth_half",
           "compute_width_half", "compute_m_block_rule", "overhead_ep_s", "overhead_per_token_elem_s",
           "overhead_per_depth_s", "overhead_split_s", "overhead_regroup_s", "memory_l2_extra", "memory_token_tile",
-          "compute_q_tile_rule", "overhead_wide_tile_s")
+          "compute_q_tile_rule", "overhead_wide_tile_s", "memory_serial")
 # ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: s per kernel, row, byte or element;
 # the band: measured / predicted; memory_l2_extra: a rate ratio), so a hostile chip file cannot overflow a time
 PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3, "comm": 1.0}
@@ -495,14 +493,14 @@ class CalibratedModel:
         if op.kind == "attention":
             dec = decode_points(op) if fam == "attention" else True
             if getattr(dec, "ndim", 0) and np.any(dec):  # decode-like at some points only: each priced by its family
-                d = self._attention(op, self.fit_for(decode_family(op)), True)
+                d = self._attention(op, self.fit_for(decode_family(op)), True, chip)
                 if np.all(dec | (_float(op.hbm_bytes) <= 0)):  # wherever it has work: the decode fit's numbers (an
                     # op with none launches no kernel there: roofline.launched_overhead_s; its time is 0 at any fit)
                     return d
-                pre = self._attention(op, p, False)
+                pre = self._attention(op, p, False, chip)
                 return Efficiency(*(np.where(dec, getattr(d, k), getattr(pre, k)) for k in ("compute", "memory")),
                                   overhead_s=np.where(dec, d.overhead_s, pre.overhead_s), label=self.label)
-            return self._attention(op, p, decode=fam != "attention")
+            return self._attention(op, p, fam != "attention", chip)
         if op.kind == "gemm":  # a GEMM's efficiency also depends on its own output columns (T * N: its epilogue)
             n, k = op.gemm_n, op.gemm_k
             moe = expert_inputs(op.walked_rows, op.token_elems, k, n, op.expert_width, op.local_experts,
@@ -520,11 +518,12 @@ class CalibratedModel:
             return _efficiency_at(p, op.tokens, self.label)
         return self._shared(fam, op.tokens, None, lambda: p.efficiency(op.tokens, label=self.label))
 
-    def _attention(self, op: "Op", p: FamilyFit, decode: bool) -> Efficiency:
-        """A fused attention op at fit p: decode keys its floor off the sequences (tokens = sequences:
-        overhead_per_token_s), prefill off L and X (attention_shape)."""
-        return p.efficiency(op.tokens if decode else 0.0, label=self.label, dim=op.head_dim, group=op.q_per_kv,
-                            **attention_shape(op, decode=decode))
+    def _attention(self, op: "Op", p: FamilyFit, decode: bool, chip: Chip) -> Efficiency:
+        """A fused attention op at fit p: decode's floor per sequence (tokens), prefill's shape (attention_shape)."""
+        e = p.efficiency(op.tokens if decode else 0.0, label=self.label, dim=op.head_dim, group=op.q_per_kv,
+                         **attention_shape(op, decode=decode))
+        return e if decode else with_serial_share(e, op.flops, op.hbm_bytes, chip.peak_flops_per_s(op.compute_dtype),
+                                                  chip.hbm_bytes_per_s, p.memory_serial)
 
     def for_ops(self, ops: "list[Op]", chip: Chip, grid: tuple) -> list[tuple[list[int], Efficiency]]:
         """for_op of every op as (rows, Efficiency) parts covering each op once: an op priced alone is
@@ -578,8 +577,9 @@ class CalibratedModel:
                                          any(dequantizing(op, f) for op, f in zip(ops, fams)))
         families, collective_chips, dequant = shapes
         domain, fits = chip.scaleup.domain_size, tuple(self.fit_for(f) for f in families)
-        key = (tuple(map(id, fits)), tuple(n > domain for n in collective_chips),
-               bool(collective_chips) and chip.scaleup.nvlink_switch, id(chip) if dequant else 0,
+        key = (tuple(map(id, fits)), tuple(n > domain for n in collective_chips),  # the chip's peaks: dequantizing
+               bool(collective_chips) and chip.scaleup.nvlink_switch,  # GEMMs, prefill attention's serial share
+               id(chip) if dequant or any(f.memory_serial for f in fits) else 0,
                chip.onchip_bytes if any(f.memory_token_tile for f in fits) else 0)  # restreamed reads the L2
         memo.setdefault("kept", {}).setdefault(key, (fits, chip))  # the objects behind the ids live as long as the
         return key  # memo (and the stacks cached under the key in it), so no other fit or chip can reuse an id

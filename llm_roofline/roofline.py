@@ -22,7 +22,7 @@ so the upper bound is at most 2x the lower one for two terms (3x for three).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -226,6 +226,16 @@ def compute_time_s(flops, peak_flops_per_s, compute):
 def memory_time_s(hbm_bytes, hbm_bytes_per_s, memory):
     """HBM bytes at a fraction `memory` of the peak bandwidth."""
     return hbm_bytes / (hbm_bytes_per_s * memory)
+
+
+def with_serial_share(eff: Efficiency, flops, hbm_bytes, peak_flops_per_s, hbm_bytes_per_s, share: float) -> Efficiency:
+    """eff with `share` x min(t_compute_s, t_memory_s) added to its overhead: a kernel whose loads and stores are not
+    hidden under its math (share 1: t_compute + t_memory, the roofline's no-overlap bound; 0: eff as it is)."""
+    if not share:
+        return eff
+    hidden = np.minimum(compute_time_s(_arr(flops), _arr(peak_flops_per_s), eff.compute),
+                        memory_time_s(_arr(hbm_bytes), _arr(hbm_bytes_per_s), eff.memory))
+    return replace(eff, overhead_s=eff.overhead_s + share * hidden)
 
 
 def link_time_s(hops, latency_s, link_bytes, link_bytes_per_s, eff: Efficiency, switch=0.0):

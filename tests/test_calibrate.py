@@ -1010,29 +1010,33 @@ def test_the_fit_prices_flashinfers_wide_tile_only_where_its_kernel_runs():
 
 
 def _prefill_rows(law: FamilyFit, chip) -> tuple:
-    # causal MHA prefill, 8 heads of head_dim 128, B sequences of L tokens (as aic_vllm._prefill_rows): Q+O elements
-    # B*L*8*256, FLOPs B * L(L+1)/2 * 16 * 256, bytes (Q+O) * 2 + K,V B*L*8*256*2; timed by `law` (their "measured")
-    b, l = (a.ravel() for a in np.meshgrid([1.0, 4.0, 16.0, 64.0, 256.0], [64.0, 256.0, 1024.0, 4096.0]))
+    # causal prefill, 8 heads of head_dim 128 over 8 KV heads (MHA) or 1 (G = 8), B sequences of L tokens (as
+    # aic_vllm._prefill_rows): Q+O elements B*L*8*256, FLOPs B * L(L+1)/2 * 16 * 256, bytes (Q+O) * 2 + K,V
+    # B*L*n_kv*256*2; timed by `law` (their "measured")
+    b, l, kv = (a.ravel() for a in np.meshgrid([1.0, 4.0, 16.0, 64.0, 256.0], [64.0, 256.0, 1024.0, 4096.0],
+                                               [8.0, 1.0]))
     elems = b * l * 8 * 256
     df = measurements.normalize(pd.DataFrame(dict(
-        family="context_attention", op="x", dtype="bf16", m=b * l, keys=(l + 1) / 2, head_dim=128.0, q_per_kv=1.0,
-        kv_bits=16.0, elems=elems, flops=b * l * (l + 1) / 2 * 16 * 256, bytes=elems * 2 + b * l * 8 * 256 * 2,
+        family="context_attention", op="x", dtype="bf16", m=b * l, keys=(l + 1) / 2, head_dim=128.0, q_per_kv=8 / kv,
+        kv_bits=16.0, elems=elems, flops=b * l * (l + 1) / 2 * 16 * 256, bytes=elems * 2 + b * l * kv * 256 * 2,
         measured_s=1.0)))
     return fitting._terms(df, chip, "attention"), fitting.predict(df, chip, {"attention": law})
 
 
 def test_prefill_attention_keeps_a_memory_fraction_only_where_its_rows_show_one():
     # fitted with and without memory_max (fit._OPTIONAL), kept where it lowers the loss by 0.005: rows timed at half
-    # the memory bandwidth (L40S, 864 GB/s; the short sequences at large batch are memory-bound: B 256, L 64 streams
-    # 67 MB, 155 us at 0.5 x 864 GB/s against 37 us of FLOPs at 0.6 x 362 TFLOP/s) give it back; rows timed at the
-    # full bandwidth leave it at 1 (ideal), whatever the simplex would wander to
+    # the memory bandwidth (L40S, 864 GB/s; B 256, L 64, MHA streams 134 MB: 311 us at 0.5 x 864 GB/s, added to
+    # its 2.2 GFLOP) give it back; rows timed at the full bandwidth leave it at 1 (ideal), wherever the simplex would
+    # wander. (MHA and GQA rows both: with one K/V share the per-query-head cost compute_keys_half mimics a memory time)
     chip = lr.load_chip("l40s")
-    shape = dict(compute_max=0.6, compute_keys_half=200.0, overhead_s=5e-6)
+    shape = dict(compute_max=0.6, compute_keys_half=200.0, overhead_s=5e-6, memory_serial=1.0)  # as the fit's base
     terms, measured = _prefill_rows(FamilyFit(memory_max=0.5, **shape), chip)
-    fitted = fitting.fit_family(terms, measured, "attention", chip_family="ada")
+    base = fitting._base("attention", {})  # memory_serial 1
+    assert base.memory_serial == 1.0
+    fitted = fitting.fit_family(terms, measured, "attention", base, chip_family="ada")
     assert fitted.memory_max == pytest.approx(0.5, rel=0.02)
     terms, measured = _prefill_rows(FamilyFit(memory_max=1.0, **shape), chip)
-    assert fitting.fit_family(terms, measured, "attention", chip_family="ada").memory_max == 1.0
+    assert fitting.fit_family(terms, measured, "attention", base, chip_family="ada").memory_max == 1.0
 
 
 def test_a_decode_streams_own_rate_is_the_same_from_l2_as_from_memory():

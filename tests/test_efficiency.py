@@ -165,9 +165,7 @@ err_p90 = 1.3
 
 @pytest.fixture()
 def attn_chip(tmp_path):
-    p = tmp_path / "attn-gpu.toml"
-    p.write_text(ATTN_CHIP.replace("round-gpu", "attn-gpu"))
-    return lr.load_chip(str(p))
+    return attn_chip_of(tmp_path)
 
 
 def _attn(batch, q, kv):
@@ -184,6 +182,27 @@ def test_prefill_attention_efficiency_by_hand(attn_chip):
     # keys per query 512.5; eff = 0.5 * 512.5/612.5 * 1,048,576/2,048,576 = 0.5 * 0.836735 * 0.511860 = 0.2141439
     # t_compute = 1,074,790,400 / (100e12 * 0.2141439) = 50.1901 us; + 2 us overhead = 52.1901 us
     assert float(s.t_s) == pytest.approx(52.1901e-6, rel=1e-5)
+
+
+def test_prefill_attention_adds_the_loads_its_math_does_not_hide_by_hand(tmp_path):
+    # memory_serial 1 (the attention family's fits): t_compute + t_memory, the roofline's no-overlap bound
+    p = tmp_path / "serial-gpu.toml"
+    p.write_text(ATTN_CHIP.replace("round-gpu", "serial-gpu").replace(
+        "[efficiency.attention]\ncompute_max = 0.5\n", "[efficiency.attention]\ncompute_max = 0.5\nmemory_max = 0.8\n"
+        "memory_serial = 1\n"))
+    chip = lr.load_chip(str(p))
+    op = _attn(1, 1024, 1024)
+    # compute 50.1901 us (test_prefill_attention_efficiency_by_hand); memory: Q+O 1024*8*128*2 = 2,097,152 B + K,V
+    # 1024*256*2 = 524,288 B = 2,621,440 B at 0.8e12 = 3.2768 us, not hidden: 50.1901 + 3.2768 + 2 us = 55.4669 us
+    assert float(_t(op, chip).t_s) == pytest.approx(55.4669e-6, rel=1e-5)
+    # where the loads are hidden (memory_serial 0, the fixture's fit): the larger of the two, 50.1901 + 2 us
+    assert float(_t(op, attn_chip_of(tmp_path)).t_s) == pytest.approx(52.1901e-6, rel=1e-5)
+
+
+def attn_chip_of(tmp_path):
+    p = tmp_path / "attn-gpu.toml"
+    p.write_text(ATTN_CHIP.replace("round-gpu", "attn-gpu"))
+    return lr.load_chip(str(p))
 
 
 def test_decode_attention_floor_and_bandwidth_by_hand(attn_chip):

@@ -24,7 +24,7 @@ from ..expert_kernels import block_rows_per_expert, restreamed_weight_bytes
 from ..efficiency import (ATTENTION_FAMILIES, COLLECTIVE_FAMILIES, DECODE_FAMILIES, FAMILIES, GEMM_FAMILIES, IDEAL_FIT,
                           MOE_FAMILIES, PARAM_TOP, PARAMS, CalibratedModel, FamilyFit)
 from ..hardware import Chip, load_chip
-from ..roofline import score, score_collective
+from ..roofline import score, score_collective, with_serial_share
 from ..units import dtype_bytes
 from .aic_vllm import MOE_WEIGHT_BITS
 from .measurements import single_node
@@ -112,6 +112,7 @@ class _Terms:
         if p.memory_token_tile:  # a fused expert kernel re-reading the weights its L2 cannot hold (expert_kernels)
             extra = restreamed_weight_bytes(self.weights, self.tokens, self.block, self.l2, p.memory_token_tile)
             eff = replace(eff, memory=eff.memory * self.bytes / (self.bytes + extra))
+        eff = with_serial_share(eff, self.flops, self.bytes, self.peak, hbm, p.memory_serial)
         return score(self.flops, self.bytes, peak_flops_per_s=self.peak, hbm_bytes_per_s=hbm, efficiency=eff).t_s
 
 
@@ -569,10 +570,13 @@ def fit(df: "pd.DataFrame", chip, *, source: str = "", date: str | None = None) 
 def _base(fam: str, fits: Mapping[str, FamilyFit]) -> FamilyFit:
     """The fixed parameters of a family's fit: gemm_fp8_block keeps the per-tensor fp8 kernel's launch floor
     (overhead_s of gemm_fp8): its kernel-time rows are all large shapes (calibrate/aic_vllm.py), which cannot
-    tell a floor from the shape terms; its scale cost is in those."""
+    tell a floor from the shape terms; its scale cost is in those. Prefill attention runs at the no-overlap bound,
+    t_compute + t_memory (memory_serial 1: a CTA loads its Q tile and first K/V tiles before its math and stores O
+    after it; fitted as a free share it came out 1.0 on H100 and B200, 0.90 on L40S, and the fixed 1 holds out as
+    well: benchmarks/CALIBRATION.md "Prefill attention's loads and stores")."""
     if fam == "gemm_fp8_block" and "gemm_fp8" in fits:
         return replace(IDEAL_FIT, overhead_s=fits["gemm_fp8"].overhead_s)
-    return IDEAL_FIT
+    return replace(IDEAL_FIT, memory_serial=1.0) if fam == "attention" else IDEAL_FIT
 
 
 def _fittable(rows: "pd.DataFrame", terms: _Terms, measured: np.ndarray, fam: str) -> np.ndarray:

@@ -49,6 +49,7 @@ CHIP_RANGES: dict[str, tuple[float, float, str]] = {
     # rows' floors and compute take over, the loss goes flat and an unbounded fit wandered off (L40S moe: 507)
     "efficiency.memory_l2_extra": (0, 10, "x the HBM rate, the gain of an L2 read"),
     "efficiency.memory_token_tile": (0, 4096, "tokens per tile of a fused expert kernel"),
+    "efficiency.memory_serial": (0, 1, "share of the hidden load time charged (0 overlapped, 1 not)"),
 }
 _EXCLUSIVE_LOW = ("price.usd_per_hour", "efficiency.compute_max", "efficiency.memory_max", "efficiency.comm_max")
 MAX_CHIP_FILE_BYTES = 10_000_000  # shipped files are < 10 kB
