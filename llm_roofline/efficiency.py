@@ -289,14 +289,13 @@ class FamilyFit:
         T * N * max(1, K / compute_k_split) when compute_k_split > 0 and depth K is known (split-K). spread: see
         m_block_padding."""
         out = np.float64(self.compute_max)
-        halves = self._set_terms[0]
+        halves, rows = self._set_terms[0], group
+        if self.compute_q_tile_rule:  # the tile's P rows are computed, G of them useful: G / (P + half)
+            rows = query_tile_rows(group, dim)
+            out = out * where_positive(_float(group), lambda g: g / rows, 1.0)
         if halves:
             if self.compute_k_split > 0 and self.compute_outs_half > 0:
                 outs = _float(outs) * np.maximum(1.0, _float(depth) / max(self.compute_k_split, 1.0))  # >= 1 element
-            rows = group
-            if self.compute_q_tile_rule:  # the tile's P rows are computed, G of them useful: G / (P + half)
-                rows = query_tile_rows(group, dim)
-                out = out * where_positive(_float(group), lambda g: g / rows, 1.0)
             xs = (tokens, keys, elems, cols, dim, rows, outs, depth, width)
             for i, half in halves:
                 out = out * _saturation(xs[i], half)

@@ -309,6 +309,8 @@ def test_flashinfer_decode_pads_a_gqa_group_to_its_cta_tile_by_hand():
     assert time_s(replace(fit, compute_q_tile_rule=0.0), decode(32)) == pytest.approx(17.5497472e-6, rel=1e-9)
     # head_dim 64: a quarter of the wide tile's time, 10 + 1.5 us
     assert float(fit.efficiency(1.0, group=32.0, dim=64.0).overhead_s) == pytest.approx(11.5e-6, rel=1e-12)
+    # the padding holds without any half-saturation factor: G = 8 in a 16-row tile, 0.5 * 8 / 16
+    assert float(FamilyFit(compute_max=0.5, compute_q_tile_rule=1).compute(1.0, group=8.0, dim=128.0)) == 0.25
 
 
 def test_a_chip_file_names_an_unknown_q_tile_rule(tmp_path):
