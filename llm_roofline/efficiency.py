@@ -290,9 +290,9 @@ class FamilyFit:
         m_block_padding."""
         out = np.float64(self.compute_max)
         halves, rows = self._set_terms[0], group
-        if self.compute_q_tile_rule:  # the tile's P rows are computed, G of them useful: G / (P + half)
-            rows = query_tile_rows(group, dim)
-            out = out * where_positive(_float(group), lambda g: g / rows, 1.0)
+        if self.compute_q_tile_rule:  # the tile's P rows are computed, G of them useful: G / (P + half); G unknown: 1
+            rows = where_positive(_float(group), lambda g: query_tile_rows(g, dim), 0.0)
+            out = out * where_positive(rows, lambda r: _float(group) / r, 1.0)
         if halves:
             if self.compute_k_split > 0 and self.compute_outs_half > 0:
                 outs = _float(outs) * np.maximum(1.0, _float(depth) / max(self.compute_k_split, 1.0))  # >= 1 element

@@ -311,6 +311,9 @@ def test_flashinfer_decode_pads_a_gqa_group_to_its_cta_tile_by_hand():
     assert float(fit.efficiency(1.0, group=32.0, dim=64.0).overhead_s) == pytest.approx(11.5e-6, rel=1e-12)
     # the padding holds without any half-saturation factor: G = 8 in a 16-row tile, 0.5 * 8 / 16
     assert float(FamilyFit(compute_max=0.5, compute_q_tile_rule=1).compute(1.0, group=8.0, dim=128.0)) == 0.25
+    # an unknown group (0) stays unknown: no tile, no group factor (0.5, not 0.5 * 16 / (16 + 4) = 0.4)
+    unknown = FamilyFit(compute_max=0.5, compute_q_tile_rule=1, compute_group_half=4).compute(1.0, group=0.0, dim=128.0)
+    assert float(unknown) == 0.5
 
 
 def test_a_chip_file_names_an_unknown_q_tile_rule(tmp_path):
