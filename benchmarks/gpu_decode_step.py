@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -143,8 +144,8 @@ def _mixed(torch, K, batch: int, kv: int, chunk: int, ctx: int):
     return _model(torch, K, ids, pos, attend, head_rows=head)
 
 
-def _graph_median_s(torch, run, replays: int = 20) -> float:
-    """Median seconds of one `run` captured in a CUDA graph (warmed up first on a side stream)."""
+def _graph(torch, run):
+    """`run` captured in a CUDA graph (warmed up first on a side stream)."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -154,16 +155,41 @@ def _graph_median_s(torch, run, replays: int = 20) -> float:
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         run()
+    return graph
+
+
+def _replays_s(torch, graph, replays: int) -> float:
+    """Mean seconds of one replay over `replays` back-to-back replays."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
+    start.record()
     for _ in range(replays):
-        start.record()
         graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / 1e3 / replays
+
+
+def _graph_median_s(torch, run, replays: int = 20) -> float:
+    """Median seconds of one `run` captured in a CUDA graph."""
+    graph = _graph(torch, run)
+    times = sorted(_replays_s(torch, graph, 1) for _ in range(replays))
     del graph
-    return sorted(times)[len(times) // 2]
+    return times[len(times) // 2]
+
+
+def _sustained(torch, run, seconds: float, sensors) -> list[dict]:
+    """The step replayed back to back for `seconds` after 2 s idle, in windows of ~0.5 s: per window the mean step
+    time and the sensors read right after it (gpu_sustained.py's method: does the step keep its burst speed?)."""
+    graph, rows = _graph(torch, run), []
+    torch.cuda.synchronize()
+    time.sleep(2.0)
+    per_window, began = 1, time.time()
+    while time.time() - began < seconds:
+        s = _replays_s(torch, graph, per_window)
+        rows.append(dict(t_s=round(time.time() - began, 2), replays=per_window, step_s=s, **sensors()))
+        per_window = max(1, round(0.5 / s))
+    del graph
+    return rows
 
 
 def _estimates(chip: str, phase: str, b: int, tokens: int, chunk: int = 0, ctx: int = 0) -> tuple[float, float]:
@@ -181,10 +207,12 @@ def _estimates(chip: str, phase: str, b: int, tokens: int, chunk: int = 0, ctx: 
 
 
 def measure(out: Path, batches: list[int], kv: int, prompts: list[int] | None = None,
-            mixed: list[tuple] | None = None) -> int:
+            mixed: list[tuple] | None = None, sustain_s: float = 0.0) -> int:
     """Decode steps of each batch over `kv` cached tokens (TPOT of one decode step: gen_len 2), or, with `prompts`,
     one prompt's prefill of each length (TTFT, batch 1), or, with `mixed`, chunked-prefill steps (B, KV, C, CTX),
-    each against the calibrated and ideal estimates. A case that fails on the GPU prints its error and is skipped."""
+    each against the calibrated and ideal estimates. A case that fails on the GPU prints its error and is skipped.
+    sustain_s > 0: each case is then also replayed back to back for that long (_sustained), its windows written to
+    OUT_sustained.csv beside OUT."""
     import pandas as pd
 
     from llm_roofline.files import write_text
@@ -193,6 +221,7 @@ def measure(out: Path, batches: list[int], kv: int, prompts: list[int] | None = 
         import torch
 
         import gpu_kernels as K  # Triton
+        from gpu_sustained import _sensors
     except ImportError as e:
         torch, K = None, e
     if torch is None or not torch.cuda.is_available():
@@ -208,7 +237,8 @@ def measure(out: Path, batches: list[int], kv: int, prompts: list[int] | None = 
         cases = [("prefill", 1, p, 0, 0, lambda p=p: _prefill(torch, K, p), 10) for p in prompts]
     else:
         cases = [("decode", b, kv, 0, 0, lambda b=b: _step(torch, K, b, kv), 20) for b in batches]
-    rows = []
+    rows, windows = [], []
+    sensors = _sensors() if sustain_s > 0 else dict
     for phase, b, tokens, chunk, ctx, make, replays in cases:
         try:
             measured = _graph_median_s(torch, make(), replays)
@@ -222,9 +252,29 @@ def measure(out: Path, batches: list[int], kv: int, prompts: list[int] | None = 
         print(f"{phase} batch {b:3d} tokens {tokens:6d}" + (f" chunk {chunk}/{ctx}" if mixed else "") +
               f": measured {measured * 1e3:.3f} ms, calibrated {calibrated * 1e3:.3f} ms "
               f"({calibrated / measured:.3f}x), ideal {ideal * 1e3:.3f} ms", flush=True)
-        torch.cuda.empty_cache()
         write_text(out, pd.DataFrame(rows).to_csv(index=False, float_format="%.6g"))
+        if sustain_s > 0:
+            mine = [dict(phase=phase, batch=b, kv=tokens, chunk=chunk, chunk_ctx=ctx, burst_s=measured) | w
+                    for w in _sustained(torch, make(), sustain_s, sensors)]
+            windows += mine
+            first, last = mine[0], mine[-1]
+            print(f"  sustained {sustain_s:g} s: first window {first['step_s'] * 1e3:.3f} ms, last "
+                  f"{last['step_s'] * 1e3:.3f} ms ({last['step_s'] / measured:.3f}x the burst median) "
+                  f"{last.get('sm_mhz', '')} MHz {last.get('power_w', 0):.0f} W", flush=True)
+            write_text(out.with_name(out.stem + "_sustained.csv"),
+                       pd.DataFrame(windows).to_csv(index=False, float_format="%.6g"))
+        torch.cuda.empty_cache()
     return 0
+
+
+def _seconds(value: str) -> float:
+    try:
+        out = float(value)
+    except ValueError:
+        out = -1.0
+    if not 0.0 <= out <= 600.0:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"expected seconds in [0, 600], got {value!r}")
+    return out
 
 
 def _mixed_cases(value: str) -> list[tuple]:
@@ -263,11 +313,14 @@ def main(argv=None) -> int:
     ap.add_argument("--mixed", default=None, type=_mixed_cases,
                     help="comma-separated B:KV:C:CTX: time chunked-prefill steps instead (B decodes over KV cached "
                          "tokens beside a C-token chunk ending a CTX-token prompt)")
+    ap.add_argument("--sustain-s", type=_seconds, default=0.0,
+                    help="also replay each case back to back for this many seconds (windows of ~0.5 s, clocks and "
+                         "power: OUT_sustained.csv; default: 0, off)")
     a = ap.parse_args(argv)
     from llm_roofline.errors import RooflineError
 
     try:
-        return measure(a.out, a.batches, a.kv, a.prefill, a.mixed)
+        return measure(a.out, a.batches, a.kv, a.prefill, a.mixed, a.sustain_s)
     except RooflineError as e:  # an unwritable OUT: one line
         print(f"gpu_decode_step: {e}", file=sys.stderr)
         return 2
