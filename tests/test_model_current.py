@@ -29,6 +29,10 @@ Fixtures (tests/fixtures/configs):
   hybrid_layer_pattern, moe_layer_freq lists, swa_* heads, sinks) as written in a public Rust port's test
   ("mimo_v2_flash_hub_config"). Reference: transformers meta count of MiMoV2FlashConfig() (the same model in
   transformers' keys) 308,778,768,832; Xiaomi: "309B total, 15B active".
+- dots_llm1.json: rednote-hilab/dots.llm1 config.json, "a trimmed dots.llm1.inst-mixed-4-6bit config carrying the
+  fields the loader reads" in a public MLX port's test (its MLX "quantization" entry left out: the bf16 checkpoint).
+  transformers meta count 142,774,373,888; the dots.llm1 report (arXiv 2506.05767): "activates 14B parameters out of
+  142B total".
 - qwen2_vl_7b.json: Qwen/Qwen2-VL-7B-Instruct config.json (text keys at the top level; vision_config depth 32,
   embed_dim 1280, mlp_ratio 4; the same values as the Qwen2-VL fixture of a public model-graph project).
   transformers meta count of the language model + LM head 7,615,616,512; the hub's "8.29B" adds the 675M ViT.
@@ -74,6 +78,32 @@ def test_mamba_130m():
     # state per sequence and layer: 1536 x 16 x 2 B = 49,152 + conv 3 x 1536 x 2 B = 9,216; x 24 layers
     assert state_bytes_per_sequence(m, "bf16") == 24 * (49_152 + 9_216)
     assert kv_bytes_per_token(m) == 0
+
+
+# ------------------------------------------------------------------------------ dots.llm1
+def test_dots_llm1_is_qwen3_attention_over_deepseek_moe():
+    m = fixture("dots_llm1")
+    # d 4096, 32 heads x 128 (MHA, no bias): q, k, v, o 4 x 4096 x 4096 = 67,108,864 + q/k norms 2 x 128 + 2 block
+    #   norms 2 x 4096 -> 67,117,312 per layer, x 62 = 4,161,273,344
+    # layer 0 dense gated MLP 3 x 4096 x 10944 = 134,479,872
+    # 61 MoE layers: 128 experts 3 x 4096 x 1408 = 17,301,504 each -> 2,214,592,512; 2 shared = one gated MLP of
+    #   2816: 34,603,008; router 128 x 4096 = 524,288 + e_score_correction_bias 128 -> 2,249,719,936
+    # untied embedding + LM head 2 x 152,064 x 4096 = 1,245,708,288; final norm 4096
+    expected = 62 * 67_117_312 + 134_479_872 + 61 * 2_249_719_936 + 1_245_708_288 + 4096
+    assert m.params_total == expected == 142_774_381_696  # the report: "142B total"
+    # transformers meta count 142,774,373,888: its e_score_correction_bias is a buffer (61 x 128 = 7,808 fewer)
+    assert m.params_total - 142_774_373_888 == 61 * 128
+    # active: 6 of 128 -> 6 x 17,301,504 + 34,603,008 + 524,416 = 138,936,448 per MoE layer
+    assert m.params_active == 62 * 67_117_312 + 134_479_872 + 61 * 138_936_448 + 1_245_708_288 + 4096
+    assert m.params_active == 14_016_588_928  # the report: "activates 14B"
+    assert [(g.name, g.count) for g in m.layer_groups] == [("dense", 1), ("moe", 61)]
+    attn = m.layer_groups[1].attention
+    assert (attn.qk_norm, attn.qkv_bias, attn.sliding_window) == (True, False, None)
+    # its config class: layer i slides when sliding_window is set and i >= max_window_layers (default 62: none)
+    windows = lambda cfg: [g.attention.sliding_window for g in lr.load_model(cfg).layer_groups  # noqa: E731
+                           for _ in range(g.count)]
+    assert set(windows({**raw("dots_llm1"), "sliding_window": 4096})) == {None}
+    assert windows({**raw("dots_llm1"), "sliding_window": 4096, "max_window_layers": 60})[59:] == [None, 4096, 4096]
 
 
 # ------------------------------------------------------------------------------ Nemotron-3 (Nemotron-H + MoE)

@@ -41,6 +41,7 @@ class Architecture:
     ffn_mult: int | None = None  # absent/null FFN size -> ffn_mult * d_model
     chunked_attention: bool = False  # layer_types 'chunked_attention' / no_rope_layers (Llama-4)
     nope_layers: bool = False  # no_rope_layers[i] = 0: layer i without RoPE (SmolLM3)
+    window_from_layer: bool = False  # layers from max_window_layers on use sliding_window when it is set (dots1)
     nested: tuple[str, ...] = ()  # sub-dicts whose keys are read as top-level keys (DBRX attn_config, ffn_config)
     bias_free_layernorm: bool = False  # nn.LayerNorm(bias=False): counted as weight-only, noted
     defaults: dict = field(default_factory=dict)
@@ -111,6 +112,12 @@ ARCHITECTURES: dict[str, Architecture] = {
                                       "moe_layer_interval": 1, "moe_num_shared_experts": 2}),
     "ernie4_5": replace(_LLAMA, qkv_bias="use_bias", o_bias="use_bias", mlp_bias="use_bias",
                         lm_head_bias="use_bias", defaults={"tie_word_embeddings": True, "use_bias": False}),
+    # dots.llm1 (configuration_dots1.py, modular_dots1.py): Qwen3's attention (q/k norms, q/k/v/o bias =
+    # attention_bias) and DeepSeek-V3's MLP, MoE and router (e_score_correction_bias; n_shared_experts of
+    # moe_intermediate_size; the first first_k_dense_replace layers dense); layer i uses the window when
+    # sliding_window is set and i >= max_window_layers (its config class, whatever use_sliding_window says).
+    "dots1": replace(_LLAMA, qk_norm=True, router_bias=True, window_from_layer=True,
+                     defaults={"tie_word_embeddings": False, "max_window_layers": 62, "first_k_dense_replace": 0}),
     # Qwen2-VL / Qwen2.5-VL: Qwen2's decoder (q/k/v bias) with the text keys at the top level or in text_config.
     **{t: replace(_LLAMA, qkv_bias=True, o_bias=False)
        for t in ("qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text")},

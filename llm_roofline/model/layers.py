@@ -221,6 +221,9 @@ def _layer_window_kinds(r: ConfigReader, arch: Architecture, n_layers: int) -> l
         if r.get("attention_chunk_size") is None:
             return [None] * n_layers
         return ["chunk" if rope else None for rope in _llama4_rope_layers(r, n_layers)]
+    if arch.window_from_layer:  # dots1: from max_window_layers on, when a window is set
+        first = r.count("max_window_layers")
+        return ["window" if r.get("sliding_window") and i >= first else None for i in range(n_layers)]
     if r.get("use_sliding_window") is False:  # Qwen2/Qwen3: a sliding_window value that is switched off
         r.used.update(("sliding_window", "max_window_layers"))
         return [None] * n_layers
