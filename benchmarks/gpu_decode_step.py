@@ -4,6 +4,7 @@ the estimate's composition (every op of a step, not one family). Maintainers run
     python3 benchmarks/gpu_decode_step.py OUT.csv [--batches 1,8,64] [--kv 2048]
     python3 benchmarks/gpu_decode_step.py OUT.csv --prefill 2048,8192     # one prompt's prefill (TTFT) instead
     python3 benchmarks/gpu_decode_step.py OUT.csv --mixed 64:2048:512:512,64:2048:512:4096   # chunked-prefill steps
+    python3 benchmarks/gpu_decode_step.py OUT.csv --mixed 64:2048:512:512 --sustain-s 20   # and under sustained load
 
 The step, in one CUDA graph, median of 20 replays: the embedding gather; per layer (32, each with its own bf16
 weights) a fused RMSNorm, the qkv GEMM (cuBLAS), rotary of q and k (gpu_kernels.py, Triton), the new key and value
