@@ -33,6 +33,9 @@ Fixtures (tests/fixtures/configs):
   fields the loader reads" in a public MLX port's test (its MLX "quantization" entry left out: the bf16 checkpoint).
   transformers meta count 142,774,373,888; the dots.llm1 report (arXiv 2506.05767): "activates 14B parameters out of
   142B total".
+- kimi_linear_48b.json: moonshotai/Kimi-Linear-48B-A3B-Instruct config.json, the published fields a public port
+  copies verbatim from it ("DEPENDED_FIELDS", revision e1df551a), with tie_word_embeddings false as another port's
+  copy of the released config states. transformers meta count 49,122,675,072; Moonshot: "48B total, 3B activated".
 - qwen2_vl_7b.json: Qwen/Qwen2-VL-7B-Instruct config.json (text keys at the top level; vision_config depth 32,
   embed_dim 1280, mlp_ratio 4; the same values as the Qwen2-VL fixture of a public model-graph project).
   transformers meta count of the language model + LM head 7,615,616,512; the hub's "8.29B" adds the 675M ViT.
@@ -104,6 +107,46 @@ def test_dots_llm1_is_qwen3_attention_over_deepseek_moe():
                            for _ in range(g.count)]
     assert set(windows({**raw("dots_llm1"), "sliding_window": 4096})) == {None}
     assert windows({**raw("dots_llm1"), "sliding_window": 4096, "max_window_layers": 60})[59:] == [None, 4096, 4096]
+
+
+# ------------------------------------------------------------------------------ Kimi-Linear (KDA + MLA)
+def test_kimi_linear_48b_kda_and_nope_mla_layers():
+    m = fixture("kimi_linear_48b")
+    # d 2304. KDA (32 heads x 128 = 4096): q, k, v 3 x 2304 x 4096 = 28,311,552; conv 12,288 x 4 = 49,152; dt_bias
+    #   4096; A_log 32; f_a, g_a 2 x 2304 x 128 = 589,824; f_b, g_b 2 x 128 x 4096 = 1,048,576; beta 2304 x 32 =
+    #   73,728; o_norm 128; o_proj 4096 x 2304 = 9,437,184 -> 39,514,272
+    # MLA (no q LoRA): q 2304 x 32 x 192 = 14,155,776; kv_a 2304 x 576 = 1,327,104; kv_a norm 512; kv_b 512 x 32 x 256
+    #   = 4,194,304; o 4096 x 2304 = 9,437,184 -> 29,114,880
+    # layer 0 dense gated MLP 3 x 2304 x 9216 = 63,700,992; 26 MoE layers: 256 experts and 1 shared of 3 x 2304 x
+    #   1024 = 7,077,888 each + router 256 x 2304 = 589,824 + bias 256 -> 257 x 7,077,888 + 590,080 = 1,819,607,296
+    # 2 norms x 27 layers x 2304; untied embedding + head 2 x 163,840 x 2304 = 754,974,720; final norm 2304
+    expected = 20 * 39_514_272 + 7 * 29_114_880 + 27 * 4608 + 63_700_992 + 26 * 1_819_607_296 + 754_974_720 + 2304
+    assert m.params_total == expected == 49_122_681_728  # Moonshot: "48B total"
+    # transformers meta count 49,122,675,072: its e_score_correction_bias is a buffer (26 x 256 = 6,656 fewer)
+    assert m.params_total - 49_122_675_072 == 26 * 256
+    # active: 8 of 256 -> 9 x 7,077,888 + 590,080 = 64,291,072 per MoE layer ("3B activated", embeddings excluded)
+    assert m.params_active == expected - 26 * (1_819_607_296 - 64_291_072) == 3_484_459_904
+    # layers 4, 8, ..., 24, 27 (1-based) are MLA, the rest KDA; layer 1 dense
+    assert [(g.name, g.count) for g in m.layer_groups] == [("kda.dense", 1), ("kda.moe", 19), ("attention.moe", 7)]
+    assert not m.layer_groups[2].attention.rope  # mla_use_nope
+    # KV per token: 7 MLA layers x (512 + 64) x 2 B = 8,064; state per sequence: 20 KDA layers x (32 x 128 x 128 +
+    #   3 taps x 12,288 conv channels) x 2 B = 20 x 1,122,304
+    assert kv_bytes_per_token(m) == 8_064
+    assert state_bytes_per_sequence(m, "bf16") == 20 * 1_122_304
+
+
+@pytest.mark.parametrize("change, error", [
+    ({"mla_use_output_gate": True}, "mla_use_output_gate is set"),
+    ({"routed_expert_hidden_size": 1152}, "routed_expert_hidden_size is set"),
+    ({"linear_attn_config": {"use_full_rank_gate": True}}, "use_full_rank_gate is set"),
+    ({"linear_attn_config": {"full_attn_layers": [4, 28]}}, "distinct layer numbers from 1 to 27"),
+    ({"linear_attn_config": {"full_attn_layers": [4], "kda_layers": [1, 2, 3]}}, "split the layers"),
+])
+def test_kimi_linear_refuses_what_it_cannot_read(change, error):
+    """Kimi-K3's text tower is model_type kimi_linear too; its extra shapes are refused, not dropped."""
+    cfg = {**raw("kimi_linear_48b"), **change}
+    with pytest.raises(lr.RooflineError, match=error):
+        lr.load_model(cfg)
 
 
 # ------------------------------------------------------------------------------ Nemotron-3 (Nemotron-H + MoE)

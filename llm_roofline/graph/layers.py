@@ -43,21 +43,26 @@ SCAN_FLOPS_PER_STATE_ELEM = {
     "mamba1": 7,  # dA = exp(dt*A) (2); h = dA*h (1) + B*(dt*x) (2); y = C h (2)
     "mamba2": 5,  # S = exp(dt*A)*S (1) + dt*x B^T (2: multiply, add); y = S C (2)
     "gated_deltanet": 7,  # S k (2); S = a*S (1) + beta*(v - S k) k^T (2); o = S q (2)
+    "kda": 7,  # the same with a decay per channel: S = diag(a)*S (1)
     "lightning": 5,  # S = lambda*S (1) + k^T v (2); o = q S (2)
 }
 
 
 def _mixer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
-    """A recurrent mixer (Mamba-1 / Mamba-2 / Gated DeltaNet), heads column-parallel over tp: in_proj (z, conv
-    channels, per-head gates), causal conv1d, (Mamba-1: x_proj, dt_proj), the scan over a fixed-size state, the output
-    gate (with an RMSNorm except Mamba-1), row-parallel out_proj."""
+    """A recurrent mixer (Mamba-1 / Mamba-2 / Gated DeltaNet / KDA), heads column-parallel over tp: in_proj (z, conv
+    channels, per-head gates), causal conv1d, (Mamba-1: x_proj, dt_proj; KDA: the decay's and the output gate's
+    low-rank second halves), the scan over a fixed-size state, the output gate (with an RMSNorm except Mamba-1),
+    row-parallel out_proj."""
     m, n, d = g.mixer, g.count, c.spec.d_model
     heads, conv, gates = mixer_dims_per_chip(m, c.tp)
     inner = heads * m.head_dim
     ops = c.before_column("mixer", g.name, n)
-    # (T, d) @ (d, z + x,B,C (or q,k,v) + gates): one chip's heads
-    ops.append(c.gemm("mixer.in_proj", g.name, n, "attn", k=d, n=inner + conv + gates, style="column",
+    # (T, d) @ (d, z + x,B,C (or q,k,v) + gates): one chip's heads (KDA: z is the two low-rank inputs, each chip's own)
+    z = 2 * m.low_rank if m.kind == "kda" else inner
+    ops.append(c.gemm("mixer.in_proj", g.name, n, "attn", k=d, n=z + conv + gates, style="column",
                       bias=m.proj_bias))
+    if m.kind == "kda":  # (T, rank) @ (rank, the chip's channels), for the decay and for the output gate
+        ops += [c.gemm(f"mixer.{x}_b_proj", g.name, n, "attn", k=m.low_rank, n=inner, style="column") for x in "fg"]
     seqs = c.b_attn + (c.chunk_seqs if c.phase.has_chunk else 0.0)  # sequences whose state moves
     conv_w = (conv * m.conv_kernel + (conv if m.conv_bias else 0)) * c.native_bytes
     if m.conv_kernel:  # lightning attention has none

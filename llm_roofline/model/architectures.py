@@ -175,6 +175,12 @@ ARCHITECTURES: dict[str, Architecture] = {
                                     "linear_key_head_dim": 128, "linear_value_head_dim": 128,
                                     "linear_num_key_heads": 16, "linear_num_value_heads": 32,
                                     "full_attention_interval": 4, "decoder_sparse_step": 1}),
+    # Kimi-Linear (configuration_kimi_linear.py, modeling_kimi_linear.py; the checkpoint's own keys: linear_attn_config,
+    # num_experts_per_token, num_shared_experts): KDA layers and MLA layers without RoPE, DeepSeek-style router
+    # (e_score_correction_bias), shared experts of moe_intermediate_size; the first layer dense.
+    "kimi_linear": replace(_LLAMA, router_bias=True,
+                           defaults={"tie_word_embeddings": False, "first_k_dense_replace": 1, "linear_num_heads": 32,
+                                     "linear_head_dim": 128, "linear_conv_kernel_dim": 4}),
     # Qwen3.5 text towers (configuration_qwen3_5.py, configuration_qwen3_5_moe.py): Qwen3-Next's layers (the GDN in_proj
     # split into qkv, z, b, a: the same widths), a dense MLP or Qwen-MoE experts with a gated shared expert.
     "qwen3_5_text": replace(_LLAMA, qkv_bias=False, o_bias=False, qk_norm=True, shared_gate=True,
@@ -303,7 +309,8 @@ KV_HEADS_KEYS = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "kv_n_heads
 CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "seq_length", "max_sequence_length", "max_seq_len")
 ACTIVATION_KEYS = ("hidden_activation", "hidden_act", "activation_function")
 N_EXPERTS_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
-TOP_K_KEYS = ("num_experts_per_tok", "experts_per_token", "moe_top_k", "moe_k", "top_k_experts", "moe_topk")
+TOP_K_KEYS = ("num_experts_per_tok", "experts_per_token", "moe_top_k", "moe_k", "top_k_experts", "moe_topk",
+              "num_experts_per_token")
 SHARED_EXPERTS_KEYS = ("n_shared_experts", "moe_num_shared_experts", "num_shared_experts")
 MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 # Recurrent mixers (hybrid.py): widths (head dims, state, conv taps, chunk, DSA index dims) and head counts.
@@ -404,6 +411,6 @@ SHAPE_NEUTRAL_KEYS = frozenset((
     "moe_router_activation_func", "moe_use_aux_free", "ffn_act_fn", "moe_jitter_eps", "moe_loss_weight",
     "moe_normalize_expert_weights", "uniform_expert_assignment", "router_dtype", "moe_capacity_factor",
     "moe_layer_end_index", "expert_capacity", "num_experts_per_tok_eval", "sliding_window_size_factor",
-    "pretraining_tp", "moe_eval_capacity_factor",
+    "pretraining_tp", "moe_eval_capacity_factor", "moe_renormalize", "use_grouped_topk", "num_expert_group",
     "sliding_window_size",  # Gemma-2: a legacy alias of sliding_window (same value)
 ))

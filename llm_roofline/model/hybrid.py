@@ -1,8 +1,9 @@
 """Readers of the recurrent and hybrid models: Mamba / Falcon-Mamba (Mamba-1), Mamba-2, Nemotron-H and Nemotron-3
 (Mamba-2, attention, MLP or MoE blocks), Bamba (Mamba-2 or attention, then an MLP), Granite-4.0 hybrid (the same, then
 MoE + shared MLP), Jamba (Mamba-1 or attention, then MLP or MoE), Qwen3-Next (Gated DeltaNet + gated attention, MoE),
-MiniMax-Text-01 (lightning attention + softmax attention, MoE), LFM2 and LFM2-MoE (short convolutions + attention, then
-an MLP or MoE), Falcon-H1 (attention and Mamba-2 in parallel in every block, then an MLP).
+Kimi-Linear (KDA + MLA, MoE), MiniMax-Text-01 (lightning attention + softmax attention, MoE), LFM2 and LFM2-MoE
+(short convolutions + attention, then an MLP or MoE), Falcon-H1 (attention and Mamba-2 in parallel in every block,
+then an MLP).
 
 Each layer is an (AttentionSpec, MixerSpec | None, FfnSpec) triple; a block without attention holds
 AttentionSpec.none(), one without MLP FfnSpec.none(). Identical triples share one LayerGroup. Key names and their
@@ -20,7 +21,7 @@ from .reader import ConfigReader, as_int, require_divides
 from .spec import AttentionSpec, FfnSpec, LayerGroup, MixerSpec
 
 HYBRID_TYPES = ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "bamba", "jamba", "qwen3_next", "qwen3_5_text",
-                "qwen3_5_moe_text", "minimax", "lfm2", "lfm2_moe", "falcon_h1", "granitemoehybrid")
+                "qwen3_5_moe_text", "kimi_linear", "minimax", "lfm2", "lfm2_moe", "falcon_h1", "granitemoehybrid")
 # Nemotron-H's block letters (hybrid_override_pattern) and the list names of newer configs (layers_block_type)
 _NEMOTRON_LETTERS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 _NEMOTRON_NAMES = {"mamba": "mamba", "linear_attention": "mamba", "attention": "attention",
@@ -34,7 +35,8 @@ def hybrid_groups(r: ConfigReader, arch: Architecture, model_type: str, d_model:
     readers = {"mamba": _mamba1_layers, "falcon_mamba": _mamba1_layers, "mamba2": _mamba2_layers,
                "nemotron_h": _nemotron_h_layers, "bamba": _bamba_layers, "jamba": _jamba_layers,
                "qwen3_next": _qwen3_next_layers, "qwen3_5_text": _qwen3_next_layers,
-               "qwen3_5_moe_text": _qwen3_next_layers, "minimax": _minimax_layers, "lfm2": _lfm2_layers,
+               "qwen3_5_moe_text": _qwen3_next_layers, "kimi_linear": _kimi_linear_layers, "minimax": _minimax_layers,
+               "lfm2": _lfm2_layers,
                "lfm2_moe": _lfm2_layers, "falcon_h1": _falcon_h1_layers, "granitemoehybrid": _granite_layers}
     layers = readers[model_type](r, arch, d_model, n_layers)
     _note_state_dtype(r, [m for _, m, _ in layers if m is not None])
@@ -64,9 +66,9 @@ def _note_state_dtype(r: ConfigReader, mixers: list[MixerSpec]) -> None:
                 "'auto'; the config states no state dtype)")
              + ", the conv1d window ((conv_kernel - 1) x conv channels) in the KV-cache dtype; it does not grow with "
                "the context.")
-    r.assume("Mixer prefill FLOPs: Mamba-2, Gated DeltaNet and lightning attention use the chunked algorithm (SSD / "
-             "chunked delta rule / lightning blocks): per token and head a state update and read-out plus causal "
-             "attention-like work inside chunks of chunk_size tokens; Mamba-1 a parallel scan (the recurrent term only). Decode is one state update per token. The "
+    r.assume("Mixer prefill FLOPs: Mamba-2, Gated DeltaNet, KDA and lightning attention use the chunked algorithm "
+             "(SSD / chunked delta rule / lightning blocks): per token and head a state update and read-out plus "
+             "causal attention-like work inside chunks of chunk_size tokens; Mamba-1 a parallel scan (the recurrent term only). Decode is one state update per token. The "
              "conv1d, gates and norms are elementwise.")
 
 
@@ -281,6 +283,60 @@ def _qwen3_next_layers(r: ConfigReader, arch: Architecture, d_model: int, n_laye
                  "are not counted.")
     r.used.update(("partial_rotary_factor", "mtp_use_dedicated_embeddings"))
     return [(attn, None, ffns[m]) if f else (AttentionSpec.none(), mixer, ffns[m]) for f, m in zip(full, moe)]
+
+
+# ---------------------------------------------------------------------------- Kimi-Linear
+# Kimi-K3's text tower (model_type kimi_linear too) changes these shapes: refused rather than misread
+_KIMI_UNMODELLED = {"mla_use_output_gate": "an output gate on the MLA layers",
+                    "routed_expert_hidden_size": "latent MoE experts", "attn_res_block_size": "attention residuals"}
+
+
+def _kimi_linear_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
+    """KimiLinearDecoderLayer: norm -> (KDA | MLA without RoPE: mla_use_nope) -> residual -> norm -> MLP (the first
+    first_k_dense_replace layers) or MoE with shared experts -> residual. The checkpoint's config nests KDA's shape and
+    its 1-based layer lists in linear_attn_config; transformers' flattens them (linear_*, layer_types)."""
+    lin = r.typed("linear_attn_config", (dict,), "an object", {})
+    unmodelled = [(k, why) for k, why in _KIMI_UNMODELLED.items() if r.get(k)]
+    if lin.get("use_full_rank_gate"):
+        unmodelled.append(("linear_attn_config.use_full_rank_gate", "a full-rank KDA decay gate"))
+    if unmodelled:
+        key, what = unmodelled[0]
+        raise UnsupportedArchitectureError(f"{key} is set (Kimi-K3 style): {what} cannot be represented yet")
+    full = _linear_or_full(r, n_layers)
+    if full is None:
+        full = _kimi_full_layers(lin, n_layers)
+    moe = moe_layers(r, n_layers)
+    attn = attention_spec(r, arch, d_model, None, rope=not r.boolean("mla_use_nope")) if any(full) else None
+    heads, head_dim, kernel = (as_int(lin[k], f"linear_attn_config.{k}", bound=b) if lin.get(k) is not None else
+                               r.dim(flat) for k, flat, b in (("num_heads", "linear_num_heads", 65_536),
+                                                              ("head_dim", "linear_head_dim", 1 << 20),
+                                                              ("short_conv_kernel_size", "linear_conv_kernel_dim", 64)))
+    r.assume("KDA prefill is taken in chunks of 64 tokens (the chunked kernels' size).")
+    mixer = MixerSpec("kda", heads, head_dim, head_dim, heads, kernel, chunk_size=64, state_dtype=_state_dtype(r))
+    ffns = {m: ffn_spec(r, arch, d_model, m, 0 if m else r.dim("intermediate_size")) for m in set(moe)}
+    r.used.update(("num_nextn_predict_layers",))
+    return [(attn, None, ffns[m]) if f else (AttentionSpec.none(), mixer, ffns[m]) for f, m in zip(full, moe)]
+
+
+def _kimi_full_layers(lin: dict, n_layers: int) -> list[bool]:
+    """The MLA layers from linear_attn_config's 1-based full_attn_layers (kda_layers, where given, must be the
+    rest); without them transformers' default: every fourth layer from the fifth (0-based i % 4 == 0, i > 0)."""
+    listed = lin.get("full_attn_layers")
+    if listed is None:
+        return [i > 0 and i % 4 == 0 for i in range(n_layers)]
+    lists = {}
+    for key in ("full_attn_layers", "kda_layers"):
+        value = lin.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, list) or any(isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= n_layers
+                                              for v in value) or len(set(value)) != len(value):
+            raise ModelConfigError(f"linear_attn_config.{key} must list distinct layer numbers from 1 to {n_layers}")
+        lists[key] = set(value)
+    kda = lists.get("kda_layers")
+    if kda is not None and (kda & lists["full_attn_layers"] or len(kda | lists["full_attn_layers"]) != n_layers):
+        raise ModelConfigError("linear_attn_config.kda_layers and full_attn_layers must split the layers between them")
+    return [i + 1 in lists["full_attn_layers"] for i in range(n_layers)]
 
 
 # ---------------------------------------------------------------------------- MiniMax-Text-01

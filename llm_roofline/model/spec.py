@@ -15,7 +15,7 @@ from ..units import DTYPE_BITS, WeightFormat, canonical_dtype, weight_format
 
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla", "none")  # none: a block without softmax attention (a mixer or MLP block)
 FFN_KINDS = ("dense", "moe", "none")  # none: a block without MLP (Mamba blocks, Nemotron-H mixer blocks)
-MIXER_KINDS = ("mamba1", "mamba2", "gated_deltanet", "lightning", "short_conv")
+MIXER_KINDS = ("mamba1", "mamba2", "gated_deltanet", "kda", "lightning", "short_conv")
 
 
 def _check_kind(what: str, kind: str, known: tuple[str, ...]) -> None:
@@ -226,9 +226,12 @@ class MixerSpec:
     an RMSNorm over the heads' output; state (head_dim x head_dim) per head.
     short_conv (LFM2): in_proj to B, C, x over n_heads = d_model channels (head_dim 1, no state: state_dim 0);
     B*x through a depthwise conv of conv_kernel taps, times C, out_proj; only the conv window is carried.
+    kda (Kimi Delta Attention, Kimi-Linear): gated DeltaNet with a decay per channel: q, k, v of n_heads heads
+    (n_groups = n_heads, state_dim = head_dim) and beta (per head) from x, the decay and the output gate each through
+    a low-rank pair (d -> head_dim -> n_heads*head_dim: f_a/f_b, g_a/g_b); dt_bias per channel, A_log per head.
     """
 
-    kind: str  # mamba1 | mamba2 | gated_deltanet
+    kind: str  # MIXER_KINDS
     n_heads: int
     head_dim: int
     state_dim: int
@@ -258,14 +261,25 @@ class MixerSpec:
     def gate_heads(self) -> int:
         """Per-head scalars from in_proj: dt (mamba2); beta and the decay a (gated DeltaNet); B (short conv, per
         channel); none (mamba1: x_proj; lightning)."""
-        return self.n_heads * {"mamba1": 0, "mamba2": 1, "gated_deltanet": 2, "lightning": 0, "short_conv": 1}[self.kind]
+        kinds = {"mamba1": 0, "mamba2": 1, "gated_deltanet": 2, "kda": 1, "lightning": 0, "short_conv": 1}
+        return self.n_heads * kinds[self.kind]
+
+    @property
+    def low_rank(self) -> int:
+        """kda: the rank of its decay and output-gate projections (head_dim; their first halves ride in in_proj)."""
+        return self.head_dim if self.kind == "kda" else 0
 
     def weight_matrices(self, d_model: int) -> list[Matrix]:
-        # in_proj: (d) -> z (inner) + conv channels + per-head gates; out_proj: (inner) -> (d)
-        mats = [Matrix("mixer.in_proj", d_model, self.inner_dim + self.conv_dim + self.gate_heads, self.proj_bias)]
+        # in_proj: (d) -> z (inner; kda: the two low-rank inputs instead) + conv channels + per-head gates;
+        # out_proj: (inner) -> (d)
+        z = 2 * self.low_rank if self.kind == "kda" else self.inner_dim
+        mats = [Matrix("mixer.in_proj", d_model, z + self.conv_dim + self.gate_heads, self.proj_bias)]
         if self.kind == "mamba1":  # dt, B, C from the conv output; dt back up to the channels
             mats += [Matrix("mixer.x_proj", self.inner_dim, self.dt_rank + 2 * self.state_dim),
                      Matrix("mixer.dt_proj", self.dt_rank, self.inner_dim, bias=True)]
+        if self.kind == "kda":  # f_b, g_b: the decay and the output gate up from their rank to every channel
+            mats += [Matrix("mixer.f_b_proj", self.low_rank, self.inner_dim),
+                     Matrix("mixer.g_b_proj", self.low_rank, self.inner_dim)]
         return mats + [Matrix("mixer.out_proj", self.inner_dim, d_model, self.proj_bias)]
 
     def extra_params(self) -> int:
@@ -275,23 +289,27 @@ class MixerSpec:
         return conv + self.per_head_params() + self.norm_params()
 
     def per_head_params(self) -> int:
-        """A_log, dt_bias, D (mamba2); A_log, dt_bias (gated DeltaNet); A (channels x state_dim) and D (mamba1)."""
+        """A_log, dt_bias, D (mamba2); A_log, dt_bias (gated DeltaNet); A (channels x state_dim) and D (mamba1); A_log
+        per head and dt_bias per channel (kda)."""
         if self.kind == "mamba1":
             return self.n_heads * (self.state_dim + 1)
+        if self.kind == "kda":
+            return self.n_heads + self.inner_dim
         return self.n_heads * {"mamba2": 3, "gated_deltanet": 2, "lightning": 0, "short_conv": 0}[self.kind]
 
     def norm_params(self) -> int:
-        """The gated RMSNorm's weight (mamba2, lightning: inner_dim; gated DeltaNet: head_dim); Jamba's dt, B, C norms."""
+        """The gated RMSNorm's weight (mamba2, lightning: inner_dim; gated DeltaNet, KDA: head_dim); Jamba's dt, B, C
+        norms."""
         if self.kind == "mamba1":
             return self.dt_rank + 2 * self.state_dim if self.dt_bc_norms else 0
         if self.kind == "short_conv" or not self.rms_norm:
             return 0
-        return self.head_dim if self.kind == "gated_deltanet" else self.inner_dim
+        return self.head_dim if self.kind in ("gated_deltanet", "kda") else self.inner_dim
 
     @property
     def gate_normed(self) -> bool:
         """Whether the output gate comes with an RMSNorm (not in Mamba-1 and LFM2's short conv)."""
-        return self.kind in ("mamba2", "gated_deltanet", "lightning") and self.rms_norm
+        return self.kind in ("mamba2", "gated_deltanet", "kda", "lightning") and self.rms_norm
 
     def ssm_state_elements(self) -> int:
         """Recurrent state of one sequence in one layer: a (head_dim x state_dim) matrix per head."""
