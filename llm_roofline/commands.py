@@ -243,12 +243,10 @@ def cmd_serve(args) -> str:
     from .serve import serve
 
     def nums(text, kind):
-        if text is None:
-            return None
-        vals = [kind(v) for v in str(text).split(",") if v.strip()]
-        if not vals:  # '' or ',': no number at all
+        vals = None if text is None else [kind(v) for v in str(text).split(",") if v.strip()]
+        if vals == []:  # '' or ',': no number at all
             raise ValueError(text)
-        return vals if len(vals) > 1 else vals[0]
+        return vals if vals is None or len(vals) > 1 else vals[0]
 
     try:
         load = dict(concurrency=nums(args.concurrency, float), qps=nums(args.qps, float))
@@ -273,7 +271,7 @@ def cmd_serve(args) -> str:
                ("TTFT", "ttft_s", fmt_seconds), ("p90", "ttft_p90_s", fmt_seconds), ("TPOT", "tpot_s", fmt_seconds),
                ("req/s", "requests_per_s", sig3), ("tok/s", "output_tokens_per_s", sig3),
                ("per user", "tokens_per_s_per_user", lambda v: "—" if v is None else sig3(v)),
-               ("batch", "running_batch", sig3), ("KV", "kv_cache_utilization", lambda v: f"{100 * v:.0f}%"),
+               ("batch", "running_batch", sig3), ("KV", "kv_cache_utilization", lambda v: "—" if v != v else f"{100 * v:.0f}%"),
                ("max req/s", "saturation_requests_per_s", sig3), ("cap", "limit", None)]
     if not hasattr(res, "to_csv"):
         for r in rows:
@@ -294,10 +292,12 @@ def cmd_serve(args) -> str:
             _engine_text(res["chip"], res["max_num_seqs"], res["max_num_batched_tokens"], args) + "; p90: of TTFT; "
             "batch: running sequences; KV: of the KV capacity; max req/s: saturation; per user: tok/s per user = "
             "1 / TPOT." + (" " + _BAND_COLUMNS_NOTE if "ttft_s_p10" in res else "")
-            + (_SATURATED_NOTE if res["saturated"].any() else "")]))
+            + (_SATURATED_NOTE if (res["saturated"] & res["fits"]).any() else "")
+            + (_NO_ROOM_NOTE if not res["fits"].all() else "")]))
     return out
 
 
+_NO_ROOM_NOTE = " cap 'no room': not one sequence's KV cache fits beside the weights (try more tp or pp, a smaller dtype)."
 _SATURATED_NOTE = (" TTFT ∞: past the saturation rate the queue grows without bound; the other columns read the engine"
                    " at capacity (the steady state at that rate).")
 

@@ -352,3 +352,25 @@ def _max_batch_row(spec, chip, usable_bytes, context, gen_len, tp, pp, ep, weigh
             "weight_bytes": remembered(graphs, ("weight_bytes", weight_dtype), weight_bytes, spec, weight_dtype),
             "error": None}
 
+
+
+# ---------------------------------------------------------------------------------- serving capacity
+def kv_capacity(spec: ModelSpec, chip: "Chip", held_tokens, eng_budget, max_seqs, sh: dict, dtypes: Dtypes, util,
+                attention: str, graphs=None) -> tuple:
+    """A serving engine's room per replica, arrays (n,): (running capacity: the sequences of held_tokens each whose KV
+    fits beside the weights and the workspace of an eng_budget-token step, at most max_seqs per attention group; KV
+    bytes per sequence per chip; bytes free for KV per chip; sequences that fit). sh: the sharding degrees (tp, pp,
+    ep, attention_dp, moe_tp, moe_ep); graphs: memory_footprint's."""
+    adp = sh["attention_dp"]
+    usable = usable_bytes(chip.engine_capacity_bytes, util)
+    fp, _ = memory_footprint(spec, chip, batch=adp, prompt_len=held_tokens, gen_len=0, tp=sh["tp"], pp=sh["pp"],
+                             ep=sh["ep"], attention_dp=adp, moe_tp=sh["moe_tp"], moe_ep=sh["moe_ep"],
+                             weight_dtype=dtypes.weight, act_dtype=dtypes.act, kv_dtype=dtypes.kv,
+                             attention=attention, capacity_bytes=usable, graphs=graphs)
+    workspace = fp.activation_workspace_bytes_per_chip * eng_budget / PREFILL_CHUNK_TOKENS
+    free = usable - fp.weight_bytes_per_chip - workspace
+    kv_seq = np.asarray(fp.kv_bytes_per_sequence_per_chip, dtype=np.float64)
+    # each of the attention_dp groups caches its own sequences and schedules up to max_num_seqs of them (a vLLM
+    # data-parallel rank has its own scheduler)
+    kv_seqs = np.floor(np.maximum(free, 0.0) / np.where(kv_seq > 0, kv_seq, np.inf)) * adp
+    return np.minimum(max_seqs * adp, kv_seqs), kv_seq, free, kv_seqs

@@ -7,7 +7,7 @@ burst is averaged into the mean TTFT). The cost of one engine step (d decode row
 is `estimate.evaluate_step` plus a host overhead per step (more for a step carrying prompt tokens), tabulated by
 engine.py; queueing.py turns step costs into TTFT, TPOT and throughput. Per replica: `dp` replicas share the load.
 
-KV capacity: usable_bytes (gpu_memory_utilization x Chip.engine_capacity_bytes) - weights - the activation workspace
+KV capacity (memory.kv_capacity): usable_bytes (gpu_memory_utilization x the chip's memory) - weights - the workspace
 of one max_num_batched_tokens step, over a sequence's KV at its mean context (prompt + gen/2), capped by max_num_seqs.
 
 Host overhead (engine.HOST_*_S) is fitted by benchmarks/validate_serving.py on measured vLLM serving results; every
@@ -29,7 +29,7 @@ from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, re
 from .estimate import pass_time_s, step_band, step_time_factor, step_time_s
 from .graph import Dtypes, resolve_dtypes
 from .hardware import load_chip
-from .memory import GPU_MEMORY_UTILIZATION, PREFILL_CHUNK_TOKENS, memory_footprint, usable_bytes
+from .memory import GPU_MEMORY_UTILIZATION, kv_capacity
 from .model.hf import load_model
 from .engine import (HOST_OVERHEADS, Engine, Speculative, StepTables, Workload, cuda_graph_max_tokens, decode_nodes,
                      step_tables, vllm_batch_defaults, workload_of)
@@ -138,24 +138,6 @@ def _draft_fn(spec, chip, kw, sp: Speculative, kv_tokens):
     return lambda nodes: sp.k * per_layer * _step_fn(draft, chip, kw)(nodes, kv_tokens, 0.0, 0.0)
 
 
-def _capacity(spec, chip, wl: Workload, eng_budget, max_seqs, sh, dtypes, util, attention, graphs=None):
-    """(running capacity per replica, KV bytes per sequence per chip, KV bytes free per chip), arrays (n,). graphs: see
-    _prepare (the footprint, made once for every chip: memory.memory_footprint)."""
-    adp = sh["attention_dp"]
-    usable = usable_bytes(chip.engine_capacity_bytes, util)
-    fp, _ = memory_footprint(spec, chip, batch=adp, prompt_len=wl.held_tokens, gen_len=0, tp=sh["tp"], pp=sh["pp"],
-                             ep=sh["ep"], attention_dp=adp, moe_tp=sh["moe_tp"], moe_ep=sh["moe_ep"],
-                             weight_dtype=dtypes.weight, act_dtype=dtypes.act, kv_dtype=dtypes.kv,
-                             attention=attention, capacity_bytes=usable, graphs=graphs)
-    workspace = fp.activation_workspace_bytes_per_chip * eng_budget / PREFILL_CHUNK_TOKENS
-    free = usable - fp.weight_bytes_per_chip - workspace
-    kv_seq = np.asarray(fp.kv_bytes_per_sequence_per_chip, dtype=np.float64)
-    # each of the attention_dp groups caches its own sequences and schedules up to max_num_seqs of them (a vLLM
-    # data-parallel rank has its own scheduler)
-    kv_seqs = np.floor(np.maximum(free, 0.0) / np.where(kv_seq > 0, kv_seq, np.inf)) * adp
-    return np.minimum(max_seqs * adp, kv_seqs), kv_seq, free, kv_seqs
-
-
 @dataclass
 class _Prepared:
     """One deployment's grid before the queueing solve: its step tables, workload, running capacity and load."""
@@ -182,7 +164,7 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
     evaluated. efficiency: the chip's model as chip_fits.resolved_once gives it. graphs: a dict kept over the
     deployments of one call (estimate.graph_memo: a step's graph is built once for all chips)."""
     wl = workload_of(g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], workload)
-    cap, kv_seq, free, kv_seqs = _capacity(spec, chip, wl, g["max_num_batched_tokens"], g["max_num_seqs"],
+    cap, kv_seq, free, kv_seqs = kv_capacity(spec, chip, wl.held_tokens, g["max_num_batched_tokens"], g["max_num_seqs"],
                                            dict(tp=tp, pp=pp, ep=ep, **layout), dtypes,
                                            engine["gpu_memory_utilization"], attention, graphs)
     if only_fitting and not np.any(cap >= 1):
@@ -249,11 +231,12 @@ def _solve(parts: "list[_Prepared]", *, engine: dict, sp: Speculative, closed: b
                 limit=np.where(cat["max_num_seqs"] * cat["attention_dp"] <= cat["kv_seqs"], "max_num_seqs", "kv_cache"),
                 saturation_requests_per_s=None, saturated=st.saturated | (cap < 1), fits=cap >= 1,
                 converged=st.converged)  # saturation: below, at the points wanted
+    _blank_no_room(cols)
     bounds = np.cumsum([0] + sizes)
     out = [{k: v if v is None else v[lo:hi] for k, v in cols.items()} for lo, hi in zip(bounds[:-1], bounds[1:])]
     want = np.ones(tab.index.size, bool) if saturation_where is None else np.concatenate(
         [_mask(saturation_where(i, c), c["fits"].size) for i, c in enumerate(out)])
-    sat = _saturation_rps(tab, wl, cap_safe, want, e_spec) * dp
+    sat = np.where(cols["fits"], _saturation_rps(tab, wl, cap_safe, want, e_spec) * dp, 0.0)
     if not closed:
         _at_capacity(cols, tab, wl, cat, sat, e_spec, r_over)
     p90 = st.ttft_p90_at(want) if late_p90 else None
@@ -262,6 +245,20 @@ def _solve(parts: "list[_Prepared]", *, engine: dict, sp: Speculative, closed: b
         if late_p90:
             c["ttft_p90_s"] = p90[lo:hi]
     return out
+
+
+def _blank_no_room(cols: dict) -> None:
+    """Points with no room for one sequence's KV cache run nothing: their running metrics NaN (not the queue solved
+    on a stand-in capacity of one), their limit 'no room' and (at the caller) their saturation rate 0."""
+    for k in ("ttft_s", "ttft_p90_s", "tpot_s", "e2e_s", "requests_per_s", "output_tokens_per_s", "running_batch",
+              "kv_cache_utilization", "decode_batch", "prefill_utilization", "queue_s"):
+        cols[k] = np.where(cols["fits"], cols[k], np.nan)
+    cols["limit"] = np.where(cols["fits"], cols["limit"], "no room")
+
+
+def _no_room(spec, chip, d: dict) -> ScenarioError:
+    return ScenarioError(f"{spec.name} does not fit {chip.name} at tp={d['tp']} pp={d['pp']}: no room for the KV cache "
+                         f"of one sequence within gpu_memory_utilization x the {chip.engine_capacity_label}")
 
 
 def _at_capacity(cols: dict, tab: StepTables, wl: Workload, cat: dict, sat, e_spec, r_over) -> None:
@@ -382,6 +379,9 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
         raise ScenarioError(f"uncertainty must be True or False, got {uncertainty!r:.80}")
     frames = _run(spec, [(d, mesh) for d in jobs], ctx, raise_errors=True, band=bool(uncertainty))
     if is_sweep:
+        if not any(cols["fits"].any() for _, _, _, cols, _ in frames):  # nothing to tabulate: say why, as one point
+            chip_obj, d = frames[0][:2]
+            raise _no_room(spec, chip_obj, d)
         labels: dict = {}  # each chip's fit label, once
         return _concat([_frame(chip_obj, d, cols, g, efficiency, labels) for chip_obj, d, g, cols, _ in frames])
     chip_obj, d, g, cols, assumptions = frames[0]
@@ -626,8 +626,7 @@ def _concat(frames):
 def _single(spec, chip, d, cols, mesh, engine, sp, efficiency, assumptions, closed, layout) -> ServingEstimate:
     v = {k: (a[0] if np.ndim(a) else a) for k, a in cols.items()}
     if not v["fits"]:
-        raise ScenarioError(f"{spec.name} does not fit {chip.name} at tp={d['tp']} pp={d['pp']}: no room for the KV "
-                            f"cache of one sequence within gpu_memory_utilization x the {chip.engine_capacity_label}")
+        raise _no_room(spec, chip, d)
     if v["saturated"] and not closed:  # a closed loop limits itself: more clients only wait longer
         raise ScenarioError(f"qps {mesh['qps'][0]:g} is above the saturation throughput of this deployment, "
                             f"~{v['saturation_requests_per_s']:.3g} requests/s (running batch capped at "

@@ -495,6 +495,29 @@ def test_cli_serve_prints_the_estimate_and_fails_in_one_line(capsys):
     assert len(err) == 1 and "saturation throughput" in err[0]
 
 
+def test_a_sweep_point_with_no_room_for_one_sequence_runs_nothing(capsys):
+    """By hand: Qwen3-32B's 32.8e9 bf16 weights are 65.5 GB, beyond an L40S's 0.9 x 47.667 GB = 42.9 GB at tp 1 (no
+    room for one sequence's KV cache: the point runs nothing: NaN metrics, saturation 0, limit 'no room', where the
+    queue used to be solved on a stand-in capacity of one, 0.07 req/s and KV '6.7e11 %'); at tp 2, 32.8 GB a chip,
+    it fits. A sweep where no point fits is one error line."""
+    from llm_roofline.cli import main
+
+    df = serve("Qwen/Qwen3-32B", "l40s", tp=[1, 2], qps=0.5)
+    no, yes = df.iloc[0], df.iloc[1]
+    assert (no["fits"], no["limit"], no["saturation_requests_per_s"]) == (False, "no room", 0.0)
+    assert all(math.isnan(no[k]) for k in ("ttft_s", "tpot_s", "requests_per_s", "running_batch",
+                                           "kv_cache_utilization", "ttft_s_p90"))
+    assert yes["fits"] and yes["saturation_requests_per_s"] > 0.5 and 0 < yes["kv_cache_utilization"] < 1
+    assert main(["serve", "meta-llama/Llama-3.1-70B", "--chip", "h100-sxm", "--tp", "2", "--prompt", "2048,131072",
+                 "--qps", "0.2"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.lstrip().startswith("131072"))
+    assert "no room" in row and "nan" not in row and "cap 'no room'" in out
+    assert main(["serve", "meta-llama/Llama-3.1-70B", "--chip", "h100-sxm", "--qps", "0.5,2"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "does not fit h100-sxm at tp=1" in err[0]
+
+
 def test_knee_is_the_maximum_power_point(tmp_path):
     from llm_roofline.report.serving_plot import knee_index, plot_serving
 
