@@ -78,7 +78,8 @@ def _add_scenario(p, lists=False, layouts=()):
                         "family default elsewhere, named in the output), with the ideal bound printed beside it; "
                         "ideal: the pure roofline (default: %(default)s, as in the Python API)")
     g.add_argument("--gpu-memory-utilization", type=float, default=GPU_MEMORY_UTILIZATION,
-                   help="share of each chip's HBM the engine may fill with weights, activations and KV cache, as "
+                   help="share of each chip's memory (the driver's total where the chip file gives it, else the "
+                        "datasheet HBM) the engine may fill with weights, activations and KV cache, as "
                         "vLLM's gpu_memory_utilization (default: %(default)s)")
     g.add_argument("--attention", default="fused", choices=["fused", "unfused"],
                    help="fused (FlashAttention) or unfused (score matrix through HBM) (default: %(default)s)")

@@ -148,7 +148,8 @@ def readme(written: list[tuple[str, str, str]]) -> str:
              "`lr.estimate` give them: kernel efficiencies fitted per chip to measured timings (each report names "
              "the fit behind every chip: its own, a borrowed one, or an uncalibrated default), with the ideal "
              "roofline bound (100 % of peak FLOP/s and bandwidth) beside each headline in the report. Memory is "
-             f"checked against gpu_memory_utilization {GPU_MEMORY_UTILIZATION:g} of each chip's HBM.", "",
+             f"checked against gpu_memory_utilization {GPU_MEMORY_UTILIZATION:g} of each chip's memory (the "
+             "driver's total where sourced, else the datasheet HBM).", "",
              "| report | what it shows | headline |", "|---|---|---|"]
     for name, why, head in written:
         lines.append(f"| [{name}]({name}/report.md) | {why} | {head} |")

@@ -111,7 +111,8 @@ def scenario_table(est, prompt: str | None = None, chips: str | None = None) -> 
         ("efficiency", est.efficiency_mode + (" (pure roofline: 100 % of peak FLOP/s and bandwidth)"
                                               if est.efficiency_mode == "ideal" else
                                               " (fitted kernel efficiency; each chip's fit is named in the headline)")),
-        ("memory", f"gpu_memory_utilization {est.memory.gpu_memory_utilization:g} of each chip's HBM"),
+        ("memory", f"gpu_memory_utilization {est.memory.gpu_memory_utilization:g} of each chip's memory (the "
+                   "driver's total where sourced, else the datasheet HBM)"),
     ]
     return render([{"item": k, "value": str(v)} for k, v in rows], "markdown",
                   [("scenario", "item", None), ("", "value", None)])
