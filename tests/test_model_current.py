@@ -36,6 +36,9 @@ Fixtures (tests/fixtures/configs):
 - kimi_linear_48b.json: moonshotai/Kimi-Linear-48B-A3B-Instruct config.json, the published fields a public port
   copies verbatim from it ("DEPENDED_FIELDS", revision e1df551a), with tie_word_embeddings false as another port's
   copy of the released config states. transformers meta count 49,122,675,072; Moonshot: "48B total, 3B activated".
+- trinity_nano.json: arcee-ai/Trinity-Nano-Preview config.json (model_type afmoe) as a public Neuron port's test copies
+  it whole ("matches arcee-ai/Trinity-Nano-Preview/config.json"). transformers meta count 6,120,003,328 (its
+  expert_bias is a parameter); Arcee: "6B total, 1B active".
 - qwen2_vl_7b.json: Qwen/Qwen2-VL-7B-Instruct config.json (text keys at the top level; vision_config depth 32,
   embed_dim 1280, mlp_ratio 4; the same values as the Qwen2-VL fixture of a public model-graph project).
   transformers meta count of the language model + LM head 7,615,616,512; the hub's "8.29B" adds the 675M ViT.
@@ -147,6 +150,24 @@ def test_kimi_linear_refuses_what_it_cannot_read(change, error):
     cfg = {**raw("kimi_linear_48b"), **change}
     with pytest.raises(lr.RooflineError, match=error):
         lr.load_model(cfg)
+
+
+# ------------------------------------------------------------------------------ AFMoE (Arcee Trinity)
+def test_trinity_nano_gated_attention_four_norms_and_global_every_fourth_layer():
+    m = fixture("trinity_nano")
+    # d 1024, 8 heads x 128, 2 KV heads: q, o, gate 3 x 1024 x 1024 + k, v 2 x 1024 x 256 + q/k norms 2 x 128
+    #   = 3,670,272; 4 norms 4096 -> 3,674,368 per layer, x 56 = 205,764,608
+    # layers 0, 1 dense gated MLP 3 x 1024 x 3072 = 9,437,184; 54 MoE layers: 128 experts + 1 shared of
+    #   3 x 1024 x 256 = 786,432 each + router 128 x 1024 = 131,072 + expert_bias 128 -> 101,580,928
+    # untied embedding + head 2 x 200,192 x 1024 = 409,993,216; final norm 1024
+    expected = 56 * 3_674_368 + 2 * 9_437_184 + 54 * 101_580_928 + 409_993_216 + 1024
+    assert m.params_total == expected == 6_120_003_328  # = transformers meta count; Arcee: "6B total"
+    # active: 8 of 128 -> 9 x 786,432 + 131,200 = 7,209,088 per MoE layer ("1B active")
+    assert m.params_active == expected - 54 * (101_580_928 - 7_209_088) == 1_023_923_968
+    # global_attn_every_n_layers 4: layers 4, 8, ..., 56 (1-based) full, the rest a 2048-token window
+    assert [(g.count, g.attention.sliding_window) for g in m.layer_groups] == [(2, 2048), (40, 2048), (14, None)]
+    assert all(g.norms == 4 and g.attention.output_gate and g.attention.qk_norm for g in m.layer_groups)
+    assert kv_bytes_per_token(m) == 56 * 2 * 256 * 2  # before the window's cap (56 layers x K, V of 256 x 2 B)
 
 
 # ------------------------------------------------------------------------------ Nemotron-3 (Nemotron-H + MoE)

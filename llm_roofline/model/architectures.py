@@ -42,6 +42,7 @@ class Architecture:
     chunked_attention: bool = False  # layer_types 'chunked_attention' / no_rope_layers (Llama-4)
     nope_layers: bool = False  # no_rope_layers[i] = 0: layer i without RoPE (SmolLM3)
     window_from_layer: bool = False  # layers from max_window_layers on use sliding_window when it is set (dots1)
+    output_gate: bool = False  # a sigmoid gate of H*hd on the attention output, from x (AFMoE's gate_proj)
     nested: tuple[str, ...] = ()  # sub-dicts whose keys are read as top-level keys (DBRX attn_config, ffn_config)
     bias_free_layernorm: bool = False  # nn.LayerNorm(bias=False): counted as weight-only, noted
     defaults: dict = field(default_factory=dict)
@@ -175,6 +176,14 @@ ARCHITECTURES: dict[str, Architecture] = {
                                     "linear_key_head_dim": 128, "linear_value_head_dim": 128,
                                     "linear_num_key_heads": 16, "linear_num_value_heads": 32,
                                     "full_attention_interval": 4, "decoder_sparse_step": 1}),
+    # AFMoE / Arcee Trinity (configuration_afmoe.py, modular_afmoe.py): q/k norms and a sigmoid output gate
+    # (gate_proj) on the attention, norms before and after attention and MLP (4), sliding-window layers but every
+    # global_attn_every_n_layers-th, the first num_dense_layers dense, then experts beside shared experts of
+    # moe_intermediate_size with a routing bias (expert_bias, a parameter).
+    "afmoe": replace(_LLAMA, norms=4, qk_norm=True, router_bias=True, output_gate=True,
+                     defaults={"tie_word_embeddings": False, "head_dim": 128, "global_attn_every_n_layers": 4,
+                               "sliding_window": 1024, "num_dense_layers": 1, "num_experts": 64,
+                               "num_experts_per_tok": 6, "num_shared_experts": 2}),
     # Kimi-Linear (configuration_kimi_linear.py, modeling_kimi_linear.py; the checkpoint's own keys: linear_attn_config,
     # num_experts_per_token, num_shared_experts): KDA layers and MLA layers without RoPE, DeepSeek-style router
     # (e_score_correction_bias), shared experts of moe_intermediate_size; the first layer dense.
@@ -412,5 +421,6 @@ SHAPE_NEUTRAL_KEYS = frozenset((
     "moe_normalize_expert_weights", "uniform_expert_assignment", "router_dtype", "moe_capacity_factor",
     "moe_layer_end_index", "expert_capacity", "num_experts_per_tok_eval", "sliding_window_size_factor",
     "pretraining_tp", "moe_eval_capacity_factor", "moe_renormalize", "use_grouped_topk", "num_expert_group",
+    "num_expert_groups",
     "sliding_window_size",  # Gemma-2: a legacy alias of sliding_window (same value)
 ))

@@ -24,7 +24,7 @@ def attention_spec(r: ConfigReader, arch: Architecture, d_model: int, window: in
     n_heads = r.dim(*HEADS_KEYS)
     common = dict(sliding_window=window, qkv_bias=r.flag(arch.qkv_bias), o_bias=r.flag(arch.o_bias),
                   rope=rope, qk_norm=r.flag(arch.qk_norm), sinks=arch.sinks,
-                  qk_norm_across_heads=arch.qk_norm_across_heads)
+                  qk_norm_across_heads=arch.qk_norm_across_heads, output_gate=arch.output_gate)
     if r.stated("kv_lora_rank"):
         return _mla(r, n_heads, common, indexer)
     n_kv = n_kv or _kv_heads(r, n_heads)
@@ -227,8 +227,8 @@ def _layer_window_kinds(r: ConfigReader, arch: Architecture, n_layers: int) -> l
     if r.get("use_sliding_window") is False:  # Qwen2/Qwen3: a sliding_window value that is switched off
         r.used.update(("sliding_window", "max_window_layers"))
         return [None] * n_layers
-    pattern = r.get("sliding_window_pattern", "_sliding_window_pattern")
-    if pattern:  # Gemma-3: every p-th layer is global
+    pattern = r.get("sliding_window_pattern", "_sliding_window_pattern", "global_attn_every_n_layers")
+    if pattern:  # Gemma-3 (AFMoE: global_attn_every_n_layers): every p-th layer is global
         p = as_int(pattern, "sliding_window_pattern", bound=n_layers + 1) if pattern is not True else 2
         return [None if (i + 1) % p == 0 else "window" for i in range(n_layers)]
     if r.get("model_type") == "gemma2":  # Gemma-2 without layer_types: even layers local, odd global
@@ -302,7 +302,7 @@ def moe_layers(r: ConfigReader, n_layers: int) -> list[bool]:
 
 def _moe_rule(r: ConfigReader, n_layers: int):
     """A predicate on the layer index combining the index rules of DeepSeek, Qwen-MoE, Llama-4 and ERNIE-4.5."""
-    first_dense = r.count("first_k_dense_replace")  # DeepSeek
+    first_dense = max(r.count("first_k_dense_replace"), r.count("num_dense_layers"))  # DeepSeek; LFM2-MoE, AFMoE
     freq = r.count("moe_layer_freq", default=1, allow_zero=False)
     step = r.count("decoder_sparse_step", default=1, allow_zero=False)  # Qwen-MoE
     interleave = r.count("interleave_moe_layer_step", default=1, allow_zero=False)  # Llama-4
