@@ -254,7 +254,8 @@ def _build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ttft-percentile", choices=["mean", "p90"], default="mean",
                    help="which TTFT --ttft-s bounds, serving model only (default: %(default)s)")
     p.add_argument("--disaggregate", action="store_true",
-                   help="add the prefill/decode disaggregation section (ratio, throughput vs co-located)")
+                   help="add the prefill/decode disaggregation section (ratio, throughput vs co-located); plans "
+                        "static batches, as --static (no default TTFT / TPOT targets)")
     p.add_argument("--decode-batch", type=int, help="decode batch for --disaggregate (default: the best plan's)")
     p.add_argument("--prefill-batch", type=int, help="prefill batch for --disaggregate (default: pp)")
     _add_host(p, where=", serving model only (static batches have none)")

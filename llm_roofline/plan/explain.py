@@ -31,7 +31,8 @@ def explain(spec, chips, targets, candidates, feasible, best_per_chip, search_lo
 
     qps, out_tps = targets["qps"], targets["output_tokens_per_s"]
     load = f"load {sig3(qps)} req/s ({sig3(out_tps)} output tok/s); " if qps else "one replica (no load target); "
-    head = (f"Plan for {spec.name}: prompt {targets['prompt_len']}, gen {targets['gen_len']}; "
+    head = (f"Plan for {spec.name} (static batches: each batch prefilled together, then decoded; no default targets): "
+            f"prompt {targets['prompt_len']}, gen {targets['gen_len']}; "
             f"TTFT <= {target(targets['ttft_s'])}, TPOT <= {target(targets['tpot_s'])}; " + load
             + f"<= {targets['max_chips']} chips; {targets['reserve']:.0%} of memory reserved; ranked by "
             + ("USD per 1M output tokens." if rank_by == "cost" else "total chips."))
