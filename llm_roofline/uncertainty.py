@@ -50,9 +50,12 @@ def family_band(model: CalibratedModel, family: str) -> tuple[float, float]:
 def op_band(model: CalibratedModel, op: "Op", chip: Chip) -> tuple[float, float]:
     """The band of the family that prices `op` (multi-node collectives are not calibrated; a weight-only GEMM
     whose tensor-core ceiling comes from the Marlin MoE fit, dequant.marlin_compute_max, is priced by another
-    family's measurements where it is compute-bound: no dense Marlin GEMM was timed)."""
+    family's measurements where it is compute-bound: no dense Marlin GEMM was timed; so is a recurrent mixer's scan,
+    priced with the attention fit, which FlashAttention's kernels alone were timed for)."""
     if op.kind == "collective" and crosses_domain(op, chip):
         return UNCALIBRATED_BAND
+    if op.name.startswith("mixer.scan"):  # Mamba-2 SSD, Gated DeltaNet, KDA, lightning: no such kernel in the tables
+        return BORROWED_FAMILY_BAND
     family = family_of(op)
     if dequantizing(op, family) and model.dequant_cap(chip, op.weight_dtype) < 1.0:
         s = score_op(op, chip, model.for_op(op, chip))

@@ -105,6 +105,22 @@ def test_dequantizing_kernel_is_marlin_off_hopper_where_a_chip_of_the_family_mea
     assert marlin_compute_max(b200, None, None) == marlin_compute_max(b200, marlin, None) == 1.0  # nothing measured
 
 
+def test_a_recurrent_scan_carries_a_borrowed_familys_band():
+    """A Gated DeltaNet / Mamba-2 / KDA scan is priced with the attention fit, which timed FlashAttention alone:
+    its band is a borrowed family's (0.7, 2.5), not attention's own (H100: 0.8-1.2); flash-linear-attention's
+    kernels measured 1.7-14x that price on an H100 (benchmarks/data/gpu_linear_attention_h100-sxm.csv)."""
+    from llm_roofline.ops import recurrent_scan
+
+    h100 = lr.load_chip("h100-sxm")
+    model = calibrated_model(h100)
+    scan = recurrent_scan("mixer.scan", "gated_deltanet", 36, batch=1, q_len=8192, n_heads=8, head_dim=128,
+                          state_dim=128, flops_per_state_elem=7, chunk_tokens=64, state_bytes_per_elem=2,
+                          act_in_elems_per_token=6144, act_out_elems_per_token=1024, act_bytes_per_elem=2)
+    assert family_of(scan) == "attention"  # priced by FlashAttention's fit ...
+    assert op_band(model, scan, h100) == BORROWED_FAMILY_BAND == (0.7, 2.5)  # ... so banded as borrowed
+    assert family_band(model, "attention")[1] < 1.3  # the attention fit's own band is far narrower
+
+
 def test_b200_int4_prefill_gemm_runs_at_marlins_ceiling_and_h100_at_its_gemm_fit():
     op = gemm("ffn.up", "dense", 1, tokens=2048, k=8192, n=28672, bits_per_weight=4.25, act_bytes_per_elem=2)
     one = gemm("ffn.up", "dense", 1, tokens=1, k=8192, n=28672, bits_per_weight=4.25, act_bytes_per_elem=2)

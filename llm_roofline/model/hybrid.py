@@ -69,7 +69,9 @@ def _note_state_dtype(r: ConfigReader, mixers: list[MixerSpec]) -> None:
     r.assume("Mixer prefill FLOPs: Mamba-2, Gated DeltaNet, KDA and lightning attention use the chunked algorithm "
              "(SSD / chunked delta rule / lightning blocks): per token and head a state update and read-out plus "
              "causal attention-like work inside chunks of chunk_size tokens; Mamba-1 a parallel scan (the recurrent term only). Decode is one state update per token. The "
-             "conv1d, gates and norms are elementwise.")
+             "conv1d, gates and norms are elementwise. The scan is priced with the attention fit (FlashAttention's "
+             "kernels; no scan kernel was in the calibration tables) and carries a borrowed family's band: flash-"
+             "linear-attention's Gated DeltaNet and KDA kernels timed on an H100 took 1.7-14x that price per layer.")
 
 
 def _state_dtype(r: ConfigReader) -> str | None:
