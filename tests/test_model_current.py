@@ -132,10 +132,11 @@ def test_kimi_linear_48b_kda_and_nope_mla_layers():
     # layers 4, 8, ..., 24, 27 (1-based) are MLA, the rest KDA; layer 1 dense
     assert [(g.name, g.count) for g in m.layer_groups] == [("kda.dense", 1), ("kda.moe", 19), ("attention.moe", 7)]
     assert not m.layer_groups[2].attention.rope  # mla_use_nope
-    # KV per token: 7 MLA layers x (512 + 64) x 2 B = 8,064; state per sequence: 20 KDA layers x (32 x 128 x 128 +
-    #   3 taps x 12,288 conv channels) x 2 B = 20 x 1,122,304
+    # KV per token: 7 MLA layers x (512 + 64) x 2 B = 8,064; state per sequence: 20 KDA layers x (32 x 128 x 128 x 4 B
+    #   (vLLM's MambaStateDtypeCalculator.kda_state_dtype: the recurrent state in float32 whatever the cache dtype) +
+    #   3 taps x 12,288 conv channels x 2 B) = 20 x (2,097,152 + 73,728)
     assert kv_bytes_per_token(m) == 8_064
-    assert state_bytes_per_sequence(m, "bf16") == 20 * 1_122_304
+    assert state_bytes_per_sequence(m, "bf16") == 20 * 2_170_880
 
 
 @pytest.mark.parametrize("change, error", [

@@ -61,8 +61,11 @@ def _note_state_dtype(r: ConfigReader, mixers: list[MixerSpec]) -> None:
     if not mixers:
         return
     stored = mixers[0].state_dtype
+    given = _state_dtype(r)
+    why = ("the config's mamba_ssm_cache_dtype / mamba_ssm_dtype" if given else "vLLM keeps KDA's recurrent state in "
+           "float32 whatever the cache dtype: MambaStateDtypeCalculator.kda_state_dtype")
     r.assume("Recurrent state per sequence: the SSM / delta-rule state (heads x head_dim x state_dim) in "
-             + (f"{stored} (the config's mamba_ssm_cache_dtype / mamba_ssm_dtype)" if stored else "the KV-cache dtype (vLLM's default "
+             + (f"{stored} ({why})" if stored else "the KV-cache dtype (vLLM's default "
                 "'auto'; the config states no state dtype)")
              + ", the conv1d window ((conv_kernel - 1) x conv channels) in the KV-cache dtype; it does not grow with "
                "the context.")
@@ -314,7 +317,8 @@ def _kimi_linear_layers(r: ConfigReader, arch: Architecture, d_model: int, n_lay
                                                               ("head_dim", "linear_head_dim", 1 << 20),
                                                               ("short_conv_kernel_size", "linear_conv_kernel_dim", 64)))
     r.assume("KDA prefill is taken in chunks of 64 tokens (the chunked kernels' size).")
-    mixer = MixerSpec("kda", heads, head_dim, head_dim, heads, kernel, chunk_size=64, state_dtype=_state_dtype(r))
+    mixer = MixerSpec("kda", heads, head_dim, head_dim, heads, kernel, chunk_size=64,  # vLLM: a float32 state
+                      state_dtype=_state_dtype(r) or "fp32")  # whatever the cache dtype (_note_state_dtype)
     ffns = {m: ffn_spec(r, arch, d_model, m, 0 if m else r.dim("intermediate_size")) for m in set(moe)}
     r.used.update(("num_nextn_predict_layers",))
     return [(attn, None, ffns[m]) if f else (AttentionSpec.none(), mixer, ffns[m]) for f, m in zip(full, moe)]
