@@ -947,6 +947,25 @@ def test_a_chunked_prefill_step_timed_on_the_gpu_is_its_parts(chip):
         assert 133.6e-3 <= ideal <= 1.2 * 133.6e-3
 
 
+def test_kda_decode_reads_its_float32_state_as_timed_on_an_h100():
+    """Kimi-Linear's KDA decode timed with flash-linear-attention on a lent H100 (benchmarks/data/
+    gpu_linear_attention_h100-sxm.csv, 2026-11-27, `gpu_linear_attention.py`: one layer, 32 heads of 128 x 128, a
+    float32 state). From 64 sequences the step is the state's read and write: by hand 256 x 32 x 128 x 128 x 4 B =
+    536.9 MB each way, 1.074 GB in 376.5 us = 2.85 TB/s. The estimate's mixer.scan, with the state in float32 as vLLM
+    keeps KDA's (MambaStateDtypeCalculator.kda_state_dtype), is within 10 % of the measured at 64 and 256 sequences
+    (1.06x, 1.04x; with a bf16 state it read 0.59x, 0.54x)."""
+    data = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
+    rows = pd.read_csv(data / "gpu_linear_attention_h100-sxm.csv")
+    kimi = Path(__file__).resolve().parent / "fixtures" / "configs" / "kimi_linear_48b.json"
+    decode = rows[(rows.kind == "kda") & (rows.phase == "decode") & (rows.batch >= 64)]
+    assert list(decode.batch) == [64, 256]
+    for r in decode.itertuples():
+        ops = estimate(kimi, "h100-sxm", batch=int(r.batch), prompt_len=2048, gen_len=2).ops
+        scan = ops[(ops.phase == "decode") & (ops.name == "mixer.scan")].iloc[0]
+        assert scan.kv_bytes == pytest.approx(r.batch * 32 * 128 * 128 * 4 * 2)  # read + written, float32
+        assert 1 / 1.1 <= scan.t_s / r.measured_s <= 1.1, (r.batch, scan.t_s / r.measured_s)
+
+
 def _check_llama_layer(rows, chip: str, ttft_range, tpot_range, tpot_tol: float) -> None:
     """The whole-model estimate against 32 timed layers: TTFT (batch 1, 4096-token prompt) within 5 % of the burst
     prefill rate (the first window), TPOT (64 sequences over 4096-token caches) within tpot_tol of the held decode
