@@ -36,6 +36,9 @@ Fixtures (tests/fixtures/configs):
 - kimi_linear_48b.json: moonshotai/Kimi-Linear-48B-A3B-Instruct config.json, the published fields a public port
   copies verbatim from it ("DEPENDED_FIELDS", revision e1df551a), with tie_word_embeddings false as another port's
   copy of the released config states. transformers meta count 49,122,675,072; Moonshot: "48B total, 3B activated".
+- hy3.json: tencent/Hy3 config.json, the fields a public serving project's profile requires verbatim of it ("必需
+  config predicates": 80 layers, hidden 4096, 64 / 8 heads of 128, 192 experts of 1536, top-8, 1 shared, 1 MTP
+  layer). transformers meta count 295,033,528,320 (its default config is the same model).
 - trinity_nano.json: arcee-ai/Trinity-Nano-Preview config.json (model_type afmoe) as a public Neuron port's test copies
   it whole ("matches arcee-ai/Trinity-Nano-Preview/config.json"). transformers meta count 6,120,003,328 (its
   expert_bias is a parameter); Arcee: "6B total, 1B active".
@@ -151,6 +154,25 @@ def test_kimi_linear_refuses_what_it_cannot_read(change, error):
     cfg = {**raw("kimi_linear_48b"), **change}
     with pytest.raises(lr.RooflineError, match=error):
         lr.load_model(cfg)
+
+
+# ------------------------------------------------------------------------------ Hy3 (Hunyuan V3)
+def test_hy3_apertus_attention_over_deepseek_moe():
+    m = fixture("hy3")
+    # d 4096, 64 heads x 128, 8 KV heads: q, o 2 x 4096 x 8192 + k, v 2 x 4096 x 1024 + q/k norms 2 x 128 =
+    #   75,497,728; 2 norms 8192 -> 75,505,920 per layer, x 80 = 6,040,473,600
+    # layer 0 dense gated MLP 3 x 4096 x 13312 = 163,577,856; 79 MoE layers: 192 experts and 1 shared of
+    #   3 x 4096 x 1536 = 18,874,368 each + router 192 x 4096 = 786,432 + bias 192 -> 3,643,539,648
+    # untied embedding + head 2 x 120,832 x 4096 = 989,855,744; final norm 4096; the MTP layer is not counted
+    expected = 80 * 75_505_920 + 163_577_856 + 79 * 3_643_539_648 + 989_855_744 + 4096
+    assert m.params_total == expected == 295_033_543_488
+    # transformers meta count 295,033,528,320: its e_score_correction_bias is a buffer (79 x 192 = 15,168 fewer)
+    assert m.params_total - 295_033_528_320 == 79 * 192
+    # active: 8 of 192 -> 9 x 18,874,368 + 786,624 = 170,655,936 per MoE layer
+    assert m.params_active == expected - 79 * (3_643_539_648 - 170_655_936) == 20_675_730_240
+    assert [(g.name, g.count) for g in m.layer_groups] == [("dense", 1), ("moe", 79)]
+    assert m.layer_groups[1].attention.qk_norm and m.layer_groups[1].ffn.d_expert == 1536
+    assert not any("expert_hidden_dim" in a for a in m.assumptions)  # its twin, not an unread key
 
 
 # ------------------------------------------------------------------------------ AFMoE (Arcee Trinity)

@@ -184,6 +184,13 @@ ARCHITECTURES: dict[str, Architecture] = {
                      defaults={"tie_word_embeddings": False, "head_dim": 128, "global_attn_every_n_layers": 4,
                                "sliding_window": 1024, "num_dense_layers": 1, "num_experts": 64,
                                "num_experts_per_tok": 6, "num_shared_experts": 2}),
+    # Hy3 / Hunyuan V3 (configuration_hy_v3.py, modular_hy_v3.py): Apertus's attention (q/k norms per head, no bias),
+    # DeepSeek-V3's decoder layer (the first first_k_dense_replace dense) around a MoE of num_experts experts of
+    # moe_intermediate_size (its config repeats it as expert_hidden_dim) beside shared experts, a sigmoid router with
+    # e_score_correction_bias.
+    "hy_v3": replace(_LLAMA, qk_norm=True, router_bias=True, expert_keys=("moe_intermediate_size", "expert_hidden_dim"),
+                     defaults={"tie_word_embeddings": False, "head_dim": 128, "first_k_dense_replace": 1,
+                               "num_experts": 192, "num_experts_per_tok": 8, "num_shared_experts": 1}),
     # Kimi-Linear (configuration_kimi_linear.py, modeling_kimi_linear.py; the checkpoint's own keys: linear_attn_config,
     # num_experts_per_token, num_shared_experts): KDA layers and MLA layers without RoPE, DeepSeek-style router
     # (e_score_correction_bias), shared experts of moe_intermediate_size; the first layer dense.
@@ -421,6 +428,6 @@ SHAPE_NEUTRAL_KEYS = frozenset((
     "moe_normalize_expert_weights", "uniform_expert_assignment", "router_dtype", "moe_capacity_factor",
     "moe_layer_end_index", "expert_capacity", "num_experts_per_tok_eval", "sliding_window_size_factor",
     "pretraining_tp", "moe_eval_capacity_factor", "moe_renormalize", "use_grouped_topk", "num_expert_group",
-    "num_expert_groups",
+    "num_expert_groups", "expert_hidden_dim",  # Hy3: moe_intermediate_size's twin (read where it stands alone)
     "sliding_window_size",  # Gemma-2: a legacy alias of sliding_window (same value)
 ))
