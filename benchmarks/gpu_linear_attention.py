@@ -17,6 +17,9 @@ import argparse
 import sys
 from pathlib import Path
 
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
 CASES = [("gdn", "prefill", 1, t) for t in (2048, 8192, 32768)] + [("gdn", "decode", b, 1) for b in (1, 16, 64, 256)] \
     + [("kda", "prefill", 1, t) for t in (2048, 8192, 32768)] + [("kda", "decode", b, 1) for b in (1, 64, 256)]
 H_K, H_V, D = {"gdn": 16, "kda": 32}, 32, 128
@@ -36,11 +39,22 @@ def _inputs(torch, kind: str, b: int, t: int):
 
 def measure(out: Path) -> int:
     import pandas as pd
-    import torch
-    import triton
 
-    from fla.ops.gated_delta_rule import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
-    from fla.ops.kda import chunk_kda, fused_recurrent_kda
+    from llm_roofline.files import write_text
+
+    try:
+        import torch
+        import triton
+
+        from fla.ops.gated_delta_rule import chunk_gated_delta_rule, fused_recurrent_gated_delta_rule
+        from fla.ops.kda import chunk_kda, fused_recurrent_kda
+    except ImportError as e:
+        print(f"gpu_linear_attention needs PyTorch, Triton and flash-linear-attention ({e})", file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print("gpu_linear_attention needs a CUDA GPU", file=sys.stderr)
+        return 2
+    write_text(out, "")  # an unwritable path fails in one line before any timing
 
     fns = {("gdn", "prefill"): chunk_gated_delta_rule, ("gdn", "decode"): fused_recurrent_gated_delta_rule,
            ("kda", "prefill"): chunk_kda, ("kda", "decode"): fused_recurrent_kda}
@@ -59,7 +73,7 @@ def measure(out: Path) -> int:
         rows.append(dict(gpu=torch.cuda.get_device_name(), kind=kind, phase=phase, batch=b, tokens=t,
                          key_heads=H_K[kind], value_heads=H_V, head_dim=D, measured_s=ms / 1e3))
         print(f"{kind} {phase:7s} B {b:3d} T {t:6d}: {ms * 1e3:9.1f} us", flush=True)
-        pd.DataFrame(rows).to_csv(out, index=False, float_format="%.6g")
+        write_text(out, pd.DataFrame(rows).to_csv(index=False, float_format="%.6g"))
         torch.cuda.empty_cache()
     return 0
 
@@ -67,7 +81,14 @@ def measure(out: Path) -> int:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("out", type=Path)
-    return measure(ap.parse_args(argv).out)
+    a = ap.parse_args(argv)
+    from llm_roofline.errors import RooflineError
+
+    try:
+        return measure(a.out)
+    except RooflineError as e:  # an unwritable OUT: one line
+        print(f"gpu_linear_attention: {e}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from .files import check_destination, figure_path, write_text
 from .report.table import render
 from .report.text import plan_band_text, serving_band_text
 from .sharding import MOE_DISPATCH
-from .units import eng, fmt_seconds, records, sig3
+from .units import eng, fmt_percent, fmt_seconds, records, sig3
 
 
 # ------------------------------------------------------------------------------------------ chips
@@ -271,7 +271,7 @@ def cmd_serve(args) -> str:
                ("TTFT", "ttft_s", fmt_seconds), ("p90", "ttft_p90_s", fmt_seconds), ("TPOT", "tpot_s", fmt_seconds),
                ("req/s", "requests_per_s", sig3), ("tok/s", "output_tokens_per_s", sig3),
                ("per user", "tokens_per_s_per_user", lambda v: "—" if v is None else sig3(v)),
-               ("batch", "running_batch", sig3), ("KV", "kv_cache_utilization", lambda v: "—" if v != v else f"{100 * v:.0f}%"),
+               ("batch", "running_batch", sig3), ("KV", "kv_cache_utilization", fmt_percent),
                ("max req/s", "saturation_requests_per_s", sig3), ("cap", "limit", None)]
     if not hasattr(res, "to_csv"):
         for r in rows:
@@ -297,7 +297,7 @@ def cmd_serve(args) -> str:
     return out
 
 
-_NO_ROOM_NOTE = " cap 'no room': not one sequence's KV cache fits beside the weights (try more tp or pp, a smaller dtype)."
+_NO_ROOM_NOTE = " cap 'no room': no sequence's KV cache fits beside the weights (more tp or pp, a smaller dtype)."
 _SATURATED_NOTE = (" TTFT ∞: past the saturation rate the queue grows without bound; the other columns read the engine"
                    " at capacity (the steady state at that rate).")
 

@@ -503,13 +503,14 @@ class CalibratedModel:
         if op.kind == "gemm":  # a GEMM's efficiency also depends on its own output columns (T * N: its epilogue)
             n, k = op.gemm_n, op.gemm_k
             moe = expert_inputs(op.walked_rows, op.token_elems, k, n, op.expert_width, op.local_experts,
-                                 op.expert_chips) if fam in MOE_FAMILIES else {}
+                                op.expert_chips) if fam in MOE_FAMILIES else {}
             if any(getattr(x, "ndim", 0) for x in (op.tokens, *moe.values())):
                 e = p.efficiency(op.tokens, label=self.label, cols=n, out_elems=_float(op.tokens) * n, depth=k, **moe)
             else:
                 e = _efficiency_at(p, op.tokens, self.label, n, k, **{f: float(v) for f, v in moe.items()})
-            return restreamed(e, [op], op.tokens, chip.onchip_bytes, p.memory_token_tile) if moe and \
-                p.memory_token_tile else e
+            if moe and p.memory_token_tile:
+                e = restreamed(e, [op], op.tokens, chip.onchip_bytes, p.memory_token_tile)
+            return e
         if fam in COLLECTIVE_FAMILIES:  # the direct kernels' step latency grows with the GPUs of the group; rings
             # (PCIe switch, xGMI / NVLink-bridge mesh) are NCCL's pipelined steps, priced at the link's latency_s alone
             return _collective_efficiency(p, int(op.group_chips), self.label, chip.scaleup.nvlink_switch)

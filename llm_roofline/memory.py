@@ -353,7 +353,6 @@ def _max_batch_row(spec, chip, usable_bytes, context, gen_len, tp, pp, ep, weigh
             "error": None}
 
 
-
 # ---------------------------------------------------------------------------------- serving capacity
 def kv_capacity(spec: ModelSpec, chip: "Chip", held_tokens, eng_budget, max_seqs, sh: dict, dtypes: Dtypes, util,
                 attention: str, graphs=None) -> tuple:

@@ -164,9 +164,9 @@ def _prepare(spec, chip, g: dict, *, tp, pp, ep, dp, dtypes: Dtypes, efficiency,
     evaluated. efficiency: the chip's model as chip_fits.resolved_once gives it. graphs: a dict kept over the
     deployments of one call (estimate.graph_memo: a step's graph is built once for all chips)."""
     wl = workload_of(g["prompt_len"], g["gen_len"], g["prefix_hit_rate"], workload)
-    cap, kv_seq, free, kv_seqs = kv_capacity(spec, chip, wl.held_tokens, g["max_num_batched_tokens"], g["max_num_seqs"],
-                                           dict(tp=tp, pp=pp, ep=ep, **layout), dtypes,
-                                           engine["gpu_memory_utilization"], attention, graphs)
+    cap, kv_seq, free, kv_seqs = kv_capacity(spec, chip, wl.held_tokens, g["max_num_batched_tokens"],
+                                             g["max_num_seqs"], dict(tp=tp, pp=pp, ep=ep, **layout), dtypes,
+                                             engine["gpu_memory_utilization"], attention, graphs)
     if only_fitting and not np.any(cap >= 1):
         return None
     kw = dict(tp=tp, pp=pp, ep=ep, weight_dtype=dtypes.weight, act_dtype=dtypes.act, kv_dtype=dtypes.kv,

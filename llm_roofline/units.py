@@ -240,6 +240,13 @@ def p90_misses(u: dict, judged) -> list[str]:
             if target and u.get(key) and u[key]["p90"] > target]
 
 
+def fmt_percent(share: float | None) -> str:
+    """A share as a whole percentage ('12%'); None or NaN (nothing ran: serve's points with no room) as '—'."""
+    if share is None or (isinstance(share, float) and math.isnan(share)):
+        return "—"
+    return f"{100 * share:.0f}%"
+
+
 def fmt_seconds(t: float | None) -> str:
     """Seconds shown in s / ms / µs with three significant digits."""
     if t is None or (isinstance(t, float) and math.isnan(t)):

@@ -917,7 +917,8 @@ def _step_op_times_s(chip: str, b: int, kv: int, c: int, ctx: int) -> tuple[floa
 def test_a_chunked_prefill_step_timed_on_the_gpu_is_its_parts(chip):
     """Llama-3.1-8B mixed (chunked-prefill) steps timed on a lent H100 and H200
     (benchmarks/data/gpu_mixed_step_<chip>.csv, 2026-11-27, `gpu_decode_step.py --mixed`: the decode-step test's
-    layers, every GEMM over the B decodes + the C chunk rows, the decodes' SDPA, the chunk's causal attention over its CTX keys; one CUDA graph, median of 20
+    layers, every GEMM over the B decodes + the C chunk rows, the decodes' SDPA, the chunk's causal attention over
+    its CTX keys; one CUDA graph, median of 20
     replays), and that chunk attention alone (gpu_chunk_attention_<chip>.csv, `gpu_chunk_attention.py`: cuDNN
     where C = CTX, FlashAttention-2 with a cached prefix, where PyTorch has no faster kernel: 1.7-2.0x cuDNN's time
     at C = CTX). Where the chunk has no prefix the calibrated step is 0.90-1.06x the measured (within 12 %); with

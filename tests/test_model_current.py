@@ -191,6 +191,10 @@ def test_trinity_nano_gated_attention_four_norms_and_global_every_fourth_layer()
     assert [(g.count, g.attention.sliding_window) for g in m.layer_groups] == [(2, 2048), (40, 2048), (14, None)]
     assert all(g.norms == 4 and g.attention.output_gate and g.attention.qk_norm for g in m.layer_groups)
     assert kv_bytes_per_token(m) == 56 * 2 * 256 * 2  # before the window's cap (56 layers x K, V of 256 x 2 B)
+    # its layout key named in its errors; 0 is no layout (AfmoeConfig would divide by it), true not a count
+    for bad, why in ((0, "positive"), (True, "integer"), ("x", "integer"), (float("nan"), "integer")):
+        with pytest.raises(lr.RooflineError, match=f"global_attn_every_n_layers must be .*{why}"):
+            lr.load_model({**raw("trinity_nano"), "global_attn_every_n_layers": bad})
 
 
 # ------------------------------------------------------------------------------ Nemotron-3 (Nemotron-H + MoE)

@@ -435,8 +435,8 @@ def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = 
         p = p_all if val - val_all > OPTIONAL_GAIN else p
     else:
         p = _fit_free(terms, measured, fam, base, chip_family, free)[1]
-    fitted = dict(free)
-    if "comm_max" in fitted and "comm_switch_max" not in fitted:  # no switch-reduced row: as the copies (unmeasured)
+    names = {n for n, _ in free}
+    if "comm_max" in names and "comm_switch_max" not in names:  # no switch-reduced row: as the copies (unmeasured)
         p = replace(p, comm_switch_max=p.comm_max)
     return p
 

@@ -57,9 +57,8 @@ def _mixer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     heads, conv, gates = mixer_dims_per_chip(m, c.tp)
     inner = heads * m.head_dim
     ops = c.before_column("mixer", g.name, n)
-    # (T, d) @ (d, z + x,B,C (or q,k,v) + gates): one chip's heads (KDA: z is the two low-rank inputs, each chip's own)
-    z = 2 * m.low_rank if m.kind == "kda" else inner
-    ops.append(c.gemm("mixer.in_proj", g.name, n, "attn", k=d, n=z + conv + gates, style="column",
+    # (T, d) @ (d, z + x,B,C (or q,k,v) + gates): one chip's heads (MixerSpec.z_width)
+    ops.append(c.gemm("mixer.in_proj", g.name, n, "attn", k=d, n=m.z_width(inner) + conv + gates, style="column",
                       bias=m.proj_bias))
     if m.kind == "kda":  # (T, rank) @ (rank, the chip's channels), for the decay and for the output gate
         ops += [c.gemm(f"mixer.{x}_b_proj", g.name, n, "attn", k=m.low_rank, n=inner, style="column") for x in "fg"]

@@ -71,10 +71,11 @@ def _note_state_dtype(r: ConfigReader, mixers: list[MixerSpec]) -> None:
                "the context.")
     r.assume("Mixer prefill FLOPs: Mamba-2, Gated DeltaNet, KDA and lightning attention use the chunked algorithm "
              "(SSD / chunked delta rule / lightning blocks): per token and head a state update and read-out plus "
-             "causal attention-like work inside chunks of chunk_size tokens; Mamba-1 a parallel scan (the recurrent term only). Decode is one state update per token. The "
-             "conv1d, gates and norms are elementwise. The scan is priced with the attention fit (FlashAttention's "
-             "kernels; no scan kernel was in the calibration tables) and carries a borrowed family's band: flash-"
-             "linear-attention's Gated DeltaNet and KDA kernels timed on an H100 took 1.7-14x that price per layer.")
+             "causal attention-like work inside chunks of chunk_size tokens; Mamba-1 a parallel scan (the recurrent "
+             "term only). Decode is one state update per token. The conv1d, gates and norms are elementwise. The "
+             "scan is priced with the attention fit (FlashAttention's kernels; no scan kernel was in the calibration "
+             "tables) and carries a borrowed family's band: flash-linear-attention's Gated DeltaNet and KDA kernels "
+             "timed on an H100 took 1.7-14x that price per layer.")
 
 
 def _state_dtype(r: ConfigReader) -> str | None:
@@ -320,7 +321,6 @@ def _kimi_linear_layers(r: ConfigReader, arch: Architecture, d_model: int, n_lay
     mixer = MixerSpec("kda", heads, head_dim, head_dim, heads, kernel, chunk_size=64,  # vLLM: a float32 state
                       state_dtype=_state_dtype(r) or "fp32")  # whatever the cache dtype (_note_state_dtype)
     ffns = {m: ffn_spec(r, arch, d_model, m, 0 if m else r.dim("intermediate_size")) for m in set(moe)}
-    r.used.update(("num_nextn_predict_layers",))
     return [(attn, None, ffns[m]) if f else (AttentionSpec.none(), mixer, ffns[m]) for f, m in zip(full, moe)]
 
 

@@ -204,6 +204,9 @@ def layer_windows(r: ConfigReader, arch: Architecture, n_layers: int) -> list[in
     return [by_kind[k] for k in kinds]
 
 
+_WINDOW_PATTERN_KEYS = ("sliding_window_pattern", "_sliding_window_pattern", "global_attn_every_n_layers")
+
+
 def _layer_window_kinds(r: ConfigReader, arch: Architecture, n_layers: int) -> list[str | None]:
     hybrid = r.int_list("hybrid_layer_pattern", n_layers) if r.get("model_type") in _MIMO_TYPES else None
     if hybrid is not None:  # MiMo-V2 hub config: 1 = sliding-window layer, 0 = full attention
@@ -227,9 +230,10 @@ def _layer_window_kinds(r: ConfigReader, arch: Architecture, n_layers: int) -> l
     if r.get("use_sliding_window") is False:  # Qwen2/Qwen3: a sliding_window value that is switched off
         r.used.update(("sliding_window", "max_window_layers"))
         return [None] * n_layers
-    pattern = r.get("sliding_window_pattern", "_sliding_window_pattern", "global_attn_every_n_layers")
-    if pattern:  # Gemma-3 (AFMoE: global_attn_every_n_layers): every p-th layer is global
-        p = as_int(pattern, "sliding_window_pattern", bound=n_layers + 1) if pattern is not True else 2
+    key = next((k for k in _WINDOW_PATTERN_KEYS if r.get(k) is not None), None)
+    pattern = r.get(key) if key else None
+    if pattern or key == "global_attn_every_n_layers":  # Gemma-3 (AFMoE: its key, never 0): every p-th layer global
+        p = 2 if pattern is True and key != "global_attn_every_n_layers" else as_int(pattern, key, bound=n_layers + 1)
         return [None if (i + 1) % p == 0 else "window" for i in range(n_layers)]
     if r.get("model_type") == "gemma2":  # Gemma-2 without layer_types: even layers local, odd global
         return ["window" if i % 2 == 0 else None for i in range(n_layers)]

@@ -269,10 +269,14 @@ class MixerSpec:
         """kda: the rank of its decay and output-gate projections (head_dim; their first halves ride in in_proj)."""
         return self.head_dim if self.kind == "kda" else 0
 
+    def z_width(self, inner: int) -> int:
+        """in_proj's outputs beside the conv channels and gates, for `inner` channels (all, or one chip's): the output
+        gate z over them, or KDA's two low-rank inputs (the decay's and the gate's, whole on every chip)."""
+        return 2 * self.low_rank if self.kind == "kda" else inner
+
     def weight_matrices(self, d_model: int) -> list[Matrix]:
-        # in_proj: (d) -> z (inner; kda: the two low-rank inputs instead) + conv channels + per-head gates;
-        # out_proj: (inner) -> (d)
-        z = 2 * self.low_rank if self.kind == "kda" else self.inner_dim
+        # in_proj: (d) -> z (z_width) + conv channels + per-head gates; out_proj: (inner) -> (d)
+        z = self.z_width(self.inner_dim)
         mats = [Matrix("mixer.in_proj", d_model, z + self.conv_dim + self.gate_heads, self.proj_bias)]
         if self.kind == "mamba1":  # dt, B, C from the conv output; dt back up to the channels
             mats += [Matrix("mixer.x_proj", self.inner_dim, self.dt_rank + 2 * self.state_dim),
