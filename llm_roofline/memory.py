@@ -86,7 +86,7 @@ def weight_bytes_by_family(spec: ModelSpec, weight_dtype: str | None = None) -> 
     for m in spec.embedding_matrices():
         add(m.family, _matrix_bytes(spec, m, weight_dtype))
     add("embed", spec.learned_positions * spec.d_model * native_bytes)
-    add("norm", spec.norm_params() * native_bytes)  # final norm
+    add("norm", (spec.norm_params() + spec.per_layer_input) * native_bytes)  # final norm (and per-layer inputs')
     if spec.head_params:  # DeepSeek-V4's final hyper-connection head
         add("hc", spec.head_params * native_bytes)
     return out
@@ -120,8 +120,9 @@ def kv_bytes_per_token_by_group(spec: ModelSpec, kv_dtype: str = "bf16", tp: int
     """Cache bytes one token adds on one chip of a tp group, in all layers of each group (not capped by
     sliding windows). tp = 1: the whole model's cache."""
     per_elem_bytes = dtype_bytes(kv_dtype)
-    return {g.name: g.count * (kv_elems_per_token_per_chip(g.attention, tp) + g.attention.compressed_elements_per_token())
-            * per_elem_bytes for g in spec.layer_groups}
+    return {g.name: 0.0 if g.attention.kv_reused else g.count * per_elem_bytes * (
+        kv_elems_per_token_per_chip(g.attention, tp) + g.attention.compressed_elements_per_token())
+        for g in spec.layer_groups}
 
 
 def kv_bytes_per_token(spec: ModelSpec, kv_dtype: str = "bf16", tp: int = 1) -> float:

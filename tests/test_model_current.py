@@ -25,6 +25,10 @@ Fixtures (tests/fixtures/configs):
 - gemma4_31b.json: google/gemma-4-31B-it config.json text_config, as recorded in two public projects' tests (hidden
   5376, 60 layers, 32 heads, 16 KV heads of 256, 4 global KV heads of 512, attention_k_eq_v, window 1024, (5
   sliding + 1 full) x 10). transformers meta count 30,697,345,280 (text model and tied LM head).
+- gemma4_e2b.json: google/gemma-4-E2B-it config.json (text, vision and audio configs) as a public Rust inference
+  project's test copies it ("test_parse_gemma4_e2b_config"): hidden 1536, 35 layers, 1 KV head, per-layer inputs of
+  256 over a 262,144-token table, the last 20 layers reusing KV with a double-wide MLP. transformers meta count
+  4,628,569,344 (Gemma4ForCausalLM); Google: "2.3B effective" parameters (without the per-layer table: 2.28B).
 - mimo_v2_flash.json: XiaomiMiMo/MiMo-V2-Flash hub config.json (model_type mimo_v2_flash with its own keys:
   hybrid_layer_pattern, moe_layer_freq lists, swa_* heads, sinks) as written in a public Rust port's test
   ("mimo_v2_flash_hub_config"). Reference: transformers meta count of MiMoV2FlashConfig() (the same model in
@@ -347,10 +351,53 @@ def test_gemma4_moe_block_and_per_layer_embeddings():
     # the MLP runs beside the experts: a MoE whose always-on shared expert is the 21,504-wide MLP; 7 norms
     assert (f.kind, f.n_experts, f.top_k, f.d_expert, f.d_shared, m.layer_groups[0].norms) == \
         ("moe", 8, 2, 704, 21_504, 7)
-    with pytest.raises(UnsupportedArchitectureError, match="hidden_size_per_layer_input"):
-        lr.load_model({**cfg, "text_config": {**cfg["text_config"], "hidden_size_per_layer_input": 256}})
-    with pytest.raises(UnsupportedArchitectureError, match="num_kv_shared_layers"):
-        lr.load_model({**cfg, "text_config": {**cfg["text_config"], "num_kv_shared_layers": 20}})
+
+
+def test_gemma4_e2b_per_layer_inputs_and_layers_that_reuse_kv():
+    m = fixture("gemma4_e2b")
+    # d 1536, 35 layers ((4 sliding + 1 full) x 7), 8 heads, 1 KV head of 256 (full layers 512), the last 20 layers
+    #   reuse K and V (no k/v projections, no k_norm) and have a double-wide MLP (12,288):
+    # sliding:        q 1536 x 2048 + k, v 2 x 1536 x 256 + o 2048 x 1536 + q/k norms 2 x 256   =  7,078,400
+    # full:           q 1536 x 4096 + k, v 2 x 1536 x 512 + o 4096 x 1536 + 2 x 512             = 14,156,800
+    # sliding reused: q + o 2 x 3,145,728 + q norm 256 = 6,291,712; full reused 2 x 6,291,456 + 512 = 12,583,424
+    # MLP 3 x 1536 x 6144 = 28,311,552 (layers 0-14), 3 x 1536 x 12,288 = 56,623,104 (15-34)
+    # every layer: per-layer gate 1536 x 256 + projection 256 x 1536 = 786,432, 5 norms 7,680 -> 794,112
+    layers = (12 * (7_078_400 + 28_311_552) + 3 * (14_156_800 + 28_311_552) + 16 * (6_291_712 + 56_623_104)
+              + 4 * (12_583_424 + 56_623_104) + 35 * 794_112)
+    assert layers == 1_863_341_568
+    # tied embedding 262,144 x 1536 = 402,653,184; per-layer table 262,144 x (35 x 256) = 2,348,810,240; model
+    #   projection 1536 x 8960 = 13,762,560; its norm 256; final norm 1536
+    expected = layers + 402_653_184 + 2_348_810_240 + 13_762_560 + 256 + 1536
+    assert m.params_total == expected == 4_628_569_344  # = transformers' meta count (Gemma4ForCausalLM)
+    assert [(g.name, g.count, g.ffn.d_ff) for g in m.layer_groups] == [
+        ("sliding", 12, 6144), ("full", 3, 6144), ("sliding.kv-reused", 16, 12_288), ("full.kv-reused", 4, 12_288)]
+    # only layers 0-14 cache: 12 x (K + V) x 256 x 2 B + 3 x 2 x 512 x 2 B = 12,288 + 6,144
+    assert kv_bytes_per_token(m, "bf16") == 18_432
+    ops = build_ops(m, Phase.decode(1, 4096))
+    reused = [o for o in ops if o.group == "sliding.kv-reused"]
+    assert not any(o.name == "attn.kv_write" for o in reused)
+    qkv = next(o for o in reused if o.name == "attn.qkv_proj")
+    assert float(qkv.flops) == 2 * 1536 * 2048  # q only
+    # the reusing layer's core reads the window of the cache it reuses: 512 tokens x (K + V) 512 elements x 2 B
+    core = next(o for o in reused if o.name == "attn.core")
+    own = next(o for o in ops if o.group == "sliding" and o.name == "attn.core")
+    assert float(core.hbm_bytes) == float(own.hbm_bytes) >= 512 * 512 * 2
+    # one token gathers its row of the per-layer table (8960 x 2 B), not the 4.7 GB table
+    gather = next(o for o in ops if o.name == "embed.per_layer")
+    assert float(gather.hbm_bytes) < 4 * 8960 * 2
+
+
+@pytest.mark.parametrize("change, error", [
+    ({"num_kv_shared_layers": 35}, "must be below num_hidden_layers"),
+    ({"num_kv_shared_layers": 34}, "no earlier layer of its kind"),  # layer 0 alone caches: no full layer before
+    ({"num_kv_shared_layers": "20"}, "num_kv_shared_layers must be an integer"),
+    ({"hidden_size_per_layer_input": -256}, "hidden_size_per_layer_input must be non-negative"),
+    ({"vocab_size_per_layer_input": True}, "vocab_size_per_layer_input must be an integer"),
+])
+def test_gemma4_e2b_refuses_what_it_cannot_read(change, error):
+    cfg = raw("gemma4_e2b")
+    with pytest.raises(lr.RooflineError, match=error):
+        lr.load_model({**cfg, "text_config": {**cfg["text_config"], **change}})
 
 
 # ------------------------------------------------------------------------------ Qwen2-VL

@@ -20,22 +20,24 @@ def attention_ops(c: Ctx, g: LayerGroup) -> list[Op]:
         rope_dim, kv_rope_heads = a.qk_rope_head_dim, 1
     else:
         kvh = kv_heads_per_chip(a, tp)
-        # (T, d) @ (d, H*hd + KV*hd + KV*vd) -> fused q, k, v
+        # (T, d) @ (d, H*hd + KV*hd + KV*vd) -> fused q, k, v (no k and v where the layer reuses an earlier layer's,
+        # no v where V = K: Gemma-4 attention_k_eq_v)
         q_width = heads * a.head_dim * (2 if a.output_gate else 1)  # Qwen3-Next: q_proj also yields the output gate
-        v_width = 0 if a.value_is_key else kvh * a.v_head_dim  # Gemma-4 attention_k_eq_v: V = K, no v_proj
+        k_heads, v_heads = (kvh if a.k_proj_heads else 0), (kvh if a.v_proj_heads else 0)
         ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=a.input_width or d,
-                          n=q_width + kvh * a.head_dim + v_width,
+                          n=q_width + k_heads * a.head_dim + v_heads * a.v_head_dim,
                           style="column", bias=a.qkv_bias))
-        rope_dim, kv_rope_heads = a.head_dim, kvh
+        rope_dim, kv_rope_heads = a.head_dim, k_heads
     if a.qk_norm:
         ops += _qk_norm_ops(c, g, heads, kv_rope_heads)
     if a.rope:  # rotate q (H heads) and k (KV heads) in place: ~3 FLOP/elem (two multiplies, one add)
         ops.append(c.pointwise("attn.rope", g.name, n, rows=c.T_attn, width=(heads + kv_rope_heads) * rope_dim,
                                flops_per_elem=3, reads=1, style="column"))
-    ops.append(kv_write("attn.kv_write", g.name, n, tokens=c.T_attn,
-                        kv_elems_per_token=kv_elems_per_token_per_chip(a, tp),
-                        act_bytes_per_elem=c.act_bytes, kv_bytes_per_elem=c.kv_bytes,
-                        **c.placed("replicated" if a.kind == "mla" else "column")))
+    if not a.kv_reused:  # a layer reusing an earlier layer's K and V writes none
+        ops.append(kv_write("attn.kv_write", g.name, n, tokens=c.T_attn,
+                            kv_elems_per_token=kv_elems_per_token_per_chip(a, tp),
+                            act_bytes_per_elem=c.act_bytes, kv_bytes_per_elem=c.kv_bytes,
+                            **c.placed("replicated" if a.kind == "mla" else "column")))
     if a.index_topk and a.index_n_heads:  # GLM-5 'shared' layers reuse the previous layer's top-k
         ops += _dsa_indexer_ops(c, g)
     ops += _attention_cores(c, g, heads)
@@ -53,7 +55,7 @@ def _qk_norm_ops(c: Ctx, g: LayerGroup, heads: int, kv_heads: int) -> list[Op]:
     MiniMaxText01RMSNormTP.forward_qk)."""
     a, n = g.attention, g.count
     width = (heads + kv_heads) * a.head_dim
-    weights = width if a.qk_norm_across_heads else 2 * a.head_dim
+    weights = width if a.qk_norm_across_heads else a.qk_norm_weights()
     ops = [c.pointwise("attn.qk_norm", g.name, n, rows=c.T_attn, width=width, flops_per_elem=4, reads=1,
                        style="column", weight_bytes=weights * c.native_bytes, kind="norm")]
     if a.qk_norm_across_heads and c.tp > 1:

@@ -277,7 +277,19 @@ def _layer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
         return c.kept(_block_ops, g, experts)
     if g.parallel_block:
         return c.kept(_parallel_block_ops, g, experts)
-    return c.kept(_attention_half, g) + c.kept(_ffn_half, g, experts)
+    ple = c.kept(_per_layer_input_ops, g) if c.spec.per_layer_input else []
+    return c.kept(_attention_half, g) + c.kept(_ffn_half, g, experts) + ple
+
+
+def _per_layer_input_ops(c: Ctx, g: LayerGroup) -> list[Op]:
+    """Gemma-4's per-layer input, after the FFN's residual add: (T, d) @ (d, p) gate, gelu(gate) * the layer's slice of
+    the per-layer inputs (T, p), (T, p) @ (p, d) projection, RMSNorm, residual add; replicated on every tp chip
+    (vLLM's ReplicatedLinear)."""
+    n, d, p = g.count, c.spec.d_model, c.spec.per_layer_input
+    return [c.gemm("per_layer.gate", g.name, n, "ffn", k=d, n=p, style="replicated"),
+            _activation(c, "per_layer.act", g.name, n, c.T_attn, p, True, "replicated"),
+            c.gemm("per_layer.proj", g.name, n, "ffn", k=p, n=d, style="replicated"),
+            c.norm("norm.per_layer", g.name, n), c.residual(g.name, n)]
 
 
 def _parallel_block_ops(c: Ctx, g: LayerGroup) -> list[Op]:
@@ -315,7 +327,25 @@ def _model_ops_head(c: Ctx) -> list[Op]:
                    weight_bytes_per_elem=dtype_bytes(spec.weight_format_for("embed", c.dt.weight).dtype),
                    act_bytes_per_elem=c.act_bytes, lookups=2 if spec.learned_positions else 1, vocab_split=c.tp,
                    **c.placed("vocab_in"))
-    return [op] + c.collectives(collective_after("vocab_in", c.sh), "embed", "model", 1)
+    ops = [op] + c.collectives(collective_after("vocab_in", c.sh), "embed", "model", 1)
+    return ops + (_per_layer_inputs(c) if spec.per_layer_input else [])
+
+
+def _per_layer_inputs(c: Ctx) -> list[Op]:
+    """Gemma-4 E2B / E4B's per-layer inputs, width L*p: each token's row of the per-layer table (vocab-parallel as the
+    embedding, then its all-reduce), the embedded token projected to that width ((T, d) @ (d, L*p), replicated),
+    RMS-normed per p-slice (p weights), the two summed and scaled."""
+    spec = c.spec
+    width, norm_w = spec.n_layers * spec.per_layer_input, spec.per_layer_input * c.native_bytes
+    op = embedding("embed.per_layer", "model", tokens=c.T_attn, d_model=width, table_rows=spec.per_layer_vocab,
+                   weight_bytes_per_elem=dtype_bytes(spec.weight_format_for("embed", c.dt.weight).dtype),
+                   act_bytes_per_elem=c.act_bytes, lookups=1, vocab_split=c.tp, **c.placed("vocab_in"))
+    return [op] + c.collectives(collective_after("vocab_in", c.sh), "embed_per_layer", "model", 1, width=width) + [
+        c.gemm("per_layer.model_proj", "model", 1, "embed", k=spec.d_model, n=width, style="replicated"),
+        c.pointwise("norm.per_layer_proj", "model", 1, rows=c.T_attn, width=width, flops_per_elem=4, reads=1,
+                    style="sequence", weight_bytes=norm_w, stored_bytes=norm_w, kind="norm"),
+        c.pointwise("per_layer.combine", "model", 1, rows=c.T_attn, width=width, flops_per_elem=2, reads=2,
+                    style="sequence")]
 
 
 def _model_ops_tail(c: Ctx) -> list[Op]:

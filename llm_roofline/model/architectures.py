@@ -386,7 +386,7 @@ REFUSED_TYPES = {
     "phi4_multimodal": "vision and speech LoRA adapters (vision_lora, speech_lora) inside every decoder layer",
     "modernbert-decoder": "ModernBERT's decoder (global and local attention of its own, bias-free LayerNorms)",
     "jetmoe": "mixture-of-attention-heads (attention experts)",
-    "gemma3n": "AltUp, LAuReL and KV-cache sharing across layers (num_kv_shared_layers)",
+    "gemma3n": "AltUp (several predicted hidden states per layer) and LAuReL (a low-rank residual)",
 }
 # Keys that say the same whatever the model_type (a hybrid or sparse-attention model under another name).
 REFUSED_KEYS = {

@@ -36,9 +36,10 @@ from .architectures import (ARCHITECTURES, BOUNDS, CONTEXT_KEYS, GEMMA4_TYPES, H
 from .config_files import locate, read_json, shipped_index
 from .deepseek_v4 import deepseek_v4_groups
 from .hybrid import HYBRID_TYPES, hybrid_groups
-from .layers import (attention_spec, ffn_spec, gemma4_ffn, gemma4_global_attention, gemma4_moe_layers, group_layers,
-                     layer_d_ffs, layer_indexers, layer_kv_heads, layer_noops, layer_ropes, layer_windows,
-                     mimo_attention, mimo_full_attention, moe_layers, norms_per_block, parallel_block)
+from .layers import (attention_spec, ffn_spec, gemma4_d_ffs, gemma4_ffn, gemma4_global_attention, gemma4_kv_reuse,
+                     gemma4_moe_layers, gemma4_per_layer_input, group_layers, layer_d_ffs, layer_indexers,
+                     layer_kv_heads, layer_noops, layer_ropes, layer_windows, mimo_attention, mimo_full_attention,
+                     moe_layers, norms_per_block, parallel_block, with_per_layer_input)
 from .reader import ConfigReader, check_head_counts
 from .scope import check_unread_keys, model_type_of, reject_unsupported, text_part
 from .spec import AttentionSpec, FfnSpec, ModelSpec
@@ -175,6 +176,8 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
     else:
         groups = group_layers(_layers(r, arch, model_type, d_model, n_layers), parallel_block(r, arch),
                               norms_per_block(r, arch, model_type))
+    per_layer_input, per_layer_vocab = gemma4_per_layer_input(r, vocab) if model_type in GEMMA4_TYPES else (0, 0)
+    groups = with_per_layer_input(groups, d_model, per_layer_input)
     _note_unmodelled(r, arch, model_type)
     weight_dtype = native_dtype(r, config)
     quant, families = quantization(r, config)
@@ -196,6 +199,8 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
         source=source,
         head_params=head_params,
         activation_quant=activation_quant(r, config, quant),
+        per_layer_input=per_layer_input,
+        per_layer_vocab=per_layer_vocab,
     )
 
 
@@ -205,28 +210,32 @@ def _layers(r: ConfigReader, arch: Architecture, model_type: str, d_model: int, 
     gemma4 = model_type in GEMMA4_TYPES
     moe_flags = gemma4_moe_layers(r, n_layers) if gemma4 else moe_layers(r, n_layers)
     noops = layer_noops(r, n_layers)
-    keys = list(zip(layer_windows(r, arch, n_layers), layer_ropes(r, arch, n_layers), layer_kv_heads(r, n_layers),
-                    layer_indexers(r, n_layers), moe_flags, layer_d_ffs(r, arch, d_model, n_layers), strict=True))
+    windows, d_ffs = layer_windows(r, arch, n_layers), layer_d_ffs(r, arch, d_model, n_layers)
+    reused = gemma4_kv_reuse(r, windows) if gemma4 else [False] * n_layers  # K and V of an earlier layer
+    if gemma4:
+        d_ffs = gemma4_d_ffs(r, d_ffs, reused)
+    keys = list(zip(windows, layer_ropes(r, arch, n_layers), layer_kv_heads(r, n_layers), layer_indexers(r, n_layers),
+                    reused, moe_flags, d_ffs, strict=True))
     attn, ffn = {}, {}
-    for (window, rope, n_kv, idx, moe, d_ff), (no_attn, no_ffn) in dict.fromkeys(zip(keys, noops)):
+    for (window, rope, n_kv, idx, reuse, moe, d_ff), (no_attn, no_ffn) in dict.fromkeys(zip(keys, noops)):
         if no_attn or no_ffn:  # Nemotron-NAS: a block without attention or without FFN
             attn.setdefault("none", AttentionSpec.none())
             ffn.setdefault("none", FfnSpec.none())
-        if (window, rope, n_kv, idx) not in attn and not no_attn:
+        if (window, rope, n_kv, idx, reuse) not in attn and not no_attn:
             a = attention_spec(r, arch, d_model, window, rope, n_kv, idx)
             if gemma4 and window is None:
                 a = gemma4_global_attention(r, a)
             elif model_type in ("mimo_v2_flash", "mimo_v2"):
                 a = mimo_attention(r, a) if window else mimo_full_attention(r, a)
-            attn[window, rope, n_kv, idx] = a
+            attn[window, rope, n_kv, idx, reuse] = replace(a, kv_reused=reuse)
         if not moe and not d_ff and not no_ffn:
             raise ModelConfigError(f"the config has no {(arch.ffn_keys or ('intermediate_size',))[0]} "
                                    "(the width of the dense MLP layers)")
         if (moe, d_ff) not in ffn and not no_ffn:
             f = ffn_spec(r, arch, d_model, moe, 0 if moe else d_ff)
             ffn[moe, d_ff] = gemma4_ffn(r, f) if gemma4 else f
-    return [(attn["none" if no_attn else (w, rope, n_kv, idx)], ffn["none" if no_ffn else (moe, d_ff)])
-            for (w, rope, n_kv, idx, moe, d_ff), (no_attn, no_ffn) in zip(keys, noops)
+    return [(attn["none" if no_attn else (w, rope, n_kv, idx, reuse)], ffn["none" if no_ffn else (moe, d_ff)])
+            for (w, rope, n_kv, idx, reuse, moe, d_ff), (no_attn, no_ffn) in zip(keys, noops)
             if not (no_attn and no_ffn)]  # Nemotron-NAS: a block with neither is the identity
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import ModelConfigError, UnsupportedArchitectureError
+from ..errors import ModelConfigError
 from .architectures import (ACTIVATION_KEYS, BOUNDS, GATED_ACTIVATIONS, GEMMA4_TYPES, HEADS_KEYS, KV_HEADS_KEYS,
                             LAYER_TYPE_WINDOWS, N_EXPERTS_KEYS, SHARED_EXPERTS_KEYS, TOP_K_KEYS, Architecture)
 from .reader import ConfigReader, as_int, require_divides
-from .spec import AttentionSpec, FfnSpec, LayerGroup
+from .spec import AttentionSpec, FfnSpec, LayerGroup, Matrix
 
 
 # ---------------------------------------------------------------------------- attention
@@ -146,16 +146,54 @@ def gemma4_global_attention(r: ConfigReader, spec: AttentionSpec) -> AttentionSp
 def gemma4_ffn(r: ConfigReader, ffn: FfnSpec) -> FfnSpec:
     """Gemma-4's feed-forward: the gated GELU MLP; with enable_moe_block also num_experts experts of
     moe_intermediate_size beside it (both on every layer, summed): read as a MoE whose always-on shared expert is the
-    MLP. Per-layer input embeddings (hidden_size_per_layer_input, Gemma-4 E2B/E4B) are refused."""
-    if r.get("hidden_size_per_layer_input"):
-        raise UnsupportedArchitectureError("hidden_size_per_layer_input is set (Gemma-4): per-layer "
-                                           "input embeddings (a vocabulary x layers table feeding every block) are "
-                                           "not modelled")
-    r.used.update(("vocab_size_per_layer_input", "use_double_wide_mlp"))  # the latter only with KV-shared layers
+    MLP."""
     if ffn.kind != "moe":
         return ffn
     r.assume("Gemma-4 MoE block: the router's input scale (hidden_size weights per layer) is not counted.")
     return replace(ffn, d_shared=r.dim("intermediate_size"))
+
+
+def gemma4_kv_reuse(r: ConfigReader, windows: list[int | None]) -> list[bool]:
+    """Gemma-4 num_kv_shared_layers (Gemma4TextConfig.kv_sharing_modes): the last that many layers attend over the K
+    and V the last earlier layer of their kind (sliding / full) cached; each kind they use must have such a layer."""
+    n_layers, shared = len(windows), r.count("num_kv_shared_layers")
+    if shared >= n_layers:
+        raise ModelConfigError(f"num_kv_shared_layers ({shared}) must be below num_hidden_layers ({n_layers}): the "
+                               "shared layers reuse the cache of earlier layers")
+    first = n_layers - shared
+    if not set(windows[first:]) <= set(windows[:first]):
+        raise ModelConfigError(f"num_kv_shared_layers ({shared}): a kind of layer among the last {shared} has no "
+                               "earlier layer of its kind whose cache it could reuse")
+    if shared:
+        r.assume(f"Gemma-4 num_kv_shared_layers={shared}: layers {first}-{n_layers - 1} reuse the K and V of the last "
+                 "earlier layer of their kind (no k/v projections, nothing cached) and run every token, as vLLM does "
+                 "by default (its kv_sharing_fast_prefill, which skips them for prompt tokens, is not modelled).")
+    return [i >= first for i in range(n_layers)]
+
+
+def gemma4_d_ffs(r: ConfigReader, d_ffs: list[int], reused: list[bool]) -> list[int]:
+    """use_double_wide_mlp: the layers that reuse an earlier layer's K and V have an MLP twice as wide."""
+    return [d * 2 if reuse and r.boolean("use_double_wide_mlp") else d for d, reuse in zip(d_ffs, reused, strict=True)]
+
+
+def gemma4_per_layer_input(r: ConfigReader, vocab: int) -> tuple[int, int]:
+    """(per_layer_input, per_layer_vocab) of Gemma-4 E2B / E4B's per-layer embeddings (hidden_size_per_layer_input,
+    vocab_size_per_layer_input); (0, 0) where the config has none (0 or null: the 31B and 26B-A4B)."""
+    width = r.count("hidden_size_per_layer_input")
+    if not width:
+        r.used.add("vocab_size_per_layer_input")
+        return 0, 0
+    return width, r.dim("vocab_size_per_layer_input", fallback=(vocab, f"vocab_size ({vocab})"))
+
+
+def with_per_layer_input(groups: tuple[LayerGroup, ...], d_model: int, width: int) -> tuple[LayerGroup, ...]:
+    """Every layer's own per-layer-input gate (d -> width) and projection (width -> d), and its RMSNorm (a norm more
+    per block); replicated on every tp chip in vLLM (ReplicatedLinear) and quantized with the MLP."""
+    if not width:
+        return groups
+    mats = (Matrix("per_layer.gate", d_model, width, family="ffn"), Matrix("per_layer.proj", width, d_model,
+                                                                             family="ffn"))
+    return tuple(replace(g, norms=g.norms + 1, per_layer=mats) for g in groups)
 
 
 def gemma4_moe_layers(r: ConfigReader, n_layers: int) -> list[bool]:
@@ -494,7 +532,7 @@ def group_layers(layers: list[tuple[AttentionSpec, FfnSpec]], parallel: bool, no
     groups = []
     for (attn, ffn), n in counts.items():
         parts = (["sliding" if attn.sliding_window else "full"] if any_window else []) + \
-                ([ffn.kind] if any_moe or not any_window else [])
+                ([ffn.kind] if any_moe or not any_window else []) + (["kv-reused"] if attn.kv_reused else [])
         base = "attention" if ffn.kind == "none" else "mlp" if attn.kind == "none" else ".".join(parts)
         seen[base] = seen.get(base, 0) + 1
         name = base if seen[base] == 1 else f"{base}-{seen[base]}"  # e.g. two different windows

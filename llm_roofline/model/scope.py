@@ -10,8 +10,8 @@ still read right, named in the assumptions.
 from __future__ import annotations
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
-from .architectures import (CROSS_ATTENTION_KEYS, ENCODER_DECODER_TYPES, ENCODER_ONLY_TYPES, HIDDEN_KEYS, LAYERS_KEYS,
-                            NON_ATTENTION_LAYER_TYPES, REFUSED_KEYS, REFUSED_TYPES, SHAPE_NEUTRAL_KEYS,
+from .architectures import (CROSS_ATTENTION_KEYS, ENCODER_DECODER_TYPES, ENCODER_ONLY_TYPES, GEMMA4_TYPES, HIDDEN_KEYS,
+                            LAYERS_KEYS, NON_ATTENTION_LAYER_TYPES, REFUSED_KEYS, REFUSED_TYPES, SHAPE_NEUTRAL_KEYS,
                             STRUCTURAL_KEY_WORDS)
 from .reader import ConfigReader, as_int
 
@@ -25,6 +25,8 @@ READ_HYBRID_KEYS = {
     "deepseek_v4": ("index_topk", "index_n_heads", "index_head_dim", "compress_ratios", "compress_rates", "hc_mult",
                     "hc_sinkhorn_iters"),
 }
+# the keys of REFUSED_KEYS a model type's reader reads: the hybrid readers', and Gemma-4's KV sharing across layers
+READ_REFUSED_KEYS = {**READ_HYBRID_KEYS, **{t: ("num_kv_shared_layers",) for t in GEMMA4_TYPES}}
 _TOWER_KEYS = ("vision_config", "audio_config", "speech_config", "vision_tower_config")
 
 
@@ -102,7 +104,7 @@ def reject_unsupported(cfg: dict) -> None:
         raise UnsupportedArchitectureError(f"model_type={model_type!r}: {REFUSED_TYPES[model_type]} cannot be "
                                            "represented by the operator graph yet")
     for key, why in REFUSED_KEYS.items():
-        if cfg.get(key) not in (None, False, [], {}) and key not in READ_HYBRID_KEYS.get(model_type, ()):
+        if cfg.get(key) not in (None, False, [], {}) and key not in READ_REFUSED_KEYS.get(model_type, ()):
             raise UnsupportedArchitectureError(f"config key {key!r} (model_type={model_type or '?'!r}): {why} "
                                                "cannot be represented by the operator graph yet")
     for key in CROSS_ATTENTION_KEYS:

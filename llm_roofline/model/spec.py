@@ -118,6 +118,9 @@ class AttentionSpec:
     o_lora_rank: int = 0
     compressor: CompressorSpec | None = None
     input_width: int = 0  # width of q/k/v's input when it is not d_model (Zamba: hidden state + embeddings, 2 x d)
+    # Gemma-4 num_kv_shared_layers: the layer attends over the K and V an earlier layer of its kind cached (no k/v
+    # projections or norms of its own, nothing cached; the attention core reads that cache as its own)
+    kv_reused: bool = False
 
     def __post_init__(self):
         _check_kind("AttentionSpec", self.kind, ATTENTION_KINDS)
@@ -143,7 +146,7 @@ class AttentionSpec:
         return self.compressor.cached_elements_per_token(self.head_dim) if self.compressor else 0.0
 
     def weight_matrices(self, d_model: int) -> list[Matrix]:
-        h, kv, hd, vd = self.n_heads, self.n_kv_heads, self.head_dim, self.v_head_dim
+        h, hd, vd = self.n_heads, self.head_dim, self.v_head_dim
         if self.kind == "none":
             return []
         if self.kind == "mla":
@@ -160,8 +163,8 @@ class AttentionSpec:
         if self.kv_shared:
             return self._shared_kv_matrices(d_model)
         q_width = h * hd * (2 if self.output_gate else 1)  # the output gate rides in q_proj
-        return [Matrix("attn.qkv_proj", self.input_width or d_model, q_width + kv * hd + self.v_proj_heads * vd,
-                       self.qkv_bias),
+        return [Matrix("attn.qkv_proj", self.input_width or d_model,
+                       q_width + self.k_proj_heads * hd + self.v_proj_heads * vd, self.qkv_bias),
                 Matrix("attn.o_proj", h * vd, d_model, self.o_bias)]
 
     def _shared_kv_matrices(self, d: int) -> list[Matrix]:
@@ -174,9 +177,15 @@ class AttentionSpec:
         return mats + (self.compressor.weight_matrices(d, hd, r) if self.compressor else [])
 
     @property
+    def k_proj_heads(self) -> int:
+        """Key heads k_proj computes: none where the layer reuses an earlier layer's cache (kv_reused)."""
+        return 0 if self.kv_reused else self.n_kv_heads
+
+    @property
     def v_proj_heads(self) -> int:
-        """Value heads v_proj computes: none when the values are the keys (Gemma-4 attention_k_eq_v)."""
-        return 0 if self.value_is_key else self.n_kv_heads
+        """Value heads v_proj computes: none when the values are the keys (Gemma-4 attention_k_eq_v) or come from an
+        earlier layer's cache (kv_reused)."""
+        return 0 if self.value_is_key or self.kv_reused else self.n_kv_heads
 
     def indexer_matrices(self, d_model: int) -> list[Matrix]:
         """DSA lightning indexer: q from the query latent (q_lora_rank), one shared key and per-head weights from x."""
@@ -190,7 +199,9 @@ class AttentionSpec:
         """The q and k norms' weights: head_dim each (per-head norms), or one per element of all heads (MiniMax-M2)."""
         if not self.qk_norm:
             return 0
-        return (self.n_heads + self.n_kv_heads) * self.head_dim if self.qk_norm_across_heads else 2 * self.head_dim
+        if self.qk_norm_across_heads:
+            return (self.n_heads + self.n_kv_heads) * self.head_dim
+        return (1 if self.kv_reused else 2) * self.head_dim  # a layer reusing K and V has no k_norm
 
     def extra_params(self) -> int:
         """Parameters outside the matrices: q/k norms, MLA latent norms, attention sinks, the DSA key LayerNorm."""
@@ -384,7 +395,8 @@ class LayerGroup:
     mixer: MixerSpec | None = None  # a recurrent mixer (SSM / linear attention) in place of attention
     hc_mult: int = 0  # DeepSeek-V4 hyper-connections: hc_mult residual streams, mixed before and after each sub-block
     # A shared block (Zamba2): its weights are stored shared_copies times and run at each of the count layers (0: one
-    # copy per layer); per_layer: the matrices each of those layers holds on its own (LoRA adapters, a projection)
+    # copy per layer); per_layer: the matrices each of those layers holds on its own (Zamba2: LoRA adapters, a
+    # projection; Gemma-4's per-layer-input gate and projection, ModelSpec.per_layer_input)
     shared_copies: int = 0
     per_layer: tuple[Matrix, ...] = ()
 
@@ -440,6 +452,12 @@ class ModelSpec:
     assumptions: tuple[str, ...] = field(default_factory=tuple)
     head_params: int = 0  # parameters outside the blocks and embeddings (DeepSeek-V4's final hyper-connection head)
     activation_quant: str | None = None  # 'fp8' | 'int8' | 'fp4': the quantized GEMMs' inputs too (W8A8, W4A4)
+    # Gemma-4 E2B / E4B per-layer embeddings (PLE): each token gathers a row of n_layers x per_layer_input from a
+    # per_layer_vocab table, adds the hidden state projected to that width (d -> n_layers x per_layer_input, RMS-normed
+    # over each layer's slice: per_layer_input weights); each layer gates its slice back into its residual stream
+    # (its gate and projection in LayerGroup.per_layer)
+    per_layer_input: int = 0
+    per_layer_vocab: int = 0
 
     # ------------------------------------------------------------------ structure
     @property
@@ -469,10 +487,15 @@ class ModelSpec:
         return self.d_model * (2 if self.norm == "layernorm" else 1)
 
     def embedding_matrices(self) -> list[Matrix]:
-        """Token embedding (a gather table) and the LM head (a GEMM); one shared table when tied."""
+        """Token embedding (a gather table) and the LM head (a GEMM); one shared table when tied. With per-layer
+        embeddings also their table and the model projection to them (kept in the checkpoint dtype, as the tables)."""
         mats = [Matrix("embed", self.vocab_size, self.d_model, family="embed")]
         if not self.tie_embeddings:
             mats.append(Matrix("lm_head", self.d_model, self.vocab_size, self.lm_head_bias, family="lm_head"))
+        if self.per_layer_input:
+            width = self.n_layers * self.per_layer_input
+            mats += [Matrix("embed.per_layer", self.per_layer_vocab, width, family="embed"),
+                     Matrix("per_layer.model_proj", self.d_model, width, family="embed")]
         return mats
 
     def layer_params(self, group: LayerGroup, active: bool = False) -> int:
@@ -483,7 +506,8 @@ class ModelSpec:
     def _params(self, active: bool) -> int:
         body = sum(g.copies * self.layer_params(g, active) + g.count * g.per_layer_params() for g in self.layer_groups)
         emb = sum(m.params for m in self.embedding_matrices())
-        return body + emb + self.norm_params() + self.learned_positions * self.d_model + self.head_params
+        ple_norm = self.per_layer_input  # per_layer_projection_norm
+        return body + emb + self.norm_params() + self.learned_positions * self.d_model + self.head_params + ple_norm
 
     @property
     def params_total(self) -> int:
