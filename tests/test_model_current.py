@@ -29,6 +29,11 @@ Fixtures (tests/fixtures/configs):
   project's test copies it ("test_parse_gemma4_e2b_config"): hidden 1536, 35 layers, 1 KV head, per-layer inputs of
   256 over a 262,144-token table, the last 20 layers reusing KV with a double-wide MLP. transformers meta count
   4,628,569,344 (Gemma4ForCausalLM); Google: "2.3B effective" parameters (without the per-layer table: 2.28B).
+- gemma3n_e4b.json: google/gemma-3n-E4B's text model: transformers' Gemma3nTextConfig defaults (its documented
+  checkpoint), the same geometry as Google AI Edge's E4B converter config (hidden 2048, 35 layers, MLP 16,384, 8 heads
+  of 256 over 2 KV heads, laurel_rank 64, 4 AltUp streams, per-layer inputs of 256, activation sparsity 0.95 on the
+  first 10 layers). transformers meta count 6,835,235,568; Google: "8B raw parameters" with the vision and audio
+  encoders, "4B effective" (without the per-layer table: 4.49B).
 - mimo_v2_flash.json: XiaomiMiMo/MiMo-V2-Flash hub config.json (model_type mimo_v2_flash with its own keys:
   hybrid_layer_pattern, moe_layer_freq lists, swa_* heads, sinks) as written in a public Rust port's test
   ("mimo_v2_flash_hub_config"). Reference: transformers meta count of MiMoV2FlashConfig() (the same model in
@@ -385,6 +390,46 @@ def test_gemma4_e2b_per_layer_inputs_and_layers_that_reuse_kv():
     # one token gathers its row of the per-layer table (8960 x 2 B), not the 4.7 GB table
     gather = next(o for o in ops if o.name == "embed.per_layer")
     assert float(gather.hbm_bytes) < 4 * 8960 * 2
+
+
+def test_gemma3n_altup_laurel_sparse_activations_and_kv_reuse():
+    m = fixture("gemma3n_e4b")
+    # d 2048, 35 layers ((4 sliding + 1 full) x 7), 8 heads x 256, 2 KV heads; the last 15 reuse K and V:
+    # own K/V: q, o 2 x 2048 x 2048 + k, v 2 x 2048 x 512 + q/k norms 2 x 256 = 10,486,272 (20 layers)
+    # reused:  q, o 2 x 2048 x 2048 + q norm 256 = 8,388,864 (15 layers); MLP 3 x 2048 x 16,384 = 100,663,296
+    # every layer: per-layer gate + projection 2 x 2048 x 256 = 1,048,576; LAuReL 2 x 2048 x 64 = 262,144; AltUp
+    #   router 2048 x 4 + prediction 4 x 16 + correction 4 x 4 = 8,272; 8 norm-sized vectors (4 + LAuReL's, the
+    #   per-layer input's, the router's, the output scale) 16,384 -> 1,335,376
+    layers = 20 * 10_486_272 + 15 * 8_388_864 + 35 * (100_663_296 + 1_335_376)
+    assert layers == 3_905_511_920
+    # tied embedding 262,400 x 2048 = 537,395,200; per-layer table 262,144 x 8960 = 2,348,810,240; its projection
+    #   2048 x 8960 = 18,350,080 and norm 256; AltUp in and out 2 x 3 x 2048 x 2048 = 25,165,824; final norm 2048
+    expected = layers + 537_395_200 + 2_348_810_240 + 18_350_080 + 256 + 25_165_824 + 2048
+    assert m.params_total == expected == 6_835_235_568  # = transformers' meta count (Gemma3nForCausalLM)
+    assert [(g.name, g.count) for g in m.layer_groups] == [
+        ("sliding.sparse-act", 8), ("full.sparse-act", 2), ("sliding", 8), ("full", 2), ("sliding.kv-reused", 12),
+        ("full.kv-reused", 3)]
+    assert kv_bytes_per_token(m, "bf16") == 20 * 2 * 256 * 2 * 2  # 40,960: 20 layers cache K and V
+    ops = build_ops(m, Phase.prefill(1, 1000))
+    sparse = [o for o in ops if o.name == "ffn.act_sparsity"]
+    assert sum(o.count for o in sparse) == 10  # activation_sparsity_pattern: 0.95 on the first 10 layers
+    predict = next(o for o in ops if o.name == "altup.predict")
+    assert float(predict.flops) == 1000 * 4 * 2048 * (2 * 4 + 1)  # every stream a mix of the 4, plus itself
+    into = next(o for o in ops if o.name == "altup.projections")
+    assert float(into.flops) == 2 * 1000 * 2048 * 2048 * 3
+
+
+@pytest.mark.parametrize("change, error", [
+    ({"altup_num_inputs": 1}, "altup_num_inputs must be 2..64"),
+    ({"altup_active_idx": 4}, "altup_active_idx"),
+    ({"laurel_rank": "64"}, "laurel_rank must be an integer"),
+    ({"activation_sparsity_pattern": [0.95] * 34}, "one entry per layer"),
+    ({"activation_sparsity_pattern": [1.0] * 35}, r"numbers in \[0, 1\)"),
+    ({"activation_sparsity_pattern": [True] * 35}, r"numbers in \[0, 1\)"),
+])
+def test_gemma3n_refuses_what_it_cannot_read(change, error):
+    with pytest.raises(lr.RooflineError, match=error):
+        lr.load_model({**raw("gemma3n_e4b"), **change})
 
 
 @pytest.mark.parametrize("change, error", [

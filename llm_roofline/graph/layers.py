@@ -155,10 +155,14 @@ def _mlp(c: Ctx, group, n, prefix, f: FfnSpec, d_ff: int, family: str) -> list[O
     tp x attention_dp chips of the stage. Gated: three (d, F) matrices."""
     d, f_chip = c.spec.d_model, split(d_ff, c.sh.ffn_chips, f"{prefix} intermediate size")
     up, bias = 2 if f.gated else 1, f.bias and family == "ffn"
+    # Gemma-3n's activation sparsity: the gate's mean and deviation per row, then relu(x - cutoff) (vLLM's
+    # GeluAndMulSparse): a pass more over the gate (T, F)
+    sparse = [c.pointwise(f"{prefix}.act_sparsity", group, n, rows=c.T, width=f_chip, flops_per_elem=5, reads=2,
+                          style="ffn_column")] if f.activation_sparsity and family == "ffn" else []
     return [
         # (T, d) @ (d, 2F) -> up and gate, fused
         c.gemm(f"{prefix}.up_gate" if f.gated else f"{prefix}.up", group, n, family, k=d, n=up * f_chip,
-               style="ffn_column", bias=bias),
+               style="ffn_column", bias=bias), *sparse,
         _activation(c, f"{prefix}.act", group, n, c.T, f_chip, f.gated, "ffn_column"),
         # (T, F) @ (F, d) -> partial sums of (T, d)
         c.gemm(f"{prefix}.down", group, n, family, k=f_chip, n=d, style="ffn_row", bias=bias),
@@ -277,19 +281,47 @@ def _layer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
         return c.kept(_block_ops, g, experts)
     if g.parallel_block:
         return c.kept(_parallel_block_ops, g, experts)
-    ple = c.kept(_per_layer_input_ops, g) if c.spec.per_layer_input else []
-    return c.kept(_attention_half, g) + c.kept(_ffn_half, g, experts) + ple
+    extras = (c.kept(_altup_laurel_ops, g) if c.spec.altup_streams else []) + (
+        c.kept(_per_layer_input_ops, g) if c.spec.per_layer_input else [])
+    return c.kept(_attention_half, g) + c.kept(_ffn_half, g, experts) + extras
 
 
 def _per_layer_input_ops(c: Ctx, g: LayerGroup) -> list[Op]:
-    """Gemma-4's per-layer input, after the FFN's residual add: (T, d) @ (d, p) gate, gelu(gate) * the layer's slice of
-    the per-layer inputs (T, p), (T, p) @ (p, d) projection, RMSNorm, residual add; replicated on every tp chip
-    (vLLM's ReplicatedLinear)."""
-    n, d, p = g.count, c.spec.d_model, c.spec.per_layer_input
+    """Gemma-4's and -3n's per-layer input, after the FFN: (T, d) @ (d, p) gate, gelu(gate) * the layer's slice of the
+    per-layer inputs (T, p), (T, p) @ (p, d) projection, RMSNorm, added to the residual stream (Gemma-3n: to its n - 1
+    predicted AltUp streams); replicated on every tp chip (vLLM's ReplicatedLinear)."""
+    n, d, p, streams = g.count, c.spec.d_model, c.spec.per_layer_input, c.spec.altup_streams
+    add = (c.pointwise("per_layer.add_streams", g.name, n, rows=c.T_attn, width=(streams - 1) * d, flops_per_elem=1,
+                       reads=2, style="sequence") if streams else c.residual(g.name, n))
     return [c.gemm("per_layer.gate", g.name, n, "ffn", k=d, n=p, style="replicated"),
             _activation(c, "per_layer.act", g.name, n, c.T_attn, p, True, "replicated"),
             c.gemm("per_layer.proj", g.name, n, "ffn", k=p, n=d, style="replicated"),
-            c.norm("norm.per_layer", g.name, n), c.residual(g.name, n)]
+            c.norm("norm.per_layer", g.name, n), add]
+
+
+def _altup_laurel_ops(c: Ctx, g: LayerGroup) -> list[Op]:
+    """Gemma-3n's AltUp around a layer over its n streams (T, n, d), and LAuReL beside its attention; replicated on
+    every tp chip. Predict: the active stream RMS-normed, routed ((T, d) @ (d, n), tanh), coefficients (T, n) @
+    (n, n^2), every stream a mix of all n (2n + 1 FLOP per element). LAuReL: (T, d) @ (d, r) @ (r, d), RMSNorm, added
+    with the attention's output. Correct: routed again from the layer's output, coefficients (T, n) @ (n, n), each
+    stream plus its coefficient times the innovation (3 FLOP per element), the active stream scaled
+    (correct_output_scale)."""
+    n, d, s, r = g.count, c.spec.d_model, c.spec.altup_streams, c.spec.laurel_rank
+    scale_w = d * c.native_bytes
+    streams = dict(rows=c.T_attn, width=s * d, style="sequence")
+    return [c.norm("altup.router_norm", g.name, n),
+            c.gemm("altup.router", g.name, n, "ffn", k=d, n=s, style="replicated"),
+            c.gemm("altup.prediction_coefs", g.name, n, "ffn", k=s, n=s * s, style="replicated"),
+            c.pointwise("altup.predict", g.name, n, flops_per_elem=2 * s + 1, reads=1, **streams),
+            c.gemm("laurel.left", g.name, n, "ffn", k=d, n=r, style="replicated"),
+            c.gemm("laurel.right", g.name, n, "ffn", k=r, n=d, style="replicated"),
+            c.norm("norm.laurel", g.name, n),
+            c.pointwise("laurel.add", g.name, n, rows=c.T_attn, width=d, flops_per_elem=2, reads=2, style="sequence"),
+            c.gemm("altup.router.correct", g.name, n, "ffn", k=d, n=s, style="replicated", n_stored=0.0),
+            c.gemm("altup.correction_coefs", g.name, n, "ffn", k=s, n=s, style="replicated"),
+            c.pointwise("altup.correct", g.name, n, flops_per_elem=3, reads=2, **streams),
+            c.pointwise("altup.scale", g.name, n, rows=c.T_attn, width=d, flops_per_elem=1, reads=1, style="sequence",
+                        weight_bytes=scale_w, stored_bytes=scale_w)]
 
 
 def _parallel_block_ops(c: Ctx, g: LayerGroup) -> list[Op]:
@@ -328,7 +360,21 @@ def _model_ops_head(c: Ctx) -> list[Op]:
                    act_bytes_per_elem=c.act_bytes, lookups=2 if spec.learned_positions else 1, vocab_split=c.tp,
                    **c.placed("vocab_in"))
     ops = [op] + c.collectives(collective_after("vocab_in", c.sh), "embed", "model", 1)
-    return ops + (_per_layer_inputs(c) if spec.per_layer_input else [])
+    return ops + (_per_layer_inputs(c) if spec.per_layer_input else []) + _altup_streams(c, "projections")
+
+
+def _altup_streams(c: Ctx, way: str) -> list[Op]:
+    """Gemma-3n's AltUp streams: into them after the embedding (the token projected by n - 1 (d, d) matrices, each
+    rescaled to the token's magnitude) or out of them before the final norm (projected back, rescaled, averaged);
+    replicated on every tp chip."""
+    s, d = c.spec.altup_streams, c.spec.d_model
+    if not s:
+        return []
+    into = way == "projections"
+    return [c.gemm(f"altup.{way}", "model", 1, "embed", k=d, n=d, n_matrices=s - 1, n_stored=s - 1,
+                   style="replicated"),
+            c.pointwise("altup.magnitude" if into else "altup.mean", "model", 1, rows=c.T_attn,
+                        width=(s - 1 if into else s) * d, flops_per_elem=4, reads=1, style="sequence")]
 
 
 def _per_layer_inputs(c: Ctx) -> list[Op]:
@@ -349,7 +395,7 @@ def _per_layer_inputs(c: Ctx) -> list[Op]:
 
 
 def _model_ops_tail(c: Ctx) -> list[Op]:
-    spec, tp, ops = c.spec, c.tp, [c.norm("norm.final", "model", 1)]
+    spec, tp, ops = c.spec, c.tp, _altup_streams(c, "unembed_projections") + [c.norm("norm.final", "model", 1)]
     t_lm = c.b_attn if c.phase.lm_head_last_only else c.b_attn * c.q  # logits of the last position only in prefill
     if c.phase.has_chunk:  # the chunk's last position (its logit counts when the chunk ends the prompt)
         t_lm = t_lm + np.where(c.phase.chunk_tokens > 0, c.chunk_seqs, 0.0)

@@ -92,6 +92,12 @@ ARCHITECTURES: dict[str, Architecture] = {
                            defaults={**_GEMMA_DEFAULTS, "sliding_window": 512, "sliding_window_pattern": 6,
                                      "global_head_dim": 512, "vocab_size": 262144,
                                      "max_position_embeddings": 131072}),
+    # Gemma-3n (configuration_gemma3n.py, modeling_gemma3n.py Gemma3nTextDecoderLayer): Gemma-3's blocks with per-layer
+    # intermediate sizes, Gemma-4's per-layer inputs and KV reuse, AltUp (altup_num_inputs copies of the hidden state:
+    # one runs through the layer, the others are predicted and corrected from it) and LAuReL (a laurel_rank residual).
+    "gemma3n_text": replace(_LLAMA, norms=4, qk_norm=True,
+                            defaults={**_GEMMA_DEFAULTS, "sliding_window": 512, "vocab_size": 262400,
+                                      "max_position_embeddings": 32768, "altup_num_inputs": 4, "laurel_rank": 64}),
     # MiMo-V2-Flash (configuration_mimo_v2_flash.py; the hub's own config: model_type mimo_v2, hybrid_layer_pattern,
     # swa_* keys): full-attention and sliding-window layers of different KV heads, v_head_dim != head_dim, attention
     # sinks on the window layers, DeepSeek-style router; the first layer dense (layers.mimo_attention).
@@ -306,12 +312,13 @@ ARCHITECTURES: dict[str, Architecture] = {
 ARCHITECTURES["qwen3_5_moe_text"] = ARCHITECTURES["qwen3_5_text"]
 ARCHITECTURES["gemma4_unified_text"] = ARCHITECTURES["gemma4_text"]  # Gemma-4 "unified": the same text decoder
 GEMMA4_TYPES = ("gemma4_text", "gemma4_unified_text")
+PER_LAYER_INPUT_TYPES = GEMMA4_TYPES + ("gemma3n_text",)  # per-layer input embeddings, layers that reuse K and V
 UNKNOWN_ARCHITECTURE = Architecture(gated=None, ffn_keys=("intermediate_size", "ffn_dim", "ffn_hidden_size", "n_inner"))
 
 # The text tower's model_type of a multimodal wrapper whose text_config does not state its own.
 TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_vl": "qwen3_vl_text",
                     "qwen3_vl_moe": "qwen3_vl_moe_text", "gemma4": "gemma4_text",
-                    "gemma4_unified": "gemma4_unified_text", "qwen3_5": "qwen3_5_text",
+                    "gemma4_unified": "gemma4_unified_text", "qwen3_5": "qwen3_5_text", "gemma3n": "gemma3n_text",
                     "qwen3_5_moe": "qwen3_5_moe_text"}
 
 # Activations whose MLP is taken as gated in a model_type the table does not know (noted as an assumption).
@@ -386,7 +393,6 @@ REFUSED_TYPES = {
     "phi4_multimodal": "vision and speech LoRA adapters (vision_lora, speech_lora) inside every decoder layer",
     "modernbert-decoder": "ModernBERT's decoder (global and local attention of its own, bias-free LayerNorms)",
     "jetmoe": "mixture-of-attention-heads (attention experts)",
-    "gemma3n": "AltUp (several predicted hidden states per layer) and LAuReL (a low-rank residual)",
 }
 # Keys that say the same whatever the model_type (a hybrid or sparse-attention model under another name).
 REFUSED_KEYS = {

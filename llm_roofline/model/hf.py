@@ -32,14 +32,14 @@ from typing import Any
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
 from .architectures import (ARCHITECTURES, BOUNDS, CONTEXT_KEYS, GEMMA4_TYPES, HIDDEN_KEYS, LAYERS_KEYS,
-                            TEXT_MODEL_TYPES, UNKNOWN_ARCHITECTURE, Architecture)
+                            PER_LAYER_INPUT_TYPES, TEXT_MODEL_TYPES, UNKNOWN_ARCHITECTURE, Architecture)
 from .config_files import locate, read_json, shipped_index
 from .deepseek_v4 import deepseek_v4_groups
 from .hybrid import HYBRID_TYPES, hybrid_groups
-from .layers import (attention_spec, ffn_spec, gemma4_d_ffs, gemma4_ffn, gemma4_global_attention, gemma4_kv_reuse,
-                     gemma4_moe_layers, gemma4_per_layer_input, group_layers, layer_d_ffs, layer_indexers,
+from .layers import (activation_sparsities, attention_spec, ffn_spec, gemma3n_altup_laurel, gemma4_d_ffs, gemma4_ffn,
+                     gemma4_global_attention, gemma4_moe_layers, group_layers, layer_d_ffs, layer_indexers,
                      layer_kv_heads, layer_noops, layer_ropes, layer_windows, mimo_attention, mimo_full_attention,
-                     moe_layers, norms_per_block, parallel_block, with_per_layer_input)
+                     moe_layers, norms_per_block, parallel_block, per_layer_input, reused_kv_layers, with_layer_extras)
 from .reader import ConfigReader, check_head_counts
 from .scope import check_unread_keys, model_type_of, reject_unsupported, text_part
 from .spec import AttentionSpec, FfnSpec, ModelSpec
@@ -176,8 +176,9 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
     else:
         groups = group_layers(_layers(r, arch, model_type, d_model, n_layers), parallel_block(r, arch),
                               norms_per_block(r, arch, model_type))
-    per_layer_input, per_layer_vocab = gemma4_per_layer_input(r, vocab) if model_type in GEMMA4_TYPES else (0, 0)
-    groups = with_per_layer_input(groups, d_model, per_layer_input)
+    ple, ple_vocab = per_layer_input(r, vocab) if model_type in PER_LAYER_INPUT_TYPES else (0, 0)
+    altup, laurel = gemma3n_altup_laurel(r) if model_type == "gemma3n_text" else (0, 0)
+    groups = with_layer_extras(groups, d_model, ple, altup, laurel)
     _note_unmodelled(r, arch, model_type)
     weight_dtype = native_dtype(r, config)
     quant, families = quantization(r, config)
@@ -199,25 +200,27 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
         source=source,
         head_params=head_params,
         activation_quant=activation_quant(r, config, quant),
-        per_layer_input=per_layer_input,
-        per_layer_vocab=per_layer_vocab,
+        per_layer_input=ple,
+        per_layer_vocab=ple_vocab,
+        altup_streams=altup,
+        laurel_rank=laurel,
     )
 
 
 def _layers(r: ConfigReader, arch: Architecture, model_type: str, d_model: int, n_layers: int) -> list:
     """(AttentionSpec, FfnSpec) per layer; one spec object per distinct per-layer key (window, rope, kv heads,
-    indexer, moe, d_ff)."""
+    indexer, K and V reused, moe, (d_ff, activation sparsity))."""
     gemma4 = model_type in GEMMA4_TYPES
     moe_flags = gemma4_moe_layers(r, n_layers) if gemma4 else moe_layers(r, n_layers)
     noops = layer_noops(r, n_layers)
     windows, d_ffs = layer_windows(r, arch, n_layers), layer_d_ffs(r, arch, d_model, n_layers)
-    reused = gemma4_kv_reuse(r, windows) if gemma4 else [False] * n_layers  # K and V of an earlier layer
+    reused = reused_kv_layers(r, windows) if model_type in PER_LAYER_INPUT_TYPES else [False] * n_layers
     if gemma4:
         d_ffs = gemma4_d_ffs(r, d_ffs, reused)
     keys = list(zip(windows, layer_ropes(r, arch, n_layers), layer_kv_heads(r, n_layers), layer_indexers(r, n_layers),
-                    reused, moe_flags, d_ffs, strict=True))
+                    reused, moe_flags, zip(d_ffs, activation_sparsities(r, n_layers)), strict=True))
     attn, ffn = {}, {}
-    for (window, rope, n_kv, idx, reuse, moe, d_ff), (no_attn, no_ffn) in dict.fromkeys(zip(keys, noops)):
+    for (window, rope, n_kv, idx, reuse, moe, mlp), (no_attn, no_ffn) in dict.fromkeys(zip(keys, noops)):
         if no_attn or no_ffn:  # Nemotron-NAS: a block without attention or without FFN
             attn.setdefault("none", AttentionSpec.none())
             ffn.setdefault("none", FfnSpec.none())
@@ -228,14 +231,14 @@ def _layers(r: ConfigReader, arch: Architecture, model_type: str, d_model: int, 
             elif model_type in ("mimo_v2_flash", "mimo_v2"):
                 a = mimo_attention(r, a) if window else mimo_full_attention(r, a)
             attn[window, rope, n_kv, idx, reuse] = replace(a, kv_reused=reuse)
-        if not moe and not d_ff and not no_ffn:
+        if not moe and not mlp[0] and not no_ffn:
             raise ModelConfigError(f"the config has no {(arch.ffn_keys or ('intermediate_size',))[0]} "
                                    "(the width of the dense MLP layers)")
-        if (moe, d_ff) not in ffn and not no_ffn:
-            f = ffn_spec(r, arch, d_model, moe, 0 if moe else d_ff)
-            ffn[moe, d_ff] = gemma4_ffn(r, f) if gemma4 else f
-    return [(attn["none" if no_attn else (w, rope, n_kv, idx, reuse)], ffn["none" if no_ffn else (moe, d_ff)])
-            for (w, rope, n_kv, idx, reuse, moe, d_ff), (no_attn, no_ffn) in zip(keys, noops)
+        if (moe, mlp) not in ffn and not no_ffn:
+            f = ffn_spec(r, arch, d_model, moe, 0 if moe else mlp[0])
+            ffn[moe, mlp] = replace(gemma4_ffn(r, f) if gemma4 else f, activation_sparsity=mlp[1])
+    return [(attn["none" if no_attn else (w, rope, n_kv, idx, reuse)], ffn["none" if no_ffn else (moe, mlp)])
+            for (w, rope, n_kv, idx, reuse, moe, mlp), (no_attn, no_ffn) in zip(keys, noops)
             if not (no_attn and no_ffn)]  # Nemotron-NAS: a block with neither is the identity
 
 

@@ -153,9 +153,10 @@ def gemma4_ffn(r: ConfigReader, ffn: FfnSpec) -> FfnSpec:
     return replace(ffn, d_shared=r.dim("intermediate_size"))
 
 
-def gemma4_kv_reuse(r: ConfigReader, windows: list[int | None]) -> list[bool]:
-    """Gemma-4 num_kv_shared_layers (Gemma4TextConfig.kv_sharing_modes): the last that many layers attend over the K
-    and V the last earlier layer of their kind (sliding / full) cached; each kind they use must have such a layer."""
+def reused_kv_layers(r: ConfigReader, windows: list[int | None]) -> list[bool]:
+    """Gemma-4 / Gemma-3n num_kv_shared_layers (Gemma4TextConfig.kv_sharing_modes): the last that many layers attend
+    over the K and V the last earlier layer of their kind (sliding / full) cached; each kind they use must have such
+    a layer."""
     n_layers, shared = len(windows), r.count("num_kv_shared_layers")
     if shared >= n_layers:
         raise ModelConfigError(f"num_kv_shared_layers ({shared}) must be below num_hidden_layers ({n_layers}): the "
@@ -165,7 +166,7 @@ def gemma4_kv_reuse(r: ConfigReader, windows: list[int | None]) -> list[bool]:
         raise ModelConfigError(f"num_kv_shared_layers ({shared}): a kind of layer among the last {shared} has no "
                                "earlier layer of its kind whose cache it could reuse")
     if shared:
-        r.assume(f"Gemma-4 num_kv_shared_layers={shared}: layers {first}-{n_layers - 1} reuse the K and V of the last "
+        r.assume(f"num_kv_shared_layers={shared}: layers {first}-{n_layers - 1} reuse the K and V of the last "
                  "earlier layer of their kind (no k/v projections, nothing cached) and run every token, as vLLM does "
                  "by default (its kv_sharing_fast_prefill, which skips them for prompt tokens, is not modelled).")
     return [i >= first for i in range(n_layers)]
@@ -176,9 +177,10 @@ def gemma4_d_ffs(r: ConfigReader, d_ffs: list[int], reused: list[bool]) -> list[
     return [d * 2 if reuse and r.boolean("use_double_wide_mlp") else d for d, reuse in zip(d_ffs, reused, strict=True)]
 
 
-def gemma4_per_layer_input(r: ConfigReader, vocab: int) -> tuple[int, int]:
-    """(per_layer_input, per_layer_vocab) of Gemma-4 E2B / E4B's per-layer embeddings (hidden_size_per_layer_input,
-    vocab_size_per_layer_input); (0, 0) where the config has none (0 or null: the 31B and 26B-A4B)."""
+def per_layer_input(r: ConfigReader, vocab: int) -> tuple[int, int]:
+    """(per_layer_input, per_layer_vocab) of Gemma-4 E2B / E4B's and Gemma-3n's per-layer embeddings
+    (hidden_size_per_layer_input, vocab_size_per_layer_input); (0, 0) where the config has none (0 or null: Gemma-4
+    31B and 26B-A4B)."""
     width = r.count("hidden_size_per_layer_input")
     if not width:
         r.used.add("vocab_size_per_layer_input")
@@ -186,14 +188,52 @@ def gemma4_per_layer_input(r: ConfigReader, vocab: int) -> tuple[int, int]:
     return width, r.dim("vocab_size_per_layer_input", fallback=(vocab, f"vocab_size ({vocab})"))
 
 
-def with_per_layer_input(groups: tuple[LayerGroup, ...], d_model: int, width: int) -> tuple[LayerGroup, ...]:
-    """Every layer's own per-layer-input gate (d -> width) and projection (width -> d), and its RMSNorm (a norm more
-    per block); replicated on every tp chip in vLLM (ReplicatedLinear) and quantized with the MLP."""
-    if not width:
-        return groups
-    mats = (Matrix("per_layer.gate", d_model, width, family="ffn"), Matrix("per_layer.proj", width, d_model,
-                                                                             family="ffn"))
-    return tuple(replace(g, norms=g.norms + 1, per_layer=mats) for g in groups)
+def gemma3n_altup_laurel(r: ConfigReader) -> tuple[int, int]:
+    """(altup_num_inputs, laurel_rank) of Gemma-3n: the AltUp streams (at least 2: one active) and LAuReL's rank."""
+    streams, rank = r.dim("altup_num_inputs"), r.dim("laurel_rank")
+    if streams < 2 or streams > 64:
+        raise ModelConfigError(f"altup_num_inputs must be 2..64 (copies of the hidden state, one active), got "
+                               f"{streams}")
+    active = r.count("altup_active_idx")
+    if active >= streams:
+        raise ModelConfigError(f"altup_active_idx ({active}) must be below altup_num_inputs ({streams})")
+    r.used.update(("altup_coef_clip", "altup_correct_scale", "altup_lr_multiplier"))  # training / a scale: no shape
+    return streams, rank
+
+
+def activation_sparsities(r: ConfigReader, n_layers: int) -> list[float]:
+    """Gemma-3n activation_sparsity_pattern: per layer, the Gaussian quantile of the gate's activations kept (0: all
+    kept, no top-k pass)."""
+    pattern = r.typed("activation_sparsity_pattern", (list,), "a list of numbers, one per layer")
+    if pattern is None:
+        return [0.0] * n_layers
+    if len(pattern) != n_layers:
+        raise ModelConfigError(f"activation_sparsity_pattern must list one entry per layer ({n_layers}), got "
+                               f"{len(pattern)}")
+    bad = next((v for v in pattern if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1), None)
+    if bad is not None or any(v != v for v in pattern):
+        raise ModelConfigError(f"activation_sparsity_pattern entries must be numbers in [0, 1), got {bad!r:.40}")
+    return [float(v) for v in pattern]
+
+
+def with_layer_extras(groups: tuple[LayerGroup, ...], d: int, per_layer_input: int, altup: int,
+                      laurel: int) -> tuple[LayerGroup, ...]:
+    """The matrices each layer holds beside its attention and MLP (replicated on every tp chip in vLLM:
+    ReplicatedLinear, quantized with the MLP), and their norms: the per-layer-input gate (d -> p) and projection
+    (p -> d) and a norm; LAuReL's (d -> r -> d) and a norm; AltUp's router (d -> n), prediction (n -> n^2) and
+    correction (n -> n) coefficients, its router norm and its output scale (d weights: counted as a norm)."""
+    mats = []
+    if per_layer_input:
+        mats += [Matrix("per_layer.gate", d, per_layer_input, family="ffn"),
+                 Matrix("per_layer.proj", per_layer_input, d, family="ffn")]
+    if laurel:
+        mats += [Matrix("laurel.left", d, laurel, family="ffn"), Matrix("laurel.right", laurel, d, family="ffn")]
+    if altup:
+        mats += [Matrix("altup.router", d, altup, family="ffn"), Matrix("altup.prediction_coefs", altup, altup ** 2,
+                                                                         family="ffn"),
+                 Matrix("altup.correction_coefs", altup, altup, family="ffn")]
+    norms = bool(per_layer_input) + bool(laurel) + 2 * bool(altup)
+    return tuple(replace(g, norms=g.norms + norms, per_layer=tuple(mats)) for g in groups) if mats else groups
 
 
 def gemma4_moe_layers(r: ConfigReader, n_layers: int) -> list[bool]:
@@ -532,7 +572,8 @@ def group_layers(layers: list[tuple[AttentionSpec, FfnSpec]], parallel: bool, no
     groups = []
     for (attn, ffn), n in counts.items():
         parts = (["sliding" if attn.sliding_window else "full"] if any_window else []) + \
-                ([ffn.kind] if any_moe or not any_window else []) + (["kv-reused"] if attn.kv_reused else [])
+                ([ffn.kind] if any_moe or not any_window else []) + (["kv-reused"] if attn.kv_reused else []) + \
+                (["sparse-act"] if ffn.activation_sparsity else [])
         base = "attention" if ffn.kind == "none" else "mlp" if attn.kind == "none" else ".".join(parts)
         seen[base] = seen.get(base, 0) + 1
         name = base if seen[base] == 1 else f"{base}-{seen[base]}"  # e.g. two different windows

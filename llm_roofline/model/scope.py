@@ -10,9 +10,9 @@ still read right, named in the assumptions.
 from __future__ import annotations
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
-from .architectures import (CROSS_ATTENTION_KEYS, ENCODER_DECODER_TYPES, ENCODER_ONLY_TYPES, GEMMA4_TYPES, HIDDEN_KEYS,
-                            LAYERS_KEYS, NON_ATTENTION_LAYER_TYPES, REFUSED_KEYS, REFUSED_TYPES, SHAPE_NEUTRAL_KEYS,
-                            STRUCTURAL_KEY_WORDS)
+from .architectures import (CROSS_ATTENTION_KEYS, ENCODER_DECODER_TYPES, ENCODER_ONLY_TYPES, HIDDEN_KEYS, LAYERS_KEYS,
+                            NON_ATTENTION_LAYER_TYPES, PER_LAYER_INPUT_TYPES, REFUSED_KEYS, REFUSED_TYPES,
+                            SHAPE_NEUTRAL_KEYS, STRUCTURAL_KEY_WORDS)
 from .reader import ConfigReader, as_int
 
 # model_type -> the state-space / sparse-attention keys its reader (hybrid.py, layers.py) understands
@@ -25,8 +25,8 @@ READ_HYBRID_KEYS = {
     "deepseek_v4": ("index_topk", "index_n_heads", "index_head_dim", "compress_ratios", "compress_rates", "hc_mult",
                     "hc_sinkhorn_iters"),
 }
-# the keys of REFUSED_KEYS a model type's reader reads: the hybrid readers', and Gemma-4's KV sharing across layers
-READ_REFUSED_KEYS = {**READ_HYBRID_KEYS, **{t: ("num_kv_shared_layers",) for t in GEMMA4_TYPES}}
+# the keys of REFUSED_KEYS a model type's reader reads: the hybrid readers', Gemma-4's and -3n's KV sharing
+READ_REFUSED_KEYS = {**READ_HYBRID_KEYS, **{t: ("num_kv_shared_layers",) for t in PER_LAYER_INPUT_TYPES}}
 _TOWER_KEYS = ("vision_config", "audio_config", "speech_config", "vision_tower_config")
 
 

@@ -348,6 +348,7 @@ class FfnSpec:
     d_shared: int = 0  # total intermediate size of the always-on shared expert(s)
     shared_gate: bool = False  # Qwen2-MoE: sigmoid gate Linear(d_model, 1) on the shared expert
     router_bias: bool = False
+    activation_sparsity: float = 0.0  # Gemma-3n: the gate's activations above a Gaussian quantile kept (a top-k pass)
 
     def __post_init__(self):
         _check_kind("FfnSpec", self.kind, FFN_KINDS)
@@ -458,6 +459,12 @@ class ModelSpec:
     # (its gate and projection in LayerGroup.per_layer)
     per_layer_input: int = 0
     per_layer_vocab: int = 0
+    # Gemma-3n AltUp: the hidden state kept as altup_streams copies (the embedding projected into the others by
+    # altup_streams - 1 (d, d) matrices, projected back and averaged after the last layer); one runs through each layer,
+    # the others are predicted before it and corrected after it (LayerGroup.per_layer: the router and coefficients).
+    # LAuReL: a (d -> laurel_rank -> d) residual beside each layer's attention.
+    altup_streams: int = 0
+    laurel_rank: int = 0
 
     # ------------------------------------------------------------------ structure
     @property
@@ -488,7 +495,8 @@ class ModelSpec:
 
     def embedding_matrices(self) -> list[Matrix]:
         """Token embedding (a gather table) and the LM head (a GEMM); one shared table when tied. With per-layer
-        embeddings also their table and the model projection to them (kept in the checkpoint dtype, as the tables)."""
+        embeddings also their table and the model projection to them, with AltUp its projections into and out of the
+        streams (kept in the checkpoint dtype, as the tables)."""
         mats = [Matrix("embed", self.vocab_size, self.d_model, family="embed")]
         if not self.tie_embeddings:
             mats.append(Matrix("lm_head", self.d_model, self.vocab_size, self.lm_head_bias, family="lm_head"))
@@ -496,6 +504,9 @@ class ModelSpec:
             width = self.n_layers * self.per_layer_input
             mats += [Matrix("embed.per_layer", self.per_layer_vocab, width, family="embed"),
                      Matrix("per_layer.model_proj", self.d_model, width, family="embed")]
+        if self.altup_streams:
+            mats += [Matrix(f"altup.{way}", self.d_model, self.d_model, family="embed", count=self.altup_streams - 1)
+                     for way in ("projections", "unembed_projections")]
         return mats
 
     def layer_params(self, group: LayerGroup, active: bool = False) -> int:
