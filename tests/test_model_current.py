@@ -1,6 +1,7 @@
 """Current families read since the hybrid / sparse-attention readers: plain Mamba, Nemotron-3 (Nemotron-H with MoE
-blocks), Granite-4.0 hybrid, LFM2-MoE, GLM-5 (DSA with shared-indexer layers), Gemma-4 (global head dim, K = V),
-Qwen2-VL (top-level text keys, vision tower named), Nemotron-NAS blocks without attention or FFN.
+blocks), Granite-4.0 hybrid, LFM2-MoE, OLMo Hybrid and Lara-Mini (Gated DeltaNet hybrids; Qwen4-Exp refused), GLM-5
+(DSA with shared-indexer layers), Gemma-4 (global head dim, K = V), Qwen2-VL (top-level text keys, vision tower named),
+Nemotron-NAS blocks without attention or FFN.
 
 Every expected count is hand arithmetic in the comment beside it; the reference it is checked against is named.
 "transformers meta count" = the model class of transformers 5.24 built from the fixture on the meta device
@@ -45,6 +46,17 @@ Fixtures (tests/fixtures/configs):
 - kimi_linear_48b.json: moonshotai/Kimi-Linear-48B-A3B-Instruct config.json, the published fields a public port
   copies verbatim from it ("DEPENDED_FIELDS", revision e1df551a), with tie_word_embeddings false as another port's
   copy of the released config states. transformers meta count 49,122,675,072; Moonshot: "48B total, 3B activated".
+- olmo_hybrid_7b.json: allenai/Olmo-Hybrid-7B, the geometry Ai2's own open-instruct gives as "the config for
+  allenai/Olmo-Hybrid-7B" (olmo_core_hybrid.py olmo3_hybrid_7B: 32 layers, 3 GDN then 1 attention, hidden 3840, 30 / 30
+  heads of 128, MLP 11,008, GDN 30 key / 30 value heads of 96 / 192, conv 4, eps 1e-6, untied), its module docstring's
+  'config.json carries rope_parameters = {"rope_theta": null}' (NoPE; a public Go port's test verified against the
+  checkpoint says the same; an mlx-lm pull request says the base kept RoPE at theta 10,000: the reader follows the
+  config either way), and vocab_size 100,352 from the same repository's hybrid test kwargs (= the config class's
+  default). max_position_embeddings left out (not found published): the config class's 65,536 applies.
+  transformers meta count 7,430,870,688 (OlmoHybridConfig() too, with RoPE); Ai2: "7B".
+- lara_mini_default.json: no published config.json of translated/Lara-4-Mini-Base was found: this is transformers'
+  LaraMiniConfig() (its docstring names that checkpoint; "the released pattern, with period 5" of layer types), the
+  keys that shape the model. transformers meta count 7,281,684,672 (+ 128 rotary buffers, not parameters).
 - hy3.json: tencent/Hy3 config.json, the fields a public serving project's profile requires verbatim of it ("必需
   config predicates": 80 layers, hidden 4096, 64 / 8 heads of 128, 192 experts of 1536, top-8, 1 shared, 1 MTP
   layer). transformers meta count 295,033,528,320 (its default config is the same model).
@@ -64,7 +76,7 @@ import pytest
 import llm_roofline as lr
 from llm_roofline.errors import UnsupportedArchitectureError
 from llm_roofline.graph import Phase, build_ops
-from llm_roofline.memory import kv_bytes_per_token, state_bytes_per_sequence
+from llm_roofline.memory import kv_bytes_per_token, kv_cache_bytes, state_bytes_per_sequence
 from llm_roofline.model.spec import LayerGroup, ModelSpec
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "configs"
@@ -163,6 +175,113 @@ def test_kimi_linear_refuses_what_it_cannot_read(change, error):
     cfg = {**raw("kimi_linear_48b"), **change}
     with pytest.raises(lr.RooflineError, match=error):
         lr.load_model(cfg)
+
+
+# ------------------------------------------------------------------------------ OLMo Hybrid (GDN + Olmo-3 attention)
+# d 3840. Gated DeltaNet, 30 key heads x 96, 30 value heads x 192: q, k 2 x 3840 x 2880 = 22,118,400; v, g (the
+#   output gate) 2 x 3840 x 5760 = 44,236,800; a, b 2 x 3840 x 30 = 230,400; o 5760 x 3840 = 22,118,400; conv
+#   (2880 + 2880 + 5760 = 11,520 channels) x 4 taps = 46,080; A_log, dt_bias 2 x 30; o_norm 192 -> 88,750,332
+# attention, 30 heads of 3840 / 30 = 128, 30 KV heads: q, k, v, o 4 x 3840 x 3840 = 58,982,400; q/k norms over all
+#   heads 2 x 30 x 128 = 7,680 -> 58,990,080
+# every layer: MLP 3 x 3840 x 11,008 = 126,812,160 and 2 norms 7,680
+OLMO_GDN_LAYER = 88_750_332 + 126_812_160 + 7_680  # 215,570,172
+OLMO_ATTN_LAYER = 58_990_080 + 126_812_160 + 7_680  # 185,809,920
+# 24 GDN + 8 attention layers; untied embedding + head 2 x 100,352 x 3840 = 770,703,360; final norm 3840
+OLMO_HYBRID_7B = 24 * OLMO_GDN_LAYER + 8 * OLMO_ATTN_LAYER + 770_703_360 + 3840
+
+
+def test_olmo_hybrid_7b_gated_deltanet_and_nope_olmo3_attention():
+    m = fixture("olmo_hybrid_7b")
+    # = transformers' meta count (OlmoHybridForCausalLM); Ai2: "7B"; dense, so all of it is active
+    assert m.params_total == m.params_active == OLMO_HYBRID_7B == 7_430_870_688
+    assert [(g.name, g.count) for g in m.layer_groups] == [("gated_deltanet.dense", 24), ("attention.dense", 8)]
+    mixer, attn = m.layer_groups[0].mixer, m.layer_groups[1].attention
+    assert (mixer.kind, mixer.n_heads, mixer.head_dim, mixer.state_dim, mixer.n_groups) == ("gated_deltanet", 30, 192,
+                                                                                            96, 30)
+    assert not attn.rope and attn.qk_norm_across_heads  # rope_theta null: NoPE
+    # KV per token: 8 layers x K and V of 30 heads x 128 x 2 B = 8 x 15,360 = 122,880; state per sequence (GDN's in
+    #   the cache dtype, as vLLM keeps it): 24 layers x (30 x 192 x 96 = 552,960 + 3 taps x 11,520 = 34,560) x 2 B
+    assert kv_bytes_per_token(m) == 122_880
+    assert state_bytes_per_sequence(m, "bf16") == 24 * 1_175_040
+
+
+def test_olmo_hybrid_derives_what_its_config_class_derives():
+    cfg = {k: v for k, v in raw("olmo_hybrid_7b").items()
+           if not k.startswith("linear_") and k not in ("layer_types", "rope_parameters")}
+    m = lr.load_model(cfg)
+    # OlmoHybridConfig: key and value heads = 30 attention heads, key head dim int(0.75 x 3840 / 30) = 96, value head
+    #   dim 2 x 96 = 192, conv 4 taps, every fourth layer full attention, RoPE (theta 10000): the same count
+    assert m.params_total == OLMO_HYBRID_7B
+    assert [(g.name, g.count) for g in m.layer_groups] == [("gated_deltanet.dense", 24), ("attention.dense", 8)]
+    assert m.layer_groups[1].attention.rope
+    # 3 layers: none is a fourth, so the last is full: 2 GDN + 1 attention + embeddings and norm as above
+    three = lr.load_model({**cfg, "num_hidden_layers": 3})
+    assert three.params_total == 2 * OLMO_GDN_LAYER + OLMO_ATTN_LAYER + 770_703_360 + 3840
+
+
+@pytest.mark.parametrize("change, error", [
+    ({"layer_types": ["full_attention"] * 32}, "linear_attention and full_attention layers both"),
+    ({"layer_types": ["linear_attention"] * 32}, "linear_attention and full_attention layers both"),
+    ({"layer_types": ["linear_attention", "sliding_attention"] * 16}, "is not linear_attention or full_attention"),
+    ({"rope_parameters": "none"}, "rope_parameters must be an object"),
+    ({"linear_num_value_heads": 7}, "must be a multiple of linear_num_key_heads"),
+    ({"linear_key_head_dim": None, "linear_num_key_heads": 4000}, "linear_key_head_dim: 0.75 x hidden_size"),
+])
+def test_olmo_hybrid_malformed_configs_name_the_key(change, error):
+    with pytest.raises(lr.ModelConfigError, match=error):
+        lr.load_model({**raw("olmo_hybrid_7b"), **change})
+
+
+# ------------------------------------------------------------------------------ Lara-Mini (GDN + window / NoPE, MoE)
+def test_lara_mini_default_gdn_window_and_nope_layers_over_moe():
+    m = fixture("lara_mini_default")
+    # d 1024. Gated DeltaNet, 8 key heads x 128, 16 value heads x 128: in_proj (q, k 2 x 1024, v, z 2 x 2048, b, a
+    #   2 x 16) 1024 x 6176 = 6,324,224; conv 4096 channels x 4 = 16,384; A_log, dt_bias 32; norm 128; out 2048 x 1024
+    #   = 2,097,152 -> 8,437,920
+    # attention 16 heads, 4 KV heads of 128: q, o 2 x 1024 x 2048 = 4,194,304; k, v 2 x 1024 x 512 = 1,048,576; q/k
+    #   norms 2 x 128 -> 5,243,136
+    # every layer MoE: 128 experts x 3 x 1024 x 512 = 201,326,592; router 128 x 1024 = 131,072; shared expert
+    #   3 x 1024 x 512 = 1,572,864 without a gate -> 203,030,528; 2 norms 2048
+    # layers (linear, sliding, linear, full, sliding; 34 = 6 x 5 + 4): 14 GDN, 13 sliding, 7 full
+    # tied embedding 151,936 x 1024 = 155,582,464; final norm 1024
+    expected = 14 * 8_437_920 + 20 * 5_243_136 + 34 * (203_030_528 + 2048) + 155_582_464 + 1024
+    assert m.params_total == expected == 7_281_684_672  # = transformers' meta count of LaraMiniConfig()
+    # active: 4 of 128 experts: 124 x 3 x 1024 x 512 = 195,035,136 fewer per layer
+    assert m.params_active == expected - 34 * 195_035_136 == 650_490_048
+    assert [(g.name, g.count) for g in m.layer_groups] == [("gated_deltanet.moe", 14), ("attention.moe", 13),
+                                                           ("attention.moe-2", 7)]
+    sliding, full = m.layer_groups[1].attention, m.layer_groups[2].attention
+    assert (sliding.sliding_window, sliding.rope, full.sliding_window, full.rope) == (512, True, None, False)
+    assert not m.layer_groups[0].ffn.shared_gate and m.layer_groups[0].ffn.d_shared == 512
+    # KV per token: 20 layers x K and V of 4 heads x 128 x 2 B = 20 x 2048 = 40,960; at 8192 tokens the 13 window
+    #   layers hold 512: 13 x 2048 x 512 + 7 x 2048 x 8192 = 13,631,488 + 117,440,512
+    assert kv_bytes_per_token(m) == 40_960
+    assert kv_cache_bytes(m, 8192) == 131_072_000
+    # state per sequence: 14 layers x (16 x 128 x 128 = 262,144 + 3 taps x 4096 = 12,288) x 2 B = 14 x 548,864
+    assert state_bytes_per_sequence(m, "bf16") == 14 * 548_864
+
+
+def test_lara_mini_layer_types():
+    cfg = {k: v for k, v in raw("lara_mini_default").items() if k != "layer_types"}
+    m = lr.load_model(cfg)  # absent: LaraMiniConfig's period-5 pattern, the fixture's own
+    assert [(g.name, g.count) for g in m.layer_groups] == [("gated_deltanet.moe", 14), ("attention.moe", 13),
+                                                           ("attention.moe-2", 7)]
+    with pytest.raises(lr.ModelConfigError, match="'mamba' is not linear_attention, sliding_attention or full"):
+        lr.load_model({**cfg, "layer_types": ["mamba"] * 34})
+
+
+# ------------------------------------------------------------------------------ Qwen4-Exp: refused
+_QWEN4_TEXT = {"model_type": "qwen4_exp_text", "hidden_size": 2048, "num_hidden_layers": 40, "hc_count": 4,
+               "hc_lowrank": 320, "linear_num_value_heads": 32, "linear_num_key_heads": 16, "num_experts": 512}
+
+
+@pytest.mark.parametrize("cfg", [_QWEN4_TEXT, {"model_type": "qwen4_exp", "text_config": _QWEN4_TEXT}])
+def test_qwen4_exp_is_refused_naming_what_the_graph_lacks(cfg):
+    """Its Gated DeltaNet is Qwen3.5's, but hyper-connections, the QSA indexer and PLE have no place in the graph."""
+    with pytest.raises(UnsupportedArchitectureError) as e:
+        lr.load_model(cfg)
+    text = str(e.value)
+    assert "\n" not in text and all(w in text for w in ("hyper-connections", "hc_lowrank", "QSA indexer", "PLE"))
 
 
 # ------------------------------------------------------------------------------ Hy3 (Hunyuan V3)

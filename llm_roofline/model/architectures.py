@@ -203,6 +203,24 @@ ARCHITECTURES: dict[str, Architecture] = {
     "kimi_linear": replace(_LLAMA, router_bias=True,
                            defaults={"tie_word_embeddings": False, "first_k_dense_replace": 1, "linear_num_heads": 32,
                                      "linear_head_dim": 128, "linear_conv_kernel_dim": 4}),
+    # OLMo Hybrid (configuration_olmo_hybrid.py, modular_olmo_hybrid.py): Qwen3-Next's Gated DeltaNet (q, k, v, g, a, b
+    # as separate matrices) and Olmo-3's attention (q/k RMSNorms over all heads' elements, post-norms), a dense MLP in
+    # every layer. The linear-attention widths default to values derived from the heads (hybrid.py reads them).
+    "olmo_hybrid": replace(_LLAMA, qk_norm=True, qk_norm_across_heads=True,
+                           defaults={"tie_word_embeddings": False, "vocab_size": 100352, "hidden_size": 3840,
+                                     "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 30,
+                                     "max_position_embeddings": 65536, "linear_conv_kernel_dim": 4}),
+    # Lara-Mini (configuration_lara_mini.py, modular_lara_mini.py): Qwen3.5's Gated DeltaNet, Qwen3's attention (q/k
+    # norms per head) over a window with RoPE or over everything without, every layer a MoE whose shared expert is
+    # added without a gate.
+    "lara_mini": replace(_LLAMA, qk_norm=True,
+                         defaults={"tie_word_embeddings": True, "vocab_size": 151936, "hidden_size": 1024,
+                                   "num_hidden_layers": 34, "num_attention_heads": 16, "num_key_value_heads": 4,
+                                   "head_dim": 128, "max_position_embeddings": 131072, "sliding_window": 512,
+                                   "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128,
+                                   "linear_value_head_dim": 128, "linear_num_key_heads": 8,
+                                   "linear_num_value_heads": 16, "num_experts": 128, "num_experts_per_tok": 4,
+                                   "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512}),
     # Qwen3.5 text towers (configuration_qwen3_5.py, configuration_qwen3_5_moe.py): Qwen3-Next's layers (the GDN in_proj
     # split into qkv, z, b, a: the same widths), a dense MLP or Qwen-MoE experts with a gated shared expert.
     "qwen3_5_text": replace(_LLAMA, qkv_bias=False, o_bias=False, qk_norm=True, shared_gate=True,
@@ -384,6 +402,10 @@ ENCODER_DECODER_TYPES = ("t5", "mt5", "umt5", "longt5", "switch_transformers", "
                          "prophetnet", "fsmt", "whisper", "t5gemma", "bigbird_pegasus", "plbart")
 ENCODER_ONLY_TYPES = ("bert", "roberta", "xlm-roberta", "deberta", "deberta-v2", "distilbert", "albert",
                       "electra", "modernbert")
+_QWEN4_EXP = ("Qwen4-Exp's gated hyper-connections (hc_count residual streams; each sub-block's input mixed from them "
+              "through an hc_lowrank projection, its output injected back by learned weights), the QSA indexer on "
+              "every attention layer (indexer_*: each query keeps indexer_budget tokens from mean-pooled blocks of "
+              "indexer_compress_ratio keys) and hashed n-gram embeddings feeding the ple_layer_ids layers (PLE)")
 # model_type -> why the operator graph cannot represent it (recurrent state, linear attention, sparse attention).
 REFUSED_TYPES = {
     "plamo2": "hybrid attention + state-space layers",
@@ -393,6 +415,8 @@ REFUSED_TYPES = {
     "phi4_multimodal": "vision and speech LoRA adapters (vision_lora, speech_lora) inside every decoder layer",
     "modernbert-decoder": "ModernBERT's decoder (global and local attention of its own, bias-free LayerNorms)",
     "jetmoe": "mixture-of-attention-heads (attention experts)",
+    # modular_qwen4_exp.py: its Gated DeltaNet is Qwen3.5's (it would read as gated_deltanet), the rest is not
+    **dict.fromkeys(("qwen4_exp", "qwen4_exp_text"), _QWEN4_EXP),
 }
 # Keys that say the same whatever the model_type (a hybrid or sparse-attention model under another name).
 REFUSED_KEYS = {

@@ -1,6 +1,7 @@
 """Readers of the recurrent and hybrid models: Mamba / Falcon-Mamba (Mamba-1), Mamba-2, Nemotron-H and Nemotron-3
 (Mamba-2, attention, MLP or MoE blocks), Bamba (Mamba-2 or attention, then an MLP), Granite-4.0 hybrid (the same, then
 MoE + shared MLP), Jamba (Mamba-1 or attention, then MLP or MoE), Qwen3-Next (Gated DeltaNet + gated attention, MoE),
+OLMo Hybrid (Gated DeltaNet + Olmo-3 attention, MLP), Lara-Mini (Gated DeltaNet + windowed / NoPE attention, MoE),
 Kimi-Linear (KDA + MLA, MoE), MiniMax-Text-01 (lightning attention + softmax attention, MoE), LFM2 and LFM2-MoE
 (short convolutions + attention, then an MLP or MoE), Falcon-H1 (attention and Mamba-2 in parallel in every block,
 then an MLP).
@@ -21,7 +22,8 @@ from .reader import ConfigReader, as_int, require_divides
 from .spec import AttentionSpec, FfnSpec, LayerGroup, MixerSpec
 
 HYBRID_TYPES = ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "bamba", "jamba", "qwen3_next", "qwen3_5_text",
-                "qwen3_5_moe_text", "kimi_linear", "minimax", "lfm2", "lfm2_moe", "falcon_h1", "granitemoehybrid")
+                "qwen3_5_moe_text", "kimi_linear", "olmo_hybrid", "lara_mini", "minimax", "lfm2", "lfm2_moe",
+                "falcon_h1", "granitemoehybrid")
 # Nemotron-H's block letters (hybrid_override_pattern) and the list names of newer configs (layers_block_type)
 _NEMOTRON_LETTERS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 _NEMOTRON_NAMES = {"mamba": "mamba", "linear_attention": "mamba", "attention": "attention",
@@ -36,7 +38,7 @@ def hybrid_groups(r: ConfigReader, arch: Architecture, model_type: str, d_model:
                "nemotron_h": _nemotron_h_layers, "bamba": _bamba_layers, "jamba": _jamba_layers,
                "qwen3_next": _qwen3_next_layers, "qwen3_5_text": _qwen3_next_layers,
                "qwen3_5_moe_text": _qwen3_next_layers, "kimi_linear": _kimi_linear_layers, "minimax": _minimax_layers,
-               "lfm2": _lfm2_layers,
+               "olmo_hybrid": _olmo_hybrid_layers, "lara_mini": _lara_mini_layers, "lfm2": _lfm2_layers,
                "lfm2_moe": _lfm2_layers, "falcon_h1": _falcon_h1_layers, "granitemoehybrid": _granite_layers}
     layers = readers[model_type](r, arch, d_model, n_layers)
     _note_state_dtype(r, [m for _, m, _ in layers if m is not None])
@@ -264,14 +266,20 @@ def _qwen3_next_full(r: ConfigReader, n_layers: int) -> list[bool]:
 
 
 def _gated_deltanet(r: ConfigReader) -> MixerSpec:
-    """Qwen3NextGatedDeltaNet: in_proj_qkvz, in_proj_ba, conv1d without bias over q, k, v, per-head norm, out_proj."""
-    v_heads, k_heads = r.dim("linear_num_value_heads"), r.dim("linear_num_key_heads")
+    """Qwen3NextGatedDeltaNet: in_proj_qkvz, in_proj_ba, conv1d without bias over q, k, v, per-head norm, out_proj.
+    Qwen3.5's, Lara-Mini's and Qwen4-Exp's split in_proj into qkv, z, b, a: the same widths."""
+    return _deltanet_spec(r, r.dim("linear_num_value_heads"), r.dim("linear_num_key_heads"),
+                          r.dim("linear_value_head_dim"), r.dim("linear_key_head_dim"))
+
+
+def _deltanet_spec(r: ConfigReader, v_heads: int, k_heads: int, v_dim: int, k_dim: int) -> MixerSpec:
+    """A gated_deltanet mixer: v_heads value heads of v_dim, k_heads query / key heads of k_dim (the state width)."""
     if v_heads % k_heads:
         raise ModelConfigError(f"linear_num_value_heads ({v_heads}) must be a multiple of linear_num_key_heads "
                                f"({k_heads})")
     r.assume("Gated DeltaNet prefill is taken in chunks of 64 tokens (the chunked delta-rule kernels' size).")
-    return MixerSpec("gated_deltanet", v_heads, r.dim("linear_value_head_dim"), r.dim("linear_key_head_dim"),
-                     k_heads, r.dim("linear_conv_kernel_dim"), chunk_size=64, state_dtype=_state_dtype(r))
+    return MixerSpec("gated_deltanet", v_heads, v_dim, k_dim, k_heads, r.dim("linear_conv_kernel_dim"), chunk_size=64,
+                     state_dtype=_state_dtype(r))
 
 
 def _qwen3_next_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
@@ -289,6 +297,79 @@ def _qwen3_next_layers(r: ConfigReader, arch: Architecture, d_model: int, n_laye
                  "are not counted.")
     r.used.update(("partial_rotary_factor", "mtp_use_dedicated_embeddings"))
     return [(attn, None, ffns[m]) if f else (AttentionSpec.none(), mixer, ffns[m]) for f, m in zip(full, moe)]
+
+
+# ---------------------------------------------------------------------------- OLMo Hybrid
+def _olmo_hybrid_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
+    """OlmoHybrid (modular_olmo_hybrid.py): Gated DeltaNet layers, pre-norm, and Olmo-3 attention layers, post-norm
+    (after attention, after the MLP), with q/k RMSNorms over all heads' elements; a dense gated MLP in every layer.
+    The GDN's q, k, v, g (output gate), a, b are separate matrices of Qwen3-Next's widths, its conv one tap set per
+    q, k, v channel as Qwen3-Next's (the checkpoint's q_conv1d, k_conv1d, v_conv1d); beta doubled
+    (linear_allow_neg_eigval) is elementwise."""
+    full = _linear_or_full(r, n_layers)
+    if full is None:  # OlmoHybridConfig: every fourth layer full attention, and at least the last
+        full = [i % 4 == 3 for i in range(n_layers)]
+        full[-1] = full[-1] or not any(full)
+    if all(full) or not any(full):
+        raise ModelConfigError("olmo_hybrid layer_types must hold linear_attention and full_attention layers both "
+                               "(OlmoHybridConfig refuses a config without either)")
+    attn = attention_spec(r, arch, d_model, None, rope=_olmo_rope(r))
+    mixer = _olmo_deltanet(r, d_model, attn.n_heads)
+    mlp = ffn_spec(r, arch, d_model, False, r.dim("intermediate_size"))
+    r.used.update(("linear_allow_neg_eigval", "linear_a_log_min", "linear_a_log_max", "linear_dt_min",
+                   "linear_dt_max", "linear_dt_init_floor"))  # elementwise / initialisation only
+    return [(attn, None, mlp) if f else (AttentionSpec.none(), mixer, mlp) for f in full]
+
+
+def _olmo_deltanet(r: ConfigReader, d_model: int, heads: int) -> MixerSpec:
+    """OlmoHybridConfig derives absent widths: num_attention_heads key and value heads, key head dim
+    int(0.75 x hidden / key heads), value head dim twice that."""
+    k_heads = r.dim("linear_num_key_heads", fallback=(heads, f"= num_attention_heads ({heads}), as OlmoHybridConfig"))
+    v_heads = r.dim("linear_num_value_heads", fallback=(heads, f"= num_attention_heads ({heads}), as OlmoHybridConfig"))
+    k_dim = r.dim("linear_key_head_dim", fallback=(3 * d_model // (4 * k_heads), "int(0.75 x hidden_size / "
+                                                   "linear_num_key_heads), as OlmoHybridConfig"))
+    if not k_dim:
+        raise ModelConfigError(f"linear_key_head_dim: 0.75 x hidden_size ({d_model}) / linear_num_key_heads "
+                               f"({k_heads}) is below 1; the config must state it")
+    v_dim = r.dim("linear_value_head_dim", fallback=(2 * k_dim, "2 x linear_key_head_dim, as OlmoHybridConfig"))
+    return _deltanet_spec(r, v_heads, k_heads, v_dim, k_dim)
+
+
+def _olmo_rope(r: ConfigReader) -> bool:
+    """RoPE on the attention layers, unless the config states rope_theta null (top level or in rope_parameters):
+    then transformers and vLLM build no rotary embedding (NoPE); absent, OlmoHybridConfig's default theta."""
+    params = r.typed("rope_parameters", (dict,), "an object or null")
+    nope = "rope_theta" in r.raw and r.raw["rope_theta"] is None or \
+        params is not None and "rope_theta" in params and params["rope_theta"] is None
+    if nope:
+        r.assume("OLMo Hybrid: rope_theta is null: the attention layers use no positional encoding (NoPE).")
+    return not nope
+
+
+# ---------------------------------------------------------------------------- Lara-Mini
+_LARA_PATTERN = ("linear_attention", "sliding_attention", "linear_attention", "full_attention", "sliding_attention")
+
+
+def _lara_mini_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
+    """LaraMiniDecoderLayer (modular_lara_mini.py): norm -> (Qwen3.5's Gated DeltaNet | Qwen3 attention with q/k norms
+    per head: over sliding_window tokens with RoPE on 'sliding_attention' layers, over all without RoPE on
+    'full_attention' ones) -> residual -> norm -> MoE of num_experts experts and a shared expert of
+    shared_expert_intermediate_size, added without a gate (the architecture's shared_gate is off) -> residual."""
+    types = r.str_list("layer_types", n_layers)
+    if types is None:
+        types = [_LARA_PATTERN[i % len(_LARA_PATTERN)] for i in range(n_layers)]
+        r.assume("layer_types absent from the config: LaraMiniConfig's released pattern (linear, sliding, linear, "
+                 "full, sliding attention) repeated.")
+    bad = next((t for t in types if t not in _LARA_PATTERN), None)
+    if bad is not None:
+        raise ModelConfigError(f"layer_types entry {bad[:40]!r} is not linear_attention, sliding_attention or "
+                               "full_attention")
+    kinds = set(types)
+    attn = {t: attention_spec(r, arch, d_model, r.dim("sliding_window") if t == "sliding_attention" else None,
+                              rope=t == "sliding_attention") for t in sorted(kinds - {"linear_attention"})}
+    mixer = _gated_deltanet(r) if "linear_attention" in kinds else None
+    moe = ffn_spec(r, arch, d_model, True, 0)
+    return [(AttentionSpec.none(), mixer, moe) if t == "linear_attention" else (attn[t], None, moe) for t in types]
 
 
 # ---------------------------------------------------------------------------- Kimi-Linear
