@@ -390,7 +390,7 @@ def critical_thresholds(spec: "ModelSpec", chip: "Chip", compute_dtype: str, bit
            "dp_critical_batch_tokens": dp_critical_batch(chip, dtype=compute_dtype)}
     moe = [g.ffn for g in spec.layer_groups if g.ffn.kind == "moe"]
     if moe:  # each expert sees k/E of the tokens: the batch must be E/k times larger (seeds: 120 -> 1,920)
-        out["moe_batch_tokens"] = out["batch_tokens"] * max(f.n_experts / f.top_k for f in moe)
+        out["moe_batch_tokens"] = out["batch_tokens"] * max(f.n_experts / f.expert_top_k for f in moe)
     if chip.scaleout is not None:
         out["dcn_critical_batch_tokens"] = dcn_critical_batch(chip, dtype=compute_dtype)
     return out

@@ -60,6 +60,15 @@ Fixtures (tests/fixtures/configs):
 - hy3.json: tencent/Hy3 config.json, the fields a public serving project's profile requires verbatim of it ("必需
   config predicates": 80 layers, hidden 4096, 64 / 8 heads of 128, 192 experts of 1536, top-8, 1 shared, 1 MTP
   layer). transformers meta count 295,033,528,320 (its default config is the same model).
+- longcat_flash_chat.json: meituan-longcat/LongCat-Flash-Chat config.json, its published values as a public knowledge
+  base tabulates them "据 released config.json" (num_layers 28, hidden 6144, MLA of 64 heads with q_lora 1536 / kv_lora
+  512 / nope 128 + rope 64 / v 128, ffn 12288, 512 experts of 2048 + 256 zero-computation experts, top-12, routed
+  scaling 6.0, vocabulary 131,072, RMSNorm 1e-5, SiLU, RoPE theta 1e7, 128K context), num_layers without
+  num_hidden_layers as transformers PR #48899 states of the hub file, and the key names of transformers' config class
+  (whose defaults are this checkpoint) and of a public MLX port (attention_method, zero_expert_type, mla_scale_*). Not
+  a verbatim copy: keys none of them states (torch_dtype, token ids) are left out. transformers meta count
+  741,053,585,408: its experts' gate_up_proj has a row for the 256 zero experts too (never used, not in the
+  checkpoint); the tech report: "560 billion total parameters", 18.6B-31.3B active, ~27B on average.
 - trinity_nano.json: arcee-ai/Trinity-Nano-Preview config.json (model_type afmoe) as a public Neuron port's test copies
   it whole ("matches arcee-ai/Trinity-Nano-Preview/config.json"). transformers meta count 6,120,003,328 (its
   expert_bias is a parameter); Arcee: "6B total, 1B active".
@@ -301,6 +310,85 @@ def test_hy3_apertus_attention_over_deepseek_moe():
     assert [(g.name, g.count) for g in m.layer_groups] == [("dense", 1), ("moe", 79)]
     assert m.layer_groups[1].attention.qk_norm and m.layer_groups[1].ffn.d_expert == 1536
     assert not any("expert_hidden_dim" in a for a in m.assumptions)  # its twin, not an unread key
+
+
+# ------------------------------------------------------------------------------ LongCat-Flash (ScMoE)
+# one LongCat layer, d 6144: an MLA block: q_a 6144 x 1536 = 9,437,184; q_b 1536 x 64 x 192 = 18,874,368; kv_a
+#   6144 x 576 = 3,538,944; kv_b 512 x 64 x 256 = 8,388,608; o 8192 x 6144 = 50,331,648; q_a / kv_a norms 1536 + 512
+#   -> 90,572,800, two of them 181,145,600; two dense gated MLPs 2 x 3 x 6144 x 12288 = 452,984,832; 512 experts of
+#   3 x 6144 x 2048 = 37,748,736 -> 19,327,352,832; router 6144 x (512 + 256) = 4,718,592 + its correction bias 768;
+#   4 norms 24,576 -> 19,966,227,200
+LONGCAT_LAYER = 181_145_600 + 452_984_832 + 19_327_352_832 + 4_719_360 + 24_576
+# untied embedding + LM head 2 x 131,072 x 6144 = 1,610,612,736; final norm 6144
+LONGCAT_EMBED = 1_610_612_736 + 6144
+
+
+def test_longcat_flash_chat_two_attention_blocks_and_zero_experts():
+    m = fixture("longcat_flash_chat")
+    assert LONGCAT_LAYER == 19_966_227_200
+    assert m.params_total == 28 * LONGCAT_LAYER + LONGCAT_EMBED == 560_664_980_480  # the report: "560 billion"
+    # transformers meta count 741,053,585,408: + 28 x 256 zero-expert rows of its gate_up_proj (4096 x 6144 each,
+    #   never used, not in the checkpoint) = 180,388,626,432, - the 28 x 768 correction biases it keeps as buffers
+    assert m.params_total + 28 * 256 * 4096 * 6144 - 28 * 768 == 741_053_585_408
+    # active: 12 of 512 + 256 picked, 12 x 512 / 768 = 8 real experts on average: 8 x 37,748,736 = 301,989,888
+    #   per layer in place of 19,327,352,832 -> 940,864,256 per layer
+    assert m.params_active == 28 * 940_864_256 + LONGCAT_EMBED == 27_954_818_048
+    # the report counts without the input embedding (805,306,368): 27,149,511,680 ("~27B on average"); 0 real experts
+    #   28 x 638,874,368 + 805,312,512 = 18,693,794,816 ("18.6B"), 12: + 28 x 4 x 37,748,736 -> 31,377,370,112
+    assert m.params_active - 805_306_368 == 27_149_511_680
+    # 56 layers: attention + MoE (the first MLP as its shared expert), attention + the second MLP
+    assert [(g.name, g.count) for g in m.layer_groups] == [("moe", 28), ("dense", 28)] and m.n_layers == 56
+    moe, dense = m.layer_groups[0].ffn, m.layer_groups[1].ffn
+    assert (moe.n_experts, moe.zero_experts, moe.top_k, moe.expert_top_k, moe.d_expert, moe.d_shared) == \
+        (512, 256, 12, 8, 2048, 12288)
+    assert (dense.kind, dense.d_ff) == ("dense", 12288) and m.layer_groups[0].attention.kind == "mla"
+    # KV per token: 56 MLA caches of 512 + 64 elements, 2 B
+    assert kv_bytes_per_token(m, "bf16") == 56 * 576 * 2 == 64_512
+    assert any("12 x 512 / 768 = 8" in a for a in m.assumptions) and any("ScMoE" in a for a in m.assumptions)
+    # one decode token: the router scores 768 experts, 2 x 6144 x 768 = 9,437,184 FLOPs; the experts' up + gate
+    #   run for 8 of them: 2 x 8 x 6144 x 4096 = 402,653,184 FLOPs over 8 x 6144 x 4096 x 2 B = 402,653,184 B
+    ops = {o.name: o for o in build_ops(one_layer(m, "moe"), Phase.decode(1, 100)) if o.group == "moe"}
+    assert float(ops["ffn.router"].flops) == 9_437_184
+    assert float(ops["ffn.experts.up_gate"].flops) == 402_653_184
+    assert float(ops["ffn.experts.up_gate"].weight_bytes) == 402_653_184
+    assert "ffn.shared.up_gate" in ops  # the first dense MLP
+
+
+def test_longcat_flash_layer_keys_and_zero_experts_off():
+    base = raw("longcat_flash_chat")
+    # transformers' num_hidden_layers (2 x num_layers) read alone or beside num_layers: the same model
+    no_layers = {k: v for k, v in base.items() if k != "num_layers"}
+    assert lr.load_model({**no_layers, "num_hidden_layers": 56}).params_total == 560_664_980_480
+    assert lr.load_model({**base, "num_hidden_layers": 56}).params_total == 560_664_980_480
+    # without zero experts (null, as transformers reads it: none): the router is 512 wide, 28 x 256 x (6144 + 1) =
+    #   44,047,360 fewer; all 12 picks are real: 12 x 37,748,736 per layer active
+    m = lr.load_model({**base, "zero_expert_num": None})
+    assert m.params_total == 560_664_980_480 - 44_047_360
+    assert m.layer_groups[0].ffn.expert_top_k == 12
+    assert m.params_active == 27_954_818_048 - 44_047_360 + 28 * 4 * 37_748_736
+    # absent: the config class's 256, said; the MTP layer of LongCat's newer configs is named and not counted
+    m = lr.load_model({**{k: v for k, v in base.items() if k != "zero_expert_num"}, "mtp_num_layers": 1})
+    assert m.params_total == 560_664_980_480
+    assert "zero_expert_num absent from the config: the longcat_flash default 256." in m.assumptions
+    assert any(a.startswith("mtp_num_layers=1") for a in m.assumptions)
+
+
+@pytest.mark.parametrize("change, error", [
+    ({"attention_method": "LSA"}, "only MLA"),
+    ({"zero_expert_type": "constant"}, "only 'identity'"),
+    ({"router_bias": True}, "router_bias=true"),
+    ({"num_hidden_layers": 55}, r"must be 2 x num_layers \(56\)"),
+    ({"num_layers": None, "num_hidden_layers": 55}, "must be even"),
+    ({"moe_topk": 769}, r"exceeds the experts the router picks from: n_routed_experts \(512\) \+ zero_expert_num"),
+    ({"qk_head_dim": 128}, r"qk_head_dim \(128\) must be qk_nope_head_dim \+ qk_rope_head_dim \(192\)"),
+    ({"zero_expert_num": -1}, "zero_expert_num must be non-negative"),
+    ({"zero_expert_num": 1 << 20}, "zero_expert_num = 1048576 exceeds the physical bound for a experts: at most 65"),
+    ({"q_lora_rank": None}, "the config has no q_lora_rank"),
+])
+def test_longcat_flash_refuses_what_it_cannot_read(change, error):
+    cfg = {**raw("longcat_flash_chat"), **change}
+    with pytest.raises(lr.RooflineError, match=error):
+        lr.load_model(cfg)
 
 
 # ------------------------------------------------------------------------------ AFMoE (Arcee Trinity)

@@ -122,13 +122,14 @@ def _ffn_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     ops = list(c.kept(_moe_router, g))  # a copy: the router and the shared experts are the same for every ep
     local_experts, d_slice = expert_layout(f.n_experts, f.d_expert, c.sh)
     ep, skew = c.sh.moe_ep, c.sh.routing_skew
-    touched = expected_distinct_experts(f.n_experts, f.top_k, c.T) / ep  # experts read on this chip
-    assign = f.top_k / ep * skew  # expert assignments per token on the busiest chip (skew 1: balanced)
+    k = f.expert_top_k  # experts with weights per token (zero-computation experts cost nothing)
+    touched = expected_distinct_experts(f.n_experts, k, c.T) / ep  # experts read on this chip
+    assign = k / ep * skew  # expert assignments per token on the busiest chip (skew 1: balanced)
     up = 2 if f.gated else 1
-    walked = walked_rows(c.sh, c.T * f.top_k, c.T * assign)  # routed rows; their tokens: walked / top_k
+    walked = walked_rows(c.sh, c.T * k, c.T * assign)  # routed rows; their tokens: walked / k
     experts = dict(style="expert", n_matrices=assign, matrices_read=touched, n_stored=local_experts, bias=f.bias,
-                   rows_per_matrix=rows_per_expert(c.T * f.top_k * skew, touched * ep), walked_rows=walked,
-                   token_elems=walked / f.top_k * d, expert_width=d_slice, expert_chips=ep,
+                   rows_per_matrix=rows_per_expert(c.T * k * skew, touched * ep), walked_rows=walked,
+                   token_elems=walked / k * d, expert_width=d_slice, expert_chips=ep,
                    expert_block_elems=(up + 1) * d * d_slice)
     ops.append(c.gemm("ffn.experts.up_gate" if f.gated else "ffn.experts.up", g.name, n, "experts", k=d,
                       n=up * d_slice, **experts))
@@ -142,7 +143,7 @@ def _moe_router(c: Ctx, g: LayerGroup) -> list[Op]:
     own tokens."""
     f = g.ffn
     return _ffn_in(c, g, dense=False) + [c.gemm("ffn.router", g.name, g.count, "router", k=c.spec.d_model,
-                                                n=f.n_experts, style="replicated", bias=f.router_bias)]
+                                                n=f.router_width, style="replicated", bias=f.router_bias)]
 
 
 def _shared_experts(c: Ctx, g: LayerGroup) -> list[Op]:
@@ -218,12 +219,12 @@ def _dispatch_combine(c: Ctx, g: LayerGroup, tokens_per_chip) -> list[Op]:
     combine back; each chip sends (tokens_per_chip * k, d), the busiest receives routing_skew times the mean.
     Experts sliced over moe_tp > 1 chips also need their rows gathered before and reduced after."""
     f, n = g.ffn, g.count
-    rows = tokens_per_chip * f.top_k * c.sh.routing_skew
+    rows = tokens_per_chip * f.expert_top_k * c.sh.routing_skew
     ops = [collective(f"comm.all_to_all.{what}", g.name, n, kind="all_to_all",
                       buffer_bytes=rows * c.spec.d_model * c.act_bytes, chips=c.sh.moe_ep, tokens=c.T)
            for what in ("dispatch", "combine")]
     if c.sh.moe_tp > 1 and c.adp > 1:
-        slice_rows = c.T * f.top_k * c.sh.routing_skew / c.sh.moe_ep  # rows one expert group computes
+        slice_rows = c.T * f.expert_top_k * c.sh.routing_skew / c.sh.moe_ep  # rows one expert group computes
         gather = c.collectives("all_gather", "experts_in", g.name, n, tokens=slice_rows, chips=c.sh.moe_tp,
                                instances=c.sh.moe_ep)
         scatter = c.collectives("reduce_scatter", "experts_out", g.name, n, tokens=slice_rows, chips=c.sh.moe_tp,

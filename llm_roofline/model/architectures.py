@@ -197,6 +197,18 @@ ARCHITECTURES: dict[str, Architecture] = {
     "hy_v3": replace(_LLAMA, qk_norm=True, router_bias=True, expert_keys=("moe_intermediate_size", "expert_hidden_dim"),
                      defaults={"tie_word_embeddings": False, "head_dim": 128, "first_k_dense_replace": 1,
                                "num_experts": 192, "num_experts_per_tok": 8, "num_shared_experts": 1}),
+    # LongCat-Flash (configuration_longcat_flash.py, modeling_longcat_flash.py; read by longcat.py): num_layers layers
+    # of two MLA blocks and two dense MLPs of ffn_hidden_size, with a MoE beside the first MLP (ScMoE): n_routed_experts
+    # experts of expert_ffn_hidden_size and zero_expert_num identity experts, moe_topk of them per token, a softmax
+    # router (classifier) with e_score_correction_bias. Defaults: the config class's (LongCat-Flash-Chat's shape).
+    "longcat_flash": replace(_LLAMA, router_bias=True, ffn_keys=("ffn_hidden_size",),
+                             expert_keys=("expert_ffn_hidden_size",),
+                             defaults={"tie_word_embeddings": False, "vocab_size": 131072, "hidden_size": 6144,
+                                       "num_layers": 28, "num_attention_heads": 64, "ffn_hidden_size": 12288,
+                                       "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
+                                       "qk_rope_head_dim": 64, "v_head_dim": 128, "moe_topk": 12,
+                                       "n_routed_experts": 512, "zero_expert_num": 256,
+                                       "expert_ffn_hidden_size": 2048, "max_position_embeddings": 131072}),
     # Kimi-Linear (configuration_kimi_linear.py, modeling_kimi_linear.py; the checkpoint's own keys: linear_attn_config,
     # num_experts_per_token, num_shared_experts): KDA layers and MLA layers without RoPE, DeepSeek-style router
     # (e_score_correction_bias), shared experts of moe_intermediate_size; the first layer dense.
@@ -364,7 +376,7 @@ MIXER_HEAD_KEYS = ("num_heads", "mamba_num_heads", "mamba_n_heads", "n_groups", 
                    "linear_num_value_heads", "index_n_heads", "o_groups", "n_mamba_heads", "mamba_ngroups",
                    "num_mem_blocks", "attention_head_dim")
 FFN_SIZE_KEYS = ("intermediate_size", "n_inner", "ffn_dim", "ffn_hidden_size", "moe_intermediate_size",
-                 "shared_expert_intermediate_size", "intermediate_size_mlp")
+                 "shared_expert_intermediate_size", "intermediate_size_mlp", "expert_ffn_hidden_size")
 
 # ------------------------------------------------------------------------- bounds (one place)
 # Generous physical bounds: the largest published models are ~2·10^4 wide, ~200 layers deep, 256k vocab, 10M context.
@@ -390,11 +402,11 @@ BOUND_OF_KEY: dict[str, str] = {
     **{k: "heads" for k in HEADS_KEYS + KV_HEADS_KEYS},
     "vocab_size": "vocab",
     **{k: "context" for k in CONTEXT_KEYS},
-    **{k: "experts" for k in N_EXPERTS_KEYS + TOP_K_KEYS + SHARED_EXPERTS_KEYS},
+    **{k: "experts" for k in N_EXPERTS_KEYS + TOP_K_KEYS + SHARED_EXPERTS_KEYS + ("zero_expert_num",)},
 }
 # Keys where 0 is a valid value (a count of zero, or a documented "off": Qwen2-MoE sliding_window 0).
 ZERO_ALLOWED = ("first_k_dense_replace", "num_nextn_predict_layers", "sliding_window", "max_window_layers",
-                "shared_expert_intermediate_size") + SHARED_EXPERTS_KEYS
+                "shared_expert_intermediate_size", "zero_expert_num") + SHARED_EXPERTS_KEYS
 
 # ------------------------------------------------------------------------- what is not modelled
 ENCODER_DECODER_TYPES = ("t5", "mt5", "umt5", "longt5", "switch_transformers", "bart", "mbart", "pegasus",

@@ -16,9 +16,9 @@ Reading a config, in order (one reader: the result depends on the config and thi
 3. Read dimensions, per-layer attention (window, RoPE, KV heads, DSA indexer, Gemma-4 / MiMo per-layer shapes) and
    FFN (dense / MoE / absent) kinds (layers.py), or the recurrent and hybrid layers (hybrid.py: Mamba-1/2, Gated
    DeltaNet, lightning, short conv), DeepSeek-V4's compressed attention and hyper-connections (deepseek_v4.py),
-   Zamba's shared blocks (zamba.py); identical layers share one LayerGroup. Every fallback appends a sentence to
-   `assumptions`; keys that shape a model and were not read are named (or the config is refused when its model_type
-   is unknown).
+   Zamba's shared blocks (zamba.py), LongCat-Flash's two attention blocks and shortcut MoE per layer (longcat.py);
+   identical layers share one LayerGroup. Every fallback appends a sentence to `assumptions`; keys that shape a model
+   and were not read are named (or the config is refused when its model_type is unknown).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from .layers import (activation_sparsities, attention_spec, ffn_spec, gemma3n_al
                      gemma4_global_attention, gemma4_moe_layers, group_layers, layer_d_ffs, layer_indexers,
                      layer_kv_heads, layer_noops, layer_ropes, layer_windows, mimo_attention, mimo_full_attention,
                      moe_layers, norms_per_block, parallel_block, per_layer_input, reused_kv_layers, with_layer_extras)
+from .longcat import longcat_groups
 from .reader import ConfigReader, check_head_counts
 from .scope import check_unread_keys, model_type_of, reject_unsupported, text_part
 from .spec import AttentionSpec, FfnSpec, ModelSpec
@@ -163,11 +164,14 @@ def _flatten_nested(raw: dict, arch: Architecture) -> dict:
 def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: dict, name: str,
                 source: str) -> ModelSpec:
     d_model = r.dim(*HIDDEN_KEYS)
-    n_layers = r.dim(*LAYERS_KEYS, fallback=_layers_from_list(r))
+    # LongCat-Flash: num_layers layers of two attention blocks each (longcat.py reads its depth)
+    n_layers = r.dim(*LAYERS_KEYS, fallback=_layers_from_list(r)) if model_type != "longcat_flash" else 0
     vocab = r.dim("vocab_size")
     positions = _learned_positions(r, arch, d_model)
     head_params = 0
-    if model_type in HYBRID_TYPES:  # recurrent mixers (Mamba-2, Gated DeltaNet) with or without attention
+    if model_type == "longcat_flash":  # two attention blocks and a shortcut-connected MoE per layer
+        groups = longcat_groups(r, arch, d_model)
+    elif model_type in HYBRID_TYPES:  # recurrent mixers (Mamba-2, Gated DeltaNet) with or without attention
         groups = hybrid_groups(r, arch, model_type, d_model, n_layers)
     elif model_type == "deepseek_v4":  # compressed sparse attention, hyper-connections
         groups, head_params = deepseek_v4_groups(r, d_model, n_layers)

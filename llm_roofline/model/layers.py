@@ -26,7 +26,7 @@ def attention_spec(r: ConfigReader, arch: Architecture, d_model: int, window: in
                   rope=rope, qk_norm=r.flag(arch.qk_norm), sinks=arch.sinks,
                   qk_norm_across_heads=arch.qk_norm_across_heads, output_gate=arch.output_gate)
     if r.stated("kv_lora_rank"):
-        return _mla(r, n_heads, common, indexer)
+        return mla_attention(r, n_heads, common, indexer)
     n_kv = n_kv or _kv_heads(r, n_heads)
     require_divides(n_heads, "num_attention_heads", n_kv, "the number of key/value heads")
     head_dim = _head_dim(r, d_model, n_heads)
@@ -38,7 +38,7 @@ def _kind(n_heads: int, n_kv: int) -> str:
     return "mqa" if n_kv == 1 and n_heads > 1 else "mha" if n_kv == n_heads else "gqa"
 
 
-def _mla(r: ConfigReader, n_heads: int, common: dict, indexer: bool = True) -> AttentionSpec:
+def mla_attention(r: ConfigReader, n_heads: int, common: dict, indexer: bool = True) -> AttentionSpec:
     """DeepSeek-V2/V3 multi-head latent attention: one compressed KV latent + one shared rope key per token."""
     nope, rope = r.dim("qk_nope_head_dim"), r.dim("qk_rope_head_dim")
     q_rank = r.dim("q_lora_rank", required=False)  # null (V2-Lite): a plain q_proj

@@ -349,9 +349,24 @@ class FfnSpec:
     shared_gate: bool = False  # Qwen2-MoE: sigmoid gate Linear(d_model, 1) on the shared expert
     router_bias: bool = False
     activation_sparsity: float = 0.0  # Gemma-3n: the gate's activations above a Gaussian quantile kept (a top-k pass)
+    zero_experts: int = 0  # LongCat: identity experts the router scores beside the n_experts (no weights, no work)
 
     def __post_init__(self):
         _check_kind("FfnSpec", self.kind, FFN_KINDS)
+
+    @property
+    def router_width(self) -> int:
+        """Experts the router scores: the routed ones and the zero-computation ones."""
+        return self.n_experts + self.zero_experts
+
+    @property
+    def expert_top_k(self) -> float:
+        """Routed experts with weights one token runs, on average: top_k, or with zero-computation experts top_k of
+        the router's experts under uniform routing, top_k x n_experts / router_width (LongCat: 12 x 512 / 768 = 8)."""
+        if not self.zero_experts:
+            return self.top_k
+        k = self.top_k * self.n_experts / self.router_width
+        return int(k) if k.is_integer() else k
 
     @staticmethod
     def none() -> "FfnSpec":
@@ -365,7 +380,7 @@ class FfnSpec:
         if self.kind == "dense":
             return [Matrix("ffn.up_gate" if self.gated else "ffn.up", d_model, up * self.d_ff, self.bias, "ffn"),
                     Matrix("ffn.down", self.d_ff, d_model, self.bias, "ffn")]
-        mats = [Matrix("ffn.router", d_model, self.n_experts, self.router_bias, "router"),
+        mats = [Matrix("ffn.router", d_model, self.router_width, self.router_bias, "router"),
                 Matrix("ffn.experts.up_gate" if self.gated else "ffn.experts.up", d_model, up * self.d_expert,
                        self.bias, "experts", self.n_experts),
                 Matrix("ffn.experts.down", self.d_expert, d_model, self.bias, "experts", self.n_experts)]
@@ -378,10 +393,10 @@ class FfnSpec:
         return mats
 
     def active_matrices(self, d_model: int) -> list[Matrix]:
-        """The matrices one token passes through: top-k of the routed experts."""
+        """The matrices one token passes through: top-k of the routed experts (expert_top_k: those with weights)."""
         out = []
         for m in self.weight_matrices(d_model):
-            out.append(Matrix(m.name, m.k, m.n, m.bias, m.family, self.top_k) if m.family == "experts" else m)
+            out.append(Matrix(m.name, m.k, m.n, m.bias, m.family, self.expert_top_k) if m.family == "experts" else m)
         return out
 
 
