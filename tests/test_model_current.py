@@ -1,7 +1,8 @@
 """Current families read since the hybrid / sparse-attention readers: plain Mamba, Nemotron-3 (Nemotron-H with MoE
 blocks), Granite-4.0 hybrid, LFM2-MoE, OLMo Hybrid and Lara-Mini (Gated DeltaNet hybrids; Qwen4-Exp refused), GLM-5
-(DSA with shared-indexer layers), Gemma-4 (global head dim, K = V), Qwen2-VL (top-level text keys, vision tower named),
-Nemotron-NAS blocks without attention or FFN.
+(DSA with shared-indexer layers), Gemma-4 (global head dim, K = V; E2B's per-layer inputs and KV reuse), Gemma-3n,
+Qwen2-VL (top-level text keys, vision tower named), Nemotron-NAS blocks without attention or FFN; LongCat-Flash, K-EXAONE
+(EXAONE-MoE), Step-3.5-Flash / Step-3.7 (step3p5).
 
 Every expected count is hand arithmetic in the comment beside it; the reference it is checked against is named.
 "transformers meta count" = the model class of transformers 5.24 built from the fixture on the meta device
@@ -69,6 +70,25 @@ Fixtures (tests/fixtures/configs):
   a verbatim copy: keys none of them states (torch_dtype, token ids) are left out. transformers meta count
   741,053,585,408: its experts' gate_up_proj has a row for the 256 zero experts too (never used, not in the
   checkpoint); the tech report: "560 billion total parameters", 18.6B-31.3B active, ~27B on average.
+- k_exaone_236b.json: LGAI-EXAONE/K-EXAONE-236B-A23B config.json, assembled from published values (no verbatim copy
+  of the file was found): the shape from transformers' model doc (docs/source/en/model_doc/exaone_moe.md, "Model
+  Configuration of K-EXAONE": 48 main layers + 1 MTP layer, hidden 6,144, 12 x (3 sliding + 1 global), 64 Q / 8 KV
+  heads of 128, window 128, NoPE on the global layers, 128 experts, top-8, 1 shared, MoE intermediate 2,048, vocabulary
+  153,600, context 262,144); the key names and the other values (intermediate_size 18432, "LLLG", rope_theta 1e6,
+  sigmoid noaux_tc routing, routed_scaling_factor 2.5, untied) as TensorRT-LLM's EXAONE-MoE test copies the release
+  config (with 4 layers and a window of 4); layer 0 dense (first_k_dense_replace 1, the transformers-5.1 hub config's
+  key per a public survey of it; a public GGUF card: "Layer 0 is dense (18 432); layers 1-47 are MoE").
+  transformers meta count 236,571,150,336; LG: "236B in total and 23B activated", "234B without embeddings".
+- step3p5_flash.json: stepfun-ai/Step-3.5-Flash config.json (model_type step3p5, the hub's remote-code keys), assembled
+  from published values (no verbatim copy found): StepFun's README (45 layers, hidden 4,096, 256K context, vocabulary
+  128,896, 288 routed experts + 1 shared, top-8, "196.81B (196B Backbone + 0.81B Head)", "~11B" active, an MTP head of
+  sliding-window attention); the keys and the other values as public ports copy them: sgl-jax's Step3p5Config
+  ("mirrors the HF configuration_step3p5": 64 heads, 8 KV groups of 128, intermediate 11264, experts of 1280,
+  share_expert_dim 1280, window 512, 3 MTP layers, context 262,144, router bias, head-wise gate, q/k norms), a Rust
+  port's tests of the real Step-3.7 text_config (96 heads on the sliding layers, full attention on layer 0 and every
+  4th after it, rope_theta 5e6 / 1e4 and partial_rotary_factors 0.5 / 1 per layer, 48-entry per-layer lists, MoE from
+  layer 3, swiglu_limits 7 / 16 on layers 43-44 only), a public copy of the hub's configuration_step3p5.py
+  (moe_layers_enum 3..44). transformers meta count (Step3p7TextModel + LM head) 196,956,118,272.
 - trinity_nano.json: arcee-ai/Trinity-Nano-Preview config.json (model_type afmoe) as a public Neuron port's test copies
   it whole ("matches arcee-ai/Trinity-Nano-Preview/config.json"). transformers meta count 6,120,003,328 (its
   expert_bias is a parameter); Arcee: "6B total, 1B active".
@@ -87,6 +107,7 @@ from llm_roofline.errors import UnsupportedArchitectureError
 from llm_roofline.graph import Phase, build_ops
 from llm_roofline.memory import kv_bytes_per_token, kv_cache_bytes, state_bytes_per_sequence
 from llm_roofline.model.spec import LayerGroup, ModelSpec
+from llm_roofline.sharding import Sharding
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "configs"
 
@@ -389,6 +410,117 @@ def test_longcat_flash_refuses_what_it_cannot_read(change, error):
     cfg = {**raw("longcat_flash_chat"), **change}
     with pytest.raises(lr.RooflineError, match=error):
         lr.load_model(cfg)
+# ------------------------------------------------------------------------------ K-EXAONE (EXAONE-MoE)
+def test_k_exaone_exaone4_attention_over_deepseek_moe():
+    m = fixture("k_exaone_236b")
+    # d 6144, 64 heads x 128 (8192), 8 KV heads (1024): q, o 2 x 6144 x 8192 = 100,663,296 + k, v 2 x 6144 x 1024 =
+    #   12,582,912 + q/k norms 2 x 128 -> 113,246,464; 2 norms 12,288 -> 113,258,752 per layer, x 48 = 5,436,420,096
+    # layer 0 dense gated MLP 3 x 6144 x 18432 = 339,738,624
+    # 47 MoE layers: 128 experts and 1 shared of 3 x 6144 x 2048 = 37,748,736 each -> 129 x 37,748,736 =
+    #   4,869,586,944 + router 128 x 6144 = 786,432 + e_score_correction_bias 128 -> 4,870,373,504
+    # untied embedding + head 2 x 153,600 x 6144 = 1,887,436,800; final norm 6144; the MTP layer is not counted
+    expected = 48 * 113_258_752 + 339_738_624 + 47 * 4_870_373_504 + 1_887_436_800 + 6144
+    assert m.params_total == expected == 236_571_156_352  # LG: "236B in total", "234B without embeddings"
+    # transformers meta count 236,571,150,336: its e_score_correction_bias is a buffer (47 x 128 = 6,016 fewer)
+    assert m.params_total - 236_571_150_336 == 47 * 128
+    # active: 8 of 128 + the shared one -> 9 x 37,748,736 + 786,560 = 340,525,184 per MoE layer
+    assert m.params_active == expected - 47 * (4_870_373_504 - 340_525_184) == 23_668_285_312  # LG: "23B activated"
+    # LLLG x 12 with a 128-token window; layer 0 dense; the full layers without RoPE (NoPE)
+    assert [(g.name, g.count) for g in m.layer_groups] == [("sliding.dense", 1), ("sliding.moe", 35), ("full.moe", 12)]
+    assert [(g.attention.sliding_window, g.attention.rope) for g in m.layer_groups] == [(128, True)] * 2 + [
+        (None, False)]
+    assert all(g.attention.qk_norm and not g.attention.head_gate for g in m.layer_groups)
+    assert not any("sliding_window_pattern" in a for a in m.assumptions)  # layer_types states it
+    # KV per token before the window's cap: 48 layers x K, V of 8 x 128 x 2 B = 196,608
+    assert kv_bytes_per_token(m) == 48 * 2 * 8 * 128 * 2
+    full = [o.name for o in build_ops(m, Phase.decode(1, 1000)) if o.group == "full.moe"]
+    assert "attn.qk_norm" in full and "attn.rope" not in full
+    # without layer_types: the letters (the last layer global whatever its letter), or a count (EXAONE-4's default 4)
+    layout = lambda cfg: [(g.attention.sliding_window, g.count) for g in lr.load_model(cfg).layer_groups]  # noqa: E731
+    no_types = {k: v for k, v in raw("k_exaone_236b").items() if k != "layer_types"}
+    assert layout(no_types) == layout({**no_types, "sliding_window_pattern": 4}) == [(128, 1), (128, 35), (None, 12)]
+    assert layout({**no_types, "sliding_window_pattern": "LG"}) == [(128, 1), (None, 24), (128, 23)]
+    assert layout({**no_types, "sliding_window_pattern": "L"}) == [(128, 1), (128, 46), (None, 1)]
+    for bad, why in ((0, "positive"), (True, "integer"), (-4, "positive"), ("LLXG", "letters L"), ("", "letters L"),
+                     (float("nan"), "integer"), ([4], "integer")):
+        with pytest.raises(lr.RooflineError, match=f"sliding_window_pattern must be .*{why}"):
+            lr.load_model({**no_types, "sliding_window_pattern": bad})
+    # EXAONE-4's full layers are NoPE too when a window is set (the same Exaone4Attention); none without a window
+    ropes = lambda cfg: [g.attention.rope for g in lr.load_model(cfg).layer_groups]  # noqa: E731
+    assert ropes({**TINY, "model_type": "exaone4", "num_hidden_layers": 4}) == [True, False]  # pattern 4: 3 + 1
+    assert ropes({**TINY, "model_type": "exaone4", "sliding_window": None}) == [True]
+
+
+# ------------------------------------------------------------------------------ Step-3.5-Flash / Step-3.7
+def test_step3p5_flash_gated_heads_wider_sliding_layers_and_shared_expert():
+    m = fixture("step3p5_flash")
+    # d 4096, 8 KV heads of 128 (k, v 2 x 4096 x 1024 = 8,388,608), q/k norms 2 x 128, a gate per head g_proj 4096 x H:
+    #   full layers 64 heads: q, o 2 x 4096 x 8192 = 67,108,864 + g 262,144 -> 75,759,872; 2 norms 8192 -> 75,768,064
+    #   sliding layers 96 heads: q, o 2 x 4096 x 12,288 = 100,663,296 + g 393,216 -> 109,445,376 -> 109,453,568
+    # layers 0-2 dense gated MLP 3 x 4096 x 11264 = 138,412,032
+    # 42 MoE layers: 288 experts and 1 shared of 3 x 4096 x 1280 = 15,728,640 each -> 289 x 15,728,640 =
+    #   4,545,576,960 + router 288 x 4096 = 1,179,648 + e_score_correction_bias 288 -> 4,546,756,896
+    # untied embedding + head 2 x 128,896 x 4096 = 1,055,916,032; final norm 4096; the 3 MTP layers are not counted
+    expected = 12 * 75_768_064 + 33 * 109_453_568 + 3 * 138_412_032 + 42 * 4_546_756_896 + 1_055_916_032 + 4096
+    assert m.params_total == expected == 196_956_130_368  # StepFun: "196.81B (196B Backbone + 0.81B Head)"
+    # transformers meta count 196,956,118,272 (Step3p7TextModel 196,428,160,256 + LM head 527,958,016): its
+    # e_score_correction_bias is a buffer (42 x 288 = 12,096 fewer)
+    assert m.params_total - 196_956_118_272 == 42 * 288
+    # active: 8 of 288 + the shared one -> 9 x 15,728,640 + 1,179,936 = 142,737,696 per MoE layer
+    assert m.params_active == expected - 42 * (4_546_756_896 - 142_737_696) == 11_987_323_968  # StepFun: "~11B"
+    # full attention every 4th layer from layer 0 (layer_types: 45 entries + 3 of the MTP layers), window 512
+    assert [(g.name, g.count, g.attention.n_heads) for g in m.layer_groups] == [
+        ("full.dense", 1, 64), ("sliding.dense", 2, 96), ("sliding.moe", 31, 96), ("full.moe", 11, 64)]
+    assert all(g.attention.head_gate and g.attention.qk_norm and g.attention.n_kv_heads == 8 for g in m.layer_groups)
+    assert {g.attention.sliding_window for g in m.layer_groups} == {None, 512}
+    assert (m.layer_groups[2].ffn.d_shared, m.layer_groups[2].ffn.shared_gate) == (1280, False)
+    assert kv_bytes_per_token(m) == 45 * 2 * 8 * 128 * 2  # 184,320 B before the window's cap
+    # the gate: (T, d) @ (d, 96 / 8 heads) on each chip at tp 8, then a multiply over the heads' outputs
+    ops = {o.name: o for o in build_ops(m, Phase.decode(1, 1000), Sharding(tp=8)) if o.group == "sliding.moe"}
+    assert ops["attn.g_proj"].weight_bytes == 4096 * 12 * 2 and "attn.head_gate" in ops
+    assert not [a for a in m.assumptions if "not used by the reader" in a]
+
+
+def test_step3p7_wrapper_and_the_step_keys():
+    text = raw("step3p5_flash")
+    # Step-3.7's config: the same text tower in text_config (model_type step3p5) beside a vision tower
+    wrapped = lr.load_model({"model_type": "step3p7", "text_config": text,
+                             "vision_config": {"width": 1536, "layers": 47, "heads": 16}})
+    assert wrapped.params_total == fixture("step3p5_flash").params_total == 196_956_130_368
+    assert any("vision_config not counted" in a for a in wrapped.assumptions)
+    untyped = {k: v for k, v in text.items() if k != "model_type"}
+    assert lr.load_model({"model_type": "step3p7", "text_config": untyped}).params_total == 196_956_130_368
+    # mlp_layer_types before moe_layers_enum; without either, layers 4 on (1-based) MoE (Step3p7TextConfig)
+    moe = lambda cfg: sum(g.count for g in lr.load_model(cfg).layer_groups if g.ffn.kind == "moe")  # noqa: E731
+    assert moe({**text, "moe_layers_enum": [1, 2, 46]}) == 2  # 46: an MTP layer's index
+    assert moe({k: v for k, v in text.items() if k != "moe_layers_enum"}) == moe(text) == 42
+    assert moe({**text, "mlp_layer_types": ["sparse"] * 48}) == 45
+    # without layer_types every layer is full attention of num_attention_heads (Step3p7TextConfig), window or not
+    no_types = lr.load_model({k: v for k, v in text.items() if k != "layer_types"})
+    assert [(g.attention.sliding_window, g.attention.n_heads, g.count) for g in no_types.layer_groups] == [
+        (None, 64, 3), (None, 64, 42)]
+    for change, why in (({"moe_layers_enum": "3,x"}, "moe_layers_enum must be comma-separated"),
+                        ({"moe_layers_enum": "-3"}, "moe_layers_enum must be comma-separated"),
+                        ({"moe_layers_enum": True}, "moe_layers_enum must be comma-separated"),
+                        ({"moe_layers_enum": float("nan")}, "moe_layers_enum must be comma-separated"),
+                        ({"moe_layers_enum": [3, 1.5]}, r"moe_layers_enum\[1\] must be an integer"),
+                        ({"moe_layers_enum": [3, -1]}, r"moe_layers_enum\[1\] must be non-negative"),
+                        ({"layer_types": text["layer_types"][:47]}, r"one entry per layer \(45, or 48 with the MTP"),
+                        ({"attention_other_setting": "x"}, "attention_other_setting must be an object"),
+                        ({"attention_other_setting": {"num_attention_heads": 0}}, "num_attention_heads must be pos"),
+                        ({"attention_other_setting": {"num_attention_heads": 100}}, "sliding layers' attention heads"),
+                        ({"share_expert_dim": 0}, "share_expert_dim must be positive"),
+                        ({"share_expert_dim": [1280, 640]}, "share_expert_dim must be an integer"),
+                        ({"share_expert_dims": 640}, r"share_expert_dim and share_expert_dims differ \(1280, 640\)"),
+                        ({"use_head_wise_attn_gate": "yes"}, "use_head_wise_attn_gate must be true or false")):
+        with pytest.raises(lr.RooflineError, match=why):
+            lr.load_model({**text, **change})
+    # what Step3p7TextConfig does not read is refused by name: other sliding-layer shapes, block-sparse attention
+    for change, key in (({"attention_other_setting": {"num_attention_groups": 4}}, "num_attention_groups"),
+                        ({"attention_other_setting": {"head_dim": 64}}, "head_dim"),
+                        ({"sparse_attention_config": {"sparse_topk_blocks": 16}}, "sparse_attention_config")):
+        with pytest.raises(UnsupportedArchitectureError, match=key):
+            lr.load_model({**text, **change})
 
 
 # ------------------------------------------------------------------------------ AFMoE (Arcee Trinity)

@@ -28,6 +28,8 @@ def attention_ops(c: Ctx, g: LayerGroup) -> list[Op]:
                           n=q_width + k_heads * a.head_dim + v_heads * a.v_head_dim,
                           style="column", bias=a.qkv_bias))
         rope_dim, kv_rope_heads = a.head_dim, k_heads
+        if a.head_gate:  # Step-3.5: (T, d) @ (d, H) -> one gate logit per head
+            ops.append(c.gemm("attn.g_proj", g.name, n, "attn", k=a.input_width or d, n=heads, style="column"))
     if a.qk_norm:
         ops += _qk_norm_ops(c, g, heads, kv_rope_heads)
     if a.rope:  # rotate q (H heads) and k (KV heads) in place: ~3 FLOP/elem (two multiplies, one add)
@@ -44,6 +46,9 @@ def attention_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     if a.output_gate:  # o * sigmoid(gate) over (T, H*vd): sigmoid ~4 FLOP + 1 multiply
         ops.append(c.pointwise("attn.output_gate", g.name, n, rows=c.T_attn, width=heads * a.v_head_dim,
                                flops_per_elem=5, reads=2, style="column"))
+    if a.head_gate:  # o * sigmoid(gate) over (T, H*vd), one gate per head: 1 multiply (the sigmoids are H per token)
+        ops.append(c.pointwise("attn.head_gate", g.name, n, rows=c.T_attn, width=heads * a.v_head_dim,
+                               flops_per_elem=1, reads=1, style="column"))
     # row-parallel: (T, H*vd) @ (H*vd, d) -> partial sums of (T, d)
     ops.append(c.gemm("attn.o_proj", g.name, n, "attn", k=heads * a.v_head_dim, n=d, style="row", bias=a.o_bias))
     return ops

@@ -43,6 +43,11 @@ class Architecture:
     nope_layers: bool = False  # no_rope_layers[i] = 0: layer i without RoPE (SmolLM3)
     window_from_layer: bool = False  # layers from max_window_layers on use sliding_window when it is set (dots1)
     output_gate: bool = False  # a sigmoid gate of H*hd on the attention output, from x (AFMoE's gate_proj)
+    head_gate: bool | str = False  # a sigmoid gate per head on the attention output, from x (Step-3.5's g_proj: d -> H)
+    nope_full_layers: bool = False  # full-attention layers skip RoPE when the config sets a window (EXAONE-4)
+    shared_keys: tuple[str, ...] = ()  # width of the one always-on shared expert (Step-3.5's share_expert_dim)
+    mtp_lists: bool = False  # per-layer lists may carry num_nextn_predict_layers trailing MTP entries (Step-3.5)
+    windows_from_types: bool = False  # windows only where layer_types says so (Step-3.5: none without it)
     nested: tuple[str, ...] = ()  # sub-dicts whose keys are read as top-level keys (DBRX attn_config, ffn_config)
     bias_free_layernorm: bool = False  # nn.LayerNorm(bias=False): counted as weight-only, noted
     defaults: dict = field(default_factory=dict)
@@ -79,8 +84,19 @@ ARCHITECTURES: dict[str, Architecture] = {
     "gemma2": replace(_LLAMA, norms=4, defaults={**_GEMMA_DEFAULTS, "sliding_window": 4096}),
     # VaultGemma (modeling_vaultgemma.py): Gemma-2's layers with two norms (input, pre-feedforward).
     "vaultgemma": replace(_LLAMA, defaults={**_GEMMA_DEFAULTS, "sliding_window": 4096}),
-    # EXAONE-4 (modeling_exaone4.py): post-norms only (after attention, after MLP), q/k norms, window layers.
-    "exaone4": replace(_LLAMA, qk_norm=True, defaults={"tie_word_embeddings": False, "sliding_window": 4096}),
+    # EXAONE-4 (modeling_exaone4.py): post-norms only (after attention, after MLP), q/k norms, window layers; with a
+    # window set, the full-attention layers skip RoPE (NoPE); every sliding_window_pattern-th layer is full.
+    "exaone4": replace(_LLAMA, qk_norm=True, nope_full_layers=True,
+                       defaults={"tie_word_embeddings": False, "sliding_window": 4096, "sliding_window_pattern": 4}),
+    # EXAONE-MoE / K-EXAONE (configuration_exaone_moe.py, modular_exaone_moe.py): EXAONE-4's attention (q/k norms, NoPE
+    # on the full layers) in pre-norm blocks (OLMoE's), DeepSeek-V3's MoE (experts and num_shared_experts shared ones of
+    # moe_intermediate_size, sigmoid router with e_score_correction_bias); mlp_layer_types, else the first
+    # first_k_dense_replace layers dense.
+    "exaone_moe": replace(_LLAMA, qk_norm=True, router_bias=True, nope_full_layers=True,
+                          expert_keys=("moe_intermediate_size",),
+                          defaults={"tie_word_embeddings": False, "sliding_window": 4096, "sliding_window_pattern": 4,
+                                    "first_k_dense_replace": 1, "num_experts": 64, "num_experts_per_tok": 8,
+                                    "num_shared_experts": 1, "moe_intermediate_size": 1024}),
     # SmolLM3 (modeling_smollm3.py): Llama with NoPE layers (no_rope_layers[i] = 0), tied embeddings.
     "smollm3": replace(_LLAMA, nope_layers=True, defaults={"tie_word_embeddings": True, "no_rope_layer_interval": 4}),
     "gemma3_text": replace(_LLAMA, norms=4, qk_norm=True,
@@ -209,6 +225,19 @@ ARCHITECTURES: dict[str, Architecture] = {
                                        "qk_rope_head_dim": 64, "v_head_dim": 128, "moe_topk": 12,
                                        "n_routed_experts": 512, "zero_expert_num": 256,
                                        "expert_ffn_hidden_size": 2048, "max_position_embeddings": 131072}),
+    # Step-3.5-Flash / Step-3.7 text tower (configuration_step3p7.py Step3p7TextConfig, model_type step3p5;
+    # modeling_step3p7.py): q/k norms, a sigmoid gate per head (g_proj), sliding_attention layers with their own head
+    # count (num_sliding_attention_heads, the hub's attention_other_setting), dense layers then experts of
+    # moe_intermediate_size beside one shared expert of share_expert_dim (moe_layers_enum), a sigmoid router with
+    # e_score_correction_bias; the hub's per-layer lists carry num_nextn_predict_layers trailing MTP entries.
+    "step3p5": replace(_LLAMA, qk_norm="use_qk_norm", router_bias="use_moe_router_bias",
+                       head_gate="use_head_wise_attn_gate", expert_keys=("moe_intermediate_size",),
+                       shared_keys=("share_expert_dim", "share_expert_dims"), mtp_lists=True,
+                       windows_from_types=True,
+                       defaults={"tie_word_embeddings": False, "head_dim": 128, "use_qk_norm": True,
+                                 "use_moe_router_bias": True, "use_head_wise_attn_gate": True,
+                                 "n_routed_experts": 288, "num_experts_per_tok": 8, "moe_intermediate_size": 1280,
+                                 "share_expert_dim": 1280}),
     # Kimi-Linear (configuration_kimi_linear.py, modeling_kimi_linear.py; the checkpoint's own keys: linear_attn_config,
     # num_experts_per_token, num_shared_experts): KDA layers and MLA layers without RoPE, DeepSeek-style router
     # (e_score_correction_bias), shared experts of moe_intermediate_size; the first layer dense.
@@ -349,7 +378,7 @@ UNKNOWN_ARCHITECTURE = Architecture(gated=None, ffn_keys=("intermediate_size", "
 TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_vl": "qwen3_vl_text",
                     "qwen3_vl_moe": "qwen3_vl_moe_text", "gemma4": "gemma4_text",
                     "gemma4_unified": "gemma4_unified_text", "qwen3_5": "qwen3_5_text", "gemma3n": "gemma3n_text",
-                    "qwen3_5_moe": "qwen3_5_moe_text"}
+                    "qwen3_5_moe": "qwen3_5_moe_text", "step3p7": "step3p5"}
 
 # Activations whose MLP is taken as gated in a model_type the table does not know (noted as an assumption).
 GATED_ACTIVATIONS = ("silu", "swish", "swiglu", "geglu")
@@ -358,7 +387,7 @@ GATED_ACTIVATIONS = ("silu", "swish", "swiglu", "geglu")
 HIDDEN_KEYS = ("hidden_size", "n_embd", "d_model")
 LAYERS_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
 HEADS_KEYS = ("num_attention_heads", "n_head", "num_heads", "n_heads", "attention_heads")
-KV_HEADS_KEYS = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "kv_n_heads")
+KV_HEADS_KEYS = ("num_key_value_heads", "num_kv_heads", "n_head_kv", "kv_n_heads", "num_attention_groups")
 CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "seq_length", "max_sequence_length", "max_seq_len")
 ACTIVATION_KEYS = ("hidden_activation", "hidden_act", "activation_function")
 N_EXPERTS_KEYS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
@@ -437,9 +466,11 @@ REFUSED_KEYS = {
         "mamba_d_conv", "mamba_n_heads", "attn_layer_period", "attn_layer_offset", "hybrid_override_pattern",
         "linear_attn_config", "block_types", "full_attn_idxs", "linear_num_value_heads", "linear_key_head_dim",
         "conv_L_cache")},
-    # MiniMax-M3: an indexer picks index_topk_blocks blocks of index_block_size keys (block-sparse, not DSA's tokens)
+    # MiniMax-M3: an indexer picks index_topk_blocks blocks of index_block_size keys (block-sparse, not DSA's tokens);
+    # Step-3.7's sparse_attention_config holds the same (sparse_topk_blocks, sparse_block_size)
     **{k: "block-sparse attention (an indexer selects blocks of keys)" for k in ("index_topk_blocks",
-                                                                               "index_block_size")},
+                                                                               "index_block_size",
+                                                                               "sparse_attention_config")},
     **{k: "DeepSeek sparse attention (indexer)" for k in ("index_topk", "index_n_heads", "index_head_dim")},
     "num_kv_shared_layers": "KV-cache sharing across layers",
     **{k: "compressed sparse attention (DeepSeek-V4: KV compressed at a per-layer rate)"
@@ -471,5 +502,6 @@ SHAPE_NEUTRAL_KEYS = frozenset((
     "moe_layer_end_index", "expert_capacity", "num_experts_per_tok_eval", "sliding_window_size_factor",
     "pretraining_tp", "moe_eval_capacity_factor", "moe_renormalize", "use_grouped_topk", "num_expert_group",
     "num_expert_groups", "expert_hidden_dim",  # Hy3: moe_intermediate_size's twin (read where it stands alone)
+    "moe_router_activation", "moe_router_scaling_factor", "norm_expert_weight",  # Step-3.5's routing
     "sliding_window_size",  # Gemma-2: a legacy alias of sliding_window (same value)
 ))

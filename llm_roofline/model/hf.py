@@ -39,7 +39,8 @@ from .hybrid import HYBRID_TYPES, hybrid_groups
 from .layers import (activation_sparsities, attention_spec, ffn_spec, gemma3n_altup_laurel, gemma4_d_ffs, gemma4_ffn,
                      gemma4_global_attention, gemma4_moe_layers, group_layers, layer_d_ffs, layer_indexers,
                      layer_kv_heads, layer_noops, layer_ropes, layer_windows, mimo_attention, mimo_full_attention,
-                     moe_layers, norms_per_block, parallel_block, per_layer_input, reused_kv_layers, with_layer_extras)
+                     moe_layers, norms_per_block, parallel_block, per_layer_input, reused_kv_layers, step3p5_attention,
+                     step3p5_moe_layers, with_layer_extras)
 from .longcat import longcat_groups
 from .reader import ConfigReader, check_head_counts
 from .scope import check_unread_keys, model_type_of, reject_unsupported, text_part
@@ -215,14 +216,18 @@ def _layers(r: ConfigReader, arch: Architecture, model_type: str, d_model: int, 
     """(AttentionSpec, FfnSpec) per layer; one spec object per distinct per-layer key (window, rope, kv heads,
     indexer, K and V reused, moe, (d_ff, activation sparsity))."""
     gemma4 = model_type in GEMMA4_TYPES
-    moe_flags = gemma4_moe_layers(r, n_layers) if gemma4 else moe_layers(r, n_layers)
+    if gemma4:
+        moe_flags = gemma4_moe_layers(r, n_layers)
+    else:
+        moe_flags = step3p5_moe_layers(r, n_layers) if model_type == "step3p5" else moe_layers(r, n_layers)
     noops = layer_noops(r, n_layers)
     windows, d_ffs = layer_windows(r, arch, n_layers), layer_d_ffs(r, arch, d_model, n_layers)
     reused = reused_kv_layers(r, windows) if model_type in PER_LAYER_INPUT_TYPES else [False] * n_layers
     if gemma4:
         d_ffs = gemma4_d_ffs(r, d_ffs, reused)
-    keys = list(zip(windows, layer_ropes(r, arch, n_layers), layer_kv_heads(r, n_layers), layer_indexers(r, n_layers),
-                    reused, moe_flags, zip(d_ffs, activation_sparsities(r, n_layers)), strict=True))
+    keys = list(zip(windows, layer_ropes(r, arch, n_layers, windows), layer_kv_heads(r, n_layers),
+                    layer_indexers(r, n_layers), reused, moe_flags, zip(d_ffs, activation_sparsities(r, n_layers)),
+                    strict=True))
     attn, ffn = {}, {}
     for (window, rope, n_kv, idx, reuse, moe, mlp), (no_attn, no_ffn) in dict.fromkeys(zip(keys, noops)):
         if no_attn or no_ffn:  # Nemotron-NAS: a block without attention or without FFN
@@ -234,6 +239,8 @@ def _layers(r: ConfigReader, arch: Architecture, model_type: str, d_model: int, 
                 a = gemma4_global_attention(r, a)
             elif model_type in ("mimo_v2_flash", "mimo_v2"):
                 a = mimo_attention(r, a) if window else mimo_full_attention(r, a)
+            elif model_type == "step3p5" and window:
+                a = step3p5_attention(r, a)
             attn[window, rope, n_kv, idx, reuse] = replace(a, kv_reused=reuse)
         if not moe and not mlp[0] and not no_ffn:
             raise ModelConfigError(f"the config has no {(arch.ffn_keys or ('intermediate_size',))[0]} "
@@ -315,6 +322,14 @@ def _note_minimax_m2(r: ConfigReader) -> None:
                  "not counted.")
 
 
+def _note_step3p5(r: ConfigReader) -> None:
+    """Step-3.5's per-layer RoPE (rope_theta, partial_rotary_factors: half the head on its full layers) and SwiGLU
+    clamps (swiglu_limits) change no shape; RoPE's elementwise pass is counted over whole heads."""
+    factors = r.get("partial_rotary_factors")
+    if isinstance(factors, list) and any(f != 1 for f in factors):
+        r.assume("partial_rotary_factors: RoPE's elementwise pass is counted over whole heads (a small upper bound).")
+
+
 def _note_unmodelled(r: ConfigReader, arch: Architecture, model_type: str) -> None:
     mtp = r.count("num_nextn_predict_layers")
     if mtp:
@@ -322,6 +337,8 @@ def _note_unmodelled(r: ConfigReader, arch: Architecture, model_type: str) -> No
                  "of the 685B on the hub) is not part of plain inference and is not counted.")
     if model_type == "minimax_m2":
         _note_minimax_m2(r)
+    if model_type == "step3p5":
+        _note_step3p5(r)
     if model_type == "phi" and r.flag("qk_layernorm"):
         r.assume("Phi qk_layernorm: q/k LayerNorm weights counted, their biases (2·head_dim per layer) are not.")
     if model_type == "llama4_text" and r.get("use_qk_norm"):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import ModelConfigError
+from ..errors import ModelConfigError, UnsupportedArchitectureError
 from .architectures import (ACTIVATION_KEYS, BOUNDS, GATED_ACTIVATIONS, GEMMA4_TYPES, HEADS_KEYS, KV_HEADS_KEYS,
                             LAYER_TYPE_WINDOWS, N_EXPERTS_KEYS, SHARED_EXPERTS_KEYS, TOP_K_KEYS, Architecture)
 from .reader import ConfigReader, as_int, require_divides
@@ -24,7 +24,8 @@ def attention_spec(r: ConfigReader, arch: Architecture, d_model: int, window: in
     n_heads = r.dim(*HEADS_KEYS)
     common = dict(sliding_window=window, qkv_bias=r.flag(arch.qkv_bias), o_bias=r.flag(arch.o_bias),
                   rope=rope, qk_norm=r.flag(arch.qk_norm), sinks=arch.sinks,
-                  qk_norm_across_heads=arch.qk_norm_across_heads, output_gate=arch.output_gate)
+                  qk_norm_across_heads=arch.qk_norm_across_heads, output_gate=arch.output_gate,
+                  head_gate=r.flag(arch.head_gate))
     if r.stated("kv_lora_rank"):
         return mla_attention(r, n_heads, common, indexer)
     n_kv = n_kv or _kv_heads(r, n_heads)
@@ -263,6 +264,57 @@ def mimo_full_attention(r: ConfigReader, spec: AttentionSpec) -> AttentionSpec:
     return replace(spec, sinks=r.boolean("add_full_attention_sink_bias"))
 
 
+# ---------------------------------------------------------------------------- Step-3.5
+def step3p5_attention(r: ConfigReader, spec: AttentionSpec) -> AttentionSpec:
+    """A Step-3.5 sliding-window layer: num_sliding_attention_heads query heads (the hub's attention_other_setting
+    num_attention_heads), the config's key/value heads and head_dim (Step3p7TextConfig reads only the head count
+    there: other sliding-layer shapes are refused)."""
+    heads = r.dim("num_sliding_attention_heads", required=False)
+    other = r.typed("attention_other_setting", (dict,), "an object", {})
+    if heads is None and other.get("num_attention_heads") is not None:
+        heads = as_int(other["num_attention_heads"], "attention_other_setting.num_attention_heads",
+                       bound=BOUNDS["heads"])
+    for key, own in (("num_attention_groups", spec.n_kv_heads), ("num_key_value_heads", spec.n_kv_heads),
+                     ("head_dim", spec.head_dim)):
+        if other.get(key) is not None and (type(other[key]) is not int or other[key] != own):
+            raise UnsupportedArchitectureError(f"attention_other_setting.{key} ({str(other[key])[:20]}) differs from "
+                                               f"the config's ({own}) (model_type=step3p5): sliding layers with their "
+                                               "own key/value heads or head_dim are not read")
+    heads = heads or spec.n_heads
+    require_divides(heads, "the sliding layers' attention heads", spec.n_kv_heads, "the number of key/value heads")
+    return replace(spec, kind=_kind(heads, spec.n_kv_heads), n_heads=heads)
+
+
+def step3p5_moe_layers(r: ConfigReader, n_layers: int) -> list[bool]:
+    """Step-3.5's MoE layers: mlp_layer_types ('sparse'), else moe_layers_enum (the hub's MoE layer indices, '3,4,...'
+    or a list; indices of its MTP layers, from num_hidden_layers on, left out), else every layer from the fourth
+    (Step3p7TextConfig's default)."""
+    types = r.str_list("mlp_layer_types", n_layers, trailing=r.count("num_nextn_predict_layers"))
+    if types is not None:
+        return [t == "sparse" for t in types]
+    enum = r.get("moe_layers_enum")
+    if enum is None:
+        r.assume("moe_layers_enum absent from the config: Step3p7TextConfig's default, the first 3 layers dense and "
+                 "the others MoE.")
+        return [i >= 3 for i in range(n_layers)]
+    what = "comma-separated layer indices ('3,4,5') or a list of them"
+    if isinstance(enum, str):
+        items = [x.strip() for x in enum[:1_000_000].split(",") if x.strip()]
+        if not all(x.isascii() and x.isdigit() for x in items):
+            raise ModelConfigError(f"moe_layers_enum must be {what}, got {enum[:40]!r}")
+        enum = [int(x) if len(x) < 4000 else BOUNDS["layers"] + 1 for x in items]  # int() refuses longer
+    elif not isinstance(enum, list):
+        raise ModelConfigError(f"moe_layers_enum must be {what}, got {str(enum)[:40]}")
+    moe = {as_int(v, f"moe_layers_enum[{i}]", allow_zero=True, bound=BOUNDS["layers"])
+           for i, v in enumerate(enum[: BOUNDS["layers"] + 1])}
+    return [i in moe for i in range(n_layers)]
+
+
+def mtp_entries(r: ConfigReader, arch: Architecture) -> int:
+    """Trailing MTP entries a per-layer list may carry (Step-3.5's hub config: num_nextn_predict_layers)."""
+    return r.count("num_nextn_predict_layers") if arch.mtp_lists else 0
+
+
 # ---------------------------------------------------------------------------- windows and positions
 def layer_windows(r: ConfigReader, arch: Architecture, n_layers: int) -> list[int | None]:
     """Attention window of each layer (None: full attention), from layer_types or the model's window pattern."""
@@ -289,13 +341,17 @@ def _layer_window_kinds(r: ConfigReader, arch: Architecture, n_layers: int) -> l
     hybrid = r.int_list("hybrid_layer_pattern", n_layers) if r.get("model_type") in _MIMO_TYPES else None
     if hybrid is not None:  # MiMo-V2 hub config: 1 = sliding-window layer, 0 = full attention
         return ["window" if v else None for v in hybrid]
-    types = r.str_list("layer_types", n_layers)
-    if types is not None:
+    types = r.str_list("layer_types", n_layers, trailing=mtp_entries(r, arch))
+    if types is not None:  # the pattern keys beside it are what it was derived from (EXAONE's "LLLG")
+        r.used.update(_WINDOW_PATTERN_KEYS)
         unknown = sorted({t for t in types if t not in LAYER_TYPE_WINDOWS})
         if unknown:
             raise ModelConfigError(f"unknown attention kind(s) in layer_types: {', '.join(map(repr, unknown))}; "
                                    f"known: {', '.join(LAYER_TYPE_WINDOWS)}")
         return [LAYER_TYPE_WINDOWS[t] for t in types]
+    if arch.windows_from_types:  # Step3p7TextConfig: every layer full attention without layer_types
+        r.used.add("sliding_window")
+        return [None] * n_layers
     if r.get("attention_types") is not None:  # GPT-Neo: [[["global", "local"], 6]] -> global, local, ... 12 layers
         return _gpt_neo_kinds(r, n_layers)
     if arch.chunked_attention:  # Llama-4: the RoPE layers (no_rope_layers[i] = 1) use chunked attention
@@ -308,10 +364,17 @@ def _layer_window_kinds(r: ConfigReader, arch: Architecture, n_layers: int) -> l
     if r.get("use_sliding_window") is False:  # Qwen2/Qwen3: a sliding_window value that is switched off
         r.used.update(("sliding_window", "max_window_layers"))
         return [None] * n_layers
+    if arch.nope_full_layers and r.get("sliding_window") is None:  # Exaone4Config: no window, no pattern
+        r.used.update(_WINDOW_PATTERN_KEYS)
+        return [None] * n_layers
     key = next((k for k in _WINDOW_PATTERN_KEYS if r.get(k) is not None), None)
     pattern = r.get(key) if key else None
-    if pattern or key == "global_attn_every_n_layers":  # Gemma-3 (AFMoE: its key, never 0): every p-th layer global
-        p = 2 if pattern is True and key != "global_attn_every_n_layers" else as_int(pattern, key, bound=n_layers + 1)
+    if isinstance(pattern, str) and key == "sliding_window_pattern":  # EXAONE: "LLLG"
+        return _letter_pattern(pattern, n_layers)
+    # AFMoE's key and EXAONE's are never 0 (their config classes divide by it) nor true (Gemma-3's legacy 2)
+    strict = key == "global_attn_every_n_layers" or key == "sliding_window_pattern" and arch.nope_full_layers
+    if pattern or strict:  # Gemma-3, AFMoE, EXAONE: every p-th layer global
+        p = 2 if pattern is True and not strict else as_int(pattern, key, bound=n_layers + 1)
         return [None if (i + 1) % p == 0 else "window" for i in range(n_layers)]
     if r.get("model_type") == "gemma2":  # Gemma-2 without layer_types: even layers local, odd global
         return ["window" if i % 2 == 0 else None for i in range(n_layers)]
@@ -320,6 +383,16 @@ def _layer_window_kinds(r: ConfigReader, arch: Architecture, n_layers: int) -> l
         return ["window" if i >= first else None for i in range(n_layers)]
     window = r.get("sliding_window")
     return ["window" if window else None] * n_layers  # Mistral-7B-v0.1, Phi-3: one window on every layer when set
+
+
+def _letter_pattern(pattern: str, n_layers: int) -> list[str | None]:
+    """EXAONE's sliding_window_pattern as letters: L (sliding) or G (global) from layer 0, repeated; the last layer
+    global whatever its letter (Exaone4Config's docstring)."""
+    if not pattern or len(pattern) > n_layers or set(pattern) - {"L", "G"}:
+        raise ModelConfigError(f"sliding_window_pattern must be a count or letters L (sliding) and G (global), at "
+                               f"most one per layer, got {pattern[:40]!r}")
+    kinds: list[str | None] = ["window" if pattern[i % len(pattern)] == "L" else None for i in range(n_layers)]
+    return kinds[:-1] + [None]
 
 
 def _gpt_neo_kinds(r: ConfigReader, n_layers: int) -> list[str | None]:
@@ -352,10 +425,13 @@ def _llama4_rope_layers(r: ConfigReader, n_layers: int) -> list[bool]:
     return [(i + 1) % interval != 0 for i in range(n_layers)]
 
 
-def layer_ropes(r: ConfigReader, arch: Architecture, n_layers: int) -> list[bool]:
-    """Whether each layer applies RoPE: not with ALiBi or learned positions; Llama-4's NoPE layers neither."""
+def layer_ropes(r: ConfigReader, arch: Architecture, n_layers: int, windows: list | None = None) -> list[bool]:
+    """Whether each layer applies RoPE: not with ALiBi or learned positions; Llama-4's NoPE layers neither, nor
+    EXAONE's full-attention layers when the config sets a window (their windows: `windows`)."""
     if not arch.rope or r.boolean("alibi") or r.typed("attn_config", (dict,), "an object", {}).get("alibi"):
         return [False] * n_layers
+    if arch.nope_full_layers and windows is not None and r.get("sliding_window") is not None:
+        return [w is not None for w in windows]
     if arch.chunked_attention or arch.nope_layers:
         return _llama4_rope_layers(r, n_layers)
     return [True] * n_layers
@@ -368,7 +444,8 @@ def moe_layers(r: ConfigReader, n_layers: int) -> list[bool]:
     if n_experts is None or n_experts == 1 and r.stated(*TOP_K_KEYS) is None:
         return [False] * n_layers
     types = r.str_list("mlp_layer_types", n_layers)
-    if types is not None:
+    if types is not None:  # first_k_dense_replace beside it is what it was derived from (EXAONE-MoE's config class)
+        r.used.add("first_k_dense_replace")
         return [t == "sparse" for t in types]
     explicit = r.int_list("moe_layers")  # Llama-4: indices of the MoE layers (overrides interleave_moe_layer_step)
     if explicit is not None:
@@ -522,6 +599,12 @@ def _has_qwen_shared(r: ConfigReader) -> bool:
 
 def _shared_width(r: ConfigReader, arch: Architecture, d_expert: int) -> int:
     """Total intermediate size of the always-on shared expert(s)."""
+    if arch.shared_keys:  # Step-3.5: one shared expert of share_expert_dim (or its twin), always built
+        widths = {k: r.dim(k) for k in arch.shared_keys if r.stated(k)} or {"": r.dim(*arch.shared_keys)}
+        if len(set(widths.values())) > 1:
+            raise ModelConfigError(f"{' and '.join(widths)} differ ({', '.join(map(str, widths.values()))}): one "
+                                   "shared expert width is read")
+        return next(iter(widths.values()))
     if _has_qwen_shared(r):  # Qwen2-MoE: one shared expert of this size, behind a sigmoid gate
         return r.dim("shared_expert_intermediate_size")
     key = r.stated(*SHARED_EXPERTS_KEYS)

@@ -132,13 +132,17 @@ class ConfigReader:
         return [as_int(v, f"{key}[{i}]", allow_zero=True, bound=bound_of(key) if key in BOUND_OF_KEY
                        else BOUNDS["layers"]) for i, v in enumerate(value[: BOUNDS["layers"] + 1])]
 
-    def str_list(self, key: str, length: int) -> list[str] | None:
-        """A list of strings, one per layer (layer_types, mlp_layer_types)."""
+    def str_list(self, key: str, length: int, trailing: int = 0) -> list[str] | None:
+        """A list of strings, one per layer (layer_types, mlp_layer_types); `trailing` more entries (Step-3.5's MTP
+        layers at the end of its per-layer lists) are allowed and dropped."""
         value = self.typed(key, (list,), "a list of strings", None)
         if value is None:
             return None
+        if trailing and len(value) == length + trailing:
+            value = value[:length]
         if len(value) != length:
-            raise ModelConfigError(f"{key} must list one entry per layer ({length}), got {len(value)}")
+            mtp = f", or {length + trailing} with the MTP layers" if trailing else ""
+            raise ModelConfigError(f"{key} must list one entry per layer ({length}{mtp}), got {len(value)}")
         bad = next((v for v in value if not isinstance(v, str)), None)
         if bad is not None:
             raise ModelConfigError(f"{key} must be a list of strings, got an entry {_short(bad)}")

@@ -104,6 +104,7 @@ class AttentionSpec:
     qk_nope_head_dim: int | None = None
     qk_rope_head_dim: int | None = None
     output_gate: bool = False  # Qwen3-Next gated attention: q_proj also produces a sigmoid gate of H*hd on the output
+    head_gate: bool = False  # Step-3.5: g_proj (d -> H) from x, a sigmoid gate per head on the attention output
     value_is_key: bool = False  # Gemma-4 attention_k_eq_v: no v_proj, the values are the keys (V = K)
     # DeepSeek sparse attention (DSA, V3.2): a lightning indexer scores every key with index_n_heads small heads of
     # index_head_dim and keeps the index_topk best per query; it caches one index_head_dim key per token.
@@ -163,8 +164,9 @@ class AttentionSpec:
         if self.kv_shared:
             return self._shared_kv_matrices(d_model)
         q_width = h * hd * (2 if self.output_gate else 1)  # the output gate rides in q_proj
+        gate = [Matrix("attn.g_proj", self.input_width or d_model, h)] if self.head_gate else []
         return [Matrix("attn.qkv_proj", self.input_width or d_model,
-                       q_width + self.k_proj_heads * hd + self.v_proj_heads * vd, self.qkv_bias),
+                       q_width + self.k_proj_heads * hd + self.v_proj_heads * vd, self.qkv_bias)] + gate + [
                 Matrix("attn.o_proj", h * vd, d_model, self.o_bias)]
 
     def _shared_kv_matrices(self, d: int) -> list[Matrix]:
