@@ -13,8 +13,9 @@ Reading a config, in order (one reader: the result depends on the config and thi
    architecture).
 2. Fill keys the file leaves out with the defaults of its architecture: the `ARCHITECTURES` table
    (architectures.py), which copies the transformers config-class defaults. transformers is never imported.
-3. Read dimensions, per-layer attention (window, RoPE, KV heads, DSA indexer, Gemma-4 / MiMo per-layer shapes) and
-   FFN (dense / MoE / absent) kinds (layers.py), or the recurrent and hybrid layers (hybrid.py: Mamba-1/2, Gated
+3. Read dimensions, per-layer attention (window, RoPE, KV heads, DSA indexer, MiMo / Step per-layer shapes) and
+   FFN (dense / MoE / absent) kinds (layers.py; Gemma-4's and -3n's own shapes, per-layer inputs, KV reuse and AltUp:
+   gemma.py), or the recurrent and hybrid layers (hybrid.py: Mamba-1/2, Gated
    DeltaNet, lightning, short conv), DeepSeek-V4's compressed attention and hyper-connections (deepseek_v4.py),
    Zamba's shared blocks (zamba.py), LongCat-Flash's two attention blocks and shortcut MoE per layer (longcat.py);
    identical layers share one LayerGroup. Every fallback appends a sentence to `assumptions`; keys that shape a model
@@ -36,11 +37,11 @@ from .architectures import (ARCHITECTURES, BOUNDS, CONTEXT_KEYS, GEMMA4_TYPES, H
 from .config_files import locate, read_json, shipped_index
 from .deepseek_v4 import deepseek_v4_groups
 from .hybrid import HYBRID_TYPES, hybrid_groups
-from .layers import (activation_sparsities, attention_spec, ffn_spec, gemma3n_altup_laurel, gemma4_d_ffs, gemma4_ffn,
-                     gemma4_global_attention, gemma4_moe_layers, group_layers, layer_d_ffs, layer_indexers,
-                     layer_kv_heads, layer_noops, layer_ropes, layer_windows, mimo_attention, mimo_full_attention,
-                     moe_layers, norms_per_block, parallel_block, per_layer_input, reused_kv_layers, step3p5_attention,
-                     step3p5_moe_layers, with_layer_extras)
+from .gemma import (activation_sparsities, gemma3n_altup_laurel, gemma4_d_ffs, gemma4_ffn, gemma4_global_attention,
+                    gemma4_moe_layers, per_layer_input, reused_kv_layers, with_layer_extras)
+from .layers import (attention_spec, ffn_spec, group_layers, layer_d_ffs, layer_indexers, layer_kv_heads, layer_noops,
+                     layer_ropes, layer_windows, mimo_attention, mimo_full_attention, moe_layers, norms_per_block,
+                     parallel_block, step3p5_attention, step3p5_moe_layers)
 from .longcat import longcat_groups
 from .reader import ConfigReader, check_head_counts
 from .scope import check_unread_keys, model_type_of, reject_unsupported, text_part

@@ -13,7 +13,7 @@ from ..errors import ModelConfigError, UnsupportedArchitectureError
 from .architectures import (ACTIVATION_KEYS, BOUNDS, GATED_ACTIVATIONS, GEMMA4_TYPES, HEADS_KEYS, KV_HEADS_KEYS,
                             LAYER_TYPE_WINDOWS, N_EXPERTS_KEYS, SHARED_EXPERTS_KEYS, TOP_K_KEYS, Architecture)
 from .reader import ConfigReader, as_int, require_divides
-from .spec import AttentionSpec, FfnSpec, LayerGroup, Matrix
+from .spec import AttentionSpec, FfnSpec, LayerGroup
 
 
 # ---------------------------------------------------------------------------- attention
@@ -32,10 +32,10 @@ def attention_spec(r: ConfigReader, arch: Architecture, d_model: int, window: in
     require_divides(n_heads, "num_attention_heads", n_kv, "the number of key/value heads")
     head_dim = _head_dim(r, d_model, n_heads)
     v_head_dim = r.dim("v_head_dim") if r.stated("v_head_dim") else head_dim  # MiMo-V2: values narrower than keys
-    return AttentionSpec(_kind(n_heads, n_kv), n_heads, n_kv, head_dim, v_head_dim, **common)
+    return AttentionSpec(heads_kind(n_heads, n_kv), n_heads, n_kv, head_dim, v_head_dim, **common)
 
 
-def _kind(n_heads: int, n_kv: int) -> str:
+def heads_kind(n_heads: int, n_kv: int) -> str:
     return "mqa" if n_kv == 1 and n_heads > 1 else "mha" if n_kv == n_heads else "gqa"
 
 
@@ -129,119 +129,6 @@ def layer_indexers(r: ConfigReader, n_layers: int) -> list[bool]:
     return [t == "full" for t in types]
 
 
-# ---------------------------------------------------------------------------- Gemma-4
-def gemma4_global_attention(r: ConfigReader, spec: AttentionSpec) -> AttentionSpec:
-    """Gemma-4's full-attention layers (Gemma4TextAttention): global_head_dim, and with attention_k_eq_v
-    num_global_key_value_heads and no v_proj (the values are the keys)."""
-    head_dim = r.dim("global_head_dim")
-    k_eq_v = r.boolean("attention_k_eq_v")
-    n_kv = (r.dim("num_global_key_value_heads", required=False) if k_eq_v else None) or spec.n_kv_heads
-    require_divides(spec.n_heads, "num_attention_heads", n_kv, "num_global_key_value_heads")
-    if k_eq_v:
-        r.assume("Gemma-4 attention_k_eq_v: full-attention layers have no v_proj (V = K); the KV cache still holds "
-                 "K and V, as transformers' cache does.")
-    return replace(spec, kind=_kind(spec.n_heads, n_kv), n_kv_heads=n_kv, head_dim=head_dim, v_head_dim=head_dim,
-                   value_is_key=k_eq_v)
-
-
-def gemma4_ffn(r: ConfigReader, ffn: FfnSpec) -> FfnSpec:
-    """Gemma-4's feed-forward: the gated GELU MLP; with enable_moe_block also num_experts experts of
-    moe_intermediate_size beside it (both on every layer, summed): read as a MoE whose always-on shared expert is the
-    MLP."""
-    if ffn.kind != "moe":
-        return ffn
-    r.assume("Gemma-4 MoE block: the router's input scale (hidden_size weights per layer) is not counted.")
-    return replace(ffn, d_shared=r.dim("intermediate_size"))
-
-
-def reused_kv_layers(r: ConfigReader, windows: list[int | None]) -> list[bool]:
-    """Gemma-4 / Gemma-3n num_kv_shared_layers (Gemma4TextConfig.kv_sharing_modes): the last that many layers attend
-    over the K and V the last earlier layer of their kind (sliding / full) cached; each kind they use must have such
-    a layer."""
-    n_layers, shared = len(windows), r.count("num_kv_shared_layers")
-    if shared >= n_layers:
-        raise ModelConfigError(f"num_kv_shared_layers ({shared}) must be below num_hidden_layers ({n_layers}): the "
-                               "shared layers reuse the cache of earlier layers")
-    first = n_layers - shared
-    if not set(windows[first:]) <= set(windows[:first]):
-        raise ModelConfigError(f"num_kv_shared_layers ({shared}): a kind of layer among the last {shared} has no "
-                               "earlier layer of its kind whose cache it could reuse")
-    if shared:
-        r.assume(f"num_kv_shared_layers={shared}: layers {first}-{n_layers - 1} reuse the K and V of the last "
-                 "earlier layer of their kind (no k/v projections, nothing cached) and run every token, as vLLM does "
-                 "by default (its kv_sharing_fast_prefill, which skips them for prompt tokens, is not modelled).")
-    return [i >= first for i in range(n_layers)]
-
-
-def gemma4_d_ffs(r: ConfigReader, d_ffs: list[int], reused: list[bool]) -> list[int]:
-    """use_double_wide_mlp: the layers that reuse an earlier layer's K and V have an MLP twice as wide."""
-    return [d * 2 if reuse and r.boolean("use_double_wide_mlp") else d for d, reuse in zip(d_ffs, reused, strict=True)]
-
-
-def per_layer_input(r: ConfigReader, vocab: int) -> tuple[int, int]:
-    """(per_layer_input, per_layer_vocab) of Gemma-4 E2B / E4B's and Gemma-3n's per-layer embeddings
-    (hidden_size_per_layer_input, vocab_size_per_layer_input); (0, 0) where the config has none (0 or null: Gemma-4
-    31B and 26B-A4B)."""
-    width = r.count("hidden_size_per_layer_input")
-    if not width:
-        r.used.add("vocab_size_per_layer_input")
-        return 0, 0
-    return width, r.dim("vocab_size_per_layer_input", fallback=(vocab, f"vocab_size ({vocab})"))
-
-
-def gemma3n_altup_laurel(r: ConfigReader) -> tuple[int, int]:
-    """(altup_num_inputs, laurel_rank) of Gemma-3n: the AltUp streams (at least 2: one active) and LAuReL's rank."""
-    streams, rank = r.dim("altup_num_inputs"), r.dim("laurel_rank")
-    if streams < 2 or streams > 64:
-        raise ModelConfigError(f"altup_num_inputs must be 2..64 (copies of the hidden state, one active), got "
-                               f"{streams}")
-    active = r.count("altup_active_idx")
-    if active >= streams:
-        raise ModelConfigError(f"altup_active_idx ({active}) must be below altup_num_inputs ({streams})")
-    r.used.update(("altup_coef_clip", "altup_correct_scale", "altup_lr_multiplier"))  # training / a scale: no shape
-    return streams, rank
-
-
-def activation_sparsities(r: ConfigReader, n_layers: int) -> list[float]:
-    """Gemma-3n activation_sparsity_pattern: per layer, the Gaussian quantile of the gate's activations kept (0: all
-    kept, no top-k pass)."""
-    pattern = r.typed("activation_sparsity_pattern", (list,), "a list of numbers, one per layer")
-    if pattern is None:
-        return [0.0] * n_layers
-    if len(pattern) != n_layers:
-        raise ModelConfigError(f"activation_sparsity_pattern must list one entry per layer ({n_layers}), got "
-                               f"{len(pattern)}")
-    bad = next((v for v in pattern if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1), None)
-    if bad is not None or any(v != v for v in pattern):
-        raise ModelConfigError(f"activation_sparsity_pattern entries must be numbers in [0, 1), got {bad!r:.40}")
-    return [float(v) for v in pattern]
-
-
-def with_layer_extras(groups: tuple[LayerGroup, ...], d: int, per_layer_input: int, altup: int,
-                      laurel: int) -> tuple[LayerGroup, ...]:
-    """The matrices each layer holds beside its attention and MLP (replicated on every tp chip in vLLM:
-    ReplicatedLinear, quantized with the MLP), and their norms: the per-layer-input gate (d -> p) and projection
-    (p -> d) and a norm; LAuReL's (d -> r -> d) and a norm; AltUp's router (d -> n), prediction (n -> n^2) and
-    correction (n -> n) coefficients, its router norm and its output scale (d weights: counted as a norm)."""
-    mats = []
-    if per_layer_input:
-        mats += [Matrix("per_layer.gate", d, per_layer_input, family="ffn"),
-                 Matrix("per_layer.proj", per_layer_input, d, family="ffn")]
-    if laurel:
-        mats += [Matrix("laurel.left", d, laurel, family="ffn"), Matrix("laurel.right", laurel, d, family="ffn")]
-    if altup:
-        mats += [Matrix("altup.router", d, altup, family="ffn"), Matrix("altup.prediction_coefs", altup, altup ** 2,
-                                                                         family="ffn"),
-                 Matrix("altup.correction_coefs", altup, altup, family="ffn")]
-    norms = bool(per_layer_input) + bool(laurel) + 2 * bool(altup)
-    return tuple(replace(g, norms=g.norms + norms, per_layer=tuple(mats)) for g in groups) if mats else groups
-
-
-def gemma4_moe_layers(r: ConfigReader, n_layers: int) -> list[bool]:
-    """Gemma-4: every layer has the MoE block when enable_moe_block is true (num_experts is ignored otherwise)."""
-    return [r.boolean("enable_moe_block")] * n_layers
-
-
 # ---------------------------------------------------------------------------- MiMo-V2
 def mimo_attention(r: ConfigReader, spec: AttentionSpec) -> AttentionSpec:
     """A MiMo-V2-Flash sliding-window layer. The hub's config states its shape in swa_num_attention_heads,
@@ -249,12 +136,12 @@ def mimo_attention(r: ConfigReader, spec: AttentionSpec) -> AttentionSpec:
     (modeling_mimo_v2_flash.py) doubles num_key_value_heads there and adds attention sinks."""
     if r.stated("swa_num_key_value_heads") is None:
         n_kv = 2 * spec.n_kv_heads
-        return replace(spec, kind=_kind(spec.n_heads, n_kv), n_kv_heads=n_kv, sinks=True)
+        return replace(spec, kind=heads_kind(spec.n_heads, n_kv), n_kv_heads=n_kv, sinks=True)
     heads = r.dim("swa_num_attention_heads", required=False) or spec.n_heads
     n_kv = r.dim("swa_num_key_value_heads")
     require_divides(heads, "swa_num_attention_heads", n_kv, "swa_num_key_value_heads")
     head_dim = r.dim("swa_head_dim", required=False) or spec.head_dim
-    return replace(spec, kind=_kind(heads, n_kv), n_heads=heads, n_kv_heads=n_kv, head_dim=head_dim,
+    return replace(spec, kind=heads_kind(heads, n_kv), n_heads=heads, n_kv_heads=n_kv, head_dim=head_dim,
                    v_head_dim=r.dim("swa_v_head_dim", required=False) or head_dim,
                    sinks=r.boolean("add_swa_attention_sink_bias"))
 
@@ -282,7 +169,7 @@ def step3p5_attention(r: ConfigReader, spec: AttentionSpec) -> AttentionSpec:
                                                "own key/value heads or head_dim are not read")
     heads = heads or spec.n_heads
     require_divides(heads, "the sliding layers' attention heads", spec.n_kv_heads, "the number of key/value heads")
-    return replace(spec, kind=_kind(heads, spec.n_kv_heads), n_heads=heads)
+    return replace(spec, kind=heads_kind(heads, spec.n_kv_heads), n_heads=heads)
 
 
 def step3p5_moe_layers(r: ConfigReader, n_layers: int) -> list[bool]:
