@@ -1,8 +1,9 @@
 """Current families read since the hybrid / sparse-attention readers: plain Mamba, Nemotron-3 (Nemotron-H with MoE
-blocks), Granite-4.0 hybrid, LFM2-MoE, OLMo Hybrid and Lara-Mini (Gated DeltaNet hybrids; Qwen4-Exp refused), GLM-5
-(DSA with shared-indexer layers), Gemma-4 (global head dim, K = V; E2B's per-layer inputs and KV reuse), Gemma-3n,
-Qwen2-VL (top-level text keys, vision tower named), Nemotron-NAS blocks without attention or FFN; LongCat-Flash, K-EXAONE
-(EXAONE-MoE), Step-3.5-Flash / Step-3.7 (step3p5).
+blocks), Granite-4.0 hybrid, LFM2-MoE, OLMo Hybrid and Lara-Mini (Gated DeltaNet hybrids; Qwen4-Exp refused), LFM3
+(short conv + gated full / windowed attention; ZAYA1, Dory and HRM-Text refused), GLM-5 (DSA with shared-indexer
+layers), Gemma-4 (global head dim, K = V; E2B's per-layer inputs and KV reuse), Gemma-3n, Qwen2-VL (top-level text
+keys, vision tower named), Nemotron-NAS blocks without attention or FFN; LongCat-Flash, K-EXAONE (EXAONE-MoE),
+Step-3.5-Flash / Step-3.7 (step3p5).
 
 Every expected count is hand arithmetic in the comment beside it; the reference it is checked against is named.
 "transformers meta count" = the model class of transformers 5.24 built from the fixture on the meta device
@@ -58,6 +59,14 @@ Fixtures (tests/fixtures/configs):
 - lara_mini_default.json: no published config.json of translated/Lara-4-Mini-Base was found: this is transformers'
   LaraMiniConfig() (its docstring names that checkpoint; "the released pattern, with period 5" of layer types), the
   keys that shape the model. transformers meta count 7,281,684,672 (+ 128 rotary buffers, not parameters).
+- lfm3_1_7b.json: LiquidAI/LFM3-1.7B config.json as Ollama's library page of lfm3:1.7b shows the file (its json
+  blob; auto_map to the checkpoint's configuration_lfm3 / modeling_lfm3), verbatim up to tie_word_embeddings true,
+  where the published excerpt ends: 24 layers (13 conv, 6 full, 5 sliding), hidden 2048, 16 / 4 heads of 128, MLP
+  7680, conv_L_cache 7, window 256, full layers rotating half of each head (its "default" rope label, which
+  transformers 5.24 names "proportional"), context 262,144. vocab_size 128,000 is Lfm3Config's default (that class's
+  documented checkpoint is this one; the published token ids 124,893-124,900 lie below it); use_attention_gate and
+  use_sandwich_norm, past the excerpt, are left out: Lfm3Config's true applies. llama.cpp's lfm3.cpp names the
+  7,680-wide MLP LLM_TYPE_1_7B. transformers meta count 1,728,801,536 (= Lfm3Config()'s, the same geometry).
 - hy3.json: tencent/Hy3 config.json, the fields a public serving project's profile requires verbatim of it ("必需
   config predicates": 80 layers, hidden 4096, 64 / 8 heads of 128, 192 experts of 1536, top-8, 1 shared, 1 MTP
   layer). transformers meta count 295,033,528,320 (its default config is the same model).
@@ -298,6 +307,94 @@ def test_lara_mini_layer_types():
                                                            ("attention.moe-2", 7)]
     with pytest.raises(lr.ModelConfigError, match="'mamba' is not linear_attention, sliding_attention or full"):
         lr.load_model({**cfg, "layer_types": ["mamba"] * 34})
+
+
+# ------------------------------------------------------------------------------ LFM3 (short conv + gated attention)
+# d 2048. short conv: in_proj 2048 x 6144 = 12,582,912; conv 2048 channels x 7 taps = 14,336; out_proj 2048 x 2048
+#   = 4,194,304 -> 16,791,552
+# attention 16 heads of 128, 4 KV heads: q, o 2 x 2048 x 2048 = 8,388,608; k, v 2 x 2048 x 512 = 2,097,152; q/k
+#   norms 2 x 128; g_proj (a gate per head) 2048 x 16 = 32,768 -> 10,518,784
+# every layer: gated MLP 3 x 2048 x 7680 = 47,185,920; 4 norms (operator, after it, FFN, after it) 8192
+LFM3_CONV_LAYER = 16_791_552 + 47_185_920 + 8192  # 63,985,664
+LFM3_ATTN_LAYER = 10_518_784 + 47_185_920 + 8192  # 57,712,896
+# 13 conv + 6 full + 5 sliding layers; tied embedding 128,000 x 2048 = 262,144,000; final norm 2048
+LFM3_1_7B = 13 * LFM3_CONV_LAYER + 11 * LFM3_ATTN_LAYER + 262_144_000 + 2048
+
+
+def test_lfm3_1_7b_short_conv_and_gated_full_and_window_attention():
+    m = fixture("lfm3_1_7b")
+    # = transformers' meta count (Lfm3ForCausalLM); LiquidAI: "LFM3-1.7B"; dense, all of it active
+    assert m.params_total == m.params_active == LFM3_1_7B == 1_728_801_536
+    assert [(g.name, g.count, g.norms) for g in m.layer_groups] == [
+        ("short_conv.dense", 13, 4), ("attention.dense", 6, 4), ("attention.dense-2", 5, 4)]
+    conv, full, window = (g.mixer or g.attention for g in m.layer_groups)
+    assert (conv.kind, conv.inner_dim, conv.conv_kernel) == ("short_conv", 2048, 7)
+    assert (full.sliding_window, window.sliding_window) == (None, 256)
+    assert full.head_gate and full.qk_norm and not full.output_gate
+    # KV per token: 11 layers x K and V of 4 heads x 128 x 2 B = 11 x 2048 = 22,528; at 8192 tokens the 5 window
+    #   layers hold 256: 6 x 2048 x 8192 + 5 x 2048 x 256 = 100,663,296 + 2,621,440
+    assert kv_bytes_per_token(m) == 22_528
+    assert kv_cache_bytes(m, 8192) == 103_284_736
+    # state per sequence: 13 conv layers x (7 - 1) taps x 2048 channels x 2 B = 13 x 24,576
+    assert state_bytes_per_sequence(m, "bf16") == 13 * 24_576 == 319_488
+
+
+def test_lfm3_sandwich_norms_normalise_both_outputs_of_every_layer():
+    m = fixture("lfm3_1_7b")
+    for group in ("short_conv.dense", "attention.dense"):
+        names = [o.name for o in build_ops(one_layer(m, group), Phase.decode(1, 100)) if o.name.startswith("norm")]
+        assert names == ["norm.attn", "norm.attn_out", "norm.ffn", "norm.ffn_out", "norm.final"]
+
+
+@pytest.mark.parametrize("change, expected", [
+    ({}, LFM3_1_7B),
+    # absent layer_types: Lfm3Config's pattern, the fixture's own
+    ({"layer_types": None}, LFM3_1_7B),
+    # no sandwich: 2 norms fewer in each of 24 layers, 24 x 2 x 2048 = 98,304 (transformers: 1,728,703,232)
+    ({"use_sandwich_norm": False}, LFM3_1_7B - 98_304),
+    # no gate: 11 g_proj of 2048 x 16 = 360,448 fewer (transformers: 1,728,441,088)
+    ({"use_attention_gate": False}, LFM3_1_7B - 360_448),
+    # conv_bias: in_proj 6144 + conv 2048 + out_proj 2048 biases in 13 layers = 133,120 (transformers: 1,728,934,656)
+    ({"conv_bias": True}, LFM3_1_7B + 133_120),
+])
+def test_lfm3_config_switches_match_transformers(change, expected):
+    cfg = {k: v for k, v in {**raw("lfm3_1_7b"), **change}.items() if v is not None}
+    assert lr.load_model(cfg).params_total == expected
+
+
+@pytest.mark.parametrize("change, error", [
+    ({"layer_types": ["conv", "mamba"] * 12}, "'mamba' is not conv, sliding_attention or full_attention"),
+    ({"layer_types": ["conv"] * 23}, "layer_types must list one entry per layer"),
+    ({"use_sandwich_norm": "yes"}, "use_sandwich_norm must be true or false"),
+    ({"use_attention_gate": 2}, "use_attention_gate must be true or false"),
+    ({"sliding_window": None}, "sliding_window"),
+    ({"conv_L_cache": 0}, "conv_L_cache"),
+])
+def test_lfm3_malformed_configs_name_the_key(change, error):
+    with pytest.raises(lr.ModelConfigError, match=error):
+        lr.load_model({**raw("lfm3_1_7b"), **change})
+
+
+# ------------------------------------------------------------------------------ ZAYA1, Dory, HRM-Text: refused
+@pytest.mark.parametrize("cfg, words", [
+    # Zyphra/ZAYA1-8B (ZayaConfig's defaults): CCA attention, residual scaling, an MLP router with state across layers
+    ({"model_type": "zaya", "hidden_size": 2048, "num_hidden_layers": 40, "layer_types": ["hybrid"] * 40,
+      "cca_time0": 2, "cca_time1": 2, "router_hidden_size": 256, "num_experts": 16},
+     ["Compressed Convolutional Attention", "residual scaling", "router_hidden_size"]),
+    # nvidia/NVIDIA-Nemotron-Labs-Dory1.0-4B (released layout: attention and mlp as separate entries)
+    ({"model_type": "dory", "hidden_size": 2560, "num_hidden_layers": 72,
+      "layer_types": ["sliding_attention", "mlp"] * 36, "n_recurrent_loops": 2},
+     ["n_recurrent_loops", "nGPT", "logit_scale"]),
+    # sapientinc/HRM-Text-1B (a saved config: num_hidden_layers inflated to 16 x 2 x (3 + 1))
+    ({"model_type": "hrm_text", "hidden_size": 1536, "num_hidden_layers": 128, "num_layers_per_stack": 16,
+      "H_cycles": 2, "L_cycles": 3},
+     ["num_layers_per_stack", "H_cycles", "L_cycles", "weightless RMSNorms"]),
+])
+def test_looped_and_convolutional_attention_models_are_refused_naming_what_the_graph_lacks(cfg, words):
+    with pytest.raises(UnsupportedArchitectureError) as e:
+        lr.load_model(cfg)
+    text = str(e.value)
+    assert "\n" not in text and all(w in text for w in words)
 
 
 # ------------------------------------------------------------------------------ Qwen4-Exp: refused

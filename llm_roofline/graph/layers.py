@@ -237,17 +237,19 @@ def _dispatch_combine(c: Ctx, g: LayerGroup, tokens_per_chip) -> list[Op]:
 def _block_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     """A block of a recurrent / hybrid model: a token mixer (recurrent mixer, attention, or both in parallel) and / or
     an MLP, each behind its own norm and residual (Mamba-2 and Nemotron-H blocks hold one of them, Qwen3-Next both,
-    Falcon-H1 attention + mixer in parallel, then the MLP)."""
+    Falcon-H1 attention + mixer in parallel, then the MLP); with 4 norms (LFM3's sandwich) each output is normed too,
+    as in _attention_half and _ffn_half."""
     n, ops, has_attention = g.count, [], g.attention.kind != "none"
     if g.mixer is not None or has_attention:
         ops.append(c.norm("norm.attn", g.name, n))
         # Falcon-H1: attention and the mixer read the same normed input; their outputs are summed (one all-reduce)
         ops += (attention_ops(c, g) if has_attention else []) + (_mixer_ops(c, g) if g.mixer is not None else [])
+        ops += [c.norm("norm.attn_out", g.name, n)] if g.norms >= 4 else []
         ops += c.after_row("attn", g.name, n)
         ops.append(c.residual(g.name, n, reads=3 if has_attention and g.mixer is not None else 2))
     if g.ffn.kind != "none":
         ops.append(c.norm("norm.ffn", g.name, n))
-        ops += _ffn_ops(c, g)
+        ops += _ffn_ops(c, g) + ([c.norm("norm.ffn_out", g.name, n)] if g.norms >= 4 else [])
         ops += _ffn_out(c, g) + [c.residual(g.name, n)]
     return ops
 

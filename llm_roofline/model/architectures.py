@@ -178,6 +178,16 @@ ARCHITECTURES: dict[str, Architecture] = {
     # LFM2 (configuration_lfm2.py): short-conv or attention (q/k norms) then a gated MLP; tied embeddings
     # (tie_embedding in Liquid's own configs); the final norm is embedding_norm.
     "lfm2": replace(_LLAMA, qk_norm=True, defaults={"tie_word_embeddings": True, "conv_L_cache": 3}),
+    # LFM3 (configuration_lfm3.py, modular_lfm3.py): LFM2's short-conv layers beside Qwen3 attention (q/k norms per
+    # head) with a sigmoid gate per head from x (g_proj, use_attention_gate), over a window on 'sliding_attention'
+    # layers; a gated MLP of intermediate_size as is; with use_sandwich_norm a norm after the operator and after the
+    # MLP too (4 a block). Defaults: Lfm3Config's (its docstring's checkpoint, LiquidAI/LFM3-1.7B).
+    "lfm3": replace(_LLAMA, qk_norm=True, head_gate="use_attention_gate",
+                    defaults={"tie_word_embeddings": True, "vocab_size": 128000, "hidden_size": 2048,
+                              "intermediate_size": 7680, "num_hidden_layers": 24, "num_attention_heads": 16,
+                              "num_key_value_heads": 4, "head_dim": 128, "max_position_embeddings": 128000,
+                              "sliding_window": 256, "conv_L_cache": 7, "use_sandwich_norm": True,
+                              "use_attention_gate": True}),
     # Falcon-H1 (configuration_falcon_h1.py): attention and Mamba-2 in parallel in every block, then a gated MLP.
     "falcon_h1": replace(_LLAMA, defaults={"tie_word_embeddings": False, "mamba_d_ssm": 1024, "mamba_n_heads": 128,
                                            "mamba_n_groups": 1, "mamba_d_state": 256, "mamba_d_conv": 4,
@@ -447,6 +457,19 @@ _QWEN4_EXP = ("Qwen4-Exp's gated hyper-connections (hc_count residual streams; e
               "through an hc_lowrank projection, its output injected back by learned weights), the QSA indexer on "
               "every attention layer (indexer_*: each query keeps indexer_budget tokens from mean-pooled blocks of "
               "indexer_compress_ratio keys) and hashed n-gram embeddings feeding the ple_layer_ids layers (PLE)")
+# Read in transformers 5.24 (modular_zaya.py, modular_dory.py, modular_hrm_text.py); what each has that the graph lacks
+_ZAYA = ("ZAYA1's Compressed Convolutional Attention (q and k through a depthwise and a grouped causal conv over the "
+         "sequence, half of v projected from the previous token: a conv window and a value state per sequence beside "
+         "the KV cache; an L2 q/k norm with a learned key scale), its residual scaling (4 learned vectors a sub-block) "
+         "and its router (an MLP of router_hidden_size whose state passes from layer to layer, top-1 over num_experts "
+         "+ 1 classes, the last one skipping the experts)")
+_DORY = ("Dory's looped section (n_recurrent_loops passes through the same n_recurrent_layers layers, each pass with "
+         "a KV cache of its own or reading the last pass's: recurrent_kv_cache_mode) and nGPT's unit-norm residual "
+         "interpolation with learned per-channel scales (sqk, s_gate, suv_gate / suv_up, lambda_1 / lambda_2, the LM "
+         "head's logit_scale)")
+_HRM_TEXT = ("HRM-Text's two stacks of num_layers_per_stack layers run in nested cycles (in each of H_cycles cycles "
+             "the L stack L_cycles times, then the H stack), every run with a KV cache of its own, with weightless "
+             "RMSNorms and a prefix-LM mask (bidirectional over the prompt)")
 # model_type -> why the operator graph cannot represent it (recurrent state, linear attention, sparse attention).
 REFUSED_TYPES = {
     "plamo2": "hybrid attention + state-space layers",
@@ -458,6 +481,9 @@ REFUSED_TYPES = {
     "jetmoe": "mixture-of-attention-heads (attention experts)",
     # modular_qwen4_exp.py: its Gated DeltaNet is Qwen3.5's (it would read as gated_deltanet), the rest is not
     **dict.fromkeys(("qwen4_exp", "qwen4_exp_text"), _QWEN4_EXP),
+    "zaya": _ZAYA,
+    "dory": _DORY,
+    "hrm_text": _HRM_TEXT,
 }
 # Keys that say the same whatever the model_type (a hybrid or sparse-attention model under another name).
 REFUSED_KEYS = {

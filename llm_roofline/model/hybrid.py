@@ -3,8 +3,8 @@
 MoE + shared MLP), Jamba (Mamba-1 or attention, then MLP or MoE), Qwen3-Next (Gated DeltaNet + gated attention, MoE),
 OLMo Hybrid (Gated DeltaNet + Olmo-3 attention, MLP), Lara-Mini (Gated DeltaNet + windowed / NoPE attention, MoE),
 Kimi-Linear (KDA + MLA, MoE), MiniMax-Text-01 (lightning attention + softmax attention, MoE), LFM2 and LFM2-MoE
-(short convolutions + attention, then an MLP or MoE), Falcon-H1 (attention and Mamba-2 in parallel in every block,
-then an MLP).
+(short convolutions + attention, then an MLP or MoE), LFM3 (short convolutions + gated full or windowed attention,
+sandwich norms), Falcon-H1 (attention and Mamba-2 in parallel in every block, then an MLP).
 
 Each layer is an (AttentionSpec, MixerSpec | None, FfnSpec) triple; a block without attention holds
 AttentionSpec.none(), one without MLP FfnSpec.none(). Identical triples share one LayerGroup. Key names and their
@@ -22,7 +22,7 @@ from .reader import ConfigReader, as_int, require_divides
 from .spec import AttentionSpec, FfnSpec, LayerGroup, MixerSpec
 
 HYBRID_TYPES = ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "bamba", "jamba", "qwen3_next", "qwen3_5_text",
-                "qwen3_5_moe_text", "kimi_linear", "olmo_hybrid", "lara_mini", "minimax", "lfm2", "lfm2_moe",
+                "qwen3_5_moe_text", "kimi_linear", "olmo_hybrid", "lara_mini", "minimax", "lfm2", "lfm2_moe", "lfm3",
                 "falcon_h1", "granitemoehybrid")
 # Nemotron-H's block letters (hybrid_override_pattern) and the list names of newer configs (layers_block_type)
 _NEMOTRON_LETTERS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
@@ -39,10 +39,13 @@ def hybrid_groups(r: ConfigReader, arch: Architecture, model_type: str, d_model:
                "qwen3_next": _qwen3_next_layers, "qwen3_5_text": _qwen3_next_layers,
                "qwen3_5_moe_text": _qwen3_next_layers, "kimi_linear": _kimi_linear_layers, "minimax": _minimax_layers,
                "olmo_hybrid": _olmo_hybrid_layers, "lara_mini": _lara_mini_layers, "lfm2": _lfm2_layers,
-               "lfm2_moe": _lfm2_layers, "falcon_h1": _falcon_h1_layers, "granitemoehybrid": _granite_layers}
+               "lfm2_moe": _lfm2_layers, "lfm3": _lfm3_layers, "falcon_h1": _falcon_h1_layers,
+               "granitemoehybrid": _granite_layers}
     layers = readers[model_type](r, arch, d_model, n_layers)
     _note_state_dtype(r, [m for _, m, _ in layers if m is not None])
-    return _group(layers, arch.norms)
+    # LFM3 use_sandwich_norm: post_operator_norm and post_ffn_norm beside operator_norm and ffn_norm
+    sandwich = model_type == "lfm3" and r.boolean("use_sandwich_norm")
+    return _group(layers, 4 if sandwich else arch.norms)
 
 
 def _group(layers: list[Layer], norms: int) -> tuple[LayerGroup, ...]:
@@ -482,12 +485,18 @@ def _lfm2_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: in
     bad = next((t for t in types if t not in ("conv", "full_attention")), None)
     if bad is not None:
         raise ModelConfigError(f"layer_types entry {bad[:40]!r} is not conv or full_attention")
-    bias = r.boolean("conv_bias")
-    mixer = MixerSpec("short_conv", d_model, 1, 0, 0, r.dim("conv_L_cache"), conv_bias=bias, proj_bias=bias,
-                      state_dtype=None)
+    mixer = _short_conv(r, d_model)
     attn = attention_spec(r, arch, d_model, None, rope=True) if "full_attention" in types else None
     ffns = _lfm2_ffns(r, arch, d_model, n_layers)
     return [(attn, None, f) if t == "full_attention" else (AttentionSpec.none(), mixer, f) for t, f in zip(types, ffns)]
+
+
+def _short_conv(r: ConfigReader, d_model: int) -> MixerSpec:
+    """Lfm2ShortConv (LFM3's too): in_proj d -> 3d (B, C, x), a depthwise conv of conv_L_cache taps over d channels,
+    out_proj; conv_bias puts a bias on all three."""
+    bias = r.boolean("conv_bias")
+    return MixerSpec("short_conv", d_model, 1, 0, 0, r.dim("conv_L_cache"), conv_bias=bias, proj_bias=bias,
+                     state_dtype=None)
 
 
 def _lfm2_ffns(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[FfnSpec]:
@@ -499,6 +508,35 @@ def _lfm2_ffns(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int)
     dense = ffn_spec(r, arch, d_model, False, r.dim("intermediate_size"))
     moe = ffn_spec(r, arch, d_model, True, 0)
     return [dense if i < n_dense else moe for i in range(n_layers)]
+
+
+# ---------------------------------------------------------------------------- LFM3
+_LFM3_TYPES = ("conv", "sliding_attention", "full_attention")
+
+
+def _lfm3_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int) -> list[Layer]:
+    """Lfm3DecoderLayer (modular_lfm3.py): norm -> (LFM2's short conv | Qwen3 attention with q/k norms per head and
+    a sigmoid gate per head from x (g_proj: d -> heads, use_attention_gate), over sliding_window tokens on
+    'sliding_attention' layers, over all on 'full_attention' ones) -> norm -> residual -> norm -> gated MLP of
+    intermediate_size (used as is: LFM2's block_* width rules are gone) -> norm -> residual. The two norms after the
+    operator and the MLP are use_sandwich_norm's (hybrid_groups counts them)."""
+    types = r.str_list("layer_types", n_layers)
+    if types is None:  # Lfm3Config.__post_init__
+        types = ["full_attention" if i % 4 == 2 else "sliding_attention" if i % 4 == 0 and i > 0 else "conv"
+                 for i in range(n_layers)]
+        r.assume("layer_types absent from the config: Lfm3Config's pattern (layer 2 and every fourth after it full "
+                 "attention, layer 4 and every fourth after it sliding-window attention, the rest short conv).")
+    bad = next((t for t in types if t not in _LFM3_TYPES), None)
+    if bad is not None:
+        raise ModelConfigError(f"layer_types entry {bad[:40]!r} is not conv, sliding_attention or full_attention")
+    attn = {t: attention_spec(r, arch, d_model, r.dim("sliding_window") if t == "sliding_attention" else None,
+                              rope=True) for t in _LFM3_TYPES[1:] if t in types}
+    mixer = _short_conv(r, d_model) if "conv" in types else None
+    mlp = ffn_spec(r, arch, d_model, False, r.dim("intermediate_size"))
+    if "full_attention" in types:
+        r.assume("LFM3: the full-attention layers rotate part of each head (rope_parameters' partial_rotary_factor, "
+                 "0.5 in LFM3-1.7B): RoPE's elementwise pass is counted over whole heads (a small upper bound).")
+    return [(AttentionSpec.none(), mixer, mlp) if t == "conv" else (attn[t], None, mlp) for t in types]
 
 
 # ---------------------------------------------------------------------------- Granite-4.0 hybrid

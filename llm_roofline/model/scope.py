@@ -20,7 +20,8 @@ _SSM_KEYS = tuple(k for k, why in REFUSED_KEYS.items() if why.startswith("state-
 READ_HYBRID_KEYS = {
     **{t: _SSM_KEYS for t in ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "bamba", "jamba", "qwen3_next",
                               "qwen3_5_text", "qwen3_5_moe_text", "minimax", "lfm2", "lfm2_moe", "falcon_h1",
-                              "granitemoehybrid", "zamba", "zamba2", "kimi_linear", "olmo_hybrid", "lara_mini")},
+                              "granitemoehybrid", "zamba", "zamba2", "kimi_linear", "olmo_hybrid", "lara_mini",
+                              "lfm3")},
     **{t: ("index_topk", "index_n_heads", "index_head_dim") for t in ("deepseek_v32", "glm_moe_dsa")},
     "deepseek_v4": ("index_topk", "index_n_heads", "index_head_dim", "compress_ratios", "compress_rates", "hc_mult",
                     "hc_sinkhorn_iters"),
