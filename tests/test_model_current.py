@@ -3,7 +3,7 @@ blocks), Granite-4.0 hybrid, LFM2-MoE, OLMo Hybrid and Lara-Mini (Gated DeltaNet
 (short conv + gated full / windowed attention; ZAYA1, Dory and HRM-Text refused), GLM-5 (DSA with shared-indexer
 layers), Gemma-4 (global head dim, K = V; E2B's per-layer inputs and KV reuse), Gemma-3n, Qwen2-VL (top-level text
 keys, vision tower named), Nemotron-NAS blocks without attention or FFN; LongCat-Flash, K-EXAONE (EXAONE-MoE),
-Step-3.5-Flash / Step-3.7 (step3p5).
+Step-3.5-Flash / Step-3.7 (step3p5); Cohere2-MoE (North Mini Code), Mellum 2, Laguna (Doge refused).
 
 Every expected count is hand arithmetic in the comment beside it; the reference it is checked against is named.
 "transformers meta count" = the model class of transformers 5.24 built from the fixture on the meta device
@@ -98,6 +98,30 @@ Fixtures (tests/fixtures/configs):
   4th after it, rope_theta 5e6 / 1e4 and partial_rotary_factors 0.5 / 1 per layer, 48-entry per-layer lists, MoE from
   layer 3, swiglu_limits 7 / 16 on layers 43-44 only), a public copy of the hub's configuration_step3p5.py
   (moe_layers_enum 3..44). transformers meta count (Step3p7TextModel + LM head) 196,956,118,272.
+- north_mini_code.json: CohereLabs/North-Mini-Code-1.0 config.json, assembled from published values: the fields a
+  public MLX serving project's artifact gate requires verbatim of the released file (model_type cohere2_moe, hidden
+  2048, head_dim 128, 49 layers, intermediate_size 768 (the experts'), prefix_dense_intermediate_size 3072, 32 / 4
+  heads, vocabulary 262,144, 128 experts, top-8, no shared expert, first_k_dense_replace 1,
+  prefix_dense_sliding_window_pattern 1, sigmoid routing without norm_topk_prob, window 4096, rope_theta 50,000,
+  context 500,000, use_parallel_block true, use_qk_norm false, no tie_word_embeddings key, rms_norm_eps 1e-6,
+  layer_norm_eps 1e-5, layer_types full on layer 0 and every 4th after it), hidden_act silu and attention_bias false as
+  a public Rust loader requires of Cohere2-MoE configs. transformers meta count 30,484,303,872; Cohere: "3B active /
+  30B total parameters (128 experts, 8 active)".
+- mellum2_1_12b_a2_5b.json: JetBrains/Mellum2.1-12B-A2.5B-Thinking config.json (revision 92ddae9f) as a public MLX
+  serving project's test copies it; its artifact gate requires the same values of the released file (28 layers, 3
+  sliding + 1 full x 7, window 1024, mlp_layer_types all sparse, YaRN on the full layers). The geometry is that of
+  transformers' MellumConfig() (its docstring's checkpoint JetBrains/Mellum2-12B-A2.5B-Base) and of a Rust port's copy
+  of Mellum2's config.json. transformers meta count 12,149,923,072; JetBrains: "12B total, 2.5B active, 64 experts /
+  top-8".
+- laguna_xs2.json: poolside/Laguna-XS.2 config.json, assembled from published values (no verbatim copy found): the
+  geometry of transformers' LagunaConfig() (its docstring's checkpoint: vocabulary 100,352, hidden 2048, 40 layers, 8 KV
+  heads of 128, window 512, 256 experts of 512 + a shared one of 512, top-8, intermediate 8192, context 131,072, gating
+  true); 10 full + 30 sliding layers, the first layer dense and the RoPE values as a public llama.cpp porting plan lists
+  XS.2's "Architectural Facts"; 48 heads on the full layers and 64 on the sliding ones, full attention on layer 0 and
+  every 4th after it, moe_routed_scaling_factor 2.5, as a public MLX port's trimmed copy of Laguna-XS-2.1's config.json
+  states them and a Swift port's test says of Laguna-XS.2 ("48 full / 64 SWA"; the porting plan writes the opposite,
+  and a gate on the sliding layers only: transformers builds g_proj on every layer). transformers meta count
+  33,442,617,088; poolside: "33B-A3B".
 - trinity_nano.json: arcee-ai/Trinity-Nano-Preview config.json (model_type afmoe) as a public Neuron port's test copies
   it whole ("matches arcee-ai/Trinity-Nano-Preview/config.json"). transformers meta count 6,120,003,328 (its
   expert_bias is a parameter); Arcee: "6B total, 1B active".
@@ -640,6 +664,187 @@ def test_trinity_nano_gated_attention_four_norms_and_global_every_fourth_layer()
     for bad, why in ((0, "positive"), (True, "integer"), ("x", "integer"), (float("nan"), "integer")):
         with pytest.raises(lr.RooflineError, match=f"global_attn_every_n_layers must be .*{why}"):
             lr.load_model({**raw("trinity_nano"), "global_attn_every_n_layers": bad})
+
+
+# ------------------------------------------------------------------------------ Cohere2-MoE (North Mini Code)
+def test_north_mini_code_parallel_block_nope_full_layers_over_moe():
+    m = fixture("north_mini_code")
+    # d 2048, 32 heads x 128 (4096), 4 KV heads (512): q, o 2 x 2048 x 4096 = 16,777,216 + k, v 2 x 2048 x 512 =
+    #   2,097,152 -> 18,874,368; one norm 2048 (a parallel block) -> 18,876,416 per layer, x 49 = 924,944,384
+    # layer 0 dense gated MLP 3 x 2048 x 3072 = 18,874,368
+    # 48 MoE layers: 128 experts of 3 x 2048 x 768 = 4,718,592 -> 603,979,776 + router 128 x 2048 = 262,144 (no
+    #   bias) -> 604,241,920
+    # tied embedding 262,144 x 2048 = 536,870,912 (tie_word_embeddings absent: Cohere2MoeConfig's true); final norm 2048
+    expected = 49 * 18_876_416 + 18_874_368 + 48 * 604_241_920 + 536_870_912 + 2048
+    assert m.params_total == expected == 30_484_303_872  # = transformers meta count; Cohere: "30B total"
+    # active: 8 of 128 -> 8 x 4,718,592 + 262,144 = 38,010,880 per MoE layer
+    assert m.params_active == expected - 48 * (604_241_920 - 38_010_880) == 3_305_213_952  # Cohere: "3B active"
+    # layer 0 full attention with RoPE (the dense prefix, prefix_dense_sliding_window_pattern 1), then 3 sliding
+    #   layers (RoPE, window 4096) and 1 full layer without RoPE, x 12
+    assert [(g.name, g.count, g.attention.sliding_window, g.attention.rope) for g in m.layer_groups] == [
+        ("full.dense", 1, None, True), ("sliding.moe", 36, 4096, True), ("full.moe", 12, None, False)]
+    assert all(g.parallel_block and g.norms == 1 and not g.attention.qk_norm for g in m.layer_groups)
+    assert m.norm == "rmsnorm" and not [a for a in m.assumptions if "LayerNorm" in a or "not used" in a]
+    # KV: 49 layers x K, V of 4 x 128 x 2 B = 100,352 B a token before the window's cap; at 131,072 tokens the 13 full
+    #   layers hold 131,072 x 2,048 B each (3,489,660,928), the 36 sliding ones 4,096 x 2,048 B (301,989,888)
+    assert kv_bytes_per_token(m) == 49 * 2 * 4 * 128 * 2 == 100_352
+    assert kv_cache_bytes(m, 131_072) == 13 * 131_072 * 2048 + 36 * 4096 * 2048 == 3_791_650_816
+    ops = lambda group, sh=Sharding(): [o.name for o in build_ops(m, Phase.decode(8, 1000), sh)  # noqa: E731
+                                        if o.group == group]
+    assert "attn.rope" in ops("full.dense") and "attn.rope" in ops("sliding.moe") and "attn.rope" not in ops("full.moe")
+    assert ops("full.moe").count("norm.attn") == 1 and "norm.ffn" not in ops("full.moe")  # one norm feeds both
+    # under attention_dp the routed experts (allgather dispatch) need every group's tokens, as in a sequential block
+    assert "comm.all_gather.ffn_in" in ops("sliding.moe", Sharding(tp=2, attention_dp=2, ep=4))
+
+
+def test_cohere2_moe_layout_shared_experts_and_keys():
+    north = raw("north_mini_code")
+    layout = lambda cfg: [(g.name, g.count, g.attention.rope) for g in lr.load_model(cfg).layer_groups]  # noqa: E731
+    # without layer_types, Cohere2MoeConfig's two runs: the first_k_dense_replace prefix full every
+    #   prefix_dense_sliding_window_pattern-th layer, the others every sliding_window_pattern-th (4)
+    no_types = {k: v for k, v in north.items() if k != "layer_types"}
+    assert layout(no_types) == layout(north)
+    # 2 prefix layers at pattern 2: layer 0 sliding, layer 1 full and, the pattern not 1, without RoPE; then 47 layers
+    #   with every 4th full (11)
+    assert layout({**no_types, "first_k_dense_replace": 2, "prefix_dense_sliding_window_pattern": 2}) == [
+        ("sliding.dense", 1, True), ("full.dense", 1, False), ("sliding.moe", 36, True), ("full.moe", 11, False)]
+    # one shared expert of intermediate_size (768) beside the routed ones, no gate: 48 x 3 x 2048 x 768 more
+    shared = lr.load_model({**north, "num_shared_experts": 1})
+    assert shared.params_total == 30_484_303_872 + 48 * 4_718_592
+    assert (shared.layer_groups[1].ffn.d_shared, shared.layer_groups[1].ffn.shared_gate) == (768, False)
+    assert any("'average'" in a for a in shared.assumptions)
+    assert not any("'average'" in a for a in lr.load_model({**north, "num_shared_experts": 1,
+                                                            "shared_expert_combination_strategy": "sum"}).assumptions)
+    # rms_norm_eps null: Cohere2's bias-free LayerNorm (the same hidden_size weights); without a prefix width the dense
+    #   layer takes intermediate_size (768): 3 x 2048 x (3072 - 768) fewer
+    ln = lr.load_model({**north, "rms_norm_eps": None, "prefix_dense_intermediate_size": None})
+    assert ln.params_total == 30_484_303_872 - 3 * 2048 * (3072 - 768)
+    assert any("LayerNorm without bias" in a for a in ln.assumptions)
+    assert any("prefix_dense_intermediate_size absent" in a for a in ln.assumptions)
+    for change, why in (({"expert_selection_fn": "topk"}, "expert_selection_fn must be one of"),
+                        ({"expert_selection_fn": 1}, "expert_selection_fn must be one of"),
+                        ({"shared_expert_combination_strategy": "max"}, "shared_expert_combination_strategy must be"),
+                        ({"prefix_dense_sliding_window_pattern": 0}, "prefix_dense_sliding_window_pattern must be pos"),
+                        ({"prefix_dense_sliding_window_pattern": True}, "prefix_dense_sliding_window_pattern must be"),
+                        ({"num_shared_experts": -1}, "num_shared_experts must be non-negative")):
+        with pytest.raises(lr.RooflineError, match=why):
+            lr.load_model({**north, **change})
+    for change, why in (({"sliding_window_pattern": 0}, "sliding_window_pattern must be positive"),
+                        ({"sliding_window_pattern": float("nan")}, "sliding_window_pattern must be an integer"),
+                        ({"first_k_dense_replace": 50}, r"first_k_dense_replace \(50\) exceeds num_hidden_layers")):
+        with pytest.raises(lr.RooflineError, match=why):
+            lr.load_model({**no_types, **change})
+
+
+# ------------------------------------------------------------------------------ Mellum 2 (JetBrains)
+def test_mellum2_1_qwen3_moe_attention_over_window_layers():
+    m = fixture("mellum2_1_12b_a2_5b")
+    # d 2304, 32 heads x 128 (4096), 4 KV heads (512): q, o 2 x 2304 x 4096 = 18,874,368 + k, v 2 x 2304 x 512 =
+    #   2,359,296 + q/k norms 2 x 128 -> 21,233,920; 2 norms 4608 -> 21,238,528
+    # every layer MoE: 64 experts of 3 x 2304 x 896 = 6,193,152 -> 396,361,728 + router 64 x 2304 = 147,456 ->
+    #   396,509,184
+    # untied embedding + head 2 x 98,304 x 2304 = 452,984,832; final norm 2304
+    expected = 28 * (21_238_528 + 396_509_184) + 452_984_832 + 2304
+    assert m.params_total == expected == 12_149_923_072  # = transformers meta count; JetBrains: "12B"
+    # active: 8 of 64 -> 8 x 6,193,152 + 147,456 = 49,692,672 per layer
+    assert m.params_active == expected - 28 * (396_509_184 - 49_692_672) == 2_439_060_736  # "A2.5B"
+    # 3 sliding layers (window 1024) then a full one, x 7; RoPE everywhere
+    assert [(g.name, g.count, g.attention.sliding_window) for g in m.layer_groups] == [
+        ("sliding.moe", 21, 1024), ("full.moe", 7, None)]
+    assert all(g.attention.qk_norm and g.attention.rope and not g.ffn.d_shared for g in m.layer_groups)
+    # KV: 28 layers x K, V of 4 x 128 x 2 B = 57,344 B a token before the cap; at 131,072 tokens 7 full layers of
+    #   131,072 x 2,048 B (1,879,048,192) and 21 of 1,024 x 2,048 B (44,040,192)
+    assert kv_bytes_per_token(m) == 28 * 2 * 4 * 128 * 2 == 57_344
+    assert kv_cache_bytes(m, 131_072) == 7 * 131_072 * 2048 + 21 * 1024 * 2048 == 1_923_088_384
+    assert m.assumptions == ()
+    text = raw("mellum2_1_12b_a2_5b")
+    # without layer_types MellumConfig makes every layer full attention, window or not
+    no_types = lr.load_model({k: v for k, v in text.items() if k != "layer_types"})
+    assert [(g.attention.sliding_window, g.count) for g in no_types.layer_groups] == [(None, 28)]
+    # a dense layer: the gated MLP of intermediate_size 3 x 2304 x 7168 = 49,545,216 instead of the experts
+    dense0 = lr.load_model({**text, "mlp_layer_types": ["dense"] + ["sparse"] * 27})
+    assert dense0.params_total == expected - 396_509_184 + 49_545_216
+    mtp = lr.load_model({**text, "num_mtp_layers": 1, "mtp_layer_types": ["sliding_attention"]})
+    assert mtp.params_total == expected and any("num_mtp_layers=1" in a for a in mtp.assumptions)
+    for change, why in (({"mlp_layer_types": ["sparse"] * 27}, r"mlp_layer_types must list one entry per layer \(28"),
+                        ({"num_mtp_layers": -1}, "num_mtp_layers must be non-negative"),
+                        ({"layer_types": ["sliding_attention"] * 28, "sliding_window": None},
+                         "sliding_window is not set")):
+        with pytest.raises(lr.RooflineError, match=why):
+            lr.load_model({**text, **change})
+
+
+# ------------------------------------------------------------------------------ Laguna (poolside)
+def test_laguna_xs2_per_layer_heads_gated_attention_and_shared_expert():
+    m = fixture("laguna_xs2")
+    # d 2048, 8 KV heads of 128 (k, v 2 x 2048 x 1024 = 4,194,304), q/k norms 2 x 128, a gate per head g_proj 2048 x H:
+    #   full layers 48 heads: q, o 2 x 2048 x 6144 = 25,165,824 + g 98,304 -> 29,458,688; 2 norms 4096 -> 29,462,784
+    #   sliding layers 64 heads: q, o 2 x 2048 x 8192 = 33,554,432 + g 131,072 -> 37,880,064 -> 37,884,160
+    # layer 0 dense gated MLP 3 x 2048 x 8192 = 50,331,648
+    # 39 MoE layers: 256 experts and 1 shared of 3 x 2048 x 512 = 3,145,728 each -> 257 x 3,145,728 = 808,452,096 +
+    #   router 256 x 2048 = 524,288 + e_score_correction_bias 256 -> 808,976,640
+    # untied embedding + head 2 x 100,352 x 2048 = 411,041,792; final norm 2048
+    expected = 10 * 29_462_784 + 30 * 37_884_160 + 50_331_648 + 39 * 808_976_640 + 411_041_792 + 2048
+    assert m.params_total == expected == 33_442_617_088  # = transformers meta count (its router bias is a parameter)
+    # active: 8 of 256 + the shared one -> 9 x 3,145,728 + 524,544 = 28,836,096 per MoE layer
+    assert m.params_active == expected - 39 * (808_976_640 - 28_836_096) == 3_017_135_872  # poolside: "33B-A3B"
+    # full attention (48 heads) on layer 0 and every 4th after it, 64-head sliding layers (window 512) between
+    assert [(g.name, g.count, g.attention.n_heads, g.attention.sliding_window) for g in m.layer_groups] == [
+        ("full.dense", 1, 48, None), ("sliding.moe", 30, 64, 512), ("full.moe", 9, 48, None)]
+    assert all(g.attention.head_gate and not g.attention.output_gate and g.attention.qk_norm for g in m.layer_groups)
+    assert (m.layer_groups[1].ffn.d_shared, m.layer_groups[1].ffn.shared_gate, m.layer_groups[1].ffn.router_bias) == (
+        512, False, True)
+    # KV: 40 layers x K, V of 8 x 128 x 2 B = 163,840 B a token before the cap; at 131,072 tokens 10 full layers of
+    #   131,072 x 4,096 B (5,368,709,120) and 30 of 512 x 4,096 B (62,914,560)
+    assert kv_bytes_per_token(m) == 40 * 2 * 8 * 128 * 2 == 163_840
+    assert kv_cache_bytes(m, 131_072) == 10 * 131_072 * 4096 + 30 * 512 * 4096 == 5_431_623_680
+    # the gate at tp 8: (T, d) @ (d, 64 / 8 heads) on each chip, then a multiply over the heads' outputs
+    ops = {o.name: o for o in build_ops(m, Phase.decode(1, 1000), Sharding(tp=8)) if o.group == "sliding.moe"}
+    assert ops["attn.g_proj"].weight_bytes == 2048 * 8 * 2 and "attn.head_gate" in ops
+    assert any("softplus" in a for a in m.assumptions) and any("partial_rotary_factor" in a for a in m.assumptions)
+
+
+def test_laguna_gating_heads_and_defaults():
+    text = raw("laguna_xs2")
+    total = lambda cfg: lr.load_model(cfg).params_total  # noqa: E731
+    # "per-element": a gate per channel, g_proj d -> H x 128 instead of d -> H: 2048 x 127 more per head, over
+    #   10 x 48 + 30 x 64 = 2,400 heads -> 624,230,400
+    per_element = lr.load_model({**text, "gating": "per-element"})
+    assert per_element.params_total == 33_442_617_088 + 2048 * 127 * 2400
+    assert all(g.attention.output_gate and not g.attention.head_gate for g in per_element.layer_groups)
+    assert total({**text, "gating": "per-head"}) == 33_442_617_088
+    # without num_attention_heads_per_layer every layer has num_attention_heads (48): the 30 sliding layers lose 16
+    #   heads each, q, o 2 x 2048 x 2048 = 8,388,608 + g 2048 x 16 = 32,768 -> 8,421,376
+    no_list = {k: v for k, v in text.items() if k != "num_attention_heads_per_layer"}
+    assert total(no_list) == 33_442_617_088 - 30 * 8_421_376
+    # without mlp_layer_types LagunaConfig makes layer 0 dense and the rest sparse; without layer_types all full
+    assert total({k: v for k, v in text.items() if k != "mlp_layer_types"}) == 33_442_617_088
+    no_types = lr.load_model({k: v for k, v in text.items() if k != "layer_types"})
+    assert {g.attention.sliding_window for g in no_types.layer_groups} == {None}
+    for change, why in (({"gating": "per_head"}, "gating must be true, 'per-head' or 'per-element'"),
+                        ({"gating": 1}, "gating must be true"),
+                        ({"num_attention_heads_per_layer": [48] * 39}, "one entry per layer \\(40\\), got 39"),
+                        ({"num_attention_heads_per_layer": [0] * 40}, r"per_layer\[0\] must be positive"),
+                        ({"num_attention_heads_per_layer": [True] * 40}, r"num_attention_heads_per_layer\[0\] must be"),
+                        ({"num_attention_heads_per_layer": [12] * 40}, r"\[0\] \(12\) is not divisible by num_key_v"),
+                        ({"num_attention_heads_per_layer": "48"}, "num_attention_heads_per_layer must be a list")):
+        with pytest.raises(lr.RooflineError, match=why):
+            lr.load_model({**text, **change})
+    # what LagunaAttention builds that the spec cannot: refused by name
+    for change, key in (({"gating": False}, "gating=false"),
+                        ({"gating": "per-element", "attention_bias": True}, "attention_bias=true")):
+        with pytest.raises(UnsupportedArchitectureError, match=key):
+            lr.load_model({**text, **change})
+
+
+# ------------------------------------------------------------------------------ Doge (SmallDoge): refused
+def test_doge_dynamic_mask_attention_is_refused_by_name():
+    cfg = {**TINY, "model_type": "doge", "keep_window_size": 2048, "is_moe": False}
+    with pytest.raises(UnsupportedArchitectureError) as e:
+        lr.load_model(cfg)
+    text = str(e.value)
+    assert "\n" not in text and all(w in text for w in ("'doge'", "dynamic mask attention", "keep_window_size",
+                                                        "residual scales", "CDMoE"))
 
 
 # ------------------------------------------------------------------------------ Nemotron-3 (Nemotron-H + MoE)

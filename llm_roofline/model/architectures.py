@@ -248,6 +248,30 @@ ARCHITECTURES: dict[str, Architecture] = {
                                  "use_moe_router_bias": True, "use_head_wise_attn_gate": True,
                                  "n_routed_experts": 288, "num_experts_per_tok": 8, "moe_intermediate_size": 1280,
                                  "share_expert_dim": 1280}),
+    # Laguna (configuration_laguna.py, modular_laguna.py; poolside Laguna-XS.2; read with laguna.py): AFMoE's attention
+    # (q/k norms per head, a window on layer_types' sliding_attention layers, all full without it) of
+    # num_attention_heads_per_layer heads, a softplus gate on its output from g_proj (gating true / "per-head": one per
+    # head; "per-element": one per channel), the first layer dense unless mlp_layer_types says otherwise, then experts
+    # of moe_intermediate_size beside an ungated shared expert of shared_expert_intermediate_size, a sigmoid router
+    # with e_score_correction_bias (a parameter).
+    "laguna": replace(_LLAMA, qk_norm=True, router_bias=True, mlp_bias=False, expert_keys=("moe_intermediate_size",),
+                      windows_from_types=True,
+                      defaults={"tie_word_embeddings": False, "vocab_size": 100352, "hidden_size": 2048,
+                                "intermediate_size": 8192, "num_hidden_layers": 40, "num_attention_heads": 48,
+                                "num_key_value_heads": 8, "head_dim": 128, "max_position_embeddings": 131072,
+                                "sliding_window": 512, "num_experts": 256, "num_experts_per_tok": 8,
+                                "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512, "gating": True}),
+    # Mellum 2 (configuration_mellum.py, modular_mellum.py: JetBrains Mellum2 12B-A2.5B): Qwen3-MoE's attention (q/k
+    # norms per head) over a window on layer_types' sliding_attention layers (all full without it), Qwen3-MoE's
+    # experts (softmax router, no shared expert) or a dense MLP per mlp_layer_types (all sparse without it); its
+    # num_mtp_layers MTP layer is not loaded (_keys_to_ignore_on_load_unexpected).
+    "mellum": replace(_LLAMA, qk_norm=True, mlp_bias=False, expert_keys=("moe_intermediate_size",),
+                      windows_from_types=True,
+                      defaults={"tie_word_embeddings": False, "vocab_size": 98304, "hidden_size": 2304,
+                                "intermediate_size": 7168, "num_hidden_layers": 28, "num_attention_heads": 32,
+                                "num_key_value_heads": 4, "head_dim": 128, "max_position_embeddings": 131072,
+                                "sliding_window": 1024, "num_experts": 64, "num_experts_per_tok": 8,
+                                "moe_intermediate_size": 896}),
     # Kimi-Linear (configuration_kimi_linear.py, modeling_kimi_linear.py; the checkpoint's own keys: linear_attn_config,
     # num_experts_per_token, num_shared_experts): KDA layers and MLA layers without RoPE, DeepSeek-style router
     # (e_score_correction_bias), shared experts of moe_intermediate_size; the first layer dense.
@@ -335,6 +359,21 @@ ARCHITECTURES: dict[str, Architecture] = {
                       defaults={"tie_word_embeddings": True}),
     "cohere2": replace(_LLAMA, norms=1, parallel=True, bias_free_layernorm=True,
                        defaults={"tie_word_embeddings": True}),
+    # Cohere2-MoE (configuration_cohere2_moe.py, modular_cohere2_moe.py; North-Mini-Code, Command A+; read with
+    # cohere.py): Cohere2's parallel block (one input norm: RMSNorm when rms_norm_eps is set, else a bias-free
+    # LayerNorm), RoPE on the sliding layers only (and on the dense prefix when prefix_dense_sliding_window_pattern is
+    # 1), a dense prefix MLP of prefix_dense_intermediate_size, then Mixtral's experts of intermediate_size beside
+    # num_shared_experts shared ones fused into one MLP (no gate), a bias-free router.
+    "cohere2_moe": replace(_LLAMA, norms=1, parallel=True, bias_free_layernorm=True, mlp_bias=False,
+                           ffn_keys=("prefix_dense_intermediate_size", "intermediate_size"),
+                           expert_keys=("intermediate_size",),
+                           defaults={"tie_word_embeddings": True, "vocab_size": 256000, "hidden_size": 8192,
+                                     "intermediate_size": 22528, "num_hidden_layers": 40, "num_attention_heads": 64,
+                                     "head_dim": 128, "max_position_embeddings": 8192, "sliding_window": 4096,
+                                     "sliding_window_pattern": 4, "prefix_dense_sliding_window_pattern": 1,
+                                     "num_experts": 8, "num_experts_per_tok": 2, "num_shared_experts": 0,
+                                     "expert_selection_fn": "softmax",
+                                     "shared_expert_combination_strategy": "average"}),
     # StarCoder2: LayerNorm (norm_type layer_norm), c_fc/c_proj (plain gelu MLP), use_bias on every Linear.
     "starcoder2": replace(_GPT, rope=True, qkv_bias="use_bias", o_bias="use_bias", mlp_bias="use_bias",
                           ffn_keys=("intermediate_size",), ffn_mult=None,
@@ -479,6 +518,12 @@ REFUSED_TYPES = {
     "phi4_multimodal": "vision and speech LoRA adapters (vision_lora, speech_lora) inside every decoder layer",
     "modernbert-decoder": "ModernBERT's decoder (global and local attention of its own, bias-free LayerNorms)",
     "jetmoe": "mixture-of-attention-heads (attention experts)",
+    # modeling_doge.py (SmallDoge): DogeAttention's dynamic mask keeps, per query, the keep_window_size keys that
+    # exp(A * softplus(dt_proj(V))) ranks highest (a learned top-k, not a window); each layer scales its residual
+    # by learned vectors; is_moe swaps the MLP for CDMoE's product-key retrieval of single-neuron experts
+    "doge": "dynamic mask attention (each query keeps the keep_window_size keys ranked by dt_proj and A over the "
+            "values: a learned top-k, not a window), learned residual scales (input_residual, "
+            "post_attention_residual) and, with is_moe, product-key single-neuron experts (CDMoE)",
     # modular_qwen4_exp.py: its Gated DeltaNet is Qwen3.5's (it would read as gated_deltanet), the rest is not
     **dict.fromkeys(("qwen4_exp", "qwen4_exp_text"), _QWEN4_EXP),
     "zaya": _ZAYA,
@@ -530,4 +575,6 @@ SHAPE_NEUTRAL_KEYS = frozenset((
     "num_expert_groups", "expert_hidden_dim",  # Hy3: moe_intermediate_size's twin (read where it stands alone)
     "moe_router_activation", "moe_router_scaling_factor", "norm_expert_weight",  # Step-3.5's routing
     "sliding_window_size",  # Gemma-2: a legacy alias of sliding_window (same value)
+    "moe_routed_scaling_factor", "moe_router_logit_softcapping",  # Laguna's routing
+    "moe_apply_router_weight_on_input",  # Laguna: the router weights scale the experts' input (the same work)
 ))

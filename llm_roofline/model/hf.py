@@ -17,7 +17,8 @@ Reading a config, in order (one reader: the result depends on the config and thi
    FFN (dense / MoE / absent) kinds (layers.py; Gemma-4's and -3n's own shapes, per-layer inputs, KV reuse and AltUp:
    gemma.py), or the recurrent and hybrid layers (hybrid.py: Mamba-1/2, Gated
    DeltaNet, lightning, short conv), DeepSeek-V4's compressed attention and hyper-connections (deepseek_v4.py),
-   Zamba's shared blocks (zamba.py), LongCat-Flash's two attention blocks and shortcut MoE per layer (longcat.py);
+   Zamba's shared blocks (zamba.py), LongCat-Flash's two attention blocks and shortcut MoE per layer (longcat.py),
+   Cohere2-MoE's window runs and NoPE layers (cohere.py), Laguna's per-layer heads and output gate (laguna.py);
    identical layers share one LayerGroup. Every fallback appends a sentence to `assumptions`; keys that shape a model
    and were not read are named (or the config is refused when its model_type is unknown).
 """
@@ -34,6 +35,7 @@ from typing import Any
 from ..errors import ModelConfigError, UnsupportedArchitectureError
 from .architectures import (ARCHITECTURES, BOUNDS, CONTEXT_KEYS, GEMMA4_TYPES, HIDDEN_KEYS, LAYERS_KEYS,
                             PER_LAYER_INPUT_TYPES, TEXT_MODEL_TYPES, UNKNOWN_ARCHITECTURE, Architecture)
+from .cohere import cohere2_moe_layers
 from .config_files import locate, read_json, shipped_index
 from .deepseek_v4 import deepseek_v4_groups
 from .hybrid import HYBRID_TYPES, hybrid_groups
@@ -42,6 +44,7 @@ from .gemma import (activation_sparsities, gemma3n_altup_laurel, gemma4_d_ffs, g
 from .layers import (attention_spec, ffn_spec, group_layers, layer_d_ffs, layer_indexers, layer_kv_heads, layer_noops,
                      layer_ropes, layer_windows, mimo_attention, mimo_full_attention, moe_layers, norms_per_block,
                      parallel_block, step3p5_attention, step3p5_moe_layers)
+from .laguna import laguna_layers, note_laguna, note_mellum
 from .longcat import longcat_groups
 from .reader import ConfigReader, check_head_counts
 from .scope import check_unread_keys, model_type_of, reject_unsupported, text_part
@@ -180,8 +183,10 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
     elif model_type in ("zamba", "zamba2"):  # Mamba blocks and shared transformer blocks
         groups = zamba_groups(r, d_model, n_layers, v2=model_type == "zamba2")
     else:
-        groups = group_layers(_layers(r, arch, model_type, d_model, n_layers), parallel_block(r, arch),
-                              norms_per_block(r, arch, model_type))
+        layers = _layers(r, arch, model_type, d_model, n_layers)
+        if model_type in _LAYER_PASSES:  # Laguna's heads and gates per layer, Cohere2-MoE's RoPE
+            layers = _LAYER_PASSES[model_type](r, layers)
+        groups = group_layers(layers, parallel_block(r, arch), norms_per_block(r, arch, model_type))
     ple, ple_vocab = per_layer_input(r, vocab) if model_type in PER_LAYER_INPUT_TYPES else (0, 0)
     altup, laurel = gemma3n_altup_laurel(r) if model_type == "gemma3n_text" else (0, 0)
     groups = with_layer_extras(groups, d_model, ple, altup, laurel)
@@ -211,6 +216,9 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
         altup_streams=altup,
         laurel_rank=laurel,
     )
+
+
+_LAYER_PASSES = {"laguna": laguna_layers, "cohere2_moe": cohere2_moe_layers}
 
 
 def _layers(r: ConfigReader, arch: Architecture, model_type: str, d_model: int, n_layers: int) -> list:
@@ -294,7 +302,7 @@ def _no_context(r: ConfigReader) -> None:
 
 
 def _norm_kind(r: ConfigReader, arch: Architecture, model_type: str) -> str:
-    if arch.bias_free_layernorm:
+    if arch.bias_free_layernorm and not (model_type == "cohere2_moe" and r.get("rms_norm_eps") is not None):
         r.assume(f"{model_type}: LayerNorm without bias, counted as weight-only (hidden_size parameters per norm).")
         return "rmsnorm"
     if model_type in ARCHITECTURES:
@@ -331,6 +339,9 @@ def _note_step3p5(r: ConfigReader) -> None:
         r.assume("partial_rotary_factors: RoPE's elementwise pass is counted over whole heads (a small upper bound).")
 
 
+_NOTES = {"laguna": note_laguna, "mellum": note_mellum}
+
+
 def _note_unmodelled(r: ConfigReader, arch: Architecture, model_type: str) -> None:
     mtp = r.count("num_nextn_predict_layers")
     if mtp:
@@ -340,6 +351,8 @@ def _note_unmodelled(r: ConfigReader, arch: Architecture, model_type: str) -> No
         _note_minimax_m2(r)
     if model_type == "step3p5":
         _note_step3p5(r)
+    if model_type in _NOTES:
+        _NOTES[model_type](r)
     if model_type == "phi" and r.flag("qk_layernorm"):
         r.assume("Phi qk_layernorm: q/k LayerNorm weights counted, their biases (2·head_dim per layer) are not.")
     if model_type == "llama4_text" and r.get("use_qk_norm"):

@@ -12,6 +12,7 @@ from dataclasses import replace
 from ..errors import ModelConfigError, UnsupportedArchitectureError
 from .architectures import (ACTIVATION_KEYS, BOUNDS, GATED_ACTIVATIONS, GEMMA4_TYPES, HEADS_KEYS, KV_HEADS_KEYS,
                             LAYER_TYPE_WINDOWS, N_EXPERTS_KEYS, SHARED_EXPERTS_KEYS, TOP_K_KEYS, Architecture)
+from .cohere import cohere2_moe_window_kinds
 from .reader import ConfigReader, as_int, require_divides
 from .spec import AttentionSpec, FfnSpec, LayerGroup
 
@@ -230,13 +231,15 @@ def _layer_window_kinds(r: ConfigReader, arch: Architecture, n_layers: int) -> l
         return ["window" if v else None for v in hybrid]
     types = r.str_list("layer_types", n_layers, trailing=mtp_entries(r, arch))
     if types is not None:  # the pattern keys beside it are what it was derived from (EXAONE's "LLLG")
-        r.used.update(_WINDOW_PATTERN_KEYS)
+        r.used.update(_WINDOW_PATTERN_KEYS + (("sliding_window",) if arch.windows_from_types else ()))
         unknown = sorted({t for t in types if t not in LAYER_TYPE_WINDOWS})
         if unknown:
             raise ModelConfigError(f"unknown attention kind(s) in layer_types: {', '.join(map(repr, unknown))}; "
                                    f"known: {', '.join(LAYER_TYPE_WINDOWS)}")
         return [LAYER_TYPE_WINDOWS[t] for t in types]
-    if arch.windows_from_types:  # Step3p7TextConfig: every layer full attention without layer_types
+    if r.get("model_type") == "cohere2_moe":  # Cohere2MoeConfig: a prefix run and the rest, each with its pattern
+        return cohere2_moe_window_kinds(r, n_layers)
+    if arch.windows_from_types:  # Step3p7TextConfig, Laguna, Mellum: every layer full attention without layer_types
         r.used.add("sliding_window")
         return [None] * n_layers
     if r.get("attention_types") is not None:  # GPT-Neo: [[["global", "local"], 6]] -> global, local, ... 12 layers
@@ -334,6 +337,8 @@ def moe_layers(r: ConfigReader, n_layers: int) -> list[bool]:
     if types is not None:  # first_k_dense_replace beside it is what it was derived from (EXAONE-MoE's config class)
         r.used.add("first_k_dense_replace")
         return [t == "sparse" for t in types]
+    if r.get("model_type") == "laguna":  # LagunaConfig: the first layer dense, the others sparse
+        return [i > 0 for i in range(n_layers)]
     explicit = r.int_list("moe_layers")  # Llama-4: indices of the MoE layers (overrides interleave_moe_layer_step)
     if explicit is not None:
         r.used.add("interleave_moe_layer_step")
