@@ -1,5 +1,6 @@
 """Operator graph: byte accounting and the seeds' attention rules, with hand arithmetic in comments."""
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -386,3 +387,19 @@ def test_what_a_graph_keeps_is_shared_by_the_shardings_that_read_the_same():
     one, eight = (by_name(build_ops(ds, phase, Sharding(tp=8, ep=e), parts=parts)) for e in (1, 8))
     assert one["attn.core"] is eight["attn.core"] and one["ffn.experts.down"] is not eight["ffn.experts.down"]
     assert Sharding(tp=8, ep=8, routing_skew=2.0).without_experts == Sharding(tp=8)
+
+
+def test_a_parallel_blocks_mlp_under_attention_dp_gathers_the_other_groups_tokens():
+    # tiny() as a parallel block (GPT-J / Falcon: attention and MLP read the same normed input), tp 1 x attention_dp 2,
+    # 4 decode rows: the MLP spans both groups' chips and runs all 4 rows (2 its own), so the other group's rows are
+    # all-gathered first, the same collective as a sequential block's
+    base = tiny()
+    g = base.layer_groups[0]
+    spec = replace(base, layer_groups=(replace(g, parallel_block=True, norms=1),))
+    sh = Sharding(tp=1, attention_dp=2)
+    ops = by_name(build_ops(spec, Phase.decode(4, 300), sh))
+    assert float(ops["ffn.up_gate"].tokens) == 4
+    assert "comm.all_gather.ffn_in" in ops
+    seq = by_name(build_ops(base, Phase.decode(4, 300), sh))
+    gather, seq_gather = ops["comm.all_gather.ffn_in"], seq["comm.all_gather.ffn_in"]
+    assert float(gather.comm_bytes) == float(seq_gather.comm_bytes) > 0

@@ -181,9 +181,8 @@ def _ffn_in(c: Ctx, g: LayerGroup, dense: bool) -> list[Op]:
     all-gather, if any. Several: a dense MLP, and routed experts under moe_dispatch "allgather", need every token
     of the stage on every chip (all-gather of (T, d) across the attention groups, one per tp rank); under
     "all_to_all" routed experts get theirs by the dispatch all-to-all (_ffn_out). A parallel block's FFN reads the
-    attention's (gathered) input; its routed experts (Cohere2-MoE) under attention_dp still need the other groups'
-    tokens. (A dense parallel block under attention_dp is left without that all-gather, as before.)"""
-    if g.parallel_block and (c.adp == 1 or dense):
+    attention's (gathered) input within its group; under attention_dp it needs the other groups' tokens as well."""
+    if g.parallel_block and c.adp == 1:
         return []
     if c.adp == 1:
         return c.before_column("ffn", g.name, g.count)
