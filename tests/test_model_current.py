@@ -1165,6 +1165,10 @@ def test_small_families_by_hand(over, expected):
 def test_smollm3_nope_layers_and_gemma4_unified():
     m = lr.load_model({**TINY, "model_type": "smollm3", "no_rope_layers": [1, 0]})
     assert [g.attention.rope for g in m.layer_groups] == [True, False]  # layer 1 is a NoPE layer
+    # Cohere2 (Command R7B, Command A: modeling_cohere2.py Cohere2Attention) rotates q and k on its sliding layers only
+    c2 = lr.load_model({**TINY, "model_type": "cohere2", "sliding_window": 32,
+                        "layer_types": ["sliding_attention", "full_attention"]})
+    assert [(g.attention.sliding_window, g.attention.rope) for g in c2.layer_groups] == [(32, True), (None, False)]
     # Gemma-4 "unified" (transformers' Gemma4UnifiedTextConfig) reads as Gemma-4's text decoder: 1 full layer of
     # global_head_dim 32 with its own KV heads (attention_k_eq_v false): q, o 2 x 64 x 128 = 16,384 + k, v 2 x 64 x 64
     # = 8,192 + q/k norms 2 x 32 + MLP 24,576 + 4 norms 256 = 49,472; tied 6,400; final norm 64

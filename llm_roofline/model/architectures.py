@@ -354,10 +354,11 @@ ARCHITECTURES: dict[str, Architecture] = {
     "bitnet": replace(_LLAMA, norms=4),
     # Nemotron: up_proj -> relu² -> down_proj, no gate; LayerNorm1P (weight + bias).
     "nemotron": replace(_LLAMA, gated=False, norm="layernorm"),
-    # Cohere: one input_layernorm (LayerNorm without bias) feeding attention and MLP in parallel.
+    # Cohere: one input_layernorm (LayerNorm without bias) feeding attention and MLP in parallel; Cohere2: RoPE on its
+    # sliding layers only (Cohere2Attention), as EXAONE-4's.
     "cohere": replace(_LLAMA, norms=1, parallel=True, bias_free_layernorm=True, qk_norm="use_qk_norm",
                       defaults={"tie_word_embeddings": True}),
-    "cohere2": replace(_LLAMA, norms=1, parallel=True, bias_free_layernorm=True,
+    "cohere2": replace(_LLAMA, norms=1, parallel=True, bias_free_layernorm=True, nope_full_layers=True,
                        defaults={"tie_word_embeddings": True}),
     # Cohere2-MoE (configuration_cohere2_moe.py, modular_cohere2_moe.py; North-Mini-Code, Command A+; read with
     # cohere.py): Cohere2's parallel block (one input norm: RMSNorm when rms_norm_eps is set, else a bias-free
