@@ -3,7 +3,8 @@ blocks), Granite-4.0 hybrid, LFM2-MoE, OLMo Hybrid and Lara-Mini (Gated DeltaNet
 (short conv + gated full / windowed attention; ZAYA1, Dory and HRM-Text refused), GLM-5 (DSA with shared-indexer
 layers), Gemma-4 (global head dim, K = V; E2B's per-layer inputs and KV reuse), Gemma-3n, Qwen2-VL (top-level text
 keys, vision tower named), Nemotron-NAS blocks without attention or FFN; LongCat-Flash, K-EXAONE (EXAONE-MoE),
-Step-3.5-Flash / Step-3.7 (step3p5); Cohere2-MoE (North Mini Code), Mellum 2, Laguna (Doge refused).
+Step-3.5-Flash / Step-3.7 (step3p5); Cohere2-MoE (North Mini Code), Mellum 2, Laguna (Doge refused); dots3-note (DSA
+beside sliding-window MLA; A.X-K2 and Hy4 refused).
 
 Every expected count is hand arithmetic in the comment beside it; the reference it is checked against is named.
 "transformers meta count" = the model class of transformers 5.24 built from the fixture on the meta device
@@ -122,6 +123,21 @@ Fixtures (tests/fixtures/configs):
   states them and a Swift port's test says of Laguna-XS.2 ("48 full / 64 SWA"; the porting plan writes the opposite,
   and a gate on the sliding layers only: transformers builds g_proj on every layer). transformers meta count
   33,442,617,088; poolside: "33B-A3B".
+- dots3_note_prev.json: dots-studio/dots3-note-prev config.json (model_type dots3_note: the text keys at the top level
+  beside vision_config and audio_config, the hub's swa_* keys), assembled from published values (no verbatim copy of
+  the file was found): the model's README (studio-dots-ai/dots3-note-prev: 280B total, 16B activated, 1 dense + 45 MoE
+  layers, hidden 5,120, FFN 13,824 dense / 1,536 per expert, 256 routed experts + 1 shared, top-8, 13 DSA + 33 SWA
+  layers, DSA top-2,048, 512K context, 1 MTP layer); the attention shape an SGLang dots3 attention backend requires of
+  the released config (128 heads, kv_lora_rank 512, qk_nope 128, rope 64, v 128; sliding layers 64 heads,
+  swa_kv_lora_rank 1,024, nope 192, rope 64, v 128; indexer 64 heads of 128, index_topk 2,048; sliding_window_size
+  513); the other values and key names as a public MLX port reads them "out of the real bundle's config.json"
+  (vocabulary 152,064, rms_norm_eps 1e-5, first_k_dense_replace 1, q_lora_rank and swa_q_lora_rank 1,024, rope_theta
+  8e7 / swa_rope_theta 5e4, sigmoid noaux_tc routing scaled by 1.0, untied, 524,288 positions, full_attention written
+  for layers 0, 1 and every 4th from 5) and vLLM's Dots3NoteConfig (attention_gate_type "headwise",
+  k_rope_only_layernorm, apply_mla_qkv_lora_rescale); a few keys of its towers (a 42-layer ViT of 1,536 whose last 17
+  blocks are MoE, a 32-layer Whisper-style audio encoder of 1,280). transformers' Dots3NoteTextConfig defaults (its
+  docstring's checkpoint) are the same text model. transformers meta count 279,551,718,016 (the fixture through
+  Dots3NoteConfig, and Dots3NoteTextConfig()); dots: "280B total, 16B activated".
 - trinity_nano.json: arcee-ai/Trinity-Nano-Preview config.json (model_type afmoe) as a public Neuron port's test copies
   it whole ("matches arcee-ai/Trinity-Nano-Preview/config.json"). transformers meta count 6,120,003,328 (its
   expert_bias is a parameter); Arcee: "6B total, 1B active".
@@ -965,6 +981,101 @@ def test_glm5_indexer_pattern_errors_name_the_key():
         lr.load_model({**raw("glm5"), "index_topk_pattern": "FS"})
     with pytest.raises(lr.ModelConfigError, match="indexer_types"):
         lr.load_model({**raw("glm5"), "indexer_types": ["shared"] * 78})
+
+
+# ------------------------------------------------------------------------------ dots3-note (DSA + sliding MLA)
+# d 5120. DSA layer (13): 128 heads; q_a 5120 x 1024 = 5,242,880 + q_b 1024 x 128 x (128 + 64) = 25,165,824; kv_a
+#   5120 x (512 + 64) = 2,949,120 + kv_b 512 x 128 x (128 + 128) = 16,777,216; o 128 x 128 x 5120 = 83,886,080;
+#   g_proj 5120 x 128 = 655,360; norms q latent 1024 + kv latent 512 + rope key 64 = 1,600; indexer (GLM-5's):
+#   q 1024 x 64 x 128 = 8,388,608 + k 5120 x 128 = 655,360 + weights 5120 x 64 = 327,680 + k LayerNorm 2 x 128
+#   = 9,371,904 -> 144,049,984
+# sliding layer (33): 64 heads, kv_lora 1024, nope 192; q_a 5,242,880 + q_b 1024 x 64 x 256 = 16,777,216; kv_a
+#   5120 x 1088 = 5,570,560 + kv_b 1024 x 64 x 320 = 20,971,520; o 64 x 128 x 5120 = 41,943,040; g_proj 5120 x 64
+#   = 327,680; norms 1024 + 1024 + 64 = 2,112 -> 90,835,008
+# layer 0 dense 3 x 5120 x 13,824 = 212,336,640; 45 MoE layers: 256 experts + 1 shared of 3 x 5120 x 1536
+#   = 23,592,960 each + router 256 x 5120 = 1,310,720 + bias 256 -> 6,064,701,696; 2 norms 10,240 a layer;
+#   untied embed + head 2 x 152,064 x 5120 = 1,557,135,360; final norm 5120
+DOTS3 = (13 * 144_049_984 + 33 * 90_835_008 + 212_336_640 + 45 * 6_064_701_696 + 46 * 10_240 + 1_557_135_360
+         + 5120)
+
+
+def test_dots3_note_prev_dsa_and_sliding_mla_layers():
+    m = fixture("dots3_note_prev")
+    assert m.params_total == DOTS3 == 279_551_729_536
+    # transformers meta count 279,551,718,016 (the fixture and Dots3NoteTextConfig() alike): its
+    # e_score_correction_bias is a buffer (45 x 256 = 11,520 fewer)
+    assert m.params_total - 279_551_718_016 == 45 * 256
+    # active: 8 of 256 experts, 248 x 23,592,960 = 5,851,054,080 fewer a MoE layer (dots: "16B activated")
+    assert m.params_active == DOTS3 - 45 * 5_851_054_080 == 16_254_295_936
+    assert [(g.name, g.count, g.attention.sliding_window, g.attention.index_topk) for g in m.layer_groups] == [
+        ("full.dense", 1, None, 2048), ("full.moe", 12, None, 2048), ("sliding.moe", 33, 513, None)]
+    # KV per token: DSA latent 512 + rope key 64 + index key 128 = 704; sliding 1024 + 64 = 1,088, at most 513 tokens
+    assert kv_bytes_per_token(m, "bf16") == (13 * 704 + 33 * 1088) * 2 == 90_112
+    assert kv_cache_bytes(m, 1024) == 13 * 704 * 2 * 1024 + 33 * 1088 * 2 * 513
+    ops = {o.name: o for o in build_ops(one_layer(m, "sliding.moe"), Phase.decode(1, 4096))}
+    assert "attn.g_proj" in ops and not [n for n in ops if n.startswith("attn.indexer")]
+    assert float(ops["attn.g_proj"].flops) == 2 * 5120 * 64
+    assert any("33 of 46 layers (sliding_attention) attend over the last 513 tokens" in a for a in m.assumptions)
+    assert any("vision_config not counted (a tower with MoE layers" in a for a in m.assumptions)
+
+
+def _dots3_transformers_form() -> dict:
+    """The fixture as transformers 5.24 saves it: a text_config with indexed_attention layer types, mlp_layer_types
+    and the sliding layers' shape in per_layer_config (only what differs from the DSA layers')."""
+    text = {k: v for k, v in raw("dots3_note_prev").items() if not k.startswith("swa_") and k not in (
+        "vision_config", "audio_config", "sliding_window_size", "first_k_dense_replace", "moe_layer_freq")}
+    sliding = [i for i, t in enumerate(text["layer_types"]) if t == "sliding_attention"]
+    text.update(model_type="dots3_note_text", sliding_window=513, shared_experts_intermediate_size=1536,
+                layer_types=["sliding_attention" if i in sliding else "indexed_attention" for i in range(46)],
+                mlp_layer_types=["dense"] + ["sparse"] * 45,
+                per_layer_config={f"{i:02d}": {"num_attention_heads": 64, "num_key_value_heads": 64,
+                                               "kv_lora_rank": 1024, "qk_nope_head_dim": 192} for i in sliding})
+    return {"model_type": "dots3_note", "text_config": text}
+
+
+def test_dots3_note_transformers_form_reads_the_same():
+    m = lr.load_model(_dots3_transformers_form())
+    assert m.params_total == DOTS3 and kv_bytes_per_token(m, "bf16") == 90_112
+    # use_dsa false (hub form): the DSA layers become full MLA without an indexer: 13 x 9,371,904 fewer parameters,
+    #   13 x 128 index-key elements fewer per token
+    m = lr.load_model({**raw("dots3_note_prev"), "use_dsa": False})
+    assert m.params_total == DOTS3 - 13 * 9_371_904
+    assert kv_bytes_per_token(m, "bf16") == 90_112 - 13 * 128 * 2
+    assert not any(g.attention.index_topk for g in m.layer_groups)
+
+
+@pytest.mark.parametrize("change, error", [
+    ({"layer_types": ["dense_attention"] * 46}, "is not one of indexed_attention"),
+    ({"swa_head_dim": 192, "swa_qk_rope_head_dim": None}, "swa_head_dim .192. must exceed"),
+    ({"swa_kv_lora_rank": "1024"}, "swa_kv_lora_rank must be an integer"),
+    ({"swa_num_key_value_heads": 8}, r"num_key_value_heads \(8\) must equal num_attention_heads \(64\)"),
+    ({"attention_gate_type": "elementwise"}, "only the 'headwise' gate"),
+    ({"per_layer_config": {"3": {"intermediate_size": 4096}}}, r"per_layer_config\[3\].intermediate_size"),
+    ({"per_layer_config": {"x": {}}}, "per_layer_config key .a layer index. must be an integer"),
+    ({"per_layer_config": {"46": {}}}, "exceeds the physical bound"),
+    ({"per_layer_config": {"2": {"kv_lora_rank": True}}}, r"per_layer_config\[2\].kv_lora_rank must be an integer"),
+    ({"mlp_layer_types": ["moe"] * 46}, "is not 'dense' or 'sparse'"),
+    ({"n_shared_experts": 0}, "n_shared_experts must be positive"),
+    ({"use_dsa": "yes"}, "use_dsa must be true or false"),
+])
+def test_dots3_note_refuses_what_it_cannot_read(change, error):
+    with pytest.raises(lr.RooflineError, match=error):
+        lr.load_model({**raw("dots3_note_prev"), **change})
+
+
+@pytest.mark.parametrize("cfg, words", [
+    # A.X-K2 (modular_axk2.py): q_gate_proj over cat(normed, raw q latent) and low-rank gated RMSNorms
+    ({"model_type": "axk2", "index_topk": 2048, "gated_norm_rank": 16}, ("q_gate_proj", "2 x q_lora_rank",
+                                                                        "gated_norm_rank")),
+    # Hy4 (modular_hy_v4.py) and its VL wrapper's text tower: iHC hyper-connections, an MLA output gate from x
+    ({"model_type": "hy_v4", "index_topk": 2048, "hc_mult": 4}, ("iHC hyper-connections", "gate_proj", "sinks")),
+    ({"model_type": "hy_v4_vl", "text_config": {"model_type": "hy_v4_vl_text", "hc_mult": 4}}, ("iHC", "gate_proj")),
+])
+def test_axk2_and_hy_v4_are_refused_naming_what_the_graph_lacks(cfg, words):
+    with pytest.raises(UnsupportedArchitectureError) as e:
+        lr.load_model(cfg)
+    text = str(e.value)
+    assert "\n" not in text and all(w in text for w in words), text
 
 
 # ------------------------------------------------------------------------------ Gemma-4

@@ -28,8 +28,8 @@ def attention_ops(c: Ctx, g: LayerGroup) -> list[Op]:
                           n=q_width + k_heads * a.head_dim + v_heads * a.v_head_dim,
                           style="column", bias=a.qkv_bias))
         rope_dim, kv_rope_heads = a.head_dim, k_heads
-        if a.head_gate:  # Step-3.5: (T, d) @ (d, H) -> one gate logit per head
-            ops.append(c.gemm("attn.g_proj", g.name, n, "attn", k=a.input_width or d, n=heads, style="column"))
+    if a.head_gate:  # Step-3.5, dots3: (T, d) @ (d, H) -> one gate logit per head
+        ops.append(c.gemm("attn.g_proj", g.name, n, "attn", k=a.input_width or d, n=heads, style="column"))
     if a.qk_norm:
         ops += _qk_norm_ops(c, g, heads, kv_rope_heads)
     if a.rope:  # rotate q (H heads) and k (KV heads) in place: ~3 FLOP/elem (two multiplies, one add)

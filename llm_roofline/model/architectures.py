@@ -331,6 +331,19 @@ ARCHITECTURES: dict[str, Architecture] = {
     "glm_moe_dsa": replace(_LLAMA, router_bias=True,
                            defaults={"tie_word_embeddings": False, "index_topk": 2048, "index_n_heads": 32,
                                      "index_head_dim": 128, "first_k_dense_replace": 3, "n_shared_experts": 1}),
+    # dots3-note (configuration_dots3_note.py Dots3NoteTextConfig, modular_dots3_note.py; read by dots3.py): MLA with
+    # a rope-key RMSNorm and a sigmoid gate per head (g_proj), DSA layers (GLM-5's indexer) beside sliding-window MLA
+    # layers of their own shape (hub: swa_* keys; transformers: per_layer_config), DeepSeek-V3's MoE (sigmoid router
+    # with e_score_correction_bias) with shared experts of shared_experts_intermediate_size; the first layer dense.
+    # Defaults: the config class's (dots-studio/dots3-note-prev's text model).
+    **dict.fromkeys(("dots3_note", "dots3_note_text"), replace(_LLAMA, router_bias=True, expert_keys=(
+        "moe_intermediate_size",), defaults={
+            "tie_word_embeddings": False, "vocab_size": 152064, "hidden_size": 5120, "intermediate_size": 13824,
+            "moe_intermediate_size": 1536, "num_hidden_layers": 46, "num_attention_heads": 128, "n_routed_experts": 256,
+            "num_experts_per_tok": 8, "n_shared_experts": 1, "shared_experts_intermediate_size": 1536,
+            "q_lora_rank": 1024, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+            "v_head_dim": 128, "index_topk": 2048, "index_n_heads": 64, "index_head_dim": 128,
+            "first_k_dense_replace": 1, "sliding_window_size": 512, "max_position_embeddings": 524288})),
     # LFM2-MoE (configuration_lfm2_moe.py): LFM2's short-conv / attention layers; dense gated MLP in the first
     # num_dense_layers, then gated experts with a routing bias (expert_bias, kept in the checkpoint).
     "lfm2_moe": replace(_LLAMA, qk_norm=True, router_bias="use_expert_bias", expert_keys=("moe_intermediate_size",),
@@ -428,7 +441,7 @@ UNKNOWN_ARCHITECTURE = Architecture(gated=None, ffn_keys=("intermediate_size", "
 TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_vl": "qwen3_vl_text",
                     "qwen3_vl_moe": "qwen3_vl_moe_text", "gemma4": "gemma4_text",
                     "gemma4_unified": "gemma4_unified_text", "qwen3_5": "qwen3_5_text", "gemma3n": "gemma3n_text",
-                    "qwen3_5_moe": "qwen3_5_moe_text", "step3p7": "step3p5"}
+                    "qwen3_5_moe": "qwen3_5_moe_text", "step3p7": "step3p5", "dots3_note": "dots3_note_text"}
 
 # Activations whose MLP is taken as gated in a model_type the table does not know (noted as an assumption).
 GATED_ACTIVATIONS = ("silu", "swish", "swiglu", "geglu")
@@ -510,6 +523,15 @@ _DORY = ("Dory's looped section (n_recurrent_loops passes through the same n_rec
 _HRM_TEXT = ("HRM-Text's two stacks of num_layers_per_stack layers run in nested cycles (in each of H_cycles cycles "
              "the L stack L_cycles times, then the H stack), every run with a KV cache of its own, with weightless "
              "RMSNorms and a prefix-LM mask (bidirectional over the prompt)")
+# modular_axk2.py: DeepSeek-V3.2's DSA indexer and MoE, but neither the attention nor the norms are the graph's
+_AXK2 = ("A.X-K2's MLA, whose q_gate_proj makes the queries and a sigmoid output gate of heads x v_head_dim from the "
+         "q latent taken twice, normed and raw (2 x q_lora_rank inputs), and its RMSNorms gated through a "
+         "gated_norm_rank bottleneck (d -> r -> d) before attention and before each MoE (its DSA indexer and MoE are "
+         "DeepSeek-V3.2's)")
+# modular_hy_v4.py, configuration_hy_v4_vl.py: GLM-5's DSA with shared-indexer layers and DeepSeek-style MoE inside
+_HY_V4 = ("Hy4's iHC hyper-connections (hc_mult residual streams mixed by sigmoid pre / post weights, 2 x hc_mult per "
+          "sub-block and no Sinkhorn comb, unlike DeepSeek-V4's) and its MLA's output gate (gate_proj: d -> heads x "
+          "v_head_dim, from x) with attention sinks (its DSA with shared-indexer layers and its MoE are GLM-5's)")
 # model_type -> why the operator graph cannot represent it (recurrent state, linear attention, sparse attention).
 REFUSED_TYPES = {
     "plamo2": "hybrid attention + state-space layers",
@@ -530,6 +552,8 @@ REFUSED_TYPES = {
     "zaya": _ZAYA,
     "dory": _DORY,
     "hrm_text": _HRM_TEXT,
+    "axk2": _AXK2,
+    **dict.fromkeys(("hy_v4", "hy_v4_vl", "hy_v4_vl_text"), _HY_V4),
 }
 # Keys that say the same whatever the model_type (a hybrid or sparse-attention model under another name).
 REFUSED_KEYS = {

@@ -17,6 +17,7 @@ Reading a config, in order (one reader: the result depends on the config and thi
    FFN (dense / MoE / absent) kinds (layers.py; Gemma-4's and -3n's own shapes, per-layer inputs, KV reuse and AltUp:
    gemma.py), or the recurrent and hybrid layers (hybrid.py: Mamba-1/2, Gated
    DeltaNet, lightning, short conv), DeepSeek-V4's compressed attention and hyper-connections (deepseek_v4.py),
+   dots3-note's DSA and sliding-window MLA layers of two shapes (dots3.py),
    Zamba's shared blocks (zamba.py), LongCat-Flash's two attention blocks and shortcut MoE per layer (longcat.py),
    Cohere2-MoE's window runs and NoPE layers (cohere.py), Laguna's per-layer heads and output gate (laguna.py);
    identical layers share one LayerGroup. Every fallback appends a sentence to `assumptions`; keys that shape a model
@@ -38,6 +39,7 @@ from .architectures import (ARCHITECTURES, BOUNDS, CONTEXT_KEYS, GEMMA4_TYPES, H
 from .cohere import cohere2_moe_layers
 from .config_files import locate, read_json, shipped_index
 from .deepseek_v4 import deepseek_v4_groups
+from .dots3 import DOTS3_TYPES, dots3_groups
 from .hybrid import HYBRID_TYPES, hybrid_groups
 from .gemma import (activation_sparsities, gemma3n_altup_laurel, gemma4_d_ffs, gemma4_ffn, gemma4_global_attention,
                     gemma4_moe_layers, per_layer_input, reused_kv_layers, with_layer_extras)
@@ -182,6 +184,8 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
         groups, head_params = deepseek_v4_groups(r, d_model, n_layers)
     elif model_type in ("zamba", "zamba2"):  # Mamba blocks and shared transformer blocks
         groups = zamba_groups(r, d_model, n_layers, v2=model_type == "zamba2")
+    elif model_type in DOTS3_TYPES:  # DSA and sliding-window MLA layers of two shapes, a gate per head
+        groups = dots3_groups(r, arch, d_model, n_layers)
     else:
         layers = _layers(r, arch, model_type, d_model, n_layers)
         if model_type in _LAYER_PASSES:  # Laguna's heads and gates per layer, Cohere2-MoE's RoPE

@@ -51,15 +51,15 @@ def mla_attention(r: ConfigReader, n_heads: int, common: dict, indexer: bool = T
         raise ModelConfigError("attention_bias=true with MLA (kv_lora_rank) is not modelled")
     return AttentionSpec("mla", n_heads, n_heads, nope + rope, r.dim("v_head_dim"), q_lora_rank=q_rank,
                          kv_lora_rank=r.dim("kv_lora_rank"), qk_nope_head_dim=nope, qk_rope_head_dim=rope,
-                         **{**common, "qkv_bias": False, "o_bias": False}, **_dsa_indexer(r, indexer))
+                         **{**common, "qkv_bias": False, "o_bias": False}, **dsa_indexer(r, indexer))
 
 
-_DSA_TYPES = ("deepseek_v32", "glm_moe_dsa")
+_DSA_TYPES = ("deepseek_v32", "glm_moe_dsa", "dots3_note", "dots3_note_text")
 _MIMO_TYPES = ("mimo_v2_flash", "mimo_v2")
 
 
-def _dsa_indexer(r: ConfigReader, indexer: bool = True) -> dict:
-    """DeepSeek sparse attention (V3.2, GLM-5): the lightning indexer's top-k and dims, when the config (its
+def dsa_indexer(r: ConfigReader, indexer: bool = True) -> dict:
+    """DeepSeek sparse attention (V3.2, GLM-5, dots3): the lightning indexer's top-k and dims, when the config (its
     model_type: scope.py refuses index keys elsewhere) has them; a layer without its own indexer keeps the top-k only
     (no indexer weights, no index-key cache)."""
     if r.stated("index_topk") is None and r.get("model_type") not in _DSA_TYPES:

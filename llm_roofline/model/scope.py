@@ -22,7 +22,8 @@ READ_HYBRID_KEYS = {
                               "qwen3_5_text", "qwen3_5_moe_text", "minimax", "lfm2", "lfm2_moe", "falcon_h1",
                               "granitemoehybrid", "zamba", "zamba2", "kimi_linear", "olmo_hybrid", "lara_mini",
                               "lfm3")},
-    **{t: ("index_topk", "index_n_heads", "index_head_dim") for t in ("deepseek_v32", "glm_moe_dsa")},
+    **{t: ("index_topk", "index_n_heads", "index_head_dim") for t in ("deepseek_v32", "glm_moe_dsa", "dots3_note",
+                                                                      "dots3_note_text")},
     "deepseek_v4": ("index_topk", "index_n_heads", "index_head_dim", "compress_ratios", "compress_rates", "hc_mult",
                     "hc_sinkhorn_iters"),
 }
@@ -69,6 +70,8 @@ def _tower_note(key: str, tower) -> str:
     """'vision_config (not counted)', with the size of a plain ViT's matrices when the config gives its dims."""
     if key not in _TOWER_KEYS or not isinstance(tower, dict):
         return f"{key} not counted"
+    if any(tower.get(k) for k in ("moe_intermediate_size", "num_local_experts", "num_experts", "pyramid_num_routed")):
+        return f"{key} not counted (a tower with MoE layers: its size is not estimated)"  # dots3-note's vision tower
     # Qwen2-VL: embed_dim is the ViT's width (its hidden_size is the LLM's), the MLP mlp_ratio x embed_dim; Kimi-K2.5's
     # MoonViT: vt_num_hidden_layers, vt_hidden_size, vt_intermediate_size
     try:

@@ -104,7 +104,8 @@ class AttentionSpec:
     qk_nope_head_dim: int | None = None
     qk_rope_head_dim: int | None = None
     output_gate: bool = False  # Qwen3-Next gated attention: q_proj also produces a sigmoid gate of H*hd on the output
-    head_gate: bool = False  # Step-3.5: g_proj (d -> H) from x, a sigmoid gate per head on the attention output
+    head_gate: bool = False  # Step-3.5, dots3: g_proj (d -> H) from x, a sigmoid gate per head on the attention output
+    rope_key_norm: bool = False  # dots3 (MLA): an RMSNorm over the shared rope key (qk_rope_head_dim weights)
     value_is_key: bool = False  # Gemma-4 attention_k_eq_v: no v_proj, the values are the keys (V = K)
     # DeepSeek sparse attention (DSA, V3.2): a lightning indexer scores every key with index_n_heads small heads of
     # index_head_dim and keeps the index_topk best per query; it caches one index_head_dim key per token.
@@ -160,14 +161,17 @@ class AttentionSpec:
             mats += [Matrix("attn.kv_a_proj", d_model, self.kv_lora_rank + self.qk_rope_head_dim),
                      Matrix("attn.kv_b_proj", self.kv_lora_rank, h * (self.qk_nope_head_dim + vd)),
                      Matrix("attn.o_proj", h * vd, d_model, self.o_bias)]
-            return mats + self.indexer_matrices(d_model)
+            return mats + self.head_gate_matrices(d_model) + self.indexer_matrices(d_model)
         if self.kv_shared:
             return self._shared_kv_matrices(d_model)
         q_width = h * hd * (2 if self.output_gate else 1)  # the output gate rides in q_proj
-        gate = [Matrix("attn.g_proj", self.input_width or d_model, h)] if self.head_gate else []
-        return [Matrix("attn.qkv_proj", self.input_width or d_model,
-                       q_width + self.k_proj_heads * hd + self.v_proj_heads * vd, self.qkv_bias)] + gate + [
-                Matrix("attn.o_proj", h * vd, d_model, self.o_bias)]
+        qkv = Matrix("attn.qkv_proj", self.input_width or d_model,
+                     q_width + self.k_proj_heads * hd + self.v_proj_heads * vd, self.qkv_bias)
+        return [qkv] + self.head_gate_matrices(d_model) + [Matrix("attn.o_proj", h * vd, d_model, self.o_bias)]
+
+    def head_gate_matrices(self, d_model: int) -> list[Matrix]:
+        """g_proj: one gate logit per head from the layer's input (Step-3.5, dots3)."""
+        return [Matrix("attn.g_proj", self.input_width or d_model, self.n_heads)] if self.head_gate else []
 
     def _shared_kv_matrices(self, d: int) -> list[Matrix]:
         """DeepSeek-V4: q_a (d -> r_q), q_b (r_q -> H*hd), kv (d -> hd), o_a (o_groups blocks of H*hd/g -> o_lora),
@@ -206,10 +210,11 @@ class AttentionSpec:
         return (1 if self.kv_reused else 2) * self.head_dim  # a layer reusing K and V has no k_norm
 
     def extra_params(self) -> int:
-        """Parameters outside the matrices: q/k norms, MLA latent norms, attention sinks, the DSA key LayerNorm."""
+        """Parameters outside the matrices: q/k norms, MLA latent (and rope-key) norms, attention sinks, the DSA key
+        LayerNorm."""
         p = self.qk_norm_weights()
         if self.kind == "mla":
-            p += (self.q_lora_rank or 0) + self.kv_lora_rank
+            p += (self.q_lora_rank or 0) + self.kv_lora_rank + (self.qk_rope_head_dim if self.rope_key_norm else 0)
         if self.sinks:
             p += self.n_heads
         if self.index_topk:
