@@ -59,7 +59,7 @@ def main() -> int:
         try:
             ref = _reference(AutoModelForCausalLM, cfg)
         except Exception as e:  # noqa: BLE001 - transformers cannot build this default config
-            off.append(f"{model_type:24s} {ours:>18,}  transformers cannot build it: {str(e)[:70]}")
+            off.append(f"{model_type:24s} {ours:>18,}  transformers cannot build it: {' '.join(str(e).split())[:70]}")
             continue
         built += 1
         gap = (ours - ref) / ref * 100
