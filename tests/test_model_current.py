@@ -1184,6 +1184,15 @@ def test_gemma3n_refuses_what_it_cannot_read(change, error):
         lr.load_model({**raw("gemma3n_e4b"), **change})
 
 
+def test_a_gemma4_assistant_is_refused_not_read_as_its_text_config():
+    # Gemma4AssistantConfig (google/gemma-4-e2b-it-assistant): a drafter whose every layer reads its target's KV
+    # (num_kv_shared_layers = num_hidden_layers, filled in by the config class when absent), with projections from the
+    # target's backbone_hidden_size: its text_config alone would read as an ordinary 35-layer decoder
+    cfg = {**raw("gemma4_e2b"), "model_type": "gemma4_assistant", "backbone_hidden_size": 1536}
+    with pytest.raises(UnsupportedArchitectureError, match="speculative-decoding drafter"):
+        lr.load_model(cfg)
+
+
 @pytest.mark.parametrize("change, error", [
     ({"num_kv_shared_layers": 35}, "must be below num_hidden_layers"),
     ({"num_kv_shared_layers": 34}, "no earlier layer of its kind"),  # layer 0 alone caches: no full layer before

@@ -549,6 +549,11 @@ REFUSED_TYPES = {
             "post_attention_residual) and, with is_moe, product-key single-neuron experts (CDMoE)",
     # modular_qwen4_exp.py: its Gated DeltaNet is Qwen3.5's (it would read as gated_deltanet), the rest is not
     **dict.fromkeys(("qwen4_exp", "qwen4_exp_text"), _QWEN4_EXP),
+    # configuration_gemma4_assistant.py: a drafter for speculative decoding whose every layer reads its target's KV
+    **dict.fromkeys(("gemma4_assistant", "gemma4_unified_assistant"),
+                    "a Gemma-4 assistant (a speculative-decoding drafter: every layer attends over its target model's "
+                    "KV cache, with projections from and to the target's hidden size and centroid-ordered embeddings; "
+                    "estimate the target)"),
     "zaya": _ZAYA,
     "dory": _DORY,
     "hrm_text": _HRM_TEXT,
