@@ -297,12 +297,18 @@ def kv_heads_per_chip(attn: AttentionSpec, tp: int) -> int:
 
 
 def kv_elems_per_token_per_chip(attn: AttentionSpec, tp: int) -> int:
-    """Cached elements per token per layer on one chip (replicated KV heads and MLA latents included; a block
-    without attention caches nothing)."""
+    """Cached elements per token per layer on one chip (replicated KV heads and MLA latents included, and the index
+    key of a top-k layer's indexer, replicated on every chip as the indexer is; a block without attention caches
+    nothing)."""
     if attn.kind == "none":
         return 0
     if attn.kind == "mla":
         return attn.kv_elements_per_token()
+    return kv_core_elems_per_token_per_chip(attn, tp) + attn.index_head_dim
+
+
+def kv_core_elems_per_token_per_chip(attn: AttentionSpec, tp: int) -> int:
+    """The K and V elements per token the attention core reads on one chip (the KV heads it holds; no index key)."""
     return kv_heads_per_chip(attn, tp) * (attn.head_dim + (0 if attn.kv_shared else attn.v_head_dim))
 
 

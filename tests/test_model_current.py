@@ -4,7 +4,7 @@ blocks), Granite-4.0 hybrid, LFM2-MoE, OLMo Hybrid and Lara-Mini (Gated DeltaNet
 layers), Gemma-4 (global head dim, K = V; E2B's per-layer inputs and KV reuse), Gemma-3n, Qwen2-VL (top-level text
 keys, vision tower named), Nemotron-NAS blocks without attention or FFN; LongCat-Flash, K-EXAONE (EXAONE-MoE),
 Step-3.5-Flash / Step-3.7 (step3p5); Cohere2-MoE (North Mini Code), Mellum 2, Laguna (Doge refused); dots3-note (DSA
-beside sliding-window MLA; A.X-K2 and Hy4 refused).
+beside sliding-window MLA; A.X-K2 and Hy4 refused); MiniMax-M3 (block-sparse GQA: an indexer picks blocks of keys).
 
 Every expected count is hand arithmetic in the comment beside it; the reference it is checked against is named.
 "transformers meta count" = the model class of transformers 5.24 built from the fixture on the meta device
@@ -138,6 +138,20 @@ Fixtures (tests/fixtures/configs):
   blocks are MoE, a 32-layer Whisper-style audio encoder of 1,280). transformers' Dots3NoteTextConfig defaults (its
   docstring's checkpoint) are the same text model. transformers meta count 279,551,718,016 (the fixture through
   Dots3NoteConfig, and Dots3NoteTextConfig()); dots: "280B total, 16B activated".
+- minimax_m3.json: MiniMaxAI/MiniMax-M3 config.json (model_type minimax_m3_vl, the text keys in a text_config without
+  a model_type, the index settings in sparse_attention_config under their older names), assembled from published
+  values (no verbatim copy of the bf16 checkpoint's file was found): every text_config field as a public Swift port's
+  test reproduces them "verbatim" from mlx-community/MiniMax-M3-4bit's config.json (hidden 6,144, 60 layers, 64 / 4
+  heads of 128, experts of 3,072, dense MLP 12,288, shared expert 3,072, 128 experts, top-4, vocabulary 200,064,
+  1,048,576 positions, rotary_dim 64, qk_norm_type per_head, swigluoai, 7 MTP modules + num_nextn_predict_layers 1;
+  sparse_attention_config: 4 index heads of 128, 16 blocks of 128, 1 local block, no init block, max scores), its
+  60-entry moe_layer_freq (3 dense layers) and its trimmed schedules ([0, 0, 0, 1, 1]) written out in full as
+  TensorRT-LLM's MiniMax-M3 config test builds the "structurally-real" text_config (sparse_attention_freq and
+  sparse_disable_index_value = moe_layer_freq: layers 0-2 full attention, 3-59 sparse); the wrapper keys and the
+  vision_config fields from the same Swift copy (its MLX "quantization" entry left out: the bf16 checkpoint,
+  torch_dtype bfloat16 as the model card states). transformers meta count 426,174,565,632 (MiniMaxM3VLForCausalLM
+  from the fixture's text_config through MiniMaxM3VLConfig); MiniMax: "~428B" total (vision tower and MTP modules
+  included), "~23B activated", 128 experts (4 active), 60 layers, 1M context.
 - trinity_nano.json: arcee-ai/Trinity-Nano-Preview config.json (model_type afmoe) as a public Neuron port's test copies
   it whole ("matches arcee-ai/Trinity-Nano-Preview/config.json"). transformers meta count 6,120,003,328 (its
   expert_bias is a parameter); Arcee: "6B total, 1B active".
@@ -1076,6 +1090,117 @@ def test_axk2_and_hy_v4_are_refused_naming_what_the_graph_lacks(cfg, words):
         lr.load_model(cfg)
     text = str(e.value)
     assert "\n" not in text and all(w in text for w in words), text
+
+
+# ------------------------------------------------------------------------------ MiniMax-M3 (block-sparse GQA)
+# d 6144, 64 heads / 4 KV heads of 128. Attention, every layer: q 6144 x 8192 = 50,331,648 + k, v 2 x 6144 x 512
+#   = 6,291,456 + o 8192 x 6144 = 50,331,648; q/k norms per head 2 x 128 -> 106,955,008
+# indexer (57 sparse layers): q 6144 x 4 x 128 = 3,145,728 + k 6144 x 128 = 786,432 + q/k norms 2 x 128 (no head
+#   weights) -> 3,932,416
+# layers 0-2 dense 3 x 6144 x 12,288 = 226,492,416; 57 MoE layers: 128 experts of 3 x 6144 x 3072 = 56,623,104 each
+#   = 7,247,757,312 + one shared expert of 3072 56,623,104 + router 128 x 6144 = 786,432 + bias 128 -> 7,305,166,976;
+#   2 norms 12,288 a layer; untied embed + head 2 x 200,064 x 6144 = 2,458,386,432; final norm 6144
+MINIMAX_M3 = (60 * 106_955_008 + 57 * 3_932_416 + 3 * 226_492_416 + 57 * 7_305_166_976 + 60 * 12_288
+              + 2_458_386_432 + 6144)
+
+
+def test_minimax_m3_full_and_block_sparse_layers():
+    m = fixture("minimax_m3")
+    assert m.params_total == MINIMAX_M3 == 426_174_572_928
+    # transformers meta count 426,174,565,632: its e_score_correction_bias is a buffer (57 x 128 = 7,296 fewer)
+    assert m.params_total - 426_174_565_632 == 57 * 128
+    # active: 4 of 128 experts, 124 x 56,623,104 = 7,021,264,896 fewer a MoE layer (MiniMax: "~23B activated",
+    #   23.5B without the 2.46B of embeddings)
+    assert m.params_active == MINIMAX_M3 - 57 * 7_021_264_896 == 25_962_473_856
+    assert [(g.name, g.count, g.attention.index_topk, g.attention.index_block_size) for g in m.layer_groups] == [
+        ("full.dense", 3, None, 0), ("sparse.moe", 57, 16, 128)]
+    assert m.attention_kind == "gqa/gqa+msa" and m.context_breakpoints() == [2048]  # 16 blocks x 128 keys
+    # KV per token: K and V 4 x 2 x 128 = 1024 elements a layer, + the index key 128 on the sparse layers
+    assert kv_bytes_per_token(m, "bf16") == (60 * 1024 + 57 * 128) * 2 == 137_472
+    assert kv_cache_bytes(m, 100_000) == 137_472 * 100_000  # nothing capped: every key stays selectable
+    assert any("57 of 60 layers (minimax_m3_sparse) attend per KV group to the 16 blocks of 128 keys (2,048 keys)"
+               in a for a in m.assumptions)
+
+
+def test_minimax_m3_sparse_core_attends_to_the_selected_blocks():
+    m = fixture("minimax_m3")
+    ops = {o.name: o for o in build_ops(one_layer(m, "sparse.moe"), Phase.decode(1, 65_536))}
+    # the core: 64 heads x 2,048 keys x (128 + 128) x 2 FLOP; it reads 2,048 tokens of K and V (4 x 256 elements)
+    assert float(ops["attn.core"].flops) == 2 * 64 * 2048 * 256
+    assert float(ops["attn.core"].kv_bytes) == 2048 * 1024 * 2
+    # the indexer scores every cached index key (4 heads of 128) and reads all 65,536 of them (128 elements each);
+    #   its top-k walks 4 heads x 65,536 / 128 = 2,048 block scores; k_proj is 6144 x 128 (no head weights)
+    assert float(ops["attn.indexer.score"].flops) == 2 * 4 * 65_536 * 128
+    assert float(ops["attn.indexer.score"].kv_bytes) == 65_536 * 128 * 2
+    assert float(ops["attn.indexer.topk"].flops) == 4 * 65_536 / 128
+    assert float(ops["attn.indexer.k_proj"].flops) == 2 * 6144 * 128
+    assert float(ops["attn.kv_write"].kv_bytes) == (1024 + 128) * 2  # K, V and the index key of the new token
+    full = {o.name: o for o in build_ops(one_layer(m, "full.dense"), Phase.decode(1, 65_536))}
+    assert float(full["attn.core"].kv_bytes) == 65_536 * 1024 * 2 and "attn.indexer.score" not in full
+
+
+def _minimax_m3_transformers_form() -> dict:
+    """The fixture as transformers 5.24's MiniMaxM3VLTextConfig writes it: flat index_* keys, layer_types and
+    mlp_layer_types, model_type minimax_m3_vl_text in text_config."""
+    text = {k: v for k, v in raw("minimax_m3")["text_config"].items() if k not in (
+        "sparse_attention_config", "moe_layer_freq")}
+    text.update(model_type="minimax_m3_vl_text", layer_types=["full_attention"] * 3 + ["minimax_m3_sparse"] * 57,
+                mlp_layer_types=["dense"] * 3 + ["sparse"] * 57, index_n_heads=4, index_head_dim=128,
+                index_block_size=128, index_topk_blocks=16, index_local_blocks=1)
+    return {"model_type": "minimax_m3_vl", "text_config": text}
+
+
+def test_minimax_m3_transformers_form_and_default_config():
+    m = lr.load_model(_minimax_m3_transformers_form())
+    assert m.params_total == MINIMAX_M3 and kv_bytes_per_token(m, "bf16") == 137_472
+    # sparse_attention_config's names win over the flat keys (MiniMaxM3VLTextConfig.__post_init__): 32 blocks of 128
+    #   = 4,096 keys, not the flat 8 x 256 = 2,048
+    cfg = raw("minimax_m3")
+    cfg["text_config"].update(index_topk_blocks=8, index_block_size=256)
+    cfg["text_config"]["sparse_attention_config"].update(sparse_topk_blocks=32)
+    assert lr.load_model(cfg).context_breakpoints() == [4096]
+    # MiniMaxM3VLTextConfig(): no layer_types, no sparse_attention_config -> 60 full-attention MoE layers
+    #   60 x (106,955,008 + 7,305,166,976 + 12,288) + 2,458,386,432 + 6144 = 447,186,448,896
+    #   = transformers meta count 447,186,441,216 + its 60 x 128 router-bias buffers
+    m = lr.load_model({"model_type": "minimax_m3_vl_text"})
+    assert m.params_total == 447_186_441_216 + 60 * 128
+    assert [(g.name, g.count) for g in m.layer_groups] == [("full.moe", 60)]
+
+
+@pytest.mark.parametrize("change, error", [
+    ({"sparse_init_block": 1}, "sparse_init_block=1 .*start kept for every query"),
+    ({"sparse_score_type": "mean"}, "sparse_score_type='mean'"),
+    ({"sparse_disable_index_value": [0] * 60}, r"sparse_disable_index_value\[3\]=0 .*value and output branch"),
+    ({"sparse_attention_freq": [1] * 59}, "sparse_attention_freq must list a 0 or 1 per layer"),
+    ({"sparse_attention_freq": [2] * 60}, r"sparse_attention_freq\[0\] = 2 exceeds"),
+    ({"sparse_topk_blocks": "16"}, "sparse_topk_blocks must be an integer"),
+    ({"sparse_block_size": 0}, "sparse_block_size must be positive"),
+    ({"sparse_num_index_heads": 3}, r"num_attention_heads \(64\) is not divisible by index_n_heads \(3\)"),
+    ({"sparse_local_block": float("nan")}, "sparse_local_block must be an integer"),
+    ({"use_sparse_attention": "yes"}, "use_sparse_attention must be true or false"),
+])
+def test_minimax_m3_refuses_sparse_options_it_cannot_read(change, error):
+    cfg = raw("minimax_m3")
+    cfg["text_config"]["sparse_attention_config"].update(change)
+    with pytest.raises(lr.RooflineError, match=error):
+        lr.load_model(cfg)
+
+
+@pytest.mark.parametrize("change, error", [
+    ({"attention_output_gate": True}, "attention_output_gate=true"),
+    ({"qk_norm_type": "per_layer"}, "only per-head q/k norms"),
+    ({"layer_types": ["sliding_attention"] * 60}, "is not one of full_attention, minimax_m3_sparse"),
+    ({"mlp_layer_types": ["moe"] * 60}, "is not 'dense' or 'sparse'"),
+    ({"moe_layer_freq": 1}, "moe_layer_freq must be a list of integers"),
+    ({"sparse_attention_config": [16, 128]}, "sparse_attention_config must be an object"),
+    ({"index_topk_blocks": True, "sparse_attention_config": None, "layer_types": ["minimax_m3_sparse"] * 60},
+     "index_topk_blocks must be an integer"),
+])
+def test_minimax_m3_refuses_what_it_cannot_read(change, error):
+    cfg = raw("minimax_m3")
+    cfg["text_config"].update(change)
+    with pytest.raises(lr.RooflineError, match=error):
+        lr.load_model(cfg)
 
 
 # ------------------------------------------------------------------------------ Gemma-4

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..model.spec import LayerGroup
 from ..ops import Op, attention, causal_pairs, kv_write, mla_glue
-from ..sharding import kv_elems_per_token_per_chip, kv_heads_per_chip, split
+from ..sharding import kv_core_elems_per_token_per_chip, kv_elems_per_token_per_chip, kv_heads_per_chip, split
 from .context import Ctx
 
 def attention_ops(c: Ctx, g: LayerGroup) -> list[Op]:
@@ -105,13 +105,15 @@ def _attention_cores(c: Ctx, g: LayerGroup, heads: int) -> list[Op]:
 
 def _attention_core(c: Ctx, g: LayerGroup, heads: int, name, batch, q_len, kv_len, causal, absorbed: bool) -> Op:
     a = g.attention
-    window = a.index_topk or a.sliding_window  # DSA: each query attends to its index_topk selected keys
+    window = a.index_keys or a.sliding_window  # DSA: each query attends to its index_topk selected keys (MiniMax-M3:
+    # its index_topk blocks of index_block_size keys, chosen per KV group)
     common = dict(batch=batch, q_len=q_len, kv_len=kv_len, causal=causal, window=window,
                   window_label="top-k" if a.index_topk else "window",
                   fused=c.fused, act_bytes_per_elem=c.act_bytes, compute_dtype=c.compute_dtype, **c.placed("column"))
     if a.kind != "mla":
         return attention(name, g.name, g.count, n_heads=heads, n_kv_heads=kv_heads_per_chip(a, c.tp),
-                         qk_dim=a.head_dim, v_dim=a.v_head_dim, kv_elems_per_token=kv_elems_per_token_per_chip(a, c.tp),
+                         qk_dim=a.head_dim, v_dim=a.v_head_dim,
+                         kv_elems_per_token=kv_core_elems_per_token_per_chip(a, c.tp),
                          kv_bytes_per_elem=c.kv_bytes, **common)
     if absorbed:  # scores against the latent (r + rope) and values from the latent (r); KV = latent cache
         return attention(name, g.name, g.count, n_heads=heads, n_kv_heads=1,
@@ -126,20 +128,23 @@ def _attention_core(c: Ctx, g: LayerGroup, heads: int, name, batch, q_len, kv_le
 
 def _dsa_indexer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     """DeepSeek sparse attention's lightning indexer (replicated on every tp chip): q from the query latent
-    ((T, r_q) @ (r_q, Hi*di)), one shared key and per-head weights from x ((T, d) @ (d, di + Hi)); scores of
-    every query against every cached index key (Hi heads of di, no values), written out and read back by the
-    top-k selection of index_topk keys per query."""
+    ((T, r_q) @ (r_q, Hi*di); MiniMax-M3: from x), one shared key and per-head weights from x ((T, d) @ (d, di + Hi);
+    MiniMax-M3: no weights); scores of every query against every cached index key (Hi heads of di, no values),
+    written out and read back by the top-k selection of index_topk keys per query (MiniMax-M3: each head's scores
+    max-pooled over blocks of index_block_size keys in the scoring kernel, Hi block scores per block written out,
+    each head's top index_topk blocks kept)."""
     a, n, d = g.attention, g.count, c.spec.d_model
-    ih, idim = a.index_n_heads, a.index_head_dim
+    ih, idim, block = a.index_n_heads, a.index_head_dim, a.index_block_size
     ops = [c.gemm("attn.indexer.q_proj", g.name, n, "attn", k=a.q_lora_rank or d, n=ih * idim, style="replicated"),
-           c.gemm("attn.indexer.k_proj", g.name, n, "attn", k=d, n=idim + ih, style="replicated")]
+           c.gemm("attn.indexer.k_proj", g.name, n, "attn", k=d, n=idim + (0 if block else ih), style="replicated")]
     for suffix, batch, q_len, kv_len, causal in _core_parts(c):
         ops.append(attention(f"attn.indexer.score{suffix}", g.name, n, batch=batch, q_len=q_len, kv_len=kv_len,
                              n_heads=ih, n_kv_heads=1, qk_dim=idim, v_dim=0, kv_elems_per_token=idim,
                              kv_bytes_per_elem=c.kv_bytes, act_bytes_per_elem=c.act_bytes, causal=causal,
                              fused=True, compute_dtype=c.compute_dtype, **c.placed("replicated")))
         keys_per_query = causal_pairs(q_len, kv_len) / q_len if causal else kv_len  # (B*q, keys) scores
-        ops.append(c.pointwise(f"attn.indexer.topk{suffix}", g.name, n, rows=batch * q_len, width=keys_per_query,
+        scores = ih * keys_per_query / block if block else keys_per_query  # MiniMax-M3: (B*q, Hi, blocks)
+        ops.append(c.pointwise(f"attn.indexer.topk{suffix}", g.name, n, rows=batch * q_len, width=scores,
                                flops_per_elem=1, reads=1, style="replicated"))
     return ops
 

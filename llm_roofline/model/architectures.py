@@ -175,6 +175,23 @@ ARCHITECTURES: dict[str, Architecture] = {
     "minimax_m2": replace(_LLAMA, qk_norm=True, qk_norm_across_heads=True, router_bias="use_routing_bias",
                           expert_keys=("intermediate_size",),
                           defaults={"tie_word_embeddings": False, "head_dim": 128, "use_routing_bias": True}),
+    # MiniMax-M3's text tower (configuration_minimax_m3_vl.py MiniMaxM3VLTextConfig, modular_minimax_m3_vl.py; read by
+    # minimax_m3.py): M2's GQA without bias, q/k RMSNorms per head, partial RoPE; on layer_types' minimax_m3_sparse
+    # layers a block indexer (q from x, one key, q/k norms) picks index_topk_blocks blocks of index_block_size keys per
+    # KV group; a dense MLP of dense_intermediate_size or experts of intermediate_size beside one shared expert of
+    # shared_intermediate_size, a sigmoid router with e_score_correction_bias (mlp_layer_types). Defaults: the config
+    # class's (MiniMaxAI/MiniMax-M3's shape; the hub's sparse_attention_config and moe_layer_freq lists are read too).
+    "minimax_m3_vl_text": replace(_LLAMA, qkv_bias=False, o_bias=False, mlp_bias=False, qk_norm="use_qk_norm",
+                                  router_bias="use_routing_bias", ffn_keys=("dense_intermediate_size",),
+                                  expert_keys=("intermediate_size",), shared_keys=("shared_intermediate_size",),
+                                  defaults={"tie_word_embeddings": False, "vocab_size": 200064, "hidden_size": 6144,
+                                            "intermediate_size": 3072, "num_hidden_layers": 60,
+                                            "num_attention_heads": 64, "num_key_value_heads": 4, "head_dim": 128,
+                                            "max_position_embeddings": 524288, "num_local_experts": 128,
+                                            "num_experts_per_tok": 4, "dense_intermediate_size": 12288,
+                                            "shared_intermediate_size": 3072, "rotary_dim": 64, "index_n_heads": 4,
+                                            "index_head_dim": 128, "index_block_size": 128, "index_topk_blocks": 16,
+                                            "index_local_blocks": 1, "use_qk_norm": True, "use_routing_bias": True}),
     # LFM2 (configuration_lfm2.py): short-conv or attention (q/k norms) then a gated MLP; tied embeddings
     # (tie_embedding in Liquid's own configs); the final norm is embedding_norm.
     "lfm2": replace(_LLAMA, qk_norm=True, defaults={"tie_word_embeddings": True, "conv_L_cache": 3}),
@@ -441,7 +458,8 @@ UNKNOWN_ARCHITECTURE = Architecture(gated=None, ffn_keys=("intermediate_size", "
 TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_vl": "qwen3_vl_text",
                     "qwen3_vl_moe": "qwen3_vl_moe_text", "gemma4": "gemma4_text",
                     "gemma4_unified": "gemma4_unified_text", "qwen3_5": "qwen3_5_text", "gemma3n": "gemma3n_text",
-                    "qwen3_5_moe": "qwen3_5_moe_text", "step3p7": "step3p5", "dots3_note": "dots3_note_text"}
+                    "qwen3_5_moe": "qwen3_5_moe_text", "step3p7": "step3p5", "dots3_note": "dots3_note_text",
+                    "minimax_m3_vl": "minimax_m3_vl_text"}
 
 # Activations whose MLP is taken as gated in a model_type the table does not know (noted as an assumption).
 GATED_ACTIVATIONS = ("silu", "swish", "swiglu", "geglu")
@@ -567,8 +585,8 @@ REFUSED_KEYS = {
         "mamba_d_conv", "mamba_n_heads", "attn_layer_period", "attn_layer_offset", "hybrid_override_pattern",
         "linear_attn_config", "block_types", "full_attn_idxs", "linear_num_value_heads", "linear_key_head_dim",
         "conv_L_cache")},
-    # MiniMax-M3: an indexer picks index_topk_blocks blocks of index_block_size keys (block-sparse, not DSA's tokens);
-    # Step-3.7's sparse_attention_config holds the same (sparse_topk_blocks, sparse_block_size)
+    # MiniMax-M3's block indexer (minimax_m3.py reads it) under another model_type; Step-3.7's sparse_attention_config
+    # holds the same (sparse_topk_blocks, sparse_block_size)
     **{k: "block-sparse attention (an indexer selects blocks of keys)" for k in ("index_topk_blocks",
                                                                                "index_block_size",
                                                                                "sparse_attention_config")},

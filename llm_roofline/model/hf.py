@@ -17,7 +17,8 @@ Reading a config, in order (one reader: the result depends on the config and thi
    FFN (dense / MoE / absent) kinds (layers.py; Gemma-4's and -3n's own shapes, per-layer inputs, KV reuse and AltUp:
    gemma.py), or the recurrent and hybrid layers (hybrid.py: Mamba-1/2, Gated
    DeltaNet, lightning, short conv), DeepSeek-V4's compressed attention and hyper-connections (deepseek_v4.py),
-   dots3-note's DSA and sliding-window MLA layers of two shapes (dots3.py),
+   dots3-note's DSA and sliding-window MLA layers of two shapes (dots3.py), MiniMax-M3's block-sparse (indexer)
+   layers (minimax_m3.py),
    Zamba's shared blocks (zamba.py), LongCat-Flash's two attention blocks and shortcut MoE per layer (longcat.py),
    Cohere2-MoE's window runs and NoPE layers (cohere.py), Laguna's per-layer heads and output gate (laguna.py);
    identical layers share one LayerGroup. Every fallback appends a sentence to `assumptions`; keys that shape a model
@@ -48,6 +49,7 @@ from .layers import (attention_spec, ffn_spec, group_layers, layer_d_ffs, layer_
                      parallel_block, step3p5_attention, step3p5_moe_layers)
 from .laguna import laguna_layers, note_laguna, note_mellum
 from .longcat import longcat_groups
+from .minimax_m3 import MINIMAX_M3_TYPES, minimax_m3_groups
 from .reader import ConfigReader, check_head_counts
 from .scope import check_unread_keys, model_type_of, reject_unsupported, text_part
 from .spec import AttentionSpec, FfnSpec, ModelSpec
@@ -129,8 +131,8 @@ def spec_from_config(config: dict, name: str = "model", source: str = "") -> Mod
     notes: list[str] = []
     reject_unsupported(config)
     text = text_part(config, notes)
-    reject_unsupported(text)
     model_type = _text_model_type(text, config)
+    reject_unsupported(text, model_type)  # a text_config without its own model_type: the wrapper's text model's
     arch = ARCHITECTURES.get(model_type)
     raw = _flatten_nested(text, arch or UNKNOWN_ARCHITECTURE)
     check_head_counts(raw, (arch or UNKNOWN_ARCHITECTURE).defaults.get("head_dim"))
@@ -186,6 +188,8 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
         groups = zamba_groups(r, d_model, n_layers, v2=model_type == "zamba2")
     elif model_type in DOTS3_TYPES:  # DSA and sliding-window MLA layers of two shapes, a gate per head
         groups = dots3_groups(r, arch, d_model, n_layers)
+    elif model_type in MINIMAX_M3_TYPES:  # full and block-sparse (indexer) GQA layers, dense and MoE
+        groups = minimax_m3_groups(r, arch, d_model, n_layers)
     else:
         layers = _layers(r, arch, model_type, d_model, n_layers)
         if model_type in _LAYER_PASSES:  # Laguna's heads and gates per layer, Cohere2-MoE's RoPE

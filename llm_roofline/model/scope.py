@@ -1,8 +1,8 @@
 """What of a config is modelled: the text tower of a multimodal wrapper, refusals, and keys the reader did not use.
 
 The operator graph represents decoder-only models whose layers mix tokens by softmax attention (full, sliding-window,
-MLA, DSA top-k, DeepSeek-V4's compressed KV) or a recurrent mixer (hybrid.py), followed by a dense MLP, a MoE or
-nothing, and shared blocks run at several layers (Zamba). Everything else is refused
+MLA, DSA top-k, MiniMax-M3's top-k blocks, DeepSeek-V4's compressed KV) or a recurrent mixer (hybrid.py), followed by a
+dense MLP, a MoE or nothing, and shared blocks run at several layers (Zamba). Everything else is refused
 with a one-line reason naming the key and the architecture (UnsupportedArchitectureError), or, where the text model is
 still read right, named in the assumptions.
 """
@@ -26,6 +26,8 @@ READ_HYBRID_KEYS = {
                                                                       "dots3_note_text")},
     "deepseek_v4": ("index_topk", "index_n_heads", "index_head_dim", "compress_ratios", "compress_rates", "hc_mult",
                     "hc_sinkhorn_iters"),
+    "minimax_m3_vl_text": ("index_n_heads", "index_head_dim", "index_topk_blocks", "index_block_size",
+                           "sparse_attention_config"),
 }
 # the keys of REFUSED_KEYS a model type's reader reads: the hybrid readers', Gemma-4's and -3n's KV sharing
 READ_REFUSED_KEYS = {**READ_HYBRID_KEYS, **{t: ("num_kv_shared_layers",) for t in PER_LAYER_INPUT_TYPES}}
@@ -94,9 +96,10 @@ def _first(d: dict, *keys: str):
     return next((d[k] for k in keys if d.get(k) is not None), None)
 
 
-def reject_unsupported(cfg: dict) -> None:
-    """UnsupportedArchitectureError when the config describes layers the operator graph cannot represent."""
-    model_type = model_type_of(cfg)
+def reject_unsupported(cfg: dict, model_type: str | None = None) -> None:
+    """UnsupportedArchitectureError when the config describes layers the operator graph cannot represent;
+    model_type: the one it is read as, when not its own (a text_config under a wrapper's model_type)."""
+    model_type = model_type_of(cfg) if model_type is None else model_type
     enc_dec = cfg.get("is_encoder_decoder")
     if enc_dec is True or model_type in ENCODER_DECODER_TYPES:
         field_ = "is_encoder_decoder=true" if enc_dec is True else f"model_type={model_type!r}"

@@ -112,6 +112,9 @@ class AttentionSpec:
     index_topk: int | None = None
     index_n_heads: int = 0
     index_head_dim: int = 0
+    # MiniMax-M3's block indexer (0: DSA's): no head weights; each index head max-pools its scores over blocks of
+    # index_block_size keys and keeps its own index_topk blocks (one selection per KV group)
+    index_block_size: int = 0
     # DeepSeek-V4: one cached head_dim vector per token is both key and value (kv_proj from x; queries from a q_lora_rank
     # latent); a grouped output projection (o_groups groups of heads -> o_lora_rank each, then o_b -> d); a compressed
     # KV branch beside the sliding window (None: sliding window only)
@@ -133,15 +136,21 @@ class AttentionSpec:
         return AttentionSpec("none", 0, 0, 0, 0, rope=False)
 
     @property
+    def index_keys(self) -> int | None:
+        """Keys one query attends to on a top-k layer: index_topk tokens (DSA) or blocks of index_block_size."""
+        return self.index_topk * (self.index_block_size or 1) if self.index_topk else None
+
+    @property
     def group_size(self) -> int:
         """G = query heads per KV head (GQA intensity of decode attention); MLA shares one latent: G = heads."""
         return self.n_heads // self.n_kv_heads
 
     def kv_elements_per_token(self) -> int:
-        """Cached elements per token per layer: K and V of every KV head, or MLA's latent + rope key."""
+        """Cached elements per token per layer: K and V of every KV head, or MLA's latent + rope key (+ the index
+        key of a layer with its own indexer)."""
         if self.kind == "mla":
             return self.kv_lora_rank + self.qk_rope_head_dim + self.index_head_dim
-        return self.n_kv_heads * (self.head_dim + (0 if self.kv_shared else self.v_head_dim))
+        return self.n_kv_heads * (self.head_dim + (0 if self.kv_shared else self.v_head_dim)) + self.index_head_dim
 
     def compressed_elements_per_token(self) -> float:
         """DeepSeek-V4's compressed cache per token of context (not capped by the window); 0 without a compressor."""
@@ -167,7 +176,8 @@ class AttentionSpec:
         q_width = h * hd * (2 if self.output_gate else 1)  # the output gate rides in q_proj
         qkv = Matrix("attn.qkv_proj", self.input_width or d_model,
                      q_width + self.k_proj_heads * hd + self.v_proj_heads * vd, self.qkv_bias)
-        return [qkv] + self.head_gate_matrices(d_model) + [Matrix("attn.o_proj", h * vd, d_model, self.o_bias)]
+        return [qkv] + self.head_gate_matrices(d_model) + [Matrix("attn.o_proj", h * vd, d_model, self.o_bias)] + \
+            self.indexer_matrices(d_model)
 
     def head_gate_matrices(self, d_model: int) -> list[Matrix]:
         """g_proj: one gate logit per head from the layer's input (Step-3.5, dots3)."""
@@ -194,12 +204,14 @@ class AttentionSpec:
         return 0 if self.value_is_key or self.kv_reused else self.n_kv_heads
 
     def indexer_matrices(self, d_model: int) -> list[Matrix]:
-        """DSA lightning indexer: q from the query latent (q_lora_rank), one shared key and per-head weights from x."""
-        if not self.index_topk:
+        """DSA lightning indexer: q from the query latent (q_lora_rank, else x), one shared key and per-head weights
+        from x (MiniMax-M3's block indexer has no weights)."""
+        if not self.index_topk or not self.index_n_heads:
             return []
-        return [Matrix("attn.indexer.q_proj", self.q_lora_rank or d_model, self.index_n_heads * self.index_head_dim),
-                Matrix("attn.indexer.k_proj", d_model, self.index_head_dim),
-                Matrix("attn.indexer.weights_proj", d_model, self.index_n_heads)]
+        mats = [Matrix("attn.indexer.q_proj", self.q_lora_rank or d_model, self.index_n_heads * self.index_head_dim),
+                Matrix("attn.indexer.k_proj", d_model, self.index_head_dim)]
+        return mats + ([] if self.index_block_size else [Matrix("attn.indexer.weights_proj", d_model,
+                                                                self.index_n_heads)])
 
     def qk_norm_weights(self) -> int:
         """The q and k norms' weights: head_dim each (per-head norms), or one per element of all heads (MiniMax-M2)."""
@@ -218,7 +230,7 @@ class AttentionSpec:
         if self.sinks:
             p += self.n_heads
         if self.index_topk:
-            p += 2 * self.index_head_dim  # the indexer's k_norm: LayerNorm weight + bias
+            p += 2 * self.index_head_dim  # the indexer's k_norm: LayerNorm weight + bias (MiniMax-M3: q and k RMSNorms)
         if self.kv_shared:  # q_a_norm, kv_norm
             p += self.q_lora_rank + self.head_dim
         if self.compressor:
@@ -500,16 +512,17 @@ class ModelSpec:
 
     @property
     def attention_kind(self) -> str:
-        """Token-mixing kinds of the layers: softmax attention (mha, gqa, mqa, mla, with +dsa) and mixers."""
-        kinds = {g.attention.kind + ("+dsa" if g.attention.index_topk else "") for g in self.layer_groups
-                 if g.attention.kind != "none"}
+        """Token-mixing kinds of the layers: softmax attention (mha, gqa, mqa, mla, with +dsa or MiniMax-M3's +msa)
+        and mixers."""
+        kinds = {g.attention.kind + ("+msa" if g.attention.index_block_size else "+dsa" if g.attention.index_topk
+                                     else "") for g in self.layer_groups if g.attention.kind != "none"}
         kinds |= {g.mixer.kind for g in self.layer_groups if g.mixer}
         return "/".join(sorted(kinds))
 
     def context_breakpoints(self) -> list[int]:
-        """Context lengths where an op's cost stops growing linearly: sliding windows and DSA top-k (decode sums are
+        """Context lengths where an op's cost stops growing linearly: sliding windows and top-k keys (decode sums are
         exact between them)."""
-        return sorted({w for g in self.layer_groups for w in (g.attention.sliding_window, g.attention.index_topk,
+        return sorted({w for g in self.layer_groups for w in (g.attention.sliding_window, g.attention.index_keys,
                                                               _compressed_topk_tokens(g.attention)) if w})
 
     def norm_params(self) -> int:
