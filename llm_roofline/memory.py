@@ -8,8 +8,9 @@
   of its KV heads, replicated heads included, or MLA's latent + rope key); a sliding-window layer caches at
   most `window` tokens.
 - Recurrent state: a mixer layer (Mamba-2, Gated DeltaNet) keeps a fixed-size state per sequence instead of KV:
-  heads x head_dim x state_dim plus the conv1d window; it counts with the KV cache in the footprint (the KV term
-  of a sequence is its KV + state) and does not grow with the context.
+  heads x head_dim x state_dim plus the conv1d window (Inkling's layers: their short convs' windows beside the KV);
+  it counts with the KV cache in the footprint (the KV term of a sequence is its KV + state) and does not grow with
+  the context.
 - Activations: a workspace of one prefill chunk (PREFILL_CHUNK_TOKENS tokens), reserved up front as serving
   engines do (vLLM profiles max_num_batched_tokens), so it does not grow with the batch.
 - Max batch: the largest batch (a multiple of pp) whose weights + workspace + KV at `context` fit one chip;
@@ -36,7 +37,7 @@ from .errors import RooflineError, ScenarioError
 from .graph import Dtypes, Phase, build_ops, handoff_ops, resolve_dtypes
 from .model.spec import Matrix, ModelSpec
 from .sharding import (Sharding, kv_elems_per_token_per_chip, micro_batches, mixer_state_elems_per_chip,
-                       stage_divisor)
+                       short_conv_state_elems_per_chip, stage_divisor)
 from .units import array_key, as_list, dtype_bytes, memo_by_identity, remembered, sub_memo
 
 if TYPE_CHECKING:
@@ -81,12 +82,14 @@ def weight_bytes_by_family(spec: ModelSpec, weight_dtype: str | None = None) -> 
             add(m.family, g.copies * _matrix_bytes(spec, m, weight_dtype))
         for m in g.per_layer:
             add(m.family, g.count * _matrix_bytes(spec, m, weight_dtype))
-        add("attn", g.copies * g.mixing_extra_params() * native_bytes)
+        add("attn", g.copies * (g.mixing_extra_params() + g.out_conv_params(spec.d_model)) * native_bytes)
+        add("ffn", g.copies * g.ffn.extra_params() * native_bytes)
         add("norm", g.copies * g.norms * spec.norm_params() * native_bytes)
     for m in spec.embedding_matrices():
         add(m.family, _matrix_bytes(spec, m, weight_dtype))
     add("embed", spec.learned_positions * spec.d_model * native_bytes)
-    add("norm", (spec.norm_params() + spec.per_layer_input) * native_bytes)  # final norm (and per-layer inputs')
+    # final norm (and per-layer inputs', Inkling's embedding norm)
+    add("norm", (spec.norm_params() * (2 if spec.embed_norm else 1) + spec.per_layer_input) * native_bytes)
     if spec.head_params:  # DeepSeek-V4's final hyper-connection head
         add("hc", spec.head_params * native_bytes)
     return out
@@ -157,14 +160,17 @@ def kv_cache_bytes(spec: ModelSpec, context_len, batch=1, kv_dtype: str = "bf16"
 def state_bytes_per_sequence_by_group(spec: ModelSpec, kv_dtype: str = "bf16", tp: int = 1) -> dict[str, float]:
     """Recurrent-mixer state one sequence holds on one chip of a tp group, in all layers of each mixer group:
     the SSM / delta-rule state (heads x head_dim x state_dim, in the mixer's state dtype, else kv_dtype) plus the
-    conv1d window ((kernel - 1) x conv channels, in kv_dtype). It does not depend on the context length."""
+    conv1d window ((kernel - 1) x conv channels, in kv_dtype); Inkling's short convs' windows likewise. It does not
+    depend on the context length."""
     out = {}
     for g in spec.layer_groups:
+        if g.attention.kv_conv or g.out_conv:
+            out[g.name] = g.count * short_conv_state_elems_per_chip(g, spec.d_model, tp) * dtype_bytes(kv_dtype)
         if g.mixer is None:
             continue
         ssm_elems, conv_elems = mixer_state_elems_per_chip(g.mixer, tp)
         ssm_bytes = ssm_elems * dtype_bytes(g.mixer.state_dtype or kv_dtype)
-        out[g.name] = g.count * (ssm_bytes + conv_elems * dtype_bytes(kv_dtype))
+        out[g.name] = out.get(g.name, 0.0) + g.count * (ssm_bytes + conv_elems * dtype_bytes(kv_dtype))
     return out
 
 

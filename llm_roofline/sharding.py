@@ -30,7 +30,7 @@ from .errors import ShardingError
 
 if TYPE_CHECKING:  # only for annotations: hardware does not import sharding
     from .hardware import Chip
-    from .model.spec import AttentionSpec, MixerSpec, ModelSpec
+    from .model.spec import AttentionSpec, LayerGroup, MixerSpec, ModelSpec
 
 
 # How the routed experts of a layer get the tokens of every attention group (attention_dp > 1), and return them:
@@ -281,6 +281,14 @@ def mixer_state_elems_per_chip(mixer: MixerSpec, tp: int) -> tuple[int, int]:
     (kernel - 1, conv channels)."""
     heads, conv_channels, _ = mixer_dims_per_chip(mixer, tp)
     return heads * mixer.head_dim * mixer.state_dim, max(mixer.conv_kernel - 1, 0) * conv_channels
+
+
+def short_conv_state_elems_per_chip(g: LayerGroup, d_model: int, tp: int) -> int:
+    """Inkling's conv windows of one sequence in one layer on one chip: (kernel - 1) x the channels of the k and v
+    convs (the chip's key/value heads) and of the two output convs (d_model each, on every chip)."""
+    a = g.attention
+    kv = 2 * kv_heads_per_chip(a, tp) * a.head_dim if a.kv_conv else 0
+    return max(a.kv_conv - 1, 0) * kv + max(g.out_conv - 1, 0) * 2 * d_model
 
 
 def kv_heads_per_chip(attn: AttentionSpec, tp: int) -> int:

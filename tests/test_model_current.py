@@ -4,7 +4,9 @@ blocks), Granite-4.0 hybrid, LFM2-MoE, OLMo Hybrid and Lara-Mini (Gated DeltaNet
 layers), Gemma-4 (global head dim, K = V; E2B's per-layer inputs and KV reuse), Gemma-3n, Qwen2-VL (top-level text
 keys, vision tower named), Nemotron-NAS blocks without attention or FFN; LongCat-Flash, K-EXAONE (EXAONE-MoE),
 Step-3.5-Flash / Step-3.7 (step3p5); Cohere2-MoE (North Mini Code), Mellum 2, Laguna (Doge refused); dots3-note (DSA
-beside sliding-window MLA; A.X-K2 and Hy4 refused); MiniMax-M3 (block-sparse GQA: an indexer picks blocks of keys).
+beside sliding-window MLA; A.X-K2 and Hy4 refused); MiniMax-M3 (block-sparse GQA: an indexer picks blocks of keys);
+Inkling (a relative position bias, short convs, sliding layers of their own heads, a router sink; Inkling-2 and
+Inkling-2-Loop refused).
 
 Every expected count is hand arithmetic in the comment beside it; the reference it is checked against is named.
 "transformers meta count" = the model class of transformers 5.24 built from the fixture on the meta device
@@ -152,6 +154,20 @@ Fixtures (tests/fixtures/configs):
   torch_dtype bfloat16 as the model card states). transformers meta count 426,174,565,632 (MiniMaxM3VLForCausalLM
   from the fixture's text_config through MiniMaxM3VLConfig); MiniMax: "~428B" total (vision tower and MTP modules
   included), "~23B activated", 128 experts (4 active), 60 layers, 1M context.
+- inkling.json: thinkingmachines/Inkling config.json (model_type inkling_mm_model, the text keys in text_config),
+  assembled from published values (no verbatim copy of the whole file was found): its text_config as public ports copy
+  the checkpoint's keys (a Rust compiler's test "parses_production_shaped_json" and a Rust engine's MTP-metadata test,
+  each with a shortened local_layer_ids; a Python exporter's "thinkingmachines/Inkling config.json semantics": hidden
+  6,144, 66 layers, 64 heads over 8 KV heads of 128 on the full layers, 64 over 16 on the sliding ones, window 512,
+  d_rel 16, rel_extent 1,024, sconv_kernel_size 4, local_layer_ids every layer but each 6th, dense_mlp_idx 2,
+  dense_intermediate_size 24,576, intermediate_size 3,072 (the experts'), 256 experts, top-6, 2 shared, route_scale
+  8, logits_mup_width_multiplier 24, log_scaling_n_floor 128,000, vocabulary 201,024 of which 200,058 unpadded,
+  model_max_length 1,048,576, the use_* / gate flags all true, silu); audio_config and vision_config as the Rust
+  compiler's test gives them; mtp_config (8 MTP layers) as TensorRT-LLM's Inkling test says it is "shipped in both
+  Inkling-NVFP4-full and Inkling-small-NVFP4". No torch_dtype (bf16 read). transformers meta count
+  (InklingForCausalLM of its text_config) 947,025,547,842 + 16,384 e_score_correction_bias buffers. TML's figures as
+  that Rust compiler relays them: "~975B total / ~41B active"; the total is that of InklingTextConfig()'s defaults,
+  every layer MoE (975,340,270,146), where the published config makes layers 0 and 1 dense.
 - trinity_nano.json: arcee-ai/Trinity-Nano-Preview config.json (model_type afmoe) as a public Neuron port's test copies
   it whole ("matches arcee-ai/Trinity-Nano-Preview/config.json"). transformers meta count 6,120,003,328 (its
   expert_bias is a parameter); Arcee: "6B total, 1B active".
@@ -168,7 +184,7 @@ import pytest
 import llm_roofline as lr
 from llm_roofline.errors import UnsupportedArchitectureError
 from llm_roofline.graph import Phase, build_ops
-from llm_roofline.memory import kv_bytes_per_token, kv_cache_bytes, state_bytes_per_sequence
+from llm_roofline.memory import kv_bytes_per_token, kv_cache_bytes, state_bytes_per_sequence, weight_bytes
 from llm_roofline.model.spec import LayerGroup, ModelSpec
 from llm_roofline.sharding import Sharding
 
@@ -1201,6 +1217,143 @@ def test_minimax_m3_refuses_what_it_cannot_read(change, error):
     cfg["text_config"].update(change)
     with pytest.raises(lr.RooflineError, match=error):
         lr.load_model(cfg)
+# ------------------------------------------------------------------------------ Inkling
+# d 6144, no RoPE, q/k norms 2 x 128, d_rel 16, 4-tap convs. Sliding layers (64 heads over 16 KV heads of 128, the
+#   bias over the 512-token window): q, o 2 x 6144 x 8192 = 100,663,296; k, v 2 x 6144 x 2048 = 25,165,824; r_proj
+#   6144 x 64 x 16 = 6,291,456; norms 256; bank 16 x 512 = 8,192; k / v convs 4 x 2 x 2048 = 16,384 -> 132,145,408
+# full layers (64 heads over 8 KV heads, rel_extent 1024): q, o 100,663,296; k, v 2 x 6144 x 1024 = 12,582,912;
+#   r_proj 6,291,456; norms 256; bank 16 x 1024 = 16,384; convs 4 x 2 x 1024 = 8,192 -> 119,562,496
+# every layer: 2 norms 12,288 + the attention's and the MLP's output convs 2 x 4 x 6144 = 49,152 -> 61,440
+# layers 0-1 dense: 3 x 6144 x 24576 = 452,984,832 + global scale 1 -> 452,984,833
+# MoE: 256 experts + 2 shared of 3 x 6144 x 3072 = 56,623,104 each -> 258 x 56,623,104 = 14,608,760,832; router over
+#   256 + 2 experts 6144 x 258 = 1,585,152 + e_score_correction_bias 256 + global scale 1 -> 14,610,346,241
+INKLING_SLIDING_DENSE = 132_145_408 + 61_440 + 452_984_833  # 585,191,681
+INKLING_SLIDING_MOE = 132_145_408 + 61_440 + 14_610_346_241  # 14,742,553,089
+INKLING_FULL_MOE = 119_562_496 + 61_440 + 14_610_346_241  # 14,729,970,177
+# untied embedding + LM head 2 x 201,024 x 6144 = 2,470,182,912; embedding norm + final norm 2 x 6144 = 12,288
+INKLING_OUTSIDE = 2_470_182_912 + 12_288
+
+
+def _inkling(**change) -> dict:
+    cfg = raw("inkling")
+    return {**cfg, "text_config": {**cfg["text_config"], **change}}
+
+
+def test_inkling_relative_bias_short_convs_and_router_sink():
+    m = fixture("inkling")
+    expected = 2 * INKLING_SLIDING_DENSE + 53 * INKLING_SLIDING_MOE + 11 * INKLING_FULL_MOE + INKLING_OUTSIDE
+    assert m.params_total == expected == 947_025_564_226
+    # transformers meta count 947,025,547,842: its e_score_correction_bias is a buffer (64 x 256 = 16,384 fewer)
+    assert m.params_total - 947_025_547_842 == 64 * 256
+    assert weight_bytes(m) == 2 * m.params_total
+    # active: 6 of 256 experts, 250 x 56,623,104 = 14,155,776,000 fewer a MoE layer (TML: "~41B active")
+    assert m.params_active == expected - 64 * 14_155_776_000 == 41_055_900_226
+    # layer 5 and every 6th after it full, the others sliding (local_layer_ids); layers 0-1 dense (dense_mlp_idx 2)
+    assert [(g.name, g.count, g.attention.n_heads, g.attention.n_kv_heads, g.attention.sliding_window,
+             g.attention.rel_extent) for g in m.layer_groups] == [
+        ("sliding.dense", 2, 64, 16, 512, 512), ("sliding.moe", 53, 64, 16, 512, 512),
+        ("full.moe", 11, 64, 8, None, 1024)]
+    assert all(not g.attention.rope and g.attention.qk_norm and g.out_conv == 4 == g.attention.kv_conv
+               for g in m.layer_groups)
+    assert (m.embed_norm, m.tie_embeddings, m.max_context) == (True, False, 1_048_576)
+    # KV per token in bf16: 55 sliding layers x K, V of 16 x 128 (8,192 B) + 11 full x 8 x 128 (4,096 B)
+    assert kv_bytes_per_token(m) == 55 * 8192 + 11 * 4096 == 495_616
+    assert kv_cache_bytes(m, 131_072) == 11 * 4096 * 131_072 + 55 * 8192 * 512 == 6_136_266_752
+    # the four convs' windows, 3 inputs each per sequence: sliding 3 x (2 x 2048 + 2 x 6144) = 49,152 elements,
+    #   full 3 x (2 x 1024 + 2 x 6144) = 43,008; x 2 B
+    assert state_bytes_per_sequence(m, "bf16") == (55 * 49_152 + 11 * 43_008) * 2 == 6_352_896
+    # tp 8: 2 of the 16 KV heads (1 of the 8) per chip, the output convs whole: 3 x (512 + 12,288) = 38,400 and
+    #   3 x (256 + 12,288) = 37,632 elements a layer on each chip
+    assert state_bytes_per_sequence(m, "bf16", tp=8) == 8 * (55 * 38_400 + 11 * 37_632) * 2
+    assert any("four short convs" in a for a in m.assumptions) and any("unpadded_vocab_size" in a
+                                                                        for a in m.assumptions)
+
+
+def test_inkling_graph_at_tp8():
+    m = fixture("inkling")
+    ops = {o.name: o for o in build_ops(m, Phase.decode(1, 4096), Sharding(tp=8)) if o.group == "sliding.moe"}
+    # fused q, r, k, v on a chip: 8 heads x (128 + 16) + 2 KV heads x 2 x 128 = 1,664 columns of 6144, in bf16
+    assert ops["attn.qkv_proj"].weight_bytes == 6144 * 1664 * 2 and "attn.rope" not in ops
+    # the chip's 8 heads' states (16) times the bank (16 x 512): 2 x 8 x 16 x 512 FLOPs for one token
+    assert float(ops["attn.rel_logits"].flops) == 2 * 8 * 16 * 512
+    assert ops["attn.rel_logits"].stored_bytes == 16 * 512 * 2 and "attn.rel_bias" in ops
+    # k / v convs over the chip's 2 KV heads (512 channels), their 3-input window read and written
+    assert float(ops["attn.kv_conv"].kv_bytes) == 2 * 3 * 512 * 2
+    assert ops["attn.out_conv"].stored_bytes == ops["ffn.out_conv"].stored_bytes == 6144 * 4 * 2
+    assert ops["ffn.router"].gemm_n == 258
+    head = [o.name for o in build_ops(m, Phase.decode(1, 4096), Sharding(tp=8)) if o.group == "model"]
+    assert "norm.embed" in head
+
+
+def test_inkling_transformers_keys_and_defaults():
+    text = raw("inkling")["text_config"]
+    # as transformers 5.24 saves InklingTextConfig: its own key names, the lists __post_init__ derives
+    local = set(text["local_layer_ids"])
+    saved = {k: v for k, v in text.items() if k not in ("local_layer_ids", "dense_mlp_idx", "dense_intermediate_size",
+                                                        "sconv_kernel_size", "model_max_length")}
+    saved.update(model_type="inkling_text", intermediate_size=24576, moe_intermediate_size=3072, conv_kernel_size=4,
+                 max_position_embeddings=1_048_576, tie_word_embeddings=True,
+                 layer_types=["hybrid_sliding" if i in local else "hybrid" for i in range(66)],
+                 mlp_layer_types=["dense"] * 2 + ["sparse"] * 64)
+    m = lr.load_model(saved)
+    assert m.params_total == 947_025_564_226 and not m.tie_embeddings
+    assert any("never ties its LM head" in a for a in m.assumptions)
+    # InklingTextConfig()'s defaults: every layer MoE, 55 sliding + 11 full -> 975,340,287,042 = transformers meta
+    #   count 975,340,270,146 + 66 x 256 buffers; context 131,072
+    d = lr.load_model({"model_type": "inkling_text"})
+    assert d.params_total == 55 * INKLING_SLIDING_MOE + 11 * INKLING_FULL_MOE + INKLING_OUTSIDE == 975_340_287_042
+    assert d.params_total - 975_340_270_146 == 66 * 256 and d.max_context == 131_072
+
+
+@pytest.mark.parametrize("change, error", [
+    ({"use_sconv": "yes"}, "use_sconv must be true or false"),
+    ({"layer_types": ["full_attention"] * 66}, "layer_types entry 'full_attention' is not 'hybrid'"),
+    ({"layer_types": ["hybrid"] * 65}, r"layer_types must list one entry per layer \(66\)"),
+    ({"local_layer_ids": [0, 66]}, "local_layer_ids lists 66, which is not a layer index"),
+    ({"local_layer_ids": [True]}, r"local_layer_ids\[0\] must be an integer"),
+    ({"local_layer_ids": "0,1"}, "local_layer_ids must be a list of integers"),
+    ({"mlp_layer_types": ["moe"] * 66}, "mlp_layer_types entry 'moe' is not 'dense' or 'sparse'"),
+    ({"dense_mlp_idx": 67}, r"dense_mlp_idx \(67\) exceeds num_hidden_layers \(66\)"),
+    ({"dense_mlp_idx": -1}, "dense_mlp_idx must be non-negative"),
+    ({"d_rel": 0}, "d_rel must be positive"),
+    ({"rel_extent": "1024"}, "rel_extent must be an integer"),
+    ({"swa_num_key_value_heads": 12}, r"swa_num_attention_heads \(64\) is not divisible by swa_num_key_value_hea"),
+    ({"swa_head_dim": [128, 64]}, "swa_head_dim must be an integer"),
+    ({"sconv_kernel_size": float("nan")}, "sconv_kernel_size must be an integer"),
+    ({"sliding_window_size": True}, "sliding_window_size must be an integer"),
+    ({"n_shared_experts": 0}, "n_shared_experts must be positive"),
+    ({"num_experts_per_tok": 300}, r"num_experts_per_tok \(300\) exceeds n_routed_experts \(256\)"),
+    ({"unpadded_vocab_size": -5}, "unpadded_vocab_size must be positive"),
+    ({"num_mtp_layers": "8"}, "num_mtp_layers must be an integer"),
+])
+def test_inkling_hostile_values_name_the_key(change, error):
+    with pytest.raises(lr.ModelConfigError, match=error) as e:
+        lr.load_model(_inkling(**change))
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("key", ["use_sconv", "use_embed_norm", "shared_expert_sink", "use_gate_bias",
+                                 "use_global_scale"])
+def test_inkling_parts_transformers_builds_regardless_are_refused_when_off(key):
+    with pytest.raises(UnsupportedArchitectureError, match=f"{key}=false .model_type=inkling_text.: InklingTextModel"):
+        lr.load_model(_inkling(**{key: False}))
+
+
+@pytest.mark.parametrize("cfg, words", [
+    # modular_inkling2.py: block attention residuals, dynamic short convs on the full layers, sinks from a projection
+    ({"model_type": "inkling2", "text_config": {"model_type": "inkling2_text"}},
+     ("'inkling2'", "block attention residuals", "dynamic short convs", "sink_proj")),
+    ({"model_type": "inkling2_text", "n_layers_per_attn_res_block": 6}, ("'inkling2_text'", "n_layers_per_attn_res")),
+    # modular_inkling2_loop.py: layers run loop_num_passes times, each pass with caches of its own
+    ({"model_type": "inkling2_loop", "text_config": {"model_type": "inkling2_loop_text"}},
+     ("'inkling2_loop'", "loop_num_passes", "caches of its own", "message gates", "block attention residuals")),
+    ({"model_type": "inkling2_loop_text"}, ("'inkling2_loop_text'", "looped section")),
+])
+def test_inkling2_and_its_loop_are_refused_naming_what_the_graph_lacks(cfg, words):
+    with pytest.raises(UnsupportedArchitectureError) as e:
+        lr.load_model(cfg)
+    text = str(e.value)
+    assert "\n" not in text and all(w in text for w in words), text
 
 
 # ------------------------------------------------------------------------------ Gemma-4

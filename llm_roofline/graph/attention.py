@@ -5,7 +5,7 @@ compressed branch. Shapes: T = tokens this step on the chip, d = d_model, H/KV =
 from __future__ import annotations
 
 from ..model.spec import LayerGroup
-from ..ops import Op, attention, causal_pairs, kv_write, mla_glue
+from ..ops import Op, attention, causal_conv1d, causal_pairs, elementwise, kv_write, mla_glue
 from ..sharding import kv_core_elems_per_token_per_chip, kv_elems_per_token_per_chip, kv_heads_per_chip, split
 from .context import Ctx
 
@@ -22,12 +22,15 @@ def attention_ops(c: Ctx, g: LayerGroup) -> list[Op]:
         kvh = kv_heads_per_chip(a, tp)
         # (T, d) @ (d, H*hd + KV*hd + KV*vd) -> fused q, k, v (no k and v where the layer reuses an earlier layer's,
         # no v where V = K: Gemma-4 attention_k_eq_v)
-        q_width = heads * a.head_dim * (2 if a.output_gate else 1)  # Qwen3-Next: q_proj also yields the output gate
+        # Qwen3-Next: q_proj also yields the output gate; Inkling: r_proj the heads' relative states
+        q_width = heads * (a.head_dim * (2 if a.output_gate else 1) + a.rel_dim)
         k_heads, v_heads = (kvh if a.k_proj_heads else 0), (kvh if a.v_proj_heads else 0)
         ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=a.input_width or d,
                           n=q_width + k_heads * a.head_dim + v_heads * a.v_head_dim,
                           style="column", bias=a.qkv_bias))
         rope_dim, kv_rope_heads = a.head_dim, k_heads
+        if a.kv_conv:
+            ops.append(_kv_conv(c, g, kvh))
     if a.head_gate:  # Step-3.5, dots3: (T, d) @ (d, H) -> one gate logit per head
         ops.append(c.gemm("attn.g_proj", g.name, n, "attn", k=a.input_width or d, n=heads, style="column"))
     if a.qk_norm:
@@ -42,6 +45,8 @@ def attention_ops(c: Ctx, g: LayerGroup) -> list[Op]:
                             **c.placed("replicated" if a.kind == "mla" else "column")))
     if a.index_topk and a.index_n_heads:  # GLM-5 'shared' layers reuse the previous layer's top-k
         ops += _dsa_indexer_ops(c, g)
+    if a.rel_dim:
+        ops += _relative_bias_ops(c, g, heads)
     ops += _attention_cores(c, g, heads)
     if a.output_gate:  # o * sigmoid(gate) over (T, H*vd): sigmoid ~4 FLOP + 1 multiply
         ops.append(c.pointwise("attn.output_gate", g.name, n, rows=c.T_attn, width=heads * a.v_head_dim,
@@ -52,6 +57,28 @@ def attention_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     # row-parallel: (T, H*vd) @ (H*vd, d) -> partial sums of (T, d)
     ops.append(c.gemm("attn.o_proj", g.name, n, "attn", k=heads * a.v_head_dim, n=d, style="row", bias=a.o_bias))
     return ops
+
+
+def _kv_conv(c: Ctx, g: LayerGroup, kv_heads: int) -> Op:
+    """Inkling's depthwise causal convs on k and on v (the chip's KV heads), their input added back: 2K + 1 FLOP per
+    element; each sequence's window of the last K - 1 inputs read and written (a prompt chunk's sequences too)."""
+    a, channels = g.attention, 2 * kv_heads * g.attention.head_dim
+    seqs = c.b_attn + (c.chunk_seqs if c.phase.has_chunk else 0.0)
+    return causal_conv1d("attn.kv_conv", g.name, g.count, batch=seqs, q_len=c.T_attn / seqs, channels=channels,
+                         kernel=a.kv_conv, act_bytes_per_elem=c.act_bytes, state_bytes_per_elem=c.kv_bytes,
+                         weight_bytes=channels * a.kv_conv * c.native_bytes, **c.placed("column"))
+
+
+def _relative_bias_ops(c: Ctx, g: LayerGroup, heads: int) -> list[Op]:
+    """Inkling's relative position bias: each head's relative state (T x H rows of rel_dim, from qkv_proj) times the
+    bank of profiles (rel_dim x rel_extent, whole on every chip, in the checkpoint dtype) -> a (T, H, rel_extent) table
+    of biases by backward distance, written to memory and read by the attention core, which adds it to the scores
+    (the SGLang / FA4 score_mod path)."""
+    a, n = g.attention, g.count
+    rows = c.T_attn * heads
+    return [c.gemm("attn.rel_logits", g.name, n, "router", k=a.rel_dim, n=a.rel_extent, tokens=rows, style="column"),
+            elementwise("attn.rel_bias", g.name, n, tokens=c.T_attn, elems=rows * a.rel_extent, flops_per_elem=1,
+                        reads=1, writes=0, act_bytes_per_elem=c.act_bytes, **c.placed("column"))]
 
 
 def _qk_norm_ops(c: Ctx, g: LayerGroup, heads: int, kv_heads: int) -> list[Op]:

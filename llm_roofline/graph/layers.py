@@ -11,8 +11,8 @@ from ..errors import ScenarioError
 from ..model.spec import FfnSpec, LayerGroup, ModelSpec
 from ..ops import (Op, causal_conv1d, collective, embedding, expected_distinct_experts, gemm, recurrent_scan,
                    rows_per_expert)
-from ..sharding import (Sharding, collective_after, collective_before, expert_layout, mixer_dims_per_chip, split,
-                        stage_layers, walked_rows)
+from ..sharding import (Sharding, collective_after, collective_before, expert_layout, mixer_dims_per_chip,
+                        sequence_parallel_on, split, stage_layers, walked_rows)
 from ..units import dtype_bytes
 from .attention import attention_ops
 from .context import ATTENTION_MODES, Ctx, Dtypes, Phase
@@ -143,7 +143,8 @@ def _moe_router(c: Ctx, g: LayerGroup) -> list[Op]:
     own tokens."""
     f = g.ffn
     return _ffn_in(c, g, dense=False) + [c.gemm("ffn.router", g.name, g.count, "router", k=c.spec.d_model,
-                                                n=f.router_width, style="replicated", bias=f.router_bias)]
+                                                n=f.router_width + f.router_sink, style="replicated",
+                                                bias=f.router_bias)]
 
 
 def _shared_experts(c: Ctx, g: LayerGroup) -> list[Op]:
@@ -337,21 +338,36 @@ def _parallel_block_ops(c: Ctx, g: LayerGroup) -> list[Op]:
 
 
 def _attention_half(c: Ctx, g: LayerGroup) -> list[Op]:
-    """norm, attention, (norm,) the row-parallel output's collective, residual add."""
+    """norm, attention, (norm,) the row-parallel output's collective, (Inkling's output conv,) residual add."""
     n = g.count
     ops = [c.norm("norm.attn", g.name, n)] + attention_ops(c, g)
     if g.norms >= 4:
         ops.append(c.norm("norm.attn_out", g.name, n))
-    return ops + c.after_row("attn", g.name, n) + [c.residual(g.name, n)]
+    return ops + c.after_row("attn", g.name, n) + _out_conv(c, g, "attn") + [c.residual(g.name, n)]
 
 
 def _ffn_half(c: Ctx, g: LayerGroup) -> list[Op]:
-    """norm, the FFN (what brings its tokens, the MLP or the experts, what returns them), (norm,) residual add."""
+    """norm, the FFN (what brings its tokens, the MLP or the experts, what returns them), (norm, Inkling's output
+    conv,) residual add."""
     n = g.count
     ops = [c.norm("norm.ffn", g.name, n)] + _ffn_ops(c, g)
     if g.norms >= 4:
         ops.append(c.norm("norm.ffn_out", g.name, n))
-    return ops + _ffn_out(c, g) + [c.residual(g.name, n)]
+    return ops + _ffn_out(c, g) + _out_conv(c, g, "ffn") + [c.residual(g.name, n)]
+
+
+def _out_conv(c: Ctx, g: LayerGroup, part: str) -> list[Op]:
+    """Inkling's depthwise causal conv on a sub-block's output (d channels, its input added back), where the residual
+    stream lies (each chip its rows: all of its group's, a 1/tp share of the sequences under sequence parallelism); each
+    sequence's window of the last K - 1 rows read and written."""
+    if not g.out_conv:
+        return []
+    d, split_rows = c.spec.d_model, c.tp if sequence_parallel_on(c.sh) else 1
+    seqs = (c.b_attn + (c.chunk_seqs if c.phase.has_chunk else 0.0)) / split_rows
+    return [causal_conv1d(f"{part}.out_conv", g.name, g.count, batch=seqs, q_len=c.T_attn / split_rows / seqs,
+                          channels=d, kernel=g.out_conv, act_bytes_per_elem=c.act_bytes,
+                          state_bytes_per_elem=c.kv_bytes, weight_bytes=d * g.out_conv * c.native_bytes,
+                          **c.placed("sequence"))]
 
 
 def _model_ops_head(c: Ctx) -> list[Op]:
@@ -364,6 +380,7 @@ def _model_ops_head(c: Ctx) -> list[Op]:
                    act_bytes_per_elem=c.act_bytes, lookups=2 if spec.learned_positions else 1, vocab_split=c.tp,
                    **c.placed("vocab_in"))
     ops = [op] + c.collectives(collective_after("vocab_in", c.sh), "embed", "model", 1)
+    ops += [c.norm("norm.embed", "model", 1)] if spec.embed_norm else []  # Inkling's embedding RMSNorm
     return ops + (_per_layer_inputs(c) if spec.per_layer_input else []) + _altup_streams(c, "projections")
 
 

@@ -361,6 +361,18 @@ ARCHITECTURES: dict[str, Architecture] = {
             "q_lora_rank": 1024, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
             "v_head_dim": 128, "index_topk": 2048, "index_n_heads": 64, "index_head_dim": 128,
             "first_k_dense_replace": 1, "sliding_window_size": 512, "max_position_embeddings": 524288})),
+    # Inkling (configuration_inkling.py InklingTextConfig, modular_inkling.py; read by inkling.py): attention without
+    # RoPE (q/k norms, a relative position bias from r_proj, short convs on k and v) of its own heads on the
+    # 'hybrid_sliding' layers, short convs on both sub-blocks' outputs, a dense gated MLP or experts beside
+    # n_shared_experts shared ones the router scores too, a sigmoid router with e_score_correction_bias, a normed
+    # embedding, an untied LM head. Defaults: the config class's (thinkingmachines/Inkling's text model).
+    "inkling_text": replace(_LLAMA, qk_norm=True, router_bias=True, rope=False, defaults={
+        "tie_word_embeddings": False, "vocab_size": 201024, "hidden_size": 6144, "num_hidden_layers": 66,
+        "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 128, "swa_num_attention_heads": 64,
+        "swa_num_key_value_heads": 16, "swa_head_dim": 128, "sliding_window_size": 512, "d_rel": 16,
+        "rel_extent": 1024, "max_position_embeddings": 131072, "conv_kernel_size": 4, "intermediate_size": 24576,
+        "moe_intermediate_size": 3072, "n_routed_experts": 256, "num_experts_per_tok": 6, "n_shared_experts": 2,
+        "hidden_act": "silu"}),
     # LFM2-MoE (configuration_lfm2_moe.py): LFM2's short-conv / attention layers; dense gated MLP in the first
     # num_dense_layers, then gated experts with a routing bias (expert_bias, kept in the checkpoint).
     "lfm2_moe": replace(_LLAMA, qk_norm=True, router_bias="use_expert_bias", expert_keys=("moe_intermediate_size",),
@@ -459,7 +471,7 @@ TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_vl"
                     "qwen3_vl_moe": "qwen3_vl_moe_text", "gemma4": "gemma4_text",
                     "gemma4_unified": "gemma4_unified_text", "qwen3_5": "qwen3_5_text", "gemma3n": "gemma3n_text",
                     "qwen3_5_moe": "qwen3_5_moe_text", "step3p7": "step3p5", "dots3_note": "dots3_note_text",
-                    "minimax_m3_vl": "minimax_m3_vl_text"}
+                    "minimax_m3_vl": "minimax_m3_vl_text", "inkling_mm_model": "inkling_text"}
 
 # Activations whose MLP is taken as gated in a model_type the table does not know (noted as an assumption).
 GATED_ACTIVATIONS = ("silu", "swish", "swiglu", "geglu")
@@ -550,6 +562,17 @@ _AXK2 = ("A.X-K2's MLA, whose q_gate_proj makes the queries and a sigmoid output
 _HY_V4 = ("Hy4's iHC hyper-connections (hc_mult residual streams mixed by sigmoid pre / post weights, 2 x hc_mult per "
           "sub-block and no Sinkhorn comb, unlike DeepSeek-V4's) and its MLA's output gate (gate_proj: d -> heads x "
           "v_head_dim, from x) with attention sinks (its DSA with shared-indexer layers and its MoE are GLM-5's)")
+# modular_inkling2.py, modular_inkling2_loop.py: Inkling's relative bias, short convs and swa_* layers (and an output
+# gate, softcaps the graph has) around what it lacks
+_INKLING2_PARTS = ("block attention residuals (each layer's attention and MLP read a softmax, over learned queries, of "
+                   "the summed outputs of every earlier block of n_layers_per_attn_res_block layers: three such inputs "
+                   "for q, k and v on the full layers), the full layers' dynamic short convs on k and v (taps "
+                   "projected per token from the layer input) and attention sinks projected per token and head "
+                   "(sink_proj)")
+_INKLING2 = f"Inkling-2's {_INKLING2_PARTS} (its relative position bias and short convs are Inkling's)"
+_INKLING2_LOOP = ("Inkling-2-Loop's looped section (layers loop_layer_index_start to loop_layer_index_end - 1 run "
+                  "loop_num_passes times, each pass with KV and conv caches of its own, the previous pass's blocks "
+                  f"mixed in by message gates of loop_gate_rank) beside Inkling-2's {_INKLING2_PARTS}")
 # model_type -> why the operator graph cannot represent it (recurrent state, linear attention, sparse attention).
 REFUSED_TYPES = {
     "plamo2": "hybrid attention + state-space layers",
@@ -577,6 +600,8 @@ REFUSED_TYPES = {
     "hrm_text": _HRM_TEXT,
     "axk2": _AXK2,
     **dict.fromkeys(("hy_v4", "hy_v4_vl", "hy_v4_vl_text"), _HY_V4),
+    **dict.fromkeys(("inkling2", "inkling2_text"), _INKLING2),
+    **dict.fromkeys(("inkling2_loop", "inkling2_loop_text"), _INKLING2_LOOP),
 }
 # Keys that say the same whatever the model_type (a hybrid or sparse-attention model under another name).
 REFUSED_KEYS = {

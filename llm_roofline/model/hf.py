@@ -20,7 +20,8 @@ Reading a config, in order (one reader: the result depends on the config and thi
    dots3-note's DSA and sliding-window MLA layers of two shapes (dots3.py), MiniMax-M3's block-sparse (indexer)
    layers (minimax_m3.py),
    Zamba's shared blocks (zamba.py), LongCat-Flash's two attention blocks and shortcut MoE per layer (longcat.py),
-   Cohere2-MoE's window runs and NoPE layers (cohere.py), Laguna's per-layer heads and output gate (laguna.py);
+   Cohere2-MoE's window runs and NoPE layers (cohere.py), Laguna's per-layer heads and output gate (laguna.py),
+   Inkling's relative position bias, short convs and sliding layers of their own heads (inkling.py);
    identical layers share one LayerGroup. Every fallback appends a sentence to `assumptions`; keys that shape a model
    and were not read are named (or the config is refused when its model_type is unknown).
 """
@@ -42,6 +43,7 @@ from .config_files import locate, read_json, shipped_index
 from .deepseek_v4 import deepseek_v4_groups
 from .dots3 import DOTS3_TYPES, dots3_groups
 from .hybrid import HYBRID_TYPES, hybrid_groups
+from .inkling import INKLING_TYPES, inkling_groups, inkling_tied
 from .gemma import (activation_sparsities, gemma3n_altup_laurel, gemma4_d_ffs, gemma4_ffn, gemma4_global_attention,
                     gemma4_moe_layers, per_layer_input, reused_kv_layers, with_layer_extras)
 from .layers import (attention_spec, ffn_spec, group_layers, layer_d_ffs, layer_indexers, layer_kv_heads, layer_noops,
@@ -190,6 +192,8 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
         groups = dots3_groups(r, arch, d_model, n_layers)
     elif model_type in MINIMAX_M3_TYPES:  # full and block-sparse (indexer) GQA layers, dense and MoE
         groups = minimax_m3_groups(r, arch, d_model, n_layers)
+    elif model_type in INKLING_TYPES:  # relative position bias, short convs, per-type heads, a router sink
+        groups = inkling_groups(r, d_model, n_layers)
     else:
         layers = _layers(r, arch, model_type, d_model, n_layers)
         if model_type in _LAYER_PASSES:  # Laguna's heads and gates per layer, Cohere2-MoE's RoPE
@@ -201,14 +205,16 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
     _note_unmodelled(r, arch, model_type)
     weight_dtype = native_dtype(r, config)
     quant, families = quantization(r, config)
+    inkling = model_type in INKLING_TYPES  # its context as the checkpoint states it, an LM head never tied
     return ModelSpec(
         name=name,
         d_model=d_model,
         vocab_size=vocab,
         layer_groups=groups,
-        tie_embeddings=_tied(r),
+        tie_embeddings=inkling_tied(r) if inkling else _tied(r),
         lm_head_bias=r.flag(arch.lm_head_bias),
-        max_context=r.dim(*CONTEXT_KEYS, required=False) or _no_context(r),
+        max_context=r.dim(*CONTEXT_KEYS, *(("model_max_length",) if inkling else ()), required=False)
+        or _no_context(r),
         norm=_norm_kind(r, arch, model_type),
         learned_positions=positions,
         weight_dtype=weight_dtype,
@@ -223,6 +229,7 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
         per_layer_vocab=ple_vocab,
         altup_streams=altup,
         laurel_rank=laurel,
+        embed_norm=inkling,
     )
 
 

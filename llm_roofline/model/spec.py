@@ -126,6 +126,13 @@ class AttentionSpec:
     # Gemma-4 num_kv_shared_layers: the layer attends over the K and V an earlier layer of its kind cached (no k/v
     # projections or norms of its own, nothing cached; the attention core reads that cache as its own)
     kv_reused: bool = False
+    # Inkling: a relative position bias from each query's own state, in place of RoPE: r_proj (d -> H x rel_dim) in
+    # qkv_proj, a bank of rel_dim x rel_extent profiles mixing each head's state into one bias per backward distance
+    # below rel_extent; kv_conv: a depthwise causal conv of that many taps on k and on v after their projections (its
+    # input added back), the last kv_conv - 1 inputs kept per sequence: kv_conv_channels = 2 x n_kv_heads x head_dim
+    rel_dim: int = 0
+    rel_extent: int = 0
+    kv_conv: int = 0
 
     def __post_init__(self):
         _check_kind("AttentionSpec", self.kind, ATTENTION_KINDS)
@@ -173,7 +180,7 @@ class AttentionSpec:
             return mats + self.head_gate_matrices(d_model) + self.indexer_matrices(d_model)
         if self.kv_shared:
             return self._shared_kv_matrices(d_model)
-        q_width = h * hd * (2 if self.output_gate else 1)  # the output gate rides in q_proj
+        q_width = h * hd * (2 if self.output_gate else 1) + h * self.rel_dim  # the output gate, r_proj ride in q_proj
         qkv = Matrix("attn.qkv_proj", self.input_width or d_model,
                      q_width + self.k_proj_heads * hd + self.v_proj_heads * vd, self.qkv_bias)
         return [qkv] + self.head_gate_matrices(d_model) + [Matrix("attn.o_proj", h * vd, d_model, self.o_bias)] + \
@@ -191,6 +198,10 @@ class AttentionSpec:
                 Matrix("attn.o_a_proj", h * hd // g, self.o_lora_rank, count=g),
                 Matrix("attn.o_b_proj", g * self.o_lora_rank, d)]
         return mats + (self.compressor.weight_matrices(d, hd, r) if self.compressor else [])
+
+    @property
+    def kv_conv_channels(self) -> int:
+        return 2 * self.n_kv_heads * self.head_dim if self.kv_conv else 0
 
     @property
     def k_proj_heads(self) -> int:
@@ -223,8 +234,8 @@ class AttentionSpec:
 
     def extra_params(self) -> int:
         """Parameters outside the matrices: q/k norms, MLA latent (and rope-key) norms, attention sinks, the DSA key
-        LayerNorm."""
-        p = self.qk_norm_weights()
+        LayerNorm, Inkling's relative-bias bank and k / v conv taps."""
+        p = self.qk_norm_weights() + self.rel_dim * self.rel_extent + self.kv_conv * self.kv_conv_channels
         if self.kind == "mla":
             p += (self.q_lora_rank or 0) + self.kv_lora_rank + (self.qk_rope_head_dim if self.rope_key_norm else 0)
         if self.sinks:
@@ -369,9 +380,17 @@ class FfnSpec:
     router_bias: bool = False
     activation_sparsity: float = 0.0  # Gemma-3n: the gate's activations above a Gaussian quantile kept (a top-k pass)
     zero_experts: int = 0  # LongCat: identity experts the router scores beside the n_experts (no weights, no work)
+    # Inkling shared_expert_sink: the router also scores the shared experts (router_sink columns, no bias), whose
+    # weights join the softmax over the chosen experts; global_scale: one learned scalar on the dense MLP's output or
+    # on the router's weights
+    router_sink: int = 0
+    global_scale: bool = False
 
     def __post_init__(self):
         _check_kind("FfnSpec", self.kind, FFN_KINDS)
+
+    def extra_params(self) -> int:  # Inkling's global scale
+        return int(self.global_scale) if self.kind != "none" else 0
 
     @property
     def router_width(self) -> int:
@@ -399,10 +418,12 @@ class FfnSpec:
         if self.kind == "dense":
             return [Matrix("ffn.up_gate" if self.gated else "ffn.up", d_model, up * self.d_ff, self.bias, "ffn"),
                     Matrix("ffn.down", self.d_ff, d_model, self.bias, "ffn")]
-        mats = [Matrix("ffn.router", d_model, self.router_width, self.router_bias, "router"),
-                Matrix("ffn.experts.up_gate" if self.gated else "ffn.experts.up", d_model, up * self.d_expert,
-                       self.bias, "experts", self.n_experts),
-                Matrix("ffn.experts.down", self.d_expert, d_model, self.bias, "experts", self.n_experts)]
+        mats = [Matrix("ffn.router", d_model, self.router_width, self.router_bias, "router")]
+        if self.router_sink:
+            mats.append(Matrix("ffn.router.sink", d_model, self.router_sink, False, "router"))
+        mats += [Matrix("ffn.experts.up_gate" if self.gated else "ffn.experts.up", d_model, up * self.d_expert,
+                        self.bias, "experts", self.n_experts),
+                 Matrix("ffn.experts.down", self.d_expert, d_model, self.bias, "experts", self.n_experts)]
         if self.d_shared:
             mats += [Matrix("ffn.shared.up_gate" if self.gated else "ffn.shared.up", d_model, up * self.d_shared,
                             False, "shared"),
@@ -434,6 +455,12 @@ class LayerGroup:
     # projection; Gemma-4's per-layer-input gate and projection, ModelSpec.per_layer_input)
     shared_copies: int = 0
     per_layer: tuple[Matrix, ...] = ()
+    # Inkling: a depthwise causal conv of that many taps on the attention's output and one on the MLP's (d_model
+    # channels each, their input added back), the last out_conv - 1 inputs of each kept per sequence
+    out_conv: int = 0
+
+    def out_conv_params(self, d_model: int) -> int:  # the taps of Inkling's two output convs
+        return 2 * self.out_conv * d_model
 
     @property
     def copies(self) -> int:
@@ -499,6 +526,7 @@ class ModelSpec:
     # LAuReL: a (d -> laurel_rank -> d) residual beside each layer's attention.
     altup_streams: int = 0
     laurel_rank: int = 0
+    embed_norm: bool = False  # Inkling: an RMSNorm on the token embeddings (d weights)
 
     # ------------------------------------------------------------------ structure
     @property
@@ -547,13 +575,15 @@ class ModelSpec:
     def layer_params(self, group: LayerGroup, active: bool = False) -> int:
         ffn_mats = group.ffn.active_matrices(self.d_model) if active else group.ffn.weight_matrices(self.d_model)
         mats = group.mixing_matrices(self.d_model) + ffn_mats
-        return sum(m.params for m in mats) + group.mixing_extra_params() + group.norms * self.norm_params()
+        return (sum(m.params for m in mats) + group.mixing_extra_params() + group.norms * self.norm_params()
+                + group.out_conv_params(self.d_model) + group.ffn.extra_params())
 
     def _params(self, active: bool) -> int:
         body = sum(g.copies * self.layer_params(g, active) + g.count * g.per_layer_params() for g in self.layer_groups)
         emb = sum(m.params for m in self.embedding_matrices())
         ple_norm = self.per_layer_input  # per_layer_projection_norm
-        return body + emb + self.norm_params() + self.learned_positions * self.d_model + self.head_params + ple_norm
+        norms = self.norm_params() * (2 if self.embed_norm else 1)  # the final norm (and the embedding's)
+        return body + emb + norms + self.learned_positions * self.d_model + self.head_params + ple_norm
 
     @property
     def params_total(self) -> int:
