@@ -1,4 +1,5 @@
-"""Recurrent mixers (Mamba-2, Gated DeltaNet), hybrid blocks (Nemotron-H, Qwen3-Next) and DeepSeek sparse attention.
+"""Recurrent mixers (Mamba-2, Gated DeltaNet, KDA), hybrid blocks (Nemotron-H, Qwen3-Next, Ling-3.0) and DeepSeek
+sparse attention.
 
 Fixtures (tests/fixtures/configs), their sources and published parameter counts:
 - mamba_codestral_7b.json: mistralai/Mamba-Codestral-7B-v0.1 config.json (Mamba2ForCausalLM; the transformers
@@ -30,6 +31,23 @@ Fixtures (tests/fixtures/configs), their sources and published parameter counts:
 - deepseek_v32_exp.json: deepseek-ai/DeepSeek-V3.2-Exp config.json = DeepSeek-V3's + index_topk 2048,
   index_n_heads 64, index_head_dim 128 (configuration_deepseek_v32.py defaults). Hub: 685B with the 14B MTP module;
   reference = V3 (671,026,419,200, model_configs/deepseek-ai/DeepSeek-V3) + 61 indexers (hand count below).
+- ling_3_0_flash.json: inclusionAI/Ling-3.0-flash config.json (bailing_hybrid, BailingMoeV3ForCausalLM), assembled
+  from published values (no verbatim copy was found): the field set a public Rust inference engine's test gives its
+  bailing_hybrid parser ("maps_ling_kda_mla_moe_and_nextn_contract": hidden 2560, 42 layers in groups of 6, 32 heads of
+  128, partial_rotary_factor 0.5, MLP 6144, vocabulary 157,184, 512 experts of 768 + 1 shared of 768, top-8 of 8
+  groups / top-4, sigmoid routing with expert bias scaled 2.5, 2 dense layers, MLA kv_lora 512 without q LoRA, nope 128
+  + rope 64, v 128, head-wise gate, KDA with no_kda_lora and a safe gate bounded at -5, conv 4, 1 MTP layer, per-layer
+  SwiGLU limits 4 on the experts of layers 35-41 and 5 / 7 on the shared expert of layers 34-41, 262,144 positions,
+  rope_theta 6e6, eps 1e-6, eos 156,895); the same model as transformers' BailingHybridConfig() (its docstring's
+  checkpoint inclusionAI/Ling-3.0-Flash); architectures and untied embeddings as the Ling-3.0-tiny release states them.
+  transformers meta count 124,414,191,072 (its default config's too). No publisher figure was found (a third-party
+  benchmark script: "124B MoE but only 5.1B active", our active count less the input embedding).
+- ling_3_0_tiny.json: inclusionAI/Ling-3.0-tiny config.json: the "official contract" a public project pins at
+  revision a2ee06c0 (24 layers in groups of 4, hidden 1536, 16 heads of 128, MLP 4608, q_lora 256, kv_lora 512, 128
+  experts of 512 + 1 shared, top-8, layer 0 dense), with the further keys an architecture audit of that checkpoint
+  dumps from its config (use_qk_norm, use_kda_lora false, num_kv_heads_for_linear_attn 0, max_window_layers 20,
+  mtp_use_kda false, no MTP layer, router_dtype fp32). transformers meta count 7,893,389,856, read with
+  kda_lower_bound -5.0 (BailingHybridConfig's strict float field refuses the hub's integer -5).
 """
 
 from pathlib import Path
@@ -40,7 +58,7 @@ import pytest
 import llm_roofline as lr
 from llm_roofline.errors import UnsupportedArchitectureError
 from llm_roofline.graph import Phase, build_ops
-from llm_roofline.memory import cache_bytes_per_sequence, kv_cache_bytes, state_bytes_per_sequence
+from llm_roofline.memory import cache_bytes_per_sequence, kv_bytes_per_token, kv_cache_bytes, state_bytes_per_sequence
 from llm_roofline.model.spec import LayerGroup, ModelSpec
 
 FIXTURES = Path(__file__).parent / "fixtures" / "configs"
@@ -413,6 +431,12 @@ def test_dsa_prefill_attention_is_capped_by_top_k():
 @pytest.mark.parametrize("cfg, words", [
     # Nemotron-3 Super's latent MoE: experts in a moe_latent_size space
     ({**json_fixture("nemotron3_nano_30b_a3b"), "moe_latent_size": 1024}, ["moe_latent_size", "nemotron_h"]),
+    # Ring-mini-linear-2.0's keys (BailingMoeLinearV2ForCausalLM, as a public MLX port copies its config): it was read
+    # as GQA in all 20 layers, its lightning layers (4 of each group of 5) unseen
+    ({"model_type": "bailing_moe_linear", "hidden_size": 2048, "intermediate_size": 5120, "num_hidden_layers": 20,
+      "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 128, "vocab_size": 157184, "num_experts": 256,
+      "num_experts_per_tok": 8, "moe_intermediate_size": 512, "num_shared_experts": 1, "first_k_dense_replace": 1,
+      "layer_group_size": 5, "group_norm_size": 4}, ["bailing_moe_linear", "lightning attention"]),
 ])
 def test_what_is_not_modelled_is_refused_in_one_line(cfg, words):
     with pytest.raises(UnsupportedArchitectureError) as e:
@@ -471,3 +495,107 @@ def test_dsa_long_prompt_attention_work_is_a_quarter_of_dense_mla():
     ops = build_ops(v32, Phase.decode(1, 100_000))
     kv_read = sum(float(o.kv_bytes) for o in ops if o.group == "moe" and o.kind == "attention")
     assert kv_read == (2048 * 576 + 100_000 * 128) * 2  # vs 100,000 x 576 x 2 B for V3: 4.0x less
+
+
+# ------------------------------------------------------------------------------ Ling-3.0 (bailing_hybrid: KDA + MLA)
+# Ling-3.0-flash, d 2560, 42 layers: every 6th MLA (7), the rest KDA (35); layers 0, 1 dense, the other 40 MoE.
+#   KDA, 32 heads x 128 = 4096 channels: q, k, v 3 x 2560 x 4096 = 31,457,280; f_proj (decay) and g_proj (output gate),
+#   full rank, 2 x 2560 x 4096 = 20,971,520; b_proj (beta) 2560 x 32 = 81,920; conv 12,288 x 4 = 49,152; A_log 32;
+#   dt_bias 4096; o_norm 128; o_proj 4096 x 2560 = 10,485,760 -> 63,049,888
+#   MLA (no q LoRA): q 2560 x 32 x 192 = 15,728,640; kv_a 2560 x 576 = 1,474,560; kv_a norm 512; kv_b 512 x 32 x 256
+#   = 4,194,304; o 4096 x 2560 = 10,485,760; g_proj 2560 x 32 = 81,920 -> 31,965,696
+#   dense MLP 3 x 2560 x 6144 = 47,185,920; MoE: 512 experts and 1 shared of 3 x 2560 x 768 = 5,898,240 each + router
+#   512 x 2560 = 1,310,720 + bias 512 -> 513 x 5,898,240 + 1,311,232 = 3,027,108,352
+#   2 norms x 42 layers x 2560; untied embedding + head 2 x 157,184 x 2560 = 804,782,080; final norm 2560
+LING_FLASH = (35 * 63_049_888 + 7 * 31_965_696 + 2 * 47_185_920 + 40 * 3_027_108_352 + 42 * 5120 + 804_782_080
+              + 2560)  # 124,414,211,552
+# Ling-3.0-tiny, d 1536, 24 layers: every 4th MLA (6), 18 KDA; layer 0 dense, 23 MoE.
+#   KDA, 16 heads x 128 = 2048: q, k, v, f, g 5 x 1536 x 2048 = 15,728,640; b 1536 x 16 = 24,576; conv 6144 x 4 =
+#   24,576; A_log 16; dt_bias 2048; o_norm 128; o_proj 2048 x 1536 = 3,145,728 -> 18,925,712
+#   MLA, q LoRA 256: q_a 1536 x 256 = 393,216; q_a norm 256; q_b 256 x 16 x 192 = 786,432; kv_a 1536 x 576 = 884,736;
+#   kv_a norm 512; kv_b 512 x 16 x 256 = 2,097,152; o 2048 x 1536 = 3,145,728; g_proj 1536 x 16 = 24,576 -> 7,332,608
+#   dense MLP 3 x 1536 x 4608 = 21,233,664; MoE: 129 x 3 x 1536 x 512 (2,359,296 each) + router 128 x 1536 + bias 128
+#   = 304,545,920; 2 norms x 24 x 1536; embedding + head 2 x 157,184 x 1536 = 482,869,248; final norm 1536
+LING_TINY = (18 * 18_925_712 + 6 * 7_332_608 + 21_233_664 + 23 * 304_545_920 + 24 * 3072 + 482_869_248
+             + 1536)  # 7,893,392,800
+
+
+def test_ling_3_0_flash_kda_with_full_rank_gates_beside_gated_mla():
+    m = fixture("ling_3_0_flash")
+    assert m.params_total == LING_FLASH == 124_414_211_552
+    # transformers meta count 124,414,191,072: its e_score_correction_bias is a buffer (40 x 512 = 20,480 fewer)
+    assert m.params_total - 124_414_191_072 == 40 * 512
+    # active: 8 of 512 -> 9 x 5,898,240 + 1,311,232 = 54,395,392 per MoE layer
+    assert m.params_active == LING_FLASH - 40 * (3_027_108_352 - 54_395_392) == 5_505_693_152
+    assert [(g.name, g.count) for g in m.layer_groups] == [("kda.dense", 2), ("kda.moe", 33), ("attention.moe", 7)]
+    mla = m.layer_groups[2].attention
+    assert (mla.kind, mla.rope, mla.head_gate, mla.q_lora_rank) == ("mla", True, True, None)
+    # KV per token: 7 MLA layers x (512 + 64) x 2 B = 8,064; state per sequence: 35 KDA layers x (32 x 128 x 128 x 4 B
+    #   (float32, as vLLM keeps KDA's) + 3 taps x 12,288 conv channels x 2 B) = 35 x (2,097,152 + 73,728)
+    assert kv_bytes_per_token(m) == 8_064
+    assert state_bytes_per_sequence(m, "bf16") == 35 * 2_170_880
+    # decode, one token: in_proj carries q, k, v (12,288), the full-rank decay and gate (8192) and beta (32); no
+    #   low-rank second halves (Kimi's f_b / g_b); MLA's g_proj 2 x 2560 x 32
+    ops = build_ops(m, Phase.decode(1, 1000))
+    assert float(op(ops, "mixer.in_proj", "kda.moe").flops) == 2 * 2560 * (12_288 + 8192 + 32)
+    assert not [o for o in ops if o.name in ("mixer.f_b_proj", "mixer.g_b_proj")]
+    assert float(op(ops, "attn.g_proj", "attention.moe").flops) == 2 * 2560 * 32
+
+
+def test_ling_3_0_tiny_q_lora_mla_and_the_hub_switches():
+    m = fixture("ling_3_0_tiny")
+    # transformers meta count 7,893,389,856 (the fixture with kda_lower_bound -5.0: its strict config refuses the
+    # hub's integer -5) + the 23 x 128 = 2,944 router biases it keeps as buffers
+    assert m.params_total == LING_TINY == 7_893_389_856 + 23 * 128
+    # active: 9 x 2,359,296 + 128 x 1536 + 128 = 21,430,400 per MoE layer
+    assert m.params_active == LING_TINY - 23 * (304_545_920 - 21_430_400) == 1_381_735_840
+    assert [(g.name, g.count) for g in m.layer_groups] == [("kda.dense", 1), ("kda.moe", 17), ("attention.moe", 6)]
+    # 18 KDA layers x (16 x 128 x 128 x 4 B + 3 x 6144 x 2 B); 6 MLA layers x 576 x 2 B
+    assert state_bytes_per_sequence(m, "bf16") == 18 * (1_048_576 + 36_864)
+    assert kv_bytes_per_token(m) == 6 * 1152
+
+
+def test_ling_3_0_transformers_keys_read_as_the_hub_ones():
+    # BailingHybridConfig.to_dict() writes MLA's rope dim as head_dim (64) and KDA's width as linear_head_dim, the
+    # layer kinds as layer_types / mlp_layer_types, the expert keys by their attribute_map names
+    hub = json_fixture("ling_3_0_flash")
+    cfg = {k: hub[k] for k in ("model_type", "hidden_size", "num_hidden_layers", "intermediate_size", "vocab_size",
+                               "num_attention_heads", "moe_intermediate_size", "kv_lora_rank", "q_lora_rank",
+                               "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "tie_word_embeddings")}
+    cfg.update(head_dim=64, linear_head_dim=128, linear_num_heads=32, linear_conv_kernel_dim=4, num_experts=512,
+               num_experts_per_token=8, num_shared_experts=1, num_expert_group=8, moe_renormalize=True,
+               layer_types=["full_attention" if i % 6 == 5 else "linear_attention" for i in range(42)],
+               mlp_layer_types=["dense"] * 2 + ["sparse"] * 40)
+    m = lr.load_model(cfg)
+    assert (m.params_total, m.params_active) == (LING_FLASH, 5_505_693_152)
+    assert not [a for a in m.assumptions if "not used" in a]
+
+
+@pytest.mark.parametrize("change, error", [
+    # Ling-2.5 / 2.6 share the model_type: lightning attention, refused by name
+    ({"architectures": ["BailingMoeV2_5ForCausalLM"]}, "BailingMoeV2_5ForCausalLM.*lightning"),
+    ({"group_norm_size": 4}, "group_norm_size.*lightning"),
+    ({"no_kda_lora": False}, "no_kda_lora=false"),
+    ({"gated_attention_proj_granularity_type": "element_wise"}, "granularity_type='element_wise'"),
+    ({"full_attention_type": "gqa"}, "full_attention_type='gqa'.*only 'mla'"),
+    ({"num_kv_heads_for_linear_attn": 4}, "num_kv_heads_for_linear_attn is set"),
+    ({"moe_shared_expert_intermediate_size": 1536}, r"moe_shared_expert_intermediate_size \(1536\) differs"),
+])
+def test_ling_3_0_refuses_what_transformers_does_not_build(change, error):
+    with pytest.raises(UnsupportedArchitectureError, match=error) as e:
+        lr.load_model({**json_fixture("ling_3_0_flash"), **change})
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("change, error", [
+    # 40 layers in groups of 6: the checkpoint's code makes layers 36-39 MLA, transformers' config KDA
+    ({"num_hidden_layers": 40}, "multiple of layer_group_size"),
+    ({"layer_types": ["mamba"] * 42}, "not linear_attention or full_attention"),
+    ({"mlp_layer_types": ["moe"] * 42}, "not 'dense' or 'sparse'"),
+    ({"qk_head_dim": 128}, "qk_head_dim"),
+    ({"no_kda_lora": "yes"}, "no_kda_lora must be true or false"),
+    ({"architectures": "BailingMoeV3ForCausalLM"}, "architectures must be a list"),
+])
+def test_ling_3_0_malformed_keys_are_named(change, error):
+    with pytest.raises(lr.ModelConfigError, match=error):
+        lr.load_model({**json_fixture("ling_3_0_flash"), **change})

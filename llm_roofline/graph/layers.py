@@ -50,9 +50,9 @@ SCAN_FLOPS_PER_STATE_ELEM = {
 
 def _mixer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     """A recurrent mixer (Mamba-1 / Mamba-2 / Gated DeltaNet / KDA), heads column-parallel over tp: in_proj (z, conv
-    channels, per-head gates), causal conv1d, (Mamba-1: x_proj, dt_proj; KDA: the decay's and the output gate's
-    low-rank second halves), the scan over a fixed-size state, the output gate (with an RMSNorm except Mamba-1),
-    row-parallel out_proj."""
+    channels, per-head gates), causal conv1d, (Mamba-1: x_proj, dt_proj; Kimi's KDA: the decay's and the output
+    gate's low-rank second halves), the scan over a fixed-size state, the output gate (with an RMSNorm except
+    Mamba-1), row-parallel out_proj."""
     m, n, d = g.mixer, g.count, c.spec.d_model
     heads, conv, gates = mixer_dims_per_chip(m, c.tp)
     inner = heads * m.head_dim
@@ -60,7 +60,7 @@ def _mixer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     # (T, d) @ (d, z + x,B,C (or q,k,v) + gates): one chip's heads (MixerSpec.z_width)
     ops.append(c.gemm("mixer.in_proj", g.name, n, "attn", k=d, n=m.z_width(inner) + conv + gates, style="column",
                       bias=m.proj_bias))
-    if m.kind == "kda":  # (T, rank) @ (rank, the chip's channels), for the decay and for the output gate
+    if m.low_rank:  # KDA: (T, rank) @ (rank, the chip's channels), for the decay and for the output gate
         ops += [c.gemm(f"mixer.{x}_b_proj", g.name, n, "attn", k=m.low_rank, n=inner, style="column") for x in "fg"]
     seqs = c.b_attn + (c.chunk_seqs if c.phase.has_chunk else 0.0)  # sequences whose state moves
     conv_w = (conv * m.conv_kernel + (conv if m.conv_bias else 0)) * c.native_bytes

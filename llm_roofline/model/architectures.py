@@ -295,6 +295,20 @@ ARCHITECTURES: dict[str, Architecture] = {
     "kimi_linear": replace(_LLAMA, router_bias=True,
                            defaults={"tie_word_embeddings": False, "first_k_dense_replace": 1, "linear_num_heads": 32,
                                      "linear_head_dim": 128, "linear_conv_kernel_dim": 4}),
+    # Ling-3.0 (configuration_bailing_hybrid.py, modular_bailing_hybrid.py; read by bailing.py): KDA with full-rank
+    # decay and output gates beside MLA with a sigmoid gate per head (g_proj), DeepSeek-V3's MoE (sigmoid router with
+    # e_score_correction_bias: the hub's expert_bias, moe_router_enable_expert_bias). Defaults: BailingHybridConfig's
+    # (its docstring's checkpoint inclusionAI/Ling-3.0-Flash).
+    "bailing_hybrid": replace(_LLAMA, router_bias="moe_router_enable_expert_bias",
+                              expert_keys=("moe_intermediate_size",), defaults={
+                                  "tie_word_embeddings": False, "moe_router_enable_expert_bias": True,
+                                  "vocab_size": 157184, "hidden_size": 2560, "intermediate_size": 6144,
+                                  "moe_intermediate_size": 768, "num_hidden_layers": 42, "num_attention_heads": 32,
+                                  "num_experts": 512, "num_experts_per_tok": 8, "num_shared_experts": 1,
+                                  "first_k_dense_replace": 2, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
+                                  "qk_rope_head_dim": 64, "v_head_dim": 128, "head_dim": 128,
+                                  "short_conv_kernel_size": 4, "layer_group_size": 6,
+                                  "max_position_embeddings": 262144}),
     # OLMo Hybrid (configuration_olmo_hybrid.py, modular_olmo_hybrid.py): Qwen3-Next's Gated DeltaNet (q, k, v, g, a, b
     # as separate matrices) and Olmo-3's attention (q/k RMSNorms over all heads' elements, post-norms), a dense MLP in
     # every layer. The linear-attention widths default to values derived from the heads (hybrid.py reads them).
@@ -577,6 +591,10 @@ _INKLING2_LOOP = ("Inkling-2-Loop's looped section (layers loop_layer_index_star
 REFUSED_TYPES = {
     "plamo2": "hybrid attention + state-space layers",
     **{t: "recurrent layers" for t in ("rwkv", "rwkv6", "rwkv7", "recurrent_gemma", "xlstm")},
+    # Ring-mini / Ring-flash-linear-2.0 (BailingMoeLinearV2ForCausalLM, remote code only; vLLM bailing_moe_linear.py):
+    # its layer_group_size / group_norm_size name no structural word, so it was read as GQA in every layer
+    "bailing_moe_linear": "lightning attention (a decay per head, q/k norms and partial RoPE inside, a grouped "
+                          "RMSNorm) beside GQA every layer_group_size-th layer",
     "moshi": "a speech model (depth decoder over audio codebooks)",
     "git": "an image-to-text model (a BERT-style text decoder with learned positions and an embedding LayerNorm)",
     "phi4_multimodal": "vision and speech LoRA adapters (vision_lora, speech_lora) inside every decoder layer",

@@ -2,9 +2,10 @@
 (Mamba-2, attention, MLP or MoE blocks), Bamba (Mamba-2 or attention, then an MLP), Granite-4.0 hybrid (the same, then
 MoE + shared MLP), Jamba (Mamba-1 or attention, then MLP or MoE), Qwen3-Next (Gated DeltaNet + gated attention, MoE),
 OLMo Hybrid (Gated DeltaNet + Olmo-3 attention, MLP), Lara-Mini (Gated DeltaNet + windowed / NoPE attention, MoE),
-Kimi-Linear (KDA + MLA, MoE), MiniMax-Text-01 (lightning attention + softmax attention, MoE), LFM2 and LFM2-MoE
-(short convolutions + attention, then an MLP or MoE), LFM3 (short convolutions + gated full or windowed attention,
-sandwich norms), Falcon-H1 (attention and Mamba-2 in parallel in every block, then an MLP).
+Kimi-Linear (KDA + MLA, MoE), Ling-3.0 (KDA + gated MLA, MoE; read by bailing.py), MiniMax-Text-01 (lightning
+attention + softmax attention, MoE), LFM2 and LFM2-MoE (short convolutions + attention, then an MLP or MoE), LFM3
+(short convolutions + gated full or windowed attention, sandwich norms), Falcon-H1 (attention and Mamba-2 in parallel
+in every block, then an MLP).
 
 Each layer is an (AttentionSpec, MixerSpec | None, FfnSpec) triple; a block without attention holds
 AttentionSpec.none(), one without MLP FfnSpec.none(). Identical triples share one LayerGroup. Key names and their
@@ -17,13 +18,14 @@ from dataclasses import replace
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
 from .architectures import Architecture
+from .bailing import bailing_hybrid_layers
 from .layers import attention_spec, ffn_spec, moe_layers
 from .reader import ConfigReader, as_int, require_divides
 from .spec import AttentionSpec, FfnSpec, LayerGroup, MixerSpec
 
 HYBRID_TYPES = ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "bamba", "jamba", "qwen3_next", "qwen3_5_text",
-                "qwen3_5_moe_text", "kimi_linear", "olmo_hybrid", "lara_mini", "minimax", "lfm2", "lfm2_moe", "lfm3",
-                "falcon_h1", "granitemoehybrid")
+                "qwen3_5_moe_text", "kimi_linear", "bailing_hybrid", "olmo_hybrid", "lara_mini", "minimax", "lfm2",
+                "lfm2_moe", "lfm3", "falcon_h1", "granitemoehybrid")
 # Nemotron-H's block letters (hybrid_override_pattern) and the list names of newer configs (layers_block_type)
 _NEMOTRON_LETTERS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 _NEMOTRON_NAMES = {"mamba": "mamba", "linear_attention": "mamba", "attention": "attention",
@@ -40,7 +42,9 @@ def hybrid_groups(r: ConfigReader, arch: Architecture, model_type: str, d_model:
                "qwen3_5_moe_text": _qwen3_next_layers, "kimi_linear": _kimi_linear_layers, "minimax": _minimax_layers,
                "olmo_hybrid": _olmo_hybrid_layers, "lara_mini": _lara_mini_layers, "lfm2": _lfm2_layers,
                "lfm2_moe": _lfm2_layers, "lfm3": _lfm3_layers, "falcon_h1": _falcon_h1_layers,
-               "granitemoehybrid": _granite_layers}
+               "granitemoehybrid": _granite_layers,
+               # Ling-3.0 (bailing.py): KDA's state in float32 as Kimi's, unless the config states its dtype
+               "bailing_hybrid": lambda r, *a: bailing_hybrid_layers(r, *a, _state_dtype(r) or "fp32")}
     layers = readers[model_type](r, arch, d_model, n_layers)
     _note_state_dtype(r, [m for _, m, _ in layers if m is not None])
     # LFM3 use_sandwich_norm: post_operator_norm and post_ffn_norm beside operator_norm and ffn_norm

@@ -269,7 +269,8 @@ class MixerSpec:
     B*x through a depthwise conv of conv_kernel taps, times C, out_proj; only the conv window is carried.
     kda (Kimi Delta Attention, Kimi-Linear): gated DeltaNet with a decay per channel: q, k, v of n_heads heads
     (n_groups = n_heads, state_dim = head_dim) and beta (per head) from x, the decay and the output gate each through
-    a low-rank pair (d -> head_dim -> n_heads*head_dim: f_a/f_b, g_a/g_b); dt_bias per channel, A_log per head.
+    a low-rank pair (d -> head_dim -> n_heads*head_dim: f_a/f_b, g_a/g_b); dt_bias per channel, A_log per head. With
+    full_rank_gates (Ling-3.0) each is one projection from x instead (f_proj, g_proj: d -> n_heads*head_dim).
     """
 
     kind: str  # MIXER_KINDS
@@ -285,9 +286,12 @@ class MixerSpec:
     dt_rank: int = 0  # mamba1: rank of the dt projection
     dt_bc_norms: bool = False  # Jamba: RMSNorm weights on dt (dt_rank), B and C (state_dim each)
     rms_norm: bool = True  # the gated RMSNorm of mamba2 / lightning (Falcon-H1: mamba_rms_norm, often off)
+    full_rank_gates: bool = False  # kda (Ling-3.0): the decay and the output gate straight from x (d -> inner)
 
     def __post_init__(self):
         _check_kind("MixerSpec", self.kind, MIXER_KINDS)
+        if self.full_rank_gates and self.kind != "kda":
+            raise ModelConfigError(f"MixerSpec: full_rank_gates is KDA's, not {self.kind!r}'s")
 
     @property
     def inner_dim(self) -> int:
@@ -307,13 +311,17 @@ class MixerSpec:
 
     @property
     def low_rank(self) -> int:
-        """kda: the rank of its decay and output-gate projections (head_dim; their first halves ride in in_proj)."""
-        return self.head_dim if self.kind == "kda" else 0
+        """kda: the rank of its decay and output-gate projections (head_dim; their first halves ride in in_proj); 0
+        with full_rank_gates."""
+        return self.head_dim if self.kind == "kda" and not self.full_rank_gates else 0
 
     def z_width(self, inner: int) -> int:
         """in_proj's outputs beside the conv channels and gates, for `inner` channels (all, or one chip's): the output
-        gate z over them, or KDA's two low-rank inputs (the decay's and the gate's, whole on every chip)."""
-        return 2 * self.low_rank if self.kind == "kda" else inner
+        gate z over them, or KDA's two low-rank inputs (the decay's and the gate's, whole on every chip), or with
+        full-rank gates the decay and the gate over those channels."""
+        if self.kind != "kda":
+            return inner
+        return 2 * inner if self.full_rank_gates else 2 * self.low_rank
 
     def weight_matrices(self, d_model: int) -> list[Matrix]:
         # in_proj: (d) -> z (z_width) + conv channels + per-head gates; out_proj: (inner) -> (d)
@@ -322,7 +330,7 @@ class MixerSpec:
         if self.kind == "mamba1":  # dt, B, C from the conv output; dt back up to the channels
             mats += [Matrix("mixer.x_proj", self.inner_dim, self.dt_rank + 2 * self.state_dim),
                      Matrix("mixer.dt_proj", self.dt_rank, self.inner_dim, bias=True)]
-        if self.kind == "kda":  # f_b, g_b: the decay and the output gate up from their rank to every channel
+        if self.low_rank:  # kda's f_b, g_b: the decay and the output gate up from their rank to every channel
             mats += [Matrix("mixer.f_b_proj", self.low_rank, self.inner_dim),
                      Matrix("mixer.g_b_proj", self.low_rank, self.inner_dim)]
         return mats + [Matrix("mixer.out_proj", self.inner_dim, d_model, self.proj_bias)]
