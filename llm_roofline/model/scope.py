@@ -10,9 +10,10 @@ still read right, named in the assumptions.
 from __future__ import annotations
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
-from .architectures import (CROSS_ATTENTION_KEYS, ENCODER_DECODER_TYPES, ENCODER_ONLY_TYPES, HIDDEN_KEYS, LAYERS_KEYS,
-                            NON_ATTENTION_LAYER_TYPES, PER_LAYER_INPUT_TYPES, REFUSED_KEYS, REFUSED_TYPES,
-                            SHAPE_NEUTRAL_KEYS, STRUCTURAL_KEY_WORDS)
+from .architectures import (HIDDEN_KEYS, LAYERS_KEYS, PER_LAYER_INPUT_TYPES, SHAPE_NEUTRAL_KEYS,
+                            STRUCTURAL_KEY_WORDS)
+from .refusals import (CROSS_ATTENTION_KEYS, ENCODER_DECODER_TYPES, ENCODER_ONLY_TYPES, NON_ATTENTION_LAYER_TYPES,
+                       REFUSED_KEYS, REFUSED_TYPES)
 from .reader import ConfigReader, as_int
 
 # model_type -> the state-space / sparse-attention keys its reader (hybrid.py, layers.py) understands

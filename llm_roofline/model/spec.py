@@ -1,8 +1,8 @@
 """ModelSpec: what the estimator knows of a transformer, independent of Hugging Face key names.
 
 Identical layers share one LayerGroup (DeepSeek's dense then MoE layers, Gemma-2's sliding and full
-layers). Every weight matrix of a block is listed once, by `weight_matrices()`; parameter counts,
-weight bytes and the operator graph all read that one list.
+layers). Every weight matrix of a block is listed once, by `weight_matrices()` (Matrix: matrix.py); parameter
+counts, weight bytes and the operator graph all read that one list. A recurrent mixer's spec: mixer.py.
 """
 
 from __future__ import annotations
@@ -10,37 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ModelConfigError
 from ..units import DTYPE_BITS, WeightFormat, canonical_dtype, weight_format
+from .matrix import Matrix, check_kind
+from .mixer import MixerSpec
 
 ATTENTION_KINDS = ("mha", "gqa", "mqa", "mla", "none")  # none: a block without softmax attention (a mixer or MLP block)
 FFN_KINDS = ("dense", "moe", "none")  # none: a block without MLP (Mamba blocks, Nemotron-H mixer blocks)
-MIXER_KINDS = ("mamba1", "mamba2", "gated_deltanet", "kda", "lightning", "short_conv")
-
-
-def _check_kind(what: str, kind: str, known: tuple[str, ...]) -> None:
-    if kind not in known:
-        raise ModelConfigError(f"{what}.kind must be one of {', '.join(known)}, got {kind!r}")
-
-
-@dataclass(frozen=True)
-class Matrix:
-    """One weight matrix W[k, n] applied as y[T, n] = x[T, k] @ W (+ bias[n]).
-
-    family: which quantization family it belongs to ('attn', 'ffn', 'experts', 'shared', 'router',
-    'lm_head'); count: how many such matrices the block holds (experts: n_experts).
-    """
-
-    name: str
-    k: int
-    n: int
-    bias: bool = False
-    family: str = "attn"
-    count: int = 1
-
-    @property
-    def params(self) -> int:
-        return self.count * (self.k * self.n + (self.n if self.bias else 0))
 
 
 @dataclass(frozen=True)
@@ -135,7 +110,7 @@ class AttentionSpec:
     kv_conv: int = 0
 
     def __post_init__(self):
-        _check_kind("AttentionSpec", self.kind, ATTENTION_KINDS)
+        check_kind("AttentionSpec", self.kind, ATTENTION_KINDS)
 
     @staticmethod
     def none() -> "AttentionSpec":
@@ -250,130 +225,6 @@ class AttentionSpec:
 
 
 @dataclass(frozen=True)
-class MixerSpec:
-    """A recurrent token mixer with a fixed-size state per sequence, in place of softmax attention.
-
-    mamba2 (SSD: Mamba-2, Nemotron-H, Bamba, Codestral-Mamba): n_heads heads of head_dim channels; x, B, C from one
-    in_proj with z (the output gate) and dt; B and C shared by the heads of each of n_groups groups; state
-    (head_dim x state_dim) per head. gated_deltanet (Qwen3-Next): n_heads value heads of head_dim, n_groups key heads
-    of state_dim (q and k); in_proj_qkvz + in_proj_ba (beta, decay); state (state_dim x head_dim) per value head.
-    Both: a depthwise causal conv1d of conv_kernel taps over conv_dim = inner + 2*n_groups*state_dim channels, a gated
-    RMSNorm on the output, out_proj back to d_model.
-    mamba1 (Mamba, Falcon-Mamba, Jamba): every inner channel is its own "head" (head_dim 1) with a state of state_dim;
-    no groups (B, C come from x_proj after the conv: conv_dim = inner); x_proj (inner -> dt_rank + 2*state_dim) and
-    dt_proj (dt_rank -> inner, with bias); output gated by silu(z) without a norm; Jamba adds RMSNorms on dt, B, C.
-    lightning (MiniMax-Text-01 lightning attention): linear attention with a fixed per-head decay; q, k, v of n_heads
-    heads (n_groups = n_heads key heads, state_dim = head_dim) and an output gate from one x, no conv (conv_kernel 0),
-    an RMSNorm over the heads' output; state (head_dim x head_dim) per head.
-    short_conv (LFM2): in_proj to B, C, x over n_heads = d_model channels (head_dim 1, no state: state_dim 0);
-    B*x through a depthwise conv of conv_kernel taps, times C, out_proj; only the conv window is carried.
-    kda (Kimi Delta Attention, Kimi-Linear): gated DeltaNet with a decay per channel: q, k, v of n_heads heads
-    (n_groups = n_heads, state_dim = head_dim) and beta (per head) from x, the decay and the output gate each through
-    a low-rank pair (d -> head_dim -> n_heads*head_dim: f_a/f_b, g_a/g_b); dt_bias per channel, A_log per head. With
-    full_rank_gates (Ling-3.0) each is one projection from x instead (f_proj, g_proj: d -> n_heads*head_dim).
-    """
-
-    kind: str  # MIXER_KINDS
-    n_heads: int
-    head_dim: int
-    state_dim: int
-    n_groups: int
-    conv_kernel: int
-    conv_bias: bool = False
-    proj_bias: bool = False
-    chunk_size: int = 64  # prefill runs the chunked (SSD / chunked delta rule) algorithm in chunks of this many tokens
-    state_dtype: str | None = None  # storage of the recurrent state (mamba_ssm_cache_dtype); None: the KV dtype
-    dt_rank: int = 0  # mamba1: rank of the dt projection
-    dt_bc_norms: bool = False  # Jamba: RMSNorm weights on dt (dt_rank), B and C (state_dim each)
-    rms_norm: bool = True  # the gated RMSNorm of mamba2 / lightning (Falcon-H1: mamba_rms_norm, often off)
-    full_rank_gates: bool = False  # kda (Ling-3.0): the decay and the output gate straight from x (d -> inner)
-
-    def __post_init__(self):
-        _check_kind("MixerSpec", self.kind, MIXER_KINDS)
-        if self.full_rank_gates and self.kind != "kda":
-            raise ModelConfigError(f"MixerSpec: full_rank_gates is KDA's, not {self.kind!r}'s")
-
-    @property
-    def inner_dim(self) -> int:
-        return self.n_heads * self.head_dim
-
-    @property
-    def conv_dim(self) -> int:
-        """Channels through the conv1d: x (or v) of inner_dim, and B, C (or q, k) of n_groups*state_dim each."""
-        return self.inner_dim + 2 * self.n_groups * self.state_dim
-
-    @property
-    def gate_heads(self) -> int:
-        """Per-head scalars from in_proj: dt (mamba2); beta and the decay a (gated DeltaNet); B (short conv, per
-        channel); none (mamba1: x_proj; lightning)."""
-        kinds = {"mamba1": 0, "mamba2": 1, "gated_deltanet": 2, "kda": 1, "lightning": 0, "short_conv": 1}
-        return self.n_heads * kinds[self.kind]
-
-    @property
-    def low_rank(self) -> int:
-        """kda: the rank of its decay and output-gate projections (head_dim; their first halves ride in in_proj); 0
-        with full_rank_gates."""
-        return self.head_dim if self.kind == "kda" and not self.full_rank_gates else 0
-
-    def z_width(self, inner: int) -> int:
-        """in_proj's outputs beside the conv channels and gates, for `inner` channels (all, or one chip's): the output
-        gate z over them, or KDA's two low-rank inputs (the decay's and the gate's, whole on every chip), or with
-        full-rank gates the decay and the gate over those channels."""
-        if self.kind != "kda":
-            return inner
-        return 2 * inner if self.full_rank_gates else 2 * self.low_rank
-
-    def weight_matrices(self, d_model: int) -> list[Matrix]:
-        # in_proj: (d) -> z (z_width) + conv channels + per-head gates; out_proj: (inner) -> (d)
-        z = self.z_width(self.inner_dim)
-        mats = [Matrix("mixer.in_proj", d_model, z + self.conv_dim + self.gate_heads, self.proj_bias)]
-        if self.kind == "mamba1":  # dt, B, C from the conv output; dt back up to the channels
-            mats += [Matrix("mixer.x_proj", self.inner_dim, self.dt_rank + 2 * self.state_dim),
-                     Matrix("mixer.dt_proj", self.dt_rank, self.inner_dim, bias=True)]
-        if self.low_rank:  # kda's f_b, g_b: the decay and the output gate up from their rank to every channel
-            mats += [Matrix("mixer.f_b_proj", self.low_rank, self.inner_dim),
-                     Matrix("mixer.g_b_proj", self.low_rank, self.inner_dim)]
-        return mats + [Matrix("mixer.out_proj", self.inner_dim, d_model, self.proj_bias)]
-
-    def extra_params(self) -> int:
-        """conv1d weights (+ bias), per-head A_log and dt_bias (+ D for mamba2), the gated norm's weight (mamba2: over
-        inner_dim; gated DeltaNet: one head_dim weight shared by the heads)."""
-        conv = self.conv_dim * self.conv_kernel + (self.conv_dim if self.conv_bias else 0)
-        return conv + self.per_head_params() + self.norm_params()
-
-    def per_head_params(self) -> int:
-        """A_log, dt_bias, D (mamba2); A_log, dt_bias (gated DeltaNet); A (channels x state_dim) and D (mamba1); A_log
-        per head and dt_bias per channel (kda)."""
-        if self.kind == "mamba1":
-            return self.n_heads * (self.state_dim + 1)
-        if self.kind == "kda":
-            return self.n_heads + self.inner_dim
-        return self.n_heads * {"mamba2": 3, "gated_deltanet": 2, "lightning": 0, "short_conv": 0}[self.kind]
-
-    def norm_params(self) -> int:
-        """The gated RMSNorm's weight (mamba2, lightning: inner_dim; gated DeltaNet, KDA: head_dim); Jamba's dt, B, C
-        norms."""
-        if self.kind == "mamba1":
-            return self.dt_rank + 2 * self.state_dim if self.dt_bc_norms else 0
-        if self.kind == "short_conv" or not self.rms_norm:
-            return 0
-        return self.head_dim if self.kind in ("gated_deltanet", "kda") else self.inner_dim
-
-    @property
-    def gate_normed(self) -> bool:
-        """Whether the output gate comes with an RMSNorm (not in Mamba-1 and LFM2's short conv)."""
-        return self.kind in ("mamba2", "gated_deltanet", "kda", "lightning") and self.rms_norm
-
-    def ssm_state_elements(self) -> int:
-        """Recurrent state of one sequence in one layer: a (head_dim x state_dim) matrix per head."""
-        return self.n_heads * self.head_dim * self.state_dim
-
-    def conv_state_elements(self) -> int:
-        """The conv1d's rolling window: the last conv_kernel - 1 inputs of every conv channel."""
-        return max(self.conv_kernel - 1, 0) * self.conv_dim
-
-
-@dataclass(frozen=True)
 class FfnSpec:
     kind: str  # dense | moe
     d_ff: int  # dense intermediate size (0 for a pure-MoE layer)
@@ -395,7 +246,7 @@ class FfnSpec:
     global_scale: bool = False
 
     def __post_init__(self):
-        _check_kind("FfnSpec", self.kind, FFN_KINDS)
+        check_kind("FfnSpec", self.kind, FFN_KINDS)
 
     def extra_params(self) -> int:  # Inkling's global scale
         return int(self.global_scale) if self.kind != "none" else 0

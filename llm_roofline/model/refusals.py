@@ -1,0 +1,103 @@
+"""What the reader refuses rather than misreads: encoder stacks, encoder-decoders, and model types and config keys whose
+layers the operator graph cannot represent, each with the one-line reason the error gives (scope.reject_unsupported)."""
+
+ENCODER_DECODER_TYPES = ("t5", "mt5", "umt5", "longt5", "switch_transformers", "bart", "mbart", "pegasus",
+                         "pegasus_x", "marian", "blenderbot", "blenderbot-small", "led", "m2m_100", "nllb-moe",
+                         "prophetnet", "fsmt", "whisper", "t5gemma", "bigbird_pegasus", "plbart")
+ENCODER_ONLY_TYPES = ("bert", "roberta", "xlm-roberta", "deberta", "deberta-v2", "distilbert", "albert",
+                      "electra", "modernbert")
+_QWEN4_EXP = ("Qwen4-Exp's gated hyper-connections (hc_count residual streams; each sub-block's input mixed from them "
+              "through an hc_lowrank projection, its output injected back by learned weights), the QSA indexer on "
+              "every attention layer (indexer_*: each query keeps indexer_budget tokens from mean-pooled blocks of "
+              "indexer_compress_ratio keys) and hashed n-gram embeddings feeding the ple_layer_ids layers (PLE)")
+# Read in transformers 5.24 (modular_zaya.py, modular_dory.py, modular_hrm_text.py); what each has that the graph lacks
+_ZAYA = ("ZAYA1's Compressed Convolutional Attention (q and k through a depthwise and a grouped causal conv over the "
+         "sequence, half of v projected from the previous token: a conv window and a value state per sequence beside "
+         "the KV cache; an L2 q/k norm with a learned key scale), its residual scaling (4 learned vectors a sub-block) "
+         "and its router (an MLP of router_hidden_size whose state passes from layer to layer, top-1 over num_experts "
+         "+ 1 classes, the last one skipping the experts)")
+_DORY = ("Dory's looped section (n_recurrent_loops passes through the same n_recurrent_layers layers, each pass with "
+         "a KV cache of its own or reading the last pass's: recurrent_kv_cache_mode) and nGPT's unit-norm residual "
+         "interpolation with learned per-channel scales (sqk, s_gate, suv_gate / suv_up, lambda_1 / lambda_2, the LM "
+         "head's logit_scale)")
+_HRM_TEXT = ("HRM-Text's two stacks of num_layers_per_stack layers run in nested cycles (in each of H_cycles cycles "
+             "the L stack L_cycles times, then the H stack), every run with a KV cache of its own, with weightless "
+             "RMSNorms and a prefix-LM mask (bidirectional over the prompt)")
+# modular_axk2.py: DeepSeek-V3.2's DSA indexer and MoE, but neither the attention nor the norms are the graph's
+_AXK2 = ("A.X-K2's MLA, whose q_gate_proj makes the queries and a sigmoid output gate of heads x v_head_dim from the "
+         "q latent taken twice, normed and raw (2 x q_lora_rank inputs), and its RMSNorms gated through a "
+         "gated_norm_rank bottleneck (d -> r -> d) before attention and before each MoE (its DSA indexer and MoE are "
+         "DeepSeek-V3.2's)")
+# modular_hy_v4.py, configuration_hy_v4_vl.py: GLM-5's DSA with shared-indexer layers and DeepSeek-style MoE inside
+_HY_V4 = ("Hy4's iHC hyper-connections (hc_mult residual streams mixed by sigmoid pre / post weights, 2 x hc_mult per "
+          "sub-block and no Sinkhorn comb, unlike DeepSeek-V4's) and its MLA's output gate (gate_proj: d -> heads x "
+          "v_head_dim, from x) with attention sinks (its DSA with shared-indexer layers and its MoE are GLM-5's)")
+# modular_inkling2.py, modular_inkling2_loop.py: Inkling's relative bias, short convs and swa_* layers (and an output
+# gate, softcaps the graph has) around what it lacks
+_INKLING2_PARTS = ("block attention residuals (each layer's attention and MLP read a softmax, over learned queries, of "
+                   "the summed outputs of every earlier block of n_layers_per_attn_res_block layers: three such inputs "
+                   "for q, k and v on the full layers), the full layers' dynamic short convs on k and v (taps "
+                   "projected per token from the layer input) and attention sinks projected per token and head "
+                   "(sink_proj)")
+_INKLING2 = f"Inkling-2's {_INKLING2_PARTS} (its relative position bias and short convs are Inkling's)"
+_INKLING2_LOOP = ("Inkling-2-Loop's looped section (layers loop_layer_index_start to loop_layer_index_end - 1 run "
+                  "loop_num_passes times, each pass with KV and conv caches of its own, the previous pass's blocks "
+                  f"mixed in by message gates of loop_gate_rank) beside Inkling-2's {_INKLING2_PARTS}")
+# model_type -> why the operator graph cannot represent it (recurrent state, linear attention, sparse attention).
+REFUSED_TYPES = {
+    "plamo2": "hybrid attention + state-space layers",
+    **{t: "recurrent layers" for t in ("rwkv", "rwkv6", "rwkv7", "recurrent_gemma", "xlstm")},
+    # Ring-mini / Ring-flash-linear-2.0 (BailingMoeLinearV2ForCausalLM, remote code only; vLLM bailing_moe_linear.py):
+    # its layer_group_size / group_norm_size name no structural word, so it was read as GQA in every layer
+    "bailing_moe_linear": "lightning attention (a decay per head, q/k norms and partial RoPE inside, a grouped "
+                          "RMSNorm) beside GQA every layer_group_size-th layer",
+    "moshi": "a speech model (depth decoder over audio codebooks)",
+    "git": "an image-to-text model (a BERT-style text decoder with learned positions and an embedding LayerNorm)",
+    "phi4_multimodal": "vision and speech LoRA adapters (vision_lora, speech_lora) inside every decoder layer",
+    "modernbert-decoder": "ModernBERT's decoder (global and local attention of its own, bias-free LayerNorms)",
+    "jetmoe": "mixture-of-attention-heads (attention experts)",
+    # modeling_doge.py (SmallDoge): DogeAttention's dynamic mask keeps, per query, the keep_window_size keys that
+    # exp(A * softplus(dt_proj(V))) ranks highest (a learned top-k, not a window); each layer scales its residual
+    # by learned vectors; is_moe swaps the MLP for CDMoE's product-key retrieval of single-neuron experts
+    "doge": "dynamic mask attention (each query keeps the keep_window_size keys ranked by dt_proj and A over the "
+            "values: a learned top-k, not a window), learned residual scales (input_residual, "
+            "post_attention_residual) and, with is_moe, product-key single-neuron experts (CDMoE)",
+    # modular_qwen4_exp.py: its Gated DeltaNet is Qwen3.5's (it would read as gated_deltanet), the rest is not
+    **dict.fromkeys(("qwen4_exp", "qwen4_exp_text"), _QWEN4_EXP),
+    # configuration_gemma4_assistant.py: a drafter for speculative decoding whose every layer reads its target's KV
+    **dict.fromkeys(("gemma4_assistant", "gemma4_unified_assistant"),
+                    "a Gemma-4 assistant (a speculative-decoding drafter: every layer attends over its target model's "
+                    "KV cache, with projections from and to the target's hidden size and centroid-ordered embeddings; "
+                    "estimate the target)"),
+    "zaya": _ZAYA,
+    "dory": _DORY,
+    "hrm_text": _HRM_TEXT,
+    "axk2": _AXK2,
+    **dict.fromkeys(("hy_v4", "hy_v4_vl", "hy_v4_vl_text"), _HY_V4),
+    **dict.fromkeys(("inkling2", "inkling2_text"), _INKLING2),
+    **dict.fromkeys(("inkling2_loop", "inkling2_loop_text"), _INKLING2_LOOP),
+}
+# Keys that say the same whatever the model_type (a hybrid or sparse-attention model under another name).
+REFUSED_KEYS = {
+    **{k: "state-space / hybrid layers" for k in (
+        "layers_block_type", "ssm_cfg", "ssm_state_size", "state_size", "mamba_d_state", "mamba_expand",
+        "mamba_d_conv", "mamba_n_heads", "attn_layer_period", "attn_layer_offset", "hybrid_override_pattern",
+        "linear_attn_config", "block_types", "full_attn_idxs", "linear_num_value_heads", "linear_key_head_dim",
+        "conv_L_cache")},
+    # MiniMax-M3's block indexer (minimax_m3.py reads it) under another model_type; Step-3.7's sparse_attention_config
+    # holds the same (sparse_topk_blocks, sparse_block_size)
+    **{k: "block-sparse attention (an indexer selects blocks of keys)" for k in ("index_topk_blocks",
+                                                                               "index_block_size",
+                                                                               "sparse_attention_config")},
+    **{k: "DeepSeek sparse attention (indexer)" for k in ("index_topk", "index_n_heads", "index_head_dim")},
+    "num_kv_shared_layers": "KV-cache sharing across layers",
+    **{k: "compressed sparse attention (DeepSeek-V4: KV compressed at a per-layer rate)"
+       for k in ("compress_ratios", "compress_rates")},
+    **{k: "hyper-connections (several residual streams mixed per layer)" for k in ("hc_mult", "hc_sinkhorn_iters")},
+    # BERT / RoBERTa-style stacks used as decoders (camembert, ernie, roc_bert, xmod, ...): token-type embeddings,
+    # post-norm blocks, an embedding LayerNorm
+    "type_vocab_size": "a BERT-style encoder stack (token-type embeddings, post-norm blocks)",
+}
+CROSS_ATTENTION_KEYS = ("cross_attention_layers", "encoder_layers", "decoder_layers")
+NON_ATTENTION_LAYER_TYPES = ("linear_attention", "mamba", "conv", "ssm", "recurrent", "mamba2", "short_conv",
+                             "deltanet", "lightning_attention", "minimax_attention")
