@@ -218,7 +218,7 @@ def attention(name, group, count, *, batch, q_len, kv_len, n_heads, n_kv_heads, 
 
 def recurrent_scan(name, group, count, *, batch, q_len, n_heads, head_dim, state_dim, flops_per_state_elem,
                    chunk_tokens, state_bytes_per_elem, act_in_elems_per_token, act_out_elems_per_token,
-                   act_bytes_per_elem, compute_dtype="bf16", style="column", shards=1) -> Op:
+                   act_bytes_per_elem, compute_dtype="bf16", style="column", shards=1, extra_state_per_head=0) -> Op:
     """A linear-attention / SSM core (Mamba-2 SSD, Gated DeltaNet) of one layer, per chip.
 
     Each of the n_heads heads keeps a (head_dim x state_dim) state S per sequence. Recurrent term, every token:
@@ -228,10 +228,11 @@ def recurrent_scan(name, group, count, *, batch, q_len, n_heads, head_dim, state
     (L = 0: Mamba-1's parallel scan, no such term).
     FLOPs = B*H*(q*c*hd*ds + [q > 1]*q*(Lq + 1)/2 * 2*(hd + ds)). The state is read and written once per step
     (B*H*hd*ds elements each way): decode is memory-bound on it; it does not depend on the context length.
+    extra_state_per_head: state elements beside the matrix (mLSTM's normalizer and max), updated and read alike.
     """
     b = f64(batch)
     q = f64(q_len)
-    state_elems = n_heads * head_dim * state_dim
+    state_elems = n_heads * (head_dim * state_dim + extra_state_per_head)
     lq = np.minimum(q, float(chunk_tokens))
     intra_pairs = np.where(q > 1, q * (lq + 1) / 2, 0.0) if chunk_tokens else 0.0  # 0: a parallel scan, no chunks
     flops = b * (q * (flops_per_state_elem * state_elems) + intra_pairs * (2.0 * n_heads * (head_dim + state_dim)))

@@ -277,10 +277,10 @@ def mixer_dims_per_chip(mixer: MixerSpec, tp: int) -> tuple[int, int, int]:
 
 
 def mixer_state_elems_per_chip(mixer: MixerSpec, tp: int) -> tuple[int, int]:
-    """(SSM state, conv state) elements of one sequence in one layer on one chip: (heads, hd, ds) and
-    (kernel - 1, conv channels)."""
+    """(SSM state, conv state) elements of one sequence in one layer on one chip: (heads, hd, ds) (mLSTM: with its
+    normalizer and max, MixerSpec.state_per_head) and (kernel - 1, conv channels)."""
     heads, conv_channels, _ = mixer_dims_per_chip(mixer, tp)
-    return heads * mixer.head_dim * mixer.state_dim, max(mixer.conv_kernel - 1, 0) * conv_channels
+    return heads * mixer.state_per_head, max(mixer.conv_kernel - 1, 0) * conv_channels
 
 
 def short_conv_state_elems_per_chip(g: LayerGroup, d_model: int, tp: int) -> int:

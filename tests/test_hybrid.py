@@ -1,5 +1,5 @@
-"""Recurrent mixers (Mamba-2, Gated DeltaNet, KDA), hybrid blocks (Nemotron-H, Qwen3-Next, Ling-3.0) and DeepSeek
-sparse attention.
+"""Recurrent mixers (Mamba-2, Gated DeltaNet, KDA, mLSTM), hybrid blocks (Nemotron-H, Qwen3-Next, Ling-3.0), xLSTM-7B
+and DeepSeek sparse attention.
 
 Fixtures (tests/fixtures/configs), their sources and published parameter counts:
 - mamba_codestral_7b.json: mistralai/Mamba-Codestral-7B-v0.1 config.json (Mamba2ForCausalLM; the transformers
@@ -48,6 +48,17 @@ Fixtures (tests/fixtures/configs), their sources and published parameter counts:
   dumps from its config (use_qk_norm, use_kda_lora false, num_kv_heads_for_linear_attn 0, max_window_layers 20,
   mtp_use_kda false, no MTP layer, router_dtype fp32). transformers meta count 7,893,389,856, read with
   kda_lower_bound -5.0 (BailingHybridConfig's strict float field refuses the hub's integer -5).
+- xlstm_7b.json: NX-AI/xLSTM-7b config.json, its 45 keys and values as a public dataclass transcribes them field by
+  field under the link https://huggingface.co/NX-AI/xLSTM-7b/blob/main/config.json (no verbatim copy of the file was
+  found): embedding_dim 4096, num_blocks 32, num_heads 8, qk_dim_factor 0.5, v_dim_factor 1.0, head_dim 512,
+  ffn_proj_factor 2.667 rounded to 64, chunk_size 64, inference_state_dtype float32, weight_mode single, use_bias and
+  tie_word_embeddings false, vocabulary 50,304, torch_dtype float32, the Triton kernel names and NX-AI's training keys
+  (add_qk_norm false, mlstm_round_up_to_multiple_of 64, ...). A public architecture audit of transformers' xlstm,
+  which read the same URL, gives the same shape (qk / v head dims 256 / 512, MLP 10,944, untied); a port's weight map
+  of the checkpoint's model.safetensors.index.json lists the same tensor shapes (q, k 2048 x 4096; v, ogate_preact,
+  out_proj 4096 x 4096; igate / fgate 8 x 4096 with bias; proj_up, proj_up_gate 10,944 x 4096). transformers 5.24's
+  meta count of xLSTMForCausalLM for it (and for xLSTMConfig(), its docstring checkpoint's shape): 6,865,424,896.
+  NX-AI (arXiv 2503.13427): "a 7-billion-parameter LLM" (rounded).
 """
 
 from pathlib import Path
@@ -599,3 +610,110 @@ def test_ling_3_0_refuses_what_transformers_does_not_build(change, error):
 def test_ling_3_0_malformed_keys_are_named(change, error):
     with pytest.raises(lr.ModelConfigError, match=error):
         lr.load_model({**json_fixture("ling_3_0_flash"), **change})
+
+
+# ------------------------------------------------------------------------------ xLSTM-7B (xlstm: mLSTM blocks)
+# d 4096, 32 blocks, 8 heads; q, k int(4096 x 0.5) = 2048 (256 a head), v and the output gate 4096 (512 a head).
+#   mLSTM: q, k 2 x 4096 x 2048 = 16,777,216; v, ogate, out_proj 3 x 4096 x 4096 = 50,331,648; igate, fgate (with
+#   bias) 2 x (4096 x 8 + 8) = 65,552; per-head LayerNorm weight 4096 -> 67,178,512
+#   MLP of round_up(4096 x 2.667 = 10,924.03, 64) = 10,944: proj_up, proj_up_gate, proj_down 3 x 4096 x 10,944
+#   = 134,479,872; norm_mlstm, norm_ffn 2 x 4096 -> a block 201,666,576
+#   untied embedding + lm_head 2 x 50,304 x 4096 = 412,090,368; out_norm 4096
+XLSTM_7B = 32 * 201_666_576 + 412_090_368 + 4096  # 6,865,424,896
+# state per layer and sequence: 8 heads x (C 256 x 512 + n 256 + m 1) = 8 x 131,329 = 1,050,632 elements, float32
+XLSTM_STATE = 32 * 1_050_632 * 4  # 134,480,896 B (4,202,528 B a layer)
+
+
+def test_xlstm_7b_counts_as_transformers_and_keeps_a_float32_state():
+    m = fixture("xlstm_7b")
+    assert m.params_total == m.params_active == XLSTM_7B == 6_865_424_896  # transformers 5.24's meta count
+    assert abs(m.params_total / 7e9 - 1) < 0.02  # NX-AI's "7-billion-parameter" (1.9 % above)
+    assert [(g.name, g.count) for g in m.layer_groups] == [("mlstm.dense", 32)]
+    mixer = m.layer_groups[0].mixer
+    assert (mixer.n_heads, mixer.state_dim, mixer.head_dim, mixer.chunk_size) == (8, 256, 512, 64)
+    # no KV cache; the state is float32 whatever the KV dtype, and the same at any context
+    assert kv_bytes_per_token(m) == 0
+    assert state_bytes_per_sequence(m, "bf16") == state_bytes_per_sequence(m, "fp8") == XLSTM_STATE
+    assert cache_bytes_per_sequence(m, 1_000_000) == cache_bytes_per_sequence(m, 10) == XLSTM_STATE
+    # tp 2: 4 heads a chip, the same state split in two
+    assert state_bytes_per_sequence(m, "bf16", tp=2) == XLSTM_STATE
+
+
+def test_xlstm_mlstm_ops_decode_and_prefill():
+    spec = one_layer(fixture("xlstm_7b"), "mlstm.dense")
+    ops = build_ops(spec, Phase.decode(1, 1000))
+    assert [o.name for o in ops if o.name.startswith("mixer")] == ["mixer.in_proj", "mixer.scan", "mixer.gate_norm",
+                                                                   "mixer.out_proj"]
+    # in_proj: o 4096 + v 4096 + q, k 2 x 2048 + the gates 2 x 8 = 12,304 outputs
+    assert float(op(ops, "mixer.in_proj", "mlstm.dense").flops) == 2 * 4096 * 12_304
+    scan = op(ops, "mixer.scan", "mlstm.dense")
+    # one step: 5 FLOP on each of 8 x 131,329 state elements; the state read and written in float32
+    assert float(scan.flops) == 5 * 8 * 131_329  # 5,253,160
+    assert float(scan.kv_bytes) == 2 * 8 * 131_329 * 4  # 8,405,056
+    prefill = op(build_ops(spec, Phase.prefill(1, 1000)), "mixer.scan", "mlstm.dense")
+    # + inside chunks of 64: 1000 x 65 / 2 query-key pairs a head, 2 x (512 + 256) FLOP each
+    assert float(prefill.flops) == 1000 * 5 * 8 * 131_329 + 1000 * 65 / 2 * 2 * 8 * (512 + 256)
+
+
+def test_xlstm_transformers_keys_defaults_and_switches():
+    hub = json_fixture("xlstm_7b")
+    # xLSTMConfig().to_dict(): hidden_size / num_hidden_layers beside embedding_dim / num_blocks, no NX-AI keys
+    keys = ("model_type", "vocab_size", "num_heads", "qk_dim_factor", "v_dim_factor", "ffn_proj_factor",
+            "ffn_round_up_to_multiple_of", "chunk_size", "inference_state_dtype", "tie_word_embeddings")
+    ours = {**{k: hub[k] for k in keys}, "hidden_size": 4096, "embedding_dim": 4096, "num_hidden_layers": 32,
+            "num_blocks": 32, "weight_mode": "fused"}  # fused: the same matrices packed
+    assert lr.load_model(ours).params_total == XLSTM_7B
+    assert lr.load_model({"model_type": "xlstm"}).params_total == XLSTM_7B  # the config class's defaults
+    # tied: one matrix of 50,304 x 4096 fewer (transformers 5.24 keeps a separate lm_head: noted)
+    tied = lr.load_model({**hub, "tie_word_embeddings": True})
+    assert tied.params_total == XLSTM_7B - 50_304 * 4096
+    assert any("declares no tied weights" in a for a in tied.assumptions)
+    # a bfloat16 state: half the bytes
+    assert state_bytes_per_sequence(lr.load_model({**hub, "inference_state_dtype": "bfloat16"})) == XLSTM_STATE / 2
+    # a smaller xLSTM: d 1024, 4 heads, 2 blocks: q, k 2 x 1024 x 512 + v, o, out 3 x 1024 x 1024 + gates
+    #   2 x (1024 x 4 + 4) + norm 1024 = 4,203,528; MLP round_up(2731.0, 64) = 2752: 3 x 1024 x 2752 = 8,454,144;
+    #   2 norms 2048 -> 12,659,720 a block; 2 x 50,304 x 1024 + 1024
+    small = lr.load_model({**hub, "embedding_dim": 1024, "num_blocks": 2, "num_heads": 4, "head_dim": 256})
+    assert small.params_total == 2 * 12_659_720 + 2 * 50_304 * 1024 + 1024  # 128,343,056 = transformers' meta count
+    assert not [a for a in small.assumptions if "not used" in a]
+    # q, k of int(4096 x 0.501953125) = 2056 channels (257 a head), not a multiple of 64: the layer's width is read
+    #   (2 x 4096 x 8 = 65,536 more a block; transformers' meta count 6,867,522,048), the cache's 2112 noted
+    odd = lr.load_model({**hub, "qk_dim_factor": 0.501953125})
+    assert odd.params_total == XLSTM_7B + 32 * 65_536
+    assert odd.layer_groups[0].mixer.state_dim == 257
+    assert any("builds 2056 channels (read), xLSTMConfig's cache 2112" in a for a in odd.assumptions)
+
+
+@pytest.mark.parametrize("change, error", [
+    ({"add_qk_norm": True}, "add_qk_norm=true.*q and k"),
+    ({"add_post_norm": True}, "add_post_norm=true"),
+    # transformers builds this one (6,867,173,888 on the meta device), but the block norms' biases beside an unbiased
+    # out_norm cannot be held by a spec that counts every norm alike
+    ({"use_bias": True}, "use_bias=true.*none on out_norm"),
+    # the xlstm package's block stacks under model_type xlstm: sLSTM blocks, the first xLSTM's mLSTM blocks
+    ({"slstm_at": [1, 3]}, "'slstm_at'.*sLSTM blocks"),
+    ({"xlstm_config": {"num_blocks": 7, "slstm_at": [1]}}, "'xlstm_config'.*sLSTM"),
+    ({"mlstm_block": {"mlstm": {"conv1d_kernel_size": 4}}}, "'mlstm_block'.*causal conv.*xLSTMLMModelConfig"),
+])
+def test_xlstm_refuses_what_it_cannot_represent(change, error):
+    with pytest.raises(UnsupportedArchitectureError, match=error) as e:
+        lr.load_model({**json_fixture("xlstm_7b"), **change})
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("change, error", [
+    ({"hidden_size": 2048}, r"embedding_dim \(4096\) differs from hidden_size \(2048\)"),
+    ({"num_hidden_layers": 30}, r"num_blocks \(32\) differs from num_hidden_layers"),
+    ({"qk_dim_factor": 0.3}, r"hidden_size x qk_dim_factor \(1228\) is not divisible by num_heads \(8\)"),
+    ({"qk_dim_factor": 1e-9}, "hidden_size x qk_dim_factor must be positive"),
+    ({"v_dim_factor": "one"}, "v_dim_factor must be a number"),
+    ({"ffn_proj_factor": 0}, "ffn_proj_factor must be a number"),
+    ({"num_heads": 3}, "not divisible by num_heads"),
+    ({"head_dim": 256}, r"head_dim \(256\) must be the value head width"),
+    ({"weight_mode": "packed"}, "weight_mode must be 'single' or 'fused'"),
+    ({"inference_state_dtype": "fp8"}, "inference_state_dtype must be one of"),
+    ({"chunk_size": 0}, "chunk_size must be positive"),
+])
+def test_xlstm_malformed_keys_are_named(change, error):
+    with pytest.raises(lr.ModelConfigError, match=error):
+        lr.load_model({**json_fixture("xlstm_7b"), **change})

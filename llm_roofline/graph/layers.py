@@ -45,14 +45,15 @@ SCAN_FLOPS_PER_STATE_ELEM = {
     "gated_deltanet": 7,  # S k (2); S = a*S (1) + beta*(v - S k) k^T (2); o = S q (2)
     "kda": 7,  # the same with a decay per channel: S = diag(a)*S (1)
     "lightning": 5,  # S = lambda*S (1) + k^T v (2); o = q S (2)
+    "mlstm": 5,  # C = f*C (1) + (i k) v^T (2); h = q C (2); its normalizer n and max m ride with C (state_per_head)
 }
 
 
 def _mixer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
-    """A recurrent mixer (Mamba-1 / Mamba-2 / Gated DeltaNet / KDA), heads column-parallel over tp: in_proj (z, conv
-    channels, per-head gates), causal conv1d, (Mamba-1: x_proj, dt_proj; Kimi's KDA: the decay's and the output
-    gate's low-rank second halves), the scan over a fixed-size state, the output gate (with an RMSNorm except
-    Mamba-1), row-parallel out_proj."""
+    """A recurrent mixer (Mamba-1 / Mamba-2 / Gated DeltaNet / KDA / lightning / mLSTM), heads column-parallel over
+    tp: in_proj (z, conv channels, per-head gates), causal conv1d, (Mamba-1: x_proj, dt_proj; Kimi's KDA: the decay's
+    and the output gate's low-rank second halves), the scan over a fixed-size state, the output gate (with an
+    RMSNorm except Mamba-1; mLSTM's LayerNorm per head), row-parallel out_proj."""
     m, n, d = g.mixer, g.count, c.spec.d_model
     heads, conv, gates = mixer_dims_per_chip(m, c.tp)
     inner = heads * m.head_dim
@@ -77,7 +78,7 @@ def _mixer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     # output gate y * silu(z) (lightning: sigmoid; LFM2: C * conv(B * x)), normed except in Mamba-1 and LFM2; the chip's
     # per-head A (dt_bias, D) and the norm weights ride with it (mamba2's and lightning's norm span the chip's channels;
     # gated DeltaNet's and Jamba's are replicated)
-    norm_w = inner if m.kind in ("mamba2", "lightning") and m.rms_norm else m.norm_params()
+    norm_w = inner if m.kind in ("mamba2", "lightning", "mlstm") and m.rms_norm else m.norm_params()
     small_w = (m.per_head_params() * heads // m.n_heads + norm_w) * c.native_bytes
     ops.append(c.pointwise("mixer.gate_norm" if m.gate_normed else "mixer.gate", g.name, n, rows=c.T_attn,
                            width=inner, flops_per_elem=5, reads=2, style="column", weight_bytes=small_w,
@@ -105,12 +106,14 @@ def _mixer_scans(c: Ctx, g: LayerGroup, heads: int, in_elems: int, out_elems: in
     parts = [("mixer.scan", c.b_attn, c.q)]
     if c.phase.has_chunk:
         parts.append(("mixer.scan.chunk", c.chunk_seqs, c.phase.chunk_tokens))
+    extra = m.state_per_head - m.head_dim * m.state_dim  # mLSTM's normalizer and max beside its matrix
     return [recurrent_scan(name, g.name, g.count, batch=batch, q_len=q_len, n_heads=heads, head_dim=m.head_dim,
                            state_dim=m.state_dim, flops_per_state_elem=SCAN_FLOPS_PER_STATE_ELEM[m.kind],
                            chunk_tokens=0 if m.kind == "mamba1" else m.chunk_size, state_bytes_per_elem=state_bytes,
                            act_in_elems_per_token=in_elems,
                            act_out_elems_per_token=out_elems, act_bytes_per_elem=c.act_bytes,
-                           compute_dtype=c.compute_dtype, **c.placed("column"))
+                           compute_dtype=c.compute_dtype, extra_state_per_head=extra,
+                           **c.placed("column"))
             for name, batch, q_len in parts]
 
 

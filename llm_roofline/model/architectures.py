@@ -192,6 +192,15 @@ ARCHITECTURES: dict[str, Architecture] = {
                                             "shared_intermediate_size": 3072, "rotary_dim": 64, "index_n_heads": 4,
                                             "index_head_dim": 128, "index_block_size": 128, "index_topk_blocks": 16,
                                             "index_local_blocks": 1, "use_qk_norm": True, "use_routing_bias": True}),
+    # xLSTM-7B (configuration_xlstm.py, modeling_xlstm.py; read by xlstm.py): mLSTM blocks (q, k, v, output gate and
+    # per-head input / forget gates from x, a matrix memory per head, a LayerNorm per head) then a gated SiLU MLP of
+    # round_up(hidden x ffn_proj_factor, ffn_round_up_to_multiple_of); RMSNorms; an untied LM head. Defaults: the
+    # config class's (NX-AI/xLSTM-7b's shape).
+    "xlstm": replace(_LLAMA, defaults={"tie_word_embeddings": False, "vocab_size": 50304, "hidden_size": 4096,
+                                       "num_hidden_layers": 32, "num_heads": 8, "qk_dim_factor": 0.5,
+                                       "v_dim_factor": 1.0, "chunk_size": 64, "ffn_proj_factor": 2.667,
+                                       "ffn_round_up_to_multiple_of": 64, "inference_state_dtype": "float32",
+                                       "weight_mode": "single", "use_bias": False}),
     # LFM2 (configuration_lfm2.py): short-conv or attention (q/k norms) then a gated MLP; tied embeddings
     # (tie_embedding in Liquid's own configs); the final norm is embedding_norm.
     "lfm2": replace(_LLAMA, qk_norm=True, defaults={"tie_word_embeddings": True, "conv_L_cache": 3}),

@@ -16,9 +16,9 @@ Reading a config, in order (one reader: the result depends on the config and thi
 3. Read dimensions, per-layer attention (window, RoPE, KV heads, DSA indexer, MiMo / Step per-layer shapes) and
    FFN (dense / MoE / absent) kinds (layers.py; Gemma-4's and -3n's own shapes, per-layer inputs, KV reuse and AltUp:
    gemma.py), or the recurrent and hybrid layers (hybrid.py: Mamba-1/2, Gated DeltaNet, KDA, lightning, short conv;
-   Ling-3.0's in bailing.py), DeepSeek-V4's compressed attention and hyper-connections (deepseek_v4.py),
-   dots3-note's DSA and sliding-window MLA layers of two shapes (dots3.py), MiniMax-M3's block-sparse (indexer)
-   layers (minimax_m3.py),
+   Ling-3.0's in bailing.py, xLSTM-7B's mLSTM in xlstm.py), DeepSeek-V4's compressed attention and
+   hyper-connections (deepseek_v4.py), dots3-note's DSA and sliding-window MLA layers of two shapes (dots3.py),
+   MiniMax-M3's block-sparse (indexer) layers (minimax_m3.py),
    Zamba's shared blocks (zamba.py), LongCat-Flash's two attention blocks and shortcut MoE per layer (longcat.py),
    Cohere2-MoE's window runs and NoPE layers (cohere.py), Laguna's per-layer heads and output gate (laguna.py),
    Inkling's relative position bias, short convs and sliding layers of their own heads (inkling.py);
@@ -56,6 +56,7 @@ from .reader import ConfigReader, check_head_counts
 from .scope import check_unread_keys, model_type_of, reject_unsupported, text_part
 from .spec import AttentionSpec, FfnSpec, ModelSpec
 from .weights import activation_quant, expert_formats, native_dtype, quantization
+from .xlstm import xlstm_raw
 from .zamba import zamba_groups
 
 
@@ -137,6 +138,8 @@ def spec_from_config(config: dict, name: str = "model", source: str = "") -> Mod
     reject_unsupported(text, model_type)  # a text_config without its own model_type: the wrapper's text model's
     arch = ARCHITECTURES.get(model_type)
     raw = _flatten_nested(text, arch or UNKNOWN_ARCHITECTURE)
+    if model_type == "xlstm":  # NX-AI's embedding_dim / num_blocks for hidden_size / num_hidden_layers
+        raw = xlstm_raw(raw)
     check_head_counts(raw, (arch or UNKNOWN_ARCHITECTURE).defaults.get("head_dim"))
     if arch is None:
         notes.append(f"model_type {model_type or '(none)'!r} is not one the parser knows: the config is read by "

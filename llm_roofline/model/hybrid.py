@@ -5,7 +5,7 @@ OLMo Hybrid (Gated DeltaNet + Olmo-3 attention, MLP), Lara-Mini (Gated DeltaNet 
 Kimi-Linear (KDA + MLA, MoE), Ling-3.0 (KDA + gated MLA, MoE; read by bailing.py), MiniMax-Text-01 (lightning
 attention + softmax attention, MoE), LFM2 and LFM2-MoE (short convolutions + attention, then an MLP or MoE), LFM3
 (short convolutions + gated full or windowed attention, sandwich norms), Falcon-H1 (attention and Mamba-2 in parallel
-in every block, then an MLP).
+in every block, then an MLP), xLSTM-7B (mLSTM blocks, then an MLP; read by xlstm.py).
 
 Each layer is an (AttentionSpec, MixerSpec | None, FfnSpec) triple; a block without attention holds
 AttentionSpec.none(), one without MLP FfnSpec.none(). Identical triples share one LayerGroup. Key names and their
@@ -22,10 +22,11 @@ from .bailing import bailing_hybrid_layers
 from .layers import attention_spec, ffn_spec, moe_layers
 from .reader import ConfigReader, as_int, require_divides
 from .spec import AttentionSpec, FfnSpec, LayerGroup, MixerSpec
+from .xlstm import xlstm_layers
 
 HYBRID_TYPES = ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "bamba", "jamba", "qwen3_next", "qwen3_5_text",
                 "qwen3_5_moe_text", "kimi_linear", "bailing_hybrid", "olmo_hybrid", "lara_mini", "minimax", "lfm2",
-                "lfm2_moe", "lfm3", "falcon_h1", "granitemoehybrid")
+                "lfm2_moe", "lfm3", "falcon_h1", "granitemoehybrid", "xlstm")
 # Nemotron-H's block letters (hybrid_override_pattern) and the list names of newer configs (layers_block_type)
 _NEMOTRON_LETTERS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 _NEMOTRON_NAMES = {"mamba": "mamba", "linear_attention": "mamba", "attention": "attention",
@@ -44,7 +45,8 @@ def hybrid_groups(r: ConfigReader, arch: Architecture, model_type: str, d_model:
                "lfm2_moe": _lfm2_layers, "lfm3": _lfm3_layers, "falcon_h1": _falcon_h1_layers,
                "granitemoehybrid": _granite_layers,
                # Ling-3.0 (bailing.py): KDA's state in float32 as Kimi's, unless the config states its dtype
-               "bailing_hybrid": lambda r, *a: bailing_hybrid_layers(r, *a, _state_dtype(r) or "fp32")}
+               "bailing_hybrid": lambda r, *a: bailing_hybrid_layers(r, *a, _state_dtype(r) or "fp32"),
+               "xlstm": lambda r, arch, d, n: xlstm_layers(r, d, n)}  # xLSTM-7B's mLSTM blocks (xlstm.py)
     layers = readers[model_type](r, arch, d_model, n_layers)
     _note_state_dtype(r, [m for _, m, _ in layers if m is not None])
     # LFM3 use_sandwich_norm: post_operator_norm and post_ffn_norm beside operator_norm and ffn_norm
@@ -67,7 +69,7 @@ def _group(layers: list[Layer], norms: int) -> tuple[LayerGroup, ...]:
 
 
 def _note_state_dtype(r: ConfigReader, mixers: list[MixerSpec]) -> None:
-    if not mixers:
+    if not mixers or mixers[0].kind == "mlstm":  # xlstm.py states xLSTM's own
         return
     stored = mixers[0].state_dtype
     given = _state_dtype(r)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ..errors import ModelConfigError
 from .matrix import Matrix, check_kind
 
-MIXER_KINDS = ("mamba1", "mamba2", "gated_deltanet", "kda", "lightning", "short_conv")
+MIXER_KINDS = ("mamba1", "mamba2", "gated_deltanet", "kda", "lightning", "short_conv", "mlstm")
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,11 @@ class MixerSpec:
     (n_groups = n_heads, state_dim = head_dim) and beta (per head) from x, the decay and the output gate each through
     a low-rank pair (d -> head_dim -> n_heads*head_dim: f_a/f_b, g_a/g_b); dt_bias per channel, A_log per head. With
     full_rank_gates (Ling-3.0) each is one projection from x instead (f_proj, g_proj: d -> n_heads*head_dim).
+    mlstm (xLSTM's matrix LSTM, xLSTM-7B): lightning's shape with keys narrower than values: q, k of n_heads heads of
+    state_dim (n_groups = n_heads), v and the output gate o of n_heads x head_dim, and an input and a forget gate per
+    head (exponential gating: their biases are always built) from x, no conv, a LayerNorm per head over the output
+    (its weight over inner_dim); state per head the matrix C (state_dim x head_dim), the normalizer n (state_dim) and
+    the running max m (1).
     """
 
     kind: str  # MIXER_KINDS
@@ -66,8 +71,8 @@ class MixerSpec:
     @property
     def gate_heads(self) -> int:
         """Per-head scalars from in_proj: dt (mamba2); beta and the decay a (gated DeltaNet); B (short conv, per
-        channel); none (mamba1: x_proj; lightning)."""
-        kinds = {"mamba1": 0, "mamba2": 1, "gated_deltanet": 2, "kda": 1, "lightning": 0, "short_conv": 1}
+        channel); the input and forget gates (mlstm); none (mamba1: x_proj; lightning)."""
+        kinds = {"mamba1": 0, "mamba2": 1, "gated_deltanet": 2, "kda": 1, "lightning": 0, "short_conv": 1, "mlstm": 2}
         return self.n_heads * kinds[self.kind]
 
     @property
@@ -104,16 +109,19 @@ class MixerSpec:
 
     def per_head_params(self) -> int:
         """A_log, dt_bias, D (mamba2); A_log, dt_bias (gated DeltaNet); A (channels x state_dim) and D (mamba1); A_log
-        per head and dt_bias per channel (kda)."""
+        per head and dt_bias per channel (kda); the input and forget gates' biases (mlstm: always built, inside
+        in_proj's bias when the projections have one)."""
         if self.kind == "mamba1":
             return self.n_heads * (self.state_dim + 1)
         if self.kind == "kda":
             return self.n_heads + self.inner_dim
+        if self.kind == "mlstm":
+            return 0 if self.proj_bias else 2 * self.n_heads
         return self.n_heads * {"mamba2": 3, "gated_deltanet": 2, "lightning": 0, "short_conv": 0}[self.kind]
 
     def norm_params(self) -> int:
-        """The gated RMSNorm's weight (mamba2, lightning: inner_dim; gated DeltaNet, KDA: head_dim); Jamba's dt, B, C
-        norms."""
+        """The gated RMSNorm's weight (mamba2, lightning: inner_dim; gated DeltaNet, KDA: head_dim); mLSTM's per-head
+        LayerNorm weight (inner_dim); Jamba's dt, B, C norms."""
         if self.kind == "mamba1":
             return self.dt_rank + 2 * self.state_dim if self.dt_bc_norms else 0
         if self.kind == "short_conv" or not self.rms_norm:
@@ -123,11 +131,17 @@ class MixerSpec:
     @property
     def gate_normed(self) -> bool:
         """Whether the output gate comes with an RMSNorm (not in Mamba-1 and LFM2's short conv)."""
-        return self.kind in ("mamba2", "gated_deltanet", "kda", "lightning") and self.rms_norm
+        return self.kind in ("mamba2", "gated_deltanet", "kda", "lightning", "mlstm") and self.rms_norm
+
+    @property
+    def state_per_head(self) -> int:
+        """Recurrent state elements of one head: the (head_dim x state_dim) matrix; mlstm adds its normalizer n
+        (state_dim) and its running max m (1)."""
+        return self.head_dim * self.state_dim + (self.state_dim + 1 if self.kind == "mlstm" else 0)
 
     def ssm_state_elements(self) -> int:
-        """Recurrent state of one sequence in one layer: a (head_dim x state_dim) matrix per head."""
-        return self.n_heads * self.head_dim * self.state_dim
+        """Recurrent state of one sequence in one layer: state_per_head for each head."""
+        return self.n_heads * self.state_per_head
 
     def conv_state_elements(self) -> int:
         """The conv1d's rolling window: the last conv_kernel - 1 inputs of every conv channel."""

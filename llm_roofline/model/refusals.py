@@ -43,10 +43,14 @@ _INKLING2 = f"Inkling-2's {_INKLING2_PARTS} (its relative position bias and shor
 _INKLING2_LOOP = ("Inkling-2-Loop's looped section (layers loop_layer_index_start to loop_layer_index_end - 1 run "
                   "loop_num_passes times, each pass with KV and conv caches of its own, the previous pass's blocks "
                   f"mixed in by message gates of loop_gate_rank) beside Inkling-2's {_INKLING2_PARTS}")
+_XLSTM_V1 = ("sLSTM blocks (a scalar memory whose heads mix through recurrent weights, one token at a time) and the "
+             "first xLSTM's mLSTM blocks (an up-projection, a causal conv, block-diagonal q/k/v projections, a "
+             "learnable skip) of the xlstm package's block stack (xLSTMLMModelConfig; transformers' xlstm is "
+             "xLSTM-Large)")
 # model_type -> why the operator graph cannot represent it (recurrent state, linear attention, sparse attention).
 REFUSED_TYPES = {
     "plamo2": "hybrid attention + state-space layers",
-    **{t: "recurrent layers" for t in ("rwkv", "rwkv6", "rwkv7", "recurrent_gemma", "xlstm")},
+    **{t: "recurrent layers" for t in ("rwkv", "rwkv6", "rwkv7", "recurrent_gemma")},
     # Ring-mini / Ring-flash-linear-2.0 (BailingMoeLinearV2ForCausalLM, remote code only; vLLM bailing_moe_linear.py):
     # its layer_group_size / group_norm_size name no structural word, so it was read as GQA in every layer
     "bailing_moe_linear": "lightning attention (a decay per head, q/k norms and partial RoPE inside, a grouped "
@@ -90,6 +94,9 @@ REFUSED_KEYS = {
                                                                                "index_block_size",
                                                                                "sparse_attention_config")},
     **{k: "DeepSeek sparse attention (indexer)" for k in ("index_topk", "index_n_heads", "index_head_dim")},
+    # NX-AI's xlstm package (xLSTMLMModelConfig, and the remote-code configs under model_type xlstm that nest it):
+    # not transformers' xLSTM-Large (xlstm.py reads that one)
+    **{k: _XLSTM_V1 for k in ("slstm_at", "slstm_block", "mlstm_block", "xlstm_config", "xlstm_cfg")},
     "num_kv_shared_layers": "KV-cache sharing across layers",
     **{k: "compressed sparse attention (DeepSeek-V4: KV compressed at a per-layer rate)"
        for k in ("compress_ratios", "compress_rates")},

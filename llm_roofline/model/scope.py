@@ -26,6 +26,7 @@ READ_HYBRID_KEYS = {
     **{t: ("index_topk", "index_n_heads", "index_head_dim") for t in ("deepseek_v32", "glm_moe_dsa", "dots3_note",
                                                                       "dots3_note_text")},
     "bailing_hybrid": (),  # Ling-3.0 (bailing.py): its layer_types are read; none of the refused keys
+    "xlstm": (),  # xLSTM-7B (xlstm.py): mLSTM blocks only; none of the refused keys
     "deepseek_v4": ("index_topk", "index_n_heads", "index_head_dim", "compress_ratios", "compress_rates", "hc_mult",
                     "hc_sinkhorn_iters"),
     "minimax_m3_vl_text": ("index_n_heads", "index_head_dim", "index_topk_blocks", "index_block_size",
