@@ -1,5 +1,5 @@
-"""Recurrent mixers (Mamba-2, Gated DeltaNet, KDA, mLSTM), hybrid blocks (Nemotron-H, Qwen3-Next, Ling-3.0), xLSTM-7B
-and DeepSeek sparse attention.
+"""Recurrent mixers (Mamba-2, Gated DeltaNet, KDA, mLSTM, the RG-LRU), hybrid blocks (Nemotron-H, Qwen3-Next, Ling-3.0,
+RecurrentGemma), xLSTM-7B and DeepSeek sparse attention.
 
 Fixtures (tests/fixtures/configs), their sources and published parameter counts:
 - mamba_codestral_7b.json: mistralai/Mamba-Codestral-7B-v0.1 config.json (Mamba2ForCausalLM; the transformers
@@ -59,6 +59,13 @@ Fixtures (tests/fixtures/configs), their sources and published parameter counts:
   out_proj 4096 x 4096; igate / fgate 8 x 4096 with bias; proj_up, proj_up_gate 10,944 x 4096). transformers 5.24's
   meta count of xLSTMForCausalLM for it (and for xLSTMConfig(), its docstring checkpoint's shape): 6,865,424,896.
   NX-AI (arXiv 2503.13427): "a 7-billion-parameter LLM" (rounded).
+- recurrentgemma_2b.json: google/recurrentgemma-2b config.json (a gated repository) as a public Rust inference
+  engine's test quotes it, "the REAL google/recurrentgemma-2b/config.json ... read through the authenticated Hub
+  connector" (RG_HF_CONFIG_JSON: 21 fields, among them _block_types, the key transformers 4.40 wrote; bos / eos /
+  pad ids, torch_dtype and the init scales are not in that copy). The same widths as Google's reference preset
+  RECURRENT_GEMMA_2B_V1 (width 2560, MLP 7680 = intermediate_size / 2, 10 heads, lru_width 2560, conv 4, 26 blocks
+  cycling recurrent, recurrent, attention, window 2048, soft-cap 30). transformers meta count 2,682,862,080; the
+  RecurrentGemma report's Table 1 (arXiv 2404.07839): 2.68B total, 2.03B non-embedding, 0.65B embedding.
 """
 
 from pathlib import Path
@@ -717,3 +724,101 @@ def test_xlstm_refuses_what_it_cannot_represent(change, error):
 def test_xlstm_malformed_keys_are_named(change, error):
     with pytest.raises(lr.ModelConfigError, match=error):
         lr.load_model({**json_fixture("xlstm_7b"), **change})
+# ------------------------------------------------------------------------------ RecurrentGemma (the RG-LRU + local MQA)
+# recurrentgemma-2b, d 2560, 26 layers cycling recurrent, recurrent, attention: 18 recurrent (layers 0, 1, 3, 4, ...),
+# 8 attention (layers 2, 5, ..., 23); every layer then the same MLP.
+#   recurrent block, lru_width 2560 in 10 blocks of 256: linear_y, linear_x 2 x (2560 x 2560 + 2560) = 13,112,320;
+#   conv 2560 x 4 + 2560 = 12,800; input and recurrence gates 2 x (10 x 256 x 256 + 10 x 256) = 1,315,840;
+#   recurrent_param 2560; linear_out 2560 x 2560 + 2560 = 6,556,160 -> 20,999,680
+#   local MQA, 10 heads x 256, one KV head: q 2560 x 2560 = 6,553,600; k, v 2 x 2560 x 256 = 1,310,720; o 2560 x 2560
+#   + bias 2560 = 6,556,160 -> 14,420,480
+#   MLP, 15360 / 2 = 7680: gate, up 2 x (2560 x 7680 + 7680) = 39,336,960; down 7680 x 2560 + 2560 = 19,663,360
+#   -> 59,000,320; 2 norms 5120 per layer; tied embedding 256,000 x 2560 = 655,360,000; final norm 2560
+RG_2B_EMBED = 655_360_000
+RG_2B = 18 * (20_999_680 + 59_000_320 + 5120) + 8 * (14_420_480 + 59_000_320 + 5120) + RG_2B_EMBED + 2560
+
+
+def test_recurrentgemma_2b_rglru_beside_local_mqa():
+    m = fixture("recurrentgemma_2b")
+    assert m.params_total == m.params_active == RG_2B == 2_682_862_080  # = transformers' meta count
+    # Google (Table 1): 2.68B total, 2.03B non-embedding
+    assert m.params_total - RG_2B_EMBED == 2_027_502_080
+    assert [(g.name, g.count) for g in m.layer_groups] == [("rglru.dense", 18), ("attention.dense", 8)]
+    rec, att = m.layer_groups
+    assert (rec.mixer.kind, rec.mixer.n_heads, rec.mixer.head_dim, rec.mixer.state_dim) == ("rglru", 10, 256, 1)
+    a = att.attention
+    assert (a.kind, a.n_kv_heads, a.head_dim, a.sliding_window, a.qkv_bias, a.o_bias) == ("mqa", 1, 256, 2048, False,
+                                                                                         True)
+    assert (att.ffn.d_ff, att.ffn.gated, att.ffn.bias) == (7680, True, True)
+    # KV per token: 8 layers x (k + v) 2 x 256 x 2 B = 8192, capped at the 2048-token window
+    assert kv_bytes_per_token(m) == 8192
+    assert kv_cache_bytes(m, 100_000) == kv_cache_bytes(m, 2048) == 8192 * 2048
+    # state per sequence: 18 layers x (h: 2560 x 4 B in float32 + conv window 3 x 2560 x 2 B) = 18 x 25,600
+    assert state_bytes_per_sequence(m, "bf16") == 460_800
+    assert state_bytes_per_sequence(m, "fp8") == 18 * (2560 * 4 + 3 * 2560)  # the LRU state stays float32
+    est = lr.estimate(m, "h100-sxm", batch=1, prompt_len=128, gen_len=2, efficiency="ideal")
+    assert est.memory.per_chip_weight_bytes == RG_2B * 2  # bf16, the tied head held once
+
+
+def test_recurrentgemma_rglru_ops():
+    m = fixture("recurrentgemma_2b")
+    ops = build_ops(m, Phase.decode(1, 5000))
+    # one token: linear_y and linear_x (T, 2560) @ (2560, 5120); the gates 10 blocks of (256 x 512), with biases
+    assert float(op(ops, "mixer.in_proj", "rglru.dense").flops) == 2 * 2560 * 5120
+    gates = op(ops, "mixer.gate_proj", "rglru.dense")
+    assert float(gates.flops) == 2 * 10 * 256 * 512
+    assert gates.stored_bytes == 10 * (256 * 512 + 512) * 2
+    # the scan: 19 FLOP per channel; h (2560 float32 values) read and written
+    scan = op(ops, "mixer.scan", "rglru.dense")
+    assert (float(scan.flops), float(scan.kv_bytes)) == (19 * 2560, 2 * 2560 * 4)
+    assert not [o for o in ops if o.name == "mixer.gate_norm"]  # the GELU gate carries no norm
+    # prefill: a scan over the tokens, no chunked attention-like term (1000 tokens x 19 x 2560)
+    pre = build_ops(m, Phase.prefill(1, 1000))
+    assert float(op(pre, "mixer.scan", "rglru.dense").flops) == 1000 * 19 * 2560
+
+
+@pytest.mark.parametrize("tp", [2, 5, 10])
+def test_recurrentgemma_splits_its_gate_blocks_over_tp(tp):
+    spec = one_layer(fixture("recurrentgemma_2b"), "rglru.dense")
+    phase = Phase.prefill(2, 300)
+    whole = {o.name: float(o.flops) for o in build_ops(spec, phase) if o.name.startswith("mixer")}
+    shard = {o.name: float(o.flops) for o in build_ops(spec, phase, lr.Sharding(tp=tp)) if o.name.startswith("mixer")}
+    assert shard.keys() == whole.keys()
+    for name in whole:
+        assert shard[name] * tp == pytest.approx(whole[name], rel=1e-12), name
+    # each chip holds 10 / tp blocks' share of h and of the conv window: 25,600 B / tp
+    assert state_bytes_per_sequence(spec, "bf16", tp=tp) == 25_600
+
+
+def test_recurrentgemma_default_config_and_the_keys_transformers_writes():
+    # RecurrentGemmaConfig(): intermediate_size 3 x 2560 = 7680 (MLP 3840), num_key_value_heads = heads (MHA):
+    #   MLP 3 x 2560 x 3840 + biases 2 x 3840 + 2560 = 29,501,440; attention 4 x 2560 x 2560 + 2560 = 26,216,960
+    cfg = {**json_fixture("recurrentgemma_2b"), "intermediate_size": 7680}
+    for key in ("_block_types", "num_key_value_heads", "lru_width", "head_dim"):
+        del cfg[key]
+    cfg["block_types"] = ["recurrent", "recurrent", "attention"]  # transformers 5's name
+    m = lr.load_model(cfg)
+    expected = 18 * (20_999_680 + 29_501_440 + 5120) + 8 * (26_216_960 + 29_501_440 + 5120) + RG_2B_EMBED + 2560
+    assert m.params_total == expected == 2_010_263_040  # = transformers' meta count of its default config
+    assert m.layer_groups[1].attention.kind == "mha"
+    # an attention-first cycle: layers 0, 2, ... attention
+    alt = lr.load_model({**json_fixture("recurrentgemma_2b"), "_block_types": ["attention", "recurrent"]})
+    assert [(g.name, g.count) for g in alt.layer_groups] == [("attention.dense", 13), ("rglru.dense", 13)]
+
+
+@pytest.mark.parametrize("change, error", [
+    ({"_block_types": ["recurrent", "mamba"]}, "_block_types entry 'mamba' is not 'recurrent' or 'attention'"),
+    ({"_block_types": []}, "at least one"),
+    ({"_block_types": ["recurrent", None]}, "_block_types entry 'None'"),  # found by fuzzing: an AttributeError
+    ({"_block_types": "RRA"}, "_block_types must be a list"),
+    ({"block_types": ["attention"]}, "block_types and _block_types disagree"),
+    ({"layer_types": ["sliding_attention"] * 26}, "layer_types is not a RecurrentGemma key"),
+    ({"head_dim": 128}, r"head_dim \(128\) must equal hidden_size / num_attention_heads \(256\)"),
+    ({"intermediate_size": 15361}, "must be even"),
+    ({"lru_width": 2561}, "lru_width"),
+    ({"conv1d_width": 0}, "conv1d_width must be positive"),
+    ({"attention_window_size": -1}, "attention_window_size"),
+])
+def test_recurrentgemma_malformed_keys_are_named(change, error):
+    with pytest.raises(lr.ModelConfigError, match=error):
+        lr.load_model({**json_fixture("recurrentgemma_2b"), **change})

@@ -46,14 +46,19 @@ SCAN_FLOPS_PER_STATE_ELEM = {
     "kda": 7,  # the same with a decay per channel: S = diag(a)*S (1)
     "lightning": 5,  # S = lambda*S (1) + k^T v (2); o = q S (2)
     "mlstm": 5,  # C = f*C (1) + (i k) v^T (2); h = q C (2); its normalizer n and max m ride with C (state_per_head)
+    # RG-LRU, per channel: sigmoid of the input and recurrence gates (4 each); log a = -8 r softplus(L) (2); a = exp
+    # (1); a^2 = exp(2 log a) (2); sqrt(1 - a^2) (2); x * i * sqrt (2); h = a*h + x (2); the output is h itself
+    "rglru": 19,
 }
+PARALLEL_SCANS = ("mamba1", "rglru")  # a parallel (or sequential) scan over the tokens, no chunks
 
 
 def _mixer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
-    """A recurrent mixer (Mamba-1 / Mamba-2 / Gated DeltaNet / KDA / lightning / mLSTM), heads column-parallel over
-    tp: in_proj (z, conv channels, per-head gates), causal conv1d, (Mamba-1: x_proj, dt_proj; Kimi's KDA: the decay's
-    and the output gate's low-rank second halves), the scan over a fixed-size state, the output gate (with an
-    RMSNorm except Mamba-1; mLSTM's LayerNorm per head), row-parallel out_proj."""
+    """A recurrent mixer (Mamba-1 / Mamba-2 / Gated DeltaNet / KDA / lightning / mLSTM / RG-LRU), heads column-parallel
+    over tp: in_proj (z, conv channels, per-head gates), causal conv1d, (Mamba-1: x_proj, dt_proj; Kimi's KDA: the
+    decay's and the output gate's low-rank second halves; the RG-LRU: its block-diagonal gates), the scan over a
+    fixed-size state, the output gate (with an RMSNorm except Mamba-1, LFM2 and the RG-LRU; mLSTM's LayerNorm per
+    head), row-parallel out_proj."""
     m, n, d = g.mixer, g.count, c.spec.d_model
     heads, conv, gates = mixer_dims_per_chip(m, c.tp)
     inner = heads * m.head_dim
@@ -70,14 +75,19 @@ def _mixer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
                                  kernel=m.conv_kernel, act_bytes_per_elem=c.act_bytes, state_bytes_per_elem=c.kv_bytes,
                                  weight_bytes=conv_w, **c.placed("column")))
     scan_in = conv + gates
+    if m.kind == "rglru":  # each chip's blocks: (T, hd) @ (hd, 2 hd) per block, the input and recurrence gates
+        ops.append(c.gemm("mixer.gate_proj", g.name, n, "attn", k=m.head_dim, n=2 * m.head_dim, n_matrices=heads,
+                          n_stored=heads, style="column", bias=True))
+        scan_in = conv + 2 * inner  # x and the two gates' pre-activations
     if m.kind == "mamba1":
         ops += _mamba1_projections(c, g, inner)
         scan_in = conv + inner + 2 * m.state_dim  # x, dt per channel, B and C
     if m.state_dim:  # LFM2's short conv carries no state beyond the conv window
         ops += _mixer_scans(c, g, heads, scan_in, inner)
-    # output gate y * silu(z) (lightning: sigmoid; LFM2: C * conv(B * x)), normed except in Mamba-1 and LFM2; the chip's
-    # per-head A (dt_bias, D) and the norm weights ride with it (mamba2's and lightning's norm span the chip's channels;
-    # gated DeltaNet's and Jamba's are replicated)
+    # output gate y * silu(z) (lightning: sigmoid; LFM2: C * conv(B * x); the RG-LRU: h * gelu(linear_y)), normed except
+    # in Mamba-1, LFM2 and the RG-LRU; the chip's per-head A (dt_bias, D; the RG-LRU's recurrent parameter) and the norm
+    # weights ride with it (mamba2's, lightning's and mLSTM's norm span the chip's channels; gated DeltaNet's and
+    # Jamba's are replicated)
     norm_w = inner if m.kind in ("mamba2", "lightning", "mlstm") and m.rms_norm else m.norm_params()
     small_w = (m.per_head_params() * heads // m.n_heads + norm_w) * c.native_bytes
     ops.append(c.pointwise("mixer.gate_norm" if m.gate_normed else "mixer.gate", g.name, n, rows=c.T_attn,
@@ -109,8 +119,8 @@ def _mixer_scans(c: Ctx, g: LayerGroup, heads: int, in_elems: int, out_elems: in
     extra = m.state_per_head - m.head_dim * m.state_dim  # mLSTM's normalizer and max beside its matrix
     return [recurrent_scan(name, g.name, g.count, batch=batch, q_len=q_len, n_heads=heads, head_dim=m.head_dim,
                            state_dim=m.state_dim, flops_per_state_elem=SCAN_FLOPS_PER_STATE_ELEM[m.kind],
-                           chunk_tokens=0 if m.kind == "mamba1" else m.chunk_size, state_bytes_per_elem=state_bytes,
-                           act_in_elems_per_token=in_elems,
+                           chunk_tokens=0 if m.kind in PARALLEL_SCANS else m.chunk_size,
+                           state_bytes_per_elem=state_bytes, act_in_elems_per_token=in_elems,
                            act_out_elems_per_token=out_elems, act_bytes_per_elem=c.act_bytes,
                            compute_dtype=c.compute_dtype, extra_state_per_head=extra,
                            **c.placed("column"))

@@ -318,6 +318,15 @@ ARCHITECTURES: dict[str, Architecture] = {
                                   "qk_rope_head_dim": 64, "v_head_dim": 128, "head_dim": 128,
                                   "short_conv_kernel_size": 4, "layer_group_size": 6,
                                   "max_position_embeddings": 262144}),
+    # RecurrentGemma (configuration_recurrent_gemma.py, modeling_recurrent_gemma.py; read by recurrent_gemma.py): the
+    # RG-LRU recurrent block and local attention (q/k/v with attention_bias, o_proj always with a bias) in the cycle of
+    # block_types, each then a gated GELU MLP of intermediate_size / 2 with biases. Defaults: RecurrentGemmaConfig's
+    # (its docstring's checkpoint google/recurrentgemma-2b, but for intermediate_size: 3 x 2560 there, 15360 in the
+    # checkpoint); lru_width and num_key_value_heads absent mean hidden_size and num_attention_heads.
+    "recurrent_gemma": replace(_LLAMA, o_bias=True, mlp_bias=True, defaults={
+        "tie_word_embeddings": True, "vocab_size": 256000, "hidden_size": 2560, "intermediate_size": 7680,
+        "num_hidden_layers": 26, "num_attention_heads": 10, "attention_window_size": 2048, "conv1d_width": 4,
+        "hidden_activation": "gelu_pytorch_tanh", "block_types": ["recurrent", "recurrent", "attention"]}),
     # OLMo Hybrid (configuration_olmo_hybrid.py, modular_olmo_hybrid.py): Qwen3-Next's Gated DeltaNet (q, k, v, g, a, b
     # as separate matrices) and Olmo-3's attention (q/k RMSNorms over all heads' elements, post-norms), a dense MLP in
     # every layer. The linear-attention widths default to values derived from the heads (hybrid.py reads them).

@@ -16,9 +16,9 @@ Reading a config, in order (one reader: the result depends on the config and thi
 3. Read dimensions, per-layer attention (window, RoPE, KV heads, DSA indexer, MiMo / Step per-layer shapes) and
    FFN (dense / MoE / absent) kinds (layers.py; Gemma-4's and -3n's own shapes, per-layer inputs, KV reuse and AltUp:
    gemma.py), or the recurrent and hybrid layers (hybrid.py: Mamba-1/2, Gated DeltaNet, KDA, lightning, short conv;
-   Ling-3.0's in bailing.py, xLSTM-7B's mLSTM in xlstm.py), DeepSeek-V4's compressed attention and
-   hyper-connections (deepseek_v4.py), dots3-note's DSA and sliding-window MLA layers of two shapes (dots3.py),
-   MiniMax-M3's block-sparse (indexer) layers (minimax_m3.py),
+   Ling-3.0's in bailing.py, xLSTM-7B's mLSTM in xlstm.py, RecurrentGemma's RG-LRU and local attention in
+   recurrent_gemma.py), DeepSeek-V4's compressed attention and hyper-connections (deepseek_v4.py), dots3-note's DSA
+   and sliding-window MLA layers of two shapes (dots3.py), MiniMax-M3's block-sparse (indexer) layers (minimax_m3.py),
    Zamba's shared blocks (zamba.py), LongCat-Flash's two attention blocks and shortcut MoE per layer (longcat.py),
    Cohere2-MoE's window runs and NoPE layers (cohere.py), Laguna's per-layer heads and output gate (laguna.py),
    Inkling's relative position bias, short convs and sliding layers of their own heads (inkling.py);

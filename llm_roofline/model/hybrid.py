@@ -5,7 +5,8 @@ OLMo Hybrid (Gated DeltaNet + Olmo-3 attention, MLP), Lara-Mini (Gated DeltaNet 
 Kimi-Linear (KDA + MLA, MoE), Ling-3.0 (KDA + gated MLA, MoE; read by bailing.py), MiniMax-Text-01 (lightning
 attention + softmax attention, MoE), LFM2 and LFM2-MoE (short convolutions + attention, then an MLP or MoE), LFM3
 (short convolutions + gated full or windowed attention, sandwich norms), Falcon-H1 (attention and Mamba-2 in parallel
-in every block, then an MLP), xLSTM-7B (mLSTM blocks, then an MLP; read by xlstm.py).
+in every block, then an MLP), xLSTM-7B (mLSTM blocks, then an MLP; read by xlstm.py), RecurrentGemma (the RG-LRU +
+local MQA, then an MLP; read by recurrent_gemma.py).
 
 Each layer is an (AttentionSpec, MixerSpec | None, FfnSpec) triple; a block without attention holds
 AttentionSpec.none(), one without MLP FfnSpec.none(). Identical triples share one LayerGroup. Key names and their
@@ -21,12 +22,13 @@ from .architectures import Architecture
 from .bailing import bailing_hybrid_layers
 from .layers import attention_spec, ffn_spec, moe_layers
 from .reader import ConfigReader, as_int, require_divides
+from .recurrent_gemma import recurrent_gemma_layers
 from .spec import AttentionSpec, FfnSpec, LayerGroup, MixerSpec
 from .xlstm import xlstm_layers
 
 HYBRID_TYPES = ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "bamba", "jamba", "qwen3_next", "qwen3_5_text",
                 "qwen3_5_moe_text", "kimi_linear", "bailing_hybrid", "olmo_hybrid", "lara_mini", "minimax", "lfm2",
-                "lfm2_moe", "lfm3", "falcon_h1", "granitemoehybrid", "xlstm")
+                "lfm2_moe", "lfm3", "falcon_h1", "granitemoehybrid", "xlstm", "recurrent_gemma")
 # Nemotron-H's block letters (hybrid_override_pattern) and the list names of newer configs (layers_block_type)
 _NEMOTRON_LETTERS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 _NEMOTRON_NAMES = {"mamba": "mamba", "linear_attention": "mamba", "attention": "attention",
@@ -46,7 +48,9 @@ def hybrid_groups(r: ConfigReader, arch: Architecture, model_type: str, d_model:
                "granitemoehybrid": _granite_layers,
                # Ling-3.0 (bailing.py): KDA's state in float32 as Kimi's, unless the config states its dtype
                "bailing_hybrid": lambda r, *a: bailing_hybrid_layers(r, *a, _state_dtype(r) or "fp32"),
-               "xlstm": lambda r, arch, d, n: xlstm_layers(r, d, n)}  # xLSTM-7B's mLSTM blocks (xlstm.py)
+               "xlstm": lambda r, arch, d, n: xlstm_layers(r, d, n),  # xLSTM-7B's mLSTM blocks (xlstm.py)
+               # RecurrentGemma (recurrent_gemma.py): the RG-LRU's state in float32, as the reference keeps it
+               "recurrent_gemma": lambda r, *a: recurrent_gemma_layers(r, *a, _state_dtype(r) or "fp32")}
     layers = readers[model_type](r, arch, d_model, n_layers)
     _note_state_dtype(r, [m for _, m, _ in layers if m is not None])
     # LFM3 use_sandwich_norm: post_operator_norm and post_ffn_norm beside operator_norm and ffn_norm
@@ -73,8 +77,10 @@ def _note_state_dtype(r: ConfigReader, mixers: list[MixerSpec]) -> None:
         return
     stored = mixers[0].state_dtype
     given = _state_dtype(r)
-    why = ("the config's mamba_ssm_cache_dtype / mamba_ssm_dtype" if given else "vLLM keeps KDA's recurrent state in "
-           "float32 whatever the cache dtype: MambaStateDtypeCalculator.kda_state_dtype")
+    why = ("the config's mamba_ssm_cache_dtype / mamba_ssm_dtype" if given else "transformers and Google's reference "
+           "keep the RG-LRU's state in float32; vLLM does not serve RecurrentGemma" if mixers[0].kind == "rglru" else
+           "vLLM keeps KDA's recurrent state in float32 whatever the cache dtype: "
+           "MambaStateDtypeCalculator.kda_state_dtype")
     r.assume("Recurrent state per sequence: the SSM / delta-rule state (heads x head_dim x state_dim) in "
              + (f"{stored} ({why})" if stored else "the KV-cache dtype (vLLM's default "
                 "'auto'; the config states no state dtype)")

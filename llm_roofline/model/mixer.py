@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ..errors import ModelConfigError
 from .matrix import Matrix, check_kind
 
-MIXER_KINDS = ("mamba1", "mamba2", "gated_deltanet", "kda", "lightning", "short_conv", "mlstm")
+MIXER_KINDS = ("mamba1", "mamba2", "gated_deltanet", "kda", "lightning", "short_conv", "mlstm", "rglru")
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,11 @@ class MixerSpec:
     head (exponential gating: their biases are always built) from x, no conv, a LayerNorm per head over the output
     (its weight over inner_dim); state per head the matrix C (state_dim x head_dim), the normalizer n (state_dim) and
     the running max m (1).
+    rglru (RecurrentGemma's recurrent block, Griffin): linear_y (the GELU output gate, z) and linear_x (d -> inner,
+    with biases) from x; x through a depthwise conv of conv_kernel taps (with bias); the RG-LRU's input and recurrence
+    gates from the conv output, each block-diagonal over n_heads blocks of head_dim (gate_proj: n_heads (head_dim x
+    2*head_dim) blocks, with biases); a recurrent parameter per channel; a diagonal recurrence, one state value per
+    channel (state_dim 1, no groups, no norm); linear_out (with bias) back to d.
     """
 
     kind: str  # MIXER_KINDS
@@ -71,8 +76,10 @@ class MixerSpec:
     @property
     def gate_heads(self) -> int:
         """Per-head scalars from in_proj: dt (mamba2); beta and the decay a (gated DeltaNet); B (short conv, per
-        channel); the input and forget gates (mlstm); none (mamba1: x_proj; lightning)."""
-        kinds = {"mamba1": 0, "mamba2": 1, "gated_deltanet": 2, "kda": 1, "lightning": 0, "short_conv": 1, "mlstm": 2}
+        channel); the input and forget gates (mlstm); none (mamba1: x_proj; lightning; rglru: its block-diagonal
+        gate_proj)."""
+        kinds = {"mamba1": 0, "mamba2": 1, "gated_deltanet": 2, "kda": 1, "lightning": 0, "short_conv": 1, "mlstm": 2,
+                 "rglru": 0}
         return self.n_heads * kinds[self.kind]
 
     @property
@@ -99,6 +106,8 @@ class MixerSpec:
         if self.low_rank:  # kda's f_b, g_b: the decay and the output gate up from their rank to every channel
             mats += [Matrix("mixer.f_b_proj", self.low_rank, self.inner_dim),
                      Matrix("mixer.g_b_proj", self.low_rank, self.inner_dim)]
+        if self.kind == "rglru":  # the input and recurrence gates: one (head_dim x 2*head_dim) block per head
+            mats.append(Matrix("mixer.gate_proj", self.head_dim, 2 * self.head_dim, bias=True, count=self.n_heads))
         return mats + [Matrix("mixer.out_proj", self.inner_dim, d_model, self.proj_bias)]
 
     def extra_params(self) -> int:
@@ -110,13 +119,15 @@ class MixerSpec:
     def per_head_params(self) -> int:
         """A_log, dt_bias, D (mamba2); A_log, dt_bias (gated DeltaNet); A (channels x state_dim) and D (mamba1); A_log
         per head and dt_bias per channel (kda); the input and forget gates' biases (mlstm: always built, inside
-        in_proj's bias when the projections have one)."""
+        in_proj's bias when the projections have one); the recurrent parameter per channel (rglru)."""
         if self.kind == "mamba1":
             return self.n_heads * (self.state_dim + 1)
         if self.kind == "kda":
             return self.n_heads + self.inner_dim
         if self.kind == "mlstm":
             return 0 if self.proj_bias else 2 * self.n_heads
+        if self.kind == "rglru":
+            return self.inner_dim
         return self.n_heads * {"mamba2": 3, "gated_deltanet": 2, "lightning": 0, "short_conv": 0}[self.kind]
 
     def norm_params(self) -> int:
@@ -124,7 +135,7 @@ class MixerSpec:
         LayerNorm weight (inner_dim); Jamba's dt, B, C norms."""
         if self.kind == "mamba1":
             return self.dt_rank + 2 * self.state_dim if self.dt_bc_norms else 0
-        if self.kind == "short_conv" or not self.rms_norm:
+        if self.kind in ("short_conv", "rglru") or not self.rms_norm:
             return 0
         return self.head_dim if self.kind in ("gated_deltanet", "kda") else self.inner_dim
 

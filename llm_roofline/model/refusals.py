@@ -50,7 +50,7 @@ _XLSTM_V1 = ("sLSTM blocks (a scalar memory whose heads mix through recurrent we
 # model_type -> why the operator graph cannot represent it (recurrent state, linear attention, sparse attention).
 REFUSED_TYPES = {
     "plamo2": "hybrid attention + state-space layers",
-    **{t: "recurrent layers" for t in ("rwkv", "rwkv6", "rwkv7", "recurrent_gemma")},
+    **{t: "recurrent layers" for t in ("rwkv", "rwkv6", "rwkv7")},
     # Ring-mini / Ring-flash-linear-2.0 (BailingMoeLinearV2ForCausalLM, remote code only; vLLM bailing_moe_linear.py):
     # its layer_group_size / group_norm_size name no structural word, so it was read as GQA in every layer
     "bailing_moe_linear": "lightning attention (a decay per head, q/k norms and partial RoPE inside, a grouped "
@@ -86,8 +86,8 @@ REFUSED_KEYS = {
     **{k: "state-space / hybrid layers" for k in (
         "layers_block_type", "ssm_cfg", "ssm_state_size", "state_size", "mamba_d_state", "mamba_expand",
         "mamba_d_conv", "mamba_n_heads", "attn_layer_period", "attn_layer_offset", "hybrid_override_pattern",
-        "linear_attn_config", "block_types", "full_attn_idxs", "linear_num_value_heads", "linear_key_head_dim",
-        "conv_L_cache")},
+        "linear_attn_config", "block_types", "_block_types", "full_attn_idxs", "linear_num_value_heads",
+        "linear_key_head_dim", "conv_L_cache")},
     # MiniMax-M3's block indexer (minimax_m3.py reads it) under another model_type; Step-3.7's sparse_attention_config
     # holds the same (sparse_topk_blocks, sparse_block_size)
     **{k: "block-sparse attention (an indexer selects blocks of keys)" for k in ("index_topk_blocks",
