@@ -54,7 +54,7 @@ def op_band(model: CalibratedModel, op: "Op", chip: Chip) -> tuple[float, float]
     priced with the attention fit, which FlashAttention's kernels alone were timed for)."""
     if op.kind == "collective" and crosses_domain(op, chip):
         return UNCALIBRATED_BAND
-    if op.name.startswith("mixer.scan"):  # Mamba-2 SSD, Gated DeltaNet, KDA, lightning, mLSTM, RG-LRU: none in the tables
+    if op.name.startswith("mixer.scan"):  # Mamba-2 SSD, Gated DeltaNet, KDA, lightning, mLSTM, RG-LRU: none measured
         return BORROWED_FAMILY_BAND
     family = family_of(op)
     if dequantizing(op, family) and model.dequant_cap(chip, op.weight_dtype) < 1.0:

@@ -608,8 +608,8 @@ def test_ling_3_0_refuses_what_transformers_does_not_build(change, error):
 @pytest.mark.parametrize("change, error", [
     # 40 layers in groups of 6: the checkpoint's code makes layers 36-39 MLA, transformers' config KDA
     ({"num_hidden_layers": 40}, "multiple of layer_group_size"),
-    ({"layer_types": ["mamba"] * 42}, "not linear_attention or full_attention"),
-    ({"mlp_layer_types": ["moe"] * 42}, "not 'dense' or 'sparse'"),
+    ({"layer_types": ["mamba"] * 42}, "is not one of 'linear_attention', 'full_attention'"),
+    ({"mlp_layer_types": ["moe"] * 42}, "is not one of 'dense', 'sparse'"),
     ({"qk_head_dim": 128}, "qk_head_dim"),
     ({"no_kda_lora": "yes"}, "no_kda_lora must be true or false"),
     ({"architectures": "BailingMoeV3ForCausalLM"}, "architectures must be a list"),

@@ -331,7 +331,8 @@ def test_olmo_hybrid_derives_what_its_config_class_derives():
 @pytest.mark.parametrize("change, error", [
     ({"layer_types": ["full_attention"] * 32}, "linear_attention and full_attention layers both"),
     ({"layer_types": ["linear_attention"] * 32}, "linear_attention and full_attention layers both"),
-    ({"layer_types": ["linear_attention", "sliding_attention"] * 16}, "is not linear_attention or full_attention"),
+    ({"layer_types": ["linear_attention", "sliding_attention"] * 16},
+     "is not one of 'linear_attention', 'full_attention'"),
     ({"rope_parameters": "none"}, "rope_parameters must be an object"),
     ({"linear_num_value_heads": 7}, "must be a multiple of linear_num_key_heads"),
     ({"linear_key_head_dim": None, "linear_num_key_heads": 4000}, "linear_key_head_dim: 0.75 x hidden_size"),
@@ -375,7 +376,7 @@ def test_lara_mini_layer_types():
     m = lr.load_model(cfg)  # absent: LaraMiniConfig's period-5 pattern, the fixture's own
     assert [(g.name, g.count) for g in m.layer_groups] == [("gated_deltanet.moe", 14), ("attention.moe", 13),
                                                            ("attention.moe-2", 7)]
-    with pytest.raises(lr.ModelConfigError, match="'mamba' is not linear_attention, sliding_attention or full"):
+    with pytest.raises(lr.ModelConfigError, match="'mamba' is not one of 'linear_attention', 'sliding_attention'"):
         lr.load_model({**cfg, "layer_types": ["mamba"] * 34})
 
 
@@ -1205,8 +1206,8 @@ def test_minimax_m3_refuses_sparse_options_it_cannot_read(change, error):
 @pytest.mark.parametrize("change, error", [
     ({"attention_output_gate": True}, "attention_output_gate=true"),
     ({"qk_norm_type": "per_layer"}, "only per-head q/k norms"),
-    ({"layer_types": ["sliding_attention"] * 60}, "is not one of full_attention, minimax_m3_sparse"),
-    ({"mlp_layer_types": ["moe"] * 60}, "is not 'dense' or 'sparse'"),
+    ({"layer_types": ["sliding_attention"] * 60}, "is not one of 'full_attention', 'minimax_m3_sparse'"),
+    ({"mlp_layer_types": ["moe"] * 60}, "is not one of 'dense', 'sparse'"),
     ({"moe_layer_freq": 1}, "moe_layer_freq must be a list of integers"),
     ({"sparse_attention_config": [16, 128]}, "sparse_attention_config must be an object"),
     ({"index_topk_blocks": True, "sparse_attention_config": None, "layer_types": ["minimax_m3_sparse"] * 60},
@@ -1307,12 +1308,13 @@ def test_inkling_transformers_keys_and_defaults():
 
 @pytest.mark.parametrize("change, error", [
     ({"use_sconv": "yes"}, "use_sconv must be true or false"),
-    ({"layer_types": ["full_attention"] * 66}, "layer_types entry 'full_attention' is not 'hybrid'"),
+    ({"layer_types": ["full_attention"] * 66},
+     "layer_types entry 'full_attention' is not one of 'hybrid', 'hybrid_sliding'"),
     ({"layer_types": ["hybrid"] * 65}, r"layer_types must list one entry per layer \(66\)"),
     ({"local_layer_ids": [0, 66]}, "local_layer_ids lists 66, which is not a layer index"),
     ({"local_layer_ids": [True]}, r"local_layer_ids\[0\] must be an integer"),
     ({"local_layer_ids": "0,1"}, "local_layer_ids must be a list of integers"),
-    ({"mlp_layer_types": ["moe"] * 66}, "mlp_layer_types entry 'moe' is not 'dense' or 'sparse'"),
+    ({"mlp_layer_types": ["moe"] * 66}, "mlp_layer_types entry 'moe' is not one of 'dense', 'sparse'"),
     ({"dense_mlp_idx": 67}, r"dense_mlp_idx \(67\) exceeds num_hidden_layers \(66\)"),
     ({"dense_mlp_idx": -1}, "dense_mlp_idx must be non-negative"),
     ({"d_rel": 0}, "d_rel must be positive"),

@@ -90,11 +90,8 @@ def _full_layers(r: ConfigReader, n_layers: int) -> list[bool]:
     """MLA layers: layer_types ('full_attention' / 'linear_attention'), else every layer_group_size-th layer (0-based
     (i + 1) % g == 0). The hub's code makes the layers past the last whole group MLA too, transformers' KDA: such a
     count is refused (SGLang requires whole groups)."""
-    types = r.str_list("layer_types", n_layers)
+    types = r.str_list("layer_types", n_layers, allowed=("linear_attention", "full_attention"))
     if types is not None:
-        bad = next((t for t in types if t not in ("linear_attention", "full_attention")), None)
-        if bad is not None:
-            raise ModelConfigError(f"layer_types entry {bad[:40]!r} is not linear_attention or full_attention")
         r.used.add("layer_group_size")
         return [t == "full_attention" for t in types]
     group = r.count("layer_group_size", default=6, allow_zero=False)
@@ -106,13 +103,10 @@ def _full_layers(r: ConfigReader, n_layers: int) -> list[bool]:
 
 def _moe_layers(r: ConfigReader, n_layers: int) -> list[bool]:
     """mlp_layer_types ('dense' / 'sparse'), else MoE from first_k_dense_replace on (BailingHybridConfig)."""
-    types = r.str_list("mlp_layer_types", n_layers)
+    types = r.str_list("mlp_layer_types", n_layers, allowed=("dense", "sparse"))
     if types is None:
         first = r.count("first_k_dense_replace", default=2)
         return [i >= first for i in range(n_layers)]
-    bad = next((t for t in types if t not in ("dense", "sparse")), None)
-    if bad is not None:
-        raise ModelConfigError(f"mlp_layer_types entry {bad[:40]!r} is not 'dense' or 'sparse'")
     r.used.add("first_k_dense_replace")
     return [t == "sparse" for t in types]
 

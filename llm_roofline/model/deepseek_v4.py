@@ -56,11 +56,8 @@ def _layer_types(r: ConfigReader, n_layers: int) -> list[str]:
     lists the MTP layers after the n_layers of the model: they are not read); else transformers' default (two HCA
     layers, then CSA and HCA alternating)."""
     rates = _rates(r)
-    types = r.str_list("layer_types", n_layers)
+    types = r.str_list("layer_types", n_layers, allowed=_TYPES)
     if types is not None:
-        bad = next((t for t in types if t not in _TYPES), None)
-        if bad is not None:
-            raise ModelConfigError(f"layer_types entry {bad[:40]!r} is not one of {', '.join(_TYPES)}")
         return types
     ratios = r.int_list("compress_ratios")
     if ratios is None:

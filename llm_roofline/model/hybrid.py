@@ -262,12 +262,9 @@ def _bamba_mixer(r: ConfigReader, d_model: int) -> MixerSpec:
 # ---------------------------------------------------------------------------- Qwen3-Next
 def _linear_or_full(r: ConfigReader, n_layers: int) -> list[bool] | None:
     """layer_types of linear_attention / full_attention entries as softmax-attention flags; None when absent."""
-    types = r.str_list("layer_types", n_layers)
+    types = r.str_list("layer_types", n_layers, allowed=("linear_attention", "full_attention"))
     if types is None:
         return None
-    bad = next((t for t in types if t not in ("linear_attention", "full_attention")), None)
-    if bad is not None:
-        raise ModelConfigError(f"layer_types entry {bad[:40]!r} is not linear_attention or full_attention")
     return [t == "full_attention" for t in types]
 
 
@@ -370,15 +367,11 @@ def _lara_mini_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layer
     per head: over sliding_window tokens with RoPE on 'sliding_attention' layers, over all without RoPE on
     'full_attention' ones) -> residual -> norm -> MoE of num_experts experts and a shared expert of
     shared_expert_intermediate_size, added without a gate (the architecture's shared_gate is off) -> residual."""
-    types = r.str_list("layer_types", n_layers)
+    types = r.str_list("layer_types", n_layers, allowed=_LARA_PATTERN)
     if types is None:
         types = [_LARA_PATTERN[i % len(_LARA_PATTERN)] for i in range(n_layers)]
         r.assume("layer_types absent from the config: LaraMiniConfig's released pattern (linear, sliding, linear, "
                  "full, sliding attention) repeated.")
-    bad = next((t for t in types if t not in _LARA_PATTERN), None)
-    if bad is not None:
-        raise ModelConfigError(f"layer_types entry {bad[:40]!r} is not linear_attention, sliding_attention or "
-                               "full_attention")
     kinds = set(types)
     attn = {t: attention_spec(r, arch, d_model, r.dim("sliding_window") if t == "sliding_attention" else None,
                               rope=t == "sliding_attention") for t in sorted(kinds - {"linear_attention"})}
@@ -490,13 +483,10 @@ def _lfm2_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: in
     """Lfm2DecoderLayer: norm -> (short conv | attention with q/k norms) -> residual -> norm -> gated MLP -> residual.
     Short conv: in_proj (d -> B, C, x), depthwise conv1d of conv_L_cache taps over B*x, C * conv, out_proj; the
     projections carry a bias when conv_bias is set."""
-    types = r.str_list("layer_types", n_layers)
+    types = r.str_list("layer_types", n_layers, allowed=("conv", "full_attention"))
     if types is None:
         full_at = set(r.int_list("full_attn_idxs", default=list(range(n_layers))) or [])
         types = ["full_attention" if i in full_at else "conv" for i in range(n_layers)]
-    bad = next((t for t in types if t not in ("conv", "full_attention")), None)
-    if bad is not None:
-        raise ModelConfigError(f"layer_types entry {bad[:40]!r} is not conv or full_attention")
     mixer = _short_conv(r, d_model)
     attn = attention_spec(r, arch, d_model, None, rope=True) if "full_attention" in types else None
     ffns = _lfm2_ffns(r, arch, d_model, n_layers)

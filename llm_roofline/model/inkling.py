@@ -70,11 +70,8 @@ def inkling_tied(r: ConfigReader) -> bool:
 def _sliding_layers(r: ConfigReader, n_layers: int) -> list[bool]:
     """layer_types ('hybrid' / 'hybrid_sliding'), else local_layer_ids (the sliding layers' indices), else
     InklingTextConfig's default: every 6th layer full, the others sliding."""
-    types = r.str_list("layer_types", n_layers)
+    types = r.str_list("layer_types", n_layers, allowed=_TYPES)
     if types is not None:
-        bad = next((t for t in types if t not in _TYPES), None)
-        if bad is not None:
-            raise ModelConfigError(f"layer_types entry {bad[:40]!r} is not 'hybrid' or 'hybrid_sliding'")
         r.used.add("local_layer_ids")  # what layer_types was derived from
         return [t == "hybrid_sliding" for t in types]
     local = r.int_list("local_layer_ids")
@@ -91,15 +88,12 @@ def _sliding_layers(r: ConfigReader, n_layers: int) -> list[bool]:
 def _dense_layers(r: ConfigReader, n_layers: int) -> list[bool]:
     """mlp_layer_types ('dense' / 'sparse'), else the first dense_mlp_idx layers dense (the checkpoint's key; 0 in
     InklingTextConfig: every layer sparse)."""
-    types = r.str_list("mlp_layer_types", n_layers)
+    types = r.str_list("mlp_layer_types", n_layers, allowed=("dense", "sparse"))
     if types is None:
         first = r.count("dense_mlp_idx")
         if first > n_layers:
             raise ModelConfigError(f"dense_mlp_idx ({first}) exceeds num_hidden_layers ({n_layers})")
         return [i < first for i in range(n_layers)]
-    bad = next((t for t in types if t not in ("dense", "sparse")), None)
-    if bad is not None:
-        raise ModelConfigError(f"mlp_layer_types entry {bad[:40]!r} is not 'dense' or 'sparse'")
     r.used.add("dense_mlp_idx")
     return [t == "dense" for t in types]
 

@@ -67,11 +67,8 @@ def _check_attention(r: ConfigReader) -> None:
 def _sparse_layers(r: ConfigReader, sparse_cfg: dict, n_layers: int) -> list[bool]:
     """Which layers run the indexer: layer_types' minimax_m3_sparse, else sparse_attention_config's
     sparse_attention_freq flags, else none (MiniMaxM3VLTextConfig)."""
-    types = r.str_list("layer_types", n_layers)
+    types = r.str_list("layer_types", n_layers, allowed=_TYPES)
     if types is not None:
-        bad = next((t for t in types if t not in _TYPES), None)
-        if bad is not None:
-            raise ModelConfigError(f"layer_types entry {bad[:40]!r} is not one of {', '.join(_TYPES)}")
         return [t == "minimax_m3_sparse" for t in types]
     return [bool(f) for f in _flags(sparse_cfg, "sparse_attention_freq", n_layers, [0] * n_layers)]
 
@@ -128,11 +125,8 @@ def _index_value(r: ConfigReader, flat: str, sparse_cfg: dict) -> int:
 def _moe_layers(r: ConfigReader, n_layers: int) -> list[bool]:
     """mlp_layer_types ('sparse' / 'dense'), else the hub's moe_layer_freq flags, else every layer MoE."""
     r.used.add("first_k_dense_replace")  # the hub config's, what moe_layer_freq was written from
-    types = r.str_list("mlp_layer_types", n_layers)
+    types = r.str_list("mlp_layer_types", n_layers, allowed=("dense", "sparse"))
     if types is not None:
-        bad = next((t for t in types if t not in ("dense", "sparse")), None)
-        if bad is not None:
-            raise ModelConfigError(f"mlp_layer_types entry {bad[:40]!r} is not 'dense' or 'sparse'")
         r.used.add("moe_layer_freq")
         return [t == "sparse" for t in types]
     flags = r.int_list("moe_layer_freq", n_layers)

@@ -132,9 +132,9 @@ class ConfigReader:
         return [as_int(v, f"{key}[{i}]", allow_zero=True, bound=bound_of(key) if key in BOUND_OF_KEY
                        else BOUNDS["layers"]) for i, v in enumerate(value[: BOUNDS["layers"] + 1])]
 
-    def str_list(self, key: str, length: int, trailing: int = 0) -> list[str] | None:
-        """A list of strings, one per layer (layer_types, mlp_layer_types); `trailing` more entries (Step-3.5's MTP
-        layers at the end of its per-layer lists) are allowed and dropped."""
+    def str_list(self, key: str, length: int, trailing: int = 0, allowed: tuple[str, ...] = ()) -> list[str] | None:
+        """A list of strings, one per layer (layer_types, mlp_layer_types), each one of `allowed` where given;
+        `trailing` more entries (Step-3.5's MTP layers at the end of its per-layer lists) are allowed and dropped."""
         value = self.typed(key, (list,), "a list of strings", None)
         if value is None:
             return None
@@ -146,6 +146,9 @@ class ConfigReader:
         bad = next((v for v in value if not isinstance(v, str)), None)
         if bad is not None:
             raise ModelConfigError(f"{key} must be a list of strings, got an entry {_short(bad)}")
+        bad = next((v for v in value if allowed and v not in allowed), None)
+        if bad is not None:
+            raise ModelConfigError(f"{key} entry {bad[:40]!r} is not one of {', '.join(map(repr, allowed))}")
         return value
 
     def dim(self, *keys: str, fallback: tuple[int, str] | None = None, required: bool = True) -> int | None:
