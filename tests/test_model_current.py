@@ -1424,6 +1424,32 @@ def test_gemma4_e2b_per_layer_inputs_and_layers_that_reuse_kv():
     assert float(gather.hbm_bytes) < 4 * 8960 * 2
 
 
+def test_gemma4_e4b_reuses_kv_without_a_double_wide_mlp():
+    # google/gemma-4-E4B-it's text_config as public ports' tests copy it: hidden 2560, 42 layers ((5 sliding + 1 full)
+    # x 7), 8 heads, 2 KV heads of 256 (full 512), MLP 10,240, the last 18 layers reuse K and V, use_double_wide_mlp
+    # false; the per-layer inputs and vocabulary as E2B's
+    cfg = raw("gemma4_e2b")
+    text = {**cfg["text_config"], "hidden_size": 2560, "num_hidden_layers": 42, "intermediate_size": 10240,
+            "num_key_value_heads": 2, "num_kv_shared_layers": 18, "use_double_wide_mlp": False,
+            "layer_types": (["sliding_attention"] * 5 + ["full_attention"]) * 7}
+    m = lr.load_model({**cfg, "text_config": text})
+    # layers 0-23 (20 sliding, 4 full) own K and V, 24-41 (15 sliding, 3 full) reuse them:
+    # sliding own: q, o 2 x 2560 x 2048 + k, v 2 x 2560 x 512 + q/k norms 512 = 13,107,712; full own: q, o 2 x 2560 x
+    #   4096 + k, v 2 x 2560 x 1024 + 1024 = 26,215,424; sliding reused 10,486,016; full reused 20,972,032
+    # every layer: MLP 3 x 2560 x 10,240 = 78,643,200; per-layer gate + projection 2 x 2560 x 256 = 1,310,720; 5 norms
+    #   12,800
+    layers = (20 * 13_107_712 + 4 * 26_215_424 + 15 * 10_486_016 + 3 * 20_972_032
+              + 42 * (78_643_200 + 1_310_720 + 12_800))
+    # tied embedding 262,144 x 2560; per-layer table 262,144 x 10,752; its projection 2560 x 10,752 and norm 256;
+    #   final norm 2560
+    expected = layers + 671_088_640 + 2_818_572_288 + 27_525_120 + 256 + 2560
+    assert m.params_total == expected == 7_463_013_376  # = transformers' meta count (Gemma4ForCausalLM)
+    assert [(g.name, g.count, g.ffn.d_ff) for g in m.layer_groups] == [
+        ("sliding", 20, 10_240), ("full", 4, 10_240), ("sliding.kv-reused", 15, 10_240), ("full.kv-reused", 3, 10_240)]
+    # 20 x 2 heads x 256 x (K + V) x 2 B + 4 x 2 x 512 x 2 x 2 B = 40,960 + 16,384
+    assert kv_bytes_per_token(m, "bf16") == 57_344
+
+
 def test_gemma3n_altup_laurel_sparse_activations_and_kv_reuse():
     m = fixture("gemma3n_e4b")
     # d 2048, 35 layers ((4 sliding + 1 full) x 7), 8 heads x 256, 2 KV heads; the last 15 reuse K and V:
