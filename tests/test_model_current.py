@@ -4,9 +4,9 @@ blocks), Granite-4.0 hybrid, LFM2-MoE, OLMo Hybrid and Lara-Mini (Gated DeltaNet
 layers), Gemma-4 (global head dim, K = V; E2B's per-layer inputs and KV reuse), Gemma-3n, Qwen2-VL (top-level text
 keys, vision tower named), Nemotron-NAS blocks without attention or FFN; LongCat-Flash, K-EXAONE (EXAONE-MoE),
 Step-3.5-Flash / Step-3.7 (step3p5); Cohere2-MoE (North Mini Code), Mellum 2, Laguna (Doge refused); dots3-note (DSA
-beside sliding-window MLA; A.X-K2 and Hy4 refused); MiniMax-M3 (block-sparse GQA: an indexer picks blocks of keys);
-Inkling (a relative position bias, short convs, sliding layers of their own heads, a router sink; Inkling-2 and
-Inkling-2-Loop refused).
+beside sliding-window MLA; Hy4 refused); A.X-K2 (MLA whose q_gate_proj also makes an output gate, gated RMSNorms);
+MiniMax-M3 (block-sparse GQA: an indexer picks blocks of keys); Inkling (a relative position bias, short convs,
+sliding layers of their own heads, a router sink; Inkling-2 and Inkling-2-Loop refused).
 
 Every expected count is hand arithmetic in the comment beside it; the reference it is checked against is named.
 "transformers meta count" = the model class of transformers 5.24 built from the fixture on the meta device
@@ -140,6 +140,11 @@ Fixtures (tests/fixtures/configs):
   blocks are MoE, a 32-layer Whisper-style audio encoder of 1,280). transformers' Dots3NoteTextConfig defaults (its
   docstring's checkpoint) are the same text model. transformers meta count 279,551,718,016 (the fixture through
   Dots3NoteConfig, and Dots3NoteTextConfig()); dots: "280B total, 16B activated".
+- axk2_light_default.json: transformers' own default config of model_type axk2, AXK2Config().to_dict() of
+  transformers 5.24 (its docstring checkpoint skt/A.X-K2; its comments call the defaults A.X-K2-Light's), transformers'
+  bookkeeping keys (id2label, return_dict, ...) left out. No verbatim config.json of an SKT A.X-K2 release was found in
+  the public sources searched (a range-download script for skt/A.X-K2 shows only hidden 7,168, vocabulary 163,840, 61
+  blocks). transformers meta count 20,314,494,976 + 6,016 router-bias buffers; no SKT figure for this config found.
 - minimax_m3.json: MiniMaxAI/MiniMax-M3 config.json (model_type minimax_m3_vl, the text keys in a text_config without
   a model_type, the index settings in sparse_attention_config under their older names), assembled from published
   values (no verbatim copy of the bf16 checkpoint's file was found): every text_config field as a public Swift port's
@@ -177,6 +182,7 @@ Fixtures (tests/fixtures/configs):
 """
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -1094,15 +1100,62 @@ def test_dots3_note_refuses_what_it_cannot_read(change, error):
         lr.load_model({**raw("dots3_note_prev"), **change})
 
 
+# ------------------------------------------------------------------------------ A.X-K2 (MLA + DSA, gated RMSNorms)
+# d 2048, 48 layers (1 dense + 47 MoE), 32 heads, q_lora 384, kv_lora 128, nope 64 + rope 32 = 96, v 64. Attention,
+#   every layer: q_a 2048 x 384 = 786,432 + q_gate_proj 2 x 384 = 768 x 32 x (96 + 64) = 3,932,160 + kv_a 2048 x
+#   (128 + 32) = 327,680 + kv_b 128 x 32 x (64 + 64) = 524,288 + o 32 x 64 x 2048 = 4,194,304 = 9,764,864; indexer
+#   wq_b 384 x 16 x 128 = 786,432 + wk 2048 x 128 = 262,144 + weights_proj 2048 x 16 = 32,768 + k_norm LayerNorm 256
+#   = 1,081,600; q_a / kv_a norms 384 + 128 = 512 -> 10,846,976
+# gated norm: fc1 2048 x 16 + fc2 16 x 2048 = 65,536 (one on the dense layer, two on a MoE layer); 2 RMSNorms 4,096
+# dense MLP 3 x 2048 x 5120 = 31,457,280; MoE 128 experts x 3 x 2048 x 512 (3,145,728) = 402,653,184 + shared
+#   3,145,728 + router 128 x 2048 = 262,144 + its bias 128 = 406,061,184
+# untied embed + head 2 x 163,840 x 2048 = 671,088,640; final norm 2048
+AXK2_DENSE = 10_846_976 + 65_536 + 4_096 + 31_457_280  # 42,373,888
+AXK2_MOE = 10_846_976 + 2 * 65_536 + 4_096 + 406_061_184  # 417,043,328
+AXK2 = AXK2_DENSE + 47 * AXK2_MOE + 671_088_640 + 2048
+
+
+def test_axk2_light_default_q_gate_proj_and_gated_norms():
+    m = fixture("axk2_light_default")
+    assert m.params_total == AXK2 == 20_314_500_992
+    # transformers meta count 20,314,494,976 (AXK2Config()): its e_score_correction_bias is a buffer (47 x 128 fewer)
+    assert m.params_total - 20_314_494_976 == 47 * 128
+    # active: 8 of 128 experts, 120 x 3,145,728 = 377,487,360 fewer a MoE layer
+    assert m.params_active == AXK2 - 47 * 377_487_360 == 2_572_595_072
+    assert [(g.name, g.count, g.gated_norms) for g in m.layer_groups] == [("dense", 1, 1), ("moe", 47, 2)]
+    # KV per token: latent 128 + rope key 32 + index key 128 = 288 elements a layer, 2 B each
+    assert kv_bytes_per_token(m, "bf16") == 48 * 288 * 2 == 27_648
+    g = next(g for g in m.layer_groups if g.name == "moe")  # one MoE layer, its gated norms kept
+    ops = {o.name: o for o in build_ops(ModelSpec(m.name, 2048, m.vocab_size, (replace(g, count=1),)),
+                                        Phase.decode(1, 4096))}
+    # q_gate_proj: 2 x 384 inputs -> 32 x (96 + 64) outputs, one token
+    assert float(ops["attn.q_b_proj"].flops) == 2 * 768 * 5120
+    # the output gate over 32 x 64 elements (sigmoid ~4 + 1 multiply)
+    assert float(ops["attn.output_gate"].flops) == 5 * 32 * 64
+    # two gated norms: fc1 (2048 -> 16) and fc2 (16 -> 2048), x 2; the gate over 2 x 2048 elements
+    assert float(ops["norm_gate.fc1"].flops) == float(ops["norm_gate.fc2"].flops) == 2 * 2 * 2048 * 16
+    assert float(ops["norm_gate.apply"].flops) == 5 * 2 * 2048
+    assert any("gated through a rank-16 bottleneck" in a for a in m.assumptions)
+
+
+@pytest.mark.parametrize("change, error", [
+    ({"q_lora_rank": None}, "q_lora_rank must be a positive integer for model_type axk2"),
+    ({"layer_types": ["full_attention"] * 48}, "entry 'full_attention' is not one of 'indexed_attention'"),
+    ({"gated_norm_rank": "16"}, "gated_norm_rank must be an integer"),
+    ({"gated_norm_rank": 0}, "gated_norm_rank must be"),
+    ({"attention_bias": True}, "attention_bias=true with MLA"),
+])
+def test_axk2_refuses_what_it_cannot_read(change, error):
+    with pytest.raises(lr.RooflineError, match=error):
+        lr.load_model({**raw("axk2_light_default"), **change})
+
+
 @pytest.mark.parametrize("cfg, words", [
-    # A.X-K2 (modular_axk2.py): q_gate_proj over cat(normed, raw q latent) and low-rank gated RMSNorms
-    ({"model_type": "axk2", "index_topk": 2048, "gated_norm_rank": 16}, ("q_gate_proj", "2 x q_lora_rank",
-                                                                        "gated_norm_rank")),
     # Hy4 (modular_hy_v4.py) and its VL wrapper's text tower: iHC hyper-connections, an MLA output gate from x
     ({"model_type": "hy_v4", "index_topk": 2048, "hc_mult": 4}, ("iHC hyper-connections", "gate_proj", "sinks")),
     ({"model_type": "hy_v4_vl", "text_config": {"model_type": "hy_v4_vl_text", "hc_mult": 4}}, ("iHC", "gate_proj")),
 ])
-def test_axk2_and_hy_v4_are_refused_naming_what_the_graph_lacks(cfg, words):
+def test_hy_v4_is_refused_naming_what_the_graph_lacks(cfg, words):
     with pytest.raises(UnsupportedArchitectureError) as e:
         lr.load_model(cfg)
     text = str(e.value)

@@ -104,7 +104,9 @@ def _mla_projections(c: Ctx, g: LayerGroup, heads: int) -> list[Op]:
     ops, latent_out = [], a.kv_lora_rank + a.qk_rope_head_dim
     if a.q_lora_rank:
         ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=a.q_lora_rank + latent_out, style="replicated"))
-        ops.append(c.gemm("attn.q_b_proj", g.name, n, "attn", k=a.q_lora_rank, n=heads * a.head_dim, style="column"))
+        # A.X-K2: from cat(normed, raw latent), the queries and an output gate of vd per head
+        ops.append(c.gemm("attn.q_b_proj", g.name, n, "attn", k=a.q_b_inputs,
+                          n=heads * (a.head_dim + (a.v_head_dim if a.output_gate else 0)), style="column"))
     else:
         ops.append(c.gemm("attn.q_proj", g.name, n, "attn", k=d, n=heads * a.head_dim, style="column"))
         ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=latent_out, style="replicated"))

@@ -300,8 +300,22 @@ def _layer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     if g.parallel_block:
         return c.kept(_parallel_block_ops, g, experts)
     extras = (c.kept(_altup_laurel_ops, g) if c.spec.altup_streams else []) + (
-        c.kept(_per_layer_input_ops, g) if c.spec.per_layer_input else [])
+        c.kept(_per_layer_input_ops, g) if c.spec.per_layer_input else []) + (
+        c.kept(_gated_norm_ops, g) if g.gated_norms else [])
     return c.kept(_attention_half, g) + c.kept(_ffn_half, g, experts) + extras
+
+
+def _gated_norm_ops(c: Ctx, g: LayerGroup) -> list[Op]:
+    """A.X-K2's gated RMSNorms (g.gated_norms of the block's norms, whose RMSNorm itself is norm.attn / norm.ffn): the
+    normed y (T, d) @ (d, r), SiLU over (T, r), @ (r, d), then y * sigmoid(gate) over (T, d) (~4 FLOP for the sigmoid,
+    1 multiply); the small matrices replicated on every tp chip, as the norms are."""
+    n, k, d = g.count, g.gated_norms, c.spec.d_model
+    ops = [c.gemm(m.name, g.name, n, m.family, k=m.k, n=m.n, n_matrices=m.count, n_stored=m.count, style="replicated")
+           for m in g.per_layer]
+    rank = g.per_layer[0].n
+    return ops[:1] + [_activation(c, "norm_gate.act", g.name, n, c.T_attn, k * rank, False, "replicated")] + \
+        ops[1:] + [c.pointwise("norm_gate.apply", g.name, n, rows=c.T_attn, width=k * d, flops_per_elem=5, reads=2,
+                               style="sequence")]
 
 
 def _per_layer_input_ops(c: Ctx, g: LayerGroup) -> list[Op]:

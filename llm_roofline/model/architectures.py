@@ -355,6 +355,16 @@ ARCHITECTURES: dict[str, Architecture] = {
     # DeepSeek-V3.2 (configuration_deepseek_v32.py): DeepSeek-V3 plus a lightning indexer per layer (DSA).
     "deepseek_v32": replace(_LLAMA, router_bias=True, defaults={"tie_word_embeddings": False, "index_topk": 2048,
                                                                 "index_n_heads": 64, "index_head_dim": 128}),
+    # A.X-K2 (configuration_axk2.py, modular_axk2.py; read with axk2.py): DeepSeek-V3.2's MLA + DSA and MoE, with
+    # q_gate_proj (queries and an output gate from the q latent taken twice) and low-rank gated RMSNorms. Defaults: the
+    # config class's (A.X-K2-Light per its docstring), the first layer dense (its first_k_dense_replace default).
+    "axk2": replace(_LLAMA, router_bias=True, defaults={
+        "tie_word_embeddings": False, "vocab_size": 163840, "hidden_size": 2048, "intermediate_size": 5120,
+        "moe_intermediate_size": 512, "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 32,
+        "n_shared_experts": 1, "n_routed_experts": 128, "num_experts_per_tok": 8, "kv_lora_rank": 128,
+        "q_lora_rank": 384, "qk_rope_head_dim": 32, "v_head_dim": 64, "qk_nope_head_dim": 64,
+        "max_position_embeddings": 131072, "index_topk": 2048, "index_head_dim": 128, "index_n_heads": 16,
+        "gated_norm_rank": 16, "first_k_dense_replace": 1}),
     # DeepSeek-V4 (configuration_deepseek_v4.py; read by deepseek_v4.py): shared-KV MQA over a sliding window plus
     # compressed KV (CSA / HCA), hyper-connections, MoE with a shared expert.
     "deepseek_v4": replace(_LLAMA, defaults={

@@ -21,7 +21,8 @@ Reading a config, in order (one reader: the result depends on the config and thi
    and sliding-window MLA layers of two shapes (dots3.py), MiniMax-M3's block-sparse (indexer) layers (minimax_m3.py),
    Zamba's shared blocks (zamba.py), LongCat-Flash's two attention blocks and shortcut MoE per layer (longcat.py),
    Cohere2-MoE's window runs and NoPE layers (cohere.py), Laguna's per-layer heads and output gate (laguna.py),
-   Inkling's relative position bias, short convs and sliding layers of their own heads (inkling.py);
+   Inkling's relative position bias, short convs and sliding layers of their own heads (inkling.py), A.X-K2's
+   q_gate_proj and gated RMSNorms (axk2.py);
    identical layers share one LayerGroup. Every fallback appends a sentence to `assumptions`; keys that shape a model
    and were not read are named (or the config is refused when its model_type is unknown).
 """
@@ -40,6 +41,7 @@ from .architectures import (ARCHITECTURES, BOUNDS, CONTEXT_KEYS, GEMMA4_TYPES, H
                             PER_LAYER_INPUT_TYPES, TEXT_MODEL_TYPES, UNKNOWN_ARCHITECTURE, Architecture)
 from .cohere import cohere2_moe_layers
 from .config_files import locate, read_json, shipped_index
+from .axk2 import axk2_layers, axk2_norm_gates
 from .deepseek_v4 import deepseek_v4_groups
 from .dots3 import DOTS3_TYPES, dots3_groups
 from .hybrid import HYBRID_TYPES, hybrid_groups
@@ -202,6 +204,8 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
         if model_type in _LAYER_PASSES:  # Laguna's heads and gates per layer, Cohere2-MoE's RoPE
             layers = _LAYER_PASSES[model_type](r, layers)
         groups = group_layers(layers, parallel_block(r, arch), norms_per_block(r, arch, model_type))
+        if model_type == "axk2":  # A.X-K2's low-rank gated RMSNorms
+            groups = axk2_norm_gates(r, groups, d_model)
     ple, ple_vocab = per_layer_input(r, vocab) if model_type in PER_LAYER_INPUT_TYPES else (0, 0)
     altup, laurel = gemma3n_altup_laurel(r) if model_type == "gemma3n_text" else (0, 0)
     groups = with_layer_extras(groups, d_model, ple, altup, laurel)
@@ -236,7 +240,7 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
     )
 
 
-_LAYER_PASSES = {"laguna": laguna_layers, "cohere2_moe": cohere2_moe_layers}
+_LAYER_PASSES = {"laguna": laguna_layers, "cohere2_moe": cohere2_moe_layers, "axk2": axk2_layers}
 
 
 def _layers(r: ConfigReader, arch: Architecture, model_type: str, d_model: int, n_layers: int) -> list:

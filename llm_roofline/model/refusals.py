@@ -23,11 +23,6 @@ _DORY = ("Dory's looped section (n_recurrent_loops passes through the same n_rec
 _HRM_TEXT = ("HRM-Text's two stacks of num_layers_per_stack layers run in nested cycles (in each of H_cycles cycles "
              "the L stack L_cycles times, then the H stack), every run with a KV cache of its own, with weightless "
              "RMSNorms and a prefix-LM mask (bidirectional over the prompt)")
-# modular_axk2.py: DeepSeek-V3.2's DSA indexer and MoE, but neither the attention nor the norms are the graph's
-_AXK2 = ("A.X-K2's MLA, whose q_gate_proj makes the queries and a sigmoid output gate of heads x v_head_dim from the "
-         "q latent taken twice, normed and raw (2 x q_lora_rank inputs), and its RMSNorms gated through a "
-         "gated_norm_rank bottleneck (d -> r -> d) before attention and before each MoE (its DSA indexer and MoE are "
-         "DeepSeek-V3.2's)")
 # modular_hy_v4.py, configuration_hy_v4_vl.py: GLM-5's DSA with shared-indexer layers and DeepSeek-style MoE inside
 _HY_V4 = ("Hy4's iHC hyper-connections (hc_mult residual streams mixed by sigmoid pre / post weights, 2 x hc_mult per "
           "sub-block and no Sinkhorn comb, unlike DeepSeek-V4's) and its MLA's output gate (gate_proj: d -> heads x "
@@ -76,7 +71,6 @@ REFUSED_TYPES = {
     "zaya": _ZAYA,
     "dory": _DORY,
     "hrm_text": _HRM_TEXT,
-    "axk2": _AXK2,
     **dict.fromkeys(("hy_v4", "hy_v4_vl", "hy_v4_vl_text"), _HY_V4),
     **dict.fromkeys(("inkling2", "inkling2_text"), _INKLING2),
     **dict.fromkeys(("inkling2_loop", "inkling2_loop_text"), _INKLING2_LOOP),

@@ -79,6 +79,9 @@ class AttentionSpec:
     qk_nope_head_dim: int | None = None
     qk_rope_head_dim: int | None = None
     output_gate: bool = False  # Qwen3-Next gated attention: q_proj also produces a sigmoid gate of H*hd on the output
+    # (MLA, A.X-K2: q_b_proj also produces it, H x v_head_dim); q_latent_twice: q_b_proj (A.X-K2's q_gate_proj) reads
+    # the q latent taken twice, normed and raw: 2 x q_lora_rank inputs
+    q_latent_twice: bool = False
     head_gate: bool = False  # Step-3.5, dots3: g_proj (d -> H) from x, a sigmoid gate per head on the attention output
     rope_key_norm: bool = False  # dots3 (MLA): an RMSNorm over the shared rope key (qk_rope_head_dim weights)
     value_is_key: bool = False  # Gemma-4 attention_k_eq_v: no v_proj, the values are the keys (V = K)
@@ -123,6 +126,11 @@ class AttentionSpec:
         return self.index_topk * (self.index_block_size or 1) if self.index_topk else None
 
     @property
+    def q_b_inputs(self) -> int:
+        """MLA q_b_proj's input width: the q latent (q_lora_rank), or twice it (A.X-K2: cat(normed, raw latent))."""
+        return (self.q_lora_rank or 0) * (2 if self.q_latent_twice else 1)
+
+    @property
     def group_size(self) -> int:
         """G = query heads per KV head (GQA intensity of decode attention); MLA shares one latent: G = heads."""
         return self.n_heads // self.n_kv_heads
@@ -146,7 +154,7 @@ class AttentionSpec:
             mats = []
             if self.q_lora_rank:
                 mats += [Matrix("attn.q_a_proj", d_model, self.q_lora_rank),
-                         Matrix("attn.q_b_proj", self.q_lora_rank, h * hd)]
+                         Matrix("attn.q_b_proj", self.q_b_inputs, h * (hd + (vd if self.output_gate else 0)))]
             else:
                 mats += [Matrix("attn.q_proj", d_model, h * hd)]
             mats += [Matrix("attn.kv_a_proj", d_model, self.kv_lora_rank + self.qk_rope_head_dim),
@@ -314,6 +322,9 @@ class LayerGroup:
     # projection; Gemma-4's per-layer-input gate and projection, ModelSpec.per_layer_input)
     shared_copies: int = 0
     per_layer: tuple[Matrix, ...] = ()
+    # A.X-K2: that many of the block's RMSNorms (the one before attention; the one before the MoE) gate their output
+    # through a low-rank sigmoid gate, y * sigmoid(fc2(silu(fc1(y)))) (fc1: d -> r, fc2: r -> d, in per_layer)
+    gated_norms: int = 0
     # Inkling: a depthwise causal conv of that many taps on the attention's output and one on the MLP's (d_model
     # channels each, their input added back), the last out_conv - 1 inputs of each kept per sequence
     out_conv: int = 0
