@@ -20,7 +20,8 @@ import logging
 import sys
 import warnings
 
-_TOWER_WORDS = ("vision", "visual", "audio", "multi_modal_projector", "embed_vision", "embed_audio", "mm_projector")
+_TOWER_WORDS = ("vision", "visual", "audio", "multi_modal_projector", "embed_vision", "embed_audio", "mm_projector",
+               "embed_tokens_extend")  # Phi-4-multimodal: its image and audio towers and projectors
 
 
 def _reference(auto_model, cfg) -> int:

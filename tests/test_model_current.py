@@ -6,7 +6,8 @@ keys, vision tower named), Nemotron-NAS blocks without attention or FFN; LongCat
 Step-3.5-Flash / Step-3.7 (step3p5); Cohere2-MoE (North Mini Code), Mellum 2, Laguna (Doge refused); dots3-note (DSA
 beside sliding-window MLA; Hy4 refused); A.X-K2 (MLA whose q_gate_proj also makes an output gate, gated RMSNorms);
 MiniMax-M3 (block-sparse GQA: an indexer picks blocks of keys); Inkling (a relative position bias, short convs,
-sliding layers of their own heads, a router sink; Inkling-2 and Inkling-2-Loop refused).
+sliding layers of their own heads, a router sink; Inkling-2 and Inkling-2-Loop refused); Phi-4-multimodal (Phi-4-mini's
+decoder; its LoRA adapters outside the model class).
 
 Every expected count is hand arithmetic in the comment beside it; the reference it is checked against is named.
 "transformers meta count" = the model class of transformers 5.24 built from the fixture on the meta device
@@ -179,6 +180,16 @@ Fixtures (tests/fixtures/configs):
 - qwen2_vl_7b.json: Qwen/Qwen2-VL-7B-Instruct config.json (text keys at the top level; vision_config depth 32,
   embed_dim 1280, mlp_ratio 4; the same values as the Qwen2-VL fixture of a public model-graph project).
   transformers meta count of the language model + LM head 7,615,616,512; the hub's "8.29B" adds the 675M ViT.
+- phi4_multimodal.json: microsoft/Phi-4-multimodal-instruct config.json as NVIDIA TensorRT-LLM's test copies it
+  (tests/unittest/_torch/modeling/test_modeling_phi4mm.py PHI4MM_CONFIG, model_type phi4mm; its num_hidden_layers 2
+  and num_blocks 2 restored to the "original: 32" / "original: 24" its comments give), put in transformers' form as
+  its convert_phi4_multimodal_weights_to_hf.py does: model_type phi4_multimodal, vision_lora / speech_lora /
+  embd_layer / audio_processor dropped, audio_config from audio_processor.config (attention_dim -> hidden_size,
+  attention_heads -> num_attention_heads, linear_units -> intermediate_size), vision_config =
+  Phi4MultimodalVisionConfig's defaults (crop_size 448 as embd_layer states). transformers meta count of
+  Phi4MultimodalForCausalLM 4,744,004,032, of which the vision and audio towers and projectors
+  (model.embed_tokens_extend) 907,982,272 and the language model + tied LM head 3,836,021,760; no LoRA parameters.
+  Microsoft: 5.6B with the vision (~370M) and speech (~460M) LoRA adapters.
 """
 
 import json
@@ -1575,6 +1586,33 @@ def test_qwen2_vl_top_level_text_keys_and_vision_note():
     # the ViT is named with its size: 32 x (4 x 1280² + 2 x 1280 x 5120) = 629,145,600 in its matrices
     assert any("vision_config not counted (32 layers of width 1280: about 0.63B" in a for a in m.assumptions)
     assert m.layer_groups[0].attention.qkv_bias
+
+
+# ------------------------------------------------------------------------------ Phi-4-multimodal
+def test_phi4_multimodal_reads_phi4_mini_decoder_without_lora():
+    m = fixture("phi4_multimodal")
+    # Phi-4-mini: d 3072, 24 heads of 128, 8 KV heads. qkv_proj 3072 x (24 x 128 + 2 x 8 x 128 = 5120) = 15,728,640;
+    # o_proj 3072² = 9,437,184; gate_up_proj 3072 x 16,384 = 50,331,648; down_proj 8192 x 3072 = 25,165,824;
+    # 2 norms 6144 -> 100,669,440 a layer; 32 layers; tied embedding 200,064 x 3072 = 614,596,608; final norm 3072
+    assert m.params_total == 32 * 100_669_440 + 614_596_608 + 3072 == 3_836_021_760
+    # = transformers meta count of Phi4MultimodalForCausalLM (4,744,004,032) less model.embed_tokens_extend (the
+    #   vision and audio towers and projectors, 907,982,272): transformers builds no LoRA parameters
+    assert m.tie_embeddings and [(g.count, g.attention.n_kv_heads, g.attention.head_dim) for g in m.layer_groups] \
+        == [(32, 8, 128)]
+    # K and V: 32 layers x 8 KV heads x 128 x 2 x 2 B (bf16) = 131,072 B per token
+    assert kv_bytes_per_token(m, "bf16") == 131_072
+    notes = " ".join(m.assumptions)
+    assert "vision and speech LoRA adapters" in notes and "not counted" in notes
+    assert "vision_config not counted (27 layers of width 1152" in notes and "audio_config not counted" in notes
+
+
+def test_phi4_multimodal_is_no_longer_refused():
+    # the type alone, on the smallest decoder: q, k, v, o 4 x 8² = 256, MLP gate_up 8 x 32 + down 16 x 8 = 384,
+    # 2 norms 16 -> 656; tied embedding 10 x 8 = 80; final norm 8
+    m = lr.load_model({"model_type": "phi4_multimodal", "hidden_size": 8, "num_hidden_layers": 1,
+                       "num_attention_heads": 2, "num_key_value_heads": 2, "intermediate_size": 16, "vocab_size": 10,
+                       "tie_word_embeddings": True, "rms_norm_eps": 1e-5, "max_position_embeddings": 64})
+    assert m.params_total == 656 + 80 + 8
 
 
 # ------------------------------------------------------------------------------ MiMo-V2-Flash

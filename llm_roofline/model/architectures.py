@@ -64,6 +64,9 @@ ARCHITECTURES: dict[str, Architecture] = {
     "mistral": replace(_LLAMA, defaults={"tie_word_embeddings": False, "sliding_window": 4096}),
     "mixtral": _LLAMA,
     "phi3": _LLAMA,  # fused qkv_proj / gate_up_proj: same matrices
+    # Phi-4-multimodal (modeling_phi4_multimodal.py): Phi-4-mini's phi3 decoder beside vision and audio towers (scope.py
+    # names them); its vision / speech LoRA adapters are PEFT adapters outside the model class (hf.py notes them)
+    "phi4_multimodal": _LLAMA,
     "qwen2": replace(_LLAMA, qkv_bias=True, o_bias=False),  # Qwen2Attention: q/k/v bias=True, o_proj no bias
     "qwen2_moe": replace(_LLAMA, qkv_bias="qkv_bias", o_bias=False, shared_gate=True,
                          defaults={"tie_word_embeddings": False, "qkv_bias": True}),

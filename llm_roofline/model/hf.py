@@ -361,7 +361,16 @@ def _note_step3p5(r: ConfigReader) -> None:
         r.assume("partial_rotary_factors: RoPE's elementwise pass is counted over whole heads (a small upper bound).")
 
 
-_NOTES = {"laguna": note_laguna, "mellum": note_mellum}
+def _note_phi4_multimodal(r: ConfigReader) -> None:
+    """Phi-4-multimodal's vision and speech LoRA adapters: outside the model class, not run by a text request."""
+    r.assume("phi4_multimodal: the vision and speech LoRA adapters on every decoder linear (the checkpoint's "
+             "vision-lora / speech-lora PEFT adapters; ranks 256 and 320 in microsoft/Phi-4-multimodal-instruct) "
+             "are not counted: transformers' Phi4MultimodalForCausalLM builds none (they load with load_adapter), "
+             "vLLM skips the checkpoint's lora weights and applies them as LoRA requests with image or audio "
+             "input. A text-only request runs the base decoder only.")
+
+
+_NOTES = {"laguna": note_laguna, "mellum": note_mellum, "phi4_multimodal": _note_phi4_multimodal}
 
 
 def _note_unmodelled(r: ConfigReader, arch: Architecture, model_type: str) -> None:

@@ -52,7 +52,6 @@ REFUSED_TYPES = {
                           "RMSNorm) beside GQA every layer_group_size-th layer",
     "moshi": "a speech model (depth decoder over audio codebooks)",
     "git": "an image-to-text model (a BERT-style text decoder with learned positions and an embedding LayerNorm)",
-    "phi4_multimodal": "vision and speech LoRA adapters (vision_lora, speech_lora) inside every decoder layer",
     "modernbert-decoder": "ModernBERT's decoder (global and local attention of its own, bias-free LayerNorms)",
     "jetmoe": "mixture-of-attention-heads (attention experts)",
     # modeling_doge.py (SmallDoge): DogeAttention's dynamic mask keeps, per query, the keep_window_size keys that
