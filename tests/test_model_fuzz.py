@@ -97,7 +97,7 @@ _HYBRID = {p.stem: json.loads(p.read_text()) for p in sorted((REPO / "tests" / "
                          "gemma3n_e4b", "olmo_hybrid_7b", "lara_mini_default", "longcat_flash_chat", "k_exaone_236b",
                          "step3p5_flash", "lfm3_1_7b", "north_mini_code", "mellum2_1_12b_a2_5b", "laguna_xs2",
                          "dots3_note_prev", "minimax_m3", "inkling", "ling_3_0_flash", "ling_3_0_tiny",
-                         "xlstm_7b", "recurrentgemma_2b", "axk2_light_default", "phi4_multimodal")}
+                         "xlstm_7b", "recurrentgemma_2b", "axk2_light_default", "phi4_multimodal", "hy4_preview")}
 _HYBRID_VALUES = st.one_of(_extremes, _values, st.sampled_from(["auto", "M*-E", "M-M*", "float8", "float32", "FS", 0, 3,
                                                             "per-head", "per-element", "sigmoid", "sum"]),
                            st.lists(st.sampled_from(["mamba", "attention", "linear_attention", "full_attention", "mlp",

@@ -31,6 +31,8 @@ def attention_ops(c: Ctx, g: LayerGroup) -> list[Op]:
         rope_dim, kv_rope_heads = a.head_dim, k_heads
         if a.kv_conv:
             ops.append(_kv_conv(c, g, kvh))
+    if a.output_gate and a.gate_from_x:  # Hy4: gate_proj, (T, d) @ (d, H*vd) -> one gate logit per output element
+        ops.append(c.gemm("attn.gate_proj", g.name, n, "attn", k=d, n=heads * a.v_head_dim, style="column"))
     if a.head_gate:  # Step-3.5, dots3: (T, d) @ (d, H) -> one gate logit per head
         ops.append(c.gemm("attn.g_proj", g.name, n, "attn", k=a.input_width or d, n=heads, style="column"))
     if a.qk_norm:
@@ -106,7 +108,7 @@ def _mla_projections(c: Ctx, g: LayerGroup, heads: int) -> list[Op]:
         ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=a.q_lora_rank + latent_out, style="replicated"))
         # A.X-K2: from cat(normed, raw latent), the queries and an output gate of vd per head
         ops.append(c.gemm("attn.q_b_proj", g.name, n, "attn", k=a.q_b_inputs,
-                          n=heads * (a.head_dim + (a.v_head_dim if a.output_gate else 0)), style="column"))
+                          n=heads * (a.head_dim + a.q_b_gate_width), style="column"))
     else:
         ops.append(c.gemm("attn.q_proj", g.name, n, "attn", k=d, n=heads * a.head_dim, style="column"))
         ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=latent_out, style="replicated"))

@@ -20,13 +20,15 @@ from .context import ATTENTION_MODES, Ctx, Dtypes, Phase
 def _hyper_layer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     """DeepSeek-V4 block over hc_mult residual streams (T, hc, d). Before attention and the MoE: the streams RMS-normed,
     projected to (2+hc) x hc mixing weights ((T, hc*d) @ (hc*d, (2+hc)*hc); Sinkhorn on (hc, hc) negligible), collapsed
-    to (T, d); after: post * y + comb^T @ streams (2*hc + 2 FLOP per stream element) in place of the residual add."""
+    to (T, d); after: post * y + comb^T @ streams (2*hc + 2 FLOP per stream element) in place of the residual add.
+    Hy4's iHC (hc_independent): 2 x hc mixing weights, no comb: post * y + streams (2 FLOP per stream element)."""
     n, width = g.count, g.hc_mult * c.spec.d_model
+    expand_flops = 2 if g.hc_independent else 2 * g.hc_mult + 2
     ops = []
     for part in ("attn", "ffn"):
         ops += [c.pointwise(f"hc.{part}.norm", g.name, n, rows=c.T_attn, width=width, flops_per_elem=4, reads=1,
                             style="sequence", kind="norm"),
-                c.gemm(f"hc.{part}.mix_proj", g.name, n, "hc", k=width, n=(2 + g.hc_mult) * g.hc_mult,
+                c.gemm(f"hc.{part}.mix_proj", g.name, n, "hc", k=width, n=g.hc_mix_width,
                        style="replicated"),
                 c.pointwise(f"hc.{part}.collapse", g.name, n, rows=c.T_attn, width=width, flops_per_elem=2, reads=1,
                             style="sequence"),
@@ -34,7 +36,7 @@ def _hyper_layer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
         ops += (attention_ops(c, g) + c.after_row("attn", g.name, n) if part == "attn"
                 else _ffn_ops(c, g) + _ffn_out(c, g))
         ops.append(c.pointwise(f"hc.{part}.expand_mix", g.name, n, rows=c.T_attn, width=width,
-                               flops_per_elem=2 * g.hc_mult + 2, reads=2, style="sequence"))
+                               flops_per_elem=expand_flops, reads=2, style="sequence"))
     return ops
 
 

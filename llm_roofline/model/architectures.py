@@ -59,6 +59,12 @@ _GEMMA_DEFAULTS = {"tie_word_embeddings": True, "head_dim": 256, "hidden_activat
 _GPT = Architecture(norm="layernorm", gated=False, qkv_bias=True, o_bias=True, mlp_bias=True, rope=False,
                     ffn_keys=("n_inner",), ffn_mult=4)
 
+_HY4_DEFAULTS = {  # HYV4Config's (its docstring checkpoint tencent/Hy4-preview; not the released model's shape)
+    "tie_word_embeddings": False, "vocab_size": 120832, "hidden_size": 2816, "intermediate_size": 6912,
+    "moe_intermediate_size": 768, "num_hidden_layers": 34, "num_attention_heads": 32, "n_routed_experts": 256,
+    "n_shared_experts": 1, "num_experts_per_tok": 8, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 192,
+    "qk_rope_head_dim": 64, "v_head_dim": 256, "index_topk": 2048, "index_n_heads": 16, "index_head_dim": 128,
+    "hc_mult": 4, "max_position_embeddings": 262144}
 ARCHITECTURES: dict[str, Architecture] = {
     "llama": _LLAMA,
     "mistral": replace(_LLAMA, defaults={"tie_word_embeddings": False, "sliding_window": 4096}),
@@ -376,6 +382,13 @@ ARCHITECTURES: dict[str, Architecture] = {
         "o_lora_rank": 1024, "sliding_window": 128, "index_n_heads": 64, "index_head_dim": 128, "index_topk": 512,
         "hc_mult": 4, "n_routed_experts": 256, "n_shared_experts": 1, "num_experts_per_tok": 6,
         "moe_intermediate_size": 2048, "max_position_embeddings": 1048576}),
+    # Hy4 (configuration_hy_v4.py, configuration_hy_v4_vl.py; read by hy4.py): iHC hyper-connections, MLA with sinks
+    # and an output gate from x, GLM-5's DSA with shared-indexer layers, a sigmoid router with e_score_correction_bias
+    # over experts of moe_intermediate_size and a shared one; the first layer dense. Defaults: the config classes'.
+    "hy_v4": replace(_LLAMA, router_bias=True, expert_keys=("moe_intermediate_size",), defaults=_HY4_DEFAULTS),
+    "hy_v4_vl_text": replace(_LLAMA, router_bias=True, expert_keys=("moe_intermediate_size",), defaults={
+        **_HY4_DEFAULTS, "hidden_size": 6144, "intermediate_size": 18432, "moe_intermediate_size": 2048,
+        "num_hidden_layers": 78, "num_attention_heads": 64, "q_lora_rank": 2048, "index_n_heads": 32}),
     # Zamba2 (configuration_zamba2.py; read by zamba.py): Mamba-2 blocks, shared transformer blocks at hybrid layers.
     "zamba2": replace(_LLAMA, defaults={"tie_word_embeddings": True, "vocab_size": 32000, "hidden_size": 2560,
                                         "num_hidden_layers": 54, "mamba_d_state": 64, "mamba_d_conv": 4,
@@ -516,6 +529,7 @@ TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_vl"
                     "qwen3_vl_moe": "qwen3_vl_moe_text", "gemma4": "gemma4_text",
                     "gemma4_unified": "gemma4_unified_text", "qwen3_5": "qwen3_5_text", "gemma3n": "gemma3n_text",
                     "qwen3_5_moe": "qwen3_5_moe_text", "step3p7": "step3p5", "dots3_note": "dots3_note_text",
+                    "hy_v4_vl": "hy_v4_vl_text",
                     "minimax_m3_vl": "minimax_m3_vl_text", "inkling_mm_model": "inkling_text"}
 
 # Activations whose MLP is taken as gated in a model_type the table does not know (noted as an assumption).

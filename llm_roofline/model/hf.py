@@ -18,7 +18,8 @@ Reading a config, in order (one reader: the result depends on the config and thi
    gemma.py), or the recurrent and hybrid layers (hybrid.py: Mamba-1/2, Gated DeltaNet, KDA, lightning, short conv;
    Ling-3.0's in bailing.py, xLSTM-7B's mLSTM in xlstm.py, RecurrentGemma's RG-LRU and local attention in
    recurrent_gemma.py), DeepSeek-V4's compressed attention and hyper-connections (deepseek_v4.py), dots3-note's DSA
-   and sliding-window MLA layers of two shapes (dots3.py), MiniMax-M3's block-sparse (indexer) layers (minimax_m3.py),
+   and sliding-window MLA layers of two shapes (dots3.py), Hy4's iHC hyper-connections and gated MLA (hy4.py),
+   MiniMax-M3's block-sparse (indexer) layers (minimax_m3.py),
    Zamba's shared blocks (zamba.py), LongCat-Flash's two attention blocks and shortcut MoE per layer (longcat.py),
    Cohere2-MoE's window runs and NoPE layers (cohere.py), Laguna's per-layer heads and output gate (laguna.py),
    Inkling's relative position bias, short convs and sliding layers of their own heads (inkling.py), A.X-K2's
@@ -44,6 +45,7 @@ from .config_files import locate, read_json, shipped_index
 from .axk2 import axk2_layers, axk2_norm_gates
 from .deepseek_v4 import deepseek_v4_groups
 from .dots3 import DOTS3_TYPES, dots3_groups
+from .hy4 import HY4_TYPES, hy4_groups
 from .hybrid import HYBRID_TYPES, hybrid_groups
 from .inkling import INKLING_TYPES, inkling_groups, inkling_tied
 from .gemma import (activation_sparsities, gemma3n_altup_laurel, gemma4_d_ffs, gemma4_ffn, gemma4_global_attention,
@@ -193,6 +195,8 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
         groups, head_params = deepseek_v4_groups(r, d_model, n_layers)
     elif model_type in ("zamba", "zamba2"):  # Mamba blocks and shared transformer blocks
         groups = zamba_groups(r, d_model, n_layers, v2=model_type == "zamba2")
+    elif model_type in HY4_TYPES:  # iHC hyper-connections, gated MLA with sinks, DSA with shared indexers
+        groups, head_params = hy4_groups(r, arch, d_model, n_layers)
     elif model_type in DOTS3_TYPES:  # DSA and sliding-window MLA layers of two shapes, a gate per head
         groups = dots3_groups(r, arch, d_model, n_layers)
     elif model_type in MINIMAX_M3_TYPES:  # full and block-sparse (indexer) GQA layers, dense and MoE

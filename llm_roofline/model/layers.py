@@ -58,11 +58,11 @@ _DSA_TYPES = ("deepseek_v32", "glm_moe_dsa", "dots3_note", "dots3_note_text", "a
 _MIMO_TYPES = ("mimo_v2_flash", "mimo_v2")
 
 
-def dsa_indexer(r: ConfigReader, indexer: bool = True) -> dict:
-    """DeepSeek sparse attention (V3.2, GLM-5, dots3, A.X-K2): the lightning indexer's top-k and dims, when the config (its
-    model_type: scope.py refuses index keys elsewhere) has them; a layer without its own indexer keeps the top-k only
-    (no indexer weights, no index-key cache)."""
-    if r.stated("index_topk") is None and r.get("model_type") not in _DSA_TYPES:
+def dsa_indexer(r: ConfigReader, indexer: bool = True, always: bool = False) -> dict:
+    """DeepSeek sparse attention (V3.2, GLM-5, dots3, A.X-K2, Hy4): the lightning indexer's top-k and dims, when the
+    config (its model_type: scope.py refuses index keys elsewhere) has them or its reader says so (always: Hy4); a layer
+    without its own indexer keeps the top-k only (no indexer weights, no index-key cache)."""
+    if not always and r.stated("index_topk") is None and r.get("model_type") not in _DSA_TYPES:
         return {}
     if not indexer:
         return dict(index_topk=r.dim("index_topk"))

@@ -23,10 +23,6 @@ _DORY = ("Dory's looped section (n_recurrent_loops passes through the same n_rec
 _HRM_TEXT = ("HRM-Text's two stacks of num_layers_per_stack layers run in nested cycles (in each of H_cycles cycles "
              "the L stack L_cycles times, then the H stack), every run with a KV cache of its own, with weightless "
              "RMSNorms and a prefix-LM mask (bidirectional over the prompt)")
-# modular_hy_v4.py, configuration_hy_v4_vl.py: GLM-5's DSA with shared-indexer layers and DeepSeek-style MoE inside
-_HY_V4 = ("Hy4's iHC hyper-connections (hc_mult residual streams mixed by sigmoid pre / post weights, 2 x hc_mult per "
-          "sub-block and no Sinkhorn comb, unlike DeepSeek-V4's) and its MLA's output gate (gate_proj: d -> heads x "
-          "v_head_dim, from x) with attention sinks (its DSA with shared-indexer layers and its MoE are GLM-5's)")
 # modular_inkling2.py, modular_inkling2_loop.py: Inkling's relative bias, short convs and swa_* layers (and an output
 # gate, softcaps the graph has) around what it lacks
 _INKLING2_PARTS = ("block attention residuals (each layer's attention and MLP read a softmax, over learned queries, of "
@@ -70,7 +66,6 @@ REFUSED_TYPES = {
     "zaya": _ZAYA,
     "dory": _DORY,
     "hrm_text": _HRM_TEXT,
-    **dict.fromkeys(("hy_v4", "hy_v4_vl", "hy_v4_vl_text"), _HY_V4),
     **dict.fromkeys(("inkling2", "inkling2_text"), _INKLING2),
     **dict.fromkeys(("inkling2_loop", "inkling2_loop_text"), _INKLING2_LOOP),
 }

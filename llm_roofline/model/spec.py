@@ -78,9 +78,11 @@ class AttentionSpec:
     kv_lora_rank: int | None = None
     qk_nope_head_dim: int | None = None
     qk_rope_head_dim: int | None = None
-    output_gate: bool = False  # Qwen3-Next gated attention: q_proj also produces a sigmoid gate of H*hd on the output
-    # (MLA, A.X-K2: q_b_proj also produces it, H x v_head_dim); q_latent_twice: q_b_proj (A.X-K2's q_gate_proj) reads
-    # the q latent taken twice, normed and raw: 2 x q_lora_rank inputs
+    # Qwen3-Next gated attention: q_proj also produces a sigmoid gate of H*hd on the output; MLA: q_b_proj produces it,
+    # H x v_head_dim (A.X-K2), or with gate_from_x its own gate_proj (d -> H x v_head_dim) from x (Hy4)
+    output_gate: bool = False
+    gate_from_x: bool = False
+    # q_latent_twice: q_b_proj (A.X-K2's q_gate_proj) reads the q latent taken twice, normed and raw: 2 x q_lora_rank
     q_latent_twice: bool = False
     head_gate: bool = False  # Step-3.5, dots3: g_proj (d -> H) from x, a sigmoid gate per head on the attention output
     rope_key_norm: bool = False  # dots3 (MLA): an RMSNorm over the shared rope key (qk_rope_head_dim weights)
@@ -126,6 +128,11 @@ class AttentionSpec:
         return self.index_topk * (self.index_block_size or 1) if self.index_topk else None
 
     @property
+    def q_b_gate_width(self) -> int:
+        """MLA q_b_proj's output gate columns per head: v_head_dim where the gate rides in it (A.X-K2), else 0."""
+        return self.v_head_dim if self.output_gate and not self.gate_from_x else 0
+
+    @property
     def q_b_inputs(self) -> int:
         """MLA q_b_proj's input width: the q latent (q_lora_rank), or twice it (A.X-K2: cat(normed, raw latent))."""
         return (self.q_lora_rank or 0) * (2 if self.q_latent_twice else 1)
@@ -154,13 +161,14 @@ class AttentionSpec:
             mats = []
             if self.q_lora_rank:
                 mats += [Matrix("attn.q_a_proj", d_model, self.q_lora_rank),
-                         Matrix("attn.q_b_proj", self.q_b_inputs, h * (hd + (vd if self.output_gate else 0)))]
+                         Matrix("attn.q_b_proj", self.q_b_inputs, h * (hd + self.q_b_gate_width))]
             else:
                 mats += [Matrix("attn.q_proj", d_model, h * hd)]
             mats += [Matrix("attn.kv_a_proj", d_model, self.kv_lora_rank + self.qk_rope_head_dim),
                      Matrix("attn.kv_b_proj", self.kv_lora_rank, h * (self.qk_nope_head_dim + vd)),
                      Matrix("attn.o_proj", h * vd, d_model, self.o_bias)]
-            return mats + self.head_gate_matrices(d_model) + self.indexer_matrices(d_model)
+            gate = [Matrix("attn.gate_proj", d_model, h * vd)] if self.output_gate and self.gate_from_x else []
+            return mats + gate + self.head_gate_matrices(d_model) + self.indexer_matrices(d_model)
         if self.kv_shared:
             return self._shared_kv_matrices(d_model)
         q_width = h * hd * (2 if self.output_gate else 1) + h * self.rel_dim  # the output gate, r_proj ride in q_proj
@@ -317,6 +325,7 @@ class LayerGroup:
     norms: int = 2  # norm layers per block (Gemma-2/3: 4, parallel blocks: 1 or 2)
     mixer: MixerSpec | None = None  # a recurrent mixer (SSM / linear attention) in place of attention
     hc_mult: int = 0  # DeepSeek-V4 hyper-connections: hc_mult residual streams, mixed before and after each sub-block
+    hc_independent: bool = False  # Hy4's iHC: pre and post weights only (2 x hc_mult a token), no comb (hc x hc)
     # A shared block (Zamba2): its weights are stored shared_copies times and run at each of the count layers (0: one
     # copy per layer); per_layer: the matrices each of those layers holds on its own (Zamba2: LoRA adapters, a
     # projection; Gemma-4's per-layer-input gate and projection, ModelSpec.per_layer_input)
@@ -349,15 +358,21 @@ class LayerGroup:
         return (self.attention.weight_matrices(d_model) + (self.mixer.weight_matrices(d_model) if self.mixer else [])
                 + self.hyper_matrices(d_model))
 
+    @property
+    def hc_mix_width(self) -> int:
+        """Mixing weights a hyper-connection projects per token: pre, post (hc each) and comb (hc x hc; not in iHC)."""
+        return (2 if self.hc_independent else 2 + self.hc_mult) * self.hc_mult
+
     def mixing_extra_params(self) -> int:
-        hc_extra = 2 * ((2 + self.hc_mult) * self.hc_mult + 3) if self.hc_mult else 0  # base and 3 scales, x2
+        # each hyper-connection's base (one per mixing weight) and scales (3; iHC: 2, pre and post), x2
+        hc_extra = 2 * (self.hc_mix_width + (2 if self.hc_independent else 3)) if self.hc_mult else 0
         return self.attention.extra_params() + (self.mixer.extra_params() if self.mixer else 0) + hc_extra
 
     def hyper_matrices(self, d_model: int) -> list[Matrix]:
         """The two hyper-connections' mixing projections (before attention and before the FFN): the hc streams
-        flattened (hc*d) -> pre (hc), post (hc) and comb (hc x hc) weights."""
+        flattened (hc*d) -> pre (hc), post (hc) and comb (hc x hc; not in Hy4's iHC) weights."""
         hc = self.hc_mult
-        return [Matrix(f"hc.{part}.mix_proj", hc * d_model, (2 + hc) * hc, family="hc")
+        return [Matrix(f"hc.{part}.mix_proj", hc * d_model, self.hc_mix_width, family="hc")
                 for part in ("attn", "ffn")] if hc else []
 
 # activation dtypes a checkpoint may quantize its GEMM inputs to (activation_quant): W8A8, and W4A4 for NVFP4
