@@ -152,6 +152,12 @@ def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_ele
               expert_block_bytes=float(expert_block_elems) * bits_per_weight / 8 if expert_width else 0.0)
 
 
+def causal_keys_per_query(q_len, kv_len):
+    """Keys a causal query sees on average when q_len new tokens end a kv_len context: causal_pairs / q_len in closed
+    form, kv - (q - 1) / 2, finite where a step holds no new token (q 0: an empty prompt chunk, no rows to score)."""
+    return f64(kv_len) - (f64(q_len) - 1) / 2
+
+
 def causal_pairs(q_len, kv_len, window=None):
     """Query-key pairs a causal (optionally sliding-window) attention computes per head per sequence.
 

@@ -403,3 +403,18 @@ def test_a_parallel_blocks_mlp_under_attention_dp_gathers_the_other_groups_token
     seq = by_name(build_ops(base, Phase.decode(4, 300), sh))
     gather, seq_gather = ops["comm.all_gather.ffn_in"], seq["comm.all_gather.ffn_in"]
     assert float(gather.comm_bytes) == float(seq_gather.comm_bytes) > 0
+
+
+def test_an_indexers_top_k_over_an_empty_prompt_chunk_costs_nothing_and_stays_finite():
+    # 4 new tokens ending a 10-token context see 7, 8, 9 and 10 keys: 8.5 on average (causal_pairs / q_len = 34 / 4)
+    from llm_roofline.ops import causal_keys_per_query
+
+    assert causal_keys_per_query(4, 10) == 8.5 == float(causal_pairs(4, 10)) / 4
+    # a serving step with no prompt tokens beside 4 decodes (the engine's step tables hold such steps): DeepSeek-V3.2's
+    # indexer top-k over the chunk divided 0 pairs by 0 queries, a NaN step time that crashed `serve` and `plan`
+    import llm_roofline as lr
+
+    spec = lr.load_model(Path(__file__).parent / "fixtures" / "configs" / "deepseek_v32_exp.json")
+    ops = by_name(build_ops(spec, Phase.mixed(4, 300, 0, 0)))
+    topk = ops["attn.indexer.topk.chunk"]
+    assert float(topk.flops) == 0 and np.isfinite(float(topk.act_bytes))

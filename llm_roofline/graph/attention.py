@@ -5,7 +5,7 @@ compressed branch. Shapes: T = tokens this step on the chip, d = d_model, H/KV =
 from __future__ import annotations
 
 from ..model.spec import LayerGroup
-from ..ops import Op, attention, causal_conv1d, causal_pairs, elementwise, kv_write, mla_glue
+from ..ops import Op, attention, causal_conv1d, causal_keys_per_query, elementwise, kv_write, mla_glue
 from ..sharding import kv_core_elems_per_token_per_chip, kv_elems_per_token_per_chip, kv_heads_per_chip, split
 from .context import Ctx
 
@@ -173,7 +173,7 @@ def _dsa_indexer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
                              n_heads=ih, n_kv_heads=1, qk_dim=idim, v_dim=0, kv_elems_per_token=idim,
                              kv_bytes_per_elem=c.kv_bytes, act_bytes_per_elem=c.act_bytes, causal=causal,
                              fused=True, compute_dtype=c.compute_dtype, **c.placed("replicated")))
-        keys_per_query = causal_pairs(q_len, kv_len) / q_len if causal else kv_len  # (B*q, keys) scores
+        keys_per_query = causal_keys_per_query(q_len, kv_len) if causal else kv_len  # (B*q, keys) scores
         scores = ih * keys_per_query / block if block else keys_per_query  # MiniMax-M3: (B*q, Hi, blocks)
         ops.append(c.pointwise(f"attn.indexer.topk{suffix}", g.name, n, rows=batch * q_len, width=scores,
                                flops_per_elem=1, reads=1, style="replicated"))
@@ -231,7 +231,7 @@ def _compressor_ops(c: Ctx, g: LayerGroup) -> list[Op]:
                              n_heads=ih, n_kv_heads=1, qk_dim=idim, v_dim=0, kv_elems_per_token=idim,
                              kv_bytes_per_elem=c.kv_bytes, act_bytes_per_elem=c.act_bytes, causal=causal, fused=True,
                              compute_dtype=c.compute_dtype, compress_rate=cp.rate, **c.placed("replicated")))
-        entries_per_query = (causal_pairs(q_len, kv_len) / q_len if causal else kv_len) / cp.rate
+        entries_per_query = (causal_keys_per_query(q_len, kv_len) if causal else kv_len) / cp.rate
         ops.append(c.pointwise(f"attn.indexer.topk{suffix}", g.name, n, rows=batch * q_len, width=entries_per_query,
                                flops_per_elem=1, reads=1, style="replicated"))
     return ops
