@@ -72,11 +72,7 @@ def _refuse_unbuilt(r: ConfigReader) -> None:
     """The hub config's switches, each at the value transformers builds; num_kv_heads_for_linear_attn 0 (KDA's k and
     v over every head) and moe_shared_expert_intermediate_size = num_shared_experts x moe_intermediate_size."""
     for key, built in _BUILT.items():
-        value = r.typed(key, (type(built),), f"{built!r}" if isinstance(built, str) else "true or false", built)
-        if value != built:
-            raise UnsupportedArchitectureError(f"{key}={_shown(value)} (model_type='bailing_hybrid'): only "
-                                               f"{_shown(built)}, what transformers' BailingHybrid classes build, is "
-                                               "read")
+        r.switch(key, built, f"only {_shown(built)}, what transformers' BailingHybrid classes build, is read")
     if r.count("num_kv_heads_for_linear_attn"):
         raise UnsupportedArchitectureError("num_kv_heads_for_linear_attn is set (model_type='bailing_hybrid'): KDA "
                                            "with fewer key/value heads is not read")

@@ -149,7 +149,7 @@ def spec_from_config(config: dict, name: str = "model", source: str = "") -> Mod
         notes.append(f"model_type {model_type or '(none)'!r} is not one the parser knows: the config is read by "
                      "the usual key names as a pre-norm decoder (Llama-style unless its keys say otherwise).")
     defaults = dict((arch or UNKNOWN_ARCHITECTURE).defaults)
-    reader = ConfigReader(raw, defaults, f"the {model_type or 'generic'} default", notes)
+    reader = ConfigReader(raw, defaults, f"the {model_type or 'generic'} default", notes, model_type)
     reader.used.update((arch or UNKNOWN_ARCHITECTURE).nested)  # read through their flattened keys
     spec = _build_spec(reader, arch or UNKNOWN_ARCHITECTURE, model_type, config, name, source)
     check_unread_keys(reader, model_type, known=arch is not None)

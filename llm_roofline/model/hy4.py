@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import ModelConfigError, UnsupportedArchitectureError
+from ..errors import ModelConfigError
 from .architectures import Architecture
 from .layers import dsa_indexer, ffn_spec
 from .reader import ConfigReader
@@ -59,14 +59,10 @@ def hy4_groups(r: ConfigReader, arch: Architecture, d_model: int, n_layers: int)
 
 def _check_variants(r: ConfigReader) -> None:
     """The hub's switches (enable_ihc, use_dsa; mlx-lm's gating_type): only the form transformers builds is read."""
-    for key, built in (("enable_ihc", True), ("use_dsa", True)):
-        if r.typed(key, (bool,), "true or false", built) is not built:
-            raise UnsupportedArchitectureError(f"{key}=false (model_type=hy_v4): only Hy4 with iHC "
-                                               "hyper-connections and DSA (what transformers builds) is read")
-    gate = r.typed("gating_type", (str,), "a string", "elementwise")
-    if gate != "elementwise":
-        raise UnsupportedArchitectureError(f"gating_type={gate[:40]!r} (model_type=hy_v4): only the elementwise MLA "
-                                           "output gate (gate_proj: d -> heads x v_head_dim) is read")
+    for key in ("enable_ihc", "use_dsa"):
+        r.switch(key, True, "only Hy4 with iHC hyper-connections and DSA (what transformers builds) is read")
+    r.switch("gating_type", "elementwise", "only the elementwise MLA output gate (gate_proj: d -> heads x v_head_dim) "
+             "is read")
 
 
 def _indexers(r: ConfigReader, n_layers: int) -> list[bool]:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import ModelConfigError, UnsupportedArchitectureError
+from ..errors import ModelConfigError
 from .architectures import N_EXPERTS_KEYS, TOP_K_KEYS
 from .layers import activation, group_layers, heads_kind
 from .reader import ConfigReader, as_int, require_divides
@@ -45,10 +45,8 @@ def inkling_groups(r: ConfigReader, d_model: int, n_layers: int) -> tuple[LayerG
     """The layer groups: one per distinct (full or sliding attention, dense or MoE), in order of first occurrence,
     each with the output convs."""
     for key in _BUILT:
-        if not r.boolean(key, default=True):
-            raise UnsupportedArchitectureError(f"{key}=false (model_type=inkling_text): InklingTextModel builds it "
-                                               "regardless, where other implementations leave it out; refusing "
-                                               "rather than guessing")
+        r.switch(key, True, "InklingTextModel builds it regardless, where other implementations leave it out; "
+                 "refusing rather than guessing")
     sliding, dense = _sliding_layers(r, n_layers), _dense_layers(r, n_layers)
     kernel = r.dim("conv_kernel_size", "sconv_kernel_size")
     d_ff, d_expert = _widths(r, any(dense), not all(dense))

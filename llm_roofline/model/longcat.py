@@ -61,13 +61,9 @@ def _refuse_unmodelled(r: ConfigReader) -> None:
     if method.upper() != "MLA":
         raise UnsupportedArchitectureError(f"attention_method {method[:40]!r} (model_type='longcat_flash'): only MLA "
                                            "is modelled (LongCat's LSA sparse attention is not)")
-    kind = r.typed("zero_expert_type", (str,), "a string", "identity")
-    if kind != "identity":
-        raise UnsupportedArchitectureError(f"zero_expert_type {kind[:40]!r} (model_type='longcat_flash'): only "
-                                           "'identity' zero-computation experts are modelled")
-    if r.boolean("router_bias"):
-        raise UnsupportedArchitectureError("router_bias=true (model_type='longcat_flash'): a bias on the router's "
-                                           "classifier beside e_score_correction_bias is not modelled")
+    r.switch("zero_expert_type", "identity", "only 'identity' zero-computation experts are modelled")
+    r.switch("router_bias", False, "a bias on the router's classifier beside e_score_correction_bias is not "
+             "modelled")
 
 
 def _attention(r: ConfigReader) -> AttentionSpec:

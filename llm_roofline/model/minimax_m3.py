@@ -54,13 +54,9 @@ def minimax_m3_groups(r: ConfigReader, arch: Architecture, d_model: int, n_layer
 
 def _check_attention(r: ConfigReader) -> None:
     """The hub config's attention switches that transformers' MiniMaxM3VLAttention does not build otherwise."""
-    if r.boolean("attention_output_gate"):
-        raise UnsupportedArchitectureError(f"attention_output_gate=true {_WHERE}: an output gate on the attention is "
-                                           "not built by transformers' MiniMaxM3VLAttention and is not read")
-    norm = r.typed("qk_norm_type", (str,), "a string", "per_head")
-    if norm != "per_head":
-        raise UnsupportedArchitectureError(f"qk_norm_type={norm[:40]!r} {_WHERE}: only per-head q/k norms "
-                                           "('per_head', what transformers builds) are read")
+    r.switch("attention_output_gate", False, "an output gate on the attention is not built by transformers' "
+             "MiniMaxM3VLAttention and is not read")
+    r.switch("qk_norm_type", "per_head", "only per-head q/k norms ('per_head', what transformers builds) are read")
     r.used.update(_NEUTRAL)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..errors import ModelConfigError
+from ..errors import ModelConfigError, UnsupportedArchitectureError
 from .architectures import BOUND_OF_KEY, BOUNDS, HEADS_KEYS, HIDDEN_KEYS, KV_HEADS_KEYS, ZERO_ALLOWED
 
 
@@ -71,10 +71,11 @@ class ConfigReader:
     Every key looked up is remembered (`used`), so that keys which shape a model and were never read can be named.
     """
 
-    def __init__(self, raw: dict, defaults: dict, default_label: str, notes: list[str]):
+    def __init__(self, raw: dict, defaults: dict, default_label: str, notes: list[str], model_type: str = ""):
         self.raw = raw
         self.defaults = defaults
         self.default_label = default_label
+        self.model_type = model_type  # the text model's, named in refusals
         self.assumptions = notes
         self.used: set[str] = set()
 
@@ -107,6 +108,16 @@ class ConfigReader:
 
     def boolean(self, key: str, default: bool = False) -> bool:
         return self.typed(key, (bool,), "true or false", default)
+
+    def switch(self, key: str, built: bool | str, why: str) -> None:
+        """A switch of the checkpoint's config read only at the value the reader models, `built` (absent: that value):
+        any other is UnsupportedArchitectureError, one line naming the key, its value and the model type, then `why`
+        (what is read, or what the other value would need)."""
+        what = "true or false" if isinstance(built, bool) else f"a string ({built!r} is read)"
+        value = self.typed(key, (type(built),), what, built)
+        if value != built:
+            shown = str(value).lower() if isinstance(value, bool) else repr(value[:40])
+            raise UnsupportedArchitectureError(f"{key}={shown} (model_type={self.model_type}): {why}")
 
     def flag(self, trait: bool | str) -> bool:
         """An architecture trait: a literal bool, or the name of the config key that holds it (absent: False)."""

@@ -27,7 +27,7 @@ blocks, the first xLSTM's mLSTM blocks: slstm_at, mlstm_block, ...) are refused 
 
 from __future__ import annotations
 
-from ..errors import ModelConfigError, UnsupportedArchitectureError
+from ..errors import ModelConfigError
 from .reader import ConfigReader, as_int, bound_of, require_divides
 from .spec import AttentionSpec, FfnSpec, MixerSpec
 
@@ -67,8 +67,7 @@ def xlstm_raw(raw: dict) -> dict:
 def xlstm_layers(r: ConfigReader, d_model: int, n_layers: int) -> list[tuple[AttentionSpec, MixerSpec, FfnSpec]]:
     """(no attention, the mLSTM mixer, the gated MLP) for each of the n_layers blocks."""
     for key, what in _UNBUILT.items():
-        if r.boolean(key):
-            raise UnsupportedArchitectureError(f"{key}=true (model_type='xlstm'): {what}: cannot be represented yet")
+        r.switch(key, False, f"{what}: cannot be represented yet")
     heads = r.dim("num_heads")
     qk, v = (_mlstm_width(r, d_model, key, heads) for key in ("qk_dim_factor", "v_dim_factor"))
     stated = r.get("head_dim")  # NX-AI's config: the value head width
