@@ -458,7 +458,7 @@ def test_lfm3_config_switches_match_transformers(change, expected):
 
 
 @pytest.mark.parametrize("change, error", [
-    ({"layer_types": ["conv", "mamba"] * 12}, "'mamba' is not conv, sliding_attention or full_attention"),
+    ({"layer_types": ["conv", "mamba"] * 12}, "'mamba' is not one of 'conv', 'sliding_attention', 'full_attention'"),
     ({"layer_types": ["conv"] * 23}, "layer_types must list one entry per layer"),
     ({"use_sandwich_norm": "yes"}, "use_sandwich_norm must be true or false"),
     ({"use_attention_gate": 2}, "use_attention_gate must be true or false"),
@@ -1100,7 +1100,7 @@ def test_dots3_note_transformers_form_reads_the_same():
 
 
 @pytest.mark.parametrize("change, error", [
-    ({"layer_types": ["dense_attention"] * 46}, "is not one of indexed_attention"),
+    ({"layer_types": ["dense_attention"] * 46}, "is not one of 'indexed_attention'"),
     ({"swa_head_dim": 192, "swa_qk_rope_head_dim": None}, "swa_head_dim .192. must exceed"),
     ({"swa_kv_lora_rank": "1024"}, "swa_kv_lora_rank must be an integer"),
     ({"swa_num_key_value_heads": 8}, r"num_key_value_heads \(8\) must equal num_attention_heads \(64\)"),
@@ -1109,7 +1109,7 @@ def test_dots3_note_transformers_form_reads_the_same():
     ({"per_layer_config": {"x": {}}}, "per_layer_config key .a layer index. must be an integer"),
     ({"per_layer_config": {"46": {}}}, "exceeds the physical bound"),
     ({"per_layer_config": {"2": {"kv_lora_rank": True}}}, r"per_layer_config\[2\].kv_lora_rank must be an integer"),
-    ({"mlp_layer_types": ["moe"] * 46}, "is not 'dense' or 'sparse'"),
+    ({"mlp_layer_types": ["moe"] * 46}, "is not one of 'dense', 'sparse'"),
     ({"n_shared_experts": 0}, "n_shared_experts must be positive"),
     ({"use_dsa": "yes"}, "use_dsa must be true or false"),
 ])
@@ -1613,6 +1613,7 @@ def test_gemma3n_altup_laurel_sparse_activations_and_kv_reuse():
     ({"activation_sparsity_pattern": [0.95] * 34}, "one entry per layer"),
     ({"activation_sparsity_pattern": [1.0] * 35}, r"numbers in \[0, 1\)"),
     ({"activation_sparsity_pattern": [True] * 35}, r"numbers in \[0, 1\)"),
+    ({"activation_sparsity_pattern": [None] * 35}, r"numbers in \[0, 1\), got None"),  # a TypeError before
 ])
 def test_gemma3n_refuses_what_it_cannot_read(change, error):
     with pytest.raises(lr.RooflineError, match=error):
@@ -1791,3 +1792,14 @@ def test_nemotron_ultra_253b_empty_blocks():
     # 81 of its 162 blocks are no_op in both parts (the identity): left out, and said so
     assert m.n_layers == 81 and any("81 of 162 blocks have neither attention nor FFN" in a for a in m.assumptions)
     assert m.params_total == pytest.approx(253e9, rel=0.005)  # NVIDIA: "253B"; 253,401,268,224 here
+
+
+@pytest.mark.parametrize("name, key", [("hy4_preview", "indexer_types"), ("axk2_light_default", "layer_types"),
+                                       ("dots3_note_prev", "mlp_layer_types")])
+def test_a_null_entry_in_a_per_layer_list_is_named_not_read_as_a_default(name, key):
+    # str_list's test used next(..., None), so a null entry passed as "none found": Hy4's read as shared indexers
+    cfg = raw(name)
+    text = cfg.get("text_config", cfg)
+    n = text.get("num_hidden_layers") or len(text[key])
+    with pytest.raises(lr.ModelConfigError, match=f"{key} must be a list of strings, got an entry None"):
+        lr.load_model({**cfg, key: [None] * n} if cfg is text else {**cfg, "text_config": {**text, key: [None] * n}})

@@ -35,11 +35,7 @@ def axk2_layers(r: ConfigReader, layers: list[tuple[AttentionSpec, FfnSpec]]) ->
     if r.dim("q_lora_rank", required=False) is None:
         raise ModelConfigError("q_lora_rank must be a positive integer for model_type axk2 (q_gate_proj reads the "
                                "query latent twice: 2 x q_lora_rank inputs)")
-    types = r.str_list("layer_types", len(layers))
-    bad = next((t for t in types or () if t != _INDEXED), None)
-    if bad is not None:
-        raise ModelConfigError(f"layer_types entry {bad[:40]!r} is not one of '{_INDEXED}' (model_type axk2: every "
-                               "layer runs DSA)")
+    r.str_list("layer_types", len(layers), allowed=(_INDEXED,))  # every layer runs DSA
     spec = {}
     out = []
     for a, f in layers:

@@ -58,14 +58,11 @@ def _layer_types(r: ConfigReader, n_layers: int) -> list[str]:
     them."""
     given = r.get("per_layer_config") is not None
     use_dsa = r.typed("use_dsa", (bool,), "true or false", None if given else True)
-    types = r.str_list("layer_types", n_layers)
+    types = r.str_list("layer_types", n_layers, allowed=_TYPES)
     if types is None:
         sliding = r.boolean("use_sliding_window", default=True)
         full = "full_attention" if use_dsa is False else "indexed_attention"
         types = [full if not sliding or i < 2 or i % 4 == 1 else "sliding_attention" for i in range(n_layers)]
-    bad = next((t for t in types if t not in _TYPES), None)
-    if bad is not None:
-        raise ModelConfigError(f"layer_types entry {bad[:40]!r} is not one of {', '.join(_TYPES)}")
     if use_dsa is not None:
         old, new = ("full_attention", "indexed_attention") if use_dsa else ("indexed_attention", "full_attention")
         types = [new if t == old else t for t in types]
@@ -150,11 +147,8 @@ def _check_gates(r: ConfigReader) -> None:
 def _moe_layers(r: ConfigReader, n_layers: int) -> list[bool]:
     """mlp_layer_types ('sparse' / 'dense'); else MoE from first_k_dense_replace on, where moe_layer_freq (a step, or
     a 0/1 flag per layer) says so (Dots3NoteTextConfig)."""
-    types = r.str_list("mlp_layer_types", n_layers)
+    types = r.str_list("mlp_layer_types", n_layers, allowed=("dense", "sparse"))
     if types is not None:
-        bad = next((t for t in types if t not in ("dense", "sparse")), None)
-        if bad is not None:
-            raise ModelConfigError(f"mlp_layer_types entry {bad[:40]!r} is not 'dense' or 'sparse'")
         r.used.update(("first_k_dense_replace", "moe_layer_freq"))
         return [t == "sparse" for t in types]
     first = r.count("first_k_dense_replace", default=1)

@@ -57,7 +57,8 @@ def reused_kv_layers(r: ConfigReader, windows: list[int | None]) -> list[bool]:
 
 def gemma4_d_ffs(r: ConfigReader, d_ffs: list[int], reused: list[bool]) -> list[int]:
     """use_double_wide_mlp: the layers that reuse an earlier layer's K and V have an MLP twice as wide."""
-    return [d * 2 if reuse and r.boolean("use_double_wide_mlp") else d for d, reuse in zip(d_ffs, reused, strict=True)]
+    wide = r.boolean("use_double_wide_mlp")
+    return [d * 2 if reuse and wide else d for d, reuse in zip(d_ffs, reused, strict=True)]
 
 
 def per_layer_input(r: ConfigReader, vocab: int) -> tuple[int, int]:
@@ -93,9 +94,9 @@ def activation_sparsities(r: ConfigReader, n_layers: int) -> list[float]:
     if len(pattern) != n_layers:
         raise ModelConfigError(f"activation_sparsity_pattern must list one entry per layer ({n_layers}), got "
                                f"{len(pattern)}")
-    bad = next((v for v in pattern if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1), None)
-    if bad is not None or any(v != v for v in pattern):
-        raise ModelConfigError(f"activation_sparsity_pattern entries must be numbers in [0, 1), got {bad!r:.40}")
+    bad = [v for v in pattern if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1]  # NaN too
+    if bad:
+        raise ModelConfigError(f"activation_sparsity_pattern entries must be numbers in [0, 1), got {bad[0]!r:.40}")
     return [float(v) for v in pattern]
 
 

@@ -522,15 +522,12 @@ def _lfm3_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers: in
     'sliding_attention' layers, over all on 'full_attention' ones) -> norm -> residual -> norm -> gated MLP of
     intermediate_size (used as is: LFM2's block_* width rules are gone) -> norm -> residual. The two norms after the
     operator and the MLP are use_sandwich_norm's (hybrid_groups counts them)."""
-    types = r.str_list("layer_types", n_layers)
+    types = r.str_list("layer_types", n_layers, allowed=_LFM3_TYPES)
     if types is None:  # Lfm3Config.__post_init__
         types = ["full_attention" if i % 4 == 2 else "sliding_attention" if i % 4 == 0 and i > 0 else "conv"
                  for i in range(n_layers)]
         r.assume("layer_types absent from the config: Lfm3Config's pattern (layer 2 and every fourth after it full "
                  "attention, layer 4 and every fourth after it sliding-window attention, the rest short conv).")
-    bad = next((t for t in types if t not in _LFM3_TYPES), None)
-    if bad is not None:
-        raise ModelConfigError(f"layer_types entry {bad[:40]!r} is not conv, sliding_attention or full_attention")
     attn = {t: attention_spec(r, arch, d_model, r.dim("sliding_window") if t == "sliding_attention" else None,
                               rope=True) for t in _LFM3_TYPES[1:] if t in types}
     mixer = _short_conv(r, d_model) if "conv" in types else None
@@ -546,10 +543,8 @@ def _granite_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers:
     """GraniteMoeHybridDecoderLayer: norm -> (Mamba-2 | attention, RoPE only with position_embedding_type 'rope')
     -> residual -> norm -> MoE (num_local_experts gated experts of intermediate_size) + shared gated MLP of
     shared_intermediate_size (without experts: that MLP alone) -> residual. The muP multipliers are scalars."""
-    types = r.str_list("layer_types", n_layers) or ["mamba"] * n_layers
-    bad = next((t for t in types if t not in ("mamba", "linear_attention", "attention", "full_attention")), None)
-    if bad is not None:
-        raise ModelConfigError(f"layer_types entry {bad[:40]!r} is not mamba or attention")
+    types = (r.str_list("layer_types", n_layers, allowed=("mamba", "linear_attention", "attention", "full_attention"))
+             or ["mamba"] * n_layers)
     mixer = _bamba_mixer(r, d_model)
     rope = r.get("position_embedding_type") == "rope"
     attn = attention_spec(r, arch, d_model, None, rope=rope)

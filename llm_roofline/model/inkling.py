@@ -59,7 +59,7 @@ def inkling_groups(r: ConfigReader, d_model: int, n_layers: int) -> tuple[LayerG
 
 def inkling_tied(r: ConfigReader) -> bool:
     """InklingForCausalLM never ties its LM head to the embedding (_tied_weights_keys is empty)."""
-    if r.get("tie_word_embeddings") is True:
+    if r.boolean("tie_word_embeddings"):
         r.assume("tie_word_embeddings true: InklingForCausalLM never ties its LM head (the checkpoint holds embed "
                  "and unembed apart): counted untied.")
     return False

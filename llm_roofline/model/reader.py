@@ -154,12 +154,12 @@ class ConfigReader:
         if len(value) != length:
             mtp = f", or {length + trailing} with the MTP layers" if trailing else ""
             raise ModelConfigError(f"{key} must list one entry per layer ({length}{mtp}), got {len(value)}")
-        bad = next((v for v in value if not isinstance(v, str)), None)
-        if bad is not None:
-            raise ModelConfigError(f"{key} must be a list of strings, got an entry {_short(bad)}")
-        bad = next((v for v in value if allowed and v not in allowed), None)
-        if bad is not None:
-            raise ModelConfigError(f"{key} entry {bad[:40]!r} is not one of {', '.join(map(repr, allowed))}")
+        bad = [v for v in value if not isinstance(v, str)]  # a list, not next(..., None): null entries are bad too
+        if bad:
+            raise ModelConfigError(f"{key} must be a list of strings, got an entry {_short(bad[0])}")
+        bad = [v for v in value if allowed and v not in allowed]
+        if bad:
+            raise ModelConfigError(f"{key} entry {bad[0][:40]!r} is not one of {', '.join(map(repr, allowed))}")
         return value
 
     def dim(self, *keys: str, fallback: tuple[int, str] | None = None, required: bool = True) -> int | None:
