@@ -602,6 +602,8 @@ def test_longcat_flash_refuses_what_it_cannot_read(change, error):
     cfg = {**raw("longcat_flash_chat"), **change}
     with pytest.raises(lr.RooflineError, match=error):
         lr.load_model(cfg)
+
+
 # ------------------------------------------------------------------------------ K-EXAONE (EXAONE-MoE)
 def test_k_exaone_exaone4_attention_over_deepseek_moe():
     m = fixture("k_exaone_236b")
@@ -1347,6 +1349,21 @@ def test_minimax_m3_refuses_what_it_cannot_read(change, error):
     cfg["text_config"].update(change)
     with pytest.raises(lr.RooflineError, match=error):
         lr.load_model(cfg)
+
+
+@pytest.mark.parametrize("change, error", [
+    # read and then ignored before: the sparse layers were priced with their indexer whatever it said
+    ({"use_sparse_attention": False}, "use_sparse_attention=false"),
+    # the local block is one of the 16 a query keeps: 17 cannot be
+    ({"sparse_local_block": 17}, r"index_local_blocks \(17\) exceeds index_topk_blocks \(16\)"),
+])
+def test_minimax_m3_sparse_settings_that_cannot_hold_are_named(change, error):
+    cfg = raw("minimax_m3")
+    cfg["text_config"]["sparse_attention_config"].update(change)
+    with pytest.raises(lr.RooflineError, match=error):
+        lr.load_model(cfg)
+
+
 # ------------------------------------------------------------------------------ Inkling
 # d 6144, no RoPE, q/k norms 2 x 128, d_rel 16, 4-tap convs. Sliding layers (64 heads over 16 KV heads of 128, the
 #   bias over the 512-token window): q, o 2 x 6144 x 8192 = 100,663,296; k, v 2 x 6144 x 2048 = 25,165,824; r_proj

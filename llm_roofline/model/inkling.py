@@ -80,7 +80,8 @@ def _sliding_layers(r: ConfigReader, n_layers: int) -> list[bool]:
     bad = next((i for i in local if i >= n_layers), None)
     if bad is not None:
         raise ModelConfigError(f"local_layer_ids lists {bad}, which is not a layer index (0 to {n_layers - 1})")
-    return [i in set(local) for i in range(n_layers)]
+    local_set = set(local)
+    return [i in local_set for i in range(n_layers)]
 
 
 def _dense_layers(r: ConfigReader, n_layers: int) -> list[bool]:

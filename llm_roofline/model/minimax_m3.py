@@ -99,6 +99,10 @@ def _check_sparse_options(sparse_cfg: dict, sparse: list[bool]) -> None:
     use = sparse_cfg.get("use_sparse_attention", True)
     if not isinstance(use, bool):
         raise ModelConfigError(f"sparse_attention_config.use_sparse_attention must be true or false, got {use!r:.40}")
+    if not use and any(sparse):  # it was type-checked, then the sparse layers priced with their indexer regardless
+        raise UnsupportedArchitectureError(f"sparse_attention_config.use_sparse_attention=false {_WHERE} beside "
+                                           "minimax_m3_sparse layers: whether they then attend to every key is not "
+                                           "read; refusing rather than guessing")
 
 
 def _indexer(r: ConfigReader, sparse_cfg: dict, n_heads: int) -> dict:
@@ -140,6 +144,9 @@ def _note(r: ConfigReader, sparse_attn, sparse: list[bool], sparse_cfg: dict) ->
     if sparse_attn is None:
         return
     a, local = sparse_attn, _index_value(r, "index_local_blocks", sparse_cfg)
+    if local > a.index_topk:
+        raise ModelConfigError(f"index_local_blocks ({local}) exceeds index_topk_blocks ({a.index_topk}): the local "
+                               "blocks are among the blocks each query keeps")
     r.assume(f"MiniMax Sparse Attention: {sum(sparse)} of {len(sparse)} layers (minimax_m3_sparse) attend per KV group "
              f"to the {a.index_topk} blocks of {a.index_block_size} keys ({a.index_keys:,} keys) their indexer picks "
              f"({a.index_n_heads} heads of {a.index_head_dim}; the {local} local block(s) up to the query among them: "
