@@ -65,7 +65,7 @@ def _kv_conv(c: Ctx, g: LayerGroup, kv_heads: int) -> Op:
     """Inkling's depthwise causal convs on k and on v (the chip's KV heads), their input added back: 2K + 1 FLOP per
     element; each sequence's window of the last K - 1 inputs read and written (a prompt chunk's sequences too)."""
     a, channels = g.attention, 2 * kv_heads * g.attention.head_dim
-    seqs = c.b_attn + (c.chunk_seqs if c.phase.has_chunk else 0.0)
+    seqs = c.state_seqs
     return causal_conv1d("attn.kv_conv", g.name, g.count, batch=seqs, q_len=c.T_attn / seqs, channels=channels,
                          kernel=a.kv_conv, act_bytes_per_elem=c.act_bytes, state_bytes_per_elem=c.kv_bytes,
                          weight_bytes=channels * a.kv_conv * c.native_bytes, **c.placed("column"))

@@ -115,6 +115,8 @@ class Ctx:
         if phase.chunk_in_group and self.adp > 1:  # the busiest group: its decode rows and the whole chunk
             self.T_attn = self.b * self.q / self.adp + self.chunk
             self.chunk_seqs = 1.0 / sh.pp
+        # sequences whose carried state (a recurrent state, a conv window) moves this step: the decodes and the chunk's
+        self.state_seqs = self.b_attn + (self.chunk_seqs if phase.has_chunk else 0.0)
         self.act_bytes = dtype_bytes(dt.act)  # per activation element
         self.kv_bytes = dtype_bytes(dt.kv)  # per cached element
         self.native_bytes = dtype_bytes(spec.weight_dtype)  # per unquantized weight (norms, biases)

@@ -70,7 +70,7 @@ def _mixer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
                       bias=m.proj_bias))
     if m.low_rank:  # KDA: (T, rank) @ (rank, the chip's channels), for the decay and for the output gate
         ops += [c.gemm(f"mixer.{x}_b_proj", g.name, n, "attn", k=m.low_rank, n=inner, style="column") for x in "fg"]
-    seqs = c.b_attn + (c.chunk_seqs if c.phase.has_chunk else 0.0)  # sequences whose state moves
+    seqs = c.state_seqs
     conv_w = (conv * m.conv_kernel + (conv if m.conv_bias else 0)) * c.native_bytes
     if m.conv_kernel:  # lightning attention has none
         ops.append(causal_conv1d("mixer.conv1d", g.name, n, batch=seqs, q_len=c.T_attn / seqs, channels=conv,
@@ -312,10 +312,10 @@ def _gated_norm_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     normed y (T, d) @ (d, r), SiLU over (T, r), @ (r, d), then y * sigmoid(gate) over (T, d) (~4 FLOP for the sigmoid,
     1 multiply); the small matrices replicated on every tp chip, as the norms are."""
     n, k, d = g.count, g.gated_norms, c.spec.d_model
+    fc1, fc2 = (next(m for m in g.per_layer if m.name == f"norm_gate.{x}") for x in ("fc1", "fc2"))
     ops = [c.gemm(m.name, g.name, n, m.family, k=m.k, n=m.n, n_matrices=m.count, n_stored=m.count, style="replicated")
-           for m in g.per_layer]
-    rank = g.per_layer[0].n
-    return ops[:1] + [_activation(c, "norm_gate.act", g.name, n, c.T_attn, k * rank, False, "replicated")] + \
+           for m in (fc1, fc2)]
+    return ops[:1] + [_activation(c, "norm_gate.act", g.name, n, c.T_attn, k * fc1.n, False, "replicated")] + \
         ops[1:] + [c.pointwise("norm_gate.apply", g.name, n, rows=c.T_attn, width=k * d, flops_per_elem=5, reads=2,
                                style="sequence")]
 
@@ -392,7 +392,7 @@ def _out_conv(c: Ctx, g: LayerGroup, part: str) -> list[Op]:
     if not g.out_conv:
         return []
     d, split_rows = c.spec.d_model, c.tp if sequence_parallel_on(c.sh) else 1
-    seqs = (c.b_attn + (c.chunk_seqs if c.phase.has_chunk else 0.0)) / split_rows
+    seqs = c.state_seqs / split_rows
     return [causal_conv1d(f"{part}.out_conv", g.name, g.count, batch=seqs, q_len=c.T_attn / split_rows / seqs,
                           channels=d, kernel=g.out_conv, act_bytes_per_elem=c.act_bytes,
                           state_bytes_per_elem=c.kv_bytes, weight_bytes=d * g.out_conv * c.native_bytes,
@@ -403,14 +403,20 @@ def _model_ops_head(c: Ctx) -> list[Op]:
     """Embedding gather (vocab-parallel over each attention group's tp chips: each chip reads its share of the
     rows, then an all-reduce)."""
     spec = c.spec
-    op = embedding("embed", "model", tokens=c.T_attn, d_model=spec.d_model,
-                   table_rows=spec.vocab_size + spec.learned_positions,
-                   weight_bytes_per_elem=dtype_bytes(spec.weight_format_for("embed", c.dt.weight).dtype),
-                   act_bytes_per_elem=c.act_bytes, lookups=2 if spec.learned_positions else 1, vocab_split=c.tp,
-                   **c.placed("vocab_in"))
-    ops = [op] + c.collectives(collective_after("vocab_in", c.sh), "embed", "model", 1)
+    ops = _gather(c, "embed", spec.d_model, spec.vocab_size + spec.learned_positions,
+                  2 if spec.learned_positions else 1)
     ops += [c.norm("norm.embed", "model", 1)] if spec.embed_norm else []  # Inkling's embedding RMSNorm
     return ops + (_per_layer_inputs(c) if spec.per_layer_input else []) + _altup_streams(c, "projections")
+
+
+def _gather(c: Ctx, name: str, width: int, table_rows: int, lookups: int = 1) -> list[Op]:
+    """A table's rows gathered per token (T_attn, width), vocab-parallel over each attention group's tp chips (each
+    reads its share of the rows), then the all-reduce that completes them."""
+    op = embedding(name, "model", tokens=c.T_attn, d_model=width, table_rows=table_rows,
+                   weight_bytes_per_elem=dtype_bytes(c.spec.weight_format_for("embed", c.dt.weight).dtype),
+                   act_bytes_per_elem=c.act_bytes, lookups=lookups, vocab_split=c.tp, **c.placed("vocab_in"))
+    return [op] + c.collectives(collective_after("vocab_in", c.sh), name.replace(".", "_"), "model", 1,
+                                width=width)
 
 
 def _altup_streams(c: Ctx, way: str) -> list[Op]:
@@ -433,10 +439,7 @@ def _per_layer_inputs(c: Ctx) -> list[Op]:
     RMS-normed per p-slice (p weights), the two summed and scaled."""
     spec = c.spec
     width, norm_w = spec.n_layers * spec.per_layer_input, spec.per_layer_input * c.native_bytes
-    op = embedding("embed.per_layer", "model", tokens=c.T_attn, d_model=width, table_rows=spec.per_layer_vocab,
-                   weight_bytes_per_elem=dtype_bytes(spec.weight_format_for("embed", c.dt.weight).dtype),
-                   act_bytes_per_elem=c.act_bytes, lookups=1, vocab_split=c.tp, **c.placed("vocab_in"))
-    return [op] + c.collectives(collective_after("vocab_in", c.sh), "embed_per_layer", "model", 1, width=width) + [
+    return _gather(c, "embed.per_layer", width, spec.per_layer_vocab) + [
         c.gemm("per_layer.model_proj", "model", 1, "embed", k=spec.d_model, n=width, style="replicated"),
         c.pointwise("norm.per_layer_proj", "model", 1, rows=c.T_attn, width=width, flops_per_elem=4, reads=1,
                     style="sequence", weight_bytes=norm_w, stored_bytes=norm_w, kind="norm"),
