@@ -12,7 +12,9 @@ def op_category(name: str, kind: str | None = None) -> str:
     attention: the attention core and the per-head work around it (rope, qk-norm, KV-cache write);
     projections: every attention projection (qkv, o, MLA's q/kv down- and up-projections);
     MLP/experts: every ffn.* op (dense MLP, router, routed and shared experts, their activation);
-    LM head; communication: collectives (comm.*); other: embedding gather, norms, residual adds.
+    LM head; communication: collectives (comm.*); other: embedding gather, norms, residual adds, and what is
+    neither attention nor an MLP: recurrent mixers (mixer.*), Gemma's per-layer inputs, AltUp and LAuReL,
+    hyper-connections.
     """
     if kind == "collective" or name.startswith("comm."):
         return "communication"
