@@ -27,7 +27,7 @@ from dataclasses import replace
 
 from ..errors import ModelConfigError
 from .architectures import Architecture
-from .layers import dsa_indexer, ffn_spec
+from .layers import ffn_spec, mla_attention
 from .reader import ConfigReader
 from .spec import AttentionSpec, LayerGroup
 
@@ -88,12 +88,9 @@ def _moe_layers(r: ConfigReader, n_layers: int) -> list[bool]:
 def _attention(r: ConfigReader, own_indexer: bool) -> AttentionSpec:
     """HYV4Attention: MLA (q_a_proj, q_a_layernorm, q_b_proj, kv_a_proj_with_mqa, kv_a_layernorm, kv_b_proj, o_proj),
     sinks (one per head), gate_proj (d -> heads x v_head_dim); the indexer where the layer has one."""
-    heads, nope, rope = r.dim("num_attention_heads"), r.dim("qk_nope_head_dim"), r.dim("qk_rope_head_dim")
-    if r.flag("attention_bias"):
-        raise ModelConfigError("attention_bias=true with MLA (kv_lora_rank) is not modelled")
-    return AttentionSpec("mla", heads, heads, nope + rope, r.dim("v_head_dim"), q_lora_rank=r.dim("q_lora_rank"),
-                         kv_lora_rank=r.dim("kv_lora_rank"), qk_nope_head_dim=nope, qk_rope_head_dim=rope,
-                         sinks=True, output_gate=True, gate_from_x=True, **dsa_indexer(r, own_indexer, always=True))
+    r.dim("q_lora_rank")  # HYV4Attention always builds q_a_proj / q_b_proj: required, not null
+    return mla_attention(r, r.dim("num_attention_heads"), dict(sinks=True, output_gate=True, gate_from_x=True),
+                         own_indexer)
 
 
 def _ffn(r: ConfigReader, arch: Architecture, d_model: int, moe: bool, d_ff: int):

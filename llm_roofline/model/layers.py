@@ -54,15 +54,15 @@ def mla_attention(r: ConfigReader, n_heads: int, common: dict, indexer: bool = T
                          **{**common, "qkv_bias": False, "o_bias": False}, **dsa_indexer(r, indexer))
 
 
-_DSA_TYPES = ("deepseek_v32", "glm_moe_dsa", "dots3_note", "dots3_note_text", "axk2")
+_DSA_TYPES = ("deepseek_v32", "glm_moe_dsa", "dots3_note", "dots3_note_text", "axk2", "hy_v4", "hy_v4_vl_text")
 _MIMO_TYPES = ("mimo_v2_flash", "mimo_v2")
 
 
-def dsa_indexer(r: ConfigReader, indexer: bool = True, always: bool = False) -> dict:
+def dsa_indexer(r: ConfigReader, indexer: bool = True) -> dict:
     """DeepSeek sparse attention (V3.2, GLM-5, dots3, A.X-K2, Hy4): the lightning indexer's top-k and dims, when the
-    config (its model_type: scope.py refuses index keys elsewhere) has them or its reader says so (always: Hy4); a layer
+    config (its model_type: scope.py refuses index keys elsewhere) has them or its type always runs one; a layer
     without its own indexer keeps the top-k only (no indexer weights, no index-key cache)."""
-    if not always and r.stated("index_topk") is None and r.get("model_type") not in _DSA_TYPES:
+    if r.stated("index_topk") is None and r.model_type not in _DSA_TYPES:
         return {}
     if not indexer:
         return dict(index_topk=r.dim("index_topk"))
