@@ -23,6 +23,7 @@ from .bailing import bailing_hybrid_layers
 from .layers import attention_spec, ffn_spec, moe_layers
 from .reader import ConfigReader, as_int, require_divides
 from .recurrent_gemma import recurrent_gemma_layers
+from .mixer import STATE_DTYPES
 from .spec import AttentionSpec, FfnSpec, LayerGroup, MixerSpec
 from .xlstm import xlstm_layers
 
@@ -99,10 +100,10 @@ def _state_dtype(r: ConfigReader) -> str | None:
     value = r.get("mamba_ssm_cache_dtype", "mamba_ssm_dtype")
     if value is None or value == "auto":
         return None
-    names = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
-    if not isinstance(value, str) or value not in names:
-        raise ModelConfigError(f"mamba_ssm_cache_dtype must be one of {', '.join(names)} or auto, got {str(value)[:40]!r}")
-    return names[value]
+    if not isinstance(value, str) or value not in STATE_DTYPES:
+        raise ModelConfigError(f"mamba_ssm_cache_dtype must be one of {', '.join(STATE_DTYPES)} or auto, got "
+                               f"{str(value)[:40]!r}")
+    return STATE_DTYPES[value]
 
 
 # ---------------------------------------------------------------------------- Mamba-1

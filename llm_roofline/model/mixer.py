@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from ..errors import ModelConfigError
 from .matrix import Matrix, check_kind
 
+# a recurrent state's storage as configs name it (mamba_ssm_cache_dtype, xLSTM's inference_state_dtype) -> ours
+STATE_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 MIXER_KINDS = ("mamba1", "mamba2", "gated_deltanet", "kda", "lightning", "short_conv", "mlstm", "rglru")
 
 

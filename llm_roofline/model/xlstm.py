@@ -29,10 +29,10 @@ from __future__ import annotations
 
 from ..errors import ModelConfigError
 from .reader import ConfigReader, as_int, bound_of, require_divides
+from .mixer import STATE_DTYPES
 from .spec import AttentionSpec, FfnSpec, MixerSpec
 
 # inference_state_dtype -> the state's dtype
-_STATE_DTYPES = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}
 # NX-AI's training options that would add weights transformers' xLSTM does not build, and use_bias, which it builds
 # but the spec cannot hold (biased block norms beside an unbiased out_norm: every norm of a ModelSpec is counted alike)
 _UNBUILT = {"add_qk_norm": "norms on q and k inside the mLSTM cell, which transformers' xLSTM does not build",
@@ -77,12 +77,12 @@ def xlstm_layers(r: ConfigReader, d_model: int, n_layers: int) -> list[tuple[Att
     mode = r.typed("weight_mode", (str,), "'single' or 'fused'", "single")
     if mode not in ("single", "fused"):
         raise ModelConfigError(f"weight_mode must be 'single' or 'fused', got {str(mode)[:40]!r}")
-    dtype = r.typed("inference_state_dtype", (str,), f"one of {', '.join(_STATE_DTYPES)}", "float32")
-    if dtype not in _STATE_DTYPES:
-        raise ModelConfigError(f"inference_state_dtype must be one of {', '.join(_STATE_DTYPES)}, "
+    dtype = r.typed("inference_state_dtype", (str,), f"one of {', '.join(STATE_DTYPES)}", "float32")
+    if dtype not in STATE_DTYPES:
+        raise ModelConfigError(f"inference_state_dtype must be one of {', '.join(STATE_DTYPES)}, "
                                f"got {str(dtype)[:40]!r}")
     mixer = MixerSpec("mlstm", heads, v // heads, qk // heads, heads, 0, chunk_size=r.dim("chunk_size"),
-                      state_dtype=_STATE_DTYPES[dtype])
+                      state_dtype=STATE_DTYPES[dtype])
     mlp = FfnSpec("dense", _d_ff(r, d_model), True, "silu", False)
     _note(r, mixer, dtype)
     return [(AttentionSpec.none(), mixer, mlp)] * n_layers
