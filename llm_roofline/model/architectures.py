@@ -155,6 +155,8 @@ ARCHITECTURES: dict[str, Architecture] = {
        for t in ("qwen2_vl", "qwen2_vl_text", "qwen2_5_vl", "qwen2_5_vl_text")},
     "qwen3_vl_text": replace(_LLAMA, qk_norm=True),
     "qwen3_vl_moe_text": replace(_LLAMA, qk_norm=True),
+    "qwen3_omni_moe_text": replace(_LLAMA, qk_norm=True),  # Qwen3-Omni's thinker: Qwen3-MoE's decoder
+    "qwen2_5_omni_text": replace(_LLAMA, qkv_bias=True, o_bias=False),  # Qwen2.5-Omni's thinker: Qwen2's decoder
     # Recurrent / hybrid models (hybrid.py). Mamba2ForCausalLM (configuration_mamba2.py defaults: Mamba-Codestral-7B).
     "mamba2": replace(_LLAMA, norms=1, defaults={"tie_word_embeddings": False, "num_heads": 128, "head_dim": 64,
                                                  "state_size": 128, "n_groups": 8, "conv_kernel": 4, "expand": 2,
@@ -529,7 +531,9 @@ TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_vl"
                     "qwen3_vl_moe": "qwen3_vl_moe_text", "gemma4": "gemma4_text",
                     "gemma4_unified": "gemma4_unified_text", "qwen3_5": "qwen3_5_text", "gemma3n": "gemma3n_text",
                     "qwen3_5_moe": "qwen3_5_moe_text", "step3p7": "step3p5", "dots3_note": "dots3_note_text",
-                    "hy_v4_vl": "hy_v4_vl_text",
+                    "hy_v4_vl": "hy_v4_vl_text", "qwen3_omni_moe": "qwen3_omni_moe_text",
+                    "qwen3_omni_moe_thinker": "qwen3_omni_moe_text", "qwen2_5_omni": "qwen2_5_omni_text",
+                    "qwen2_5_omni_thinker": "qwen2_5_omni_text", "deepseek_vl_v2": "deepseek_v2",
                     "minimax_m3_vl": "minimax_m3_vl_text", "inkling_mm_model": "inkling_text"}
 
 # Activations whose MLP is taken as gated in a model_type the table does not know (noted as an assumption).

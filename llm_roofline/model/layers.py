@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
 from .architectures import (ACTIVATION_KEYS, BOUNDS, GATED_ACTIVATIONS, GEMMA4_TYPES, HEADS_KEYS, KV_HEADS_KEYS,
-                            LAYER_TYPE_WINDOWS, N_EXPERTS_KEYS, SHARED_EXPERTS_KEYS, TOP_K_KEYS, Architecture)
+                            LAYER_TYPE_WINDOWS, MLA_KEYS, N_EXPERTS_KEYS, SHARED_EXPERTS_KEYS, TOP_K_KEYS, Architecture)
 from .cohere import cohere2_moe_window_kinds
 from .reader import ConfigReader, as_int, require_divides
 from .spec import AttentionSpec, FfnSpec, LayerGroup
@@ -27,12 +27,18 @@ def attention_spec(r: ConfigReader, arch: Architecture, d_model: int, window: in
                   rope=rope, qk_norm=r.flag(arch.qk_norm), sinks=arch.sinks,
                   qk_norm_across_heads=arch.qk_norm_across_heads, output_gate=arch.output_gate,
                   head_gate=r.flag(arch.head_gate))
-    if r.stated("kv_lora_rank"):
+    mla = r.boolean("use_mla", default=True)  # false: DeepSeek-VL2-Tiny / DeepSeek-OCR's decoder, plain MHA
+    if not mla:
+        r.used.update(MLA_KEYS)  # stated as null / 0 beside use_mla false
+        r.assume("use_mla is false: DeepSeek-V2's multi-head attention without the latent (q, k, v, o of "
+                 "hidden_size / num_attention_heads per head, as vLLM's DeepseekAttention); the MLA keys are not read.")
+    elif r.stated("kv_lora_rank"):
         return mla_attention(r, n_heads, common, indexer)
     n_kv = n_kv or _kv_heads(r, n_heads)
     require_divides(n_heads, "num_attention_heads", n_kv, "the number of key/value heads")
     head_dim = _head_dim(r, d_model, n_heads)
-    v_head_dim = r.dim("v_head_dim") if r.stated("v_head_dim") else head_dim  # MiMo-V2: values narrower than keys
+    # MiMo-V2: values narrower than keys
+    v_head_dim = r.dim("v_head_dim") if mla and r.stated("v_head_dim") else head_dim
     return AttentionSpec(heads_kind(n_heads, n_kv), n_heads, n_kv, head_dim, v_head_dim, **common)
 
 

@@ -36,6 +36,7 @@ READ_HYBRID_KEYS = {
 }
 # the keys of REFUSED_KEYS a model type's reader reads: the hybrid readers', Gemma-4's and -3n's KV sharing
 READ_REFUSED_KEYS = {**READ_HYBRID_KEYS, **{t: ("num_kv_shared_layers",) for t in PER_LAYER_INPUT_TYPES}}
+_TEXT_KEYS = ("text_config", "llm_config", "language_config")  # where a multimodal wrapper keeps its text model
 _TOWER_KEYS = ("vision_config", "audio_config", "speech_config", "vision_tower_config")
 
 
@@ -50,8 +51,12 @@ def model_type_of(cfg: dict) -> str:
 
 def text_part(config: dict, notes: list[str]) -> dict:
     """The text decoder's keys: config['text_config'] for a multimodal config (with the wrapper's
-    tie_word_embeddings and dtype when the text part does not state them), else the config itself."""
-    text = config.get("text_config")
+    tie_word_embeddings and dtype when the text part does not state them), else the config itself. Remote-code
+    wrappers name it llm_config (InternVL-Chat, Ovis) or language_config (DeepSeek-VL2, DeepSeek-OCR, Janus)."""
+    key = next((k for k in _TEXT_KEYS if config.get(k) is not None), "text_config")
+    text = config.get(key)
+    if text is None and config.get("thinker_config") is not None:
+        return text_part(_thinker(config, notes), notes)
     if text is None:
         towers = [_tower_note(k, config[k]) for k in _TOWER_KEYS if isinstance(config.get(k), dict)]
         if towers:  # Qwen2-VL: the text model's keys at the top level, beside vision_config
@@ -59,35 +64,53 @@ def text_part(config: dict, notes: list[str]) -> dict:
                          f"{'; '.join(towers)}; the projector is not counted.")
         return config
     if not isinstance(text, dict):
-        raise ModelConfigError(f"text_config must be a JSON object, got {type(text).__name__}")
+        raise ModelConfigError(f"{key} must be a JSON object, got {type(text).__name__}")
     inherited = {k: config[k] for k in ("torch_dtype", "dtype", "quantization_config") if k in config and k not in text}
     if "tie_word_embeddings" in config:  # the LM head belongs to the wrapper model: its tie setting is the one used
         inherited["tie_word_embeddings"] = config["tie_word_embeddings"]
         if text.get("tie_word_embeddings", config["tie_word_embeddings"]) != config["tie_word_embeddings"]:
-            notes.append("tie_word_embeddings differs between the wrapper and text_config: the wrapper's "
+            notes.append(f"tie_word_embeddings differs between the wrapper and {key}: the wrapper's "
                          f"({config['tie_word_embeddings']!r:.20}) is used, as it owns the LM head.")
     others = [_tower_note(k, config[k]) for k in config if isinstance(k, str) and k.endswith("_config")
-              and k not in ("text_config", "quantization_config")]
-    notes.append(f"Multimodal config ({model_type_of(config) or '?'}): only the text model (text_config) is "
+              and k not in (key, "quantization_config", "projector_config")]  # the projector: named below
+    notes.append(f"Multimodal config ({model_type_of(config) or '?'}): only the text model ({key}) is "
                  f"modelled; {'; '.join(others) or 'the other towers'}; the projector is not counted.")
     return {**text, **inherited}
+
+
+def _thinker(config: dict, notes: list[str]) -> dict:
+    """An omni model's thinker (Qwen2.5-Omni, Qwen3-Omni: the text model with its vision and audio encoders), with
+    the wrapper's dtype and quantization_config where it states none; the talker and the codec that make speech
+    from the thinker's states are other models, noted as not counted."""
+    thinker = config["thinker_config"]
+    if not isinstance(thinker, dict):
+        raise ModelConfigError(f"thinker_config must be a JSON object, got {type(thinker).__name__}")
+    speech = [k for k in config if isinstance(k, str) and k.endswith("_config")
+              and k not in ("thinker_config", "quantization_config")]
+    notes.append(f"Omni config ({model_type_of(config) or '?'}): the thinker (the text model) is modelled, as for "
+                 f"text output; {', '.join(speech) or 'no talker'} (speech output) not counted.")
+    inherited = {k: config[k] for k in ("torch_dtype", "dtype", "quantization_config")
+                 if k in config and k not in thinker}
+    return {**thinker, **inherited}
 
 
 def _tower_note(key: str, tower) -> str:
     """'vision_config (not counted)', with the size of a plain ViT's matrices when the config gives its dims."""
     if key not in _TOWER_KEYS or not isinstance(tower, dict):
         return f"{key} not counted"
-    if any(tower.get(k) for k in ("moe_intermediate_size", "num_local_experts", "num_experts", "pyramid_num_routed")):
+    if tower.get("use_moe") is not False and any(  # InternViT states expert sizes beside use_moe: false
+            tower.get(k) for k in ("moe_intermediate_size", "num_local_experts", "num_experts", "pyramid_num_routed")):
         return f"{key} not counted (a tower with MoE layers: its size is not estimated)"  # dots3-note's vision tower
     # Qwen2-VL: embed_dim is the ViT's width (its hidden_size is the LLM's), the MLP mlp_ratio x embed_dim; Kimi-K2.5's
     # MoonViT: vt_num_hidden_layers, vt_hidden_size, vt_intermediate_size
     try:
-        layers = as_int(_first(tower, "num_hidden_layers", "depth", "vt_num_hidden_layers"), f"{key}.num_hidden_layers")
-        width = as_int(_first(tower, "embed_dim", "hidden_size", "vt_hidden_size"), f"{key}.hidden_size")
+        layers = as_int(_first(tower, "num_hidden_layers", "depth", "vt_num_hidden_layers", "encoder_layers"),
+                        f"{key}.num_hidden_layers")  # encoder_layers, d_model, encoder_ffn_dim: Whisper-style audio
+        width = as_int(_first(tower, "embed_dim", "hidden_size", "vt_hidden_size", "d_model"), f"{key}.hidden_size")
         ratio = tower.get("mlp_ratio", 4)
         if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or not 0 < ratio <= 64:
             raise ModelConfigError(f"{key}.mlp_ratio must be a number in (0, 64]")
-        mlp = _first(tower, "intermediate_size", "vt_intermediate_size")
+        mlp = _first(tower, "intermediate_size", "vt_intermediate_size", "encoder_ffn_dim")
         mlp = as_int(int(ratio * width) if mlp is None else mlp, f"{key}.intermediate_size")
     except ModelConfigError:
         return f"{key} not counted (its size is not in the config)"

@@ -1,0 +1,125 @@
+"""Where a multimodal wrapper keeps its text model: an omni model's thinker_config (Qwen2.5-Omni, Qwen3-Omni), a
+remote-code wrapper's llm_config (InternVL-Chat) or language_config (DeepSeek-OCR, DeepSeek-VL2), and DeepSeek-V2's
+use_mla false (plain multi-head attention under MLA's key names).
+
+Every expected count is hand arithmetic in the comment beside it; where a reference is named it was checked too.
+
+Fixtures (tests/fixtures/configs):
+- qwen3_omni_30b_a3b.json: Qwen/Qwen3-Omni-30B-A3B-Instruct's config as a public model report prints it (the
+  Qwen3OmniMoeConfig loaded by transformers 5.7.0 from the checkpoint); the thinker's text_config verbatim, the towers,
+  talker and code2wav configs kept with their dimensions, to_dict's generation defaults (id2label, output_*, ...) left
+  out. transformers 5.24's Qwen3OmniMoeThinkerForConditionalGeneration built from it on the meta device: language
+  model 30,221,219,840 + lm_head 311,427,072 = 30,532,646,912 (audio tower 647,927,168 and vision 538,631,408 apart).
+- internvl3_1b.json: OpenGVLab/InternVL3-1B's InternVLChatConfig as a public notebook prints it (remote code:
+  llm_config a Qwen2 of hidden 896, 24 layers, 14 heads over 2 KV heads, vocab 151,674; InternViT-300M).
+  transformers 5.24's Qwen2ForCausalLM from its llm_config (tie_word_embeddings false, the wrapper's) on the meta
+  device: 629,697,920. OpenGVLab: "InternVL3-1B: 0.9B" (the 0.3B ViT + this 0.63B language model).
+- deepseek_ocr.json: deepseek-ai/DeepSeek-OCR's config.json verbatim as a public model report prints it (remote code,
+  language_config a DeepSeek-V2 MoE with use_mla false), with the checkpoint's tensor list: 2,710 tensors,
+  3,336,106,240 parameters in all (SAM ViT-B, CLIP-L, projector and the decoder).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import llm_roofline as lr
+from llm_roofline.memory import kv_bytes_per_token
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "configs"
+
+
+def _fixture(name: str) -> dict:
+    return json.loads((FIX / f"{name}.json").read_text())
+
+
+def test_qwen3_omni_reads_the_thinker():
+    m = lr.load_model(FIX / "qwen3_omni_30b_a3b.json")
+    # Thinker text model (Qwen3-MoE: q/k norms, 128 experts top-8 of 768, no shared expert), d 2048, 48 layers:
+    # attention q 2048 x 4096 + k, v 2 x 2048 x 512 + o 4096 x 2048 + q/k norms 2 x 128 = 18,874,624; router
+    # 2048 x 128 = 262,144; experts 128 x 3 x 2048 x 768 = 603,979,776; 2 norms 4,096: 623,120,640 a layer, x 48 =
+    # 29,909,790,720; embeddings 152,064 x 2048 = 311,427,072, untied head the same, final norm 2,048:
+    # 30,532,646,912 (= transformers' meta count).
+    assert m.params_total == 30_532_646_912
+    # Active: 18,874,624 + 262,144 + 8 x 4,718,592 + 4,096 = 56,889,600 a layer, x 48 = 2,730,700,800, + 2 x
+    # 311,427,072 + 2,048 = 3,353,556,992.
+    assert m.params_active == 3_353_556_992
+    assert kv_bytes_per_token(m) == 48 * 2 * 4 * 128 * 2 == 98_304
+    notes = " ".join(m.assumptions)
+    assert "talker_config" in notes and "code2wav_config" in notes and "speech output" in notes
+    # The Whisper-style audio encoder's size is read from encoder_layers / d_model / encoder_ffn_dim:
+    # 32 x (4 x 1280^2 + 2 x 1280 x 5120) = 629,145,600 -> "0.63B".
+    assert "32 layers of width 1280: about 0.63B" in notes
+
+
+def test_qwen2_5_omni_thinker_is_qwen2():
+    # Qwen/Qwen2.5-Omni-7B's thinker text_config as a public serving project's test copies "the full HuggingFace
+    # Qwen2.5-Omni config.json" (no model_type in text_config: the thinker's type names it).
+    text = {"hidden_size": 3584, "intermediate_size": 18944, "num_attention_heads": 28, "num_key_value_heads": 4,
+            "num_hidden_layers": 28, "vocab_size": 152064, "rms_norm_eps": 1e-06, "rope_theta": 1000000,
+            "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+    cfg = {"architectures": ["Qwen2_5OmniModel"], "model_type": "qwen2_5_omni",
+           "thinker_config": {"model_type": "qwen2_5_omni_thinker", "text_config": text,
+                              "audio_config": {"d_model": 1280, "encoder_layers": 32, "encoder_ffn_dim": 5120}},
+           "talker_config": {"model_type": "qwen2_5_omni_talker", "hidden_size": 896, "num_hidden_layers": 24}}
+    m = lr.load_model(cfg)
+    # Qwen2-7B: q 3584^2 + bias 3,584 = 12,848,640; k, v 2 x (3584 x 512 + 512) = 3,671,040; o 12,845,056; MLP
+    # 3 x 3584 x 18944 = 203,685,888; 2 norms 7,168: 233,057,792 a layer, x 28 = 6,525,618,176; + final norm 3,584
+    # + untied embeddings and head 2 x 152,064 x 3584 = 1,089,994,752: 7,615,616,512 (Qwen2.5-7B's count).
+    assert m.params_total == 7_615_616_512
+    assert "talker_config" in " ".join(m.assumptions)
+
+
+def test_internvl_chat_reads_llm_config():
+    m = lr.load_model(FIX / "internvl3_1b.json")
+    # Qwen2 d 896, 24 layers, 14 heads of 64 over 2 KV heads: q 896^2 + 896 = 803,712; k, v 2 x (896 x 128 + 128)
+    # = 229,632; o 802,816; MLP 3 x 896 x 4864 = 13,074,432; norms 1,792: 14,912,384 a layer, x 24 = 357,897,216;
+    # + final norm 896 + untied 2 x 151,674 x 896 = 271,799,808: 629,697,920 (= transformers' Qwen2 meta count).
+    assert m.params_total == 629_697_920
+    assert kv_bytes_per_token(m) == 24 * 2 * 2 * 64 * 2 == 12_288
+    notes = " ".join(m.assumptions)
+    assert "(llm_config)" in notes
+    # InternViT states expert sizes beside use_moe false: a plain ViT, 24 x (4 x 1024^2 + 2 x 1024 x 4096) = 0.30B
+    assert "24 layers of width 1024: about 0.30B" in notes
+
+
+def test_deepseek_ocr_reads_language_config_without_mla():
+    m = lr.load_model(FIX / "deepseek_ocr.json")
+    # The checkpoint's tensors: embeddings and lm_head 2 x 129,280 x 1280 = 330,956,800; final norm 1,280; 12 layers
+    # of q, k, v, o 4 x 1280^2 = 6,553,600 and 2 norms 2,560; layer 0's MLP 3 x 6848 x 1280 = 26,296,320; 11 MoE
+    # layers of router 64 x 1280 = 81,920, experts 64 x 3 x 896 x 1280 = 220,200,960, shared 3 x 1792 x 1280 =
+    # 6,881,280: 330,956,800 + 1,280 + 12 x 6,556,160 + 26,296,320 + 11 x 227,164,160 = 2,934,734,080 (the tensor
+    # list's 3,336,106,240 less 401,372,160 of SAM, CLIP and projector).
+    assert m.params_total == 2_934_734_080
+    # Active: 6 of 64 experts: 81,920 + 6 x 3,440,640 + 6,881,280 = 27,607,040 a MoE layer:
+    # 330,956,800 + 1,280 + 78,673,920 + 26,296,320 + 11 x 27,607,040 = 739,605,760.
+    assert m.params_active == 739_605_760
+    attn = m.layer_groups[0].attention
+    assert (attn.kind, attn.n_heads, attn.n_kv_heads, attn.head_dim) == ("mha", 10, 10, 128)
+    assert kv_bytes_per_token(m) == 12 * 2 * 10 * 128 * 2 == 61_440
+    assert "use_mla is false" in " ".join(m.assumptions)
+
+
+@pytest.mark.parametrize("change, error", [
+    ({"language_config": [1, 2]}, "language_config must be a JSON object"),
+    ({"language_config": {**_fixture("deepseek_ocr")["language_config"], "use_mla": "no"}}, "use_mla must be true"),
+])
+def test_wrapper_keys_reject_bad_values(change, error):
+    with pytest.raises(lr.RooflineError, match=error):
+        lr.load_model({**_fixture("deepseek_ocr"), **change})
+
+
+def test_thinker_config_must_be_an_object():
+    with pytest.raises(lr.RooflineError, match="thinker_config must be a JSON object"):
+        lr.load_model({"model_type": "qwen3_omni_moe", "thinker_config": "x"})
+
+
+@pytest.mark.parametrize("name", ["qwen3_omni_30b_a3b", "internvl3_1b", "deepseek_ocr"])
+def test_wrapped_models_estimate_and_serve(name):
+    est = lr.estimate(FIX / f"{name}.json", "h100-sxm", batch=8, prompt_len=1024, gen_len=128)
+    assert 0 < est.ttft_s < 10 and 0 < est.tpot_s < 1
+    s = lr.serve(FIX / f"{name}.json", "h100-sxm", prompt_len=1024, gen_len=128, concurrency=16)
+    assert s.tpot_s > 0
