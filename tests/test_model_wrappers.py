@@ -123,3 +123,13 @@ def test_wrapped_models_estimate_and_serve(name):
     assert 0 < est.ttft_s < 10 and 0 < est.tpot_s < 1
     s = lr.serve(FIX / f"{name}.json", "h100-sxm", prompt_len=1024, gen_len=128, concurrency=16)
     assert s.tpot_s > 0
+
+
+def test_ernie_vl_two_expert_sets_refused_by_name():
+    # transformers' Ernie4_5_VLMoeTextConfig defaults (baidu/ERNIE-4.5-VL-28B-A3B-PT): text experts of 1536, vision
+    # experts of 512; read before as "moe_intermediate_size ... a list of 2 differing entries"
+    text = {"model_type": "ernie4_5_vl_moe_text", "hidden_size": 2560, "intermediate_size": 12288,
+            "num_hidden_layers": 28, "num_attention_heads": 20, "num_key_value_heads": 4, "vocab_size": 103424,
+            "moe_intermediate_size": [1536, 512], "moe_k": 6, "moe_num_experts": 64, "moe_num_shared_experts": 2}
+    with pytest.raises(lr.UnsupportedArchitectureError, match="ERNIE-4.5-VL's two expert sets"):
+        lr.load_model({"model_type": "ernie4_5_vl_moe", "text_config": text})

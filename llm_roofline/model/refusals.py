@@ -50,6 +50,11 @@ REFUSED_TYPES = {
     "git": "an image-to-text model (a BERT-style text decoder with learned positions and an embedding LayerNorm)",
     "modernbert-decoder": "ModernBERT's decoder (global and local attention of its own, bias-free LayerNorms)",
     "jetmoe": "mixture-of-attention-heads (attention experts)",
+    # modeling_ernie4_5_vl_moe.py: each MoE layer holds a text_moe (moe_intermediate_size[0]) and a vision_moe
+    # ([1]) routed by token type, beside the shared experts; the spec has one set of experts per layer
+    "ernie4_5_vl_moe_text": "ERNIE-4.5-VL's two expert sets per layer (text experts of moe_intermediate_size[0] and "
+                            "vision experts of [1], each token routed in its modality's set: the vision experts' "
+                            "weights are stored beside the text experts')",
     # modeling_doge.py (SmallDoge): DogeAttention's dynamic mask keeps, per query, the keep_window_size keys that
     # exp(A * softplus(dt_proj(V))) ranks highest (a learned top-k, not a window); each layer scales its residual
     # by learned vectors; is_moe swaps the MLP for CDMoE's product-key retrieval of single-neuron experts
