@@ -133,3 +133,12 @@ def test_ernie_vl_two_expert_sets_refused_by_name():
             "moe_intermediate_size": [1536, 512], "moe_k": 6, "moe_num_experts": 64, "moe_num_shared_experts": 2}
     with pytest.raises(lr.UnsupportedArchitectureError, match="ERNIE-4.5-VL's two expert sets"):
         lr.load_model({"model_type": "ernie4_5_vl_moe", "text_config": text})
+
+
+def test_nested_thinkers_are_read_one_level():
+    # a hostile config nesting thinker_config 5,000 deep: one level is read (no recursion, no RecursionError)
+    cfg: dict = {"hidden_size": 1}
+    for _ in range(5000):
+        cfg = {"thinker_config": cfg}
+    with pytest.raises(lr.RooflineError, match="no hidden_size"):
+        lr.load_model(cfg)

@@ -91,7 +91,7 @@ def _thinker(config: dict, notes: list[str]) -> dict:
                  f"text output; {', '.join(speech) or 'no talker'} (speech output) not counted.")
     inherited = {k: config[k] for k in ("torch_dtype", "dtype", "quantization_config")
                  if k in config and k not in thinker}
-    return {**thinker, **inherited}
+    return {**{k: v for k, v in thinker.items() if k != "thinker_config"}, **inherited}  # one level, no recursion
 
 
 def _tower_note(key: str, tower) -> str:
