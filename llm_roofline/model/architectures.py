@@ -50,6 +50,8 @@ class Architecture:
     windows_from_types: bool = False  # windows only where layer_types says so (Step-3.5: none without it)
     nested: tuple[str, ...] = ()  # sub-dicts whose keys are read as top-level keys (DBRX attn_config, ffn_config)
     bias_free_layernorm: bool = False  # nn.LayerNorm(bias=False): counted as weight-only, noted
+    vocab_keys: tuple[str, ...] = ("vocab_size",)  # rows of the embedding and LM head (ChatGLM: padded_vocab_size)
+    rmsnorm_key: str | None = None  # the key choosing RMSNorm (true) or LayerNorm with bias (false): ChatGLM's rmsnorm
     defaults: dict = field(default_factory=dict)
 
 
@@ -519,6 +521,12 @@ ARCHITECTURES: dict[str, Architecture] = {
     "gpt_neox": Architecture(norm="layernorm", gated=False, parallel="use_parallel_residual", mlp_bias=True,
                              defaults={"tie_word_embeddings": False, "attention_bias": True,
                                        "use_parallel_residual": True}),
+    # Remote-code families (their own key names; the layers are built by chatglm.py). ChatGLM2 /
+    # 3, GLM-4-9B: ChatGLMConfig's defaults (configuration_chatglm.py); an output_layer of its own.
+    "chatglm": Architecture(ffn_keys=("ffn_hidden_size",), vocab_keys=("padded_vocab_size",), rmsnorm_key="rmsnorm",
+                            defaults={"tie_word_embeddings": False, "num_layers": 28, "padded_vocab_size": 65024,
+                                      "hidden_size": 4096, "ffn_hidden_size": 13696, "kv_channels": 128,
+                                      "num_attention_heads": 32, "seq_length": 2048, "rmsnorm": True}),
 }
 ARCHITECTURES["qwen3_5_moe_text"] = ARCHITECTURES["qwen3_5_text"]
 ARCHITECTURES["gemma4_unified_text"] = ARCHITECTURES["gemma4_text"]  # Gemma-4 "unified": the same text decoder
@@ -535,6 +543,9 @@ TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_vl"
                     "qwen3_omni_moe_thinker": "qwen3_omni_moe_text", "qwen2_5_omni": "qwen2_5_omni_text",
                     "qwen2_5_omni_thinker": "qwen2_5_omni_text", "deepseek_vl_v2": "deepseek_v2",
                     "minimax_m3_vl": "minimax_m3_vl_text", "inkling_mm_model": "inkling_text"}
+
+# Remote-code classes (config.json "architectures") -> their model_type, for a copy of the config without model_type
+REMOTE_CODE_CLASSES = {"ChatGLMModel": "chatglm", "ChatGLMForConditionalGeneration": "chatglm"}
 
 # Activations whose MLP is taken as gated in a model_type the table does not know (noted as an assumption).
 GATED_ACTIVATIONS = ("silu", "swish", "swiglu", "geglu")

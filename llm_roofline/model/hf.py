@@ -23,7 +23,7 @@ Reading a config, in order (one reader: the result depends on the config and thi
    Zamba's shared blocks (zamba.py), LongCat-Flash's two attention blocks and shortcut MoE per layer (longcat.py),
    Cohere2-MoE's window runs and NoPE layers (cohere.py), Laguna's per-layer heads and output gate (laguna.py),
    Inkling's relative position bias, short convs and sliding layers of their own heads (inkling.py), A.X-K2's
-   q_gate_proj and gated RMSNorms (axk2.py);
+   q_gate_proj and gated RMSNorms (axk2.py), the remote-code ChatGLM2-4 blocks under their own key names (chatglm.py);
    identical layers share one LayerGroup. Every fallback appends a sentence to `assumptions`; keys that shape a model
    and were not read are named (or the config is refused when its model_type is unknown).
 """
@@ -39,10 +39,12 @@ from typing import Any
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
 from .architectures import (ARCHITECTURES, BOUNDS, CONTEXT_KEYS, GEMMA4_TYPES, HIDDEN_KEYS, LAYERS_KEYS,
-                            PER_LAYER_INPUT_TYPES, TEXT_MODEL_TYPES, UNKNOWN_ARCHITECTURE, Architecture)
+                            PER_LAYER_INPUT_TYPES, REMOTE_CODE_CLASSES, TEXT_MODEL_TYPES, UNKNOWN_ARCHITECTURE,
+                            Architecture)
 from .cohere import cohere2_moe_layers
 from .config_files import locate, read_json, shipped_index
 from .axk2 import axk2_layers, axk2_norm_gates
+from .chatglm import chatglm_groups
 from .deepseek_v4 import deepseek_v4_groups
 from .dots3 import DOTS3_TYPES, dots3_groups
 from .hy4 import HY4_TYPES, hy4_groups
@@ -138,7 +140,7 @@ def spec_from_config(config: dict, name: str = "model", source: str = "") -> Mod
     notes: list[str] = []
     reject_unsupported(config)
     text = text_part(config, notes)
-    model_type = _text_model_type(text, config)
+    model_type = _text_model_type(text, config) or _remote_code_type(text, notes)
     reject_unsupported(text, model_type)  # a text_config without its own model_type: the wrapper's text model's
     arch = ARCHITECTURES.get(model_type)
     raw = _flatten_nested(text, arch or UNKNOWN_ARCHITECTURE)
@@ -166,6 +168,19 @@ def _text_model_type(text: dict, config: dict) -> str:
     return TEXT_MODEL_TYPES.get(outer, outer)
 
 
+def _remote_code_type(text: dict, notes: list[str]) -> str:
+    """A config without model_type whose class is a remote-code family's (a copy of THUDM/chatglm3-6b's config.json
+    that lost the key): that family's model_type, noted; else ''."""
+    classes = text.get("architectures")
+    found = next((c for c in classes if isinstance(c, str) and c in REMOTE_CODE_CLASSES), None) \
+        if isinstance(classes, list) else None
+    if found is None:
+        return ""
+    notes.append(f"model_type absent from the config: read as {REMOTE_CODE_CLASSES[found]!r}, the model_type of its "
+                 f"class {found}.")
+    return REMOTE_CODE_CLASSES[found]
+
+
 def _flatten_nested(raw: dict, arch: Architecture) -> dict:
     """DBRX / MPT keep attention and FFN keys in sub-dicts (attn_config, ffn_config): read them as top-level keys."""
     out = dict(raw)
@@ -184,7 +199,7 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
     d_model = r.dim(*HIDDEN_KEYS)
     # LongCat-Flash: num_layers layers of two attention blocks each (longcat.py reads its depth)
     n_layers = r.dim(*LAYERS_KEYS, fallback=_layers_from_list(r)) if model_type != "longcat_flash" else 0
-    vocab = r.dim("vocab_size")
+    vocab = r.dim(*arch.vocab_keys)
     positions = _learned_positions(r, arch, d_model)
     head_params = 0
     if model_type == "longcat_flash":  # two attention blocks and a shortcut-connected MoE per layer
@@ -203,6 +218,8 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
         groups = minimax_m3_groups(r, arch, d_model, n_layers)
     elif model_type in INKLING_TYPES:  # relative position bias, short convs, per-type heads, a router sink
         groups = inkling_groups(r, d_model, n_layers)
+    elif model_type in _REMOTE_CODE:  # ChatGLM2-4: remote code with key names of their own
+        groups = _REMOTE_CODE[model_type](r, d_model, n_layers)
     else:
         layers = _layers(r, arch, model_type, d_model, n_layers)
         if model_type in _LAYER_PASSES:  # Laguna's heads and gates per layer, Cohere2-MoE's RoPE
@@ -245,6 +262,7 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
 
 
 _LAYER_PASSES = {"laguna": laguna_layers, "cohere2_moe": cohere2_moe_layers, "axk2": axk2_layers}
+_REMOTE_CODE = {"chatglm": chatglm_groups}
 
 
 def _layers(r: ConfigReader, arch: Architecture, model_type: str, d_model: int, n_layers: int) -> list:
@@ -331,6 +349,8 @@ def _norm_kind(r: ConfigReader, arch: Architecture, model_type: str) -> str:
     if arch.bias_free_layernorm and not (model_type == "cohere2_moe" and r.get("rms_norm_eps") is not None):
         r.assume(f"{model_type}: LayerNorm without bias, counted as weight-only (hidden_size parameters per norm).")
         return "rmsnorm"
+    if arch.rmsnorm_key:  # ChatGLM: rmsnorm false builds LayerNorms with bias
+        return "rmsnorm" if r.boolean(arch.rmsnorm_key, default=True) else "layernorm"
     if model_type in ARCHITECTURES:
         return arch.norm
     if r.stated("layer_norm_eps", "layer_norm_epsilon", "layernorm_epsilon"):
