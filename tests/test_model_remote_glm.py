@@ -62,7 +62,7 @@ from llm_roofline.memory import kv_bytes_per_token
 from llm_roofline.sharding import Sharding
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "configs"
-FIXTURES = ("chatglm2_6b", "chatglm3_6b", "glm4_9b_chat")
+FIXTURES = ("chatglm2_6b", "chatglm3_6b", "glm4_9b_chat", "qwen_7b", "qwen_14b_chat_int4")
 
 
 def fixture(name: str):
@@ -193,6 +193,73 @@ def test_chatglm_what_the_graph_does_not_read_is_refused_by_name(change, words):
 def test_chatglm_hostile_values_raise_the_project_error(change):
     with pytest.raises(RooflineError):
         lr.load_model(changed("chatglm3_6b", **change))
+
+
+# ------------------------------------------------------------------------------ Qwen v1
+def test_qwen_7b_mlp_is_half_of_intermediate_size():
+    m = fixture("qwen_7b")
+    # per layer: c_attn 4096 x 12288 + bias 12288 = 50,343,936; c_proj 4096 x 4096 = 16,777,216 (no_bias);
+    #   w1, w2 4096 x 11008 each = 90,177,536; mlp.c_proj 11008 x 4096 = 45,088,768; ln_1, ln_2 8,192
+    #   -> 202,395,648; x 32 = 6,476,660,736; wte + lm_head 2 x 151936 x 4096 = 1,244,659,712; ln_f 4096
+    #   -> 7,721,324,544 (published; the safetensors index: 15,442,649,088 B of bf16)
+    assert m.params_total == 7_721_324_544
+    assert 2 * m.params_total == 15_442_649_088
+    a, f = m.layer_groups[0].attention, m.layer_groups[0].ffn
+    assert (a.kind, a.n_kv_heads, a.head_dim, a.qkv_bias, a.o_bias) == ("mha", 32, 128, True, False)
+    assert (f.d_ff, f.gated, f.bias) == (11008, True, False)
+    assert kv_bytes_per_token(m) == 2 * 32 * 128 * 32 * 2  # 524,288 B
+    assert (m.max_context, m.tie_embeddings, m.norm) == (32768, False, "rmsnorm")
+    assert any("intermediate_size 22016 is twice the MLP width" in s for s in m.assumptions)
+
+
+def test_qwen_14b_chat_int4():
+    m = fixture("qwen_14b_chat_int4")
+    # per layer: c_attn 5120 x 15360 + 15360 = 78,658,560; c_proj 26,214,400; w1, w2, mlp.c_proj 3 x 5120 x 13696
+    #   = 210,370,560; norms 10,240 -> 315,253,760; x 40 = 12,610,150,400; wte + lm_head 2 x 152064 x 5120 =
+    #   1,557,135,360; ln_f 5120 -> 14,167,290,880 ("14B")
+    assert m.params_total == 14_167_290_880
+    assert m.layer_groups[0].ffn.d_ff == 13696
+    assert kv_bytes_per_token(m) == 2 * 40 * 128 * 40 * 2  # 819,200 B
+    assert (m.quantization.dtype, m.quantization.group_size) == ("int4", 128)  # GPTQ
+    assert m.max_context == 8192
+
+
+def test_qwen_first_release_key_names():
+    # the first Qwen-7B config.json (transformers 4.31.0): n_embd, n_head, n_layer, ffn_hidden_size 22016 (vLLM's
+    # first qwen.py: QWenMLP(config.n_embd, config.ffn_hidden_size // 2)), n_positions 8192, seq_length 2048
+    cfg = {"architectures": ["QWenLMHeadModel"], "model_type": "qwen", "n_embd": 4096, "n_head": 32, "n_layer": 32,
+           "ffn_hidden_size": 22016, "kv_channels": 128, "n_positions": 8192, "seq_length": 2048, "no_bias": True,
+           "padded_vocab_size": 151936, "vocab_size": 151936, "rotary_pct": 1.0, "tie_word_embeddings": False,
+           "layer_norm_epsilon": 1e-06}
+    m = lr.load_model(cfg)
+    assert m.params_total == 7_721_324_544 and m.max_context == 8192
+    assert any("ffn_hidden_size 22016 is twice the MLP width" in s for s in m.assumptions)
+
+
+def test_qwen_switches_and_refusals():
+    # no_bias false: c_proj 4096 + w1, w2 2 x 11008 + mlp.c_proj 4096 biases a layer: 32 x 30,208 = 966,656
+    biased = lr.load_model(changed("qwen_7b", no_bias=False))
+    assert biased.params_total == 7_722_291_200
+    part = lr.load_model(changed("qwen_7b", rotary_pct=0.5))
+    assert part.params_total == 7_721_324_544 and any("rotary_pct=0.5" in s for s in part.assumptions)
+    vl = lr.load_model(changed("qwen_7b", visual={"layers": 48, "width": 1664}))  # Qwen-VL: the LM alone
+    assert vl.params_total == 7_721_324_544 and any("visual tower" in s for s in vl.assumptions)
+    with pytest.raises(UnsupportedArchitectureError, match="kv_channels"):
+        lr.load_model(changed("qwen_7b", kv_channels=64))  # 64 x 32 heads != 4096
+    with pytest.raises(ModelConfigError, match="must be even"):
+        lr.load_model(changed("qwen_7b", intermediate_size=22015))
+
+
+@pytest.mark.parametrize("change", [
+    dict(intermediate_size="22016"), dict(intermediate_size=-2), dict(intermediate_size=float("nan")),
+    dict(intermediate_size=10**30), dict(kv_channels=None, num_attention_heads=33), dict(kv_channels="128"),
+    dict(no_bias="true"), dict(rotary_pct="1"), dict(rotary_pct=float("nan")), dict(rotary_pct=0),
+    dict(rotary_pct=True), dict(rotary_pct=2.0), dict(use_logn_attn="yes"), dict(hidden_size=None, n_embd=-4096),
+    dict(vocab_size="151936"), dict(num_hidden_layers=0),
+])
+def test_qwen_hostile_values_raise_the_project_error(change):
+    with pytest.raises(RooflineError):
+        lr.load_model(changed("qwen_7b", **change))
 
 
 # ------------------------------------------------------------------------------ every fixture runs end to end

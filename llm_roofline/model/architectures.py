@@ -521,12 +521,19 @@ ARCHITECTURES: dict[str, Architecture] = {
     "gpt_neox": Architecture(norm="layernorm", gated=False, parallel="use_parallel_residual", mlp_bias=True,
                              defaults={"tie_word_embeddings": False, "attention_bias": True,
                                        "use_parallel_residual": True}),
-    # Remote-code families (their own key names; the layers are built by chatglm.py). ChatGLM2 /
-    # 3, GLM-4-9B: ChatGLMConfig's defaults (configuration_chatglm.py); an output_layer of its own.
+    # Remote-code families (their own key names; the layers are built by chatglm.py, qwen1.py). ChatGLM2 / 3,
+    # GLM-4-9B: ChatGLMConfig's defaults (configuration_chatglm.py); an output_layer of its own.
     "chatglm": Architecture(ffn_keys=("ffn_hidden_size",), vocab_keys=("padded_vocab_size",), rmsnorm_key="rmsnorm",
                             defaults={"tie_word_embeddings": False, "num_layers": 28, "padded_vocab_size": 65024,
                                       "hidden_size": 4096, "ffn_hidden_size": 13696, "kv_channels": 128,
                                       "num_attention_heads": 32, "seq_length": 2048, "rmsnorm": True}),
+    # Qwen (v1, QWenLMHeadModel): c_attn with bias, c_proj and the MLP with one only when no_bias is false (qwen1.py);
+    # QWenConfig's defaults (configuration_qwen.py: Qwen-7B's shape)
+    "qwen": replace(_LLAMA, qkv_bias=True, o_bias=False, mlp_bias=False,
+                    ffn_keys=("intermediate_size", "ffn_hidden_size"),
+                    defaults={"tie_word_embeddings": False, "vocab_size": 151936, "hidden_size": 4096,
+                              "num_hidden_layers": 32, "num_attention_heads": 32, "intermediate_size": 22016,
+                              "kv_channels": 128, "max_position_embeddings": 8192, "no_bias": True}),
 }
 ARCHITECTURES["qwen3_5_moe_text"] = ARCHITECTURES["qwen3_5_text"]
 ARCHITECTURES["gemma4_unified_text"] = ARCHITECTURES["gemma4_text"]  # Gemma-4 "unified": the same text decoder
@@ -545,7 +552,8 @@ TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_vl"
                     "minimax_m3_vl": "minimax_m3_vl_text", "inkling_mm_model": "inkling_text"}
 
 # Remote-code classes (config.json "architectures") -> their model_type, for a copy of the config without model_type
-REMOTE_CODE_CLASSES = {"ChatGLMModel": "chatglm", "ChatGLMForConditionalGeneration": "chatglm"}
+REMOTE_CODE_CLASSES = {"ChatGLMModel": "chatglm", "ChatGLMForConditionalGeneration": "chatglm",
+                       "QWenLMHeadModel": "qwen"}
 
 # Activations whose MLP is taken as gated in a model_type the table does not know (noted as an assumption).
 GATED_ACTIVATIONS = ("silu", "swish", "swiglu", "geglu")

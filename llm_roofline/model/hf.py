@@ -23,7 +23,8 @@ Reading a config, in order (one reader: the result depends on the config and thi
    Zamba's shared blocks (zamba.py), LongCat-Flash's two attention blocks and shortcut MoE per layer (longcat.py),
    Cohere2-MoE's window runs and NoPE layers (cohere.py), Laguna's per-layer heads and output gate (laguna.py),
    Inkling's relative position bias, short convs and sliding layers of their own heads (inkling.py), A.X-K2's
-   q_gate_proj and gated RMSNorms (axk2.py), the remote-code ChatGLM2-4 blocks under their own key names (chatglm.py);
+   q_gate_proj and gated RMSNorms (axk2.py), the remote-code ChatGLM2-4 (chatglm.py) and Qwen v1 (qwen1.py) blocks under
+   their own key names;
    identical layers share one LayerGroup. Every fallback appends a sentence to `assumptions`; keys that shape a model
    and were not read are named (or the config is refused when its model_type is unknown).
 """
@@ -58,6 +59,7 @@ from .layers import (attention_spec, ffn_spec, group_layers, layer_d_ffs, layer_
 from .laguna import laguna_layers, note_laguna, note_mellum
 from .longcat import longcat_groups
 from .minimax_m3 import MINIMAX_M3_TYPES, minimax_m3_groups
+from .qwen1 import qwen1_groups
 from .reader import ConfigReader, check_head_counts
 from .scope import check_unread_keys, model_type_of, reject_unsupported, text_part
 from .spec import AttentionSpec, FfnSpec, ModelSpec
@@ -218,7 +220,7 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
         groups = minimax_m3_groups(r, arch, d_model, n_layers)
     elif model_type in INKLING_TYPES:  # relative position bias, short convs, per-type heads, a router sink
         groups = inkling_groups(r, d_model, n_layers)
-    elif model_type in _REMOTE_CODE:  # ChatGLM2-4: remote code with key names of their own
+    elif model_type in _REMOTE_CODE:  # ChatGLM2-4, Qwen v1: remote code with key names of their own
         groups = _REMOTE_CODE[model_type](r, d_model, n_layers)
     else:
         layers = _layers(r, arch, model_type, d_model, n_layers)
@@ -262,7 +264,7 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
 
 
 _LAYER_PASSES = {"laguna": laguna_layers, "cohere2_moe": cohere2_moe_layers, "axk2": axk2_layers}
-_REMOTE_CODE = {"chatglm": chatglm_groups}
+_REMOTE_CODE = {"chatglm": chatglm_groups, "qwen": qwen1_groups}
 
 
 def _layers(r: ConfigReader, arch: Architecture, model_type: str, d_model: int, n_layers: int) -> list:
