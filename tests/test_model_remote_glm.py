@@ -62,7 +62,8 @@ from llm_roofline.memory import kv_bytes_per_token
 from llm_roofline.sharding import Sharding
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "configs"
-FIXTURES = ("chatglm2_6b", "chatglm3_6b", "glm4_9b_chat", "qwen_7b", "qwen_14b_chat_int4")
+FIXTURES = ("chatglm2_6b", "chatglm3_6b", "glm4_9b_chat", "qwen_7b", "qwen_14b_chat_int4", "baichuan2_7b",
+            "baichuan2_13b")
 
 
 def fixture(name: str):
@@ -260,6 +261,61 @@ def test_qwen_switches_and_refusals():
 def test_qwen_hostile_values_raise_the_project_error(change):
     with pytest.raises(RooflineError):
         lr.load_model(changed("qwen_7b", **change))
+
+
+# ------------------------------------------------------------------------------ Baichuan / Baichuan2
+def test_baichuan2_7b_rope_and_exact_count():
+    m = fixture("baichuan2_7b")
+    # per layer: W_pack 4096 x 12288 = 50,331,648; o_proj 16,777,216; gate, up, down 3 x 4096 x 11008 =
+    #   135,266,304; norms 8,192 -> 202,383,360; x 32 = 6,476,267,520; embed_tokens + lm_head (NormHead: the same
+    #   matrix) 2 x 125696 x 4096 = 1,029,701,632; norm 4096 -> 7,505,973,248 ("7B")
+    assert m.params_total == 7_505_973_248
+    a = m.layer_groups[0].attention
+    assert (a.kind, a.n_kv_heads, a.head_dim, a.qkv_bias, a.o_bias, a.rope) == ("mha", 32, 128, False, False, True)
+    assert kv_bytes_per_token(m) == 2 * 32 * 128 * 32 * 2  # 524,288 B
+    assert m.max_context == 4096
+    assert any(o.name == "attn.rope" for o in build_ops(m, Phase.decode(8, 1000), Sharding()))
+
+
+def test_baichuan2_13b_alibi_no_rope_op_no_position_table():
+    m = fixture("baichuan2_13b")
+    # per layer: W_pack 5120 x 15360 = 78,643,200; o_proj 26,214,400; 3 x 5120 x 13696 = 210,370,560; norms 10,240
+    #   -> 315,238,400; x 40 = 12,609,536,000; 2 x 125696 x 5120 = 1,287,127,040; norm 5120 -> 13,896,668,160 ("13B")
+    assert m.params_total == 13_896_668_160
+    a = m.layer_groups[0].attention
+    assert (a.kind, a.n_kv_heads, a.head_dim, a.rope) == ("mha", 40, 128, False)  # ALiBi: no rotary
+    assert m.learned_positions == 0  # ALiBi: no position table either
+    assert not any("rope" in o.name for o in build_ops(m, Phase.decode(8, 1000), Sharding(tp=2)))
+    assert kv_bytes_per_token(m) == 2 * 40 * 128 * 40 * 2  # 819,200 B
+    assert m.max_context == 4096  # model_max_length (no max_position_embeddings; was unknown)
+    assert any("ALiBi" in s for s in m.assumptions)
+
+
+def test_baichuan_first_generation_by_class_and_shape():
+    # Baichuan-7B (BaiChuanForCausalLM, vocab 64,000): RoPE whatever its width; 6,476,267,520 + 2 x 64000 x 4096 +
+    # 4096 = 7,000,559,616
+    seven = lr.load_model(changed("baichuan2_7b", architectures=["BaiChuanForCausalLM"], vocab_size=64000))
+    assert seven.params_total == 7_000_559_616 and seven.layer_groups[0].attention.rope
+    wide = lr.load_model(changed("baichuan2_13b", architectures=["BaiChuanForCausalLM"]))
+    assert wide.layer_groups[0].attention.rope  # vLLM's BaiChuanForCausalLM: RoPE
+    # Baichuan-13B (BaichuanForCausalLM, vocab 64,000, ALiBi): 12,609,536,000 + 2 x 64000 x 5120 + 5120 =
+    # 13,264,901,120
+    thirteen = lr.load_model(changed("baichuan2_13b", vocab_size=64000))
+    assert thirteen.params_total == 13_264_901_120 and not thirteen.layer_groups[0].attention.rope
+    assert not any("NormHead" in s for s in thirteen.assumptions)
+
+
+@pytest.mark.parametrize("change, error", [
+    (dict(num_key_value_heads=8), UnsupportedArchitectureError), (dict(head_dim=64), UnsupportedArchitectureError),
+    (dict(architectures="BaichuanForCausalLM"), ModelConfigError), (dict(intermediate_size="13696"), ModelConfigError),
+    (dict(intermediate_size=-1), ModelConfigError), (dict(intermediate_size=float("nan")), ModelConfigError),
+    (dict(model_max_length=10**40), ModelConfigError), (dict(model_max_length="4096"), ModelConfigError),
+    (dict(hidden_act=7), ModelConfigError), (dict(num_attention_heads=48), ModelConfigError),
+    (dict(vocab_size=None), ModelConfigError),
+])
+def test_baichuan_hostile_values_raise_the_project_error(change, error):
+    with pytest.raises(error):
+        lr.load_model(changed("baichuan2_13b", **change))
 
 
 # ------------------------------------------------------------------------------ every fixture runs end to end

@@ -52,6 +52,7 @@ class Architecture:
     bias_free_layernorm: bool = False  # nn.LayerNorm(bias=False): counted as weight-only, noted
     vocab_keys: tuple[str, ...] = ("vocab_size",)  # rows of the embedding and LM head (ChatGLM: padded_vocab_size)
     rmsnorm_key: str | None = None  # the key choosing RMSNorm (true) or LayerNorm with bias (false): ChatGLM's rmsnorm
+    context_keys: tuple[str, ...] = ()  # context keys read after CONTEXT_KEYS (Baichuan-13B: model_max_length)
     defaults: dict = field(default_factory=dict)
 
 
@@ -521,8 +522,8 @@ ARCHITECTURES: dict[str, Architecture] = {
     "gpt_neox": Architecture(norm="layernorm", gated=False, parallel="use_parallel_residual", mlp_bias=True,
                              defaults={"tie_word_embeddings": False, "attention_bias": True,
                                        "use_parallel_residual": True}),
-    # Remote-code families (their own key names; the layers are built by chatglm.py, qwen1.py). ChatGLM2 / 3,
-    # GLM-4-9B: ChatGLMConfig's defaults (configuration_chatglm.py); an output_layer of its own.
+    # Remote-code families (their own key names; the layers are built by chatglm.py, qwen1.py, baichuan.py). ChatGLM2 /
+    # 3, GLM-4-9B: ChatGLMConfig's defaults (configuration_chatglm.py); an output_layer of its own.
     "chatglm": Architecture(ffn_keys=("ffn_hidden_size",), vocab_keys=("padded_vocab_size",), rmsnorm_key="rmsnorm",
                             defaults={"tie_word_embeddings": False, "num_layers": 28, "padded_vocab_size": 65024,
                                       "hidden_size": 4096, "ffn_hidden_size": 13696, "kv_channels": 128,
@@ -534,6 +535,8 @@ ARCHITECTURES: dict[str, Architecture] = {
                     defaults={"tie_word_embeddings": False, "vocab_size": 151936, "hidden_size": 4096,
                               "num_hidden_layers": 32, "num_attention_heads": 32, "intermediate_size": 22016,
                               "kv_channels": 128, "max_position_embeddings": 8192, "no_bias": True}),
+    # Baichuan-7B, Baichuan-13B, Baichuan2-7B / 13B (W_pack, ALiBi on the 13B models)
+    "baichuan": replace(_LLAMA, qkv_bias=False, o_bias=False, mlp_bias=False, context_keys=("model_max_length",)),
 }
 ARCHITECTURES["qwen3_5_moe_text"] = ARCHITECTURES["qwen3_5_text"]
 ARCHITECTURES["gemma4_unified_text"] = ARCHITECTURES["gemma4_text"]  # Gemma-4 "unified": the same text decoder
@@ -553,7 +556,7 @@ TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_vl"
 
 # Remote-code classes (config.json "architectures") -> their model_type, for a copy of the config without model_type
 REMOTE_CODE_CLASSES = {"ChatGLMModel": "chatglm", "ChatGLMForConditionalGeneration": "chatglm",
-                       "QWenLMHeadModel": "qwen"}
+                       "QWenLMHeadModel": "qwen", "BaichuanForCausalLM": "baichuan", "BaiChuanForCausalLM": "baichuan"}
 
 # Activations whose MLP is taken as gated in a model_type the table does not know (noted as an assumption).
 GATED_ACTIVATIONS = ("silu", "swish", "swiglu", "geglu")

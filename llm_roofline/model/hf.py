@@ -23,8 +23,8 @@ Reading a config, in order (one reader: the result depends on the config and thi
    Zamba's shared blocks (zamba.py), LongCat-Flash's two attention blocks and shortcut MoE per layer (longcat.py),
    Cohere2-MoE's window runs and NoPE layers (cohere.py), Laguna's per-layer heads and output gate (laguna.py),
    Inkling's relative position bias, short convs and sliding layers of their own heads (inkling.py), A.X-K2's
-   q_gate_proj and gated RMSNorms (axk2.py), the remote-code ChatGLM2-4 (chatglm.py) and Qwen v1 (qwen1.py) blocks under
-   their own key names;
+   q_gate_proj and gated RMSNorms (axk2.py), the remote-code ChatGLM2-4 (chatglm.py), Qwen v1 (qwen1.py) and Baichuan
+   (baichuan.py) blocks under their own key names;
    identical layers share one LayerGroup. Every fallback appends a sentence to `assumptions`; keys that shape a model
    and were not read are named (or the config is refused when its model_type is unknown).
 """
@@ -45,6 +45,7 @@ from .architectures import (ARCHITECTURES, BOUNDS, CONTEXT_KEYS, GEMMA4_TYPES, H
 from .cohere import cohere2_moe_layers
 from .config_files import locate, read_json, shipped_index
 from .axk2 import axk2_layers, axk2_norm_gates
+from .baichuan import baichuan_groups
 from .chatglm import chatglm_groups
 from .deepseek_v4 import deepseek_v4_groups
 from .dots3 import DOTS3_TYPES, dots3_groups
@@ -220,7 +221,7 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
         groups = minimax_m3_groups(r, arch, d_model, n_layers)
     elif model_type in INKLING_TYPES:  # relative position bias, short convs, per-type heads, a router sink
         groups = inkling_groups(r, d_model, n_layers)
-    elif model_type in _REMOTE_CODE:  # ChatGLM2-4, Qwen v1: remote code with key names of their own
+    elif model_type in _REMOTE_CODE:  # ChatGLM2-4, Qwen v1, Baichuan: remote code with key names of their own
         groups = _REMOTE_CODE[model_type](r, d_model, n_layers)
     else:
         layers = _layers(r, arch, model_type, d_model, n_layers)
@@ -243,7 +244,7 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
         layer_groups=groups,
         tie_embeddings=inkling_tied(r) if inkling else _tied(r),
         lm_head_bias=r.flag(arch.lm_head_bias),
-        max_context=r.dim(*CONTEXT_KEYS, *(("model_max_length",) if inkling else ()), required=False)
+        max_context=r.dim(*CONTEXT_KEYS, *(("model_max_length",) if inkling else arch.context_keys), required=False)
         or _no_context(r),
         norm=_norm_kind(r, arch, model_type),
         learned_positions=positions,
@@ -264,7 +265,7 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
 
 
 _LAYER_PASSES = {"laguna": laguna_layers, "cohere2_moe": cohere2_moe_layers, "axk2": axk2_layers}
-_REMOTE_CODE = {"chatglm": chatglm_groups, "qwen": qwen1_groups}
+_REMOTE_CODE = {"chatglm": chatglm_groups, "qwen": qwen1_groups, "baichuan": baichuan_groups}
 
 
 def _layers(r: ConfigReader, arch: Architecture, model_type: str, d_model: int, n_layers: int) -> list:
