@@ -25,9 +25,12 @@ def attention_ops(c: Ctx, g: LayerGroup) -> list[Op]:
         # Qwen3-Next: q_proj also yields the output gate; Inkling: r_proj the heads' relative states
         q_width = heads * (a.head_dim * (2 if a.output_gate else 1) + a.rel_dim)
         k_heads, v_heads = (kvh if a.k_proj_heads else 0), (kvh if a.v_proj_heads else 0)
-        ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=a.input_width or d,
-                          n=q_width + k_heads * a.head_dim + v_heads * a.v_head_dim,
-                          style="column", bias=a.qkv_bias))
+        if a.q_lora_rank:  # Step-3's MFA: the low-rank query beside k and v
+            ops += _low_rank_query(c, g, heads)
+        else:
+            ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=a.input_width or d,
+                              n=q_width + k_heads * a.head_dim + v_heads * a.v_head_dim,
+                              style="column", bias=a.qkv_bias))
         rope_dim, kv_rope_heads = a.head_dim, k_heads
         if a.kv_conv:
             ops.append(_kv_conv(c, g, kvh))
@@ -59,6 +62,19 @@ def attention_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     # row-parallel: (T, H*vd) @ (H*vd, d) -> partial sums of (T, d)
     ops.append(c.gemm("attn.o_proj", g.name, n, "attn", k=heads * a.v_head_dim, n=d, style="row", bias=a.o_bias))
     return ops
+
+
+def _low_rank_query(c: Ctx, g: LayerGroup, heads: int) -> list[Op]:
+    """Step-3's MFA (vLLM step3_text.py): qkv_proj (T, d) @ (d, r + KV*(hd + vd)) replicated on every chip (its one
+    key / value head whole), an RMSNorm over the r query columns (inter_norm, replicated), then q_b_proj (wq) (T, r) @
+    (r, H*hd) column-parallel over the heads."""
+    a, n, r = g.attention, g.count, g.attention.q_lora_rank
+    kv, w = a.k_proj_heads * a.head_dim + a.v_proj_heads * a.v_head_dim, r * c.native_bytes
+    return [c.gemm("attn.qkv_proj", g.name, n, "attn", k=a.input_width or c.spec.d_model, n=r + kv,
+                   style="replicated", bias=a.qkv_bias),
+            c.pointwise("attn.q_norm", g.name, n, rows=c.T_attn, width=r, flops_per_elem=4, reads=1,
+                        style="replicated", weight_bytes=w, stored_bytes=w, kind="norm"),
+            c.gemm("attn.q_b_proj", g.name, n, "attn", k=r, n=heads * a.head_dim, style="column")]
 
 
 def _kv_conv(c: Ctx, g: LayerGroup, kv_heads: int) -> Op:

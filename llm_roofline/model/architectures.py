@@ -288,6 +288,15 @@ ARCHITECTURES: dict[str, Architecture] = {
                                  "use_moe_router_bias": True, "use_head_wise_attn_gate": True,
                                  "n_routed_experts": 288, "num_experts_per_tok": 8, "moe_intermediate_size": 1280,
                                  "share_expert_dim": 1280}),
+    # Step-3's text tower (stepfun-ai/step3 configuration_step3.py Step3TextConfig; vLLM step3_text.py; step3.py):
+    # MFA (one KV head, a low-rank query of share_q_dim), a dense MLP or experts beside one shared expert of
+    # share_expert_dim (moe_layers_enum), a router without bias, an untied LM head. Defaults: the config class's.
+    "step3_text": replace(_LLAMA, expert_keys=("moe_intermediate_size",), shared_keys=("share_expert_dim",),
+                          defaults={"tie_word_embeddings": False, "vocab_size": 128815, "hidden_size": 7168,
+                                    "intermediate_size": 18432, "num_hidden_layers": 61, "num_attention_heads": 64,
+                                    "num_attention_groups": 1, "head_dim": 256, "share_q_dim": 2048,
+                                    "max_seq_len": 65536, "moe_num_experts": 48, "moe_top_k": 3,
+                                    "moe_intermediate_size": 5120, "share_expert_dim": 5120}),
     # Laguna (configuration_laguna.py, modular_laguna.py; poolside Laguna-XS.2; read with laguna.py): AFMoE's attention
     # (q/k norms per head, a window on layer_types' sliding_attention layers, all full without it) of
     # num_attention_heads_per_layer heads, a softplus gate on its output from g_proj (gating true / "per-head": one per
@@ -549,7 +558,7 @@ TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_vl"
                     "qwen3_vl_moe": "qwen3_vl_moe_text", "gemma4": "gemma4_text",
                     "gemma4_unified": "gemma4_unified_text", "qwen3_5": "qwen3_5_text", "gemma3n": "gemma3n_text",
                     "qwen3_5_moe": "qwen3_5_moe_text", "step3p7": "step3p5", "dots3_note": "dots3_note_text",
-                    "hy_v4_vl": "hy_v4_vl_text", "qwen3_omni_moe": "qwen3_omni_moe_text",
+                    "hy_v4_vl": "hy_v4_vl_text", "step3_vl": "step3_text", "qwen3_omni_moe": "qwen3_omni_moe_text",
                     "qwen3_omni_moe_thinker": "qwen3_omni_moe_text", "qwen2_5_omni": "qwen2_5_omni_text",
                     "qwen2_5_omni_thinker": "qwen2_5_omni_text", "deepseek_vl_v2": "deepseek_v2",
                     "minimax_m3_vl": "minimax_m3_vl_text", "inkling_mm_model": "inkling_text"}

@@ -23,8 +23,8 @@ Reading a config, in order (one reader: the result depends on the config and thi
    Zamba's shared blocks (zamba.py), LongCat-Flash's two attention blocks and shortcut MoE per layer (longcat.py),
    Cohere2-MoE's window runs and NoPE layers (cohere.py), Laguna's per-layer heads and output gate (laguna.py),
    Inkling's relative position bias, short convs and sliding layers of their own heads (inkling.py), A.X-K2's
-   q_gate_proj and gated RMSNorms (axk2.py), the remote-code ChatGLM2-4 (chatglm.py), Qwen v1 (qwen1.py) and Baichuan
-   (baichuan.py) blocks under their own key names;
+   q_gate_proj and gated RMSNorms (axk2.py), Step-3's MFA (step3.py), the remote-code ChatGLM2-4
+   (chatglm.py), Qwen v1 (qwen1.py) and Baichuan (baichuan.py) blocks under their own key names;
    identical layers share one LayerGroup. Every fallback appends a sentence to `assumptions`; keys that shape a model
    and were not read are named (or the config is refused when its model_type is unknown).
 """
@@ -64,6 +64,7 @@ from .qwen1 import qwen1_groups
 from .reader import ConfigReader, check_head_counts
 from .scope import check_unread_keys, model_type_of, reject_unsupported, text_part
 from .spec import AttentionSpec, FfnSpec, ModelSpec
+from .step3 import step3_layers, step3_moe_layers
 from .weights import activation_quant, expert_formats, native_dtype, quantization
 from .xlstm import xlstm_raw
 from .zamba import zamba_groups
@@ -264,7 +265,9 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
     )
 
 
-_LAYER_PASSES = {"laguna": laguna_layers, "cohere2_moe": cohere2_moe_layers, "axk2": axk2_layers}
+_LAYER_PASSES = {"laguna": laguna_layers, "cohere2_moe": cohere2_moe_layers, "axk2": axk2_layers,
+                 "step3_text": step3_layers}
+_MOE_LAYERS = {"step3p5": step3p5_moe_layers, "step3_text": step3_moe_layers}
 _REMOTE_CODE = {"chatglm": chatglm_groups, "qwen": qwen1_groups, "baichuan": baichuan_groups}
 
 
@@ -275,7 +278,7 @@ def _layers(r: ConfigReader, arch: Architecture, model_type: str, d_model: int, 
     if gemma4:
         moe_flags = gemma4_moe_layers(r, n_layers)
     else:
-        moe_flags = step3p5_moe_layers(r, n_layers) if model_type == "step3p5" else moe_layers(r, n_layers)
+        moe_flags = _MOE_LAYERS.get(model_type, moe_layers)(r, n_layers)
     noops = layer_noops(r, n_layers)
     windows, d_ffs = layer_windows(r, arch, n_layers), layer_d_ffs(r, arch, d_model, n_layers)
     reused = reused_kv_layers(r, windows) if model_type in PER_LAYER_INPUT_TYPES else [False] * n_layers

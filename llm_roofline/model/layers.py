@@ -179,18 +179,20 @@ def step3p5_attention(r: ConfigReader, spec: AttentionSpec) -> AttentionSpec:
     return replace(spec, kind=heads_kind(heads, spec.n_kv_heads), n_heads=heads)
 
 
-def step3p5_moe_layers(r: ConfigReader, n_layers: int) -> list[bool]:
-    """Step-3.5's MoE layers: mlp_layer_types ('sparse'), else moe_layers_enum (the hub's MoE layer indices, '3,4,...'
-    or a list; indices of its MTP layers, from num_hidden_layers on, left out), else every layer from the fourth
-    (Step3p7TextConfig's default)."""
+_STEP3P5_MOE = (range(3, BOUNDS["layers"] + 1), "Step3p7TextConfig's default, the first 3 layers dense and the others MoE")
+
+
+def step3p5_moe_layers(r: ConfigReader, n_layers: int, absent: tuple[range, str] = _STEP3P5_MOE) -> list[bool]:
+    """Step-3.5's MoE layers (Step-3's too): mlp_layer_types ('sparse'), else moe_layers_enum (the hub's MoE layer
+    indices, '3,4,...' or a list; indices of its MTP layers, from num_hidden_layers on, left out), else the config
+    class's default (absent: its layers and the sentence naming them; Step3p7TextConfig: every layer from the fourth)."""
     types = r.str_list("mlp_layer_types", n_layers, trailing=r.count("num_nextn_predict_layers"))
     if types is not None:
         return [t == "sparse" for t in types]
     enum = r.get("moe_layers_enum")
     if enum is None:
-        r.assume("moe_layers_enum absent from the config: Step3p7TextConfig's default, the first 3 layers dense and "
-                 "the others MoE.")
-        return [i >= 3 for i in range(n_layers)]
+        r.assume(f"moe_layers_enum absent from the config: {absent[1]}.")
+        return [i in absent[0] for i in range(n_layers)]
     what = "comma-separated layer indices ('3,4,5') or a list of them"
     if isinstance(enum, str):
         items = [x.strip() for x in enum[:1_000_000].split(",") if x.strip()]

@@ -73,7 +73,8 @@ class AttentionSpec:
     qk_norm: bool = False  # per-head RMSNorm on q and k (Qwen3, Gemma-3)
     qk_norm_across_heads: bool = False  # one RMSNorm over all q heads' elements, one over k's (MiniMax-M2)
     sinks: bool = False  # learned per-head attention sink logits (gpt-oss)
-    # MLA (DeepSeek-V2/V3)
+    # MLA (DeepSeek-V2/V3); on GQA / MQA, Step-3's MFA: a low-rank query (q_lora_rank columns of qkv_proj beside k and
+    # v, an RMSNorm over them, q_b_proj widening them to the heads)
     q_lora_rank: int | None = None
     kv_lora_rank: int | None = None
     qk_nope_head_dim: int | None = None
@@ -172,10 +173,11 @@ class AttentionSpec:
         if self.kv_shared:
             return self._shared_kv_matrices(d_model)
         q_width = h * hd * (2 if self.output_gate else 1) + h * self.rel_dim  # the output gate, r_proj ride in q_proj
+        q_b = [Matrix("attn.q_b_proj", self.q_lora_rank, h * hd)] if self.q_lora_rank else []  # MFA's wq
         qkv = Matrix("attn.qkv_proj", self.input_width or d_model,
-                     q_width + self.k_proj_heads * hd + self.v_proj_heads * vd, self.qkv_bias)
-        return [qkv] + self.head_gate_matrices(d_model) + [Matrix("attn.o_proj", h * vd, d_model, self.o_bias)] + \
-            self.indexer_matrices(d_model)
+                     (self.q_lora_rank or q_width) + self.k_proj_heads * hd + self.v_proj_heads * vd, self.qkv_bias)
+        return [qkv] + q_b + self.head_gate_matrices(d_model) + \
+            [Matrix("attn.o_proj", h * vd, d_model, self.o_bias)] + self.indexer_matrices(d_model)
 
     def head_gate_matrices(self, d_model: int) -> list[Matrix]:
         """g_proj: one gate logit per head from the layer's input (Step-3.5, dots3)."""
@@ -224,8 +226,8 @@ class AttentionSpec:
         return (1 if self.kv_reused else 2) * self.head_dim  # a layer reusing K and V has no k_norm
 
     def extra_params(self) -> int:
-        """Parameters outside the matrices: q/k norms, MLA latent (and rope-key) norms, attention sinks, the DSA key
-        LayerNorm, Inkling's relative-bias bank and k / v conv taps."""
+        """Parameters outside the matrices: q/k norms, MLA latent (and rope-key) norms, MFA's low-rank query norm,
+        attention sinks, the DSA key LayerNorm, Inkling's relative-bias bank and k / v conv taps."""
         p = self.qk_norm_weights() + self.rel_dim * self.rel_extent + self.kv_conv * self.kv_conv_channels
         if self.kind == "mla":
             p += (self.q_lora_rank or 0) + self.kv_lora_rank + (self.qk_rope_head_dim if self.rope_key_norm else 0)
@@ -235,6 +237,8 @@ class AttentionSpec:
             p += 2 * self.index_head_dim  # the indexer's k_norm: LayerNorm weight + bias (MiniMax-M3: q and k RMSNorms)
         if self.kv_shared:  # q_a_norm, kv_norm
             p += self.q_lora_rank + self.head_dim
+        elif self.kind != "mla":  # MFA's inter_norm over the low-rank query
+            p += self.q_lora_rank or 0
         if self.compressor:
             p += self.compressor.extra_params(self.head_dim)
         return p

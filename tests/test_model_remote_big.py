@@ -1,0 +1,117 @@
+"""Remote-code families vLLM serves, read from their real config.json: Step-3 (MFA: one KV head, a low-rank
+query).
+
+Every expected count is hand arithmetic in the comment beside it, from the family's modeling code (vLLM's model file
+and the hub's remote code it ports), checked against the published figure.
+
+Fixtures (tests/fixtures/configs), and how each was read before its reader:
+- step3.json: stepfun-ai/step3 config.json as the hub shows it (huggingface.co/stepfun-ai/step3/blob/refs%2Fpr%2F2/
+  config.json): the step3_vl wrapper and its text_config verbatim (hidden 7168, 61 layers, 64 heads, 1 attention
+  group, head_dim 256, share_q_dim 2048, 48 experts of 5120, top-3, share_expert_dim 5120, moe_layers_enum 4..59,
+  vocabulary 128,815). The excerpt ends inside vision_config after its hidden_size (1792): the fixture keeps that key
+  only (the vision tower is not counted either way). rms_norm_eps and tie_word_embeddings are not in the text_config:
+  Step3TextConfig's 1e-5 and vLLM's separate lm_head (ParallelLMHead, never tied) apply. StepFun's model card (GitHub
+  stepfun-ai/Step3 README): 61 layers, 5 dense, "Total Parameters (LLM) 316B", "Activated Params per Token 38B",
+  "Total Parameters (VLM) 321B". Before: refused as an unknown model_type setting keys it did not read
+  (moe_layers_enum, share_expert_dim).
+"""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+import llm_roofline as lr
+from llm_roofline.errors import ModelConfigError, UnsupportedArchitectureError
+from llm_roofline.graph import Phase, build_ops
+from llm_roofline.memory import kv_bytes_per_token, weight_bytes, weight_bytes_per_chip
+from llm_roofline.sharding import Sharding
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "configs"
+
+
+def fixture(name: str):
+    return lr.load_model(FIX / f"{name}.json")
+
+
+def raw(name: str) -> dict:
+    return json.loads((FIX / f"{name}.json").read_text())
+
+
+def step3_text(**change) -> dict:
+    cfg = raw("step3")
+    return {**cfg, "text_config": {**cfg["text_config"], **change}}
+
+
+# ------------------------------------------------------------------------------ Step-3 (MFA)
+def test_step3_mfa_one_kv_head_low_rank_query_and_shared_expert():
+    m = fixture("step3")
+    # d 7168, 64 heads x 256, one KV head, share_q_dim 2048: qkv_proj 7168 x (2048 + 256 + 256) = 18,350,080;
+    #   wq 2048 x 16,384 = 33,554,432; o_proj 16,384 x 7168 = 117,440,512; inter_norm 2048 -> 169,347,072;
+    #   2 norms 14,336 -> 169,361,408 per layer
+    # layers 0-3 and 60 dense: 3 x 7168 x 18,432 = 396,361,728
+    # layers 4-59 (56): 48 experts + 1 shared of 3 x 7168 x 5120 = 110,100,480 each -> 5,394,923,520 + router
+    #   48 x 7168 = 344,064 (no bias) -> 5,395,267,584
+    # untied embedding + LM head 2 x 128,815 x 7168 = 1,846,691,840; final norm 7168
+    expected = 61 * 169_361_408 + 5 * 396_361_728 + 56 * 5_395_267_584 + 1_846_691_840 + 7168
+    assert m.params_total == expected == 316_294_538_240  # StepFun: "Total Parameters (LLM) 316B"
+    # active: 3 of 48 experts + the shared one: 4 x 110,100,480 + 344,064 = 440,745,984 per MoE layer
+    assert m.params_active == expected - 56 * (5_395_267_584 - 440_745_984) == 38_841_328_640  # StepFun: "38B"
+    assert [(g.name, g.count) for g in m.layer_groups] == [("dense", 5), ("moe", 56)]
+    a = m.layer_groups[1].attention
+    assert (a.kind, a.n_heads, a.n_kv_heads, a.head_dim, a.q_lora_rank) == ("mqa", 64, 1, 256, 2048)
+    assert (m.layer_groups[1].ffn.d_shared, m.layer_groups[1].ffn.router_bias, m.tie_embeddings) == (5120, False, False)
+    # KV per token: 61 layers x one head x (256 + 256) x 2 B = 62,464 (64 KV heads would be 64 times that)
+    assert kv_bytes_per_token(m) == 61 * 512 * 2 == 62_464
+    assert not [a for a in m.assumptions if "not used by the reader" in a]
+
+
+def test_step3_graph_replicates_the_low_rank_projection_and_splits_wq():
+    m = fixture("step3")
+    ops = {o.name: o for o in build_ops(m, Phase.decode(1, 1000), Sharding(tp=8)) if o.group == "moe"}
+    # qkv_proj replicated (vLLM's ReplicatedLinear): 7168 x 2560 x 2 B on every chip; wq column-parallel: 2048 x
+    # (16,384 / 8) x 2 B; inter_norm over the 2048 query columns, its weights 2048 x 2 B
+    assert float(ops["attn.qkv_proj"].weight_bytes) == 7168 * 2560 * 2 and ops["attn.qkv_proj"].style == "replicated"
+    assert float(ops["attn.q_b_proj"].weight_bytes) == 2048 * 2048 * 2
+    assert float(ops["attn.q_norm"].weight_bytes) == 2048 * 2
+    # the graph holds every weight the spec counts (bf16: 2 B a parameter)
+    one = build_ops(m, Phase.decode(1, 1000))
+    assert weight_bytes_per_chip(one) == weight_bytes(m) == 2 * 316_294_538_240
+
+
+def test_step3_keys_the_reader_reads_and_what_it_refuses():
+    text = {k: v for k, v in raw("step3")["text_config"].items() if k != "model_type"}
+    # a text_config without its own model_type under the step3_vl wrapper is step3_text
+    assert lr.load_model({"model_type": "step3_vl", "text_config": text}).params_total == 316_294_538_240
+    # without moe_layers_enum, Step3TextConfig's default tuple (4..59): the same 56 MoE layers, said so
+    no_enum = lr.load_model(step3_text(moe_layers_enum=None))
+    assert no_enum.params_total == 316_294_538_240
+    assert any("Step3TextConfig's default, layers 4 to 59" in a for a in no_enum.assumptions)
+    # one MoE layer more (layer 60): + 5,395,267,584 - 396,361,728
+    assert lr.load_model(step3_text(moe_layers_enum="4," + ",".join(map(str, range(5, 61))))).params_total == \
+        316_294_538_240 + 5_395_267_584 - 396_361_728
+    # Step3TextAttention builds one KV head whatever the config says: another count is refused by name
+    for key in ("num_attention_groups", "num_key_value_heads"):
+        with pytest.raises(UnsupportedArchitectureError, match=f"{key}=4 .*one key / value head"):
+            lr.load_model(step3_text(**{key: 4}))
+    for change, why in (({"share_q_dim": "x"}, "share_q_dim must be an integer"),
+                        ({"share_q_dim": -1}, "share_q_dim must be positive"),
+                        ({"share_q_dim": float("nan")}, "share_q_dim must be an integer"),
+                        ({"share_q_dim": 10**30}, "share_q_dim = .* exceeds the physical bound"),
+                        ({"head_dim": None}, "the config has no head_dim"),
+                        ({"share_expert_dim": True}, "share_expert_dim must be an integer"),
+                        ({"moe_layers_enum": "4,x"}, "moe_layers_enum must be comma-separated")):
+        with pytest.raises(lr.ModelConfigError, match=why):
+            lr.load_model(step3_text(**change))
+
+
+# ------------------------------------------------------------------------------ estimate / serve run
+@pytest.mark.parametrize("name, kw", [("step3", dict(tp=8))])
+def test_estimate_memory_and_serve_run(name, kw):
+    path = FIX / f"{name}.json"
+    est = lr.estimate(path, chip="h200", batch=8, prompt_len=1024, gen_len=128, **kw)
+    assert est.memory.fits and all(math.isfinite(x) and x > 0 for x in (est.ttft_s, est.tpot_s))
+    assert lr.estimate(path, chip="h100-sxm", batch=8, prompt_len=1024, gen_len=128).memory.fits is False
+    served = lr.serve(path, "h200", prompt_len=1024, gen_len=128, concurrency=8, **kw)
+    assert math.isfinite(served.tpot_s) and served.tpot_s > 0
