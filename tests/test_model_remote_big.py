@@ -1,5 +1,5 @@
-"""Remote-code families vLLM serves, read from their real config.json: Step-3 (MFA: one KV head, a low-rank
-query).
+"""Remote-code families vLLM serves, read from their real config.json: Step-3 (MFA: one KV head, a low-rank query),
+Grok-1 / Grok-2 (4 norms a layer, gated-GELU experts, Grok-2's residual MoE MLP).
 
 Every expected count is hand arithmetic in the comment beside it, from the family's modeling code (vLLM's model file
 and the hub's remote code it ports), checked against the published figure.
@@ -14,6 +14,23 @@ Fixtures (tests/fixtures/configs), and how each was read before its reader:
   stepfun-ai/Step3 README): 61 layers, 5 dense, "Total Parameters (LLM) 316B", "Activated Params per Token 38B",
   "Total Parameters (VLM) 321B". Before: refused as an unknown model_type setting keys it did not read
   (moe_layers_enum, share_expert_dim).
+- grok1.json: hpcai-tech/grok-1 config.json verbatim (huggingface.co/hpcai-tech/grok-1/blob/main/config.json, commit
+  015a18b): no model_type (auto_map to configuration_grok1.Grok1Config, model_type grok-1), architectures
+  Grok1ModelForCausalLM, hidden 6144, 64 layers, 48 / 8 heads, 8 experts of 32,768, top-2, tied embeddings. xAI's
+  README (xai-org/grok-1): "314B parameter Mixture of Experts model", "86B active parameters" (neither follows from
+  the architecture: the exact count below is 315.68B, 83.76B active). Before: read Llama-style with 2 norms a layer,
+  315,684,034,560 (786,432 short).
+- grok1_keyfan.json: keyfan/grok-1-hf config.json verbatim (huggingface.co/keyfan/grok-1-hf/blob/main/config.json):
+  the same model under model_type grok (its modeling_grok.py, Mixtral-derived: four RMSNorms a layer, a router without
+  bias, gated experts), hidden_act gelu_new, num_local_experts 8, tie_word_embeddings absent (GrokConfig's true).
+  Before: its experts read ungated from gelu_new, 213,410,125,824 parameters instead of 315,684,820,992.
+- grok2.json: xai-org/grok-2 config.json as a mirror copies it whole (huggingface.co/jhpristine/grok-2/blob/main/
+  config.json; the same keys and values in sgl-jax's Grok-2 test configs, "model_type": "git" included):
+  architectures Grok1ForCausalLM, hidden 8192, 64 layers, 64 / 8 heads of 128, residual_moe true, intermediate_size
+  32,768 (the residual MLP), moe_intermediate_size 16,384, 8 experts top-2, sliding_window_size -1,
+  global_attn_every_n 1. tie_word_embeddings absent: GitConfig's false (the class model_type 'git' names; vLLM then
+  loads a separate lm_head). TevunahAi's grok-2-FP8 card (base model xai-org/grok-2): "Total Parameters 269.5B",
+  "Active Parameters ~115B (2 of 8 experts)". Before: refused as transformers' GIT (model_type git).
 """
 
 import json
@@ -106,8 +123,74 @@ def test_step3_keys_the_reader_reads_and_what_it_refuses():
             lr.load_model(step3_text(**change))
 
 
+# ------------------------------------------------------------------------------ Grok-1
+def test_grok1_four_norms_and_gated_gelu_experts():
+    m = fixture("grok1")
+    # d 6144, 48 heads x 128, 8 KV heads: q, o 2 x 6144^2 = 75,497,472 + k, v 2 x 6144 x 1024 = 12,582,912
+    #   -> 88,080,384; 4 RMSNorms (pre/post attention, pre/post MoE) 24,576
+    # 8 gated experts of 3 x 6144 x 32,768 = 603,979,776 -> 4,831,838,208 + router 6144 x 8 = 49,152 (no bias)
+    # -> 4,919,992,320 per layer, x 64; tied embedding 131,072 x 6144 = 805,306,368; final norm 6144
+    expected = 64 * (88_080_384 + 24_576 + 4_831_838_208 + 49_152) + 805_306_368 + 6144
+    assert m.params_total == expected == 315_684_820_992
+    assert abs(m.params_total / 314e9 - 1) < 0.01  # xAI: "314B" (the exact count is 0.5% above)
+    # active: 2 of 8 experts
+    assert m.params_active == expected - 64 * 6 * 603_979_776 == 83_756_587_008
+    g = m.layer_groups[0]
+    assert (m.model_type, g.name, g.count, g.norms, g.ffn.gated, g.ffn.activation) == ("grok-1", "moe", 64, 4, True,
+                                                                                        "gelu")
+    assert m.tie_embeddings and kv_bytes_per_token(m) == 64 * 8 * 256 * 2 == 262_144
+    # the same model under the saved model_type (amd/grok-1-FP8-KV's copy states grok-1) and keyfan's port (grok,
+    # gelu_new: the experts are gated all the same)
+    assert lr.load_model({**raw("grok1"), "model_type": "grok-1"}).params_total == expected
+    assert fixture("grok1_keyfan").params_total == expected
+    ops = build_ops(m, Phase.decode(1, 1000))
+    assert weight_bytes_per_chip(ops) == weight_bytes(m) == 2 * expected
+
+
+# ------------------------------------------------------------------------------ Grok-2
+def test_grok2_git_config_residual_moe_mlp_beside_the_experts():
+    m = fixture("grok2")
+    # d 8192, 64 heads x 128, 8 KV heads: q, o 2 x 8192^2 = 134,217,728 + k, v 2 x 8192 x 1024 = 16,777,216
+    #   -> 150,994,944; 4 norms 32,768
+    # residual MLP (gated GELU) 3 x 8192 x 32,768 = 805,306,368; 8 experts of 3 x 8192 x 16,384 = 402,653,184
+    #   -> 3,221,225,472; router 8192 x 8 = 65,536
+    # -> 4,177,625,088 per layer, x 64; untied embedding + LM head 2 x 131,072 x 8192 = 2,147,483,648; final norm 8192
+    expected = 64 * (150_994_944 + 32_768 + 805_306_368 + 3_221_225_472 + 65_536) + 2_147_483_648 + 8192
+    assert m.params_total == expected == 269_515_497_472  # TevunahAi: "Total Parameters 269.5B"
+    assert m.params_active == expected - 64 * 6 * 402_653_184 == 114_896_674_816  # TevunahAi: "~115B"
+    g = m.layer_groups[0]
+    assert (m.model_type, g.norms, g.ffn.d_expert, g.ffn.d_shared, m.tie_embeddings) == ("grok-2", 4, 16384, 32768,
+                                                                                         False)
+    assert any("model_type 'git'" in a for a in m.assumptions)
+    assert kv_bytes_per_token(m) == 64 * 8 * 256 * 2
+    ops = build_ops(m, Phase.decode(1, 1000))
+    assert weight_bytes_per_chip(ops) == weight_bytes(m) == 2 * expected
+    # without residual_moe: no dense MLP (64 x 805,306,368 fewer)
+    assert lr.load_model({**raw("grok2"), "residual_moe": False}).params_total == expected - 64 * 805_306_368
+    # transformers' GIT (an image-to-text model, no Grok architecture) is still refused
+    with pytest.raises(UnsupportedArchitectureError, match="model_type='git'"):
+        lr.load_model({**raw("grok2"), "architectures": ["GitForCausalLM"]})
+
+
+@pytest.mark.parametrize("change, error, why", [
+    ({"sliding_window_size": 4096}, UnsupportedArchitectureError, "sliding_window_size=4096.*windowed layers"),
+    ({"global_attn_every_n": 2}, UnsupportedArchitectureError, "global_attn_every_n=2"),
+    ({"sliding_window_size": float("nan")}, UnsupportedArchitectureError, "sliding_window_size=nan"),
+    ({"head_dim": 64}, UnsupportedArchitectureError, "head_dim 64 .* hidden_size / num_attention_heads"),
+    ({"residual_moe": "yes"}, ModelConfigError, "residual_moe must be true or false"),
+    ({"num_local_experts": None}, ModelConfigError, "every Grok layer is a MoE"),
+    ({"num_experts": 16}, ModelConfigError, r"num_experts \(16\) and num_local_experts \(8\) differ"),
+    ({"moe_intermediate_size": -1}, ModelConfigError, "moe_intermediate_size must be positive"),
+    ({"num_local_experts": 10**30}, ModelConfigError, "num_local_experts = .* exceeds the physical bound"),
+    ({"num_experts_per_tok": float("nan")}, ModelConfigError, "num_experts_per_tok must be an integer"),
+])
+def test_grok_hostile_values_name_the_key(change, error, why):
+    with pytest.raises(error, match=why):
+        lr.load_model({**raw("grok2"), **change})
+
+
 # ------------------------------------------------------------------------------ estimate / serve run
-@pytest.mark.parametrize("name, kw", [("step3", dict(tp=8))])
+@pytest.mark.parametrize("name, kw", [("step3", dict(tp=8)), ("grok1", dict(tp=8, ep=8)), ("grok2", dict(tp=8))])
 def test_estimate_memory_and_serve_run(name, kw):
     path = FIX / f"{name}.json"
     est = lr.estimate(path, chip="h200", batch=8, prompt_len=1024, gen_len=128, **kw)

@@ -297,6 +297,13 @@ ARCHITECTURES: dict[str, Architecture] = {
                                     "num_attention_groups": 1, "head_dim": 256, "share_q_dim": 2048,
                                     "max_seq_len": 65536, "moe_num_experts": 48, "moe_top_k": 3,
                                     "moe_intermediate_size": 5120, "share_expert_dim": 5120}),
+    # Grok-1 / Grok-2 (hpcai-tech's modeling_grok1.py: grok-1 or none; keyfan's: grok; xai-org/grok-2: git; vLLM
+    # grok1.py; grok.py): 4 RMSNorms a layer, gated-GELU experts in every layer, Grok-2's residual_moe MLP beside
+    # them. Defaults: Grok1Config's / GrokConfig's; Grok-2's GitConfig's (the class its model_type names: untied).
+    **dict.fromkeys(("grok-1", "grok"), replace(_LLAMA, norms=4, defaults={
+        "tie_word_embeddings": True, "hidden_act": "gelu", "num_experts": 8, "num_experts_per_tok": 2})),
+    "grok-2": replace(_LLAMA, norms=4, defaults={"tie_word_embeddings": False, "hidden_act": "gelu",
+                                                 "num_local_experts": 8, "num_experts_per_tok": 2}),
     # Laguna (configuration_laguna.py, modular_laguna.py; poolside Laguna-XS.2; read with laguna.py): AFMoE's attention
     # (q/k norms per head, a window on layer_types' sliding_attention layers, all full without it) of
     # num_attention_heads_per_layer heads, a softplus gate on its output from g_proj (gating true / "per-head": one per

@@ -23,8 +23,9 @@ Reading a config, in order (one reader: the result depends on the config and thi
    Zamba's shared blocks (zamba.py), LongCat-Flash's two attention blocks and shortcut MoE per layer (longcat.py),
    Cohere2-MoE's window runs and NoPE layers (cohere.py), Laguna's per-layer heads and output gate (laguna.py),
    Inkling's relative position bias, short convs and sliding layers of their own heads (inkling.py), A.X-K2's
-   q_gate_proj and gated RMSNorms (axk2.py), Step-3's MFA (step3.py), the remote-code ChatGLM2-4
-   (chatglm.py), Qwen v1 (qwen1.py) and Baichuan (baichuan.py) blocks under their own key names;
+   q_gate_proj and gated RMSNorms (axk2.py), Step-3's MFA (step3.py), Grok's configs and residual MoE MLP
+   (grok.py), the remote-code ChatGLM2-4 (chatglm.py), Qwen v1 (qwen1.py) and Baichuan (baichuan.py) blocks
+   under their own key names;
    identical layers share one LayerGroup. Every fallback appends a sentence to `assumptions`; keys that shape a model
    and were not read are named (or the config is refused when its model_type is unknown).
 """
@@ -52,6 +53,7 @@ from .dots3 import DOTS3_TYPES, dots3_groups
 from .hy4 import HY4_TYPES, hy4_groups
 from .hybrid import HYBRID_TYPES, hybrid_groups
 from .inkling import INKLING_TYPES, inkling_groups, inkling_tied
+from .grok import GROK_TYPES, grok_config, grok_layers
 from .gemma import (activation_sparsities, gemma3n_altup_laurel, gemma4_d_ffs, gemma4_ffn, gemma4_global_attention,
                     gemma4_moe_layers, per_layer_input, reused_kv_layers, with_layer_extras)
 from .layers import (attention_spec, ffn_spec, group_layers, layer_d_ffs, layer_indexers, layer_kv_heads, layer_noops,
@@ -142,6 +144,7 @@ def spec_from_config(config: dict, name: str = "model", source: str = "") -> Mod
     if not isinstance(config, dict):
         raise ModelConfigError(f"a model config must be a JSON object, got {type(config).__name__}")
     notes: list[str] = []
+    config = grok_config(config, notes)  # Grok configs that state no model_type, or GIT's
     reject_unsupported(config)
     text = text_part(config, notes)
     model_type = _text_model_type(text, config) or _remote_code_type(text, notes)
@@ -266,7 +269,7 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
 
 
 _LAYER_PASSES = {"laguna": laguna_layers, "cohere2_moe": cohere2_moe_layers, "axk2": axk2_layers,
-                 "step3_text": step3_layers}
+                 "step3_text": step3_layers, **dict.fromkeys(GROK_TYPES, grok_layers)}
 _MOE_LAYERS = {"step3p5": step3p5_moe_layers, "step3_text": step3_moe_layers}
 _REMOTE_CODE = {"chatglm": chatglm_groups, "qwen": qwen1_groups, "baichuan": baichuan_groups}
 
