@@ -1,5 +1,6 @@
 """Remote-code families vLLM serves, read from their real config.json: Step-3 (MFA: one KV head, a low-rank query),
-Grok-1 / Grok-2 (4 norms a layer, gated-GELU experts, Grok-2's residual MoE MLP).
+Grok-1 / Grok-2 (4 norms a layer, gated-GELU experts, Grok-2's residual MoE MLP), Snowflake Arctic (a residual MLP
+beside a MoE of 128 experts).
 
 Every expected count is hand arithmetic in the comment beside it, from the family's modeling code (vLLM's model file
 and the hub's remote code it ports), checked against the published figure.
@@ -31,6 +32,12 @@ Fixtures (tests/fixtures/configs), and how each was read before its reader:
   global_attn_every_n 1. tie_word_embeddings absent: GitConfig's false (the class model_type 'git' names; vLLM then
   loads a separate lm_head). TevunahAi's grok-2-FP8 card (base model xai-org/grok-2): "Total Parameters 269.5B",
   "Active Parameters ~115B (2 of 8 experts)". Before: refused as transformers' GIT (model_type git).
+- arctic_instruct.json: Snowflake/snowflake-arctic-instruct config.json verbatim (huggingface.co/Snowflake/
+  snowflake-arctic-instruct/blob/main/config.json): hidden 7168, 35 layers, 56 / 8 heads, 128 experts of 4864, top-2,
+  moe_layer_frequency 1, parallel_attn_mlp_res and use_residual true, vocabulary 32,000, untied. Snowflake (model
+  card, as OpenRouter quotes it): "a 10B dense transformer model with a residual 128x3.66B MoE MLP resulting in 480B
+  total and 17B active parameters chosen using a top-2 gating". Before: refused as an unknown model_type setting keys
+  it did not read (moe_layer_frequency, moe_token_dropping, moe_train_capacity_factor).
 """
 
 import json
@@ -189,8 +196,58 @@ def test_grok_hostile_values_name_the_key(change, error, why):
         lr.load_model({**raw("grok2"), **change})
 
 
+# ------------------------------------------------------------------------------ Snowflake Arctic
+def test_arctic_residual_mlp_beside_128_experts():
+    m = fixture("arctic_instruct")
+    # d 7168, 56 heads x 128, 8 KV heads: q, o 2 x 7168^2 = 102,760,448 + k, v 2 x 7168 x 1024 = 14,680,064
+    #   -> 117,440,512; 3 norms (input, post-attention, residual_layernorm) 21,504
+    # 128 experts of 3 x 7168 x 4864 = 104,595,456 -> 13,388,218,368; router 7168 x 128 = 917,504 (no bias);
+    #   residual MLP 3 x 7168^2 = 154,140,672
+    # -> 13,660,738,560 per layer, x 35; untied embedding + LM head 2 x 32,000 x 7168 = 458,752,000; final norm 7168
+    expected = 35 * (117_440_512 + 21_504 + 13_388_218_368 + 917_504 + 154_140_672) + 458_752_000 + 7168
+    assert m.params_total == expected == 478_584_608_768  # Snowflake: "480B total"
+    assert m.params_active == expected - 35 * 126 * 104_595_456 == 17_318_647_808  # "17B active"
+    # Snowflake's split: each expert 35 x 104,595,456 = 3.66B ("128x3.66B"); the rest ~10B ("a 10B dense transformer")
+    assert round(35 * 104_595_456 / 1e9, 2) == 3.66 and round((expected - 128 * 35 * 104_595_456) / 1e9) == 10
+    g = m.layer_groups[0]
+    assert (g.name, g.count, g.norms, g.ffn.d_expert, g.ffn.d_shared, g.ffn.top_k) == ("moe", 35, 3, 4864, 7168, 2)
+    assert kv_bytes_per_token(m) == 35 * 8 * 256 * 2 == 143_360
+    assert not [a for a in m.assumptions if "not used by the reader" in a]
+    ops = build_ops(m, Phase.decode(1, 1000))
+    assert weight_bytes_per_chip(ops) == weight_bytes(m) == 2 * expected  # the residual norm priced too
+    assert sum(o.name == "norm.shared" for o in ops) == 1
+
+
+def test_arctic_layer_frequency_and_the_residual_switches():
+    cfg = raw("arctic_instruct")
+    # moe_layer_frequency 2: layers 1, 3, ..., 33 (0-based) MoE with the residual MLP; the other 18 a dense MLP of
+    # 4864 (3 x 7168 x 4864 = 104,595,456) behind 2 norms
+    m = lr.load_model({**cfg, "moe_layer_frequency": 2})
+    assert [(g.name, g.count, g.norms, g.ffn.d_shared) for g in m.layer_groups] == [("dense", 18, 2, 0),
+                                                                                   ("moe", 17, 3, 7168)]
+    dense_layer = 117_440_512 + 2 * 7168 + 104_595_456
+    assert m.params_total == 478_584_608_768 - 18 * (13_660_738_560 - dense_layer)
+    # without the residual MLP (both switches off): 35 x (154,140,672 + 7168) fewer
+    off = lr.load_model({**cfg, "parallel_attn_mlp_res": False, "use_residual": False})
+    assert off.params_total == 478_584_608_768 - 35 * (154_140_672 + 7168)
+    # the hub's modeling code and vLLM read different switches: a config where they differ is refused by name
+    with pytest.raises(UnsupportedArchitectureError, match="use_residual=false with parallel_attn_mlp_res=true"):
+        lr.load_model({**cfg, "use_residual": False})
+    with pytest.raises(UnsupportedArchitectureError, match="DeepSpeed FP quantization"):
+        lr.load_model({**cfg, "quantization": {"q_bits": 8}})
+    for change, why in (({"moe_layer_frequency": 0}, "moe_layer_frequency must be positive"),
+                        ({"moe_layer_frequency": "x"}, "moe_layer_frequency must be an integer"),
+                        ({"moe_layer_frequency": float("nan")}, "moe_layer_frequency must be an integer"),
+                        ({"moe_layer_frequency": None}, "the config has no moe_layer_frequency"),
+                        ({"parallel_attn_mlp_res": "yes"}, "parallel_attn_mlp_res must be true or false"),
+                        ({"use_residual": 1.5}, "use_residual must be true or false")):
+        with pytest.raises(lr.ModelConfigError, match=why):
+            lr.load_model({**cfg, **change})
+
+
 # ------------------------------------------------------------------------------ estimate / serve run
-@pytest.mark.parametrize("name, kw", [("step3", dict(tp=8)), ("grok1", dict(tp=8, ep=8)), ("grok2", dict(tp=8))])
+@pytest.mark.parametrize("name, kw", [("step3", dict(tp=8)), ("grok1", dict(tp=8, ep=8)), ("grok2", dict(tp=8)),
+                                      ("arctic_instruct", dict(tp=8, ep=8))])
 def test_estimate_memory_and_serve_run(name, kw):
     path = FIX / f"{name}.json"
     est = lr.estimate(path, chip="h200", batch=8, prompt_len=1024, gen_len=128, **kw)

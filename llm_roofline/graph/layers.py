@@ -380,6 +380,8 @@ def _ffn_half(c: Ctx, g: LayerGroup) -> list[Op]:
     conv,) residual add."""
     n = g.count
     ops = [c.norm("norm.ffn", g.name, n)] + _ffn_ops(c, g)
+    if g.norms == 3 and g.ffn.d_shared:  # Arctic: the residual MLP's own RMSNorm (residual_layernorm)
+        ops.append(c.norm("norm.shared", g.name, n))
     if g.norms >= 4:
         ops.append(c.norm("norm.ffn_out", g.name, n))
     return ops + _ffn_out(c, g) + _out_conv(c, g, "ffn") + [c.residual(g.name, n)]

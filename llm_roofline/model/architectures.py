@@ -304,6 +304,13 @@ ARCHITECTURES: dict[str, Architecture] = {
         "tie_word_embeddings": True, "hidden_act": "gelu", "num_experts": 8, "num_experts_per_tok": 2})),
     "grok-2": replace(_LLAMA, norms=4, defaults={"tie_word_embeddings": False, "hidden_act": "gelu",
                                                  "num_local_experts": 8, "num_experts_per_tok": 2}),
+    # Snowflake Arctic (remote code configuration_arctic.py; vLLM arctic.py; arctic.py): experts of intermediate_size
+    # every moe_layer_frequency-th layer, a dense MLP elsewhere; parallel_attn_mlp_res: a residual MLP of hidden_size
+    # (its own RMSNorm) beside a MoE layer's experts. Defaults: ArcticConfig's.
+    "arctic": replace(_LLAMA, expert_keys=("intermediate_size",), defaults={
+        "tie_word_embeddings": False, "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 14336,
+        "num_hidden_layers": 32, "num_attention_heads": 32, "max_position_embeddings": 4096,
+        "num_experts_per_tok": 1, "num_local_experts": 8, "moe_layer_frequency": 2, "parallel_attn_mlp_res": False}),
     # Laguna (configuration_laguna.py, modular_laguna.py; poolside Laguna-XS.2; read with laguna.py): AFMoE's attention
     # (q/k norms per head, a window on layer_types' sliding_attention layers, all full without it) of
     # num_attention_heads_per_layer heads, a softplus gate on its output from g_proj (gating true / "per-head": one per

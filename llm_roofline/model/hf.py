@@ -24,8 +24,8 @@ Reading a config, in order (one reader: the result depends on the config and thi
    Cohere2-MoE's window runs and NoPE layers (cohere.py), Laguna's per-layer heads and output gate (laguna.py),
    Inkling's relative position bias, short convs and sliding layers of their own heads (inkling.py), A.X-K2's
    q_gate_proj and gated RMSNorms (axk2.py), Step-3's MFA (step3.py), Grok's configs and residual MoE MLP
-   (grok.py), the remote-code ChatGLM2-4 (chatglm.py), Qwen v1 (qwen1.py) and Baichuan (baichuan.py) blocks
-   under their own key names;
+   (grok.py), Arctic's residual MLP (arctic.py), the remote-code ChatGLM2-4 (chatglm.py), Qwen v1 (qwen1.py)
+   and Baichuan (baichuan.py) blocks under their own key names;
    identical layers share one LayerGroup. Every fallback appends a sentence to `assumptions`; keys that shape a model
    and were not read are named (or the config is refused when its model_type is unknown).
 """
@@ -43,6 +43,7 @@ from ..errors import ModelConfigError, UnsupportedArchitectureError
 from .architectures import (ARCHITECTURES, BOUNDS, CONTEXT_KEYS, GEMMA4_TYPES, HIDDEN_KEYS, LAYERS_KEYS,
                             PER_LAYER_INPUT_TYPES, REMOTE_CODE_CLASSES, TEXT_MODEL_TYPES, UNKNOWN_ARCHITECTURE,
                             Architecture)
+from .arctic import arctic_layers, arctic_moe_layers, arctic_norms
 from .cohere import cohere2_moe_layers
 from .config_files import locate, read_json, shipped_index
 from .axk2 import axk2_layers, axk2_norm_gates
@@ -232,8 +233,8 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
         if model_type in _LAYER_PASSES:  # Laguna's heads and gates per layer, Cohere2-MoE's RoPE
             layers = _LAYER_PASSES[model_type](r, layers)
         groups = group_layers(layers, parallel_block(r, arch), norms_per_block(r, arch, model_type))
-        if model_type == "axk2":  # A.X-K2's low-rank gated RMSNorms
-            groups = axk2_norm_gates(r, groups, d_model)
+        if model_type in _GROUP_PASSES:  # A.X-K2's low-rank gated RMSNorms, Arctic's residual MLP norm
+            groups = _GROUP_PASSES[model_type](r, groups, d_model)
     ple, ple_vocab = per_layer_input(r, vocab) if model_type in PER_LAYER_INPUT_TYPES else (0, 0)
     altup, laurel = gemma3n_altup_laurel(r) if model_type == "gemma3n_text" else (0, 0)
     groups = with_layer_extras(groups, d_model, ple, altup, laurel)
@@ -269,8 +270,9 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
 
 
 _LAYER_PASSES = {"laguna": laguna_layers, "cohere2_moe": cohere2_moe_layers, "axk2": axk2_layers,
-                 "step3_text": step3_layers, **dict.fromkeys(GROK_TYPES, grok_layers)}
-_MOE_LAYERS = {"step3p5": step3p5_moe_layers, "step3_text": step3_moe_layers}
+                 "step3_text": step3_layers, "arctic": arctic_layers, **dict.fromkeys(GROK_TYPES, grok_layers)}
+_GROUP_PASSES = {"axk2": axk2_norm_gates, "arctic": arctic_norms}
+_MOE_LAYERS = {"step3p5": step3p5_moe_layers, "step3_text": step3_moe_layers, "arctic": arctic_moe_layers}
 _REMOTE_CODE = {"chatglm": chatglm_groups, "qwen": qwen1_groups, "baichuan": baichuan_groups}
 
 
