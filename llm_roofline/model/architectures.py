@@ -475,6 +475,17 @@ ARCHITECTURES: dict[str, Architecture] = {
     # Nemotron-NAS (DeciLM): Llama blocks whose KV heads and MLP width vary per layer (block_configs).
     "deci": _LLAMA,
     "nemotron-nas": _LLAMA,
+    # Ling 1.x (remote modeling_bailing_moe.py, BailingMoeForCausalLM; vLLM bailing_moe.py): a fused query_key_value
+    # (bias use_qkv_bias) and dense (bias use_bias), bias-free MLPs, experts and num_shared_experts shared ones of
+    # moe_intermediate_size, MoE from first_k_dense_replace on; its config class's sliding_window is never used.
+    # Defaults: BailingMoeConfig's. Ling 2.0 (BailingMoeV2ForCausalLM) shares the model_type: bailing.py.
+    "bailing_moe": replace(_LLAMA, qkv_bias="use_qkv_bias", o_bias="use_bias", mlp_bias=False, qk_norm="use_qk_norm",
+                           router_bias="moe_router_enable_expert_bias", expert_keys=("moe_intermediate_size",),
+                           windows_from_types=True,
+                           defaults={"tie_word_embeddings": False, "vocab_size": 30592, "hidden_size": 1024,
+                                     "num_hidden_layers": 24, "num_attention_heads": 16, "use_bias": True,
+                                     "use_qkv_bias": False, "max_position_embeddings": 16384, "num_experts": 16,
+                                     "num_shared_experts": 0, "num_experts_per_tok": 2, "first_k_dense_replace": 0}),
     "hunyuan_v1_dense": replace(_LLAMA, qk_norm=True),  # query_layernorm / key_layernorm always built
     # Hunyuan-MoE (modeling_hunyuan_v1_moe.py): experts and one shared_mlp of intermediate_size, q/k RMSNorms.
     "hunyuan_v1_moe": replace(_LLAMA, qk_norm=True, expert_keys=("intermediate_size",), fixed_shared_experts=1),

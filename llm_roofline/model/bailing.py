@@ -18,12 +18,20 @@ rope dim).
 
 model_type bailing_hybrid also names Ling-2.5 / Ring-2.5 and Ling-2.6 (BailingMoeV2_5ForCausalLM): lightning
 attention beside MLA, another architecture that transformers does not build: refused by name.
+
+model_type bailing_moe names two remote-code families (vLLM's bailing_moe.py builds both): Ling 1.x
+(BailingMoeForCausalLM, its row in architectures.py) and Ling 2.0 / Ring 2.0 (BailingMoeV2ForCausalLM,
+modeling_bailing_moe_v2.py: the same blocks with per-head q/k RMSNorms, half-RoPE, a sigmoid router with a per-expert
+bias, optional MTP layers), told apart by config.json's architectures; each with its own config class's defaults.
 """
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
 from ..errors import ModelConfigError, UnsupportedArchitectureError
-from .architectures import HEADS_KEYS, Architecture
+from .architectures import ARCHITECTURES, HEADS_KEYS, Architecture
 from .layers import ffn_spec, mla_attention
 from .reader import ConfigReader, as_int
 from .spec import AttentionSpec, FfnSpec, MixerSpec
@@ -135,3 +143,59 @@ def _note(r: ConfigReader) -> None:
     r.assume("Ling-3.0: KDA's bounded decay (kda_safe_gate), the routed scaling and the per-layer SwiGLU clamps "
              "(expert_swiglu_limit_list) are elementwise, not priced; g_proj (d -> heads) is split over tp with the "
              "heads; the q, k, v convolutions count as one conv1d over their channels.")
+
+
+# ---------------------------------------------------------------------------- bailing_moe (Ling 1.x / 2.0)
+# BailingMoeV2Config's defaults (the checkpoints' configuration_bailing_moe_v2.py: Ling-mini-2.0's shape)
+BAILING_MOE_V2 = replace(ARCHITECTURES["bailing_moe"], defaults={
+    "tie_word_embeddings": False, "vocab_size": 157184, "hidden_size": 2048, "intermediate_size": 5120,
+    "num_hidden_layers": 20, "num_attention_heads": 16, "num_key_value_heads": 4, "head_dim": 128,
+    "use_qkv_bias": False, "use_bias": False, "use_qk_norm": True, "max_position_embeddings": 32768,
+    "num_experts": 256, "num_shared_experts": 1, "num_experts_per_tok": 8, "moe_intermediate_size": 512,
+    "first_k_dense_replace": 1, "num_nextn_predict_layers": 0, "moe_router_enable_expert_bias": True})
+_BAILING_MOE_CLASSES = ("BailingMoeForCausalLM", "BailingMoeV2ForCausalLM")
+# read and shape-neutral: routing, RoPE, dropout, norm-type and head-normalisation switches
+_BAILING_MOE_NEUTRAL = ("score_function", "use_rmsnorm", "norm_head", "norm_softmax", "max_window_layers",
+                        "use_sliding_window", "mtp_loss_scaling_factor", "using_split_qkv_in_self_attention")
+
+
+def bailing_moe_architecture(config: dict, v1: Architecture) -> Architecture:
+    """Ling 2.0's row where config.json names BailingMoeV2ForCausalLM, else Ling 1.x's (`v1`); other classes under
+    model_type bailing_moe are refused, not read as either."""
+    names = config.get("architectures")
+    if names is None:
+        return v1
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise ModelConfigError("architectures must be a list of class names")
+    other = next((n for n in names if n not in _BAILING_MOE_CLASSES), None)
+    if other is not None:
+        raise UnsupportedArchitectureError(
+            f"architectures {other[:40]!r} (model_type='bailing_moe'): only BailingMoeForCausalLM (Ling 1.x) and "
+            "BailingMoeV2ForCausalLM (Ling 2.0) are read")
+    return BAILING_MOE_V2 if "BailingMoeV2ForCausalLM" in names else v1
+
+
+def note_bailing_moe(r: ConfigReader) -> None:
+    """The keys of a bailing_moe config beside the table's: the shared experts' width, partial RoPE, use_bias."""
+    r.used.update(_BAILING_MOE_NEUTRAL)
+    v2 = r.defaults == BAILING_MOE_V2.defaults  # Ling 1.x's code builds no q/k norm nor expert bias
+    for key in ("use_qkv_bias", "use_bias") + (("use_qk_norm", "moe_router_enable_expert_bias") if v2 else ()):
+        if key not in r.raw:
+            r.assume(f"{key} absent from the config: BailingMoe{'V2' if v2 else ''}Config's default "
+                     f"{str(r.flag(key)).lower()}.")
+    stated = r.dim("moe_shared_expert_intermediate_size", required=False)
+    if stated is not None and stated != r.dim("moe_intermediate_size"):
+        raise UnsupportedArchitectureError(
+            f"moe_shared_expert_intermediate_size ({stated}) differs from moe_intermediate_size "
+            f"({r.dim('moe_intermediate_size')}) (model_type='bailing_moe'): the checkpoint's code builds the shared "
+            "experts of the latter, vLLM of the former")
+    factor = r.typed("partial_rotary_factor", (int, float), "a number in (0, 1]", 1)
+    if not math.isfinite(factor) or not 0 < factor <= 1:
+        raise ModelConfigError(f"partial_rotary_factor must be a number in (0, 1], got {factor!r:.40}")
+    rotary = r.count("rotary_dim", allow_zero=False, default=1) if r.get("rotary_dim") is not None else None
+    if factor < 1 or rotary is not None:
+        r.assume("bailing_moe: RoPE on part of each head (partial_rotary_factor / rotary_dim): its elementwise pass "
+                 "is counted over whole heads (a small upper bound).")
+    if r.flag("use_bias"):
+        r.assume("bailing_moe use_bias: the dense (o_proj) bias is counted as the checkpoint's code builds it; vLLM's "
+                 "bailing_moe.py also puts zero biases on query_key_value and the dense MLPs (not counted).")

@@ -24,8 +24,9 @@ Reading a config, in order (one reader: the result depends on the config and thi
    Cohere2-MoE's window runs and NoPE layers (cohere.py), Laguna's per-layer heads and output gate (laguna.py),
    Inkling's relative position bias, short convs and sliding layers of their own heads (inkling.py), A.X-K2's
    q_gate_proj and gated RMSNorms (axk2.py), Step-3's MFA (step3.py), Grok's configs and residual MoE MLP
-   (grok.py), Arctic's residual MLP (arctic.py), the remote-code ChatGLM2-4 (chatglm.py), Qwen v1 (qwen1.py)
-   and Baichuan (baichuan.py) blocks under their own key names;
+   (grok.py), Arctic's residual MLP (arctic.py), Ling 1.x / 2.0 told apart by their architectures
+   (bailing.py), the remote-code ChatGLM2-4 (chatglm.py), Qwen v1 (qwen1.py) and Baichuan (baichuan.py)
+   blocks under their own key names;
    identical layers share one LayerGroup. Every fallback appends a sentence to `assumptions`; keys that shape a model
    and were not read are named (or the config is refused when its model_type is unknown).
 """
@@ -44,6 +45,7 @@ from .architectures import (ARCHITECTURES, BOUNDS, CONTEXT_KEYS, GEMMA4_TYPES, H
                             PER_LAYER_INPUT_TYPES, REMOTE_CODE_CLASSES, TEXT_MODEL_TYPES, UNKNOWN_ARCHITECTURE,
                             Architecture)
 from .arctic import arctic_layers, arctic_moe_layers, arctic_norms
+from .bailing import bailing_moe_architecture, note_bailing_moe
 from .cohere import cohere2_moe_layers
 from .config_files import locate, read_json, shipped_index
 from .axk2 import axk2_layers, axk2_norm_gates
@@ -151,6 +153,8 @@ def spec_from_config(config: dict, name: str = "model", source: str = "") -> Mod
     model_type = _text_model_type(text, config) or _remote_code_type(text, notes)
     reject_unsupported(text, model_type)  # a text_config without its own model_type: the wrapper's text model's
     arch = ARCHITECTURES.get(model_type)
+    if model_type == "bailing_moe":  # Ling 1.x or 2.0, by config.json's architectures
+        arch = bailing_moe_architecture(text, arch)
     raw = _flatten_nested(text, arch or UNKNOWN_ARCHITECTURE)
     if model_type == "xlstm":  # NX-AI's embedding_dim / num_blocks for hidden_size / num_hidden_layers
         raw = xlstm_raw(raw)
@@ -405,7 +409,8 @@ def _note_phi4_multimodal(r: ConfigReader) -> None:
              "input. A text-only request runs the base decoder only.")
 
 
-_NOTES = {"laguna": note_laguna, "mellum": note_mellum, "phi4_multimodal": _note_phi4_multimodal}
+_NOTES = {"laguna": note_laguna, "mellum": note_mellum, "phi4_multimodal": _note_phi4_multimodal,
+          "bailing_moe": note_bailing_moe}
 
 
 def _note_unmodelled(r: ConfigReader, arch: Architecture, model_type: str) -> None:
