@@ -1,9 +1,9 @@
 """Remote-code MoE families vLLM serves: Bailing-MoE (Ling 1.x, model_type bailing_moe, BailingMoeForCausalLM) and
-Ling / Ring 2.0 (the same model_type, BailingMoeV2ForCausalLM).
+Ling / Ring 2.0 (the same model_type, BailingMoeV2ForCausalLM), DeepSeek-MoE v1 (model_type deepseek).
 
 Before this module: Ling 2.0 configs were refused (model_type 'bailing_moe' unknown, moe_router_enable_expert_bias and
-moe_shared_expert_intermediate_size unread); Ling 1.x was read right by the generic path (by luck of the key names:
-the same count, now from a table row with its config class's defaults).
+moe_shared_expert_intermediate_size unread); Ling 1.x and DeepSeek-MoE were read right by the generic path (by luck of
+the key names: same counts, now from table rows with their config classes' defaults).
 
 Every expected count is hand arithmetic from the family's modeling code, in the comment beside it, checked against the
 published figure or the checkpoint's own tensor count.
@@ -38,6 +38,12 @@ Fixtures (tests/fixtures/configs) and where their values come from:
   configuration_bailing_moe_v2.py (tensor_cast/transformers/builtin_model/bailing_moe_hf/config.json); the same shape
   as the public MoE database's "inclusionAI/Ling-1T/config.json" entry and NeMo Automodel's note that Ling-1T "uses 4
   dense layers" and "rotary_dim (not partial_rotary_factor)". inclusionAI: 1T total, ~50B active.
+- deepseek_moe_16b.json: deepseek-ai/deepseek-moe-16b-base config.json as a public parameter-counter's test copies it
+  whole (architectures DeepseekForCausalLM, model_type deepseek; the same shape as the MoE database's
+  "deepseek-ai/deepseek-moe-16b-base/config.json" entry). Modeling: vLLM deepseek.py (q/k/v/o without bias, heads of
+  hidden/heads, n_shared_experts one MLP of moe_intermediate_size x n_shared_experts, a gate without bias, MoE where
+  layer >= first_k_dense_replace and layer % moe_layer_freq == 0); defaults: configuration_deepseek.py's DeepseekConfig
+  (a public walkthrough quotes its __init__). DeepSeek: "16.4B total, 2.8B activated" (arXiv 2401.06066).
 """
 
 import json
@@ -51,7 +57,7 @@ from llm_roofline.errors import RooflineError
 from llm_roofline.memory import kv_bytes_per_token
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "configs"
-FIXTURES = ("ling_lite_1_5", "ling_mini_2_0", "ling_flash_2_0", "ling_1t")
+FIXTURES = ("ling_lite_1_5", "ling_mini_2_0", "ling_flash_2_0", "ling_1t", "deepseek_moe_16b")
 
 
 def raw(name: str) -> dict:
@@ -186,9 +192,41 @@ def test_bailing_hybrid_and_linear_are_untouched():
         lr.load_model({**raw("ling_mini_2_0"), "model_type": "bailing_moe_linear"})
 
 
+# ------------------------------------------------------------------------------ DeepSeek-MoE (v1)
+def test_deepseek_moe_16b():
+    m = fixture("deepseek_moe_16b")
+    # d 2048, 16 heads (MHA) of 128: q, k, v, o 4 x 2048 x 2048 = 16,777,216; 2 norms 4,096 -> 16,781,312 per layer
+    # layer 0 dense 3 x 2048 x 10,944 = 67,239,936; 27 MoE layers: 64 experts 3 x 2048 x 1408 = 8,650,752 each ->
+    #   553,648,128; 2 shared = one MLP of 2816: 17,301,504; gate 64 x 2048 = 131,072 -> 571,080,704
+    # untied embedding + head 2 x 102,400 x 2048 = 419,430,400; final norm 2,048
+    expected = 28 * 16_781_312 + 67_239_936 + 27 * 571_080_704 + 419_430_400 + 2048
+    assert m.params_total == expected == 16_375_728_128  # "16.4B total"
+    # active: 6 x 8,650,752 + 17,301,504 + 131,072 = 69,337,088 per MoE layer
+    assert m.params_active == 28 * 16_781_312 + 67_239_936 + 27 * 69_337_088 + 419_430_400 + 2048 == 2_828_650_496
+    assert groups(m) == [("dense", 1), ("moe", 27)]
+    assert kv_bytes_per_token(m) == 28 * 2 * 16 * 128 * 2 == 229_376
+    # moe_layer_freq 2: MoE where layer >= 1 and layer % 2 == 0 (2, 4, ..., 26): 13 MoE, 15 dense layers
+    freq2 = lr.load_model({**raw("deepseek_moe_16b"), "moe_layer_freq": 2})
+    assert freq2.params_total == 28 * 16_781_312 + 15 * 67_239_936 + 13 * 571_080_704 + 419_430_400 + 2048
+    assert freq2.params_total == 9_321_957_376
+
+
+@pytest.mark.parametrize("change, error", [
+    ({"attention_bias": True}, "attention_bias=true"),
+    ({"head_dim": 64}, "head_dim \\(64\\) is not hidden_size/num_attention_heads"),
+    ({"kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128}, "kv_lora_rank is set"),
+    ({"moe_layer_freq": 0}, "moe_layer_freq must be positive"),
+    ({"n_shared_experts": "2"}, "n_shared_experts must be an integer"),
+    ({"moe_intermediate_size": None}, "no moe_intermediate_size"),
+])
+def test_deepseek_moe_refusals_name_the_key(change, error):
+    with pytest.raises(RooflineError, match=error):
+        lr.load_model({**raw("deepseek_moe_16b"), **change})
+
+
 # ------------------------------------------------------------------------------ all fixtures
 @pytest.mark.parametrize("name, tp, pp", [("ling_lite_1_5", 1, 1), ("ling_mini_2_0", 1, 1), ("ling_flash_2_0", 4, 1),
-                                          ("ling_1t", 8, 4)])
+                                          ("ling_1t", 8, 4), ("deepseek_moe_16b", 1, 1)])
 def test_estimate_and_serve_run(name, tp, pp):
     m = fixture(name)
     est = lr.estimate(m, "h100-sxm", batch=8, prompt_len=1024, gen_len=128, tp=tp, pp=pp)

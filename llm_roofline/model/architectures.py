@@ -486,6 +486,14 @@ ARCHITECTURES: dict[str, Architecture] = {
                                      "num_hidden_layers": 24, "num_attention_heads": 16, "use_bias": True,
                                      "use_qkv_bias": False, "max_position_embeddings": 16384, "num_experts": 16,
                                      "num_shared_experts": 0, "num_experts_per_tok": 2, "first_k_dense_replace": 0}),
+    # DeepSeek-MoE (remote modeling_deepseek.py, DeepseekForCausalLM; vLLM deepseek.py): Llama attention, n_routed_experts
+    # of moe_intermediate_size and n_shared_experts fused into one MLP, MoE from first_k_dense_replace on every
+    # moe_layer_freq-th layer (the generic rule). Defaults: DeepseekConfig's (configuration_deepseek.py).
+    "deepseek": replace(_LLAMA, expert_keys=("moe_intermediate_size",),
+                        defaults={"tie_word_embeddings": False, "vocab_size": 102400, "hidden_size": 4096,
+                                  "intermediate_size": 11008, "moe_intermediate_size": 1407, "num_hidden_layers": 30,
+                                  "num_attention_heads": 32, "num_key_value_heads": 32, "moe_layer_freq": 1,
+                                  "first_k_dense_replace": 0, "max_position_embeddings": 2048}),
     "hunyuan_v1_dense": replace(_LLAMA, qk_norm=True),  # query_layernorm / key_layernorm always built
     # Hunyuan-MoE (modeling_hunyuan_v1_moe.py): experts and one shared_mlp of intermediate_size, q/k RMSNorms.
     "hunyuan_v1_moe": replace(_LLAMA, qk_norm=True, expert_keys=("intermediate_size",), fixed_shared_experts=1),

@@ -409,8 +409,21 @@ def _note_phi4_multimodal(r: ConfigReader) -> None:
              "input. A text-only request runs the base decoder only.")
 
 
+def _note_deepseek_moe(r: ConfigReader) -> None:
+    """DeepSeek-MoE (model_type deepseek): vLLM's deepseek.py builds attention without bias of hidden/heads wide heads
+    and no MLA, whatever the config says; the checkpoint's code reads attention_bias."""
+    r.switch("attention_bias", False, "vLLM's deepseek.py builds q/k/v/o without bias, the checkpoint's code with")
+    head_dim = r.dim("head_dim", required=False)
+    if head_dim is not None and head_dim * r.dim("num_attention_heads") != r.dim("hidden_size"):
+        raise UnsupportedArchitectureError(f"head_dim ({head_dim}) is not hidden_size/num_attention_heads "
+                                           "(model_type=deepseek): vLLM's deepseek.py uses the latter")
+    if r.stated("kv_lora_rank"):
+        raise UnsupportedArchitectureError("kv_lora_rank is set (model_type=deepseek): DeepseekForCausalLM builds "
+                                           "plain attention; MLA is DeepSeek-V2's (model_type deepseek_v2)")
+
+
 _NOTES = {"laguna": note_laguna, "mellum": note_mellum, "phi4_multimodal": _note_phi4_multimodal,
-          "bailing_moe": note_bailing_moe}
+          "bailing_moe": note_bailing_moe, "deepseek": _note_deepseek_moe}
 
 
 def _note_unmodelled(r: ConfigReader, arch: Architecture, model_type: str) -> None:
