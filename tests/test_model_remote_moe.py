@@ -1,9 +1,11 @@
 """Remote-code MoE families vLLM serves: Bailing-MoE (Ling 1.x, model_type bailing_moe, BailingMoeForCausalLM) and
-Ling / Ring 2.0 (the same model_type, BailingMoeV2ForCausalLM), DeepSeek-MoE v1 (model_type deepseek).
+Ling / Ring 2.0 (the same model_type, BailingMoeV2ForCausalLM), DeepSeek-MoE v1 (model_type deepseek), openPangu
+(PanguEmbedded read; its MoE classes refused by name).
 
 Before this module: Ling 2.0 configs were refused (model_type 'bailing_moe' unknown, moe_router_enable_expert_bias and
 moe_shared_expert_intermediate_size unread); Ling 1.x and DeepSeek-MoE were read right by the generic path (by luck of
-the key names: same counts, now from table rows with their config classes' defaults).
+the key names: same counts, now from table rows with their config classes' defaults); openPangu-Embedded-7B was
+MISREAD: its `bias` key (q/k/v/o biases) was ignored, 8,030,539,776 parameters instead of 8,030,887,936.
 
 Every expected count is hand arithmetic from the family's modeling code, in the comment beside it, checked against the
 published figure or the checkpoint's own tensor count.
@@ -44,6 +46,16 @@ Fixtures (tests/fixtures/configs) and where their values come from:
   hidden/heads, n_shared_experts one MLP of moe_intermediate_size x n_shared_experts, a gate without bias, MoE where
   layer >= first_k_dense_replace and layer % moe_layer_freq == 0); defaults: configuration_deepseek.py's DeepseekConfig
   (a public walkthrough quotes its __init__). DeepSeek: "16.4B total, 2.8B activated" (arXiv 2401.06066).
+- openpangu_embedded_7b.json: FreedomIntelligence/openPangu-Embedded-7B-V1.1 config.json as a public GPU port of the
+  checkpoint copies it (wujing215/OpenPangu7B-on-NVIDIA config.json; two other public projects quote the same values).
+  Modeling: its modular_openpangu_dense.py (Llama with q/k/v/o bias=config.bias, bias-free MLP). Reference: the same
+  port's model.safetensors.index.json total_size 16,061,784,576 bytes = bf16 weights + 34 float32 rotary inv_freq
+  buffers of 64 (8,704 bytes). Published: "7B (Non-Embedding)", 34 layers, 32 / 8 heads, vocabulary 153k.
+
+Not sourced, hence refused by class name (refusals.REFUSED_ARCHITECTURES), not read: openPangu-Ultra-MoE-718B (no
+released config.json found: its configuration_openpangu_moe.py names the keys attention_*_dim / num_routed_experts,
+vLLM's openpangu.py DeepSeek's), Pangu Pro MoE (MoGE) and Pro MoE V2 (sink attention), openPangu-2.0 (mHC). Also not
+found: Ling-plus's and openPangu-Embedded-1B's config.json (no fixture).
 """
 
 import json
@@ -57,7 +69,7 @@ from llm_roofline.errors import RooflineError
 from llm_roofline.memory import kv_bytes_per_token
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "configs"
-FIXTURES = ("ling_lite_1_5", "ling_mini_2_0", "ling_flash_2_0", "ling_1t", "deepseek_moe_16b")
+FIXTURES = ("ling_lite_1_5", "ling_mini_2_0", "ling_flash_2_0", "ling_1t", "deepseek_moe_16b", "openpangu_embedded_7b")
 
 
 def raw(name: str) -> dict:
@@ -224,9 +236,55 @@ def test_deepseek_moe_refusals_name_the_key(change, error):
         lr.load_model({**raw("deepseek_moe_16b"), **change})
 
 
+# ------------------------------------------------------------------------------ openPangu
+def test_openpangu_embedded_7b_counts_its_attention_biases():
+    m = fixture("openpangu_embedded_7b")
+    # d 4096, 32 heads over 8 KV heads of 128: q 4096 x 4096 + 4096 bias, k and v 4096 x 1024 + 1024 each, o 4096 x
+    #   4096 + 4096 -> 41,943,040 + 10,240 = 41,953,280; MLP 3 x 4096 x 12,800 = 157,286,400; 2 norms 8,192
+    #   -> 199,247,872 per layer
+    # untied embedding + head 2 x 153,376 x 4096 = 1,256,456,192; final norm 4,096
+    expected = 34 * 199_247_872 + 1_256_456_192 + 4096
+    assert m.params_total == m.params_active == expected == 8_030_887_936
+    # the checkpoint index: 16,061,784,576 bytes = these in bf16 + 34 float32 inv_freq buffers of 64 (8,704 bytes)
+    assert 2 * expected + 34 * 64 * 4 == 16_061_784_576
+    assert expected - 1_256_456_192 == 6_774_431_744  # "7B (Non-Embedding)"
+    # before: `bias` was not read (model_type unknown), the 34 x 10,240 biases left out
+    assert expected - 34 * 10_240 == 8_030_539_776
+    assert lr.load_model({**raw("openpangu_embedded_7b"), "bias": False}).params_total == 8_030_539_776
+    assert kv_bytes_per_token(m) == 34 * 2 * 8 * 128 * 2 == 139_264
+
+
+@pytest.mark.parametrize("change, error", [
+    ({"interleaved_sliding_window": 4096}, "interleaved_sliding_window is set"),
+    ({"sandwich_norm": True}, "sandwich_norm is set"),
+    ({"param_sink_number": 128}, "param_sink_number is set"),
+    ({"n_routed_experts": 64, "num_experts_per_tok": 8, "moe_intermediate_size": 1024}, "n_routed_experts is set"),
+    ({"bias": False, "attention_bias": True}, "attention_bias differs from bias"),
+    ({"qkv_bias": False}, "qkv_bias differs from bias"),
+    ({"is_causal": False}, "is_causal=false"),
+    ({"bias": "yes"}, "bias must be true or false"),
+])
+def test_openpangu_embedded_refuses_what_vllm_reads_and_the_checkpoint_does_not(change, error):
+    with pytest.raises(RooflineError, match=error):
+        lr.load_model({**raw("openpangu_embedded_7b"), **change})
+
+
+@pytest.mark.parametrize("cfg, words", [
+    ({"architectures": ["PanguUltraMoEForCausalLM"], "model_type": "deepseek_v3"}, "PanguUltraMoEForCausalLM"),
+    ({"model_type": "pangu_ultra_moe", "hidden_size": 7680, "num_hidden_layers": 61}, "pangu_ultra_moe"),
+    ({"architectures": ["PanguProMoEV2ForCausalLM"]}, "sink attention"),
+    ({"architectures": ["PanguProMoEForCausalLM"]}, "grouped experts"),
+    ({"architectures": ["OpenPanguV2ForCausalLM"], "model_type": "openpangu_v2"}, "mHC"),
+])
+def test_openpangu_moe_classes_are_refused_by_name(cfg, words):
+    with pytest.raises(lr.UnsupportedArchitectureError, match=words):
+        lr.load_model({**raw("deepseek_moe_16b"), **cfg})
+
+
 # ------------------------------------------------------------------------------ all fixtures
 @pytest.mark.parametrize("name, tp, pp", [("ling_lite_1_5", 1, 1), ("ling_mini_2_0", 1, 1), ("ling_flash_2_0", 4, 1),
-                                          ("ling_1t", 8, 4), ("deepseek_moe_16b", 1, 1)])
+                                          ("ling_1t", 8, 4), ("deepseek_moe_16b", 1, 1),
+                                          ("openpangu_embedded_7b", 1, 1)])
 def test_estimate_and_serve_run(name, tp, pp):
     m = fixture(name)
     est = lr.estimate(m, "h100-sxm", batch=8, prompt_len=1024, gen_len=128, tp=tp, pp=pp)

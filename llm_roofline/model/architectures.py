@@ -494,6 +494,12 @@ ARCHITECTURES: dict[str, Architecture] = {
                                   "intermediate_size": 11008, "moe_intermediate_size": 1407, "num_hidden_layers": 30,
                                   "num_attention_heads": 32, "num_key_value_heads": 32, "moe_layer_freq": 1,
                                   "first_k_dense_replace": 0, "max_position_embeddings": 2048}),
+    # openPangu-Embedded (remote modeling_openpangu_dense.py): Llama with q/k/v/o bias = bias (default true).
+    "PanguEmbedded": replace(_LLAMA, qkv_bias="bias", o_bias="bias",
+                             defaults={"tie_word_embeddings": False, "bias": True, "vocab_size": 153376,
+                                       "hidden_size": 4096, "intermediate_size": 12800, "num_hidden_layers": 34,
+                                       "num_attention_heads": 32, "num_key_value_heads": 8,
+                                       "max_position_embeddings": 32768}),
     "hunyuan_v1_dense": replace(_LLAMA, qk_norm=True),  # query_layernorm / key_layernorm always built
     # Hunyuan-MoE (modeling_hunyuan_v1_moe.py): experts and one shared_mlp of intermediate_size, q/k RMSNorms.
     "hunyuan_v1_moe": replace(_LLAMA, qk_norm=True, expert_keys=("intermediate_size",), fixed_shared_experts=1),

@@ -23,10 +23,9 @@ Reading a config, in order (one reader: the result depends on the config and thi
    Zamba's shared blocks (zamba.py), LongCat-Flash's two attention blocks and shortcut MoE per layer (longcat.py),
    Cohere2-MoE's window runs and NoPE layers (cohere.py), Laguna's per-layer heads and output gate (laguna.py),
    Inkling's relative position bias, short convs and sliding layers of their own heads (inkling.py), A.X-K2's
-   q_gate_proj and gated RMSNorms (axk2.py), Step-3's MFA (step3.py), Grok's configs and residual MoE MLP
-   (grok.py), Arctic's residual MLP (arctic.py), Ling 1.x / 2.0 told apart by their architectures
-   (bailing.py), the remote-code ChatGLM2-4 (chatglm.py), Qwen v1 (qwen1.py) and Baichuan (baichuan.py)
-   blocks under their own key names;
+   q_gate_proj and gated RMSNorms (axk2.py); remote-code families under their own key names: Step-3's MFA
+   (step3.py), Grok (grok.py), Arctic (arctic.py), Ling 1.x / 2.0 (bailing.py), openPangu-Embedded (pangu.py),
+   ChatGLM2-4 (chatglm.py), Qwen v1 (qwen1.py), Baichuan (baichuan.py);
    identical layers share one LayerGroup. Every fallback appends a sentence to `assumptions`; keys that shape a model
    and were not read are named (or the config is refused when its model_type is unknown).
 """
@@ -65,6 +64,7 @@ from .layers import (attention_spec, ffn_spec, group_layers, layer_d_ffs, layer_
 from .laguna import laguna_layers, note_laguna, note_mellum
 from .longcat import longcat_groups
 from .minimax_m3 import MINIMAX_M3_TYPES, minimax_m3_groups
+from .pangu import note_pangu_embedded
 from .qwen1 import qwen1_groups
 from .reader import ConfigReader, check_head_counts
 from .scope import check_unread_keys, model_type_of, reject_unsupported, text_part
@@ -423,7 +423,7 @@ def _note_deepseek_moe(r: ConfigReader) -> None:
 
 
 _NOTES = {"laguna": note_laguna, "mellum": note_mellum, "phi4_multimodal": _note_phi4_multimodal,
-          "bailing_moe": note_bailing_moe, "deepseek": _note_deepseek_moe}
+          "bailing_moe": note_bailing_moe, "deepseek": _note_deepseek_moe, "PanguEmbedded": note_pangu_embedded}
 
 
 def _note_unmodelled(r: ConfigReader, arch: Architecture, model_type: str) -> None:

@@ -38,6 +38,22 @@ _XLSTM_V1 = ("sLSTM blocks (a scalar memory whose heads mix through recurrent we
              "first xLSTM's mLSTM blocks (an up-projection, a causal conv, block-diagonal q/k/v projections, a "
              "learnable skip) of the xlstm package's block stack (xLSTMLMModelConfig; transformers' xlstm is "
              "xLSTM-Large)")
+# openPangu's MoE checkpoints (vLLM openpangu.py; remote configuration_openpangu_moe.py): no released config.json was
+# found to check a reading against, and the class vLLM serves them with builds layers the graph lacks from optional keys
+_PANGU_MOE = ("openPangu's MoE decoder as vLLM's openpangu.py builds it (static sink keys and values, per-layer sliding "
+              "windows and DSA, MoME convolutions and mHC residual streams from optional keys; the checkpoint's own "
+              "config names its MLA and experts attention_*_dim / num_routed_experts), not checked against a released "
+              "config.json")
+_PANGU_PRO_V2 = ("Pangu Pro MoE V2's sink attention (learned sink keys and values per layer, a key RMSNorm, values of "
+                 "v_channels beside keys of qk_nope_dim + qk_rope_dim)")
+# config.json "architectures" class -> why it is refused, whatever its model_type
+REFUSED_ARCHITECTURES = {
+    "PanguUltraMoEForCausalLM": _PANGU_MOE,
+    "OpenPanguV2ForCausalLM": _PANGU_MOE,
+    "PanguProMoEV2ForCausalLM": _PANGU_PRO_V2,
+    "PanguProMoEForCausalLM": ("Pangu Pro MoE's grouped experts (MoGE: the top-k taken within each group of experts), "
+                               "not checked against a released config.json"),
+}
 # model_type -> why the operator graph cannot represent it (recurrent state, linear attention, sparse attention).
 REFUSED_TYPES = {
     "plamo2": "hybrid attention + state-space layers",
@@ -69,6 +85,7 @@ REFUSED_TYPES = {
                     "KV cache, with projections from and to the target's hidden size and centroid-ordered embeddings; "
                     "estimate the target)"),
     "zaya": _ZAYA,
+    **dict.fromkeys(("pangu_ultra_moe", "openpangu_v2"), _PANGU_MOE),
     "dory": _DORY,
     "hrm_text": _HRM_TEXT,
     **dict.fromkeys(("inkling2", "inkling2_text"), _INKLING2),

@@ -13,7 +13,7 @@ from ..errors import ModelConfigError, UnsupportedArchitectureError
 from .architectures import (HIDDEN_KEYS, LAYERS_KEYS, PER_LAYER_INPUT_TYPES, SHAPE_NEUTRAL_KEYS,
                             STRUCTURAL_KEY_WORDS)
 from .refusals import (CROSS_ATTENTION_KEYS, ENCODER_DECODER_TYPES, ENCODER_ONLY_TYPES, NON_ATTENTION_LAYER_TYPES,
-                       REFUSED_KEYS, REFUSED_TYPES)
+                       REFUSED_ARCHITECTURES, REFUSED_KEYS, REFUSED_TYPES)
 from .reader import ConfigReader, as_int
 
 # model_type -> the state-space / sparse-attention keys its reader (hybrid.py, layers.py) understands
@@ -138,6 +138,12 @@ def reject_unsupported(cfg: dict, model_type: str | None = None) -> None:
     if model_type in REFUSED_TYPES:
         raise UnsupportedArchitectureError(f"model_type={model_type!r}: {REFUSED_TYPES[model_type]} cannot be "
                                            "represented by the operator graph yet")
+    names = cfg.get("architectures")
+    refused = next((n for n in names if isinstance(n, str) and n in REFUSED_ARCHITECTURES), None) \
+        if isinstance(names, list) else None
+    if refused is not None:
+        raise UnsupportedArchitectureError(f"architectures {refused!r} (model_type={model_type or '?'!r}): "
+                                           f"{REFUSED_ARCHITECTURES[refused]} cannot be represented yet")
     for key, why in REFUSED_KEYS.items():
         if cfg.get(key) not in (None, False, [], {}) and key not in READ_REFUSED_KEYS.get(model_type, ()):
             raise UnsupportedArchitectureError(f"config key {key!r} (model_type={model_type or '?'!r}): {why} "
