@@ -38,21 +38,20 @@ _XLSTM_V1 = ("sLSTM blocks (a scalar memory whose heads mix through recurrent we
              "first xLSTM's mLSTM blocks (an up-projection, a causal conv, block-diagonal q/k/v projections, a "
              "learnable skip) of the xlstm package's block stack (xLSTMLMModelConfig; transformers' xlstm is "
              "xLSTM-Large)")
-# openPangu's MoE checkpoints (vLLM openpangu.py; remote configuration_openpangu_moe.py): no released config.json was
-# found to check a reading against, and the class vLLM serves them with builds layers the graph lacks from optional keys
+# openPangu's MoE checkpoints (vLLM openpangu.py; remote configuration_openpangu_moe.py): the class vLLM serves them with
+# builds layers the graph lacks from optional keys, and no released config.json was found to check the rest against
 _PANGU_MOE = ("openPangu's MoE decoder as vLLM's openpangu.py builds it (static sink keys and values, per-layer sliding "
-              "windows and DSA, MoME convolutions and mHC residual streams from optional keys; the checkpoint's own "
-              "config names its MLA and experts attention_*_dim / num_routed_experts), not checked against a released "
-              "config.json")
-_PANGU_PRO_V2 = ("Pangu Pro MoE V2's sink attention (learned sink keys and values per layer, a key RMSNorm, values of "
-                 "v_channels beside keys of qk_nope_dim + qk_rope_dim)")
-# config.json "architectures" class -> why it is refused, whatever its model_type
+              "windows and DSA, MoME convolutions, mHC residual streams, from optional keys)")
+_UNSOURCED = "no released config.json was found to check a reading against"
+# config.json "architectures" class -> why it is refused (a sentence), whatever its model_type
 REFUSED_ARCHITECTURES = {
-    "PanguUltraMoEForCausalLM": _PANGU_MOE,
-    "OpenPanguV2ForCausalLM": _PANGU_MOE,
-    "PanguProMoEV2ForCausalLM": _PANGU_PRO_V2,
-    "PanguProMoEForCausalLM": ("Pangu Pro MoE's grouped experts (MoGE: the top-k taken within each group of experts), "
-                               "not checked against a released config.json"),
+    **dict.fromkeys(("PanguUltraMoEForCausalLM", "OpenPanguV2ForCausalLM"),
+                    f"{_PANGU_MOE} cannot be represented by the operator graph yet, and {_UNSOURCED} (the checkpoint's "
+                    "own config class names its MLA and experts attention_*_dim / num_routed_experts)"),
+    "PanguProMoEV2ForCausalLM": ("Pangu Pro MoE V2's sink attention (learned sink keys and values per layer, a key "
+                                 "RMSNorm, values of v_channels beside keys of qk_nope_dim + qk_rope_dim) cannot be "
+                                 "represented by the operator graph yet"),
+    "PanguProMoEForCausalLM": f"Pangu Pro MoE (grouped experts, MoGE) is not read: {_UNSOURCED}",
 }
 # model_type -> why the operator graph cannot represent it (recurrent state, linear attention, sparse attention).
 REFUSED_TYPES = {

@@ -143,7 +143,7 @@ def reject_unsupported(cfg: dict, model_type: str | None = None) -> None:
         if isinstance(names, list) else None
     if refused is not None:
         raise UnsupportedArchitectureError(f"architectures {refused!r} (model_type={model_type or '?'!r}): "
-                                           f"{REFUSED_ARCHITECTURES[refused]} cannot be represented yet")
+                                           f"{REFUSED_ARCHITECTURES[refused]}")
     for key, why in REFUSED_KEYS.items():
         if cfg.get(key) not in (None, False, [], {}) and key not in READ_REFUSED_KEYS.get(model_type, ()):
             raise UnsupportedArchitectureError(f"config key {key!r} (model_type={model_type or '?'!r}): {why} "
