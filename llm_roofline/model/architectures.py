@@ -585,6 +585,14 @@ ARCHITECTURES: dict[str, Architecture] = {
                               "kv_channels": 128, "max_position_embeddings": 8192, "no_bias": True}),
     # Baichuan-7B, Baichuan-13B, Baichuan2-7B / 13B (W_pack, ALiBi on the 13B models)
     "baichuan": replace(_LLAMA, qkv_bias=False, o_bias=False, mlp_bias=False, context_keys=("model_max_length",)),
+    # Remote-code families of Llama's block. Orion (modeling_orion.py, vLLM
+    # orion.py): nn.LayerNorm with bias for both block norms and the final one (eps in rms_norm_eps).
+    "orion": replace(_LLAMA, norm="layernorm"),
+    # MiMo-7B (vLLM mimo.py: Qwen2ForCausalLM's layers, q/k/v with bias, o_proj without; its mtp_layers skipped).
+    "mimo": replace(_LLAMA, qkv_bias=True, o_bias=False),
+    # XVERSE (configuration_xverse.py; vLLM runs XverseForCausalLM as Llama): the MoE release states num_experts,
+    # moe_top_k, num_shared_experts (experts of intermediate_size); no key means dense. KV heads default to heads.
+    "xverse": _LLAMA,
 }
 ARCHITECTURES["qwen3_5_moe_text"] = ARCHITECTURES["qwen3_5_text"]
 ARCHITECTURES["gemma4_unified_text"] = ARCHITECTURES["gemma4_text"]  # Gemma-4 "unified": the same text decoder

@@ -53,8 +53,14 @@ REFUSED_ARCHITECTURES = {
                                  "represented by the operator graph yet"),
     "PanguProMoEForCausalLM": f"Pangu Pro MoE (grouped experts, MoGE) is not read: {_UNSOURCED}",
 }
+# Phi-3-small (modeling_phi3_small.py, vLLM phi3_small.py): every layer but each dense_attention_every_n_layers-th
+_PHI3_SMALL = ("Phi-3-small's block-sparse attention (on every layer but each dense_attention_every_n_layers-th, each "
+               "head's query block attends to its blocksparse_num_local_blocks local blocks of blocksparse_block_size "
+               "keys and to every blocksparse_vert_stride-th earlier block, at a per-head offset: a share of the "
+               "context that grows with it, neither a window nor a top-k)")
 # model_type -> why the operator graph cannot represent it (recurrent state, linear attention, sparse attention).
 REFUSED_TYPES = {
+    "phi3small": _PHI3_SMALL,
     "plamo2": "hybrid attention + state-space layers",
     **{t: "recurrent layers" for t in ("rwkv", "rwkv6", "rwkv7")},
     # Ring-mini / Ring-flash-linear-2.0 (BailingMoeLinearV2ForCausalLM, remote code only; vLLM bailing_moe_linear.py):
@@ -107,6 +113,7 @@ REFUSED_KEYS = {
     # not transformers' xLSTM-Large (xlstm.py reads that one)
     **{k: _XLSTM_V1 for k in ("slstm_at", "slstm_block", "mlstm_block", "xlstm_config", "xlstm_cfg")},
     "num_kv_shared_layers": "KV-cache sharing across layers",
+    "blocksparse_vert_stride": _PHI3_SMALL,  # the same layers under another model_type
     **{k: "compressed sparse attention (DeepSeek-V4: KV compressed at a per-layer rate)"
        for k in ("compress_ratios", "compress_rates")},
     **{k: "hyper-connections (several residual streams mixed per layer)" for k in ("hc_mult", "hc_sinkhorn_iters")},
