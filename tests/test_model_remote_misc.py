@@ -1,6 +1,7 @@
 """Remote-code families vLLM serves whose modeling code lives on the Hub: Phi-3-small (refused: block-sparse attention),
-Orion (LayerNorm with bias), MiMo-7B (Qwen2's attention, MTP layers), XVERSE (dense and MoE); PLaMo-2 stays refused
-(hybrid Mamba).
+Orion (LayerNorm with bias), MiMo-7B (Qwen2's attention, MTP layers), XVERSE (dense and MoE), Solar Pro (backbone skip
+connections), Tele-FLM (muP multipliers), PLaMo-3 (four norms, q/k norms, a window on all but every
+sliding_window_pattern-th layer); PLaMo-2 stays refused (hybrid Mamba).
 
 Every expected count is hand arithmetic in the comment beside it, from the family's modeling code (vLLM's
 vllm/model_executor/models/<family>.py, or the Hub's modeling_*.py where a public copy was found), checked against the
@@ -27,7 +28,10 @@ Fixtures (tests/fixtures/configs):
   40 KV heads, vocabulary 84,608, 4096 positions, rope_theta 10,000, rms_norm_eps 1e-5, intermediate 15,360, silu,
   untied, token ids 0 / 1 / 2). OrionStar: "Orion-14B", "14 billion parameters".
 
-Not sourced (no published config.json found in the sources searched): XVERSE-13B / -65B (dense), checked by hand.
+Not sourced (no published config.json found in the sources searched): XVERSE-13B / -65B (dense), Solar Pro (only its
+64 layers and skip lists, from SGLang's test of upstage/solar-pro-preview-instruct), Tele-FLM (only its model_type
+"TeleFLM" and muP keys, from a public port), PLaMo-3 (only the 2B's 24 layers, 4 KV heads of 128, width 2560). Their
+readings are checked on small configs by hand.
 """
 
 import json
@@ -147,6 +151,51 @@ def test_orion_14b_layernorm_with_bias():
     runs(m)
 
 
+# ------------------------------------------------------------------------------ Solar Pro (not sourced: by hand)
+_SOLAR = {**TINY, "model_type": "solar", "num_hidden_layers": 64, "bskcn_1": [12, 20, 32, 44], "bskcn_2": [20, 32],
+          "bskcn_3": [16, 24, 36, 48], "bskcn_4": [28, 40], "bskcn_tv": [0.9, 0.8]}
+
+
+def test_solar_skip_connections_and_window():
+    # upstage/solar-pro-preview-instruct's skip lists (SGLang's test of it): 64 layers; Llama's block (vLLM solar.py);
+    # SolarConfig's sliding_window 2047 when the file states none, on every layer as vLLM applies a model's window.
+    # 64 x 36,992 + untied 12,800 + 64
+    m = lr.load_model(_SOLAR)
+    assert m.params_total == 64 * 36_992 + 12_800 + 64
+    assert [(g.count, g.attention.sliding_window) for g in m.layer_groups] == [(64, 2047)]
+    assert any("6 layers (bskcn_3, bskcn_4) blend" in a for a in m.assumptions)
+    runs(m)
+
+
+# ------------------------------------------------------------------------------ Tele-FLM (not sourced: by hand)
+def test_teleflm_is_llama_with_mup_multipliers():
+    m = lr.load_model({**TINY, "model_type": "TeleFLM", "use_mup": True, "input_mult": 1.0, "output_mult": 1.0,
+                       "mup_scale_factor": 4.0})
+    assert m.params_total == 2 * 36_992 + 12_800 + 64  # LlamaForCausalLM's, untied
+    assert any("Tele-FLM use_mup" in a for a in m.assumptions)
+    assert not any("not one the parser knows" in a for a in m.assumptions)
+
+
+# ------------------------------------------------------------------------------ PLaMo-3 (not sourced: by hand)
+def test_plamo3_four_norms_qk_norms_and_window_pattern():
+    # Plamo3DecoderLayer (vLLM plamo3.py): pre/post mixer and MLP RMSNorms (4 x 64 = 256), q/k RMSNorms of head_dim
+    # (2 x 16): 12,288 + 32 + 24,576 + 256 = 37,152 a layer; 8 layers; tied embedding 6,400 (Plamo3Config default);
+    # final norm 64
+    m = lr.load_model({**TINY, "model_type": "plamo3", "num_hidden_layers": 8, "window_size": 32,
+                       "sliding_window_pattern": 4})
+    assert m.params_total == 8 * 37_152 + 6_400 + 64 == 303_680
+    # is_full_attn: layer i is full where (i + 1) % 4 == 0 (layers 3 and 7), the others over window_size
+    assert [(g.count, g.norms, g.attention.qk_norm, g.attention.sliding_window) for g in m.layer_groups] == \
+        [(6, 4, True, 32), (2, 4, True, None)]
+    # K and V of 2 heads of 16 in 8 layers: 8 x 2 x 16 x 2 x 2 B = 1,024 B a token (uncapped)
+    assert kv_bytes_per_token(m, "bf16") == 1_024
+    # an older config's sliding_window (a per-layer list, or an integer) is Plamo3Config's window_size
+    legacy = {**TINY, "model_type": "plamo3", "num_hidden_layers": 8, "sliding_window_pattern": 4}
+    for window in ([32, 32, 32, None] * 2, 32):
+        assert lr.load_model({**legacy, "sliding_window": window}).layer_groups == m.layer_groups
+    runs(m)
+
+
 # ------------------------------------------------------------------------------ hostile values
 @pytest.mark.parametrize("cfg, error", [
     ({**raw("mimo_7b_base"), "num_nextn_predict_layers": "1"}, "num_nextn_predict_layers must be an integer"),
@@ -158,8 +207,29 @@ def test_orion_14b_layernorm_with_bias():
     ({**raw("xverse_moe_a4_2b"), "num_experts": 10 ** 30}, "exceeds the physical bound"),
     ({**raw("orion_14b_base"), "num_key_value_heads": 3}, "not divisible"),
     ({**raw("orion_14b_base"), "hidden_size": None}, "no hidden_size"),
+    ({**_SOLAR, "bskcn_1": "12"}, "bskcn_1 must be a list of integers"),
+    ({**_SOLAR, "bskcn_3": [16, 64]}, "bskcn_3 lists layer 64, past the model's 64 layers"),
+    ({**_SOLAR, "bskcn_1": [None]}, "bskcn_1\\[0\\] must be an integer"),
+    ({**_SOLAR, "bskcn_1": [30]}, "bskcn_3 blends at layer 16 a state bskcn_1 keeps no earlier"),
+    ({**_SOLAR, "bskcn_tv": [0.9, math.nan]}, "bskcn_tv must be two blend weights"),
+    ({**_SOLAR, "bskcn_tv": 0.8}, "bskcn_tv must be a list"),
+    ({**TINY, "model_type": "TeleFLM", "use_mup": "yes"}, "use_mup must be true or false"),
+    ({**TINY, "model_type": "TeleFLM", "use_mup": True, "input_mult": 1, "output_mult": 1, "mup_scale_factor": 0},
+     "mup_scale_factor must be a finite nonzero number"),
+    ({**TINY, "model_type": "TeleFLM", "use_mup": True, "input_mult": math.inf}, "input_mult must be a finite"),
+    ({**TINY, "model_type": "plamo3", "num_hidden_layers": 8, "sliding_window": [32, "x"]},
+     "sliding_window\\[1\\] must be an integer"),
+    ({**TINY, "model_type": "plamo3", "num_hidden_layers": 8, "sliding_window": -1}, "sliding_window must be positive"),
+    ({**TINY, "model_type": "plamo3", "num_hidden_layers": 8, "window_size": True}, "window_size must be an integer"),
+    ({**TINY, "model_type": "plamo3", "num_hidden_layers": 8, "sliding_window_pattern": 0},
+     "sliding_window_pattern must be positive"),
 ])
 def test_hostile_values_name_the_key(cfg, error):
     with pytest.raises(lr.RooflineError, match=error):
         lr.load_model(cfg)
 
+
+def test_plamo3_windows_of_several_sizes_are_refused():
+    # Plamo3Config keeps one window_size: a list of differing windows would be ignored by it, silently
+    with pytest.raises(UnsupportedArchitectureError, match="sliding_window lists windows of 2 sizes"):
+        lr.load_model({**TINY, "model_type": "plamo3", "num_hidden_layers": 8, "sliding_window": [32, 64, None]})

@@ -585,7 +585,7 @@ ARCHITECTURES: dict[str, Architecture] = {
                               "kv_channels": 128, "max_position_embeddings": 8192, "no_bias": True}),
     # Baichuan-7B, Baichuan-13B, Baichuan2-7B / 13B (W_pack, ALiBi on the 13B models)
     "baichuan": replace(_LLAMA, qkv_bias=False, o_bias=False, mlp_bias=False, context_keys=("model_max_length",)),
-    # Remote-code families of Llama's block. Orion (modeling_orion.py, vLLM
+    # Remote-code families of Llama's block (dense_remote.py notes their own keys). Orion (modeling_orion.py, vLLM
     # orion.py): nn.LayerNorm with bias for both block norms and the final one (eps in rms_norm_eps).
     "orion": replace(_LLAMA, norm="layernorm"),
     # MiMo-7B (vLLM mimo.py: Qwen2ForCausalLM's layers, q/k/v with bias, o_proj without; its mtp_layers skipped).
@@ -593,6 +593,15 @@ ARCHITECTURES: dict[str, Architecture] = {
     # XVERSE (configuration_xverse.py; vLLM runs XverseForCausalLM as Llama): the MoE release states num_experts,
     # moe_top_k, num_shared_experts (experts of intermediate_size); no key means dense. KV heads default to heads.
     "xverse": _LLAMA,
+    # Solar Pro (SolarConfig, vLLM solar.py): Llama's block; sliding_window (2047 when absent) on every layer.
+    "solar": replace(_LLAMA, defaults={"tie_word_embeddings": False, "sliding_window": 2047}),
+    "TeleFLM": _LLAMA,  # Tele-FLM (vLLM teleflm.py): LlamaForCausalLM with muP multipliers
+    # PLaMo-3 (Plamo3Config, vLLM plamo3.py): norms before and after mixer and MLP, q/k RMSNorms per head, every
+    # sliding_window_pattern-th layer full, the others over window_size. Defaults: the hub config class's.
+    "plamo3": replace(_LLAMA, norms=4, qk_norm=True, defaults={
+        "tie_word_embeddings": True, "vocab_size": 32000, "hidden_size": 4096, "num_hidden_layers": 32,
+        "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 13312,
+        "max_position_embeddings": 2048, "window_size": 128, "sliding_window_pattern": 8}),
 }
 ARCHITECTURES["qwen3_5_moe_text"] = ARCHITECTURES["qwen3_5_text"]
 ARCHITECTURES["gemma4_unified_text"] = ARCHITECTURES["gemma4_text"]  # Gemma-4 "unified": the same text decoder

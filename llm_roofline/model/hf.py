@@ -25,7 +25,8 @@ Reading a config, in order (one reader: the result depends on the config and thi
    Inkling's relative position bias, short convs and sliding layers of their own heads (inkling.py), A.X-K2's
    q_gate_proj and gated RMSNorms (axk2.py); remote-code families under their own key names: Step-3's MFA
    (step3.py), Grok (grok.py), Arctic (arctic.py), Ling 1.x / 2.0 (bailing.py), openPangu-Embedded (pangu.py),
-   ChatGLM2-4 (chatglm.py), Qwen v1 (qwen1.py), Baichuan (baichuan.py);
+   ChatGLM2-4 (chatglm.py), Qwen v1 (qwen1.py), Baichuan (baichuan.py), Solar Pro's skip connections,
+   Tele-FLM's muP and PLaMo-3's window keys (dense_remote.py);
    identical layers share one LayerGroup. Every fallback appends a sentence to `assumptions`; keys that shape a model
    and were not read are named (or the config is refused when its model_type is unknown).
 """
@@ -51,6 +52,7 @@ from .axk2 import axk2_layers, axk2_norm_gates
 from .baichuan import baichuan_groups
 from .chatglm import chatglm_groups
 from .deepseek_v4 import deepseek_v4_groups
+from .dense_remote import note_solar, note_teleflm, plamo3_raw
 from .dots3 import DOTS3_TYPES, dots3_groups
 from .hy4 import HY4_TYPES, hy4_groups
 from .hybrid import HYBRID_TYPES, hybrid_groups
@@ -158,6 +160,8 @@ def spec_from_config(config: dict, name: str = "model", source: str = "") -> Mod
     raw = _flatten_nested(text, arch or UNKNOWN_ARCHITECTURE)
     if model_type == "xlstm":  # NX-AI's embedding_dim / num_blocks for hidden_size / num_hidden_layers
         raw = xlstm_raw(raw)
+    if model_type == "plamo3":  # an older config's sliding_window list for window_size
+        raw = plamo3_raw(raw)
     check_head_counts(raw, (arch or UNKNOWN_ARCHITECTURE).defaults.get("head_dim"))
     if arch is None:
         notes.append(f"model_type {model_type or '(none)'!r} is not one the parser knows: the config is read by "
@@ -423,7 +427,8 @@ def _note_deepseek_moe(r: ConfigReader) -> None:
 
 
 _NOTES = {"laguna": note_laguna, "mellum": note_mellum, "phi4_multimodal": _note_phi4_multimodal,
-          "bailing_moe": note_bailing_moe, "deepseek": _note_deepseek_moe, "PanguEmbedded": note_pangu_embedded}
+          "bailing_moe": note_bailing_moe, "deepseek": _note_deepseek_moe, "PanguEmbedded": note_pangu_embedded,
+          "solar": note_solar, "TeleFLM": note_teleflm}
 
 
 def _note_unmodelled(r: ConfigReader, arch: Architecture, model_type: str) -> None:

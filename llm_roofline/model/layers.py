@@ -269,8 +269,9 @@ def _layer_window_kinds(r: ConfigReader, arch: Architecture, n_layers: int) -> l
     pattern = r.get(key) if key else None
     if isinstance(pattern, str) and key == "sliding_window_pattern":  # EXAONE: "LLLG"
         return _letter_pattern(pattern, n_layers)
-    # AFMoE's key and EXAONE's are never 0 (their config classes divide by it) nor true (Gemma-3's legacy 2)
-    strict = key == "global_attn_every_n_layers" or key == "sliding_window_pattern" and arch.nope_full_layers
+    # AFMoE's key, EXAONE's and PLaMo-3's are never 0 (their config classes divide by it) nor true (Gemma-3's legacy 2)
+    strict = key == "global_attn_every_n_layers" or key == "sliding_window_pattern" and (
+        arch.nope_full_layers or r.get("model_type") == "plamo3")
     if pattern or strict:  # Gemma-3, AFMoE, EXAONE: every p-th layer global
         p = 2 if pattern is True and not strict else as_int(pattern, key, bound=n_layers + 1)
         return [None if (i + 1) % p == 0 else "window" for i in range(n_layers)]
