@@ -290,6 +290,13 @@ def _shared_block_ops(c: Ctx, g: LayerGroup) -> list[Op]:
 
 
 def _layer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
+    """A layer group's ops; a looped stack's (Ouro) runs each read the layer's weights, the checkpoint storing one copy
+    per loops runs, so each run's ops carry that share of the stored bytes (memory.py sums op.stored_bytes x count)."""
+    ops = _group_ops(c, g)
+    return [replace(op, stored_bytes=op.stored_bytes / g.loops) for op in ops] if g.loops else ops
+
+
+def _group_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     """A layer group's ops, each part kept for the shardings that read the same of it (Ctx.kept): a plain layer in
     two halves, so that of a routed-expert layer only the FFN half is built again for another expert sharding."""
     experts = g.ffn.kind == "moe"

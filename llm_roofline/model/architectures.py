@@ -528,6 +528,10 @@ ARCHITECTURES: dict[str, Architecture] = {
                                      "num_experts": 8, "num_experts_per_tok": 2, "num_shared_experts": 0,
                                      "expert_selection_fn": "softmax",
                                      "shared_expert_combination_strategy": "average"}),
+    # Remote-code families vLLM serves. Ouro (vLLM ouro.py; read with ouro.py): Qwen2-style blocks without bias,
+    # sandwich RMSNorms (4 a block), the stack run total_ut_steps times, an early-exit gate Linear(hidden, 1).
+    "ouro": replace(_LLAMA, norms=4, qkv_bias=False, o_bias=False, mlp_bias=False,
+                    defaults={"tie_word_embeddings": False, "total_ut_steps": 4}),
     # StarCoder2: LayerNorm (norm_type layer_norm), c_fc/c_proj (plain gelu MLP), use_bias on every Linear.
     "starcoder2": replace(_GPT, rope=True, qkv_bias="use_bias", o_bias="use_bias", mlp_bias="use_bias",
                           ffn_keys=("intermediate_size",), ffn_mult=None,

@@ -26,7 +26,7 @@ Reading a config, in order (one reader: the result depends on the config and thi
    q_gate_proj and gated RMSNorms (axk2.py); remote-code families under their own key names: Step-3's MFA
    (step3.py), Grok (grok.py), Arctic (arctic.py), Ling 1.x / 2.0 (bailing.py), openPangu-Embedded (pangu.py),
    ChatGLM2-4 (chatglm.py), Qwen v1 (qwen1.py), Baichuan (baichuan.py), Solar Pro's skip connections,
-   Tele-FLM's muP and PLaMo-3's window keys (dense_remote.py);
+   Tele-FLM's muP and PLaMo-3's window keys (dense_remote.py), Ouro's looped stack (ouro.py);
    identical layers share one LayerGroup. Every fallback appends a sentence to `assumptions`; keys that shape a model
    and were not read are named (or the config is refused when its model_type is unknown).
 """
@@ -66,6 +66,7 @@ from .layers import (attention_spec, ffn_spec, group_layers, layer_d_ffs, layer_
 from .laguna import laguna_layers, note_laguna, note_mellum
 from .longcat import longcat_groups
 from .minimax_m3 import MINIMAX_M3_TYPES, minimax_m3_groups
+from .ouro import ouro_loops
 from .pangu import note_pangu_embedded
 from .qwen1 import qwen1_groups
 from .reader import ConfigReader, check_head_counts
@@ -243,6 +244,8 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
         groups = group_layers(layers, parallel_block(r, arch), norms_per_block(r, arch, model_type))
         if model_type in _GROUP_PASSES:  # A.X-K2's low-rank gated RMSNorms, Arctic's residual MLP norm
             groups = _GROUP_PASSES[model_type](r, groups, d_model)
+        if model_type == "ouro":  # the stack run total_ut_steps times, its weights stored once
+            groups, head_params = ouro_loops(r, groups, d_model)
     ple, ple_vocab = per_layer_input(r, vocab) if model_type in PER_LAYER_INPUT_TYPES else (0, 0)
     altup, laurel = gemma3n_altup_laurel(r) if model_type == "gemma3n_text" else (0, 0)
     groups = with_layer_extras(groups, d_model, ple, altup, laurel)

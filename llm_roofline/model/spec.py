@@ -335,6 +335,9 @@ class LayerGroup:
     # projection; Gemma-4's per-layer-input gate and projection, ModelSpec.per_layer_input)
     shared_copies: int = 0
     per_layer: tuple[Matrix, ...] = ()
+    # A looped stack (Ouro's total_ut_steps): the group's layers run `loops` times in turn, each run with a KV cache of
+    # its own: count = the layers stored x loops (the runs), the weights stored count / loops times (0: not looped)
+    loops: int = 0
     # A.X-K2: that many of the block's RMSNorms (the one before attention; the one before the MoE) gate their output
     # through a low-rank sigmoid gate, y * sigmoid(fc2(silu(fc1(y)))) (fc1: d -> r, fc2: r -> d, in per_layer)
     gated_norms: int = 0
@@ -347,8 +350,9 @@ class LayerGroup:
 
     @property
     def copies(self) -> int:
-        """Copies of the block's weights the checkpoint stores: one per layer, or those of a shared block."""
-        return self.shared_copies or self.count
+        """Copies of the block's weights the checkpoint stores: one per layer, those of a shared block, or one per
+        layer of a looped stack (count / loops)."""
+        return self.shared_copies or (self.count // self.loops if self.loops else self.count)
 
     def per_layer_params(self) -> int:
         return sum(m.params for m in self.per_layer)
