@@ -90,7 +90,7 @@ def weight_bytes_by_family(spec: ModelSpec, weight_dtype: str | None = None) -> 
     add("embed", spec.learned_positions * spec.d_model * native_bytes)
     # final norm (and per-layer inputs', Inkling's embedding norm)
     add("norm", (spec.norm_params() * (2 if spec.embed_norm else 1) + spec.per_layer_input) * native_bytes)
-    if spec.head_params:  # DeepSeek-V4's final hyper-connection head; Ouro's exit gate
+    if spec.head_params:  # DeepSeek-V4's final hyper-connection head; JAIS's ALiBi slopes, Ouro's exit gate
         add("hc" if any(g.hc_mult for g in spec.layer_groups) else "embed", spec.head_params * native_bytes)
     return out
 

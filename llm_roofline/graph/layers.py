@@ -182,7 +182,8 @@ def _mlp(c: Ctx, group, n, prefix, f: FfnSpec, d_ff: int, family: str) -> list[O
                style="ffn_column", bias=bias), *sparse,
         _activation(c, f"{prefix}.act", group, n, c.T, f_chip, f.gated, "ffn_column"),
         # (T, F) @ (F, d) -> partial sums of (T, d)
-        c.gemm(f"{prefix}.down", group, n, family, k=f_chip, n=d, style="ffn_row", bias=bias),
+        c.gemm(f"{prefix}.down", group, n, family, k=f_chip, n=d, style="ffn_row",
+               bias=bias or f.down_bias and family == "ffn"),
     ]
 
 

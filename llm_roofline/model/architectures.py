@@ -26,6 +26,7 @@ class Architecture:
     qkv_bias: bool | str = "attention_bias"
     o_bias: bool | str = "attention_bias"
     mlp_bias: bool | str = "mlp_bias"
+    down_bias: bool = False  # a bias on the MLP's down projection alone (TeleChat2)
     qk_norm: bool | str = False  # per-head q/k norms with weights (an L2 norm without weights is not one)
     qk_norm_across_heads: bool = False  # the q/k norm is one RMSNorm over all heads' elements (MiniMax-M2)
     sinks: bool = False
@@ -532,11 +533,27 @@ ARCHITECTURES: dict[str, Architecture] = {
     # sandwich RMSNorms (4 a block), the stack run total_ut_steps times, an early-exit gate Linear(hidden, 1).
     "ouro": replace(_LLAMA, norms=4, qkv_bias=False, o_bias=False, mlp_bias=False,
                     defaults={"tie_word_embeddings": False, "total_ut_steps": 4}),
+    # MiniCPM / MiniCPM4 (MiniCPMConfig), MiniCPM3 (MLA; v_head_dim = hidden / heads when absent, layers.py): Llama
+    # blocks with muP scalars (scale_emb, scale_depth, dim_model_base: no weights), tied unless the config says not.
+    **dict.fromkeys(("minicpm", "minicpm4", "minicpm3"), replace(_LLAMA, defaults={"tie_word_embeddings": True})),
+    # InternLM2 (configuration_internlm2.py): wqkv and wo with a bias when `bias` (default true), w1 / w2 / w3 without.
+    "internlm2": replace(_LLAMA, qkv_bias="bias", o_bias="bias", mlp_bias=False,
+                         defaults={"tie_word_embeddings": False, "bias": True}),
+    # TeleChat / TeleChat2 (modeling_telechat.py, vLLM telechat2.py; transformers' telechat2 in Llama's keys): a bias on
+    # dense (o_proj) and down_proj only, RMSNorms (whatever layer_norm_epsilon's name says), n_layer / n_head / ffn_*.
+    "telechat": replace(_LLAMA, qkv_bias=False, o_bias=True, mlp_bias=False, down_bias=True,
+                        ffn_keys=("ffn_hidden_size", "intermediate_size"), defaults={"tie_word_embeddings": False}),
+    "telechat2": replace(_LLAMA, o_bias=True, mlp_bias=False, down_bias=True, defaults={"tie_word_embeddings": False}),
     # StarCoder2: LayerNorm (norm_type layer_norm), c_fc/c_proj (plain gelu MLP), use_bias on every Linear.
     "starcoder2": replace(_GPT, rope=True, qkv_bias="use_bias", o_bias="use_bias", mlp_bias="use_bias",
                           ffn_keys=("intermediate_size",), ffn_mult=None,
                           defaults={"tie_word_embeddings": True, "use_bias": True}),
     "gpt2": replace(_GPT, positions_key="n_positions", defaults={"tie_word_embeddings": True}),
+    # JAIS (modeling_jais.py; read with jais.py): GPT-2's blocks with a SwiGLU MLP (c_fc, c_fc2, c_proj), ALiBi (its
+    # slopes a parameter) or a learned position table (position_embedding_type). Defaults: JAISConfig's.
+    "jais": replace(_GPT, gated=True, positions_key="n_positions",
+                    defaults={"tie_word_embeddings": True, "activation_function": "gelu_new", "n_positions": 1024,
+                              "position_embedding_type": "learned"}),
     # GPT-BigCode (StarCoder 1, SantaCoder): GPT-2 with multi_query (one KV head), default true.
     "gpt_bigcode": replace(_GPT, positions_key="n_positions",
                            defaults={"tie_word_embeddings": True, "multi_query": True}),

@@ -26,7 +26,8 @@ Reading a config, in order (one reader: the result depends on the config and thi
    q_gate_proj and gated RMSNorms (axk2.py); remote-code families under their own key names: Step-3's MFA
    (step3.py), Grok (grok.py), Arctic (arctic.py), Ling 1.x / 2.0 (bailing.py), openPangu-Embedded (pangu.py),
    ChatGLM2-4 (chatglm.py), Qwen v1 (qwen1.py), Baichuan (baichuan.py), Solar Pro's skip connections,
-   Tele-FLM's muP and PLaMo-3's window keys (dense_remote.py), Ouro's looped stack (ouro.py);
+   Tele-FLM's muP and PLaMo-3's window keys (dense_remote.py), Ouro's looped stack (ouro.py),
+   JAIS's ALiBi or learned positions (jais.py);
    identical layers share one LayerGroup. Every fallback appends a sentence to `assumptions`; keys that shape a model
    and were not read are named (or the config is refused when its model_type is unknown).
 """
@@ -58,6 +59,7 @@ from .hy4 import HY4_TYPES, hy4_groups
 from .hybrid import HYBRID_TYPES, hybrid_groups
 from .inkling import INKLING_TYPES, inkling_groups, inkling_tied
 from .grok import GROK_TYPES, grok_config, grok_layers
+from .jais import jais_positions
 from .gemma import (activation_sparsities, gemma3n_altup_laurel, gemma4_d_ffs, gemma4_ffn, gemma4_global_attention,
                     gemma4_moe_layers, per_layer_input, reused_kv_layers, with_layer_extras)
 from .layers import (attention_spec, ffn_spec, group_layers, layer_d_ffs, layer_indexers, layer_kv_heads, layer_noops,
@@ -217,8 +219,8 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
     # LongCat-Flash: num_layers layers of two attention blocks each (longcat.py reads its depth)
     n_layers = r.dim(*LAYERS_KEYS, fallback=_layers_from_list(r)) if model_type != "longcat_flash" else 0
     vocab = r.dim(*arch.vocab_keys)
-    positions = _learned_positions(r, arch, d_model)
-    head_params = 0
+    learned, head_params = jais_positions(r) if model_type == "jais" else (True, 0)  # JAIS: ALiBi or a table
+    positions = _learned_positions(r, arch, d_model) if learned else 0
     if model_type == "longcat_flash":  # two attention blocks and a shortcut-connected MoE per layer
         groups = longcat_groups(r, arch, d_model)
     elif model_type in HYBRID_TYPES:  # recurrent mixers (Mamba-2, Gated DeltaNet) with or without attention

@@ -55,9 +55,19 @@ def mla_attention(r: ConfigReader, n_heads: int, common: dict, indexer: bool = T
     # DeepSeek's attention_bias puts a bias on q_a_proj / kv_a_proj / o_proj; the spec models o_proj's only.
     if r.flag("attention_bias"):
         raise ModelConfigError("attention_bias=true with MLA (kv_lora_rank) is not modelled")
-    return AttentionSpec("mla", n_heads, n_heads, nope + rope, r.dim("v_head_dim"), q_lora_rank=q_rank,
+    return AttentionSpec("mla", n_heads, n_heads, nope + rope, _v_head_dim(r, n_heads), q_lora_rank=q_rank,
                          kv_lora_rank=r.dim("kv_lora_rank"), qk_nope_head_dim=nope, qk_rope_head_dim=rope,
                          **{**common, "qkv_bias": False, "o_bias": False}, **dsa_indexer(r, indexer))
+
+
+def _v_head_dim(r: ConfigReader, n_heads: int) -> int:
+    """MLA's value head width; MiniCPM3's hub config leaves it out: hidden_size / heads (its modeling code's)."""
+    if r.model_type != "minicpm3" or r.stated("v_head_dim"):
+        return r.dim("v_head_dim")
+    d_model = r.dim("hidden_size")
+    require_divides(d_model, "hidden_size", n_heads, "num_attention_heads", " (MiniCPM3: v_head_dim = hidden / heads)")
+    width = d_model // n_heads
+    return r.dim("v_head_dim", fallback=(width, f"hidden_size / num_attention_heads = {width}, MiniCPM3's"))
 
 
 _DSA_TYPES = ("deepseek_v32", "glm_moe_dsa", "dots3_note", "dots3_note_text", "axk2", "hy_v4", "hy_v4_vl_text")
@@ -388,7 +398,7 @@ def ffn_spec(r: ConfigReader, arch: Architecture, d_model: int, moe: bool, d_ff:
     gated = _gated(r, arch, act)
     bias = r.flag(arch.mlp_bias)
     if not moe:
-        return FfnSpec("dense", d_ff, gated, act, bias)
+        return FfnSpec("dense", d_ff, gated, act, bias, down_bias=arch.down_bias)
     n_experts = r.dim(*N_EXPERTS_KEYS)
     top_k = r.dim(*TOP_K_KEYS)
     if top_k > n_experts:

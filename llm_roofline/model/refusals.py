@@ -112,6 +112,12 @@ REFUSED_KEYS = {
     # NX-AI's xlstm package (xLSTMLMModelConfig, and the remote-code configs under model_type xlstm that nest it):
     # not transformers' xLSTM-Large (xlstm.py reads that one)
     **{k: _XLSTM_V1 for k in ("slstm_at", "slstm_block", "mlstm_block", "xlstm_config", "xlstm_cfg")},
+    # MiniCPM4's InfLLM-v2 (modeling_minicpm.py; transformers' MiniCPM refuses it too): each query attends to topk
+    # blocks chosen by its own scores over mean-pooled kernel_size-key chunks (no indexer weights; the compressed keys
+    # cached), plus init_blocks and a window_size window, dense below dense_len: neither DSA's indexer nor MiniMax-M3's
+    # block indexer, which have index heads of their own
+    "sparse_config": "InfLLM-v2 sparse attention (topk key blocks picked from the attention's own scores over "
+                     "mean-pooled key chunks, plus init_blocks and a window_size window; dense below dense_len)",
     "num_kv_shared_layers": "KV-cache sharing across layers",
     "blocksparse_vert_stride": _PHI3_SMALL,  # the same layers under another model_type
     **{k: "compressed sparse attention (DeepSeek-V4: KV compressed at a per-layer rate)"

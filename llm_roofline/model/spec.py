@@ -251,6 +251,7 @@ class FfnSpec:
     gated: bool  # SwiGLU / GeGLU: up and gate matrices (3 matrices in all) vs up + down (2)
     activation: str  # descriptive (reports, notes); gating is decided by the reader, not from this string
     bias: bool = False
+    down_bias: bool = False  # a bias on the down projection only (TeleChat2's down_proj; its gate / up have none)
     n_experts: int = 0
     top_k: int = 0
     d_expert: int = 0  # intermediate size of one routed expert
@@ -296,7 +297,7 @@ class FfnSpec:
             return []
         if self.kind == "dense":
             return [Matrix("ffn.up_gate" if self.gated else "ffn.up", d_model, up * self.d_ff, self.bias, "ffn"),
-                    Matrix("ffn.down", self.d_ff, d_model, self.bias, "ffn")]
+                    Matrix("ffn.down", self.d_ff, d_model, self.bias or self.down_bias, "ffn")]
         mats = [Matrix("ffn.router", d_model, self.router_width, self.router_bias, "router")]
         if self.router_sink:
             mats.append(Matrix("ffn.router.sink", d_model, self.router_sink, False, "router"))
