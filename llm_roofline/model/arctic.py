@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import UnsupportedArchitectureError
-from .architectures import HIDDEN_KEYS
+from .key_names import HIDDEN_KEYS
 from .reader import ConfigReader
 from .spec import AttentionSpec, FfnSpec, LayerGroup
 

@@ -7,13 +7,13 @@ lm_head of vocab_size rows (Baichuan2's lm_head is a NormHead: the same matrix, 
 token). Positions: vLLM builds BaiChuanForCausalLM (Baichuan-7B) with RoPE and BaichuanForCausalLM with RoPE when
 hidden_size is 4096 (Baichuan2-7B) and ALiBi otherwise (Baichuan-13B, Baichuan2-13B), as their own modeling files do:
 ALiBi adds a per-head bias to the scores, no rotary op and no position table. The 13B configs state their context as
-model_max_length (architectures.py's context_keys).
+model_max_length (traits.py's context_keys).
 """
 
 from __future__ import annotations
 
 from ..errors import UnsupportedArchitectureError
-from .architectures import HEADS_KEYS, KV_HEADS_KEYS
+from .key_names import HEADS_KEYS, KV_HEADS_KEYS
 from .layers import activation, group_layers
 from .reader import ConfigReader, require_divides
 from .spec import AttentionSpec, FfnSpec, LayerGroup

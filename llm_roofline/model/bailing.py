@@ -20,7 +20,7 @@ model_type bailing_hybrid also names Ling-2.5 / Ring-2.5 and Ling-2.6 (BailingMo
 attention beside MLA, another architecture that transformers does not build: refused by name.
 
 model_type bailing_moe names two remote-code families (vLLM's bailing_moe.py builds both): Ling 1.x
-(BailingMoeForCausalLM, its row in architectures.py) and Ling 2.0 / Ring 2.0 (BailingMoeV2ForCausalLM,
+(BailingMoeForCausalLM, its row in remote_code.py) and Ling 2.0 / Ring 2.0 (BailingMoeV2ForCausalLM,
 modeling_bailing_moe_v2.py: the same blocks with per-head q/k RMSNorms, half-RoPE, a sigmoid router with a per-expert
 bias, optional MTP layers), told apart by config.json's architectures; each with its own config class's defaults.
 """
@@ -31,7 +31,9 @@ import math
 from dataclasses import replace
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
-from .architectures import ARCHITECTURES, HEADS_KEYS, Architecture
+from .architectures import ARCHITECTURES
+from .key_names import HEADS_KEYS
+from .traits import Architecture
 from .layers import ffn_spec, mla_attention
 from .reader import ConfigReader, as_int
 from .spec import AttentionSpec, FfnSpec, MixerSpec

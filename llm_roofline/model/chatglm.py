@@ -5,7 +5,7 @@ GLMBlock: input_layernorm, SelfAttention, post_attention_layernorm, MLP. query_k
 num_attention_heads x kv_channels queries and, with multi_query_attention, multi_query_group_num keys and values of
 kv_channels (without it one per head), with a bias when add_qkv_bias or add_bias_linear; dense maps the heads back to
 hidden_size (bias: add_bias_linear). dense_h_to_4h is 2 x ffn_hidden_size wide (SwiGLU), dense_4h_to_h maps
-ffn_hidden_size back (bias: add_bias_linear). RMSNorm when rmsnorm, else LayerNorm with bias (architectures.py's
+ffn_hidden_size back (bias: add_bias_linear). RMSNorm when rmsnorm, else LayerNorm with bias (traits.py's
 rmsnorm_key); a final norm when post_layer_norm; embedding and output_layer of padded_vocab_size rows. RoPE rotates half
 of each head (kv_channels / 2; rope_ratio scales its base, original_rope picks the pairing): no shape of its own.
 """
@@ -13,7 +13,7 @@ of each head (kv_channels / 2; rope_ratio scales its base, original_rope picks t
 from __future__ import annotations
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
-from .architectures import BOUNDS, HEADS_KEYS
+from .key_names import BOUNDS, HEADS_KEYS
 from .layers import group_layers, heads_kind
 from .reader import ConfigReader, as_int, require_divides
 from .spec import AttentionSpec, FfnSpec, LayerGroup

@@ -1,4 +1,4 @@
-"""Dense remote-code families read as Llama's block (architectures.py has their rows): the keys of their own that
+"""Dense remote-code families read as Llama's block (remote_code.py has their rows): the keys of their own that
 change no shape, checked and named, and PLaMo-3's legacy window key.
 
 - Solar Pro (SolarForCausalLM, vLLM solar.py): before the layers bskcn_1 and bskcn_2 list, the hidden state and the
@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
-from .architectures import BOUNDS
+from .key_names import BOUNDS
 from .reader import ConfigReader, as_int, bound_of
 
 _SKIPS = ("bskcn_1", "bskcn_2", "bskcn_3", "bskcn_4")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
-from .architectures import Architecture
+from .traits import Architecture
 from .layers import dsa_indexer, ffn_spec, group_layers
 from .reader import ConfigReader, as_int
 from .spec import AttentionSpec, LayerGroup

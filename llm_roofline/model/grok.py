@@ -7,8 +7,9 @@ intermediate_size), top num_experts_per_tok, its router without bias, post_moe_n
 gated-GELU MLP of intermediate_size reads the experts' input, the two outputs summed and scaled by 1/sqrt(2).
 
 Their config.json name the model by their loaders: hpcai-tech's states no model_type (auto_map to Grok1Config,
-model_type grok-1); xai-org/grok-2's states 'git' (transformers' GIT image-to-text model; vLLM's registry goes by
-architectures, Grok1ForCausalLM). grok_config reads such a config as the Grok model its architectures name.
+model_type grok-1: remote_code.REMOTE_CODE_CLASSES maps its class); xai-org/grok-2's states 'git' (transformers' GIT
+image-to-text model; vLLM's registry goes by architectures, Grok1ForCausalLM): grok_config reads that config as
+Grok-2.
 """
 
 from __future__ import annotations
@@ -16,30 +17,25 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
-from .architectures import HEADS_KEYS, HIDDEN_KEYS
+from .key_names import HEADS_KEYS, HIDDEN_KEYS
 from .reader import ConfigReader
+from .remote_code import REMOTE_CODE_CLASSES
 from .spec import AttentionSpec, FfnSpec
 
 GROK_TYPES = ("grok-1", "grok", "grok-2")
-_CLASSES = ("Grok1ModelForCausalLM", "Grok1ForCausalLM", "GrokForCausalLM")
-# model_type as the config states it -> the Grok table entry (its config class's defaults) and why
-_TYPES = {None: ("grok-1", "no model_type (its auto_map names Grok1Config, model_type grok-1)"),
-          "": ("grok-1", "no model_type (its auto_map names Grok1Config, model_type grok-1)"),
-          "git": ("grok-2", "model_type 'git' (xai-org/grok-2's config.json; transformers would load GitConfig, "
-                            "whose tie_word_embeddings default false applies)")}
+_GIT = ("model_type 'git' (xai-org/grok-2's config.json; transformers would load GitConfig, whose "
+        "tie_word_embeddings default false applies)")
 
 
 def grok_config(config: dict, notes: list[str]) -> dict:
-    """The config with the model_type of the Grok model its architectures name, where it states none or 'git'."""
+    """Grok-2's config (model_type 'git' beside a Grok class in architectures) with the model_type grok-2."""
     archs = config.get("architectures")
-    named = next((a for a in archs[:16] if isinstance(a, str) and a in _CLASSES), None) \
+    named = next((a for a in archs[:16] if isinstance(a, str) and REMOTE_CODE_CLASSES.get(a) == "grok-1"), None) \
         if isinstance(archs, list) else None
-    own = config.get("model_type")
-    if named is None or not (own is None or isinstance(own, str) and own in _TYPES):
+    if named is None or config.get("model_type") != "git":
         return config
-    model_type, why = _TYPES[own]
-    notes.append(f"architectures {named!r} with {why}: read as {model_type} (vLLM's grok1.py).")
-    return {**config, "model_type": model_type}
+    notes.append(f"architectures {named!r} with {_GIT}: read as grok-2 (vLLM's grok1.py).")
+    return {**config, "model_type": "grok-2"}
 
 
 def grok_layers(r: ConfigReader, layers: list[tuple[AttentionSpec, FfnSpec]]) -> list:

@@ -42,9 +42,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
-from .architectures import (ARCHITECTURES, BOUNDS, CONTEXT_KEYS, GEMMA4_TYPES, HIDDEN_KEYS, LAYERS_KEYS,
-                            PER_LAYER_INPUT_TYPES, REMOTE_CODE_CLASSES, TEXT_MODEL_TYPES, UNKNOWN_ARCHITECTURE,
-                            Architecture)
+from .architectures import ARCHITECTURES, GEMMA4_TYPES, PER_LAYER_INPUT_TYPES, TEXT_MODEL_TYPES, UNKNOWN_ARCHITECTURE
+from .key_names import BOUNDS, CONTEXT_KEYS, HIDDEN_KEYS, LAYERS_KEYS
+from .remote_code import REMOTE_CODE_CLASSES
+from .traits import Architecture
 from .arctic import arctic_layers, arctic_moe_layers, arctic_norms
 from .bailing import bailing_moe_architecture, note_bailing_moe
 from .cohere import cohere2_moe_layers

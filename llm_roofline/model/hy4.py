@@ -26,7 +26,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import ModelConfigError
-from .architectures import Architecture
+from .traits import Architecture
 from .layers import ffn_spec, mla_attention
 from .reader import ConfigReader
 from .spec import AttentionSpec, LayerGroup

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
-from .architectures import Architecture
+from .traits import Architecture
 from .bailing import bailing_hybrid_layers
 from .layers import attention_spec, ffn_spec, moe_layers
 from .reader import ConfigReader, as_int, require_divides

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import ModelConfigError
-from .architectures import N_EXPERTS_KEYS, TOP_K_KEYS
+from .key_names import N_EXPERTS_KEYS, TOP_K_KEYS
 from .layers import activation, group_layers, heads_kind
 from .reader import ConfigReader, as_int, require_divides
 from .spec import AttentionSpec, FfnSpec, LayerGroup

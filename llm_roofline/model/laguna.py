@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
-from .architectures import BOUNDS
+from .key_names import BOUNDS
 from .layers import heads_kind
 from .reader import ConfigReader, as_int, require_divides
 from .spec import AttentionSpec, FfnSpec

@@ -2,7 +2,7 @@
 
 Per-layer structure is read as small per-layer keys (window, rope, MoE or dense, FFN width); identical keys share one
 AttentionSpec / FfnSpec, built once. Every per-layer list is as long as num_hidden_layers, which the reader has
-already bounded (architectures.BOUNDS).
+already bounded (key_names.BOUNDS).
 """
 
 from __future__ import annotations
@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
-from .architectures import (ACTIVATION_KEYS, BOUNDS, GATED_ACTIVATIONS, GEMMA4_TYPES, HEADS_KEYS, KV_HEADS_KEYS,
-                            LAYER_TYPE_WINDOWS, MLA_KEYS, N_EXPERTS_KEYS, SHARED_EXPERTS_KEYS, TOP_K_KEYS, Architecture)
+from .architectures import GEMMA4_TYPES
+from .key_names import (ACTIVATION_KEYS, BOUNDS, GATED_ACTIVATIONS, HEADS_KEYS, KV_HEADS_KEYS, LAYER_TYPE_WINDOWS,
+                        MLA_KEYS, N_EXPERTS_KEYS, SHARED_EXPERTS_KEYS, TOP_K_KEYS)
+from .traits import Architecture
 from .cohere import cohere2_moe_window_kinds
 from .reader import ConfigReader, as_int, require_divides
 from .spec import AttentionSpec, FfnSpec, LayerGroup

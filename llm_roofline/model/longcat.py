@@ -15,7 +15,8 @@ apart: the same GEMMs, the same bytes), then attention 1 + MLP 1. Each attention
 from __future__ import annotations
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
-from .architectures import HEADS_KEYS, Architecture
+from .key_names import HEADS_KEYS
+from .traits import Architecture
 from .layers import activation, mla_attention
 from .reader import ConfigReader
 from .spec import AttentionSpec, FfnSpec, LayerGroup

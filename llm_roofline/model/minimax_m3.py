@@ -19,7 +19,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
-from .architectures import HEADS_KEYS, Architecture
+from .key_names import HEADS_KEYS
+from .traits import Architecture
 from .layers import attention_spec, ffn_spec, group_layers
 from .reader import ConfigReader, as_int, bound_of, require_divides
 from .spec import LayerGroup

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import ModelConfigError
-from .architectures import BOUNDS
+from .key_names import BOUNDS
 from .reader import ConfigReader
 from .spec import LayerGroup
 

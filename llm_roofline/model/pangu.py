@@ -1,6 +1,6 @@
 """openPangu-Embedded (model_type PanguEmbedded; remote code modeling_openpangu_dense.py, PanguEmbeddedForCausalLM):
 Llama's decoder with a bias on q, k, v and o when `bias` is true (its config class's default). Its table row is in
-architectures.py; this module refuses what vLLM's openpangu.py builds for the same class from keys the checkpoint's
+remote_code.py; this module refuses what vLLM's openpangu.py builds for the same class from keys the checkpoint's
 code never reads (windows, sandwich norms, sink keys and values, MLA, experts), and attention_bias / qkv_bias that
 that disagree with `bias` (vLLM reads them, the checkpoint's code does not).
 

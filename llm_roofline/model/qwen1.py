@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
-from .architectures import HEADS_KEYS
+from .key_names import HEADS_KEYS
 from .layers import group_layers
 from .reader import ConfigReader, require_divides
 from .spec import AttentionSpec, FfnSpec, LayerGroup

@@ -1,7 +1,7 @@
 """Validated reads of config keys: bounded integers, typed values, and the reader with presence semantics.
 
 Every value is checked where it is read: an integer is an int (or an integral float), not a bool, positive
-(or zero where zero means "none"), and under the physical bound of its kind (architectures.BOUNDS); lists, dicts,
+(or zero where zero means "none"), and under the physical bound of its kind (key_names.BOUNDS); lists, dicts,
 strings and bools are what they claim to be. A failure is a ModelConfigError naming the key and the accepted values.
 """
 
@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
-from .architectures import BOUND_OF_KEY, BOUNDS, HEADS_KEYS, HIDDEN_KEYS, KV_HEADS_KEYS, ZERO_ALLOWED
+from .key_names import BOUNDS, BOUND_OF_KEY, HEADS_KEYS, HIDDEN_KEYS, KV_HEADS_KEYS, ZERO_ALLOWED
 
 
 def as_int(value: Any, key: str, allow_zero: bool = False, bound: int | None = None) -> int:
@@ -30,7 +30,7 @@ def as_int(value: Any, key: str, allow_zero: bool = False, bound: int | None = N
 
 
 def bound_of(key: str) -> int:
-    """The largest value a dimension key may take (architectures.BOUNDS, by the key's kind; widths by default)."""
+    """The largest value a dimension key may take (key_names.BOUNDS, by the key's kind; widths by default)."""
     return BOUNDS[BOUND_OF_KEY.get(key, "width")]
 
 

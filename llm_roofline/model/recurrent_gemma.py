@@ -22,7 +22,8 @@ logits_soft_cap). vLLM does not serve the model: the state dtypes are the refere
 from __future__ import annotations
 
 from ..errors import ModelConfigError
-from .architectures import HEADS_KEYS, Architecture
+from .key_names import HEADS_KEYS
+from .traits import Architecture
 from .layers import attention_spec, ffn_spec
 from .reader import ConfigReader, as_int, require_divides
 from .spec import AttentionSpec, FfnSpec, MixerSpec

@@ -10,8 +10,8 @@ still read right, named in the assumptions.
 from __future__ import annotations
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
-from .architectures import (HIDDEN_KEYS, LAYERS_KEYS, PER_LAYER_INPUT_TYPES, SHAPE_NEUTRAL_KEYS,
-                            STRUCTURAL_KEY_WORDS)
+from .architectures import PER_LAYER_INPUT_TYPES
+from .key_names import HIDDEN_KEYS, LAYERS_KEYS, SHAPE_NEUTRAL_KEYS, STRUCTURAL_KEY_WORDS
 from .refusals import (CROSS_ATTENTION_KEYS, ENCODER_DECODER_TYPES, ENCODER_ONLY_TYPES, NON_ATTENTION_LAYER_TYPES,
                        REFUSED_ARCHITECTURES, REFUSED_KEYS, REFUSED_TYPES)
 from .reader import ConfigReader, as_int

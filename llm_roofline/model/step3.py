@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..errors import UnsupportedArchitectureError
-from .architectures import KV_HEADS_KEYS
+from .key_names import KV_HEADS_KEYS
 from .layers import heads_kind, step3p5_moe_layers
 from .reader import ConfigReader
 from .spec import AttentionSpec, FfnSpec

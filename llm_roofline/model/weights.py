@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import ModelConfigError, RooflineError
 from ..units import DTYPE_BITS, WeightFormat, canonical_dtype, weight_format
-from .architectures import BOUNDS
+from .key_names import BOUNDS
 from .reader import ConfigReader, as_int
 from .spec import ModelSpec, quant_gemm_label
 
