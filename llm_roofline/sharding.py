@@ -149,6 +149,17 @@ def stage_layers(n_layers: int, pp: int) -> int:
     return -(-n_layers // pp)
 
 
+def check_pipeline(spec, pp: int) -> int:
+    """stage_layers of the model's layers, refusing a looped stack over stages: Ouro runs every layer total_ut_steps
+    times in turn (its runs are not a stack to cut), and vLLM's OuroForCausalLM does not support pipeline parallelism
+    (no SupportsPP)."""
+    if pp > 1 and any(g.loops for g in spec.layer_groups):
+        raise ShardingError(f"pp = {pp}: a looped stack (every layer run {max(g.loops for g in spec.layer_groups)} "
+                            "times in turn, Ouro) cannot be split into pipeline stages; vLLM's OuroForCausalLM has no "
+                            "pipeline support. Use tp or dp")
+    return stage_layers(spec.n_layers, pp)
+
+
 def stage_divisor(n_layers: int, pp: int) -> float:
     """n_layers / stage_layers: what the whole model's layer weights or KV cache divide by to be the fullest stage's
     (per chip), and the stages' count in fullest-stage passes; pp itself where the layers divide evenly."""

@@ -55,6 +55,7 @@ from pathlib import Path
 import pytest
 
 import llm_roofline as lr
+from llm_roofline.cli import main
 from llm_roofline.errors import ModelConfigError, RooflineError, UnsupportedArchitectureError
 from llm_roofline.memory import kv_bytes_per_token, weight_bytes
 
@@ -108,6 +109,22 @@ def test_ouro_prices_every_run_and_stores_the_weights_once():
     assert looped.memory.per_chip_weight_bytes == 2 * (OURO_14 - 2049) == 2_869_301_248
     assert flat.memory.per_chip_weight_bytes > 3.5 * looped.memory.per_chip_weight_bytes
     assert looped.memory.kv_cache_bytes == flat.memory.kv_cache_bytes
+
+
+@pytest.mark.parametrize("run", [
+    lambda f: lr.estimate(f, "h100-sxm", pp=2),
+    lambda f: lr.serve(f, "h100-sxm", prompt_len=512, gen_len=64, concurrency=8, pp=2),
+])
+def test_ouro_refuses_pipeline_stages(run):
+    """vLLM's OuroForCausalLM has no pipeline support (SupportsLoRA only), and a stack run 4 times in turn is no
+    stack of 96 layers to cut: pp > 1 is a ShardingError (it was priced as 96 layers over 2 stages)."""
+    with pytest.raises(lr.RooflineError, match="looped stack"):
+        run(FIX / "ouro_1_4b.json")
+
+
+def test_ouro_memory_command_refuses_pipeline_stages(capsys):
+    assert main(["memory", str(FIX / "ouro_1_4b.json"), "--chip", "h100-sxm", "--pp", "2"]) == 2
+    assert "looped stack" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("change, error", [

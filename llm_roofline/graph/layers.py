@@ -11,8 +11,8 @@ from ..errors import ScenarioError
 from ..model.spec import FfnSpec, LayerGroup, ModelSpec
 from ..ops import (Op, causal_conv1d, collective, embedding, expected_distinct_experts, gemm, recurrent_scan,
                    rows_per_expert)
-from ..sharding import (Sharding, collective_after, collective_before, expert_layout, mixer_dims_per_chip,
-                        sequence_parallel_on, split, stage_layers, walked_rows)
+from ..sharding import (Sharding, check_pipeline, collective_after, collective_before, expert_layout,
+                        mixer_dims_per_chip, sequence_parallel_on, split, walked_rows)
 from ..units import dtype_bytes
 from .attention import attention_ops
 from .context import ATTENTION_MODES, Ctx, Dtypes, Phase
@@ -477,7 +477,7 @@ def handoff_ops(spec: ModelSpec, phase: Phase, sharding: Sharding, dtypes: Dtype
                 attention: str = "fused") -> list[Op]:
     """The activations handed from pipeline stage to stage: (T_attn, d) per group, pp - 1 hops (none at pp = 1). A
     stage's ops are those of pp = 1 at the micro-batch batch / pp (no prompt chunk): build_ops = those + these."""
-    stage_layers(spec.n_layers, sharding.pp)  # layers over pipeline stages (unevenly where they do not divide)
+    check_pipeline(spec, sharding.pp)  # layers over pipeline stages (unevenly where they do not divide)
     if sharding.pp == 1:
         return []
     c = Ctx(spec, phase, sharding, dtypes or Dtypes(), attention)
