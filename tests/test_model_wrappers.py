@@ -4,6 +4,8 @@ use_mla false (plain multi-head attention under MLA's key names).
 
 Every expected count is hand arithmetic in the comment beside it; where a reference is named it was checked too.
 
+Molmo2 (molmo2_text): transformers' Molmo2TextConfig defaults (allenai/Molmo2-8B), no released config.json found.
+
 Fixtures (tests/fixtures/configs):
 - qwen3_omni_30b_a3b.json: Qwen/Qwen3-Omni-30B-A3B-Instruct's config as a public model report prints it (the
   Qwen3OmniMoeConfig loaded by transformers 5.7.0 from the checkpoint); the thinker's text_config verbatim, the towers,
@@ -142,3 +144,60 @@ def test_nested_thinkers_are_read_one_level():
         cfg = {"thinker_config": cfg}
     with pytest.raises(lr.RooflineError, match="no hidden_size"):
         lr.load_model(cfg)
+
+
+# transformers' Molmo2TextConfig defaults (its docstring checkpoint allenai/Molmo2-8B: Qwen3-8B's decoder, 128
+# additional vocabulary rows): the text_config as Molmo2Config().to_dict() writes it, its towers left out
+_MOLMO2_TEXT = {"model_type": "molmo2_text", "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+                "head_dim": 128, "vocab_size": 151936, "additional_vocab_size": 128, "attention_bias": False,
+                "qk_norm_type": "qwen3", "num_hidden_layers": 36, "intermediate_size": 12288, "hidden_act": "silu",
+                "max_position_embeddings": 36864, "rope_scaling_layers": list(range(36)), "norm_after": False,
+                "tie_word_embeddings": False}
+
+
+def _molmo2(**change) -> dict:
+    return {"model_type": "molmo2", "architectures": ["Molmo2ForConditionalGeneration"],
+            "text_config": {**_MOLMO2_TEXT, **change}}
+
+
+def test_molmo2_text_model():
+    m = lr.load_model(_molmo2())
+    # Qwen3-8B's layer: q 4096 x 4096, k, v 2 x 4096 x 1024, o 4096 x 4096 = 41,943,040, q/k norms 2 x 128, MLP
+    # 3 x 4096 x 12288 = 150,994,944, 2 norms 8,192: 192,946,432 a layer, x 36 = 6,946,071,552; embedding
+    # (151,936 + 128) x 4096 = 622,854,144, the LM head 151,936 x 4096 = 622,329,856, final norm 4,096:
+    # 8,191,259,648 (= transformers' meta count: language model 7,568,929,792 + lm_head).
+    assert m.params_total == 8_191_259_648
+    assert m.layer_groups[0].attention.qk_norm and not m.layer_groups[0].attention.qk_norm_across_heads
+    head = next(mat for mat in m.embedding_matrices() if mat.name == "lm_head")
+    assert head.params == 151_936 * 4096  # the LM head keeps vocab_size rows
+
+
+def test_molmo2_olmo_norms_and_remote_code_keys():
+    # Molmo2-O: q/k norms over all heads' elements, (32 + 8) x 128 = 5,120 a layer instead of 256: + 36 x 4,864 =
+    # 175,104; the remote code's qkv_bias true: + 36 x (4096 + 2 x 1024) = 221,184 -> 8,191,655,936 (= transformers'
+    # meta count with qk_norm_type olmo and attention_bias true)
+    cfg = _molmo2(qk_norm_type="olmo", qkv_bias=True, norm_after=True)
+    del cfg["text_config"]["attention_bias"]  # the remote code's config states qkv_bias alone
+    m = lr.load_model(cfg)
+    assert m.params_total == 8_191_259_648 + 175_104 + 221_184 == 8_191_655_936
+    assert m.layer_groups[0].attention.qk_norm_across_heads
+    assert "norm_after" in " ".join(m.assumptions)
+
+
+@pytest.mark.parametrize("change, error", [
+    ({"qk_norm_type": "rms"}, "qk_norm_type must be one of qwen3, olmo"),
+    ({"qk_norm_type": 3}, "qk_norm_type must be one of"),
+    ({"additional_vocab_size": -1}, "additional_vocab_size"),
+    ({"additional_vocab_size": "128"}, "additional_vocab_size"),
+    ({"rope_scaling_layers": [0, 99]}, "rope_scaling_layers must list layer indices"),
+    ({"norm_after": "yes"}, "norm_after must be true or false"),
+    ({"qkv_bias": True}, "qkv_bias .* and attention_bias .* disagree"),
+])
+def test_molmo2_bad_values(change, error):
+    with pytest.raises(lr.RooflineError, match=error):
+        lr.load_model(_molmo2(**change))
+
+
+def test_molmo2_estimates():
+    est = lr.estimate(lr.load_model(_molmo2()), "h100-sxm", batch=8, prompt_len=1024, gen_len=128)
+    assert 0 < est.ttft_s < 10 and 0 < est.tpot_s < 1

@@ -413,7 +413,7 @@ def _model_ops_head(c: Ctx) -> list[Op]:
     """Embedding gather (vocab-parallel over each attention group's tp chips: each chip reads its share of the
     rows, then an all-reduce)."""
     spec = c.spec
-    ops = _gather(c, "embed", spec.d_model, spec.vocab_size + spec.learned_positions,
+    ops = _gather(c, "embed", spec.d_model, spec.vocab_size + spec.embed_extra_rows + spec.learned_positions,
                   2 if spec.learned_positions else 1)
     ops += [c.norm("norm.embed", "model", 1)] if spec.embed_norm else []  # Inkling's embedding RMSNorm
     return ops + (_per_layer_inputs(c) if spec.per_layer_input else []) + _altup_streams(c, "projections")

@@ -115,6 +115,13 @@ ARCHITECTURES: dict[str, Architecture] = {
     "qwen3_vl_moe_text": replace(LLAMA, qk_norm=True),
     "qwen3_omni_moe_text": replace(LLAMA, qk_norm=True),  # Qwen3-Omni's thinker: Qwen3-MoE's decoder
     "qwen2_5_omni_text": replace(LLAMA, qkv_bias=True, o_bias=False),  # Qwen2.5-Omni's thinker: Qwen2's decoder
+    # Molmo2 (modular_molmo2.py; read with molmo2.py): Qwen3's decoder, q/k/v bias = attention_bias, its q/k norm per
+    # head or over all heads (qk_norm_type). Defaults: Molmo2TextConfig's (allenai/Molmo2-8B's shape).
+    "molmo2_text": replace(LLAMA, qkv_bias="attention_bias", o_bias=False, qk_norm="use_qk_norm", defaults={
+        "tie_word_embeddings": False, "hidden_size": 4096, "num_attention_heads": 32, "num_key_value_heads": 8,
+        "head_dim": 128, "vocab_size": 151936, "additional_vocab_size": 128, "attention_bias": False,
+        "use_qk_norm": True, "qk_norm_type": "qwen3", "num_hidden_layers": 36, "intermediate_size": 12288,
+        "max_position_embeddings": 36864, "norm_after": False}),
     # Recurrent / hybrid models (hybrid.py). Mamba2ForCausalLM (configuration_mamba2.py defaults: Mamba-Codestral-7B).
     "mamba2": replace(LLAMA, norms=1, defaults={"tie_word_embeddings": False, "num_heads": 128, "head_dim": 64,
                                                  "state_size": 128, "n_groups": 8, "conv_kernel": 4, "expand": 2,
@@ -493,4 +500,5 @@ TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_vl"
                     "hy_v4_vl": "hy_v4_vl_text", "step3_vl": "step3_text", "qwen3_omni_moe": "qwen3_omni_moe_text",
                     "qwen3_omni_moe_thinker": "qwen3_omni_moe_text", "qwen2_5_omni": "qwen2_5_omni_text",
                     "qwen2_5_omni_thinker": "qwen2_5_omni_text", "deepseek_vl_v2": "deepseek_v2",
+                    "molmo2": "molmo2_text",
                     "minimax_m3_vl": "minimax_m3_vl_text", "inkling_mm_model": "inkling_text"}

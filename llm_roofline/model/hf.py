@@ -69,6 +69,7 @@ from .layers import (attention_spec, ffn_spec, group_layers, layer_d_ffs, layer_
 from .laguna import laguna_layers, note_laguna, note_mellum
 from .longcat import longcat_groups
 from .minimax_m3 import MINIMAX_M3_TYPES, minimax_m3_groups
+from .molmo2 import molmo2_extra_rows, molmo2_layers, molmo2_raw
 from .ouro import ouro_loops
 from .pangu import note_pangu_embedded
 from .qwen1 import qwen1_groups
@@ -166,6 +167,8 @@ def spec_from_config(config: dict, name: str = "model", source: str = "") -> Mod
         raw = xlstm_raw(raw)
     if model_type == "plamo3":  # an older config's sliding_window list for window_size
         raw = plamo3_raw(raw)
+    if model_type == "molmo2_text":  # the remote code's qkv_bias under transformers' name
+        raw = molmo2_raw(raw)
     check_head_counts(raw, (arch or UNKNOWN_ARCHITECTURE).defaults.get("head_dim"))
     if arch is None:
         notes.append(f"model_type {model_type or '(none)'!r} is not one the parser knows: the config is read by "
@@ -280,11 +283,13 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
         altup_streams=altup,
         laurel_rank=laurel,
         embed_norm=inkling,
+        embed_extra_rows=molmo2_extra_rows(r) if model_type == "molmo2_text" else 0,
     )
 
 
 _LAYER_PASSES = {"laguna": laguna_layers, "cohere2_moe": cohere2_moe_layers, "axk2": axk2_layers,
-                 "step3_text": step3_layers, "arctic": arctic_layers, **dict.fromkeys(GROK_TYPES, grok_layers)}
+                 "step3_text": step3_layers, "arctic": arctic_layers, **dict.fromkeys(GROK_TYPES, grok_layers),
+                 "molmo2_text": molmo2_layers}
 _GROUP_PASSES = {"axk2": axk2_norm_gates, "arctic": arctic_norms}
 _MOE_LAYERS = {"step3p5": step3p5_moe_layers, "step3_text": step3_moe_layers, "arctic": arctic_moe_layers}
 _REMOTE_CODE = {"chatglm": chatglm_groups, "qwen": qwen1_groups, "baichuan": baichuan_groups}

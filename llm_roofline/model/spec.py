@@ -421,6 +421,7 @@ class ModelSpec:
     altup_streams: int = 0
     laurel_rank: int = 0
     embed_norm: bool = False  # Inkling: an RMSNorm on the token embeddings (d weights)
+    embed_extra_rows: int = 0  # Molmo2 additional_vocab_size: embedding rows beyond the LM head's vocab_size
 
     # ------------------------------------------------------------------ structure
     @property
@@ -454,7 +455,7 @@ class ModelSpec:
         """Token embedding (a gather table) and the LM head (a GEMM); one shared table when tied. With per-layer
         embeddings also their table and the model projection to them, with AltUp its projections into and out of the
         streams (kept in the checkpoint dtype, as the tables)."""
-        mats = [Matrix("embed", self.vocab_size, self.d_model, family="embed")]
+        mats = [Matrix("embed", self.vocab_size + self.embed_extra_rows, self.d_model, family="embed")]
         if not self.tie_embeddings:
             mats.append(Matrix("lm_head", self.d_model, self.vocab_size, self.lm_head_bias, family="lm_head"))
         if self.per_layer_input:
