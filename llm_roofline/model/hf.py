@@ -43,30 +43,28 @@ from typing import Any
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
 from .architectures import ARCHITECTURES, GEMMA4_TYPES, PER_LAYER_INPUT_TYPES, TEXT_MODEL_TYPES, UNKNOWN_ARCHITECTURE
-from .key_names import BOUNDS, CONTEXT_KEYS, HIDDEN_KEYS, LAYERS_KEYS
-from .remote_code import REMOTE_CODE_CLASSES
-from .traits import Architecture
 from .arctic import arctic_layers, arctic_moe_layers, arctic_norms
-from .bailing import bailing_moe_architecture, note_bailing_moe
-from .cohere import cohere2_moe_layers
-from .config_files import locate, read_json, shipped_index
 from .axk2 import axk2_layers, axk2_norm_gates
 from .baichuan import baichuan_groups
+from .bailing import bailing_moe_architecture, note_bailing_moe
 from .chatglm import chatglm_groups
+from .cohere import cohere2_moe_layers
+from .config_files import locate, read_json, shipped_index
 from .deepseek_v4 import deepseek_v4_groups
 from .dense_remote import note_solar, note_teleflm, plamo3_raw
 from .dots3 import DOTS3_TYPES, dots3_groups
+from .gemma import (activation_sparsities, gemma3n_altup_laurel, gemma4_d_ffs, gemma4_ffn, gemma4_global_attention,
+                    gemma4_moe_layers, per_layer_input, reused_kv_layers, with_layer_extras)
+from .grok import GROK_TYPES, grok_config, grok_layers
 from .hy4 import HY4_TYPES, hy4_groups
 from .hybrid import HYBRID_TYPES, hybrid_groups
 from .inkling import INKLING_TYPES, inkling_groups, inkling_tied
-from .grok import GROK_TYPES, grok_config, grok_layers
 from .jais import jais_positions
-from .gemma import (activation_sparsities, gemma3n_altup_laurel, gemma4_d_ffs, gemma4_ffn, gemma4_global_attention,
-                    gemma4_moe_layers, per_layer_input, reused_kv_layers, with_layer_extras)
+from .key_names import BOUNDS, CONTEXT_KEYS, HIDDEN_KEYS, LAYERS_KEYS
+from .laguna import laguna_layers, note_laguna, note_mellum
 from .layers import (attention_spec, ffn_spec, group_layers, layer_d_ffs, layer_indexers, layer_kv_heads, layer_noops,
                      layer_ropes, layer_windows, mimo_attention, mimo_full_attention, moe_layers, norms_per_block,
                      parallel_block, step3p5_attention, step3p5_moe_layers)
-from .laguna import laguna_layers, note_laguna, note_mellum
 from .longcat import longcat_groups
 from .minimax_m3 import MINIMAX_M3_TYPES, minimax_m3_groups
 from .molmo2 import molmo2_extra_rows, molmo2_layers, molmo2_raw
@@ -74,9 +72,11 @@ from .ouro import ouro_loops
 from .pangu import note_pangu_embedded
 from .qwen1 import qwen1_groups
 from .reader import ConfigReader, check_head_counts
+from .remote_code import REMOTE_CODE_CLASSES
 from .scope import check_unread_keys, model_type_of, reject_unsupported, text_part
 from .spec import AttentionSpec, FfnSpec, ModelSpec
 from .step3 import step3_layers, step3_moe_layers
+from .traits import Architecture
 from .weights import activation_quant, expert_formats, native_dtype, quantization
 from .xlstm import xlstm_raw
 from .zamba import zamba_groups
@@ -154,7 +154,7 @@ def spec_from_config(config: dict, name: str = "model", source: str = "") -> Mod
     if not isinstance(config, dict):
         raise ModelConfigError(f"a model config must be a JSON object, got {type(config).__name__}")
     notes: list[str] = []
-    config = grok_config(config, notes)  # Grok configs that state no model_type, or GIT's
+    config = grok_config(config, notes)  # xai-org/grok-2's config.json states model_type 'git'
     reject_unsupported(config)
     text = text_part(config, notes)
     model_type = _text_model_type(text, config) or _remote_code_type(text, notes)
@@ -163,12 +163,8 @@ def spec_from_config(config: dict, name: str = "model", source: str = "") -> Mod
     if model_type == "bailing_moe":  # Ling 1.x or 2.0, by config.json's architectures
         arch = bailing_moe_architecture(text, arch)
     raw = _flatten_nested(text, arch or UNKNOWN_ARCHITECTURE)
-    if model_type == "xlstm":  # NX-AI's embedding_dim / num_blocks for hidden_size / num_hidden_layers
-        raw = xlstm_raw(raw)
-    if model_type == "plamo3":  # an older config's sliding_window list for window_size
-        raw = plamo3_raw(raw)
-    if model_type == "molmo2_text":  # the remote code's qkv_bias under transformers' name
-        raw = molmo2_raw(raw)
+    if model_type in _RAW_PASSES:  # a family's own names for keys the reader reads by the usual ones
+        raw = _RAW_PASSES[model_type](raw)
     check_head_counts(raw, (arch or UNKNOWN_ARCHITECTURE).defaults.get("head_dim"))
     if arch is None:
         notes.append(f"model_type {model_type or '(none)'!r} is not one the parser knows: the config is read by "
@@ -287,6 +283,9 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
     )
 
 
+# NX-AI's embedding_dim / num_blocks for hidden_size / num_hidden_layers, an older PLaMo-3 config's sliding_window list
+# for window_size, the Molmo2 remote code's qkv_bias under transformers' name
+_RAW_PASSES = {"xlstm": xlstm_raw, "plamo3": plamo3_raw, "molmo2_text": molmo2_raw}
 _LAYER_PASSES = {"laguna": laguna_layers, "cohere2_moe": cohere2_moe_layers, "axk2": axk2_layers,
                  "step3_text": step3_layers, "arctic": arctic_layers, **dict.fromkeys(GROK_TYPES, grok_layers),
                  "molmo2_text": molmo2_layers}
