@@ -87,7 +87,8 @@ def test_mutated_shipped_configs_load_or_raise_a_roofline_error(cfg):
     assert crash_of(cfg) is None
 
 
-# Recurrent / hybrid / sparse-attention fixtures (tests/test_hybrid.py), mutated the same way on their own keys.
+# Recurrent / hybrid / sparse-attention fixtures (tests/test_hybrid.py) and the families read since, mutated the same
+# way on their own keys.
 _HYBRID = {p.stem: json.loads(p.read_text()) for p in sorted((REPO / "tests" / "fixtures" / "configs").glob("*.json"))
            if p.stem in ("mamba_codestral_7b", "nemotron_h_8b", "qwen3_next_80b_a3b", "qwen3_5_9b", "jamba_v0_1",
                          "falcon_mamba_7b", "bamba_9b", "minimax_text_01", "deepseek_v32_exp", "lfm2_1_2b",
@@ -97,7 +98,13 @@ _HYBRID = {p.stem: json.loads(p.read_text()) for p in sorted((REPO / "tests" / "
                          "gemma3n_e4b", "olmo_hybrid_7b", "lara_mini_default", "longcat_flash_chat", "k_exaone_236b",
                          "step3p5_flash", "lfm3_1_7b", "north_mini_code", "mellum2_1_12b_a2_5b", "laguna_xs2",
                          "dots3_note_prev", "minimax_m3", "inkling", "ling_3_0_flash", "ling_3_0_tiny",
-                         "xlstm_7b", "recurrentgemma_2b", "axk2_light_default", "phi4_multimodal", "hy4_preview")}
+                         "xlstm_7b", "recurrentgemma_2b", "axk2_light_default", "phi4_multimodal", "hy4_preview",
+                         # remote-code families vLLM serves, and wrappers keeping the text model elsewhere
+                         "arctic_instruct", "baichuan2_13b", "chatglm3_6b", "deepseek_moe_16b", "deepseek_ocr",
+                         "glm4_9b_chat", "grok1", "grok2", "internlm2_5_7b_chat", "internvl3_1b", "jais_13b_chat",
+                         "ling_flash_2_0", "ling_lite_1_5", "mimo_7b_base", "minicpm4_1_8b", "openpangu_embedded_7b",
+                         "orion_14b_base", "ouro_1_4b", "phi3_small_8k_instruct", "qwen3_omni_30b_a3b",
+                         "qwen_14b_chat_int4", "qwen_7b", "step3", "telechat2_115b", "xverse_moe_a4_2b")}
 _HYBRID_VALUES = st.one_of(_extremes, _values, st.sampled_from(["auto", "M*-E", "M-M*", "float8", "float32", "FS", 0, 3,
                                                             "per-head", "per-element", "sigmoid", "sum"]),
                            st.lists(st.sampled_from(["mamba", "attention", "linear_attention", "full_attention", "mlp",
