@@ -461,6 +461,20 @@ def test_unsupported_architectures(cfg, field):
         load_model(cfg)
 
 
+@pytest.mark.parametrize("model_type, words", [
+    # transformers 5.24's bidirectional encoders and towers, whose keys are a decoder's (hidden_size, layers, heads,
+    # intermediate_size): each read as a causal decoder before
+    ("embedding_gemma2", "encoder-only"), ("neomme", "encoder-only"), ("eurobert", "encoder-only"),
+    ("clip_text_model", "encoder-only"), ("siglip_text_model", "encoder-only"), ("voxtral_encoder", "encoder-only"),
+    # decoders cross-attending to an encoder in every layer, and a diffusion LM
+    ("t5gemma2_decoder", "encoder-decoder"), ("musicgen_decoder", "encoder-decoder"),
+    ("diffusion_gemma_text", "diffusion language model"),
+])
+def test_non_causal_and_cross_attention_types_refused(model_type, words):
+    with pytest.raises(UnsupportedArchitectureError, match=words):
+        load_model(_llama_config(model_type=model_type))
+
+
 def test_unknown_model_type_is_read_by_key_names_and_noted():
     m = load_model(_llama_config(model_type="brand_new_decoder"))
     assert m.params_total == load_model(_llama_config()).params_total

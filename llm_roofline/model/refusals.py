@@ -3,9 +3,26 @@ layers the operator graph cannot represent, each with the one-line reason the er
 
 ENCODER_DECODER_TYPES = ("t5", "mt5", "umt5", "longt5", "switch_transformers", "bart", "mbart", "pegasus",
                          "pegasus_x", "marian", "blenderbot", "blenderbot-small", "led", "m2m_100", "nllb-moe",
-                         "prophetnet", "fsmt", "whisper", "t5gemma", "bigbird_pegasus", "plbart")
+                         "prophetnet", "fsmt", "whisper", "t5gemma", "bigbird_pegasus", "plbart",
+                         # decoders that cross-attend to an encoder's states in every layer
+                         "t5gemma2", "t5gemma2_decoder", "t5gemma2_text", "t5_gemma_module", "musicgen_decoder",
+                         "musicgen_melody_decoder", "dia", "dia_decoder")
 ENCODER_ONLY_TYPES = ("bert", "roberta", "xlm-roberta", "deberta", "deberta-v2", "distilbert", "albert",
-                      "electra", "modernbert")
+                      "electra", "modernbert",
+                      # bidirectional encoders and embedding models in transformers 5.24 (is_causal False): their keys
+                      # are a decoder's, so they read as one
+                      "embedding_gemma2", "embedding_gemma2_text", "neomme", "eurobert", "esmc", "mpnet", "tapas",
+                      "ultrabert", "ultravbert", "openai_privacy_filter",
+                      # the text and image towers of contrastive models, and encoder halves, under their own type
+                      "clip", "clip_text_model", "siglip", "siglip_text_model", "siglip2", "siglip2_text_model",
+                      "aimv2", "aimv2_text_model", "metaclip_2", "metaclip_2_text_model", "owlv2", "owlv2_text_model",
+                      "owlvit", "owlvit_text_model", "xclip", "xclip_text_model", "groupvit", "groupvit_text_model",
+                      "videoprism", "videoprism_text_model", "tipsv2", "tipsv2_text_model", "clipseg",
+                      "clipseg_text_model", "sam3_lite_text", "sam3_lite_text_text_model", "beit",
+                      "flava_image_model", "ovis2_vision", "blip_text_model", "blip_2_qformer",
+                      "instructblip_qformer", "instructblipvideo_qformer", "voxtral_encoder",
+                      "voxtral_realtime_encoder", "dia_encoder", "t5gemma2_encoder", "blt_local_encoder",
+                      "blt_patcher", "clvp_encoder", "nemotron3_5_transcribe_word_timestamp")
 _QWEN4_EXP = ("Qwen4-Exp's gated hyper-connections (hc_count residual streams; each sub-block's input mixed from them "
               "through an hc_lowrank projection, its output injected back by learned weights), the QSA indexer on "
               "every attention layer (indexer_*: each query keeps indexer_budget tokens from mean-pooled blocks of "
@@ -71,6 +88,9 @@ REFUSED_TYPES = {
     "git": "an image-to-text model (a BERT-style text decoder with learned positions and an embedding LayerNorm)",
     "modernbert-decoder": "ModernBERT's decoder (global and local attention of its own, bias-free LayerNorms)",
     "jetmoe": "mixture-of-attention-heads (attention experts)",
+    # modeling_diffusion_gemma.py: an encoder and a decoder denoising blocks of tokens without a causal mask
+    **dict.fromkeys(("diffusion_gemma", "diffusion_gemma_text"), "a diffusion language model (blocks of tokens "
+                    "denoised over several bidirectional passes, not one token a step)"),
     # modeling_ernie4_5_vl_moe.py: each MoE layer holds a text_moe (moe_intermediate_size[0]) and a vision_moe
     # ([1]) routed by token type, beside the shared experts; the spec has one set of experts per layer
     "ernie4_5_vl_moe_text": "ERNIE-4.5-VL's two expert sets per layer (text experts of moe_intermediate_size[0] and "
