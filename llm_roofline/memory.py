@@ -123,7 +123,7 @@ def kv_bytes_per_token_by_group(spec: ModelSpec, kv_dtype: str = "bf16", tp: int
     """Cache bytes one token adds on one chip of a tp group, in all layers of each group (not capped by
     sliding windows). tp = 1: the whole model's cache."""
     per_elem_bytes = dtype_bytes(kv_dtype)
-    return {g.name: 0.0 if g.attention.kv_reused else g.count * per_elem_bytes * (
+    return {g.name: g.count * per_elem_bytes * (
         kv_elems_per_token_per_chip(g.attention, tp) + g.attention.compressed_elements_per_token())
         for g in spec.layer_groups}
 

@@ -17,7 +17,7 @@ def attention_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     ops = c.before_column("attn", g.name, n)
     if a.kind == "mla":
         ops += _mla_projections(c, g, heads)
-        rope_dim, kv_rope_heads = a.qk_rope_head_dim, 1
+        rope_dim, kv_rope_heads = a.qk_rope_head_dim, 0 if a.kv_reused else 1  # a reused rope key: rotated before
     else:
         kvh = kv_heads_per_chip(a, tp)
         # (T, d) @ (d, H*hd + KV*hd + KV*vd) -> fused q, k, v (no k and v where the layer reuses an earlier layer's,
@@ -43,7 +43,10 @@ def attention_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     if a.rope:  # rotate q (H heads) and k (KV heads) in place: ~3 FLOP/elem (two multiplies, one add)
         ops.append(c.pointwise("attn.rope", g.name, n, rows=c.T_attn, width=(heads + kv_rope_heads) * rope_dim,
                                flops_per_elem=3, reads=1, style="column"))
-    if not a.kv_reused:  # a layer reusing an earlier layer's K and V writes none
+    if a.q_log_scale:  # Mistral-Large-4: q x (scale x log(position + 1) + bias) per head: 1 multiply an element
+        ops.append(c.pointwise("attn.q_scale", g.name, n, rows=c.T_attn, width=heads * a.head_dim, flops_per_elem=1,
+                               reads=1, style="column", weight_bytes=2 * heads * c.native_bytes))
+    if kv_elems_per_token_per_chip(a, tp):  # a layer reusing an earlier layer's K and V writes none (but an index key)
         ops.append(kv_write("attn.kv_write", g.name, n, tokens=c.T_attn,
                             kv_elems_per_token=kv_elems_per_token_per_chip(a, tp),
                             act_bytes_per_elem=c.act_bytes, kv_bytes_per_elem=c.kv_bytes,
@@ -120,14 +123,17 @@ def _mla_projections(c: Ctx, g: LayerGroup, heads: int) -> list[Op]:
     (the same weights applied to the T new tokens only); attn.mla_glue: the module's small kernels (ops.mla_glue)."""
     a, n, d, absorbed = g.attention, g.count, c.spec.d_model, c.phase.mla_absorbed
     ops, latent_out = [], a.kv_lora_rank + a.qk_rope_head_dim
+    # a layer reusing an earlier layer's latent and rope key (Mistral-Large-4 kv_source_layers) projects none
+    kv_a = 0 if a.kv_reused else latent_out
     if a.q_lora_rank:
-        ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=a.q_lora_rank + latent_out, style="replicated"))
+        ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=a.q_lora_rank + kv_a, style="replicated"))
         # A.X-K2: from cat(normed, raw latent), the queries and an output gate of vd per head
         ops.append(c.gemm("attn.q_b_proj", g.name, n, "attn", k=a.q_b_inputs,
                           n=heads * (a.head_dim + a.q_b_gate_width), style="column"))
     else:
         ops.append(c.gemm("attn.q_proj", g.name, n, "attn", k=d, n=heads * a.head_dim, style="column"))
-        ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=latent_out, style="replicated"))
+        if kv_a:
+            ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=kv_a, style="replicated"))
     kv_b = dict(k=a.kv_lora_rank, n=heads * (a.qk_nope_head_dim + a.v_head_dim), style="column")
     chunk = absorbed and c.phase.has_chunk  # a mixed step: its prompt chunk materialized, as a prefill is
     ops.append(c.gemm("attn.kv_b_proj", g.name, n, "attn", **kv_b,
@@ -182,8 +188,16 @@ def _dsa_indexer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     each head's top index_topk blocks kept)."""
     a, n, d = g.attention, g.count, c.spec.d_model
     ih, idim, block = a.index_n_heads, a.index_head_dim, a.index_block_size
-    ops = [c.gemm("attn.indexer.q_proj", g.name, n, "attn", k=a.q_lora_rank or d, n=ih * idim, style="replicated"),
-           c.gemm("attn.indexer.k_proj", g.name, n, "attn", k=d, n=idim + (0 if block else ih), style="replicated")]
+    ops = []
+    if a.index_q_norm:  # Mistral-Large-4: a LayerNorm over x before the q projection, ~4 FLOP an element
+        w = 2 * a.index_q_norm * c.native_bytes
+        ops.append(c.pointwise("attn.indexer.q_norm", g.name, n, rows=c.T_attn, width=a.index_q_norm, flops_per_elem=4,
+                               reads=1, style="replicated", weight_bytes=w, stored_bytes=w, kind="norm"))
+    ops += [c.gemm("attn.indexer.q_proj", g.name, n, "attn", k=a.q_lora_rank or d, n=ih * idim, style="replicated"),
+            c.gemm("attn.indexer.k_proj", g.name, n, "attn", k=d, n=idim + (0 if block else ih), style="replicated")]
+    if a.q_log_scale:  # the index queries scaled per head by scale x log(position + 1) + bias
+        ops.append(c.pointwise("attn.indexer.q_scale", g.name, n, rows=c.T_attn, width=ih * idim, flops_per_elem=1,
+                               reads=1, style="replicated", weight_bytes=2 * ih * c.native_bytes))
     for suffix, batch, q_len, kv_len, causal in _core_parts(c):
         ops.append(attention(f"attn.indexer.score{suffix}", g.name, n, batch=batch, q_len=q_len, kv_len=kv_len,
                              n_heads=ih, n_kv_heads=1, qk_dim=idim, v_dim=0, kv_elems_per_token=idim,

@@ -96,6 +96,10 @@ class AttentionSpec:
     # MiniMax-M3's block indexer (0: DSA's): no head weights; each index head max-pools its scores over blocks of
     # index_block_size keys and keeps its own index_topk blocks (one selection per KV group)
     index_block_size: int = 0
+    # Mistral-Large-4: the indexer's q_proj reads x through a LayerNorm (weight + bias) of this width (hidden_size;
+    # 0: none), and q_log_scale scales the queries (the indexer's too) per head by scale x log(position + 1) + bias
+    index_q_norm: int = 0
+    q_log_scale: bool = False
     # DeepSeek-V4: one cached head_dim vector per token is both key and value (kv_proj from x; queries from a q_lora_rank
     # latent); a grouped output projection (o_groups groups of heads -> o_lora_rank each, then o_b -> d); a compressed
     # KV branch beside the sliding window (None: sliding window only)
@@ -105,7 +109,9 @@ class AttentionSpec:
     compressor: CompressorSpec | None = None
     input_width: int = 0  # width of q/k/v's input when it is not d_model (Zamba: hidden state + embeddings, 2 x d)
     # Gemma-4 num_kv_shared_layers: the layer attends over the K and V an earlier layer of its kind cached (no k/v
-    # projections or norms of its own, nothing cached; the attention core reads that cache as its own)
+    # projections or norms of its own, nothing cached; the attention core reads that cache as its own); MLA
+    # (Mistral-Large-4 kv_source_layers): the latent and rope key an earlier layer cached (no kv_a_proj or latent
+    # norm; kv_b_proj its own), only the index key of its own indexer cached
     kv_reused: bool = False
     # Inkling: a relative position bias from each query's own state, in place of RoPE: r_proj (d -> H x rel_dim) in
     # qkv_proj, a bank of rel_dim x rel_extent profiles mixing each head's state into one bias per backward distance
@@ -145,7 +151,9 @@ class AttentionSpec:
 
     def kv_elements_per_token(self) -> int:
         """Cached elements per token per layer: K and V of every KV head, or MLA's latent + rope key (+ the index
-        key of a layer with its own indexer)."""
+        key of a layer with its own indexer; a layer reusing an earlier layer's cache: that index key only)."""
+        if self.kv_reused:
+            return self.index_head_dim
         if self.kind == "mla":
             return self.kv_lora_rank + self.qk_rope_head_dim + self.index_head_dim
         return self.n_kv_heads * (self.head_dim + (0 if self.kv_shared else self.v_head_dim)) + self.index_head_dim
@@ -165,8 +173,9 @@ class AttentionSpec:
                          Matrix("attn.q_b_proj", self.q_b_inputs, h * (hd + self.q_b_gate_width))]
             else:
                 mats += [Matrix("attn.q_proj", d_model, h * hd)]
-            mats += [Matrix("attn.kv_a_proj", d_model, self.kv_lora_rank + self.qk_rope_head_dim),
-                     Matrix("attn.kv_b_proj", self.kv_lora_rank, h * (self.qk_nope_head_dim + vd)),
+            if not self.kv_reused:
+                mats.append(Matrix("attn.kv_a_proj", d_model, self.kv_lora_rank + self.qk_rope_head_dim))
+            mats += [Matrix("attn.kv_b_proj", self.kv_lora_rank, h * (self.qk_nope_head_dim + vd)),
                      Matrix("attn.o_proj", h * vd, d_model, self.o_bias)]
             gate = [Matrix("attn.gate_proj", d_model, h * vd)] if self.output_gate and self.gate_from_x else []
             return mats + gate + self.head_gate_matrices(d_model) + self.indexer_matrices(d_model)
@@ -229,12 +238,17 @@ class AttentionSpec:
         """Parameters outside the matrices: q/k norms, MLA latent (and rope-key) norms, MFA's low-rank query norm,
         attention sinks, the DSA key LayerNorm, Inkling's relative-bias bank and k / v conv taps."""
         p = self.qk_norm_weights() + self.rel_dim * self.rel_extent + self.kv_conv * self.kv_conv_channels
-        if self.kind == "mla":
-            p += (self.q_lora_rank or 0) + self.kv_lora_rank + (self.qk_rope_head_dim if self.rope_key_norm else 0)
+        if self.kind == "mla":  # the latent norms (none of kv's where the layer reuses an earlier layer's latent)
+            p += (self.q_lora_rank or 0) + (0 if self.kv_reused else self.kv_lora_rank) + \
+                (self.qk_rope_head_dim if self.rope_key_norm else 0)
         if self.sinks:
             p += self.n_heads
         if self.index_topk:
             p += 2 * self.index_head_dim  # the indexer's k_norm: LayerNorm weight + bias (MiniMax-M3: q and k RMSNorms)
+        if self.index_n_heads:  # Mistral-Large-4: the indexer's q LayerNorm (weight + bias)
+            p += 2 * self.index_q_norm
+        if self.q_log_scale:  # a scale and a bias per head, the indexer's heads too
+            p += 2 * (self.n_heads + self.index_n_heads)
         if self.kv_shared:  # q_a_norm, kv_norm
             p += self.q_lora_rank + self.head_dim
         elif self.kind != "mla":  # MFA's inter_norm over the low-rank query
