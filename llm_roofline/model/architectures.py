@@ -373,6 +373,17 @@ ARCHITECTURES: dict[str, Architecture] = {
     "glm_moe_dsa": replace(LLAMA, router_bias=True,
                            defaults={"tie_word_embeddings": False, "index_topk": 2048, "index_n_heads": 32,
                                      "index_head_dim": 128, "first_k_dense_replace": 3, "n_shared_experts": 1}),
+    # Mistral Large 4 (configuration_mistral_large4.py MistralLarge4TextConfig, modular_mistral_large4.py; read by
+    # mistral_large4.py): MLA without a query latent, GLM-5's DSA with indexer queries from x, NoPE layers
+    # (no_rope_layers), latents reused across layers (kv_source_layers), Mistral-4's MoE; the first layer dense.
+    # Defaults: the config class's (its docstring's checkpoint mistralai/Mistral-Large-4-1T-A52B).
+    "mistral_large4_text": replace(LLAMA, nope_layers=True, mlp_bias=False, expert_keys=("moe_intermediate_size",),
+                                   defaults={
+        "tie_word_embeddings": False, "vocab_size": 204800, "hidden_size": 6144, "intermediate_size": 24576,
+        "moe_intermediate_size": 6144, "num_hidden_layers": 72, "num_attention_heads": 64, "num_key_value_heads": 64,
+        "n_shared_experts": 1, "n_routed_experts": 128, "num_experts_per_tok": 4, "kv_lora_rank": 512,
+        "qk_rope_head_dim": 64, "v_head_dim": 128, "qk_nope_head_dim": 64, "max_position_embeddings": 1048576,
+        "index_topk": 2048, "index_head_dim": 128, "index_n_heads": 32, "first_k_dense_replace": 1}),
     # dots3-note (configuration_dots3_note.py Dots3NoteTextConfig, modular_dots3_note.py; read by dots3.py): MLA with
     # a rope-key RMSNorm and a sigmoid gate per head (g_proj), DSA layers (GLM-5's indexer) beside sliding-window MLA
     # layers of their own shape (hub: swa_* keys; transformers: per_layer_config), DeepSeek-V3's MoE (sigmoid router
@@ -500,5 +511,5 @@ TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_vl"
                     "hy_v4_vl": "hy_v4_vl_text", "step3_vl": "step3_text", "qwen3_omni_moe": "qwen3_omni_moe_text",
                     "qwen3_omni_moe_thinker": "qwen3_omni_moe_text", "qwen2_5_omni": "qwen2_5_omni_text",
                     "qwen2_5_omni_thinker": "qwen2_5_omni_text", "deepseek_vl_v2": "deepseek_v2",
-                    "molmo2": "molmo2_text",
+                    "molmo2": "molmo2_text", "mistral_large4": "mistral_large4_text",
                     "minimax_m3_vl": "minimax_m3_vl_text", "inkling_mm_model": "inkling_text"}

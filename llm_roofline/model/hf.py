@@ -19,7 +19,8 @@ Reading a config, in order (one reader: the result depends on the config and thi
    Ling-3.0's in bailing.py, xLSTM-7B's mLSTM in xlstm.py, RecurrentGemma's RG-LRU and local attention in
    recurrent_gemma.py), DeepSeek-V4's compressed attention and hyper-connections (deepseek_v4.py), dots3-note's DSA
    and sliding-window MLA layers of two shapes (dots3.py), Hy4's iHC hyper-connections and gated MLA (hy4.py),
-   MiniMax-M3's block-sparse (indexer) layers (minimax_m3.py),
+   MiniMax-M3's block-sparse (indexer) layers (minimax_m3.py), Mistral Large 4's MLA with DSA, NoPE layers and
+   latents reused across layers (mistral_large4.py),
    Zamba's shared blocks (zamba.py), LongCat-Flash's two attention blocks and shortcut MoE per layer (longcat.py),
    Cohere2-MoE's window runs and NoPE layers (cohere.py), Laguna's per-layer heads and output gate (laguna.py),
    Inkling's relative position bias, short convs and sliding layers of their own heads (inkling.py), A.X-K2's
@@ -67,6 +68,7 @@ from .layers import (attention_spec, ffn_spec, group_layers, layer_d_ffs, layer_
                      parallel_block, step3p5_attention, step3p5_moe_layers)
 from .longcat import longcat_groups
 from .minimax_m3 import MINIMAX_M3_TYPES, minimax_m3_groups
+from .mistral_large4 import ML4_TYPES, mistral_large4_groups
 from .molmo2 import molmo2_extra_rows, molmo2_layers, molmo2_raw
 from .ouro import ouro_loops
 from .pangu import note_pangu_embedded
@@ -231,6 +233,8 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
         groups = zamba_groups(r, d_model, n_layers, v2=model_type == "zamba2")
     elif model_type in HY4_TYPES:  # iHC hyper-connections, gated MLA with sinks, DSA with shared indexers
         groups, head_params = hy4_groups(r, arch, d_model, n_layers)
+    elif model_type in ML4_TYPES:  # MLA without a query latent, DSA, NoPE layers, latents reused across layers
+        groups, head_params = mistral_large4_groups(r, arch, d_model, n_layers)
     elif model_type in DOTS3_TYPES:  # DSA and sliding-window MLA layers of two shapes, a gate per head
         groups = dots3_groups(r, arch, d_model, n_layers)
     elif model_type in MINIMAX_M3_TYPES:  # full and block-sparse (indexer) GQA layers, dense and MoE

@@ -72,7 +72,8 @@ def _v_head_dim(r: ConfigReader, n_heads: int) -> int:
     return r.dim("v_head_dim", fallback=(width, f"hidden_size / num_attention_heads = {width}, MiniCPM3's"))
 
 
-_DSA_TYPES = ("deepseek_v32", "glm_moe_dsa", "dots3_note", "dots3_note_text", "axk2", "hy_v4", "hy_v4_vl_text")
+_DSA_TYPES = ("deepseek_v32", "glm_moe_dsa", "dots3_note", "dots3_note_text", "axk2", "hy_v4", "hy_v4_vl_text",
+              "mistral_large4_text")
 _MIMO_TYPES = ("mimo_v2_flash", "mimo_v2")
 
 
@@ -126,6 +127,12 @@ def layer_indexers(r: ConfigReader, n_layers: int) -> list[bool]:
     (configuration_glm_moe_dsa.py); every layer elsewhere."""
     if r.get("model_type") != "glm_moe_dsa":
         return [True] * n_layers
+    return indexer_schedule(r, n_layers)
+
+
+def indexer_schedule(r: ConfigReader, n_layers: int) -> list[bool]:
+    """GLM-5's schedule of indexer layers (Mistral-Large-4's too): indexer_types, else index_topk_pattern, else
+    index_topk_freq / index_skip_topk_offset."""
     types = r.str_list("indexer_types", n_layers)
     pattern = r.get("index_topk_pattern")
     if types is None and isinstance(pattern, str):

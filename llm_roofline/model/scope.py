@@ -24,7 +24,8 @@ READ_HYBRID_KEYS = {
                               "granitemoehybrid", "zamba", "zamba2", "kimi_linear", "olmo_hybrid", "lara_mini",
                               "lfm3")},
     **{t: ("index_topk", "index_n_heads", "index_head_dim") for t in ("deepseek_v32", "glm_moe_dsa", "dots3_note",
-                                                                      "dots3_note_text", "axk2")},
+                                                                      "dots3_note_text", "axk2",
+                                                                      "mistral_large4_text")},
     "bailing_hybrid": (),  # Ling-3.0 (bailing.py): its layer_types are read; none of the refused keys
     "xlstm": (),  # xLSTM-7B (xlstm.py): mLSTM blocks only; none of the refused keys
     "recurrent_gemma": ("block_types", "_block_types"),  # recurrent_gemma.py: the cycle of its temporal blocks
