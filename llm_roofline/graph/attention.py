@@ -38,7 +38,7 @@ def attention_ops(c: Ctx, g: LayerGroup) -> list[Op]:
         ops.append(c.gemm("attn.gate_proj", g.name, n, "attn", k=d, n=heads * a.v_head_dim, style="column"))
     if a.head_gate:  # Step-3.5, dots3: (T, d) @ (d, H) -> one gate logit per head
         ops.append(c.gemm("attn.g_proj", g.name, n, "attn", k=a.input_width or d, n=heads, style="column"))
-    if a.qk_norm:
+    if a.qk_norm or a.bare_qk_norm:
         ops += _qk_norm_ops(c, g, heads, kv_rope_heads)
     if a.rope:  # rotate q (H heads) and k (KV heads) in place: ~3 FLOP/elem (two multiplies, one add)
         ops.append(c.pointwise("attn.rope", g.name, n, rows=c.T_attn, width=(heads + kv_rope_heads) * rope_dim,
@@ -103,8 +103,8 @@ def _relative_bias_ops(c: Ctx, g: LayerGroup, heads: int) -> list[Op]:
 
 
 def _qk_norm_ops(c: Ctx, g: LayerGroup, heads: int, kv_heads: int) -> list[Op]:
-    """RMSNorm of q and k: per head (head_dim weights each), or over all heads' elements (MiniMax-M2), whose
-    mean square spans the tp shards: one all-reduce of each token's two fp32 sums of squares (vLLM's
+    """RMSNorm of q and k: per head (head_dim weights each; none in Muse's bare norms), or over all heads' elements
+    (MiniMax-M2), whose mean square spans the tp shards: one all-reduce of each token's two fp32 sums of squares (vLLM's
     MiniMaxText01RMSNormTP.forward_qk)."""
     a, n = g.attention, g.count
     width = (heads + kv_heads) * a.head_dim

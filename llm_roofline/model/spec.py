@@ -120,6 +120,7 @@ class AttentionSpec:
     rel_dim: int = 0
     rel_extent: int = 0
     kv_conv: int = 0
+    bare_qk_norm: bool = False  # Muse: q and k RMS-normed per head without weights (no parameters, the pass priced)
 
     def __post_init__(self):
         check_kind("AttentionSpec", self.kind, ATTENTION_KINDS)
