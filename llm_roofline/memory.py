@@ -84,7 +84,7 @@ def weight_bytes_by_family(spec: ModelSpec, weight_dtype: str | None = None) -> 
             add(m.family, g.count * _matrix_bytes(spec, m, weight_dtype))
         add("attn", g.copies * (g.mixing_extra_params() + g.out_conv_params(spec.d_model)) * native_bytes)
         add("ffn", g.copies * g.ffn.extra_params() * native_bytes)
-        add("norm", g.copies * g.norms * spec.norm_params() * native_bytes)
+        add("norm", g.copies * g.block_vector_params(spec.norm_params(), spec.d_model) * native_bytes)
     for m in spec.embedding_matrices():
         add(m.family, _matrix_bytes(spec, m, weight_dtype))
     add("embed", spec.learned_positions * spec.d_model * native_bytes)

@@ -56,6 +56,9 @@ def attention_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     if a.rel_dim:
         ops += _relative_bias_ops(c, g, heads)
     ops += _attention_cores(c, g, heads)
+    if a.o_norm:  # Muse Spark: each head's output RMS-normed without weights, ~4 FLOP/elem over (T, H*vd)
+        ops.append(c.pointwise("attn.o_norm", g.name, n, rows=c.T_attn, width=heads * a.v_head_dim, flops_per_elem=4,
+                               reads=1, style="column"))
     if a.output_gate:  # o * sigmoid(gate) over (T, H*vd): sigmoid ~4 FLOP + 1 multiply
         ops.append(c.pointwise("attn.output_gate", g.name, n, rows=c.T_attn, width=heads * a.v_head_dim,
                                flops_per_elem=5, reads=2, style="column"))

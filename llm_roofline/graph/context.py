@@ -155,9 +155,10 @@ class Ctx:
         return elementwise(name, group, count, tokens=rows, elems=rows * width, flops_per_elem=flops_per_elem,
                            reads=reads, writes=1, act_bytes_per_elem=self.act_bytes, **self.placed(style), **kw)
 
-    def norm(self, name, group, count) -> Op:
-        """RMSNorm/LayerNorm over d: ~4 FLOP/elem (square, sum, scale, weight); reads x, writes y."""
-        w = self.spec.norm_params() * self.native_bytes
+    def norm(self, name, group, count, weighted: bool = True) -> Op:
+        """RMSNorm/LayerNorm over d: ~4 FLOP/elem (square, sum, scale, weight); reads x, writes y (and the weight,
+        unless the norm has none)."""
+        w = self.spec.norm_params() * self.native_bytes if weighted else 0.0
         return self.pointwise(name, group, count, rows=self.T_attn, width=self.spec.d_model, flops_per_elem=4,
                               reads=1, style="sequence", weight_bytes=w, stored_bytes=w, kind="norm")
 

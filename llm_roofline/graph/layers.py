@@ -140,26 +140,61 @@ def _ffn_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     k = f.expert_top_k  # experts with weights per token (zero-computation experts cost nothing)
     touched = expected_distinct_experts(f.n_experts, k, c.T) / ep  # experts read on this chip
     assign = k / ep * skew  # expert assignments per token on the busiest chip (skew 1: balanced)
-    up = 2 if f.gated else 1
+    up, w = 2 if f.gated else 1, f.latent or d  # the experts' input and output width (Muse Spark: the latent's)
     walked = walked_rows(c.sh, c.T * k, c.T * assign)  # routed rows; their tokens: walked / k
     experts = dict(style="expert", n_matrices=assign, matrices_read=touched, n_stored=local_experts, bias=f.bias,
                    rows_per_matrix=rows_per_expert(c.T * k * skew, touched * ep), walked_rows=walked,
-                   token_elems=walked / k * d, expert_width=d_slice, expert_chips=ep,
-                   expert_block_elems=(up + 1) * d * d_slice)
-    ops.append(c.gemm("ffn.experts.up_gate" if f.gated else "ffn.experts.up", g.name, n, "experts", k=d,
+                   token_elems=walked / k * w, expert_width=d_slice, expert_chips=ep,
+                   expert_block_elems=(up + 1) * w * d_slice)
+    ops += _latent_in(c, g) if f.latent else []
+    ops.append(c.gemm("ffn.experts.up_gate" if f.gated else "ffn.experts.up", g.name, n, "experts", k=w,
                       n=up * d_slice, **experts))
     # no expert activation op: the fused-MoE block's fits price that pass (walked_rows); or GEMM1's epilogue runs it
-    ops.append(c.gemm("ffn.experts.down", g.name, n, "experts", k=d_slice, n=d, **experts))
+    ops.append(c.gemm("ffn.experts.down", g.name, n, "experts", k=d_slice, n=w, **experts))
+    ops += _latent_out(c, g, c.T * assign) if f.latent else []
     return ops + (c.kept(_shared_experts, g) if f.d_shared else [])
 
 
 def _moe_router(c: Ctx, g: LayerGroup) -> list[Op]:
     """What brings the tokens to a routed-expert FFN, and the router: (T_attn, d) @ (d, E) on each attention group's
-    own tokens."""
+    own tokens. Latent experts take every token of the stage on every chip, as a dense MLP (their latent_in is one)."""
     f = g.ffn
-    return _ffn_in(c, g, dense=False) + [c.gemm("ffn.router", g.name, g.count, "router", k=c.spec.d_model,
-                                                n=f.router_width + f.router_sink, style="replicated",
-                                                bias=f.router_bias)]
+    return _ffn_in(c, g, dense=bool(f.latent)) + [c.gemm("ffn.router", g.name, g.count, "router", k=c.spec.d_model,
+                                                         n=f.router_width + f.router_sink, style="replicated",
+                                                         bias=f.router_bias)]
+
+
+def _latent_in(c: Ctx, g: LayerGroup) -> list[Op]:
+    """Muse Spark's latent experts, before them: latent_in (T, d) @ (d, L) column-parallel over the FFN's chips, its
+    (T, L) columns all-gathered (the RMSNorm and the experts read whole rows), that RMSNorm (L weights) on every
+    chip."""
+    n, width, chips = g.count, g.ffn.latent, c.sh.ffn_chips
+    ops = [c.gemm("ffn.latent_in", g.name, n, "ffn", k=c.spec.d_model, n=split(width, chips, "moe_hidden_size"),
+                  style="ffn_column")]
+    if chips > 1:
+        ops += c.collectives("all_gather", "latent_in", g.name, n, tokens=c.T, width=width, chips=chips, instances=1)
+    w = width * c.native_bytes
+    return ops + [c.pointwise("norm.latent_in", g.name, n, rows=c.T, width=width, flops_per_elem=4, reads=1,
+                              style="replicated", weight_bytes=w, stored_bytes=w, kind="norm")]
+
+
+def _latent_out(c: Ctx, g: LayerGroup, rows) -> list[Op]:
+    """Muse Spark's latent experts, after them: each expert's output row RMS-normed (L weights, the experts' one),
+    its partial rows first all-reduced over the moe_tp chips slicing the expert (the norm reads whole rows); each
+    chip's sums over its experts reduce-scattered over the moe_ep groups into its L / ffn_chips columns; latent_out
+    (T, L / chips) @ (L / chips, d) row-parallel, partial sums of (T, d) as a dense MLP's down projection.
+    rows: the expert rows of the busiest chip."""
+    n, width, sh = g.count, g.ffn.latent, c.sh
+    ops = c.collectives("all_reduce", "expert_out", g.name, n, tokens=rows, width=width, chips=sh.moe_tp,
+                        instances=sh.moe_ep) if sh.moe_tp > 1 else []
+    w = width * c.native_bytes
+    ops.append(c.pointwise("norm.expert_out", g.name, n, rows=rows, width=width, flops_per_elem=4, reads=1,
+                           style="expert", weight_bytes=w, stored_bytes=w, kind="norm"))
+    if sh.moe_ep > 1:
+        ops += c.collectives("reduce_scatter", "latent_out", g.name, n, tokens=c.T, width=width, chips=sh.moe_ep,
+                             instances=sh.moe_tp)
+    return ops + [c.gemm("ffn.latent_out", g.name, n, "ffn", k=split(width, sh.ffn_chips, "moe_hidden_size"),
+                         n=c.spec.d_model, style="ffn_row")]
 
 
 def _shared_experts(c: Ctx, g: LayerGroup) -> list[Op]:
@@ -211,17 +246,18 @@ def _ffn_in(c: Ctx, g: LayerGroup, dense: bool) -> list[Op]:
 def _ffn_out(c: Ctx, g: LayerGroup) -> list[Op]:
     """What returns the FFN's output to the residual stream of each attention group."""
     f, n = g.ffn, g.count
+    routed = f.kind == "moe" and not f.latent  # latent experts return partial sums of (T, d), as a dense MLP
     if c.adp == 1:
-        if f.kind == "moe" and c.sh.moe_ep > 1 and collective_before("column", c.sh):
+        if routed and c.sh.moe_ep > 1 and collective_before("column", c.sh):
             # expert parallelism with sequence-parallel tokens: all-to-all dispatch of each token's k copies to
             # the chips that hold its experts, and the combine back ((T/tp * k, d) per chip)
             return _dispatch_combine(c, g, c.T / c.tp)
         # every chip already holds all T tokens: dispatch is local, the combine is the ordinary all-reduce
         return c.after_row("ffn", g.name, n)
-    if f.kind == "moe" and c.sh.experts_dispatched:  # each chip sends its share of its group's tokens,
+    if routed and c.sh.experts_dispatched:  # each chip sends its share of its group's tokens,
         #   T_attn / tp
         ops = _dispatch_combine(c, g, c.T_attn / c.tp)
-    elif f.kind == "moe":  # each chip's experts' partial sums of all (T, d) rows, scattered back to the groups (one
+    elif routed:  # each chip's experts' partial sums of all (T, d) rows, scattered back to the groups (one
         #   reduce-scatter per tp rank), then summed over the group's tp chips, which hold different experts
         return (c.collectives("reduce_scatter", "ffn_out", g.name, n, tokens=c.T, chips=c.adp, instances=c.tp)
                 + c.after_row("ffn", g.name, n))
@@ -378,9 +414,19 @@ def _attention_half(c: Ctx, g: LayerGroup) -> list[Op]:
     """norm, attention, (norm,) the row-parallel output's collective, (Inkling's output conv,) residual add."""
     n = g.count
     ops = [c.norm("norm.attn", g.name, n)] + attention_ops(c, g)
-    if g.norms >= 4:
-        ops.append(c.norm("norm.attn_out", g.name, n))
-    return ops + c.after_row("attn", g.name, n) + _out_conv(c, g, "attn") + [c.residual(g.name, n)]
+    if g.norms >= 4:  # Muse Spark's has no weight
+        ops.append(c.norm("norm.attn_out", g.name, n, weighted=not g.weightless_norms))
+    return ops + c.after_row("attn", g.name, n) + _out_conv(c, g, "attn") + [_residual(c, g)]
+
+
+def _residual(c: Ctx, g: LayerGroup) -> Op:
+    """The residual add; Muse Spark's gated one, alpha x residual + beta x output with alpha and beta per channel from
+    a learned d-vector (2 multiplies and an add per element; the vector read)."""
+    if not g.residual_gates:
+        return c.residual(g.name, g.count)
+    w = c.spec.d_model * c.native_bytes
+    return c.pointwise("residual.gated", g.name, g.count, rows=c.T_attn, width=c.spec.d_model, flops_per_elem=3,
+                       reads=2, style="sequence", weight_bytes=w, stored_bytes=w)
 
 
 def _ffn_half(c: Ctx, g: LayerGroup) -> list[Op]:
@@ -392,7 +438,7 @@ def _ffn_half(c: Ctx, g: LayerGroup) -> list[Op]:
         ops.append(c.norm("norm.shared", g.name, n))
     if g.norms >= 4:
         ops.append(c.norm("norm.ffn_out", g.name, n))
-    return ops + _ffn_out(c, g) + _out_conv(c, g, "ffn") + [c.residual(g.name, n)]
+    return ops + _ffn_out(c, g) + _out_conv(c, g, "ffn") + [_residual(c, g)]
 
 
 def _out_conv(c: Ctx, g: LayerGroup, part: str) -> list[Op]:

@@ -218,12 +218,20 @@ ARCHITECTURES: dict[str, Architecture] = {
                      defaults={"tie_word_embeddings": False, "head_dim": 128, "global_attn_every_n_layers": 4,
                                "sliding_window": 1024, "num_dense_layers": 1, "num_experts": 64,
                                "num_experts_per_tok": 6, "num_shared_experts": 2}),
-    # Muse Glimmer (modular_muse_glimmer.py; read with muse.py): Gemma-2's four norms a block around a gated attention
-    # (gate_proj from x) with weightless q/k norms. Defaults: the text config class's (Muse-Glimmer-30B's shape).
+    # Muse Glimmer / Muse Spark (modular_muse_glimmer.py, modular_muse_spark.py; read with muse.py): Gemma-2's four
+    # norms a block around a gated attention (gate_proj from x) with weightless q/k norms; Spark's latent experts
+    # behind a sigmoid router with e_score_correction_bias. Defaults: the text config classes' (Muse-Glimmer-30B's,
+    # Muse-Spark-Open-816B-A42B's shapes).
     "muse_glimmer_text": replace(LLAMA, norms=4, output_gate=True, defaults={
         "tie_word_embeddings": False, "vocab_size": 202048, "hidden_size": 6656, "intermediate_size": 19968,
         "num_hidden_layers": 52, "num_attention_heads": 32, "num_key_value_heads": 2, "head_dim": 128,
         "hidden_activation": "silu", "max_position_embeddings": 131072, "sliding_window": 2048}),
+    "muse_spark_text": replace(LLAMA, norms=4, output_gate=True, router_bias=True,
+                               expert_keys=("moe_intermediate_size",), defaults={
+        "tie_word_embeddings": False, "vocab_size": 202048, "hidden_size": 8192, "intermediate_size": 16384,
+        "num_hidden_layers": 62, "num_attention_heads": 128, "num_key_value_heads": 16, "head_dim": 64,
+        "hidden_act": "silu", "max_position_embeddings": 1048576, "sliding_window": 2048,
+        "moe_intermediate_size": 4096, "num_local_experts": 256, "num_experts_per_tok": 8, "moe_hidden_size": 4096}),
     # Hy3 / Hunyuan V3 (configuration_hy_v3.py, modular_hy_v3.py): Apertus's attention (q/k norms per head, no bias),
     # DeepSeek-V3's decoder layer (the first first_k_dense_replace dense) around a MoE of num_experts experts of
     # moe_intermediate_size (its config repeats it as expert_hidden_dim) beside shared experts, a sigmoid router with
@@ -518,5 +526,5 @@ TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_vl"
                     "qwen3_omni_moe_thinker": "qwen3_omni_moe_text", "qwen2_5_omni": "qwen2_5_omni_text",
                     "qwen2_5_omni_thinker": "qwen2_5_omni_text", "deepseek_vl_v2": "deepseek_v2",
                     "molmo2": "molmo2_text", "mistral_large4": "mistral_large4_text",
-                    "muse_glimmer": "muse_glimmer_text",
+                    "muse_glimmer": "muse_glimmer_text", "muse_spark": "muse_spark_text",
                     "minimax_m3_vl": "minimax_m3_vl_text", "inkling_mm_model": "inkling_text"}

@@ -70,7 +70,7 @@ from .longcat import longcat_groups
 from .minimax_m3 import MINIMAX_M3_TYPES, minimax_m3_groups
 from .mistral_large4 import ML4_TYPES, mistral_large4_groups
 from .molmo2 import molmo2_extra_rows, molmo2_layers, molmo2_raw
-from .muse import MUSE_TYPES, muse_layers, note_muse
+from .muse import MUSE_TYPES, muse_layers, muse_spark_groups, note_muse
 from .ouro import ouro_loops
 from .pangu import note_pangu_embedded
 from .qwen1 import qwen1_groups
@@ -294,7 +294,7 @@ _RAW_PASSES = {"xlstm": xlstm_raw, "plamo3": plamo3_raw, "molmo2_text": molmo2_r
 _LAYER_PASSES = {"laguna": laguna_layers, "cohere2_moe": cohere2_moe_layers, "axk2": axk2_layers,
                  "step3_text": step3_layers, "arctic": arctic_layers, **dict.fromkeys(GROK_TYPES, grok_layers),
                  "molmo2_text": molmo2_layers, **dict.fromkeys(MUSE_TYPES, muse_layers)}
-_GROUP_PASSES = {"axk2": axk2_norm_gates, "arctic": arctic_norms}
+_GROUP_PASSES = {"axk2": axk2_norm_gates, "arctic": arctic_norms, "muse_spark_text": muse_spark_groups}
 _MOE_LAYERS = {"step3p5": step3p5_moe_layers, "step3_text": step3_moe_layers, "arctic": arctic_moe_layers}
 _REMOTE_CODE = {"chatglm": chatglm_groups, "qwen": qwen1_groups, "baichuan": baichuan_groups}
 

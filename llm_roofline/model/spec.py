@@ -120,7 +120,10 @@ class AttentionSpec:
     rel_dim: int = 0
     rel_extent: int = 0
     kv_conv: int = 0
-    bare_qk_norm: bool = False  # Muse: q and k RMS-normed per head without weights (no parameters, the pass priced)
+    # Muse: RMSNorms without weights, on q and k per head (bare_qk_norm) and on each head's output before the output
+    # gate (o_norm: Muse Spark); no parameters, their elementwise passes priced
+    bare_qk_norm: bool = False
+    o_norm: bool = False
 
     def __post_init__(self):
         check_kind("AttentionSpec", self.kind, ATTENTION_KINDS)
@@ -280,12 +283,16 @@ class FfnSpec:
     # on the router's weights
     router_sink: int = 0
     global_scale: bool = False
+    # Muse Spark moe_hidden_size: the routed experts run at this width (0: d_model), between latent_in (d -> latent)
+    # with an RMSNorm after it and latent_out (latent -> d); each expert's output RMS-normed (latent weights, shared by
+    # the experts) before the router's weight scales it
+    latent: int = 0
 
     def __post_init__(self):
         check_kind("FfnSpec", self.kind, FFN_KINDS)
 
-    def extra_params(self) -> int:  # Inkling's global scale
-        return int(self.global_scale) if self.kind != "none" else 0
+    def extra_params(self) -> int:  # Inkling's global scale; the latent experts' two RMSNorms
+        return (int(self.global_scale) + 2 * self.latent) if self.kind != "none" else 0
 
     @property
     def router_width(self) -> int:
@@ -316,9 +323,13 @@ class FfnSpec:
         mats = [Matrix("ffn.router", d_model, self.router_width, self.router_bias, "router")]
         if self.router_sink:
             mats.append(Matrix("ffn.router.sink", d_model, self.router_sink, False, "router"))
-        mats += [Matrix("ffn.experts.up_gate" if self.gated else "ffn.experts.up", d_model, up * self.d_expert,
+        w = self.latent or d_model
+        mats += [Matrix("ffn.experts.up_gate" if self.gated else "ffn.experts.up", w, up * self.d_expert,
                         self.bias, "experts", self.n_experts),
-                 Matrix("ffn.experts.down", self.d_expert, d_model, self.bias, "experts", self.n_experts)]
+                 Matrix("ffn.experts.down", self.d_expert, w, self.bias, "experts", self.n_experts)]
+        if self.latent:
+            mats[-2:-2] = [Matrix("ffn.latent_in", d_model, w, False, "ffn")]
+            mats.append(Matrix("ffn.latent_out", w, d_model, False, "ffn"))
         if self.d_shared:
             mats += [Matrix("ffn.shared.up_gate" if self.gated else "ffn.shared.up", d_model, up * self.d_shared,
                             False, "shared"),
@@ -360,9 +371,17 @@ class LayerGroup:
     # Inkling: a depthwise causal conv of that many taps on the attention's output and one on the MLP's (d_model
     # channels each, their input added back), the last out_conv - 1 inputs of each kept per sequence
     out_conv: int = 0
+    # Muse Spark: the two residual adds gated by a learned d-vector each (alpha x residual + beta x output, alpha and
+    # beta from it); weightless_norms: norms of the block without a weight (its post-attention norm, norm.attn_out)
+    residual_gates: bool = False
+    weightless_norms: int = 0
 
     def out_conv_params(self, d_model: int) -> int:  # the taps of Inkling's two output convs
         return 2 * self.out_conv * d_model
+
+    def block_vector_params(self, norm_params: int, d_model: int) -> int:
+        """The block's norm weights (norm_params each, weightless norms none) and its residual gates' vectors."""
+        return (self.norms - self.weightless_norms) * norm_params + (2 * d_model if self.residual_gates else 0)
 
     @property
     def copies(self) -> int:
@@ -485,7 +504,8 @@ class ModelSpec:
     def layer_params(self, group: LayerGroup, active: bool = False) -> int:
         ffn_mats = group.ffn.active_matrices(self.d_model) if active else group.ffn.weight_matrices(self.d_model)
         mats = group.mixing_matrices(self.d_model) + ffn_mats
-        return (sum(m.params for m in mats) + group.mixing_extra_params() + group.norms * self.norm_params()
+        return (sum(m.params for m in mats) + group.mixing_extra_params()
+                + group.block_vector_params(self.norm_params(), self.d_model)
                 + group.out_conv_params(self.d_model) + group.ffn.extra_params())
 
     def _params(self, active: bool) -> int:
