@@ -317,13 +317,14 @@ def kv_heads_per_chip(attn: AttentionSpec, tp: int) -> int:
 
 def kv_elems_per_token_per_chip(attn: AttentionSpec, tp: int) -> int:
     """Cached elements per token per layer on one chip (replicated KV heads and MLA latents included, and the index
-    key of a top-k layer's indexer, replicated on every chip as the indexer is; a block without attention caches
-    nothing, a layer reusing an earlier layer's K and V only the index key of its own indexer)."""
+    key of a top-k layer's indexer, replicated on every chip as the indexer is, unless IndexPool pools it; a block
+    without attention caches nothing, a layer reusing an earlier layer's K and V only the index key of its own
+    indexer)."""
     if attn.kind == "none":
         return 0
     if attn.kind == "mla" or attn.kv_reused:
         return attn.kv_elements_per_token()
-    return kv_core_elems_per_token_per_chip(attn, tp) + attn.index_head_dim
+    return kv_core_elems_per_token_per_chip(attn, tp) + attn.token_index_elems
 
 
 def kv_core_elems_per_token_per_chip(attn: AttentionSpec, tp: int) -> int:

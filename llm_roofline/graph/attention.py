@@ -188,26 +188,35 @@ def _dsa_indexer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     MiniMax-M3: no weights); scores of every query against every cached index key (Hi heads of di, no values),
     written out and read back by the top-k selection of index_topk keys per query (MiniMax-M3: each head's scores
     max-pooled over blocks of index_block_size keys in the scoring kernel, Hi block scores per block written out,
-    each head's top index_topk blocks kept)."""
+    each head's top index_topk blocks kept). IndexPool (GLM-5.3-Flash): a gate per key channel beside the key (d -> di
+    more), the keys pooled every index_kpool tokens (a softmax over the pool's gates and position bias, a weighted sum:
+    ~6 FLOP per key element, key and gate read), one entry cached per pool; the scores and the top-k run over the
+    pools (index_topk / index_kpool of them kept)."""
     a, n, d = g.attention, g.count, c.spec.d_model
-    ih, idim, block = a.index_n_heads, a.index_head_dim, a.index_block_size
+    ih, idim, block, pool = a.index_n_heads, a.index_head_dim, a.index_block_size, a.index_kpool or 1
     ops = []
     if a.index_q_norm:  # Mistral-Large-4: a LayerNorm over x before the q projection, ~4 FLOP an element
         w = 2 * a.index_q_norm * c.native_bytes
         ops.append(c.pointwise("attn.indexer.q_norm", g.name, n, rows=c.T_attn, width=a.index_q_norm, flops_per_elem=4,
                                reads=1, style="replicated", weight_bytes=w, stored_bytes=w, kind="norm"))
     ops += [c.gemm("attn.indexer.q_proj", g.name, n, "attn", k=a.q_lora_rank or d, n=ih * idim, style="replicated"),
-            c.gemm("attn.indexer.k_proj", g.name, n, "attn", k=d, n=idim + (0 if block else ih), style="replicated")]
+            c.gemm("attn.indexer.k_proj", g.name, n, "attn", k=d, n=idim * (2 if a.index_kpool else 1)
+                   + (0 if block else ih), style="replicated")]
     if a.q_log_scale:  # the index queries scaled per head by scale x log(position + 1) + bias
         ops.append(c.pointwise("attn.indexer.q_scale", g.name, n, rows=c.T_attn, width=ih * idim, flops_per_elem=1,
                                reads=1, style="replicated", weight_bytes=2 * ih * c.native_bytes))
+    if a.index_kpool:
+        ops += [c.pointwise("attn.indexer.pool", g.name, n, rows=c.T_attn, width=idim, flops_per_elem=6, reads=2,
+                            style="replicated"),
+                kv_write("attn.indexer.kv_write", g.name, n, tokens=c.T_attn / pool, kv_elems_per_token=idim,
+                         act_bytes_per_elem=c.act_bytes, kv_bytes_per_elem=c.kv_bytes, **c.placed("replicated"))]
     for suffix, batch, q_len, kv_len, causal in _core_parts(c):
         ops.append(attention(f"attn.indexer.score{suffix}", g.name, n, batch=batch, q_len=q_len, kv_len=kv_len,
                              n_heads=ih, n_kv_heads=1, qk_dim=idim, v_dim=0, kv_elems_per_token=idim,
                              kv_bytes_per_elem=c.kv_bytes, act_bytes_per_elem=c.act_bytes, causal=causal,
-                             fused=True, compute_dtype=c.compute_dtype, **c.placed("replicated")))
+                             fused=True, compute_dtype=c.compute_dtype, compress_rate=pool, **c.placed("replicated")))
         keys_per_query = causal_keys_per_query(q_len, kv_len) if causal else kv_len  # (B*q, keys) scores
-        scores = ih * keys_per_query / block if block else keys_per_query  # MiniMax-M3: (B*q, Hi, blocks)
+        scores = ih * keys_per_query / block if block else keys_per_query / pool  # MiniMax-M3: (B*q, Hi, blocks)
         ops.append(c.pointwise(f"attn.indexer.topk{suffix}", g.name, n, rows=batch * q_len, width=scores,
                                flops_per_elem=1, reads=1, style="replicated"))
     return ops

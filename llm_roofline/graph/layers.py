@@ -21,7 +21,8 @@ def _hyper_layer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     """DeepSeek-V4 block over hc_mult residual streams (T, hc, d). Before attention and the MoE: the streams RMS-normed,
     projected to (2+hc) x hc mixing weights ((T, hc*d) @ (hc*d, (2+hc)*hc); Sinkhorn on (hc, hc) negligible), collapsed
     to (T, d); after: post * y + comb^T @ streams (2*hc + 2 FLOP per stream element) in place of the residual add.
-    Hy4's iHC (hc_independent): 2 x hc mixing weights, no comb: post * y + streams (2 FLOP per stream element)."""
+    Hy4's iHC (hc_independent): 2 x hc mixing weights, no comb: post * y + streams (2 FLOP per stream element).
+    GLM-5.3-Flash: the token mixer is attention or a recurrent mixer (KDA)."""
     n, width = g.count, g.hc_mult * c.spec.d_model
     expand_flops = 2 if g.hc_independent else 2 * g.hc_mult + 2
     ops = []
@@ -33,8 +34,11 @@ def _hyper_layer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
                 c.pointwise(f"hc.{part}.collapse", g.name, n, rows=c.T_attn, width=width, flops_per_elem=2, reads=1,
                             style="sequence"),
                 c.norm(f"norm.{part}", g.name, n)]
-        ops += (attention_ops(c, g) + c.after_row("attn", g.name, n) if part == "attn"
-                else _ffn_ops(c, g) + _ffn_out(c, g))
+        if part == "attn":
+            ops += (attention_ops(c, g) if g.attention.kind != "none" else []) + (
+                _mixer_ops(c, g) if g.mixer else []) + c.after_row("attn", g.name, n)
+        else:
+            ops += _ffn_ops(c, g) + _ffn_out(c, g)
         ops.append(c.pointwise(f"hc.{part}.expand_mix", g.name, n, rows=c.T_attn, width=width,
                                flops_per_elem=expand_flops, reads=2, style="sequence"))
     return ops

@@ -131,8 +131,23 @@ def layer_indexers(r: ConfigReader, n_layers: int) -> list[bool]:
 
 
 def indexer_schedule(r: ConfigReader, n_layers: int) -> list[bool]:
-    """GLM-5's schedule of indexer layers (Mistral-Large-4's too): indexer_types, else index_topk_pattern, else
-    index_topk_freq / index_skip_topk_offset."""
+    """GLM-5's schedule of indexer layers (Mistral-Large-4's too): indexer_type_list, each entry 'full' or 'shared',
+    the first 'full'."""
+    types = indexer_type_list(r, n_layers)
+    bad = next((t for t in types if t not in ("full", "shared")), None)
+    if bad is not None or types[0] != "full":
+        raise ModelConfigError("indexer_types must be 'full' or 'shared' per layer, the first 'full' (a shared layer "
+                               f"reuses the previous full layer's top-k), got {str(bad or types[0])[:40]!r}")
+    if "shared" in types:
+        r.assume(f"DSA: {types.count('shared')} of {n_layers} layers reuse the previous indexer layer's top-k "
+                 "(indexer_types 'shared'): no indexer weights, compute or index-key cache there.")
+    return [t == "full" for t in types]
+
+
+def indexer_type_list(r: ConfigReader, n_layers: int) -> list:
+    """The per-layer indexer modes GLM-5's config classes derive (GlmMoeDsaConfig, Glm5NextTextConfig): indexer_types,
+    else index_topk_pattern (F / S letters), else 'full' on every index_topk_freq-th layer from
+    index_skip_topk_offset, 'shared' elsewhere; the entries of a stated list are not checked here."""
     types = r.str_list("indexer_types", n_layers)
     pattern = r.get("index_topk_pattern")
     if types is None and isinstance(pattern, str):
@@ -145,14 +160,7 @@ def indexer_schedule(r: ConfigReader, n_layers: int) -> list[bool]:
         freq = r.count("index_topk_freq", default=1, allow_zero=False)
         offset = r.count("index_skip_topk_offset", default=2)
         types = ["full" if max(i - offset + 1, 0) % freq == 0 else "shared" for i in range(n_layers)]
-    bad = next((t for t in types if t not in ("full", "shared")), None)
-    if bad is not None or types[0] != "full":
-        raise ModelConfigError("indexer_types must be 'full' or 'shared' per layer, the first 'full' (a shared layer "
-                               f"reuses the previous full layer's top-k), got {str(bad or types[0])[:40]!r}")
-    if "shared" in types:
-        r.assume(f"DSA: {types.count('shared')} of {n_layers} layers reuse the previous indexer layer's top-k "
-                 "(indexer_types 'shared'): no indexer weights, compute or index-key cache there.")
-    return [t == "full" for t in types]
+    return types
 
 
 # ---------------------------------------------------------------------------- MiMo-V2

@@ -100,6 +100,12 @@ class AttentionSpec:
     # 0: none), and q_log_scale scales the queries (the indexer's too) per head by scale x log(position + 1) + bias
     index_q_norm: int = 0
     q_log_scale: bool = False
+    # GLM-5.3-Flash's IndexPool (0: DSA's per-token index keys): the indexer's keys are pooled every index_kpool tokens
+    # (a softmax over a gate per channel, pool_gate: d -> index_head_dim, plus a learned bias per pool position) into
+    # one cached entry it scores; the index_topk / index_kpool best pools give index_topk keys, plus with index_tail
+    # the at most index_kpool - 1 tokens of the last, incomplete pool
+    index_kpool: int = 0
+    index_tail: bool = False
     # DeepSeek-V4: one cached head_dim vector per token is both key and value (kv_proj from x; queries from a q_lora_rank
     # latent); a grouped output projection (o_groups groups of heads -> o_lora_rank each, then o_b -> d); a compressed
     # KV branch beside the sliding window (None: sliding window only)
@@ -135,8 +141,17 @@ class AttentionSpec:
 
     @property
     def index_keys(self) -> int | None:
-        """Keys one query attends to on a top-k layer: index_topk tokens (DSA) or blocks of index_block_size."""
-        return self.index_topk * (self.index_block_size or 1) if self.index_topk else None
+        """Keys one query attends to on a top-k layer: index_topk tokens (DSA; IndexPool's index_tail: + the incomplete
+        pool's index_kpool - 1 at most) or blocks of index_block_size."""
+        if not self.index_topk:
+            return None
+        tail = self.index_kpool - 1 if self.index_tail and self.index_kpool else 0
+        return self.index_topk * (self.index_block_size or 1) + tail
+
+    @property
+    def token_index_elems(self) -> int:
+        """Index-key elements cached per token: index_head_dim (DSA), none with IndexPool (one entry per pool)."""
+        return 0 if self.index_kpool else self.index_head_dim
 
     @property
     def q_b_gate_width(self) -> int:
@@ -155,16 +170,19 @@ class AttentionSpec:
 
     def kv_elements_per_token(self) -> int:
         """Cached elements per token per layer: K and V of every KV head, or MLA's latent + rope key (+ the index
-        key of a layer with its own indexer; a layer reusing an earlier layer's cache: that index key only)."""
+        key of a layer with its own indexer, unless IndexPool pools it: compressed_elements_per_token; a layer reusing
+        an earlier layer's cache: that index key only)."""
         if self.kv_reused:
-            return self.index_head_dim
+            return self.token_index_elems
         if self.kind == "mla":
-            return self.kv_lora_rank + self.qk_rope_head_dim + self.index_head_dim
-        return self.n_kv_heads * (self.head_dim + (0 if self.kv_shared else self.v_head_dim)) + self.index_head_dim
+            return self.kv_lora_rank + self.qk_rope_head_dim + self.token_index_elems
+        return self.n_kv_heads * (self.head_dim + (0 if self.kv_shared else self.v_head_dim)) + self.token_index_elems
 
     def compressed_elements_per_token(self) -> float:
-        """DeepSeek-V4's compressed cache per token of context (not capped by the window); 0 without a compressor."""
-        return self.compressor.cached_elements_per_token(self.head_dim) if self.compressor else 0.0
+        """Cache per token of context not capped by a window: DeepSeek-V4's compressed entries, IndexPool's pooled
+        index keys (index_head_dim per index_kpool tokens); 0 without either."""
+        pooled = self.index_head_dim / self.index_kpool if self.index_kpool else 0.0
+        return (self.compressor.cached_elements_per_token(self.head_dim) if self.compressor else 0.0) + pooled
 
     def weight_matrices(self, d_model: int) -> list[Matrix]:
         h, hd, vd = self.n_heads, self.head_dim, self.v_head_dim
@@ -227,6 +245,8 @@ class AttentionSpec:
             return []
         mats = [Matrix("attn.indexer.q_proj", self.q_lora_rank or d_model, self.index_n_heads * self.index_head_dim),
                 Matrix("attn.indexer.k_proj", d_model, self.index_head_dim)]
+        if self.index_kpool:  # IndexPool's gate per key channel (index_kpool_compress_gate)
+            mats.append(Matrix("attn.indexer.pool_gate", d_model, self.index_head_dim))
         return mats + ([] if self.index_block_size else [Matrix("attn.indexer.weights_proj", d_model,
                                                                 self.index_n_heads)])
 
@@ -249,6 +269,7 @@ class AttentionSpec:
             p += self.n_heads
         if self.index_topk:
             p += 2 * self.index_head_dim  # the indexer's k_norm: LayerNorm weight + bias (MiniMax-M3: q and k RMSNorms)
+            p += self.index_kpool * self.index_head_dim  # IndexPool's position bias (index_kpool_compress_ape)
         if self.index_n_heads:  # Mistral-Large-4: the indexer's q LayerNorm (weight + bias)
             p += 2 * self.index_q_norm
         if self.q_log_scale:  # a scale and a bias per head, the indexer's heads too
