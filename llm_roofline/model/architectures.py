@@ -398,6 +398,19 @@ ARCHITECTURES: dict[str, Architecture] = {
         "n_shared_experts": 1, "n_routed_experts": 128, "num_experts_per_tok": 4, "kv_lora_rank": 512,
         "qk_rope_head_dim": 64, "v_head_dim": 128, "qk_nope_head_dim": 64, "max_position_embeddings": 1048576,
         "index_topk": 2048, "index_head_dim": 128, "index_n_heads": 32, "first_k_dense_replace": 1}),
+    # GLM-5.3-Flash (configuration_glm5_next.py Glm5NextTextConfig, modular_glm5_next.py; read by glm5_next.py): KDA
+    # layers and NoPE MLA layers with GLM-5's DSA indexer over pooled keys (IndexPool), mHC hyper-connections,
+    # DeepSeek-V3's MoE (sigmoid router with e_score_correction_bias). Defaults: the config class's (its docstring's
+    # checkpoint zai-org/GLM-5.3-Flash; the released config states index_kpool 4).
+    **dict.fromkeys(("glm5_next", "glm5_next_text"), replace(LLAMA, router_bias=True, expert_keys=(
+        "moe_intermediate_size",), defaults={
+            "tie_word_embeddings": False, "vocab_size": 154880, "hidden_size": 4096, "intermediate_size": 12288,
+            "moe_intermediate_size": 2048, "num_hidden_layers": 45, "num_attention_heads": 64,
+            "num_key_value_heads": 64, "n_shared_experts": 1, "n_routed_experts": 288, "num_experts_per_tok": 8,
+            "kv_lora_rank": 512, "q_lora_rank": 1536, "qk_rope_head_dim": 0, "qk_nope_head_dim": 256,
+            "v_head_dim": 256, "max_position_embeddings": 1048576, "index_topk": 2048, "index_head_dim": 128,
+            "index_n_heads": 32, "index_kpool": 16, "index_kpool_always_select_tail": True, "linear_head_dim": 128,
+            "linear_num_heads": 64, "linear_conv_kernel_dim": 4, "hc_mult": 4, "hidden_act": "silu"})),
     # dots3-note (configuration_dots3_note.py Dots3NoteTextConfig, modular_dots3_note.py; read by dots3.py): MLA with
     # a rope-key RMSNorm and a sigmoid gate per head (g_proj), DSA layers (GLM-5's indexer) beside sliding-window MLA
     # layers of their own shape (hub: swa_* keys; transformers: per_layer_config), DeepSeek-V3's MoE (sigmoid router
@@ -527,4 +540,5 @@ TEXT_MODEL_TYPES = {"gemma3": "gemma3_text", "llama4": "llama4_text", "qwen3_vl"
                     "qwen2_5_omni_thinker": "qwen2_5_omni_text", "deepseek_vl_v2": "deepseek_v2",
                     "molmo2": "molmo2_text", "mistral_large4": "mistral_large4_text",
                     "muse_glimmer": "muse_glimmer_text", "muse_spark": "muse_spark_text",
+                    "glm5_next": "glm5_next_text",
                     "minimax_m3_vl": "minimax_m3_vl_text", "inkling_mm_model": "inkling_text"}

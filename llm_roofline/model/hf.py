@@ -17,10 +17,11 @@ Reading a config, in order (one reader: the result depends on the config and thi
    FFN (dense / MoE / absent) kinds (layers.py; Gemma-4's and -3n's own shapes, per-layer inputs, KV reuse and AltUp:
    gemma.py), or the recurrent and hybrid layers (hybrid.py: Mamba-1/2, Gated DeltaNet, KDA, lightning, short conv;
    Ling-3.0's in bailing.py, xLSTM-7B's mLSTM in xlstm.py, RecurrentGemma's RG-LRU and local attention in
-   recurrent_gemma.py), DeepSeek-V4's compressed attention and hyper-connections (deepseek_v4.py), dots3-note's DSA
-   and sliding-window MLA layers of two shapes (dots3.py), Hy4's iHC hyper-connections and gated MLA (hy4.py),
-   MiniMax-M3's block-sparse (indexer) layers (minimax_m3.py), Mistral Large 4's MLA with DSA, NoPE layers and
-   latents reused across layers (mistral_large4.py),
+   recurrent_gemma.py, GLM-5.3-Flash's KDA, NoPE MLA with a pooled DSA indexer and mHC in glm5_next.py),
+   DeepSeek-V4's compressed attention and hyper-connections (deepseek_v4.py), dots3-note's DSA and sliding-window MLA
+   layers of two shapes (dots3.py), Hy4's iHC hyper-connections and gated MLA (hy4.py), MiniMax-M3's block-sparse
+   (indexer) layers (minimax_m3.py), Mistral Large 4's MLA with DSA, NoPE layers and latents reused across layers
+   (mistral_large4.py),
    Zamba's shared blocks (zamba.py), LongCat-Flash's two attention blocks and shortcut MoE per layer (longcat.py),
    Cohere2-MoE's window runs and NoPE layers (cohere.py), Laguna's per-layer heads and output gate (laguna.py),
    Inkling's relative position bias, short convs and sliding layers of their own heads (inkling.py), A.X-K2's

@@ -2,11 +2,12 @@
 (Mamba-2, attention, MLP or MoE blocks), Bamba (Mamba-2 or attention, then an MLP), Granite-4.0 hybrid (the same, then
 MoE + shared MLP), Jamba (Mamba-1 or attention, then MLP or MoE), Qwen3-Next (Gated DeltaNet + gated attention, MoE),
 OLMo Hybrid (Gated DeltaNet + Olmo-3 attention, MLP), Lara-Mini (Gated DeltaNet + windowed / NoPE attention, MoE),
-Kimi-Linear (KDA + MLA, MoE), Ling-3.0 (KDA + gated MLA, MoE; read by bailing.py), MiniMax-Text-01 (lightning
-attention + softmax attention, MoE), LFM2 and LFM2-MoE (short convolutions + attention, then an MLP or MoE), LFM3
-(short convolutions + gated full or windowed attention, sandwich norms), Falcon-H1 (attention and Mamba-2 in parallel
-in every block, then an MLP), xLSTM-7B (mLSTM blocks, then an MLP; read by xlstm.py), RecurrentGemma (the RG-LRU +
-local MQA, then an MLP; read by recurrent_gemma.py).
+Kimi-Linear (KDA + MLA, MoE), Ling-3.0 (KDA + gated MLA, MoE; read by bailing.py), GLM-5.3-Flash (KDA + NoPE MLA
+with a pooled DSA indexer, mHC, MoE; read by glm5_next.py), MiniMax-Text-01 (lightning attention + softmax attention,
+MoE), LFM2 and LFM2-MoE (short convolutions + attention, then an MLP or MoE), LFM3 (short convolutions + gated full or
+windowed attention, sandwich norms), Falcon-H1 (attention and Mamba-2 in parallel in every block, then an MLP),
+xLSTM-7B (mLSTM blocks, then an MLP; read by xlstm.py), RecurrentGemma (the RG-LRU + local MQA, then an MLP; read by
+recurrent_gemma.py).
 
 Each layer is an (AttentionSpec, MixerSpec | None, FfnSpec) triple; a block without attention holds
 AttentionSpec.none(), one without MLP FfnSpec.none(). Identical triples share one LayerGroup. Key names and their
@@ -20,6 +21,7 @@ from dataclasses import replace
 from ..errors import ModelConfigError, UnsupportedArchitectureError
 from .traits import Architecture
 from .bailing import bailing_hybrid_layers
+from .glm5_next import GLM5_NEXT_TYPES, glm5_next_hc, glm5_next_layers
 from .layers import attention_spec, ffn_spec, moe_layers
 from .reader import ConfigReader, as_int, require_divides
 from .recurrent_gemma import recurrent_gemma_layers
@@ -29,7 +31,7 @@ from .xlstm import xlstm_layers
 
 HYBRID_TYPES = ("mamba", "falcon_mamba", "mamba2", "nemotron_h", "bamba", "jamba", "qwen3_next", "qwen3_5_text",
                 "qwen3_5_moe_text", "kimi_linear", "bailing_hybrid", "olmo_hybrid", "lara_mini", "minimax", "lfm2",
-                "lfm2_moe", "lfm3", "falcon_h1", "granitemoehybrid", "xlstm", "recurrent_gemma")
+                "lfm2_moe", "lfm3", "falcon_h1", "granitemoehybrid", "xlstm", "recurrent_gemma") + GLM5_NEXT_TYPES
 # Nemotron-H's block letters (hybrid_override_pattern) and the list names of newer configs (layers_block_type)
 _NEMOTRON_LETTERS = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 _NEMOTRON_NAMES = {"mamba": "mamba", "linear_attention": "mamba", "attention": "attention",
@@ -51,12 +53,15 @@ def hybrid_groups(r: ConfigReader, arch: Architecture, model_type: str, d_model:
                "bailing_hybrid": lambda r, *a: bailing_hybrid_layers(r, *a, _state_dtype(r) or "fp32"),
                "xlstm": lambda r, arch, d, n: xlstm_layers(r, d, n),  # xLSTM-7B's mLSTM blocks (xlstm.py)
                # RecurrentGemma (recurrent_gemma.py): the RG-LRU's state in float32, as the reference keeps it
-               "recurrent_gemma": lambda r, *a: recurrent_gemma_layers(r, *a, _state_dtype(r) or "fp32")}
+               "recurrent_gemma": lambda r, *a: recurrent_gemma_layers(r, *a, _state_dtype(r) or "fp32"),
+               # GLM-5.3-Flash (glm5_next.py): KDA's state in float32 as Kimi's, unless the config states its dtype
+               **dict.fromkeys(GLM5_NEXT_TYPES, lambda r, *a: glm5_next_layers(r, *a, _state_dtype(r) or "fp32"))}
     layers = readers[model_type](r, arch, d_model, n_layers)
     _note_state_dtype(r, [m for _, m, _ in layers if m is not None])
     # LFM3 use_sandwich_norm: post_operator_norm and post_ffn_norm beside operator_norm and ffn_norm
     sandwich = model_type == "lfm3" and r.boolean("use_sandwich_norm")
-    return _group(layers, 4 if sandwich else arch.norms)
+    groups = _group(layers, 4 if sandwich else arch.norms)
+    return glm5_next_hc(r, groups) if model_type in GLM5_NEXT_TYPES else groups  # mHC around every layer
 
 
 def _group(layers: list[Layer], norms: int) -> tuple[LayerGroup, ...]:

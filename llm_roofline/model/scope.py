@@ -30,6 +30,8 @@ READ_HYBRID_KEYS = {
     "xlstm": (),  # xLSTM-7B (xlstm.py): mLSTM blocks only; none of the refused keys
     "recurrent_gemma": ("block_types", "_block_types"),  # recurrent_gemma.py: the cycle of its temporal blocks
     **{t: ("index_topk", "index_n_heads", "index_head_dim", "hc_mult") for t in ("hy_v4", "hy_v4_vl", "hy_v4_vl_text")},
+    **{t: ("index_topk", "index_n_heads", "index_head_dim", "hc_mult", "hc_sinkhorn_iters", "linear_attn_config")
+       for t in ("glm5_next", "glm5_next_text")},  # glm5_next.py
     "deepseek_v4": ("index_topk", "index_n_heads", "index_head_dim", "compress_ratios", "compress_rates", "hc_mult",
                     "hc_sinkhorn_iters"),
     "minimax_m3_vl_text": ("index_n_heads", "index_head_dim", "index_topk_blocks", "index_block_size",
