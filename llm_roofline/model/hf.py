@@ -7,31 +7,26 @@
 
 Reading a config, in order (one reader: the result depends on the config and this package's tables only):
 
-1. Locate the text decoder's keys (`text_config` of a multimodal config, or the top level beside a vision_config;
-   scope.py names the towers left out) and refuse what the operator graph cannot represent: encoder-decoder and
-   encoder stacks, recurrent families without a reader (UnsupportedArchitectureError, naming the key and the
-   architecture).
+1. Locate the text decoder's keys (`text_config` of a multimodal config, `llm_config` / `language_config` of a
+   remote-code wrapper, an omni model's thinker, or the top level beside a vision_config; scope.py names the towers
+   left out) and refuse what the operator graph cannot represent: encoder-decoder and encoder stacks, families whose
+   layers it lacks (UnsupportedArchitectureError, naming the key and the architecture; refusals.py says why).
 2. Fill keys the file leaves out with the defaults of its architecture: the `ARCHITECTURES` table
-   (architectures.py), which copies the transformers config-class defaults. transformers is never imported.
+   (architectures.py; remote_code.py for the types vLLM serves from a checkpoint's own code), which copies the
+   config-class defaults. transformers is never imported.
 3. Read dimensions, per-layer attention (window, RoPE, KV heads, DSA indexer, MiMo / Step per-layer shapes) and
-   FFN (dense / MoE / absent) kinds (layers.py; Gemma-4's and -3n's own shapes, per-layer inputs, KV reuse and AltUp:
-   gemma.py), or the recurrent and hybrid layers (hybrid.py: Mamba-1/2, Gated DeltaNet, KDA, lightning, short conv;
-   Ling-3.0's in bailing.py, xLSTM-7B's mLSTM in xlstm.py, RecurrentGemma's RG-LRU and local attention in
-   recurrent_gemma.py, GLM-5.3-Flash's KDA, NoPE MLA with a pooled DSA indexer and mHC in glm5_next.py),
-   DeepSeek-V4's compressed attention and hyper-connections (deepseek_v4.py), dots3-note's DSA and sliding-window MLA
-   layers of two shapes (dots3.py), Hy4's iHC hyper-connections and gated MLA (hy4.py), MiniMax-M3's block-sparse
-   (indexer) layers (minimax_m3.py), Mistral Large 4's MLA with DSA, NoPE layers and latents reused across layers
-   (mistral_large4.py),
-   Zamba's shared blocks (zamba.py), LongCat-Flash's two attention blocks and shortcut MoE per layer (longcat.py),
-   Cohere2-MoE's window runs and NoPE layers (cohere.py), Laguna's per-layer heads and output gate (laguna.py),
-   Inkling's relative position bias, short convs and sliding layers of their own heads (inkling.py), A.X-K2's
-   q_gate_proj and gated RMSNorms (axk2.py); remote-code families under their own key names: Step-3's MFA
-   (step3.py), Grok (grok.py), Arctic (arctic.py), Ling 1.x / 2.0 (bailing.py), openPangu-Embedded (pangu.py),
-   ChatGLM2-4 (chatglm.py), Qwen v1 (qwen1.py), Baichuan (baichuan.py), Solar Pro's skip connections,
-   Tele-FLM's muP and PLaMo-3's window keys (dense_remote.py), Ouro's looped stack (ouro.py),
-   JAIS's ALiBi or learned positions (jais.py);
-   identical layers share one LayerGroup. Every fallback appends a sentence to `assumptions`; keys that shape a model
-   and were not read are named (or the config is refused when its model_type is unknown).
+   FFN (dense / MoE / absent) kinds (layers.py), the recurrent and hybrid layers (hybrid.py: Mamba-1/2, Gated
+   DeltaNet, KDA, lightning, short conv), or a family's own layers in a module of its own, one family each:
+   gemma.py (Gemma-4 / -3n: per-layer inputs, KV reuse, AltUp), bailing.py (Ling 1.x / 2.0 / 3.0), xlstm.py,
+   recurrent_gemma.py, glm5_next.py (KDA beside MLA with a pooled DSA indexer, mHC), deepseek_v4.py (compressed
+   attention, hyper-connections), dots3.py, hy4.py (iHC, gated MLA), minimax_m3.py (block-sparse indexer),
+   mistral_large4.py (MLA + DSA, latents reused across layers), muse.py (Muse Glimmer / Spark: gated attention,
+   residual gates, experts at a narrower width), molmo2.py, zamba.py (shared blocks), longcat.py, cohere.py,
+   laguna.py, inkling.py, axk2.py; and the remote-code families under their own key names: step3.py (MFA), grok.py,
+   arctic.py, pangu.py, chatglm.py, qwen1.py, baichuan.py, dense_remote.py (Solar Pro, Tele-FLM, PLaMo-3), ouro.py
+   (a looped stack), jais.py (ALiBi or learned positions). Identical layers share one LayerGroup. Every fallback
+   appends a sentence to `assumptions`; keys that shape a model and were not read are named (or the config is
+   refused when its model_type is unknown).
 """
 
 from __future__ import annotations
