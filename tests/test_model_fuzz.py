@@ -173,6 +173,25 @@ def test_wrong_types_and_unphysical_sizes_name_the_key(over, key):
     assert "\n" not in str(e.value)
 
 
+@pytest.mark.parametrize("fixture, where, key, value", [
+    # math.isfinite(10**400) raises OverflowError: found by fuzz_configs.py (20,000 hybrid examples, 1 crash)
+    ("qwen_7b", None, "rotary_pct", 10 ** 400),
+    ("ling_lite_1_5", None, "partial_rotary_factor", 10 ** 400),
+])
+def test_huge_integers_in_number_keys_are_one_line_errors(fixture, where, key, value):
+    cfg = copy.deepcopy(_HYBRID[fixture])
+    (cfg[where] if where else cfg)[key] = value
+    assert crash_of(cfg) is None
+    with pytest.raises(RooflineError, match=key):
+        load_model(cfg)
+
+
+def test_a_huge_rope_theta_is_a_number():
+    cfg = copy.deepcopy(_HYBRID["muse_glimmer_default"])
+    cfg["text_config"]["layer_rope_theta"] = [10 ** 400] * 52  # every layer with RoPE: a valid, if odd, base
+    assert crash_of(cfg) is None and load_model(cfg).params_total > 0
+
+
 def test_ten_million_layers_is_refused_at_once():
     import time
 

@@ -27,7 +27,6 @@ bias, optional MTP layers), told apart by config.json's architectures; each with
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
@@ -35,7 +34,7 @@ from .architectures import ARCHITECTURES
 from .key_names import HEADS_KEYS
 from .traits import Architecture
 from .layers import ffn_spec, mla_attention
-from .reader import ConfigReader, as_int
+from .reader import ConfigReader, as_int, is_finite_number
 from .spec import AttentionSpec, FfnSpec, MixerSpec
 
 # the hub config's switches and the one value of each that transformers' BailingHybrid classes build
@@ -192,7 +191,7 @@ def note_bailing_moe(r: ConfigReader) -> None:
             f"({r.dim('moe_intermediate_size')}) (model_type='bailing_moe'): the checkpoint's code builds the shared "
             "experts of the latter, vLLM of the former")
     factor = r.typed("partial_rotary_factor", (int, float), "a number in (0, 1]", 1)
-    if not math.isfinite(factor) or not 0 < factor <= 1:
+    if not is_finite_number(factor) or not 0 < factor <= 1:
         raise ModelConfigError(f"partial_rotary_factor must be a number in (0, 1], got {factor!r:.40}")
     rotary = r.count("rotary_dim", allow_zero=False, default=1) if r.get("rotary_dim") is not None else None
     if factor < 1 or rotary is not None:

@@ -13,11 +13,10 @@ change no shape, checked and named, and PLaMo-3's legacy window key.
 
 from __future__ import annotations
 
-import math
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
 from .key_names import BOUNDS
-from .reader import ConfigReader, as_int, bound_of
+from .reader import ConfigReader, as_int, bound_of, is_finite_number
 
 _SKIPS = ("bskcn_1", "bskcn_2", "bskcn_3", "bskcn_4")
 
@@ -69,8 +68,7 @@ def note_teleflm(r: ConfigReader) -> None:
         return
     for key in ("input_mult", "output_mult", "mup_scale_factor"):
         value = r.get(key)
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
-                or value == 0 or abs(value) > bound_of("width"):
+        if not is_finite_number(value) or value == 0 or abs(value) > bound_of("width"):
             raise ModelConfigError(f"{key} must be a finite nonzero number when use_mup is true, got {value!r:.40}")
     r.assume("Tele-FLM use_mup: the embeddings are scaled by input_mult and the logits by output_mult / "
              "mup_scale_factor, elementwise passes not priced.")

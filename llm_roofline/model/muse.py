@@ -18,12 +18,11 @@ expert (FfnSpec.latent).
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
 from .key_names import N_EXPERTS_KEYS
-from .reader import ConfigReader, require_divides
+from .reader import ConfigReader, is_finite_number, require_divides
 from .spec import AttentionSpec, FfnSpec, LayerGroup
 
 MUSE_TYPES = ("muse_glimmer_text", "muse_spark_text")
@@ -95,8 +94,7 @@ def _rope_layers(r: ConfigReader, n: int) -> list[bool]:
     if len(thetas) != n:
         raise ModelConfigError(f"layer_rope_theta must list one entry per layer ({n}), got {len(thetas)}")
     for i, t in enumerate(thetas):
-        if isinstance(t, bool) or not isinstance(t, (int, float)) or isinstance(t, float) and not math.isfinite(t) \
-                or t < 0:
+        if not is_finite_number(t) or t < 0:
             raise ModelConfigError(f"layer_rope_theta[{i}] must be a non-negative number (0: no RoPE), got "
                                    f"{str(t)[:40]!r}")
     return [t != 0 for t in thetas]

@@ -11,12 +11,11 @@ the same dims n_embd / n_head / n_layer / ffn_hidden_size / n_positions (vLLM's 
 
 from __future__ import annotations
 
-import math
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError
 from .key_names import HEADS_KEYS
 from .layers import group_layers
-from .reader import ConfigReader, require_divides
+from .reader import ConfigReader, is_finite_number, require_divides
 from .spec import AttentionSpec, FfnSpec, LayerGroup
 
 
@@ -44,7 +43,7 @@ def qwen1_groups(r: ConfigReader, d_model: int, n_layers: int) -> tuple[LayerGro
 def _note(r: ConfigReader, key: str, width: int) -> None:
     r.assume(f"Qwen (v1): {key} {width} is twice the MLP width: w1 and w2 are {width // 2} wide each (QWenMLP).")
     pct = r.get("rotary_pct", default=1.0)
-    if isinstance(pct, bool) or not isinstance(pct, (int, float)) or not math.isfinite(pct) or not 0 < pct <= 1:
+    if not is_finite_number(pct) or not 0 < pct <= 1:
         raise ModelConfigError(f"rotary_pct must be a number in (0, 1], got {str(pct)[:40]}")
     if pct != 1:
         r.assume(f"rotary_pct={pct}: RoPE's elementwise pass is counted over whole heads (a small upper bound).")

@@ -14,6 +14,12 @@ from ..errors import ModelConfigError, UnsupportedArchitectureError
 from .key_names import BOUNDS, BOUND_OF_KEY, HEADS_KEYS, HIDDEN_KEYS, KV_HEADS_KEYS, ZERO_ALLOWED
 
 
+def is_finite_number(value: Any) -> bool:
+    """A real number, not a bool, and finite: any int (math.isfinite would overflow on a huge one), a float but inf
+    and NaN."""
+    return not isinstance(value, bool) and (isinstance(value, int) or isinstance(value, float) and math.isfinite(value))
+
+
 def as_int(value: Any, key: str, allow_zero: bool = False, bound: int | None = None) -> int:
     """value as an int: an int or integral float, not a bool, positive (or zero), at most the key's bound."""
     ok = (isinstance(value, int) and not isinstance(value, bool)) or \
