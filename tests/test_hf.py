@@ -475,6 +475,16 @@ def test_non_causal_and_cross_attention_types_refused(model_type, words):
         load_model(_llama_config(model_type=model_type))
 
 
+def test_unknown_type_with_kv_groups_under_its_own_names_is_refused():
+    # THUDM/chatglm3-6b's keys under a model_type the table does not know (a fork, a renamed copy): its KV heads
+    # (multi_query_group_num 2) and head width (kv_channels) read by no generic key name; read Llama-style before as
+    # 32 KV heads (7,124,492,288 parameters, a KV cache 16x too big)
+    cfg = json.loads((Path(__file__).parent / "fixtures" / "configs" / "chatglm3_6b.json").read_text())
+    cfg = {**{k: v for k, v in cfg.items() if k != "architectures"}, "model_type": "chatglm_fork"}
+    with pytest.raises(UnsupportedArchitectureError, match="kv_channels, multi_query_attention, multi_query_group_num"):
+        load_model(cfg)
+
+
 def test_unknown_model_type_is_read_by_key_names_and_noted():
     m = load_model(_llama_config(model_type="brand_new_decoder"))
     assert m.params_total == load_model(_llama_config()).params_total

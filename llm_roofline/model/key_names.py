@@ -69,9 +69,13 @@ LAYER_TYPE_WINDOWS = {"full_attention": None, "sliding_attention": "window", "ch
 # Keys that shape the model; when present (truthy) in a config and not read, the reader says so.
 STRUCTURAL_KEY_WORDS = ("expert", "moe", "lora_rank", "window", "chunk", "sparse", "layer_types", "_layers",
                         "block_config", "rope_layer", "dense_replace", "intermediate_size", "num_kv", "ffn",
-                        "attention_type")
+                        "attention_type",
+                        # ChatGLM's multi_query_group_num / kv_channels, the KV heads and head width under names of
+                        # its own, were read as 32 heads of hidden / heads by the generic path
+                        "query", "kv_channels")
 # Keys that contain those words but do not change the shapes (routing and training hyper-parameters).
 SHAPE_NEUTRAL_KEYS = frozenset((
+    "query_pre_attn_scalar", "apply_query_key_layer_scaling",  # a score scale (Gemma-2/3, Step-3.5), ChatGLM's
     "router_aux_loss_coef", "output_router_logits", "norm_topk_prob", "routed_scaling_factor", "topk_method",
     "scoring_func", "n_group", "topk_group", "aux_loss_alpha", "seq_aux", "ep_size", "moe_norm_min",
     "router_jitter_noise", "moe_gate", "moe_aux_loss_coeff", "moe_z_loss_coeff", "use_sliding_window",

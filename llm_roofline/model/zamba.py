@@ -21,6 +21,8 @@ _BLOCK_NAMES = {"mamba": False, "linear_attention": False, "m": False, "hybrid":
 def zamba_groups(r: ConfigReader, d_model: int, n_layers: int, v2: bool) -> tuple[LayerGroup, ...]:
     """The Mamba blocks of every layer, and the shared block with its per-layer matrices at the hybrid layers."""
     hybrid = _hybrid_layers(r, n_layers, v2)
+    if v2:  # Zamba2Config derives both (hidden / heads, heads) and its modeling code reads neither
+        r.used.update(("kv_channels", "num_query_groups"))
     mixer = _mixer(r, d_model) if v2 else _mamba1_mixer(r, d_model)
     groups = [LayerGroup(mixer.kind, n_layers, AttentionSpec.none(), FfnSpec.none(), norms=1, mixer=mixer)]
     n_shared = sum(hybrid)
