@@ -16,6 +16,8 @@ Fixtures (tests/fixtures/configs):
   llm_config a Qwen2 of hidden 896, 24 layers, 14 heads over 2 KV heads, vocab 151,674; InternViT-300M).
   transformers 5.24's Qwen2ForCausalLM from its llm_config (tie_word_embeddings false, the wrapper's) on the meta
   device: 629,697,920. OpenGVLab: "InternVL3-1B: 0.9B" (the 0.3B ViT + this 0.63B language model).
+- minimax_m1.json: MiniMax-AI/MiniMax-M1's config.json as a public dump of its repository prints it (model_type
+  minimax_m1, remote code; transformers' MiniMax under another type).
 - deepseek_ocr.json: deepseek-ai/DeepSeek-OCR's config.json verbatim as a public model report prints it (remote code,
   language_config a DeepSeek-V2 MoE with use_mla false), with the checkpoint's tensor list: 2,710 tensors,
   3,336,106,240 parameters in all (SAM ViT-B, CLIP-L, projector and the decoder).
@@ -201,3 +203,24 @@ def test_molmo2_bad_values(change, error):
 def test_molmo2_estimates():
     est = lr.estimate(lr.load_model(_molmo2()), "h100-sxm", batch=8, prompt_len=1024, gen_len=128)
     assert 0 < est.ttft_s < 10 and 0 < est.tpot_s < 1
+
+
+def test_minimax_m1_hub_config_is_transformers_minimax():
+    # MiniMax-AI/MiniMax-M1's config.json as its repository ships it (model_type minimax_m1, remote code
+    # MiniMaxM1ForCausalLM; attn_type_list: 7 lightning layers then a softmax one, x 10). Read Llama-style before:
+    # 80 GQA layers, 446,400,239,616 parameters and a softmax KV cache on every layer.
+    m = lr.load_model(FIX / "minimax_m1.json")
+    # d 6144, 64 heads of 128, 8 KV heads, 32 experts top-2 of 9216, vocab 200,064, untied:
+    # softmax layer: q, o 2 x 6144 x 8192 + k, v 2 x 6144 x 1024 = 113,246,208; lightning layer: qkv 6144 x 3 x 8192 +
+    # output_gate 6144 x 8192 + out_proj 8192 x 6144 + its RMSNorm 8192 = 251,666,432; MoE: router 6144 x 32 = 196,608
+    # + 32 x 3 x 6144 x 9216 = 5,435,817,984; 2 norms 12,288.
+    # 10 x (113,246,208 + 5,436,026,880) + 70 x (251,666,432 + 5,436,026,880) = 55,492,730,880 + 398,138,531,840;
+    # + embeddings and head 2 x 200,064 x 6144 = 2,458,386,432 + final norm 6,144 = 456,089,655,296 (MiniMax: 456B)
+    assert m.params_total == 456_089_655_296
+    # active without the embedding table and head: 2 of 32 experts -> 45,944,920,064 (MiniMax: 45.9B activated)
+    assert m.params_active - 2 * 200_064 * 6144 == 45_944_920_064
+    assert m.attention_kind == "gqa/lightning"
+    assert kv_bytes_per_token(m) == 10 * 2 * 8 * 128 * 2 == 40_960  # softmax layers only
+    assert "minimax_m1" in " ".join(m.assumptions)
+    with pytest.raises(lr.UnsupportedArchitectureError, match="shared_intermediate_size"):
+        lr.load_model({**_fixture("minimax_m1"), "shared_intermediate_size": 1024})

@@ -71,7 +71,7 @@ from .ouro import ouro_loops
 from .pangu import note_pangu_embedded
 from .qwen1 import qwen1_groups
 from .reader import ConfigReader, check_head_counts
-from .remote_code import REMOTE_CODE_CLASSES
+from .remote_code import REMOTE_CODE_ALIASES, REMOTE_CODE_CLASSES
 from .scope import check_unread_keys, model_type_of, reject_unsupported, text_part
 from .spec import AttentionSpec, FfnSpec, ModelSpec
 from .step3 import step3_layers, step3_moe_layers
@@ -157,6 +157,10 @@ def spec_from_config(config: dict, name: str = "model", source: str = "") -> Mod
     reject_unsupported(config)
     text = text_part(config, notes)
     model_type = _text_model_type(text, config) or _remote_code_type(text, notes)
+    if model_type in REMOTE_CODE_ALIASES:
+        notes.append(f"model_type {model_type!r} (remote code) is transformers' {REMOTE_CODE_ALIASES[model_type]!r}: "
+                     "read as that.")
+        model_type = REMOTE_CODE_ALIASES[model_type]
     reject_unsupported(text, model_type)  # a text_config without its own model_type: the wrapper's text model's
     arch = ARCHITECTURES.get(model_type)
     if model_type == "bailing_moe":  # Ling 1.x or 2.0, by config.json's architectures

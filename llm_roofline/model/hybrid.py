@@ -461,9 +461,14 @@ def _minimax_layers(r: ConfigReader, arch: Architecture, d_model: int, n_layers:
     mixer = MixerSpec("lightning", heads, head_dim, head_dim, heads, 0, chunk_size=r.dim("block_size"),
                       state_dtype=_state_dtype(r))
     moe = ffn_spec(r, arch, d_model, True, 0)
-    r.assume("MiniMax: the residual scaling factors (*_alpha_factor, *_beta_factor) are scalars, not modelled.")
+    r.assume("MiniMax: the residual scaling factors (*_alpha_factor, *_beta_factor; the hub's layernorm_*_alpha / "
+             "_beta, postnorm) are scalars and a norm placement, not modelled.")
     r.used.update(("full_attn_alpha_factor", "full_attn_beta_factor", "linear_attn_alpha_factor",
-                   "linear_attn_beta_factor", "mlp_alpha_factor", "mlp_beta_factor", "rotary_dim"))
+                   "linear_attn_beta_factor", "mlp_alpha_factor", "mlp_beta_factor", "rotary_dim", "postnorm"))
+    if r.count("shared_intermediate_size"):  # the hub code's optional shared expert (shared_moe_mode)
+        raise UnsupportedArchitectureError("shared_intermediate_size > 0 (model_type=minimax): MiniMax's remote code "
+                                           "adds a shared expert transformers' MiniMax does not build; not read")
+    r.used.add("shared_moe_mode")
     return [(attn, None, moe) if f else (AttentionSpec.none(), mixer, moe) for f in full]
 
 

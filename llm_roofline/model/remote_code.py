@@ -118,3 +118,9 @@ REMOTE_CODE_ARCHITECTURES: dict[str, Architecture] = {
 REMOTE_CODE_CLASSES = {"ChatGLMModel": "chatglm", "ChatGLMForConditionalGeneration": "chatglm",
                        "QWenLMHeadModel": "qwen", "BaichuanForCausalLM": "baichuan", "BaiChuanForCausalLM": "baichuan",
                        **dict.fromkeys(("Grok1ModelForCausalLM", "Grok1ForCausalLM", "GrokForCausalLM"), "grok-1")}
+
+# Remote-code model types whose model is one transformers ships under another type: read as that type (noted).
+# MiniMax-Text-01 / MiniMax-M1's hub config.json (MiniMaxText01ForCausalLM / MiniMaxM1ForCausalLM, vLLM
+# minimax_text_01.py) are transformers' MiniMax: lightning attention beside softmax GQA (attn_type_list), every layer
+# MoE; read Llama-style they were 80 GQA layers.
+REMOTE_CODE_ALIASES = {"minimax_text_01": "minimax", "minimax_m1": "minimax"}
