@@ -105,7 +105,8 @@ _HYBRID = {p.stem: json.loads(p.read_text()) for p in sorted((REPO / "tests" / "
                          "ling_flash_2_0", "ling_lite_1_5", "mimo_7b_base", "minicpm4_1_8b", "openpangu_embedded_7b",
                          "orion_14b_base", "ouro_1_4b", "phi3_small_8k_instruct", "qwen3_omni_30b_a3b",
                          "qwen_14b_chat_int4", "qwen_7b", "step3", "telechat2_115b", "xverse_moe_a4_2b",
-                         "mistral_large4_default", "muse_glimmer_default", "muse_spark_default", "glm5_3_flash")}
+                         "mistral_large4_default", "muse_glimmer_default", "muse_spark_default", "glm5_3_flash",
+                         "minimax_m1")}
 _HYBRID_VALUES = st.one_of(_extremes, _values, st.sampled_from(["auto", "M*-E", "M-M*", "float8", "float32", "FS", 0, 3,
                                                             "per-head", "per-element", "sigmoid", "sum"]),
                            st.lists(st.sampled_from(["mamba", "attention", "linear_attention", "full_attention", "mlp",
