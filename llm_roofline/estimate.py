@@ -378,7 +378,7 @@ def _warnings(spec: ModelSpec, chip: Chip, sh: Sharding, dt: Dtypes, context) ->
     out = []
     if spec.max_context and np.any(context > spec.max_context):
         out.append(f"context prompt_len + gen_len = {int(np.max(context))} exceeds the model's "
-                   f"max_position_embeddings {spec.max_context}; the estimate extrapolates.")
+                   f"maximum context {spec.max_context}; the estimate extrapolates.")
     if sh.ffn_chips > chip.scaleup.domain_size:
         out.append(f"tp x attention_dp = {sh.ffn_chips} chips exceed {chip.name}'s scale-up domain of "
                    f"{chip.scaleup.domain_size} ({chip.scaleup.kind}): every tensor-parallel collective crosses the "

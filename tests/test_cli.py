@@ -99,7 +99,7 @@ def test_estimate_is_compact_by_default_and_warns_first(capsys):
     assert code == 0 and "attn.qkv_proj" in out and "assumptions:" in out
     # a prompt beyond the model's context: one warning, on stderr, before anything else
     code, out, err = run(capsys, "estimate", "meta-llama/Llama-3.1-8B", "--chip", "h100-sxm", "--prompt", "200000")
-    assert code == 0 and err.count("exceeds the model's max_position_embeddings 131072") == 1
+    assert code == 0 and err.count("exceeds the model's maximum context 131072") == 1
     assert err.startswith("llm-roofline: warning:") and "exceeds" not in out
     with pytest.raises(SystemExit) as ex:
         main(["--version"])

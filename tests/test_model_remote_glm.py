@@ -209,7 +209,8 @@ def test_qwen_7b_mlp_is_half_of_intermediate_size():
     assert (a.kind, a.n_kv_heads, a.head_dim, a.qkv_bias, a.o_bias) == ("mha", 32, 128, True, False)
     assert (f.d_ff, f.gated, f.bias) == (11008, True, False)
     assert kv_bytes_per_token(m) == 2 * 32 * 128 * 32 * 2  # 524,288 B
-    assert (m.max_context, m.tie_embeddings, m.norm) == (32768, False, "rmsnorm")
+    # context: the smallest of max_position_embeddings 32,768 and seq_length 8,192, as vLLM's max_model_len
+    assert (m.max_context, m.tie_embeddings, m.norm) == (8192, False, "rmsnorm")
     assert any("intermediate_size 22016 is twice the MLP width" in s for s in m.assumptions)
 
 
@@ -222,7 +223,7 @@ def test_qwen_14b_chat_int4():
     assert m.layer_groups[0].ffn.d_ff == 13696
     assert kv_bytes_per_token(m) == 2 * 40 * 128 * 40 * 2  # 819,200 B
     assert (m.quantization.dtype, m.quantization.group_size) == ("int4", 128)  # GPTQ
-    assert m.max_context == 8192
+    assert m.max_context == 2048  # seq_length 2,048 beside max_position_embeddings 8,192: the smaller (vLLM)
 
 
 def test_qwen_first_release_key_names():
@@ -233,7 +234,7 @@ def test_qwen_first_release_key_names():
            "padded_vocab_size": 151936, "vocab_size": 151936, "rotary_pct": 1.0, "tie_word_embeddings": False,
            "layer_norm_epsilon": 1e-06}
     m = lr.load_model(cfg)
-    assert m.params_total == 7_721_324_544 and m.max_context == 8192
+    assert m.params_total == 7_721_324_544 and m.max_context == 2048  # n_positions 8192, seq_length 2048: the smaller
     assert any("ffn_hidden_size 22016 is twice the MLP width" in s for s in m.assumptions)
 
 

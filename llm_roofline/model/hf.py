@@ -267,8 +267,7 @@ def _build_spec(r: ConfigReader, arch: Architecture, model_type: str, config: di
         layer_groups=groups,
         tie_embeddings=inkling_tied(r) if inkling else _tied(r),
         lm_head_bias=r.flag(arch.lm_head_bias),
-        max_context=r.dim(*CONTEXT_KEYS, *(("model_max_length",) if inkling else arch.context_keys), required=False)
-        or _no_context(r),
+        max_context=_max_context(r, CONTEXT_KEYS + (("model_max_length",) if inkling else arch.context_keys)),
         norm=_norm_kind(r, arch, model_type),
         learned_positions=positions,
         weight_dtype=weight_dtype,
@@ -374,9 +373,20 @@ def _tied(r: ConfigReader) -> bool:
     return bool(tied)
 
 
-def _no_context(r: ConfigReader) -> None:
-    r.assume("No max_position_embeddings in the config: the maximum context is unknown.")
-    return None
+def _max_context(r: ConfigReader, keys: tuple[str, ...]) -> int | None:
+    """The longest context the config allows: the smallest of the context keys it states, as vLLM's max_model_len
+    takes it (_get_and_verify_max_len: Qwen v1's max_position_embeddings 32,768 beside seq_length 8,192 -> 8,192);
+    else the architecture's default; None, noted, without either."""
+    values = {k: r.dim(k) for k in keys if r.stated(k)}
+    if len(set(values.values())) > 1:
+        r.assume(f"Context: {', '.join(f'{k} {v:,}' for k, v in values.items())}: the smallest, as vLLM's "
+                 "max_model_len takes it.")
+    if values:
+        return min(values.values())
+    context = r.dim(*keys, required=False)
+    if context is None:
+        r.assume("No max_position_embeddings in the config: the maximum context is unknown.")
+    return context
 
 
 def _norm_kind(r: ConfigReader, arch: Architecture, model_type: str) -> str:
