@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .errors import ScenarioError
+from .errors import ScenarioError, shown
 
 
 class Bound(NamedTuple):
@@ -57,13 +57,10 @@ def bound(name: str) -> Bound:
 
 
 def _fail(name: str, value: Any, what: str) -> ScenarioError:
-    shown = value if isinstance(value, str) else _short(value)
-    return ScenarioError(f"{name} must be {what}, got {shown}")
+    text = value if isinstance(value, str) else shown(value)
+    return ScenarioError(f"{name} must be {what}, got {text}")
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _is_number_like(value: Any) -> bool:

@@ -14,7 +14,7 @@ import numpy as np
 
 from .efficiency import (BORROWED, BORROWS, FAMILIES, NOT_MEASURED, OWN_BF16_FALLBACK, PARAMS, TPU_DEFAULT,
                          UNCALIBRATED, CalibratedModel, FamilyFit, borrowed_base)
-from .errors import ChipError, RooflineError, ScenarioError
+from .errors import ChipError, RooflineError, ScenarioError, shown
 from .hardware import Chip, load_chip
 from .roofline import Efficiency
 
@@ -212,13 +212,13 @@ def _checked(e: Efficiency) -> Efficiency:
         try:
             x = np.asarray(v, dtype=np.float64)
         except (TypeError, ValueError):
-            raise ScenarioError(f"Efficiency.{name} must be a number, got {v!r:.60}") from None
+            raise ScenarioError(f"Efficiency.{name} must be a number, got {shown(v)}") from None
         ok = (x > 0) & (x <= 1) if name in ("compute", "memory", "comm", "comm_switch") else np.isfinite(x) & (x >= 0)
         if x.ndim:
-            raise ScenarioError(f"Efficiency.{name} must be one number (it applies to every op), got {v!r:.60}")
+            raise ScenarioError(f"Efficiency.{name} must be one number (it applies to every op), got {shown(v)}")
         if isinstance(v, (bool, str)) or not np.all(ok):
             what = "a fraction in (0, 1]" if name in ("compute", "memory", "comm", "comm_switch") else "finite and >= 0"
-            raise ScenarioError(f"Efficiency.{name} must be {what}, got {v!r:.60}")
+            raise ScenarioError(f"Efficiency.{name} must be {what}, got {shown(v)}")
     return e
 
 

@@ -155,7 +155,7 @@ from typing import TYPE_CHECKING, Mapping
 
 import numpy as np
 
-from .errors import ChipError
+from .errors import ChipError, shown
 from .hardware import CHIP_RANGES, Chip, load_chip
 from .roofline import Efficiency, stacked, where as _where, with_serial_share
 from .units import everywhere, f64 as _float, where_positive
@@ -267,18 +267,18 @@ class FamilyFit:
         for name in ("compute_max", "memory_max", "comm_max", "comm_switch_max"):
             v = getattr(self, name)
             if isinstance(v, bool) or not (isinstance(v, (int, float)) and 0 < v <= 1):
-                raise ChipError(f"efficiency {name} must be in (0, 1], got {v!r}")
+                raise ChipError(f"efficiency {name} must be in (0, 1], got {shown(v)}")
         for name in (k for k in PARAMS if not k.endswith("_max")):  # halves, overheads, band: finite, >= 0, capped
             v, top = getattr(self, name), PARAM_TOP[name]
-            if isinstance(v, bool) or not (isinstance(v, (int, float)) and math.isfinite(v) and 0 <= v <= top):
-                raise ChipError(f"efficiency {name} must be a number in [0, {top:g}], got {v!r}")
+            if isinstance(v, bool) or not (isinstance(v, (int, float)) and 0 <= v <= top and math.isfinite(v)):
+                raise ChipError(f"efficiency {name} must be a number in [0, {top:g}], got {shown(v)}")
         for name in ("compute_m_tile", "memory_token_tile"):  # tiles of rows: none (0) or at least one row
             if 0 < getattr(self, name) < 1:
                 raise ChipError(f"efficiency {name} must be 0 (none) or at least 1 row, got {getattr(self, name)!r}")
-        if self.compute_m_block_rule and self.compute_m_block_rule not in M_BLOCK_RULES:  # a kernel's rule, or 0
-            raise ChipError(f"efficiency compute_m_block_rule must be 0, 1 or 2, got {self.compute_m_block_rule!r}")
+        if (rule := self.compute_m_block_rule) and rule not in M_BLOCK_RULES:  # a kernel's rule, or 0
+            raise ChipError(f"efficiency compute_m_block_rule must be 0, 1 or 2, got {shown(rule)}")
         if self.compute_q_tile_rule not in (0.0, 1.0):  # FlashInfer's tile rule, or none
-            raise ChipError(f"efficiency compute_q_tile_rule must be 0 or 1, got {self.compute_q_tile_rule!r}")
+            raise ChipError(f"efficiency compute_q_tile_rule must be 0 or 1, got {shown(self.compute_q_tile_rule)}")
 
     def compute(self, tokens, keys=0.0, elems=0.0, cols=0.0, dim=0.0, group=0.0, outs=0.0, depth=0.0, width=0.0,
                 block_rows=0.0, spread=0.0) -> np.ndarray:

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .errors import ScenarioError
+from .errors import ScenarioError, shown
 
 SCHEDULING = ("chunked", "prefill_first")
 
@@ -87,12 +87,12 @@ class Engine:
         if self.scheduling not in SCHEDULING:
             raise ScenarioError(f"scheduling must be one of {', '.join(SCHEDULING)}, got {self.scheduling!r}")
         if not 0.0 < self.gpu_memory_utilization <= 1.0:
-            raise ScenarioError(f"gpu_memory_utilization must be in (0, 1], got {self.gpu_memory_utilization!r}")
+            raise ScenarioError(f"gpu_memory_utilization must be in (0, 1], got {shown(self.gpu_memory_utilization)}")
         if min(self.step_overhead_s, self.seq_overhead_s, self.request_overhead_s, self.prompt_step_overhead_s) < 0:
             raise ScenarioError("host overheads must be >= 0 seconds")
         if not (self.own_step_stages >= 1 and self.attention_groups >= 1):  # NaN too
-            raise ScenarioError(f"own_step_stages and attention_groups must be >= 1, got {self.own_step_stages!r} "
-                                f"and {self.attention_groups!r}")
+            raise ScenarioError(f"own_step_stages and attention_groups must be >= 1, got {shown(self.own_step_stages)} "
+                                f"and {shown(self.attention_groups)}")
 
 
 @dataclass(frozen=True)
@@ -116,10 +116,11 @@ class Speculative:
         if isinstance(value, Speculative):
             return value
         if not isinstance(value, dict) or set(value) - {"k", "acceptance", "draft"}:
-            raise ScenarioError(f"speculative must be dict(k=..., acceptance=..., draft=None|model), got {value!r}")
+            raise ScenarioError("speculative must be dict(k=..., acceptance=..., draft=None|model), got "
+                                f"{shown(value)}")
         k, a = value.get("k", 0), float(value.get("acceptance", 0.0))
         if int(k) != k or k < 0 or not 0.0 <= a <= 1.0:
-            raise ScenarioError(f"speculative needs an integer k >= 0 and acceptance in [0, 1], got {value!r}")
+            raise ScenarioError(f"speculative needs an integer k >= 0 and acceptance in [0, 1], got {shown(value)}")
         return Speculative(int(k), a, value.get("draft"))
 
 
@@ -172,13 +173,13 @@ def workload_of(prompt_len, gen_len, prefix_hit_rate, workload=None) -> Workload
     """prompt_len, gen_len, prefix_hit_rate: arrays (n,); workload: None or a list of (prompt, gen[, weight])."""
     hit = np.asarray(prefix_hit_rate, dtype=np.float64)
     if not np.all((hit >= 0) & (hit < 1)):  # NaN too
-        raise ScenarioError(f"prefix_hit_rate must be in [0, 1), got {prefix_hit_rate!r}")
+        raise ScenarioError(f"prefix_hit_rate must be in [0, 1), got {shown(prefix_hit_rate)}")
     if workload is None:
         p, g, w = (np.asarray(x, dtype=np.float64)[..., None] for x in (prompt_len, gen_len, np.ones_like(hit)))
     else:
         rows = [tuple(r) + (1.0,) * (3 - len(r)) for r in workload]
         if not rows or any(len(r) != 3 for r in rows):
-            raise ScenarioError(f"workload must be a list of (prompt_len, gen_len[, weight]), got {workload!r}")
+            raise ScenarioError(f"workload must be a list of (prompt_len, gen_len[, weight]), got {shown(workload)}")
         p, g, w = (np.broadcast_to(np.asarray(c, dtype=np.float64), hit.shape + (len(rows),)) for c in zip(*rows))
         p, g, w = p, g, w / np.sum(w, axis=-1, keepdims=True)
     if np.any(p < 1) or np.any(g < 1) or np.any(p != np.floor(p)) or np.any(g != np.floor(g)) or np.any(w < 0):

@@ -29,6 +29,17 @@ class OutputError(RooflineError):
     """An output file cannot be written (missing folder, no permission, disk full, a symlink, a device)."""
 
 
+def shown(value) -> str:
+    """A value as an error message echoes it: its repr, cut to 60 characters; an integer of more than 4,300 digits
+    (or a list holding one), which Python refuses to print (ValueError), by its size."""
+    try:
+        text = repr(value)
+    except ValueError:
+        text = (f"an integer of about {int(value.bit_length() * 0.30103):,} digits" if isinstance(value, int)
+                else f"a {type(value).__name__} holding an integer too long to print")
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def closest(name: str, candidates, n: int = 3) -> str:
     """Up to n candidates closest to name, formatted for an error message ('' when none is close)."""
     import difflib

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .chip_fits import DEFAULT_EFFICIENCY, resolve_efficiency
-from .errors import RooflineError, ScenarioError
+from .errors import RooflineError, ScenarioError, shown
 from .estimate import (Evaluation, decode_ops, decode_total_of, prefill_time_factor, scenario_arrays, scenario_grid,
                        step_time_factor, tpot_of)
 from .graph import Dtypes, Phase, build_ops, handoff_ops, resolve_dtypes
@@ -98,7 +98,7 @@ def evaluate_pipelines(model, chips, *, efficiencies, batches, pps, eps=None, pr
     eps = [ep] * len(pps) if eps is None else eps
     if not all(isinstance(x, (list, tuple)) for x in (batches, pps, eps)) or not len(batches) == len(pps) == len(eps):
         raise ScenarioError(f"evaluate_pipelines takes lists of batch grids, pps and eps of the same length, "
-                            f"got {batches!r:.60}, {pps!r:.60} and {eps!r:.60}")
+                            f"got {shown(batches)}, {shown(pps)} and {shown(eps)}")
     scenarios = []
     for batch, pp, e in zip(batches, pps, eps):
         try:

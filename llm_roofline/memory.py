@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .bounds import check_count, check_range
-from .errors import RooflineError, ScenarioError
+from .errors import RooflineError, ScenarioError, shown
 from .graph import Dtypes, Phase, build_ops, handoff_ops, resolve_dtypes
 from .model.spec import Matrix, ModelSpec
 from .sharding import (Sharding, kv_elems_per_token_per_chip, micro_batches, mixer_state_elems_per_chip,
@@ -144,7 +144,7 @@ def kv_cache_bytes(spec: ModelSpec, context_len, batch=1, kv_dtype: str = "bf16"
     context_tokens = np.asarray(context_len, dtype=np.float64)
     batch_seqs = np.asarray(batch, dtype=np.float64)
     if np.any(context_tokens < 0) or np.any(batch_seqs < 0):
-        raise ScenarioError(f"context_len and batch must be non-negative, got {context_len!r} and {batch!r}")
+        raise ScenarioError(f"context_len and batch must be non-negative, got {shown(context_len)} and {shown(batch)}")
     per_token_bytes = kv_bytes_per_token_by_group(spec, kv_dtype, tp)
     total_bytes = np.zeros(np.broadcast(context_tokens, batch_seqs).shape)
     for g in spec.layer_groups:
@@ -283,7 +283,7 @@ def max_batch(model, chip, context_len, tp=1, pp=1, ep=1, weight_dtype=None, kv_
     contexts = [int(c) for c in np.atleast_1d(check_count("context_len", context_len))]
     if any(c <= gen_len for c in contexts):
         raise ScenarioError(f"context_len must be integers > gen_len = {gen_len} (prompt = context - gen), "
-                            f"got {context_len!r}")
+                            f"got {shown(context_len)}")
     tp, pp, ep = ([int(v) for v in np.atleast_1d(check_count(n, v))] for n, v in (("tp", tp), ("pp", pp), ("ep", ep)))
     rows = [max_batch_row(spec, chip, ctx, tp=tp_, pp=pp_, ep=ep_, weight_dtype=wd, kv_dtype=kvd, act_dtype=act_dtype,
                           gpu_memory_utilization=gpu_memory_utilization, gen_len=gen_len, attention=attention,

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .bounds import BOUNDS, check_count, check_grid_points, check_range
-from .errors import RooflineError, ScenarioError
+from .errors import RooflineError, ScenarioError, shown
 from .hardware import chip_prices, load_chips
 from .model.hf import load_model
 from .chip_fits import DEFAULT_EFFICIENCY
@@ -167,7 +167,7 @@ def _check_hit_rate(prefix_hit_rate) -> None:
     except (TypeError, ValueError):
         ok = False
     if not ok:  # NaN too
-        raise ScenarioError(f"prefix_hit_rate must be in [0, 1), got {prefix_hit_rate!r:.80}")
+        raise ScenarioError(f"prefix_hit_rate must be in [0, 1), got {shown(prefix_hit_rate)}")
 
 
 def _knob(name: str, values) -> list[int]:

@@ -39,7 +39,7 @@ from typing import Callable
 import numpy as np
 
 from .engine import StepTables, Workload, bracket_nodes
-from .errors import ScenarioError
+from .errors import ScenarioError, shown
 
 _ITERATIONS = 40  # damped fixed-point iterations (40 vs 80: < 0.3 % apart); a fixed count: same input, same answer
 _SETTLE = np.geomspace(0.25, 0.02, 24)  # then the points still moving (a 2-cycle), with shrinking steps (_steady)
@@ -349,6 +349,6 @@ def solve_closed(tab: StepTables, wl: Workload, concurrency, capacity, tokens_pe
     `requests_per_client` requests each, all clients starting together (np.inf: the steady state alone). with_p90:
     see _steady."""
     if not requests_per_client >= 1.0:
-        raise ScenarioError(f"requests_per_client must be >= 1, got {requests_per_client!r}")
+        raise ScenarioError(f"requests_per_client must be >= 1, got {shown(requests_per_client)}")
     return _steady(tab, wl, concurrency, capacity, True, tokens_per_step, request_overhead_s, requests_per_client,
                    with_p90=with_p90)

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from .bounds import BOUNDS, check_count, check_range
-from .errors import RooflineError, ScenarioError
+from .errors import RooflineError, ScenarioError, shown
 from .chip_fits import DEFAULT_EFFICIENCY, efficiency_label, efficiency_mode, resolve_efficiency, resolved_once
 from .estimate import pass_time_s, step_band, step_time_factor, step_time_s
 from .graph import Dtypes, resolve_dtypes
@@ -283,7 +283,7 @@ def _mask(x, n: int) -> np.ndarray:
     """A saturation_where answer as a bool mask of a deployment's n points (one bool: all or none)."""
     m = np.asarray(x)
     if m.dtype != bool or m.shape not in ((), (n,)):
-        raise ScenarioError(f"saturation_where must give one bool or a bool mask of its {n} points, got {x!r:.80}")
+        raise ScenarioError(f"saturation_where must give one bool or a bool mask of its {n} points, got {shown(x)}")
     return np.broadcast_to(m, (n,))
 
 
@@ -376,7 +376,7 @@ def serve(model, chip, prompt_len=2048, gen_len=256, concurrency=None, qps=None,
 
     jobs = [dict(zip(discrete, combo)) for combo in itertools.product(*(as_list(v) for v in discrete.values()))]
     if not isinstance(uncertainty, (bool, np.bool_)):
-        raise ScenarioError(f"uncertainty must be True or False, got {uncertainty!r:.80}")
+        raise ScenarioError(f"uncertainty must be True or False, got {shown(uncertainty)}")
     frames = _run(spec, [(d, mesh) for d in jobs], ctx, raise_errors=True, band=bool(uncertainty))
     if is_sweep:
         if not any(cols["fits"].any() for _, _, _, cols, _ in frames):  # nothing to tabulate: say why, as one point
@@ -530,7 +530,7 @@ def serve_deployments(model, deployments: list[dict], only_fitting: bool = False
     base = dict(chip=None, tp=1, pp=1, ep=1, dp=1)
     if not isinstance(deployments, (list, tuple)) or not all(isinstance(d, dict) for d in deployments):
         raise ScenarioError(f"deployments must be a list of dicts (chip, tp, pp, ep, dp, grid arguments), got "
-                            f"{deployments!r:.80}")
+                            f"{shown(deployments)}")
     defaults = _serve_defaults()
     if set(kw) - set(defaults):
         raise ScenarioError(f"serve_deployments got unknown arguments {sorted(set(kw) - set(defaults))}; it takes "
@@ -542,7 +542,7 @@ def serve_deployments(model, deployments: list[dict], only_fitting: bool = False
         listed = [k for k in base if isinstance(dep.get(k), (list, tuple, np.ndarray))]
         if listed:  # serve() sweeps lists of them; a deployment is one of each
             raise ScenarioError(f"a deployment's {', '.join(listed)} must be one value each (one deployment per "
-                                f"chip and sharding), got {', '.join(f'{k}={dep[k]!r:.40}' for k in listed)}")
+                                f"chip and sharding), got {', '.join(f'{k}={shown(dep[k])}' for k in listed)}")
         call = {**defaults, **kw, **{k: v for k, v in dep.items() if k not in base}}
         try:
             spec, dep_ctx, mesh = _setup(model, call)
@@ -557,9 +557,10 @@ def serve_deployments(model, deployments: list[dict], only_fitting: bool = False
         out.append(None)
     eff = kw.get("efficiency", DEFAULT_EFFICIENCY)
     if not isinstance(p90_where_saturation, (bool, np.bool_)):
-        raise ScenarioError(f"p90_where_saturation must be True or False, got {p90_where_saturation!r:.60}")
+        raise ScenarioError(f"p90_where_saturation must be True or False, got {shown(p90_where_saturation)}")
     if saturation_where is not None and not callable(saturation_where):
-        raise ScenarioError(f"saturation_where must be a function of a deployment's columns, got {saturation_where!r:.80}")
+        raise ScenarioError("saturation_where must be a function of a deployment's columns, got "
+                            f"{shown(saturation_where)}")
     where = None if saturation_where is None else (
         lambda chip, d, g, cols: saturation_where({**g, **cols, "chip": chip.name, **{k: d[k] for k in _DEGREES}}))
     solved = iter(_run(spec, jobs, ctx, raise_errors=False, only_fitting=only_fitting, saturation_where=where,
@@ -586,7 +587,7 @@ def checked_host_overheads(given: dict) -> dict:
     seconds in [0, BOUNDS['host_overhead_s']]; a ScenarioError for anything else."""
     if not isinstance(given, dict) or set(given) - set(HOST_OVERHEADS):
         raise ScenarioError(f"host_overheads must be a dict with keys among {sorted(HOST_OVERHEADS)}, "
-                            f"got {given!r:.80}")
+                            f"got {shown(given)}")
     top = BOUNDS["host_overhead_s"].max_value
     return {k: check_range(k, given.get(k, fit), 0.0, top, "s") for k, fit in HOST_OVERHEADS.items()}
 
@@ -596,7 +597,7 @@ def _numbers(name: str, value) -> np.ndarray:
     try:
         return np.atleast_1d(np.asarray(value, dtype=np.float64)).ravel()
     except (TypeError, ValueError, OverflowError):
-        raise ScenarioError(f"{name} must be a number or a list of numbers, got {value!r}") from None
+        raise ScenarioError(f"{name} must be a number or a list of numbers, got {shown(value)}") from None
 
 
 def _frame(chip_obj, d: dict, cols: dict, mesh: dict, efficiency, labels: dict | None = None):

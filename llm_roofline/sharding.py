@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .bounds import BOUNDS
-from .errors import ShardingError
+from .errors import ShardingError, shown
 
 if TYPE_CHECKING:  # only for annotations: hardware does not import sharding
     from .hardware import Chip
@@ -71,7 +71,7 @@ class Sharding:
             _check_degree(name, getattr(self, name))
         sp = self.sequence_parallel
         if not isinstance(sp, (bool, np.bool_)) and not (isinstance(sp, (int, np.integer)) and sp in (0, 1)):
-            raise ShardingError(f"sequence_parallel must be True or False, got {sp!r:.60}")
+            raise ShardingError(f"sequence_parallel must be True or False, got {shown(sp)}")
         object.__setattr__(self, "sequence_parallel", bool(sp))
         ep = _check_degree("moe_ep", self.moe_ep) if self.moe_ep is not None else self.ep
         if self.moe_ep is not None and self.ep not in (1, ep):
@@ -87,7 +87,7 @@ class Sharding:
         object.__setattr__(self, "moe_tp", moe_tp)
         if not isinstance(self.moe_dispatch, str) or self.moe_dispatch not in MOE_DISPATCHES:
             raise ShardingError(f"moe_dispatch must be one of {', '.join(MOE_DISPATCHES)}, got "
-                                f"{self.moe_dispatch!r:.60}")
+                                f"{shown(self.moe_dispatch)}")
         skew = self.routing_skew
         if isinstance(skew, bool) or not isinstance(skew, (int, float)) or not 1.0 <= skew <= ep:
             raise ShardingError(f"routing_skew must be a number in [1, moe_ep={ep}] (busiest expert group's load "
@@ -136,7 +136,7 @@ class Sharding:
 def _check_degree(name: str, v) -> int:
     most = BOUNDS[name].max_value
     if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= most:
-        raise ShardingError(f"{name} must be a positive integer <= {most:,}, got {v!r}")
+        raise ShardingError(f"{name} must be a positive integer <= {most:,}, got {shown(v)}")
     return v
 
 

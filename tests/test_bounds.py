@@ -108,3 +108,14 @@ def test_step_and_serve_arguments_are_checked():
                       chunk_kv_len=32)
     with pytest.raises(lr.ScenarioError, match="qps must be a number or a list of numbers, got 'x'"):
         lr.serve("meta-llama/Llama-3.2-1B", "h100", prompt_len=128, gen_len=8, qps="x")
+
+
+@pytest.mark.parametrize("call", [
+    lambda: lr.serve("meta-llama/Llama-3.2-1B", "h100", concurrency=10 ** 5000),
+    lambda: lr.serve("meta-llama/Llama-3.2-1B", "h100", qps=[1, 10 ** 5000]),
+    lambda: lr.estimate("meta-llama/Llama-3.2-1B", "h100", batch=10 ** 5000),
+])
+def test_an_integer_too_long_to_print_is_a_one_line_error(call):
+    # repr() of an integer of more than 4,300 digits raises ValueError; serve echoed it that way (a traceback)
+    with pytest.raises(lr.RooflineError, match="an integer of about 5,000 digits|a list holding an integer"):
+        call()

@@ -809,7 +809,7 @@ def test_recurrentgemma_default_config_and_the_keys_transformers_writes():
 @pytest.mark.parametrize("change, error", [
     ({"_block_types": ["recurrent", "mamba"]}, "_block_types entry 'mamba' is not 'recurrent' or 'attention'"),
     ({"_block_types": []}, "at least one"),
-    ({"_block_types": ["recurrent", None]}, "_block_types entry 'None'"),  # found by fuzzing: an AttributeError
+    ({"_block_types": ["recurrent", None]}, "_block_types entry None is not"),  # found by fuzzing: an AttributeError
     ({"_block_types": "RRA"}, "_block_types must be a list"),
     ({"block_types": ["attention"]}, "block_types and _block_types disagree"),
     ({"layer_types": ["sliding_attention"] * 26}, "layer_types is not a RecurrentGemma key"),

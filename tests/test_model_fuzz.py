@@ -187,6 +187,31 @@ def test_huge_integers_in_number_keys_are_one_line_errors(fixture, where, key, v
         load_model(cfg)
 
 
+_HUGE = 10 ** 5000  # Python refuses to print an integer of more than 4,300 digits (ValueError); a dict can hold one
+
+
+@pytest.mark.parametrize("fixture, path", [
+    # each echoed the value in its error message with str() or repr(): a ValueError, found by review
+    ("chatglm3_6b", ("pre_seq_len",)), ("qwen_7b", ("rotary_pct",)), ("grok1", ("sliding_window_size",)),
+    ("ouro_1_4b", ("early_exit_threshold",)), ("jais_13b_chat", ("activation_function",)),
+    ("arctic_instruct", ("quantization",)), ("ling_lite_1_5", ("partial_rotary_factor",)),
+    ("mistral_large4_default", ("text_config", "num_key_value_heads")),
+    ("glm5_3_flash", ("text_config", "num_key_value_heads")), ("muse_spark_default", ("text_config", "layer_rope_theta")),
+    ("gemma3n_e4b", ("activation_sparsity_pattern",)), ("laguna_xs2", ("gating",)),
+    ("xlstm_7b", ("qk_dim_factor",)), ("hy4_preview", ("num_key_value_heads",)), ("north_mini_code",
+                                                                                 ("expert_selection_fn",)),
+    ("qwen3_next_80b_a3b", ("mamba_ssm_cache_dtype",)), ("lfm2_1_2b", ("block_ffn_dim_multiplier",)),
+])
+def test_an_integer_too_long_to_print_is_a_one_line_error(fixture, path):
+    cfg = copy.deepcopy(_HYBRID[fixture])
+    target = cfg
+    for key in path[:-1]:
+        target = target[key]
+    old = target.get(path[-1])
+    target[path[-1]] = [_HUGE] * len(old) if isinstance(old, list) else _HUGE
+    assert crash_of(cfg) is None
+
+
 def test_a_huge_rope_theta_is_a_number():
     cfg = copy.deepcopy(_HYBRID["muse_glimmer_default"])
     cfg["text_config"]["layer_rope_theta"] = [10 ** 400] * 52  # every layer with RoPE: a valid, if odd, base

@@ -291,7 +291,7 @@ def test_muse_spark_layer_lists_read_as_stated_and_a_latent_wider_than_the_model
     ("muse_spark_default", {"layer_rope_theta": [1e4] * 61}, ModelConfigError,
      "layer_rope_theta must list one entry per layer \\(62\\), got 61"),
     ("muse_spark_default", {"layer_rope_theta": [math.nan] * 62}, ModelConfigError,
-     "layer_rope_theta\\[0\\] must be a non-negative number \\(0: no RoPE\\), got 'nan'"),
+     "layer_rope_theta\\[0\\] must be a non-negative number \\(0: no RoPE\\), got nan"),
 ])
 def test_muse_refuses_what_transformers_would_not_build_as_read(name, change, error, match):
     with pytest.raises(error, match=match):

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..errors import ScenarioError
+from ..errors import ScenarioError, shown
 from ..model.spec import FfnSpec, LayerGroup, ModelSpec
 from ..ops import (Op, causal_conv1d, collective, embedding, expected_distinct_experts, gemm, recurrent_scan,
                    rows_per_expert)
@@ -544,7 +544,7 @@ def build_ops(spec: ModelSpec, phase: Phase, sharding: Sharding | None = None, d
     if attention not in ATTENTION_MODES:
         raise ScenarioError(f"attention must be one of {', '.join(ATTENTION_MODES)}, got {attention!r}")
     if parts is not None and not isinstance(parts, dict):
-        raise ScenarioError(f"parts must be a dict the caller keeps (or None), got {parts!r:.60}")
+        raise ScenarioError(f"parts must be a dict the caller keeps (or None), got {shown(parts)}")
     hand = handoff_ops(spec, phase, sh, dt, attention)  # pp checked before the stage is built
     c = Ctx(spec, phase, sh, dt, attention, parts)
     ops = list(c.kept(_model_ops_head))  # a copy: kept lists are shared

@@ -15,7 +15,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Mapping
 
-from ..errors import ChipError, ScenarioError, closest
+from ..errors import ChipError, ScenarioError, closest, shown
 from ..units import DTYPES
 
 TOPOLOGIES = ("switch", "full_mesh", "torus")
@@ -178,7 +178,7 @@ def _require(table: Mapping, key: str, where: str, path: str, kind=(int, float),
     value = table[key]
     if kind is str:
         if not isinstance(value, str) or not value:
-            raise ChipError(f"chip file {path}: field {where}{key} must be a non-empty string, got {_short(value)}")
+            raise ChipError(f"chip file {path}: field {where}{key} must be a non-empty string, got {shown(value)}")
         return value
     return _in_range(value, rng or _range_key(where, key), f"{where}{key}", path)
 
@@ -192,7 +192,7 @@ def _range_key(where: str, key: str) -> str:
 def _in_range(value: Any, rng: str, field_name: str, path: str) -> float:
     lo, hi, unit = CHIP_RANGES[rng]
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ChipError(f"chip file {path}: field {field_name} must be a number ({unit}), got {_short(value)}")
+        raise ChipError(f"chip file {path}: field {field_name} must be a number ({unit}), got {shown(value)}")
     low_ok = value > lo if rng in _EXCLUSIVE_LOW else value >= lo
     if not (math.isfinite(value) and low_ok and value <= hi):
         raise ChipError(f"chip file {path}: field {field_name} must be a number in [{lo:g}, {hi:g}] {unit}, "
@@ -200,9 +200,6 @@ def _in_range(value: Any, rng: str, field_name: str, path: str) -> float:
     return value
 
 
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _optional_number(table: Mapping, key: str, where: str, path: str) -> float | None:
@@ -215,28 +212,28 @@ def _optional_table(data: Mapping, key: str, path: str) -> Mapping:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise ChipError(f"chip file {path}: [{key}] must be a table, got {_short(value)}")
+        raise ChipError(f"chip file {path}: [{key}] must be a table, got {shown(value)}")
     return value
 
 
 def _optional_str(data: Mapping, key: str, path: str, default: str = "") -> str:
     value = data.get(key, default)
     if not isinstance(value, str):
-        raise ChipError(f"chip file {path}: field {key} must be a string, got {_short(value)}")
+        raise ChipError(f"chip file {path}: field {key} must be a string, got {shown(value)}")
     return value
 
 
 def _optional_bool(data: Mapping, key: str, path: str, default: bool = False) -> bool:
     value = data.get(key, default)
     if not isinstance(value, bool):
-        raise ChipError(f"chip file {path}: field {key} must be true or false, got {_short(value)}")
+        raise ChipError(f"chip file {path}: field {key} must be true or false, got {shown(value)}")
     return value
 
 
 def _aliases(data: Mapping, path: str) -> tuple[str, ...]:
     value = data.get("aliases", [])
     if not isinstance(value, list) or not all(isinstance(a, str) and a.strip() for a in value):
-        raise ChipError(f"chip file {path}: field aliases must be a list of non-empty strings, got {_short(value)}")
+        raise ChipError(f"chip file {path}: field aliases must be a list of non-empty strings, got {shown(value)}")
     return tuple(a.strip().lower() for a in value)
 
 
@@ -244,7 +241,7 @@ def _torus_axes(table: Mapping, where: str, path: str) -> tuple[int, ...]:
     raw = table.get("axes")
     if not isinstance(raw, list) or not raw or not all(isinstance(a, int) and not isinstance(a, bool) for a in raw):
         raise ChipError(f"chip file {path}: {where}axes must be a list of positive integers for a torus, "
-                        f"got {_short(raw)}")
+                        f"got {shown(raw)}")
     return tuple(int(_in_range(a, "link.axes", f"{where}axes", path)) for a in raw)
 
 
@@ -255,7 +252,7 @@ def _efficiency_table(data: Mapping, path: str) -> dict:
     for fam, sub in table.items():
         if not isinstance(sub, dict):
             if fam != "fitted_on" and not isinstance(sub, str):
-                raise ChipError(f"chip file {path}: [efficiency].{fam} must be a table or a string, got {_short(sub)}")
+                raise ChipError(f"chip file {path}: [efficiency].{fam} must be a table or a string, got {shown(sub)}")
             continue
         for key, value in sub.items():
             if f"efficiency.{key}" in CHIP_RANGES:
@@ -495,7 +492,7 @@ def load_chips(chips) -> list[Chip]:
     if isinstance(chips, (str, Path, Chip)):
         chips = [chips]
     if not isinstance(chips, (list, tuple)) or not chips:
-        raise ChipError(f"give one or more chips (names, aliases, paths or Chip objects), got {chips!r:.60}")
+        raise ChipError(f"give one or more chips (names, aliases, paths or Chip objects), got {shown(chips)}")
     return [load_chip(c) for c in chips]
 
 
@@ -511,7 +508,7 @@ def chip_prices(chips, overrides: dict | None = None) -> dict[str, Price]:
     """Price per chip-hour of each chip: the chip file's [price] (source and date), or an override (None: no price,
     the plan then ranks by chips)."""
     if overrides is not None and not isinstance(overrides, Mapping):
-        raise ScenarioError(f"prices must be a mapping of chip -> USD per chip-hour, got {overrides!r:.80}")
+        raise ScenarioError(f"prices must be a mapping of chip -> USD per chip-hour, got {shown(overrides)}")
     over = {}
     for key, usd in (overrides or {}).items():
         if usd is None:

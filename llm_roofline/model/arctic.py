@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import UnsupportedArchitectureError
+from ..errors import UnsupportedArchitectureError, shown
 from .key_names import HIDDEN_KEYS
 from .reader import ConfigReader
 from .spec import AttentionSpec, FfnSpec, LayerGroup
@@ -32,7 +32,7 @@ def arctic_layers(r: ConfigReader, layers: list[tuple[AttentionSpec, FfnSpec]]) 
     r.used.update(_NEUTRAL)
     quantization = r.get("quantization")
     if quantization not in (None, False, {}):
-        raise UnsupportedArchitectureError(f"quantization={str(quantization)[:40]} (model_type=arctic): Arctic's "
+        raise UnsupportedArchitectureError(f"quantization={shown(quantization)} (model_type=arctic): Arctic's "
                                            "DeepSpeed FP quantization of the weights is not read")
     residual = r.boolean("parallel_attn_mlp_res")
     use = r.typed("use_residual", (bool,), "true or false")

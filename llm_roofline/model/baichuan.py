@@ -12,7 +12,7 @@ model_max_length (traits.py's context_keys).
 
 from __future__ import annotations
 
-from ..errors import UnsupportedArchitectureError
+from ..errors import UnsupportedArchitectureError, shown
 from .key_names import HEADS_KEYS, KV_HEADS_KEYS
 from .layers import activation, group_layers
 from .reader import ConfigReader, require_divides
@@ -30,7 +30,7 @@ def baichuan_groups(r: ConfigReader, d_model: int, n_layers: int) -> tuple[Layer
         value = r.get(key)
         if value is not None and value != own:
             raise UnsupportedArchitectureError(
-                f"{key}={str(value)[:20]} (model_type=baichuan): Baichuan's W_pack is 3 x hidden_size wide (every "
+                f"{key}={shown(value)} (model_type=baichuan): Baichuan's W_pack is 3 x hidden_size wide (every "
                 f"head its own key and value of hidden_size / heads = {head_dim}); another shape is not read")
     attn = AttentionSpec("mha", heads, heads, head_dim, head_dim, rope=_rope(r, d_model))
     ffn = FfnSpec("dense", r.dim("intermediate_size"), True, activation(r), False)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import ModelConfigError, UnsupportedArchitectureError
+from ..errors import ModelConfigError, UnsupportedArchitectureError, shown
 from .architectures import ARCHITECTURES
 from .key_names import HEADS_KEYS
 from .traits import Architecture
@@ -192,7 +192,7 @@ def note_bailing_moe(r: ConfigReader) -> None:
             "experts of the latter, vLLM of the former")
     factor = r.typed("partial_rotary_factor", (int, float), "a number in (0, 1]", 1)
     if not is_finite_number(factor) or not 0 < factor <= 1:
-        raise ModelConfigError(f"partial_rotary_factor must be a number in (0, 1], got {factor!r:.40}")
+        raise ModelConfigError(f"partial_rotary_factor must be a number in (0, 1], got {shown(factor)}")
     rotary = r.count("rotary_dim", allow_zero=False, default=1) if r.get("rotary_dim") is not None else None
     if factor < 1 or rotary is not None:
         r.assume("bailing_moe: RoPE on part of each head (partial_rotary_factor / rotary_dim): its elementwise pass "

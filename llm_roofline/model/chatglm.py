@@ -12,7 +12,7 @@ of each head (kv_channels / 2; rope_ratio scales its base, original_rope picks t
 
 from __future__ import annotations
 
-from ..errors import ModelConfigError, UnsupportedArchitectureError
+from ..errors import ModelConfigError, UnsupportedArchitectureError, shown
 from .key_names import BOUNDS, HEADS_KEYS
 from .layers import group_layers, heads_kind
 from .reader import ConfigReader, as_int, require_divides
@@ -53,7 +53,7 @@ def _refuse_unread(r: ConfigReader) -> None:
     prefix = r.get("pre_seq_len")
     if prefix is not None:
         raise UnsupportedArchitectureError(
-            f"pre_seq_len={str(prefix)[:20]} (model_type=chatglm): P-tuning v2's prefix encoder (pre_seq_len "
+            f"pre_seq_len={shown(prefix)} (model_type=chatglm): P-tuning v2's prefix encoder (pre_seq_len "
             "trained key/value entries in front of every layer's cache) is not modelled")
 
 
@@ -61,8 +61,8 @@ def _check_depth(r: ConfigReader, n_layers: int) -> None:
     """num_layers (what the GLM code builds) and num_hidden_layers (GLM-4's configs carry both) must agree."""
     for key in ("num_layers", "num_hidden_layers"):
         if r.raw.get(key) is not None and as_int(r.raw[key], key, bound=BOUNDS["layers"]) != n_layers:
-            raise ModelConfigError(f"num_layers ({str(r.raw.get('num_layers'))[:20]}) and num_hidden_layers "
-                                   f"({str(r.raw.get('num_hidden_layers'))[:20]}) differ: GLMTransformer builds "
+            raise ModelConfigError(f"num_layers ({shown(r.raw.get('num_layers'))}) and num_hidden_layers "
+                                   f"({shown(r.raw.get('num_hidden_layers'))}) differ: GLMTransformer builds "
                                    "num_layers blocks")
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import ModelConfigError
+from ..errors import ModelConfigError, shown
 from .reader import ConfigReader
 from .spec import AttentionSpec, FfnSpec
 
@@ -46,7 +46,7 @@ def _note(r: ConfigReader, layers_dense: bool) -> None:
     for key, allowed in _CHOICES.items():
         value = r.get(key, default=r.defaults.get(key))
         if not isinstance(value, str) or value not in allowed:
-            raise ModelConfigError(f"{key} must be one of {', '.join(map(repr, allowed))}, got {str(value)[:40]!r}")
+            raise ModelConfigError(f"{key} must be one of {', '.join(map(repr, allowed))}, got {shown(value)}")
     if r.get("shared_expert_combination_strategy") == "average" and r.count("num_shared_experts"):
         r.assume("Cohere2-MoE shared_expert_combination_strategy 'average': the routed and shared experts' outputs "
                  "are averaged, an elementwise halving not priced.")

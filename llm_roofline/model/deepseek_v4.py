@@ -9,7 +9,7 @@ compressed entries per query) or HCA (rate 128, every compressed entry); sliding
 
 from __future__ import annotations
 
-from ..errors import ModelConfigError
+from ..errors import ModelConfigError, shown
 from .reader import ConfigReader, require_divides
 from .spec import AttentionSpec, CompressorSpec, FfnSpec, LayerGroup
 
@@ -36,7 +36,7 @@ def _rates(r: ConfigReader) -> dict[str, int]:
     rates = r.typed("compress_rates", (dict,), "an object of layer type -> rate", None) or {}
     bad = next((k for k in rates if k not in _TYPES[1:]), None)
     if bad is not None:
-        raise ModelConfigError(f"compress_rates key {str(bad)[:40]!r} is not compressed_sparse_attention or "
+        raise ModelConfigError(f"compress_rates key {shown(bad)} is not compressed_sparse_attention or "
                                "heavily_compressed_attention")
     out = {}
     for t, legacy, default in ((_TYPES[1], "compress_rate_csa", 4), (_TYPES[2], "compress_rate_hca", 128)):
@@ -47,7 +47,7 @@ def _rates(r: ConfigReader) -> dict[str, int]:
 
 def _positive(value, key: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= 1 << 20:
-        raise ModelConfigError(f"{key} must be a positive integer, got {str(value)[:40]!r}")
+        raise ModelConfigError(f"{key} must be a positive integer, got {shown(value)}")
     return value
 
 
@@ -97,7 +97,7 @@ def _attention(r: ConfigReader, d_model: int, layer_type: str) -> AttentionSpec:
 def _rotary_factor(r: ConfigReader) -> float:
     value = r.get("partial_rotary_factor", default=64 / 512)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-        raise ModelConfigError(f"partial_rotary_factor must be a number in (0, 1], got {str(value)[:40]!r}")
+        raise ModelConfigError(f"partial_rotary_factor must be a number in (0, 1], got {shown(value)}")
     return float(value)
 
 

@@ -14,7 +14,7 @@ change no shape, checked and named, and PLaMo-3's legacy window key.
 from __future__ import annotations
 
 
-from ..errors import ModelConfigError, UnsupportedArchitectureError
+from ..errors import ModelConfigError, UnsupportedArchitectureError, shown
 from .key_names import BOUNDS
 from .reader import ConfigReader, as_int, bound_of, is_finite_number
 
@@ -69,7 +69,7 @@ def note_teleflm(r: ConfigReader) -> None:
     for key in ("input_mult", "output_mult", "mup_scale_factor"):
         value = r.get(key)
         if not is_finite_number(value) or value == 0 or abs(value) > bound_of("width"):
-            raise ModelConfigError(f"{key} must be a finite nonzero number when use_mup is true, got {value!r:.40}")
+            raise ModelConfigError(f"{key} must be a finite nonzero number when use_mup is true, got {shown(value)}")
     r.assume("Tele-FLM use_mup: the embeddings are scaled by input_mult and the logits by output_mult / "
              "mup_scale_factor, elementwise passes not priced.")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import ModelConfigError
+from ..errors import ModelConfigError, shown
 from .layers import heads_kind
 from .reader import ConfigReader, require_divides
 from .spec import AttentionSpec, FfnSpec, LayerGroup, Matrix
@@ -96,7 +96,7 @@ def activation_sparsities(r: ConfigReader, n_layers: int) -> list[float]:
                                f"{len(pattern)}")
     bad = [v for v in pattern if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < 1]  # NaN too
     if bad:
-        raise ModelConfigError(f"activation_sparsity_pattern entries must be numbers in [0, 1), got {bad[0]!r:.40}")
+        raise ModelConfigError(f"activation_sparsity_pattern entries must be numbers in [0, 1), got {shown(bad[0])}")
     return [float(v) for v in pattern]
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import ModelConfigError, UnsupportedArchitectureError
+from ..errors import ModelConfigError, UnsupportedArchitectureError, shown
 from .layers import ffn_spec, indexer_type_list
 from .mixer import MixerSpec
 from .reader import ConfigReader, as_int
@@ -103,7 +103,7 @@ def _own_indexers(r: ConfigReader, mla: list[bool]) -> list[bool]:
     types = indexer_type_list(r, len(mla))
     bad = next((t for t in types if t not in ("full", "shared")), None)
     if bad is not None:
-        raise ModelConfigError(f"indexer_types must be 'full' or 'shared' per layer, got {str(bad)[:40]!r}")
+        raise ModelConfigError(f"indexer_types must be 'full' or 'shared' per layer, got {shown(bad)}")
     own = [t == "full" for t in types]
     for i, m in enumerate(mla):
         if m and not own[i] and not (i and mla[i - 1] and own[i - 1]):
@@ -119,7 +119,7 @@ def _attention(r: ConfigReader, own_indexer: bool) -> AttentionSpec:
     heads = r.dim("num_attention_heads")
     kv_heads = r.get("num_key_value_heads", default=heads)
     if kv_heads != heads:
-        raise ModelConfigError(f"num_key_value_heads ({str(kv_heads)[:20]}) must equal num_attention_heads ({heads}) "
+        raise ModelConfigError(f"num_key_value_heads ({shown(kv_heads)}) must equal num_attention_heads ({heads}) "
                                "(Glm5NextTextConfig: MLA expands one latent to every head)")
     if r.count("qk_rope_head_dim", default=0):
         raise ModelConfigError("qk_rope_head_dim must be 0: GLM-5.3-Flash's MLA layers have no RoPE "

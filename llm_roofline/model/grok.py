@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import ModelConfigError, UnsupportedArchitectureError
+from ..errors import ModelConfigError, UnsupportedArchitectureError, shown
 from .key_names import HEADS_KEYS, HIDDEN_KEYS
 from .reader import ConfigReader
 from .remote_code import REMOTE_CODE_CLASSES
@@ -49,16 +49,16 @@ def grok_layers(r: ConfigReader, layers: list[tuple[AttentionSpec, FfnSpec]]) ->
                                            "hidden_size / num_attention_heads")
     experts = {k: r.raw[k] for k in ("num_experts", "num_local_experts") if r.raw.get(k) is not None}
     if len(experts) == 2 and experts["num_experts"] != experts["num_local_experts"]:
-        raise ModelConfigError(f"num_experts ({str(experts['num_experts'])[:20]}) and num_local_experts "
-                               f"({str(experts['num_local_experts'])[:20]}) differ: vLLM's grok1.py reads the first, "
+        raise ModelConfigError(f"num_experts ({shown(experts['num_experts'])}) and num_local_experts "
+                               f"({shown(experts['num_local_experts'])}) differ: vLLM's grok1.py reads the first, "
                                "the transformers-style ports the second")
     if any(f.kind != "moe" for _, f in layers):
         raise ModelConfigError(f"model_type {r.model_type}: every Grok layer is a MoE; num_experts (or "
                                "num_local_experts) and num_experts_per_tok must be positive integers")
     window, every = r.get("sliding_window_size"), r.get("global_attn_every_n")
     if not (_absent_or(window, -1) and _absent_or(every, 1)):
-        raise UnsupportedArchitectureError(f"sliding_window_size={str(window)[:20]}, global_attn_every_n="
-                                           f"{str(every)[:20]} (model_type={r.model_type}): Grok's windowed layers "
+        raise UnsupportedArchitectureError(f"sliding_window_size={shown(window)}, global_attn_every_n="
+                                           f"{shown(every)} (model_type={r.model_type}): Grok's windowed layers "
                                            "are not read (every layer attends to the whole context at -1 and 1)")
     r.assume("Grok: the attention, embedding and output multipliers and the tanh softcaps of the attention, router "
              "and final logits are elementwise passes, not priced.")

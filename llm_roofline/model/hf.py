@@ -38,7 +38,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..errors import ModelConfigError, UnsupportedArchitectureError
+from ..errors import ModelConfigError, UnsupportedArchitectureError, shown
 from .architectures import ARCHITECTURES, GEMMA4_TYPES, PER_LAYER_INPUT_TYPES, TEXT_MODEL_TYPES, UNKNOWN_ARCHITECTURE
 from .arctic import arctic_layers, arctic_moe_layers, arctic_norms
 from .axk2 import axk2_layers, axk2_norm_gates
@@ -357,8 +357,8 @@ def _learned_positions(r: ConfigReader, arch: Architecture, d_model: int) -> int
         return 0
     proj = r.get("word_embed_proj_dim")
     if proj is not None and proj != d_model:  # OPT-350m: project_in/project_out around the blocks
-        raise UnsupportedArchitectureError(f"word_embed_proj_dim ({proj!r}) != hidden_size (model_type=opt): OPT's "
-                                           "embedding projections are not modelled")
+        raise UnsupportedArchitectureError(f"word_embed_proj_dim ({shown(proj)}) != hidden_size (model_type=opt): "
+                                           "OPT's embedding projections are not modelled")
     return r.dim(arch.positions_key) + arch.positions_offset
 
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import ModelConfigError
+from ..errors import ModelConfigError, shown
 from .traits import Architecture
 from .layers import ffn_spec, mla_attention
 from .reader import ConfigReader
@@ -105,7 +105,7 @@ def _note(r: ConfigReader, indexers: list[bool]) -> None:
     heads = r.dim("num_attention_heads")
     kv = r.raw.get("num_key_value_heads")
     if kv is not None and kv != heads:
-        r.assume(f"Hy4: num_key_value_heads ({str(kv)[:20]}) is not read: MLA expands one latent to every head "
+        r.assume(f"Hy4: num_key_value_heads ({shown(kv)}) is not read: MLA expands one latent to every head "
                  "(HYV4Config sets it to num_attention_heads).")
     r.assume(f"Hy4: {indexers.count(False)} of {len(indexers)} DSA layers reuse the previous full layer's top-k "
              "(indexer_types 'shared'): no indexer weights, compute or index-key cache there.")

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import ModelConfigError, UnsupportedArchitectureError
+from ..errors import ModelConfigError, UnsupportedArchitectureError, shown
 from .traits import Architecture
 from .bailing import bailing_hybrid_layers
 from .glm5_next import GLM5_NEXT_TYPES, glm5_next_hc, glm5_next_layers
@@ -107,7 +107,7 @@ def _state_dtype(r: ConfigReader) -> str | None:
         return None
     if not isinstance(value, str) or value not in STATE_DTYPES:
         raise ModelConfigError(f"mamba_ssm_cache_dtype must be one of {', '.join(STATE_DTYPES)} or auto, got "
-                               f"{str(value)[:40]!r}")
+                               f"{shown(value)}")
     return STATE_DTYPES[value]
 
 
@@ -484,7 +484,7 @@ def _lfm2_d_ff(r: ConfigReader) -> int:
     if mult is None:
         return d_ff
     if not isinstance(mult, (int, float)) or isinstance(mult, bool) or not 0 < mult <= 64:
-        raise ModelConfigError(f"block_ffn_dim_multiplier must be a number in (0, 64], got {str(mult)[:40]!r}")
+        raise ModelConfigError(f"block_ffn_dim_multiplier must be a number in (0, 64], got {shown(mult)}")
     step = r.count("block_multiple_of", default=256, allow_zero=False)
     d_ff = int(mult * d_ff)
     return step * ((d_ff + step - 1) // step)

@@ -10,7 +10,7 @@ mup_width_scale, mup_output_alpha, mup_scale_qk_dot_by_d) scale activations and 
 
 from __future__ import annotations
 
-from ..errors import ModelConfigError, UnsupportedArchitectureError
+from ..errors import ModelConfigError, UnsupportedArchitectureError, shown
 from .reader import ConfigReader
 
 _MUP_KEYS = ("mup_embeddings_scale", "mup_width_scale", "mup_output_alpha", "mup_scale_qk_dot_by_d", "alibi_scaling",
@@ -22,12 +22,12 @@ def jais_positions(r: ConfigReader) -> tuple[bool, int]:
     act = r.get("activation_function", default=r.defaults["activation_function"])  # null: JAISConfig's default
     if act != "swiglu":
         raise UnsupportedArchitectureError(
-            f"activation_function={str(act)[:40]!r} (model_type=jais): JAIS's MLP is read as SwiGLU (c_fc, c_fc2, "
+            f"activation_function={shown(act)} (model_type=jais): JAIS's MLP is read as SwiGLU (c_fc, c_fc2, "
             "c_proj), what every released JAIS checkpoint uses; another activation is GPT-2's plain MLP, not read")
     r.used.update(_MUP_KEYS)
     kind = r.typed("position_embedding_type", (str,), "a string ('alibi' or 'learned')")
     if kind not in ("alibi", "learned"):
-        raise ModelConfigError(f"position_embedding_type must be 'alibi' or 'learned', got {str(kind)[:40]!r}")
+        raise ModelConfigError(f"position_embedding_type must be 'alibi' or 'learned', got {shown(kind)}")
     if kind == "learned":
         return True, 0
     r.assume("JAIS: ALiBi position biases (no position table, no RoPE); the per-head slopes (a parameter of the "

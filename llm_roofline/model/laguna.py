@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import ModelConfigError, UnsupportedArchitectureError
+from ..errors import ModelConfigError, UnsupportedArchitectureError, shown
 from .key_names import BOUNDS
 from .layers import heads_kind
 from .reader import ConfigReader, as_int, require_divides
@@ -43,7 +43,7 @@ def _gate_per_head(r: ConfigReader) -> bool:
                                            "per-channel gate (g_proj of heads x head_dim) where other implementations "
                                            "build none; refusing rather than guessing")
     if value is not True and value not in ("per-head", "per-element"):
-        raise ModelConfigError(f"gating must be true, 'per-head' or 'per-element', got {str(value)[:40]!r}")
+        raise ModelConfigError(f"gating must be true, 'per-head' or 'per-element', got {shown(value)}")
     if value == "per-element" and r.flag("attention_bias"):
         raise UnsupportedArchitectureError("gating='per-element' with attention_bias=true (model_type=laguna): a "
                                            "bias-free g_proj beside biased q/k/v projections is not represented (the "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import ModelConfigError, UnsupportedArchitectureError
+from ..errors import ModelConfigError, UnsupportedArchitectureError, shown
 from .architectures import GEMMA4_TYPES
 from .key_names import (ACTIVATION_KEYS, BOUNDS, GATED_ACTIVATIONS, HEADS_KEYS, KV_HEADS_KEYS, LAYER_TYPE_WINDOWS,
                         MLA_KEYS, N_EXPERTS_KEYS, SHARED_EXPERTS_KEYS, TOP_K_KEYS)
@@ -137,7 +137,7 @@ def indexer_schedule(r: ConfigReader, n_layers: int) -> list[bool]:
     bad = next((t for t in types if t not in ("full", "shared")), None)
     if bad is not None or types[0] != "full":
         raise ModelConfigError("indexer_types must be 'full' or 'shared' per layer, the first 'full' (a shared layer "
-                               f"reuses the previous full layer's top-k), got {str(bad or types[0])[:40]!r}")
+                               f"reuses the previous full layer's top-k), got {shown(bad or types[0])}")
     if "shared" in types:
         r.assume(f"DSA: {types.count('shared')} of {n_layers} layers reuse the previous indexer layer's top-k "
                  "(indexer_types 'shared'): no indexer weights, compute or index-key cache there.")
@@ -198,7 +198,7 @@ def step3p5_attention(r: ConfigReader, spec: AttentionSpec) -> AttentionSpec:
     for key, own in (("num_attention_groups", spec.n_kv_heads), ("num_key_value_heads", spec.n_kv_heads),
                      ("head_dim", spec.head_dim)):
         if other.get(key) is not None and (type(other[key]) is not int or other[key] != own):
-            raise UnsupportedArchitectureError(f"attention_other_setting.{key} ({str(other[key])[:20]}) differs from "
+            raise UnsupportedArchitectureError(f"attention_other_setting.{key} ({shown(other[key])}) differs from "
                                                f"the config's ({own}) (model_type=step3p5): sliding layers with their "
                                                "own key/value heads or head_dim are not read")
     heads = heads or spec.n_heads
@@ -227,7 +227,7 @@ def step3p5_moe_layers(r: ConfigReader, n_layers: int, absent: tuple[range, str]
             raise ModelConfigError(f"moe_layers_enum must be {what}, got {enum[:40]!r}")
         enum = [int(x) if len(x) < 4000 else BOUNDS["layers"] + 1 for x in items]  # int() refuses longer
     elif not isinstance(enum, list):
-        raise ModelConfigError(f"moe_layers_enum must be {what}, got {str(enum)[:40]}")
+        raise ModelConfigError(f"moe_layers_enum must be {what}, got {shown(enum)}")
     moe = {as_int(v, f"moe_layers_enum[{i}]", allow_zero=True, bound=BOUNDS["layers"])
            for i, v in enumerate(enum[: BOUNDS["layers"] + 1])}
     return [i in moe for i in range(n_layers)]
@@ -471,7 +471,7 @@ def _block_part(block: dict, part: str, i: int) -> dict:
 def _no_op(block: dict, part: str, i: int) -> bool:
     value = _block_part(block, part, i).get("no_op", False)
     if not isinstance(value, bool):
-        raise ModelConfigError(f"block_configs[{i}].{part}.no_op must be true or false, got {value!r:.40}")
+        raise ModelConfigError(f"block_configs[{i}].{part}.no_op must be true or false, got {shown(value)}")
     return value
 
 
@@ -493,7 +493,7 @@ def _ffn_mult(block: dict, i: int) -> float:
     mult = _block_part(block, "ffn", i).get("ffn_mult")
     if isinstance(mult, bool) or not isinstance(mult, (int, float)) or not 0 < mult <= BOUNDS["ffn_ratio"]:
         raise ModelConfigError(f"block_configs[{i}].ffn.ffn_mult must be a number in (0, {BOUNDS['ffn_ratio']}], "
-                               f"got {mult!r:.40}")
+                               f"got {shown(mult)}")
     return mult
 
 

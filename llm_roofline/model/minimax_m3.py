@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import ModelConfigError, UnsupportedArchitectureError
+from ..errors import ModelConfigError, UnsupportedArchitectureError, shown
 from .key_names import HEADS_KEYS
 from .traits import Architecture
 from .layers import attention_spec, ffn_spec, group_layers
@@ -85,7 +85,7 @@ def _check_sparse_options(sparse_cfg: dict, sparse: list[bool]) -> None:
     no value branch): the released values are read, others refused."""
     score = sparse_cfg.get("sparse_score_type", "max")
     if score != "max":
-        raise UnsupportedArchitectureError(f"sparse_attention_config.sparse_score_type={str(score)[:40]!r} {_WHERE}: "
+        raise UnsupportedArchitectureError(f"sparse_attention_config.sparse_score_type={shown(score)} {_WHERE}: "
                                            "only block scores pooled by their maximum ('max') are read")
     init = as_int(sparse_cfg.get("sparse_init_block", 0), "sparse_attention_config.sparse_init_block",
                   allow_zero=True)
@@ -99,7 +99,7 @@ def _check_sparse_options(sparse_cfg: dict, sparse: list[bool]) -> None:
                                            "indexer's value and output branch is not read (transformers builds none)")
     use = sparse_cfg.get("use_sparse_attention", True)
     if not isinstance(use, bool):
-        raise ModelConfigError(f"sparse_attention_config.use_sparse_attention must be true or false, got {use!r:.40}")
+        raise ModelConfigError(f"sparse_attention_config.use_sparse_attention must be true or false, got {shown(use)}")
     if not use and any(sparse):  # it was type-checked, then the sparse layers priced with their indexer regardless
         raise UnsupportedArchitectureError(f"sparse_attention_config.use_sparse_attention=false {_WHERE} beside "
                                            "minimax_m3_sparse layers: whether they then attend to every key is not "

@@ -20,7 +20,7 @@ checkpoint) are the model read by tests/test_model_ml4.py.
 
 from __future__ import annotations
 
-from ..errors import ModelConfigError
+from ..errors import ModelConfigError, shown
 from .layers import dsa_indexer, ffn_spec, indexer_schedule, layer_ropes
 from .reader import ConfigReader
 from .spec import AttentionSpec, FfnSpec, LayerGroup
@@ -112,7 +112,7 @@ def _note(r: ConfigReader, ffn: dict[bool, FfnSpec]) -> None:
     heads = r.dim("num_attention_heads")
     kv = r.raw.get("num_key_value_heads")
     if kv is not None and kv != heads:
-        r.assume(f"Mistral Large 4: num_key_value_heads ({str(kv)[:20]}) is not read: MLA expands one latent to every "
+        r.assume(f"Mistral Large 4: num_key_value_heads ({shown(kv)}) is not read: MLA expands one latent to every "
                  "head.")
     if r.raw.get("q_lora_rank") is not None:
         r.assume("Mistral Large 4: q_lora_rank is not read: MistralLarge4TextAttention builds a plain q_proj "

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import ModelConfigError
+from ..errors import ModelConfigError, shown
 from .reader import ConfigReader
 from .spec import AttentionSpec, FfnSpec
 
@@ -21,8 +21,8 @@ def molmo2_raw(raw: dict) -> dict:
     if "qkv_bias" not in raw:
         return raw
     if "attention_bias" in raw and raw["attention_bias"] != raw["qkv_bias"]:
-        raise ModelConfigError(f"qkv_bias ({raw['qkv_bias']!r:.20}) and attention_bias ({raw['attention_bias']!r:.20}) "
-                               "disagree: Molmo2 reads them as one key")
+        raise ModelConfigError(f"qkv_bias ({shown(raw['qkv_bias'])}) and attention_bias "
+                               f"({shown(raw['attention_bias'])}) disagree: Molmo2 reads them as one key")
     return {**{k: v for k, v in raw.items() if k != "qkv_bias"}, "attention_bias": raw["qkv_bias"]}
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import ModelConfigError, UnsupportedArchitectureError
+from ..errors import ModelConfigError, UnsupportedArchitectureError, shown
 from .key_names import N_EXPERTS_KEYS
 from .reader import ConfigReader, is_finite_number, require_divides
 from .spec import AttentionSpec, FfnSpec, LayerGroup
@@ -96,7 +96,7 @@ def _rope_layers(r: ConfigReader, n: int) -> list[bool]:
     for i, t in enumerate(thetas):
         if not is_finite_number(t) or t < 0:
             raise ModelConfigError(f"layer_rope_theta[{i}] must be a non-negative number (0: no RoPE), got "
-                                   f"{str(t)[:40]!r}")
+                                   f"{shown(t)}")
     return [t != 0 for t in thetas]
 
 

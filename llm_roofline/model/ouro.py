@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..errors import ModelConfigError
+from ..errors import ModelConfigError, shown
 from .key_names import BOUNDS
 from .reader import ConfigReader
 from .spec import LayerGroup
@@ -28,7 +28,7 @@ def ouro_loops(r: ConfigReader, groups: tuple[LayerGroup, ...], d_model: int) ->
                                f"{BOUNDS['layers']:,} layer runs")
     threshold = r.get("early_exit_threshold", default=1.0)
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
-        raise ModelConfigError(f"early_exit_threshold must be a number in [0, 1], got {str(threshold)[:40]!r}")
+        raise ModelConfigError(f"early_exit_threshold must be a number in [0, 1], got {shown(threshold)}")
     r.assume(f"Ouro: the {layers} layers run total_ut_steps = {steps} times for every token ({layers * steps} layer "
              "runs, each reading the layer's weights and with a KV cache of its own, as vLLM builds one attention per "
              "layer and step); the weights are stored once. The final norm after each step is priced once and the "

@@ -12,7 +12,7 @@ the same dims n_embd / n_head / n_layer / ffn_hidden_size / n_positions (vLLM's 
 from __future__ import annotations
 
 
-from ..errors import ModelConfigError, UnsupportedArchitectureError
+from ..errors import ModelConfigError, UnsupportedArchitectureError, shown
 from .key_names import HEADS_KEYS
 from .layers import group_layers
 from .reader import ConfigReader, is_finite_number, require_divides
@@ -44,7 +44,7 @@ def _note(r: ConfigReader, key: str, width: int) -> None:
     r.assume(f"Qwen (v1): {key} {width} is twice the MLP width: w1 and w2 are {width // 2} wide each (QWenMLP).")
     pct = r.get("rotary_pct", default=1.0)
     if not is_finite_number(pct) or not 0 < pct <= 1:
-        raise ModelConfigError(f"rotary_pct must be a number in (0, 1], got {str(pct)[:40]}")
+        raise ModelConfigError(f"rotary_pct must be a number in (0, 1], got {shown(pct)}")
     if pct != 1:
         r.assume(f"rotary_pct={pct}: RoPE's elementwise pass is counted over whole heads (a small upper bound).")
     if r.boolean("use_logn_attn"):

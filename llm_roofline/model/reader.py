@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ..errors import ModelConfigError, UnsupportedArchitectureError
+from ..errors import ModelConfigError, UnsupportedArchitectureError, shown
 from .key_names import BOUNDS, BOUND_OF_KEY, HEADS_KEYS, HIDDEN_KEYS, KV_HEADS_KEYS, ZERO_ALLOWED
 
 
@@ -25,27 +25,19 @@ def as_int(value: Any, key: str, allow_zero: bool = False, bound: int | None = N
     ok = (isinstance(value, int) and not isinstance(value, bool)) or \
         (isinstance(value, float) and math.isfinite(value) and value.is_integer())
     if not ok:
-        raise ModelConfigError(f"{key} must be an integer, got {_short(value)}")
+        raise ModelConfigError(f"{key} must be an integer, got {shown(value)}")
     if value < 0 or (value == 0 and not allow_zero):
-        raise ModelConfigError(f"{key} must be {'non-negative' if allow_zero else 'positive'}, got {_short(value)}")
+        raise ModelConfigError(f"{key} must be {'non-negative' if allow_zero else 'positive'}, got {shown(value)}")
     limit = bound if bound is not None else bound_of(key)
     if value > limit:
         kind = BOUND_OF_KEY.get(key, "width") if bound is None else "value"
-        raise ModelConfigError(f"{key} = {_short(value)} exceeds the physical bound for a {kind}: at most {limit:,}")
+        raise ModelConfigError(f"{key} = {shown(value)} exceeds the physical bound for a {kind}: at most {limit:,}")
     return int(value)
 
 
 def bound_of(key: str) -> int:
     """The largest value a dimension key may take (key_names.BOUNDS, by the key's kind; widths by default)."""
     return BOUNDS[BOUND_OF_KEY.get(key, "width")]
-
-
-def _short(value: Any) -> str:
-    """repr of a value, cut to 60 characters (a 5,000-digit integer is not echoed whole)."""
-    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
-        return f"an integer of about {int(value.bit_length() * 0.30103)} digits"
-    text = repr(value) if not isinstance(value, (dict, list)) else f"a {type(value).__name__}"
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def require_divides(n: int, n_key: str, d: int, d_key: str, why: str = "") -> None:
@@ -110,7 +102,7 @@ class ConfigReader:
         value = self.get(key, default=default)
         if value is None or (isinstance(value, types) and not (isinstance(value, bool) and bool not in types)):
             return value
-        raise ModelConfigError(f"{key} must be {what}, got {_short(value)}")
+        raise ModelConfigError(f"{key} must be {what}, got {shown(value)}")
 
     def boolean(self, key: str, default: bool = False) -> bool:
         return self.typed(key, (bool,), "true or false", default)
@@ -122,15 +114,15 @@ class ConfigReader:
         what = "true or false" if isinstance(built, bool) else f"a string ({built!r} is read)"
         value = self.typed(key, (type(built),), what, built)
         if value != built:
-            shown = str(value).lower() if isinstance(value, bool) else repr(value[:40])
-            raise UnsupportedArchitectureError(f"{key}={shown} (model_type={self.model_type}): {why}")
+            text = str(value).lower() if isinstance(value, bool) else shown(value)
+            raise UnsupportedArchitectureError(f"{key}={text} (model_type={self.model_type}): {why}")
 
     def flag(self, trait: bool | str) -> bool:
         """An architecture trait: a literal bool, or the name of the config key that holds it (absent: False)."""
         if isinstance(trait, str):
             value = self.get(trait, default=False)
             if not isinstance(value, (bool, int)) or isinstance(value, int) and value not in (0, 1):
-                raise ModelConfigError(f"{trait} must be true or false, got {_short(value)}")
+                raise ModelConfigError(f"{trait} must be true or false, got {shown(value)}")
             return bool(value)
         return bool(trait)
 
@@ -162,7 +154,7 @@ class ConfigReader:
             raise ModelConfigError(f"{key} must list one entry per layer ({length}{mtp}), got {len(value)}")
         bad = [v for v in value if not isinstance(v, str)]  # a list, not next(..., None): null entries are bad too
         if bad:
-            raise ModelConfigError(f"{key} must be a list of strings, got an entry {_short(bad[0])}")
+            raise ModelConfigError(f"{key} must be a list of strings, got an entry {shown(bad[0])}")
         bad = [v for v in value if allowed and v not in allowed]
         if bad:
             raise ModelConfigError(f"{key} entry {bad[0][:40]!r} is not one of {', '.join(map(repr, allowed))}")
@@ -189,7 +181,7 @@ class ConfigReader:
         if not isinstance(value, list):
             return value
         if value and all(v == value[0] and type(v) is type(value[0]) for v in value):
-            self.assume(f"{key} lists one value per layer, all {_short(value[0])}: read as that value.")
+            self.assume(f"{key} lists one value per layer, all {shown(value[0])}: read as that value.")
             return value[0]
         raise ModelConfigError(f"{key} must be an integer (or a per-layer list of one repeated value), "
                                f"got a list of {len(value)} differing entries")

@@ -21,7 +21,7 @@ logits_soft_cap). vLLM does not serve the model: the state dtypes are the refere
 
 from __future__ import annotations
 
-from ..errors import ModelConfigError
+from ..errors import ModelConfigError, shown
 from .key_names import HEADS_KEYS
 from .traits import Architecture
 from .layers import attention_spec, ffn_spec
@@ -71,7 +71,7 @@ def _block_kinds(r: ConfigReader, n_layers: int) -> list[str]:
         raise ModelConfigError(f"{key} must list at least one of 'recurrent' / 'attention'")
     bad = [b for b in cycle if b not in _BLOCKS]
     if bad:
-        raise ModelConfigError(f"{key} entry {str(bad[0])[:40]!r} is not 'recurrent' or 'attention'")
+        raise ModelConfigError(f"{key} entry {shown(bad[0])} is not 'recurrent' or 'attention'")
     return [cycle[i % len(cycle)] for i in range(n_layers)]
 
 

@@ -9,7 +9,7 @@ still read right, named in the assumptions.
 
 from __future__ import annotations
 
-from ..errors import ModelConfigError, UnsupportedArchitectureError
+from ..errors import ModelConfigError, UnsupportedArchitectureError, shown
 from .architectures import PER_LAYER_INPUT_TYPES
 from .key_names import HIDDEN_KEYS, LAYERS_KEYS, SHAPE_NEUTRAL_KEYS, STRUCTURAL_KEY_WORDS
 from .refusals import (CROSS_ATTENTION_KEYS, ENCODER_DECODER_TYPES, ENCODER_ONLY_TYPES, NON_ATTENTION_LAYER_TYPES,
@@ -73,7 +73,7 @@ def text_part(config: dict, notes: list[str]) -> dict:
         inherited["tie_word_embeddings"] = config["tie_word_embeddings"]
         if text.get("tie_word_embeddings", config["tie_word_embeddings"]) != config["tie_word_embeddings"]:
             notes.append(f"tie_word_embeddings differs between the wrapper and {key}: the wrapper's "
-                         f"({config['tie_word_embeddings']!r:.20}) is used, as it owns the LM head.")
+                         f"({shown(config['tie_word_embeddings'])}) is used, as it owns the LM head.")
     others = [_tower_note(k, config[k]) for k in config if isinstance(k, str) and k.endswith("_config")
               and k not in (key, "quantization_config", "projector_config")]  # the projector: named below
     notes.append(f"Multimodal config ({model_type_of(config) or '?'}): only the text model ({key}) is "

@@ -6,7 +6,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from ..errors import ModelConfigError, RooflineError
+from ..errors import ModelConfigError, RooflineError, shown
 from ..units import DTYPE_BITS, WeightFormat, canonical_dtype, weight_format
 from .key_names import BOUNDS
 from .reader import ConfigReader, as_int
@@ -49,12 +49,13 @@ def quantization(r: ConfigReader, config: dict) -> tuple[WeightFormat | None, tu
                None)
     skipped = q[key] if key else []
     if not isinstance(skipped, list):
-        raise ModelConfigError(f"quantization_config.{key} must be a list of module names, got {skipped!r:.60}")
+        raise ModelConfigError(f"quantization_config.{key} must be a list of module names, got {shown(skipped)}")
     families = tuple(f for f in families if not any(_module_family(m) == f for m in skipped))
-    shown = ", ".join(str(m)[:60] for m in skipped[:10]) + (" ..." if len(skipped) > 10 else "")
+    listed = ", ".join(m[:60] if isinstance(m, str) else shown(m) for m in skipped[:10])
+    listed += " ..." if len(skipped) > 10 else ""
     r.assume(f"Weights quantized per quantization_config ({method}): {fmt.label} on the "
              f"{', '.join(families) or 'no'} matrices; embeddings, LM head, router, norms and biases keep the "
-             "checkpoint dtype" + (f" (not converted: {shown})" if skipped else "") + ".")
+             "checkpoint dtype" + (f" (not converted: {listed})" if skipped else "") + ".")
     return fmt, families
 
 
@@ -72,7 +73,7 @@ def activation_quant(r: ConfigReader, config: dict, fmt: WeightFormat | None) ->
         scheme = q.get("activation_scheme", "dynamic" if method == "fbgemm_fp8" else None)
         if scheme is not None and (not isinstance(scheme, str) or scheme.lower() not in ("dynamic", "static")):
             raise ModelConfigError(f"quantization_config.activation_scheme must be 'dynamic' or 'static', got "
-                                   f"{str(scheme)[:40]!r}")
+                                   f"{shown(scheme)}")
         act, what = ("fp8", f"activation_scheme {scheme}") if scheme else (None, "no activation_scheme")
     elif method == "compressed-tensors":
         act, what = _compressed_tensors_activations(q)
@@ -117,10 +118,10 @@ def _compressed_tensors_activations(q: dict) -> tuple[str | None, str]:
     acts = _obj(acts, "quantization_config.config_groups.*.input_activations")
     bits, kind = acts.get("num_bits"), acts.get("type", "int")
     if not isinstance(bits, int) or isinstance(bits, bool):
-        raise ModelConfigError(f"compressed-tensors input_activations.num_bits must be an integer, got {bits!r:.40}")
+        raise ModelConfigError(f"compressed-tensors input_activations.num_bits must be an integer, got {shown(bits)}")
     act = {("float", 8): "fp8", ("int", 8): "int8", ("float", 4): "fp4", ("int", 4): "int4"}.get((kind, bits))
     if act is None:  # float4 with float4 weights runs W4A4 (NVFP4); int4 activations are priced weight-only
-        raise ModelConfigError(f"compressed-tensors input_activations {str(kind)[:20]}{str(bits)[:20]} are not "
+        raise ModelConfigError(f"compressed-tensors input_activations {shown(kind)}{shown(bits)} are not "
                                "modelled; int and float of 4 or 8 bits are")
     return act, f"input_activations {kind}{bits}"
 
@@ -179,7 +180,7 @@ def _quant_format(r: ConfigReader, q: dict, method: str) -> WeightFormat | None:
         bits = q.get("bits", q.get("w_bit"))
         group = _group_of(q.get("group_size", q.get("q_group_size")), "quantization_config.group_size")
         if isinstance(bits, bool) or bits not in (4, 8):
-            raise ModelConfigError(f"quantization_config bits={str(bits)[:20]!r} ({method}) is not modelled; "
+            raise ModelConfigError(f"quantization_config bits={shown(bits)} ({method}) is not modelled; "
                                    "4 or 8 are")
         return weight_format(f"int{bits}", group)
     if method in ("fp8", "fbgemm_fp8"):
@@ -208,7 +209,7 @@ def _compressed_tensors_format(r: ConfigReader, q: dict) -> WeightFormat | None:
     key = (kind, bits) if isinstance(kind, str) and isinstance(bits, int) and not isinstance(bits, bool) else None
     dtype = {("float", 8): "fp8", ("int", 8): "int8", ("int", 4): "int4", ("float", 4): "fp4"}.get(key)
     if dtype is None:
-        raise ModelConfigError(f"compressed-tensors weights {str(kind)[:20]}{str(bits)[:20]} are not modelled; "
+        raise ModelConfigError(f"compressed-tensors weights {shown(kind)}{shown(bits)} are not modelled; "
                                "int4, int8, float4 and float8 are")
     block = weights.get("block_structure")
     where = "quantization_config.config_groups.*.weights"

@@ -27,7 +27,7 @@ blocks, the first xLSTM's mLSTM blocks: slstm_at, mlstm_block, ...) are refused 
 
 from __future__ import annotations
 
-from ..errors import ModelConfigError
+from ..errors import ModelConfigError, shown
 from .reader import ConfigReader, as_int, bound_of, require_divides
 from .mixer import STATE_DTYPES
 from .spec import AttentionSpec, FfnSpec, MixerSpec
@@ -59,7 +59,7 @@ def xlstm_raw(raw: dict) -> dict:
         if raw.get(ours) is None:
             out[ours] = value
         elif raw[ours] != value:
-            raise ModelConfigError(f"{theirs} ({value}) differs from {ours} ({str(raw[ours])[:40]}): xLSTM's "
+            raise ModelConfigError(f"{theirs} ({value}) differs from {ours} ({shown(raw[ours])}): xLSTM's "
                                    "embedding and its blocks would not fit together")
     return out
 
@@ -72,15 +72,15 @@ def xlstm_layers(r: ConfigReader, d_model: int, n_layers: int) -> list[tuple[Att
     qk, v = (_mlstm_width(r, d_model, key, heads) for key in ("qk_dim_factor", "v_dim_factor"))
     stated = r.get("head_dim")  # NX-AI's config: the value head width
     if stated is not None and stated != v // heads:
-        raise ModelConfigError(f"head_dim ({str(stated)[:40]}) must be the value head width v_dim / num_heads "
+        raise ModelConfigError(f"head_dim ({shown(stated)}) must be the value head width v_dim / num_heads "
                                f"({v // heads})")
     mode = r.typed("weight_mode", (str,), "'single' or 'fused'", "single")
     if mode not in ("single", "fused"):
-        raise ModelConfigError(f"weight_mode must be 'single' or 'fused', got {str(mode)[:40]!r}")
+        raise ModelConfigError(f"weight_mode must be 'single' or 'fused', got {shown(mode)}")
     dtype = r.typed("inference_state_dtype", (str,), f"one of {', '.join(STATE_DTYPES)}", "float32")
     if dtype not in STATE_DTYPES:
         raise ModelConfigError(f"inference_state_dtype must be one of {', '.join(STATE_DTYPES)}, "
-                               f"got {str(dtype)[:40]!r}")
+                               f"got {shown(dtype)}")
     mixer = MixerSpec("mlstm", heads, v // heads, qk // heads, heads, 0, chunk_size=r.dim("chunk_size"),
                       state_dtype=STATE_DTYPES[dtype])
     mlp = FfnSpec("dense", _d_ff(r, d_model), True, "silu", False)
@@ -91,7 +91,7 @@ def xlstm_layers(r: ConfigReader, d_model: int, n_layers: int) -> list[tuple[Att
 def _factor(r: ConfigReader, key: str) -> float:
     value = r.get(key)
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 64:  # NaN fails it too
-        raise ModelConfigError(f"{key} must be a number in (0, 64], got {str(value)[:40]!r}")
+        raise ModelConfigError(f"{key} must be a number in (0, 64], got {shown(value)}")
     return value
 
 

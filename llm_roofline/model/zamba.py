@@ -11,7 +11,7 @@ MLP's gate_up, and on q, k, v with use_shared_attention_adapter).
 
 from __future__ import annotations
 
-from ..errors import ModelConfigError
+from ..errors import ModelConfigError, shown
 from .reader import ConfigReader, require_divides
 from .spec import AttentionSpec, FfnSpec, LayerGroup, Matrix, MixerSpec
 
@@ -85,7 +85,7 @@ def _mamba1_mixer(r: ConfigReader, d_model: int) -> MixerSpec:
     rank = r.get("mamba_dt_rank", default="auto")
     rank = -(-d_model // 16) if rank == "auto" else rank
     if isinstance(rank, bool) or not isinstance(rank, int) or not 0 < rank <= 1 << 20:
-        raise ModelConfigError(f"mamba_dt_rank must be a positive integer or 'auto', got {str(rank)[:40]!r}")
+        raise ModelConfigError(f"mamba_dt_rank must be a positive integer or 'auto', got {shown(rank)}")
     return MixerSpec("mamba1", inner, 1, r.dim("mamba_d_state"), 0, r.dim("mamba_d_conv"),
                      conv_bias=r.boolean("mamba_conv_bias", default=True), proj_bias=r.boolean("mamba_proj_bias"),
                      chunk_size=1, dt_rank=rank)

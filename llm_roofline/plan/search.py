@@ -12,7 +12,7 @@ import numpy as np
 
 from ..bounds import check_range
 from ..chip_fits import DEFAULT_EFFICIENCY, resolved_once
-from ..errors import RooflineError, ScenarioError
+from ..errors import RooflineError, ScenarioError, shown
 from ..memory import GPU_MEMORY_UTILIZATION
 from ..units import joined_columns, json_ready, records
 from ..hardware import Price, chip_prices
@@ -97,16 +97,16 @@ def _check_inputs(prompt_len, gen_len, max_chips, max_batch, ttft_s, tpot_s, qps
     for name, v in (("prompt_len", prompt_len), ("gen_len", gen_len), ("max_chips", max_chips),
                     ("max_batch", max_batch)):
         if isinstance(v, bool) or int(v) != v or v < 1:
-            raise ScenarioError(f"{name} must be a positive integer, got {v!r}")
+            raise ScenarioError(f"{name} must be a positive integer, got {shown(v)}")
     for name, v in (("ttft_s", ttft_s), ("tpot_s", tpot_s), ("qps", qps), ("output_tokens_per_s", output_tokens_per_s)):
         if v is not None and not (math.isfinite(float(v)) and float(v) > 0):
-            raise ScenarioError(f"{name} must be a positive number, got {v!r}")
+            raise ScenarioError(f"{name} must be a positive number, got {shown(v)}")
     if qps is not None and output_tokens_per_s is not None:
         raise ScenarioError("give qps or output_tokens_per_s, not both")
     if tpot_s is not None and gen_len < 2:
         raise ScenarioError("a TPOT target needs gen_len >= 2 (the first token comes from prefill)")
     if not 0.0 <= float(reserve) < 1.0:
-        raise ScenarioError(f"reserve must be a fraction in [0, 1), got {reserve!r}")
+        raise ScenarioError(f"reserve must be a fraction in [0, 1), got {shown(reserve)}")
     if rank_by not in (None, "cost", "chips"):
         raise ScenarioError(f"rank_by must be 'cost' or 'chips', got {rank_by!r}")
 
