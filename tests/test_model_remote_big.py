@@ -139,7 +139,7 @@ def test_grok1_four_norms_and_gated_gelu_experts():
     # -> 4,919,992,320 per layer, x 64; tied embedding 131,072 x 6144 = 805,306,368; final norm 6144
     expected = 64 * (88_080_384 + 24_576 + 4_831_838_208 + 49_152) + 805_306_368 + 6144
     assert m.params_total == expected == 315_684_820_992
-    assert abs(m.params_total / 314e9 - 1) < 0.01  # xAI: "314B" (the exact count is 0.5% above)
+    # xAI: "314B" (the exact count is 0.5% above)
     # active: 2 of 8 experts
     assert m.params_active == expected - 64 * 6 * 603_979_776 == 83_756_587_008
     g = m.layer_groups[0]
@@ -208,7 +208,7 @@ def test_arctic_residual_mlp_beside_128_experts():
     assert m.params_total == expected == 478_584_608_768  # Snowflake: "480B total"
     assert m.params_active == expected - 35 * 126 * 104_595_456 == 17_318_647_808  # "17B active"
     # Snowflake's split: each expert 35 x 104,595,456 = 3.66B ("128x3.66B"); the rest ~10B ("a 10B dense transformer")
-    assert round(35 * 104_595_456 / 1e9, 2) == 3.66 and round((expected - 128 * 35 * 104_595_456) / 1e9) == 10
+    #   35 x 104,595,456 = 3,660,840,960; 478,584,608,768 - 128 x 3,660,840,960 = 9,996,965,888
     g = m.layer_groups[0]
     assert (g.name, g.count, g.norms, g.ffn.d_expert, g.ffn.d_shared, g.ffn.top_k) == ("moe", 35, 3, 4864, 7168, 2)
     assert kv_bytes_per_token(m) == 35 * 8 * 256 * 2 == 143_360

@@ -139,7 +139,7 @@ def test_ling_flash_2_0_matches_the_checkpoints_tensor_count():
     # active: 8 x 12,582,912 + 12,582,912 + 1,048,576 + 256 = 114,295,040 per MoE layer
     active = 32 * 37_757_184 + 113_246_208 + 31 * 114_295_040 + 1_287_651_328 + 4096
     assert m.params_active == active == 6_152_277_760  # "6.1B activated"
-    assert active - 1_287_651_328 == 4_864_626_432  # "4.8B non-embedding"
+    # without the embedding and head (1,287,651,328): 4,864,626,432 ("4.8B non-embedding")
     assert kv_bytes_per_token(m) == 32 * 2 * 4 * 128 * 2 == 65_536
     notes = " ".join(m.assumptions)
     assert "num_nextn_predict_layers=1" in notes and "use_qk_norm absent from the config: BailingMoeV2Config" in notes
@@ -246,10 +246,9 @@ def test_openpangu_embedded_7b_counts_its_attention_biases():
     expected = 34 * 199_247_872 + 1_256_456_192 + 4096
     assert m.params_total == m.params_active == expected == 8_030_887_936
     # the checkpoint index: 16,061,784,576 bytes = these in bf16 + 34 float32 inv_freq buffers of 64 (8,704 bytes)
-    assert 2 * expected + 34 * 64 * 4 == 16_061_784_576
-    assert expected - 1_256_456_192 == 6_774_431_744  # "7B (Non-Embedding)"
-    # before: `bias` was not read (model_type unknown), the 34 x 10,240 biases left out
-    assert expected - 34 * 10_240 == 8_030_539_776
+    #   2 x 8,030,887,936 + 34 x 64 x 4 = 16,061,784,576
+    # without the embedding and head: 8,030,887,936 - 1,256,456,192 = 6,774,431,744 ("7B (Non-Embedding)")
+    # before: `bias` was not read (model_type unknown), the 34 x 10,240 biases left out: 8,030,539,776
     assert lr.load_model({**raw("openpangu_embedded_7b"), "bias": False}).params_total == 8_030_539_776
     assert kv_bytes_per_token(m) == 34 * 2 * 8 * 128 * 2 == 139_264
 

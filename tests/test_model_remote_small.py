@@ -352,11 +352,15 @@ def test_estimate_memory_and_serve_run_on_each_fixture(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize("value", ["x", -3, math.nan, 10 ** 30, None, [4], {"a": 1}, True])
+@pytest.mark.parametrize("value", ["x", -3, math.nan, math.inf, 10 ** 30, pytest.param(10 ** 5000, id="10**5000"), None,
+                                   [4], {"a": 1}, True])
 def test_hostile_values_of_read_keys_raise_the_project_error(name, value):
+    """Each key set to the value: a spec with positive counts and a finite KV cache, or a one-line RooflineError."""
     cfg = raw(name)
     for key in [k for k in cfg if k not in ("architectures", "auto_map", "model_type")]:
         try:
-            lr.load_model({**cfg, key: value})
-        except RooflineError:
-            pass
+            m = lr.load_model({**cfg, key: value})
+        except RooflineError as e:
+            assert str(e) and "\n" not in str(e), key
+        else:
+            assert m.params_total > 0 and math.isfinite(kv_bytes_per_token(m)), key

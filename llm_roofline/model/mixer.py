@@ -151,11 +151,3 @@ class MixerSpec:
         """Recurrent state elements of one head: the (head_dim x state_dim) matrix; mlstm adds its normalizer n
         (state_dim) and its running max m (1)."""
         return self.head_dim * self.state_dim + (self.state_dim + 1 if self.kind == "mlstm" else 0)
-
-    def ssm_state_elements(self) -> int:
-        """Recurrent state of one sequence in one layer: state_per_head for each head."""
-        return self.n_heads * self.state_per_head
-
-    def conv_state_elements(self) -> int:
-        """The conv1d's rolling window: the last conv_kernel - 1 inputs of every conv channel."""
-        return max(self.conv_kernel - 1, 0) * self.conv_dim
