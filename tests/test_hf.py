@@ -606,3 +606,12 @@ def test_loaded_specs_are_shared_immutable_and_follow_their_file(tmp_path):
     path.write_text(json.dumps({**cfg, "num_hidden_layers": 8}))
     os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))  # a later modification time
     assert lr.load_model(str(path)).n_layers == 8
+
+
+def test_mlp_layer_types_entries_other_than_dense_or_sparse_are_named():
+    # Mellum2's mlp_layer_types with an unknown entry: read as 28 dense layers before (2,434,931,968 parameters
+    # against its 12,149,923,072), now one line naming the entry
+    cfg = json.loads((Path(__file__).parent / "fixtures" / "configs" / "mellum2_1_12b_a2_5b.json").read_text())
+    cfg["mlp_layer_types"] = ["moe"] * len(cfg["mlp_layer_types"])
+    with pytest.raises(ModelConfigError, match="mlp_layer_types entry 'moe' is not one of 'dense', 'sparse'"):
+        load_model(cfg)

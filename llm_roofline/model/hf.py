@@ -58,7 +58,7 @@ from .hybrid import HYBRID_TYPES, hybrid_groups
 from .inkling import INKLING_TYPES, inkling_groups, inkling_tied
 from .jais import jais_positions
 from .key_names import BOUNDS, CONTEXT_KEYS, HIDDEN_KEYS, LAYERS_KEYS
-from .laguna import laguna_layers, note_laguna, note_mellum
+from .laguna import laguna_layers, laguna_moe_layers, note_laguna, note_mellum
 from .layers import (attention_spec, ffn_spec, group_layers, layer_d_ffs, layer_indexers, layer_kv_heads, layer_noops,
                      layer_ropes, layer_windows, mimo_attention, mimo_full_attention, moe_layers, norms_per_block,
                      parallel_block, step3p5_attention, step3p5_moe_layers)
@@ -294,7 +294,8 @@ _LAYER_PASSES = {"laguna": laguna_layers, "cohere2_moe": cohere2_moe_layers, "ax
                  "step3_text": step3_layers, "arctic": arctic_layers, **dict.fromkeys(GROK_TYPES, grok_layers),
                  "molmo2_text": molmo2_layers, **dict.fromkeys(MUSE_TYPES, muse_layers)}
 _GROUP_PASSES = {"axk2": axk2_norm_gates, "arctic": arctic_norms, "muse_spark_text": muse_spark_groups}
-_MOE_LAYERS = {"step3p5": step3p5_moe_layers, "step3_text": step3_moe_layers, "arctic": arctic_moe_layers}
+_MOE_LAYERS = {"step3p5": step3p5_moe_layers, "step3_text": step3_moe_layers, "arctic": arctic_moe_layers,
+               "laguna": laguna_moe_layers}
 _REMOTE_CODE = {"chatglm": chatglm_groups, "qwen": qwen1_groups, "baichuan": baichuan_groups}
 
 

@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from ..errors import ModelConfigError, UnsupportedArchitectureError, shown
 from .key_names import BOUNDS
-from .layers import heads_kind
+from .layers import heads_kind, moe_layers
 from .reader import ConfigReader, as_int, require_divides
 from .spec import AttentionSpec, FfnSpec
 
@@ -78,3 +78,8 @@ def note_partial_rope(r: ConfigReader) -> None:
                                                   if isinstance(p, dict)]
     if any(f is not None and f != 1 for f in factors):
         r.assume("partial_rotary_factor: RoPE's elementwise pass is counted over whole heads (a small upper bound).")
+
+
+def laguna_moe_layers(r: ConfigReader, n_layers: int) -> list[bool]:
+    """mlp_layer_types as stated, else LagunaConfig's rule: the first layer dense, the others sparse."""
+    return moe_layers(r, n_layers) if r.stated("mlp_layer_types") else [i > 0 for i in range(n_layers)]

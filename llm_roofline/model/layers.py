@@ -369,12 +369,10 @@ def moe_layers(r: ConfigReader, n_layers: int) -> list[bool]:
     n_experts = r.dim(*N_EXPERTS_KEYS, required=False)
     if n_experts is None or n_experts == 1 and r.stated(*TOP_K_KEYS) is None:
         return [False] * n_layers
-    types = r.str_list("mlp_layer_types", n_layers)
+    types = r.str_list("mlp_layer_types", n_layers, allowed=("dense", "sparse"))
     if types is not None:  # first_k_dense_replace beside it is what it was derived from (EXAONE-MoE's config class)
         r.used.add("first_k_dense_replace")
         return [t == "sparse" for t in types]
-    if r.get("model_type") == "laguna":  # LagunaConfig: the first layer dense, the others sparse
-        return [i > 0 for i in range(n_layers)]
     explicit = r.int_list("moe_layers")  # Llama-4: indices of the MoE layers (overrides interleave_moe_layer_step)
     if explicit is not None:
         r.used.add("interleave_moe_layer_step")

@@ -21,7 +21,7 @@ checkpoint) are the model read by tests/test_model_ml4.py.
 from __future__ import annotations
 
 from ..errors import ModelConfigError, shown
-from .layers import dsa_indexer, ffn_spec, indexer_schedule, layer_ropes
+from .layers import dsa_indexer, ffn_spec, indexer_schedule, layer_ropes, moe_layers
 from .reader import ConfigReader
 from .spec import AttentionSpec, FfnSpec, LayerGroup
 from .traits import Architecture
@@ -39,7 +39,7 @@ def mistral_large4_groups(r: ConfigReader, arch: Architecture, d_model: int,
     ropes = layer_ropes(r, arch, n_layers)
     indexers = indexer_schedule(r, n_layers)
     reused = _reused_latents(r, ropes)
-    moe = _moe_layers(r, n_layers)
+    moe = moe_layers(r, n_layers)
     keys = list(zip(ropes, indexers, reused, moe, strict=True))
     attn = {k[:3]: _attention(r, d_model, *k[:3]) for k in dict.fromkeys(keys)}
     d_ff = 0 if all(moe) else r.dim("intermediate_size")
@@ -96,16 +96,6 @@ def _reused_latents(r: ConfigReader, ropes: list[bool]) -> list[bool]:
                  "and rope key (kv_source_layers): no kv_a_proj_with_mqa or kv_a_layernorm of their own, no latent "
                  "cached (the index key of their own indexer is).")
     return reused
-
-
-def _moe_layers(r: ConfigReader, n_layers: int) -> list[bool]:
-    """mlp_layer_types ('dense' / 'sparse'), else the first first_k_dense_replace layers dense (the config class's)."""
-    types = r.str_list("mlp_layer_types", n_layers, allowed=("dense", "sparse"))
-    if types is not None:
-        r.used.add("first_k_dense_replace")  # what mlp_layer_types was derived from
-        return [t == "sparse" for t in types]
-    first_dense = r.count("first_k_dense_replace")
-    return [i >= first_dense for i in range(n_layers)]
 
 
 def _note(r: ConfigReader, ffn: dict[bool, FfnSpec]) -> None:
