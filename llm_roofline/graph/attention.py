@@ -44,8 +44,9 @@ def attention_ops(c: Ctx, g: LayerGroup) -> list[Op]:
         ops.append(c.pointwise("attn.rope", g.name, n, rows=c.T_attn, width=(heads + kv_rope_heads) * rope_dim,
                                flops_per_elem=3, reads=1, style="column"))
     if a.q_log_scale:  # Mistral-Large-4: q x (scale x log(position + 1) + bias) per head: 1 multiply an element
+        w = 2 * heads * c.native_bytes  # a scale and a bias per head: stored as read, as q_norm's
         ops.append(c.pointwise("attn.q_scale", g.name, n, rows=c.T_attn, width=heads * a.head_dim, flops_per_elem=1,
-                               reads=1, style="column", weight_bytes=2 * heads * c.native_bytes))
+                               reads=1, style="column", weight_bytes=w, stored_bytes=w))
     if kv_elems_per_token_per_chip(a, tp):  # a layer reusing an earlier layer's K and V writes none (but an index key)
         ops.append(kv_write("attn.kv_write", g.name, n, tokens=c.T_attn,
                             kv_elems_per_token=kv_elems_per_token_per_chip(a, tp),
@@ -203,8 +204,9 @@ def _dsa_indexer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
             c.gemm("attn.indexer.k_proj", g.name, n, "attn", k=d, n=idim * (2 if a.index_kpool else 1)
                    + (0 if block else ih), style="replicated")]
     if a.q_log_scale:  # the index queries scaled per head by scale x log(position + 1) + bias
+        w = 2 * ih * c.native_bytes
         ops.append(c.pointwise("attn.indexer.q_scale", g.name, n, rows=c.T_attn, width=ih * idim, flops_per_elem=1,
-                               reads=1, style="replicated", weight_bytes=2 * ih * c.native_bytes))
+                               reads=1, style="replicated", weight_bytes=w, stored_bytes=w))
     if a.index_kpool:
         ops += [c.pointwise("attn.indexer.pool", g.name, n, rows=c.T_attn, width=idim, flops_per_elem=6, reads=2,
                             style="replicated"),
