@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 
 from .bounds import BOUNDS, DPI_MIN
@@ -129,8 +130,16 @@ def _add_layouts(p, which) -> None:
                             "deepep_low_latency)")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a rejected argument cut to 60 characters as errors.shown cuts a value (a 5,000-digit --prompt or
+    an unrecognized argument was echoed whole). Subcommand parsers are of the same class."""
+
+    def error(self, message):
+        super().error(re.sub(r"\S{61,}", lambda m: m.group(0)[:57] + "...", message))
+
+
 def _build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="llm-roofline",
         description="Estimate LLM inference cost (prefill/decode time, memory, chips) with the roofline model.",
         epilog=EPILOG,

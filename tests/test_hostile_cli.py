@@ -153,6 +153,18 @@ def test_hostile_command_line_exits_2_with_one_line(capsys, monkeypatch, hostile
     assert (hostile_paths / "outside.txt").read_text() == "precious"  # never written through the symlink
 
 
+@pytest.mark.parametrize("argv", [["estimate", M, "--chip", "h100", "--prompt", "1" + "0" * 5000],
+                                  ["estimate", M, "--chip", "h100", "--format", "x" * 300],
+                                  ["estimate", M, "--chip", "h100", "y" * 300]], ids=["int", "choice", "unrecognized"])
+def test_a_rejected_argument_is_echoed_cut(capsys, argv):
+    """argparse echoed a 5,001-character --prompt whole: a 5,000-character error line. Cut as errors.shown cuts a value:
+    60 characters, the last 3 '...' (with argparse's opening quote, 56 of the argument's)."""
+    code, out, err = run(capsys, argv)
+    lines = error_lines(err)
+    assert code == 2 and len(lines) == 1, err
+    assert argv[-1][:56] + "..." in lines[0] and argv[-1][:58] not in lines[0] and len(lines[0]) < 200, lines[0]
+
+
 def test_readme_examples_run(capsys, tmp_path):
     # README.md's quick-start lines (report/plan/calibrate are covered elsewhere) and the issue's sweep example
     for argv in (["estimate", "meta-llama/Llama-3.1-70B", "--chip", "h100", "--tp", "4", "--batch", "16", "--prompt",
