@@ -155,6 +155,8 @@ SHORT = {"compute_max": ("c", 1, ""), "compute_tokens_half": ("T½", 1, ""), "co
          "overhead_ep_s": ("o_ep", 1e6, " µs"), "overhead_per_token_elem_s": ("o/tok", 1e12, " ps"),
          "overhead_per_depth_s": ("o/K", 1e9, " ns"), "overhead_split_s": ("o_split", 1e6, " µs"),
          "overhead_regroup_s": ("o_regroup", 1e6, " µs"), "compute_q_tile_rule": ("P_q", 1, ""),
+         "compute_tile_rule": ("tiles", 1, ""), "overhead_per_wave_s": ("o/wave", 1e6, " µs"),
+         "overhead_per_tall_output_s": ("o/tall", 1e12, " ps"),
          "overhead_wide_tile_s": ("o_wide", 1e6, " µs"), "memory_serial": ("m_ser", 1, ""),
          "err_p10": ("p10", 1, ""), "err_p90": ("p90", 1, "")}
 

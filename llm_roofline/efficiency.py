@@ -62,33 +62,26 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
                                                          the kernels' layout, signalling and polling) plus the
                                                          bytes at comm_max of the link; without a fit anywhere:
                                                          the chip's collective fit (BORROWS)
-    mla_glue          attn.mla_glue (MLA layers): the    vLLM's whole MLA attention module of DeepSeek-V3
-                      module's small kernels outside     (mla_context_module / mla_generation_module) minus the
-                      its GEMMs, rope and attention      estimate of its other attn.* ops: overhead_s per layer
-                      kernel                             (latent norms, splits, concats, cache write, split-KV
-                                                         combine) + overhead_per_token_s per query-head row
-                                                         (benchmarks/validate_mla.py --fit)
+    mla_glue          attn.mla_glue (MLA layers): the    vLLM's whole MLA module of DeepSeek-V3 (mla_*_module) minus
+                      module's kernels outside its       its other attn.* ops: overhead_s per layer + overhead_per_
+                      GEMMs, rope and attention kernel   token_s per query-head row (benchmarks/validate_mla.py --fit)
 
 - gemm / gemm_fp8 / moe: compute_max is what a large GEMM reaches; compute_tokens_half a padding cost (the FLOP time
   of T + T_half rows: M padded to tiles, wave quantization) and compute_cols_half the same in N (op.gemm_n, the output
-  columns of one kernel: narrow outputs fill few tiles and SMs; fp8 kernels use wider tiles than bf16 ones);
-  compute_outs_half: output parallelism (T*N output elements: few output tiles leave SMs idle while each CTA walks all
-  of K, so skinny GEMMs take time ~ K; the fit picks it or the tile factors; with compute_k_split K_s > 0 it counts
-  T*N*max(1, K/K_s) work units: split-K kernels walk at most K_s of K per CTA); compute_depth_half (bf16 gemm): each
-  output tile's pipeline fill and epilogue amortized over its K loop, so the FLOP rate grows with K at the same M and N
-  (A100: 36 TFLOP/s at K <= 1k, 227 at K > 16k for N <= 1k); memory_max: weight streaming at small T;
-  overhead_s the launch/latency floor (moe: per grouped GEMM, two per block); overhead_per_output_elem_s the epilogue
-  (writing C, not overlapped with the main loop); overhead_per_token_s (gemm_fp8) the activations' dynamic fp8
-  quantization, a pass per row. T for an expert GEMM is its rows per touched expert; overhead_per_walked_elem_s (moe)
-  prices the routed rows the fused block passes over outside its grouped GEMMs (op.walked_rows x (K + N): the
-  sort, activation and top-k sum as separate passes; with expert parallelism over tokens every chip holds, all T*k
-  rows, vLLM's Triton fused MoE zero-filling those of other chips' experts; ~0 for kernels that fuse them), and
-  overhead_per_token_elem_s its passes once per token whatever the top-k (op.token_elems = tokens x d_model: the input
-  gathered and quantized, the top-k outputs combined; B200 fp8 experts ~3 ps an element per GEMM); moe_fp8 also
-  overhead_per_depth_s per element of each GEMM's K (block-scaled fp8 walks K in 128-wide blocks, each rescaled
-  into the fp32 sums: a serial floor that grows with K, 19-21 us for one token at h 2048, 36-46 us at h 7168). fp8 and
+  columns of one kernel); compute_outs_half: output parallelism (T*N outputs: few output tiles leave SMs idle while
+  each CTA walks all of K; with compute_k_split K_s > 0 it counts T*N*max(1, K/K_s) work units: split-K);
+  compute_depth_half (bf16): each output tile's pipeline fill and epilogue amortized over its K loop; memory_max:
+  weight streaming at small T; overhead_s the launch floor (moe: per grouped GEMM, two per block);
+  overhead_per_output_elem_s the epilogue (writing C, not overlapped); overhead_per_token_s (gemm_fp8) the activations'
+  dynamic fp8 quantization, a pass per row. T for an expert GEMM is its rows per touched expert;
+  overhead_per_walked_elem_s (moe) the routed rows the fused block passes over outside its grouped GEMMs
+  (op.walked_rows x (K + N): sort, activation, top-k sum; under expert parallelism over tokens every chip holds, all
+  T*k rows), overhead_per_token_elem_s its passes once per token (op.token_elems = tokens x d_model); moe_fp8 also
+  overhead_per_depth_s per element of each GEMM's K (block-scaled fp8 walks K in 128-wide rescaled blocks). fp8 and
   fp4 GEMMs (gemm_fp8; gemm_fp4 also the outs factor) have their own fit of every parameter, and past one M tile of
-  compute_m_tile rows (0, 128 or 256) a factor T / (ceil(T / tile) * tile): a kernel sized to M up to a tile.
+  compute_m_tile rows (0, 128 or 256) a factor T / (ceil(T / tile) * tile): a kernel sized to M up to a tile. Where
+  the kernel's tile rule is known (compute_tile_rule: vLLM's fp8 GEMM on Ada) the tile grid replaces the tokens and
+  columns factors: waves of tiles over the chip's SMs, a time per wave and per tall tile's output (gemm_tiles.py).
 - MoE: compute_m_block_rule pads each expert's T rows to the kernel's M blocks (m_block_padding); compute_width_half:
   f(i / tp, h) (op.expert_width): narrow experts (high moe_tp) spread each tile's fixed work over fewer multiply-adds;
   overhead_ep_s (fitted for moe_quant, moe_fp4): a floor per kernel where the routed experts are split over chips
@@ -96,54 +89,51 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
   at ep 1 reading 4x the weights); memory_token_tile (moe, moe_fp8 on Blackwell: 64, TRT-LLM's cap): each token tile
   after the first re-reads the share of an expert's block weights the chip's L2 cannot hold, the memory fraction
   scaled by hbm / (hbm + those bytes) (expert_kernels.restreamed_weight_bytes; Mixtral-like 352 MB experts).
-- Weight-only quantized GEMMs (weights narrower than the compute dtype: int4/int8/fp8 weights, bf16 compute) run
-  dequantizing kernels: the packed-weight read plus a dequant cost on the vector units, never the padded rows;
-  where vLLM runs Marlin (off Hopper; fp8 / fp4 weights on Hopper too) their tensor cores run at its ceiling, the
-  chip's moe_int4 fit (dequant.py, dequant_cap).
-- attention (prefill): L = keys per query (causal: (q+1)/2 + prefix) and X = Q+O elements B*q*H*(dqk+dv), both read back
-  from the op's counts (attention_shape), and D = op.head_dim: short sequences waste FlashAttention's diagonal tiles,
-  few heads x sequences leave SMs idle, small heads spend more of each tile on the softmax (exp, max, rescale per score:
-  work per score fixed, matmul work per score ~ D), and G = op.q_per_kv: MHA (G = 1) loads K/V tiles once per query
-  head, GQA kernels share them over the group. Plus a time per query tile (query_tiles: Q_TILE = 128 query rows; a
-  16-token sequence still runs a whole one): overhead_per_head_tile_s * B*H*ceil(q/128) for kernels that tile each query
-  head (TRT-LLM on Blackwell), overhead_per_group_tile_s * B*n_kv*ceil(q*G/128) for those packing a GQA group into one
-  (FlashAttention-3). Q, K, V, O stream at memory_max where the rows show it (fit._OPTIONAL), not hidden under the math
-  (memory_serial 1: t_compute + t_memory). attention_decode (attention_decode_fp8 for 8-bit KV
-  caches): the KV stream at memory_max plus a floor overhead_per_token_s per sequence (T = B for decode: block-table
-  walk, split-KV combine) and overhead_s + overhead_per_kv_row_byte_s * R, R = KV bytes of one context position over the
+- Weight-only quantized GEMMs (int4/int8/fp8 weights, bf16 compute) run dequantizing kernels: the packed-weight read
+  plus a dequant cost on the vector units, never the padded rows; where vLLM runs Marlin (off Hopper; fp8 / fp4
+  weights on Hopper too), at its tensor-core ceiling: the chip's moe_int4 fit (dequant.py, dequant_cap).
+- attention (prefill): L = keys per query (causal: (q+1)/2 + prefix) and X = Q+O elements B*q*H*(dqk+dv), both read
+  back from the op's counts (attention_shape), and D = op.head_dim: short sequences waste FlashAttention's diagonal
+  tiles, few heads x sequences leave SMs idle, small heads spend more of each tile on the softmax (exp, max, rescale
+  per score: work per score fixed, matmul work per score ~ D), and G = op.q_per_kv: MHA (G = 1) loads K/V tiles once
+  per query head, GQA kernels share them over the group. Plus a time per query tile (query_tiles: Q_TILE = 128 query
+  rows; a 16-token sequence still runs a whole one): overhead_per_head_tile_s * B*H*ceil(q/128) for kernels that tile
+  each query head (TRT-LLM on Blackwell), overhead_per_group_tile_s * B*n_kv*ceil(q*G/128) for those packing a GQA
+  group into one (FlashAttention-3). Q, K, V, O stream at memory_max where the rows show it (fit._OPTIONAL), not hidden
+  under the math (memory_serial 1: t_compute + t_memory). attention_decode (attention_decode_fp8 for 8-bit KV caches):
+  the KV stream at memory_max plus a floor overhead_per_token_s per sequence (T = B for decode: block-table walk,
+  split-KV combine) and overhead_s + overhead_per_kv_row_byte_s * R, R = KV bytes of one context position over the
   batch (B*n_kv*(dqk+dv)*e_kv: grows with batch x KV heads). Its compute term (overlapping the stream: the roofline's
   max) is compute_max * f(L, compute_keys_half) * f(G, compute_group_half), L = keys = min(kv, window): the GQA group
   padded to the kernel's query tile (G query rows per K/V tile) and a per-query-head cost worth compute_keys_half keys
-  (Q load, softmax, O store); flops / f(L, h) = flops * (L + h) / L, so the compute TIME is affine in the context.
-  Where the kernel is FlashInfer's tensor-core decode (compute_q_tile_rule: vLLM's 8-bit KV caches on Ada) the group
-  fills a CTA tile of P = 16 / 64 / 128 rows (attention_shapes.query_tile_rows), its time that of P rows: the factor
-  is G / (P + compute_group_half), plus overhead_wide_tile_s * (D / 128)^2 per kernel where P > 16 (wide_tile_weight).
-  Memory efficiency memory_max * S / hypot(S, memory_streams_half), S = B*n_kv KV streams: split-KV (flash-decoding)
-  caps the CTAs one stream gets, so one sequence x one KV head cannot fill HBM (memory_unsplit_half and floor
-  overhead_unsplit_s where set, for the streams FlashAttention-2 gives one CTA walking all their keys with no split-KV
-  combine, ~23 ns a key: MHA, G = 1, and a 16-bit KV cache past its sliding window: attention_shapes.unsplit); and
-  overhead_per_kv_stream_s * S, the floor per stream (its CTAs, the split-KV combine). overhead_per_windowed_head_s *
-  B*(H - n_kv): a sliding-window decode on FlashAttention-2 (vLLM's kernel on Ampere / Ada packs a GQA group into one
-  tile only without a window) runs one tile per query head, G - 1 more per KV head (~0 where the kernel packs it: FA3,
-  FlashInfer). attention_decode_fp8 adds, past a sliding window of W keys (op.kv_len > W), memory * W / (W +
-  memory_window_half) and overhead_window_s per kernel: the kernel reads whole KV blocks (FA3 fp8: 224 keys at D = 128)
-  and a window ending anywhere straddles one more, walked serially and masked (its bytes at large batch, its latency at
-  small). FlashAttention-2 (vLLM on Ampere / Ada, G > 1; attention_shapes.decode_kernels): overhead_split_s past one
-  KV block (its combine kernel) and overhead_regroup_s where B >= 2 and n_kv >= 2 (Q and O copied to fold each GQA
-  group into one tile). Memory efficiency and overheads never depend on the KV length but for these steps at the window
-  and at a KV block (breakpoints: spec.context_breakpoints, attention_shapes.KV_BLOCKS), so within a decode stretch
-  every op's compute and memory times stay affine and phases.py's closed-form decode sum stays exact.
+  (Q load, softmax, O store); flops / f(L, h) = flops * (L + h) / L: the compute TIME is affine in the context. Where
+  the kernel is FlashInfer's tensor-core decode (compute_q_tile_rule: vLLM's 8-bit KV caches on Ada) the group fills a
+  CTA tile of P = 16 / 64 / 128 rows (attention_shapes.query_tile_rows), its time that of P rows: the factor is G / (P
+  + compute_group_half), plus overhead_wide_tile_s * (D / 128)^2 per kernel where P > 16 (wide_tile_weight). Memory
+  efficiency memory_max * S / hypot(S, memory_streams_half), S = B*n_kv KV streams: split-KV (flash-decoding) caps the
+  CTAs one stream gets, so one sequence x one KV head cannot fill HBM (memory_unsplit_half and floor overhead_unsplit_s
+  where set, for the streams FlashAttention-2 gives one CTA walking all their keys with no split-KV combine: MHA, G =
+  1, and a 16-bit KV cache past its sliding window: attention_shapes.unsplit); and overhead_per_kv_stream_s * S, the
+  floor per stream (its CTAs, the split-KV combine). overhead_per_windowed_head_s * B*(H - n_kv): a sliding-window
+  decode on FlashAttention-2 (vLLM's kernel on Ampere / Ada packs a GQA group into one tile only without a window) runs
+  one tile per query head, G - 1 more per KV head (~0 where the kernel packs it: FA3, FlashInfer). attention_decode_fp8
+  adds, past a sliding window of W keys (op.kv_len > W), memory * W / (W + memory_window_half) and overhead_window_s
+  per kernel: the kernel reads whole KV blocks and a window ending anywhere straddles one more, walked serially and
+  masked (its bytes at large batch, its latency at small). FlashAttention-2 (vLLM on Ampere / Ada, G > 1;
+  attention_shapes.decode_kernels): overhead_split_s past one KV block (its combine kernel) and overhead_regroup_s
+  where B >= 2 and n_kv >= 2 (Q and O copied to fold each GQA group into one tile). Memory efficiency and overheads
+  never depend on the KV length but for these steps at the window and at a KV block (breakpoints:
+  spec.context_breakpoints, attention_shapes.KV_BLOCKS), so within a decode stretch every op's compute and memory times
+  stay affine and phases.py's closed-form decode sum stays exact.
 - Every efficiency is <= 1 and every overhead >= 0, so a calibrated time is never below the ideal roofline bound
   (tests check it with hypothesis). An op with tokens = 0 (unknown) gets the asymptotic efficiencies.
 - err_p10 / err_p90: held-out measured / predicted percentiles: est.uncertainty (uncertainty.uncertainty_of).
 
-chip_fits.py picks the fits: chips with their own tables borrow the families they lack from their family default
-chip (labelled in `CalibratedModel.label`, per family in `.sources`); chips without tables borrow everything
-(chip_fits.FAMILY_DEFAULTS): Hopper -> h100-sxm, Ampere -> a100-80gb, Blackwell -> b200, Ada -> l40s, CDNA3 / Volta
--> the nearest GPU fit (not measured), TPU -> TPU_DEFAULT (uncalibrated: compute 0.95 per the book's footnote,
-memory and links 0.9, 1 us per op). A family missing everywhere falls back along BORROWS (gemm_fp4 -> gemm_fp8 ->
-gemm, moe -> gemm, attention_decode -> attention -> gemm's fractions; moe_quant, moe_fp8 -> moe; moe_int4, moe_fp4 ->
-moe_quant).
+chip_fits.py picks the fits: a chip's own tables, the families it lacks borrowed from its family default chip
+(chip_fits.FAMILY_DEFAULTS; said in `CalibratedModel.label` and per family in `.sources`), TPU_DEFAULT on TPUs
+(uncalibrated: compute 0.95 per the book's footnote, memory and links 0.9, 1 us per op). A family missing everywhere
+falls back along BORROWS (gemm_fp4 -> gemm_fp8 -> gemm, moe -> gemm, attention_decode -> attention -> gemm's
+fractions; moe_quant, moe_fp8 -> moe; moe_int4, moe_fp4 -> moe_quant).
 """
 
 from __future__ import annotations
@@ -163,6 +153,7 @@ from .attention_shapes import (decode_family, attention_shape, decode_points, is
                                wide_tile_weight)
 from .dequant import dequant_efficiency, marlin_compute_max, weight_only_quantized
 from .expert_kernels import M_BLOCK_RULES, expert_inputs, m_block_padding, restreamed
+from .gemm_tiles import tiled
 
 if TYPE_CHECKING:
     from .ops import Op
@@ -262,6 +253,10 @@ class FamilyFit:
     memory_serial: float = 0.0  # share of min(compute, memory time) not hidden (roofline.with_serial_share), [0, 1]
     memory_token_tile: float = 0.0  # expert GEMM: token tile of a fused kernel that re-reads an expert's weights past
     #   the L2 once per tile (expert_kernels.restreamed_weight_bytes; a kernel fact, fit._KERNEL_GRID); 0: none
+    compute_tile_rule: float = 0.0  # GEMM: its kernel's output tiles (gemm_tiles.TILE_RULES; 1: vLLM's SM89 CUTLASS
+    #   fp8): compute x the useful share of the tile waves on the chip's SMs; 0: none (the smooth factors)
+    overhead_per_wave_s: float = 0.0  # under it: time per wave of output tiles (each tile's fill and epilogue), >= 0
+    overhead_per_tall_output_s: float = 0.0  # under it: time per output of a 256-row tile (gemm_tiles), >= 0
 
     def __post_init__(self):
         for name in ("compute_max", "memory_max", "comm_max", "comm_switch_max"):
@@ -277,8 +272,9 @@ class FamilyFit:
                 raise ChipError(f"efficiency {name} must be 0 (none) or at least 1 row, got {getattr(self, name)!r}")
         if (rule := self.compute_m_block_rule) and rule not in M_BLOCK_RULES:  # a kernel's rule, or 0
             raise ChipError(f"efficiency compute_m_block_rule must be 0, 1 or 2, got {shown(rule)}")
-        if self.compute_q_tile_rule not in (0.0, 1.0):  # FlashInfer's tile rule, or none
-            raise ChipError(f"efficiency compute_q_tile_rule must be 0 or 1, got {shown(self.compute_q_tile_rule)}")
+        for name in ("compute_q_tile_rule", "compute_tile_rule"):  # a kernel's tile rule (FlashInfer's decode tile,
+            if getattr(self, name) not in (0.0, 1.0):  # TILE_RULES), or none
+                raise ChipError(f"efficiency {name} must be 0 or 1, got {shown(getattr(self, name))}")
 
     def compute(self, tokens, keys=0.0, elems=0.0, cols=0.0, dim=0.0, group=0.0, outs=0.0, depth=0.0, width=0.0,
                 block_rows=0.0, spread=0.0) -> np.ndarray:
@@ -395,7 +391,8 @@ PARAMS = ("compute_max", "compute_tokens_half", "memory_max", "memory_tokens_hal
           "overhead_window_s", "compute_m_tile", "memory_unsplit_half", "overhead_unsplit_s", "compute_depth_half",
           "compute_width_half", "compute_m_block_rule", "overhead_ep_s", "overhead_per_token_elem_s",
           "overhead_per_depth_s", "overhead_split_s", "overhead_regroup_s", "memory_l2_extra", "memory_token_tile",
-          "compute_q_tile_rule", "overhead_wide_tile_s", "memory_serial")
+          "compute_q_tile_rule", "overhead_wide_tile_s", "memory_serial", "compute_tile_rule", "overhead_per_wave_s",
+          "overhead_per_tall_output_s")
 # ceilings far above any fit (halves: tokens, keys, elements, columns; overheads: s per kernel, row, byte or element;
 # the band: measured / predicted; memory_l2_extra: a rate ratio), so a hostile chip file cannot overflow a time
 PARAM_CEILING = {"compute": 1e15, "memory": 1e15, "overhead": 1.0, "err": 1e3, "comm": 1.0}
@@ -510,7 +507,7 @@ class CalibratedModel:
                 e = _efficiency_at(p, op.tokens, self.label, n, k, **{f: float(v) for f, v in moe.items()})
             if moe and p.memory_token_tile:
                 e = restreamed(e, [op], op.tokens, chip.onchip_bytes, p.memory_token_tile)
-            return e
+            return tiled(e, p, op.tokens, n, chip.onchip_units) if p.compute_tile_rule and not moe else e
         if fam in COLLECTIVE_FAMILIES:  # the direct kernels' step latency grows with the GPUs of the group; rings
             # (PCIe switch, xGMI / NVLink-bridge mesh) are NCCL's pipelined steps, priced at the link's latency_s alone
             return _collective_efficiency(p, int(op.group_chips), self.label, chip.scaleup.nvlink_switch)
@@ -555,6 +552,7 @@ class CalibratedModel:
                 moe = expert_inputs(*grids, k, n, *map(per_op, ("expert_width", "local_experts", "expert_chips")))
             p = self.fit_for(fam)
             e = p.efficiency(tok, label=self.label, cols=n, out_elems=tok * n, depth=k, **moe)
+            e = tiled(e, p, tok, n, chip.onchip_units) if p.compute_tile_rule and not moe else e
             parts.append((rows, restreamed(e, sub, tok, chip.onchip_bytes, p.memory_token_tile, shape)
                           if moe and p.memory_token_tile else e))
         return parts
@@ -580,7 +578,8 @@ class CalibratedModel:
         key = (tuple(map(id, fits)), tuple(n > domain for n in collective_chips),  # the chip's peaks: dequantizing
                bool(collective_chips) and chip.scaleup.nvlink_switch,  # GEMMs, prefill attention's serial share
                id(chip) if dequant or any(f.memory_serial for f in fits) else 0,
-               chip.onchip_bytes if any(f.memory_token_tile for f in fits) else 0)  # restreamed reads the L2
+               chip.onchip_bytes if any(f.memory_token_tile for f in fits) else 0,  # restreamed reads the L2,
+               chip.onchip_units if any(f.compute_tile_rule for f in fits) else 0)  # tiled the SMs
         memo.setdefault("kept", {}).setdefault(key, (fits, chip))  # the objects behind the ids live as long as the
         return key  # memo (and the stacks cached under the key in it), so no other fit or chip can reuse an id
 

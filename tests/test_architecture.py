@@ -16,7 +16,7 @@ LAYERS = {
     "units": 1, "bounds": 1, "engine": 1, "queueing": 2, "files": 2,
     "hardware": 3, "model": 3,
     "collectives": 4, "ops": 4,
-    "roofline": 5, "attention_shapes": 6, "dequant": 6, "expert_kernels": 6,
+    "roofline": 5, "attention_shapes": 6, "dequant": 6, "expert_kernels": 6, "gemm_tiles": 6,
     "sharding": 7, "efficiency": 7, "chip_fits": 8,
     "graph": 8, "uncertainty": 8,
     "memory": 9, "optable": 9, "phases": 9,

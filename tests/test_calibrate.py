@@ -173,13 +173,14 @@ fraction = st.floats(0.01, 1.0)
 @given(m=st.integers(1, 8192), k=st.integers(1, 16384), n=st.integers(1, 65536), v=st.floats(1.0, 1e9),
        chips=st.sampled_from([2, 4, 8, 16]), cm=fraction, ct=st.floats(0, 1e4), mm=fraction, mt=st.floats(0, 1e4),
        co=fraction, oh=st.floats(0, 1e-3),
-       chip=st.sampled_from(["h100-sxm", "a100-80gb", "tpu-v5e", "mi300x", "b200", "gb200"]),
+       chip=st.sampled_from(["h100-sxm", "a100-80gb", "tpu-v5e", "mi300x", "b200", "gb200", "l40s"]),
        halves=st.lists(st.floats(0, 1e6), min_size=6, max_size=6), per=st.lists(st.floats(0, 1e-9), min_size=4, max_size=4),
        kv8=st.booleans(), cs=fraction, steps=st.lists(st.floats(0, 1e-4), min_size=2, max_size=2),
        ks=st.floats(0, 1e5), wh=st.floats(0, 1e4),
-       win=st.sampled_from([None, 64]), ow=st.floats(0, 1e-4), mtile=st.sampled_from([0.0, 1.0, 128.0, 256.0]))
+       win=st.sampled_from([None, 64]), ow=st.floats(0, 1e-4), mtile=st.sampled_from([0.0, 1.0, 128.0, 256.0]),
+       tiles=st.sampled_from([0.0, 1.0]))
 def test_calibrated_never_below_ideal(m, k, n, v, chips, cm, ct, mm, mt, co, oh, chip, halves, per, kv8, cs, steps, ks,
-                                      wh, win, ow, mtile):
+                                      wh, win, ow, mtile, tiles):
     c = lr.load_chip(chip)
     p = FamilyFit(compute_max=cm, compute_tokens_half=ct, memory_max=mm, memory_tokens_half=mt, comm_max=co,
                   overhead_s=oh, compute_keys_half=halves[0], compute_elems_half=halves[1], compute_cols_half=halves[2],
@@ -187,9 +188,12 @@ def test_calibrated_never_below_ideal(m, k, n, v, chips, cm, ct, mm, mt, co, oh,
                   overhead_per_kv_row_byte_s=per[0], overhead_per_output_elem_s=per[1], overhead_per_token_s=per[2],
                   overhead_per_walked_elem_s=per[3], comm_switch_max=cs, comm_step_s=steps[0],
                   comm_step_per_doubling_s=steps[1], compute_k_split=ks, memory_window_half=wh,
-                  overhead_window_s=ow, compute_m_tile=mtile)
+                  overhead_window_s=ow, compute_m_tile=mtile, compute_tile_rule=tiles, overhead_per_wave_s=ow,
+                  overhead_per_tall_output_s=per[1])  # a GEMM's tile waves (gemm_tiles; l40s gives its SMs)
     models = [CalibratedModel(c.name, "random", {f: p for f in FAMILIES}), calibrated_model(c)]
     ops = [gemm("ffn.up", "dense", 1, tokens=m, k=k, n=n, bits_per_weight=16, act_bytes_per_elem=2),
+           gemm("ffn.down", "dense", 1, tokens=m, k=k, n=n, bits_per_weight=8, act_bytes_per_elem=1,
+                compute_dtype="fp8" if "fp8" in c.dense_flops_per_s else "int8"),  # gemm_fp8: l40s's tile rule
            elementwise("ffn.act", "dense", 1, tokens=m, elems=m * n, flops_per_elem=5, reads=2, writes=1,
                        act_bytes_per_elem=2),
            elementwise("norm.ffn", "dense", 1, tokens=m, elems=m * k, flops_per_elem=4, reads=1, writes=1,

@@ -21,6 +21,7 @@ from ..attention_shapes import decode_kernels, query_tiles, unsplit, wide_tile_w
 from ..chip_fits import attention_from_gemm
 from ..collectives import CollectiveTerms, collective_terms
 from ..expert_kernels import block_rows_per_expert, restreamed_weight_bytes
+from ..gemm_tiles import SM89_FP8, tiled
 from ..efficiency import (ATTENTION_FAMILIES, COLLECTIVE_FAMILIES, DECODE_FAMILIES, FAMILIES, GEMM_FAMILIES, IDEAL_FIT,
                           MOE_FAMILIES, PARAM_TOP, PARAMS, CalibratedModel, FamilyFit)
 from ..hardware import Chip, load_chip
@@ -78,6 +79,8 @@ class _Terms:
     weights: np.ndarray | float = 0.0  # moe: the touched experts' weight bytes of the block (touched x block)
     block: np.ndarray | float = 0.0  # moe: one expert's weight bytes in the block (gate, up, down)
     l2: float = 0.0  # the chip's L2 bytes (onchip_bytes; 0: unknown)
+    units: float = 0.0  # the chip's SMs (onchip_units; 0: unknown)
+    tile_rule: float = 0.0  # the GEMM kernel's tile rule on this chip (_TILE_RULE; gemm_tiles), 0: none
 
     @property
     def expert_parallel(self):
@@ -101,6 +104,8 @@ class _Terms:
                            regrouped=self.regrouped, spread=self.spread, unsplit=self.unsplit)
         if self.comm is not None:
             return score_collective(self.comm, eff).t_s
+        if p.compute_tile_rule:  # the kernel's output tiles in waves over the SMs (gemm_tiles)
+            eff = tiled(eff, p, self.tokens, self.cols, self.units)
         hbm = self.hbm
         if p.memory_l2_extra:  # replays of a working set within L2 (_terms): read at (1 + x) x the HBM rate
             gain = 1.0 + p.memory_l2_extra * self.in_l2
@@ -169,7 +174,8 @@ def _terms(df: "pd.DataFrame", chip: Chip, fam: str) -> _Terms:
                   windowed_heads=heads, width=width, block_rows=blocks, expert_chips=ep, token_elems=per_token,
                   depth=_depth(df, fam), split_kv=split, regrouped=regrouped, unsplit=walks, wide_tiles=wide,
                   weights=weights,
-                  block=block, l2=chip.onchip_bytes or 0.0)
+                  block=block, l2=chip.onchip_bytes or 0.0, units=chip.onchip_units or 0.0,
+                  tile_rule=_TILE_RULE.get((fam, chip.family), 0.0) if chip.onchip_units else 0.0)
 
 
 def _expert_weights(df: "pd.DataFrame", fam: str):
@@ -260,9 +266,9 @@ _FREE = {
     "gemm": (("compute_max", 0.7), ("compute_tokens_half", 64.0), ("compute_cols_half", 128.0),
              ("compute_outs_half", 1e4), ("memory_max", 0.8), ("overhead_s", 5e-6), ("overhead_per_output_elem_s", 1e-13),
              ("compute_k_split", 2048.0), ("compute_depth_half", 64.0)),
-    # fp8: wide tiles (cols half) and no outs factor (it fits no better held out), plus the activations'
-    # dynamic quantization per row
-    "gemm_fp8": _FP8_GEMM,
+    # fp8: wide tiles (cols half), no outs factor (it fits no better held out), the activations' quantization per row;
+    # under a kernel's tile rule (_TILE_RULE) its waves replace the tokens and cols halves
+    "gemm_fp8": _FP8_GEMM + (("overhead_per_wave_s", 2e-6), ("overhead_per_tall_output_s", 1e-12)),
     # NVFP4 (W4A4, FlashInfer's CuTe DSL kernel on Blackwell): gemm_fp8's terms plus gemm's output parallelism (outs
     # half): its skinny GEMMs (N <= 2k, K >= 4k) take time ~ K, 0.57-0.92x predicted without it (B200 held out 8.4 /
     # 25.7 -> 6.3 / 18.9 %, GB200 8.9 / 26.4 -> 6.7 / 20.3 %; split-K and the depth factor add <= 0.2 point)
@@ -345,9 +351,8 @@ _GRID = {**{f: ("compute_m_tile", (0.0, 128.0, 256.0)) for f in ("gemm_fp8", "ge
          "attention_decode_fp8": ("compute_q_tile_rule", (0.0,))}
 # where the kernel's source fixes the discrete value, (family, chip family) -> the values left: vLLM's SM90 CUTLASS fp8
 # GEMM for M > 128 (csrc/quantization/cutlass_w8a8/c3x/scaled_mm_sm90_fp8_dispatch.cuh, sm90_fp8_config_default)
-# runs TileShape 128 x 128 x 128 in ClusterShape 2 x 1 x 1: 256 rows per cluster on every Hopper GPU. (The rows alone
-# hardly tell 128 from 256: in-sample loss H100 0.6305 / 0.6210, H200 0.6724 / 0.6786; H200 held out 128: median
-# 8.5 %, p90 25.3 %; 256: 8.4 %, 24.2 %.)
+# runs TileShape 128 x 128 x 128 in ClusterShape 2 x 1 x 1: 256 rows per cluster on every Hopper GPU (the rows alone
+# hardly tell 128 from 256: benchmarks/CALIBRATION.md).
 # FlashInfer's TRT-LLM fused MoE (vLLM's default for bf16 and block-scaled fp8 experts on Blackwell) walks each
 # expert's rows in token tiles of at most 64 (vLLM's calculate_tile_tokens_dim: "Cap to 8-64 tokens per CTA tile as
 # it's the range supported by the kernel"), re-reading per tile the expert weights the L2 cannot hold
@@ -362,6 +367,11 @@ _KERNEL_GRID = {("gemm_fp8", "hopper"): (256.0,), ("moe", "blackwell"): (64.0,),
 # Ampere and Ada alone (Hopper: FlashAttention-3, which packs the GQA group inside its kernel; Blackwell: TRT-LLM's
 # decode); left free on B200 they pick up noise (held-out median 4.9 -> 5.3 %, p90 15.4 -> 16.3 %)
 _KERNEL_ONLY = {n: ("ampere", "ada") for n, _ in _FA2}
+# (family, chip family) -> the tile rule of the GEMM kernel vLLM runs there, where the chip file gives its SMs
+# (gemm_tiles: Ada's fp8 GEMM is CUTLASS 2.x, tiles by M and N); its waves replace the tokens, cols halves and M tile
+_TILE_RULE = {("gemm_fp8", "ada"): SM89_FP8}
+_TILE_FREE, _TILE_REPLACED = ("overhead_per_wave_s", "overhead_per_tall_output_s"), ("compute_tokens_half",
+                                                                                      "compute_cols_half")
 # parameters a family's fit keeps only where the rows show them: fitted with and without, kept where they lower the
 # loss (_loss, ~0.5 on real rows) by more than OPTIONAL_GAIN. Prefill attention's memory side: a short prompt at a
 # large batch streams Q, K, V and O below the bandwidth (L40S, FlashAttention-2: 0.67 of its GDDR6 past the L2;
@@ -428,6 +438,7 @@ def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = 
     only on their chip families, or where it is not given); the discrete one
     (_GRID) among the values the chip family's kernel allows (_KERNEL_GRID)."""
     free = tuple((n, v) for n, v in _free(fam) if _identified(n, terms, chip_family, measured))
+    base = replace(base, compute_tile_rule=terms.tile_rule) if terms.tile_rule else base
     optional = _OPTIONAL.get(fam, ())
     if optional and any(n in optional for n, _ in free):  # kept only where they lower the loss by OPTIONAL_GAIN
         (val, p), (val_all, p_all) = (_fit_free(terms, measured, fam, base, chip_family, f)
@@ -447,7 +458,7 @@ def _fit_free(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit, ch
     of the family's discrete parameter (_GRID, _KERNEL_GRID): the lowest loss kept (ties: the first)."""
     names = [n for n, _ in free]
     grid_name, grid = _GRID.get(fam, ("", (None,)))
-    grid = _KERNEL_GRID.get((fam, chip_family), grid)
+    grid = (0.0,) if terms.tile_rule else _KERNEL_GRID.get((fam, chip_family), grid)  # its tiles: no M tile
 
     def unpack(x, g=None) -> FamilyFit:
         b = base if g is None else _trial(base, {grid_name: g})
@@ -470,16 +481,17 @@ def _fit_free(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit, ch
 
 def _identified(name: str, terms: _Terms, chip_family: str, measured: np.ndarray) -> bool:
     """Whether the rows can tell parameter `name`: some row prices it (_ONLY_WITH), some row's bytes are reduced in
-    the switch (comm_switch_max), L2 hits show (memory_l2_extra: _l2_hits) and the chip family's kernel has its
-    mechanism (_KERNEL_ONLY, any where not given; overhead_wide_tile_s: where _KERNEL_GRID runs FlashInfer's tile)."""
+    the switch (comm_switch_max), L2 hits show (memory_l2_extra) and the chip family's kernel has its mechanism
+    (_KERNEL_ONLY; overhead_wide_tile_s: FlashInfer's tile; a GEMM tile rule's: _TILE_FREE, not _REPLACED)."""
     if name in _ONLY_WITH and not np.any(np.asarray(getattr(terms, _ONLY_WITH[name])) > 0):
         return False
     if name == "comm_switch_max" and not _switch_reduced(terms):
         return False
     if name == "memory_l2_extra" and not _l2_hits(terms, measured):
         return False
-    if name == "overhead_wide_tile_s" and 1.0 not in _KERNEL_GRID.get((terms.fam, chip_family), ()):
-        return False  # a time of FlashInfer's wide tile: only where its tile rule runs
+    if (name == "overhead_wide_tile_s" and 1.0 not in _KERNEL_GRID.get((terms.fam, chip_family), ())) or \
+            name in (_TILE_REPLACED if terms.tile_rule else _TILE_FREE):  # FlashInfer's wide tile, a GEMM's waves
+        return False  # (_TILE_RULE): only where the kernel's tile rule runs
     return not chip_family or name not in _KERNEL_ONLY or chip_family in _KERNEL_ONLY[name]
 
 
@@ -499,9 +511,10 @@ def _switch_reduced(terms: _Terms) -> bool:
 
 
 def shown_params(fam: str, p: FamilyFit) -> dict[str, float]:
-    """The parameters worth showing for a family: its free ones (memory_l2_extra, overhead_wide_tile_s and the
-    _OPTIONAL ones where fitted: a chip's replays, a kernel's tile) and any that differ from ideal."""
-    hidden = ("memory_l2_extra", "overhead_wide_tile_s") + _OPTIONAL.get(fam, ())
+    """The parameters worth showing for a family: its free ones (memory_l2_extra, overhead_wide_tile_s, a tile rule's
+    and the _OPTIONAL ones where fitted: a chip's replays, a kernel's tile) and any that differ from ideal."""
+    hidden = ("memory_l2_extra", "overhead_wide_tile_s") + _OPTIONAL.get(fam, ()) + _TILE_FREE + \
+        (_TILE_REPLACED if p.compute_tile_rule else ())
     free = {n for n, _ in _free(fam) if n not in hidden} | {"err_p10", "err_p90"}
     return {k: v for k, v in p.params().items() if k in free or v != getattr(IDEAL_FIT, k)}
 

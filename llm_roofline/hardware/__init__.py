@@ -32,6 +32,7 @@ CHIP_RANGES: dict[str, tuple[float, float, str]] = {
     "memory.hbm_bytes_per_s": (1e6, 1e16, "bytes/s"),
     "onchip.bytes": (1e3, 1e13, "bytes"),
     "onchip.bytes_per_s": (1e6, 1e17, "bytes/s"),
+    "onchip.units": (1, 1e5, "SMs / compute units"),
     "link.bytes_per_s": (1e6, 1e16, "bytes/s"),
     "link.link_bytes_per_s": (1e6, 1e16, "bytes/s"),
     "link.latency_s": (1e-9, 1e-1, "s"),
@@ -112,6 +113,7 @@ class Chip:
     scaleout: Link | None
     onchip_bytes: float | None = None
     onchip_bytes_per_s: float | None = None
+    onchip_units: int | None = None  # SMs (compute units) that run a kernel's CTAs: gemm_tiles' waves
     price_usd_per_hour: float | None = None
     price_source: str = ""
     driver_total_bytes: float | None = None
@@ -204,6 +206,14 @@ def _in_range(value: Any, rng: str, field_name: str, path: str) -> float:
 
 def _optional_number(table: Mapping, key: str, where: str, path: str) -> float | None:
     return _require(table, key, where, path) if key in table else None
+
+
+def _units(onchip: Mapping, path: str) -> int | None:
+    """[onchip].units, a whole number of SMs, or None when absent."""
+    units = _optional_number(onchip, "units", "[onchip].", path)
+    if units is not None and int(units) != units:
+        raise ChipError(f"chip file {path}: [onchip].units must be a whole number of SMs, got {units!r}")
+    return None if units is None else int(units)
 
 
 def _optional_table(data: Mapping, key: str, path: str) -> Mapping:
@@ -342,6 +352,7 @@ def chip_from_dict(data: Mapping[str, Any], path: str = "<dict>") -> Chip:
         scaleout=_parse_scaleout(scaleout, path) if scaleout else None,
         onchip_bytes=_optional_number(onchip, "bytes", "[onchip].", path),
         onchip_bytes_per_s=_optional_number(onchip, "bytes_per_s", "[onchip].", path),
+        onchip_units=_units(onchip, path),
         price_usd_per_hour=_optional_number(price, "usd_per_hour", "[price].", path),
         price_source=" ".join(str(price.get(k, "")) for k in ("source", "date")).strip(),
         driver_total_bytes=_optional_number(mem, "driver_total_bytes", "[memory].", path),
