@@ -329,7 +329,7 @@ def kv_elems_per_token_per_chip(attn: AttentionSpec, tp: int) -> int:
 
 def kv_core_elems_per_token_per_chip(attn: AttentionSpec, tp: int) -> int:
     """The K and V elements per token the attention core reads on one chip (the KV heads it holds; no index key)."""
-    return kv_heads_per_chip(attn, tp) * (attn.head_dim + (0 if attn.kv_shared else attn.v_head_dim))
+    return kv_heads_per_chip(attn, tp) * attn.kv_elements_per_head
 
 
 

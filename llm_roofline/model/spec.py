@@ -176,7 +176,12 @@ class AttentionSpec:
             return self.token_index_elems
         if self.kind == "mla":
             return self.kv_lora_rank + self.qk_rope_head_dim + self.token_index_elems
-        return self.n_kv_heads * (self.head_dim + (0 if self.kv_shared else self.v_head_dim)) + self.token_index_elems
+        return self.n_kv_heads * self.kv_elements_per_head + self.token_index_elems
+
+    @property
+    def kv_elements_per_head(self) -> int:
+        """Cached elements per token of one KV head: its key and value (the key alone where K is V: kv_shared)."""
+        return self.head_dim + (0 if self.kv_shared else self.v_head_dim)
 
     def compressed_elements_per_token(self) -> float:
         """Cache per token of context not capped by a window: DeepSeek-V4's compressed entries, IndexPool's pooled
