@@ -26,6 +26,20 @@ def test_bf16_weight_bytes_are_two_per_parameter():
     assert weight_bytes(m) == 2 * 8_030_261_248  # bf16 checkpoint: 16.06 GB
 
 
+def test_the_graph_holds_every_qk_norm_weight_of_a_chip():
+    from llm_roofline.graph import Phase, build_ops
+    from llm_roofline.memory import weight_bytes_per_chip
+    from llm_roofline.sharding import Sharding
+
+    # Qwen3-8B: 8,190,735,360 parameters (transformers' count) x 2 B = 16,381,470,720 B on one chip; its q_norm and
+    # k_norm (128 weights each, 36 layers: 36 x 256 x 2 B = 18,432 B) were read by attn.qk_norm but not held
+    m = load_model("Qwen/Qwen3-8B")
+    assert weight_bytes_per_chip(build_ops(m, Phase.prefill(1, 16), Sharding())) == 16_381_470_720
+    # tp 2: the per-head norms are replicated, every chip holds both (18,432 B of its share)
+    ops = build_ops(m, Phase.prefill(1, 16), Sharding(tp=2))
+    assert sum(op.stored_bytes * op.count for op in ops if op.name == "attn.qk_norm") == 18_432
+
+
 def test_int4_override_counts_scales_and_keeps_embeddings_native():
     # int4 g128 with fp16 scale + 4-bit zero: 4 + 20/128 = 4.15625 bits per weight.
     # matrices 2·576 = 1152 weights · 4.15625/8 = 598.5 B; embed + LM head 160 params · 2 B = 320 B;

@@ -112,9 +112,9 @@ def _qk_norm_ops(c: Ctx, g: LayerGroup, heads: int, kv_heads: int) -> list[Op]:
     MiniMaxText01RMSNormTP.forward_qk)."""
     a, n = g.attention, g.count
     width = (heads + kv_heads) * a.head_dim
-    weights = width if a.qk_norm_across_heads else a.qk_norm_weights()
+    weights = (width if a.qk_norm_across_heads else a.qk_norm_weights()) * c.native_bytes  # the chip's, resident
     ops = [c.pointwise("attn.qk_norm", g.name, n, rows=c.T_attn, width=width, flops_per_elem=4, reads=1,
-                       style="column", weight_bytes=weights * c.native_bytes, kind="norm")]
+                       style="column", weight_bytes=weights, stored_bytes=weights, kind="norm")]
     if a.qk_norm_across_heads and c.tp > 1:
         ops += c.collectives("all_reduce", "qk_norm", g.name, n, width=2, elem_bytes=4)
     return ops
