@@ -1,5 +1,7 @@
 """Weight and KV-cache bytes: tiny specs by hand, shipped models against published sizes."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -38,6 +40,13 @@ def test_the_graph_holds_every_qk_norm_weight_of_a_chip():
     # tp 2: the per-head norms are replicated, every chip holds both (18,432 B of its share)
     ops = build_ops(m, Phase.prefill(1, 16), Sharding(tp=2))
     assert sum(op.stored_bytes * op.count for op in ops if op.name == "attn.qk_norm") == 18_432
+    # CodeGen-350M-mono's LM head bias (vocab 51,200: 102,400 B) and Qwen3-Next-80B-A3B's shared_expert_gate
+    # (Linear(2048, 1) on 48 layers: 196,608 B) were neither read nor held: now 2 B a parameter on one chip
+    fix = Path(__file__).parent / "fixtures" / "configs"
+    for name, params in (("codegen_350m_mono", 356_712_448), ("qwen3_next_80b_a3b", 79_674_391_296)):
+        m = load_model(fix / f"{name}.json")
+        assert m.params_total == params
+        assert weight_bytes_per_chip(build_ops(m, Phase.prefill(1, 16), Sharding())) == 2 * params
 
 
 def test_int4_override_counts_scales_and_keeps_embeddings_native():

@@ -202,8 +202,11 @@ def _latent_out(c: Ctx, g: LayerGroup, rows) -> list[Op]:
 
 
 def _shared_experts(c: Ctx, g: LayerGroup) -> list[Op]:
-    """The always-active shared experts of a routed-expert FFN: a dense MLP over the stage's chips."""
-    return _mlp(c, g.name, g.count, "ffn.shared", g.ffn, g.ffn.d_shared, "shared")
+    """The always-active shared experts of a routed-expert FFN: a dense MLP over the stage's chips (Qwen2-MoE's
+    shared_expert_gate: its sigmoid gate, (T, d) @ (d, 1) on every chip, scales their output)."""
+    gate = [c.gemm("ffn.shared.gate", g.name, g.count, "router", k=c.spec.d_model, n=1, style="replicated")] \
+        if g.ffn.shared_gate else []
+    return gate + _mlp(c, g.name, g.count, "ffn.shared", g.ffn, g.ffn.d_shared, "shared")
 
 
 def _mlp(c: Ctx, group, n, prefix, f: FfnSpec, d_ff: int, family: str) -> list[Op]:
@@ -517,7 +520,7 @@ def _model_ops_tail(c: Ctx) -> list[Op]:
     ops.append(gemm("lm_head", "model", 1, tokens=t_lm, k=spec.d_model, n=spec.vocab_size / tp,
                     bits_per_weight=spec.weight_format_for(fmt_family, c.dt.weight).bits_per_weight(spec.d_model),
                     act_bytes_per_elem=c.act_bytes, compute_dtype=c.compute_dtype,
-                    n_stored=0.0 if spec.tie_embeddings else 1.0, **c.placed("vocab_out"),
+                    n_stored=0.0 if spec.tie_embeddings else 1.0, bias=spec.lm_head_bias, **c.placed("vocab_out"),
                     formula_note=" (last position only)" if c.phase.lm_head_last_only else ""))
     return ops + c.collectives(collective_after("vocab_out", c.sh), "lm_head", "model", 1, tokens=t_lm,
                                width=spec.vocab_size)
