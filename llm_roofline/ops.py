@@ -182,7 +182,7 @@ def causal_pairs(q_len, kv_len, window=None):
 def attention(name, group, count, *, batch, q_len, kv_len, n_heads, n_kv_heads, qk_dim, v_dim,
               kv_elems_per_token, kv_bytes_per_elem, act_bytes_per_elem, causal=True, window=None,
               fused=True, score_bytes_per_elem=2.0, compute_dtype="bf16", style="column", shards=1,
-              window_label="window", compress_rate=1) -> Op:
+              window_label="window", compress_rate=1, sink_bytes=0.0) -> Op:
     """Attention core (scores, softmax, AV) of one layer, per chip.
 
     FLOPs = 2*B*H*pairs*(qk_dim + v_dim), pairs = query-key pairs actually computed (causal: the
@@ -193,7 +193,8 @@ def attention(name, group, count, *, batch, q_len, kv_len, n_heads, n_kv_heads, 
     softmax, written back, read by AV (4 round trips). DSA passes its index_topk as the window (each query
     attends to that many selected keys) and window_label "top-k" to name it in the formula. compress_rate
     (DeepSeek-V4's compressed branch): each cached entry pools that many tokens, so a query meets pairs / rate entries
-    and reads kv_eff / rate of them (window and kv_len stay in tokens).
+    and reads kv_eff / rate of them (window and kv_len stay in tokens). sink_bytes: the heads' attention sinks, read
+    and held (gpt-oss, MiMo-V2: one per head).
     """
     b = f64(batch)
     q = f64(q_len)
@@ -215,8 +216,8 @@ def attention(name, group, count, *, batch, q_len, kv_len, n_heads, n_kv_heads, 
         f"{', 1 entry per ' + str(compress_rate) + ' tokens' if compress_rate != 1 else ''}), dqk={qk_dim:g}, "
         f"dv={v_dim:g}; KV read {short_number(kv_eff)} {'entries' if compress_rate != 1 else 'tokens'} x "
         f"{kv_elems_per_token:g} elems")
-    return Op(name, group, "attention", count, flops, ZERO, act, kv_bytes, tokens=b * q,
-              compute_dtype=compute_dtype, text=formula, style=style, shards=shards,
+    return Op(name, group, "attention", count, flops, f64(sink_bytes), act, kv_bytes, tokens=b * q,
+              compute_dtype=compute_dtype, text=formula, style=style, shards=shards, stored_bytes=sink_bytes,
               head_dim=(qk_dim + v_dim) / 2.0, kv_bits=8.0 * kv_bytes_per_elem,
               q_per_kv=n_heads / n_kv_heads if n_kv_heads > 0 else 0.0,
               window=float(window) if window and window_label == "window" else 0.0, seqs=b, kv_len=kv)
@@ -296,16 +297,18 @@ def elementwise(name, group, count, *, tokens, elems, flops_per_elem, reads, wri
               stored_bytes=stored_bytes, style=style, shards=shards)
 
 
-def mla_glue(name, group, count, *, tokens, heads, width, act_bytes_per_elem, style="column", shards=1) -> Op:
+def mla_glue(name, group, count, *, tokens, heads, width, act_bytes_per_elem, style="column", shards=1,
+             norm_bytes=0.0) -> Op:
     """The small kernels of an MLA attention module outside its GEMMs, rope and attention kernel (vLLM: the q_a /
     kv_a latent norms, splitting kv_a's output into the latent and k_pe, concatenating each head's query (absorbed:
     latent query and q_pe, `width` = kv_lora_rank + rope; materialized: q_nope and q_pe, `width` = head_dim), the
     cache write's reshape, the split-KV combine). Its bytes: one read and one write of that query over
-    tokens x heads query-head rows (its `tokens`); efficiency.py's mla_glue family adds a floor per layer and
-    per query-head row."""
+    tokens x heads query-head rows (its `tokens`) and the latent norms' weights (norm_bytes, held on every chip);
+    efficiency.py's mla_glue family adds a floor per layer and per query-head row."""
     rows = f64(tokens) * heads
     return elementwise(name, group, count, tokens=rows, elems=rows * width, flops_per_elem=0, reads=1, writes=1,
-                       act_bytes_per_elem=act_bytes_per_elem, style=style, shards=shards)
+                       act_bytes_per_elem=act_bytes_per_elem, style=style, shards=shards, weight_bytes=norm_bytes,
+                       stored_bytes=norm_bytes)
 
 
 def embedding(name, group, *, tokens, d_model, table_rows, weight_bytes_per_elem, act_bytes_per_elem, lookups=1,

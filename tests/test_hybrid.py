@@ -423,7 +423,7 @@ def test_dsa_core_reads_top_k_and_indexer_scores_every_key():
     assert float(score.flops) == 2 * 64 * 10_000 * 128  # every key, 64 index heads x 128: 163,840,000
     assert float(score.kv_bytes) == 10_000 * 128 * 2  # the index key cache, bf16
     assert [o.name for o in ops if o.group == "moe" and "indexer" in o.name] == [
-        "attn.indexer.q_proj", "attn.indexer.k_proj", "attn.indexer.score", "attn.indexer.topk"]
+        "attn.indexer.q_proj", "attn.indexer.k_proj", "attn.indexer.k_norm", "attn.indexer.score", "attn.indexer.topk"]
 
 
 def test_dsa_top_k_is_a_decode_breakpoint():

@@ -49,6 +49,27 @@ def test_the_graph_holds_every_qk_norm_weight_of_a_chip():
         assert weight_bytes_per_chip(build_ops(m, Phase.prefill(1, 16), Sharding())) == 2 * params
 
 
+@pytest.mark.parametrize("name, short", [
+    ("kimi_linear_48b", 7 * 512 * 2),  # MLA's kv_a latent norm (kv_lora_rank 512, no q latent) on its 7 MLA layers
+    ("longcat_flash_chat", 229_376),  # 56 MLA layers x (q_lora_rank 1536 + kv_lora_rank 512) x 2 B
+    ("mimo_v2_flash", 39 * 64 * 2),  # attention sinks: 64 heads on its 39 sliding-window layers
+    ("glm5", 78 * 2 * 128 * 2),  # the DSA indexer's key LayerNorm (weight + bias of index_head_dim 128), 78 layers
+    ("minimax_m3", 57 * 2 * 128 * 2),  # the indexer's q and k RMSNorms (index_head_dim 128) on its 57 DSA layers
+])
+def test_the_graph_holds_latent_norms_sinks_and_indexer_norms(name, short):
+    from llm_roofline.graph import Phase, build_ops
+    from llm_roofline.memory import weight_bytes_per_chip
+    from llm_roofline.sharding import Sharding
+
+    # one chip holds 2 B a parameter (bf16); `short` is what the graph's ops did not hold before (by hand)
+    m = load_model(Path(__file__).parent / "fixtures" / "configs" / f"{name}.json")
+    ops = build_ops(m, Phase.prefill(1, 16), Sharding())
+    assert weight_bytes_per_chip(ops) == 2 * m.params_total
+    missing = {"kimi_linear_48b": "attn.mla_glue", "longcat_flash_chat": "attn.mla_glue", "mimo_v2_flash": "attn.core",
+               "glm5": "attn.indexer.k_norm", "minimax_m3": "attn.indexer.k_norm"}[name]
+    assert sum(op.stored_bytes * op.count for op in ops if op.name == missing) == short
+
+
 def test_int4_override_counts_scales_and_keeps_embeddings_native():
     # int4 g128 with fp16 scale + 4-bit zero: 4 + 20/128 = 4.15625 bits per weight.
     # matrices 2·576 = 1152 weights · 4.15625/8 = 598.5 B; embed + LM head 160 params · 2 B = 320 B;

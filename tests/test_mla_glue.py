@@ -34,13 +34,16 @@ def test_glue_floor_per_layer_and_per_query_head_row():
 
 def test_deepseek_v3_layers_carry_one_glue_op_per_attention_layer():
     spec = load_model("deepseek-ai/DeepSeek-V3")
-    # decode, batch 8, tp 8: 128 / 8 = 16 heads per chip, 8 x 16 = 128 rows of kv_lora 512 + rope 64 = 576
+    # decode, batch 8, tp 8: 128 / 8 = 16 heads per chip, 8 x 16 = 128 rows of kv_lora 512 + rope 64 = 576 read and
+    # written, and the latent norms' bf16 weights (q_lora_rank 1536 + kv_lora_rank 512) read: 294,912 + 4,096 B
     ops = [o for o in build_ops(spec, Phase.decode(8, 1000), Sharding(tp=8)) if o.name == "attn.mla_glue"]
     assert sorted(o.count for o in ops) == [3, 58]  # 3 dense + 58 MoE layers: all 61
-    assert float(ops[0].tokens) == 128.0 and float(ops[0].hbm_bytes) == 128 * 576 * 2 * 2
-    # prefill of 2 x 100 tokens (materialized): 200 x 16 = 3,200 rows of head_dim 192 (nope 128 + rope 64)
+    assert float(ops[0].tokens) == 128.0 and float(ops[0].hbm_bytes) == 128 * 576 * 2 * 2 + (1536 + 512) * 2
+    assert ops[0].stored_bytes == (1536 + 512) * 2  # held on every chip, as the down-projections are
+    # prefill of 2 x 100 tokens (materialized): 200 x 16 = 3,200 rows of head_dim 192 (nope 128 + rope 64), and the
+    # latent norms' weights
     pre = next(o for o in build_ops(spec, Phase.prefill(2, 100), Sharding(tp=8)) if o.name == "attn.mla_glue")
-    assert float(pre.tokens) == 3200.0 and float(pre.hbm_bytes) == 3200 * 192 * 2 * 2
+    assert float(pre.tokens) == 3200.0 and float(pre.hbm_bytes) == 3200 * 192 * 2 * 2 + (1536 + 512) * 2
 
 
 def test_shipped_glue_fits_are_physical():

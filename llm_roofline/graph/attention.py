@@ -148,7 +148,8 @@ def _mla_projections(c: Ctx, g: LayerGroup, heads: int) -> list[Op]:
                           tokens=c.phase.chunk_kv_len * c.chunk_seqs,
                           formula_note=" (materialized over the chunk's context)"))
     ops.append(mla_glue("attn.mla_glue", g.name, n, tokens=c.T_attn, heads=heads, act_bytes_per_elem=c.act_bytes,
-                        width=latent_out if absorbed else a.head_dim, **c.placed("column")))
+                        width=latent_out if absorbed else a.head_dim,
+                        norm_bytes=a.latent_norm_weights() * c.native_bytes, **c.placed("column")))
     return ops
 
 
@@ -167,6 +168,8 @@ def _attention_core(c: Ctx, g: LayerGroup, heads: int, name, batch, q_len, kv_le
     common = dict(batch=batch, q_len=q_len, kv_len=kv_len, causal=causal, window=window,
                   window_label="top-k" if a.index_topk else "window",
                   fused=c.fused, act_bytes_per_elem=c.act_bytes, compute_dtype=c.compute_dtype, **c.placed("column"))
+    if a.sinks and name == "attn.core":  # one sink per head, held once per layer (a prompt chunk's core reads them too)
+        common["sink_bytes"] = heads * c.native_bytes
     if a.kind != "mla":
         return attention(name, g.name, g.count, n_heads=heads, n_kv_heads=kv_heads_per_chip(a, c.tp),
                          qk_dim=a.head_dim, v_dim=a.v_head_dim,
@@ -207,9 +210,14 @@ def _dsa_indexer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
         w = 2 * ih * c.native_bytes
         ops.append(c.pointwise("attn.indexer.q_scale", g.name, n, rows=c.T_attn, width=ih * idim, flops_per_elem=1,
                                reads=1, style="replicated", weight_bytes=w, stored_bytes=w))
-    if a.index_kpool:
+    # the key's LayerNorm (weight and bias; MiniMax-M3: RMSNorms of q and k), 2 x di weights on every chip
+    w = 2 * idim * c.native_bytes
+    ops.append(c.pointwise("attn.indexer.k_norm", g.name, n, rows=c.T_attn, width=idim, flops_per_elem=4, reads=1,
+                           style="replicated", weight_bytes=w, stored_bytes=w, kind="norm"))
+    if a.index_kpool:  # each pool's position bias (index_kpool x di)
+        w = a.index_kpool * idim * c.native_bytes
         ops += [c.pointwise("attn.indexer.pool", g.name, n, rows=c.T_attn, width=idim, flops_per_elem=6, reads=2,
-                            style="replicated"),
+                            style="replicated", weight_bytes=w, stored_bytes=w),
                 kv_write("attn.indexer.kv_write", g.name, n, tokens=c.T_attn / pool, kv_elems_per_token=idim,
                          act_bytes_per_elem=c.act_bytes, kv_bytes_per_elem=c.kv_bytes, **c.placed("replicated"))]
     for suffix, batch, q_len, kv_len, causal in _core_parts(c):

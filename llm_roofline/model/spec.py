@@ -263,13 +263,19 @@ class AttentionSpec:
             return (self.n_heads + self.n_kv_heads) * self.head_dim
         return (1 if self.kv_reused else 2) * self.head_dim  # a layer reusing K and V has no k_norm
 
+    def latent_norm_weights(self) -> int:
+        """MLA's latent norms: q_a's (q_lora_rank), kv_a's (kv_lora_rank; none where the layer reuses an earlier layer's
+        latent) and the rope key's where it has one; 0 for other attention."""
+        if self.kind != "mla":
+            return 0
+        return (self.q_lora_rank or 0) + (0 if self.kv_reused else self.kv_lora_rank) + \
+            (self.qk_rope_head_dim if self.rope_key_norm else 0)
+
     def extra_params(self) -> int:
         """Parameters outside the matrices: q/k norms, MLA latent (and rope-key) norms, MFA's low-rank query norm,
         attention sinks, the DSA key LayerNorm, Inkling's relative-bias bank and k / v conv taps."""
         p = self.qk_norm_weights() + self.rel_dim * self.rel_extent + self.kv_conv * self.kv_conv_channels
-        if self.kind == "mla":  # the latent norms (none of kv's where the layer reuses an earlier layer's latent)
-            p += (self.q_lora_rank or 0) + (0 if self.kv_reused else self.kv_lora_rank) + \
-                (self.qk_rope_head_dim if self.rope_key_norm else 0)
+        p += self.latent_norm_weights()
         if self.sinks:
             p += self.n_heads
         if self.index_topk:
