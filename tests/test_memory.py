@@ -70,6 +70,32 @@ def test_the_graph_holds_latent_norms_sinks_and_indexer_norms(name, short):
     assert sum(op.stored_bytes * op.count for op in ops if op.name == missing) == short
 
 
+def test_every_model_holds_each_parameter_once():
+    # every shipped config and test fixture that loads, bf16 weights, one chip: the graph's resident weights are 2 B a
+    # parameter (ModelSpec.params_total, checked against transformers' counts and published sizes elsewhere). The one
+    # exception, Inkling (+124 B): its router's bias spans the 2 shared-expert sink columns (the config gives them
+    # none: +2 a MoE layer) and its global scale (1 a layer) is not held: 64 MoE layers x 2 B - 2 dense layers x 2 B
+    import glob
+
+    import llm_roofline as lr
+
+    root = Path(__file__).resolve().parents[1]
+    paths = sorted(glob.glob(str(root / "model_configs" / "*" / "*" / "config.json")))
+    paths += sorted(glob.glob(str(root / "tests" / "fixtures" / "configs" / "*.json")))
+    off, checked = {}, 0
+    for path in paths:
+        try:
+            m = load_model(path)
+        except RooflineError:
+            continue  # refused configs (their own tests say why)
+        est = lr.estimate(m, "b200", batch=1, prompt_len=16, gen_len=2, weight_dtype="bf16")
+        checked += 1
+        if est.memory.per_chip_weight_bytes != 2 * m.params_total:
+            off[Path(path).stem if "fixtures" in path else Path(path).parent.name] = \
+                est.memory.per_chip_weight_bytes - 2 * m.params_total
+    assert checked >= 120 and off == {"inkling": 64 * 2 - 2 * 2}
+
+
 def test_int4_override_counts_scales_and_keeps_embeddings_native():
     # int4 g128 with fp16 scale + 4-bit zero: 4 + 20/128 = 4.15625 bits per weight.
     # matrices 2·576 = 1152 weights · 4.15625/8 = 598.5 B; embed + LM head 160 params · 2 B = 320 B;

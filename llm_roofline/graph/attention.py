@@ -242,9 +242,11 @@ def _shared_kv_attention_ops(c: Ctx, g: LayerGroup, heads: int) -> list[Op]:
     ops = c.before_column("attn", g.name, n)
     ops.append(c.gemm("attn.qkv_proj", g.name, n, "attn", k=d, n=a.q_lora_rank + hd, style="replicated"))
     ops.append(c.gemm("attn.q_b_proj", g.name, n, "attn", k=a.q_lora_rank, n=heads * hd, style="column"))
-    # RMSNorm of q per head (no weights) and of kv; RoPE on the rope slice of q, kv and (inverse) of the output
+    # RMSNorm of q per head (no weights) and of kv (hd weights; with them the query latent's q_a_norm, q_lora_rank);
+    # RoPE on the rope slice of q, kv and (inverse) of the output
+    w = (a.q_lora_rank + hd) * c.native_bytes
     ops.append(c.pointwise("attn.qk_norm", g.name, n, rows=c.T_attn, width=(heads + 1) * hd, flops_per_elem=4, reads=1,
-                           style="column", kind="norm"))
+                           style="column", kind="norm", weight_bytes=w, stored_bytes=w))
     ops.append(c.pointwise("attn.rope", g.name, n, rows=c.T_attn, width=(2 * heads + 1) * a.qk_rope_head_dim,
                            flops_per_elem=3, reads=1, style="column"))
     ops.append(kv_write("attn.kv_write", g.name, n, tokens=c.T_attn, kv_elems_per_token=hd,
@@ -269,9 +271,10 @@ def _compressor_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     a, n, d, cp = g.attention, g.count, c.spec.d_model, g.attention.compressor
     hd, ih, idim = a.head_dim, cp.index_n_heads, cp.index_head_dim
     proj = 2 * cp.series * hd + (4 * idim + ih if cp.index_topk else 0)
+    w = cp.extra_params(hd) * c.native_bytes  # the pools' position bias and the kv (and index key) norms
     ops = [c.gemm("attn.compressor.kv_gate", g.name, n, "attn", k=d, n=proj, style="replicated"),
            c.pointwise("attn.compressor.pool", g.name, n, rows=c.T_attn, width=proj // 2, flops_per_elem=6, reads=2,
-                       style="replicated"),
+                       style="replicated", weight_bytes=w, stored_bytes=w),
            kv_write("attn.compressor.kv_write", g.name, n, tokens=c.T_attn / cp.rate,
                     kv_elems_per_token=hd + (idim if cp.index_topk else 0), act_bytes_per_elem=c.act_bytes,
                     kv_bytes_per_elem=c.kv_bytes, **c.placed("replicated"))]

@@ -25,14 +25,15 @@ def _hyper_layer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     GLM-5.3-Flash: the token mixer is attention or a recurrent mixer (KDA)."""
     n, width = g.count, g.hc_mult * c.spec.d_model
     expand_flops = 2 if g.hc_independent else 2 * g.hc_mult + 2
-    ops = []
+    base_w = g.hc_base_params * c.native_bytes  # each hyper-connection's base and scales, read where its mixing
+    ops = []  # weights are formed
     for part in ("attn", "ffn"):
         ops += [c.pointwise(f"hc.{part}.norm", g.name, n, rows=c.T_attn, width=width, flops_per_elem=4, reads=1,
                             style="sequence", kind="norm"),
                 c.gemm(f"hc.{part}.mix_proj", g.name, n, "hc", k=width, n=g.hc_mix_width,
                        style="replicated"),
                 c.pointwise(f"hc.{part}.collapse", g.name, n, rows=c.T_attn, width=width, flops_per_elem=2, reads=1,
-                            style="sequence"),
+                            style="sequence", weight_bytes=base_w, stored_bytes=base_w),
                 c.norm(f"norm.{part}", g.name, n)]
         if part == "attn":
             ops += (attention_ops(c, g) if g.attention.kind != "none" else []) + (
@@ -511,7 +512,11 @@ def _per_layer_inputs(c: Ctx) -> list[Op]:
 
 
 def _model_ops_tail(c: Ctx) -> list[Op]:
-    spec, tp, ops = c.spec, c.tp, _altup_streams(c, "unembed_projections") + [c.norm("norm.final", "model", 1)]
+    spec, tp, final = c.spec, c.tp, c.norm("norm.final", "model", 1)
+    # the model's parameters outside its blocks and embeddings (ModelSpec.head_params: DeepSeek-V4's and Hy4's final
+    # hyper-connection head, JAIS's ALiBi slopes, Mistral Large 4's rotary alpha, Ouro's exit gate) held beside it
+    final = replace(final, stored_bytes=final.stored_bytes + spec.head_params * c.native_bytes)
+    ops = _altup_streams(c, "unembed_projections") + [final]
     t_lm = c.b_attn if c.phase.lm_head_last_only else c.b_attn * c.q  # logits of the last position only in prefill
     if c.phase.has_chunk:  # the chunk's last position (its logit counts when the chunk ends the prompt)
         t_lm = t_lm + np.where(c.phase.chunk_tokens > 0, c.chunk_seqs, 0.0)

@@ -438,10 +438,13 @@ class LayerGroup:
         """Mixing weights a hyper-connection projects per token: pre, post (hc each) and comb (hc x hc; not in iHC)."""
         return (2 if self.hc_independent else 2 + self.hc_mult) * self.hc_mult
 
-    def mixing_extra_params(self) -> int:
-        # each hyper-connection's base (one per mixing weight) and scales (3; iHC: 2, pre and post), x2
-        hc_extra = 2 * (self.hc_mix_width + (2 if self.hc_independent else 3)) if self.hc_mult else 0
-        return self.attention.extra_params() + (self.mixer.extra_params() if self.mixer else 0) + hc_extra
+    @property
+    def hc_base_params(self) -> int:
+        """One hyper-connection's base (one per mixing weight) and scales (3; iHC: 2, pre and post); 0 without."""
+        return self.hc_mix_width + (2 if self.hc_independent else 3) if self.hc_mult else 0
+
+    def mixing_extra_params(self) -> int:  # two hyper-connections a layer: before the mixer and before the FFN
+        return self.attention.extra_params() + (self.mixer.extra_params() if self.mixer else 0) + 2 * self.hc_base_params
 
     def hyper_matrices(self, d_model: int) -> list[Matrix]:
         """The two hyper-connections' mixing projections (before attention and before the FFN): the hc streams
