@@ -444,7 +444,8 @@ class LayerGroup:
         return self.hc_mix_width + (2 if self.hc_independent else 3) if self.hc_mult else 0
 
     def mixing_extra_params(self) -> int:  # two hyper-connections a layer: before the mixer and before the FFN
-        return self.attention.extra_params() + (self.mixer.extra_params() if self.mixer else 0) + 2 * self.hc_base_params
+        mixer = self.mixer.extra_params() if self.mixer else 0
+        return self.attention.extra_params() + mixer + 2 * self.hc_base_params
 
     def hyper_matrices(self, d_model: int) -> list[Matrix]:
         """The two hyper-connections' mixing projections (before attention and before the FFN): the hc streams
