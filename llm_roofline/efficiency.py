@@ -153,7 +153,7 @@ from .attention_shapes import (decode_family, attention_shape, decode_points, is
                                wide_tile_weight)
 from .dequant import dequant_efficiency, marlin_compute_max, weight_only_quantized
 from .expert_kernels import M_BLOCK_RULES, expert_inputs, m_block_padding, restreamed
-from .gemm_tiles import tiled
+from .gemm_tiles import TILE_RULES, tiled
 
 if TYPE_CHECKING:
     from .ops import Op
@@ -272,8 +272,8 @@ class FamilyFit:
                 raise ChipError(f"efficiency {name} must be 0 (none) or at least 1 row, got {getattr(self, name)!r}")
         if (rule := self.compute_m_block_rule) and rule not in M_BLOCK_RULES:  # a kernel's rule, or 0
             raise ChipError(f"efficiency compute_m_block_rule must be 0, 1 or 2, got {shown(rule)}")
-        for name in ("compute_q_tile_rule", "compute_tile_rule"):  # a kernel's tile rule (FlashInfer's decode tile,
-            if getattr(self, name) not in (0.0, 1.0):  # TILE_RULES), or none
+        for name, rules in (("compute_q_tile_rule", (0.0, 1.0)), ("compute_tile_rule", TILE_RULES)):  # a kernel's
+            if getattr(self, name) not in rules:  # tile rule (FlashInfer's decode tile, a GEMM's tiles), or none
                 raise ChipError(f"efficiency {name} must be 0 or 1, got {shown(getattr(self, name))}")
 
     def compute(self, tokens, keys=0.0, elems=0.0, cols=0.0, dim=0.0, group=0.0, outs=0.0, depth=0.0, width=0.0,
