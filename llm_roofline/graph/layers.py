@@ -164,9 +164,17 @@ def _moe_router(c: Ctx, g: LayerGroup) -> list[Op]:
     """What brings the tokens to a routed-expert FFN, and the router: (T_attn, d) @ (d, E) on each attention group's
     own tokens. Latent experts take every token of the stage on every chip, as a dense MLP (their latent_in is one)."""
     f = g.ffn
-    return _ffn_in(c, g, dense=bool(f.latent)) + [c.gemm("ffn.router", g.name, g.count, "router", k=c.spec.d_model,
-                                                         n=f.router_width + f.router_sink, style="replicated",
-                                                         bias=f.router_bias)]
+    router = c.gemm("ffn.router", g.name, g.count, "router", k=c.spec.d_model, n=f.router_width + f.router_sink,
+                    style="replicated", bias=f.router_bias and not f.router_sink)
+    return _ffn_in(c, g, dense=bool(f.latent)) + [_with_scalars(c, router, f.global_scale + (
+        f.router_width if f.router_bias and f.router_sink else 0))]  # Inkling: the sink columns have no bias
+
+
+def _with_scalars(c: Ctx, op: Op, count: int) -> Op:
+    """op reading and holding `count` more native-dtype parameters beside its matrix (Inkling's global scale on the
+    router's weights or a dense MLP's output; a router bias on the routed columns only)."""
+    w = count * c.native_bytes
+    return replace(op, weight_bytes=op.weight_bytes + w, stored_bytes=op.stored_bytes + w) if count else op
 
 
 def _latent_in(c: Ctx, g: LayerGroup) -> list[Op]:
@@ -225,8 +233,8 @@ def _mlp(c: Ctx, group, n, prefix, f: FfnSpec, d_ff: int, family: str) -> list[O
                style="ffn_column", bias=bias), *sparse,
         _activation(c, f"{prefix}.act", group, n, c.T, f_chip, f.gated, "ffn_column"),
         # (T, F) @ (F, d) -> partial sums of (T, d)
-        c.gemm(f"{prefix}.down", group, n, family, k=f_chip, n=d, style="ffn_row",
-               bias=bias or f.down_bias and family == "ffn"),
+        _with_scalars(c, c.gemm(f"{prefix}.down", group, n, family, k=f_chip, n=d, style="ffn_row",
+                                bias=bias or f.down_bias and family == "ffn"), int(f.global_scale and family == "ffn")),
     ]
 
 
