@@ -116,7 +116,7 @@ _scored_fields = itemgetter(*(f.name for f in fields(Op) if f.name not in ("coun
 def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_elem, n_matrices=1.0,
          bias=False, matrices_read=None, n_stored=1.0, rows_per_matrix=None, compute_dtype="bf16", formula_note="",
          style="replicated", shards=1, walked_rows=0.0, token_elems=0.0, weight_block=0.0, weight_dtype="",
-         expert_width=0.0, expert_chips=1.0, expert_block_elems=0.0) -> Op:
+         expert_width=0.0, expert_chips=1.0, expert_block_elems=0.0, bias_cols=None) -> Op:
     """y[T, n] = x[T, k] @ W[k, n] (+ b), for n_matrices weight matrices (MoE: top-k experts' work).
 
     FLOPs = 2*T*k*n per matrix. Weights read: matrices_read (default n_matrices) * k*n*bits/8, + bias.
@@ -132,15 +132,16 @@ def gemm(name, group, count, *, tokens, k, n, bits_per_weight, act_bytes_per_ele
     expert_width: an expert GEMM's intermediate size per chip (Op.expert_width; 0: not an expert GEMM, then
     Op.local_experts and Op.expert_chips are 0 too, else n_stored and expert_chips, the moe_ep).
     expert_block_elems: weight elements of one expert's whole fused block (gate, up, down), stored at
-    bits_per_weight: Op.expert_block_bytes.
+    bits_per_weight: Op.expert_block_bytes. bias_cols: the output columns the bias covers (default all n).
     """
     t = f64(tokens)
     m_read = n_matrices if matrices_read is None else matrices_read
     flops = t * (2.0 * k * n * n_matrices)  # scalars first: one pass over the grid
-    weight_bytes = m_read * (k * n * bits_per_weight / 8 + (n * act_bytes_per_elem if bias else 0.0))
+    bias_bytes = (n if bias_cols is None else bias_cols) * act_bytes_per_elem if bias else 0.0
+    weight_bytes = m_read * (k * n * bits_per_weight / 8 + bias_bytes)
     act = t * ((k + n) * act_bytes_per_elem * n_matrices)
     formula = lambda: f"2*T*k*n*{n_matrices:g} with T={short_number(t)}, k={k:g}, n={n:g}{formula_note}"  # noqa: E731
-    stored = n_stored * (k * n * bits_per_weight / 8 + (n * act_bytes_per_elem if bias else 0.0))
+    stored = n_stored * (k * n * bits_per_weight / 8 + bias_bytes)
     rows = t if rows_per_matrix is None else f64(rows_per_matrix)
     return Op(name, group, "gemm", count, flops, f64(weight_bytes), act,
               tokens=rows, compute_dtype=compute_dtype, text=formula, stored_bytes=float(stored), style=style,

@@ -164,15 +164,15 @@ def _moe_router(c: Ctx, g: LayerGroup) -> list[Op]:
     """What brings the tokens to a routed-expert FFN, and the router: (T_attn, d) @ (d, E) on each attention group's
     own tokens. Latent experts take every token of the stage on every chip, as a dense MLP (their latent_in is one)."""
     f = g.ffn
+    # the bias covers the scored experts alone (Inkling's shared-expert sink columns have none)
     router = c.gemm("ffn.router", g.name, g.count, "router", k=c.spec.d_model, n=f.router_width + f.router_sink,
-                    style="replicated", bias=f.router_bias and not f.router_sink)
-    return _ffn_in(c, g, dense=bool(f.latent)) + [_with_scalars(c, router, f.global_scale + (
-        f.router_width if f.router_bias and f.router_sink else 0))]  # Inkling: the sink columns have no bias
+                    style="replicated", bias=f.router_bias, bias_cols=f.router_width)
+    return _ffn_in(c, g, dense=bool(f.latent)) + [_with_scalars(c, router, int(f.global_scale))]
 
 
 def _with_scalars(c: Ctx, op: Op, count: int) -> Op:
     """op reading and holding `count` more native-dtype parameters beside its matrix (Inkling's global scale on the
-    router's weights or a dense MLP's output; a router bias on the routed columns only)."""
+    router's weights or a dense MLP's output)."""
     w = count * c.native_bytes
     return replace(op, weight_bytes=op.weight_bytes + w, stored_bytes=op.stored_bytes + w) if count else op
 
