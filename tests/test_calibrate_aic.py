@@ -25,10 +25,10 @@ def test_gemm_rows(rows):
     # fp8 in, bf16 out: (4096 + 16,777,216) * 1 + 4096 * 2 = 16,789,504 bytes; the gemm_fp8 family
     r = g.loc[("fp8", 1.0)]
     assert (r["bytes"], r.fam) == (16_789_504, "gemm_fp8")
-    # the collector times six layers of their own weights on one input (collect_gemm.py outside_loop_count = 6):
-    # bf16 working set 4096 * 2 + 6 * (16,777,216 * 2 + 4096 * 2) = 8,192 + 6 * 33,562,624 = 201,383,936 B;
-    # fp8 4096 + 6 * (16,777,216 + 8,192) = 100,716,544 B
-    assert g.loc[("bf16", 1.0)].working_set == 201_383_936 and r.working_set == 100_716_544
+    # the collector times six layers of their own weights on one input (collect_gemm.py outside_loop_count = 6), each
+    # output dropped before the next layer allocates its own (one buffer): bf16 working set 4096 * 2 + 6 * 16,777,216
+    # * 2 + 4096 * 2 = 8,192 + 201,326,592 + 8,192 = 201,342,976 B; fp8 4096 + 6 * 16,777,216 + 8,192 = 100,675,584 B
+    assert g.loc[("bf16", 1.0)].working_set == 201_342_976 and r.working_set == 100_675_584
     assert set(rows[rows.family == "gemm"].gpu) == {"h100-sxm"}
 
 

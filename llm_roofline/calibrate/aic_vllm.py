@@ -99,7 +99,9 @@ _GEMM_DTYPES = {"bfloat16": ("bf16", 2.0), "fp8": ("fp8", 1.0), "fp8_block": ("f
 BLOCK_FLOOR_MARGIN = 2.0
 FP8_BLOCK = (128.0, 128.0 * 128.0)  # activation scale group (1 x 128), weight scale block (128 x 128)
 # the GEMM collector (collector/vllm/collect_gemm.py, outside_loop_count) times a loop over six RowParallelLinear layers
-# of their own weights on one input, the latency divided by six; fp8_block and nvfp4 time one layer (working_set)
+# of their own weights on one input, the latency divided by six; fp8_block and nvfp4 time one layer (working_set).
+# Each layer's output is dropped as the next runs, so the allocator (the CUDA graph's pool) hands all six the same
+# buffer: the loop touches the input, six layers' weights and one output
 GEMM_LAYER_COPIES = 6.0
 GEMM_ONE_LAYER = ("fp8_block", "nvfp4")
 _KV_BYTES = {"bfloat16": 2.0, "fp8": 1.0}
@@ -134,12 +136,12 @@ def gemm_rows(df: "pd.DataFrame") -> dict:
     e = df["gemm_dtype"].map(lambda d: _GEMM_DTYPES[d][1]).to_numpy(np.float64)
     block = (df["gemm_dtype"] == "fp8_block").to_numpy()
     scales = np.where(block, (m * k / FP8_BLOCK[0] + k * n / FP8_BLOCK[1]) * 4.0, 0.0)  # fp32 scales
-    layer = k * n * e + m * n * 2.0 + scales  # one layer's weights (and scales) and output; the input x is shared
+    weights, out = k * n * e + scales, m * n * 2.0  # one layer's weights (and scales), its bf16 output
     copies = np.where(df["gemm_dtype"].isin(GEMM_ONE_LAYER).to_numpy(), 1.0, GEMM_LAYER_COPIES)
     return dict(family=np.where(block, "gemm_fp8_block", "gemm"),
                 op="gemm_" + df["gemm_dtype"].map({"bfloat16": "bf16"}).fillna(df["gemm_dtype"]),
                 dtype=df["gemm_dtype"].map(lambda d: _GEMM_DTYPES[d][0]).to_numpy(), tp=1.0, m=m, k=k, n=n,
-                flops=2 * m * k * n, bytes=m * k * e + layer, working_set=m * k * e + copies * layer,
+                flops=2 * m * k * n, bytes=m * k * e + weights + out, working_set=m * k * e + copies * weights + out,
                 model=[f"n{a:g}_k{b:g}" for a, b in zip(n, k)], measured_s=df["latency"].to_numpy() * 1e-3)
 
 
