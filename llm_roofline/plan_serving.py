@@ -80,6 +80,12 @@ def _shardings(spec, chip, max_chips: int, attention_dp: int = 1) -> list[tuple[
     return [(t, p, t * attention_dp if moe else 1) for t in tps for p in (1, 2) if t * p * attention_dp <= max_chips]
 
 
+def _layout(row) -> str:
+    """A table row's deployment in words: 'tp=8 x 4', 'tp=4 pp=2 ep=8 x 2' (pp, ep where above 1)."""
+    parts = [f"{k}={int(row[k])}" for k in ("tp", "pp", "ep") if k == "tp" or int(row[k]) > 1]
+    return f"{' '.join(parts)} x {int(row['replicas'])}"
+
+
 def _failure(row, ttft_col: str, targets: dict) -> str:
     """The first target a row misses, in words."""
     if not row["fits"]:
@@ -146,7 +152,7 @@ def plan_serving(model, chips, prompt_len: int, gen_len: int, qps: float, ttft_s
         raise ScenarioError(f"{spec.name}: no sharding of {', '.join(c.name for c in chip_list)} within {max_chips} "
                             f"chips runs it" + (f"; {no_room} have no room for one sequence's KV cache beside the "
                                                 "weights" if no_room else "") + "".join("; " + n for n in run_notes))
-    out = _choose(spec, rows, rank, notes + run_notes, serve_kw)
+    out = _choose(spec, rows, rank, notes + run_notes, serve_kw, [c.name for c in chip_list])
     out.configurations = configurations
     return out
 
@@ -249,18 +255,29 @@ def _picks(cols: dict, rank: _Rank) -> tuple:
     return best, fewer[np.argmin(np.where(np.isnan(ttft), np.inf, ttft))]
 
 
-def _choose(spec, frames, rank: _Rank, notes, serve_kw) -> ServingPlan:
+def _unmet(chips: list[str], tried, met: set, ttft_col: str, targets: dict) -> list[str]:
+    """A note for each chip of the plan with no deployment in its table: none of its shardings runs the model, or
+    its largest deployment tried (rows `tried`, by chips) and the first target that one misses."""
+    largest = {c: r for c, r in tried.groupby("chip", sort=False).tail(1).set_index("chip").iterrows()}
+    return [f"{c}: no deployment within max_chips meets the targets; its largest one tried ({_layout(largest[c])}): "
+            f"{_failure(largest[c], ttft_col, targets)}" if c in largest else
+            f"{c}: no sharding within max_chips runs it (no room for one sequence's KV cache beside the weights)"
+            for c in chips if c not in met]
+
+
+def _choose(spec, frames, rank: _Rank, notes, serve_kw, chips: list[str]) -> ServingPlan:
     import pandas as pd
 
     targets, ttft_col = rank.targets, rank.ttft_col
     picked = [(f, *_picks(f, rank)) for f in frames]
     picked = [(f, b, fewer) for f, b, fewer in picked if b is not None]
+    tried = pd.DataFrame(joined_columns(frames, [len(p["qps"]) for p in frames])).sort_values(["chips"], kind="stable")
     if not picked:
-        df = pd.DataFrame(joined_columns(frames, [len(p["qps"]) for p in frames]))
-        near = df.sort_values(["chips"]).iloc[-1]
+        near = tried.iloc[-1]
         raise ScenarioError(f"{spec.name} at {targets['qps']:g} req/s: no deployment within max_chips meets the "
-                            f"targets; the largest one tried ({near['chip']} tp={near['tp']} x {near['replicas']}): "
+                            f"targets; the largest one tried ({near['chip']} {_layout(near)}): "
                             f"{_failure(near, ttft_col, targets)}")
+    notes = notes + _unmet(chips, tried, {str(_at(f, b)["chip"]) for f, b, _ in picked}, ttft_col, targets)
     keys = [[k[b] for k in rank.key(f)] for f, b, _ in picked]  # each pick's sort keys, most significant first
     order = np.lexsort(np.array(keys, dtype=np.float64).T[::-1])  # stable: ties keep the deployments' order
     rows = [_row(picked[i][0], picked[i][1], _binds(picked[i], ttft_col, targets)) for i in order]

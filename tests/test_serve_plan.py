@@ -1,6 +1,7 @@
 """plan_serving: capacity planning on the serving model."""
 
 import math
+import re
 import pytest
 
 from llm_roofline.errors import RooflineError
@@ -256,3 +257,22 @@ def test_a_plan_for_one_generated_token_has_no_tpot_to_miss(capsys):
                  "--qps", "10", "--top", "1"]) == 0
     recheck = " ".join(capsys.readouterr().out.split()).split("re-checked")[1].split("Cheapest")[0]
     assert "p10–p90 TTFT " in recheck and not recheck.rstrip().endswith("TPOT")  # no empty TPOT band
+
+
+def test_a_chip_without_a_deployment_in_the_table_is_named_with_its_reason():
+    # max_chips 1, TPOT <= 10 ms: Llama-3.1-8B's ~16.06e9 B of bf16 weights take >= 16.06e9 / 864e9 = 18.6 ms a step
+    # on one L40S (ideal), while one H100 (3.35e12 B/s: >= 4.8 ms) meets it: the table holds h100-sxm alone, and the
+    # plan says why l40s is missing (it was dropped without a word)
+    p = plan_serving("meta-llama/Llama-3.1-8B", ["h100-sxm", "l40s"], 512, 64, qps=0.5, ttft_s=10.0, tpot_s=0.01,
+                     max_chips=1, max_num_seqs=(8,), max_num_batched_tokens=(2048,))
+    assert set(p.table["chip"]) == {"h100-sxm"}
+    said = [n for n in p.notes if n.startswith("l40s: ")]
+    assert len(said) == 1 and re.search(r"its largest one tried \(tp=1 x 1\): TPOT \d+(\.\d+)? ms > 10 ms", said[0])
+    assert float(re.search(r"TPOT (\d+(\.\d+)?) ms", said[0]).group(1)) >= 18.6
+    # Llama-3.1-70B: 70.6e9 x 2 B = 141 GB of weights; 4 V100s hold 4 x 34.1 GB x 0.9 = 123 GB, 4 H100s 306 GB: no
+    # sharding of the V100s runs it, which the plan says beside the H100 table
+    p = plan_serving(LLAMA70, ["h100-sxm", "v100-sxm"], 512, 64, qps=0.5, max_chips=4, max_num_seqs=(8,),
+                     max_num_batched_tokens=(2048,))
+    assert set(p.table["chip"]) == {"h100-sxm"}
+    assert [n for n in p.notes if n.startswith("v100-sxm: ")] == [
+        "v100-sxm: no sharding within max_chips runs it (no room for one sequence's KV cache beside the weights)"]
