@@ -1,6 +1,6 @@
-"""The runtime efficiency model: how far real kernels fall short of the roofline, per chip and op family,
-read from the chip TOML's `[efficiency.*]` tables (fitted by the calibrate package) and applied per op
-(`estimate(..., efficiency="calibrated")`).
+"""The runtime efficiency model: how far real kernels fall short of the roofline, per chip and op family, read
+from the chip TOML's `[efficiency.*]` tables (fitted by the calibrate package), applied per op (`estimate(...,
+efficiency="calibrated")`).
 
 The model (per chip and op family; a few parameters, each with a physical meaning), T = op.tokens::
 
@@ -59,9 +59,9 @@ Families (`family_of`) and what measured them (benchmarks/CALIBRATION.md: data, 
     all_to_all        kind='collective', all_to_all      MoE expert-parallel dispatch / combine (moe_a2a_perf:
                       (expert-parallel dispatch and      DeepEP low-latency and high-throughput kernels, the
                       combine) inside the domain         faster per shape): a fixed floor overhead_s (tens of us:
-                                                         the kernels' layout, signalling and polling) plus the
-                                                         bytes at comm_max of the link; without a fit anywhere:
-                                                         the chip's collective fit (BORROWS)
+                                                         the kernels' layout, signalling and polling), a time
+                                                         per token sent (overhead_per_token_s), the bytes at
+                                                         comm_max; without a fit: the collective fit (BORROWS)
     mla_glue          attn.mla_glue (MLA layers): the    vLLM's whole MLA module of DeepSeek-V3 (mla_*_module) minus
                       module's kernels outside its       its other attn.* ops: overhead_s per layer + overhead_per_
                       GEMMs, rope and attention kernel   token_s per query-head row (benchmarks/validate_mla.py --fit)
@@ -508,9 +508,10 @@ class CalibratedModel:
             if moe and p.memory_token_tile:
                 e = restreamed(e, [op], op.tokens, chip.onchip_bytes, p.memory_token_tile)
             return tiled(e, p, op.tokens, n, chip.onchip_units) if p.compute_tile_rule and not moe else e
-        if fam in COLLECTIVE_FAMILIES:  # the direct kernels' step latency grows with the GPUs of the group; rings
-            # (PCIe switch, xGMI / NVLink-bridge mesh) are NCCL's pipelined steps, priced at the link's latency_s alone
-            return _collective_efficiency(p, int(op.group_chips), self.label, chip.scaleup.nvlink_switch)
+        if fam in COLLECTIVE_FAMILIES:  # direct kernels: a step latency growing with the GPUs; rings (PCIe switch,
+            # xGMI / NVLink-bridge mesh): NCCL's steps at the link's latency_s; all_to_all: + a time per token sent
+            e = _collective_efficiency(p, int(op.group_chips), self.label, chip.scaleup.nvlink_switch)
+            return replace(e, overhead_s=e.overhead_s + t * _float(op.tokens)) if (t := p.overhead_per_token_s) else e
         if not getattr(op.tokens, "ndim", 0):
             return _efficiency_at(p, op.tokens, self.label)
         return self._shared(fam, op.tokens, None, lambda: p.efficiency(op.tokens, label=self.label))

@@ -51,6 +51,19 @@ def test_book_llama3_70b_on_16_v5e_kv_replication_vs_attention_dp():
     assert est.memory.fits and est.memory.max_batch == 28
 
 
+def test_a_calibrated_all_to_all_pays_deeps_floor_and_a_time_per_token_a_chip_sends():
+    # DeepSeek-V3 on 8 H200 (one NVLink domain): attention_dp 8 x tp 1, experts over moe_ep 8. Decode at batch 64:
+    # 8 sequences per GPU, so each GPU dispatches 8 tokens (8 x top-8 x 7168 x 2 B = 917,504 B). The h200 all_to_all
+    # fit (DeepEP's kernels: aic_vllm.a2a_rows, T = tokens on each rank) prices the op at its link time plus
+    # overhead_s + overhead_per_token_s x 8 (the tokens were the whole stage's 64 before, unpriced)
+    est = estimate(DSV3, "h200", batch=64, prompt_len=2048, gen_len=256, tp=1, attention_dp=8, moe_ep=8,
+                   moe_dispatch="all_to_all")
+    op = est.ops[est.ops.phase == "decode"].set_index("name").loc["comm.all_to_all.dispatch"]
+    fit = lr.load_chip("h200").calibration["all_to_all"]
+    assert op["comm_bytes"] == 917_504 and fit["overhead_per_token_s"] > 0
+    assert op["t_s"] - op["t_comm_s"] == pytest.approx(fit["overhead_s"] + 8 * fit["overhead_per_token_s"], rel=1e-9)
+
+
 def test_deepseek_v3_attention_dp_16_moe_ep_16_all_to_all_by_hand():
     # DeepSeek-V3 on 16 H200: attention data-parallel 16 x tp 1, routed experts over moe_ep = 16 (16 per GPU), the
     # tokens exchanged by DeepEP's all-to-all. Decode at batch 64: 4 sequences per GPU, 1 token each. Dispatch sends

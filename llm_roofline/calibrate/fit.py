@@ -325,8 +325,8 @@ _FREE = {
     "collective": (("comm_max", 0.6), ("comm_switch_max", 0.5), ("comm_step_s", 2e-6),
                    ("comm_step_per_doubling_s", 2e-7), ("overhead_s", 1e-6)),
     # MoE all-to-all (DeepEP dispatch / combine): one direct step, a large fixed floor (layout, per-expert
-    # signalling and polling: tens of us) and the bytes at a fraction of the link
-    "all_to_all": (("comm_max", 0.5), ("overhead_s", 3e-5)),
+    # signalling and polling: tens of us), the bytes at a fraction of the link and a time per token sent
+    "all_to_all": (("comm_max", 0.5), ("overhead_s", 3e-5), ("overhead_per_token_s", 1e-8)),
     # MLA module glue (attn.mla_glue): a floor per layer and per query-head row, fitted on whole-module rows by
     # benchmarks/validate_mla.py (a non-negative least squares on top of the other families), not by fit()
     "mla_glue": (("overhead_s", 5e-5), ("overhead_per_token_s", 1e-10)),

@@ -291,7 +291,7 @@ def _dispatch_combine(c: Ctx, g: LayerGroup, tokens_per_chip) -> list[Op]:
     f, n = g.ffn, g.count
     rows = tokens_per_chip * f.expert_top_k * c.sh.routing_skew
     ops = [collective(f"comm.all_to_all.{what}", g.name, n, kind="all_to_all",
-                      buffer_bytes=rows * c.spec.d_model * c.act_bytes, chips=c.sh.moe_ep, tokens=c.T)
+                      buffer_bytes=rows * c.spec.d_model * c.act_bytes, chips=c.sh.moe_ep, tokens=tokens_per_chip)
            for what in ("dispatch", "combine")]
     if c.sh.moe_tp > 1 and c.adp > 1:
         slice_rows = c.T * f.expert_top_k * c.sh.routing_skew / c.sh.moe_ep  # rows one expert group computes
