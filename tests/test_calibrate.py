@@ -668,6 +668,33 @@ def test_moe_all_to_all_has_its_own_family_floor_and_bandwidth_by_hand(tmp_path)
     assert borrowed.fit_for("all_to_all") is borrowed.fit_for("collective")
     (b,) = score_ops([op], chip, borrowed)
     assert float(b.t_comm_s + b.overhead_s) == pytest.approx(171e-6)
+    # DeepEP's time per token a chip sends: 0.1 us x 100 tokens = 10 us more, 341 us (tokens 0: the 331 us above)
+    p.write_text(ROUND_CHIP + "\n[efficiency.all_to_all]\ncomm_max = 0.25\noverhead_s = 50e-6\n"
+                              "overhead_per_token_s = 1e-7\n")
+    per_token = calibrated_model(lr.load_chip(str(p)))
+    (s,) = score_ops([dataclasses.replace(op, tokens=np.float64(100.0))], chip, per_token)
+    assert float(s.t_comm_s + s.overhead_s) == pytest.approx(341e-6)
+
+
+def test_the_all_to_all_fit_finds_a_time_per_token_only_where_the_rows_give_tokens(tmp_path):
+    # dispatch rows on 8 GPUs (1 to 4,096 tokens x h 2048 / 7168, top-8) timed by a law: a 40 us floor, the bytes at
+    # 0.8 of the link and 0.15 us a token; the fit recovers the time per token; rows without tokens (m 0: a table
+    # that does not say them) leave it 0 (fit._ONLY_WITH), not a value nothing measured
+    p = tmp_path / "round-gpu.toml"
+    p.write_text(ROUND_CHIP)
+    chip = lr.load_chip(str(p))
+    t, h = (x.ravel().astype(float) for x in np.meshgrid(2.0 ** np.arange(13), [2048.0, 7168.0]))
+    df = measurements.normalize(pd.DataFrame(dict(
+        family="all_to_all", op="moe_a2a_dispatch", model=[f"h{x:g}" for x in h], dtype="bf16", tp=8.0, m=t,
+        bytes=t * 8 * h * 2, measured_s=1.0)))
+    truth = FamilyFit(comm_max=0.8, comm_switch_max=0.8, overhead_s=4e-5, overhead_per_token_s=1.5e-7)
+    df["measured_s"] = fitting.predict(df, chip, {"all_to_all": truth})
+    measured = df["measured_s"].to_numpy()
+    got = fitting.fit_family(fitting._terms(df, chip, "all_to_all"), measured, "all_to_all")
+    assert got.overhead_per_token_s == pytest.approx(1.5e-7, rel=0.05)
+    assert got.overhead_s == pytest.approx(4e-5, rel=0.05) and got.comm_max == pytest.approx(0.8, rel=0.05)
+    blind = fitting._terms(df.assign(m=0.0), chip, "all_to_all")
+    assert fitting.fit_family(blind, measured, "all_to_all").overhead_per_token_s == 0.0
 
 
 def test_expert_parallel_dispatch_and_combine_are_the_all_to_all_family():

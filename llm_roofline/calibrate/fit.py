@@ -428,7 +428,7 @@ _ONLY_WITH = {"overhead_per_windowed_head_s": "windowed_heads", "overhead_per_he
              "overhead_window_s": "window_keys", "memory_unsplit_half": "unsplit_streams",
              "overhead_unsplit_s": "unsplit_streams", "compute_width_half": "width", "overhead_ep_s": "expert_parallel",
              "overhead_per_token_elem_s": "token_elems", "overhead_split_s": "split_kv",
-             "overhead_regroup_s": "regrouped", "overhead_wide_tile_s": "wide_tiles"}
+             "overhead_regroup_s": "regrouped", "overhead_wide_tile_s": "wide_tiles", "overhead_per_token_s": "tokens"}
 
 
 def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = IDEAL_FIT,
