@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # validate_mla (GLUE_B
 from llm_roofline.calibrate import aic_vllm, vidur  # noqa: E402
 from llm_roofline.calibrate.chipfile import write_chip_toml  # noqa: E402
 from llm_roofline.calibrate.crossval import held_out_bands, held_out_predictions, with_bands  # noqa: E402
-from llm_roofline.calibrate.fit import MEMORY_FAMILIES, FitResult, fit  # noqa: E402
+from llm_roofline.calibrate.fit import BASE_FAMILY, MEMORY_FAMILIES, FitResult, fit  # noqa: E402
 from llm_roofline.calibrate.measurements import normalize, single_node  # noqa: E402
 from llm_roofline.chip_fits import calibrated_model, measured_fits  # noqa: E402
 from llm_roofline.hardware import load_chip  # noqa: E402
@@ -78,9 +78,11 @@ def refit_chip(data: Path, system: str, chip_name: str, date: str | None, vidur_
     t0 = time.perf_counter()
     aic = normalize(aic_vllm.convert_aic(data / "aic-vllm" / system))
     aic = single_node(aic).reset_index(drop=True)
-    if families is not None:
-        aic = aic[aic["fam"].isin(families)].reset_index(drop=True)
+    if families is not None:  # with the families theirs take a parameter from (BASE_FAMILY), fitted as in a full refit
+        aic = aic[aic["fam"].isin(families + tuple(BASE_FAMILY.get(f, f) for f in families))].reset_index(drop=True)
     fits, points, med = fit_source(aic, chip, aic_vllm.source_text([system]), date) if len(aic) else ({}, {}, {})
+    for f in set(fits) - set(families or fits):  # a base family (or one derived) not asked for: kept as shipped
+        fits.pop(f), points.pop(f, None), med.pop(f, None)
     sources = [aic_vllm.source_text([system])]
     if vidur_rows is not None and chip_name in VIDUR_GPUS:
         g = VIDUR_GPUS[chip_name]

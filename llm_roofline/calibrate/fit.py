@@ -429,6 +429,7 @@ _ONLY_WITH = {"overhead_per_windowed_head_s": "windowed_heads", "overhead_per_he
              "overhead_unsplit_s": "unsplit_streams", "compute_width_half": "width", "overhead_ep_s": "expert_parallel",
              "overhead_per_token_elem_s": "token_elems", "overhead_split_s": "split_kv",
              "overhead_regroup_s": "regrouped", "overhead_wide_tile_s": "wide_tiles", "overhead_per_token_s": "tokens"}
+BASE_FAMILY = {"gemm_fp8_block": "gemm_fp8"}  # a family whose fit fixes a parameter at another family's (_base)
 
 
 def fit_family(terms: _Terms, measured: np.ndarray, fam: str, base: FamilyFit = IDEAL_FIT,
@@ -581,14 +582,13 @@ def fit(df: "pd.DataFrame", chip, *, source: str = "", date: str | None = None) 
 
 
 def _base(fam: str, fits: Mapping[str, FamilyFit]) -> FamilyFit:
-    """The fixed parameters of a family's fit: gemm_fp8_block keeps the per-tensor fp8 kernel's launch floor
-    (overhead_s of gemm_fp8): its kernel-time rows are all large shapes (calibrate/aic_vllm.py), which cannot
-    tell a floor from the shape terms; its scale cost is in those. Prefill attention runs at the no-overlap bound,
-    t_compute + t_memory (memory_serial 1: a CTA loads its Q tile and first K/V tiles before its math and stores O
-    after it; fitted as a free share it came out 1.0 on H100 and B200, 0.90 on L40S, and the fixed 1 holds out as
-    well: benchmarks/CALIBRATION.md "Prefill attention's loads and stores")."""
-    if fam == "gemm_fp8_block" and "gemm_fp8" in fits:
-        return replace(IDEAL_FIT, overhead_s=fits["gemm_fp8"].overhead_s)
+    """The fixed parameters of a family's fit: gemm_fp8_block keeps the per-tensor fp8 kernel's floor (gemm_fp8's
+    overhead_s, where `fits` has it): its rows are all large shapes (aic_vllm.py), which cannot tell a floor from the
+    shape terms. Prefill attention runs at the no-overlap bound, t_compute + t_memory (memory_serial 1: a CTA loads
+    its Q tile and first K/V tiles before its math and stores O after it; a free share came out 1.0 on H100 and B200,
+    0.90 on L40S: CALIBRATION.md "Prefill attention's loads and stores")."""
+    if BASE_FAMILY.get(fam) in fits:
+        return replace(IDEAL_FIT, overhead_s=fits[BASE_FAMILY[fam]].overhead_s)
     return replace(IDEAL_FIT, memory_serial=1.0) if fam == "attention" else IDEAL_FIT
 
 
