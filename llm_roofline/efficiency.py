@@ -507,7 +507,7 @@ class CalibratedModel:
                 e = _efficiency_at(p, op.tokens, self.label, n, k, **{f: float(v) for f, v in moe.items()})
             if moe and p.memory_token_tile:
                 e = restreamed(e, [op], op.tokens, chip.onchip_bytes, p.memory_token_tile)
-            return tiled(e, p, op.tokens, n, chip.onchip_units) if p.compute_tile_rule and not moe else e
+            return e if moe else tiled(e, p, op.tokens, n, chip.onchip_units)
         if fam in COLLECTIVE_FAMILIES:  # direct kernels: a step latency growing with the GPUs; rings (PCIe switch,
             # xGMI / NVLink-bridge mesh): NCCL's steps at the link's latency_s; all_to_all: + a time per token sent
             e = _collective_efficiency(p, int(op.group_chips), self.label, chip.scaleup.nvlink_switch)
@@ -553,7 +553,7 @@ class CalibratedModel:
                 moe = expert_inputs(*grids, k, n, *map(per_op, ("expert_width", "local_experts", "expert_chips")))
             p = self.fit_for(fam)
             e = p.efficiency(tok, label=self.label, cols=n, out_elems=tok * n, depth=k, **moe)
-            e = tiled(e, p, tok, n, chip.onchip_units) if p.compute_tile_rule and not moe else e
+            e = e if moe else tiled(e, p, tok, n, chip.onchip_units)
             parts.append((rows, restreamed(e, sub, tok, chip.onchip_bytes, p.memory_token_tile, shape)
                           if moe and p.memory_token_tile else e))
         return parts

@@ -59,7 +59,7 @@ def tile_grid(m, n, units: float, rule: float) -> tuple[np.ndarray, np.ndarray, 
     if rule != SM89_FP8 or not units or units <= 0:
         return np.float64(0.0), np.float64(1.0), np.float64(0.0)
     known = (m > 0) & (n > 0)
-    mm, nn = np.where(known, np.maximum(m, 1.0), 1.0), np.where(known, np.maximum(n, 1.0), 1.0)  # a kernel runs >= 1 row
+    mm, nn = (np.where(known, np.maximum(x, 1.0), 1.0) for x in (m, n))  # a kernel runs >= 1 row and column
     tm, tn = sm89_fp8_tile(mm, nn)
     waves = np.ceil(np.ceil(mm / tm) * np.ceil(nn / tn) / units)
     factor = np.minimum(1.0, mm * nn / (waves * units * tm * tn))
@@ -68,9 +68,11 @@ def tile_grid(m, n, units: float, rule: float) -> tuple[np.ndarray, np.ndarray, 
 
 
 def tiled(e: Efficiency, p, m, n, units: float | None) -> Efficiency:
-    """e of a GEMM of M x N outputs under fit p's tile rule (p.compute_tile_rule) on `units` SMs (None: unknown, e
-    as it is): its compute fraction times the tile grid's factor, its overhead plus a time per wave and per output
-    of a tall tile (tile_grid)."""
+    """e of a GEMM of M x N outputs under fit p's tile rule (p.compute_tile_rule) on `units` SMs: its compute fraction
+    times the tile grid's factor, its overhead plus a time per wave and per output of a tall tile (tile_grid); e as it
+    is without a rule."""
+    if not p.compute_tile_rule:
+        return e
     waves, factor, tall = tile_grid(m, n, units or 0.0, p.compute_tile_rule)
     outs = np.maximum(_float(m), 0.0) * np.maximum(_float(n), 0.0)
     return replace(e, compute=e.compute * factor,

@@ -104,8 +104,7 @@ class _Terms:
                            regrouped=self.regrouped, spread=self.spread, unsplit=self.unsplit)
         if self.comm is not None:
             return score_collective(self.comm, eff).t_s
-        if p.compute_tile_rule:  # the kernel's output tiles in waves over the SMs (gemm_tiles)
-            eff = tiled(eff, p, self.tokens, self.cols, self.units)
+        eff = tiled(eff, p, self.tokens, self.cols, self.units)  # under a tile rule: its waves over the SMs
         hbm = self.hbm
         if p.memory_l2_extra:  # replays of a working set within L2 (_terms): read at (1 + x) x the HBM rate
             gain = 1.0 + p.memory_l2_extra * self.in_l2

@@ -46,7 +46,7 @@ def attention_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     if a.q_log_scale:  # Mistral-Large-4: q x (scale x log(position + 1) + bias) per head: 1 multiply an element
         w = 2 * heads * c.native_bytes  # a scale and a bias per head: stored as read, as q_norm's
         ops.append(c.pointwise("attn.q_scale", g.name, n, rows=c.T_attn, width=heads * a.head_dim, flops_per_elem=1,
-                               reads=1, style="column", weight_bytes=w, stored_bytes=w))
+                               reads=1, style="column", held_bytes=w))
     if kv_elems_per_token_per_chip(a, tp):  # a layer reusing an earlier layer's K and V writes none (but an index key)
         ops.append(kv_write("attn.kv_write", g.name, n, tokens=c.T_attn,
                             kv_elems_per_token=kv_elems_per_token_per_chip(a, tp),
@@ -80,7 +80,7 @@ def _low_rank_query(c: Ctx, g: LayerGroup, heads: int) -> list[Op]:
     return [c.gemm("attn.qkv_proj", g.name, n, "attn", k=a.input_width or c.spec.d_model, n=r + kv,
                    style="replicated", bias=a.qkv_bias),
             c.pointwise("attn.q_norm", g.name, n, rows=c.T_attn, width=r, flops_per_elem=4, reads=1,
-                        style="replicated", weight_bytes=w, stored_bytes=w, kind="norm"),
+                        style="replicated", held_bytes=w, kind="norm"),
             c.gemm("attn.q_b_proj", g.name, n, "attn", k=r, n=heads * a.head_dim, style="column")]
 
 
@@ -114,7 +114,7 @@ def _qk_norm_ops(c: Ctx, g: LayerGroup, heads: int, kv_heads: int) -> list[Op]:
     width = (heads + kv_heads) * a.head_dim
     weights = (width if a.qk_norm_across_heads else a.qk_norm_weights()) * c.native_bytes  # the chip's, resident
     ops = [c.pointwise("attn.qk_norm", g.name, n, rows=c.T_attn, width=width, flops_per_elem=4, reads=1,
-                       style="column", weight_bytes=weights, stored_bytes=weights, kind="norm")]
+                       style="column", held_bytes=weights, kind="norm")]
     if a.qk_norm_across_heads and c.tp > 1:
         ops += c.collectives("all_reduce", "qk_norm", g.name, n, width=2, elem_bytes=4)
     return ops
@@ -156,26 +156,27 @@ def _mla_projections(c: Ctx, g: LayerGroup, heads: int) -> list[Op]:
 def _attention_cores(c: Ctx, g: LayerGroup, heads: int) -> list[Op]:
     """The phase's attention core, plus the prompt chunk's own core in a mixed (chunked-prefill) step (MLA: the chunk
     materialized, as a prefill; vLLM runs prompt tokens through its MLA prefill path, decodes absorbed)."""
-    return [_attention_core(c, g, heads, "attn.core" + suffix, batch, q_len, kv_len, causal,
-                            c.phase.mla_absorbed and not suffix)
+    return [_attention_core(c, g, heads, "attn.core" + suffix, batch, q_len, kv_len, causal, own=not suffix)
             for suffix, batch, q_len, kv_len, causal in _core_parts(c)]
 
 
-def _attention_core(c: Ctx, g: LayerGroup, heads: int, name, batch, q_len, kv_len, causal, absorbed: bool) -> Op:
+def _attention_core(c: Ctx, g: LayerGroup, heads: int, name, batch, q_len, kv_len, causal, own: bool) -> Op:
+    """One attention core; own: the layer's own (not a prompt chunk's): it holds the sinks, and MLA runs it absorbed
+    where the phase decodes so."""
     a = g.attention
     window = a.index_keys or a.sliding_window  # DSA: each query attends to its index_topk selected keys (MiniMax-M3:
     # its index_topk blocks of index_block_size keys, chosen per KV group)
     common = dict(batch=batch, q_len=q_len, kv_len=kv_len, causal=causal, window=window,
                   window_label="top-k" if a.index_topk else "window",
                   fused=c.fused, act_bytes_per_elem=c.act_bytes, compute_dtype=c.compute_dtype, **c.placed("column"))
-    if a.sinks and name == "attn.core":  # one sink per head, held once per layer (a prompt chunk's core reads them too)
+    if a.sinks and own:  # one sink per head, held once per layer (a prompt chunk's core reads them too)
         common["sink_bytes"] = heads * c.native_bytes
     if a.kind != "mla":
         return attention(name, g.name, g.count, n_heads=heads, n_kv_heads=kv_heads_per_chip(a, c.tp),
                          qk_dim=a.head_dim, v_dim=a.v_head_dim,
                          kv_elems_per_token=kv_core_elems_per_token_per_chip(a, c.tp),
                          kv_bytes_per_elem=c.kv_bytes, **common)
-    if absorbed:  # scores against the latent (r + rope) and values from the latent (r); KV = latent cache
+    if own and c.phase.mla_absorbed:  # scores against the latent (r + rope), values from it (r); KV = latent cache
         return attention(name, g.name, g.count, n_heads=heads, n_kv_heads=1,
                          qk_dim=a.kv_lora_rank + a.qk_rope_head_dim, v_dim=a.kv_lora_rank,
                          kv_elems_per_token=a.kv_lora_rank + a.qk_rope_head_dim, kv_bytes_per_elem=c.kv_bytes,
@@ -202,22 +203,22 @@ def _dsa_indexer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     if a.index_q_norm:  # Mistral-Large-4: a LayerNorm over x before the q projection, ~4 FLOP an element
         w = 2 * a.index_q_norm * c.native_bytes
         ops.append(c.pointwise("attn.indexer.q_norm", g.name, n, rows=c.T_attn, width=a.index_q_norm, flops_per_elem=4,
-                               reads=1, style="replicated", weight_bytes=w, stored_bytes=w, kind="norm"))
+                               reads=1, style="replicated", held_bytes=w, kind="norm"))
     ops += [c.gemm("attn.indexer.q_proj", g.name, n, "attn", k=a.q_lora_rank or d, n=ih * idim, style="replicated"),
             c.gemm("attn.indexer.k_proj", g.name, n, "attn", k=d, n=idim * (2 if a.index_kpool else 1)
                    + (0 if block else ih), style="replicated")]
     if a.q_log_scale:  # the index queries scaled per head by scale x log(position + 1) + bias
         w = 2 * ih * c.native_bytes
         ops.append(c.pointwise("attn.indexer.q_scale", g.name, n, rows=c.T_attn, width=ih * idim, flops_per_elem=1,
-                               reads=1, style="replicated", weight_bytes=w, stored_bytes=w))
+                               reads=1, style="replicated", held_bytes=w))
     # the key's LayerNorm (weight and bias; MiniMax-M3: RMSNorms of q and k), 2 x di weights on every chip
     w = 2 * idim * c.native_bytes
     ops.append(c.pointwise("attn.indexer.k_norm", g.name, n, rows=c.T_attn, width=idim, flops_per_elem=4, reads=1,
-                           style="replicated", weight_bytes=w, stored_bytes=w, kind="norm"))
+                           style="replicated", held_bytes=w, kind="norm"))
     if a.index_kpool:  # each pool's position bias (index_kpool x di)
         w = a.index_kpool * idim * c.native_bytes
         ops += [c.pointwise("attn.indexer.pool", g.name, n, rows=c.T_attn, width=idim, flops_per_elem=6, reads=2,
-                            style="replicated", weight_bytes=w, stored_bytes=w),
+                            style="replicated", held_bytes=w),
                 kv_write("attn.indexer.kv_write", g.name, n, tokens=c.T_attn / pool, kv_elems_per_token=idim,
                          act_bytes_per_elem=c.act_bytes, kv_bytes_per_elem=c.kv_bytes, **c.placed("replicated"))]
     for suffix, batch, q_len, kv_len, causal in _core_parts(c):
@@ -246,7 +247,7 @@ def _shared_kv_attention_ops(c: Ctx, g: LayerGroup, heads: int) -> list[Op]:
     # RoPE on the rope slice of q, kv and (inverse) of the output
     w = (a.q_lora_rank + hd) * c.native_bytes
     ops.append(c.pointwise("attn.qk_norm", g.name, n, rows=c.T_attn, width=(heads + 1) * hd, flops_per_elem=4, reads=1,
-                           style="column", kind="norm", weight_bytes=w, stored_bytes=w))
+                           style="column", kind="norm", held_bytes=w))
     ops.append(c.pointwise("attn.rope", g.name, n, rows=c.T_attn, width=(2 * heads + 1) * a.qk_rope_head_dim,
                            flops_per_elem=3, reads=1, style="column"))
     ops.append(kv_write("attn.kv_write", g.name, n, tokens=c.T_attn, kv_elems_per_token=hd,
@@ -274,7 +275,7 @@ def _compressor_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     w = cp.extra_params(hd) * c.native_bytes  # the pools' position bias and the kv (and index key) norms
     ops = [c.gemm("attn.compressor.kv_gate", g.name, n, "attn", k=d, n=proj, style="replicated"),
            c.pointwise("attn.compressor.pool", g.name, n, rows=c.T_attn, width=proj // 2, flops_per_elem=6, reads=2,
-                       style="replicated", weight_bytes=w, stored_bytes=w),
+                       style="replicated", held_bytes=w),
            kv_write("attn.compressor.kv_write", g.name, n, tokens=c.T_attn / cp.rate,
                     kv_elems_per_token=hd + (idim if cp.index_topk else 0), act_bytes_per_elem=c.act_bytes,
                     kv_bytes_per_elem=c.kv_bytes, **c.placed("replicated"))]

@@ -148,10 +148,13 @@ class Ctx:
                     act_bytes_per_elem=self.act_bytes, compute_dtype=self.spec.compute_dtype_for(family, self.dt),
                     **self.placed(style), **kw)
 
-    def pointwise(self, name, group, count, *, rows, width, flops_per_elem, reads, style, **kw) -> Op:
+    def pointwise(self, name, group, count, *, rows, width, flops_per_elem, reads, style, held_bytes=0.0,
+                  **kw) -> Op:
         """Elementwise work over a (rows, width) tensor (rows split over tp for the 'sequence' style under
-        sequence parallelism)."""
+        sequence parallelism); held_bytes: its own parameters (a norm's weight, a bias), read and held."""
         rows = rows / self.tp if style == "sequence" and sequence_parallel_on(self.sh) else rows
+        if held_bytes:
+            kw.update(weight_bytes=held_bytes, stored_bytes=held_bytes)
         return elementwise(name, group, count, tokens=rows, elems=rows * width, flops_per_elem=flops_per_elem,
                            reads=reads, writes=1, act_bytes_per_elem=self.act_bytes, **self.placed(style), **kw)
 
@@ -160,7 +163,7 @@ class Ctx:
         unless the norm has none)."""
         w = self.spec.norm_params() * self.native_bytes if weighted else 0.0
         return self.pointwise(name, group, count, rows=self.T_attn, width=self.spec.d_model, flops_per_elem=4,
-                              reads=1, style="sequence", weight_bytes=w, stored_bytes=w, kind="norm")
+                              reads=1, style="sequence", held_bytes=w, kind="norm")
 
     def residual(self, group, count, reads=2) -> Op:
         return self.pointwise("residual", group, count, rows=self.T_attn, width=self.spec.d_model,

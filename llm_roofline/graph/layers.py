@@ -33,7 +33,7 @@ def _hyper_layer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
                 c.gemm(f"hc.{part}.mix_proj", g.name, n, "hc", k=width, n=g.hc_mix_width,
                        style="replicated"),
                 c.pointwise(f"hc.{part}.collapse", g.name, n, rows=c.T_attn, width=width, flops_per_elem=2, reads=1,
-                            style="sequence", weight_bytes=base_w, stored_bytes=base_w),
+                            style="sequence", held_bytes=base_w),
                 c.norm(f"norm.{part}", g.name, n)]
         if part == "attn":
             ops += (attention_ops(c, g) if g.attention.kind != "none" else []) + (
@@ -98,8 +98,8 @@ def _mixer_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     norm_w = inner if m.kind in ("mamba2", "lightning", "mlstm") and m.rms_norm else m.norm_params()
     small_w = (m.per_head_params() * heads // m.n_heads + norm_w) * c.native_bytes
     ops.append(c.pointwise("mixer.gate_norm" if m.gate_normed else "mixer.gate", g.name, n, rows=c.T_attn,
-                           width=inner, flops_per_elem=5, reads=2, style="column", weight_bytes=small_w,
-                           stored_bytes=small_w, kind="norm" if m.gate_normed else "elementwise"))
+                           width=inner, flops_per_elem=5, reads=2, style="column", held_bytes=small_w,
+                           kind="norm" if m.gate_normed else "elementwise"))
     # row-parallel: (T, H*hd) @ (H*hd, d) -> partial sums of (T, d)
     ops.append(c.gemm("mixer.out_proj", g.name, n, "attn", k=inner, n=d, style="row", bias=m.proj_bias))
     return ops
@@ -188,7 +188,7 @@ def _latent_in(c: Ctx, g: LayerGroup) -> list[Op]:
         ops += c.collectives("all_gather", "latent_in", g.name, n, tokens=c.T, width=width, chips=chips, instances=1)
     w = width * c.native_bytes
     return ops + [c.pointwise("norm.latent_in", g.name, n, rows=c.T, width=width, flops_per_elem=4, reads=1,
-                              style="replicated", weight_bytes=w, stored_bytes=w, kind="norm")]
+                              style="replicated", held_bytes=w, kind="norm")]
 
 
 def _latent_out(c: Ctx, g: LayerGroup, rows) -> list[Op]:
@@ -202,7 +202,7 @@ def _latent_out(c: Ctx, g: LayerGroup, rows) -> list[Op]:
                         instances=sh.moe_ep) if sh.moe_tp > 1 else []
     w = width * c.native_bytes
     ops.append(c.pointwise("norm.expert_out", g.name, n, rows=rows, width=width, flops_per_elem=4, reads=1,
-                           style="expert", weight_bytes=w, stored_bytes=w, kind="norm"))
+                           style="expert", held_bytes=w, kind="norm"))
     if sh.moe_ep > 1:
         ops += c.collectives("reduce_scatter", "latent_out", g.name, n, tokens=c.T, width=width, chips=sh.moe_ep,
                              instances=sh.moe_tp)
@@ -333,7 +333,7 @@ def _shared_block_ops(c: Ctx, g: LayerGroup) -> list[Op]:
     n, w = g.count, g.attention.input_width
     norm_w = w * c.native_bytes
     ops = [c.pointwise(name, g.name, n, rows=c.T_attn, width=w, flops_per_elem=f, reads=1, style="sequence", **kw)
-           for name, f, kw in (("shared.concat", 0, {}), ("norm.attn", 4, dict(weight_bytes=norm_w, stored_bytes=norm_w,
+           for name, f, kw in (("shared.concat", 0, {}), ("norm.attn", 4, dict(held_bytes=norm_w,
                                                                                kind="norm")))]
     ops += attention_ops(c, g) + c.after_row("attn", g.name, n) + [c.norm("norm.ffn", g.name, n)]
     ops = [replace(op, stored_bytes=op.stored_bytes * g.shared_copies / n) for op in ops + _ffn_ops(c, g)]
@@ -415,7 +415,7 @@ def _altup_laurel_ops(c: Ctx, g: LayerGroup) -> list[Op]:
             c.gemm("altup.correction_coefs", g.name, n, "ffn", k=s, n=s, style="replicated"),
             c.pointwise("altup.correct", g.name, n, flops_per_elem=3, reads=2, **streams),
             c.pointwise("altup.scale", g.name, n, rows=c.T_attn, width=d, flops_per_elem=1, reads=1, style="sequence",
-                        weight_bytes=scale_w, stored_bytes=scale_w)]
+                        held_bytes=scale_w)]
 
 
 def _parallel_block_ops(c: Ctx, g: LayerGroup) -> list[Op]:
@@ -442,7 +442,7 @@ def _residual(c: Ctx, g: LayerGroup) -> Op:
         return c.residual(g.name, g.count)
     w = c.spec.d_model * c.native_bytes
     return c.pointwise("residual.gated", g.name, g.count, rows=c.T_attn, width=c.spec.d_model, flops_per_elem=3,
-                       reads=2, style="sequence", weight_bytes=w, stored_bytes=w)
+                       reads=2, style="sequence", held_bytes=w)
 
 
 def _ffn_half(c: Ctx, g: LayerGroup) -> list[Op]:
@@ -514,7 +514,7 @@ def _per_layer_inputs(c: Ctx) -> list[Op]:
     return _gather(c, "embed.per_layer", width, spec.per_layer_vocab) + [
         c.gemm("per_layer.model_proj", "model", 1, "embed", k=spec.d_model, n=width, style="replicated"),
         c.pointwise("norm.per_layer_proj", "model", 1, rows=c.T_attn, width=width, flops_per_elem=4, reads=1,
-                    style="sequence", weight_bytes=norm_w, stored_bytes=norm_w, kind="norm"),
+                    style="sequence", held_bytes=norm_w, kind="norm"),
         c.pointwise("per_layer.combine", "model", 1, rows=c.T_attn, width=width, flops_per_elem=2, reads=2,
                     style="sequence")]
 
