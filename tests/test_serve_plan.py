@@ -2,8 +2,10 @@
 
 import math
 import re
+from pathlib import Path
 import pytest
 
+import llm_roofline as lr
 from llm_roofline.errors import RooflineError
 from llm_roofline.plan_serving import plan_serving
 from llm_roofline.engine import NO_HOST
@@ -276,3 +278,22 @@ def test_a_chip_without_a_deployment_in_the_table_is_named_with_its_reason():
     assert set(p.table["chip"]) == {"h100-sxm"}
     assert [n for n in p.notes if n.startswith("v100-sxm: ")] == [
         "v100-sxm: no sharding within max_chips runs it (no room for one sequence's KV cache beside the weights)"]
+
+
+def test_a_chip_named_twice_is_planned_once_and_two_chips_of_one_name_are_refused(tmp_path):
+    # 'h100' is an alias of h100-sxm: the same chip twice used to put every row in the table twice (a plan over one
+    # chip of 1 to 8 GPUs at tp 1, 2, 4, 8 x pp 1, 2 within max_chips 8 has at most 7 rows of distinct tp x pp)
+    from llm_roofline.hardware import load_chip
+
+    kw = dict(prompt_len=512, gen_len=64, qps=1.0, max_chips=8, max_num_seqs=(64,), max_num_batched_tokens=(2048,))
+    twice = plan_serving("meta-llama/Llama-3.1-8B", ["h100", "h100-sxm"], **kw)
+    once = plan_serving("meta-llama/Llama-3.1-8B", ["h100-sxm"], **kw)
+    assert len(twice.table) == len(once.table) <= 7
+    assert not twice.table.duplicated(["chip", "tp", "pp", "ep"]).any()
+    # a chip file of the same name with another price: which 'h100-sxm' a row means could not be told
+    p = tmp_path / "mine.toml"
+    p.write_text((Path(lr.__file__).parent / "hardware/chips/h100-sxm.toml").read_text()
+                 .replace("usd_per_hour = 3.78", "usd_per_hour = 1.0"))
+    assert load_chip(str(p)).name == "h100-sxm"
+    with pytest.raises(RooflineError, match="two different chips are named 'h100-sxm'"):
+        plan_serving("meta-llama/Llama-3.1-8B", ["h100-sxm", str(p)], **kw)

@@ -498,13 +498,18 @@ def load_chip(name_or_path: "str | Path | Chip") -> Chip:
 
 
 def load_chips(chips) -> list[Chip]:
-    """load_chip of one chip (a name, alias, path or Chip) or of each of a list of them; anything else, or an empty
-    list, is one ChipError."""
+    """load_chip of one chip (a name, alias, path or Chip) or of each of a list of them, a chip named twice once (an
+    alias of one given: 'h100,h100-sxm'); anything else, an empty list or two different chips of one name (which a
+    table keyed by name could not tell apart) is one ChipError."""
     if isinstance(chips, (str, Path, Chip)):
         chips = [chips]
     if not isinstance(chips, (list, tuple)) or not chips:
         raise ChipError(f"give one or more chips (names, aliases, paths or Chip objects), got {shown(chips)}")
-    return [load_chip(c) for c in chips]
+    out: dict[str, Chip] = {}
+    for chip in map(load_chip, chips):
+        if out.setdefault(chip.name, chip) != chip:
+            raise ChipError(f"two different chips are named {chip.name!r}: give each its own name")
+    return list(out.values())
 
 
 @dataclass(frozen=True)
